@@ -1,0 +1,352 @@
+//! Command-line interface: parses arguments, calls the library, renders
+//! results. Nothing here decides policy; it only shows what the library did.
+
+use clap::{Args, Parser, Subcommand};
+use corral::manifest::{self, Access, Manifest, Source};
+use corral::runtime::{Capability, Plugins, Runtime, RuntimeOptions, ToolError, classify};
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// corral: a coding agent whose tools are sandboxed WebAssembly components.
+#[derive(Parser)]
+#[command(name = "corral", version, about)]
+struct Cli {
+    /// The workspace root (default: the current directory).
+    #[arg(long, global = true, value_name = "DIR")]
+    workspace: Option<PathBuf>,
+    /// Log what the runtime does (compile cache, plugin log lines) to stderr.
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    verbose: u8,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Installed plugins.
+    #[command(subcommand)]
+    Plugins(PluginsCmd),
+    /// Tools the plugins provide.
+    #[command(subcommand)]
+    Tools(ToolsCmd),
+    /// Run one tool.
+    #[command(subcommand)]
+    Tool(ToolCmd),
+}
+
+#[derive(Subcommand)]
+enum PluginsCmd {
+    /// List the plugins of this workspace's manifest: source, sha256, grants, tools.
+    List(JsonFlag),
+    /// Show what a component could ask for (its imports) and the tools it
+    /// exports, without granting it anything.
+    Inspect {
+        /// The component file.
+        file: PathBuf,
+        #[command(flatten)]
+        json: JsonFlag,
+    },
+}
+
+#[derive(Subcommand)]
+enum ToolsCmd {
+    /// List every tool: name, plugin, effects, description.
+    List(JsonFlag),
+}
+
+#[derive(Subcommand)]
+enum ToolCmd {
+    /// Call one tool in its plugin's sandbox and print the output.
+    Call {
+        /// The tool's name.
+        name: String,
+        /// The arguments, a JSON object.
+        #[arg(long, default_value = "{}")]
+        args: String,
+        #[command(flatten)]
+        json: JsonFlag,
+    },
+}
+
+#[derive(Args)]
+struct JsonFlag {
+    /// Print JSON instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Exit codes.
+const EXIT_TOOL_ERROR: u8 = 1;
+const EXIT_USAGE: u8 = 2;
+
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_logging(cli.verbose);
+    let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => return fail(&format!("cannot start the async runtime: {e}")),
+    };
+    rt.block_on(run(cli))
+}
+
+fn init_logging(verbose: u8) {
+    let default = match verbose {
+        0 => "warn",
+        1 => "info",
+        2 => "debug",
+        _ => "trace",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_env("CORRAL_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_target(false)
+        .without_time()
+        .try_init();
+}
+
+fn fail(message: &str) -> ExitCode {
+    eprintln!("error: {message}");
+    ExitCode::from(EXIT_USAGE)
+}
+
+async fn run(cli: Cli) -> ExitCode {
+    let workspace = cli.workspace.clone().unwrap_or_else(|| PathBuf::from("."));
+    match cli.command {
+        Command::Plugins(PluginsCmd::Inspect { file, json }) => inspect(&file, json.json).await,
+        Command::Plugins(PluginsCmd::List(json)) => match load(&workspace).await {
+            Ok((manifest, plugins)) => plugins_list(&manifest, &plugins, json.json),
+            Err(code) => code,
+        },
+        Command::Tools(ToolsCmd::List(json)) => match load(&workspace).await {
+            Ok((_, plugins)) => tools_list(&plugins, json.json),
+            Err(code) => code,
+        },
+        Command::Tool(ToolCmd::Call { name, args, json }) => match load(&workspace).await {
+            Ok((_, plugins)) => tool_call(&plugins, &name, &args, json.json).await,
+            Err(code) => code,
+        },
+    }
+}
+
+async fn load(workspace: &std::path::Path) -> Result<(Manifest, Plugins), ExitCode> {
+    let manifest = manifest::load(workspace).map_err(|e| fail(&e.to_string()))?;
+    let runtime = Runtime::new(RuntimeOptions::user()).map_err(|e| fail(&format!("{e:#}")))?;
+    let plugins = runtime.load(&manifest).await.map_err(|e| fail(&e.to_string()))?;
+    Ok((manifest, plugins))
+}
+
+fn out(text: &str) {
+    let mut stdout = std::io::stdout().lock();
+    let _ = stdout.write_all(text.as_bytes());
+    if !text.ends_with('\n') {
+        let _ = stdout.write_all(b"\n");
+    }
+}
+
+fn grants_text(decl: &manifest::PluginDecl) -> String {
+    let mut parts = Vec::new();
+    for g in &decl.fs {
+        let access = match g.access {
+            Access::Ro => "ro",
+            Access::Rw => "rw",
+        };
+        parts.push(format!("fs {} ({access})", g.path));
+    }
+    for n in &decl.net {
+        parts.push(format!("net {}", n.pattern));
+    }
+    for e in &decl.env {
+        parts.push(format!("env {e}"));
+    }
+    if parts.is_empty() {
+        "none".to_owned()
+    } else {
+        parts.join(", ")
+    }
+}
+
+fn plugins_list(manifest: &Manifest, plugins: &Plugins, json: bool) -> ExitCode {
+    if json {
+        let list: Vec<serde_json::Value> = plugins
+            .plugins()
+            .iter()
+            .map(|p| {
+                let d = p.decl();
+                serde_json::json!({
+                    "name": d.name,
+                    "source": d.source.to_string(),
+                    "sha256": p.sha256(),
+                    "declared_in": d.origin.to_string(),
+                    "grants": {
+                        "fs": d.fs.iter().map(|g| serde_json::json!({"path": g.path, "access": g.access})).collect::<Vec<_>>(),
+                        "net": d.net.iter().map(|n| n.pattern.clone()).collect::<Vec<_>>(),
+                        "env": d.env,
+                    },
+                    "limits": {
+                        "timeout_ms": d.limits.timeout_ms,
+                        "memory_mb": d.limits.memory_mb,
+                        "output_kb": d.limits.output_kb,
+                        "host_calls": d.limits.host_calls,
+                    },
+                    "tools": p.tools().iter().map(|t| t.name.clone()).collect::<Vec<_>>(),
+                })
+            })
+            .collect();
+        out(&serde_json::to_string_pretty(&list).unwrap_or_default());
+        return ExitCode::SUCCESS;
+    }
+    let mut text = format!("workspace {}\n", manifest.workspace.display());
+    for p in plugins.plugins() {
+        let d = p.decl();
+        let pinned = match &d.source {
+            Source::File { sha256: Some(_), .. } => " (pinned)",
+            _ => "",
+        };
+        text.push_str(&format!(
+            "\n{}\n  source   {}\n  sha256   {}{pinned}\n  grants   {}\n  limits   {} ms, {} MiB, output {} KiB\n  tools    {}\n  from     {}\n",
+            d.name,
+            d.source,
+            p.sha256(),
+            grants_text(d),
+            d.limits.timeout_ms,
+            d.limits.memory_mb,
+            d.limits.output_kb,
+            p.tools().iter().map(|t| t.name.as_str()).collect::<Vec<_>>().join(", "),
+            d.origin,
+        ));
+    }
+    out(&text);
+    ExitCode::SUCCESS
+}
+
+fn tools_list(plugins: &Plugins, json: bool) -> ExitCode {
+    let tools = plugins.tools();
+    if json {
+        let list: Vec<serde_json::Value> = tools
+            .iter()
+            .map(|(p, t)| {
+                serde_json::json!({
+                    "name": t.name,
+                    "plugin": p.decl().name,
+                    "description": t.description,
+                    "effects": t.effects,
+                    "input_schema": t.input_schema,
+                })
+            })
+            .collect();
+        out(&serde_json::to_string_pretty(&list).unwrap_or_default());
+        return ExitCode::SUCCESS;
+    }
+    let width = tools.iter().map(|(_, t)| t.name.len()).max().unwrap_or(4);
+    let pwidth = tools.iter().map(|(p, _)| p.decl().name.len()).max().unwrap_or(6);
+    let mut text = String::new();
+    for (p, t) in tools {
+        let effects: Vec<String> = t
+            .effects
+            .iter()
+            .map(|e| serde_json::to_value(e).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default())
+            .collect();
+        let summary = t.description.split(". ").next().unwrap_or("").trim_end_matches('.');
+        text.push_str(&format!(
+            "{:width$}  {:pwidth$}  {:12}  {summary}\n",
+            t.name,
+            p.decl().name,
+            effects.join(","),
+        ));
+    }
+    out(&text);
+    ExitCode::SUCCESS
+}
+
+async fn tool_call(plugins: &Plugins, name: &str, args: &str, json: bool) -> ExitCode {
+    if let Err(e) = serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(args) {
+        return fail(&format!("--args must be a JSON object: {e}"));
+    }
+    if plugins.plugin_for(name).is_none() {
+        let known: Vec<String> = plugins.tools().iter().map(|(_, t)| t.name.clone()).collect();
+        return fail(&format!("no tool named `{name}`; available: {}", known.join(", ")));
+    }
+    let result = plugins.call(name, args, "cli-1").await;
+    if json {
+        let value = match &result {
+            Ok(o) => serde_json::json!({"ok": o}),
+            Err(e) => serde_json::json!({"error": e}),
+        };
+        out(&serde_json::to_string_pretty(&value).unwrap_or_default());
+    } else {
+        match &result {
+            Ok(o) if o.is_error => eprint!("{}", with_newline(&o.content)),
+            Ok(o) => out(&o.content),
+            Err(e) => eprintln!("error: {name}: {}", describe_error(e)),
+        }
+    }
+    match result {
+        Ok(o) if !o.is_error => ExitCode::SUCCESS,
+        _ => ExitCode::from(EXIT_TOOL_ERROR),
+    }
+}
+
+fn with_newline(s: &str) -> String {
+    if s.ends_with('\n') { s.to_owned() } else { format!("{s}\n") }
+}
+
+fn describe_error(e: &ToolError) -> String {
+    e.to_string()
+}
+
+async fn inspect(file: &std::path::Path, json: bool) -> ExitCode {
+    let bytes = match std::fs::read(file) {
+        Ok(b) => b,
+        Err(e) => return fail(&format!("cannot read {}: {e}", file.display())),
+    };
+    let runtime = match Runtime::new(RuntimeOptions::user()) {
+        Ok(r) => r,
+        Err(e) => return fail(&format!("{e:#}")),
+    };
+    let info = match runtime.inspect(&bytes).await {
+        Ok(i) => i,
+        Err(e) => return fail(&format!("{}: {e}", file.display())),
+    };
+    if json {
+        let value = serde_json::json!({
+            "file": file.display().to_string(),
+            "sha256": info.sha256,
+            "imports": info.imports.iter().map(|i| serde_json::json!({"name": i, "capability": classify(i)})).collect::<Vec<_>>(),
+            "exports": info.exports,
+            "tools": match &info.tools { Ok(t) => serde_json::to_value(t).unwrap_or_default(), Err(e) => serde_json::json!({"error": e}) },
+        });
+        out(&serde_json::to_string_pretty(&value).unwrap_or_default());
+        return ExitCode::SUCCESS;
+    }
+    let mut text = format!("{}\n  sha256  {}\n\nimports (what it could ask for):\n", file.display(), info.sha256);
+    let mut by_cap: std::collections::BTreeMap<Capability, Vec<&str>> = Default::default();
+    for import in &info.imports {
+        by_cap.entry(classify(import)).or_default().push(import);
+    }
+    for (cap, names) in &by_cap {
+        text.push_str(&format!("  {}\n", cap.describe()));
+        for n in names {
+            text.push_str(&format!("    {n}\n"));
+        }
+    }
+    text.push_str("\nexports:\n");
+    for e in &info.exports {
+        text.push_str(&format!("  {e}\n"));
+    }
+    match &info.tools {
+        Ok(tools) => {
+            text.push_str("\ntools:\n");
+            for t in tools {
+                let effects: Vec<String> = t.effects.iter().map(|e| format!("{e:?}").to_lowercase()).collect();
+                text.push_str(&format!("  {} [{}]\n", t.name, effects.join(",")));
+            }
+        }
+        Err(e) => text.push_str(&format!("\ntools: cannot be listed: {e}\n")),
+    }
+    out(&text);
+    ExitCode::SUCCESS
+}

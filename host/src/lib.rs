@@ -1,0 +1,21 @@
+//! # corral
+//!
+//! A coding agent for the terminal whose tools and LLM provider adapters are
+//! WebAssembly components. This crate is the native host: it reads the
+//! manifest ([`manifest`]), loads plugins into wasmtime sandboxes that grant
+//! each only what its manifest entry names ([`runtime`]), and runs tool calls.
+//!
+//! ```no_run
+//! # async fn demo() -> anyhow::Result<()> {
+//! let manifest = corral::manifest::load(std::path::Path::new("."))?;
+//! let runtime = corral::runtime::Runtime::new(corral::runtime::RuntimeOptions::user())?;
+//! let plugins = runtime.load(&manifest).await?;
+//! let out = plugins.call("read_file", r#"{"path":"README.md"}"#, "call-1").await?;
+//! assert!(!out.content.is_empty());
+//! # Ok(()) }
+//! ```
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+#![warn(missing_docs)]
+
+pub mod manifest;
+pub mod runtime;

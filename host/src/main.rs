@@ -1,0 +1,7 @@
+//! The `corral` command.
+
+mod cli;
+
+fn main() -> std::process::ExitCode {
+    cli::main()
+}

@@ -1,0 +1,666 @@
+//! The plugin manifest: which plugins to load and what each may touch.
+//!
+//! Three layers, later ones replacing earlier entries of the same name:
+//! the built-in defaults, the user's `$XDG_CONFIG_HOME/corral/corral.toml`,
+//! and the project's `corral.toml` at the workspace root. A plugin entry is
+//! replaced as a whole (so a layer that changes a plugin restates its grants);
+//! `enabled = false` removes it.
+//!
+//! Parsing is strict: unknown keys, malformed grants and grants that leave the
+//! workspace without `outside_workspace = true` are errors that name the file,
+//! the line and the fix. Everything is checked before any plugin is compiled.
+
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use toml::Spanned;
+
+/// The layer every manifest starts from.
+pub const DEFAULTS: &str = r#"
+[plugins.fs]
+source = "builtin:fs"
+grants.fs = [{ path = ".", access = "rw" }]
+
+[plugins.search]
+source = "builtin:search"
+grants.fs = [{ path = ".", access = "ro" }]
+"#;
+
+/// Name given to the built-in layer in messages.
+pub const DEFAULTS_NAME: &str = "<built-in defaults>";
+
+/// Default wall-clock budget of one call.
+pub const DEFAULT_TIMEOUT_MS: u64 = 30_000;
+/// Default linear-memory cap of one call.
+pub const DEFAULT_MEMORY_MB: u64 = 256;
+/// Default cap on the size of one call's output.
+pub const DEFAULT_OUTPUT_KB: u64 = 1024;
+/// Default number of host calls (WASI and corral imports) one call may make.
+pub const DEFAULT_HOST_CALLS: u64 = 5_000_000;
+
+/// A manifest problem, located in its file.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub struct ManifestError {
+    /// The file the problem is in.
+    pub file: String,
+    /// 1-based line, 0 when unknown.
+    pub line: usize,
+    /// 1-based column, 0 when unknown.
+    pub column: usize,
+    /// What is wrong.
+    pub message: String,
+    /// How to fix it.
+    pub help: Option<String>,
+}
+
+impl fmt::Display for ManifestError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.line > 0 {
+            write!(f, "{}:{}:{}: {}", self.file, self.line, self.column, self.message)?;
+        } else {
+            write!(f, "{}: {}", self.file, self.message)?;
+        }
+        if let Some(help) = &self.help {
+            write!(f, "\n  help: {help}")?;
+        }
+        Ok(())
+    }
+}
+
+/// Where a plugin entry was declared, for messages.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Origin {
+    /// The manifest file.
+    pub file: String,
+    /// The 1-based line of the entry's `source`.
+    pub line: usize,
+}
+
+impl fmt::Display for Origin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}", self.file, self.line)
+    }
+}
+
+/// Where a plugin's component comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Source {
+    /// Embedded in the `corral` binary (`source = "builtin:fs"`).
+    Builtin(String),
+    /// A `.wasm` file (`source = "plugins/tool.wasm"`, relative to the manifest),
+    /// optionally pinned by `sha256 = "…"`.
+    File {
+        /// Absolute path of the component.
+        path: PathBuf,
+        /// The expected SHA-256 of the file, lowercase hex.
+        sha256: Option<String>,
+    },
+}
+
+impl fmt::Display for Source {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Source::Builtin(name) => write!(f, "builtin:{name}"),
+            Source::File { path, .. } => write!(f, "{}", path.display()),
+        }
+    }
+}
+
+/// Read-only or read-write access to a granted directory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Access {
+    /// `access = "ro"`
+    Ro,
+    /// `access = "rw"`
+    Rw,
+}
+
+/// A directory the plugin may see.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FsGrant {
+    /// The path as written in the manifest (`"."`, `"docs"`).
+    pub path: String,
+    /// The canonical host directory.
+    pub host_path: PathBuf,
+    /// The path the plugin opens it by: workspace-relative (`.`, `docs`), or the
+    /// absolute host path for grants outside the workspace.
+    pub guest_path: String,
+    /// What the plugin may do there.
+    pub access: Access,
+}
+
+/// An allowed network destination, `scheme://host:port`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NetGrant {
+    /// `http` or `https`.
+    pub scheme: String,
+    /// A host name or address; `*.example.com` matches any subdomain.
+    pub host: String,
+    /// The port (the scheme's default when omitted).
+    pub port: u16,
+    /// The pattern as written.
+    pub pattern: String,
+    /// Where it was written.
+    pub origin: Origin,
+}
+
+impl NetGrant {
+    /// Whether a request to `scheme://host:port` is allowed by this grant.
+    pub fn allows(&self, scheme: &str, host: &str, port: u16) -> bool {
+        if !self.scheme.eq_ignore_ascii_case(scheme) || self.port != port {
+            return false;
+        }
+        let host = host.trim_end_matches('.');
+        match self.host.strip_prefix("*.") {
+            Some(suffix) => host
+                .len()
+                .checked_sub(suffix.len() + 1)
+                .is_some_and(|at| {
+                    host.as_bytes()[at] == b'.' && host[at + 1..].eq_ignore_ascii_case(suffix)
+                }),
+            None => host.eq_ignore_ascii_case(&self.host),
+        }
+    }
+}
+
+/// Per-call limits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Wall-clock budget of one call (`limits.timeout_ms`).
+    pub timeout_ms: u64,
+    /// Linear-memory cap (`limits.memory_mb`).
+    pub memory_mb: u64,
+    /// Cap on the output returned by one call (`limits.output_kb`).
+    pub output_kb: u64,
+    /// Calls into the host (WASI and corral imports) allowed per call
+    /// (`limits.host_calls`).
+    pub host_calls: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            timeout_ms: DEFAULT_TIMEOUT_MS,
+            memory_mb: DEFAULT_MEMORY_MB,
+            output_kb: DEFAULT_OUTPUT_KB,
+            host_calls: DEFAULT_HOST_CALLS,
+        }
+    }
+}
+
+/// One plugin, checked and ready to load.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PluginDecl {
+    /// The plugin's name, the key of `[plugins.NAME]`.
+    pub name: String,
+    /// Where its component comes from.
+    pub source: Source,
+    /// Directories it may see.
+    pub fs: Vec<FsGrant>,
+    /// Hosts it may reach over HTTP.
+    pub net: Vec<NetGrant>,
+    /// Environment variables it may read (their values come from corral's own
+    /// environment at call time).
+    pub env: Vec<String>,
+    /// Per-call limits.
+    pub limits: Limits,
+    /// Its own settings, read through `host.config`.
+    pub config: BTreeMap<String, String>,
+    /// Where it was declared.
+    pub origin: Origin,
+}
+
+/// The checked manifest of one workspace.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Manifest {
+    /// The canonical workspace root.
+    pub workspace: PathBuf,
+    /// The plugins to load, by name.
+    pub plugins: Vec<PluginDecl>,
+}
+
+// ---- the TOML schema ----
+
+/// A manifest file.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawFile {
+    /// `[plugins.NAME]`
+    #[serde(default)]
+    plugins: BTreeMap<String, RawPlugin>,
+}
+
+/// `[plugins.NAME]`
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPlugin {
+    /// `source = "builtin:fs"` or `source = "path/to/tool.wasm"`
+    source: Option<Spanned<String>>,
+    /// `sha256 = "…"` pins a `.wasm` source.
+    sha256: Option<Spanned<String>>,
+    /// `enabled = false` removes a plugin declared by an earlier layer.
+    #[serde(default = "yes")]
+    enabled: bool,
+    /// `grants = { fs = […], net = […], env = […] }`
+    #[serde(default)]
+    grants: RawGrants,
+    /// `limits = { timeout_ms = 30000, memory_mb = 256, output_kb = 1024, host_calls = 5000000 }`
+    #[serde(default)]
+    limits: RawLimits,
+    /// `config = { key = "value" }`
+    #[serde(default)]
+    config: toml::Table,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// `grants`
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawGrants {
+    /// `fs = [{ path = ".", access = "rw" }]`
+    #[serde(default)]
+    fs: Vec<Spanned<RawFsGrant>>,
+    /// `net = ["https://api.example.com:443"]`
+    #[serde(default)]
+    net: Vec<Spanned<String>>,
+    /// `env = ["HOME"]`
+    #[serde(default)]
+    env: Vec<Spanned<String>>,
+}
+
+/// One entry of `grants.fs`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawFsGrant {
+    /// `path = "docs"`, relative to the workspace root
+    path: String,
+    /// `access = "ro"` or `"rw"`
+    access: Access,
+    /// `outside_workspace = true` allows an absolute path or one leaving the workspace.
+    #[serde(default)]
+    outside_workspace: bool,
+}
+
+/// `limits`
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawLimits {
+    timeout_ms: Option<Spanned<u64>>,
+    memory_mb: Option<Spanned<u64>>,
+    output_kb: Option<Spanned<u64>>,
+    host_calls: Option<Spanned<u64>>,
+}
+
+/// One manifest layer: its name for messages, its text, and the directory
+/// relative `.wasm` sources are resolved against.
+#[derive(Debug, Clone)]
+pub struct Layer {
+    /// Shown in messages (a path, or [`DEFAULTS_NAME`]).
+    pub name: String,
+    /// The TOML text.
+    pub text: String,
+    /// Base directory for relative `source` paths.
+    pub base: PathBuf,
+}
+
+/// The layers for `workspace`: defaults, the user's file, the project's file
+/// (those that exist).
+pub fn layers(workspace: &Path) -> std::io::Result<Vec<Layer>> {
+    let mut out = vec![Layer {
+        name: DEFAULTS_NAME.to_owned(),
+        text: DEFAULTS.to_owned(),
+        base: workspace.to_path_buf(),
+    }];
+    let mut files = Vec::new();
+    if let Some(dir) = dirs::config_dir() {
+        files.push(dir.join("corral").join("corral.toml"));
+    }
+    files.push(workspace.join("corral.toml"));
+    for file in files {
+        match std::fs::read_to_string(&file) {
+            Ok(text) => out.push(Layer {
+                name: file.display().to_string(),
+                text,
+                base: file.parent().map(Path::to_path_buf).unwrap_or_default(),
+            }),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(std::io::Error::new(e.kind(), format!("{}: {e}", file.display()))),
+        }
+    }
+    Ok(out)
+}
+
+/// Loads and checks the manifest of `workspace` from its usual layers.
+pub fn load(workspace: &Path) -> Result<Manifest, ManifestError> {
+    let layers = layers(workspace).map_err(|e| ManifestError {
+        file: workspace.display().to_string(),
+        line: 0,
+        column: 0,
+        message: format!("cannot read the manifest: {e}"),
+        help: None,
+    })?;
+    from_layers(workspace, &layers)
+}
+
+/// Checks a manifest made of explicit layers (later layers win).
+pub fn from_layers(workspace: &Path, layers: &[Layer]) -> Result<Manifest, ManifestError> {
+    let workspace = workspace.canonicalize().map_err(|e| ManifestError {
+        file: workspace.display().to_string(),
+        line: 0,
+        column: 0,
+        message: format!("the workspace directory cannot be opened: {e}"),
+        help: Some("pass an existing directory with --workspace".into()),
+    })?;
+    let mut plugins: BTreeMap<String, PluginDecl> = BTreeMap::new();
+    for layer in layers {
+        let raw: RawFile = toml::from_str(&layer.text).map_err(|e| {
+            let (line, column) = e.span().map_or((0, 0), |s| line_col(&layer.text, s.start));
+            ManifestError {
+                file: layer.name.clone(),
+                line,
+                column,
+                message: e.message().trim().to_owned(),
+                help: Some(
+                    "see the manifest reference in README.md (plugins.NAME: source, sha256, \
+                     enabled, grants.fs/net/env, limits, config)"
+                        .into(),
+                ),
+            }
+        })?;
+        for (name, entry) in raw.plugins {
+            let at = Checker { layer, workspace: &workspace };
+            if !entry.enabled {
+                plugins.remove(&name);
+                continue;
+            }
+            let decl = at.plugin(&name, entry)?;
+            plugins.insert(name, decl);
+        }
+    }
+    Ok(Manifest {
+        workspace,
+        plugins: plugins.into_values().collect(),
+    })
+}
+
+fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let before = &text[..offset.min(text.len())];
+    let line = before.matches('\n').count() + 1;
+    let column = before.len() - before.rfind('\n').map_or(0, |i| i + 1) + 1;
+    (line, column)
+}
+
+struct Checker<'a> {
+    layer: &'a Layer,
+    workspace: &'a Path,
+}
+
+impl Checker<'_> {
+    fn err(&self, span: std::ops::Range<usize>, message: String, help: Option<String>) -> ManifestError {
+        let (line, column) = line_col(&self.layer.text, span.start);
+        ManifestError {
+            file: self.layer.name.clone(),
+            line,
+            column,
+            message,
+            help,
+        }
+    }
+
+    fn plugin(&self, name: &str, raw: RawPlugin) -> Result<PluginDecl, ManifestError> {
+        let Some(source) = raw.source else {
+            let at = self.layer.text.find(&format!("plugins.{name}")).unwrap_or(0);
+            return Err(self.err(
+                at..at,
+                format!("plugin `{name}` has no `source`"),
+                Some(format!(
+                    "add `source = \"builtin:{name}\"` or `source = \"path/to/{name}.wasm\"`, or `enabled = false` to remove it"
+                )),
+            ));
+        };
+        let origin_span = source.span();
+        if !valid_name(name) {
+            return Err(self.err(
+                origin_span,
+                format!("`{name}` is not a valid plugin name"),
+                Some("use lowercase letters, digits, `-` and `_`, starting with a letter".into()),
+            ));
+        }
+        let origin = Origin {
+            file: self.layer.name.clone(),
+            line: line_col(&self.layer.text, origin_span.start).0,
+        };
+        let source = self.source(name, &source, raw.sha256.as_ref())?;
+        let mut fs: Vec<FsGrant> = Vec::new();
+        for grant in &raw.grants.fs {
+            let checked = self.fs_grant(name, grant)?;
+            for other in &fs {
+                let nested = checked.host_path.starts_with(&other.host_path)
+                    || other.host_path.starts_with(&checked.host_path);
+                if nested {
+                    return Err(self.err(
+                        grant.span(),
+                        format!(
+                            "grant `{}` overlaps grant `{}` of plugin `{name}`",
+                            checked.path, other.path
+                        ),
+                        Some(
+                            "a nested grant cannot narrow or widen its parent; grant sibling \
+                             directories, or keep only the outer one"
+                                .into(),
+                        ),
+                    ));
+                }
+            }
+            fs.push(checked);
+        }
+        let mut net = Vec::new();
+        for pattern in &raw.grants.net {
+            net.push(self.net_grant(pattern)?);
+        }
+        let mut env = Vec::new();
+        for var in &raw.grants.env {
+            let v = var.get_ref();
+            let ok = !v.is_empty()
+                && !v.starts_with(|c: char| c.is_ascii_digit())
+                && v.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+            if !ok {
+                return Err(self.err(
+                    var.span(),
+                    format!("`{v}` is not an environment variable name"),
+                    Some("grants.env lists variable names like `HOME` or `CARGO_HOME`".into()),
+                ));
+            }
+            env.push(v.clone());
+        }
+        let limits = self.limits(&raw.limits)?;
+        let config = raw
+            .config
+            .into_iter()
+            .map(|(k, v)| {
+                let v = match v {
+                    toml::Value::String(s) => s,
+                    other => serde_json::to_string(&other).unwrap_or_default(),
+                };
+                (k, v)
+            })
+            .collect();
+        Ok(PluginDecl {
+            name: name.to_owned(),
+            source,
+            fs,
+            net,
+            env,
+            limits,
+            config,
+            origin,
+        })
+    }
+
+    fn source(
+        &self,
+        name: &str,
+        source: &Spanned<String>,
+        sha256: Option<&Spanned<String>>,
+    ) -> Result<Source, ManifestError> {
+        let text = source.get_ref();
+        if let Some(builtin) = text.strip_prefix("builtin:") {
+            if corral_builtin::get(builtin).is_none() {
+                let known: Vec<&str> = corral_builtin::PLUGINS.iter().map(|(n, _)| *n).collect();
+                return Err(self.err(
+                    source.span(),
+                    format!("plugin `{name}`: there is no built-in plugin `{builtin}`"),
+                    Some(format!("built-in plugins: {}", known.join(", "))),
+                ));
+            }
+            if let Some(pin) = sha256 {
+                return Err(self.err(
+                    pin.span(),
+                    format!("plugin `{name}`: `sha256` pins a file source, but this one is built in"),
+                    Some("remove `sha256`; built-in plugins are pinned by the corral binary".into()),
+                ));
+            }
+            return Ok(Source::Builtin(builtin.to_owned()));
+        }
+        let pin = match sha256 {
+            Some(pin) => {
+                let hex = pin.get_ref().to_ascii_lowercase();
+                if hex.len() != 64 || !hex.chars().all(|c| c.is_ascii_hexdigit()) {
+                    return Err(self.err(
+                        pin.span(),
+                        format!("plugin `{name}`: `sha256` must be 64 hexadecimal digits"),
+                        Some("compute it with `sha256sum FILE.wasm`".into()),
+                    ));
+                }
+                Some(hex)
+            }
+            None => None,
+        };
+        Ok(Source::File {
+            path: self.layer.base.join(text),
+            sha256: pin,
+        })
+    }
+
+    fn fs_grant(&self, name: &str, grant: &Spanned<RawFsGrant>) -> Result<FsGrant, ManifestError> {
+        let raw = grant.get_ref();
+        let joined = self.workspace.join(&raw.path);
+        let host_path = joined.canonicalize().map_err(|e| {
+            self.err(
+                grant.span(),
+                format!("plugin `{name}`: granted path `{}` cannot be opened: {e}", raw.path),
+                Some("grant an existing directory, relative to the workspace root".into()),
+            )
+        })?;
+        if !host_path.is_dir() {
+            return Err(self.err(
+                grant.span(),
+                format!("plugin `{name}`: granted path `{}` is not a directory", raw.path),
+                Some("grants.fs lists directories; grant the directory that holds the file".into()),
+            ));
+        }
+        let guest_path = match host_path.strip_prefix(self.workspace) {
+            Ok(rel) if rel.as_os_str().is_empty() => ".".to_owned(),
+            Ok(rel) => rel.to_string_lossy().into_owned(),
+            Err(_) if raw.outside_workspace => host_path.to_string_lossy().into_owned(),
+            Err(_) => {
+                return Err(self.err(
+                    grant.span(),
+                    format!(
+                        "plugin `{name}`: granted path `{}` is outside the workspace ({})",
+                        raw.path,
+                        host_path.display()
+                    ),
+                    Some(
+                        "add `outside_workspace = true` to this grant if the plugin really needs it"
+                            .into(),
+                    ),
+                ));
+            }
+        };
+        Ok(FsGrant {
+            path: raw.path.clone(),
+            host_path,
+            guest_path,
+            access: raw.access,
+        })
+    }
+
+    fn net_grant(&self, pattern: &Spanned<String>) -> Result<NetGrant, ManifestError> {
+        let text = pattern.get_ref();
+        let bad = |why: &str| {
+            self.err(
+                pattern.span(),
+                format!("network grant `{text}`: {why}"),
+                Some("write `scheme://host:port`, e.g. \"https://api.openai.com:443\" or \"http://127.0.0.1:8080\"".into()),
+            )
+        };
+        let (scheme, rest) = text.split_once("://").ok_or_else(|| bad("no scheme"))?;
+        let scheme = scheme.to_ascii_lowercase();
+        let default_port = match scheme.as_str() {
+            "http" => 80,
+            "https" => 443,
+            _ => return Err(bad("the scheme must be http or https")),
+        };
+        let rest = rest.trim_end_matches('/');
+        if rest.contains('/') || rest.contains('@') || rest.contains('?') {
+            return Err(bad("only scheme, host and port are allowed, no path or user"));
+        }
+        let (host, port) = match rest.rsplit_once(':') {
+            Some((h, p)) if !h.ends_with(':') && !p.contains(']') => {
+                (h, p.parse::<u16>().map_err(|_| bad("the port is not a number"))?)
+            }
+            _ => (rest, default_port),
+        };
+        let host = host.trim_start_matches('[').trim_end_matches(']');
+        let bare = host.strip_prefix("*.").unwrap_or(host);
+        if bare.is_empty() || bare.contains('*') || bare.contains(char::is_whitespace) {
+            return Err(bad("the host is empty or has a `*` other than a leading `*.`"));
+        }
+        Ok(NetGrant {
+            scheme,
+            host: host.to_ascii_lowercase(),
+            port,
+            pattern: text.clone(),
+            origin: Origin {
+                file: self.layer.name.clone(),
+                line: line_col(&self.layer.text, pattern.span().start).0,
+            },
+        })
+    }
+
+    fn limits(&self, raw: &RawLimits) -> Result<Limits, ManifestError> {
+        let mut limits = Limits::default();
+        let fields: [(&str, &Option<Spanned<u64>>, &mut u64, u64); 4] = [
+            ("timeout_ms", &raw.timeout_ms, &mut limits.timeout_ms, 3_600_000),
+            ("memory_mb", &raw.memory_mb, &mut limits.memory_mb, 4096),
+            ("output_kb", &raw.output_kb, &mut limits.output_kb, 1 << 20),
+            ("host_calls", &raw.host_calls, &mut limits.host_calls, u64::MAX),
+        ];
+        for (key, value, slot, max) in fields {
+            if let Some(v) = value {
+                if *v.get_ref() == 0 || *v.get_ref() > max {
+                    return Err(self.err(
+                        v.span(),
+                        format!("limits.{key} = {} is out of range", v.get_ref()),
+                        Some(format!("use a value from 1 to {max}")),
+                    ));
+                }
+                *slot = *v.get_ref();
+            }
+        }
+        Ok(limits)
+    }
+}
+
+fn valid_name(name: &str) -> bool {
+    name.starts_with(|c: char| c.is_ascii_lowercase())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_')
+}

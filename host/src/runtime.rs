@@ -1,0 +1,684 @@
+//! The plugin runtime: one wasmtime [`Engine`], components compiled once and
+//! cached on disk, an `InstancePre` per plugin, and a fresh `Store` and
+//! instance for every call.
+//!
+//! Every call runs under the plugin's grants (directories, environment
+//! variables, network hosts) and limits (wall-clock deadline through epoch
+//! interruption, linear-memory cap, output cap, host-call budget). A trap,
+//! a timeout or a limit ends that call with a [`ToolError`]; the instance is
+//! dropped with its store, so the next call starts clean.
+
+mod cache;
+mod caps;
+mod host;
+mod http;
+mod limits;
+mod stdio;
+
+pub use cache::CacheOutcome;
+pub use caps::{Capability, classify};
+
+use crate::manifest::{Access, Manifest, PluginDecl, Source};
+use anyhow::Context as _;
+use sha2::{Digest, Sha256};
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+use wasmtime::component::{Component, HasSelf, Linker, ResourceTable};
+use wasmtime::{CallHook, Config, Engine, Store, Trap};
+use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
+use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
+
+mod generated {
+    wasmtime::component::bindgen!({
+        path: "../wit",
+        world: "tool-plugin",
+        exports: { default: async },
+    });
+}
+
+use generated::ToolPluginPre;
+use generated::exports::corral::plugin::tool as wit;
+
+/// How often the epoch ticks; deadlines are rounded up to it.
+const TICK: Duration = Duration::from_millis(10);
+/// Stores that may be alive at once (concurrent calls).
+const MAX_CONCURRENT_CALLS: u32 = 64;
+
+/// What a tool may do, as it declares it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Effect {
+    /// Reads files or other local state.
+    Read,
+    /// Creates, changes or deletes files.
+    Write,
+    /// Runs programs.
+    Execute,
+    /// Talks to the network.
+    Network,
+}
+
+/// A tool as a plugin describes it.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct ToolSpec {
+    /// Unique tool name.
+    pub name: String,
+    /// What it does, for the model.
+    pub description: String,
+    /// JSON Schema of its arguments.
+    pub input_schema: serde_json::Value,
+    /// Everything it may do.
+    pub effects: Vec<Effect>,
+}
+
+impl ToolSpec {
+    /// A tool whose only effect is reading runs with read-only directories.
+    pub fn is_read_only(&self) -> bool {
+        self.effects.iter().all(|e| *e == Effect::Read)
+    }
+}
+
+/// What a successful call returns.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct ToolOutput {
+    /// Text for the model.
+    pub content: String,
+    /// The tool reports a failure in `content`.
+    pub is_error: bool,
+    /// Structured data, if the tool gave any.
+    pub data: Option<serde_json::Value>,
+}
+
+/// Why a call produced no output.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, serde::Serialize)]
+#[serde(tag = "kind", content = "message", rename_all = "snake_case")]
+pub enum ToolError {
+    /// No loaded plugin exports this tool.
+    #[error("unknown tool `{0}`")]
+    UnknownTool(String),
+    /// The arguments were not valid for the tool.
+    #[error("invalid arguments: {0}")]
+    InvalidArguments(String),
+    /// The tool failed; the model may try something else.
+    #[error("{0}")]
+    Failed(String),
+    /// The tool failed and asks the agent to stop.
+    #[error("fatal: {0}")]
+    Fatal(String),
+    /// The sandbox ended the call: trap, timeout or limit. The message says which.
+    #[error("{0}")]
+    Sandbox(String),
+}
+
+impl ToolError {
+    /// Whether the agent's run should stop.
+    pub fn is_fatal(&self) -> bool {
+        matches!(self, ToolError::Fatal(_))
+    }
+}
+
+/// A plugin that could not be loaded.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct LoadError(pub String);
+
+/// Settings of the runtime itself.
+#[derive(Debug, Clone, Default)]
+pub struct RuntimeOptions {
+    /// Where compiled components are cached; `None` compiles every time.
+    pub cache_dir: Option<PathBuf>,
+}
+
+impl RuntimeOptions {
+    /// The user's cache, `$XDG_CACHE_HOME/corral/components`.
+    pub fn user() -> Self {
+        Self {
+            cache_dir: dirs::cache_dir().map(|d| d.join("corral").join("components")),
+        }
+    }
+}
+
+/// The engine, the linker and the compile cache, shared by every plugin.
+pub struct Runtime {
+    engine: Engine,
+    linker: Linker<State>,
+    cache: cache::Cache,
+    ticker: Arc<AtomicBool>,
+}
+
+impl Drop for Runtime {
+    fn drop(&mut self) {
+        self.ticker.store(true, Ordering::Relaxed);
+    }
+}
+
+impl Runtime {
+    /// Creates the engine (with the pooling allocator and epoch interruption)
+    /// and starts the epoch ticker.
+    pub fn new(options: RuntimeOptions) -> anyhow::Result<Self> {
+        let mut pool = wasmtime::PoolingAllocationConfig::default();
+        pool.total_component_instances(MAX_CONCURRENT_CALLS)
+            .total_core_instances(MAX_CONCURRENT_CALLS * 8)
+            .total_memories(MAX_CONCURRENT_CALLS * 2)
+            .total_tables(MAX_CONCURRENT_CALLS * 8)
+            .total_stacks(MAX_CONCURRENT_CALLS)
+            .max_memory_size(4 << 30)
+            .max_component_instance_size(1 << 20)
+            .max_core_instance_size(1 << 20);
+        let mut config = Config::new();
+        config
+            .epoch_interruption(true)
+            .max_wasm_stack(1 << 20)
+            .async_stack_size(2 << 20)
+            .allocation_strategy(wasmtime::InstanceAllocationStrategy::Pooling(pool));
+        let engine = Engine::new(&config).map_err(anyhow::Error::from)?;
+
+        let mut linker = Linker::new(&engine);
+        wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(anyhow::Error::from)?;
+        wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker).map_err(anyhow::Error::from)?;
+        generated::corral::plugin::host::add_to_linker::<State, HasSelf<State>>(&mut linker, |s| s)
+            .map_err(anyhow::Error::from)?;
+
+        let ticker = Arc::new(AtomicBool::new(false));
+        let stop = ticker.clone();
+        let weak = engine.weak();
+        std::thread::Builder::new()
+            .name("corral-epoch".into())
+            .spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    std::thread::sleep(TICK);
+                    match weak.upgrade() {
+                        Some(engine) => engine.increment_epoch(),
+                        None => break,
+                    }
+                }
+            })
+            .context("cannot start the epoch thread")?;
+
+        let cache = cache::Cache::new(&engine, options.cache_dir);
+        Ok(Self { engine, linker, cache, ticker })
+    }
+
+    /// Compiles (or loads from the cache) every plugin of `manifest`, checks
+    /// its imports against its grants, asks it for its tools and checks that
+    /// no tool name is exported twice.
+    pub async fn load(&self, manifest: &Manifest) -> Result<Plugins, LoadError> {
+        let mut plugins = Vec::new();
+        for decl in &manifest.plugins {
+            plugins.push(Arc::new(self.load_plugin(decl).await?));
+        }
+        Plugins::new(plugins)
+    }
+
+    /// Loads one plugin.
+    pub async fn load_plugin(&self, decl: &PluginDecl) -> Result<Plugin, LoadError> {
+        let name = &decl.name;
+        let bytes: Vec<u8> = match &decl.source {
+            Source::Builtin(b) => corral_builtin::get(b)
+                .ok_or_else(|| LoadError(format!("plugin `{name}`: no built-in plugin `{b}`")))?
+                .to_vec(),
+            Source::File { path, .. } => std::fs::read(path).map_err(|e| {
+                LoadError(format!(
+                    "plugin `{name}` ({}): cannot read {}: {e}",
+                    decl.origin,
+                    path.display()
+                ))
+            })?,
+        };
+        let sha256 = hex::encode(Sha256::digest(&bytes));
+        if let Source::File { sha256: Some(pin), path } = &decl.source {
+            if *pin != sha256 {
+                return Err(LoadError(format!(
+                    "plugin `{name}` ({}): {} has sha256 {sha256}, but the manifest pins {pin}; \
+                     the file changed. Check where it came from, then update `sha256` to approve it",
+                    decl.origin,
+                    path.display()
+                )));
+            }
+        }
+        let started = Instant::now();
+        let (component, outcome) = self
+            .cache
+            .load(&self.engine, &bytes, &sha256)
+            .map_err(|e| LoadError(format!("plugin `{name}` ({}): not a valid component: {e:#}", decl.origin)))?;
+        let elapsed = started.elapsed();
+        match outcome {
+            CacheOutcome::Hit => tracing::info!(plugin = %name, "compile cache hit ({elapsed:.1?})"),
+            CacheOutcome::Compiled => tracing::info!(plugin = %name, "compiled ({elapsed:.1?})"),
+        }
+        let imports = import_names(&self.engine, &component);
+        caps::check(decl, &imports).map_err(LoadError)?;
+        let pre = self
+            .linker
+            .instantiate_pre(&component)
+            .map_err(|e| LoadError(format!("plugin `{name}` ({}): cannot be linked: {e:#}", decl.origin)))?;
+        let pre = ToolPluginPre::new(pre).map_err(|e| {
+            LoadError(format!(
+                "plugin `{name}` ({}): does not export corral:plugin/tool@0.1.0: {e:#}",
+                decl.origin
+            ))
+        })?;
+        let mut plugin = Plugin {
+            engine: self.engine.clone(),
+            shared: Arc::new(Shared {
+                name: name.as_str().into(),
+                config: decl.config.clone(),
+            }),
+            decl: decl.clone(),
+            sha256,
+            imports,
+            cache: outcome,
+            pre,
+            tools: Vec::new(),
+        };
+        plugin.tools = plugin.describe().await?;
+        Ok(plugin)
+    }
+
+    /// Reads a component's imports, exports and tools without granting it
+    /// anything: it is described in a store with no directories, no
+    /// environment and no network.
+    pub async fn inspect(&self, bytes: &[u8]) -> Result<Inspection, LoadError> {
+        let sha256 = hex::encode(Sha256::digest(bytes));
+        let (component, _) = self
+            .cache
+            .load(&self.engine, bytes, &sha256)
+            .map_err(|e| LoadError(format!("not a valid WebAssembly component: {e:#}")))?;
+        let imports = import_names(&self.engine, &component);
+        let exports = component
+            .component_type()
+            .exports(&self.engine)
+            .map(|(n, _)| n.to_owned())
+            .collect();
+        let decl = PluginDecl {
+            name: "inspected".into(),
+            source: Source::Builtin("inspected".into()),
+            fs: Vec::new(),
+            net: Vec::new(),
+            env: Vec::new(),
+            limits: Default::default(),
+            config: BTreeMap::new(),
+            origin: crate::manifest::Origin { file: "(inspect)".into(), line: 0 },
+        };
+        let tools = match self.linker.instantiate_pre(&component).map_err(|e| format!("{e:#}")).and_then(
+            |pre| ToolPluginPre::new(pre).map_err(|e| format!("{e:#}")),
+        ) {
+            Ok(pre) => {
+                let plugin = Plugin {
+                    engine: self.engine.clone(),
+                    shared: Arc::new(Shared { name: "inspected".into(), config: BTreeMap::new() }),
+                    decl,
+                    sha256: sha256.clone(),
+                    imports: imports.clone(),
+                    cache: CacheOutcome::Compiled,
+                    pre,
+                    tools: Vec::new(),
+                };
+                plugin.describe().await.map_err(|e| e.0)
+            }
+            Err(e) => Err(e),
+        };
+        Ok(Inspection { sha256, imports, exports, tools })
+    }
+}
+
+/// What `corral plugins inspect` reports.
+#[derive(Debug, Clone)]
+pub struct Inspection {
+    /// SHA-256 of the component file.
+    pub sha256: String,
+    /// Every interface it imports.
+    pub imports: Vec<String>,
+    /// Every interface it exports.
+    pub exports: Vec<String>,
+    /// Its tools, or why they could not be read.
+    pub tools: Result<Vec<ToolSpec>, String>,
+}
+
+fn import_names(engine: &Engine, component: &Component) -> Vec<String> {
+    let mut names: Vec<String> = component
+        .component_type()
+        .imports(engine)
+        .map(|(n, _)| n.to_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+/// What the host-side imports of a call can see of their plugin.
+pub(crate) struct Shared {
+    pub(crate) name: Arc<str>,
+    pub(crate) config: BTreeMap<String, String>,
+}
+
+/// The data of one call's store.
+pub(crate) struct State {
+    wasi: WasiCtx,
+    http: WasiHttpCtx,
+    egress: http::Egress,
+    table: ResourceTable,
+    plugin: Arc<Shared>,
+    limiter: limits::CallLimiter,
+    host_calls_left: u64,
+    host_calls_hit: bool,
+}
+
+impl WasiView for State {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView {
+            ctx: &mut self.wasi,
+            table: &mut self.table,
+        }
+    }
+}
+
+impl WasiHttpView for State {
+    fn http(&mut self) -> WasiHttpCtxView<'_> {
+        WasiHttpCtxView {
+            ctx: &mut self.http,
+            table: &mut self.table,
+            hooks: &mut self.egress,
+        }
+    }
+}
+
+/// A loaded plugin, ready to be called.
+pub struct Plugin {
+    engine: Engine,
+    shared: Arc<Shared>,
+    decl: PluginDecl,
+    sha256: String,
+    imports: Vec<String>,
+    cache: CacheOutcome,
+    pre: ToolPluginPre<State>,
+    tools: Vec<ToolSpec>,
+}
+
+impl Plugin {
+    /// Its manifest entry.
+    pub fn decl(&self) -> &PluginDecl {
+        &self.decl
+    }
+
+    /// SHA-256 of its component.
+    pub fn sha256(&self) -> &str {
+        &self.sha256
+    }
+
+    /// The interfaces it imports.
+    pub fn imports(&self) -> &[String] {
+        &self.imports
+    }
+
+    /// Whether it was compiled now or loaded from the cache.
+    pub fn cache_outcome(&self) -> CacheOutcome {
+        self.cache
+    }
+
+    /// Its tools.
+    pub fn tools(&self) -> &[ToolSpec] {
+        &self.tools
+    }
+
+    async fn describe(&self) -> Result<Vec<ToolSpec>, LoadError> {
+        let name = &self.decl.name;
+        let specs = self
+            .run(false, |tool, store| Box::pin(async move { tool.call_describe(store).await }))
+            .await
+            .map_err(|e| LoadError(format!("plugin `{name}`: `describe` failed: {e}")))?;
+        let mut tools = Vec::new();
+        for spec in specs {
+            let schema: serde_json::Value = serde_json::from_str(&spec.input_schema).map_err(|e| {
+                LoadError(format!(
+                    "plugin `{name}`: tool `{}` has an input schema that is not JSON: {e}",
+                    spec.name
+                ))
+            })?;
+            tools.push(ToolSpec {
+                name: spec.name,
+                description: spec.description,
+                input_schema: schema,
+                effects: spec
+                    .effects
+                    .into_iter()
+                    .map(|e| match e {
+                        generated::corral::plugin::types::Effect::Read => Effect::Read,
+                        generated::corral::plugin::types::Effect::Write => Effect::Write,
+                        generated::corral::plugin::types::Effect::Execute => Effect::Execute,
+                        generated::corral::plugin::types::Effect::Network => Effect::Network,
+                    })
+                    .collect(),
+            });
+        }
+        Ok(tools)
+    }
+
+    /// Runs one call of `tool` with JSON `arguments` in a fresh sandbox.
+    pub async fn call(&self, tool: &str, arguments: &str, call_id: &str) -> Result<ToolOutput, ToolError> {
+        let spec = self
+            .tools
+            .iter()
+            .find(|t| t.name == tool)
+            .ok_or_else(|| ToolError::UnknownTool(tool.to_owned()))?;
+        let call = wit::ToolCall {
+            id: call_id.to_owned(),
+            name: tool.to_owned(),
+            arguments: arguments.to_owned(),
+        };
+        let output_cap = self.decl.limits.output_kb.saturating_mul(1024);
+        let result = self
+            .run(spec.is_read_only(), move |t, store| {
+                Box::pin(async move { t.call_invoke(store, &call).await })
+            })
+            .await?;
+        match result {
+            Ok(out) => {
+                let size = out.content.len() + out.data.as_ref().map_or(0, String::len);
+                if size as u64 > output_cap {
+                    return Err(ToolError::Sandbox(format!(
+                        "plugin `{}`: the output of `{tool}` ({size} bytes) exceeds the limit of {} KiB; \
+                         ask for less output or raise limits.output_kb",
+                        self.decl.name, self.decl.limits.output_kb
+                    )));
+                }
+                let data = match out.data {
+                    Some(d) => Some(serde_json::from_str(&d).map_err(|e| {
+                        ToolError::Failed(format!("`{tool}` returned data that is not JSON: {e}"))
+                    })?),
+                    None => None,
+                };
+                Ok(ToolOutput { content: out.content, is_error: out.is_error, data })
+            }
+            Err(wit::ToolError::InvalidArguments(m)) => Err(ToolError::InvalidArguments(m)),
+            Err(wit::ToolError::UnknownTool(m)) => Err(ToolError::UnknownTool(m)),
+            Err(wit::ToolError::Failed(m)) => Err(ToolError::Failed(m)),
+            Err(wit::ToolError::Fatal(m)) => Err(ToolError::Fatal(m)),
+        }
+    }
+
+    /// Builds a fresh sandboxed store, instantiates the plugin, runs `f` and
+    /// turns traps and limits into [`ToolError::Sandbox`].
+    async fn run<R, F>(&self, read_only: bool, f: F) -> Result<R, ToolError>
+    where
+        R: Send + 'static,
+        F: for<'a> FnOnce(
+                &'a generated::exports::corral::plugin::tool::Guest,
+                &'a mut Store<State>,
+            ) -> std::pin::Pin<Box<dyn Future<Output = wasmtime::Result<R>> + Send + 'a>>
+            + Send,
+    {
+        let name = &self.decl.name;
+        let limits = self.decl.limits;
+        let stdout = stdio::LogPipe::default();
+        let stderr = stdio::LogPipe::default();
+        let mut wasi = WasiCtxBuilder::new();
+        wasi.stdout(stdout.clone()).stderr(stderr.clone());
+        for grant in &self.decl.fs {
+            let perms = if read_only || grant.access == Access::Ro {
+                FsPerms::ReadOnly
+            } else {
+                FsPerms::ReadWrite
+            };
+            wasi.preopened_dir(&grant.host_path, &grant.guest_path, perms)
+                .map_err(|e| {
+                    ToolError::Sandbox(format!(
+                        "plugin `{name}`: cannot open granted directory {}: {e}",
+                        grant.host_path.display()
+                    ))
+                })?;
+        }
+        for var in &self.decl.env {
+            if let Ok(value) = std::env::var(var) {
+                wasi.env(var, value);
+            }
+        }
+        let state = State {
+            wasi: wasi.build(),
+            http: WasiHttpCtx::new(),
+            egress: http::Egress {
+                plugin: self.shared.name.clone(),
+                allow: self.decl.net.clone().into(),
+            },
+            table: ResourceTable::new(),
+            plugin: self.shared.clone(),
+            limiter: limits::CallLimiter {
+                memory_bytes: usize::try_from(limits.memory_mb.saturating_mul(1 << 20)).unwrap_or(usize::MAX),
+                memory_hit: false,
+            },
+            host_calls_left: limits.host_calls,
+            host_calls_hit: false,
+        };
+        let mut store = Store::new(&self.engine, state);
+        store.limiter(|s| &mut s.limiter);
+        let ticks = limits.timeout_ms.div_ceil(TICK.as_millis() as u64).max(1);
+        store.set_epoch_deadline(ticks);
+        store.epoch_deadline_trap();
+        store.call_hook(|mut ctx, hook| {
+            if matches!(hook, CallHook::CallingHost) {
+                let state = ctx.data_mut();
+                if state.host_calls_left == 0 {
+                    state.host_calls_hit = true;
+                    return Err(wasmtime::format_err!("host-call budget exhausted"));
+                }
+                state.host_calls_left -= 1;
+            }
+            Ok(())
+        });
+
+        let pre = &self.pre;
+        let deadline = Duration::from_millis(limits.timeout_ms);
+        let outcome = tokio::time::timeout(deadline + TICK * 5, async {
+            let instance = pre.instantiate_async(&mut store).await?;
+            let guest = instance.corral_plugin_tool();
+            f(guest, &mut store).await
+        })
+        .await;
+
+        let log_text = |pipe: &stdio::LogPipe, stream: &str| {
+            let text = pipe.text();
+            for line in text.lines().filter(|l| !l.trim().is_empty()) {
+                tracing::info!(target: "corral::plugin", plugin = %name, stream, "{line}");
+            }
+        };
+        log_text(&stdout, "stdout");
+        log_text(&stderr, "stderr");
+
+        let err = match outcome {
+            Err(_elapsed) => {
+                return Err(ToolError::Sandbox(format!(
+                    "plugin `{name}`: the call timed out after {} ms (limits.timeout_ms)",
+                    limits.timeout_ms
+                )));
+            }
+            Ok(Ok(value)) => return Ok(value),
+            Ok(Err(err)) => err,
+        };
+        let state = store.data();
+        let why = if state.limiter.memory_hit {
+            format!(
+                "the call exceeded the memory limit of {} MiB (limits.memory_mb)",
+                limits.memory_mb
+            )
+        } else if state.host_calls_hit {
+            format!(
+                "the call exceeded its budget of {} host calls (limits.host_calls)",
+                limits.host_calls
+            )
+        } else {
+            match err.downcast_ref::<Trap>() {
+                Some(Trap::Interrupt) => format!(
+                    "the call timed out after {} ms (limits.timeout_ms)",
+                    limits.timeout_ms
+                ),
+                Some(Trap::StackOverflow) => "the call overflowed its stack (deep recursion)".to_owned(),
+                Some(trap) => format!("the plugin crashed ({trap})"),
+                None => format!("the call failed: {err:#}"),
+            }
+        };
+        let tail = stderr.tail(3);
+        let detail = if tail.is_empty() { String::new() } else { format!("; its last output: {tail}") };
+        Err(ToolError::Sandbox(format!("plugin `{name}`: {why}{detail}")))
+    }
+}
+
+/// Every loaded plugin, and which one serves each tool.
+pub struct Plugins {
+    plugins: Vec<Arc<Plugin>>,
+    by_tool: HashMap<String, usize>,
+}
+
+impl Plugins {
+    fn new(plugins: Vec<Arc<Plugin>>) -> Result<Self, LoadError> {
+        let mut by_tool: HashMap<String, usize> = HashMap::new();
+        for (i, plugin) in plugins.iter().enumerate() {
+            for tool in &plugin.tools {
+                if let Some(&j) = by_tool.get(&tool.name) {
+                    let other = &plugins[j];
+                    return Err(LoadError(format!(
+                        "tool `{}` is exported by two plugins: `{}` ({}) and `{}` ({}); \
+                         remove one or set `enabled = false` on it",
+                        tool.name,
+                        other.decl.name,
+                        other.decl.origin,
+                        plugin.decl.name,
+                        plugin.decl.origin
+                    )));
+                }
+                by_tool.insert(tool.name.clone(), i);
+            }
+        }
+        Ok(Self { plugins, by_tool })
+    }
+
+    /// The loaded plugins, by name.
+    pub fn plugins(&self) -> &[Arc<Plugin>] {
+        &self.plugins
+    }
+
+    /// Every tool with the plugin that serves it, sorted by tool name.
+    pub fn tools(&self) -> Vec<(&Plugin, &ToolSpec)> {
+        let mut all: Vec<(&Plugin, &ToolSpec)> = self
+            .plugins
+            .iter()
+            .flat_map(|p| p.tools.iter().map(move |t| (&**p, t)))
+            .collect();
+        all.sort_by(|a, b| a.1.name.cmp(&b.1.name));
+        all
+    }
+
+    /// The plugin serving `tool`.
+    pub fn plugin_for(&self, tool: &str) -> Option<&Arc<Plugin>> {
+        self.by_tool.get(tool).map(|&i| &self.plugins[i])
+    }
+
+    /// Runs one tool call in its plugin's sandbox.
+    pub async fn call(&self, tool: &str, arguments: &str, call_id: &str) -> Result<ToolOutput, ToolError> {
+        let plugin = self
+            .plugin_for(tool)
+            .ok_or_else(|| ToolError::UnknownTool(tool.to_owned()))?;
+        plugin.call(tool, arguments, call_id).await
+    }
+}

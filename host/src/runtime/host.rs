@@ -1,0 +1,33 @@
+//! `corral:plugin/host`: logging and the plugin's own settings.
+
+use super::State;
+use super::generated::corral::plugin::host::{Host, LogLevel};
+
+/// Longest log line kept from a plugin.
+const MAX_LINE: usize = 4096;
+
+impl Host for State {
+    fn log(&mut self, level: LogLevel, message: String) {
+        let plugin = &*self.plugin.name;
+        let mut message = message;
+        if message.len() > MAX_LINE {
+            let mut cut = MAX_LINE;
+            while !message.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            message.truncate(cut);
+            message.push_str(" […]");
+        }
+        match level {
+            LogLevel::Trace => tracing::trace!(target: "corral::plugin", plugin, "{message}"),
+            LogLevel::Debug => tracing::debug!(target: "corral::plugin", plugin, "{message}"),
+            LogLevel::Info => tracing::info!(target: "corral::plugin", plugin, "{message}"),
+            LogLevel::Warn => tracing::warn!(target: "corral::plugin", plugin, "{message}"),
+            LogLevel::Error => tracing::error!(target: "corral::plugin", plugin, "{message}"),
+        }
+    }
+
+    fn config(&mut self, key: String) -> Option<String> {
+        self.plugin.config.get(&key).cloned()
+    }
+}

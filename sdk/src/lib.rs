@@ -1,0 +1,386 @@
+//! # corral-sdk: write a corral tool plugin in Rust
+//!
+//! A corral tool plugin is a WebAssembly component (WASI 0.2) that exports the
+//! `corral:plugin/tool` interface. This crate hides the component-model
+//! plumbing: you write an argument struct, implement [`Tool`] for a type, and
+//! call [`tools!`] once. The SDK generates the JSON Schema of your arguments,
+//! parses and checks each call's JSON against your type, and turns your errors
+//! into tool errors the model can read.
+//!
+//! ```no_run
+//! use corral_sdk::{Effect, Output, Result, Tool, tools};
+//! use schemars::JsonSchema;
+//! use serde::Deserialize;
+//!
+//! /// Arguments of `word_count`.
+//! #[derive(Deserialize, JsonSchema)]
+//! #[serde(deny_unknown_fields)]
+//! struct Args {
+//!     /// File to count, relative to the workspace root.
+//!     path: String,
+//! }
+//!
+//! struct WordCount;
+//!
+//! impl Tool for WordCount {
+//!     type Args = Args;
+//!     const NAME: &'static str = "word_count";
+//!     const DESCRIPTION: &'static str = "Counts the words in a file.";
+//!     const EFFECTS: &'static [Effect] = &[Effect::Read];
+//!
+//!     fn run(args: Args) -> Result<Output> {
+//!         let text = std::fs::read_to_string(&args.path)
+//!             .map_err(|e| format!("cannot read `{}`: {e}", args.path))?;
+//!         Ok(Output::text(text.split_whitespace().count().to_string()))
+//!     }
+//! }
+//!
+//! tools!(WordCount);
+//! ```
+//!
+//! Build it with `cargo build --release --target wasm32-wasip2` from a crate
+//! with `crate-type = ["cdylib"]`; the `.wasm` file in
+//! `target/wasm32-wasip2/release/` is the plugin. The example above is built
+//! in CI as `plugins/example`.
+//!
+//! ## What a plugin sees
+//!
+//! Paths are relative to the workspace root, which is the plugin's current
+//! directory when its manifest grants it (`grants.fs`). Without grants, a
+//! plugin has no files, no environment, no network and no stdio; its
+//! `stderr` goes to the host log. Use [`log`] for diagnostics and [`config`]
+//! for the plugin's settings from the manifest.
+#![deny(missing_docs)]
+
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+
+#[doc(hidden)]
+pub mod __bindings {
+    wit_bindgen::generate!({
+        path: "../wit",
+        world: "tool-plugin",
+        pub_export_macro: true,
+        export_macro_name: "__export_tool_plugin",
+        default_bindings_module: "corral_sdk::__bindings",
+    });
+}
+
+use __bindings::corral::plugin::host;
+use __bindings::exports::corral::plugin::tool as wit;
+
+/// Result type of a tool's [`Tool::run`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// What a tool may do to the world. Declare every effect your tool can have:
+/// the host's permission policy reads them, and a tool that declares only
+/// [`Effect::Read`] runs with read-only directories.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Effect {
+    /// Reads files or other local state.
+    Read,
+    /// Creates, changes or deletes files.
+    Write,
+    /// Runs programs through the host.
+    Execute,
+    /// Talks to the network.
+    Network,
+}
+
+/// The successful result of a tool call.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Output {
+    /// Text for the model.
+    pub content: String,
+    /// Marks the outcome as a failure the model should see while still
+    /// returning content (prefer returning [`Error::Failed`]).
+    pub is_error: bool,
+    /// Optional structured data for UIs and scripts.
+    pub data: Option<serde_json::Value>,
+}
+
+impl Output {
+    /// Plain text output.
+    pub fn text(content: impl Into<String>) -> Self {
+        Self {
+            content: content.into(),
+            ..Self::default()
+        }
+    }
+
+    /// Attaches structured data.
+    #[must_use]
+    pub fn with_data(mut self, data: serde_json::Value) -> Self {
+        self.data = Some(data);
+        self
+    }
+}
+
+impl From<String> for Output {
+    fn from(content: String) -> Self {
+        Self::text(content)
+    }
+}
+
+/// Why a tool call failed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Error {
+    /// The arguments made no sense (beyond what the schema checks).
+    InvalidArguments(String),
+    /// The call failed; the model sees the message and may try again.
+    Failed(String),
+    /// The call failed in a way that should stop the agent's run.
+    Fatal(String),
+}
+
+impl std::fmt::Display for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Error::InvalidArguments(m) => write!(f, "invalid arguments: {m}"),
+            Error::Failed(m) | Error::Fatal(m) => f.write_str(m),
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+impl From<String> for Error {
+    fn from(message: String) -> Self {
+        Error::Failed(message)
+    }
+}
+
+impl From<&str> for Error {
+    fn from(message: &str) -> Self {
+        Error::Failed(message.to_owned())
+    }
+}
+
+impl From<std::io::Error> for Error {
+    fn from(err: std::io::Error) -> Self {
+        Error::Failed(err.to_string())
+    }
+}
+
+/// One tool. Implement it for a unit struct and list the struct in [`tools!`].
+pub trait Tool {
+    /// The arguments, parsed from the model's JSON. Derive `Deserialize` and
+    /// `JsonSchema`; doc comments on fields become schema descriptions.
+    type Args: DeserializeOwned + JsonSchema;
+    /// The tool's name, unique across all loaded plugins (`snake_case`).
+    const NAME: &'static str;
+    /// What the tool does, written for the model.
+    const DESCRIPTION: &'static str;
+    /// Every effect the tool can have.
+    const EFFECTS: &'static [Effect];
+
+    /// Runs one call.
+    fn run(args: Self::Args) -> Result<Output>;
+}
+
+/// Severity of a [`log`] line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Level {
+    /// Very detailed tracing.
+    Trace,
+    /// Debugging detail.
+    Debug,
+    /// Normal operation.
+    Info,
+    /// Something unexpected but handled.
+    Warn,
+    /// A failure.
+    Error,
+}
+
+/// Writes a line to the host's log under this plugin's name.
+pub fn log(level: Level, message: &str) {
+    let level = match level {
+        Level::Trace => host::LogLevel::Trace,
+        Level::Debug => host::LogLevel::Debug,
+        Level::Info => host::LogLevel::Info,
+        Level::Warn => host::LogLevel::Warn,
+        Level::Error => host::LogLevel::Error,
+    };
+    host::log(level, message);
+}
+
+/// Reads one of this plugin's settings (`[plugins.NAME.config]` in the
+/// manifest). Tables and arrays come back as JSON text.
+pub fn config(key: &str) -> Option<String> {
+    host::config(key)
+}
+
+/// Checks a path argument the way every first-party tool does: it must be
+/// relative to the workspace root and must not climb out of it with `..`.
+/// Returns the normalised relative path (`.` for the root).
+///
+/// The sandbox enforces the same thing (and catches symlinks); checking first
+/// gives the model a clearer message.
+pub fn workspace_path(path: &str) -> Result<std::path::PathBuf> {
+    use std::path::{Component, Path, PathBuf};
+    let raw = Path::new(path);
+    if raw.is_absolute() || path.starts_with('/') || path.starts_with('\\') {
+        return Err(Error::InvalidArguments(format!(
+            "`{path}` is an absolute path; tool paths are relative to the workspace root (e.g. `src/main.rs`)"
+        )));
+    }
+    let mut out = PathBuf::new();
+    for part in raw.components() {
+        match part {
+            Component::Normal(p) => out.push(p),
+            Component::CurDir => {}
+            Component::ParentDir => {
+                if !out.pop() {
+                    return Err(Error::InvalidArguments(format!(
+                        "`{path}` leads out of the workspace; tool paths stay inside the workspace root"
+                    )));
+                }
+            }
+            Component::RootDir | Component::Prefix(_) => {
+                return Err(Error::InvalidArguments(format!(
+                    "`{path}` is an absolute path; tool paths are relative to the workspace root"
+                )));
+            }
+        }
+    }
+    if out.as_os_str().is_empty() {
+        out.push(".");
+    }
+    Ok(out)
+}
+
+/// Turns an I/O error on a workspace path into a message for the model,
+/// explaining sandbox refusals.
+pub fn io_error(path: &str, err: &std::io::Error) -> Error {
+    use std::io::ErrorKind;
+    match err.kind() {
+        ErrorKind::NotFound => Error::Failed(format!("`{path}` does not exist")),
+        ErrorKind::PermissionDenied => Error::Failed(format!(
+            "`{path}` is outside what this plugin may access here (a symlink or path leading out of its grant, or a read-only grant)"
+        )),
+        ErrorKind::AlreadyExists => Error::Failed(format!("`{path}` already exists")),
+        _ => Error::Failed(format!("`{path}`: {err}")),
+    }
+}
+
+/// The JSON Schema of a tool's arguments, as the host and the model see it.
+pub fn schema_of<T: Tool>() -> serde_json::Value {
+    let mut schema = serde_json::to_value(schemars::schema_for!(T::Args))
+        .unwrap_or_else(|_| serde_json::json!({ "type": "object" }));
+    if let Some(obj) = schema.as_object_mut() {
+        // The title is the Rust type name, which means nothing to a model.
+        obj.remove("title");
+    }
+    schema
+}
+
+#[doc(hidden)]
+pub mod __private {
+    use super::*;
+
+    /// A type-erased tool, built by [`tools!`](crate::tools).
+    pub struct Entry {
+        pub spec: fn() -> wit::ToolSpec,
+        pub name: &'static str,
+        pub invoke: fn(&str) -> std::result::Result<wit::ToolOutput, wit::ToolError>,
+    }
+
+    pub const fn entry<T: Tool>() -> Entry {
+        Entry {
+            spec: spec::<T>,
+            name: T::NAME,
+            invoke: invoke_one::<T>,
+        }
+    }
+
+    fn spec<T: Tool>() -> wit::ToolSpec {
+        wit::ToolSpec {
+            name: T::NAME.to_owned(),
+            description: T::DESCRIPTION.to_owned(),
+            input_schema: schema_of::<T>().to_string(),
+            effects: T::EFFECTS
+                .iter()
+                .map(|e| match e {
+                    Effect::Read => __bindings::corral::plugin::types::Effect::Read,
+                    Effect::Write => __bindings::corral::plugin::types::Effect::Write,
+                    Effect::Execute => __bindings::corral::plugin::types::Effect::Execute,
+                    Effect::Network => __bindings::corral::plugin::types::Effect::Network,
+                })
+                .collect(),
+        }
+    }
+
+    fn invoke_one<T: Tool>(arguments: &str) -> std::result::Result<wit::ToolOutput, wit::ToolError> {
+        let args: T::Args = serde_json::from_str(arguments).map_err(|e| {
+            wit::ToolError::InvalidArguments(format!("arguments for `{}`: {e}", T::NAME))
+        })?;
+        match T::run(args) {
+            Ok(out) => Ok(wit::ToolOutput {
+                content: out.content,
+                is_error: out.is_error,
+                data: out.data.map(|d| d.to_string()),
+            }),
+            Err(Error::InvalidArguments(m)) => Err(wit::ToolError::InvalidArguments(m)),
+            Err(Error::Failed(m)) => Err(wit::ToolError::Failed(m)),
+            Err(Error::Fatal(m)) => Err(wit::ToolError::Fatal(m)),
+        }
+    }
+
+    pub fn describe(tools: &[Entry]) -> Vec<wit::ToolSpec> {
+        tools.iter().map(|t| (t.spec)()).collect()
+    }
+
+    pub fn invoke(
+        tools: &[Entry],
+        call: wit::ToolCall,
+    ) -> std::result::Result<wit::ToolOutput, wit::ToolError> {
+        match tools.iter().find(|t| t.name == call.name) {
+            Some(t) => (t.invoke)(&call.arguments),
+            None => Err(wit::ToolError::UnknownTool(format!(
+                "this plugin has no tool named `{}`",
+                call.name
+            ))),
+        }
+    }
+
+    pub use crate::__bindings::exports::corral::plugin::tool::{
+        Guest, ToolCall, ToolError, ToolOutput, ToolSpec,
+    };
+}
+
+/// Exports the listed [`Tool`] types as this component's tools. Call it once,
+/// at the crate root of a `cdylib` built for `wasm32-wasip2`.
+///
+/// ```ignore
+/// corral_sdk::tools!(ReadFile, WriteFile);
+/// ```
+#[macro_export]
+macro_rules! tools {
+    ($($tool:ty),+ $(,)?) => {
+        #[doc(hidden)]
+        #[allow(dead_code, reason = "only exported when built for wasm")]
+        struct __CorralTools;
+
+        #[doc(hidden)]
+        #[allow(dead_code, reason = "only exported when built for wasm")]
+        const __CORRAL_TOOLS: &[$crate::__private::Entry] =
+            &[$($crate::__private::entry::<$tool>()),+];
+
+        impl $crate::__private::Guest for __CorralTools {
+            fn describe() -> ::std::vec::Vec<$crate::__private::ToolSpec> {
+                $crate::__private::describe(__CORRAL_TOOLS)
+            }
+            fn invoke(
+                call: $crate::__private::ToolCall,
+            ) -> ::std::result::Result<$crate::__private::ToolOutput, $crate::__private::ToolError> {
+                $crate::__private::invoke(__CORRAL_TOOLS, call)
+            }
+        }
+
+        // Only a component exports the tool interface; a native build (tests,
+        // benchmarks) links several plugins side by side.
+        #[cfg(target_family = "wasm")]
+        $crate::__bindings::__export_tool_plugin!(__CorralTools with_types_in $crate::__bindings);
+    };
+}

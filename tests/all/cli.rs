@@ -1,0 +1,171 @@
+//! The `corral` binary, run as a user would, with its own config and cache
+//! directories.
+
+use crate::*;
+use corral_test_programs::EXAMPLE;
+use std::process::{Command, Output};
+
+struct Cli {
+    home: tempfile::TempDir,
+}
+
+impl Cli {
+    fn new() -> Self {
+        Self { home: tempfile::tempdir().expect("home") }
+    }
+
+    fn run(&self, workspace: &Path, args: &[&str]) -> Output {
+        Command::new(env!("CARGO_BIN_EXE_corral"))
+            .args(args)
+            .arg("--workspace")
+            .arg(workspace)
+            .env("XDG_CONFIG_HOME", self.home.path().join("config"))
+            .env("XDG_CACHE_HOME", self.home.path().join("cache"))
+            .env_remove("CORRAL_LOG")
+            .output()
+            .expect("run corral")
+    }
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[test]
+fn read_file_prints_the_file() {
+    let sb = Sandbox::new();
+    sb.write("README.md", "# Title\n\nBody text.\n");
+    let cli = Cli::new();
+    let o = cli.run(&sb.ws(), &["tool", "call", "read_file", "--args", r#"{"path":"README.md"}"#]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stdout(&o), "     1\t# Title\n     2\t\n     3\tBody text.\n");
+}
+
+#[test]
+fn grep_lists_file_and_line() {
+    let sb = Sandbox::new();
+    sb.write("src/main.rs", "// x\nfn main() {}\n");
+    let cli = Cli::new();
+    let o = cli.run(&sb.ws(), &["tool", "call", "grep", "--args", r#"{"pattern":"fn main"}"#]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stdout(&o), "src/main.rs:2:fn main() {}\n");
+}
+
+#[test]
+fn tool_errors_exit_non_zero_with_message() {
+    let sb = Sandbox::new();
+    let cli = Cli::new();
+    let o = cli.run(&sb.ws(), &["tool", "call", "read_file", "--args", r#"{"path":"/etc/passwd"}"#]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("absolute path"), "{}", stderr(&o));
+    let o = cli.run(&sb.ws(), &["tool", "call", "read_file", "--args", "not json"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--args must be a JSON object"), "{}", stderr(&o));
+    let o = cli.run(&sb.ws(), &["tool", "call", "no_such_tool"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("available: edit_file, glob, grep"), "{}", stderr(&o));
+}
+
+#[test]
+fn json_output_of_a_call() {
+    let sb = Sandbox::new();
+    let cli = Cli::new();
+    let o = cli.run(&sb.ws(), &["tool", "call", "list_files", "--args", "{}", "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("json");
+    assert_eq!(v["ok"]["content"], "hello.txt");
+    assert_eq!(v["ok"]["data"]["entries"][0], "hello.txt");
+}
+
+#[test]
+fn inspect_lists_imports_and_tools_of_an_sdk_plugin() {
+    let cli = Cli::new();
+    let sb = Sandbox::new();
+    let o = cli.run(&sb.ws(), &["plugins", "inspect", EXAMPLE]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = stdout(&o);
+    assert!(text.contains("corral:plugin/host@0.1.0"), "{text}");
+    assert!(text.contains("wasi:filesystem/preopens@0.2"), "{text}");
+    assert!(text.contains("files (only directories in grants.fs)"), "{text}");
+    assert!(text.contains("corral:plugin/tool@0.1.0"), "{text}");
+    assert!(text.contains("word_count [read]"), "{text}");
+    let o = cli.run(&sb.ws(), &["plugins", "inspect", EXAMPLE, "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("json");
+    assert!(v["imports"].as_array().expect("imports").iter().any(|i| i["capability"] == "files"));
+}
+
+#[test]
+fn example_plugin_runs_from_a_project_manifest() {
+    let cli = Cli::new();
+    let sb = Sandbox::new();
+    sb.write("corral.toml", &format!(
+        "[plugins.example]\nsource = {EXAMPLE:?}\ngrants.fs = [{{ path = \".\", access = \"ro\" }}]\n"
+    ));
+    let o = cli.run(&sb.ws(), &["tool", "call", "word_count", "--args", r#"{"path":"hello.txt"}"#]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stdout(&o), "4\n");
+    let o = cli.run(&sb.ws(), &["plugins", "list"]);
+    let text = stdout(&o);
+    assert!(text.contains("example\n  source"), "{text}");
+    assert!(text.contains("grants   fs . (ro)"), "{text}");
+    assert!(text.contains("tools    word_count"), "{text}");
+}
+
+#[test]
+fn a_bad_project_manifest_is_reported_with_its_line() {
+    let cli = Cli::new();
+    let sb = Sandbox::new();
+    sb.write("corral.toml", "[plugins.fs]\nsource = \"builtin:fs\"\nbogus = 1\n");
+    let o = cli.run(&sb.ws(), &["tools", "list"]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = stderr(&o);
+    assert!(err.contains("corral.toml:3:1: unknown field `bogus`"), "{err}");
+}
+
+#[test]
+fn warm_tools_list_compiles_nothing() {
+    let cli = Cli::new();
+    let sb = Sandbox::new();
+    let cold = cli.run(&sb.ws(), &["-v", "tools", "list"]);
+    assert!(cold.status.success(), "{}", stderr(&cold));
+    let cold_log = stderr(&cold);
+    assert_eq!(cold_log.matches("compiled (").count(), 2, "{cold_log}");
+    let warm = cli.run(&sb.ws(), &["-v", "tools", "list"]);
+    let warm_log = stderr(&warm);
+    assert_eq!(warm_log.matches("compile cache hit").count(), 2, "{warm_log}");
+    assert!(!warm_log.contains("compiled ("), "{warm_log}");
+    assert_eq!(stdout(&cold), stdout(&warm));
+    assert!(stdout(&warm).contains("read_file"), "{}", stdout(&warm));
+    // A damaged cache entry is recompiled, not trusted.
+    let dir = cli.home.path().join("cache/corral/components");
+    for entry in std::fs::read_dir(&dir).expect("cache dir") {
+        let path = entry.expect("entry").path();
+        if path.extension().is_some_and(|e| e == "cwasm") {
+            let mut data = std::fs::read(&path).expect("read");
+            let mid = data.len() / 2;
+            data[mid] ^= 0xff;
+            std::fs::write(&path, data).expect("write");
+        }
+    }
+    let again = cli.run(&sb.ws(), &["-v", "tools", "list"]);
+    assert!(again.status.success());
+    let log = stderr(&again);
+    assert!(log.contains("damaged; recompiling"), "{log}");
+    assert_eq!(log.matches("compiled (").count(), 2, "{log}");
+}
+
+#[test]
+fn tools_list_json_has_schemas() {
+    let cli = Cli::new();
+    let sb = Sandbox::new();
+    let o = cli.run(&sb.ws(), &["tools", "list", "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("json");
+    let grep = v.as_array().expect("list").iter().find(|t| t["name"] == "grep").expect("grep");
+    assert_eq!(grep["plugin"], "search");
+    assert_eq!(grep["effects"], serde_json::json!(["read"]));
+    assert_eq!(grep["input_schema"]["required"], serde_json::json!(["pattern"]));
+}

@@ -1,0 +1,165 @@
+//! Manifest errors: each names the file, the line and the fix.
+
+use crate::*;
+use corral_test_programs::ECHO;
+use pretty_assertions::assert_eq;
+
+#[test]
+fn unknown_key_is_an_error_with_line() {
+    let sb = Sandbox::new();
+    let err = sb
+        .manifest("[plugins.fs]\nsource = \"builtin:fs\"\ngrant.fs = []\n")
+        .err()
+        .expect("unknown key");
+    assert!(err.starts_with("corral.toml:3:"), "{err}");
+    assert!(err.contains("unknown field `grant`"), "{err}");
+    assert!(err.contains("help:"), "{err}");
+}
+
+#[test]
+fn unknown_grant_key_is_an_error() {
+    let sb = Sandbox::new();
+    let err = sb
+        .manifest("[plugins.fs]\nsource = \"builtin:fs\"\ngrants.fs = [{ path = \".\", acess = \"rw\" }]\n")
+        .err()
+        .expect("typo");
+    assert!(err.starts_with("corral.toml:3:"), "{err}");
+    assert!(err.contains("acess"), "{err}");
+}
+
+#[test]
+fn grant_outside_workspace_needs_opt_in() {
+    let sb = Sandbox::new();
+    let toml = "[plugins.fs]\nsource = \"builtin:fs\"\ngrants.fs = [{ path = \"../outside\", access = \"ro\" }]\n";
+    let err = sb.manifest(toml).err().expect("outside");
+    assert!(err.starts_with("corral.toml:3:"), "{err}");
+    assert!(err.contains("outside the workspace"), "{err}");
+    assert!(err.contains("outside_workspace = true"), "{err}");
+    let ok = sb
+        .manifest(&toml.replace("access = \"ro\"", "access = \"ro\", outside_workspace = true"))
+        .expect("opted in");
+    let grant = &ok.plugins[0].fs[0];
+    assert_eq!(grant.host_path, sb.outside().canonicalize().expect("canon"));
+    assert_eq!(grant.guest_path, grant.host_path.to_string_lossy());
+}
+
+#[test]
+fn symlinked_grant_leading_outside_is_caught() {
+    let sb = Sandbox::new();
+    std::os::unix::fs::symlink(sb.outside(), sb.ws().join("sneaky")).expect("symlink");
+    let err = sb
+        .manifest("[plugins.fs]\nsource = \"builtin:fs\"\ngrants.fs = [{ path = \"sneaky\", access = \"ro\" }]\n")
+        .err()
+        .expect("symlink out");
+    assert!(err.contains("outside the workspace"), "{err}");
+}
+
+#[test]
+fn missing_grant_directory_is_an_error() {
+    let sb = Sandbox::new();
+    let err = sb
+        .manifest("[plugins.fs]\nsource = \"builtin:fs\"\ngrants.fs = [{ path = \"nope\", access = \"ro\" }]\n")
+        .err()
+        .expect("missing");
+    assert!(err.contains("`nope` cannot be opened"), "{err}");
+}
+
+#[test]
+fn bad_net_patterns_are_errors() {
+    let sb = Sandbox::new();
+    for bad in ["api.openai.com", "ftp://x:21", "https://a/b", "https://*:443", "http://h:port"] {
+        let err = sb
+            .manifest(&format!("[plugins.fs]\nsource = \"builtin:fs\"\ngrants.net = [{bad:?}]\n"))
+            .err()
+            .unwrap_or_else(|| panic!("{bad} accepted"));
+        assert!(err.starts_with("corral.toml:3:"), "{err}");
+        assert!(err.contains("scheme://host:port"), "{err}");
+    }
+    let ok = sb
+        .manifest("[plugins.fs]\nsource = \"builtin:fs\"\ngrants.net = [\"https://*.example.com\", \"http://127.0.0.1:8080\"]\n")
+        .expect("good patterns");
+    let net = &ok.plugins[0].net;
+    assert!(net[0].allows("https", "api.example.com", 443));
+    assert!(!net[0].allows("https", "example.com", 443));
+    assert!(!net[0].allows("https", "evilexample.com", 443));
+    assert!(!net[0].allows("http", "api.example.com", 443));
+    assert!(net[1].allows("http", "127.0.0.1", 8080));
+    assert!(!net[1].allows("http", "127.0.0.1", 8081));
+}
+
+#[test]
+fn bad_env_name_and_limits_are_errors() {
+    let sb = Sandbox::new();
+    let err = sb
+        .manifest("[plugins.fs]\nsource = \"builtin:fs\"\ngrants.env = [\"NOT A VAR\"]\n")
+        .err()
+        .expect("env");
+    assert!(err.contains("not an environment variable name"), "{err}");
+    let err = sb
+        .manifest("[plugins.fs]\nsource = \"builtin:fs\"\nlimits = { memory_mb = 0 }\n")
+        .err()
+        .expect("limits");
+    assert!(err.contains("limits.memory_mb = 0 is out of range"), "{err}");
+}
+
+#[test]
+fn source_errors() {
+    let sb = Sandbox::new();
+    let err = sb.manifest("[plugins.x]\nsource = \"builtin:nope\"\n").err().expect("builtin");
+    assert!(err.contains("no built-in plugin `nope`"), "{err}");
+    assert!(err.contains("built-in plugins: fs, search"), "{err}");
+    let err = sb
+        .manifest(&format!("[plugins.x]\nsource = \"builtin:fs\"\nsha256 = \"{}\"\n", "a".repeat(64)))
+        .err()
+        .expect("pin on builtin");
+    assert!(err.contains("remove `sha256`"), "{err}");
+    let err = sb.manifest("[plugins.x]\nsource = \"x.wasm\"\nsha256 = \"abc\"\n").err().expect("short pin");
+    assert!(err.contains("64 hexadecimal digits"), "{err}");
+    let err = sb.manifest("[plugins.x]\ngrants.env = []\n").err().expect("no source");
+    assert!(err.contains("has no `source`"), "{err}");
+    let err = sb.manifest("[plugins.Bad]\nsource = \"builtin:fs\"\n").err().expect("name");
+    assert!(err.contains("not a valid plugin name"), "{err}");
+}
+
+#[tokio::test]
+async fn duplicate_tool_names_are_an_error_naming_both() {
+    let sb = Sandbox::new();
+    let toml = format!("{}{}", plugin_toml("one", ECHO, ""), plugin_toml("two", ECHO, ""));
+    let err = sb.load(&toml).await.err().expect("duplicate");
+    assert!(err.contains("tool `config_get` is exported by two plugins") || err.contains("tool `echo` is exported by two plugins"), "{err}");
+    assert!(err.contains("`one` (corral.toml:2)"), "{err}");
+    assert!(err.contains("`two` (corral.toml:5)"), "{err}");
+    assert!(err.contains("enabled = false"), "{err}");
+}
+
+#[test]
+fn layers_replace_entries_and_can_disable() {
+    let sb = Sandbox::new();
+    let m = sb.manifest_with_defaults("").expect("defaults");
+    let names: Vec<&str> = m.plugins.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(names, ["fs", "search"]);
+    let m = sb
+        .manifest_with_defaults("[plugins.search]\nenabled = false\n\n[plugins.fs]\nsource = \"builtin:fs\"\ngrants.fs = [{ path = \".\", access = \"ro\" }]\n")
+        .expect("override");
+    assert_eq!(m.plugins.len(), 1);
+    assert_eq!(m.plugins[0].fs[0].access, corral::manifest::Access::Ro);
+    assert_eq!(m.plugins[0].origin.to_string(), "corral.toml:5");
+}
+
+#[test]
+fn relative_source_is_resolved_against_the_manifest() {
+    let sb = Sandbox::new();
+    let m = sb.manifest("[plugins.x]\nsource = \"tools/x.wasm\"\n").expect("parses");
+    match &m.plugins[0].source {
+        corral::manifest::Source::File { path, .. } => assert_eq!(path, &sb.ws().join("tools/x.wasm")),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn missing_wasm_file_is_a_load_error() {
+    let sb = Sandbox::new();
+    let err = sb.load("[plugins.x]\nsource = \"tools/x.wasm\"\n").await.err().expect("missing");
+    assert!(err.contains("cannot read"), "{err}");
+    assert!(err.contains("corral.toml:2"), "{err}");
+}

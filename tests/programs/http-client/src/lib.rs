@@ -1,0 +1,58 @@
+//! Makes an HTTP request through raw `wasi:http` bindings.
+use corral_sdk::{Effect, Error, Output, Result, Tool, tools};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use wasip2::http::outgoing_handler;
+use wasip2::http::types::{Fields, OutgoingRequest, Scheme};
+
+#[derive(Deserialize, JsonSchema)]
+struct Args {
+    /// `http://host:port/path`
+    url: String,
+}
+
+struct Get;
+
+impl Tool for Get {
+    type Args = Args;
+    const NAME: &'static str = "http_get";
+    const DESCRIPTION: &'static str = "GETs url and returns the status and body.";
+    const EFFECTS: &'static [Effect] = &[Effect::Network];
+
+    fn run(args: Args) -> Result<Output> {
+        get(&args.url).map(Output::text).map_err(Error::Failed)
+    }
+}
+
+fn get(url: &str) -> std::result::Result<String, String> {
+    let (scheme, rest) = url.split_once("://").ok_or("no scheme")?;
+    let (authority, path) = match rest.find('/') {
+        Some(i) => (&rest[..i], &rest[i..]),
+        None => (rest, "/"),
+    };
+    let req = OutgoingRequest::new(Fields::new());
+    let scheme = if scheme == "https" { Scheme::Https } else { Scheme::Http };
+    req.set_scheme(Some(&scheme)).map_err(|_| "scheme")?;
+    req.set_authority(Some(authority)).map_err(|_| "authority")?;
+    req.set_path_with_query(Some(path)).map_err(|_| "path")?;
+    let pending = outgoing_handler::handle(req, None).map_err(|e| format!("request refused: {e:?}"))?;
+    pending.subscribe().block();
+    let resp = pending
+        .get()
+        .ok_or("no response")?
+        .map_err(|_| "response taken twice")?
+        .map_err(|e| format!("request failed: {e:?}"))?;
+    let status = resp.status();
+    let body = resp.consume().map_err(|_| "body")?;
+    let stream = body.stream().map_err(|_| "stream")?;
+    let mut bytes = Vec::new();
+    loop {
+        match stream.blocking_read(65536) {
+            Ok(chunk) => bytes.extend_from_slice(&chunk),
+            Err(_) => break,
+        }
+    }
+    Ok(format!("{status} {}", String::from_utf8_lossy(&bytes)))
+}
+
+tools!(Get);

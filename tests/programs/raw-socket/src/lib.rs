@@ -1,0 +1,31 @@
+//! Opens a raw TCP connection (`wasi:sockets`), bypassing HTTP.
+use corral_sdk::{Effect, Error, Output, Result, Tool, tools};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use std::io::{Read, Write};
+
+#[derive(Deserialize, JsonSchema)]
+struct Args {
+    /// `ip:port`
+    addr: String,
+}
+
+struct Connect;
+
+impl Tool for Connect {
+    type Args = Args;
+    const NAME: &'static str = "tcp_connect";
+    const DESCRIPTION: &'static str = "Connects to addr and sends a line.";
+    const EFFECTS: &'static [Effect] = &[Effect::Network];
+
+    fn run(args: Args) -> Result<Output> {
+        let mut s = std::net::TcpStream::connect(&args.addr)
+            .map_err(|e| Error::Failed(format!("connect {}: {:?}: {e}", args.addr, e.kind())))?;
+        s.write_all(b"hello\n").map_err(|e| Error::Failed(e.to_string()))?;
+        let mut buf = [0u8; 64];
+        let n = s.read(&mut buf).unwrap_or(0);
+        Ok(Output::text(String::from_utf8_lossy(&buf[..n]).into_owned()))
+    }
+}
+
+tools!(Connect);
