@@ -37,28 +37,46 @@ fn measure(rounds: usize, iters: usize, mut f: impl FnMut()) -> Duration {
 
 fn load(rt: &tokio::runtime::Runtime, runtime: &Runtime, ws: &Path, extra: &str) -> Plugins {
     let layers = [
-        Layer { name: DEFAULTS_NAME.into(), text: DEFAULTS.into(), base: ws.to_path_buf() },
-        Layer { name: "bench.toml".into(), text: extra.into(), base: ws.to_path_buf() },
+        Layer {
+            name: DEFAULTS_NAME.into(),
+            text: DEFAULTS.into(),
+            base: ws.to_path_buf(),
+        },
+        Layer {
+            name: "bench.toml".into(),
+            text: extra.into(),
+            base: ws.to_path_buf(),
+        },
     ];
     let manifest = from_layers(ws, &layers).unwrap_or_else(|e| panic!("{e}"));
-    rt.block_on(runtime.load(&manifest)).unwrap_or_else(|e| panic!("{e}"))
+    rt.block_on(runtime.load(&manifest))
+        .unwrap_or_else(|e| panic!("{e}"))
 }
 
 fn main() {
-    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap_or_else(|e| panic!("{e}"));
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap_or_else(|e| panic!("{e}"));
     let cache = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-    let runtime = Runtime::new(RuntimeOptions { cache_dir: Some(cache.path().to_path_buf()) }).unwrap_or_else(|e| panic!("{e}"));
+    let runtime = Runtime::new(RuntimeOptions {
+        cache_dir: Some(cache.path().to_path_buf()),
+    })
+    .unwrap_or_else(|e| panic!("{e}"));
 
     // ---- 1. per-call overhead ----
     let ws = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-    std::fs::write(ws.path().join("small.txt"), "one two three four five\n").unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(ws.path().join("small.txt"), "one two three four five\n")
+        .unwrap_or_else(|e| panic!("{e}"));
     let example = format!(
         "[plugins.example]\nsource = {:?}\ngrants.fs = [{{ path = \".\", access = \"ro\" }}]\n",
         corral_test_programs::EXAMPLE
     );
     let plugins = load(&rt, &runtime, ws.path(), &example);
     let args = r#"{"path":"small.txt"}"#;
-    let check = rt.block_on(plugins.call("word_count", args, "b")).unwrap_or_else(|e| panic!("{e}"));
+    let check = rt
+        .block_on(plugins.call("word_count", args, "b"))
+        .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(check.content, "5");
     let sandboxed = measure(15, 400, || {
         let out = rt.block_on(plugins.call("word_count", args, "b"));
@@ -67,18 +85,24 @@ fn main() {
 
     std::env::set_current_dir(ws.path()).unwrap_or_else(|e| panic!("{e}"));
     let native = measure(15, 4000, || {
-        let parsed: corral_plugin_example::Args = serde_json::from_str(args).unwrap_or_else(|e| panic!("{e}"));
+        let parsed: corral_plugin_example::Args =
+            serde_json::from_str(args).unwrap_or_else(|e| panic!("{e}"));
         let out = corral_plugin_example::WordCount::run(parsed);
         assert!(out.is_ok_and(|o| o.content == "5"));
     });
     let spawn = measure(5, 40, || {
-        let out = std::process::Command::new("wc").args(["-w", "small.txt"]).output();
+        let out = std::process::Command::new("wc")
+            .args(["-w", "small.txt"])
+            .output();
         assert!(out.is_ok_and(|o| o.status.success()));
     });
     let overhead = sandboxed.saturating_sub(native);
     report("trivial tool (word_count on a 5-word file), per call:");
     report(&format!("  native function        {:>10.2?}", native));
-    report(&format!("  sandboxed (fresh inst.) {:>10.2?}   overhead {:.1?} (target <= 100 µs)", sandboxed, overhead));
+    report(&format!(
+        "  sandboxed (fresh inst.) {:>10.2?}   overhead {:.1?} (target <= 100 µs)",
+        sandboxed, overhead
+    ));
     report(&format!("  process spawn (wc -w)  {:>10.2?}", spawn));
     report(&format!(
         "  sandboxed/native = {:.1}x   spawn/sandboxed = {:.1}x (target >= 20x)",
@@ -91,11 +115,18 @@ fn main() {
     let (files, bytes) = make_tree(tree.path());
     let plugins = load(&rt, &runtime, tree.path(), "");
     let grep_args = r#"{"pattern":"needle_[0-9]+x","max_results":100000}"#;
-    let sandboxed_out = rt.block_on(plugins.call("grep", grep_args, "g")).unwrap_or_else(|e| panic!("{e}"));
+    let sandboxed_out = rt
+        .block_on(plugins.call("grep", grep_args, "g"))
+        .unwrap_or_else(|e| panic!("{e}"));
     std::env::set_current_dir(tree.path()).unwrap_or_else(|e| panic!("{e}"));
-    let parsed = || -> corral_plugin_search::GrepArgs { serde_json::from_str(grep_args).unwrap_or_else(|e| panic!("{e}")) };
+    let parsed = || -> corral_plugin_search::GrepArgs {
+        serde_json::from_str(grep_args).unwrap_or_else(|e| panic!("{e}"))
+    };
     let native_out = corral_plugin_search::grep(&parsed()).unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(sandboxed_out.content, native_out.content, "sandboxed and native grep disagree");
+    assert_eq!(
+        sandboxed_out.content, native_out.content,
+        "sandboxed and native grep disagree"
+    );
     let sandboxed = measure(7, 1, || {
         assert!(rt.block_on(plugins.call("grep", grep_args, "g")).is_ok());
     });
@@ -126,14 +157,17 @@ fn make_tree(root: &Path) -> (usize, usize) {
         for f in 0..50 {
             let mut text = String::new();
             for l in 0..200 {
-                text.push_str(&format!("    let value_{l} = compute(input_{f}, {d}) + offset; // line {l}\n"));
+                text.push_str(&format!(
+                    "    let value_{l} = compute(input_{f}, {d}) + offset; // line {l}\n"
+                ));
             }
             if (d * 50 + f) % 7 == 0 {
                 text.push_str(&format!("    // needle_{f}x marks the spot\n"));
             }
             bytes += text.len();
             files += 1;
-            std::fs::write(dir.join(format!("file_{f}.rs")), text).unwrap_or_else(|e| panic!("{e}"));
+            std::fs::write(dir.join(format!("file_{f}.rs")), text)
+                .unwrap_or_else(|e| panic!("{e}"));
         }
     }
     (files, bytes)

@@ -15,7 +15,11 @@ fn main() {
     let manifest_dir = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap_or_default());
     let root = manifest_dir.join("../..");
     let packages: Vec<&str> = PLUGINS.iter().map(|(_, p)| *p).collect();
-    let mut watch = vec![root.join("wit"), root.join("sdk/src"), root.join("sdk/Cargo.toml")];
+    let mut watch = vec![
+        root.join("wit"),
+        root.join("sdk/src"),
+        root.join("sdk/Cargo.toml"),
+    ];
     for (name, _) in PLUGINS {
         watch.push(root.join("plugins").join(name));
     }
@@ -24,7 +28,11 @@ fn main() {
     let mut code = String::from("/// Every built-in plugin: `(name, component bytes)`.\n");
     code.push_str("pub static PLUGINS: &[(&str, &[u8])] = &[\n");
     for ((name, _), (_, path)) in PLUGINS.iter().zip(&built) {
-        let _ = writeln!(code, "    ({name:?}, include_bytes!({:?})),", path.display().to_string());
+        let _ = writeln!(
+            code,
+            "    ({name:?}, include_bytes!({:?})),",
+            path.display().to_string()
+        );
     }
     code.push_str("];\n");
     let out = PathBuf::from(std::env::var("OUT_DIR").unwrap_or_default()).join("plugins.rs");

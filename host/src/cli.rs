@@ -83,7 +83,10 @@ const EXIT_USAGE: u8 = 2;
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     init_logging(cli.verbose);
-    let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(rt) => rt,
         Err(e) => return fail(&format!("cannot start the async runtime: {e}")),
     };
@@ -135,7 +138,10 @@ async fn run(cli: Cli) -> ExitCode {
 async fn load(workspace: &std::path::Path) -> Result<(Manifest, Plugins), ExitCode> {
     let manifest = manifest::load(workspace).map_err(|e| fail(&e.to_string()))?;
     let runtime = Runtime::new(RuntimeOptions::user()).map_err(|e| fail(&format!("{e:#}")))?;
-    let plugins = runtime.load(&manifest).await.map_err(|e| fail(&e.to_string()))?;
+    let plugins = runtime
+        .load(&manifest)
+        .await
+        .map_err(|e| fail(&e.to_string()))?;
     Ok((manifest, plugins))
 }
 
@@ -203,7 +209,9 @@ fn plugins_list(manifest: &Manifest, plugins: &Plugins, json: bool) -> ExitCode 
     for p in plugins.plugins() {
         let d = p.decl();
         let pinned = match &d.source {
-            Source::File { sha256: Some(_), .. } => " (pinned)",
+            Source::File {
+                sha256: Some(_), ..
+            } => " (pinned)",
             _ => "",
         };
         text.push_str(&format!(
@@ -242,15 +250,29 @@ fn tools_list(plugins: &Plugins, json: bool) -> ExitCode {
         return ExitCode::SUCCESS;
     }
     let width = tools.iter().map(|(_, t)| t.name.len()).max().unwrap_or(4);
-    let pwidth = tools.iter().map(|(p, _)| p.decl().name.len()).max().unwrap_or(6);
+    let pwidth = tools
+        .iter()
+        .map(|(p, _)| p.decl().name.len())
+        .max()
+        .unwrap_or(6);
     let mut text = String::new();
     for (p, t) in tools {
         let effects: Vec<String> = t
             .effects
             .iter()
-            .map(|e| serde_json::to_value(e).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default())
+            .map(|e| {
+                serde_json::to_value(e)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_owned))
+                    .unwrap_or_default()
+            })
             .collect();
-        let summary = t.description.split(". ").next().unwrap_or("").trim_end_matches('.');
+        let summary = t
+            .description
+            .split(". ")
+            .next()
+            .unwrap_or("")
+            .trim_end_matches('.');
         text.push_str(&format!(
             "{:width$}  {:pwidth$}  {:12}  {summary}\n",
             t.name,
@@ -267,8 +289,15 @@ async fn tool_call(plugins: &Plugins, name: &str, args: &str, json: bool) -> Exi
         return fail(&format!("--args must be a JSON object: {e}"));
     }
     if plugins.plugin_for(name).is_none() {
-        let known: Vec<String> = plugins.tools().iter().map(|(_, t)| t.name.clone()).collect();
-        return fail(&format!("no tool named `{name}`; available: {}", known.join(", ")));
+        let known: Vec<String> = plugins
+            .tools()
+            .iter()
+            .map(|(_, t)| t.name.clone())
+            .collect();
+        return fail(&format!(
+            "no tool named `{name}`; available: {}",
+            known.join(", ")
+        ));
     }
     let result = plugins.call(name, args, "cli-1").await;
     if json {
@@ -291,7 +320,11 @@ async fn tool_call(plugins: &Plugins, name: &str, args: &str, json: bool) -> Exi
 }
 
 fn with_newline(s: &str) -> String {
-    if s.ends_with('\n') { s.to_owned() } else { format!("{s}\n") }
+    if s.ends_with('\n') {
+        s.to_owned()
+    } else {
+        format!("{s}\n")
+    }
 }
 
 fn describe_error(e: &ToolError) -> String {
@@ -322,7 +355,11 @@ async fn inspect(file: &std::path::Path, json: bool) -> ExitCode {
         out(&serde_json::to_string_pretty(&value).unwrap_or_default());
         return ExitCode::SUCCESS;
     }
-    let mut text = format!("{}\n  sha256  {}\n\nimports (what it could ask for):\n", file.display(), info.sha256);
+    let mut text = format!(
+        "{}\n  sha256  {}\n\nimports (what it could ask for):\n",
+        file.display(),
+        info.sha256
+    );
     let mut by_cap: std::collections::BTreeMap<Capability, Vec<&str>> = Default::default();
     for import in &info.imports {
         by_cap.entry(classify(import)).or_default().push(import);
@@ -341,7 +378,11 @@ async fn inspect(file: &std::path::Path, json: bool) -> ExitCode {
         Ok(tools) => {
             text.push_str("\ntools:\n");
             for t in tools {
-                let effects: Vec<String> = t.effects.iter().map(|e| format!("{e:?}").to_lowercase()).collect();
+                let effects: Vec<String> = t
+                    .effects
+                    .iter()
+                    .map(|e| format!("{e:?}").to_lowercase())
+                    .collect();
                 text.push_str(&format!("  {} [{}]\n", t.name, effects.join(",")));
             }
         }

@@ -57,7 +57,11 @@ pub struct ManifestError {
 impl fmt::Display for ManifestError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if self.line > 0 {
-            write!(f, "{}:{}:{}: {}", self.file, self.line, self.column, self.message)?;
+            write!(
+                f,
+                "{}:{}:{}: {}",
+                self.file, self.line, self.column, self.message
+            )?;
         } else {
             write!(f, "{}: {}", self.file, self.message)?;
         }
@@ -154,12 +158,9 @@ impl NetGrant {
         }
         let host = host.trim_end_matches('.');
         match self.host.strip_prefix("*.") {
-            Some(suffix) => host
-                .len()
-                .checked_sub(suffix.len() + 1)
-                .is_some_and(|at| {
-                    host.as_bytes()[at] == b'.' && host[at + 1..].eq_ignore_ascii_case(suffix)
-                }),
+            Some(suffix) => host.len().checked_sub(suffix.len() + 1).is_some_and(|at| {
+                host.as_bytes()[at] == b'.' && host[at + 1..].eq_ignore_ascii_case(suffix)
+            }),
             None => host.eq_ignore_ascii_case(&self.host),
         }
     }
@@ -329,7 +330,12 @@ pub fn layers(workspace: &Path) -> std::io::Result<Vec<Layer>> {
                 base: file.parent().map(Path::to_path_buf).unwrap_or_default(),
             }),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(std::io::Error::new(e.kind(), format!("{}: {e}", file.display()))),
+            Err(e) => {
+                return Err(std::io::Error::new(
+                    e.kind(),
+                    format!("{}: {e}", file.display()),
+                ));
+            }
         }
     }
     Ok(out)
@@ -373,7 +379,10 @@ pub fn from_layers(workspace: &Path, layers: &[Layer]) -> Result<Manifest, Manif
             }
         })?;
         for (name, entry) in raw.plugins {
-            let at = Checker { layer, workspace: &workspace };
+            let at = Checker {
+                layer,
+                workspace: &workspace,
+            };
             if !entry.enabled {
                 plugins.remove(&name);
                 continue;
@@ -401,7 +410,12 @@ struct Checker<'a> {
 }
 
 impl Checker<'_> {
-    fn err(&self, span: std::ops::Range<usize>, message: String, help: Option<String>) -> ManifestError {
+    fn err(
+        &self,
+        span: std::ops::Range<usize>,
+        message: String,
+        help: Option<String>,
+    ) -> ManifestError {
         let (line, column) = line_col(&self.layer.text, span.start);
         ManifestError {
             file: self.layer.name.clone(),
@@ -414,7 +428,11 @@ impl Checker<'_> {
 
     fn plugin(&self, name: &str, raw: RawPlugin) -> Result<PluginDecl, ManifestError> {
         let Some(source) = raw.source else {
-            let at = self.layer.text.find(&format!("plugins.{name}")).unwrap_or(0);
+            let at = self
+                .layer
+                .text
+                .find(&format!("plugins.{name}"))
+                .unwrap_or(0);
             return Err(self.err(
                 at..at,
                 format!("plugin `{name}` has no `source`"),
@@ -521,8 +539,12 @@ impl Checker<'_> {
             if let Some(pin) = sha256 {
                 return Err(self.err(
                     pin.span(),
-                    format!("plugin `{name}`: `sha256` pins a file source, but this one is built in"),
-                    Some("remove `sha256`; built-in plugins are pinned by the corral binary".into()),
+                    format!(
+                        "plugin `{name}`: `sha256` pins a file source, but this one is built in"
+                    ),
+                    Some(
+                        "remove `sha256`; built-in plugins are pinned by the corral binary".into(),
+                    ),
                 ));
             }
             return Ok(Source::Builtin(builtin.to_owned()));
@@ -553,14 +575,20 @@ impl Checker<'_> {
         let host_path = joined.canonicalize().map_err(|e| {
             self.err(
                 grant.span(),
-                format!("plugin `{name}`: granted path `{}` cannot be opened: {e}", raw.path),
+                format!(
+                    "plugin `{name}`: granted path `{}` cannot be opened: {e}",
+                    raw.path
+                ),
                 Some("grant an existing directory, relative to the workspace root".into()),
             )
         })?;
         if !host_path.is_dir() {
             return Err(self.err(
                 grant.span(),
-                format!("plugin `{name}`: granted path `{}` is not a directory", raw.path),
+                format!(
+                    "plugin `{name}`: granted path `{}` is not a directory",
+                    raw.path
+                ),
                 Some("grants.fs lists directories; grant the directory that holds the file".into()),
             ));
         }
@@ -609,18 +637,24 @@ impl Checker<'_> {
         };
         let rest = rest.trim_end_matches('/');
         if rest.contains('/') || rest.contains('@') || rest.contains('?') {
-            return Err(bad("only scheme, host and port are allowed, no path or user"));
+            return Err(bad(
+                "only scheme, host and port are allowed, no path or user",
+            ));
         }
         let (host, port) = match rest.rsplit_once(':') {
-            Some((h, p)) if !h.ends_with(':') && !p.contains(']') => {
-                (h, p.parse::<u16>().map_err(|_| bad("the port is not a number"))?)
-            }
+            Some((h, p)) if !h.ends_with(':') && !p.contains(']') => (
+                h,
+                p.parse::<u16>()
+                    .map_err(|_| bad("the port is not a number"))?,
+            ),
             _ => (rest, default_port),
         };
         let host = host.trim_start_matches('[').trim_end_matches(']');
         let bare = host.strip_prefix("*.").unwrap_or(host);
         if bare.is_empty() || bare.contains('*') || bare.contains(char::is_whitespace) {
-            return Err(bad("the host is empty or has a `*` other than a leading `*.`"));
+            return Err(bad(
+                "the host is empty or has a `*` other than a leading `*.`",
+            ));
         }
         Ok(NetGrant {
             scheme,
@@ -637,10 +671,20 @@ impl Checker<'_> {
     fn limits(&self, raw: &RawLimits) -> Result<Limits, ManifestError> {
         let mut limits = Limits::default();
         let fields: [(&str, &Option<Spanned<u64>>, &mut u64, u64); 4] = [
-            ("timeout_ms", &raw.timeout_ms, &mut limits.timeout_ms, 3_600_000),
+            (
+                "timeout_ms",
+                &raw.timeout_ms,
+                &mut limits.timeout_ms,
+                3_600_000,
+            ),
             ("memory_mb", &raw.memory_mb, &mut limits.memory_mb, 4096),
             ("output_kb", &raw.output_kb, &mut limits.output_kb, 1 << 20),
-            ("host_calls", &raw.host_calls, &mut limits.host_calls, u64::MAX),
+            (
+                "host_calls",
+                &raw.host_calls,
+                &mut limits.host_calls,
+                u64::MAX,
+            ),
         ];
         for (key, value, slot, max) in fields {
             if let Some(v) = value {

@@ -48,7 +48,9 @@ const TICK: Duration = Duration::from_millis(10);
 const MAX_CONCURRENT_CALLS: u32 = 64;
 
 /// What a tool may do, as it declares it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Effect {
     /// Reads files or other local state.
@@ -178,7 +180,8 @@ impl Runtime {
 
         let mut linker = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(anyhow::Error::from)?;
-        wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker).map_err(anyhow::Error::from)?;
+        wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker)
+            .map_err(anyhow::Error::from)?;
         generated::corral::plugin::host::add_to_linker::<State, HasSelf<State>>(&mut linker, |s| s)
             .map_err(anyhow::Error::from)?;
 
@@ -199,7 +202,12 @@ impl Runtime {
             .context("cannot start the epoch thread")?;
 
         let cache = cache::Cache::new(&engine, options.cache_dir);
-        Ok(Self { engine, linker, cache, ticker })
+        Ok(Self {
+            engine,
+            linker,
+            cache,
+            ticker,
+        })
     }
 
     /// Compiles (or loads from the cache) every plugin of `manifest`, checks
@@ -229,7 +237,11 @@ impl Runtime {
             })?,
         };
         let sha256 = hex::encode(Sha256::digest(&bytes));
-        if let Source::File { sha256: Some(pin), path } = &decl.source {
+        if let Source::File {
+            sha256: Some(pin),
+            path,
+        } = &decl.source
+        {
             if *pin != sha256 {
                 return Err(LoadError(format!(
                     "plugin `{name}` ({}): {} has sha256 {sha256}, but the manifest pins {pin}; \
@@ -243,18 +255,27 @@ impl Runtime {
         let (component, outcome) = self
             .cache
             .load(&self.engine, &bytes, &sha256)
-            .map_err(|e| LoadError(format!("plugin `{name}` ({}): not a valid component: {e:#}", decl.origin)))?;
+            .map_err(|e| {
+                LoadError(format!(
+                    "plugin `{name}` ({}): not a valid component: {e:#}",
+                    decl.origin
+                ))
+            })?;
         let elapsed = started.elapsed();
         match outcome {
-            CacheOutcome::Hit => tracing::info!(plugin = %name, "compile cache hit ({elapsed:.1?})"),
+            CacheOutcome::Hit => {
+                tracing::info!(plugin = %name, "compile cache hit ({elapsed:.1?})")
+            }
             CacheOutcome::Compiled => tracing::info!(plugin = %name, "compiled ({elapsed:.1?})"),
         }
         let imports = import_names(&self.engine, &component);
         caps::check(decl, &imports).map_err(LoadError)?;
-        let pre = self
-            .linker
-            .instantiate_pre(&component)
-            .map_err(|e| LoadError(format!("plugin `{name}` ({}): cannot be linked: {e:#}", decl.origin)))?;
+        let pre = self.linker.instantiate_pre(&component).map_err(|e| {
+            LoadError(format!(
+                "plugin `{name}` ({}): cannot be linked: {e:#}",
+                decl.origin
+            ))
+        })?;
         let pre = ToolPluginPre::new(pre).map_err(|e| {
             LoadError(format!(
                 "plugin `{name}` ({}): does not export corral:plugin/tool@0.1.0: {e:#}",
@@ -301,15 +322,24 @@ impl Runtime {
             env: Vec::new(),
             limits: Default::default(),
             config: BTreeMap::new(),
-            origin: crate::manifest::Origin { file: "(inspect)".into(), line: 0 },
+            origin: crate::manifest::Origin {
+                file: "(inspect)".into(),
+                line: 0,
+            },
         };
-        let tools = match self.linker.instantiate_pre(&component).map_err(|e| format!("{e:#}")).and_then(
-            |pre| ToolPluginPre::new(pre).map_err(|e| format!("{e:#}")),
-        ) {
+        let tools = match self
+            .linker
+            .instantiate_pre(&component)
+            .map_err(|e| format!("{e:#}"))
+            .and_then(|pre| ToolPluginPre::new(pre).map_err(|e| format!("{e:#}")))
+        {
             Ok(pre) => {
                 let plugin = Plugin {
                     engine: self.engine.clone(),
-                    shared: Arc::new(Shared { name: "inspected".into(), config: BTreeMap::new() }),
+                    shared: Arc::new(Shared {
+                        name: "inspected".into(),
+                        config: BTreeMap::new(),
+                    }),
                     decl,
                     sha256: sha256.clone(),
                     imports: imports.clone(),
@@ -321,7 +351,12 @@ impl Runtime {
             }
             Err(e) => Err(e),
         };
-        Ok(Inspection { sha256, imports, exports, tools })
+        Ok(Inspection {
+            sha256,
+            imports,
+            exports,
+            tools,
+        })
     }
 }
 
@@ -426,17 +461,20 @@ impl Plugin {
     async fn describe(&self) -> Result<Vec<ToolSpec>, LoadError> {
         let name = &self.decl.name;
         let specs = self
-            .run(false, |tool, store| Box::pin(async move { tool.call_describe(store).await }))
+            .run(false, |tool, store| {
+                Box::pin(async move { tool.call_describe(store).await })
+            })
             .await
             .map_err(|e| LoadError(format!("plugin `{name}`: `describe` failed: {e}")))?;
         let mut tools = Vec::new();
         for spec in specs {
-            let schema: serde_json::Value = serde_json::from_str(&spec.input_schema).map_err(|e| {
-                LoadError(format!(
-                    "plugin `{name}`: tool `{}` has an input schema that is not JSON: {e}",
-                    spec.name
-                ))
-            })?;
+            let schema: serde_json::Value =
+                serde_json::from_str(&spec.input_schema).map_err(|e| {
+                    LoadError(format!(
+                        "plugin `{name}`: tool `{}` has an input schema that is not JSON: {e}",
+                        spec.name
+                    ))
+                })?;
             tools.push(ToolSpec {
                 name: spec.name,
                 description: spec.description,
@@ -457,7 +495,12 @@ impl Plugin {
     }
 
     /// Runs one call of `tool` with JSON `arguments` in a fresh sandbox.
-    pub async fn call(&self, tool: &str, arguments: &str, call_id: &str) -> Result<ToolOutput, ToolError> {
+    pub async fn call(
+        &self,
+        tool: &str,
+        arguments: &str,
+        call_id: &str,
+    ) -> Result<ToolOutput, ToolError> {
         let spec = self
             .tools
             .iter()
@@ -490,7 +533,11 @@ impl Plugin {
                     })?),
                     None => None,
                 };
-                Ok(ToolOutput { content: out.content, is_error: out.is_error, data })
+                Ok(ToolOutput {
+                    content: out.content,
+                    is_error: out.is_error,
+                    data,
+                })
             }
             Err(wit::ToolError::InvalidArguments(m)) => Err(ToolError::InvalidArguments(m)),
             Err(wit::ToolError::UnknownTool(m)) => Err(ToolError::UnknownTool(m)),
@@ -507,8 +554,9 @@ impl Plugin {
         F: for<'a> FnOnce(
                 &'a generated::exports::corral::plugin::tool::Guest,
                 &'a mut Store<State>,
-            ) -> std::pin::Pin<Box<dyn Future<Output = wasmtime::Result<R>> + Send + 'a>>
-            + Send,
+            ) -> std::pin::Pin<
+                Box<dyn Future<Output = wasmtime::Result<R>> + Send + 'a>,
+            > + Send,
     {
         let name = &self.decl.name;
         let limits = self.decl.limits;
@@ -545,7 +593,8 @@ impl Plugin {
             table: ResourceTable::new(),
             plugin: self.shared.clone(),
             limiter: limits::CallLimiter {
-                memory_bytes: usize::try_from(limits.memory_mb.saturating_mul(1 << 20)).unwrap_or(usize::MAX),
+                memory_bytes: usize::try_from(limits.memory_mb.saturating_mul(1 << 20))
+                    .unwrap_or(usize::MAX),
                 memory_hit: false,
             },
             host_calls_left: limits.host_calls,
@@ -613,14 +662,22 @@ impl Plugin {
                     "the call timed out after {} ms (limits.timeout_ms)",
                     limits.timeout_ms
                 ),
-                Some(Trap::StackOverflow) => "the call overflowed its stack (deep recursion)".to_owned(),
+                Some(Trap::StackOverflow) => {
+                    "the call overflowed its stack (deep recursion)".to_owned()
+                }
                 Some(trap) => format!("the plugin crashed ({trap})"),
                 None => format!("the call failed: {err:#}"),
             }
         };
         let tail = stderr.tail(3);
-        let detail = if tail.is_empty() { String::new() } else { format!("; its last output: {tail}") };
-        Err(ToolError::Sandbox(format!("plugin `{name}`: {why}{detail}")))
+        let detail = if tail.is_empty() {
+            String::new()
+        } else {
+            format!("; its last output: {tail}")
+        };
+        Err(ToolError::Sandbox(format!(
+            "plugin `{name}`: {why}{detail}"
+        )))
     }
 }
 
@@ -675,7 +732,12 @@ impl Plugins {
     }
 
     /// Runs one tool call in its plugin's sandbox.
-    pub async fn call(&self, tool: &str, arguments: &str, call_id: &str) -> Result<ToolOutput, ToolError> {
+    pub async fn call(
+        &self,
+        tool: &str,
+        arguments: &str,
+        call_id: &str,
+    ) -> Result<ToolOutput, ToolError> {
         let plugin = self
             .plugin_for(tool)
             .ok_or_else(|| ToolError::UnknownTool(tool.to_owned()))?;

@@ -311,7 +311,9 @@ pub mod __private {
         }
     }
 
-    fn invoke_one<T: Tool>(arguments: &str) -> std::result::Result<wit::ToolOutput, wit::ToolError> {
+    fn invoke_one<T: Tool>(
+        arguments: &str,
+    ) -> std::result::Result<wit::ToolOutput, wit::ToolError> {
         let args: T::Args = serde_json::from_str(arguments).map_err(|e| {
             wit::ToolError::InvalidArguments(format!("arguments for `{}`: {e}", T::NAME))
         })?;

@@ -11,7 +11,9 @@ struct Cli {
 
 impl Cli {
     fn new() -> Self {
-        Self { home: tempfile::tempdir().expect("home") }
+        Self {
+            home: tempfile::tempdir().expect("home"),
+        }
     }
 
     fn run(&self, workspace: &Path, args: &[&str]) -> Output {
@@ -40,9 +42,21 @@ fn read_file_prints_the_file() {
     let sb = Sandbox::new();
     sb.write("README.md", "# Title\n\nBody text.\n");
     let cli = Cli::new();
-    let o = cli.run(&sb.ws(), &["tool", "call", "read_file", "--args", r#"{"path":"README.md"}"#]);
+    let o = cli.run(
+        &sb.ws(),
+        &[
+            "tool",
+            "call",
+            "read_file",
+            "--args",
+            r#"{"path":"README.md"}"#,
+        ],
+    );
     assert!(o.status.success(), "{}", stderr(&o));
-    assert_eq!(stdout(&o), "     1\t# Title\n     2\t\n     3\tBody text.\n");
+    assert_eq!(
+        stdout(&o),
+        "     1\t# Title\n     2\t\n     3\tBody text.\n"
+    );
 }
 
 #[test]
@@ -50,7 +64,10 @@ fn grep_lists_file_and_line() {
     let sb = Sandbox::new();
     sb.write("src/main.rs", "// x\nfn main() {}\n");
     let cli = Cli::new();
-    let o = cli.run(&sb.ws(), &["tool", "call", "grep", "--args", r#"{"pattern":"fn main"}"#]);
+    let o = cli.run(
+        &sb.ws(),
+        &["tool", "call", "grep", "--args", r#"{"pattern":"fn main"}"#],
+    );
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(stdout(&o), "src/main.rs:2:fn main() {}\n");
 }
@@ -59,22 +76,45 @@ fn grep_lists_file_and_line() {
 fn tool_errors_exit_non_zero_with_message() {
     let sb = Sandbox::new();
     let cli = Cli::new();
-    let o = cli.run(&sb.ws(), &["tool", "call", "read_file", "--args", r#"{"path":"/etc/passwd"}"#]);
+    let o = cli.run(
+        &sb.ws(),
+        &[
+            "tool",
+            "call",
+            "read_file",
+            "--args",
+            r#"{"path":"/etc/passwd"}"#,
+        ],
+    );
     assert_eq!(o.status.code(), Some(1));
     assert!(stderr(&o).contains("absolute path"), "{}", stderr(&o));
-    let o = cli.run(&sb.ws(), &["tool", "call", "read_file", "--args", "not json"]);
+    let o = cli.run(
+        &sb.ws(),
+        &["tool", "call", "read_file", "--args", "not json"],
+    );
     assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("--args must be a JSON object"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("--args must be a JSON object"),
+        "{}",
+        stderr(&o)
+    );
     let o = cli.run(&sb.ws(), &["tool", "call", "no_such_tool"]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("available: edit_file, glob, grep"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("available: edit_file, glob, grep"),
+        "{}",
+        stderr(&o)
+    );
 }
 
 #[test]
 fn json_output_of_a_call() {
     let sb = Sandbox::new();
     let cli = Cli::new();
-    let o = cli.run(&sb.ws(), &["tool", "call", "list_files", "--args", "{}", "--json"]);
+    let o = cli.run(
+        &sb.ws(),
+        &["tool", "call", "list_files", "--args", "{}", "--json"],
+    );
     assert!(o.status.success(), "{}", stderr(&o));
     let v: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("json");
     assert_eq!(v["ok"]["content"], "hello.txt");
@@ -88,14 +128,23 @@ fn inspect_lists_imports_and_tools_of_an_sdk_plugin() {
     let o = cli.run(&sb.ws(), &["plugins", "inspect", EXAMPLE]);
     assert!(o.status.success(), "{}", stderr(&o));
     let text = stdout(&o);
-    assert!(text.contains("corral:plugin/host@0.1.0"), "{text}");
+    assert!(text.contains("corral:plugin/types@0.1.0"), "{text}");
     assert!(text.contains("wasi:filesystem/preopens@0.2"), "{text}");
-    assert!(text.contains("files (only directories in grants.fs)"), "{text}");
+    assert!(
+        text.contains("files (only directories in grants.fs)"),
+        "{text}"
+    );
     assert!(text.contains("corral:plugin/tool@0.1.0"), "{text}");
     assert!(text.contains("word_count [read]"), "{text}");
     let o = cli.run(&sb.ws(), &["plugins", "inspect", EXAMPLE, "--json"]);
     let v: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("json");
-    assert!(v["imports"].as_array().expect("imports").iter().any(|i| i["capability"] == "files"));
+    assert!(
+        v["imports"]
+            .as_array()
+            .expect("imports")
+            .iter()
+            .any(|i| i["capability"] == "files")
+    );
 }
 
 #[test]
@@ -105,7 +154,16 @@ fn example_plugin_runs_from_a_project_manifest() {
     sb.write("corral.toml", &format!(
         "[plugins.example]\nsource = {EXAMPLE:?}\ngrants.fs = [{{ path = \".\", access = \"ro\" }}]\n"
     ));
-    let o = cli.run(&sb.ws(), &["tool", "call", "word_count", "--args", r#"{"path":"hello.txt"}"#]);
+    let o = cli.run(
+        &sb.ws(),
+        &[
+            "tool",
+            "call",
+            "word_count",
+            "--args",
+            r#"{"path":"hello.txt"}"#,
+        ],
+    );
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(stdout(&o), "4\n");
     let o = cli.run(&sb.ws(), &["plugins", "list"]);
@@ -119,11 +177,17 @@ fn example_plugin_runs_from_a_project_manifest() {
 fn a_bad_project_manifest_is_reported_with_its_line() {
     let cli = Cli::new();
     let sb = Sandbox::new();
-    sb.write("corral.toml", "[plugins.fs]\nsource = \"builtin:fs\"\nbogus = 1\n");
+    sb.write(
+        "corral.toml",
+        "[plugins.fs]\nsource = \"builtin:fs\"\nbogus = 1\n",
+    );
     let o = cli.run(&sb.ws(), &["tools", "list"]);
     assert_eq!(o.status.code(), Some(2));
     let err = stderr(&o);
-    assert!(err.contains("corral.toml:3:1: unknown field `bogus`"), "{err}");
+    assert!(
+        err.contains("corral.toml:3:1: unknown field `bogus`"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -136,7 +200,11 @@ fn warm_tools_list_compiles_nothing() {
     assert_eq!(cold_log.matches("compiled (").count(), 2, "{cold_log}");
     let warm = cli.run(&sb.ws(), &["-v", "tools", "list"]);
     let warm_log = stderr(&warm);
-    assert_eq!(warm_log.matches("compile cache hit").count(), 2, "{warm_log}");
+    assert_eq!(
+        warm_log.matches("compile cache hit").count(),
+        2,
+        "{warm_log}"
+    );
     assert!(!warm_log.contains("compiled ("), "{warm_log}");
     assert_eq!(stdout(&cold), stdout(&warm));
     assert!(stdout(&warm).contains("read_file"), "{}", stdout(&warm));
@@ -164,8 +232,16 @@ fn tools_list_json_has_schemas() {
     let sb = Sandbox::new();
     let o = cli.run(&sb.ws(), &["tools", "list", "--json"]);
     let v: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("json");
-    let grep = v.as_array().expect("list").iter().find(|t| t["name"] == "grep").expect("grep");
+    let grep = v
+        .as_array()
+        .expect("list")
+        .iter()
+        .find(|t| t["name"] == "grep")
+        .expect("grep");
     assert_eq!(grep["plugin"], "search");
     assert_eq!(grep["effects"], serde_json::json!(["read"]));
-    assert_eq!(grep["input_schema"]["required"], serde_json::json!(["pattern"]));
+    assert_eq!(
+        grep["input_schema"]["required"],
+        serde_json::json!(["pattern"])
+    );
 }

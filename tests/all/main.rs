@@ -42,7 +42,11 @@ impl Sandbox {
         std::fs::create_dir(root.path().join("ws")).expect("ws");
         std::fs::create_dir(root.path().join("outside")).expect("outside");
         std::fs::write(root.path().join("outside/secret.txt"), SECRET).expect("secret");
-        std::fs::write(root.path().join("ws/hello.txt"), "hello from the workspace\n").expect("hello");
+        std::fs::write(
+            root.path().join("ws/hello.txt"),
+            "hello from the workspace\n",
+        )
+        .expect("hello");
         Self { root }
     }
 
@@ -96,7 +100,11 @@ pub fn plugin_toml(name: &str, wasm: &str, rest: &str) -> String {
     format!("[plugins.{name}]\nsource = {wasm:?}\n{rest}\n")
 }
 
-pub async fn call(plugins: &Plugins, tool: &str, args: serde_json::Value) -> Result<ToolOutput, ToolError> {
+pub async fn call(
+    plugins: &Plugins,
+    tool: &str,
+    args: serde_json::Value,
+) -> Result<ToolOutput, ToolError> {
     plugins.call(tool, &args.to_string(), "test").await
 }
 

@@ -36,7 +36,10 @@ fn grant_outside_workspace_needs_opt_in() {
     assert!(err.contains("outside the workspace"), "{err}");
     assert!(err.contains("outside_workspace = true"), "{err}");
     let ok = sb
-        .manifest(&toml.replace("access = \"ro\"", "access = \"ro\", outside_workspace = true"))
+        .manifest(&toml.replace(
+            "access = \"ro\"",
+            "access = \"ro\", outside_workspace = true",
+        ))
         .expect("opted in");
     let grant = &ok.plugins[0].fs[0];
     assert_eq!(grant.host_path, sb.outside().canonicalize().expect("canon"));
@@ -67,9 +70,17 @@ fn missing_grant_directory_is_an_error() {
 #[test]
 fn bad_net_patterns_are_errors() {
     let sb = Sandbox::new();
-    for bad in ["api.openai.com", "ftp://x:21", "https://a/b", "https://*:443", "http://h:port"] {
+    for bad in [
+        "api.openai.com",
+        "ftp://x:21",
+        "https://a/b",
+        "https://*:443",
+        "http://h:port",
+    ] {
         let err = sb
-            .manifest(&format!("[plugins.fs]\nsource = \"builtin:fs\"\ngrants.net = [{bad:?}]\n"))
+            .manifest(&format!(
+                "[plugins.fs]\nsource = \"builtin:fs\"\ngrants.net = [{bad:?}]\n"
+            ))
             .err()
             .unwrap_or_else(|| panic!("{bad} accepted"));
         assert!(err.starts_with("corral.toml:3:"), "{err}");
@@ -99,34 +110,60 @@ fn bad_env_name_and_limits_are_errors() {
         .manifest("[plugins.fs]\nsource = \"builtin:fs\"\nlimits = { memory_mb = 0 }\n")
         .err()
         .expect("limits");
-    assert!(err.contains("limits.memory_mb = 0 is out of range"), "{err}");
+    assert!(
+        err.contains("limits.memory_mb = 0 is out of range"),
+        "{err}"
+    );
 }
 
 #[test]
 fn source_errors() {
     let sb = Sandbox::new();
-    let err = sb.manifest("[plugins.x]\nsource = \"builtin:nope\"\n").err().expect("builtin");
+    let err = sb
+        .manifest("[plugins.x]\nsource = \"builtin:nope\"\n")
+        .err()
+        .expect("builtin");
     assert!(err.contains("no built-in plugin `nope`"), "{err}");
     assert!(err.contains("built-in plugins: fs, search"), "{err}");
     let err = sb
-        .manifest(&format!("[plugins.x]\nsource = \"builtin:fs\"\nsha256 = \"{}\"\n", "a".repeat(64)))
+        .manifest(&format!(
+            "[plugins.x]\nsource = \"builtin:fs\"\nsha256 = \"{}\"\n",
+            "a".repeat(64)
+        ))
         .err()
         .expect("pin on builtin");
     assert!(err.contains("remove `sha256`"), "{err}");
-    let err = sb.manifest("[plugins.x]\nsource = \"x.wasm\"\nsha256 = \"abc\"\n").err().expect("short pin");
+    let err = sb
+        .manifest("[plugins.x]\nsource = \"x.wasm\"\nsha256 = \"abc\"\n")
+        .err()
+        .expect("short pin");
     assert!(err.contains("64 hexadecimal digits"), "{err}");
-    let err = sb.manifest("[plugins.x]\ngrants.env = []\n").err().expect("no source");
+    let err = sb
+        .manifest("[plugins.x]\ngrants.env = []\n")
+        .err()
+        .expect("no source");
     assert!(err.contains("has no `source`"), "{err}");
-    let err = sb.manifest("[plugins.Bad]\nsource = \"builtin:fs\"\n").err().expect("name");
+    let err = sb
+        .manifest("[plugins.Bad]\nsource = \"builtin:fs\"\n")
+        .err()
+        .expect("name");
     assert!(err.contains("not a valid plugin name"), "{err}");
 }
 
 #[tokio::test]
 async fn duplicate_tool_names_are_an_error_naming_both() {
     let sb = Sandbox::new();
-    let toml = format!("{}{}", plugin_toml("one", ECHO, ""), plugin_toml("two", ECHO, ""));
+    let toml = format!(
+        "{}{}",
+        plugin_toml("one", ECHO, ""),
+        plugin_toml("two", ECHO, "")
+    );
     let err = sb.load(&toml).await.err().expect("duplicate");
-    assert!(err.contains("tool `config_get` is exported by two plugins") || err.contains("tool `echo` is exported by two plugins"), "{err}");
+    assert!(
+        err.contains("tool `config_get` is exported by two plugins")
+            || err.contains("tool `echo` is exported by two plugins"),
+        "{err}"
+    );
     assert!(err.contains("`one` (corral.toml:2)"), "{err}");
     assert!(err.contains("`two` (corral.toml:5)"), "{err}");
     assert!(err.contains("enabled = false"), "{err}");
@@ -149,9 +186,13 @@ fn layers_replace_entries_and_can_disable() {
 #[test]
 fn relative_source_is_resolved_against_the_manifest() {
     let sb = Sandbox::new();
-    let m = sb.manifest("[plugins.x]\nsource = \"tools/x.wasm\"\n").expect("parses");
+    let m = sb
+        .manifest("[plugins.x]\nsource = \"tools/x.wasm\"\n")
+        .expect("parses");
     match &m.plugins[0].source {
-        corral::manifest::Source::File { path, .. } => assert_eq!(path, &sb.ws().join("tools/x.wasm")),
+        corral::manifest::Source::File { path, .. } => {
+            assert_eq!(path, &sb.ws().join("tools/x.wasm"))
+        }
         other => panic!("{other:?}"),
     }
 }
@@ -159,7 +200,11 @@ fn relative_source_is_resolved_against_the_manifest() {
 #[tokio::test]
 async fn missing_wasm_file_is_a_load_error() {
     let sb = Sandbox::new();
-    let err = sb.load("[plugins.x]\nsource = \"tools/x.wasm\"\n").await.err().expect("missing");
+    let err = sb
+        .load("[plugins.x]\nsource = \"tools/x.wasm\"\n")
+        .await
+        .err()
+        .expect("missing");
     assert!(err.contains("cannot read"), "{err}");
     assert!(err.contains("corral.toml:2"), "{err}");
 }

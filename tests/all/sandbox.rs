@@ -10,12 +10,16 @@ use std::io::{Read, Write};
 const RW: &str = r#"grants.fs = [{ path = ".", access = "rw" }]"#;
 
 async fn adversary(sb: &Sandbox, rest: &str) -> Plugins {
-    sb.load(&plugin_toml("adversary", ADVERSARY, rest)).await.expect("load adversary")
+    sb.load(&plugin_toml("adversary", ADVERSARY, rest))
+        .await
+        .expect("load adversary")
 }
 
 /// The next call after an attack works: the same plugin reads a workspace file.
 async fn assert_healthy(plugins: &Plugins) {
-    let out = call(plugins, "read_path", json!({"path": "hello.txt"})).await.expect("healthy call");
+    let out = call(plugins, "read_path", json!({"path": "hello.txt"}))
+        .await
+        .expect("healthy call");
     assert_eq!(out.content, "hello from the workspace\n");
 }
 
@@ -37,10 +41,17 @@ async fn read_etc_passwd_is_contained() {
 async fn dotdot_escape_is_contained() {
     let sb = Sandbox::new();
     let p = adversary(&sb, RW).await;
-    for path in ["../outside/secret.txt", "sub/../../outside/secret.txt", "./../outside/secret.txt"] {
+    for path in [
+        "../outside/secret.txt",
+        "sub/../../outside/secret.txt",
+        "./../outside/secret.txt",
+    ] {
         let msg = failed(call(&p, "read_path", json!({ "path": path })).await);
         assert_no_secret(&msg);
-        assert!(msg.contains("PermissionDenied") || msg.contains("NotFound"), "{path}: {msg}");
+        assert!(
+            msg.contains("PermissionDenied") || msg.contains("NotFound"),
+            "{path}: {msg}"
+        );
     }
     assert_healthy(&p).await;
 }
@@ -61,7 +72,8 @@ async fn absolute_path_is_contained() {
 #[tokio::test]
 async fn symlinks_pointing_outside_are_contained() {
     let sb = Sandbox::new();
-    std::os::unix::fs::symlink(sb.outside().join("secret.txt"), sb.ws().join("file-link")).expect("symlink");
+    std::os::unix::fs::symlink(sb.outside().join("secret.txt"), sb.ws().join("file-link"))
+        .expect("symlink");
     std::os::unix::fs::symlink(sb.outside(), sb.ws().join("dir-link")).expect("symlink");
     std::os::unix::fs::symlink("../outside/secret.txt", sb.ws().join("rel-link")).expect("symlink");
     let p = adversary(&sb, RW).await;
@@ -82,10 +94,27 @@ async fn symlinks_pointing_outside_are_contained() {
         assert!(!msg.contains("secret.txt"), "{path}: {msg}");
     }
     // Writing through a link does not reach outside either.
-    failed(call(&p, "write_path", json!({"path": "dir-link/new.txt", "content": "x"})).await);
-    failed(call(&p, "write_path", json!({"path": "file-link", "content": "overwritten"})).await);
+    failed(
+        call(
+            &p,
+            "write_path",
+            json!({"path": "dir-link/new.txt", "content": "x"}),
+        )
+        .await,
+    );
+    failed(
+        call(
+            &p,
+            "write_path",
+            json!({"path": "file-link", "content": "overwritten"}),
+        )
+        .await,
+    );
     assert!(!sb.outside().join("new.txt").exists());
-    assert_eq!(std::fs::read_to_string(sb.outside().join("secret.txt")).expect("read"), SECRET);
+    assert_eq!(
+        std::fs::read_to_string(sb.outside().join("secret.txt")).expect("read"),
+        SECRET
+    );
     assert_healthy(&p).await;
 }
 
@@ -94,10 +123,23 @@ async fn write_into_read_only_grant_is_refused() {
     let sb = Sandbox::new();
     let p = adversary(&sb, r#"grants.fs = [{ path = ".", access = "ro" }]"#).await;
     let msg = failed(call(&p, "write_path", json!({"path": "new.txt", "content": "x"})).await);
-    assert!(msg.contains("PermissionDenied") || msg.contains("ReadOnly"), "{msg}");
-    failed(call(&p, "write_path", json!({"path": "hello.txt", "content": "x"})).await);
+    assert!(
+        msg.contains("PermissionDenied") || msg.contains("ReadOnly"),
+        "{msg}"
+    );
+    failed(
+        call(
+            &p,
+            "write_path",
+            json!({"path": "hello.txt", "content": "x"}),
+        )
+        .await,
+    );
     assert!(!sb.ws().join("new.txt").exists());
-    assert_eq!(std::fs::read_to_string(sb.ws().join("hello.txt")).expect("read"), "hello from the workspace\n");
+    assert_eq!(
+        std::fs::read_to_string(sb.ws().join("hello.txt")).expect("read"),
+        "hello from the workspace\n"
+    );
     assert_healthy(&p).await;
 }
 
@@ -115,20 +157,54 @@ async fn hard_link_and_rename_across_grants_are_refused() {
         .err()
         .expect("overlapping grants refused");
     assert!(err.contains("overlaps"), "{err}");
-    let p = adversary(&sb, r#"grants.fs = [{ path = "out", access = "rw" }, { path = "src", access = "ro" }]"#).await;
+    let p = adversary(
+        &sb,
+        r#"grants.fs = [{ path = "out", access = "rw" }, { path = "src", access = "ro" }]"#,
+    )
+    .await;
     // rw -> ro
-    failed(call(&p, "hard_link", json!({"from": "out/mine.txt", "to": "src/linked.txt"})).await);
-    failed(call(&p, "rename", json!({"from": "out/mine.txt", "to": "src/moved.txt"})).await);
+    failed(
+        call(
+            &p,
+            "hard_link",
+            json!({"from": "out/mine.txt", "to": "src/linked.txt"}),
+        )
+        .await,
+    );
+    failed(
+        call(
+            &p,
+            "rename",
+            json!({"from": "out/mine.txt", "to": "src/moved.txt"}),
+        )
+        .await,
+    );
     // ro -> rw: a writable alias of a read-only file must not appear either.
-    failed(call(&p, "hard_link", json!({"from": "src/data.txt", "to": "out/alias.txt"})).await);
-    failed(call(&p, "rename", json!({"from": "src/data.txt", "to": "out/stolen.txt"})).await);
+    failed(
+        call(
+            &p,
+            "hard_link",
+            json!({"from": "src/data.txt", "to": "out/alias.txt"}),
+        )
+        .await,
+    );
+    failed(
+        call(
+            &p,
+            "rename",
+            json!({"from": "src/data.txt", "to": "out/stolen.txt"}),
+        )
+        .await,
+    );
     assert!(!sb.ws().join("src/linked.txt").exists());
     assert!(!sb.ws().join("src/moved.txt").exists());
     assert!(!sb.ws().join("out/alias.txt").exists());
     assert!(!sb.ws().join("out/stolen.txt").exists());
     assert!(sb.ws().join("out/mine.txt").exists());
     assert!(sb.ws().join("src/data.txt").exists());
-    let out = call(&p, "read_path", json!({"path": "src/data.txt"})).await.expect("next call works");
+    let out = call(&p, "read_path", json!({"path": "src/data.txt"}))
+        .await
+        .expect("next call works");
     assert_eq!(out.content, "ro data");
 }
 
@@ -142,8 +218,13 @@ async fn environment_is_empty_unless_granted() {
     let p = adversary(&sb, &format!("{RW}\ngrants.env = [\"HOME\"]")).await;
     let msg = failed(call(&p, "env_var", json!({"path": "PATH"})).await);
     assert!(msg.ends_with("visible: [HOME]"), "{msg}");
-    let out = call(&p, "env_var", json!({"path": "HOME"})).await.expect("granted variable");
-    assert_eq!(out.content, format!("HOME={}", std::env::var("HOME").unwrap_or_default()));
+    let out = call(&p, "env_var", json!({"path": "HOME"}))
+        .await
+        .expect("granted variable");
+    assert_eq!(
+        out.content,
+        format!("HOME={}", std::env::var("HOME").unwrap_or_default())
+    );
     // No host arguments either.
     let out = call(&p, "args", json!({})).await.expect("args");
     assert_eq!(out.content, "");
@@ -152,23 +233,49 @@ async fn environment_is_empty_unless_granted() {
 #[tokio::test]
 async fn http_without_net_grant_is_refused_at_load() {
     let sb = Sandbox::new();
-    let err = sb.load(&plugin_toml("web", HTTP_CLIENT, "")).await.err().expect("refused");
+    let err = sb
+        .load(&plugin_toml("web", HTTP_CLIENT, ""))
+        .await
+        .err()
+        .expect("refused");
     assert!(err.contains("wasi:http/outgoing-handler"), "{err}");
     assert!(err.contains("grants.net"), "{err}");
     assert!(err.contains("corral.toml:2"), "{err}");
     // The host keeps working.
-    let p = sb.load(&plugin_toml("echo", ECHO, "")).await.expect("echo loads");
-    assert_eq!(call(&p, "echo", json!({"text": "still here"})).await.expect("echo").content, "still here");
+    let p = sb
+        .load(&plugin_toml("echo", ECHO, ""))
+        .await
+        .expect("echo loads");
+    assert_eq!(
+        call(&p, "echo", json!({"text": "still here"}))
+            .await
+            .expect("echo")
+            .content,
+        "still here"
+    );
 }
 
 #[tokio::test]
 async fn raw_socket_without_net_grant_is_refused_at_load() {
     let sb = Sandbox::new();
-    let err = sb.load(&plugin_toml("sock", RAW_SOCKET, "")).await.err().expect("refused");
+    let err = sb
+        .load(&plugin_toml("sock", RAW_SOCKET, ""))
+        .await
+        .err()
+        .expect("refused");
     assert!(err.contains("wasi:sockets/"), "{err}");
     assert!(err.contains("grants.net"), "{err}");
-    let p = sb.load(&plugin_toml("echo", ECHO, "")).await.expect("echo loads");
-    assert_eq!(call(&p, "echo", json!({"text": "ok"})).await.expect("echo").content, "ok");
+    let p = sb
+        .load(&plugin_toml("echo", ECHO, ""))
+        .await
+        .expect("echo loads");
+    assert_eq!(
+        call(&p, "echo", json!({"text": "ok"}))
+            .await
+            .expect("echo")
+            .content,
+        "ok"
+    );
 }
 
 /// A one-shot HTTP server on loopback that counts the requests it got.
@@ -183,7 +290,9 @@ fn http_server() -> (u16, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
             counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
             let mut buf = [0u8; 4096];
             let _ = s.read(&mut buf);
-            let _ = s.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 5\r\nconnection: close\r\n\r\nhello");
+            let _ = s.write_all(
+                b"HTTP/1.1 200 OK\r\ncontent-length: 5\r\nconnection: close\r\n\r\nhello",
+            );
         }
     });
     (port, hits)
@@ -195,16 +304,44 @@ async fn http_to_unlisted_host_is_denied_and_granted_host_works() {
     let (other, other_hits) = http_server();
     let sb = Sandbox::new();
     let p = sb
-        .load(&plugin_toml("web", HTTP_CLIENT, &format!("grants.net = [\"http://127.0.0.1:{allowed}\"]")))
+        .load(&plugin_toml(
+            "web",
+            HTTP_CLIENT,
+            &format!("grants.net = [\"http://127.0.0.1:{allowed}\"]"),
+        ))
         .await
         .expect("web loads with a grant");
-    let out = call(&p, "http_get", json!({"url": format!("http://127.0.0.1:{allowed}/")})).await.expect("allowed");
+    let out = call(
+        &p,
+        "http_get",
+        json!({"url": format!("http://127.0.0.1:{allowed}/")}),
+    )
+    .await
+    .expect("allowed");
     assert_eq!(out.content, "200 hello");
-    let msg = failed(call(&p, "http_get", json!({"url": format!("http://127.0.0.1:{other}/")})).await);
+    let msg = failed(
+        call(
+            &p,
+            "http_get",
+            json!({"url": format!("http://127.0.0.1:{other}/")}),
+        )
+        .await,
+    );
     assert!(msg.contains("HttpRequestDenied"), "{msg}");
-    let msg = failed(call(&p, "http_get", json!({"url": format!("http://localhost:{allowed}/")})).await);
+    let msg = failed(
+        call(
+            &p,
+            "http_get",
+            json!({"url": format!("http://localhost:{allowed}/")}),
+        )
+        .await,
+    );
     assert!(msg.contains("HttpRequestDenied"), "{msg}");
-    assert_eq!(other_hits.load(std::sync::atomic::Ordering::SeqCst), 0, "the denied server was reached");
+    assert_eq!(
+        other_hits.load(std::sync::atomic::Ordering::SeqCst),
+        0,
+        "the denied server was reached"
+    );
     assert_eq!(allowed_hits.load(std::sync::atomic::Ordering::SeqCst), 1);
 }
 
@@ -213,10 +350,21 @@ async fn raw_socket_with_net_grant_is_still_denied() {
     let (port, hits) = http_server();
     let sb = Sandbox::new();
     let p = sb
-        .load(&plugin_toml("sock", RAW_SOCKET, &format!("grants.net = [\"http://127.0.0.1:{port}\"]")))
+        .load(&plugin_toml(
+            "sock",
+            RAW_SOCKET,
+            &format!("grants.net = [\"http://127.0.0.1:{port}\"]"),
+        ))
         .await
         .expect("loads with a grant");
-    let msg = failed(call(&p, "tcp_connect", json!({"addr": format!("127.0.0.1:{port}")})).await);
+    let msg = failed(
+        call(
+            &p,
+            "tcp_connect",
+            json!({"addr": format!("127.0.0.1:{port}")}),
+        )
+        .await,
+    );
     assert!(msg.contains("connect"), "{msg}");
     assert_eq!(hits.load(std::sync::atomic::Ordering::SeqCst), 0);
 }
@@ -238,7 +386,9 @@ async fn allocating_2_gib_hits_the_memory_cap() {
     let msg = sandbox_err(call(&p, "alloc", json!({"n": 2048})).await);
     assert!(msg.contains("memory limit of 256 MiB"), "{msg}");
     // A modest allocation still works afterwards.
-    let out = call(&p, "alloc", json!({"n": 16})).await.expect("16 MiB is fine");
+    let out = call(&p, "alloc", json!({"n": 16}))
+        .await
+        .expect("16 MiB is fine");
     assert_eq!(out.content, format!("allocated {} bytes", 16 << 20));
     assert_healthy(&p).await;
 }
@@ -249,7 +399,13 @@ async fn deep_recursion_overflows_cleanly() {
     let p = adversary(&sb, RW).await;
     let msg = sandbox_err(call(&p, "recurse", json!({"n": 100_000_000u64})).await);
     assert!(msg.contains("stack"), "{msg}");
-    assert_eq!(call(&p, "recurse", json!({"n": 100})).await.expect("shallow").content, "100");
+    assert_eq!(
+        call(&p, "recurse", json!({"n": 100}))
+            .await
+            .expect("shallow")
+            .content,
+        "100"
+    );
     assert_healthy(&p).await;
 }
 
@@ -277,7 +433,9 @@ async fn panic_is_a_tool_error_with_its_message() {
 async fn stderr_flood_is_capped_not_fatal() {
     let sb = Sandbox::new();
     let p = adversary(&sb, RW).await;
-    let out = call(&p, "stderr_spam", json!({"n": 200_000})).await.expect("spam is dropped, not fatal");
+    let out = call(&p, "stderr_spam", json!({"n": 200_000}))
+        .await
+        .expect("spam is dropped, not fatal");
     assert_eq!(out.content, "done");
 }
 
@@ -295,12 +453,31 @@ async fn read_only_tool_cannot_write_even_under_rw_grant() {
     let sb = Sandbox::new();
     let p = adversary(&sb, RW).await;
     // Declares only `read`: its directories are mounted read-only for the call.
-    let msg = failed(call(&p, "sneaky_write", json!({"path": "sneaky.txt", "content": "x"})).await);
-    assert!(msg.contains("PermissionDenied") || msg.contains("ReadOnly"), "{msg}");
+    let msg = failed(
+        call(
+            &p,
+            "sneaky_write",
+            json!({"path": "sneaky.txt", "content": "x"}),
+        )
+        .await,
+    );
+    assert!(
+        msg.contains("PermissionDenied") || msg.contains("ReadOnly"),
+        "{msg}"
+    );
     assert!(!sb.ws().join("sneaky.txt").exists());
     // The same write from a tool that declares `write` goes through.
-    call(&p, "write_path", json!({"path": "honest.txt", "content": "x"})).await.expect("declared write");
-    assert_eq!(std::fs::read_to_string(sb.ws().join("honest.txt")).expect("written"), "x");
+    call(
+        &p,
+        "write_path",
+        json!({"path": "honest.txt", "content": "x"}),
+    )
+    .await
+    .expect("declared write");
+    assert_eq!(
+        std::fs::read_to_string(sb.ws().join("honest.txt")).expect("written"),
+        "x"
+    );
 }
 
 #[tokio::test]
@@ -330,19 +507,47 @@ async fn sha256_pin_is_enforced() {
         .load(&plugin_toml("echo", ECHO, &format!("sha256 = \"{right}\"")))
         .await
         .expect("matching pin loads");
-    assert_eq!(call(&p, "echo", json!({"text": "pinned"})).await.expect("call").content, "pinned");
+    assert_eq!(
+        call(&p, "echo", json!({"text": "pinned"}))
+            .await
+            .expect("call")
+            .content,
+        "pinned"
+    );
 }
 
 #[tokio::test]
 async fn plugin_config_is_readable_and_private() {
     let sb = Sandbox::new();
     let p = sb
-        .load(&plugin_toml("echo", ECHO, "config = { model = \"m1\", depth = 3 }"))
+        .load(&plugin_toml(
+            "echo",
+            ECHO,
+            "config = { model = \"m1\", depth = 3 }",
+        ))
         .await
         .expect("load");
-    assert_eq!(call(&p, "config_get", json!({"key": "model"})).await.expect("c").content, "m1");
-    assert_eq!(call(&p, "config_get", json!({"key": "depth"})).await.expect("c").content, "3");
-    assert_eq!(call(&p, "config_get", json!({"key": "other"})).await.expect("c").content, "<unset>");
+    assert_eq!(
+        call(&p, "config_get", json!({"key": "model"}))
+            .await
+            .expect("c")
+            .content,
+        "m1"
+    );
+    assert_eq!(
+        call(&p, "config_get", json!({"key": "depth"}))
+            .await
+            .expect("c")
+            .content,
+        "3"
+    );
+    assert_eq!(
+        call(&p, "config_get", json!({"key": "other"}))
+            .await
+            .expect("c")
+            .content,
+        "<unset>"
+    );
 }
 
 #[tokio::test]

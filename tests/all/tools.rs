@@ -22,20 +22,48 @@ async fn read_file_numbers_pages_and_caps() {
     let text: String = (1..=10).map(|i| format!("line {i}\n")).collect();
     sb.write("ten.txt", &text);
     let p = builtins(&sb).await;
-    let out = call(&p, "read_file", json!({"path": "ten.txt"})).await.expect("read");
-    assert!(out.content.starts_with("     1\tline 1\n     2\tline 2\n"), "{}", out.content);
-    let out = call(&p, "read_file", json!({"path": "ten.txt", "offset": 4, "limit": 2})).await.expect("page");
-    assert_eq!(out.content, "     4\tline 4\n     5\tline 5\n[showing lines 4-5 of 10; continue with offset 6]\n");
-    let out = call(&p, "read_file", json!({"path": "ten.txt", "offset": 40})).await.expect("past end");
-    assert!(out.content.contains("past the end: the file has 10 lines"), "{}", out.content);
+    let out = call(&p, "read_file", json!({"path": "ten.txt"}))
+        .await
+        .expect("read");
+    assert!(
+        out.content.starts_with("     1\tline 1\n     2\tline 2\n"),
+        "{}",
+        out.content
+    );
+    let out = call(
+        &p,
+        "read_file",
+        json!({"path": "ten.txt", "offset": 4, "limit": 2}),
+    )
+    .await
+    .expect("page");
+    assert_eq!(
+        out.content,
+        "     4\tline 4\n     5\tline 5\n[showing lines 4-5 of 10; continue with offset 6]\n"
+    );
+    let out = call(&p, "read_file", json!({"path": "ten.txt", "offset": 40}))
+        .await
+        .expect("past end");
+    assert!(
+        out.content.contains("past the end: the file has 10 lines"),
+        "{}",
+        out.content
+    );
 
     std::fs::write(sb.ws().join("blob.bin"), [0u8, 1, 2, 3, 0, 255]).expect("bin");
     let msg = failed(call(&p, "read_file", json!({"path": "blob.bin"})).await);
     assert!(msg.contains("binary"), "{msg}");
 
     sb.write("big.txt", &"0123456789abcdef\n".repeat(20_000));
-    let out = call(&p, "read_file", json!({"path": "big.txt", "limit": 1})).await.expect("big");
-    assert!(out.content.contains("only the first 262144 bytes were read"), "{}", out.content);
+    let out = call(&p, "read_file", json!({"path": "big.txt", "limit": 1}))
+        .await
+        .expect("big");
+    assert!(
+        out.content
+            .contains("only the first 262144 bytes were read"),
+        "{}",
+        out.content
+    );
 
     let msg = failed(call(&p, "read_file", json!({"path": "nope.txt"})).await);
     assert_eq!(msg, "`nope.txt` does not exist");
@@ -49,11 +77,19 @@ async fn paths_must_stay_in_the_workspace() {
     assert!(msg.contains("absolute path"), "{msg}");
     let msg = invalid(call(&p, "read_file", json!({"path": "../outside/secret.txt"})).await);
     assert!(msg.contains("leads out of the workspace"), "{msg}");
-    std::os::unix::fs::symlink(sb.outside().join("secret.txt"), sb.ws().join("link")).expect("symlink");
+    std::os::unix::fs::symlink(sb.outside().join("secret.txt"), sb.ws().join("link"))
+        .expect("symlink");
     let msg = failed(call(&p, "read_file", json!({"path": "link"})).await);
     assert!(msg.contains("outside what this plugin may access"), "{msg}");
     assert!(!msg.contains(SECRET));
-    let msg = invalid(call(&p, "write_file", json!({"path": "../evil.txt", "content": "x"})).await);
+    let msg = invalid(
+        call(
+            &p,
+            "write_file",
+            json!({"path": "../evil.txt", "content": "x"}),
+        )
+        .await,
+    );
     assert!(msg.contains("leads out"), "{msg}");
     assert!(!sb.root.path().join("evil.txt").exists());
 }
@@ -62,25 +98,64 @@ async fn paths_must_stay_in_the_workspace() {
 async fn write_and_edit() {
     let sb = Sandbox::new();
     let p = builtins(&sb).await;
-    let out = call(&p, "write_file", json!({"path": "src/new.rs", "content": "fn a() {}\nfn a() {}\n"})).await.expect("write");
+    let out = call(
+        &p,
+        "write_file",
+        json!({"path": "src/new.rs", "content": "fn a() {}\nfn a() {}\n"}),
+    )
+    .await
+    .expect("write");
     assert_eq!(out.content, "created `src/new.rs` (20 bytes, 2 lines)");
-    let msg = failed(call(&p, "edit_file", json!({"path": "src/new.rs", "old_string": "fn a()", "new_string": "fn b()"})).await);
-    assert!(msg.contains("occurs 2 times") && msg.contains("at lines 1, 2"), "{msg}");
-    let msg = failed(call(&p, "edit_file", json!({"path": "src/new.rs", "old_string": "fn z()", "new_string": "fn b()"})).await);
+    let msg = failed(
+        call(
+            &p,
+            "edit_file",
+            json!({"path": "src/new.rs", "old_string": "fn a()", "new_string": "fn b()"}),
+        )
+        .await,
+    );
+    assert!(
+        msg.contains("occurs 2 times") && msg.contains("at lines 1, 2"),
+        "{msg}"
+    );
+    let msg = failed(
+        call(
+            &p,
+            "edit_file",
+            json!({"path": "src/new.rs", "old_string": "fn z()", "new_string": "fn b()"}),
+        )
+        .await,
+    );
     assert!(msg.contains("was not found"), "{msg}");
     let out = call(&p, "edit_file", json!({"path": "src/new.rs", "old_string": "fn a() {}\nfn a", "new_string": "fn a() {}\nfn b"}))
         .await
         .expect("unique edit");
     assert_eq!(out.content, "replaced 1 occurrence in `src/new.rs`");
-    assert_eq!(std::fs::read_to_string(sb.ws().join("src/new.rs")).expect("r"), "fn a() {}\nfn b() {}\n");
-    let out = call(&p, "edit_file", json!({"path": "src/new.rs", "old_string": "{}", "new_string": "{ }", "replace_all": true}))
-        .await
-        .expect("replace all");
+    assert_eq!(
+        std::fs::read_to_string(sb.ws().join("src/new.rs")).expect("r"),
+        "fn a() {}\nfn b() {}\n"
+    );
+    let out = call(
+        &p,
+        "edit_file",
+        json!({"path": "src/new.rs", "old_string": "{}", "new_string": "{ }", "replace_all": true}),
+    )
+    .await
+    .expect("replace all");
     assert_eq!(out.content, "replaced 2 occurrences in `src/new.rs`");
-    let msg = invalid(call(&p, "edit_file", json!({"path": "src/new.rs", "old_string": "x", "new_string": "x"})).await);
+    let msg = invalid(
+        call(
+            &p,
+            "edit_file",
+            json!({"path": "src/new.rs", "old_string": "x", "new_string": "x"}),
+        )
+        .await,
+    );
     assert!(msg.contains("nothing would change"), "{msg}");
     match call(&p, "write_file", json!({"path": "x.txt"})).await {
-        Err(ToolError::InvalidArguments(m)) => assert!(m.contains("missing field `content`"), "{m}"),
+        Err(ToolError::InvalidArguments(m)) => {
+            assert!(m.contains("missing field `content`"), "{m}")
+        }
         other => panic!("{other:?}"),
     }
 }
@@ -95,39 +170,86 @@ async fn list_files_respects_gitignore_depth_and_limit() {
     sb.write("debug.log", "\n");
     let p = builtins(&sb).await;
     let out = call(&p, "list_files", json!({})).await.expect("list");
-    assert_eq!(out.content, "hello.txt\nsrc/\nsrc/deep/\nsrc/deep/a/\nsrc/deep/a/b.rs\nsrc/main.rs");
-    let out = call(&p, "list_files", json!({"depth": 1})).await.expect("depth");
+    assert_eq!(
+        out.content,
+        "hello.txt\nsrc/\nsrc/deep/\nsrc/deep/a/\nsrc/main.rs"
+    );
+    let out = call(&p, "list_files", json!({"depth": 4}))
+        .await
+        .expect("deeper");
+    assert!(out.content.contains("src/deep/a/b.rs"), "{}", out.content);
+    let out = call(&p, "list_files", json!({"depth": 1}))
+        .await
+        .expect("depth");
     assert_eq!(out.content, "hello.txt\nsrc/");
-    let out = call(&p, "list_files", json!({"limit": 2})).await.expect("limit");
-    assert!(out.content.starts_with("hello.txt\nsrc/\n[listing stopped at 2 entries"), "{}", out.content);
-    let out = call(&p, "list_files", json!({"all": true, "depth": 1})).await.expect("all");
-    assert!(out.content.contains("target/") && out.content.contains("debug.log"), "{}", out.content);
+    let out = call(&p, "list_files", json!({"limit": 2}))
+        .await
+        .expect("limit");
+    assert!(
+        out.content
+            .starts_with("hello.txt\nsrc/\n[listing stopped at 2 entries"),
+        "{}",
+        out.content
+    );
+    let out = call(&p, "list_files", json!({"all": true, "depth": 1}))
+        .await
+        .expect("all");
+    assert!(
+        out.content.contains("target/") && out.content.contains("debug.log"),
+        "{}",
+        out.content
+    );
 }
 
 #[tokio::test]
 async fn grep_finds_with_context_and_globs() {
     let sb = Sandbox::new();
     sb.write(".gitignore", "ignored/\n");
-    sb.write("src/main.rs", "use std::io;\n\nfn main() {\n    println!(\"hi\");\n}\n");
+    sb.write(
+        "src/main.rs",
+        "use std::io;\n\nfn main() {\n    println!(\"hi\");\n}\n",
+    );
     sb.write("src/lib.rs", "pub fn main_helper() {}\n");
     sb.write("docs/notes.md", "fn main is documented here\n");
     sb.write("ignored/copy.rs", "fn main() {}\n");
     let p = builtins(&sb).await;
-    let out = call(&p, "grep", json!({"pattern": "fn main"})).await.expect("grep");
+    let out = call(&p, "grep", json!({"pattern": "fn main"}))
+        .await
+        .expect("grep");
     assert_eq!(
         out.content,
         "docs/notes.md:1:fn main is documented here\nsrc/lib.rs:1:pub fn main_helper() {}\nsrc/main.rs:3:fn main() {\n"
     );
-    let out = call(&p, "grep", json!({"pattern": "fn main\\(", "include": ["*.rs"], "context": 1})).await.expect("ctx");
-    assert_eq!(out.content, "src/main.rs-2-\nsrc/main.rs:3:fn main() {\nsrc/main.rs-4-    println!(\"hi\");\n");
+    let out = call(
+        &p,
+        "grep",
+        json!({"pattern": "fn main\\(", "include": ["*.rs"], "context": 1}),
+    )
+    .await
+    .expect("ctx");
+    assert_eq!(
+        out.content,
+        "src/main.rs-2-\nsrc/main.rs:3:fn main() {\nsrc/main.rs-4-    println!(\"hi\");\n"
+    );
     let out = call(&p, "grep", json!({"pattern": "FN MAIN", "ignore_case": true, "exclude": ["docs/**"], "files_only": true}))
         .await
         .expect("files");
     assert_eq!(out.content, "src/lib.rs\nsrc/main.rs\n");
-    let out = call(&p, "grep", json!({"pattern": "fn", "max_results": 1})).await.expect("cap");
-    assert!(out.content.contains("[stopped after 1 results"), "{}", out.content);
-    let out = call(&p, "grep", json!({"pattern": "nothing-matches-this"})).await.expect("none");
-    assert_eq!(out.content, "no matches for `nothing-matches-this` under `.`\n");
+    let out = call(&p, "grep", json!({"pattern": "fn", "max_results": 1}))
+        .await
+        .expect("cap");
+    assert!(
+        out.content.contains("[stopped after 1 results"),
+        "{}",
+        out.content
+    );
+    let out = call(&p, "grep", json!({"pattern": "nothing-matches-this"}))
+        .await
+        .expect("none");
+    assert_eq!(
+        out.content,
+        "no matches for `nothing-matches-this` under `.`\n"
+    );
     let msg = invalid(call(&p, "grep", json!({"pattern": "fn ("})).await);
     assert!(msg.contains("not a valid regex"), "{msg}");
 }
@@ -139,11 +261,17 @@ async fn glob_matches_paths() {
     sb.write("src/sub/b.rs", "");
     sb.write("Cargo.toml", "");
     let p = builtins(&sb).await;
-    let out = call(&p, "glob", json!({"pattern": "**/*.rs"})).await.expect("glob");
+    let out = call(&p, "glob", json!({"pattern": "**/*.rs"}))
+        .await
+        .expect("glob");
     assert_eq!(out.content, "src/a.rs\nsrc/sub/b.rs");
-    let out = call(&p, "glob", json!({"pattern": "*.rs", "path": "src"})).await.expect("glob");
+    let out = call(&p, "glob", json!({"pattern": "*.rs", "path": "src"}))
+        .await
+        .expect("glob");
     assert_eq!(out.content, "src/a.rs");
-    let out = call(&p, "glob", json!({"pattern": "*.toml"})).await.expect("glob");
+    let out = call(&p, "glob", json!({"pattern": "*.toml"}))
+        .await
+        .expect("glob");
     assert_eq!(out.content, "Cargo.toml");
 }
 
@@ -155,7 +283,13 @@ async fn search_plugin_cannot_write() {
     let search = p.plugin_for("grep").expect("grep");
     assert!(search.tools().iter().all(|t| t.is_read_only()));
     let fs = p.plugin_for("write_file").expect("write_file");
-    assert!(!fs.tools().iter().find(|t| t.name == "write_file").expect("spec").is_read_only());
+    assert!(
+        !fs.tools()
+            .iter()
+            .find(|t| t.name == "write_file")
+            .expect("spec")
+            .is_read_only()
+    );
 }
 
 #[tokio::test]
@@ -168,5 +302,15 @@ async fn tool_schemas_are_json_schema_objects() {
         assert!(!spec.description.is_empty());
     }
     let names: Vec<&str> = p.tools().iter().map(|(_, t)| t.name.as_str()).collect();
-    assert_eq!(names, ["edit_file", "glob", "grep", "list_files", "read_file", "write_file"]);
+    assert_eq!(
+        names,
+        [
+            "edit_file",
+            "glob",
+            "grep",
+            "list_files",
+            "read_file",
+            "write_file"
+        ]
+    );
 }

@@ -72,7 +72,10 @@ impl Cache {
         let expected = std::fs::read_to_string(check).ok()?;
         let data = std::fs::read(artifact).ok()?;
         if hex::encode(Sha256::digest(&data)) != expected.trim() {
-            tracing::warn!("cached artifact {} is damaged; recompiling", artifact.display());
+            tracing::warn!(
+                "cached artifact {} is damaged; recompiling",
+                artifact.display()
+            );
             return None;
         }
         // SAFETY: the bytes were produced by `Component::serialize` of an
@@ -83,7 +86,10 @@ impl Cache {
         match unsafe { Component::deserialize(engine, &data) } {
             Ok(c) => Some(c),
             Err(e) => {
-                tracing::warn!("cached artifact {} unusable ({e}); recompiling", artifact.display());
+                tracing::warn!(
+                    "cached artifact {} unusable ({e}); recompiling",
+                    artifact.display()
+                );
                 None
             }
         }
@@ -108,7 +114,10 @@ fn atomic_write(path: &Path, data: &[u8]) -> std::io::Result<()> {
 /// someone else could have written into.
 fn prepare_dir(dir: &Path) -> std::io::Result<()> {
     use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
-    std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)?;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)?;
     let meta = std::fs::metadata(dir)?;
     // SAFETY: geteuid has no preconditions and cannot fail.
     let uid = unsafe { libc::geteuid() };

@@ -20,7 +20,9 @@ impl Egress {
         let scheme = uri.scheme_str().unwrap_or("https");
         let host = uri.host().unwrap_or("");
         let host = host.trim_start_matches('[').trim_end_matches(']');
-        let port = uri.port_u16().unwrap_or(if scheme == "http" { 80 } else { 443 });
+        let port = uri
+            .port_u16()
+            .unwrap_or(if scheme == "http" { 80 } else { 443 });
         if self.allow.iter().any(|g| g.allows(scheme, host, port)) {
             Ok(())
         } else {

@@ -13,7 +13,12 @@ pub(crate) struct CallLimiter {
 const MAX_TABLE_ELEMENTS: usize = 100_000;
 
 impl ResourceLimiter for CallLimiter {
-    fn memory_growing(&mut self, _current: usize, desired: usize, _max: Option<usize>) -> wasmtime::Result<bool> {
+    fn memory_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _max: Option<usize>,
+    ) -> wasmtime::Result<bool> {
         if desired > self.memory_bytes {
             self.memory_hit = true;
             return Ok(false);
@@ -21,7 +26,12 @@ impl ResourceLimiter for CallLimiter {
         Ok(true)
     }
 
-    fn table_growing(&mut self, _current: usize, desired: usize, _max: Option<usize>) -> wasmtime::Result<bool> {
+    fn table_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _max: Option<usize>,
+    ) -> wasmtime::Result<bool> {
         Ok(desired <= MAX_TABLE_ELEMENTS)
     }
 }

@@ -27,7 +27,12 @@ impl LogPipe {
     /// The last non-empty lines, for error messages.
     pub(crate) fn tail(&self, lines: usize) -> String {
         let text = self.text();
-        let mut kept: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).rev().take(lines).collect();
+        let mut kept: Vec<&str> = text
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .rev()
+            .take(lines)
+            .collect();
         kept.reverse();
         kept.join("\n")
     }
@@ -46,7 +51,11 @@ impl StdoutStream for LogPipe {
 }
 
 impl tokio::io::AsyncWrite for LogPipe {
-    fn poll_write(self: Pin<&mut Self>, _: &mut Context<'_>, data: &[u8]) -> Poll<std::io::Result<usize>> {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        _: &mut Context<'_>,
+        data: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
         if let Ok(mut buf) = self.buf.lock() {
             let room = CAP.saturating_sub(buf.len());
             buf.extend_from_slice(&data[..data.len().min(room)]);

@@ -56,7 +56,11 @@ pub fn build(workspace_dir: &Path, packages: &[&str], watch: &[PathBuf]) -> Vec<
                 .join(TARGET)
                 .join("release")
                 .join(format!("{}.wasm", p.replace('-', "_")));
-            assert!(file.exists(), "cargo built {p} but {} is missing", file.display());
+            assert!(
+                file.exists(),
+                "cargo built {p} but {} is missing",
+                file.display()
+            );
             (p.to_string(), file)
         })
         .collect()

@@ -24,8 +24,8 @@ impl Tool for WordCount {
 
     fn run(args: Args) -> Result<Output> {
         let path = workspace_path(&args.path)?;
-        let text = std::fs::read_to_string(&path)
-            .map_err(|e| corral_sdk::io_error(&args.path, &e))?;
+        let text =
+            std::fs::read_to_string(&path).map_err(|e| corral_sdk::io_error(&args.path, &e))?;
         Ok(Output::text(text.split_whitespace().count().to_string()))
     }
 }

@@ -166,7 +166,10 @@ impl Tool for ReadFile {
             last = total;
             if line.chars().count() > MAX_LINE_CHARS {
                 let cut: String = line.chars().take(MAX_LINE_CHARS).collect();
-                let _ = writeln!(out, "{total:>6}\t{cut} [line cut at {MAX_LINE_CHARS} chars]");
+                let _ = writeln!(
+                    out,
+                    "{total:>6}\t{cut} [line cut at {MAX_LINE_CHARS} chars]"
+                );
             } else {
                 let _ = writeln!(out, "{total:>6}\t{line}");
             }
@@ -174,7 +177,10 @@ impl Tool for ReadFile {
         if total == 0 {
             out.push_str("[empty file]\n");
         } else if shown == 0 {
-            let _ = writeln!(out, "[offset {offset} is past the end: the file has {total} lines]");
+            let _ = writeln!(
+                out,
+                "[offset {offset} is past the end: the file has {total} lines]"
+            );
         } else if last < total {
             let _ = writeln!(
                 out,
@@ -220,7 +226,9 @@ impl Tool for WriteFile {
     fn run(args: WriteArgs) -> Result<Output> {
         let path = workspace_path(&args.path)?;
         if path.as_os_str() == "." {
-            return Err(Error::InvalidArguments("`path` names the workspace root, not a file".into()));
+            return Err(Error::InvalidArguments(
+                "`path` names the workspace root, not a file".into(),
+            ));
         }
         if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
             std::fs::create_dir_all(parent).map_err(|e| io_error(&args.path, &e))?;

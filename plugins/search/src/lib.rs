@@ -101,7 +101,11 @@ impl Sink for Collect<'_> {
         Ok(self.matches < self.budget)
     }
 
-    fn context(&mut self, _: &grep_searcher::Searcher, c: &SinkContext<'_>) -> std::io::Result<bool> {
+    fn context(
+        &mut self,
+        _: &grep_searcher::Searcher,
+        c: &SinkContext<'_>,
+    ) -> std::io::Result<bool> {
         self.lines.push(Line {
             number: c.line_number().unwrap_or(0),
             text: trim_line(c.bytes()),
@@ -201,7 +205,12 @@ pub fn grep(args: &GrepArgs) -> Result<Output> {
 }
 
 /// Files under `root` in path order, honouring .gitignore and the globs.
-fn walk(root: &Path, include: &[String], exclude: &[String], all: bool) -> Result<Vec<std::path::PathBuf>> {
+fn walk(
+    root: &Path,
+    include: &[String],
+    exclude: &[String],
+    all: bool,
+) -> Result<Vec<std::path::PathBuf>> {
     let mut overrides = ignore::overrides::OverrideBuilder::new(root);
     for glob in include {
         overrides
@@ -287,7 +296,10 @@ impl Tool for Glob {
             found.join("\n")
         };
         if truncated {
-            let _ = write!(content, "\n[stopped at {limit} paths; narrow the pattern or raise `limit`]");
+            let _ = write!(
+                content,
+                "\n[stopped at {limit} paths; narrow the pattern or raise `limit`]"
+            );
         }
         Ok(Output::text(content).with_data(serde_json::json!({
             "paths": found,

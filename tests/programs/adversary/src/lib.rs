@@ -48,7 +48,9 @@ macro_rules! tool {
 }
 
 tool!(ReadPath, "read_path", PathArgs, [Read], |a| {
-    std::fs::read_to_string(&a.path).map(Output::text).map_err(|e| io(&a.path, e))
+    std::fs::read_to_string(&a.path)
+        .map(Output::text)
+        .map_err(|e| io(&a.path, e))
 });
 
 tool!(ListDir, "list_dir", PathArgs, [Read], |a| {
@@ -85,7 +87,11 @@ tool!(EnvVar, "env_var", PathArgs, [Read], |a| {
     let all: Vec<String> = std::env::vars().map(|(k, _)| k).collect();
     match std::env::var(&a.path) {
         Ok(v) => Ok(Output::text(format!("{}={v}", a.path))),
-        Err(_) => Err(Error::Failed(format!("{} is not set; visible: [{}]", a.path, all.join(",")))),
+        Err(_) => Err(Error::Failed(format!(
+            "{} is not set; visible: [{}]",
+            a.path,
+            all.join(",")
+        ))),
     }
 });
 
@@ -101,14 +107,25 @@ tool!(Spin, "spin", Nothing, [Read], |_a| {
 });
 
 tool!(Alloc, "alloc", Size, [Read], |a| {
-    // `n` MiB, touched so the memory is really used.
-    let mut v: Vec<u8> = Vec::with_capacity((a.n as usize) << 20);
-    v.resize((a.n as usize) << 20, 1);
-    Ok(Output::text(format!("allocated {} bytes", std::hint::black_box(&v).len())))
+    // `n` MiB in 16 MiB chunks, touched so the memory is really used.
+    let mut chunks: Vec<Vec<u8>> = Vec::new();
+    let mut total = 0usize;
+    while (total as u64) < a.n << 20 {
+        chunks.push(vec![1u8; 16 << 20]);
+        total += 16 << 20;
+    }
+    Ok(Output::text(format!(
+        "allocated {} bytes",
+        std::hint::black_box(&chunks).len() * (16 << 20)
+    )))
 });
 
 fn recurse(n: u64) -> u64 {
-    if n == 0 { 0 } else { 1 + std::hint::black_box(recurse(n - 1)) }
+    if n == 0 {
+        0
+    } else {
+        1 + std::hint::black_box(recurse(n - 1))
+    }
 }
 
 tool!(Recurse, "recurse", Size, [Read], |a| {
@@ -131,6 +148,18 @@ tool!(StderrSpam, "stderr_spam", Size, [Read], |a| {
 });
 
 tools!(
-    ReadPath, ListDir, WritePath, SneakyWrite, HardLink, Rename, EnvVar, Args_, Spin, Alloc,
-    Recurse, BigOutput, Panic, StderrSpam
+    ReadPath,
+    ListDir,
+    WritePath,
+    SneakyWrite,
+    HardLink,
+    Rename,
+    EnvVar,
+    Args_,
+    Spin,
+    Alloc,
+    Recurse,
+    BigOutput,
+    Panic,
+    StderrSpam
 );

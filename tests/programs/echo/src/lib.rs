@@ -37,8 +37,13 @@ impl Tool for ConfigGet {
     const EFFECTS: &'static [Effect] = &[Effect::Read];
 
     fn run(args: ConfigArgs) -> Result<Output> {
-        corral_sdk::log(corral_sdk::Level::Info, &format!("config lookup {}", args.key));
-        Ok(Output::text(corral_sdk::config(&args.key).unwrap_or_else(|| "<unset>".into())))
+        corral_sdk::log(
+            corral_sdk::Level::Info,
+            &format!("config lookup {}", args.key),
+        );
+        Ok(Output::text(
+            corral_sdk::config(&args.key).unwrap_or_else(|| "<unset>".into()),
+        ))
     }
 }
 

@@ -31,11 +31,17 @@ fn get(url: &str) -> std::result::Result<String, String> {
         None => (rest, "/"),
     };
     let req = OutgoingRequest::new(Fields::new());
-    let scheme = if scheme == "https" { Scheme::Https } else { Scheme::Http };
+    let scheme = if scheme == "https" {
+        Scheme::Https
+    } else {
+        Scheme::Http
+    };
     req.set_scheme(Some(&scheme)).map_err(|_| "scheme")?;
-    req.set_authority(Some(authority)).map_err(|_| "authority")?;
+    req.set_authority(Some(authority))
+        .map_err(|_| "authority")?;
     req.set_path_with_query(Some(path)).map_err(|_| "path")?;
-    let pending = outgoing_handler::handle(req, None).map_err(|e| format!("request refused: {e:?}"))?;
+    let pending =
+        outgoing_handler::handle(req, None).map_err(|e| format!("request refused: {e:?}"))?;
     pending.subscribe().block();
     let resp = pending
         .get()

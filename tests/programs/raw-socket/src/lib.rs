@@ -21,10 +21,13 @@ impl Tool for Connect {
     fn run(args: Args) -> Result<Output> {
         let mut s = std::net::TcpStream::connect(&args.addr)
             .map_err(|e| Error::Failed(format!("connect {}: {:?}: {e}", args.addr, e.kind())))?;
-        s.write_all(b"hello\n").map_err(|e| Error::Failed(e.to_string()))?;
+        s.write_all(b"hello\n")
+            .map_err(|e| Error::Failed(e.to_string()))?;
         let mut buf = [0u8; 64];
         let n = s.read(&mut buf).unwrap_or(0);
-        Ok(Output::text(String::from_utf8_lossy(&buf[..n]).into_owned()))
+        Ok(Output::text(
+            String::from_utf8_lossy(&buf[..n]).into_owned(),
+        ))
     }
 }
 
