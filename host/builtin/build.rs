@@ -9,6 +9,7 @@ use std::path::PathBuf;
 const PLUGINS: &[(&str, &str)] = &[
     ("fs", "corral-plugin-fs"),
     ("search", "corral-plugin-search"),
+    ("replay", "corral-plugin-replay"),
 ];
 
 fn main() {

@@ -24,6 +24,31 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Run the agent on a prompt: streams the answer and shows each tool call.
+    Run(RunArgs),
+    /// List this workspace's sessions.
+    Sessions(JsonFlag),
+    /// Show a session's transcript.
+    Show {
+        /// The session id (a unique prefix is enough).
+        id: String,
+        #[command(flatten)]
+        json: JsonFlag,
+    },
+    /// Continue a session, with a new prompt or from where it stopped.
+    Resume {
+        /// The session id (a unique prefix is enough).
+        #[arg(required_unless_present = "last")]
+        id: Option<String>,
+        /// Resume the most recent session of this workspace.
+        #[arg(long, conflicts_with = "id")]
+        last: bool,
+        /// What to say next; without it the model goes on from the log.
+        #[arg(long, short)]
+        prompt: Option<String>,
+        #[command(flatten)]
+        agent: AgentFlags,
+    },
     /// Installed plugins.
     #[command(subcommand)]
     Plugins(PluginsCmd),
@@ -70,6 +95,33 @@ enum ToolCmd {
 }
 
 #[derive(Args)]
+struct RunArgs {
+    /// What to ask.
+    prompt: String,
+    /// Write the provider's responses to a replay cassette.
+    #[arg(long, value_name = "FILE")]
+    record: Option<PathBuf>,
+    #[command(flatten)]
+    agent: AgentFlags,
+}
+
+#[derive(Args, Clone)]
+struct AgentFlags {
+    /// The provider plugin (default: [agent] provider, else the one whose key is set).
+    #[arg(long)]
+    provider: Option<String>,
+    /// The model (default: the provider's configured model).
+    #[arg(long)]
+    model: Option<String>,
+    /// Provider round trips before stopping (default 50).
+    #[arg(long)]
+    max_iterations: Option<u32>,
+    /// Print the event stream as JSON lines instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args)]
 struct JsonFlag {
     /// Print JSON instead of text.
     #[arg(long)]
@@ -111,7 +163,13 @@ fn init_logging(verbose: u8) {
         .try_init();
 }
 
-fn fail(message: &str) -> ExitCode {
+impl From<AgentFlags> for crate::run::Flags {
+    fn from(f: AgentFlags) -> Self {
+        Self { provider: f.provider, model: f.model, max_iterations: f.max_iterations, json: f.json }
+    }
+}
+
+pub(crate) fn fail(message: &str) -> ExitCode {
     eprintln!("error: {message}");
     ExitCode::from(EXIT_USAGE)
 }
@@ -119,6 +177,10 @@ fn fail(message: &str) -> ExitCode {
 async fn run(cli: Cli) -> ExitCode {
     let workspace = cli.workspace.clone().unwrap_or_else(|| PathBuf::from("."));
     match cli.command {
+        Command::Run(args) => crate::run::run(&workspace, args.prompt, args.record, args.agent.into()).await,
+        Command::Resume { id, last, prompt, agent } => crate::run::resume(&workspace, id, last, prompt, agent.into()).await,
+        Command::Sessions(json) => crate::run::sessions(&workspace, json.json),
+        Command::Show { id, json } => crate::run::show(&workspace, &id, json.json),
         Command::Plugins(PluginsCmd::Inspect { file, json }) => inspect(&file, json.json).await,
         Command::Plugins(PluginsCmd::List(json)) => match load(&workspace).await {
             Ok((manifest, plugins)) => plugins_list(&manifest, &plugins, json.json),
@@ -135,7 +197,7 @@ async fn run(cli: Cli) -> ExitCode {
     }
 }
 
-async fn load(workspace: &std::path::Path) -> Result<(Manifest, Plugins), ExitCode> {
+pub(crate) async fn load(workspace: &std::path::Path) -> Result<(Manifest, Plugins), ExitCode> {
     let manifest = manifest::load(workspace).map_err(|e| fail(&e.to_string()))?;
     let runtime = Runtime::new(RuntimeOptions::user()).map_err(|e| fail(&format!("{e:#}")))?;
     let plugins = runtime
@@ -145,7 +207,7 @@ async fn load(workspace: &std::path::Path) -> Result<(Manifest, Plugins), ExitCo
     Ok((manifest, plugins))
 }
 
-fn out(text: &str) {
+pub(crate) fn out(text: &str) {
     let mut stdout = std::io::stdout().lock();
     let _ = stdout.write_all(text.as_bytes());
     if !text.ends_with('\n') {

@@ -3,7 +3,9 @@
 //! A coding agent for the terminal whose tools and LLM provider adapters are
 //! WebAssembly components. This crate is the native host: it reads the
 //! manifest ([`manifest`]), loads plugins into wasmtime sandboxes that grant
-//! each only what its manifest entry names ([`runtime`]), and runs tool calls.
+//! each only what its manifest entry names ([`runtime`]), runs the agent
+//! loop ([`agent`]) and keeps the session log ([`session`]). UIs consume
+//! [`protocol`] events; the library never prints.
 //!
 //! ```no_run
 //! # async fn demo() -> anyhow::Result<()> {
@@ -17,5 +19,10 @@
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 #![warn(missing_docs)]
 
+pub mod agent;
+pub mod context;
 pub mod manifest;
+pub mod protocol;
 pub mod runtime;
+mod schema;
+pub mod session;

@@ -1,6 +1,7 @@
 //! The `corral` command.
 
 mod cli;
+mod run;
 
 fn main() -> std::process::ExitCode {
     cli::main()

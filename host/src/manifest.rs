@@ -25,6 +25,10 @@ grants.fs = [{ path = ".", access = "rw" }]
 [plugins.search]
 source = "builtin:search"
 grants.fs = [{ path = ".", access = "ro" }]
+
+[plugins.replay]
+source = "builtin:replay"
+config = { delay_ms = 15 }
 "#;
 
 /// Name given to the built-in layer in messages.
@@ -205,6 +209,8 @@ pub struct PluginDecl {
     /// Environment variables it may read (their values come from corral's own
     /// environment at call time).
     pub env: Vec<String>,
+    /// Credentials the host adds on egress.
+    pub secrets: Vec<Secret>,
     /// Per-call limits.
     pub limits: Limits,
     /// Its own settings, read through `host.config`.
@@ -214,12 +220,55 @@ pub struct PluginDecl {
 }
 
 /// The checked manifest of one workspace.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Manifest {
     /// The canonical workspace root.
     pub workspace: PathBuf,
     /// The plugins to load, by name.
     pub plugins: Vec<PluginDecl>,
+    /// `[agent]` settings.
+    pub agent: AgentSettings,
+}
+
+/// A credential the host adds to requests to one host; the plugin never sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Secret {
+    /// The host whose requests get the header.
+    pub host: String,
+    /// The header name, lowercase.
+    pub header: String,
+    /// The value template; `${env:NAME}` is replaced at request time.
+    pub value: String,
+}
+
+impl Secret {
+    /// Environment variables the value reads.
+    pub fn env_vars(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut rest = self.value.as_str();
+        while let Some(at) = rest.find("${env:") {
+            let after = &rest[at + 6..];
+            match after.find('}') {
+                Some(end) => {
+                    out.push(after[..end].to_owned());
+                    rest = &after[end + 1..];
+                }
+                None => break,
+            }
+        }
+        out
+    }
+
+    /// The header value with every `${env:NAME}` replaced, or the name of the
+    /// first variable that is not set.
+    pub fn resolve(&self) -> Result<String, String> {
+        let mut value = self.value.clone();
+        for var in self.env_vars() {
+            let v = std::env::var(&var).map_err(|_| var.clone())?;
+            value = value.replace(&format!("${{env:{var}}}"), &v);
+        }
+        Ok(value)
+    }
 }
 
 // ---- the TOML schema ----
@@ -228,9 +277,44 @@ pub struct Manifest {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawFile {
+    /// `[agent]`
+    #[serde(default)]
+    agent: RawAgent,
     /// `[plugins.NAME]`
     #[serde(default)]
     plugins: BTreeMap<String, RawPlugin>,
+}
+
+/// `[agent]`: how `corral run` talks to a model. Each key overrides the
+/// same key of an earlier layer.
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawAgent {
+    /// `provider = "openai"`: the provider plugin to use.
+    provider: Option<Spanned<String>>,
+    /// `model = "gpt-4.1"`: overrides the provider's configured model.
+    model: Option<String>,
+    /// `max_iterations = 50`: provider round trips per prompt.
+    max_iterations: Option<Spanned<u32>>,
+    /// `max_tokens = 8192`
+    max_tokens: Option<u32>,
+    /// `temperature = 0.2`
+    temperature: Option<f32>,
+}
+
+/// Settings of the agent loop (`[agent]`).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct AgentSettings {
+    /// The provider plugin's name, if one is chosen.
+    pub provider: Option<String>,
+    /// The model, if it overrides the provider's default.
+    pub model: Option<String>,
+    /// Provider round trips per prompt (default 50).
+    pub max_iterations: Option<u32>,
+    /// Upper bound of generated tokens per request.
+    pub max_tokens: Option<u32>,
+    /// Sampling temperature.
+    pub temperature: Option<f32>,
 }
 
 /// `[plugins.NAME]`
@@ -272,6 +356,21 @@ struct RawGrants {
     /// `env = ["HOME"]`
     #[serde(default)]
     env: Vec<Spanned<String>>,
+    /// `secrets = [{ host = "api.openai.com", header = "authorization", value = "Bearer ${env:OPENAI_API_KEY}" }]`
+    #[serde(default)]
+    secrets: Vec<Spanned<RawSecret>>,
+}
+
+/// One entry of `grants.secrets`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSecret {
+    /// `host = "api.openai.com"`: requests to this host (and only to it) get the header.
+    host: String,
+    /// `header = "authorization"`
+    header: String,
+    /// `value = "Bearer ${env:OPENAI_API_KEY}"`: `${env:NAME}` is read from corral's environment.
+    value: String,
 }
 
 /// One entry of `grants.fs`.
@@ -363,6 +462,7 @@ pub fn from_layers(workspace: &Path, layers: &[Layer]) -> Result<Manifest, Manif
         help: Some("pass an existing directory with --workspace".into()),
     })?;
     let mut plugins: BTreeMap<String, PluginDecl> = BTreeMap::new();
+    let mut agent = AgentSettings::default();
     for layer in layers {
         let raw: RawFile = toml::from_str(&layer.text).map_err(|e| {
             let (line, column) = e.span().map_or((0, 0), |s| line_col(&layer.text, s.start));
@@ -378,6 +478,28 @@ pub fn from_layers(workspace: &Path, layers: &[Layer]) -> Result<Manifest, Manif
                 ),
             }
         })?;
+        let at = Checker { layer, workspace: &workspace };
+        if let Some(p) = raw.agent.provider {
+            if !valid_name(p.get_ref()) {
+                return Err(at.err(p.span(), format!("`{}` is not a plugin name", p.get_ref()), None));
+            }
+            agent.provider = Some(p.into_inner());
+        }
+        if let Some(m) = raw.agent.model {
+            agent.model = Some(m);
+        }
+        if let Some(n) = raw.agent.max_iterations {
+            if *n.get_ref() == 0 {
+                return Err(at.err(n.span(), "agent.max_iterations must be at least 1".into(), None));
+            }
+            agent.max_iterations = Some(n.into_inner());
+        }
+        if let Some(t) = raw.agent.max_tokens {
+            agent.max_tokens = Some(t);
+        }
+        if let Some(t) = raw.agent.temperature {
+            agent.temperature = Some(t);
+        }
         for (name, entry) in raw.plugins {
             let at = Checker {
                 layer,
@@ -391,9 +513,21 @@ pub fn from_layers(workspace: &Path, layers: &[Layer]) -> Result<Manifest, Manif
             plugins.insert(name, decl);
         }
     }
+    if let Some(p) = &agent.provider {
+        if !plugins.contains_key(p) {
+            return Err(ManifestError {
+                file: layers.last().map(|l| l.name.clone()).unwrap_or_default(),
+                line: 0,
+                column: 0,
+                message: format!("agent.provider = \"{p}\" names no plugin"),
+                help: Some(format!("declare [plugins.{p}] or choose one of: {}", plugins.keys().cloned().collect::<Vec<_>>().join(", "))),
+            });
+        }
+    }
     Ok(Manifest {
         workspace,
         plugins: plugins.into_values().collect(),
+        agent,
     })
 }
 
@@ -496,6 +630,37 @@ impl Checker<'_> {
             }
             env.push(v.clone());
         }
+        let mut secrets = Vec::new();
+        for secret in &raw.grants.secrets {
+            let raw_secret = secret.get_ref();
+            let host = raw_secret.host.to_ascii_lowercase();
+            if !net.iter().any(|g| g.host == host) {
+                return Err(self.err(
+                    secret.span(),
+                    format!("plugin `{name}`: secret for host `{host}`, which grants.net does not allow"),
+                    Some(format!("add \"https://{host}:443\" to grants.net, or fix the host")),
+                ));
+            }
+            let header = raw_secret.header.to_ascii_lowercase();
+            let header_ok = !header.is_empty()
+                && header.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+            if !header_ok {
+                return Err(self.err(
+                    secret.span(),
+                    format!("plugin `{name}`: `{header}` is not a header name"),
+                    None,
+                ));
+            }
+            let parsed = Secret { host, header, value: raw_secret.value.clone() };
+            if raw_secret.value.matches("${").count() != parsed.env_vars().len() {
+                return Err(self.err(
+                    secret.span(),
+                    format!("plugin `{name}`: secret value has a malformed placeholder"),
+                    Some("write placeholders as ${env:NAME}".into()),
+                ));
+            }
+            secrets.push(parsed);
+        }
         let limits = self.limits(&raw.limits)?;
         let config = raw
             .config
@@ -514,6 +679,7 @@ impl Checker<'_> {
             fs,
             net,
             env,
+            secrets,
             limits,
             config,
             origin,

@@ -39,8 +39,29 @@ mod generated {
     });
 }
 
+mod provider_generated {
+    wasmtime::component::bindgen!({
+        path: "../wit",
+        world: "provider-plugin",
+        exports: { default: async },
+        with: {
+            "corral:plugin/host": super::generated::corral::plugin::host,
+            "corral:plugin/types": super::generated::corral::plugin::types,
+        },
+    });
+}
+
+mod provider;
+mod stream;
+
+pub use provider::{
+    AssistantMessage, ChatRequest, ChatResponse, FinishReason, Message, ProviderError, StreamEvent, ToolCall,
+    ToolResult, Usage,
+};
+
 use generated::ToolPluginPre;
 use generated::exports::corral::plugin::tool as wit;
+use provider_generated::ProviderPluginPre;
 
 /// How often the epoch ticks; deadlines are rounded up to it.
 const TICK: Duration = Duration::from_millis(10);
@@ -184,6 +205,8 @@ impl Runtime {
             .map_err(anyhow::Error::from)?;
         generated::corral::plugin::host::add_to_linker::<State, HasSelf<State>>(&mut linker, |s| s)
             .map_err(anyhow::Error::from)?;
+        provider_generated::corral::plugin::stream::add_to_linker::<State, HasSelf<State>>(&mut linker, |s| s)
+            .map_err(anyhow::Error::from)?;
 
         let ticker = Arc::new(AtomicBool::new(false));
         let stop = ticker.clone();
@@ -276,9 +299,9 @@ impl Runtime {
                 decl.origin
             ))
         })?;
-        let pre = ToolPluginPre::new(pre).map_err(|e| {
+        let kind = Kind::of(pre).map_err(|e| {
             LoadError(format!(
-                "plugin `{name}` ({}): does not export corral:plugin/tool@0.1.0: {e:#}",
+                "plugin `{name}` ({}): exports neither corral:plugin/tool@0.1.0 nor corral:plugin/provider@0.1.0: {e}",
                 decl.origin
             ))
         })?;
@@ -292,10 +315,12 @@ impl Runtime {
             sha256,
             imports,
             cache: outcome,
-            pre,
+            kind,
             tools: Vec::new(),
         };
-        plugin.tools = plugin.describe().await?;
+        if matches!(plugin.kind, Kind::Tool(_)) {
+            plugin.tools = plugin.describe().await?;
+        }
         Ok(plugin)
     }
 
@@ -320,6 +345,7 @@ impl Runtime {
             fs: Vec::new(),
             net: Vec::new(),
             env: Vec::new(),
+            secrets: Vec::new(),
             limits: Default::default(),
             config: BTreeMap::new(),
             origin: crate::manifest::Origin {
@@ -331,9 +357,10 @@ impl Runtime {
             .linker
             .instantiate_pre(&component)
             .map_err(|e| format!("{e:#}"))
-            .and_then(|pre| ToolPluginPre::new(pre).map_err(|e| format!("{e:#}")))
+            .and_then(Kind::of)
         {
-            Ok(pre) => {
+            Ok(Kind::Provider(_)) => Ok(Vec::new()),
+            Ok(kind) => {
                 let plugin = Plugin {
                     engine: self.engine.clone(),
                     shared: Arc::new(Shared {
@@ -344,7 +371,7 @@ impl Runtime {
                     sha256: sha256.clone(),
                     imports: imports.clone(),
                     cache: CacheOutcome::Compiled,
-                    pre,
+                    kind,
                     tools: Vec::new(),
                 };
                 plugin.describe().await.map_err(|e| e.0)
@@ -399,6 +426,7 @@ pub(crate) struct State {
     limiter: limits::CallLimiter,
     host_calls_left: u64,
     host_calls_hit: bool,
+    events: Option<tokio::sync::mpsc::UnboundedSender<StreamEvent>>,
 }
 
 impl WasiView for State {
@@ -420,6 +448,23 @@ impl WasiHttpView for State {
     }
 }
 
+/// What a plugin provides, from its exports.
+enum Kind {
+    Tool(ToolPluginPre<State>),
+    Provider(ProviderPluginPre<State>),
+}
+
+impl Kind {
+    fn of(pre: wasmtime::component::InstancePre<State>) -> Result<Self, String> {
+        match ToolPluginPre::new(pre.clone()) {
+            Ok(t) => Ok(Kind::Tool(t)),
+            Err(tool_err) => ProviderPluginPre::new(pre)
+                .map(Kind::Provider)
+                .map_err(|_| format!("{tool_err:#}")),
+        }
+    }
+}
+
 /// A loaded plugin, ready to be called.
 pub struct Plugin {
     engine: Engine,
@@ -428,7 +473,7 @@ pub struct Plugin {
     sha256: String,
     imports: Vec<String>,
     cache: CacheOutcome,
-    pre: ToolPluginPre<State>,
+    kind: Kind,
     tools: Vec<ToolSpec>,
 }
 
@@ -453,16 +498,28 @@ impl Plugin {
         self.cache
     }
 
-    /// Its tools.
+    /// Its tools (none for a provider plugin).
     pub fn tools(&self) -> &[ToolSpec] {
         &self.tools
     }
 
+    /// Whether it is a provider plugin (exports `corral:plugin/provider`).
+    pub fn is_provider(&self) -> bool {
+        matches!(self.kind, Kind::Provider(_))
+    }
+
     async fn describe(&self) -> Result<Vec<ToolSpec>, LoadError> {
         let name = &self.decl.name;
+        let Kind::Tool(pre) = &self.kind else {
+            return Ok(Vec::new());
+        };
+        let pre = pre.clone();
         let specs = self
-            .run(false, |tool, store| {
-                Box::pin(async move { tool.call_describe(store).await })
+            .run(false, None, move |store| {
+                Box::pin(async move {
+                    let instance = pre.instantiate_async(&mut *store).await?;
+                    instance.corral_plugin_tool().call_describe(&mut *store).await
+                })
             })
             .await
             .map_err(|e| LoadError(format!("plugin `{name}`: `describe` failed: {e}")))?;
@@ -512,9 +569,16 @@ impl Plugin {
             arguments: arguments.to_owned(),
         };
         let output_cap = self.decl.limits.output_kb.saturating_mul(1024);
+        let Kind::Tool(pre) = &self.kind else {
+            return Err(ToolError::UnknownTool(tool.to_owned()));
+        };
+        let pre = pre.clone();
         let result = self
-            .run(spec.is_read_only(), move |t, store| {
-                Box::pin(async move { t.call_invoke(store, &call).await })
+            .run(spec.is_read_only(), None, move |store| {
+                Box::pin(async move {
+                    let instance = pre.instantiate_async(&mut *store).await?;
+                    instance.corral_plugin_tool().call_invoke(&mut *store, &call).await
+                })
             })
             .await?;
         match result {
@@ -548,15 +612,18 @@ impl Plugin {
 
     /// Builds a fresh sandboxed store, instantiates the plugin, runs `f` and
     /// turns traps and limits into [`ToolError::Sandbox`].
-    async fn run<R, F>(&self, read_only: bool, f: F) -> Result<R, ToolError>
+    async fn run<R, F>(
+        &self,
+        read_only: bool,
+        events: Option<tokio::sync::mpsc::UnboundedSender<StreamEvent>>,
+        f: F,
+    ) -> Result<R, ToolError>
     where
         R: Send + 'static,
         F: for<'a> FnOnce(
-                &'a generated::exports::corral::plugin::tool::Guest,
                 &'a mut Store<State>,
-            ) -> std::pin::Pin<
-                Box<dyn Future<Output = wasmtime::Result<R>> + Send + 'a>,
-            > + Send,
+            ) -> std::pin::Pin<Box<dyn Future<Output = wasmtime::Result<R>> + Send + 'a>>
+            + Send,
     {
         let name = &self.decl.name;
         let limits = self.decl.limits;
@@ -589,6 +656,7 @@ impl Plugin {
             egress: http::Egress {
                 plugin: self.shared.name.clone(),
                 allow: self.decl.net.clone().into(),
+                secrets: self.decl.secrets.clone().into(),
             },
             table: ResourceTable::new(),
             plugin: self.shared.clone(),
@@ -599,6 +667,7 @@ impl Plugin {
             },
             host_calls_left: limits.host_calls,
             host_calls_hit: false,
+            events,
         };
         let mut store = Store::new(&self.engine, state);
         store.limiter(|s| &mut s.limiter);
@@ -617,14 +686,8 @@ impl Plugin {
             Ok(())
         });
 
-        let pre = &self.pre;
         let deadline = Duration::from_millis(limits.timeout_ms);
-        let outcome = tokio::time::timeout(deadline + TICK * 5, async {
-            let instance = pre.instantiate_async(&mut store).await?;
-            let guest = instance.corral_plugin_tool();
-            f(guest, &mut store).await
-        })
-        .await;
+        let outcome = tokio::time::timeout(deadline + TICK * 5, f(&mut store)).await;
 
         let log_text = |pipe: &stdio::LogPipe, stream: &str| {
             let text = pipe.text();

@@ -55,6 +55,10 @@
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 
+pub mod http;
+pub mod provider;
+pub mod sse;
+
 #[doc(hidden)]
 pub mod __bindings {
     wit_bindgen::generate!({

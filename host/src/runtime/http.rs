@@ -3,8 +3,12 @@
 //! comes back to the plugin and its next request is checked like any other.
 //! A denied request is `HttpRequestDenied` to the guest, never a trap, and a
 //! log line naming the grant that would allow it.
+//!
+//! Credentials (`grants.secrets`) are added here, on egress, to requests for
+//! their host only: the plugin never holds them, in its environment or
+//! anywhere else.
 
-use crate::manifest::NetGrant;
+use crate::manifest::{NetGrant, Secret};
 use std::sync::Arc;
 use wasmtime_wasi_http::{Error as HttpError, RequestOptions, WasiBody, WasiHttpHooks};
 
@@ -12,6 +16,7 @@ use wasmtime_wasi_http::{Error as HttpError, RequestOptions, WasiBody, WasiHttpH
 pub(crate) struct Egress {
     pub(crate) plugin: Arc<str>,
     pub(crate) allow: Arc<[NetGrant]>,
+    pub(crate) secrets: Arc<[Secret]>,
 }
 
 impl Egress {
@@ -45,7 +50,7 @@ type SendResult = Result<
 impl WasiHttpHooks for Egress {
     fn send_request(
         &mut self,
-        request: http::Request<WasiBody>,
+        mut request: http::Request<WasiBody>,
         options: Option<RequestOptions>,
         fut: Box<dyn Future<Output = Result<(), HttpError>> + Send>,
     ) -> Box<dyn Future<Output = SendResult> + Send> {
@@ -54,6 +59,28 @@ impl WasiHttpHooks for Egress {
             return Box::new(async { Err(HttpError::HttpRequestDenied) });
         }
         tracing::debug!(target: "corral::egress", plugin = &*self.plugin, uri = %request.uri(), "request allowed");
+        let host = request.uri().host().unwrap_or("").to_ascii_lowercase();
+        for secret in self.secrets.iter().filter(|s| s.host == host) {
+            let value = match secret.resolve() {
+                Ok(v) => v,
+                Err(var) => {
+                    tracing::warn!(
+                        target: "corral::egress",
+                        "plugin `{}`: request to {host} needs the environment variable {var}, which is not set",
+                        self.plugin
+                    );
+                    return Box::new(async { Err(HttpError::HttpRequestDenied) });
+                }
+            };
+            let (Ok(name), Ok(value)) = (
+                http::HeaderName::from_bytes(secret.header.as_bytes()),
+                http::HeaderValue::from_str(&value),
+            ) else {
+                tracing::warn!(target: "corral::egress", "plugin `{}`: secret for {host} is not a valid header", self.plugin);
+                return Box::new(async { Err(HttpError::HttpRequestDenied) });
+            };
+            request.headers_mut().insert(name, value);
+        }
         let _ = fut;
         Box::new(async move {
             use http_body_util::BodyExt;

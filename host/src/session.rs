@@ -1,0 +1,237 @@
+//! The session log: one append-only JSONL file per session, one event per
+//! line with a sequence number, in `$XDG_DATA_HOME/corral/sessions/<workspace
+//! key>/<id>.jsonl`.
+//!
+//! Durability: every line is written whole with a single `write`; the file is
+//! fsynced at every tool result and turn boundary (the caller says which
+//! events are boundaries). After a crash the last line may be torn; readers
+//! skip a final line that does not parse, and the next writer starts on a
+//! fresh line. Tool outputs cut for the model are saved whole as artifacts
+//! beside the log.
+
+use crate::protocol::Event;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use std::fs::{File, OpenOptions};
+use std::io::{BufRead, BufReader, Seek, Write};
+use std::path::{Path, PathBuf};
+
+/// One line of the log.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Record {
+    /// Position in the session, from 1, without gaps.
+    pub seq: u64,
+    /// Milliseconds since the Unix epoch.
+    pub ts_ms: u64,
+    /// What happened.
+    pub event: Event,
+}
+
+/// Where the sessions of every workspace live.
+pub fn sessions_root() -> Option<PathBuf> {
+    dirs::data_dir().map(|d| d.join("corral").join("sessions"))
+}
+
+/// The directory of one workspace's sessions.
+pub fn workspace_dir(root: &Path, workspace: &Path) -> PathBuf {
+    let hash = hex::encode(Sha256::digest(workspace.to_string_lossy().as_bytes()));
+    let name = workspace.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let safe: String = name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' }).collect();
+    root.join(format!("{safe}-{}", &hash[..12]))
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+/// A new session id: sortable by time, unique enough for one user.
+pub fn new_id() -> String {
+    let ms = now_ms();
+    let secs = ms / 1000;
+    let (y, mo, d, h, mi, s) = civil(secs);
+    let salt = Sha256::digest(format!("{ms}-{}-{:?}", std::process::id(), std::thread::current().id()));
+    format!("{y:04}{mo:02}{d:02}-{h:02}{mi:02}{s:02}-{}", &hex::encode(salt)[..6])
+}
+
+/// Seconds since the epoch to UTC calendar fields.
+pub fn civil(secs: u64) -> (i64, u32, u32, u32, u32, u32) {
+    let days = (secs / 86_400) as i64;
+    let rem = secs % 86_400;
+    // Howard Hinnant's days-to-civil.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (y, m, d, (rem / 3600) as u32, (rem % 3600 / 60) as u32, (rem % 60) as u32)
+}
+
+/// An open session log, appending.
+pub struct SessionLog {
+    id: String,
+    path: PathBuf,
+    file: File,
+    next_seq: u64,
+}
+
+impl SessionLog {
+    /// Creates a new session in `dir`.
+    pub fn create(dir: &Path) -> std::io::Result<Self> {
+        std::fs::create_dir_all(dir)?;
+        let id = new_id();
+        let path = dir.join(format!("{id}.jsonl"));
+        let file = OpenOptions::new().create_new(true).append(true).open(&path)?;
+        // Make the new file's directory entry durable too.
+        File::open(dir)?.sync_all()?;
+        Ok(Self { id, path, file, next_seq: 1 })
+    }
+
+    /// Opens an existing session to append to it, after reading it whole.
+    pub fn open(path: &Path) -> std::io::Result<(Self, Vec<Record>)> {
+        let records = read(path)?;
+        let mut file = OpenOptions::new().append(true).read(true).open(path)?;
+        // A torn last line (crash mid-write) must not swallow the next record.
+        let len = file.seek(std::io::SeekFrom::End(0))?;
+        if len > 0 {
+            let mut last = [0u8; 1];
+            use std::io::Read;
+            file.seek(std::io::SeekFrom::End(-1))?;
+            file.read_exact(&mut last)?;
+            if last[0] != b'\n' {
+                file.write_all(b"\n")?;
+                file.sync_data()?;
+            }
+        }
+        let id = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+        let next_seq = records.last().map_or(1, |r| r.seq + 1);
+        Ok((Self { id, path: path.to_path_buf(), file, next_seq }, records))
+    }
+
+    /// The session id.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// The log file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Where artifacts (whole tool outputs) of this session go.
+    pub fn artifacts_dir(&self) -> PathBuf {
+        self.path.with_extension("artifacts")
+    }
+
+    /// Appends one event; `durable` fsyncs before returning.
+    pub fn append(&mut self, event: &Event, durable: bool) -> std::io::Result<u64> {
+        let seq = self.next_seq;
+        let record = Record { seq, ts_ms: now_ms(), event: event.clone() };
+        let mut line = serde_json::to_vec(&record).map_err(std::io::Error::other)?;
+        line.push(b'\n');
+        self.file.write_all(&line)?;
+        if durable {
+            self.file.sync_data()?;
+        }
+        self.next_seq += 1;
+        Ok(seq)
+    }
+
+    /// Saves `content` as an artifact named `name`, durably, and returns its path.
+    pub fn save_artifact(&self, name: &str, content: &str) -> std::io::Result<PathBuf> {
+        let dir = self.artifacts_dir();
+        std::fs::create_dir_all(&dir)?;
+        let safe: String = name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' }).collect();
+        let path = dir.join(format!("{safe}.txt"));
+        let mut f = File::create(&path)?;
+        f.write_all(content.as_bytes())?;
+        f.sync_all()?;
+        Ok(path)
+    }
+}
+
+/// Reads a session log. A final line that does not parse (torn by a crash)
+/// is skipped; a bad line anywhere else is an error.
+pub fn read(path: &Path) -> std::io::Result<Vec<Record>> {
+    let file = File::open(path)?;
+    let mut records = Vec::new();
+    let mut pending_error: Option<std::io::Error> = None;
+    for (i, line) in BufReader::with_capacity(1 << 16, file).split(b'\n').enumerate() {
+        let line = line?;
+        if line.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        if let Some(e) = pending_error.take() {
+            return Err(e);
+        }
+        match serde_json::from_slice::<Record>(&line) {
+            Ok(r) => records.push(r),
+            Err(e) => {
+                pending_error = Some(std::io::Error::new(
+                    std::io::ErrorKind::InvalidData,
+                    format!("{}: line {}: {e}", path.display(), i + 1),
+                ));
+            }
+        }
+    }
+    Ok(records)
+}
+
+/// A session as `corral sessions` lists it.
+#[derive(Debug, Clone, Serialize)]
+pub struct Summary {
+    /// The id.
+    pub id: String,
+    /// When it started (ms since epoch).
+    pub started_ms: u64,
+    /// The workspace.
+    pub workspace: String,
+    /// The first prompt.
+    pub first_prompt: String,
+    /// How its last run ended, or `incomplete` when the log has no stop.
+    pub status: String,
+    /// The log file.
+    pub path: PathBuf,
+}
+
+/// Every session of a workspace, oldest first.
+pub fn list(dir: &Path) -> std::io::Result<Vec<Summary>> {
+    let mut out = Vec::new();
+    let entries = match std::fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(out),
+        Err(e) => return Err(e),
+    };
+    for entry in entries {
+        let path = entry?.path();
+        if path.extension().is_none_or(|e| e != "jsonl") {
+            continue;
+        }
+        let Ok(records) = read(&path) else { continue };
+        let mut s = Summary {
+            id: path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default(),
+            started_ms: records.first().map_or(0, |r| r.ts_ms),
+            workspace: String::new(),
+            first_prompt: String::new(),
+            status: "incomplete".into(),
+            path: path.clone(),
+        };
+        for r in &records {
+            match &r.event {
+                Event::SessionStarted { workspace, .. } => s.workspace = workspace.clone(),
+                Event::UserMessage { text } if s.first_prompt.is_empty() => s.first_prompt = text.clone(),
+                Event::TurnBegin { .. } => s.status = "incomplete".into(),
+                Event::Stop { reason, .. } => s.status = reason.as_str().into(),
+                _ => {}
+            }
+        }
+        out.push(s);
+    }
+    out.sort_by(|a, b| a.started_ms.cmp(&b.started_ms).then(a.id.cmp(&b.id)));
+    Ok(out)
+}

@@ -1,0 +1,653 @@
+//! From a Chat Completions event stream to a corral [`ChatResponse`], with
+//! the streaming events on the way.
+
+use corral_sdk::provider::{
+    self, AssistantMessage, ChatResponse, Event, FinishReason, ProviderError, RateLimited,
+    ToolCall, ToolCallDelta, Usage,
+};
+use corral_sdk::sse;
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::ops::ControlFlow;
+
+/// A tool call being assembled from `delta.tool_calls` fragments.
+#[derive(Debug, Default)]
+struct PartialCall {
+    id: String,
+    name: String,
+    arguments: String,
+    completed: bool,
+}
+
+/// The state of one streamed completion. Feed it every SSE event with
+/// [`on_event`](Stream::on_event), then call [`finish`](Stream::finish).
+#[derive(Debug, Default)]
+pub struct Stream {
+    started: bool,
+    /// The completion id, used to make ids for calls that come without one.
+    completion_id: String,
+    text: String,
+    /// Keyed by the fragments' `index`, the only field every fragment has.
+    calls: BTreeMap<u32, PartialCall>,
+    finish: Option<FinishReason>,
+    usage: Option<Usage>,
+    done: bool,
+}
+
+impl Stream {
+    /// The state before the first event.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Folds in one SSE event, sending streaming events to `sink`. Returns
+    /// `Break` at `[DONE]`.
+    pub fn on_event(
+        &mut self,
+        event: &sse::Event,
+        sink: &mut dyn FnMut(Event),
+    ) -> Result<ControlFlow<()>, ProviderError> {
+        let data = event.data.trim();
+        if data == "[DONE]" {
+            self.done = true;
+            return Ok(ControlFlow::Break(()));
+        }
+        if data.is_empty() {
+            return Ok(ControlFlow::Continue(()));
+        }
+        let chunk: Value = serde_json::from_str(data).map_err(|e| {
+            ProviderError::Protocol(format!(
+                "a stream chunk is not JSON ({e}): {}",
+                provider::error_message(data)
+            ))
+        })?;
+        // OpenAI, OpenRouter and vLLM report failures after the 200 status
+        // as a chunk with an `error` object.
+        if let Some(error) = chunk.get("error").filter(|e| !e.is_null()) {
+            return Err(stream_error(error));
+        }
+        if event.event == "error" {
+            return Err(stream_error(&chunk));
+        }
+        if !self.started {
+            self.started = true;
+            sink(Event::MessageStarted);
+        }
+        if self.completion_id.is_empty() {
+            if let Some(id) = chunk.get("id").and_then(Value::as_str) {
+                self.completion_id = id.to_owned();
+            }
+        }
+        let choices = chunk.get("choices").and_then(Value::as_array);
+        // Only the first choice is asked for (no `n`); a server that sends
+        // more is ignored beyond it.
+        let choice = choices.and_then(|all| {
+            all.iter()
+                .find(|c| c.get("index").and_then(Value::as_u64).unwrap_or(0) == 0)
+        });
+        if let Some(choice) = choice {
+            let delta = choice.get("delta").unwrap_or(&Value::Null);
+            if let Some(text) = delta.get("content").and_then(Value::as_str) {
+                if !text.is_empty() {
+                    self.text.push_str(text);
+                    sink(Event::TextDelta(text.to_owned()));
+                }
+            }
+            if let Some(fragments) = delta.get("tool_calls").and_then(Value::as_array) {
+                for fragment in fragments {
+                    self.tool_fragment(fragment, sink)?;
+                }
+            }
+            if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str) {
+                self.finish = Some(finish_reason(reason));
+                self.complete_all(sink)?;
+            }
+        }
+        if let Some(usage) = chunk.get("usage").filter(|u| u.is_object()) {
+            let usage = Usage {
+                input_tokens: tokens(usage, "prompt_tokens"),
+                output_tokens: tokens(usage, "completion_tokens"),
+            };
+            self.usage = Some(usage);
+            sink(Event::Usage(usage));
+        }
+        Ok(ControlFlow::Continue(()))
+    }
+
+    fn tool_fragment(
+        &mut self,
+        fragment: &Value,
+        sink: &mut dyn FnMut(Event),
+    ) -> Result<(), ProviderError> {
+        let id = fragment
+            .get("id")
+            .and_then(Value::as_str)
+            .filter(|id| !id.is_empty());
+        let name = fragment
+            .pointer("/function/name")
+            .and_then(Value::as_str)
+            .filter(|name| !name.is_empty());
+        let arguments = match fragment.pointer("/function/arguments") {
+            Some(Value::String(text)) => text.clone(),
+            // Some servers send the arguments as an object in one piece.
+            Some(object @ Value::Object(_)) => object.to_string(),
+            _ => String::new(),
+        };
+        let last = self.calls.keys().next_back().copied();
+        let index = match fragment.get("index").and_then(Value::as_u64) {
+            Some(index) => u32::try_from(index).map_err(|_| {
+                ProviderError::Protocol(format!("tool call index {index} is out of range"))
+            })?,
+            // Without an index, a new id is the only sign of a new call.
+            None => match (last, id) {
+                (Some(last), Some(id)) if self.calls[&last].id != id => last + 1,
+                (Some(last), _) => last,
+                (None, _) => 0,
+            },
+        };
+        // Calls are streamed one after another, so a fragment of a later call
+        // means the earlier ones are done; completing them now lets the UI
+        // show them before the turn ends.
+        if last.is_some_and(|last| index > last) {
+            for (&earlier, call) in self.calls.range_mut(..index) {
+                complete(earlier, call, &self.completion_id, false, None, sink)?;
+            }
+        }
+        let call = self.calls.entry(index).or_default();
+        if call.completed && !arguments.is_empty() {
+            return Err(ProviderError::Protocol(format!(
+                "tool call #{index} (`{}`) got more arguments after it was complete",
+                call.name
+            )));
+        }
+        if let Some(id) = id {
+            if call.id.is_empty() {
+                call.id = id.to_owned();
+            }
+        }
+        if let Some(name) = name {
+            if call.name.is_empty() {
+                call.name = name.to_owned();
+            }
+        }
+        call.arguments.push_str(&arguments);
+        if id.is_some() || name.is_some() || !arguments.is_empty() {
+            sink(Event::ToolCallDelta(ToolCallDelta {
+                index,
+                id: id.map(str::to_owned),
+                name: name.map(str::to_owned),
+                arguments_delta: arguments,
+            }));
+        }
+        Ok(())
+    }
+
+    fn complete_all(&mut self, sink: &mut dyn FnMut(Event)) -> Result<(), ProviderError> {
+        for (&index, call) in &mut self.calls {
+            complete(index, call, &self.completion_id, true, self.finish, sink)?;
+        }
+        Ok(())
+    }
+
+    /// Ends the stream: completes the remaining tool calls and returns the
+    /// turn. A stream that ended before `[DONE]` and before any
+    /// `finish_reason` was cut off: that is a [`ProviderError::Network`].
+    pub fn finish(mut self, sink: &mut dyn FnMut(Event)) -> Result<ChatResponse, ProviderError> {
+        if !self.done && self.finish.is_none() {
+            return Err(ProviderError::Network(if self.started {
+                "stream ended mid-message: the connection closed before `finish_reason` or `[DONE]`"
+                    .to_owned()
+            } else {
+                "stream ended mid-message: the connection closed before any chunk".to_owned()
+            }));
+        }
+        self.complete_all(sink)?;
+        let tool_calls: Vec<ToolCall> = self
+            .calls
+            .into_values()
+            .map(|call| ToolCall {
+                id: call.id,
+                name: call.name,
+                arguments: call.arguments,
+            })
+            .collect();
+        // Ollama and llama.cpp say `stop` even when the turn calls tools;
+        // what matters to the agent is that it must answer them.
+        let finish_reason = match self.finish {
+            Some(FinishReason::Stop) | None if !tool_calls.is_empty() => FinishReason::ToolCalls,
+            Some(reason) => reason,
+            None => FinishReason::Stop,
+        };
+        Ok(ChatResponse {
+            message: AssistantMessage {
+                text: self.text,
+                tool_calls,
+            },
+            finish_reason,
+            usage: self.usage,
+        })
+    }
+}
+
+/// Marks `call` complete and emits it, if its arguments are valid. With
+/// `strict`, invalid arguments or a missing name are an error; without, the
+/// call is left for later.
+fn complete(
+    index: u32,
+    call: &mut PartialCall,
+    completion_id: &str,
+    strict: bool,
+    finish: Option<FinishReason>,
+    sink: &mut dyn FnMut(Event),
+) -> Result<(), ProviderError> {
+    if call.completed {
+        return Ok(());
+    }
+    let arguments = match provider::tool_arguments(&call.arguments) {
+        Ok(arguments) => arguments,
+        Err(_) if !strict => return Ok(()),
+        Err(why) => {
+            let hint = if finish == Some(FinishReason::Length) {
+                " (the model reached its output token limit mid-call)"
+            } else {
+                ""
+            };
+            return Err(ProviderError::Protocol(format!(
+                "tool call #{index} (`{}`): {why}{hint}",
+                call.name
+            )));
+        }
+    };
+    if call.name.is_empty() {
+        if !strict {
+            return Ok(());
+        }
+        return Err(ProviderError::Protocol(format!(
+            "tool call #{index} has no function name"
+        )));
+    }
+    if call.id.is_empty() {
+        // llama.cpp and some proxies omit call ids; the conversation needs
+        // one to pair the result with the call.
+        call.id = if completion_id.is_empty() {
+            format!("call_{index}")
+        } else {
+            format!("{completion_id}_{index}")
+        };
+    }
+    call.arguments = arguments;
+    call.completed = true;
+    sink(Event::ToolCallCompleted(ToolCall {
+        id: call.id.clone(),
+        name: call.name.clone(),
+        arguments: call.arguments.clone(),
+    }));
+    Ok(())
+}
+
+fn finish_reason(reason: &str) -> FinishReason {
+    match reason {
+        "stop" | "end_turn" => FinishReason::Stop,
+        "tool_calls" | "function_call" => FinishReason::ToolCalls,
+        "length" => FinishReason::Length,
+        "content_filter" => FinishReason::ContentFilter,
+        _ => FinishReason::Other,
+    }
+}
+
+fn tokens(usage: &Value, key: &str) -> u32 {
+    usage
+        .get(key)
+        .and_then(Value::as_u64)
+        .map_or(0, |n| u32::try_from(n).unwrap_or(u32::MAX))
+}
+
+/// Types an `error` object that arrived inside the stream.
+fn stream_error(error: &Value) -> ProviderError {
+    let message = error
+        .get("message")
+        .and_then(Value::as_str)
+        .map_or_else(|| error.to_string(), str::to_owned);
+    let text = |key: &str| match error.get(key) {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Number(n)) => n.to_string(),
+        _ => String::new(),
+    };
+    let (code, kind) = (text("code"), text("type"));
+    let message = format!("the provider reported an error mid-stream: {message}");
+    if code == "429" || code.contains("rate_limit") || kind.contains("rate_limit") {
+        ProviderError::RateLimit(RateLimited {
+            message,
+            retry_after_ms: None,
+        })
+    } else if code == "401" || code == "403" || kind.contains("authentication") {
+        ProviderError::Auth(message)
+    } else if code.contains("context_length") || provider::mentions_context_length(&message) {
+        ProviderError::ContextLength(message)
+    } else {
+        ProviderError::Server(message)
+    }
+}
+
+/// The model ids in a `GET /models` answer (`{"data": [{"id": …}, …]}`).
+pub fn parse_models(body: &[u8]) -> Result<Vec<String>, ProviderError> {
+    let json: Value = serde_json::from_slice(body).map_err(|e| {
+        ProviderError::Protocol(format!("the model list is not JSON ({e})"))
+    })?;
+    let data = json.get("data").and_then(Value::as_array).ok_or_else(|| {
+        ProviderError::Protocol(format!(
+            "the model list has no `data` array: {}",
+            provider::error_message(&String::from_utf8_lossy(body))
+        ))
+    })?;
+    Ok(data
+        .iter()
+        .filter_map(|m| m.get("id").and_then(Value::as_str))
+        .map(str::to_owned)
+        .collect())
+}
+
+#[cfg(test)]
+#[expect(clippy::unwrap_used, reason = "tests")]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+
+    type Run = (Result<ChatResponse, ProviderError>, Vec<Event>);
+
+    /// Replays `chunks` through the SDK's SSE driver into a fresh stream,
+    /// as `complete` does with a live body.
+    fn run(chunks: &[&[u8]]) -> Run {
+        let mut events = Vec::new();
+        let mut sink = |e| events.push(e);
+        let mut stream = Stream::new();
+        let result = provider::replay_sse(chunks.iter().copied(), |event| {
+            stream.on_event(&event, &mut sink)
+        })
+        .and_then(|()| stream.finish(&mut sink));
+        (result, events)
+    }
+
+    fn run_whole(transcript: &str) -> Run {
+        run(&[transcript.as_bytes()])
+    }
+
+    /// Every way to cut the transcript in two, plus one byte at a time,
+    /// must give exactly the events and response of the uncut transcript.
+    fn assert_split_invariant(transcript: &str) {
+        let whole = run_whole(transcript);
+        let bytes = transcript.as_bytes();
+        for at in 0..=bytes.len() {
+            let (a, b) = bytes.split_at(at);
+            assert_eq!(run(&[a, b]), whole, "split at byte {at}");
+        }
+        let singles: Vec<&[u8]> = bytes.chunks(1).collect();
+        assert_eq!(run(&singles), whole, "one byte at a time");
+    }
+
+    const TEXT: &str = concat!(
+        r#"data: {"id":"chatcmpl-Bx1","object":"chat.completion.chunk","created":1752000000,"model":"gpt-4.1-2025-04-14","service_tier":"default","system_fingerprint":"fp_b3f1157249","choices":[{"index":0,"delta":{"role":"assistant","content":"","refusal":null},"logprobs":null,"finish_reason":null}],"usage":null}"#,
+        "\n\n",
+        r#"data: {"id":"chatcmpl-Bx1","object":"chat.completion.chunk","created":1752000000,"model":"gpt-4.1-2025-04-14","service_tier":"default","system_fingerprint":"fp_b3f1157249","choices":[{"index":0,"delta":{"content":"Héllo"},"logprobs":null,"finish_reason":null}],"usage":null}"#,
+        "\n\n",
+        r#"data: {"id":"chatcmpl-Bx1","object":"chat.completion.chunk","created":1752000000,"model":"gpt-4.1-2025-04-14","service_tier":"default","system_fingerprint":"fp_b3f1157249","choices":[{"index":0,"delta":{"content":", 世界 🦀"},"logprobs":null,"finish_reason":null}],"usage":null}"#,
+        "\n\n",
+        r#"data: {"id":"chatcmpl-Bx1","object":"chat.completion.chunk","created":1752000000,"model":"gpt-4.1-2025-04-14","service_tier":"default","system_fingerprint":"fp_b3f1157249","choices":[{"index":0,"delta":{},"logprobs":null,"finish_reason":"stop"}],"usage":null}"#,
+        "\n\n",
+        r#"data: {"id":"chatcmpl-Bx1","object":"chat.completion.chunk","created":1752000000,"model":"gpt-4.1-2025-04-14","service_tier":"default","system_fingerprint":"fp_b3f1157249","choices":[],"usage":{"prompt_tokens":21,"completion_tokens":6,"total_tokens":27,"prompt_tokens_details":{"cached_tokens":0,"audio_tokens":0},"completion_tokens_details":{"reasoning_tokens":0,"audio_tokens":0,"accepted_prediction_tokens":0,"rejected_prediction_tokens":0}}}"#,
+        "\n\n",
+        "data: [DONE]\n\n",
+    );
+
+    #[test]
+    fn text_answer() {
+        let usage = Usage {
+            input_tokens: 21,
+            output_tokens: 6,
+        };
+        assert_eq!(
+            run_whole(TEXT),
+            (
+                Ok(ChatResponse {
+                    message: AssistantMessage {
+                        text: "Héllo, 世界 🦀".into(),
+                        tool_calls: vec![],
+                    },
+                    finish_reason: FinishReason::Stop,
+                    usage: Some(usage),
+                }),
+                vec![
+                    Event::MessageStarted,
+                    Event::TextDelta("Héllo".into()),
+                    Event::TextDelta(", 世界 🦀".into()),
+                    Event::Usage(usage),
+                ]
+            )
+        );
+        assert_split_invariant(TEXT);
+    }
+
+    #[test]
+    fn crlf_line_endings() {
+        assert_eq!(run_whole(&TEXT.replace('\n', "\r\n")), run_whole(TEXT));
+    }
+
+    /// Two parallel calls: ids and names in the first fragment of each,
+    /// arguments in pieces, the second with empty arguments.
+    const TOOLS: &str = concat!(
+        r#"data: {"id":"chatcmpl-T9","object":"chat.completion.chunk","created":1,"model":"gpt-4.1","choices":[{"index":0,"delta":{"role":"assistant","content":null,"tool_calls":[{"index":0,"id":"call_Ab1","type":"function","function":{"name":"read_file","arguments":""}}],"refusal":null},"logprobs":null,"finish_reason":null}],"usage":null}"#,
+        "\n\n",
+        r#"data: {"id":"chatcmpl-T9","object":"chat.completion.chunk","created":1,"model":"gpt-4.1","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"pa"}}]},"logprobs":null,"finish_reason":null}],"usage":null}"#,
+        "\n\n",
+        r#"data: {"id":"chatcmpl-T9","object":"chat.completion.chunk","created":1,"model":"gpt-4.1","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"th\": \"src/é.rs\"}"}}]},"logprobs":null,"finish_reason":null}],"usage":null}"#,
+        "\n\n",
+        r#"data: {"id":"chatcmpl-T9","object":"chat.completion.chunk","created":1,"model":"gpt-4.1","choices":[{"index":0,"delta":{"tool_calls":[{"index":1,"id":"call_Cd2","type":"function","function":{"name":"list_files","arguments":""}}]},"logprobs":null,"finish_reason":null}],"usage":null}"#,
+        "\n\n",
+        r#"data: {"id":"chatcmpl-T9","object":"chat.completion.chunk","created":1,"model":"gpt-4.1","choices":[{"index":0,"delta":{},"logprobs":null,"finish_reason":"tool_calls"}],"usage":null}"#,
+        "\n\n",
+        r#"data: {"id":"chatcmpl-T9","object":"chat.completion.chunk","created":1,"model":"gpt-4.1","choices":[],"usage":{"prompt_tokens":80,"completion_tokens":30,"total_tokens":110}}"#,
+        "\n\n",
+        "data: [DONE]\n\n",
+    );
+
+    #[test]
+    fn parallel_tool_calls_assembled_by_index() {
+        let read = ToolCall {
+            id: "call_Ab1".into(),
+            name: "read_file".into(),
+            arguments: r#"{"path": "src/é.rs"}"#.into(),
+        };
+        let list = ToolCall {
+            id: "call_Cd2".into(),
+            name: "list_files".into(),
+            arguments: "{}".into(),
+        };
+        let usage = Usage {
+            input_tokens: 80,
+            output_tokens: 30,
+        };
+        let delta = |index, id: Option<&str>, name: Option<&str>, args: &str| {
+            Event::ToolCallDelta(ToolCallDelta {
+                index,
+                id: id.map(Into::into),
+                name: name.map(Into::into),
+                arguments_delta: args.into(),
+            })
+        };
+        assert_eq!(
+            run_whole(TOOLS),
+            (
+                Ok(ChatResponse {
+                    message: AssistantMessage {
+                        text: String::new(),
+                        tool_calls: vec![read.clone(), list.clone()],
+                    },
+                    finish_reason: FinishReason::ToolCalls,
+                    usage: Some(usage),
+                }),
+                vec![
+                    Event::MessageStarted,
+                    delta(0, Some("call_Ab1"), Some("read_file"), ""),
+                    delta(0, None, None, "{\"pa"),
+                    delta(0, None, None, "th\": \"src/é.rs\"}"),
+                    // The first call completes as soon as the second starts.
+                    Event::ToolCallCompleted(read),
+                    delta(1, Some("call_Cd2"), Some("list_files"), ""),
+                    Event::ToolCallCompleted(list),
+                    Event::Usage(usage),
+                ]
+            )
+        );
+        assert_split_invariant(TOOLS);
+    }
+
+    #[test]
+    fn invalid_arguments_at_the_end_are_a_protocol_error() {
+        let transcript = concat!(
+            r#"data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c1","type":"function","function":{"name":"edit","arguments":"{\"path\": \"a"}}]}}]}"#,
+            "\n\n",
+            r#"data: {"choices":[{"index":0,"delta":{},"finish_reason":"length"}]}"#,
+            "\n\n",
+            "data: [DONE]\n\n",
+        );
+        let (result, events) = run_whole(transcript);
+        let Err(ProviderError::Protocol(message)) = result else {
+            panic!("expected a protocol error, got {result:?}");
+        };
+        assert!(message.contains("edit") && message.contains("token limit"), "{message}");
+        assert!(
+            !events
+                .iter()
+                .any(|e| matches!(e, Event::ToolCallCompleted(_))),
+            "an invalid call must not be reported complete: {events:?}"
+        );
+    }
+
+    #[test]
+    fn stream_cut_before_the_end_is_a_network_error() {
+        let cut = &TEXT[..TEXT.find("\"finish_reason\":\"stop\"").unwrap()];
+        let (result, events) = run_whole(cut);
+        assert_eq!(
+            result,
+            Err(ProviderError::Network(
+                "stream ended mid-message: the connection closed before `finish_reason` or `[DONE]`"
+                    .into()
+            ))
+        );
+        assert_eq!(events.len(), 3, "the deltas before the cut still streamed: {events:?}");
+        assert!(matches!(run_whole(""), (Err(ProviderError::Network(_)), _)));
+    }
+
+    /// llama.cpp / Ollama style: no chunk ids, no call id, the whole call in
+    /// one fragment, `stop` although it calls a tool, no usage, and the
+    /// connection closed after `finish_reason` without `[DONE]`.
+    #[test]
+    fn local_server_quirks_are_tolerated() {
+        let transcript = concat!(
+            r#"data: {"object":"chat.completion.chunk","created":1,"model":"qwen3","choices":[{"index":0,"delta":{"role":"assistant","content":"Let me look."},"finish_reason":null}],"usage":null,"x_extra":{"timings":1}}"#,
+            "\r\n\r\n",
+            r#"data: {"object":"chat.completion.chunk","created":1,"model":"qwen3","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"type":"function","function":{"name":"list_files","arguments":"{\"path\":\".\"}"}}]},"finish_reason":null}]}"#,
+            "\r\n\r\n",
+            r#"data: {"object":"chat.completion.chunk","created":1,"model":"qwen3","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}"#,
+            "\r\n\r\n",
+        );
+        let (result, _) = run_whole(transcript);
+        assert_eq!(
+            result,
+            Ok(ChatResponse {
+                message: AssistantMessage {
+                    text: "Let me look.".into(),
+                    tool_calls: vec![ToolCall {
+                        id: "call_0".into(),
+                        name: "list_files".into(),
+                        arguments: r#"{"path":"."}"#.into(),
+                    }],
+                },
+                finish_reason: FinishReason::ToolCalls,
+                usage: None,
+            })
+        );
+        assert_split_invariant(transcript);
+    }
+
+    #[test]
+    fn calls_without_index_are_told_apart_by_id() {
+        let transcript = concat!(
+            r#"data: {"choices":[{"delta":{"tool_calls":[{"id":"a","function":{"name":"x","arguments":"{\"n\":"}}]}}]}"#,
+            "\n\n",
+            r#"data: {"choices":[{"delta":{"tool_calls":[{"function":{"arguments":"1}"}}]}}]}"#,
+            "\n\n",
+            r#"data: {"choices":[{"delta":{"tool_calls":[{"id":"b","function":{"name":"y","arguments":{"m":2}}}]}}]}"#,
+            "\n\n",
+            r#"data: {"choices":[{"delta":{},"finish_reason":"tool_calls"}]}"#,
+            "\n\ndata: [DONE]\n\n",
+        );
+        let calls = run_whole(transcript).0.unwrap().message.tool_calls;
+        assert_eq!(
+            calls,
+            vec![
+                ToolCall {
+                    id: "a".into(),
+                    name: "x".into(),
+                    arguments: r#"{"n":1}"#.into()
+                },
+                ToolCall {
+                    id: "b".into(),
+                    name: "y".into(),
+                    arguments: r#"{"m":2}"#.into()
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn finish_reasons_map() {
+        for (wire, expected) in [
+            ("length", FinishReason::Length),
+            ("content_filter", FinishReason::ContentFilter),
+            ("something_new", FinishReason::Other),
+        ] {
+            let transcript = format!(
+                "data: {{\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"x\"}},\"finish_reason\":\"{wire}\"}}]}}\n\ndata: [DONE]\n\n"
+            );
+            assert_eq!(run_whole(&transcript).0.unwrap().finish_reason, expected, "{wire}");
+        }
+    }
+
+    #[test]
+    fn errors_inside_the_stream_are_typed() {
+        let cases = [
+            (
+                r#"data: {"error":{"message":"Rate limit exceeded","type":"requests","code":"rate_limit_exceeded"}}"#,
+                "rate-limit",
+            ),
+            (
+                r#"data: {"error":{"message":"This model's maximum context length is 8192 tokens","code":400}}"#,
+                "context-length",
+            ),
+            (r#"data: {"error":{"message":"upstream overloaded","code":502}}"#, "server"),
+            ("data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\ndata: {not json", "protocol"),
+        ];
+        for (transcript, kind) in cases {
+            let transcript = format!("{transcript}\n\n");
+            let got = match run_whole(&transcript).0 {
+                Err(ProviderError::RateLimit(_)) => "rate-limit",
+                Err(ProviderError::ContextLength(_)) => "context-length",
+                Err(ProviderError::Server(_)) => "server",
+                Err(ProviderError::Protocol(_)) => "protocol",
+                other => panic!("{transcript}: unexpected {other:?}"),
+            };
+            assert_eq!(got, kind, "{transcript}");
+        }
+    }
+
+    #[test]
+    fn model_list() {
+        let body = br#"{"object":"list","data":[{"id":"gpt-4.1","object":"model","created":1,"owned_by":"system"},{"id":"o3","object":"model"}]}"#;
+        assert_eq!(parse_models(body).unwrap(), vec!["gpt-4.1", "o3"]);
+        assert!(matches!(
+            parse_models(br#"{"error":{"message":"nope"}}"#),
+            Err(ProviderError::Protocol(m)) if m.contains("nope")
+        ));
+    }
+}

@@ -1,0 +1,157 @@
+//! The `replay` provider: plays back a cassette, the exact provider responses
+//! (stream events and final answers) recorded by `corral run --record FILE`,
+//! for offline demos and deterministic tests. The tools the recorded model
+//! calls still run for real, in their sandboxes.
+//!
+//! Config: `cassette` (a workspace-relative path, read through the plugin's
+//! `grants.fs`; default: the demo cassette built into the plugin) and
+//! `delay_ms` (pause between streamed events, default 0).
+//!
+//! Each instance is fresh, so the position in the cassette comes from the
+//! request: the n-th request of a conversation (counted by the assistant
+//! messages already in it) gets the n-th recorded response.
+
+use corral_sdk::provider::{
+    AssistantMessage, ChatRequest, ChatResponse, Event, FinishReason, Message, Provider, ProviderError,
+    ToolCall, ToolCallDelta, Usage, emit,
+};
+use serde::Deserialize;
+
+/// The cassette shown by the README's offline demo.
+const DEMO: &str = include_str!("../demo.json");
+
+#[derive(Deserialize)]
+struct Cassette {
+    version: u32,
+    turns: Vec<Turn>,
+}
+
+#[derive(Deserialize)]
+struct Turn {
+    #[serde(default)]
+    events: Vec<RecordedEvent>,
+    response: RecordedResponse,
+}
+
+#[derive(Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum RecordedEvent {
+    MessageStarted,
+    TextDelta { text: String },
+    ToolCallDelta { index: u32, id: Option<String>, name: Option<String>, arguments_delta: String },
+    ToolCallCompleted { call: RecordedCall },
+    Usage { usage: RecordedUsage },
+}
+
+#[derive(Deserialize, Clone)]
+struct RecordedCall {
+    id: String,
+    name: String,
+    arguments: String,
+}
+
+#[derive(Deserialize, Clone, Copy)]
+struct RecordedUsage {
+    input_tokens: u32,
+    output_tokens: u32,
+}
+
+#[derive(Deserialize)]
+struct RecordedMessage {
+    #[serde(default)]
+    text: String,
+    #[serde(default)]
+    tool_calls: Vec<RecordedCall>,
+}
+
+#[derive(Deserialize)]
+struct RecordedResponse {
+    message: RecordedMessage,
+    finish_reason: String,
+    usage: Option<RecordedUsage>,
+}
+
+fn call(c: &RecordedCall) -> ToolCall {
+    ToolCall { id: c.id.clone(), name: c.name.clone(), arguments: c.arguments.clone() }
+}
+
+fn usage(u: RecordedUsage) -> Usage {
+    Usage { input_tokens: u.input_tokens, output_tokens: u.output_tokens }
+}
+
+fn load() -> Result<Cassette, ProviderError> {
+    let text = match corral_sdk::config("cassette") {
+        Some(path) => std::fs::read_to_string(&path).map_err(|e| {
+            ProviderError::Protocol(format!(
+                "cannot read the cassette `{path}`: {e}; it must be inside the replay plugin's grants.fs"
+            ))
+        })?,
+        None => DEMO.to_owned(),
+    };
+    let cassette: Cassette = serde_json::from_str(&text)
+        .map_err(|e| ProviderError::Protocol(format!("the cassette is not valid: {e}")))?;
+    if cassette.version != 1 {
+        return Err(ProviderError::Protocol(format!("cassette version {} is not supported", cassette.version)));
+    }
+    Ok(cassette)
+}
+
+fn pause(ms: u64) {
+    if ms > 0 {
+        #[cfg(target_family = "wasm")]
+        wasip2::clocks::monotonic_clock::subscribe_duration(ms * 1_000_000).block();
+    }
+}
+
+/// Plays back recorded responses.
+pub struct Replay;
+
+impl Provider for Replay {
+    fn models() -> Result<Vec<String>, ProviderError> {
+        Ok(vec!["replay".to_owned()])
+    }
+
+    fn complete(request: ChatRequest) -> Result<ChatResponse, ProviderError> {
+        let cassette = load()?;
+        let index = request.messages.iter().filter(|m| matches!(m, Message::Assistant(_))).count();
+        let turn = cassette.turns.get(index).ok_or_else(|| {
+            ProviderError::Protocol(format!(
+                "the cassette has {} responses and the conversation asks for response {}",
+                cassette.turns.len(),
+                index + 1
+            ))
+        })?;
+        let delay = corral_sdk::config("delay_ms").and_then(|v| v.parse().ok()).unwrap_or(0);
+        for event in &turn.events {
+            emit(match event {
+                RecordedEvent::MessageStarted => Event::MessageStarted,
+                RecordedEvent::TextDelta { text } => Event::TextDelta(text.clone()),
+                RecordedEvent::ToolCallDelta { index, id, name, arguments_delta } => {
+                    Event::ToolCallDelta(ToolCallDelta {
+                        index: *index,
+                        id: id.clone(),
+                        name: name.clone(),
+                        arguments_delta: arguments_delta.clone(),
+                    })
+                }
+                RecordedEvent::ToolCallCompleted { call: c } => Event::ToolCallCompleted(call(c)),
+                RecordedEvent::Usage { usage: u } => Event::Usage(usage(*u)),
+            });
+            pause(delay);
+        }
+        let r = &turn.response;
+        Ok(ChatResponse {
+            message: AssistantMessage { text: r.message.text.clone(), tool_calls: r.message.tool_calls.iter().map(call).collect() },
+            finish_reason: match r.finish_reason.as_str() {
+                "stop" => FinishReason::Stop,
+                "tool_calls" => FinishReason::ToolCalls,
+                "length" => FinishReason::Length,
+                "content_filter" => FinishReason::ContentFilter,
+                _ => FinishReason::Other,
+            },
+            usage: r.usage.map(usage),
+        })
+    }
+}
+
+corral_sdk::provider!(Replay);

@@ -1,0 +1,321 @@
+//! An incremental parser for Server-Sent Events (`text/event-stream`), the
+//! format every streaming LLM API answers in.
+//!
+//! Feed it the response body in whatever chunks the network delivers — split
+//! mid-line, mid-UTF-8 sequence, between the CR and LF of a line ending — and
+//! it calls you back once per complete event. It follows the
+//! [HTML specification's interpretation rules][spec]: LF, CRLF and lone CR end
+//! lines, `:` starts a comment, one space after the field's colon is dropped,
+//! `data` lines are joined with `\n`, an event without data is not
+//! dispatched, and an unfinished event at the end of the stream is discarded
+//! (see [`Parser::finish`]).
+//!
+//! [spec]: https://html.spec.whatwg.org/multipage/server-sent-events.html#event-stream-interpretation
+//!
+//! ```
+//! use corral_sdk::sse::Parser;
+//!
+//! let mut parser = Parser::new();
+//! let mut events = Vec::new();
+//! parser.feed(b"event: ping\r\ndata: {\"a\":", &mut |e| events.push(e));
+//! parser.feed(b"1}\r\n\r\ndata: [DONE]\n\n", &mut |e| events.push(e));
+//! assert_eq!(events[0].event, "ping");
+//! assert_eq!(events[0].data, r#"{"a":1}"#);
+//! assert_eq!(events[1].event, "message");
+//! assert_eq!(events[1].data, "[DONE]");
+//! ```
+
+/// One dispatched event.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Event {
+    /// The `event:` field, or `message` when the event had none.
+    pub event: String,
+    /// The `data:` lines, joined with `\n`.
+    pub data: String,
+    /// The last `id:` seen on the stream so far (empty if none), which the
+    /// specification carries over from earlier events.
+    pub id: String,
+}
+
+/// The incremental parser. One per response body.
+#[derive(Debug, Default)]
+pub struct Parser {
+    /// Bytes of a line whose end has not arrived yet. Lines that arrive whole
+    /// inside one chunk are parsed in place and never copied here.
+    partial: Vec<u8>,
+    /// The previous chunk ended with CR: an LF at the start of the next one
+    /// belongs to the same line ending.
+    after_cr: bool,
+    /// No line has been completed yet (a byte-order mark may lead the stream).
+    at_start: bool,
+    event: String,
+    /// Raw bytes, each data line followed by `\n`; decoded once per event.
+    data: Vec<u8>,
+    has_data: bool,
+    last_id: String,
+}
+
+impl Parser {
+    /// A parser at the start of a stream.
+    pub fn new() -> Self {
+        Self {
+            at_start: true,
+            ..Self::default()
+        }
+    }
+
+    /// Parses one chunk of the body, calling `on_event` for every event it
+    /// completes.
+    pub fn feed(&mut self, mut chunk: &[u8], on_event: &mut impl FnMut(Event)) {
+        if self.after_cr && !chunk.is_empty() {
+            self.after_cr = false;
+            if chunk[0] == b'\n' {
+                chunk = &chunk[1..];
+            }
+        }
+        while let Some(end) = chunk.iter().position(|&b| b == b'\n' || b == b'\r') {
+            let line = &chunk[..end];
+            if self.partial.is_empty() {
+                self.line(line, on_event);
+            } else {
+                self.partial.extend_from_slice(line);
+                // Taking the buffer keeps its capacity for the next split line.
+                let whole = std::mem::take(&mut self.partial);
+                self.line(&whole, on_event);
+                self.partial = whole;
+                self.partial.clear();
+            }
+            let cr = chunk[end] == b'\r';
+            chunk = &chunk[end + 1..];
+            if cr {
+                match chunk.first() {
+                    Some(b'\n') => chunk = &chunk[1..],
+                    Some(_) => {}
+                    None => self.after_cr = true,
+                }
+            }
+        }
+        self.partial.extend_from_slice(chunk);
+    }
+
+    /// Ends the stream. Returns `true` when the stream stopped in the middle
+    /// of an event (an unterminated line, or fields without the blank line
+    /// that dispatches them); that event is discarded, as the specification
+    /// says, and the caller decides whether the message was complete.
+    pub fn finish(&mut self) -> bool {
+        let unfinished = !self.partial.is_empty() || self.has_data || !self.event.is_empty();
+        self.partial.clear();
+        self.reset_event();
+        unfinished
+    }
+
+    fn line(&mut self, mut line: &[u8], on_event: &mut impl FnMut(Event)) {
+        if self.at_start {
+            self.at_start = false;
+            line = line.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(line);
+        }
+        if line.is_empty() {
+            self.dispatch(on_event);
+            return;
+        }
+        let (field, value) = match line.iter().position(|&b| b == b':') {
+            Some(0) => return, // a comment, e.g. a keep-alive
+            Some(colon) => {
+                let value = &line[colon + 1..];
+                (&line[..colon], value.strip_prefix(b" ").unwrap_or(value))
+            }
+            None => (line, &b""[..]),
+        };
+        match field {
+            b"data" => {
+                self.data.extend_from_slice(value);
+                self.data.push(b'\n');
+                self.has_data = true;
+            }
+            b"event" => self.event = String::from_utf8_lossy(value).into_owned(),
+            b"id" if !value.contains(&0) => {
+                self.last_id = String::from_utf8_lossy(value).into_owned();
+            }
+            // `retry` only matters to a client that reconnects on its own,
+            // which a request/response LLM call never does.
+            _ => {}
+        }
+    }
+
+    fn dispatch(&mut self, on_event: &mut impl FnMut(Event)) {
+        if !self.has_data {
+            self.reset_event();
+            return;
+        }
+        self.data.pop(); // the `\n` after the last data line
+        let data = match String::from_utf8(std::mem::take(&mut self.data)) {
+            Ok(text) => text,
+            Err(err) => String::from_utf8_lossy(err.as_bytes()).into_owned(),
+        };
+        let event = match std::mem::take(&mut self.event) {
+            name if name.is_empty() => "message".to_owned(),
+            name => name,
+        };
+        self.has_data = false;
+        on_event(Event {
+            event,
+            data,
+            id: self.last_id.clone(),
+        });
+    }
+
+    fn reset_event(&mut self) {
+        self.event.clear();
+        self.data.clear();
+        self.has_data = false;
+    }
+}
+
+#[cfg(test)]
+#[expect(clippy::unwrap_used, reason = "tests")]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+
+    fn ev(event: &str, data: &str) -> Event {
+        Event {
+            event: event.to_owned(),
+            data: data.to_owned(),
+            id: String::new(),
+        }
+    }
+
+    fn parse_chunks(chunks: &[&[u8]]) -> (Vec<Event>, bool) {
+        let mut parser = Parser::new();
+        let mut out = Vec::new();
+        for chunk in chunks {
+            parser.feed(chunk, &mut |e| out.push(e));
+        }
+        let unfinished = parser.finish();
+        (out, unfinished)
+    }
+
+    fn parse_split_every(input: &[u8], size: usize) -> (Vec<Event>, bool) {
+        let chunks: Vec<&[u8]> = input.chunks(size).collect();
+        parse_chunks(&chunks)
+    }
+
+    const TRANSCRIPT: &str = "\u{feff}: keep-alive comment\r\n\
+        event: message_start\r\n\
+        data: {\"type\":\"message_start\",\"text\":\"héllo – 日本語 🦀\"}\r\n\
+        \r\n\
+        data:first\n\
+        data: second\n\
+        data:  indented\n\
+        \n\
+        id: 7\r\
+        event: custom\r\
+        data\r\
+        \r\
+        event: ignored-without-data\n\
+        \n\
+        data: [DONE]\n\
+        \n";
+
+    fn transcript_events() -> Vec<Event> {
+        let mut last = ev("custom", "");
+        last.id = "7".to_owned();
+        let mut done = ev("message", "[DONE]");
+        done.id = "7".to_owned();
+        vec![
+            ev(
+                "message_start",
+                "{\"type\":\"message_start\",\"text\":\"héllo – 日本語 🦀\"}",
+            ),
+            ev("message", "first\nsecond\n indented"),
+            last,
+            done,
+        ]
+    }
+
+    #[test]
+    fn whole_transcript_in_one_chunk() {
+        assert_eq!(
+            parse_chunks(&[TRANSCRIPT.as_bytes()]),
+            (transcript_events(), false)
+        );
+    }
+
+    #[test]
+    fn every_chunk_size_gives_the_same_events() {
+        // Size 1 splits every CRLF pair and every multi-byte character
+        // (the BOM, `é`, `–`, `日`, the 4-byte crab) across calls.
+        for size in 1..=TRANSCRIPT.len() {
+            assert_eq!(
+                parse_split_every(TRANSCRIPT.as_bytes(), size),
+                (transcript_events(), false),
+                "chunk size {size}"
+            );
+        }
+    }
+
+    #[test]
+    fn every_two_way_split_gives_the_same_events() {
+        let bytes = TRANSCRIPT.as_bytes();
+        for at in 0..=bytes.len() {
+            let (a, b) = bytes.split_at(at);
+            assert_eq!(
+                parse_chunks(&[a, b]),
+                (transcript_events(), false),
+                "split at {at}"
+            );
+        }
+    }
+
+    #[test]
+    fn split_inside_a_multibyte_character() {
+        let text = "data: 🦀é\n\n".as_bytes();
+        let crab = text.iter().position(|&b| b == 0xF0).unwrap();
+        let (out, _) = parse_chunks(&[&text[..crab + 2], &text[crab + 2..crab + 5], &text[crab + 5..]]);
+        assert_eq!(out, vec![ev("message", "🦀é")]);
+    }
+
+    #[test]
+    fn cr_at_chunk_end_then_lf_is_one_line_ending() {
+        // Were the LF taken as a second line end, the blank line would
+        // dispatch the event early and `b` would be lost in a second event.
+        let (out, _) = parse_chunks(&[b"data: a\r", b"\ndata: b\r", b"\n\r", b"\n"]);
+        assert_eq!(out, vec![ev("message", "a\nb")]);
+    }
+
+    #[test]
+    fn cr_then_empty_chunk_then_lf() {
+        let (out, _) = parse_chunks(&[b"data: a\r", b"", b"\n\r\n"]);
+        assert_eq!(out, vec![ev("message", "a")]);
+    }
+
+    #[test]
+    fn invalid_utf8_is_replaced_not_fatal() {
+        let (out, _) = parse_chunks(&[b"data: a\xFFb\n\n"]);
+        assert_eq!(out, vec![ev("message", "a\u{FFFD}b")]);
+    }
+
+    #[test]
+    fn stream_cut_mid_event_is_reported_and_discarded() {
+        assert_eq!(
+            parse_chunks(&[b"data: [DONE]\n\ndata: {\"partial\":"]),
+            (vec![ev("message", "[DONE]")], true)
+        );
+        // Complete lines, but no blank line to dispatch them.
+        assert_eq!(parse_chunks(&[b"data: x\n"]), (vec![], true));
+        assert_eq!(parse_chunks(&[b"data: x\n\n"]), (vec![ev("message", "x")], false));
+    }
+
+    #[test]
+    fn bom_only_stripped_at_stream_start() {
+        let (out, _) = parse_chunks(&[b"data: a\n\n\xEF\xBB\xBFdata: b\n\n"]);
+        // The second BOM makes an unknown field name; the event has no data.
+        assert_eq!(out, vec![ev("message", "a")]);
+    }
+
+    #[test]
+    fn field_without_colon_and_empty_data() {
+        let (out, _) = parse_chunks(&[b"data\ndata\n\n"]);
+        assert_eq!(out, vec![ev("message", "\n")]);
+    }
+}
