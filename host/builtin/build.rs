@@ -10,6 +10,8 @@ const PLUGINS: &[(&str, &str)] = &[
     ("fs", "corral-plugin-fs"),
     ("search", "corral-plugin-search"),
     ("replay", "corral-plugin-replay"),
+    ("openai", "corral-plugin-openai"),
+    ("anthropic", "corral-plugin-anthropic"),
 ];
 
 fn main() {

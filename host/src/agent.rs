@@ -10,7 +10,8 @@
 
 use crate::protocol::{Event, StopReason, ToolOutcome};
 use crate::runtime::{
-    ChatRequest, ChatResponse, Message, Plugin, Plugins, ProviderError, StreamEvent, ToolCall, ToolResult,
+    ChatRequest, ChatResponse, Message, Plugin, Plugins, ProviderError, StreamEvent, ToolCall,
+    ToolResult,
 };
 use crate::session::{Record, SessionLog};
 use anyhow::Context as _;
@@ -69,6 +70,8 @@ pub struct Agent {
     history: Vec<Message>,
     turn: u32,
     recorded: Vec<CassetteTurn>,
+    /// Logged when the session opened; shown to the UI with the first run.
+    announce: Option<Event>,
 }
 
 impl Agent {
@@ -86,8 +89,19 @@ impl Agent {
             provider: provider.decl().name.clone(),
             model: options.model.clone(),
         };
-        log.append(&started, true).context("cannot write the session log")?;
-        Ok(Self { plugins, provider, options, workspace, log, history: Vec::new(), turn: 0, recorded: Vec::new() })
+        log.append(&started, true)
+            .context("cannot write the session log")?;
+        Ok(Self {
+            plugins,
+            provider,
+            options,
+            workspace,
+            log,
+            history: Vec::new(),
+            turn: 0,
+            recorded: Vec::new(),
+            announce: Some(started),
+        })
     }
 
     /// Reopens a session from its log. Tool calls that were logged without a
@@ -102,7 +116,17 @@ impl Agent {
         records: &[Record],
     ) -> anyhow::Result<Self> {
         let (history, turn, open) = replay_history(records);
-        let mut agent = Self { plugins, provider, options, workspace, log, history, turn, recorded: Vec::new() };
+        let mut agent = Self {
+            plugins,
+            provider,
+            options,
+            workspace,
+            log,
+            history,
+            turn,
+            recorded: Vec::new(),
+            announce: None,
+        };
         let mut closed = Vec::new();
         for call in open {
             let outcome = ToolOutcome {
@@ -117,13 +141,22 @@ impl Agent {
                 is_error: true,
             }));
             agent.log.append(
-                &Event::ToolCallEnd { call_id: call.id.clone(), name: call.name.clone(), outcome, duration_ms: 0 },
+                &Event::ToolCallEnd {
+                    call_id: call.id.clone(),
+                    name: call.name.clone(),
+                    outcome,
+                    duration_ms: 0,
+                },
                 true,
             )?;
             closed.push(call.id);
         }
-        let id = agent.log.id().to_owned();
-        agent.log.append(&Event::SessionResumed { session_id: id, closed_calls: closed }, true)?;
+        let resumed = Event::SessionResumed {
+            session_id: agent.log.id().to_owned(),
+            closed_calls: closed,
+        };
+        agent.log.append(&resumed, true)?;
+        agent.announce = Some(resumed);
         Ok(agent)
     }
 
@@ -149,13 +182,20 @@ impl Agent {
 
     fn emit(&mut self, ui: &UnboundedSender<Event>, event: Event) -> anyhow::Result<()> {
         if event.is_logged() {
-            self.log.append(&event, event.is_durable()).context("cannot write the session log")?;
+            self.log
+                .append(&event, event.is_durable())
+                .context("cannot write the session log")?;
         }
         let _ = ui.send(event);
         Ok(())
     }
 
-    fn stop(&mut self, ui: &UnboundedSender<Event>, reason: StopReason, message: Option<String>) -> anyhow::Result<StopReason> {
+    fn stop(
+        &mut self,
+        ui: &UnboundedSender<Event>,
+        reason: StopReason,
+        message: Option<String>,
+    ) -> anyhow::Result<StopReason> {
         self.emit(ui, Event::Stop { reason, message })?;
         Ok(reason)
     }
@@ -168,18 +208,36 @@ impl Agent {
         ui: &UnboundedSender<Event>,
         cancel: &CancellationToken,
     ) -> anyhow::Result<StopReason> {
+        if let Some(event) = self.announce.take() {
+            let _ = ui.send(event);
+        }
         self.turn += 1;
         self.emit(ui, Event::TurnBegin { turn: self.turn })?;
         if let Some(prompt) = prompt {
-            self.emit(ui, Event::UserMessage { text: prompt.to_owned() })?;
-            self.history.push(Message::User { text: prompt.to_owned() });
+            self.emit(
+                ui,
+                Event::UserMessage {
+                    text: prompt.to_owned(),
+                },
+            )?;
+            self.history.push(Message::User {
+                text: prompt.to_owned(),
+            });
         }
-        let tools: Vec<_> = self.plugins.tools().into_iter().map(|(_, t)| t.clone()).collect();
-        let system = crate::context::system_prompt(&self.workspace, &self.options.cwd, &self.plugins);
+        let tools: Vec<_> = self
+            .plugins
+            .tools()
+            .into_iter()
+            .map(|(_, t)| t.clone())
+            .collect();
+        let system =
+            crate::context::system_prompt(&self.workspace, &self.options.cwd, &self.plugins);
 
         for iteration in 1..=self.options.max_iterations {
             let mut messages = Vec::with_capacity(self.history.len() + 1);
-            messages.push(Message::System { text: system.clone() });
+            messages.push(Message::System {
+                text: system.clone(),
+            });
             messages.extend(self.history.iter().cloned());
             let request = ChatRequest {
                 model: self.options.model.clone(),
@@ -188,12 +246,27 @@ impl Agent {
                 max_tokens: self.options.max_tokens,
                 temperature: self.options.temperature,
             };
-            let prompt_hash = hex::encode(Sha256::digest(serde_json::to_vec(&request).unwrap_or_default()));
-            self.emit(ui, Event::RequestBegin { iteration, prompt_hash, messages: request.messages.len() })?;
+            let prompt_hash = hex::encode(Sha256::digest(
+                serde_json::to_vec(&request).unwrap_or_default(),
+            ));
+            self.emit(
+                ui,
+                Event::RequestBegin {
+                    iteration,
+                    prompt_hash,
+                    messages: request.messages.len(),
+                },
+            )?;
 
             let response = match self.ask(&request, ui, cancel).await? {
                 Ok(r) => r,
-                Err(None) => return self.stop(ui, StopReason::Interrupted, Some("interrupted while the model was answering".into())),
+                Err(None) => {
+                    return self.stop(
+                        ui,
+                        StopReason::Interrupted,
+                        Some("interrupted while the model was answering".into()),
+                    );
+                }
                 Err(Some(error)) => {
                     let reason = if matches!(error, ProviderError::ContextLength { .. }) {
                         StopReason::ContextExhausted
@@ -213,16 +286,26 @@ impl Agent {
                     usage: response.usage,
                 },
             )?;
-            self.history.push(Message::Assistant(response.message.clone()));
+            self.history
+                .push(Message::Assistant(response.message.clone()));
             if response.message.tool_calls.is_empty() {
                 return self.stop(ui, StopReason::FinalAnswer, None);
             }
-            if let Some((reason, message)) = self.run_tools(&response.message.tool_calls, ui, cancel).await? {
+            if let Some((reason, message)) = self
+                .run_tools(&response.message.tool_calls, ui, cancel)
+                .await?
+            {
                 return self.stop(ui, reason, Some(message));
             }
         }
         let n = self.options.max_iterations;
-        self.stop(ui, StopReason::MaxIterations, Some(format!("no final answer after {n} iterations (--max-iterations)")))
+        self.stop(
+            ui,
+            StopReason::MaxIterations,
+            Some(format!(
+                "no final answer after {n} iterations (--max-iterations)"
+            )),
+        )
     }
 
     /// One provider call, forwarding its stream. `Err(None)` is an interrupt.
@@ -253,7 +336,10 @@ impl Agent {
             events.push(ev);
         }
         if let Ok(response) = &result {
-            self.recorded.push(CassetteTurn { events, response: response.clone() });
+            self.recorded.push(CassetteTurn {
+                events,
+                response: response.clone(),
+            });
         }
         Ok(result.map_err(Some))
     }
@@ -299,12 +385,18 @@ impl Agent {
                     for call in group {
                         self.finish_call(ui, call, Err("interrupted by the user".into()), ms)?;
                     }
-                    stop = Some((StopReason::Interrupted, "interrupted while tools were running".into()));
+                    stop = Some((
+                        StopReason::Interrupted,
+                        "interrupted while tools were running".into(),
+                    ));
                 }
                 Some(results) => {
                     for (call, result) in group.iter().zip(results) {
                         if let Err(Fatal(m)) = &result {
-                            stop = Some((StopReason::FatalToolError, format!("`{}` failed fatally: {m}", call.name)));
+                            stop = Some((
+                                StopReason::FatalToolError,
+                                format!("`{}` failed fatally: {m}", call.name),
+                            ));
                         }
                         let result = result.map_err(|Fatal(m)| m).and_then(|r| r);
                         self.finish_call(ui, call, result, ms)?;
@@ -335,11 +427,19 @@ impl Agent {
             Ok(c) => (c, false),
             Err(e) => (e, true),
         };
-        let mut outcome = ToolOutcome { content: String::new(), is_error, truncated_from: None, artifact: None };
+        let mut outcome = ToolOutcome {
+            content: String::new(),
+            is_error,
+            truncated_from: None,
+            artifact: None,
+        };
         let limit = self.options.tool_output_limit;
         if content.len() > limit {
             let whole = content.len();
-            let artifact = self.log.save_artifact(&call.id, &content).context("cannot save a tool artifact")?;
+            let artifact = self
+                .log
+                .save_artifact(&call.id, &content)
+                .context("cannot save a tool artifact")?;
             let mut cut = limit;
             while !content.is_char_boundary(cut) {
                 cut -= 1;
@@ -357,7 +457,15 @@ impl Agent {
             content: outcome.content.clone(),
             is_error,
         }));
-        self.emit(ui, Event::ToolCallEnd { call_id: call.id.clone(), name: call.name.clone(), outcome, duration_ms })
+        self.emit(
+            ui,
+            Event::ToolCallEnd {
+                call_id: call.id.clone(),
+                name: call.name.clone(),
+                outcome,
+                duration_ms,
+            },
+        )
     }
 }
 
@@ -367,15 +475,28 @@ struct Fatal(String);
 /// Validates and runs one call. The inner `Err` is an error for the model.
 async fn execute(plugins: &Plugins, call: &ToolCall) -> Result<Result<String, String>, Fatal> {
     let Some(plugin) = plugins.plugin_for(&call.name) else {
-        let known: Vec<String> = plugins.tools().iter().map(|(_, t)| t.name.clone()).collect();
-        return Ok(Err(format!("unknown tool `{}`; available tools: {}", call.name, known.join(", "))));
+        let known: Vec<String> = plugins
+            .tools()
+            .iter()
+            .map(|(_, t)| t.name.clone())
+            .collect();
+        return Ok(Err(format!(
+            "unknown tool `{}`; available tools: {}",
+            call.name,
+            known.join(", ")
+        )));
     };
     let Some(spec) = plugin.tools().iter().find(|t| t.name == call.name) else {
         return Ok(Err(format!("unknown tool `{}`", call.name)));
     };
     let args: serde_json::Value = match serde_json::from_str(&call.arguments) {
         Ok(v) => v,
-        Err(e) => return Ok(Err(format!("invalid arguments for `{}`: not JSON: {e}", call.name))),
+        Err(e) => {
+            return Ok(Err(format!(
+                "invalid arguments for `{}`: not JSON: {e}",
+                call.name
+            )));
+        }
     };
     if let Err(e) = crate::schema::validate(&spec.input_schema, &args) {
         return Ok(Err(format!("invalid arguments for `{}`: {e}", call.name)));
@@ -391,7 +512,12 @@ async fn execute(plugins: &Plugins, call: &ToolCall) -> Result<Result<String, St
 fn forward(ui: &UnboundedSender<Event>, ev: &StreamEvent) {
     let event = match ev {
         StreamEvent::TextDelta { text } => Event::TextDelta { text: text.clone() },
-        StreamEvent::ToolCallDelta { index, name, arguments_delta, .. } => Event::ToolCallDelta {
+        StreamEvent::ToolCallDelta {
+            index,
+            name,
+            arguments_delta,
+            ..
+        } => Event::ToolCallDelta {
             index: *index,
             name: name.clone(),
             arguments_delta: arguments_delta.clone(),
@@ -419,7 +545,9 @@ pub fn replay_history(records: &[Record]) -> (Vec<Message>, u32, Vec<ToolCall>) 
                 history.push(Message::Assistant(message.clone()));
                 open = message.tool_calls.clone();
             }
-            Event::ToolCallEnd { call_id, outcome, .. } => {
+            Event::ToolCallEnd {
+                call_id, outcome, ..
+            } => {
                 if let Some(pos) = open.iter().position(|c| &c.id == call_id) {
                     open.remove(pos);
                     history.push(Message::ToolResult(ToolResult {

@@ -165,7 +165,12 @@ fn init_logging(verbose: u8) {
 
 impl From<AgentFlags> for crate::run::Flags {
     fn from(f: AgentFlags) -> Self {
-        Self { provider: f.provider, model: f.model, max_iterations: f.max_iterations, json: f.json }
+        Self {
+            provider: f.provider,
+            model: f.model,
+            max_iterations: f.max_iterations,
+            json: f.json,
+        }
     }
 }
 
@@ -177,8 +182,15 @@ pub(crate) fn fail(message: &str) -> ExitCode {
 async fn run(cli: Cli) -> ExitCode {
     let workspace = cli.workspace.clone().unwrap_or_else(|| PathBuf::from("."));
     match cli.command {
-        Command::Run(args) => crate::run::run(&workspace, args.prompt, args.record, args.agent.into()).await,
-        Command::Resume { id, last, prompt, agent } => crate::run::resume(&workspace, id, last, prompt, agent.into()).await,
+        Command::Run(args) => {
+            crate::run::run(&workspace, args.prompt, args.record, args.agent.into()).await
+        }
+        Command::Resume {
+            id,
+            last,
+            prompt,
+            agent,
+        } => crate::run::resume(&workspace, id, last, prompt, agent.into()).await,
         Command::Sessions(json) => crate::run::sessions(&workspace, json.json),
         Command::Show { id, json } => crate::run::show(&workspace, &id, json.json),
         Command::Plugins(PluginsCmd::Inspect { file, json }) => inspect(&file, json.json).await,

@@ -22,7 +22,12 @@ pub fn system_prompt(workspace: &Path, cwd: &Path, plugins: &Plugins) -> String 
     let mut out = String::from(BASE_INSTRUCTIONS);
     out.push_str("\n\n# Environment\n");
     let _ = writeln!(out, "- workspace: {}", workspace.display());
-    let _ = writeln!(out, "- os: {} ({})", std::env::consts::OS, std::env::consts::ARCH);
+    let _ = writeln!(
+        out,
+        "- os: {} ({})",
+        std::env::consts::OS,
+        std::env::consts::ARCH
+    );
     let _ = writeln!(out, "- date: {}", today());
     if let Some(status) = git_status(workspace) {
         let _ = writeln!(out, "- git status:\n```\n{status}```");
@@ -50,13 +55,27 @@ pub fn system_prompt(workspace: &Path, cwd: &Path, plugins: &Plugins) -> String 
             .decl()
             .fs
             .iter()
-            .map(|g| format!("{} {}", g.path, if g.access == crate::manifest::Access::Rw { "read-write" } else { "read-only" }))
+            .map(|g| {
+                format!(
+                    "{} {}",
+                    g.path,
+                    if g.access == crate::manifest::Access::Rw {
+                        "read-write"
+                    } else {
+                        "read-only"
+                    }
+                )
+            })
             .collect();
         let _ = writeln!(
             out,
             "- plugin `{}` may access: {}",
             plugin.decl().name,
-            if grants.is_empty() { "no files".to_owned() } else { grants.join(", ") }
+            if grants.is_empty() {
+                "no files".to_owned()
+            } else {
+                grants.join(", ")
+            }
         );
     }
     out
@@ -110,7 +129,10 @@ fn git_status(workspace: &Path) -> Option<String> {
 /// (workspace-relative path, text).
 pub fn agents_md(workspace: &Path, cwd: &Path) -> Vec<(String, String)> {
     let cwd = cwd.canonicalize().unwrap_or_else(|_| cwd.to_path_buf());
-    let rel = cwd.strip_prefix(workspace).map(Path::to_path_buf).unwrap_or_default();
+    let rel = cwd
+        .strip_prefix(workspace)
+        .map(Path::to_path_buf)
+        .unwrap_or_default();
     let mut dirs = vec![workspace.to_path_buf()];
     let mut acc = workspace.to_path_buf();
     for part in rel.components() {
@@ -129,7 +151,11 @@ pub fn agents_md(workspace: &Path, cwd: &Path) -> Vec<(String, String)> {
                 text.truncate(cut);
                 text.push_str("\n[AGENTS.md cut at 32 KiB]");
             }
-            let shown = file.strip_prefix(workspace).unwrap_or(&file).display().to_string();
+            let shown = file
+                .strip_prefix(workspace)
+                .unwrap_or(&file)
+                .display()
+                .to_string();
             out.push((shown, text));
         }
     }

@@ -29,6 +29,20 @@ grants.fs = [{ path = ".", access = "ro" }]
 [plugins.replay]
 source = "builtin:replay"
 config = { delay_ms = 15 }
+
+[plugins.openai]
+source = "builtin:openai"
+grants.net = ["https://api.openai.com:443"]
+grants.secrets = [{ host = "api.openai.com", header = "authorization", value = "Bearer ${env:OPENAI_API_KEY}" }]
+config = { base_url = "https://api.openai.com/v1", model = "gpt-4.1" }
+limits = { timeout_ms = 600000 }
+
+[plugins.anthropic]
+source = "builtin:anthropic"
+grants.net = ["https://api.anthropic.com:443"]
+grants.secrets = [{ host = "api.anthropic.com", header = "x-api-key", value = "${env:ANTHROPIC_API_KEY}" }]
+config = { base_url = "https://api.anthropic.com/v1", model = "claude-sonnet-4-5" }
+limits = { timeout_ms = 600000 }
 "#;
 
 /// Name given to the built-in layer in messages.
@@ -478,10 +492,17 @@ pub fn from_layers(workspace: &Path, layers: &[Layer]) -> Result<Manifest, Manif
                 ),
             }
         })?;
-        let at = Checker { layer, workspace: &workspace };
+        let at = Checker {
+            layer,
+            workspace: &workspace,
+        };
         if let Some(p) = raw.agent.provider {
             if !valid_name(p.get_ref()) {
-                return Err(at.err(p.span(), format!("`{}` is not a plugin name", p.get_ref()), None));
+                return Err(at.err(
+                    p.span(),
+                    format!("`{}` is not a plugin name", p.get_ref()),
+                    None,
+                ));
             }
             agent.provider = Some(p.into_inner());
         }
@@ -490,7 +511,11 @@ pub fn from_layers(workspace: &Path, layers: &[Layer]) -> Result<Manifest, Manif
         }
         if let Some(n) = raw.agent.max_iterations {
             if *n.get_ref() == 0 {
-                return Err(at.err(n.span(), "agent.max_iterations must be at least 1".into(), None));
+                return Err(at.err(
+                    n.span(),
+                    "agent.max_iterations must be at least 1".into(),
+                    None,
+                ));
             }
             agent.max_iterations = Some(n.into_inner());
         }
@@ -520,7 +545,10 @@ pub fn from_layers(workspace: &Path, layers: &[Layer]) -> Result<Manifest, Manif
                 line: 0,
                 column: 0,
                 message: format!("agent.provider = \"{p}\" names no plugin"),
-                help: Some(format!("declare [plugins.{p}] or choose one of: {}", plugins.keys().cloned().collect::<Vec<_>>().join(", "))),
+                help: Some(format!(
+                    "declare [plugins.{p}] or choose one of: {}",
+                    plugins.keys().cloned().collect::<Vec<_>>().join(", ")
+                )),
             });
         }
     }
@@ -637,13 +665,19 @@ impl Checker<'_> {
             if !net.iter().any(|g| g.host == host) {
                 return Err(self.err(
                     secret.span(),
-                    format!("plugin `{name}`: secret for host `{host}`, which grants.net does not allow"),
-                    Some(format!("add \"https://{host}:443\" to grants.net, or fix the host")),
+                    format!(
+                        "plugin `{name}`: secret for host `{host}`, which grants.net does not allow"
+                    ),
+                    Some(format!(
+                        "add \"https://{host}:443\" to grants.net, or fix the host"
+                    )),
                 ));
             }
             let header = raw_secret.header.to_ascii_lowercase();
             let header_ok = !header.is_empty()
-                && header.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+                && header
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
             if !header_ok {
                 return Err(self.err(
                     secret.span(),
@@ -651,7 +685,11 @@ impl Checker<'_> {
                     None,
                 ));
             }
-            let parsed = Secret { host, header, value: raw_secret.value.clone() };
+            let parsed = Secret {
+                host,
+                header,
+                value: raw_secret.value.clone(),
+            };
             if raw_secret.value.matches("${").count() != parsed.env_vars().len() {
                 return Err(self.err(
                     secret.span(),

@@ -28,18 +28,35 @@ pub struct Flags {
 }
 
 fn sessions_dir(workspace: &Path) -> Result<PathBuf, ExitCode> {
-    let ws = workspace
-        .canonicalize()
-        .map_err(|e| fail(&format!("the workspace {} cannot be opened: {e}", workspace.display())))?;
-    let root = session::sessions_root().ok_or_else(|| fail("no data directory (set XDG_DATA_HOME)"))?;
+    let ws = workspace.canonicalize().map_err(|e| {
+        fail(&format!(
+            "the workspace {} cannot be opened: {e}",
+            workspace.display()
+        ))
+    })?;
+    let root =
+        session::sessions_root().ok_or_else(|| fail("no data directory (set XDG_DATA_HOME)"))?;
     Ok(session::workspace_dir(&root, &ws))
 }
 
 /// Picks the provider: the flag, else `[agent] provider`, else the first
 /// built-in provider whose key is set.
-fn choose_provider(manifest: &Manifest, plugins: &Plugins, wanted: Option<&str>) -> Result<Arc<Plugin>, String> {
-    let find = |name: &str| plugins.plugins().iter().find(|p| p.decl().name == name).cloned();
-    let name = match wanted.map(str::to_owned).or_else(|| manifest.agent.provider.clone()) {
+fn choose_provider(
+    manifest: &Manifest,
+    plugins: &Plugins,
+    wanted: Option<&str>,
+) -> Result<Arc<Plugin>, String> {
+    let find = |name: &str| {
+        plugins
+            .plugins()
+            .iter()
+            .find(|p| p.decl().name == name)
+            .cloned()
+    };
+    let name = match wanted
+        .map(str::to_owned)
+        .or_else(|| manifest.agent.provider.clone())
+    {
         Some(n) => n,
         None => {
             let ready = ["openai", "anthropic"].into_iter().find(|n| {
@@ -58,8 +75,16 @@ fn choose_provider(manifest: &Manifest, plugins: &Plugins, wanted: Option<&str>)
         }
     };
     let plugin = find(&name).ok_or_else(|| {
-        let providers: Vec<String> = plugins.plugins().iter().filter(|p| p.is_provider()).map(|p| p.decl().name.clone()).collect();
-        format!("there is no plugin `{name}`; provider plugins: {}", providers.join(", "))
+        let providers: Vec<String> = plugins
+            .plugins()
+            .iter()
+            .filter(|p| p.is_provider())
+            .map(|p| p.decl().name.clone())
+            .collect();
+        format!(
+            "there is no plugin `{name}`; provider plugins: {}",
+            providers.join(", ")
+        )
     })?;
     if !plugin.is_provider() {
         return Err(format!("plugin `{name}` provides tools, not a model"));
@@ -77,8 +102,15 @@ fn choose_provider(manifest: &Manifest, plugins: &Plugins, wanted: Option<&str>)
 
 fn options(manifest: &Manifest, flags: &Flags) -> AgentOptions {
     AgentOptions {
-        model: flags.model.clone().or_else(|| manifest.agent.model.clone()).unwrap_or_default(),
-        max_iterations: flags.max_iterations.or(manifest.agent.max_iterations).unwrap_or(50),
+        model: flags
+            .model
+            .clone()
+            .or_else(|| manifest.agent.model.clone())
+            .unwrap_or_default(),
+        max_iterations: flags
+            .max_iterations
+            .or(manifest.agent.max_iterations)
+            .unwrap_or(50),
         max_tokens: manifest.agent.max_tokens,
         temperature: manifest.agent.temperature,
         cwd: std::env::current_dir().unwrap_or_default(),
@@ -86,7 +118,12 @@ fn options(manifest: &Manifest, flags: &Flags) -> AgentOptions {
     }
 }
 
-pub async fn run(workspace: &Path, prompt: String, record: Option<PathBuf>, flags: Flags) -> ExitCode {
+pub async fn run(
+    workspace: &Path,
+    prompt: String,
+    record: Option<PathBuf>,
+    flags: Flags,
+) -> ExitCode {
     let (manifest, plugins) = match load(workspace).await {
         Ok(x) => x,
         Err(code) => return code,
@@ -101,17 +138,34 @@ pub async fn run(workspace: &Path, prompt: String, record: Option<PathBuf>, flag
     };
     let log = match SessionLog::create(&dir) {
         Ok(l) => l,
-        Err(e) => return fail(&format!("cannot create the session log in {}: {e}", dir.display())),
+        Err(e) => {
+            return fail(&format!(
+                "cannot create the session log in {}: {e}",
+                dir.display()
+            ));
+        }
     };
     let opts = options(&manifest, &flags);
-    let agent = match Agent::new(Arc::new(plugins), provider, opts, manifest.workspace.clone(), log) {
+    let agent = match Agent::new(
+        Arc::new(plugins),
+        provider,
+        opts,
+        manifest.workspace.clone(),
+        log,
+    ) {
         Ok(a) => a,
         Err(e) => return fail(&format!("{e:#}")),
     };
     drive(agent, Some(prompt), record, flags.json).await
 }
 
-pub async fn resume(workspace: &Path, id: Option<String>, last: bool, prompt: Option<String>, flags: Flags) -> ExitCode {
+pub async fn resume(
+    workspace: &Path,
+    id: Option<String>,
+    last: bool,
+    prompt: Option<String>,
+    flags: Flags,
+) -> ExitCode {
     let dir = match sessions_dir(workspace) {
         Ok(d) => d,
         Err(code) => return code,
@@ -138,12 +192,23 @@ pub async fn resume(workspace: &Path, id: Option<String>, last: bool, prompt: Op
         Err(e) => return fail(&e),
     };
     let opts = options(&manifest, &flags);
-    let agent = match Agent::resume(Arc::new(plugins), provider, opts, manifest.workspace.clone(), log, &records) {
+    let agent = match Agent::resume(
+        Arc::new(plugins),
+        provider,
+        opts,
+        manifest.workspace.clone(),
+        log,
+        &records,
+    ) {
         Ok(a) => a,
         Err(e) => return fail(&format!("{e:#}")),
     };
     if !flags.json {
-        eprintln!("resuming session {} ({} messages)", agent.session_id(), agent.history().len());
+        eprintln!(
+            "resuming session {} ({} messages)",
+            agent.session_id(),
+            agent.history().len()
+        );
     }
     drive(agent, prompt, None, flags.json).await
 }
@@ -151,18 +216,31 @@ pub async fn resume(workspace: &Path, id: Option<String>, last: bool, prompt: Op
 fn find_session(dir: &Path, id: Option<&str>, last: bool) -> Result<PathBuf, String> {
     let all = session::list(dir).map_err(|e| format!("cannot list sessions: {e}"))?;
     if last || id.is_none() {
-        return all.last().map(|s| s.path.clone()).ok_or_else(|| "this workspace has no sessions yet".to_owned());
+        return all
+            .last()
+            .map(|s| s.path.clone())
+            .ok_or_else(|| "this workspace has no sessions yet".to_owned());
     }
     let id = id.unwrap_or_default();
     let matches: Vec<_> = all.iter().filter(|s| s.id.starts_with(id)).collect();
     match matches.as_slice() {
         [one] => Ok(one.path.clone()),
-        [] => Err(format!("no session `{id}` in this workspace; `corral sessions` lists them")),
-        many => Err(format!("`{id}` matches {} sessions; give more of the id", many.len())),
+        [] => Err(format!(
+            "no session `{id}` in this workspace; `corral sessions` lists them"
+        )),
+        many => Err(format!(
+            "`{id}` matches {} sessions; give more of the id",
+            many.len()
+        )),
     }
 }
 
-async fn drive(mut agent: Agent, prompt: Option<String>, record: Option<PathBuf>, json: bool) -> ExitCode {
+async fn drive(
+    mut agent: Agent,
+    prompt: Option<String>,
+    record: Option<PathBuf>,
+    json: bool,
+) -> ExitCode {
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Event>();
     let cancel = CancellationToken::new();
     let on_signal = cancel.clone();
@@ -194,16 +272,23 @@ async fn drive(mut agent: Agent, prompt: Option<String>, record: Option<PathBuf>
     }
     match result {
         Ok(StopReason::FinalAnswer) => ExitCode::SUCCESS,
-        Ok(StopReason::ProviderError | StopReason::ContextExhausted) => ExitCode::from(EXIT_PROVIDER),
+        Ok(StopReason::ProviderError | StopReason::ContextExhausted) => {
+            ExitCode::from(EXIT_PROVIDER)
+        }
         Ok(StopReason::Interrupted) => ExitCode::from(EXIT_INTERRUPTED),
-        Ok(StopReason::MaxIterations | StopReason::FatalToolError) => ExitCode::from(EXIT_INCOMPLETE),
+        Ok(StopReason::MaxIterations | StopReason::FatalToolError) => {
+            ExitCode::from(EXIT_INCOMPLETE)
+        }
         Err(e) => fail(&format!("{e:#}")),
     }
 }
 
 fn write_cassette(file: &Path, turns: &[CassetteTurn]) -> std::io::Result<()> {
     let doc = serde_json::json!({ "version": 1, "turns": turns });
-    std::fs::write(file, serde_json::to_vec_pretty(&doc).map_err(std::io::Error::other)?)
+    std::fs::write(
+        file,
+        serde_json::to_vec_pretty(&doc).map_err(std::io::Error::other)?,
+    )
 }
 
 /// A spinner on stderr while the model is thinking (only on a terminal).
@@ -234,6 +319,8 @@ fn spinner(waiting: Arc<AtomicBool>, json: bool) -> tokio::task::JoinHandle<()> 
 #[derive(Default)]
 struct Renderer {
     at_line_start: bool,
+    /// Whether the current request streamed its text (else it is printed whole at the end).
+    streamed: bool,
 }
 
 fn short(args: &str) -> String {
@@ -273,21 +360,32 @@ impl Renderer {
 
     fn show(&mut self, event: &Event, waiting: &AtomicBool) {
         match event {
-            Event::RequestBegin { .. } => waiting.store(true, Ordering::Relaxed),
+            Event::RequestBegin { .. } => {
+                self.streamed = false;
+                waiting.store(true, Ordering::Relaxed);
+            }
             Event::TextDelta { text } => {
                 waiting.store(false, Ordering::Relaxed);
+                self.streamed = true;
                 self.print(text);
             }
             Event::ToolCallDelta { .. } => waiting.store(false, Ordering::Relaxed),
-            Event::RequestEnd { .. } => {
+            Event::RequestEnd { message, .. } => {
                 waiting.store(false, Ordering::Relaxed);
+                if !self.streamed {
+                    self.print(&message.text);
+                }
                 self.newline();
             }
             Event::ToolCallBegin { call } => {
                 self.newline();
                 self.print(&format!("● {}({})\n", call.name, short(&call.arguments)));
             }
-            Event::ToolCallEnd { outcome, duration_ms, .. } => {
+            Event::ToolCallEnd {
+                outcome,
+                duration_ms,
+                ..
+            } => {
                 let first = outcome.content.lines().next().unwrap_or("").trim();
                 let lines = outcome.content.lines().count();
                 let first: String = first.chars().take(100).collect();
@@ -306,7 +404,14 @@ impl Renderer {
                 waiting.store(false, Ordering::Relaxed);
                 self.newline();
                 if *reason != StopReason::FinalAnswer {
-                    eprintln!("[stopped: {}{}]", reason.as_str(), message.as_ref().map(|m| format!(": {m}")).unwrap_or_default());
+                    eprintln!(
+                        "[stopped: {}{}]",
+                        reason.as_str(),
+                        message
+                            .as_ref()
+                            .map(|m| format!(": {m}"))
+                            .unwrap_or_default()
+                    );
                 }
             }
             _ => {}
@@ -366,28 +471,46 @@ pub fn show(workspace: &Path, id: &str, json: bool) -> ExitCode {
     let mut text = String::new();
     for r in &records {
         match &r.event {
-            Event::SessionStarted { session_id, workspace, provider, .. } => {
-                text.push_str(&format!("session {session_id} in {workspace} (provider {provider})\n"))
-            }
-            Event::SessionResumed { closed_calls, .. } => {
-                text.push_str(&format!("-- resumed ({} unfinished calls closed) --\n", closed_calls.len()))
-            }
+            Event::SessionStarted {
+                session_id,
+                workspace,
+                provider,
+                ..
+            } => text.push_str(&format!(
+                "session {session_id} in {workspace} (provider {provider})\n"
+            )),
+            Event::SessionResumed { closed_calls, .. } => text.push_str(&format!(
+                "-- resumed ({} unfinished calls closed) --\n",
+                closed_calls.len()
+            )),
             Event::UserMessage { text: t } => text.push_str(&format!("\n> {t}\n\n")),
             Event::RequestEnd { message, .. } => {
                 if !message.text.is_empty() {
                     text.push_str(&format!("{}\n", message.text.trim_end()));
                 }
             }
-            Event::ToolCallBegin { call } => text.push_str(&format!("● {}({})\n", call.name, short(&call.arguments))),
+            Event::ToolCallBegin { call } => {
+                text.push_str(&format!("● {}({})\n", call.name, short(&call.arguments)))
+            }
             Event::ToolCallEnd { outcome, .. } => {
-                let first: String = outcome.content.lines().next().unwrap_or("").chars().take(100).collect();
+                let first: String = outcome
+                    .content
+                    .lines()
+                    .next()
+                    .unwrap_or("")
+                    .chars()
+                    .take(100)
+                    .collect();
                 let tag = if outcome.is_error { "error: " } else { "" };
                 text.push_str(&format!("  ⎿ {tag}{first}\n"));
             }
             Event::Stop { reason, message } => text.push_str(&format!(
                 "[{}{}]\n",
                 reason.as_str(),
-                message.as_ref().map(|m| format!(": {m}")).unwrap_or_default()
+                message
+                    .as_ref()
+                    .map(|m| format!(": {m}"))
+                    .unwrap_or_default()
             )),
             _ => {}
         }

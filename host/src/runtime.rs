@@ -55,8 +55,8 @@ mod provider;
 mod stream;
 
 pub use provider::{
-    AssistantMessage, ChatRequest, ChatResponse, FinishReason, Message, ProviderError, StreamEvent, ToolCall,
-    ToolResult, Usage,
+    AssistantMessage, ChatRequest, ChatResponse, FinishReason, Message, ProviderError, StreamEvent,
+    ToolCall, ToolResult, Usage,
 };
 
 use generated::ToolPluginPre;
@@ -205,8 +205,11 @@ impl Runtime {
             .map_err(anyhow::Error::from)?;
         generated::corral::plugin::host::add_to_linker::<State, HasSelf<State>>(&mut linker, |s| s)
             .map_err(anyhow::Error::from)?;
-        provider_generated::corral::plugin::stream::add_to_linker::<State, HasSelf<State>>(&mut linker, |s| s)
-            .map_err(anyhow::Error::from)?;
+        provider_generated::corral::plugin::stream::add_to_linker::<State, HasSelf<State>>(
+            &mut linker,
+            |s| s,
+        )
+        .map_err(anyhow::Error::from)?;
 
         let ticker = Arc::new(AtomicBool::new(false));
         let stop = ticker.clone();
@@ -518,7 +521,10 @@ impl Plugin {
             .run(false, None, move |store| {
                 Box::pin(async move {
                     let instance = pre.instantiate_async(&mut *store).await?;
-                    instance.corral_plugin_tool().call_describe(&mut *store).await
+                    instance
+                        .corral_plugin_tool()
+                        .call_describe(&mut *store)
+                        .await
                 })
             })
             .await
@@ -577,7 +583,10 @@ impl Plugin {
             .run(spec.is_read_only(), None, move |store| {
                 Box::pin(async move {
                     let instance = pre.instantiate_async(&mut *store).await?;
-                    instance.corral_plugin_tool().call_invoke(&mut *store, &call).await
+                    instance
+                        .corral_plugin_tool()
+                        .call_invoke(&mut *store, &call)
+                        .await
                 })
             })
             .await?;
@@ -622,8 +631,9 @@ impl Plugin {
         R: Send + 'static,
         F: for<'a> FnOnce(
                 &'a mut Store<State>,
-            ) -> std::pin::Pin<Box<dyn Future<Output = wasmtime::Result<R>> + Send + 'a>>
-            + Send,
+            ) -> std::pin::Pin<
+                Box<dyn Future<Output = wasmtime::Result<R>> + Send + 'a>,
+            > + Send,
     {
         let name = &self.decl.name;
         let limits = self.decl.limits;
@@ -631,6 +641,10 @@ impl Plugin {
         let stderr = stdio::LogPipe::default();
         let mut wasi = WasiCtxBuilder::new();
         wasi.stdout(stdout.clone()).stderr(stderr.clone());
+        // File operations are short; running them on this thread instead of
+        // hopping to tokio's blocking pool per syscall is what makes a
+        // sandboxed grep close to a native one.
+        wasi.allow_blocking_current_thread(true);
         for grant in &self.decl.fs {
             let perms = if read_only || grant.access == Access::Ro {
                 FsPerms::ReadOnly

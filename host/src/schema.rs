@@ -18,7 +18,10 @@ fn resolve<'a>(root: &'a Value, schema: &'a Value) -> &'a Value {
     match schema.get("$ref").and_then(Value::as_str) {
         Some(r) => r
             .strip_prefix("#/")
-            .map(|p| p.split('/').fold(Some(root), |v, key| v.and_then(|v| v.get(key))))
+            .map(|p| {
+                p.split('/')
+                    .fold(Some(root), |v, key| v.and_then(|v| v.get(key)))
+            })
             .and_then(|v| v)
             .unwrap_or(schema),
         None => schema,
@@ -44,7 +47,11 @@ fn type_ok(expected: &str, v: &Value) -> bool {
 
 fn check(root: &Value, schema: &Value, value: &Value, path: &str) -> Result<(), String> {
     let schema = resolve(root, schema);
-    if let Some(options) = schema.get("anyOf").or_else(|| schema.get("oneOf")).and_then(Value::as_array) {
+    if let Some(options) = schema
+        .get("anyOf")
+        .or_else(|| schema.get("oneOf"))
+        .and_then(Value::as_array)
+    {
         if !options.iter().any(|s| check(root, s, value, path).is_ok()) {
             return Err(format!("{path} does not match any allowed shape"));
         }
@@ -53,18 +60,33 @@ fn check(root: &Value, schema: &Value, value: &Value, path: &str) -> Result<(), 
         Some(Value::String(t)) if !type_ok(t, value) => {
             return Err(format!("{path} must be {t}, got {}", type_name(value)));
         }
-        Some(Value::Array(ts)) if !ts.iter().filter_map(Value::as_str).any(|t| type_ok(t, value)) => {
+        Some(Value::Array(ts))
+            if !ts
+                .iter()
+                .filter_map(Value::as_str)
+                .any(|t| type_ok(t, value)) =>
+        {
             let names: Vec<&str> = ts.iter().filter_map(Value::as_str).collect();
-            return Err(format!("{path} must be {}, got {}", names.join(" or "), type_name(value)));
+            return Err(format!(
+                "{path} must be {}, got {}",
+                names.join(" or "),
+                type_name(value)
+            ));
         }
         _ => {}
     }
     if let Some(allowed) = schema.get("enum").and_then(Value::as_array) {
         if !allowed.contains(value) {
-            return Err(format!("{path} must be one of {}", Value::Array(allowed.clone())));
+            return Err(format!(
+                "{path} must be one of {}",
+                Value::Array(allowed.clone())
+            ));
         }
     }
-    if let (Some(min), Some(n)) = (schema.get("minimum").and_then(Value::as_f64), value.as_f64()) {
+    if let (Some(min), Some(n)) = (
+        schema.get("minimum").and_then(Value::as_f64),
+        value.as_f64(),
+    ) {
         if n < min {
             return Err(format!("{path} must be at least {min}"));
         }
@@ -85,7 +107,11 @@ fn check(root: &Value, schema: &Value, value: &Value, path: &str) -> Result<(), 
                     let known: Vec<&String> = props.map(|p| p.keys().collect()).unwrap_or_default();
                     return Err(format!(
                         "{path} has an unknown field `{key}`; known fields: {}",
-                        known.iter().map(|k| k.as_str()).collect::<Vec<_>>().join(", ")
+                        known
+                            .iter()
+                            .map(|k| k.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
                     ));
                 }
                 None => {}
@@ -120,13 +146,37 @@ mod tests {
             "$defs": {"Mode": {"type": "string", "enum": ["a", "b"]}}
         });
         assert_eq!(validate(&schema, &json!({"path": "x"})), Ok(()));
-        assert_eq!(validate(&schema, &json!({"path": "x", "limit": null, "globs": ["*"], "mode": "a"})), Ok(()));
-        assert_eq!(validate(&schema, &json!({})), Err("arguments is missing the required field `path`".into()));
-        assert_eq!(validate(&schema, &json!({"path": 3})), Err("arguments.path must be string, got integer".into()));
-        assert_eq!(validate(&schema, &json!({"path": "x", "limit": -1})), Err("arguments.limit must be at least 0".into()));
-        assert_eq!(validate(&schema, &json!({"path": "x", "globs": [1]})), Err("arguments.globs[0] must be string, got integer".into()));
-        assert_eq!(validate(&schema, &json!({"path": "x", "mode": "c"})), Err("arguments.mode must be one of [\"a\",\"b\"]".into()));
-        assert!(validate(&schema, &json!({"path": "x", "pth": 1})).is_err_and(|e| e.contains("unknown field `pth`")));
+        assert_eq!(
+            validate(
+                &schema,
+                &json!({"path": "x", "limit": null, "globs": ["*"], "mode": "a"})
+            ),
+            Ok(())
+        );
+        assert_eq!(
+            validate(&schema, &json!({})),
+            Err("arguments is missing the required field `path`".into())
+        );
+        assert_eq!(
+            validate(&schema, &json!({"path": 3})),
+            Err("arguments.path must be string, got integer".into())
+        );
+        assert_eq!(
+            validate(&schema, &json!({"path": "x", "limit": -1})),
+            Err("arguments.limit must be at least 0".into())
+        );
+        assert_eq!(
+            validate(&schema, &json!({"path": "x", "globs": [1]})),
+            Err("arguments.globs[0] must be string, got integer".into())
+        );
+        assert_eq!(
+            validate(&schema, &json!({"path": "x", "mode": "c"})),
+            Err("arguments.mode must be one of [\"a\",\"b\"]".into())
+        );
+        assert!(
+            validate(&schema, &json!({"path": "x", "pth": 1}))
+                .is_err_and(|e| e.contains("unknown field `pth`"))
+        );
         assert!(validate(&schema, &json!([])).is_err());
     }
 }

@@ -35,8 +35,20 @@ pub fn sessions_root() -> Option<PathBuf> {
 /// The directory of one workspace's sessions.
 pub fn workspace_dir(root: &Path, workspace: &Path) -> PathBuf {
     let hash = hex::encode(Sha256::digest(workspace.to_string_lossy().as_bytes()));
-    let name = workspace.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let safe: String = name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' }).collect();
+    let name = workspace
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let safe: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
     root.join(format!("{safe}-{}", &hash[..12]))
 }
 
@@ -51,8 +63,15 @@ pub fn new_id() -> String {
     let ms = now_ms();
     let secs = ms / 1000;
     let (y, mo, d, h, mi, s) = civil(secs);
-    let salt = Sha256::digest(format!("{ms}-{}-{:?}", std::process::id(), std::thread::current().id()));
-    format!("{y:04}{mo:02}{d:02}-{h:02}{mi:02}{s:02}-{}", &hex::encode(salt)[..6])
+    let salt = Sha256::digest(format!(
+        "{ms}-{}-{:?}",
+        std::process::id(),
+        std::thread::current().id()
+    ));
+    format!(
+        "{y:04}{mo:02}{d:02}-{h:02}{mi:02}{s:02}-{}",
+        &hex::encode(salt)[..6]
+    )
 }
 
 /// Seconds since the epoch to UTC calendar fields.
@@ -69,7 +88,14 @@ pub fn civil(secs: u64) -> (i64, u32, u32, u32, u32, u32) {
     let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
     let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
     let y = yoe + era * 400 + i64::from(m <= 2);
-    (y, m, d, (rem / 3600) as u32, (rem % 3600 / 60) as u32, (rem % 60) as u32)
+    (
+        y,
+        m,
+        d,
+        (rem / 3600) as u32,
+        (rem % 3600 / 60) as u32,
+        (rem % 60) as u32,
+    )
 }
 
 /// An open session log, appending.
@@ -86,31 +112,39 @@ impl SessionLog {
         std::fs::create_dir_all(dir)?;
         let id = new_id();
         let path = dir.join(format!("{id}.jsonl"));
-        let file = OpenOptions::new().create_new(true).append(true).open(&path)?;
+        let file = OpenOptions::new()
+            .create_new(true)
+            .append(true)
+            .open(&path)?;
         // Make the new file's directory entry durable too.
         File::open(dir)?.sync_all()?;
-        Ok(Self { id, path, file, next_seq: 1 })
+        Ok(Self {
+            id,
+            path,
+            file,
+            next_seq: 1,
+        })
     }
 
     /// Opens an existing session to append to it, after reading it whole.
     pub fn open(path: &Path) -> std::io::Result<(Self, Vec<Record>)> {
         let records = read(path)?;
-        let mut file = OpenOptions::new().append(true).read(true).open(path)?;
-        // A torn last line (crash mid-write) must not swallow the next record.
-        let len = file.seek(std::io::SeekFrom::End(0))?;
-        if len > 0 {
-            let mut last = [0u8; 1];
-            use std::io::Read;
-            file.seek(std::io::SeekFrom::End(-1))?;
-            file.read_exact(&mut last)?;
-            if last[0] != b'\n' {
-                file.write_all(b"\n")?;
-                file.sync_data()?;
-            }
-        }
-        let id = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+        let file = OpenOptions::new().append(true).read(true).open(path)?;
+        repair_tail(&file)?;
+        let id = path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
         let next_seq = records.last().map_or(1, |r| r.seq + 1);
-        Ok((Self { id, path: path.to_path_buf(), file, next_seq }, records))
+        Ok((
+            Self {
+                id,
+                path: path.to_path_buf(),
+                file,
+                next_seq,
+            },
+            records,
+        ))
     }
 
     /// The session id.
@@ -131,7 +165,11 @@ impl SessionLog {
     /// Appends one event; `durable` fsyncs before returning.
     pub fn append(&mut self, event: &Event, durable: bool) -> std::io::Result<u64> {
         let seq = self.next_seq;
-        let record = Record { seq, ts_ms: now_ms(), event: event.clone() };
+        let record = Record {
+            seq,
+            ts_ms: now_ms(),
+            event: event.clone(),
+        };
         let mut line = serde_json::to_vec(&record).map_err(std::io::Error::other)?;
         line.push(b'\n');
         self.file.write_all(&line)?;
@@ -146,7 +184,16 @@ impl SessionLog {
     pub fn save_artifact(&self, name: &str, content: &str) -> std::io::Result<PathBuf> {
         let dir = self.artifacts_dir();
         std::fs::create_dir_all(&dir)?;
-        let safe: String = name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' }).collect();
+        let safe: String = name
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect();
         let path = dir.join(format!("{safe}.txt"));
         let mut f = File::create(&path)?;
         f.write_all(content.as_bytes())?;
@@ -155,13 +202,37 @@ impl SessionLog {
     }
 }
 
+/// Makes the file end on a record boundary after a crash: a complete last
+/// record that only lacks its newline gets one; a torn one (never
+/// acknowledged, as the write did not finish) is cut off, so the next record
+/// starts on a line of its own and the log stays readable.
+fn repair_tail(file: &File) -> std::io::Result<()> {
+    use std::io::Read;
+    let mut data = Vec::new();
+    (&*file).seek(std::io::SeekFrom::Start(0))?;
+    (&*file).read_to_end(&mut data)?;
+    if data.is_empty() || data.ends_with(b"\n") {
+        return Ok(());
+    }
+    let start = data.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+    if serde_json::from_slice::<Record>(&data[start..]).is_ok() {
+        (&*file).write_all(b"\n")?;
+    } else {
+        file.set_len(start as u64)?;
+    }
+    file.sync_data()
+}
+
 /// Reads a session log. A final line that does not parse (torn by a crash)
 /// is skipped; a bad line anywhere else is an error.
 pub fn read(path: &Path) -> std::io::Result<Vec<Record>> {
     let file = File::open(path)?;
     let mut records = Vec::new();
     let mut pending_error: Option<std::io::Error> = None;
-    for (i, line) in BufReader::with_capacity(1 << 16, file).split(b'\n').enumerate() {
+    for (i, line) in BufReader::with_capacity(1 << 16, file)
+        .split(b'\n')
+        .enumerate()
+    {
         let line = line?;
         if line.iter().all(u8::is_ascii_whitespace) {
             continue;
@@ -214,7 +285,10 @@ pub fn list(dir: &Path) -> std::io::Result<Vec<Summary>> {
         }
         let Ok(records) = read(&path) else { continue };
         let mut s = Summary {
-            id: path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default(),
+            id: path
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_default(),
             started_ms: records.first().map_or(0, |r| r.ts_ms),
             workspace: String::new(),
             first_prompt: String::new(),
@@ -224,7 +298,9 @@ pub fn list(dir: &Path) -> std::io::Result<Vec<Summary>> {
         for r in &records {
             match &r.event {
                 Event::SessionStarted { workspace, .. } => s.workspace = workspace.clone(),
-                Event::UserMessage { text } if s.first_prompt.is_empty() => s.first_prompt = text.clone(),
+                Event::UserMessage { text } if s.first_prompt.is_empty() => {
+                    s.first_prompt = text.clone()
+                }
                 Event::TurnBegin { .. } => s.status = "incomplete".into(),
                 Event::Stop { reason, .. } => s.status = reason.as_str().into(),
                 _ => {}

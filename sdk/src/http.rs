@@ -27,8 +27,8 @@ use std::time::Duration;
 use wasip2::clocks::monotonic_clock;
 use wasip2::http::outgoing_handler;
 use wasip2::http::types::{
-    ErrorCode, Fields, FutureIncomingResponse, IncomingBody, IncomingResponse, Method as WasiMethod,
-    OutgoingBody, OutgoingRequest, RequestOptions, Scheme,
+    ErrorCode, Fields, FutureIncomingResponse, IncomingBody, IncomingResponse,
+    Method as WasiMethod, OutgoingBody, OutgoingRequest, RequestOptions, Scheme,
 };
 use wasip2::io::poll;
 use wasip2::io::streams::{InputStream, StreamError};
@@ -127,11 +127,19 @@ impl Request {
             url: self.url.clone(),
             reason,
         };
-        let entries: Vec<(String, Vec<u8>)> = self
+        let mut entries: Vec<(String, Vec<u8>)> = self
             .headers
             .iter()
             .map(|(name, value)| (name.to_ascii_lowercase(), value.clone().into_bytes()))
             .collect();
+        // Without a length the body goes out chunked, which some local model
+        // servers do not accept on requests.
+        if self.method == Method::Post && !entries.iter().any(|(n, _)| n == "content-length") {
+            entries.push((
+                "content-length".to_owned(),
+                self.body.len().to_string().into_bytes(),
+            ));
+        }
         let headers = Fields::from_list(&entries)
             .map_err(|e| fail(format!("a header was refused: {e:?}")))?;
         let request = OutgoingRequest::new(headers);
@@ -162,9 +170,8 @@ impl Request {
         let _ = options.set_first_byte_timeout(Some(nanos(self.timeouts.response)));
         // Slightly longer than our own stall deadline, so that the clearer
         // error (ours) normally wins.
-        let _ = options.set_between_bytes_timeout(Some(nanos(
-            self.timeouts.stall + Duration::from_secs(1),
-        )));
+        let _ = options
+            .set_between_bytes_timeout(Some(nanos(self.timeouts.stall + Duration::from_secs(1))));
 
         // The request is handed over before the body is written: the host
         // streams the body to the server, and a large body written first
@@ -222,7 +229,11 @@ fn wait_response(
             message: "the response was already taken".into(),
         }),
         Some(Ok(Err(code))) => Err(match code {
-            ErrorCode::ConnectionTimeout | ErrorCode::HttpResponseTimeout => Error::Timeout {
+            // The host enforces the same deadline through the request
+            // options and may notice first.
+            ErrorCode::ConnectionTimeout
+            | ErrorCode::ConnectionReadTimeout
+            | ErrorCode::HttpResponseTimeout => Error::Timeout {
                 url: url.to_owned(),
                 after: timeout,
             },
@@ -247,13 +258,17 @@ fn transport_error(url: &str, code: &ErrorCode) -> Error {
 fn stream_error_text(err: &StreamError) -> String {
     match err {
         StreamError::Closed => "the stream was closed".to_owned(),
-        StreamError::LastOperationFailed(io) => {
-            match wasip2::http::types::http_error_code(io) {
-                Some(code) => format!("{code:?}"),
-                None => io.to_debug_string(),
-            }
-        }
+        StreamError::LastOperationFailed(io) => match wasip2::http::types::http_error_code(io) {
+            Some(code) => format!("{code:?}"),
+            None => first_line(&io.to_debug_string()),
+        },
     }
+}
+
+/// A host's debug text of an I/O error can carry a whole backtrace; the
+/// first line is the message.
+fn first_line(text: &str) -> String {
+    text.lines().next().unwrap_or(text).trim().to_owned()
 }
 
 /// A response whose headers have arrived; read the body with
@@ -408,7 +423,7 @@ impl Body {
                         },
                         None => Error::Dropped {
                             url: self.url.clone(),
-                            message: io.to_debug_string(),
+                            message: first_line(&io.to_debug_string()),
                         },
                     };
                     drop(io);
@@ -502,11 +517,9 @@ impl std::fmt::Display for Error {
                 "the host refused the request to {url}; add its origin to this plugin's grants.net in the manifest"
             ),
             Error::Transport { url, message } => write!(f, "request to {url} failed: {message}"),
-            Error::Timeout { url, after } => write!(
-                f,
-                "no response from {url} within {} s",
-                after.as_secs_f64()
-            ),
+            Error::Timeout { url, after } => {
+                write!(f, "no response from {url} within {} s", after.as_secs_f64())
+            }
             Error::Stall { url, after } => write!(
                 f,
                 "the response from {url} stalled: no data for {} s",
@@ -556,7 +569,9 @@ impl<'a> Url<'a> {
         let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
         let authority = &rest[..end];
         if authority.is_empty() || authority.contains('@') {
-            return Err(invalid("expected a host (without user info) after the scheme"));
+            return Err(invalid(
+                "expected a host (without user info) after the scheme",
+            ));
         }
         let path_and_query = match rest[end..].split_once('#') {
             Some((before, _fragment)) => before,
@@ -589,7 +604,11 @@ mod tests {
     fn urls_split_into_wasi_parts() {
         assert_eq!(
             parts("https://api.openai.com/v1/chat/completions"),
-            ("Scheme::Https".into(), "api.openai.com", "/v1/chat/completions")
+            (
+                "Scheme::Https".into(),
+                "api.openai.com",
+                "/v1/chat/completions"
+            )
         );
         assert_eq!(
             parts("http://127.0.0.1:11434"),
@@ -603,7 +622,12 @@ mod tests {
 
     #[test]
     fn bad_urls_are_rejected_with_a_reason() {
-        for url in ["api.openai.com/v1", "ftp://host/", "https:///path", "https://user@host/"] {
+        for url in [
+            "api.openai.com/v1",
+            "ftp://host/",
+            "https:///path",
+            "https://user@host/",
+        ] {
             assert!(
                 matches!(Url::parse(url), Err(Error::Invalid { .. })),
                 "{url}"

@@ -61,7 +61,10 @@ use std::ops::ControlFlow;
 use std::time::Duration;
 
 #[doc(hidden)]
-#[allow(missing_docs, reason = "generated; the public types are re-exported below")]
+#[allow(
+    missing_docs,
+    reason = "generated; the public types are re-exported below"
+)]
 pub mod __bindings {
     wit_bindgen::generate!({
         path: "../wit",
@@ -79,8 +82,8 @@ pub mod __bindings {
 }
 
 pub use __bindings::corral::plugin::chat::{
-    AssistantMessage, ChatRequest, ChatResponse, FinishReason, Message, ProviderError,
-    RateLimited, ToolResult, Usage,
+    AssistantMessage, ChatRequest, ChatResponse, FinishReason, Message, ProviderError, RateLimited,
+    ToolResult, Usage,
 };
 pub use __bindings::corral::plugin::stream::{Event, ToolCallDelta};
 pub use __bindings::corral::plugin::types::{Effect, ToolCall, ToolSpec};
@@ -245,10 +248,10 @@ fn retry_after(headers: &[(String, String)]) -> Option<Duration> {
             .find(|(n, _)| n.eq_ignore_ascii_case(name))
             .and_then(|(_, v)| v.trim().parse::<f64>().ok())
     };
-    if let Some(ms) = find("retry-after-ms") {
-        if let Ok(wait) = Duration::try_from_secs_f64(ms / 1000.0) {
-            return Some(wait);
-        }
+    if let Some(ms) = find("retry-after-ms")
+        && let Ok(wait) = Duration::try_from_secs_f64(ms / 1000.0)
+    {
+        return Some(wait);
     }
     find("retry-after").and_then(|s| Duration::try_from_secs_f64(s).ok())
 }
@@ -379,7 +382,9 @@ pub fn tool_arguments(raw: &str) -> Result<String, String> {
     match serde_json::from_str::<serde_json::Value>(raw) {
         Ok(serde_json::Value::Object(_)) => Ok(raw.to_owned()),
         Ok(other) => Err(format!("the arguments are JSON but not an object: {other}")),
-        Err(err) => Err(format!("the arguments are not complete JSON ({err}): {raw}")),
+        Err(err) => Err(format!(
+            "the arguments are not complete JSON ({err}): {raw}"
+        )),
     }
 }
 
@@ -450,7 +455,8 @@ mod tests {
 
     #[test]
     fn auth_failures_are_not_retried() {
-        let body = r#"{"error":{"message":"Incorrect API key provided","type":"invalid_request_error"}}"#;
+        let body =
+            r#"{"error":{"message":"Incorrect API key provided","type":"invalid_request_error"}}"#;
         for status in [401, 403] {
             let Verdict::Fail(ProviderError::Auth(message)) = judge_status(URL, status, &[], body)
             else {
@@ -509,7 +515,10 @@ mod tests {
     fn retry_after_ms_wins_over_retry_after() {
         let h = headers(&[("retry-after", "20"), ("retry-after-ms", "1500.5")]);
         assert_eq!(retry_after(&h), Some(Duration::from_micros(1_500_500)));
-        assert_eq!(retry_after(&headers(&[("retry-after", "0.25")])), Some(Duration::from_millis(250)));
+        assert_eq!(
+            retry_after(&headers(&[("retry-after", "0.25")])),
+            Some(Duration::from_millis(250))
+        );
         // The HTTP-date form, and garbage, fall back to our own backoff.
         let date = headers(&[("retry-after", "Wed, 21 Oct 2015 07:28:00 GMT")]);
         assert_eq!(retry_after(&date), None);
@@ -533,23 +542,28 @@ mod tests {
     #[test]
     fn backoff_doubles_and_honours_the_server() {
         let retry = Retry::default();
-        let delays: Vec<_> = (0..4).map(|a| retry_delay(a, None, &retry).unwrap()).collect();
-        assert_eq!(
-            delays,
-            [1, 2, 4, 8].map(Duration::from_secs).to_vec()
-        );
+        let delays: Vec<_> = (0..4)
+            .map(|a| retry_delay(a, None, &retry).unwrap())
+            .collect();
+        assert_eq!(delays, [1, 2, 4, 8].map(Duration::from_secs).to_vec());
         assert_eq!(
             retry_delay(0, Some(Duration::from_millis(300)), &retry),
             Some(Duration::from_millis(300))
         );
-        assert_eq!(retry_delay(0, Some(Duration::from_secs(3600)), &retry), None);
+        assert_eq!(
+            retry_delay(0, Some(Duration::from_secs(3600)), &retry),
+            None
+        );
         assert_eq!(retry_delay(40, None, &retry), Some(retry.max_delay));
     }
 
     #[test]
     fn error_messages_are_extracted() {
         assert_eq!(error_message(r#"{"error":{"message":"boom"}}"#), "boom");
-        assert_eq!(error_message(r#"{"error":"model 'x' not found"}"#), "model 'x' not found");
+        assert_eq!(
+            error_message(r#"{"error":"model 'x' not found"}"#),
+            "model 'x' not found"
+        );
         assert_eq!(error_message("  plain text \n"), "plain text");
         assert_eq!(error_message(""), "(empty body)");
         let long = "é".repeat(600);
@@ -566,7 +580,10 @@ mod tests {
     fn tool_arguments_are_checked() {
         assert_eq!(tool_arguments("").unwrap(), "{}");
         assert_eq!(tool_arguments(" null ").unwrap(), "{}");
-        assert_eq!(tool_arguments(r#"{"path":"a"}"#).unwrap(), r#"{"path":"a"}"#);
+        assert_eq!(
+            tool_arguments(r#"{"path":"a"}"#).unwrap(),
+            r#"{"path":"a"}"#
+        );
         assert!(tool_arguments(r#"{"path":"#).is_err());
         assert!(tool_arguments("[1]").is_err());
     }

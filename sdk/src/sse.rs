@@ -271,7 +271,11 @@ mod tests {
     fn split_inside_a_multibyte_character() {
         let text = "data: 🦀é\n\n".as_bytes();
         let crab = text.iter().position(|&b| b == 0xF0).unwrap();
-        let (out, _) = parse_chunks(&[&text[..crab + 2], &text[crab + 2..crab + 5], &text[crab + 5..]]);
+        let (out, _) = parse_chunks(&[
+            &text[..crab + 2],
+            &text[crab + 2..crab + 5],
+            &text[crab + 5..],
+        ]);
         assert_eq!(out, vec![ev("message", "🦀é")]);
     }
 
@@ -303,7 +307,10 @@ mod tests {
         );
         // Complete lines, but no blank line to dispatch them.
         assert_eq!(parse_chunks(&[b"data: x\n"]), (vec![], true));
-        assert_eq!(parse_chunks(&[b"data: x\n\n"]), (vec![ev("message", "x")], false));
+        assert_eq!(
+            parse_chunks(&[b"data: x\n\n"]),
+            (vec![ev("message", "x")], false)
+        );
     }
 
     #[test]

@@ -2,8 +2,10 @@
 //! source (tests/programs, plugins/), real files in temp directories, real
 //! processes and real HTTP on loopback.
 
+mod agent;
 mod cli;
 mod manifest;
+mod mock;
 mod sandbox;
 mod tools;
 
@@ -122,4 +124,56 @@ pub fn failed(r: Result<ToolOutput, ToolError>) -> String {
         Err(ToolError::Failed(m)) => m,
         other => panic!("expected a tool failure, got {other:?}"),
     }
+}
+
+/// The `corral` binary with its own config, cache and data directories.
+pub struct Cli {
+    pub home: tempfile::TempDir,
+}
+
+impl Cli {
+    pub fn new() -> Self {
+        Self {
+            home: tempfile::tempdir().expect("home"),
+        }
+    }
+
+    pub fn command(&self, workspace: &Path, args: &[&str]) -> std::process::Command {
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_corral"));
+        cmd.args(args)
+            .arg("--workspace")
+            .arg(workspace)
+            .current_dir(workspace)
+            .env("XDG_CONFIG_HOME", self.home.path().join("config"))
+            .env("XDG_CACHE_HOME", cache_home())
+            .env("XDG_DATA_HOME", self.home.path().join("data"))
+            .env_remove("CORRAL_LOG")
+            .env_remove("OPENAI_API_KEY")
+            .env_remove("ANTHROPIC_API_KEY")
+            .stdin(std::process::Stdio::null());
+        cmd
+    }
+
+    pub fn run(&self, workspace: &Path, args: &[&str]) -> std::process::Output {
+        self.command(workspace, args).output().expect("run corral")
+    }
+
+    pub fn run_env(
+        &self,
+        workspace: &Path,
+        args: &[&str],
+        env: &[(&str, &str)],
+    ) -> std::process::Output {
+        let mut cmd = self.command(workspace, args);
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        cmd.output().expect("run corral")
+    }
+}
+
+/// A compile cache shared by the CLI tests, so each component is compiled
+/// once per test run rather than once per test. The cache test uses its own.
+pub fn cache_home() -> PathBuf {
+    PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("cli-cache-home")
 }

@@ -124,7 +124,10 @@ fn source_errors() {
         .err()
         .expect("builtin");
     assert!(err.contains("no built-in plugin `nope`"), "{err}");
-    assert!(err.contains("built-in plugins: fs, search"), "{err}");
+    assert!(
+        err.contains("built-in plugins: fs, search, replay, openai, anthropic"),
+        "{err}"
+    );
     let err = sb
         .manifest(&format!(
             "[plugins.x]\nsource = \"builtin:fs\"\nsha256 = \"{}\"\n",
@@ -174,13 +177,14 @@ fn layers_replace_entries_and_can_disable() {
     let sb = Sandbox::new();
     let m = sb.manifest_with_defaults("").expect("defaults");
     let names: Vec<&str> = m.plugins.iter().map(|p| p.name.as_str()).collect();
-    assert_eq!(names, ["fs", "search"]);
+    assert_eq!(names, ["anthropic", "fs", "openai", "replay", "search"]);
     let m = sb
         .manifest_with_defaults("[plugins.search]\nenabled = false\n\n[plugins.fs]\nsource = \"builtin:fs\"\ngrants.fs = [{ path = \".\", access = \"ro\" }]\n")
         .expect("override");
-    assert_eq!(m.plugins.len(), 1);
-    assert_eq!(m.plugins[0].fs[0].access, corral::manifest::Access::Ro);
-    assert_eq!(m.plugins[0].origin.to_string(), "corral.toml:5");
+    let fs = m.plugins.iter().find(|p| p.name == "fs").expect("fs");
+    assert!(!m.plugins.iter().any(|p| p.name == "search"));
+    assert_eq!(fs.fs[0].access, corral::manifest::Access::Ro);
+    assert_eq!(fs.origin.to_string(), "corral.toml:5");
 }
 
 #[test]

@@ -10,6 +10,7 @@ const GUESTS: &[&str] = &[
     "guest-adversary",
     "guest-http-client",
     "guest-raw-socket",
+    "guest-env-provider",
 ];
 
 fn main() {

@@ -30,7 +30,9 @@ impl Capability {
     /// What the capability means for the user, in a few words.
     pub fn describe(self) -> &'static str {
         match self {
-            Capability::CorralHost => "corral's host services: log lines, its own settings, stream events",
+            Capability::CorralHost => {
+                "corral's host services: log lines, its own settings, stream events"
+            }
             Capability::Files => "files (only directories in grants.fs)",
             Capability::Environment => "environment variables (only those in grants.env)",
             Capability::Stdio => "standard streams (stdin empty; output to the host log)",
@@ -46,9 +48,10 @@ impl Capability {
 pub fn classify(import: &str) -> Capability {
     let name = import.split('@').next().unwrap_or(import);
     match name {
-        "corral:plugin/host" | "corral:plugin/types" | "corral:plugin/chat" | "corral:plugin/stream" => {
-            Capability::CorralHost
-        }
+        "corral:plugin/host"
+        | "corral:plugin/types"
+        | "corral:plugin/chat"
+        | "corral:plugin/stream" => Capability::CorralHost,
         "wasi:cli/environment" => Capability::Environment,
         "wasi:cli/stdin" | "wasi:cli/stdout" | "wasi:cli/stderr" => Capability::Stdio,
         "wasi:cli/exit" => Capability::Basic,

@@ -2,9 +2,9 @@
 //! the call that asks a provider for the next assistant turn, forwarding its
 //! stream events while it runs.
 
+use super::generated::corral::plugin::types as wit_types;
 use super::provider_generated::corral::plugin::chat as wit;
 use super::provider_generated::exports::corral::plugin::provider as wit_provider;
-use super::generated::corral::plugin::types as wit_types;
 use super::{Effect, Kind, Plugin, ToolSpec};
 use serde::{Deserialize, Serialize};
 
@@ -196,19 +196,30 @@ pub enum StreamEvent {
 
 impl From<wit_types::ToolCall> for ToolCall {
     fn from(c: wit_types::ToolCall) -> Self {
-        Self { id: c.id, name: c.name, arguments: c.arguments }
+        Self {
+            id: c.id,
+            name: c.name,
+            arguments: c.arguments,
+        }
     }
 }
 
 impl From<&ToolCall> for wit_types::ToolCall {
     fn from(c: &ToolCall) -> Self {
-        Self { id: c.id.clone(), name: c.name.clone(), arguments: c.arguments.clone() }
+        Self {
+            id: c.id.clone(),
+            name: c.name.clone(),
+            arguments: c.arguments.clone(),
+        }
     }
 }
 
 impl From<wit::Usage> for Usage {
     fn from(u: wit::Usage) -> Self {
-        Self { input_tokens: u.input_tokens, output_tokens: u.output_tokens }
+        Self {
+            input_tokens: u.input_tokens,
+            output_tokens: u.output_tokens,
+        }
     }
 }
 
@@ -268,7 +279,10 @@ fn from_wit_error(e: wit::ProviderError) -> ProviderError {
     use wit::ProviderError as E;
     match e {
         E::Auth(message) => ProviderError::Auth { message },
-        E::RateLimit(r) => ProviderError::RateLimit { message: r.message, retry_after_ms: r.retry_after_ms },
+        E::RateLimit(r) => ProviderError::RateLimit {
+            message: r.message,
+            retry_after_ms: r.retry_after_ms,
+        },
         E::ContextLength(message) => ProviderError::ContextLength { message },
         E::Server(message) => ProviderError::Server { message },
         E::Network(message) => ProviderError::Network { message },
@@ -302,15 +316,26 @@ impl Plugin {
             .run(false, Some(events), move |store| {
                 Box::pin(async move {
                     let instance = pre.instantiate_async(&mut *store).await?;
-                    instance.corral_plugin_provider().call_complete(&mut *store, &req).await
+                    instance
+                        .corral_plugin_provider()
+                        .call_complete(&mut *store, &req)
+                        .await
                 })
             })
             .await
-            .map_err(|e| ProviderError::Plugin { message: e.to_string() })?;
+            .map_err(|e| ProviderError::Plugin {
+                message: e.to_string(),
+            })?;
         let resp = result.map_err(from_wit_error)?;
-        let calls: Vec<ToolCall> = resp.message.tool_calls.into_iter().map(Into::into).collect();
+        let calls: Vec<ToolCall> = resp
+            .message
+            .tool_calls
+            .into_iter()
+            .map(Into::into)
+            .collect();
         for call in &calls {
-            let ok = serde_json::from_str::<serde_json::Value>(&call.arguments).is_ok_and(|v| v.is_object());
+            let ok = serde_json::from_str::<serde_json::Value>(&call.arguments)
+                .is_ok_and(|v| v.is_object());
             if !ok {
                 return Err(ProviderError::Protocol {
                     message: format!(
@@ -321,7 +346,10 @@ impl Plugin {
             }
         }
         Ok(ChatResponse {
-            message: AssistantMessage { text: resp.message.text, tool_calls: calls },
+            message: AssistantMessage {
+                text: resp.message.text,
+                tool_calls: calls,
+            },
             finish_reason: match resp.finish_reason {
                 wit::FinishReason::Stop => FinishReason::Stop,
                 wit::FinishReason::ToolCalls => FinishReason::ToolCalls,
@@ -345,14 +373,22 @@ impl Plugin {
             .run(false, None, move |store| {
                 Box::pin(async move {
                     let instance = pre.instantiate_async(&mut *store).await?;
-                    instance.corral_plugin_provider().call_models(&mut *store).await
+                    instance
+                        .corral_plugin_provider()
+                        .call_models(&mut *store)
+                        .await
                 })
             })
             .await
-            .map_err(|e| ProviderError::Plugin { message: e.to_string() })?;
+            .map_err(|e| ProviderError::Plugin {
+                message: e.to_string(),
+            })?;
         result.map_err(from_wit_error)
     }
 }
 
-#[expect(dead_code, reason = "names the generated export module for readers of this file")]
+#[expect(
+    dead_code,
+    reason = "names the generated export module for readers of this file"
+)]
 type ProviderExports = wit_provider::Guest;

@@ -41,8 +41,10 @@ pub fn build(workspace_dir: &Path, packages: &[&str], watch: &[PathBuf]) -> Vec<
     scrub_env(&mut cmd);
     // Plugins are embedded and compiled by the host: debug info only makes
     // them larger and slower to compile; keep the name section for traps.
+    // wasmtime runs wasm SIMD; with it, memchr and regex use vector code.
     cmd.env("CARGO_PROFILE_RELEASE_DEBUG", "false")
-        .env("CARGO_PROFILE_RELEASE_STRIP", "debuginfo");
+        .env("CARGO_PROFILE_RELEASE_STRIP", "debuginfo")
+        .env("CARGO_ENCODED_RUSTFLAGS", "-Ctarget-feature=+simd128");
     let status = cmd
         .status()
         .unwrap_or_else(|e| panic!("cannot run cargo to build the wasm plugins: {e}"));

@@ -1,1 +1,79 @@
-//! x
+//! corral's provider for the Anthropic Messages API, compiled to a WASI 0.2
+//! component.
+//!
+//! ```toml
+//! [plugins.anthropic]
+//! source = "builtin:anthropic"
+//! grants.net = ["https://api.anthropic.com:443"]
+//! grants.secrets = [{ host = "api.anthropic.com", header = "x-api-key", value = "${env:ANTHROPIC_API_KEY}" }]
+//! config = { model = "claude-sonnet-4-5" }
+//! ```
+//!
+//! Config keys (all optional):
+//!
+//! | key | meaning | default |
+//! | --- | --- | --- |
+//! | `base_url` | API root; `/messages` and `/models` are appended | `https://api.anthropic.com/v1` |
+//! | `model` | model used when the request names none | none (the request must name one) |
+//! | `max_tokens` | output limit when the request sets none (the API requires one) | 4096 |
+//! | `response_timeout_ms` | wait for the response headers | 120000 |
+//! | `stall_timeout_ms` | longest silence inside the stream (the API pings every few seconds) | 120000 |
+//!
+//! The plugin never reads an API key: the host adds the `x-api-key` header
+//! configured in `grants.secrets` when the request leaves.
+
+mod request;
+mod stream;
+
+pub use request::{API_VERSION, Settings, request_body};
+pub use stream::{Stream, parse_models};
+
+use corral_sdk::http::Request;
+use corral_sdk::provider::{self, ChatRequest, ChatResponse, Provider, ProviderError};
+
+/// The provider exported by this component.
+pub struct Anthropic;
+
+impl Provider for Anthropic {
+    fn models() -> Result<Vec<String>, ProviderError> {
+        let settings = Settings::from_lookup(corral_sdk::config);
+        // 1000 is the API's page limit: one page holds every model.
+        let url = format!("{}/models?limit=1000", settings.base_url);
+        let mut response = provider::send(
+            &Request::get(url)
+                .header("anthropic-version", API_VERSION)
+                .timeouts(provider::timeouts_from_config()),
+        )?;
+        let body = response.read_to_end(8 * 1024 * 1024)?;
+        parse_models(&body)
+    }
+
+    fn complete(request: ChatRequest) -> Result<ChatResponse, ProviderError> {
+        let settings = Settings::from_lookup(corral_sdk::config);
+        let body = request_body(&request, &settings)?;
+        let url = format!("{}/messages", settings.base_url);
+        let mut response = provider::send(
+            &Request::post_json(url, &body)
+                .header("anthropic-version", API_VERSION)
+                .header("accept", "text/event-stream")
+                .timeouts(provider::timeouts_from_config()),
+        )?;
+        let mut stream = Stream::new();
+        let mut sink = provider::emit;
+        let read = provider::read_sse(&mut response, |event| stream.on_event(&event, &mut sink));
+        match read {
+            // A server that keeps the connection open (or drops it) after the
+            // final event has already said everything.
+            Err(ProviderError::Network(why)) if stream.is_complete() => {
+                corral_sdk::log(
+                    corral_sdk::Level::Debug,
+                    &format!("ignoring a network error after the end of the message: {why}"),
+                );
+            }
+            read => read?,
+        }
+        stream.finish(&mut sink)
+    }
+}
+
+corral_sdk::provider!(Anthropic);

@@ -40,9 +40,8 @@ impl Provider for OpenAi {
     fn models() -> Result<Vec<String>, ProviderError> {
         let settings = Settings::from_lookup(corral_sdk::config);
         let url = format!("{}/models", settings.base_url);
-        let mut response = provider::send(
-            &Request::get(url).timeouts(provider::timeouts_from_config()),
-        )?;
+        let mut response =
+            provider::send(&Request::get(url).timeouts(provider::timeouts_from_config()))?;
         let body = response.read_to_end(8 * 1024 * 1024)?;
         parse_models(&body)
     }
@@ -58,7 +57,18 @@ impl Provider for OpenAi {
         )?;
         let mut stream = Stream::new();
         let mut sink = provider::emit;
-        provider::read_sse(&mut response, |event| stream.on_event(&event, &mut sink))?;
+        let read = provider::read_sse(&mut response, |event| stream.on_event(&event, &mut sink));
+        match read {
+            // A server that keeps the connection open (or drops it) after the
+            // final event has already said everything.
+            Err(ProviderError::Network(why)) if stream.is_complete() => {
+                corral_sdk::log(
+                    corral_sdk::Level::Debug,
+                    &format!("ignoring a network error after the end of the message: {why}"),
+                );
+            }
+            read => read?,
+        }
         stream.finish(&mut sink)
     }
 }

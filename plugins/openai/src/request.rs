@@ -174,8 +174,7 @@ mod tests {
             tools: vec![ToolSpec {
                 name: "read_file".into(),
                 description: "Reads a file.".into(),
-                input_schema: r#"{"type":"object","properties":{"path":{"type":"string"}}}"#
-                    .into(),
+                input_schema: r#"{"type":"object","properties":{"path":{"type":"string"}}}"#.into(),
                 effects: vec![Effect::Read],
             }],
             max_tokens: Some(512),
@@ -194,7 +193,10 @@ mod tests {
             }
         );
         assert_eq!(
-            settings(&[("base_url", "http://localhost:11434/v1/"), ("model", "qwen3")]),
+            settings(&[
+                ("base_url", "http://localhost:11434/v1/"),
+                ("model", "qwen3")
+            ]),
             Settings {
                 base_url: "http://localhost:11434/v1".into(),
                 model: "qwen3".into(),
@@ -244,7 +246,12 @@ mod tests {
         request.temperature = None;
         let body = request_body(&request, &settings(&[("model", "gpt-4.1")])).unwrap();
         assert_eq!(body["model"], "llama3.2");
-        for absent in ["tools", "max_tokens", "max_completion_tokens", "temperature"] {
+        for absent in [
+            "tools",
+            "max_tokens",
+            "max_completion_tokens",
+            "temperature",
+        ] {
             assert!(body.get(absent).is_none(), "{absent} should be absent");
         }
     }

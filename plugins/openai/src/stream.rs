@@ -73,10 +73,10 @@ impl Stream {
             self.started = true;
             sink(Event::MessageStarted);
         }
-        if self.completion_id.is_empty() {
-            if let Some(id) = chunk.get("id").and_then(Value::as_str) {
-                self.completion_id = id.to_owned();
-            }
+        if self.completion_id.is_empty()
+            && let Some(id) = chunk.get("id").and_then(Value::as_str)
+        {
+            self.completion_id = id.to_owned();
         }
         let choices = chunk.get("choices").and_then(Value::as_array);
         // Only the first choice is asked for (no `n`); a server that sends
@@ -87,18 +87,22 @@ impl Stream {
         });
         if let Some(choice) = choice {
             let delta = choice.get("delta").unwrap_or(&Value::Null);
-            if let Some(text) = delta.get("content").and_then(Value::as_str) {
-                if !text.is_empty() {
-                    self.text.push_str(text);
-                    sink(Event::TextDelta(text.to_owned()));
-                }
+            if let Some(text) = delta.get("content").and_then(Value::as_str)
+                && !text.is_empty()
+            {
+                self.text.push_str(text);
+                sink(Event::TextDelta(text.to_owned()));
             }
             if let Some(fragments) = delta.get("tool_calls").and_then(Value::as_array) {
                 for fragment in fragments {
                     self.tool_fragment(fragment, sink)?;
                 }
             }
-            if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str) {
+            if let Some(reason) = choice
+                .get("finish_reason")
+                .and_then(Value::as_str)
+                .filter(|r| !r.is_empty())
+            {
                 self.finish = Some(finish_reason(reason));
                 self.complete_all(sink)?;
             }
@@ -160,15 +164,15 @@ impl Stream {
                 call.name
             )));
         }
-        if let Some(id) = id {
-            if call.id.is_empty() {
-                call.id = id.to_owned();
-            }
+        if let Some(id) = id
+            && call.id.is_empty()
+        {
+            call.id = id.to_owned();
         }
-        if let Some(name) = name {
-            if call.name.is_empty() {
-                call.name = name.to_owned();
-            }
+        if let Some(name) = name
+            && call.name.is_empty()
+        {
+            call.name = name.to_owned();
         }
         call.arguments.push_str(&arguments);
         if id.is_some() || name.is_some() || !arguments.is_empty() {
@@ -187,6 +191,12 @@ impl Stream {
             complete(index, call, &self.completion_id, true, self.finish, sink)?;
         }
         Ok(())
+    }
+
+    /// Whether the model has finished its turn (`finish_reason` or
+    /// `[DONE]` seen): a connection lost after this point lost nothing.
+    pub fn is_complete(&self) -> bool {
+        self.done || self.finish.is_some()
     }
 
     /// Ends the stream: completes the remaining tool calls and returns the
@@ -331,9 +341,8 @@ fn stream_error(error: &Value) -> ProviderError {
 
 /// The model ids in a `GET /models` answer (`{"data": [{"id": …}, …]}`).
 pub fn parse_models(body: &[u8]) -> Result<Vec<String>, ProviderError> {
-    let json: Value = serde_json::from_slice(body).map_err(|e| {
-        ProviderError::Protocol(format!("the model list is not JSON ({e})"))
-    })?;
+    let json: Value = serde_json::from_slice(body)
+        .map_err(|e| ProviderError::Protocol(format!("the model list is not JSON ({e})")))?;
     let data = json.get("data").and_then(Value::as_array).ok_or_else(|| {
         ProviderError::Protocol(format!(
             "the model list has no `data` array: {}",
@@ -514,7 +523,10 @@ mod tests {
         let Err(ProviderError::Protocol(message)) = result else {
             panic!("expected a protocol error, got {result:?}");
         };
-        assert!(message.contains("edit") && message.contains("token limit"), "{message}");
+        assert!(
+            message.contains("edit") && message.contains("token limit"),
+            "{message}"
+        );
         assert!(
             !events
                 .iter()
@@ -534,8 +546,33 @@ mod tests {
                     .into()
             ))
         );
-        assert_eq!(events.len(), 3, "the deltas before the cut still streamed: {events:?}");
+        assert_eq!(
+            events.len(),
+            3,
+            "the deltas before the cut still streamed: {events:?}"
+        );
         assert!(matches!(run_whole(""), (Err(ProviderError::Network(_)), _)));
+    }
+
+    #[test]
+    fn complete_once_finish_reason_arrives() {
+        let mut stream = Stream::new();
+        let mut sink = |_| {};
+        let mut seen = Vec::new();
+        provider::replay_sse([TEXT.as_bytes()], |event| {
+            let flow = stream.on_event(&event, &mut sink);
+            seen.push((
+                event.data.contains("finish_reason\":\"stop"),
+                stream.is_complete(),
+            ));
+            flow
+        })
+        .unwrap();
+        let first_complete = seen.iter().position(|(_, complete)| *complete).unwrap();
+        assert!(
+            seen[first_complete].0,
+            "complete exactly at the finish_reason chunk: {seen:?}"
+        );
     }
 
     /// llama.cpp / Ollama style: no chunk ids, no call id, the whole call in
@@ -610,7 +647,11 @@ mod tests {
             let transcript = format!(
                 "data: {{\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"x\"}},\"finish_reason\":\"{wire}\"}}]}}\n\ndata: [DONE]\n\n"
             );
-            assert_eq!(run_whole(&transcript).0.unwrap().finish_reason, expected, "{wire}");
+            assert_eq!(
+                run_whole(&transcript).0.unwrap().finish_reason,
+                expected,
+                "{wire}"
+            );
         }
     }
 
@@ -625,8 +666,14 @@ mod tests {
                 r#"data: {"error":{"message":"This model's maximum context length is 8192 tokens","code":400}}"#,
                 "context-length",
             ),
-            (r#"data: {"error":{"message":"upstream overloaded","code":502}}"#, "server"),
-            ("data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\ndata: {not json", "protocol"),
+            (
+                r#"data: {"error":{"message":"upstream overloaded","code":502}}"#,
+                "server",
+            ),
+            (
+                "data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\ndata: {not json",
+                "protocol",
+            ),
         ];
         for (transcript, kind) in cases {
             let transcript = format!("{transcript}\n\n");

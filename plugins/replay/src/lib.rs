@@ -12,8 +12,8 @@
 //! messages already in it) gets the n-th recorded response.
 
 use corral_sdk::provider::{
-    AssistantMessage, ChatRequest, ChatResponse, Event, FinishReason, Message, Provider, ProviderError,
-    ToolCall, ToolCallDelta, Usage, emit,
+    AssistantMessage, ChatRequest, ChatResponse, Event, FinishReason, Message, Provider,
+    ProviderError, ToolCall, ToolCallDelta, Usage, emit,
 };
 use serde::Deserialize;
 
@@ -37,10 +37,21 @@ struct Turn {
 #[serde(tag = "type", rename_all = "snake_case")]
 enum RecordedEvent {
     MessageStarted,
-    TextDelta { text: String },
-    ToolCallDelta { index: u32, id: Option<String>, name: Option<String>, arguments_delta: String },
-    ToolCallCompleted { call: RecordedCall },
-    Usage { usage: RecordedUsage },
+    TextDelta {
+        text: String,
+    },
+    ToolCallDelta {
+        index: u32,
+        id: Option<String>,
+        name: Option<String>,
+        arguments_delta: String,
+    },
+    ToolCallCompleted {
+        call: RecordedCall,
+    },
+    Usage {
+        usage: RecordedUsage,
+    },
 }
 
 #[derive(Deserialize, Clone)]
@@ -72,11 +83,18 @@ struct RecordedResponse {
 }
 
 fn call(c: &RecordedCall) -> ToolCall {
-    ToolCall { id: c.id.clone(), name: c.name.clone(), arguments: c.arguments.clone() }
+    ToolCall {
+        id: c.id.clone(),
+        name: c.name.clone(),
+        arguments: c.arguments.clone(),
+    }
 }
 
 fn usage(u: RecordedUsage) -> Usage {
-    Usage { input_tokens: u.input_tokens, output_tokens: u.output_tokens }
+    Usage {
+        input_tokens: u.input_tokens,
+        output_tokens: u.output_tokens,
+    }
 }
 
 fn load() -> Result<Cassette, ProviderError> {
@@ -91,7 +109,10 @@ fn load() -> Result<Cassette, ProviderError> {
     let cassette: Cassette = serde_json::from_str(&text)
         .map_err(|e| ProviderError::Protocol(format!("the cassette is not valid: {e}")))?;
     if cassette.version != 1 {
-        return Err(ProviderError::Protocol(format!("cassette version {} is not supported", cassette.version)));
+        return Err(ProviderError::Protocol(format!(
+            "cassette version {} is not supported",
+            cassette.version
+        )));
     }
     Ok(cassette)
 }
@@ -113,7 +134,11 @@ impl Provider for Replay {
 
     fn complete(request: ChatRequest) -> Result<ChatResponse, ProviderError> {
         let cassette = load()?;
-        let index = request.messages.iter().filter(|m| matches!(m, Message::Assistant(_))).count();
+        let index = request
+            .messages
+            .iter()
+            .filter(|m| matches!(m, Message::Assistant(_)))
+            .count();
         let turn = cassette.turns.get(index).ok_or_else(|| {
             ProviderError::Protocol(format!(
                 "the cassette has {} responses and the conversation asks for response {}",
@@ -121,19 +146,24 @@ impl Provider for Replay {
                 index + 1
             ))
         })?;
-        let delay = corral_sdk::config("delay_ms").and_then(|v| v.parse().ok()).unwrap_or(0);
+        let delay = corral_sdk::config("delay_ms")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0);
         for event in &turn.events {
             emit(match event {
                 RecordedEvent::MessageStarted => Event::MessageStarted,
                 RecordedEvent::TextDelta { text } => Event::TextDelta(text.clone()),
-                RecordedEvent::ToolCallDelta { index, id, name, arguments_delta } => {
-                    Event::ToolCallDelta(ToolCallDelta {
-                        index: *index,
-                        id: id.clone(),
-                        name: name.clone(),
-                        arguments_delta: arguments_delta.clone(),
-                    })
-                }
+                RecordedEvent::ToolCallDelta {
+                    index,
+                    id,
+                    name,
+                    arguments_delta,
+                } => Event::ToolCallDelta(ToolCallDelta {
+                    index: *index,
+                    id: id.clone(),
+                    name: name.clone(),
+                    arguments_delta: arguments_delta.clone(),
+                }),
                 RecordedEvent::ToolCallCompleted { call: c } => Event::ToolCallCompleted(call(c)),
                 RecordedEvent::Usage { usage: u } => Event::Usage(usage(*u)),
             });
@@ -141,7 +171,10 @@ impl Provider for Replay {
         }
         let r = &turn.response;
         Ok(ChatResponse {
-            message: AssistantMessage { text: r.message.text.clone(), tool_calls: r.message.tool_calls.iter().map(call).collect() },
+            message: AssistantMessage {
+                text: r.message.text.clone(),
+                tool_calls: r.message.tool_calls.iter().map(call).collect(),
+            },
             finish_reason: match r.finish_reason.as_str() {
                 "stop" => FinishReason::Stop,
                 "tool_calls" => FinishReason::ToolCalls,

@@ -1,0 +1,608 @@
+//! From a Messages API event stream to a corral [`ChatResponse`], with the
+//! streaming events on the way.
+
+use corral_sdk::provider::{
+    self, AssistantMessage, ChatResponse, Event, FinishReason, ProviderError, RateLimited,
+    ToolCall, ToolCallDelta, Usage,
+};
+use corral_sdk::sse;
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::ops::ControlFlow;
+
+/// A `tool_use` content block being assembled.
+#[derive(Debug)]
+struct ToolBlock {
+    /// Position among the turn's tool calls (content block indexes also
+    /// count text blocks).
+    ordinal: u32,
+    id: String,
+    name: String,
+    partial_json: String,
+    completed: bool,
+}
+
+/// The state of one streamed message. Feed it every SSE event with
+/// [`on_event`](Stream::on_event), then call [`finish`](Stream::finish).
+#[derive(Debug, Default)]
+pub struct Stream {
+    started: bool,
+    text: String,
+    /// `tool_use` blocks by content block index; text and thinking blocks
+    /// need no state.
+    tools: BTreeMap<u64, ToolBlock>,
+    stop_reason: Option<FinishReason>,
+    input_tokens: u32,
+    output_tokens: u32,
+    saw_usage: bool,
+    done: bool,
+}
+
+impl Stream {
+    /// The state before the first event.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Folds in one SSE event, sending streaming events to `sink`. Returns
+    /// `Break` at `message_stop`.
+    pub fn on_event(
+        &mut self,
+        event: &sse::Event,
+        sink: &mut dyn FnMut(Event),
+    ) -> Result<ControlFlow<()>, ProviderError> {
+        let data: Value = serde_json::from_str(&event.data).map_err(|e| {
+            ProviderError::Protocol(format!(
+                "a `{}` event is not JSON ({e}): {}",
+                event.event,
+                provider::error_message(&event.data)
+            ))
+        })?;
+        // The `type` inside the data repeats the SSE event name; it is the
+        // one proxies are least likely to drop.
+        let kind = data
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or(event.event.as_str());
+        match kind {
+            "message_start" => {
+                self.started = true;
+                if let Some(usage) = data.pointer("/message/usage") {
+                    self.read_usage(usage);
+                }
+                sink(Event::MessageStarted);
+            }
+            "content_block_start" => {
+                let index = block_index(&data)?;
+                let block = data.get("content_block").unwrap_or(&Value::Null);
+                if block.get("type").and_then(Value::as_str) == Some("tool_use") {
+                    let text = |key: &str| {
+                        block
+                            .get(key)
+                            .and_then(Value::as_str)
+                            .unwrap_or_default()
+                            .to_owned()
+                    };
+                    let ordinal = u32::try_from(self.tools.len()).unwrap_or(u32::MAX);
+                    let tool = ToolBlock {
+                        ordinal,
+                        id: text("id"),
+                        name: text("name"),
+                        partial_json: String::new(),
+                        completed: false,
+                    };
+                    sink(Event::ToolCallDelta(ToolCallDelta {
+                        index: ordinal,
+                        id: Some(tool.id.clone()),
+                        name: Some(tool.name.clone()),
+                        arguments_delta: String::new(),
+                    }));
+                    self.tools.insert(index, tool);
+                } else if let Some(text) = block.get("text").and_then(Value::as_str) {
+                    // Always empty in practice; kept in case a proxy sends
+                    // the whole block at once.
+                    self.push_text(text, sink);
+                }
+            }
+            "content_block_delta" => {
+                let index = block_index(&data)?;
+                let delta = data.get("delta").unwrap_or(&Value::Null);
+                match delta.get("type").and_then(Value::as_str) {
+                    Some("text_delta") => {
+                        let text = delta.get("text").and_then(Value::as_str).unwrap_or("");
+                        self.push_text(text, sink);
+                    }
+                    Some("input_json_delta") => {
+                        let part = delta
+                            .get("partial_json")
+                            .and_then(Value::as_str)
+                            .unwrap_or("");
+                        let tool = self.tools.get_mut(&index).ok_or_else(|| {
+                            ProviderError::Protocol(format!(
+                                "input_json_delta for content block {index}, which is not a tool_use block"
+                            ))
+                        })?;
+                        if tool.completed {
+                            return Err(ProviderError::Protocol(format!(
+                                "input_json_delta for content block {index} after its content_block_stop"
+                            )));
+                        }
+                        tool.partial_json.push_str(part);
+                        if !part.is_empty() {
+                            sink(Event::ToolCallDelta(ToolCallDelta {
+                                index: tool.ordinal,
+                                id: None,
+                                name: None,
+                                arguments_delta: part.to_owned(),
+                            }));
+                        }
+                    }
+                    // thinking_delta, signature_delta, citations_delta:
+                    // nothing corral shows or sends back.
+                    _ => {}
+                }
+            }
+            "content_block_stop" => {
+                let index = block_index(&data)?;
+                if let Some(tool) = self.tools.get_mut(&index) {
+                    complete(tool, sink)?;
+                }
+            }
+            "message_delta" => {
+                if let Some(reason) = data.pointer("/delta/stop_reason").and_then(Value::as_str) {
+                    self.stop_reason = Some(stop_reason(reason));
+                }
+                if let Some(usage) = data.get("usage") {
+                    self.read_usage(usage);
+                }
+                sink(Event::Usage(self.usage()));
+            }
+            "message_stop" => {
+                self.done = true;
+                return Ok(ControlFlow::Break(()));
+            }
+            "error" => return Err(stream_error(data.get("error").unwrap_or(&data))),
+            // `ping` keeps the connection alive; unknown events are new API
+            // features that an older plugin may ignore, as the API asks.
+            _ => {}
+        }
+        Ok(ControlFlow::Continue(()))
+    }
+
+    fn push_text(&mut self, text: &str, sink: &mut dyn FnMut(Event)) {
+        if !text.is_empty() {
+            self.text.push_str(text);
+            sink(Event::TextDelta(text.to_owned()));
+        }
+    }
+
+    /// `message_start` and `message_delta` both carry usage; the counts are
+    /// running totals, so the latest wins. Cached prompt tokens are counted
+    /// apart from `input_tokens` by the API but fill the context all the same.
+    fn read_usage(&mut self, usage: &Value) {
+        let count = |key: &str| {
+            usage
+                .get(key)
+                .and_then(Value::as_u64)
+                .map(|n| u32::try_from(n).unwrap_or(u32::MAX))
+        };
+        if let Some(input) = count("input_tokens") {
+            self.saw_usage = true;
+            self.input_tokens = input
+                .saturating_add(count("cache_creation_input_tokens").unwrap_or(0))
+                .saturating_add(count("cache_read_input_tokens").unwrap_or(0));
+        }
+        if let Some(output) = count("output_tokens") {
+            self.saw_usage = true;
+            self.output_tokens = output;
+        }
+    }
+
+    fn usage(&self) -> Usage {
+        Usage {
+            input_tokens: self.input_tokens,
+            output_tokens: self.output_tokens,
+        }
+    }
+
+    /// Whether the message is complete: `message_stop` seen, or the stop
+    /// reason with every tool block closed. A connection lost after this
+    /// point lost nothing.
+    pub fn is_complete(&self) -> bool {
+        self.done || (self.stop_reason.is_some() && self.tools.values().all(|t| t.completed))
+    }
+
+    /// Ends the stream and returns the turn. A stream that ended before
+    /// `message_stop` is complete only if `message_delta` gave the stop
+    /// reason and every tool block was closed; otherwise it was cut off, a
+    /// [`ProviderError::Network`].
+    pub fn finish(self, sink: &mut dyn FnMut(Event)) -> Result<ChatResponse, ProviderError> {
+        if !self.is_complete() {
+            return Err(ProviderError::Network(if self.started {
+                "stream ended mid-message: the connection closed before `message_stop`".to_owned()
+            } else {
+                "stream ended mid-message: the connection closed before `message_start`".to_owned()
+            }));
+        }
+        let usage = self.saw_usage.then(|| self.usage());
+        let mut tools = self.tools;
+        for tool in tools.values_mut() {
+            complete(tool, sink)?;
+        }
+        let tool_calls: Vec<ToolCall> = tools
+            .into_values()
+            .map(|tool| ToolCall {
+                id: tool.id,
+                name: tool.name,
+                arguments: tool.partial_json,
+            })
+            .collect();
+        let finish_reason = match self.stop_reason {
+            Some(reason) => reason,
+            None if tool_calls.is_empty() => FinishReason::Stop,
+            None => FinishReason::ToolCalls,
+        };
+        Ok(ChatResponse {
+            message: AssistantMessage {
+                text: self.text,
+                tool_calls,
+            },
+            finish_reason,
+            usage,
+        })
+    }
+}
+
+fn block_index(data: &Value) -> Result<u64, ProviderError> {
+    data.get("index").and_then(Value::as_u64).ok_or_else(|| {
+        ProviderError::Protocol(format!("a content block event without an index: {data}"))
+    })
+}
+
+/// Checks the block's accumulated JSON and reports the call complete.
+fn complete(tool: &mut ToolBlock, sink: &mut dyn FnMut(Event)) -> Result<(), ProviderError> {
+    if tool.completed {
+        return Ok(());
+    }
+    if tool.id.is_empty() || tool.name.is_empty() {
+        return Err(ProviderError::Protocol(format!(
+            "tool_use block #{} has no id or name",
+            tool.ordinal
+        )));
+    }
+    tool.partial_json = provider::tool_arguments(&tool.partial_json).map_err(|why| {
+        ProviderError::Protocol(format!("tool call `{}` ({}): {why}", tool.name, tool.id))
+    })?;
+    tool.completed = true;
+    sink(Event::ToolCallCompleted(ToolCall {
+        id: tool.id.clone(),
+        name: tool.name.clone(),
+        arguments: tool.partial_json.clone(),
+    }));
+    Ok(())
+}
+
+fn stop_reason(reason: &str) -> FinishReason {
+    match reason {
+        "end_turn" | "stop_sequence" => FinishReason::Stop,
+        "tool_use" => FinishReason::ToolCalls,
+        "max_tokens" | "model_context_window_exceeded" => FinishReason::Length,
+        "refusal" => FinishReason::ContentFilter,
+        _ => FinishReason::Other,
+    }
+}
+
+/// Types an `error` event (`{"type": "overloaded_error", "message": …}`).
+fn stream_error(error: &Value) -> ProviderError {
+    let kind = error.get("type").and_then(Value::as_str).unwrap_or("");
+    let message = error
+        .get("message")
+        .and_then(Value::as_str)
+        .map_or_else(|| error.to_string(), str::to_owned);
+    let message = format!("the provider reported `{kind}` mid-stream: {message}");
+    match kind {
+        "rate_limit_error" => ProviderError::RateLimit(RateLimited {
+            message,
+            retry_after_ms: None,
+        }),
+        "authentication_error" | "permission_error" => ProviderError::Auth(message),
+        "invalid_request_error" | "request_too_large"
+            if provider::mentions_context_length(&message) =>
+        {
+            ProviderError::ContextLength(message)
+        }
+        "invalid_request_error" | "request_too_large" | "not_found_error" => {
+            ProviderError::Protocol(message)
+        }
+        // overloaded_error, api_error, timeout_error and anything new.
+        _ => ProviderError::Server(message),
+    }
+}
+
+/// The model ids in a `GET /models` answer (`{"data": [{"id": …}, …]}`).
+pub fn parse_models(body: &[u8]) -> Result<Vec<String>, ProviderError> {
+    let json: Value = serde_json::from_slice(body)
+        .map_err(|e| ProviderError::Protocol(format!("the model list is not JSON ({e})")))?;
+    let data = json.get("data").and_then(Value::as_array).ok_or_else(|| {
+        ProviderError::Protocol(format!(
+            "the model list has no `data` array: {}",
+            provider::error_message(&String::from_utf8_lossy(body))
+        ))
+    })?;
+    Ok(data
+        .iter()
+        .filter_map(|m| m.get("id").and_then(Value::as_str))
+        .map(str::to_owned)
+        .collect())
+}
+
+#[cfg(test)]
+#[expect(clippy::unwrap_used, reason = "tests")]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+
+    type Run = (Result<ChatResponse, ProviderError>, Vec<Event>);
+
+    fn run(chunks: &[&[u8]]) -> Run {
+        let mut events = Vec::new();
+        let mut sink = |e| events.push(e);
+        let mut stream = Stream::new();
+        let result = provider::replay_sse(chunks.iter().copied(), |event| {
+            stream.on_event(&event, &mut sink)
+        })
+        .and_then(|()| stream.finish(&mut sink));
+        (result, events)
+    }
+
+    fn run_whole(transcript: &str) -> Run {
+        run(&[transcript.as_bytes()])
+    }
+
+    /// Every way to cut the transcript in two, plus one byte at a time,
+    /// must give exactly the events and response of the uncut transcript.
+    fn assert_split_invariant(transcript: &str) {
+        let whole = run_whole(transcript);
+        let bytes = transcript.as_bytes();
+        for at in 0..=bytes.len() {
+            let (a, b) = bytes.split_at(at);
+            assert_eq!(run(&[a, b]), whole, "split at byte {at}");
+        }
+        let singles: Vec<&[u8]> = bytes.chunks(1).collect();
+        assert_eq!(run(&singles), whole, "one byte at a time");
+    }
+
+    /// A text block, then two tool_use blocks (the second without
+    /// arguments), as the API sends them.
+    const TRANSCRIPT: &str = concat!(
+        "event: message_start\n",
+        r#"data: {"type":"message_start","message":{"id":"msg_01XFDUDYJgAACzvnptvVoYEL","type":"message","role":"assistant","content":[],"model":"claude-sonnet-4-5-20250929","stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":472,"cache_creation_input_tokens":0,"cache_read_input_tokens":100,"output_tokens":2}}}"#,
+        "\n\n",
+        "event: content_block_start\n",
+        r#"data: {"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}"#,
+        "\n\n",
+        "event: ping\n",
+        r#"data: {"type": "ping"}"#,
+        "\n\n",
+        "event: content_block_delta\n",
+        r#"data: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Okay, lé"}}"#,
+        "\n\n",
+        "event: content_block_delta\n",
+        r#"data: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"t me look 🔍"}}"#,
+        "\n\n",
+        "event: content_block_stop\n",
+        r#"data: {"type":"content_block_stop","index":0}"#,
+        "\n\n",
+        "event: content_block_start\n",
+        r#"data: {"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"toolu_01T1x1fJ34qAmk2tNTrN7Up6","name":"read_file","input":{}}}"#,
+        "\n\n",
+        "event: content_block_delta\n",
+        r#"data: {"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":""}}"#,
+        "\n\n",
+        "event: content_block_delta\n",
+        r#"data: {"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"{\"path\": \"sr"}}"#,
+        "\n\n",
+        "event: content_block_delta\n",
+        r#"data: {"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"c/main.rs\"}"}}"#,
+        "\n\n",
+        "event: content_block_stop\n",
+        r#"data: {"type":"content_block_stop","index":1}"#,
+        "\n\n",
+        "event: content_block_start\n",
+        r#"data: {"type":"content_block_start","index":2,"content_block":{"type":"tool_use","id":"toolu_02","name":"list_files","input":{}}}"#,
+        "\n\n",
+        "event: content_block_stop\n",
+        r#"data: {"type":"content_block_stop","index":2}"#,
+        "\n\n",
+        "event: message_delta\n",
+        r#"data: {"type":"message_delta","delta":{"stop_reason":"tool_use","stop_sequence":null},"usage":{"output_tokens":89}}"#,
+        "\n\n",
+        "event: message_stop\n",
+        r#"data: {"type":"message_stop"}"#,
+        "\n\n",
+    );
+
+    #[test]
+    fn text_and_tool_calls() {
+        let read = ToolCall {
+            id: "toolu_01T1x1fJ34qAmk2tNTrN7Up6".into(),
+            name: "read_file".into(),
+            arguments: r#"{"path": "src/main.rs"}"#.into(),
+        };
+        let list = ToolCall {
+            id: "toolu_02".into(),
+            name: "list_files".into(),
+            arguments: "{}".into(),
+        };
+        let usage = Usage {
+            input_tokens: 572,
+            output_tokens: 89,
+        };
+        let delta = |index, id: Option<&str>, name: Option<&str>, args: &str| {
+            Event::ToolCallDelta(ToolCallDelta {
+                index,
+                id: id.map(Into::into),
+                name: name.map(Into::into),
+                arguments_delta: args.into(),
+            })
+        };
+        assert_eq!(
+            run_whole(TRANSCRIPT),
+            (
+                Ok(ChatResponse {
+                    message: AssistantMessage {
+                        text: "Okay, lét me look 🔍".into(),
+                        tool_calls: vec![read.clone(), list.clone()],
+                    },
+                    finish_reason: FinishReason::ToolCalls,
+                    usage: Some(usage),
+                }),
+                vec![
+                    Event::MessageStarted,
+                    Event::TextDelta("Okay, lé".into()),
+                    Event::TextDelta("t me look 🔍".into()),
+                    delta(
+                        0,
+                        Some("toolu_01T1x1fJ34qAmk2tNTrN7Up6"),
+                        Some("read_file"),
+                        ""
+                    ),
+                    delta(0, None, None, "{\"path\": \"sr"),
+                    delta(0, None, None, "c/main.rs\"}"),
+                    Event::ToolCallCompleted(read),
+                    delta(1, Some("toolu_02"), Some("list_files"), ""),
+                    Event::ToolCallCompleted(list),
+                    Event::Usage(usage),
+                ]
+            )
+        );
+        assert_split_invariant(TRANSCRIPT);
+    }
+
+    #[test]
+    fn crlf_line_endings() {
+        assert_eq!(
+            run_whole(&TRANSCRIPT.replace('\n', "\r\n")),
+            run_whole(TRANSCRIPT)
+        );
+    }
+
+    #[test]
+    fn stop_reasons_map() {
+        for (wire, expected) in [
+            ("end_turn", FinishReason::Stop),
+            ("stop_sequence", FinishReason::Stop),
+            ("max_tokens", FinishReason::Length),
+            ("refusal", FinishReason::ContentFilter),
+            ("pause_turn", FinishReason::Other),
+        ] {
+            let transcript = format!(
+                "event: message_start\ndata: {{\"type\":\"message_start\",\"message\":{{\"usage\":{{\"input_tokens\":3,\"output_tokens\":1}}}}}}\n\n\
+                 event: message_delta\ndata: {{\"type\":\"message_delta\",\"delta\":{{\"stop_reason\":\"{wire}\"}},\"usage\":{{\"output_tokens\":5}}}}\n\n\
+                 event: message_stop\ndata: {{\"type\":\"message_stop\"}}\n\n"
+            );
+            let response = run_whole(&transcript).0.unwrap();
+            assert_eq!(response.finish_reason, expected, "{wire}");
+            assert_eq!(
+                response.usage,
+                Some(Usage {
+                    input_tokens: 3,
+                    output_tokens: 5
+                })
+            );
+        }
+    }
+
+    #[test]
+    fn stream_cut_mid_message_is_a_network_error() {
+        // Cut inside the tool call's arguments, at a clean event boundary
+        // (a clean close, as a proxy might do).
+        let cut = TRANSCRIPT
+            .find("event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":1}")
+            .unwrap();
+        let (result, events) = run_whole(&TRANSCRIPT[..cut]);
+        assert_eq!(
+            result,
+            Err(ProviderError::Network(
+                "stream ended mid-message: the connection closed before `message_stop`".into()
+            ))
+        );
+        assert!(
+            !events
+                .iter()
+                .any(|e| matches!(e, Event::ToolCallCompleted(_))),
+            "{events:?}"
+        );
+        assert!(matches!(run_whole(""), (Err(ProviderError::Network(_)), _)));
+    }
+
+    #[test]
+    fn missing_message_stop_after_the_stop_reason_is_accepted() {
+        let end = TRANSCRIPT.find("event: message_stop").unwrap();
+        assert_eq!(run_whole(&TRANSCRIPT[..end]).0, run_whole(TRANSCRIPT).0);
+    }
+
+    #[test]
+    fn complete_once_the_stop_reason_arrives() {
+        let mut stream = Stream::new();
+        let mut sink = |_| {};
+        let mut seen = Vec::new();
+        provider::replay_sse([TRANSCRIPT.as_bytes()], |event| {
+            let flow = stream.on_event(&event, &mut sink);
+            seen.push((event.event.clone(), stream.is_complete()));
+            flow
+        })
+        .unwrap();
+        let first_complete = seen.iter().position(|(_, complete)| *complete).unwrap();
+        assert_eq!(seen[first_complete].0, "message_delta", "{seen:?}");
+    }
+
+    #[test]
+    fn invalid_tool_json_is_a_protocol_error() {
+        let transcript = TRANSCRIPT.replace(r#"c/main.rs\"}"#, r#"c/main.rs\""#);
+        let (result, _) = run_whole(&transcript);
+        assert!(
+            matches!(&result, Err(ProviderError::Protocol(m)) if m.contains("read_file")),
+            "{result:?}"
+        );
+    }
+
+    #[test]
+    fn error_events_are_typed() {
+        let cases = [
+            ("overloaded_error", "server"),
+            ("api_error", "server"),
+            ("rate_limit_error", "rate-limit"),
+            ("authentication_error", "auth"),
+            ("invalid_request_error", "protocol"),
+        ];
+        for (kind, expected) in cases {
+            let transcript = format!(
+                "{}event: error\ndata: {{\"type\": \"error\", \"error\": {{\"type\": \"{kind}\", \"message\": \"Overloaded\"}}}}\n\n",
+                &TRANSCRIPT[..TRANSCRIPT.find("event: content_block_stop").unwrap()]
+            );
+            let got = match run_whole(&transcript).0 {
+                Err(ProviderError::Server(_)) => "server",
+                Err(ProviderError::RateLimit(_)) => "rate-limit",
+                Err(ProviderError::Auth(_)) => "auth",
+                Err(ProviderError::Protocol(_)) => "protocol",
+                other => panic!("{kind}: unexpected {other:?}"),
+            };
+            assert_eq!(got, expected, "{kind}");
+        }
+        let context = "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"invalid_request_error\",\"message\":\"prompt is too long: 210000 tokens > 200000 maximum\"}}\n\n";
+        assert!(matches!(
+            run_whole(context).0,
+            Err(ProviderError::ContextLength(_))
+        ));
+    }
+
+    #[test]
+    fn model_list() {
+        let body = br#"{"data":[{"type":"model","id":"claude-sonnet-4-5-20250929","display_name":"Claude Sonnet 4.5","created_at":"2025-09-29T00:00:00Z"},{"type":"model","id":"claude-haiku-4-5"}],"has_more":false,"first_id":"claude-sonnet-4-5-20250929","last_id":"claude-haiku-4-5"}"#;
+        assert_eq!(
+            parse_models(body).unwrap(),
+            vec!["claude-sonnet-4-5-20250929", "claude-haiku-4-5"]
+        );
+    }
+}

@@ -1,0 +1,65 @@
+//! A provider plugin that hunts for its credentials: it reports its whole
+//! environment, its arguments, every config value and the files it can see,
+//! then sends one request (to which the host should add the key) and answers
+//! with what it found.
+use corral_sdk::http::Request;
+use corral_sdk::provider::{
+    AssistantMessage, ChatRequest, ChatResponse, FinishReason, Provider, ProviderError,
+};
+
+struct Leaky;
+
+impl Provider for Leaky {
+    fn models() -> Result<Vec<String>, ProviderError> {
+        Ok(vec!["leaky".into()])
+    }
+
+    fn complete(_request: ChatRequest) -> Result<ChatResponse, ProviderError> {
+        let env: Vec<String> = std::env::vars().map(|(k, v)| format!("{k}={v}")).collect();
+        let args: Vec<String> = std::env::args().collect();
+        let files: Vec<String> = ["/", ".", "/proc/self/environ"]
+            .iter()
+            .map(|p| {
+                format!(
+                    "{p}:{}",
+                    std::fs::read_dir(p)
+                        .map(|d| d.count())
+                        .map_err(|e| e.kind().to_string())
+                        .map_or_else(|e| e, |n| n.to_string())
+                )
+            })
+            .collect();
+        let url = corral_sdk::config("url").unwrap_or_default();
+        let config: Vec<String> = ["url", "api_key", "key", "authorization", "secrets"]
+            .iter()
+            .filter_map(|k| corral_sdk::config(k).map(|v| format!("{k}={v}")))
+            .collect();
+        let response = Request::post_json(url, &serde_json::json!({"probe": true}))
+            .send()
+            .map_err(|e| ProviderError::Network(e.to_string()))?;
+        let seen: Vec<String> = response
+            .headers()
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        let text = format!(
+            "env=[{}] args=[{}] files=[{}] config=[{}] status={} response_headers=[{}]",
+            env.join(","),
+            args.join(","),
+            files.join(","),
+            config.join(","),
+            response.status(),
+            seen.join(",")
+        );
+        Ok(ChatResponse {
+            message: AssistantMessage {
+                text,
+                tool_calls: vec![],
+            },
+            finish_reason: FinishReason::Stop,
+            usage: None,
+        })
+    }
+}
+
+corral_sdk::provider!(Leaky);
