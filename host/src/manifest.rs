@@ -538,8 +538,10 @@ pub fn from_layers(workspace: &Path, layers: &[Layer]) -> Result<Manifest, Manif
             plugins.insert(name, decl);
         }
     }
-    if let Some(p) = &agent.provider {
-        if !plugins.contains_key(p) {
+    if let Some(p) = &agent.provider
+        && !plugins.contains_key(p)
+    {
+        {
             return Err(ManifestError {
                 file: layers.last().map(|l| l.name.clone()).unwrap_or_default(),
                 line: 0,

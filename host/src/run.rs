@@ -265,10 +265,10 @@ async fn drive(
     drop(tx);
     let _ = render.await;
     spinner.abort();
-    if let Some(file) = record {
-        if let Err(e) = write_cassette(&file, agent.recorded()) {
-            eprintln!("error: cannot write the cassette {}: {e}", file.display());
-        }
+    if let Some(file) = record
+        && let Err(e) = write_cassette(&file, agent.recorded())
+    {
+        eprintln!("error: cannot write the cassette {}: {e}", file.display());
     }
     match result {
         Ok(StopReason::FinalAnswer) => ExitCode::SUCCESS,
@@ -484,10 +484,8 @@ pub fn show(workspace: &Path, id: &str, json: bool) -> ExitCode {
                 closed_calls.len()
             )),
             Event::UserMessage { text: t } => text.push_str(&format!("\n> {t}\n\n")),
-            Event::RequestEnd { message, .. } => {
-                if !message.text.is_empty() {
-                    text.push_str(&format!("{}\n", message.text.trim_end()));
-                }
+            Event::RequestEnd { message, .. } if !message.text.is_empty() => {
+                text.push_str(&format!("{}\n", message.text.trim_end()));
             }
             Event::ToolCallBegin { call } => {
                 text.push_str(&format!("● {}({})\n", call.name, short(&call.arguments)))

@@ -267,8 +267,9 @@ impl Runtime {
             sha256: Some(pin),
             path,
         } = &decl.source
+            && *pin != sha256
         {
-            if *pin != sha256 {
+            {
                 return Err(LoadError(format!(
                     "plugin `{name}` ({}): {} has sha256 {sha256}, but the manifest pins {pin}; \
                      the file changed. Check where it came from, then update `sha256` to approve it",
@@ -755,6 +756,14 @@ impl Plugin {
         Err(ToolError::Sandbox(format!(
             "plugin `{name}`: {why}{detail}"
         )))
+    }
+}
+
+impl std::fmt::Debug for Plugins {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list()
+            .entries(self.plugins.iter().map(|p| &p.decl.name))
+            .finish()
     }
 }
 

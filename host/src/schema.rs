@@ -18,11 +18,7 @@ fn resolve<'a>(root: &'a Value, schema: &'a Value) -> &'a Value {
     match schema.get("$ref").and_then(Value::as_str) {
         Some(r) => r
             .strip_prefix("#/")
-            .map(|p| {
-                p.split('/')
-                    .fold(Some(root), |v, key| v.and_then(|v| v.get(key)))
-            })
-            .and_then(|v| v)
+            .and_then(|p| p.split('/').try_fold(root, |v, key| v.get(key)))
             .unwrap_or(schema),
         None => schema,
     }
@@ -51,10 +47,9 @@ fn check(root: &Value, schema: &Value, value: &Value, path: &str) -> Result<(), 
         .get("anyOf")
         .or_else(|| schema.get("oneOf"))
         .and_then(Value::as_array)
+        && !options.iter().any(|s| check(root, s, value, path).is_ok())
     {
-        if !options.iter().any(|s| check(root, s, value, path).is_ok()) {
-            return Err(format!("{path} does not match any allowed shape"));
-        }
+        return Err(format!("{path} does not match any allowed shape"));
     }
     match schema.get("type") {
         Some(Value::String(t)) if !type_ok(t, value) => {
@@ -75,21 +70,20 @@ fn check(root: &Value, schema: &Value, value: &Value, path: &str) -> Result<(), 
         }
         _ => {}
     }
-    if let Some(allowed) = schema.get("enum").and_then(Value::as_array) {
-        if !allowed.contains(value) {
-            return Err(format!(
-                "{path} must be one of {}",
-                Value::Array(allowed.clone())
-            ));
-        }
+    if let Some(allowed) = schema.get("enum").and_then(Value::as_array)
+        && !allowed.contains(value)
+    {
+        return Err(format!(
+            "{path} must be one of {}",
+            Value::Array(allowed.clone())
+        ));
     }
     if let (Some(min), Some(n)) = (
         schema.get("minimum").and_then(Value::as_f64),
         value.as_f64(),
-    ) {
-        if n < min {
-            return Err(format!("{path} must be at least {min}"));
-        }
+    ) && n < min
+    {
+        return Err(format!("{path} must be at least {min}"));
     }
     if let Value::Object(map) = value {
         let props = schema.get("properties").and_then(Value::as_object);

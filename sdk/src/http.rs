@@ -591,7 +591,6 @@ impl<'a> Url<'a> {
 }
 
 #[cfg(test)]
-#[expect(clippy::unwrap_used, reason = "tests")]
 mod tests {
     use super::*;
 

@@ -439,7 +439,6 @@ macro_rules! provider {
 }
 
 #[cfg(test)]
-#[expect(clippy::unwrap_used, reason = "tests")]
 mod tests {
     use super::*;
     use pretty_assertions::assert_eq;

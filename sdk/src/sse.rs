@@ -172,7 +172,6 @@ impl Parser {
 }
 
 #[cfg(test)]
-#[expect(clippy::unwrap_used, reason = "tests")]
 mod tests {
     use super::*;
     use pretty_assertions::assert_eq;

@@ -2,6 +2,12 @@
 //! source (tests/programs, plugins/), real files in temp directories, real
 //! processes and real HTTP on loopback.
 
+#![allow(
+    clippy::expect_used,
+    clippy::unwrap_used,
+    reason = "a test fails loudly at the first surprise"
+)]
+
 mod agent;
 mod cli;
 mod manifest;
@@ -37,6 +43,12 @@ pub struct Sandbox {
 }
 
 pub const SECRET: &str = "TOP-SECRET-7f3a";
+
+impl Default for Sandbox {
+    fn default() -> Self {
+        Self::new()
+    }
+}
 
 impl Sandbox {
     pub fn new() -> Self {
@@ -129,6 +141,12 @@ pub fn failed(r: Result<ToolOutput, ToolError>) -> String {
 /// The `corral` binary with its own config, cache and data directories.
 pub struct Cli {
     pub home: tempfile::TempDir,
+}
+
+impl Default for Cli {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 impl Cli {

@@ -9,8 +9,7 @@ fn unknown_key_is_an_error_with_line() {
     let sb = Sandbox::new();
     let err = sb
         .manifest("[plugins.fs]\nsource = \"builtin:fs\"\ngrant.fs = []\n")
-        .err()
-        .expect("unknown key");
+        .expect_err("unknown key");
     assert!(err.starts_with("corral.toml:3:"), "{err}");
     assert!(err.contains("unknown field `grant`"), "{err}");
     assert!(err.contains("help:"), "{err}");
@@ -21,8 +20,7 @@ fn unknown_grant_key_is_an_error() {
     let sb = Sandbox::new();
     let err = sb
         .manifest("[plugins.fs]\nsource = \"builtin:fs\"\ngrants.fs = [{ path = \".\", acess = \"rw\" }]\n")
-        .err()
-        .expect("typo");
+        .expect_err("typo");
     assert!(err.starts_with("corral.toml:3:"), "{err}");
     assert!(err.contains("acess"), "{err}");
 }
@@ -31,7 +29,7 @@ fn unknown_grant_key_is_an_error() {
 fn grant_outside_workspace_needs_opt_in() {
     let sb = Sandbox::new();
     let toml = "[plugins.fs]\nsource = \"builtin:fs\"\ngrants.fs = [{ path = \"../outside\", access = \"ro\" }]\n";
-    let err = sb.manifest(toml).err().expect("outside");
+    let err = sb.manifest(toml).expect_err("outside");
     assert!(err.starts_with("corral.toml:3:"), "{err}");
     assert!(err.contains("outside the workspace"), "{err}");
     assert!(err.contains("outside_workspace = true"), "{err}");
@@ -52,8 +50,7 @@ fn symlinked_grant_leading_outside_is_caught() {
     std::os::unix::fs::symlink(sb.outside(), sb.ws().join("sneaky")).expect("symlink");
     let err = sb
         .manifest("[plugins.fs]\nsource = \"builtin:fs\"\ngrants.fs = [{ path = \"sneaky\", access = \"ro\" }]\n")
-        .err()
-        .expect("symlink out");
+        .expect_err("symlink out");
     assert!(err.contains("outside the workspace"), "{err}");
 }
 
@@ -62,8 +59,7 @@ fn missing_grant_directory_is_an_error() {
     let sb = Sandbox::new();
     let err = sb
         .manifest("[plugins.fs]\nsource = \"builtin:fs\"\ngrants.fs = [{ path = \"nope\", access = \"ro\" }]\n")
-        .err()
-        .expect("missing");
+        .expect_err("missing");
     assert!(err.contains("`nope` cannot be opened"), "{err}");
 }
 
@@ -103,13 +99,11 @@ fn bad_env_name_and_limits_are_errors() {
     let sb = Sandbox::new();
     let err = sb
         .manifest("[plugins.fs]\nsource = \"builtin:fs\"\ngrants.env = [\"NOT A VAR\"]\n")
-        .err()
-        .expect("env");
+        .expect_err("env");
     assert!(err.contains("not an environment variable name"), "{err}");
     let err = sb
         .manifest("[plugins.fs]\nsource = \"builtin:fs\"\nlimits = { memory_mb = 0 }\n")
-        .err()
-        .expect("limits");
+        .expect_err("limits");
     assert!(
         err.contains("limits.memory_mb = 0 is out of range"),
         "{err}"
@@ -121,8 +115,7 @@ fn source_errors() {
     let sb = Sandbox::new();
     let err = sb
         .manifest("[plugins.x]\nsource = \"builtin:nope\"\n")
-        .err()
-        .expect("builtin");
+        .expect_err("builtin");
     assert!(err.contains("no built-in plugin `nope`"), "{err}");
     assert!(
         err.contains("built-in plugins: fs, search, replay, openai, anthropic"),
@@ -133,23 +126,19 @@ fn source_errors() {
             "[plugins.x]\nsource = \"builtin:fs\"\nsha256 = \"{}\"\n",
             "a".repeat(64)
         ))
-        .err()
-        .expect("pin on builtin");
+        .expect_err("pin on builtin");
     assert!(err.contains("remove `sha256`"), "{err}");
     let err = sb
         .manifest("[plugins.x]\nsource = \"x.wasm\"\nsha256 = \"abc\"\n")
-        .err()
-        .expect("short pin");
+        .expect_err("short pin");
     assert!(err.contains("64 hexadecimal digits"), "{err}");
     let err = sb
         .manifest("[plugins.x]\ngrants.env = []\n")
-        .err()
-        .expect("no source");
+        .expect_err("no source");
     assert!(err.contains("has no `source`"), "{err}");
     let err = sb
         .manifest("[plugins.Bad]\nsource = \"builtin:fs\"\n")
-        .err()
-        .expect("name");
+        .expect_err("name");
     assert!(err.contains("not a valid plugin name"), "{err}");
 }
 
@@ -161,7 +150,7 @@ async fn duplicate_tool_names_are_an_error_naming_both() {
         plugin_toml("one", ECHO, ""),
         plugin_toml("two", ECHO, "")
     );
-    let err = sb.load(&toml).await.err().expect("duplicate");
+    let err = sb.load(&toml).await.expect_err("duplicate");
     assert!(
         err.contains("tool `config_get` is exported by two plugins")
             || err.contains("tool `echo` is exported by two plugins"),
@@ -207,8 +196,7 @@ async fn missing_wasm_file_is_a_load_error() {
     let err = sb
         .load("[plugins.x]\nsource = \"tools/x.wasm\"\n")
         .await
-        .err()
-        .expect("missing");
+        .expect_err("missing");
     assert!(err.contains("cannot read"), "{err}");
     assert!(err.contains("corral.toml:2"), "{err}");
 }

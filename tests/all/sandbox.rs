@@ -154,8 +154,7 @@ async fn hard_link_and_rename_across_grants_are_refused() {
             ADVERSARY,
             r#"grants.fs = [{ path = "out", access = "rw" }, { path = ".", access = "ro" }]"#,
         ))
-        .err()
-        .expect("overlapping grants refused");
+        .expect_err("overlapping grants refused");
     assert!(err.contains("overlaps"), "{err}");
     let p = adversary(
         &sb,
@@ -236,8 +235,7 @@ async fn http_without_net_grant_is_refused_at_load() {
     let err = sb
         .load(&plugin_toml("web", HTTP_CLIENT, ""))
         .await
-        .err()
-        .expect("refused");
+        .expect_err("refused");
     assert!(err.contains("wasi:http/outgoing-handler"), "{err}");
     assert!(err.contains("grants.net"), "{err}");
     assert!(err.contains("corral.toml:2"), "{err}");
@@ -261,8 +259,7 @@ async fn raw_socket_without_net_grant_is_refused_at_load() {
     let err = sb
         .load(&plugin_toml("sock", RAW_SOCKET, ""))
         .await
-        .err()
-        .expect("refused");
+        .expect_err("refused");
     assert!(err.contains("wasi:sockets/"), "{err}");
     assert!(err.contains("grants.net"), "{err}");
     let p = sb
@@ -497,8 +494,7 @@ async fn sha256_pin_is_enforced() {
     let err = sb
         .load(&plugin_toml("echo", ECHO, &format!("sha256 = \"{wrong}\"")))
         .await
-        .err()
-        .expect("mismatch refused");
+        .expect_err("mismatch refused");
     assert!(err.contains("the manifest pins"), "{err}");
     let bytes = std::fs::read(ECHO).expect("echo.wasm");
     use sha2::Digest;

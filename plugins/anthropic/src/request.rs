@@ -150,7 +150,6 @@ impl Messages {
 }
 
 #[cfg(test)]
-#[expect(clippy::unwrap_used, reason = "tests")]
 mod tests {
     use super::*;
     use corral_sdk::provider::{AssistantMessage, Effect, ToolCall, ToolResult, ToolSpec};

@@ -132,7 +132,6 @@ fn message(message: &Message) -> Value {
 }
 
 #[cfg(test)]
-#[expect(clippy::unwrap_used, reason = "tests")]
 mod tests {
     use super::*;
     use corral_sdk::provider::{AssistantMessage, Effect, ToolCall, ToolResult, ToolSpec};

@@ -357,7 +357,6 @@ pub fn parse_models(body: &[u8]) -> Result<Vec<String>, ProviderError> {
 }
 
 #[cfg(test)]
-#[expect(clippy::unwrap_used, reason = "tests")]
 mod tests {
     use super::*;
     use pretty_assertions::assert_eq;
