@@ -317,7 +317,14 @@ fn sse_throughput(rt: &tokio::runtime::Runtime, runtime: &Runtime) {
         let drain = rt.spawn(async move { while rx.recv().await.is_some() {} });
         let out = rt.block_on(provider.complete(&request, tx));
         let _ = rt.block_on(drain);
-        assert!(out.is_ok_and(|r| r.message.text.len() > 30 << 20));
+        match out {
+            Ok(r) => assert!(
+                r.message.text.len() > 30 << 20,
+                "{} bytes of text",
+                r.message.text.len()
+            ),
+            Err(e) => panic!("the openai plugin failed: {e}"),
+        }
     });
     let native = measure(3, || {
         let mut parser = corral_sdk::sse::Parser::new();

@@ -12,6 +12,8 @@ const PLUGINS: &[(&str, &str)] = &[
     ("replay", "corral-plugin-replay"),
     ("openai", "corral-plugin-openai"),
     ("anthropic", "corral-plugin-anthropic"),
+    ("shell", "corral-plugin-shell"),
+    ("git", "corral-plugin-git"),
 ];
 
 fn main() {

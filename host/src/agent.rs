@@ -21,8 +21,75 @@ use std::sync::Arc;
 use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
 
-/// How the loop runs.
+/// What the user is asked about a call the policy does not allow outright.
 #[derive(Debug, Clone)]
+pub struct ApprovalRequest {
+    /// The call.
+    pub call: ToolCall,
+    /// Why it needs approval (the rule or mode).
+    pub reason: String,
+    /// The unified diff it would apply, when the tool can tell.
+    pub preview: Option<String>,
+}
+
+/// The user's answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Approval {
+    /// Run this call.
+    Once,
+    /// Run this call and later calls of the same tool in this session.
+    Session,
+    /// Do not run it; the reason goes to the model.
+    Deny {
+        /// What the user said, if anything.
+        reason: Option<String>,
+    },
+}
+
+/// Answers approval requests: a terminal prompt, or a fixed policy for
+/// non-interactive runs. The library never prompts by itself.
+pub trait Approver: Send + Sync {
+    /// Asks about one call.
+    fn approve<'a>(
+        &'a self,
+        request: &'a ApprovalRequest,
+    ) -> std::pin::Pin<Box<dyn Future<Output = Approval> + Send + 'a>>;
+}
+
+/// Non-interactive runs: every `ask` becomes a denial the model can read.
+pub struct NoApprover;
+
+impl Approver for NoApprover {
+    fn approve<'a>(
+        &'a self,
+        _: &'a ApprovalRequest,
+    ) -> std::pin::Pin<Box<dyn Future<Output = Approval> + Send + 'a>> {
+        Box::pin(async {
+            Approval::Deny {
+                reason: Some(
+                    "this call needs the user's approval and the run is not interactive; the user can allow it \
+                     with --yes, a permission mode (--mode auto-edit or full-auto) or an allow rule"
+                        .into(),
+                ),
+            }
+        })
+    }
+}
+
+/// `--yes`: every `ask` is approved (deny rules and read-only mode still hold).
+pub struct YesApprover;
+
+impl Approver for YesApprover {
+    fn approve<'a>(
+        &'a self,
+        _: &'a ApprovalRequest,
+    ) -> std::pin::Pin<Box<dyn Future<Output = Approval> + Send + 'a>> {
+        Box::pin(async { Approval::Once })
+    }
+}
+
+/// How the loop runs.
+#[derive(Clone)]
 pub struct AgentOptions {
     /// Model id; empty for the provider's configured model.
     pub model: String,
@@ -36,6 +103,20 @@ pub struct AgentOptions {
     pub tool_output_limit: usize,
     /// The directory the user is in (for `AGENTS.md` discovery).
     pub cwd: PathBuf,
+    /// The permission mode and rules.
+    pub policy: crate::policy::Policy,
+    /// Who answers `ask` decisions.
+    pub approver: Arc<dyn Approver>,
+}
+
+impl std::fmt::Debug for AgentOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AgentOptions")
+            .field("model", &self.model)
+            .field("max_iterations", &self.max_iterations)
+            .field("policy", &self.policy)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Default for AgentOptions {
@@ -47,6 +128,8 @@ impl Default for AgentOptions {
             temperature: None,
             tool_output_limit: 32 * 1024,
             cwd: PathBuf::from("."),
+            policy: crate::policy::Policy::default(),
+            approver: Arc::new(NoApprover),
         }
     }
 }
@@ -72,6 +155,8 @@ pub struct Agent {
     recorded: Vec<CassetteTurn>,
     /// Logged when the session opened; shown to the UI with the first run.
     announce: Option<Event>,
+    /// Tools the user approved for the rest of the session.
+    approved_tools: std::collections::HashSet<String>,
 }
 
 impl Agent {
@@ -101,6 +186,7 @@ impl Agent {
             turn: 0,
             recorded: Vec::new(),
             announce: Some(started),
+            approved_tools: Default::default(),
         })
     }
 
@@ -126,6 +212,7 @@ impl Agent {
             turn,
             recorded: Vec::new(),
             announce: None,
+            approved_tools: Default::default(),
         };
         let mut closed = Vec::new();
         for call in open {
@@ -351,9 +438,33 @@ impl Agent {
         ui: &UnboundedSender<Event>,
         cancel: &CancellationToken,
     ) -> anyhow::Result<Option<(StopReason, String)>> {
-        let mut i = 0;
+        // Decide every call first, in order: approvals are asked one at a time.
+        let mut refused: std::collections::HashMap<String, String> = Default::default();
         let mut stop: Option<(StopReason, String)> = None;
+        for call in calls {
+            if stop.is_some() {
+                break;
+            }
+            if let Some(message) = self.permit(call, ui, cancel).await? {
+                if message.1 {
+                    stop = Some((StopReason::PermissionDenied, message.0.clone()));
+                }
+                refused.insert(call.id.clone(), message.0);
+            }
+        }
+        let mut i = 0;
         while i < calls.len() {
+            if let Some(why) = refused.remove(&calls[i].id) {
+                self.emit(
+                    ui,
+                    Event::ToolCallBegin {
+                        call: calls[i].clone(),
+                    },
+                )?;
+                self.finish_call(ui, &calls[i], Err(why), 0)?;
+                i += 1;
+                continue;
+            }
             if let Some((_, why)) = &stop {
                 let why = why.clone();
                 self.finish_call(ui, &calls[i], Err(format!("not run: {why}")), 0)?;
@@ -363,7 +474,10 @@ impl Agent {
             // A group: one call, or a run of consecutive read-only calls.
             let mut end = i + 1;
             if self.is_read_only(&calls[i]) {
-                while end < calls.len() && self.is_read_only(&calls[end]) {
+                while end < calls.len()
+                    && self.is_read_only(&calls[end])
+                    && !refused.contains_key(&calls[end].id)
+                {
                     end += 1;
                 }
             }
@@ -406,6 +520,117 @@ impl Agent {
             i = end;
         }
         Ok(stop)
+    }
+
+    /// Applies the permission policy to one call, asking the user when it
+    /// says so. `Some((message, stop))` refuses the call.
+    async fn permit(
+        &mut self,
+        call: &ToolCall,
+        ui: &UnboundedSender<Event>,
+        cancel: &CancellationToken,
+    ) -> anyhow::Result<Option<(String, bool)>> {
+        let Some(spec) = self
+            .plugins
+            .plugin_for(&call.name)
+            .and_then(|p| p.tools().iter().find(|t| t.name == call.name))
+            .cloned()
+        else {
+            // Unknown tools are answered by `execute`.
+            return Ok(None);
+        };
+        let args: serde_json::Value = serde_json::from_str(&call.arguments).unwrap_or_default();
+        let verdict = self.options.policy.decide(&call.name, &spec.effects, &args);
+        let record = |decision: &str, reason: String| Event::Permission {
+            call_id: call.id.clone(),
+            tool: call.name.clone(),
+            decision: decision.to_owned(),
+            reason,
+        };
+        match verdict.decision {
+            crate::policy::Decision::Allow => {
+                self.emit(ui, record("allow", verdict.reason))?;
+                Ok(None)
+            }
+            crate::policy::Decision::Deny { stop } => {
+                self.emit(
+                    ui,
+                    record(
+                        if stop { "deny_and_stop" } else { "deny" },
+                        verdict.reason.clone(),
+                    ),
+                )?;
+                Ok(Some((
+                    format!("denied by the permission policy: {}", verdict.reason),
+                    stop,
+                )))
+            }
+            crate::policy::Decision::Ask if self.approved_tools.contains(&call.name) => {
+                self.emit(
+                    ui,
+                    record(
+                        "approved_for_session",
+                        format!("{}; approved earlier in this session", verdict.reason),
+                    ),
+                )?;
+                Ok(None)
+            }
+            crate::policy::Decision::Ask => {
+                let preview = if spec.effects.contains(&crate::runtime::Effect::Write) {
+                    match self.plugins.plugin_for(&call.name) {
+                        Some(p) => p
+                            .preview(&call.name, &call.arguments, &call.id)
+                            .await
+                            .ok()
+                            .flatten(),
+                        None => None,
+                    }
+                } else {
+                    None
+                };
+                let request = ApprovalRequest {
+                    call: call.clone(),
+                    reason: verdict.reason.clone(),
+                    preview,
+                };
+                let answer = tokio::select! {
+                    biased;
+                    () = cancel.cancelled() => Approval::Deny { reason: Some("interrupted by the user".into()) },
+                    a = self.options.approver.approve(&request) => a,
+                };
+                match answer {
+                    Approval::Once => {
+                        self.emit(
+                            ui,
+                            record(
+                                "approved",
+                                format!("{}; approved by the user", verdict.reason),
+                            ),
+                        )?;
+                        Ok(None)
+                    }
+                    Approval::Session => {
+                        self.approved_tools.insert(call.name.clone());
+                        self.emit(
+                            ui,
+                            record(
+                                "approved_for_session",
+                                format!(
+                                    "{}; approved by the user for this session",
+                                    verdict.reason
+                                ),
+                            ),
+                        )?;
+                        Ok(None)
+                    }
+                    Approval::Deny { reason } => {
+                        let why = reason.unwrap_or_else(|| "the user declined".into());
+                        self.emit(ui, record("refused", format!("{}; {why}", verdict.reason)))?;
+                        Ok(Some((format!("not run: {why}"), false)))
+                    }
+                }
+            }
+        }
     }
 
     fn is_read_only(&self, call: &ToolCall) -> bool {

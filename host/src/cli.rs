@@ -49,6 +49,12 @@ enum Command {
         #[command(flatten)]
         agent: AgentFlags,
     },
+    /// Review the project's corral.toml and trust it (it is ignored until then).
+    Trust {
+        /// Trust without asking.
+        #[arg(long)]
+        yes: bool,
+    },
     /// Installed plugins.
     #[command(subcommand)]
     Plugins(PluginsCmd),
@@ -119,6 +125,12 @@ struct AgentFlags {
     /// Print the event stream as JSON lines instead of text.
     #[arg(long)]
     json: bool,
+    /// Permission mode: read-only, ask (default), auto-edit, full-auto.
+    #[arg(long)]
+    mode: Option<corral::policy::Mode>,
+    /// Approve every call that would ask (deny rules and read-only mode still hold).
+    #[arg(long, short)]
+    yes: bool,
 }
 
 #[derive(Args)]
@@ -170,6 +182,8 @@ impl From<AgentFlags> for crate::run::Flags {
             model: f.model,
             max_iterations: f.max_iterations,
             json: f.json,
+            mode: f.mode,
+            yes: f.yes,
         }
     }
 }
@@ -192,6 +206,7 @@ async fn run(cli: Cli) -> ExitCode {
             agent,
         } => crate::run::resume(&workspace, id, last, prompt, agent.into()).await,
         Command::Sessions(json) => crate::run::sessions(&workspace, json.json),
+        Command::Trust { yes } => trust(&workspace, yes),
         Command::Show { id, json } => crate::run::show(&workspace, &id, json.json),
         Command::Plugins(PluginsCmd::Inspect { file, json }) => inspect(&file, json.json).await,
         Command::Plugins(PluginsCmd::List(json)) => match load(&workspace).await {
@@ -390,6 +405,68 @@ async fn tool_call(plugins: &Plugins, name: &str, args: &str, json: bool) -> Exi
     match result {
         Ok(o) if !o.is_error => ExitCode::SUCCESS,
         _ => ExitCode::from(EXIT_TOOL_ERROR),
+    }
+}
+
+fn trust(workspace: &std::path::Path, yes: bool) -> ExitCode {
+    use corral::trust;
+    let file = workspace.join("corral.toml");
+    let text = match std::fs::read_to_string(&file) {
+        Ok(t) => t,
+        Err(e) => return fail(&format!("{}: {e}", file.display())),
+    };
+    let canonical = file.canonicalize().unwrap_or_else(|_| file.clone());
+    let Some(store) = trust::store_dir() else {
+        return fail("no data directory to record trust in (set XDG_DATA_HOME)");
+    };
+    // Check the file parses before anyone trusts it.
+    let layer = manifest::Layer {
+        name: file.display().to_string(),
+        text: text.clone(),
+        base: workspace.to_path_buf(),
+    };
+    if let Err(e) = manifest::from_layers(workspace, &[layer]) {
+        return fail(&e.to_string());
+    }
+    let review = match trust::status(&store, &canonical, &text) {
+        trust::Status::Trusted => {
+            out(&format!("{} is already trusted", file.display()));
+            return ExitCode::SUCCESS;
+        }
+        trust::Status::New => format!("{} is not trusted yet. It says:\n\n{text}", file.display()),
+        trust::Status::Changed {
+            previous: Some(old),
+        } => format!(
+            "{} changed since you trusted it:\n\n{}",
+            file.display(),
+            trust::diff(&old, &text)
+        ),
+        trust::Status::Changed { previous: None } => {
+            format!(
+                "{} changed since you trusted it. It now says:\n\n{text}",
+                file.display()
+            )
+        }
+    };
+    out(&review);
+    if !yes {
+        if !std::io::IsTerminal::is_terminal(&std::io::stdin()) {
+            return fail("not trusted: confirm on a terminal, or pass --yes");
+        }
+        eprint!("Trust this file (its plugins, grants and rules take effect)? [y/N] ");
+        let mut answer = String::new();
+        if std::io::stdin().read_line(&mut answer).is_err()
+            || !answer.trim().eq_ignore_ascii_case("y")
+        {
+            return fail("not trusted");
+        }
+    }
+    match trust::trust(&store, &canonical, &text) {
+        Ok(()) => {
+            out(&format!("trusted {}", file.display()));
+            ExitCode::SUCCESS
+        }
+        Err(e) => fail(&format!("cannot record trust: {e}")),
     }
 }
 

@@ -21,8 +21,11 @@
 
 pub mod agent;
 pub mod context;
+pub mod exec;
 pub mod manifest;
+pub mod policy;
 pub mod protocol;
 pub mod runtime;
 mod schema;
 pub mod session;
+pub mod trust;

@@ -225,6 +225,8 @@ pub struct PluginDecl {
     pub env: Vec<String>,
     /// Credentials the host adds on egress.
     pub secrets: Vec<Secret>,
+    /// Programs it may run through the host.
+    pub exec: Vec<crate::exec::ExecGrant>,
     /// Per-call limits.
     pub limits: Limits,
     /// Its own settings, read through `host.config`.
@@ -242,6 +244,10 @@ pub struct Manifest {
     pub plugins: Vec<PluginDecl>,
     /// `[agent]` settings.
     pub agent: AgentSettings,
+    /// `[sandbox] require_os_sandbox` (default true).
+    pub require_os_sandbox: bool,
+    /// `[policy]`: mode and rules.
+    pub policy: crate::policy::Policy,
 }
 
 /// A credential the host adds to requests to one host; the plugin never sees it.
@@ -297,6 +303,42 @@ struct RawFile {
     /// `[plugins.NAME]`
     #[serde(default)]
     plugins: BTreeMap<String, RawPlugin>,
+    /// `[sandbox]`
+    #[serde(default)]
+    sandbox: RawSandbox,
+    /// `[policy]`
+    #[serde(default)]
+    policy: RawPolicy,
+}
+
+/// `[policy]`: the permission mode and rules. Rules of every layer apply;
+/// `mode` of a later layer replaces an earlier one.
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawPolicy {
+    /// `mode = "ask"`: read-only, ask, auto-edit or full-auto.
+    mode: Option<Spanned<String>>,
+    /// `allow = ["run_command(cargo test **)"]`
+    #[serde(default)]
+    allow: Vec<Spanned<String>>,
+    /// `ask = ["git_commit"]`
+    #[serde(default)]
+    ask: Vec<Spanned<String>>,
+    /// `deny = ["run_command(rm **)"]`: refused; the model is told.
+    #[serde(default)]
+    deny: Vec<Spanned<String>>,
+    /// `stop = ["run_command(git push **)"]`: refused, and the run ends.
+    #[serde(default)]
+    stop: Vec<Spanned<String>>,
+}
+
+/// `[sandbox]`
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawSandbox {
+    /// `require_os_sandbox = false` runs granted programs even where the
+    /// kernel cannot confine them (default true: refuse).
+    require_os_sandbox: Option<bool>,
 }
 
 /// `[agent]`: how `corral run` talks to a model. Each key overrides the
@@ -373,6 +415,24 @@ struct RawGrants {
     /// `secrets = [{ host = "api.openai.com", header = "authorization", value = "Bearer ${env:OPENAI_API_KEY}" }]`
     #[serde(default)]
     secrets: Vec<Spanned<RawSecret>>,
+    /// `exec = [{ program = "cargo", args = ["test", "**"] }]`
+    #[serde(default)]
+    exec: Vec<Spanned<RawExec>>,
+}
+
+/// One entry of `grants.exec`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawExec {
+    /// `program = "cargo"`: a name found in `PATH`, or a path.
+    program: String,
+    /// `args = ["test", "**"]`: literal tokens, `*` (one argument), `**` (the rest).
+    args: Vec<String>,
+    /// `timeout_ms = 120000`
+    timeout_ms: Option<u64>,
+    /// `network = true` lets the program open TCP connections.
+    #[serde(default)]
+    network: bool,
 }
 
 /// One entry of `grants.secrets`.
@@ -422,26 +482,41 @@ pub struct Layer {
     pub base: PathBuf,
 }
 
-/// The layers for `workspace`: defaults, the user's file, the project's file
-/// (those that exist).
-pub fn layers(workspace: &Path) -> std::io::Result<Vec<Layer>> {
+/// The layers for `workspace`: defaults, the user's file, and the project's
+/// file when the user trusts it (see [`crate::trust`]). An untrusted project
+/// file is reported in `untrusted` and adds nothing.
+pub fn layers(workspace: &Path) -> std::io::Result<(Vec<Layer>, Option<PathBuf>)> {
     let mut out = vec![Layer {
         name: DEFAULTS_NAME.to_owned(),
         text: DEFAULTS.to_owned(),
         base: workspace.to_path_buf(),
     }];
-    let mut files = Vec::new();
-    if let Some(dir) = dirs::config_dir() {
-        files.push(dir.join("corral").join("corral.toml"));
-    }
-    files.push(workspace.join("corral.toml"));
-    for file in files {
+    let user = dirs::config_dir().map(|dir| dir.join("corral").join("corral.toml"));
+    let project = workspace.join("corral.toml");
+    let mut untrusted = None;
+    for (file, is_project) in user
+        .into_iter()
+        .map(|f| (f, false))
+        .chain([(project, true)])
+    {
         match std::fs::read_to_string(&file) {
-            Ok(text) => out.push(Layer {
-                name: file.display().to_string(),
-                text,
-                base: file.parent().map(Path::to_path_buf).unwrap_or_default(),
-            }),
+            Ok(text) => {
+                if is_project {
+                    let canonical = file.canonicalize().unwrap_or_else(|_| file.clone());
+                    let trusted = crate::trust::store_dir().is_some_and(|d| {
+                        crate::trust::status(&d, &canonical, &text) == crate::trust::Status::Trusted
+                    });
+                    if !trusted {
+                        untrusted = Some(file);
+                        continue;
+                    }
+                }
+                out.push(Layer {
+                    name: file.display().to_string(),
+                    text,
+                    base: file.parent().map(Path::to_path_buf).unwrap_or_default(),
+                })
+            }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
             Err(e) => {
                 return Err(std::io::Error::new(
@@ -451,18 +526,24 @@ pub fn layers(workspace: &Path) -> std::io::Result<Vec<Layer>> {
             }
         }
     }
-    Ok(out)
+    Ok((out, untrusted))
 }
 
 /// Loads and checks the manifest of `workspace` from its usual layers.
 pub fn load(workspace: &Path) -> Result<Manifest, ManifestError> {
-    let layers = layers(workspace).map_err(|e| ManifestError {
+    let (layers, untrusted) = layers(workspace).map_err(|e| ManifestError {
         file: workspace.display().to_string(),
         line: 0,
         column: 0,
         message: format!("cannot read the manifest: {e}"),
         help: None,
     })?;
+    if let Some(file) = untrusted {
+        tracing::warn!(
+            "{} is not trusted yet and was ignored; review it and run `corral trust` to use it",
+            file.display()
+        );
+    }
     from_layers(workspace, &layers)
 }
 
@@ -477,6 +558,8 @@ pub fn from_layers(workspace: &Path, layers: &[Layer]) -> Result<Manifest, Manif
     })?;
     let mut plugins: BTreeMap<String, PluginDecl> = BTreeMap::new();
     let mut agent = AgentSettings::default();
+    let mut require_os_sandbox = true;
+    let mut policy = crate::policy::Policy::default();
     for layer in layers {
         let raw: RawFile = toml::from_str(&layer.text).map_err(|e| {
             let (line, column) = e.span().map_or((0, 0), |s| line_col(&layer.text, s.start));
@@ -496,6 +579,34 @@ pub fn from_layers(workspace: &Path, layers: &[Layer]) -> Result<Manifest, Manif
             layer,
             workspace: &workspace,
         };
+        if let Some(r) = raw.sandbox.require_os_sandbox {
+            require_os_sandbox = r;
+        }
+        if let Some(mode) = &raw.policy.mode {
+            policy.mode = mode
+                .get_ref()
+                .parse()
+                .map_err(|e: String| at.err(mode.span(), format!("policy.mode: {e}"), None))?;
+        }
+        use crate::policy::Action;
+        for (key, list, action) in [
+            ("allow", &raw.policy.allow, Action::Allow),
+            ("ask", &raw.policy.ask, Action::Ask),
+            ("deny", &raw.policy.deny, Action::Deny),
+            ("stop", &raw.policy.stop, Action::DenyAndStop),
+        ] {
+            for (i, text) in list.iter().enumerate() {
+                let source = format!("{}: policy.{key}[{i}]", layer.name);
+                let rule = crate::policy::parse_rule(text.get_ref(), action, &source).map_err(|e| {
+                    at.err(
+                        text.span(),
+                        format!("policy.{key}: {e}"),
+                        Some("write a tool name, optionally with an argument pattern: `run_command(cargo test **)`, `write_file(docs/**)`".into()),
+                    )
+                })?;
+                policy.rules.push(rule);
+            }
+        }
         if let Some(p) = raw.agent.provider {
             if !valid_name(p.get_ref()) {
                 return Err(at.err(
@@ -558,6 +669,8 @@ pub fn from_layers(workspace: &Path, layers: &[Layer]) -> Result<Manifest, Manif
         workspace,
         plugins: plugins.into_values().collect(),
         agent,
+        require_os_sandbox,
+        policy,
     })
 }
 
@@ -701,6 +814,36 @@ impl Checker<'_> {
             }
             secrets.push(parsed);
         }
+        let mut exec = Vec::new();
+        for grant in &raw.grants.exec {
+            let g = grant.get_ref();
+            let path = crate::exec::resolve(&g.program).ok_or_else(|| {
+                self.err(
+                    grant.span(),
+                    format!(
+                        "plugin `{name}`: program `{}` is not an executable in PATH",
+                        g.program
+                    ),
+                    Some("install it, or name it by its full path".into()),
+                )
+            })?;
+            if let Some(at) = g.args.iter().position(|a| a == "**") {
+                if at + 1 != g.args.len() {
+                    return Err(self.err(
+                        grant.span(),
+                        format!("plugin `{name}`: `**` must be the last argument pattern"),
+                        Some("`**` matches all remaining arguments".into()),
+                    ));
+                }
+            }
+            exec.push(crate::exec::ExecGrant {
+                program: g.program.clone(),
+                path,
+                args: g.args.clone(),
+                timeout_ms: g.timeout_ms.unwrap_or(crate::exec::DEFAULT_TIMEOUT_MS),
+                network: g.network,
+            });
+        }
         let limits = self.limits(&raw.limits)?;
         let config = raw
             .config
@@ -720,6 +863,7 @@ impl Checker<'_> {
             net,
             env,
             secrets,
+            exec,
             limits,
             config,
             origin,

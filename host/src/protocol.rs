@@ -21,6 +21,8 @@ pub enum StopReason {
     Interrupted,
     /// The conversation no longer fits the model's context.
     ContextExhausted,
+    /// A deny rule that stops the run matched a call.
+    PermissionDenied,
 }
 
 impl StopReason {
@@ -33,6 +35,7 @@ impl StopReason {
             StopReason::FatalToolError => "fatal_tool_error",
             StopReason::Interrupted => "interrupted",
             StopReason::ContextExhausted => "context_exhausted",
+            StopReason::PermissionDenied => "permission_denied",
         }
     }
 }
@@ -116,6 +119,17 @@ pub enum Event {
         /// Tokens used.
         usage: Option<Usage>,
     },
+    /// The permission policy decided a call (every decision is logged).
+    Permission {
+        /// The call's id.
+        call_id: String,
+        /// The tool.
+        tool: String,
+        /// `allow`, `deny`, or for calls that asked: `approved`, `approved_for_session`, `refused`.
+        decision: String,
+        /// The rule or mode that decided, and who answered.
+        reason: String,
+    },
     /// A tool call starts.
     ToolCallBegin {
         /// The call.
@@ -158,6 +172,7 @@ impl Event {
         matches!(
             self,
             Event::ToolCallEnd { .. }
+                | Event::Permission { .. }
                 | Event::RequestEnd { .. }
                 | Event::UserMessage { .. }
                 | Event::Stop { .. }

@@ -2,7 +2,9 @@
 //! events, as text for people or as JSON lines for scripts.
 
 use crate::cli::{fail, load, out};
-use corral::agent::{Agent, AgentOptions, CassetteTurn};
+use corral::agent::{
+    Agent, AgentOptions, Approval, ApprovalRequest, Approver, CassetteTurn, NoApprover, YesApprover,
+};
 use corral::manifest::Manifest;
 use corral::protocol::{Event, StopReason};
 use corral::runtime::{Plugin, Plugins};
@@ -18,6 +20,7 @@ use tokio_util::sync::CancellationToken;
 const EXIT_PROVIDER: u8 = 3;
 const EXIT_INCOMPLETE: u8 = 4;
 const EXIT_INTERRUPTED: u8 = 130;
+const EXIT_DENIED: u8 = 5;
 
 /// Flags shared by `run` and `resume`.
 pub struct Flags {
@@ -25,6 +28,8 @@ pub struct Flags {
     pub model: Option<String>,
     pub max_iterations: Option<u32>,
     pub json: bool,
+    pub mode: Option<corral::policy::Mode>,
+    pub yes: bool,
 }
 
 fn sessions_dir(workspace: &Path) -> Result<PathBuf, ExitCode> {
@@ -101,7 +106,20 @@ fn choose_provider(
 }
 
 fn options(manifest: &Manifest, flags: &Flags) -> AgentOptions {
+    let mut policy = manifest.policy.clone();
+    if let Some(mode) = flags.mode {
+        policy.mode = mode;
+    }
+    let approver: Arc<dyn Approver> = if flags.yes {
+        Arc::new(YesApprover)
+    } else if std::io::stdin().is_terminal() && !flags.json {
+        Arc::new(TerminalApprover)
+    } else {
+        Arc::new(NoApprover)
+    };
     AgentOptions {
+        policy,
+        approver,
         model: flags
             .model
             .clone()
@@ -279,6 +297,7 @@ async fn drive(
         Ok(StopReason::MaxIterations | StopReason::FatalToolError) => {
             ExitCode::from(EXIT_INCOMPLETE)
         }
+        Ok(StopReason::PermissionDenied) => ExitCode::from(EXIT_DENIED),
         Err(e) => fail(&format!("{e:#}")),
     }
 }
@@ -313,6 +332,61 @@ fn spinner(waiting: Arc<AtomicBool>, json: bool) -> tokio::task::JoinHandle<()> 
             }
         }
     })
+}
+
+/// Asks on the terminal: the call, why it needs approval, and its diff.
+struct TerminalApprover;
+
+impl Approver for TerminalApprover {
+    fn approve<'a>(
+        &'a self,
+        request: &'a ApprovalRequest,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Approval> + Send + 'a>> {
+        Box::pin(async move {
+            let mut text = format!(
+                "\n? {}({}) needs approval: {}\n",
+                request.call.name,
+                short(&request.call.arguments),
+                request.reason
+            );
+            if let Some(diff) = &request.preview {
+                text.push_str(diff);
+                if !diff.ends_with('\n') {
+                    text.push('\n');
+                }
+            }
+            text.push_str(
+                "  [y] yes, once   [a] yes, for this session   [n] no (add a reason after it)\n> ",
+            );
+            let answer = tokio::task::spawn_blocking(move || {
+                eprint!("{text}");
+                let mut line = String::new();
+                std::io::stdin().read_line(&mut line).map(|_| line)
+            })
+            .await;
+            let line = match answer {
+                Ok(Ok(l)) => l,
+                _ => {
+                    return Approval::Deny {
+                        reason: Some("no answer from the terminal".into()),
+                    };
+                }
+            };
+            let line = line.trim();
+            let (word, rest) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
+            match word.to_ascii_lowercase().as_str() {
+                "y" | "yes" => Approval::Once,
+                "a" | "always" => Approval::Session,
+                _ => Approval::Deny {
+                    reason: Some(if rest.trim().is_empty() {
+                        "the user declined".to_owned()
+                    } else {
+                        format!("the user declined: {}", rest.trim())
+                    }),
+                },
+            }
+        })
+    }
 }
 
 /// Text rendering of the event stream.

@@ -35,6 +35,7 @@ mod generated {
     wasmtime::component::bindgen!({
         path: "../wit",
         world: "tool-plugin",
+        imports: { "corral:plugin/process.run": async },
         exports: { default: async },
     });
 }
@@ -51,6 +52,7 @@ mod provider_generated {
     });
 }
 
+mod process;
 mod provider;
 mod stream;
 
@@ -205,6 +207,11 @@ impl Runtime {
             .map_err(anyhow::Error::from)?;
         generated::corral::plugin::host::add_to_linker::<State, HasSelf<State>>(&mut linker, |s| s)
             .map_err(anyhow::Error::from)?;
+        generated::corral::plugin::process::add_to_linker::<State, HasSelf<State>>(
+            &mut linker,
+            |s| s,
+        )
+        .map_err(anyhow::Error::from)?;
         provider_generated::corral::plugin::stream::add_to_linker::<State, HasSelf<State>>(
             &mut linker,
             |s| s,
@@ -242,13 +249,17 @@ impl Runtime {
     pub async fn load(&self, manifest: &Manifest) -> Result<Plugins, LoadError> {
         let mut plugins = Vec::new();
         for decl in &manifest.plugins {
-            plugins.push(Arc::new(self.load_plugin(decl).await?));
+            plugins.push(Arc::new(self.load_plugin(decl, manifest).await?));
         }
         Plugins::new(plugins)
     }
 
     /// Loads one plugin.
-    pub async fn load_plugin(&self, decl: &PluginDecl) -> Result<Plugin, LoadError> {
+    pub async fn load_plugin(
+        &self,
+        decl: &PluginDecl,
+        manifest: &Manifest,
+    ) -> Result<Plugin, LoadError> {
         let name = &decl.name;
         let bytes: Vec<u8> = match &decl.source {
             Source::Builtin(b) => corral_builtin::get(b)
@@ -314,6 +325,17 @@ impl Runtime {
             shared: Arc::new(Shared {
                 name: name.as_str().into(),
                 config: decl.config.clone(),
+                exec: (!decl.exec.is_empty()).then(|| {
+                    Arc::new(crate::exec::Exec {
+                        plugin: name.clone(),
+                        grants: decl.exec.clone(),
+                        workspace: manifest.workspace.clone(),
+                        env: decl.env.clone(),
+                        output_cap: usize::try_from(decl.limits.output_kb.saturating_mul(1024))
+                            .unwrap_or(usize::MAX),
+                        require_os_sandbox: manifest.require_os_sandbox,
+                    })
+                }),
             }),
             decl: decl.clone(),
             sha256,
@@ -350,6 +372,7 @@ impl Runtime {
             net: Vec::new(),
             env: Vec::new(),
             secrets: Vec::new(),
+            exec: Vec::new(),
             limits: Default::default(),
             config: BTreeMap::new(),
             origin: crate::manifest::Origin {
@@ -368,6 +391,7 @@ impl Runtime {
                 let plugin = Plugin {
                     engine: self.engine.clone(),
                     shared: Arc::new(Shared {
+                        exec: None,
                         name: "inspected".into(),
                         config: BTreeMap::new(),
                     }),
@@ -416,6 +440,7 @@ fn import_names(engine: &Engine, component: &Component) -> Vec<String> {
 
 /// What the host-side imports of a call can see of their plugin.
 pub(crate) struct Shared {
+    pub(crate) exec: Option<Arc<crate::exec::Exec>>,
     pub(crate) name: Arc<str>,
     pub(crate) config: BTreeMap<String, String>,
 }
@@ -618,6 +643,43 @@ impl Plugin {
             Err(wit::ToolError::Failed(m)) => Err(ToolError::Failed(m)),
             Err(wit::ToolError::Fatal(m)) => Err(ToolError::Fatal(m)),
         }
+    }
+
+    /// The unified diff `tool` would apply with these arguments, computed by
+    /// the plugin with its directories mounted read-only, so a preview can
+    /// never write. `None` when the tool changes no file or cannot tell.
+    pub async fn preview(
+        &self,
+        tool: &str,
+        arguments: &str,
+        call_id: &str,
+    ) -> Result<Option<String>, ToolError> {
+        let Kind::Tool(pre) = &self.kind else {
+            return Err(ToolError::UnknownTool(tool.to_owned()));
+        };
+        let pre = pre.clone();
+        let call = wit::ToolCall {
+            id: call_id.to_owned(),
+            name: tool.to_owned(),
+            arguments: arguments.to_owned(),
+        };
+        let result = self
+            .run(true, None, move |store| {
+                Box::pin(async move {
+                    let instance = pre.instantiate_async(&mut *store).await?;
+                    instance
+                        .corral_plugin_tool()
+                        .call_preview(&mut *store, &call)
+                        .await
+                })
+            })
+            .await?;
+        result.map_err(|e| match e {
+            wit::ToolError::InvalidArguments(m) => ToolError::InvalidArguments(m),
+            wit::ToolError::UnknownTool(m) => ToolError::UnknownTool(m),
+            wit::ToolError::Failed(m) => ToolError::Failed(m),
+            wit::ToolError::Fatal(m) => ToolError::Fatal(m),
+        })
     }
 
     /// Builds a fresh sandboxed store, instantiates the plugin, runs `f` and

@@ -56,6 +56,7 @@ use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 
 pub mod http;
+pub mod process;
 pub mod provider;
 pub mod sse;
 
@@ -180,6 +181,22 @@ pub trait Tool {
 
     /// Runs one call.
     fn run(args: Self::Args) -> Result<Output>;
+
+    /// Shows what [`Tool::run`] would change, without changing anything: the
+    /// unified diff the same call would make to files (`--- a/PATH`,
+    /// `+++ b/PATH`, `@@` hunks with 3 lines of context, `/dev/null` for a
+    /// created or deleted file), or `None` if the tool changes no file.
+    ///
+    /// The host calls it before asking the user to approve a write, with the
+    /// plugin's directories mounted read-only. Override it in every tool that
+    /// declares [`Effect::Write`], and compute the new content with the same
+    /// code `run` uses so the preview cannot disagree with what happens.
+    /// Return an empty string when the call would leave every file as it is.
+    fn preview(args: Self::Args) -> Result<Option<String>> {
+        // Tools that change no file have nothing to show.
+        let _ = args;
+        Ok(None)
+    }
 }
 
 /// Severity of a [`log`] line.
@@ -288,6 +305,7 @@ pub mod __private {
         pub spec: fn() -> wit::ToolSpec,
         pub name: &'static str,
         pub invoke: fn(&str) -> std::result::Result<wit::ToolOutput, wit::ToolError>,
+        pub preview: fn(&str) -> std::result::Result<Option<String>, wit::ToolError>,
     }
 
     pub const fn entry<T: Tool>() -> Entry {
@@ -295,6 +313,7 @@ pub mod __private {
             spec: spec::<T>,
             name: T::NAME,
             invoke: invoke_one::<T>,
+            preview: preview_one::<T>,
         }
     }
 
@@ -315,22 +334,35 @@ pub mod __private {
         }
     }
 
+    fn parse_args<T: Tool>(arguments: &str) -> std::result::Result<T::Args, wit::ToolError> {
+        serde_json::from_str(arguments).map_err(|e| {
+            wit::ToolError::InvalidArguments(format!("arguments for `{}`: {e}", T::NAME))
+        })
+    }
+
+    fn tool_error(err: Error) -> wit::ToolError {
+        match err {
+            Error::InvalidArguments(m) => wit::ToolError::InvalidArguments(m),
+            Error::Failed(m) => wit::ToolError::Failed(m),
+            Error::Fatal(m) => wit::ToolError::Fatal(m),
+        }
+    }
+
     fn invoke_one<T: Tool>(
         arguments: &str,
     ) -> std::result::Result<wit::ToolOutput, wit::ToolError> {
-        let args: T::Args = serde_json::from_str(arguments).map_err(|e| {
-            wit::ToolError::InvalidArguments(format!("arguments for `{}`: {e}", T::NAME))
-        })?;
-        match T::run(args) {
-            Ok(out) => Ok(wit::ToolOutput {
-                content: out.content,
-                is_error: out.is_error,
-                data: out.data.map(|d| d.to_string()),
-            }),
-            Err(Error::InvalidArguments(m)) => Err(wit::ToolError::InvalidArguments(m)),
-            Err(Error::Failed(m)) => Err(wit::ToolError::Failed(m)),
-            Err(Error::Fatal(m)) => Err(wit::ToolError::Fatal(m)),
-        }
+        let out = T::run(parse_args::<T>(arguments)?).map_err(tool_error)?;
+        Ok(wit::ToolOutput {
+            content: out.content,
+            is_error: out.is_error,
+            data: out.data.map(|d| d.to_string()),
+        })
+    }
+
+    fn preview_one<T: Tool>(
+        arguments: &str,
+    ) -> std::result::Result<Option<String>, wit::ToolError> {
+        T::preview(parse_args::<T>(arguments)?).map_err(tool_error)
     }
 
     pub fn describe(tools: &[Entry]) -> Vec<wit::ToolSpec> {
@@ -341,13 +373,20 @@ pub mod __private {
         tools: &[Entry],
         call: wit::ToolCall,
     ) -> std::result::Result<wit::ToolOutput, wit::ToolError> {
-        match tools.iter().find(|t| t.name == call.name) {
-            Some(t) => (t.invoke)(&call.arguments),
-            None => Err(wit::ToolError::UnknownTool(format!(
-                "this plugin has no tool named `{}`",
-                call.name
-            ))),
-        }
+        (find(tools, &call.name)?.invoke)(&call.arguments)
+    }
+
+    pub fn preview(
+        tools: &[Entry],
+        call: wit::ToolCall,
+    ) -> std::result::Result<Option<String>, wit::ToolError> {
+        (find(tools, &call.name)?.preview)(&call.arguments)
+    }
+
+    fn find<'a>(tools: &'a [Entry], name: &str) -> std::result::Result<&'a Entry, wit::ToolError> {
+        tools.iter().find(|t| t.name == name).ok_or_else(|| {
+            wit::ToolError::UnknownTool(format!("this plugin has no tool named `{name}`"))
+        })
     }
 
     pub use crate::__bindings::exports::corral::plugin::tool::{
@@ -382,6 +421,14 @@ macro_rules! tools {
             ) -> ::std::result::Result<$crate::__private::ToolOutput, $crate::__private::ToolError> {
                 $crate::__private::invoke(__CORRAL_TOOLS, call)
             }
+            fn preview(
+                call: $crate::__private::ToolCall,
+            ) -> ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                $crate::__private::ToolError,
+            > {
+                $crate::__private::preview(__CORRAL_TOOLS, call)
+            }
         }
 
         // Only a component exports the tool interface; a native build (tests,
@@ -389,4 +436,110 @@ macro_rules! tools {
         #[cfg(target_family = "wasm")]
         $crate::__bindings::__export_tool_plugin!(__CorralTools with_types_in $crate::__bindings);
     };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::__private::{self, Entry, ToolCall, ToolError};
+    use super::*;
+    use pretty_assertions::assert_eq;
+
+    #[derive(serde::Deserialize, JsonSchema)]
+    struct EchoArgs {
+        text: String,
+    }
+
+    /// Changes no file, so it keeps the default `preview`.
+    struct Echo;
+
+    impl Tool for Echo {
+        type Args = EchoArgs;
+        const NAME: &'static str = "echo";
+        const DESCRIPTION: &'static str = "Echoes.";
+        const EFFECTS: &'static [Effect] = &[];
+
+        fn run(args: EchoArgs) -> Result<Output> {
+            Ok(Output::text(args.text))
+        }
+    }
+
+    /// Overrides `preview`, and fails it on demand.
+    struct Writer;
+
+    impl Tool for Writer {
+        type Args = EchoArgs;
+        const NAME: &'static str = "writer";
+        const DESCRIPTION: &'static str = "Pretends to write.";
+        const EFFECTS: &'static [Effect] = &[Effect::Write];
+
+        fn run(args: EchoArgs) -> Result<Output> {
+            Ok(Output::text(args.text))
+        }
+
+        fn preview(args: EchoArgs) -> Result<Option<String>> {
+            match args.text.as_str() {
+                "fail" => Err(Error::Failed("cannot preview".into())),
+                text => Ok(Some(format!("+{text}\n"))),
+            }
+        }
+    }
+
+    const TOOLS: &[Entry] = &[__private::entry::<Echo>(), __private::entry::<Writer>()];
+
+    /// The generated `ToolError` has no `PartialEq`; compare its kind and text.
+    fn flat<T>(
+        result: std::result::Result<T, ToolError>,
+    ) -> std::result::Result<T, (&'static str, String)> {
+        result.map_err(|e| match e {
+            ToolError::InvalidArguments(m) => ("invalid-arguments", m),
+            ToolError::UnknownTool(m) => ("unknown-tool", m),
+            ToolError::Failed(m) => ("failed", m),
+            ToolError::Fatal(m) => ("fatal", m),
+        })
+    }
+
+    fn call(name: &str, arguments: &str) -> ToolCall {
+        ToolCall {
+            id: "call-1".into(),
+            name: name.into(),
+            arguments: arguments.into(),
+        }
+    }
+
+    #[test]
+    fn preview_defaults_to_none() {
+        let got = __private::preview(TOOLS, call("echo", r#"{"text":"hi"}"#));
+        assert_eq!(flat(got), Ok(None));
+    }
+
+    #[test]
+    fn preview_reaches_the_tool_override() {
+        let got = __private::preview(TOOLS, call("writer", r#"{"text":"hi"}"#));
+        assert_eq!(flat(got), Ok(Some("+hi\n".to_owned())));
+        let got = __private::preview(TOOLS, call("writer", r#"{"text":"fail"}"#));
+        assert_eq!(flat(got), Err(("failed", "cannot preview".to_owned())));
+    }
+
+    #[test]
+    fn preview_rejects_bad_arguments_like_invoke() {
+        let preview = flat(__private::preview(TOOLS, call("writer", r#"{"txt":"hi"}"#)));
+        let Err(("invalid-arguments", message)) = &preview else {
+            panic!("expected invalid-arguments, got {preview:?}");
+        };
+        assert!(message.starts_with("arguments for `writer`: "), "{message}");
+        let invoke = flat(__private::invoke(TOOLS, call("writer", r#"{"txt":"hi"}"#)));
+        assert_eq!(invoke.err(), preview.err());
+    }
+
+    #[test]
+    fn preview_of_an_unknown_tool() {
+        let got = __private::preview(TOOLS, call("nope", "{}"));
+        assert_eq!(
+            flat(got),
+            Err((
+                "unknown-tool",
+                "this plugin has no tool named `nope`".to_owned()
+            ))
+        );
+    }
 }

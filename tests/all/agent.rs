@@ -17,6 +17,9 @@ fn manifest(openai_port: u16, anthropic_port: u16, extra: &str) -> String {
 [agent]
 max_iterations = 8
 
+[policy]
+mode = "auto-edit"
+
 [plugins.openai]
 source = "builtin:openai"
 grants.net = ["http://127.0.0.1:{openai_port}"]
@@ -431,7 +434,7 @@ fn record_then_replay_gives_the_same_run() {
     assert_eq!(timeless(text(&o).0), timeless(text(&replayed).0));
 }
 
-fn session_log(cli: &Cli) -> std::path::PathBuf {
+pub fn session_log(cli: &Cli) -> std::path::PathBuf {
     let root = cli.home.path().join("data/corral/sessions");
     let ws_dir = std::fs::read_dir(&root)
         .expect("sessions")

@@ -77,7 +77,7 @@ fn tool_errors_exit_non_zero_with_message() {
     let o = cli.run(&sb.ws(), &["tool", "call", "no_such_tool"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(
-        stderr(&o).contains("available: edit_file, glob, grep"),
+        stderr(&o).contains("available: apply_patch, edit_file, glob, grep"),
         "{}",
         stderr(&o)
     );
@@ -151,18 +151,34 @@ fn example_plugin_runs_from_a_project_manifest() {
 
 #[test]
 fn a_bad_project_manifest_is_reported_with_its_line() {
-    let cli = Cli::new();
+    let cli = Cli::untrusting();
     let sb = Sandbox::new();
     sb.write(
         "corral.toml",
         "[plugins.fs]\nsource = \"builtin:fs\"\nbogus = 1\n",
     );
-    let o = cli.run(&sb.ws(), &["tools", "list"]);
+    // Reviewing it for trust reports the mistake; it cannot be trusted as it is.
+    let o = cli.run(&sb.ws(), &["trust", "--yes"]);
     assert_eq!(o.status.code(), Some(2));
     let err = stderr(&o);
     assert!(
         err.contains("corral.toml:3:1: unknown field `bogus`"),
         "{err}"
+    );
+    // A user manifest with the same mistake stops every command.
+    let config = cli.home.path().join("config/corral");
+    std::fs::create_dir_all(&config).expect("config dir");
+    std::fs::write(
+        config.join("corral.toml"),
+        "[plugins.fs]\nsource = \"builtin:fs\"\nbogus = 1\n",
+    )
+    .expect("write");
+    let o = cli.run(&sb.ws(), &["tools", "list"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("corral/corral.toml:3:1: unknown field `bogus`"),
+        "{}",
+        stderr(&o)
     );
 }
 
@@ -223,5 +239,49 @@ fn tools_list_json_has_schemas() {
     assert_eq!(
         grep["input_schema"]["required"],
         serde_json::json!(["pattern"])
+    );
+}
+
+#[test]
+fn an_untrusted_project_manifest_adds_nothing() {
+    let sb = Sandbox::new();
+    let toml = format!(
+        "[plugins.example]\nsource = {EXAMPLE:?}\ngrants.fs = [{{ path = \".\", access = \"ro\" }}]\n"
+    );
+    sb.write("corral.toml", &toml);
+    let cli = Cli::untrusting();
+    let o = cli.run(&sb.ws(), &["tools", "list"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(!stdout(&o).contains("word_count"), "{}", stdout(&o));
+    assert!(
+        stderr(&o).contains("is not trusted yet and was ignored"),
+        "{}",
+        stderr(&o)
+    );
+    // Without a terminal, trust needs --yes.
+    let o = cli.run(&sb.ws(), &["trust"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stdout(&o).contains("is not trusted yet"), "{}", stdout(&o));
+    let o = cli.run(&sb.ws(), &["trust", "--yes"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = cli.run(&sb.ws(), &["tools", "list"]);
+    assert!(stdout(&o).contains("word_count"), "{}", stdout(&o));
+    // A changed file is untrusted again, and trust shows what changed.
+    sb.write(
+        "corral.toml",
+        &toml.replace("access = \"ro\"", "access = \"rw\""),
+    );
+    let o = cli.run(&sb.ws(), &["tools", "list"]);
+    assert!(!stdout(&o).contains("word_count"), "{}", stdout(&o));
+    let o = cli.run(&sb.ws(), &["trust"]);
+    let review = stdout(&o);
+    assert!(review.contains("changed since you trusted it"), "{review}");
+    assert!(
+        review.contains("- grants.fs = [{ path = \".\", access = \"ro\" }]"),
+        "{review}"
+    );
+    assert!(
+        review.contains("+ grants.fs = [{ path = \".\", access = \"rw\" }]"),
+        "{review}"
     );
 }

@@ -10,8 +10,10 @@
 
 mod agent;
 mod cli;
+mod exec;
 mod manifest;
 mod mock;
+mod policy;
 mod sandbox;
 mod tools;
 
@@ -139,8 +141,12 @@ pub fn failed(r: Result<ToolOutput, ToolError>) -> String {
 }
 
 /// The `corral` binary with its own config, cache and data directories.
+/// Unless made with [`Cli::untrusting`], it trusts the workspace's
+/// `corral.toml` (as `corral trust --yes` would) before each command, since
+/// most tests are about what such a manifest does, not about trust.
 pub struct Cli {
     pub home: tempfile::TempDir,
+    pub trust_project: bool,
 }
 
 impl Default for Cli {
@@ -153,10 +159,36 @@ impl Cli {
     pub fn new() -> Self {
         Self {
             home: tempfile::tempdir().expect("home"),
+            trust_project: true,
+        }
+    }
+
+    pub fn untrusting() -> Self {
+        Self {
+            home: tempfile::tempdir().expect("home"),
+            trust_project: false,
         }
     }
 
     pub fn command(&self, workspace: &Path, args: &[&str]) -> std::process::Command {
+        if self.trust_project
+            && args.first() != Some(&"trust")
+            && workspace.join("corral.toml").exists()
+        {
+            let o = self
+                .bare(workspace, &["trust", "--yes"])
+                .output()
+                .expect("trust");
+            assert!(
+                o.status.success(),
+                "trust: {}",
+                String::from_utf8_lossy(&o.stderr)
+            );
+        }
+        self.bare(workspace, args)
+    }
+
+    fn bare(&self, workspace: &Path, args: &[&str]) -> std::process::Command {
         let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_corral"));
         cmd.args(args)
             .arg("--workspace")

@@ -305,6 +305,7 @@ async fn tool_schemas_are_json_schema_objects() {
     assert_eq!(
         names,
         [
+            "apply_patch",
             "edit_file",
             "glob",
             "grep",

@@ -20,6 +20,8 @@ pub enum Capability {
     Http,
     /// Raw sockets and name lookup (`wasi:sockets`); needs `grants.net`.
     Sockets,
+    /// Running programs through the host (`corral:plugin/process`); needs `grants.exec`.
+    Process,
     /// Clocks, randomness, stream plumbing and exit: harmless.
     Basic,
     /// An interface corral does not provide; such a component cannot load.
@@ -38,6 +40,7 @@ impl Capability {
             Capability::Stdio => "standard streams (stdin empty; output to the host log)",
             Capability::Http => "outgoing HTTP (needs grants.net)",
             Capability::Sockets => "raw network sockets (needs grants.net)",
+            Capability::Process => "running programs through the host (needs grants.exec)",
             Capability::Basic => "clocks, randomness, streams, exit",
             Capability::Unknown => "not provided by corral: the plugin cannot load",
         }
@@ -52,6 +55,7 @@ pub fn classify(import: &str) -> Capability {
         | "corral:plugin/types"
         | "corral:plugin/chat"
         | "corral:plugin/stream" => Capability::CorralHost,
+        "corral:plugin/process" => Capability::Process,
         "wasi:cli/environment" => Capability::Environment,
         "wasi:cli/stdin" | "wasi:cli/stdout" | "wasi:cli/stderr" => Capability::Stdio,
         "wasi:cli/exit" => Capability::Basic,
@@ -83,6 +87,12 @@ pub(crate) fn check(decl: &PluginDecl, imports: &[String]) -> Result<(), String>
                 return Err(format!(
                     "plugin `{name}` imports {import} but grants.net is empty ({at}); \
                      add grants.net = [\"https://HOST:443\"] to [plugins.{name}] to allow the hosts it needs"
+                ));
+            }
+            Capability::Process if decl.exec.is_empty() => {
+                return Err(format!(
+                    "plugin `{name}` imports {import} but grants.exec is empty ({at}); \
+                     add grants.exec = [{{ program = \"NAME\", args = [\"**\"] }}] to [plugins.{name}] to allow the programs it needs"
                 ));
             }
             Capability::Unknown => {

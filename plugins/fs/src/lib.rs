@@ -4,12 +4,22 @@
 //! Every path is relative to the workspace root (the plugin's preopened
 //! directory). The sandbox is what keeps the tools inside their grant; the
 //! checks here only make the messages clearer.
+//!
+//! The tools that write (`write_file`, `edit_file`, `apply_patch`) also
+//! implement `preview`: each computes the new content with the same function
+//! in `run` and `preview`, so the diff the user approves is the change made.
+
+mod diff;
+mod patch;
+
+pub use patch::{ApplyPatch, PatchArgs};
 
 use corral_sdk::{Effect, Error, Output, Result, Tool, io_error, tools, workspace_path};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use std::fmt::Write as _;
 use std::io::Read as _;
+use std::path::{Path, PathBuf};
 
 /// Files larger than this are read only up to this many bytes.
 const MAX_READ_BYTES: u64 = 256 * 1024;
@@ -224,12 +234,7 @@ impl Tool for WriteFile {
     const EFFECTS: &'static [Effect] = &[Effect::Read, Effect::Write];
 
     fn run(args: WriteArgs) -> Result<Output> {
-        let path = workspace_path(&args.path)?;
-        if path.as_os_str() == "." {
-            return Err(Error::InvalidArguments(
-                "`path` names the workspace root, not a file".into(),
-            ));
-        }
+        let path = file_path(&args.path)?;
         if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
             std::fs::create_dir_all(parent).map_err(|e| io_error(&args.path, &e))?;
         }
@@ -241,6 +246,16 @@ impl Tool for WriteFile {
             args.path,
             args.content.len(),
             args.content.lines().count()
+        )))
+    }
+
+    fn preview(args: WriteArgs) -> Result<Option<String>> {
+        let path = file_path(&args.path)?;
+        let old = read_if_exists(&path, &args.path)?;
+        let shown = display_path(&path);
+        Ok(Some(diff::unified(
+            old.as_deref().map(|text| (shown.as_str(), text)),
+            Some((&shown, &args.content)),
         )))
     }
 }
@@ -273,55 +288,117 @@ impl Tool for EditFile {
     const EFFECTS: &'static [Effect] = &[Effect::Read, Effect::Write];
 
     fn run(args: EditArgs) -> Result<Output> {
-        let path = workspace_path(&args.path)?;
-        if args.old_string.is_empty() {
-            return Err(Error::InvalidArguments(
-                "`old_string` is empty; to create a file use write_file".into(),
-            ));
-        }
-        if args.old_string == args.new_string {
-            return Err(Error::InvalidArguments(
-                "`old_string` and `new_string` are the same; nothing would change".into(),
-            ));
-        }
-        let text = std::fs::read_to_string(&path).map_err(|e| io_error(&args.path, &e))?;
-        let count = text.matches(&args.old_string).count();
-        let updated = match (count, args.replace_all) {
-            (0, _) => {
-                return Err(Error::Failed(format!(
-                    "`old_string` was not found in `{}`; read the file and copy the text exactly, \
-                     including whitespace",
-                    args.path
-                )));
-            }
-            (1, _) | (_, true) => text.replace(&args.old_string, &args.new_string),
-            (n, false) => {
-                let lines: Vec<String> = text
-                    .match_indices(&args.old_string)
-                    .take(5)
-                    .map(|(at, _)| (text[..at].matches('\n').count() + 1).to_string())
-                    .collect();
-                return Err(Error::Failed(format!(
-                    "`old_string` occurs {n} times in `{}` (at lines {}); add surrounding context \
-                     to make it unique, or set `replace_all`",
-                    args.path,
-                    lines.join(", ")
-                )));
-            }
-        };
-        std::fs::write(&path, &updated).map_err(|e| io_error(&args.path, &e))?;
+        let edit = plan_edit(&args)?;
+        std::fs::write(&edit.path, &edit.updated).map_err(|e| io_error(&args.path, &e))?;
+        let count = edit.count;
         let plural = if count == 1 { "" } else { "s" };
         Ok(Output::text(format!(
             "replaced {count} occurrence{plural} in `{}`",
             args.path
         )))
     }
+
+    fn preview(args: EditArgs) -> Result<Option<String>> {
+        let edit = plan_edit(&args)?;
+        let shown = display_path(&edit.path);
+        Ok(Some(diff::unified(
+            Some((&shown, &edit.original)),
+            Some((&shown, &edit.updated)),
+        )))
+    }
+}
+
+/// What an `edit_file` call does, computed without writing.
+struct Edit {
+    path: PathBuf,
+    original: String,
+    updated: String,
+    count: usize,
+}
+
+/// Checks an `edit_file` call and computes the file's new content; `run`
+/// writes it and `preview` diffs it.
+fn plan_edit(args: &EditArgs) -> Result<Edit> {
+    let path = workspace_path(&args.path)?;
+    if args.old_string.is_empty() {
+        return Err(Error::InvalidArguments(
+            "`old_string` is empty; to create a file use write_file".into(),
+        ));
+    }
+    if args.old_string == args.new_string {
+        return Err(Error::InvalidArguments(
+            "`old_string` and `new_string` are the same; nothing would change".into(),
+        ));
+    }
+    let original = std::fs::read_to_string(&path).map_err(|e| io_error(&args.path, &e))?;
+    let (updated, count) = replace_in(&original, args)?;
+    Ok(Edit {
+        path,
+        original,
+        updated,
+        count,
+    })
+}
+
+/// `edit_file`'s replacement on a file's text: the new text and how many
+/// occurrences were replaced.
+fn replace_in(text: &str, args: &EditArgs) -> Result<(String, usize)> {
+    let count = text.matches(&args.old_string).count();
+    match (count, args.replace_all) {
+        (0, _) => Err(Error::Failed(format!(
+            "`old_string` was not found in `{}`; read the file and copy the text exactly, \
+             including whitespace",
+            args.path
+        ))),
+        (1, _) | (_, true) => Ok((text.replace(&args.old_string, &args.new_string), count)),
+        (n, false) => {
+            let lines: Vec<String> = text
+                .match_indices(&args.old_string)
+                .take(5)
+                .map(|(at, _)| (text[..at].matches('\n').count() + 1).to_string())
+                .collect();
+            Err(Error::Failed(format!(
+                "`old_string` occurs {n} times in `{}` (at lines {}); add surrounding context \
+                 to make it unique, or set `replace_all`",
+                args.path,
+                lines.join(", ")
+            )))
+        }
+    }
+}
+
+/// A path argument that must name a file: checked like every workspace path,
+/// and not the workspace root itself.
+fn file_path(path: &str) -> Result<PathBuf> {
+    let checked = workspace_path(path)?;
+    if checked.as_os_str() == "." {
+        return Err(Error::InvalidArguments(format!(
+            "`{path}` names the workspace root, not a file"
+        )));
+    }
+    Ok(checked)
+}
+
+/// A file's text, or `None` if it does not exist. Bytes that are not UTF-8
+/// are replaced rather than refused, since a preview only shows them.
+fn read_if_exists(path: &Path, shown: &str) -> Result<Option<String>> {
+    match std::fs::read(path) {
+        Ok(bytes) => Ok(Some(String::from_utf8_lossy(&bytes).into_owned())),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) if path.is_dir() => Err(Error::Failed(format!(
+            "`{shown}` is a directory, not a file: {e}"
+        ))),
+        Err(e) => Err(io_error(shown, &e)),
+    }
 }
 
 /// A path as the model should see it: relative, `/`-separated, without `./`.
-fn display_path(path: &std::path::Path) -> String {
+fn display_path(path: &Path) -> String {
     let s = path.to_string_lossy().replace('\\', "/");
     s.strip_prefix("./").unwrap_or(&s).to_owned()
 }
 
-tools!(ListFiles, ReadFile, WriteFile, EditFile);
+tools!(ListFiles, ReadFile, WriteFile, EditFile, ApplyPatch);
+
+#[cfg(test)]
+mod tests;

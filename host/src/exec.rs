@@ -1,0 +1,509 @@
+//! Running programs for plugins granted `exec`: the program is resolved when
+//! the manifest is loaded, every call's arguments are checked against the
+//! grant's patterns, and the program runs without a shell, in the workspace,
+//! with an allow-listed environment, a timeout that kills its whole process
+//! group, an output cap and, on Linux, confinement:
+//!
+//! - Landlock: the program may read everywhere but write only beneath the
+//!   workspace and a private temp directory (and `/dev/null`); TCP connect
+//!   and bind are denied unless the grant says `network = true`.
+//! - A process budget: a `pids` cgroup when the host may create one, and
+//!   `RLIMIT_NPROC` otherwise, so a fork bomb hits a wall.
+//!
+//! Where the kernel lacks Landlock, corral says so once and, unless
+//! `[sandbox] require_os_sandbox = false`, refuses to run programs.
+
+use std::ffi::CString;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+use tokio::io::AsyncReadExt;
+
+/// Default wall-clock limit of one program run.
+pub const DEFAULT_TIMEOUT_MS: u64 = 120_000;
+/// Processes one run may have at once.
+const MAX_PROCESSES: u64 = 256;
+/// Environment variables passed through from corral's environment to every program.
+const BASE_ENV: &[&str] = &[
+    "PATH",
+    "HOME",
+    "LANG",
+    "LC_ALL",
+    "TERM",
+    "USER",
+    "CARGO_HOME",
+    "RUSTUP_HOME",
+];
+
+/// A program a plugin may run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExecGrant {
+    /// The name as written (`cargo`).
+    pub program: String,
+    /// Where it was found when the manifest was loaded.
+    pub path: PathBuf,
+    /// Argument patterns: literal tokens, `*` (one argument), `**` (the rest).
+    pub args: Vec<String>,
+    /// Wall-clock limit per run.
+    pub timeout_ms: u64,
+    /// Whether the program may open TCP connections.
+    pub network: bool,
+}
+
+impl ExecGrant {
+    /// Whether `args` fit this grant's patterns.
+    pub fn allows(&self, args: &[String]) -> bool {
+        matches(&self.args, args)
+    }
+}
+
+/// Whether `args` fit `pattern` (`*` one argument, `**` the rest).
+pub fn matches(pattern: &[String], args: &[String]) -> bool {
+    match (pattern.first().map(String::as_str), args.first()) {
+        (Some("**"), _) => true,
+        (Some("*"), Some(_)) => matches(&pattern[1..], &args[1..]),
+        (Some(p), Some(a)) => p == a && matches(&pattern[1..], &args[1..]),
+        (None, None) => true,
+        _ => false,
+    }
+}
+
+/// Finds `program` the way a shell would (`PATH`), or checks the path given.
+pub fn resolve(program: &str) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let executable = |p: &Path| {
+        p.metadata()
+            .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    // Not canonicalized: rustup's proxies (cargo, rustc) are symlinks that
+    // pick the tool by the name they are started as.
+    if program.contains('/') {
+        let p = PathBuf::from(program);
+        return executable(&p).then_some(p);
+    }
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(program))
+        .find(|p| executable(p))
+}
+
+/// Why a program did not run.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ExecError {
+    /// Not granted.
+    #[error("{0}")]
+    NotGranted(String),
+    /// A bad request.
+    #[error("{0}")]
+    Invalid(String),
+    /// Could not start.
+    #[error("{0}")]
+    SpawnFailed(String),
+}
+
+/// What a program did.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ExecOutput {
+    /// Exit code, if it exited normally.
+    pub exit_code: Option<i32>,
+    /// Standard output, cut at the cap.
+    pub stdout: String,
+    /// Standard error, cut at the cap.
+    pub stderr: String,
+    /// Whether output was cut.
+    pub truncated: bool,
+    /// Whether the timeout killed it.
+    pub timed_out: bool,
+}
+
+/// Whether the kernel confines programs here, probed once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Confinement {
+    /// Landlock with this ABI version.
+    Landlock(i32),
+    /// No Landlock on this kernel.
+    Unavailable,
+}
+
+/// Probes Landlock once and warns once when it is missing.
+pub fn confinement() -> Confinement {
+    static PROBE: OnceLock<Confinement> = OnceLock::new();
+    *PROBE.get_or_init(|| {
+        // SAFETY: landlock_create_ruleset(NULL, 0, LANDLOCK_CREATE_RULESET_VERSION)
+        // only returns the ABI version; it takes no pointers.
+        let abi = unsafe { libc::syscall(libc::SYS_landlock_create_ruleset, std::ptr::null::<u8>(), 0usize, 1u32) };
+        if abi >= 1 {
+            Confinement::Landlock(abi as i32)
+        } else {
+            tracing::warn!(
+                "this kernel has no Landlock: programs run by plugins cannot be confined to the workspace \
+                 (set [sandbox] require_os_sandbox = false to run them anyway)"
+            );
+            Confinement::Unavailable
+        }
+    })
+}
+
+/// The programs one plugin may run, and how.
+#[derive(Debug, Clone)]
+pub struct Exec {
+    /// The plugin's name, for messages.
+    pub plugin: String,
+    /// Its grants.
+    pub grants: Vec<ExecGrant>,
+    /// The canonical workspace root.
+    pub workspace: PathBuf,
+    /// Extra variables the plugin's `grants.env` passes through.
+    pub env: Vec<String>,
+    /// Bytes kept of stdout and of stderr.
+    pub output_cap: usize,
+    /// Refuse to run programs when the kernel cannot confine them.
+    pub require_os_sandbox: bool,
+}
+
+static RUNS: AtomicU64 = AtomicU64::new(0);
+
+impl Exec {
+    /// Runs `program` with `args` after checking the grant and the working directory.
+    pub async fn run(
+        &self,
+        program: &str,
+        args: &[String],
+        cwd: Option<&str>,
+        timeout_ms: Option<u64>,
+    ) -> Result<ExecOutput, ExecError> {
+        let plugin = &self.plugin;
+        let candidates: Vec<&ExecGrant> = self
+            .grants
+            .iter()
+            .filter(|g| g.program == program)
+            .collect();
+        if candidates.is_empty() {
+            let granted: Vec<&str> = self.grants.iter().map(|g| g.program.as_str()).collect();
+            return Err(ExecError::NotGranted(format!(
+                "plugin `{plugin}` may not run `{program}`; granted programs: {}. Add {{ program = \"{program}\", args = [\"**\"] }} to its grants.exec to allow it",
+                if granted.is_empty() {
+                    "none".to_owned()
+                } else {
+                    granted.join(", ")
+                }
+            )));
+        }
+        let Some(grant) = candidates.iter().find(|g| g.allows(args)) else {
+            let patterns: Vec<String> = candidates
+                .iter()
+                .map(|g| format!("{program} {}", g.args.join(" ")))
+                .collect();
+            return Err(ExecError::NotGranted(format!(
+                "plugin `{plugin}` may not run `{program} {}`; granted: {}",
+                args.join(" "),
+                patterns.join("; ")
+            )));
+        };
+        let confined = confinement();
+        if confined == Confinement::Unavailable && self.require_os_sandbox {
+            return Err(ExecError::SpawnFailed(
+                "this kernel cannot confine programs (no Landlock) and [sandbox] require_os_sandbox is true".into(),
+            ));
+        }
+        let dir = self.working_dir(cwd)?;
+        let tmp = tempfile::Builder::new()
+            .prefix("corral-exec-")
+            .tempdir()
+            .map_err(|e| ExecError::SpawnFailed(format!("cannot create a temp directory: {e}")))?;
+        let timeout =
+            Duration::from_millis(timeout_ms.unwrap_or(grant.timeout_ms).min(grant.timeout_ms));
+
+        let mut cmd = tokio::process::Command::new(&grant.path);
+        cmd.args(args)
+            .current_dir(&dir)
+            .env_clear()
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .process_group(0)
+            .kill_on_drop(true);
+        for var in BASE_ENV
+            .iter()
+            .map(|v| v.to_string())
+            .chain(self.env.iter().cloned())
+        {
+            if let Some(value) = std::env::var_os(&var) {
+                cmd.env(&var, value);
+            }
+        }
+        cmd.env("TMPDIR", tmp.path());
+
+        let ruleset = match confined {
+            Confinement::Landlock(_) => Some(
+                landlock_ruleset(&self.workspace, tmp.path(), grant.network).map_err(|e| {
+                    ExecError::SpawnFailed(format!("cannot prepare the Landlock ruleset: {e}"))
+                })?,
+            ),
+            Confinement::Unavailable => None,
+        };
+        let cgroup = PidsCgroup::create();
+        let ruleset = Mutex::new(ruleset);
+        let cgroup_tasks = cgroup.as_ref().map(|c| c.tasks.clone());
+        // SAFETY: the closure runs in the forked child before exec. It only
+        // makes syscalls (setrlimit, open/write of a path prepared in the
+        // parent, prctl and landlock_restrict_self through the prepared
+        // ruleset) and locks a mutex that no other thread of the child can hold.
+        unsafe {
+            cmd.pre_exec(move || {
+                let limit = libc::rlimit {
+                    rlim_cur: MAX_PROCESSES,
+                    rlim_max: MAX_PROCESSES,
+                };
+                libc::setrlimit(libc::RLIMIT_NPROC, &limit);
+                if let Some(tasks) = &cgroup_tasks {
+                    join_cgroup(tasks);
+                }
+                if let Ok(mut slot) = ruleset.lock() {
+                    if let Some(rules) = slot.take() {
+                        rules
+                            .restrict_self()
+                            .map_err(|e| std::io::Error::other(e.to_string()))?;
+                    }
+                }
+                Ok(())
+            });
+        }
+        RUNS.fetch_add(1, Ordering::Relaxed);
+        let mut child = cmd
+            .spawn()
+            .map_err(|e| ExecError::SpawnFailed(format!("cannot start `{program}`: {e}")))?;
+        let pgid = child.id().map(|p| p as i32);
+        let cap = self.output_cap;
+        let out = tokio::spawn(read_capped(child.stdout.take(), cap));
+        let err = tokio::spawn(read_capped(child.stderr.take(), cap));
+        let status = tokio::time::timeout(timeout, child.wait()).await;
+        // Whatever happened, nothing the program started may outlive the run.
+        if let Some(pgid) = pgid {
+            // SAFETY: killpg takes plain integers.
+            unsafe {
+                libc::killpg(pgid, libc::SIGKILL);
+            }
+        }
+        if let Some(c) = &cgroup {
+            c.kill_all();
+        }
+        let (exit_code, timed_out) = match status {
+            Ok(Ok(s)) => (s.code(), false),
+            Ok(Err(e)) => {
+                return Err(ExecError::SpawnFailed(format!(
+                    "waiting for `{program}`: {e}"
+                )));
+            }
+            Err(_) => {
+                let _ = child.kill().await;
+                (None, true)
+            }
+        };
+        let grace = Duration::from_secs(2);
+        let (stdout, t1) = tokio::time::timeout(grace, out)
+            .await
+            .ok()
+            .and_then(Result::ok)
+            .unwrap_or_default();
+        let (stderr, t2) = tokio::time::timeout(grace, err)
+            .await
+            .ok()
+            .and_then(Result::ok)
+            .unwrap_or_default();
+        drop(cgroup);
+        Ok(ExecOutput {
+            exit_code,
+            stdout,
+            stderr,
+            truncated: t1 || t2,
+            timed_out,
+        })
+    }
+
+    /// The working directory: inside the workspace, symlinks resolved.
+    fn working_dir(&self, cwd: Option<&str>) -> Result<PathBuf, ExecError> {
+        let Some(rel) = cwd.filter(|c| !c.is_empty() && *c != ".") else {
+            return Ok(self.workspace.clone());
+        };
+        if Path::new(rel).is_absolute() {
+            return Err(ExecError::Invalid(format!(
+                "cwd `{rel}` must be relative to the workspace root"
+            )));
+        }
+        let dir = self
+            .workspace
+            .join(rel)
+            .canonicalize()
+            .map_err(|e| ExecError::Invalid(format!("cwd `{rel}`: {e}")))?;
+        if !dir.starts_with(&self.workspace) || !dir.is_dir() {
+            return Err(ExecError::Invalid(format!(
+                "cwd `{rel}` is not a directory inside the workspace"
+            )));
+        }
+        Ok(dir)
+    }
+}
+
+/// Reads a pipe to the end, keeping at most `cap` bytes.
+async fn read_capped<R: tokio::io::AsyncRead + Unpin>(
+    pipe: Option<R>,
+    cap: usize,
+) -> (String, bool) {
+    let Some(mut pipe) = pipe else {
+        return (String::new(), false);
+    };
+    let mut kept = Vec::new();
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut cut = false;
+    loop {
+        match pipe.read(&mut buf).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => {
+                let room = cap.saturating_sub(kept.len());
+                kept.extend_from_slice(&buf[..n.min(room)]);
+                cut |= n > room;
+            }
+        }
+    }
+    let mut text = String::from_utf8_lossy(&kept).into_owned();
+    if cut {
+        text.push_str(&format!("\n[output cut at {cap} bytes]"));
+    }
+    (text, cut)
+}
+
+fn landlock_ruleset(
+    workspace: &Path,
+    tmp: &Path,
+    network: bool,
+) -> Result<landlock::RulesetCreated, landlock::RulesetError> {
+    use landlock::{
+        ABI, Access, AccessFs, AccessNet, Ruleset, RulesetAttr, RulesetCreatedAttr,
+        path_beneath_rules,
+    };
+    let abi = ABI::V5;
+    let mut ruleset = Ruleset::default().handle_access(AccessFs::from_all(abi))?;
+    if !network {
+        ruleset = ruleset.handle_access(AccessNet::from_all(abi))?;
+    }
+    ruleset
+        .create()?
+        .add_rules(path_beneath_rules(["/"], AccessFs::from_read(abi)))?
+        .add_rules(path_beneath_rules(
+            [workspace, tmp],
+            AccessFs::from_all(abi),
+        ))?
+        .add_rules(path_beneath_rules(["/dev/null"], AccessFs::from_file(abi)))
+}
+
+/// A `pids` cgroup (v1 or v2) for one run, when the host may create one.
+struct PidsCgroup {
+    dir: PathBuf,
+    tasks: Arc<CString>,
+}
+
+impl PidsCgroup {
+    fn create() -> Option<Self> {
+        let n = RUNS.load(Ordering::Relaxed);
+        let name = format!("corral-{}-{n}", std::process::id());
+        for (root, tasks) in [
+            ("/sys/fs/cgroup/pids", "tasks"),
+            ("/sys/fs/cgroup", "cgroup.procs"),
+        ] {
+            let base = Path::new(root);
+            if !base.join("pids.max").exists() && root == "/sys/fs/cgroup" {
+                continue;
+            }
+            let dir = base.join(&name);
+            if std::fs::create_dir(&dir).is_err() {
+                continue;
+            }
+            if std::fs::write(dir.join("pids.max"), MAX_PROCESSES.to_string()).is_err() {
+                let _ = std::fs::remove_dir(&dir);
+                continue;
+            }
+            let tasks = CString::new(dir.join(tasks).into_os_string().into_encoded_bytes()).ok()?;
+            return Some(Self {
+                dir,
+                tasks: Arc::new(tasks),
+            });
+        }
+        None
+    }
+
+    /// Kills every process still in the group.
+    fn kill_all(&self) {
+        for file in ["cgroup.procs", "tasks"] {
+            if let Ok(text) = std::fs::read_to_string(self.dir.join(file)) {
+                for pid in text.lines().filter_map(|l| l.trim().parse::<i32>().ok()) {
+                    // SAFETY: kill takes plain integers.
+                    unsafe {
+                        libc::kill(pid, libc::SIGKILL);
+                    }
+                }
+            }
+        }
+    }
+}
+
+impl Drop for PidsCgroup {
+    fn drop(&mut self) {
+        // The directory can be removed once its processes are gone.
+        for _ in 0..50 {
+            if std::fs::remove_dir(&self.dir).is_ok() {
+                return;
+            }
+            self.kill_all();
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+}
+
+/// Moves the calling process into the cgroup whose task file is `tasks`.
+/// Runs between fork and exec: no allocation.
+fn join_cgroup(tasks: &CString) {
+    // SAFETY: open/write/close with a valid NUL-terminated path and a stack buffer.
+    unsafe {
+        let fd = libc::open(tasks.as_ptr(), libc::O_WRONLY);
+        if fd < 0 {
+            return;
+        }
+        let mut buf = [0u8; 16];
+        let mut pid = libc::getpid() as u32;
+        let mut i = buf.len();
+        loop {
+            i -= 1;
+            buf[i] = b'0' + (pid % 10) as u8;
+            pid /= 10;
+            if pid == 0 {
+                break;
+            }
+        }
+        libc::write(fd, buf[i..].as_ptr().cast(), buf.len() - i);
+        libc::close(fd);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::matches;
+
+    fn v(s: &str) -> Vec<String> {
+        s.split_whitespace().map(str::to_owned).collect()
+    }
+
+    #[test]
+    fn argument_patterns() {
+        assert!(matches(&v("test **"), &v("test")));
+        assert!(matches(&v("test **"), &v("test --release -p x")));
+        assert!(!matches(&v("test **"), &v("build")));
+        assert!(matches(&v("status *"), &v("status -s")));
+        assert!(!matches(&v("status *"), &v("status")));
+        assert!(!matches(&v("status *"), &v("status -s -b")));
+        assert!(matches(&v("--version"), &v("--version")));
+        assert!(!matches(&v(""), &v("x")));
+        assert!(matches(&v(""), &v("")));
+    }
+}

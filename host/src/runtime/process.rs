@@ -1,0 +1,54 @@
+//! `corral:plugin/process`: programs run for plugins granted `exec`. The
+//! checks and the confinement live in [`crate::exec`]; this file only maps
+//! between the WIT types and that module.
+
+use super::State;
+use super::generated::corral::plugin::process::{Command, Host, Output, ProcessError};
+use crate::exec::ExecError;
+
+impl Host for State {
+    async fn run(&mut self, command: Command) -> Result<Output, ProcessError> {
+        let Some(exec) = self.plugin.exec.clone() else {
+            // The load-time check refuses such plugins; this is defence in depth.
+            return Err(ProcessError::NotGranted(format!(
+                "plugin `{}` has no grants.exec",
+                self.plugin.name
+            )));
+        };
+        let started = std::time::Instant::now();
+        let result = exec
+            .run(
+                &command.program,
+                &command.args,
+                command.cwd.as_deref(),
+                command.timeout_ms,
+            )
+            .await;
+        let shown = format!("{} {}", command.program, command.args.join(" "));
+        match &result {
+            Ok(out) => tracing::info!(
+                target: "corral::exec",
+                plugin = &*self.plugin.name,
+                "ran `{shown}`: exit {:?}{} in {:.1?}",
+                out.exit_code,
+                if out.timed_out { " (timed out)" } else { "" },
+                started.elapsed()
+            ),
+            Err(e) => {
+                tracing::warn!(target: "corral::exec", plugin = &*self.plugin.name, "refused `{shown}`: {e}")
+            }
+        }
+        match result {
+            Ok(o) => Ok(Output {
+                exit_code: o.exit_code,
+                stdout: o.stdout,
+                stderr: o.stderr,
+                truncated: o.truncated,
+                timed_out: o.timed_out,
+            }),
+            Err(ExecError::NotGranted(m)) => Err(ProcessError::NotGranted(m)),
+            Err(ExecError::Invalid(m)) => Err(ProcessError::Invalid(m)),
+            Err(ExecError::SpawnFailed(m)) => Err(ProcessError::SpawnFailed(m)),
+        }
+    }
+}

@@ -1,0 +1,915 @@
+//! `apply_patch`: several file changes in one call, in the patch envelope
+//! OpenAI models are trained on (OpenAI Codex's `apply_patch`).
+//!
+//! The work is split so the interesting part needs no WASI: [`plan`] parses
+//! the patch and computes every file's new content from a file reader, and
+//! only `run` touches the disk, after the whole plan succeeded. A patch
+//! therefore changes all its files or none.
+//!
+//! Hunks are located the way Codex locates them (its `seek_sequence`): the
+//! context and removed lines are searched forward from the end of the
+//! previous hunk, first exactly, then ignoring trailing whitespace, then
+//! ignoring surrounding whitespace, then with typographic punctuation folded
+//! to ASCII. Models reproduce indentation and quotes imperfectly; the passes
+//! accept that without accepting a different line. Context lines keep the
+//! file's own text, so a loose match never rewrites the lines around a change.
+
+use crate::{diff, display_path, file_path};
+use corral_sdk::{Effect, Error, Output, Result, Tool, io_error};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use std::collections::HashMap;
+use std::fmt::Write as _;
+
+const BEGIN: &str = "*** Begin Patch";
+const END: &str = "*** End Patch";
+const ADD: &str = "*** Add File:";
+const UPDATE: &str = "*** Update File:";
+const DELETE: &str = "*** Delete File:";
+const MOVE: &str = "*** Move to:";
+const END_OF_FILE: &str = "*** End of File";
+
+/// Lines of a hunk's context quoted in a "not found" error: enough to
+/// recognise the hunk, short enough not to drown the message.
+const QUOTED_LINES: usize = 5;
+
+/// Appended to every error: the model must know it can resend the whole patch.
+const NOTHING_CHANGED: &str = "No file was changed; fix the patch and send all of it again.";
+
+/// Arguments of `apply_patch`.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PatchArgs {
+    /// The whole patch, from `*** Begin Patch` to `*** End Patch`.
+    pub patch: String,
+}
+
+/// `apply_patch`: add, update, move and delete files in one all-or-nothing call.
+pub struct ApplyPatch;
+
+impl Tool for ApplyPatch {
+    type Args = PatchArgs;
+    const NAME: &'static str = "apply_patch";
+    const DESCRIPTION: &'static str = "Add, change, rename and delete files in one call. \
+        Either every file change applies or none does. The `patch` argument has this form:\n\
+        *** Begin Patch\n\
+        *** Add File: path/new.txt\n\
+        +every line of the new file, prefixed with +\n\
+        *** Update File: src/lib.rs\n\
+        *** Move to: src/renamed.rs   (optional, right after Update File)\n\
+        @@ fn enclosing_function()     (optional: a line above the change, to find the place)\n\
+        \x20context line (leading space)\n\
+        -removed line\n\
+        +added line\n\
+        \x20context line\n\
+        @@\n\
+        ...more hunks for the same file, in file order...\n\
+        *** End of File                (optional: this hunk ends at the end of the file)\n\
+        *** Delete File: old.txt\n\
+        *** End Patch\n\
+        Paths are relative to the workspace root. Give about 3 lines of unchanged context \
+        above and below each change, copied exactly from the file; use `@@ line` when the \
+        context alone is not unique.";
+    const EFFECTS: &'static [Effect] = &[Effect::Read, Effect::Write];
+
+    fn run(args: PatchArgs) -> Result<Output> {
+        let changes = plan(&args.patch, &read_file)?;
+        write(&changes)?;
+        let data: Vec<serde_json::Value> = changes
+            .iter()
+            .map(|c| {
+                serde_json::json!({
+                    "status": c.status(),
+                    "path": c.path,
+                    "move_to": c.move_to,
+                })
+            })
+            .collect();
+        Ok(Output::text(format!(
+            "Success. Updated the following files:\n{}",
+            summary(&changes)
+        ))
+        .with_data(serde_json::json!({ "changes": data })))
+    }
+
+    fn preview(args: PatchArgs) -> Result<Option<String>> {
+        let changes = plan(&args.patch, &read_file)?;
+        Ok(Some(preview_of(&changes)))
+    }
+}
+
+/// One file operation of a parsed patch, with its path checked and
+/// normalised (`/`-separated, relative to the workspace root).
+#[derive(Debug, PartialEq)]
+pub(crate) enum Op {
+    /// `*** Add File:` with the file's content.
+    Add { path: String, contents: String },
+    /// `*** Delete File:`.
+    Delete { path: String },
+    /// `*** Update File:`, maybe moved, with its hunks in file order.
+    Update {
+        path: String,
+        move_to: Option<String>,
+        chunks: Vec<Chunk>,
+    },
+}
+
+/// One `@@` hunk of an update.
+#[derive(Debug, PartialEq)]
+pub(crate) struct Chunk {
+    /// The text after `@@`: the hunk starts after a line equal to it.
+    context: Option<String>,
+    lines: Vec<Line>,
+    /// Marked `*** End of File`: the hunk must end at the end of the file.
+    end_of_file: bool,
+}
+
+/// One line of a hunk, without its prefix character.
+#[derive(Debug, PartialEq)]
+enum Line {
+    Keep(String),
+    Remove(String),
+    Add(String),
+}
+
+impl Chunk {
+    /// The lines the hunk expects in the file: its context and removed lines.
+    fn old_side(lines: &[Line]) -> Vec<&str> {
+        lines
+            .iter()
+            .filter_map(|l| match l {
+                Line::Keep(t) | Line::Remove(t) => Some(t.as_str()),
+                Line::Add(_) => None,
+            })
+            .collect()
+    }
+}
+
+/// Parses a patch envelope. Errors name the patch line (counting from 1).
+pub(crate) fn parse(patch: &str) -> Result<Vec<Op>> {
+    let lines: Vec<&str> = patch.lines().collect();
+    let mut start = 0;
+    let mut end = lines.len();
+    while start < end && lines[start].trim().is_empty() {
+        start += 1;
+    }
+    while end > start && lines[end - 1].trim().is_empty() {
+        end -= 1;
+    }
+    if start == end {
+        return Err(invalid(format!(
+            "the patch is empty; it must start with `{BEGIN}` and end with `{END}`"
+        )));
+    }
+    // Models trained on Codex's shell form sometimes keep its heredoc
+    // (`<<'EOF'` ... `EOF`) around the patch; it carries nothing.
+    if end - start >= 2
+        && let Some(marker) = heredoc_marker(lines[start])
+        && lines[end - 1].trim() == marker
+    {
+        start += 1;
+        end -= 1;
+    }
+    let first = lines[start].trim();
+    if first != BEGIN {
+        return Err(invalid(format!(
+            "the patch must start with `{BEGIN}`, but line {} is `{first}`",
+            start + 1
+        )));
+    }
+    let last = lines[end - 1].trim();
+    if end - start < 2 || last != END {
+        return Err(invalid(format!(
+            "the patch must end with `{END}`, but its last line ({}) is `{last}`",
+            end
+        )));
+    }
+    let mut parser = Parser {
+        lines: &lines,
+        at: start + 1,
+        end: end - 1,
+    };
+    let mut ops = Vec::new();
+    while let Some(op) = parser.op()? {
+        ops.push(op);
+    }
+    if ops.is_empty() {
+        return Err(invalid(format!(
+            "the patch has no file operations; between `{BEGIN}` and `{END}` put \
+             `{ADD} PATH`, `{UPDATE} PATH` or `{DELETE} PATH` sections"
+        )));
+    }
+    Ok(ops)
+}
+
+/// `EOF` for `<<'EOF'`, `<<"EOF"`, `<<EOF` or `<<-EOF`.
+fn heredoc_marker(line: &str) -> Option<&str> {
+    let marker = line
+        .trim()
+        .strip_prefix("<<")?
+        .trim_start_matches('-')
+        .trim();
+    let marker = marker.trim_matches(|c| c == '\'' || c == '"');
+    (!marker.is_empty()).then_some(marker)
+}
+
+fn invalid(message: String) -> Error {
+    Error::InvalidArguments(format!("{message}\n{NOTHING_CHANGED}"))
+}
+
+/// A cursor over the lines between `*** Begin Patch` and `*** End Patch`.
+struct Parser<'a> {
+    lines: &'a [&'a str],
+    at: usize,
+    end: usize,
+}
+
+impl Parser<'_> {
+    /// The next file operation, or `None` at the end of the patch.
+    fn op(&mut self) -> Result<Option<Op>> {
+        self.skip_blank();
+        if self.at >= self.end {
+            return Ok(None);
+        }
+        let number = self.at + 1;
+        let header = self.lines[self.at].trim();
+        self.at += 1;
+        if let Some(path) = header.strip_prefix(ADD) {
+            let path = self.path(path, number)?;
+            let mut contents = String::new();
+            while self.at < self.end && !self.section_ends() {
+                let line = self.lines[self.at];
+                let Some(text) = line.strip_prefix('+') else {
+                    return Err(invalid(format!(
+                        "line {}: `{line}` in `{ADD} {path}`: every line of an added file \
+                         starts with `+` (a lone `+` for an empty line)",
+                        self.at + 1
+                    )));
+                };
+                contents.push_str(text);
+                contents.push('\n');
+                self.at += 1;
+            }
+            Ok(Some(Op::Add { path, contents }))
+        } else if let Some(path) = header.strip_prefix(DELETE) {
+            let path = self.path(path, number)?;
+            if self.at < self.end && !self.section_ends() {
+                return Err(invalid(format!(
+                    "line {}: `{}` after `{DELETE} {path}`: a deleted file takes no lines",
+                    self.at + 1,
+                    self.lines[self.at]
+                )));
+            }
+            Ok(Some(Op::Delete { path }))
+        } else if let Some(path) = header.strip_prefix(UPDATE) {
+            let path = self.path(path, number)?;
+            let mut move_to = None;
+            if self.at < self.end
+                && let Some(dest) = self.lines[self.at].trim().strip_prefix(MOVE)
+            {
+                move_to = Some(self.path(dest, self.at + 1)?).filter(|dest| *dest != path);
+                self.at += 1;
+            }
+            let chunks = self.chunks(&path)?;
+            if chunks.is_empty() && move_to.is_none() {
+                return Err(invalid(format!(
+                    "line {number}: `{UPDATE} {path}` has no hunks; add `@@` hunks with \
+                     ` `, `-` and `+` lines, or leave the file out of the patch"
+                )));
+            }
+            Ok(Some(Op::Update {
+                path,
+                move_to,
+                chunks,
+            }))
+        } else if header.starts_with("***") {
+            Err(invalid(format!(
+                "line {number}: unknown header `{header}`; a file section starts with \
+                 `{ADD} PATH`, `{UPDATE} PATH` or `{DELETE} PATH`"
+            )))
+        } else {
+            Err(invalid(format!(
+                "line {number}: expected a file header (`{ADD} PATH`, `{UPDATE} PATH` or \
+                 `{DELETE} PATH`), found `{header}`"
+            )))
+        }
+    }
+
+    /// The hunks of an `*** Update File:` section.
+    fn chunks(&mut self, path: &str) -> Result<Vec<Chunk>> {
+        let mut chunks: Vec<Chunk> = Vec::new();
+        let mut current: Option<Chunk> = None;
+        while self.at < self.end && !self.section_ends() {
+            let number = self.at + 1;
+            let line = self.lines[self.at];
+            self.at += 1;
+            if line.trim() == END_OF_FILE {
+                match current.take() {
+                    Some(mut chunk) if !chunk.lines.is_empty() => {
+                        chunk.end_of_file = true;
+                        chunks.push(chunk);
+                    }
+                    _ => {
+                        return Err(invalid(format!(
+                            "line {number}: `{END_OF_FILE}` must follow the lines of a hunk"
+                        )));
+                    }
+                }
+                continue;
+            }
+            if let Some(rest) = line.strip_prefix("@@") {
+                if let Some(chunk) = current.take() {
+                    chunks.push(finished(chunk, chunks.len() + 1, path)?);
+                }
+                current = Some(Chunk {
+                    context: hunk_context(rest),
+                    lines: Vec::new(),
+                    end_of_file: false,
+                });
+                continue;
+            }
+            let parsed = match line.chars().next() {
+                // An empty line is an empty context line whose space was lost.
+                None => Line::Keep(String::new()),
+                Some(' ') => Line::Keep(line[1..].to_owned()),
+                Some('-') => Line::Remove(line[1..].to_owned()),
+                Some('+') => Line::Add(line[1..].to_owned()),
+                Some(_) if line.trim_start().starts_with("***") => {
+                    return Err(invalid(format!(
+                        "line {number}: unknown header `{}` in `{UPDATE} {path}`; \
+                         `{MOVE}` must directly follow `{UPDATE}`, and a new file section \
+                         starts with `{ADD}`, `{UPDATE}` or `{DELETE}`",
+                        line.trim()
+                    )));
+                }
+                Some(_) => {
+                    return Err(invalid(format!(
+                        "line {number}: `{line}` in `{UPDATE} {path}`: every hunk line starts \
+                         with ` ` (context), `-` (removed) or `+` (added); start a hunk with `@@`"
+                    )));
+                }
+            };
+            match &mut current {
+                Some(chunk) => chunk.lines.push(parsed),
+                // The first hunk may leave out its `@@` line, as Codex allows.
+                None if chunks.is_empty() => {
+                    current = Some(Chunk {
+                        context: None,
+                        lines: vec![parsed],
+                        end_of_file: false,
+                    });
+                }
+                None => {
+                    return Err(invalid(format!(
+                        "line {number}: start the hunk after `{END_OF_FILE}` with `@@`"
+                    )));
+                }
+            }
+        }
+        if let Some(chunk) = current {
+            chunks.push(finished(chunk, chunks.len() + 1, path)?);
+        }
+        Ok(chunks)
+    }
+
+    /// Whether the current line (and any blank lines) lead to the next file
+    /// header or the end of the patch. Blank lines there separate sections;
+    /// anywhere else in a hunk they are empty context lines.
+    fn section_ends(&self) -> bool {
+        let mut at = self.at;
+        while at < self.end && self.lines[at].trim().is_empty() {
+            at += 1;
+        }
+        at >= self.end || is_file_header(self.lines[at])
+    }
+
+    fn skip_blank(&mut self) {
+        while self.at < self.end && self.lines[self.at].trim().is_empty() {
+            self.at += 1;
+        }
+    }
+
+    /// A header's path, checked like every tool path and normalised.
+    fn path(&self, raw: &str, number: usize) -> Result<String> {
+        let raw = raw.trim();
+        if raw.is_empty() {
+            return Err(invalid(format!("line {number}: the header names no path")));
+        }
+        match file_path(raw) {
+            Ok(path) => Ok(display_path(&path)),
+            Err(e) => Err(invalid(format!("line {number}: {}", message(e)))),
+        }
+    }
+}
+
+fn is_file_header(line: &str) -> bool {
+    let line = line.trim();
+    [ADD, UPDATE, DELETE].iter().any(|h| line.starts_with(h))
+}
+
+fn finished(chunk: Chunk, number: usize, path: &str) -> Result<Chunk> {
+    if chunk.lines.is_empty() {
+        return Err(invalid(format!(
+            "hunk {number} of `{UPDATE} {path}` has no lines after its `@@` line"
+        )));
+    }
+    Ok(chunk)
+}
+
+/// The text after `@@`. A unified-diff range (`-12,5 +12,6 @@`) is dropped:
+/// models write one from habit, and its numbers are not checked.
+fn hunk_context(rest: &str) -> Option<String> {
+    let mut text = rest.trim();
+    if let Some(after) = strip_unified_range(text) {
+        text = after.trim();
+    }
+    (!text.is_empty()).then(|| text.to_owned())
+}
+
+fn strip_unified_range(text: &str) -> Option<&str> {
+    let is_range = |s: &str| !s.is_empty() && s.chars().all(|c| c.is_ascii_digit() || c == ',');
+    let (old, rest) = text.strip_prefix('-')?.split_once(' ')?;
+    let (new, rest) = rest.trim_start().strip_prefix('+')?.split_once(' ')?;
+    let rest = rest.trim_start().strip_prefix("@@")?;
+    (is_range(old) && is_range(new)).then_some(rest)
+}
+
+fn message(err: Error) -> String {
+    match err {
+        Error::InvalidArguments(m) | Error::Failed(m) | Error::Fatal(m) => m,
+    }
+}
+
+/// One file change of a planned patch: the file's content before and after.
+#[derive(Debug, PartialEq)]
+pub(crate) struct Change {
+    /// The file the change starts from (normalised).
+    pub path: String,
+    /// Where an update moves the file.
+    pub move_to: Option<String>,
+    /// Content before; `None` for an added file.
+    pub old: Option<String>,
+    /// Content after; `None` for a deleted file.
+    pub new: Option<String>,
+}
+
+impl Change {
+    /// `A`, `M`, `R` or `D`, as `git status --short` says it.
+    fn status(&self) -> &'static str {
+        match (&self.old, &self.new, &self.move_to) {
+            (None, _, _) => "A",
+            (_, None, _) => "D",
+            (_, _, Some(_)) => "R",
+            _ => "M",
+        }
+    }
+
+    /// Where the content ends up.
+    fn dest(&self) -> &str {
+        self.move_to.as_deref().unwrap_or(&self.path)
+    }
+}
+
+/// Reads a workspace file for [`plan`]: its text, `None` if it does not
+/// exist, or an error the model should see.
+pub(crate) type Reader<'a> = &'a dyn Fn(&str) -> Result<Option<String>>;
+
+/// Parses `patch` and computes every change in memory, reading files through
+/// `read`. Operations see the effect of earlier ones in the same patch (add
+/// then update, update then delete), as if applied one by one.
+pub(crate) fn plan(patch: &str, read: Reader<'_>) -> Result<Vec<Change>> {
+    let ops = parse(patch)?;
+    // What the patch has done so far to each path; `None` = deleted.
+    let mut pending: HashMap<String, Option<String>> = HashMap::new();
+    let current = |pending: &HashMap<String, Option<String>>, path: &str| match pending.get(path) {
+        Some(content) => Ok(content.clone()),
+        None => read(path).map_err(|e| Error::Failed(format!("{}\n{NOTHING_CHANGED}", message(e)))),
+    };
+    let mut changes = Vec::with_capacity(ops.len());
+    for op in ops {
+        let change = match op {
+            Op::Add { path, contents } => {
+                if current(&pending, &path)?.is_some() {
+                    return Err(failed(format!(
+                        "cannot add `{path}`: it already exists; use `{UPDATE} {path}` to \
+                         change it, or delete it first"
+                    )));
+                }
+                Change {
+                    path,
+                    move_to: None,
+                    old: None,
+                    new: Some(contents),
+                }
+            }
+            Op::Delete { path } => {
+                let Some(old) = current(&pending, &path)? else {
+                    return Err(failed(format!("cannot delete `{path}`: it does not exist")));
+                };
+                Change {
+                    path,
+                    move_to: None,
+                    old: Some(old),
+                    new: None,
+                }
+            }
+            Op::Update {
+                path,
+                move_to,
+                chunks,
+            } => {
+                let Some(old) = current(&pending, &path)? else {
+                    return Err(failed(format!(
+                        "cannot update `{path}`: it does not exist; use `{ADD} {path}` to \
+                         create it"
+                    )));
+                };
+                let new = apply_chunks(&path, &old, &chunks)?;
+                if let Some(dest) = &move_to
+                    && current(&pending, dest)?.is_some()
+                {
+                    return Err(failed(format!(
+                        "cannot move `{path}` to `{dest}`: `{dest}` already exists; delete it \
+                         first or choose another name"
+                    )));
+                }
+                Change {
+                    path,
+                    move_to,
+                    old: Some(old),
+                    new: Some(new),
+                }
+            }
+        };
+        if change.move_to.is_some() {
+            pending.insert(change.path.clone(), None);
+        }
+        pending.insert(change.dest().to_owned(), change.new.clone());
+        changes.push(change);
+    }
+    Ok(changes)
+}
+
+fn failed(message: String) -> Error {
+    Error::Failed(format!("{message}\n{NOTHING_CHANGED}"))
+}
+
+/// A file's lines without their endings, and the endings, so untouched
+/// lines are written back byte for byte.
+struct Lines<'a> {
+    text: Vec<&'a str>,
+    endings: Vec<&'a str>,
+    /// The ending for added lines: the file's first line ending, so CRLF
+    /// files stay CRLF.
+    eol: &'a str,
+}
+
+impl<'a> Lines<'a> {
+    fn split(content: &'a str) -> Self {
+        let mut text = Vec::new();
+        let mut endings = Vec::new();
+        for piece in content.split_inclusive('\n') {
+            let (line, ending) = if let Some(line) = piece.strip_suffix("\r\n") {
+                (line, "\r\n")
+            } else if let Some(line) = piece.strip_suffix('\n') {
+                (line, "\n")
+            } else {
+                (piece, "")
+            };
+            text.push(line);
+            endings.push(ending);
+        }
+        let eol = endings
+            .first()
+            .copied()
+            .filter(|e| !e.is_empty())
+            .unwrap_or("\n");
+        Self { text, endings, eol }
+    }
+}
+
+/// Applies an update's hunks to a file's content.
+fn apply_chunks(path: &str, content: &str, chunks: &[Chunk]) -> Result<String> {
+    let file = Lines::split(content);
+    let lines = &file.text;
+    // (first line, lines replaced, the hunk lines that replace them)
+    let mut replacements: Vec<(usize, usize, &[Line])> = Vec::new();
+    let mut cursor = 0;
+    for (index, chunk) in chunks.iter().enumerate() {
+        let number = index + 1;
+        let mut from = cursor;
+        let mut header_at = None;
+        if let Some(context) = &chunk.context {
+            let Some(at) = seek(lines, &[context.as_str()], cursor, false) else {
+                return Err(failed(format!(
+                    "`{path}`, hunk {number} of {}: no line `{context}` (from `@@ {context}`) was \
+                     found{}; the text after `@@` must equal a whole line of the file",
+                    chunks.len(),
+                    after_line(cursor)
+                )));
+            };
+            from = at + 1;
+            header_at = Some(at);
+        }
+        let mut ops = chunk.lines.as_slice();
+        let old = Chunk::old_side(ops);
+        if old.is_empty() {
+            // Only added lines: after the `@@` line if there is one, else at
+            // the end of the file (Codex appends there too).
+            let at = match (&chunk.context, chunk.end_of_file) {
+                (Some(_), false) => from,
+                _ => lines.len().max(cursor),
+            };
+            replacements.push((at, 0, ops));
+            cursor = at;
+            continue;
+        }
+        let find = |old: &[&str]| {
+            seek(lines, old, from, chunk.end_of_file)
+                // Models often repeat the `@@` line as the hunk's first context line.
+                .or_else(|| header_at.and_then(|h| seek(lines, old, h, chunk.end_of_file)))
+        };
+        let mut found = find(&old);
+        if found.is_none()
+            && let Some((Line::Keep(last), rest)) = ops.split_last()
+            && last.trim().is_empty()
+            && !Chunk::old_side(rest).is_empty()
+        {
+            // A trailing empty context line is often the blank line a model
+            // left before the next header, not a line of the file.
+            found = find(&Chunk::old_side(rest));
+            if found.is_some() {
+                ops = rest;
+            }
+        }
+        let Some(at) = found else {
+            return Err(not_found(
+                path,
+                number,
+                chunks.len(),
+                &old,
+                lines,
+                from,
+                chunk,
+            ));
+        };
+        let replaced = Chunk::old_side(ops).len();
+        replacements.push((at, replaced, ops));
+        cursor = at + replaced;
+    }
+
+    // Lines are (text, ending in the file); `None` for added lines.
+    let mut out: Vec<(&str, Option<&str>)> = Vec::with_capacity(lines.len());
+    let mut pos = 0;
+    for (at, replaced, ops) in replacements {
+        out.extend((pos..at).map(|i| (lines[i], Some(file.endings[i]))));
+        let mut i = at;
+        for op in ops {
+            match op {
+                // The file's own text: a loose match must not rewrite it.
+                Line::Keep(_) => {
+                    out.push((lines[i], Some(file.endings[i])));
+                    i += 1;
+                }
+                Line::Remove(_) => i += 1,
+                Line::Add(text) => out.push((text.as_str(), None)),
+            }
+        }
+        pos = at + replaced;
+    }
+    out.extend((pos..lines.len()).map(|i| (lines[i], Some(file.endings[i]))));
+
+    let mut result = String::with_capacity(content.len());
+    let count = out.len();
+    for (n, (text, ending)) in out.into_iter().enumerate() {
+        result.push_str(text);
+        result.push_str(match ending {
+            Some(ending) if !ending.is_empty() => ending,
+            // The file's unterminated last line stays so while it stays last.
+            Some(_) if n + 1 == count => "",
+            _ => file.eol,
+        });
+    }
+    Ok(result)
+}
+
+fn after_line(cursor: usize) -> String {
+    if cursor == 0 {
+        String::new()
+    } else {
+        format!(" after line {cursor}")
+    }
+}
+
+/// The error for a hunk whose lines are not in the file: the file, the hunk,
+/// and the first lines it looked for.
+fn not_found(
+    path: &str,
+    number: usize,
+    total: usize,
+    old: &[&str],
+    lines: &[&str],
+    from: usize,
+    chunk: &Chunk,
+) -> Error {
+    let mut message = format!("`{path}`, hunk {number} of {total}");
+    if let Some(context) = &chunk.context {
+        let _ = write!(message, " (`@@ {context}`)");
+    }
+    let place = if chunk.end_of_file {
+        " at the end of the file".to_owned()
+    } else {
+        after_line(from)
+    };
+    let _ = write!(
+        message,
+        ": these context and removed lines were not found{place}:"
+    );
+    for line in old.iter().take(QUOTED_LINES) {
+        let _ = write!(message, "\n  |{line}");
+    }
+    if old.len() > QUOTED_LINES {
+        let _ = write!(message, "\n  ({} more lines)", old.len() - QUOTED_LINES);
+    }
+    if from > 0
+        && let Some(earlier) = seek(lines, old, 0, false).filter(|at| *at < from)
+    {
+        let _ = write!(
+            message,
+            "\nThey occur at line {}, before the previous hunk; hunks must be in file order.",
+            earlier + 1
+        );
+    } else {
+        message.push_str(
+            "\nRead the file again and copy the context and removed lines exactly, \
+             with their indentation.",
+        );
+    }
+    failed(message)
+}
+
+/// Where `pattern` occurs in `lines` at or after `start` (only at the very end
+/// when `end_of_file`), trying ever looser comparisons, each over the whole
+/// range before the next: a loose match never wins over an exact one further on.
+fn seek(lines: &[&str], pattern: &[&str], start: usize, end_of_file: bool) -> Option<usize> {
+    if pattern.is_empty() {
+        return Some(start);
+    }
+    let last = lines.len().checked_sub(pattern.len())?;
+    if start > last {
+        return None;
+    }
+    let first = if end_of_file { last } else { start };
+    type Same = fn(&str, &str) -> bool;
+    let passes: [Same; 4] = [
+        |a, b| a == b,
+        |a, b| a.trim_end() == b.trim_end(),
+        |a, b| a.trim() == b.trim(),
+        |a, b| fold_punctuation(a) == fold_punctuation(b),
+    ];
+    passes.iter().find_map(|same| {
+        (first..=last).find(|&at| {
+            pattern
+                .iter()
+                .zip(&lines[at..])
+                .all(|(want, have)| same(have, want))
+        })
+    })
+}
+
+/// A line trimmed and with typographic dashes, quotes and spaces made ASCII,
+/// which models and editors swap freely.
+fn fold_punctuation(line: &str) -> String {
+    line.trim()
+        .chars()
+        .map(|c| match c {
+            '\u{2010}' | '\u{2011}' | '\u{2012}' | '\u{2013}' | '\u{2014}' | '\u{2015}'
+            | '\u{2212}' => '-',
+            '\u{2018}' | '\u{2019}' | '\u{201A}' | '\u{201B}' => '\'',
+            '\u{201C}' | '\u{201D}' | '\u{201E}' | '\u{201F}' => '"',
+            '\u{00A0}' | '\u{2002}'..='\u{200A}' | '\u{202F}' | '\u{205F}' | '\u{3000}' => ' ',
+            c => c,
+        })
+        .collect()
+}
+
+/// `A path`, `M path`, `R from -> to`, `D path`, one line per change.
+pub(crate) fn summary(changes: &[Change]) -> String {
+    changes
+        .iter()
+        .map(|c| match &c.move_to {
+            Some(dest) => format!("{} {} -> {dest}", c.status(), c.path),
+            None => format!("{} {}", c.status(), c.path),
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The unified diff of every change, in patch order.
+pub(crate) fn preview_of(changes: &[Change]) -> String {
+    changes
+        .iter()
+        .map(|c| {
+            diff::unified(
+                c.old.as_deref().map(|text| (c.path.as_str(), text)),
+                c.new.as_deref().map(|text| (c.dest(), text)),
+            )
+        })
+        .collect()
+}
+
+/// Reads a workspace file for [`plan`].
+fn read_file(path: &str) -> Result<Option<String>> {
+    match std::fs::read(path) {
+        Ok(bytes) => String::from_utf8(bytes).map(Some).map_err(|_| {
+            Error::Failed(format!(
+                "`{path}` is not UTF-8 text; apply_patch only changes text files"
+            ))
+        }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(_) if std::path::Path::new(path).is_dir() => Err(Error::Failed(format!(
+            "`{path}` is a directory, not a file"
+        ))),
+        Err(e) => Err(io_error(path, &e)),
+    }
+}
+
+/// Writes a planned patch. If a write fails midway (a read-only grant, a
+/// full disk), the files already written are put back as they were, so the
+/// patch stays all-or-nothing as far as the filesystem allows.
+fn write(changes: &[Change]) -> Result<()> {
+    // (path, content before the patch touched it; `None` = did not exist)
+    let mut undo: Vec<(&str, Option<&str>)> = Vec::new();
+    for change in changes {
+        let step = (|| {
+            if let Some(new) = &change.new {
+                // A moved file's destination did not exist (`plan` checked).
+                let before = match change.move_to {
+                    Some(_) => None,
+                    None => change.old.as_deref(),
+                };
+                undo.push((change.dest(), before));
+                put(change.dest(), new)?;
+            }
+            if change.new.is_none() || change.move_to.is_some() {
+                undo.push((&change.path, change.old.as_deref()));
+                std::fs::remove_file(&change.path).map_err(|e| io_error(&change.path, &e))?;
+            }
+            Ok::<(), Error>(())
+        })();
+        if let Err(e) = step {
+            let restored = restore(&undo);
+            return Err(Error::Failed(format!(
+                "{}\nThe patch stopped there; {restored}.",
+                message(e)
+            )));
+        }
+    }
+    Ok(())
+}
+
+fn put(path: &str, content: &str) -> Result<()> {
+    if let Some(parent) = std::path::Path::new(path)
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        && let Err(e) = std::fs::create_dir_all(parent)
+    {
+        let shown = parent.to_string_lossy();
+        return Err(if parent.is_file() {
+            Error::Failed(format!(
+                "cannot create `{path}`: `{shown}` is a file, not a directory"
+            ))
+        } else {
+            io_error(&shown, &e)
+        });
+    }
+    std::fs::write(path, content).map_err(|e| io_error(path, &e))
+}
+
+/// Undoes the writes so far, newest first; says what it could not undo.
+fn restore(undo: &[(&str, Option<&str>)]) -> String {
+    let mut lost = Vec::new();
+    for (path, before) in undo.iter().rev() {
+        let result = match before {
+            Some(content) => std::fs::write(path, content),
+            // Only what the patch created is removed; a write that failed
+            // before creating its file left nothing to undo.
+            None if std::fs::symlink_metadata(path).is_err() => Ok(()),
+            None => std::fs::remove_file(path),
+        };
+        if let Err(e) = result {
+            lost.push(format!("`{path}` ({e})"));
+        }
+    }
+    if lost.is_empty() {
+        "the files it had changed were restored".to_owned()
+    } else {
+        format!(
+            "these files could not be restored and may be half-changed: {}",
+            lost.join(", ")
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,403 @@
+//! Programs run through the host for plugins granted `exec` (the `shell` and
+//! `git` plugins): only granted programs and arguments, no shell unless
+//! granted, a scrubbed environment, the whole process group killed at the
+//! timeout, a process budget, and Landlock keeping writes in the workspace
+//! and TCP closed.
+
+use crate::*;
+use serde_json::json;
+use std::time::{Duration, Instant};
+
+fn shell_toml(grants: &str, extra: &str) -> String {
+    format!("[plugins.shell]\nsource = \"builtin:shell\"\ngrants.exec = [{grants}]\n{extra}\n")
+}
+
+async fn shell(sb: &Sandbox, grants: &str) -> Plugins {
+    sb.load(&shell_toml(grants, "")).await.expect("shell loads")
+}
+
+fn content(r: Result<ToolOutput, ToolError>) -> (String, bool) {
+    match r {
+        Ok(o) => (o.content, o.is_error),
+        Err(e) => (e.to_string(), true),
+    }
+}
+
+#[tokio::test]
+async fn shell_without_exec_grant_is_refused_at_load() {
+    let sb = Sandbox::new();
+    let err = sb
+        .load("[plugins.shell]\nsource = \"builtin:shell\"\n")
+        .await
+        .expect_err("refused");
+    assert!(err.contains("corral:plugin/process"), "{err}");
+    assert!(err.contains("grants.exec is empty"), "{err}");
+}
+
+#[tokio::test]
+async fn a_granted_program_runs_in_the_workspace() {
+    let sb = Sandbox::new();
+    let p = shell(&sb, r#"{ program = "ls", args = ["**"] }"#).await;
+    let (out, err) = content(call(&p, "run_command", json!({"command": "ls -1"})).await);
+    assert!(!err, "{out}");
+    assert!(out.starts_with("exit code 0\n"), "{out}");
+    assert!(out.contains("hello.txt"), "{out}");
+    let (out, _) = content(call(&p, "run_command", json!({"argv": ["ls", "-1", "nope"]})).await);
+    assert!(
+        out.contains("exit code 2") && out.contains("--- stderr ---"),
+        "{out}"
+    );
+}
+
+#[tokio::test]
+async fn a_granted_cargo_test_runs() {
+    let sb = Sandbox::new();
+    sb.write(
+        "Cargo.toml",
+        "[package]\nname = \"tiny\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[workspace]\n",
+    );
+    sb.write(
+        "src/lib.rs",
+        "#[test]\nfn adds() { assert_eq!(1 + 1, 2); }\n",
+    );
+    let p = sb
+        .load(&shell_toml(
+            r#"{ program = "cargo", args = ["test", "**"], timeout_ms = 300000 }"#,
+            "limits = { timeout_ms = 300000 }",
+        ))
+        .await
+        .expect("load");
+    let (out, err) = content(
+        call(
+            &p,
+            "run_command",
+            json!({"command": "cargo test --offline"}),
+        )
+        .await,
+    );
+    assert!(!err, "{out}");
+    assert!(out.contains("test adds ... ok"), "{out}");
+    // Only `cargo test` is granted.
+    let (out, err) = content(call(&p, "run_command", json!({"command": "cargo build"})).await);
+    assert!(err && out.contains("may not run `cargo build`"), "{out}");
+}
+
+#[tokio::test]
+async fn programs_outside_the_grant_are_refused() {
+    let sb = Sandbox::new();
+    let p = shell(&sb, r#"{ program = "ls", args = ["**"] }"#).await;
+    for cmd in ["curl http://127.0.0.1:9/", "rm -rf .", "/bin/ls -1"] {
+        let (out, err) = content(call(&p, "run_command", json!({ "command": cmd })).await);
+        assert!(err, "{cmd}: {out}");
+        assert!(out.contains("may not run"), "{cmd}: {out}");
+    }
+    // Shell syntax needs a shell, and sh is not granted.
+    for cmd in [
+        "ls | wc -l",
+        "ls > out.txt",
+        "ls && rm hello.txt",
+        "ls $(id)",
+    ] {
+        let (out, err) = content(call(&p, "run_command", json!({ "command": cmd })).await);
+        assert!(err && out.contains("needs `sh`"), "{cmd}: {out}");
+    }
+    let (out, err) = content(
+        call(
+            &p,
+            "run_command",
+            json!({"argv": ["sh", "-c", "echo pwned > pwned.txt"]}),
+        )
+        .await,
+    );
+    assert!(err && out.contains("may not run `sh`"), "{out}");
+    assert!(!sb.ws().join("pwned.txt").exists());
+    assert!(!sb.ws().join("out.txt").exists());
+}
+
+#[tokio::test]
+async fn find_exec_is_refused_by_the_argument_patterns() {
+    let sb = Sandbox::new();
+    let p = shell(&sb, r#"{ program = "find", args = [".", "-name", "*"] }"#).await;
+    let (out, err) = content(
+        call(
+            &p,
+            "run_command",
+            json!({"command": "find . -name hello.txt"}),
+        )
+        .await,
+    );
+    assert!(!err && out.contains("./hello.txt"), "{out}");
+    let (out, err) = content(
+        call(
+            &p,
+            "run_command",
+            json!({"argv": ["find", ".", "-exec", "touch", "pwned", ";"]}),
+        )
+        .await,
+    );
+    assert!(err && out.contains("may not run `find . -exec"), "{out}");
+    assert!(!sb.ws().join("pwned").exists());
+}
+
+#[tokio::test]
+async fn a_granted_program_cannot_write_outside_the_workspace() {
+    let sb = Sandbox::new();
+    let p = shell(
+        &sb,
+        r#"{ program = "touch", args = ["**"] }, { program = "find", args = ["**"] }"#,
+    )
+    .await;
+    let outside = sb.outside().join("pwned.txt");
+    let (out, err) = content(
+        call(
+            &p,
+            "run_command",
+            json!({"argv": ["touch", outside.to_str().expect("utf-8")]}),
+        )
+        .await,
+    );
+    assert!(err, "{out}");
+    assert!(out.contains("Permission denied"), "{out}");
+    assert!(
+        !outside.exists(),
+        "Landlock let a write out of the workspace"
+    );
+    // Even through a program that runs others.
+    let tmp_target = sb.outside().join("via-find");
+    let (out, _) = content(
+        call(&p, "run_command", json!({"argv": ["find", "hello.txt", "-exec", "touch", tmp_target.to_str().expect("utf-8"), ";"]})).await,
+    );
+    assert!(!tmp_target.exists(), "{out}");
+    // Inside the workspace it works.
+    let (out, err) =
+        content(call(&p, "run_command", json!({"argv": ["touch", "inside.txt"]})).await);
+    assert!(!err, "{out}");
+    assert!(sb.ws().join("inside.txt").exists());
+}
+
+#[tokio::test]
+async fn tcp_is_closed_unless_granted() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    listener.set_nonblocking(true).expect("nonblocking");
+    let sb = Sandbox::new();
+    let script = format!(
+        "import socket; socket.create_connection(('127.0.0.1', {port}), timeout=3); print('connected')"
+    );
+    let p = shell(&sb, r#"{ program = "python3", args = ["-c", "*"] }"#).await;
+    let (out, err) = content(
+        call(
+            &p,
+            "run_command",
+            json!({"argv": ["python3", "-c", script]}),
+        )
+        .await,
+    );
+    assert!(err, "{out}");
+    assert!(
+        out.contains("PermissionError") || out.contains("Permission denied"),
+        "{out}"
+    );
+    assert!(listener.accept().is_err(), "the connection went through");
+    let p = shell(
+        &sb,
+        r#"{ program = "python3", args = ["-c", "*"], network = true }"#,
+    )
+    .await;
+    let (out, err) = content(
+        call(
+            &p,
+            "run_command",
+            json!({"argv": ["python3", "-c", script]}),
+        )
+        .await,
+    );
+    assert!(!err && out.contains("connected"), "{out}");
+}
+
+#[tokio::test]
+async fn children_that_outlive_the_timeout_are_killed() {
+    let sb = Sandbox::new();
+    let p = sb
+        .load(&shell_toml(
+            r#"{ program = "sh", args = ["-c", "*"], timeout_ms = 500 }"#,
+            "",
+        ))
+        .await
+        .expect("load");
+    let started = Instant::now();
+    let (out, err) = content(
+        call(
+            &p,
+            "run_command",
+            json!({"command": "sleep 1007 & sleep 1008; echo never"}),
+        )
+        .await,
+    );
+    assert!(err && out.starts_with("timed out"), "{out}");
+    assert!(started.elapsed() < Duration::from_secs(10));
+    std::thread::sleep(Duration::from_millis(200));
+    let ps = std::process::Command::new("ps")
+        .args(["-eo", "args"])
+        .output()
+        .expect("ps");
+    let ps = String::from_utf8_lossy(&ps.stdout);
+    assert!(
+        !ps.contains("sleep 1007") && !ps.contains("sleep 1008"),
+        "survivors:\n{ps}"
+    );
+    // A background child of a program that exits is killed too.
+    let (out, _) = content(
+        call(
+            &p,
+            "run_command",
+            json!({"command": "sleep 1009 & echo started"}),
+        )
+        .await,
+    );
+    assert!(out.contains("started"), "{out}");
+    std::thread::sleep(Duration::from_millis(200));
+    let ps = std::process::Command::new("ps")
+        .args(["-eo", "args"])
+        .output()
+        .expect("ps");
+    assert!(!String::from_utf8_lossy(&ps.stdout).contains("sleep 1009"));
+}
+
+#[tokio::test]
+async fn a_fork_bomb_hits_the_process_budget() {
+    let sb = Sandbox::new();
+    let p = sb
+        .load(&shell_toml(
+            r#"{ program = "sh", args = ["-c", "*"], timeout_ms = 3000 }"#,
+            "",
+        ))
+        .await
+        .expect("load");
+    let started = Instant::now();
+    let (out, err) = content(
+        call(
+            &p,
+            "run_command",
+            json!({"command": "bomb_7f() { bomb_7f | bomb_7f; }; bomb_7f"}),
+        )
+        .await,
+    );
+    assert!(err, "{out}");
+    assert!(
+        out.starts_with("timed out") || out.contains("fork") || out.contains("Resource"),
+        "{out}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(30));
+    std::thread::sleep(Duration::from_millis(500));
+    let ps = std::process::Command::new("ps")
+        .args(["-eo", "args"])
+        .output()
+        .expect("ps");
+    let ps = String::from_utf8_lossy(&ps.stdout);
+    assert!(!ps.contains("bomb_7f"), "survivors:\n{ps}");
+    // The host is fine and the next call works.
+    let p2 = shell(&sb, r#"{ program = "ls", args = ["**"] }"#).await;
+    let (out, err) = content(call(&p2, "run_command", json!({"command": "ls"})).await);
+    assert!(!err && out.contains("hello.txt"), "{out}");
+}
+
+#[test]
+fn the_environment_is_scrubbed() {
+    let sb = Sandbox::new();
+    sb.write(
+        "corral.toml",
+        &shell_toml(
+            r#"{ program = "env", args = [] }"#,
+            "grants.env = [\"VISIBLE_ONE\"]",
+        ),
+    );
+    let cli = Cli::new();
+    let o = cli.run_env(
+        &sb.ws(),
+        &[
+            "tool",
+            "call",
+            "run_command",
+            "--args",
+            r#"{"command":"env"}"#,
+        ],
+        &[("SECRET_TOKEN", "s3cr3t-value"), ("VISIBLE_ONE", "shown")],
+    );
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success(),
+        "{out}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(
+        !out.contains("s3cr3t-value") && !out.contains("SECRET_TOKEN"),
+        "{out}"
+    );
+    assert!(out.contains("VISIBLE_ONE=shown"), "{out}");
+    assert!(out.contains("PATH="), "{out}");
+    assert!(out.contains("TMPDIR="), "{out}");
+}
+
+async fn git_repo(sb: &Sandbox) -> Plugins {
+    let git = |args: &[&str]| {
+        let o = std::process::Command::new("git")
+            .args(args)
+            .current_dir(sb.ws())
+            .output()
+            .expect("git");
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    };
+    git(&["init", "-q", "-b", "main"]);
+    git(&["config", "user.email", "t@example.com"]);
+    git(&["config", "user.name", "T"]);
+    sb.load("[plugins.git]\nsource = \"builtin:git\"\ngrants.exec = [{ program = \"git\", args = [\"**\"] }]\n")
+        .await
+        .expect("git loads")
+}
+
+#[tokio::test]
+async fn git_tools_work_and_hooks_do_not_run() {
+    let sb = Sandbox::new();
+    let p = git_repo(&sb).await;
+    let hook = sb.ws().join(".git/hooks/pre-commit");
+    std::fs::write(&hook, "#!/bin/sh\ntouch hook-ran\n").expect("hook");
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let (out, _) = content(call(&p, "git_status", json!({})).await);
+    assert!(out.contains("?? hello.txt"), "{out}");
+    let (out, err) = content(call(&p, "git_add", json!({"paths": ["hello.txt"]})).await);
+    assert!(!err, "{out}");
+    let (out, err) = content(call(&p, "git_commit", json!({"message": "-first commit"})).await);
+    assert!(!err, "{out}");
+    assert!(!sb.ws().join("hook-ran").exists(), "a hook ran");
+    let (out, _) = content(call(&p, "git_log", json!({})).await);
+    assert!(out.contains("-first commit"), "{out}");
+}
+
+#[tokio::test]
+async fn git_argument_injection_is_refused() {
+    let sb = Sandbox::new();
+    let p = git_repo(&sb).await;
+    let marker = sb.ws().join("injected");
+    let cases = [
+        (
+            "git_diff",
+            json!({"rev": format!("--upload-pack=touch {}", marker.display())}),
+        ),
+        ("git_log", json!({"rev": "-c"})),
+        ("git_show", json!({"rev": "--exec=touch injected"})),
+        (
+            "git_branch",
+            json!({"create": "--config=core.pager=touch injected"}),
+        ),
+        ("git_diff", json!({"paths": ["../outside"]})),
+    ];
+    for (tool, args) in cases {
+        match call(&p, tool, args.clone()).await {
+            Err(ToolError::InvalidArguments(m)) => assert!(!m.is_empty()),
+            other => panic!("{tool} {args}: {other:?}"),
+        }
+    }
+    assert!(!marker.exists());
+}

@@ -1,0 +1,359 @@
+//! The permission policy end to end: approvals with a diff on a real
+//! pseudo-terminal, `--yes`, modes, and deny rules that hold whatever the
+//! spacing or quoting.
+
+use crate::mock::*;
+use crate::*;
+use serde_json::{Value, json};
+use std::io::{Read, Write};
+use std::os::fd::{FromRawFd, OwnedFd};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+const KEY: (&str, &str) = ("TEST_OPENAI_KEY", "sk-policy-test");
+
+fn manifest(port: u16, extra: &str) -> String {
+    format!(
+        r#"
+[plugins.openai]
+source = "builtin:openai"
+grants.net = ["http://127.0.0.1:{port}"]
+grants.secrets = [{{ host = "127.0.0.1", header = "authorization", value = "Bearer ${{env:TEST_OPENAI_KEY}}" }}]
+config = {{ base_url = "http://127.0.0.1:{port}/v1", model = "mock" }}
+{extra}
+"#
+    )
+}
+
+/// The model writes `new.txt`, then answers with what the tool said.
+fn writer() -> MockServer {
+    MockServer::start(|n, _| match n {
+        0 => Reply::Sse(openai_sse(
+            "Writing. ",
+            &[(
+                "w1",
+                "write_file",
+                json!({"path": "new.txt", "content": "fresh line\n"}),
+            )],
+        )),
+        _ => Reply::Sse(openai_sse("Done.", &[])),
+    })
+}
+
+fn tool_result(req: &Captured, id: &str) -> String {
+    let messages = req.body["messages"].as_array().expect("messages");
+    let content = messages
+        .iter()
+        .find(|m| m["tool_call_id"] == id)
+        .expect("result")["content"]
+        .as_str()
+        .expect("content");
+    // The openai plugin marks failed results for the model.
+    content
+        .strip_prefix("Error: ")
+        .unwrap_or(content)
+        .to_owned()
+}
+
+/// Runs corral on a pseudo-terminal, answering the first approval prompt.
+fn run_on_pty(cli: &Cli, ws: &Path, args: &[&str], answer: &str) -> (Option<i32>, String) {
+    let (mut master, slave) = {
+        let (mut m, mut s) = (0, 0);
+        // SAFETY: openpty writes two file descriptors into the given integers.
+        let rc = unsafe {
+            libc::openpty(
+                &mut m,
+                &mut s,
+                std::ptr::null_mut(),
+                std::ptr::null(),
+                std::ptr::null(),
+            )
+        };
+        assert_eq!(rc, 0, "openpty");
+        // SAFETY: both descriptors were just opened and are owned here.
+        unsafe { (std::fs::File::from_raw_fd(m), OwnedFd::from_raw_fd(s)) }
+    };
+    let mut cmd = cli.command(ws, args);
+    cmd.env(KEY.0, KEY.1)
+        .stdin(slave.try_clone().expect("dup"))
+        .stdout(slave.try_clone().expect("dup"))
+        .stderr(slave);
+    let mut child = cmd.spawn().expect("spawn");
+    drop(cmd);
+    let screen = Arc::new(Mutex::new(String::new()));
+    let reader = {
+        let screen = screen.clone();
+        let mut master = master.try_clone().expect("dup");
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = master.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                screen
+                    .lock()
+                    .expect("lock")
+                    .push_str(&String::from_utf8_lossy(&buf[..n]));
+            }
+        })
+    };
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !screen.lock().expect("lock").contains("> ")
+        || !screen.lock().expect("lock").contains("needs approval")
+    {
+        assert!(
+            Instant::now() < deadline,
+            "no prompt; screen:\n{}",
+            screen.lock().expect("lock")
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    master.write_all(answer.as_bytes()).expect("answer");
+    let status = child.wait().expect("wait");
+    std::thread::sleep(Duration::from_millis(100));
+    drop(master);
+    let _ = reader.join();
+    let text = screen.lock().expect("lock").clone();
+    (status.code(), text)
+}
+
+#[test]
+fn ask_mode_shows_the_diff_and_waits_for_yes() {
+    let mock = writer();
+    let sb = Sandbox::new();
+    sb.write("corral.toml", &manifest(mock.port, ""));
+    let cli = Cli::new();
+    let (code, screen) = run_on_pty(
+        &cli,
+        &sb.ws(),
+        &["run", "--provider", "openai", "write it"],
+        "y\n",
+    );
+    assert_eq!(code, Some(0), "{screen}");
+    assert!(screen.contains("write_file(content=fresh line"), "{screen}");
+    assert!(screen.contains("needs approval: mode ask"), "{screen}");
+    assert!(screen.contains("+++ b/new.txt"), "{screen}");
+    assert!(screen.contains("+fresh line"), "{screen}");
+    assert_eq!(
+        std::fs::read_to_string(sb.ws().join("new.txt")).expect("written"),
+        "fresh line\n"
+    );
+    // The diff was computed without writing: the file appeared only after "y".
+    let records = corral::session::read(&crate::agent::session_log(&cli)).expect("log");
+    let decisions: Vec<Value> = records
+        .iter()
+        .map(|r| serde_json::to_value(&r.event).expect("v"))
+        .filter(|e| e["type"] == "permission")
+        .collect();
+    assert_eq!(decisions.len(), 1);
+    assert_eq!(decisions[0]["decision"], "approved");
+}
+
+#[test]
+fn saying_no_tells_the_model_why() {
+    let mock = writer();
+    let sb = Sandbox::new();
+    sb.write("corral.toml", &manifest(mock.port, ""));
+    let cli = Cli::new();
+    let (code, screen) = run_on_pty(
+        &cli,
+        &sb.ws(),
+        &["run", "--provider", "openai", "write it"],
+        "n not in this folder\n",
+    );
+    assert_eq!(code, Some(0), "{screen}");
+    assert!(!sb.ws().join("new.txt").exists());
+    let reqs = mock.requests();
+    assert_eq!(
+        tool_result(&reqs[1], "w1"),
+        "not run: the user declined: not in this folder"
+    );
+}
+
+#[test]
+fn non_interactive_ask_is_a_denial_the_model_sees() {
+    let mock = writer();
+    let sb = Sandbox::new();
+    sb.write("corral.toml", &manifest(mock.port, ""));
+    let cli = Cli::new();
+    let o = cli.run_env(
+        &sb.ws(),
+        &["run", "--provider", "openai", "write it"],
+        &[KEY],
+    );
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(!sb.ws().join("new.txt").exists());
+    let result = tool_result(&mock.requests()[1], "w1");
+    assert!(
+        result.contains("needs the user's approval and the run is not interactive"),
+        "{result}"
+    );
+    assert!(result.contains("--yes"), "{result}");
+}
+
+#[test]
+fn yes_and_full_auto_run_the_write() {
+    for flags in [
+        &["--yes"][..],
+        &["--mode", "full-auto"][..],
+        &["--mode", "auto-edit"][..],
+    ] {
+        let mock = writer();
+        let sb = Sandbox::new();
+        sb.write("corral.toml", &manifest(mock.port, ""));
+        let cli = Cli::new();
+        let mut args = vec!["run", "--provider", "openai"];
+        args.extend_from_slice(flags);
+        args.push("write it");
+        let o = cli.run_env(&sb.ws(), &args, &[KEY]);
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{flags:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        assert_eq!(
+            std::fs::read_to_string(sb.ws().join("new.txt")).expect("written"),
+            "fresh line\n",
+            "{flags:?}"
+        );
+    }
+}
+
+#[test]
+fn read_only_refuses_writes_with_a_message_for_the_model() {
+    let mock = writer();
+    let sb = Sandbox::new();
+    sb.write("corral.toml", &manifest(mock.port, ""));
+    let cli = Cli::new();
+    let o = cli.run_env(
+        &sb.ws(),
+        &[
+            "run",
+            "--provider",
+            "openai",
+            "--mode",
+            "read-only",
+            "--yes",
+            "write it",
+        ],
+        &[KEY],
+    );
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(!sb.ws().join("new.txt").exists());
+    let result = tool_result(&mock.requests()[1], "w1");
+    assert!(
+        result.starts_with("denied by the permission policy"),
+        "{result}"
+    );
+    assert!(result.contains("read-only"), "{result}");
+}
+
+#[test]
+fn a_deny_rule_holds_whatever_the_spacing_or_quoting() {
+    let attempts = [
+        ("r1", json!({"command": "rm -rf victim"})),
+        ("r2", json!({"command": "rm    -rf     victim"})),
+        ("r3", json!({"command": "'rm' -rf victim"})),
+        ("r4", json!({"command": "\"rm\" \"-rf\" \"victim\""})),
+        ("r5", json!({"command": "r\\m -rf victim"})),
+        ("r6", json!({"argv": ["rm", "-rf", "victim"]})),
+        ("r7", json!({"argv": ["/bin/rm", "-rf", "victim"]})),
+        ("r8", json!({"command": "\trm -rf victim"})),
+    ];
+    let calls: Vec<Call> = attempts
+        .iter()
+        .map(|(id, a)| (*id, "run_command", a.clone()))
+        .collect();
+    let mock = MockServer::start(move |n, _| match n {
+        0 => Reply::Sse(openai_sse("Cleaning up.", &calls)),
+        _ => Reply::Sse(openai_sse("Could not.", &[])),
+    });
+    let sb = Sandbox::new();
+    sb.write("victim/keep.txt", "precious\n");
+    let rm = corral::exec::resolve("rm").expect("rm");
+    sb.write(
+        "corral.toml",
+        &manifest(
+            mock.port,
+            &format!(
+                "[plugins.shell]\nsource = \"builtin:shell\"\ngrants.exec = [{{ program = \"rm\", args = [\"**\"] }}, {{ program = {:?}, args = [\"**\"] }}]\n\n[policy]\ndeny = [\"run_command(rm **)\"]\n",
+                rm.display().to_string()
+            ),
+        ),
+    );
+    let cli = Cli::new();
+    let o = cli.run_env(
+        &sb.ws(),
+        &[
+            "run",
+            "--provider",
+            "openai",
+            "--mode",
+            "full-auto",
+            "clean up",
+        ],
+        &[KEY],
+    );
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert_eq!(
+        std::fs::read_to_string(sb.ws().join("victim/keep.txt")).expect("kept"),
+        "precious\n"
+    );
+    let req = &mock.requests()[1];
+    for (id, args) in &attempts {
+        let result = tool_result(req, id);
+        assert!(
+            result.contains("denied by the permission policy: deny rule \"run_command(rm **)\""),
+            "{args}: {result}"
+        );
+    }
+}
+
+#[test]
+fn a_stop_rule_ends_the_run() {
+    let mock = MockServer::start(|_, _| {
+        Reply::Sse(openai_sse(
+            "",
+            &[
+                ("s1", "write_file", json!({"path": "x.txt", "content": "x"})),
+                ("s2", "list_files", json!({})),
+            ],
+        ))
+    });
+    let sb = Sandbox::new();
+    sb.write(
+        "corral.toml",
+        &manifest(mock.port, "[policy]\nstop = [\"write_file\"]\n"),
+    );
+    let cli = Cli::new();
+    let o = cli.run_env(
+        &sb.ws(),
+        &["run", "--provider", "openai", "--mode", "full-auto", "go"],
+        &[KEY],
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(5), "{err}");
+    assert!(err.contains("[stopped: permission_denied"), "{err}");
+    assert!(!sb.ws().join("x.txt").exists());
+    assert_eq!(mock.requests().len(), 1);
+    // The log still pairs both calls with a result.
+    let records = corral::session::read(&crate::agent::session_log(&cli)).expect("log");
+    let (_, _, open) = corral::agent::replay_history(&records);
+    assert!(open.is_empty());
+}
