@@ -540,6 +540,27 @@ impl Agent {
             return Ok(None);
         };
         let args: serde_json::Value = serde_json::from_str(&call.arguments).unwrap_or_default();
+        if spec.effects.contains(&crate::runtime::Effect::Write) {
+            let exempt = self
+                .plugins
+                .plugin_for(&call.name)
+                .is_some_and(|p| p.decl().name == "git");
+            if let Some(path) = protected_target(&args).filter(|_| !exempt) {
+                let reason = format!(
+                    "`{path}` is protected: .git internals (use the git tools) and corral's manifest are read-only to tools"
+                );
+                self.emit(
+                    ui,
+                    Event::Permission {
+                        call_id: call.id.clone(),
+                        tool: call.name.clone(),
+                        decision: "deny".into(),
+                        reason: reason.clone(),
+                    },
+                )?;
+                return Ok(Some((format!("denied: {reason}"), false)));
+            }
+        }
         let verdict = self.options.policy.decide(&call.name, &spec.effects, &args);
         let record = |decision: &str, reason: String| Event::Permission {
             call_id: call.id.clone(),
@@ -697,6 +718,51 @@ impl Agent {
 /// A failure that stops the run.
 struct Fatal(String);
 
+/// The first path a writing call names that is protected: `.git` and what is
+/// inside it, and corral's own manifest. Paths come from the usual argument
+/// names and from the file headers of an `apply_patch` envelope.
+fn protected_target(args: &serde_json::Value) -> Option<String> {
+    let mut paths: Vec<String> = Vec::new();
+    for key in ["path", "from", "to", "destination"] {
+        if let Some(p) = args.get(key).and_then(|v| v.as_str()) {
+            paths.push(p.to_owned());
+        }
+    }
+    if let Some(list) = args.get("paths").and_then(|v| v.as_array()) {
+        paths.extend(list.iter().filter_map(|v| v.as_str()).map(str::to_owned));
+    }
+    if let Some(patch) = args.get("patch").and_then(|v| v.as_str()) {
+        for line in patch.lines() {
+            for header in [
+                "*** Add File:",
+                "*** Update File:",
+                "*** Delete File:",
+                "*** Move to:",
+            ] {
+                if let Some(p) = line.trim_start().strip_prefix(header) {
+                    paths.push(p.trim().to_owned());
+                }
+            }
+        }
+    }
+    paths.into_iter().find(|p| {
+        let mut parts: Vec<&str> = Vec::new();
+        for part in p.split(['/', '\\']) {
+            match part {
+                "" | "." => {}
+                ".." => {
+                    parts.pop();
+                }
+                other => parts.push(other),
+            }
+        }
+        parts
+            .first()
+            .is_some_and(|first| first.eq_ignore_ascii_case(".git"))
+            || (parts.len() == 1 && parts[0] == "corral.toml")
+    })
+}
+
 /// Validates and runs one call. The inner `Err` is an error for the model.
 async fn execute(plugins: &Plugins, call: &ToolCall) -> Result<Result<String, String>, Fatal> {
     let Some(plugin) = plugins.plugin_for(&call.name) else {
@@ -750,6 +816,33 @@ fn forward(ui: &UnboundedSender<Event>, ev: &StreamEvent) {
         _ => return,
     };
     let _ = ui.send(event);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::protected_target;
+    use serde_json::json;
+
+    #[test]
+    fn protected_paths() {
+        assert_eq!(
+            protected_target(&json!({"path": ".git/config"})),
+            Some(".git/config".into())
+        );
+        assert!(protected_target(&json!({"path": "./src/../.git/hooks/pre-commit"})).is_some());
+        assert_eq!(
+            protected_target(&json!({"path": "corral.toml"})),
+            Some("corral.toml".into())
+        );
+        assert!(protected_target(&json!({"path": ".GIT/HEAD"})).is_some());
+        assert!(protected_target(&json!({"patch": "*** Begin Patch\n*** Add File: .git/hooks/post-checkout\n+x\n*** End Patch"})).is_some());
+        assert_eq!(protected_target(&json!({"path": "src/.gitignore"})), None);
+        assert_eq!(
+            protected_target(&json!({"path": ".github/workflows/ci.yml"})),
+            None
+        );
+        assert_eq!(protected_target(&json!({"path": "docs/corral.toml"})), None);
+    }
 }
 
 /// Rebuilds the conversation from a log: the history, the last turn number,
