@@ -818,33 +818,6 @@ fn forward(ui: &UnboundedSender<Event>, ev: &StreamEvent) {
     let _ = ui.send(event);
 }
 
-#[cfg(test)]
-mod tests {
-    use super::protected_target;
-    use serde_json::json;
-
-    #[test]
-    fn protected_paths() {
-        assert_eq!(
-            protected_target(&json!({"path": ".git/config"})),
-            Some(".git/config".into())
-        );
-        assert!(protected_target(&json!({"path": "./src/../.git/hooks/pre-commit"})).is_some());
-        assert_eq!(
-            protected_target(&json!({"path": "corral.toml"})),
-            Some("corral.toml".into())
-        );
-        assert!(protected_target(&json!({"path": ".GIT/HEAD"})).is_some());
-        assert!(protected_target(&json!({"patch": "*** Begin Patch\n*** Add File: .git/hooks/post-checkout\n+x\n*** End Patch"})).is_some());
-        assert_eq!(protected_target(&json!({"path": "src/.gitignore"})), None);
-        assert_eq!(
-            protected_target(&json!({"path": ".github/workflows/ci.yml"})),
-            None
-        );
-        assert_eq!(protected_target(&json!({"path": "docs/corral.toml"})), None);
-    }
-}
-
 /// Rebuilds the conversation from a log: the history, the last turn number,
 /// and the tool calls that have no result.
 pub fn replay_history(records: &[Record]) -> (Vec<Message>, u32, Vec<ToolCall>) {
@@ -890,5 +863,32 @@ fn close_open(history: &mut Vec<Message>, open: &mut Vec<ToolCall>) {
             content: "interrupted: the session ended before this call finished".into(),
             is_error: true,
         }));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::protected_target;
+    use serde_json::json;
+
+    #[test]
+    fn protected_paths() {
+        assert_eq!(
+            protected_target(&json!({"path": ".git/config"})),
+            Some(".git/config".into())
+        );
+        assert!(protected_target(&json!({"path": "./src/../.git/hooks/pre-commit"})).is_some());
+        assert_eq!(
+            protected_target(&json!({"path": "corral.toml"})),
+            Some("corral.toml".into())
+        );
+        assert!(protected_target(&json!({"path": ".GIT/HEAD"})).is_some());
+        assert!(protected_target(&json!({"patch": "*** Begin Patch\n*** Add File: .git/hooks/post-checkout\n+x\n*** End Patch"})).is_some());
+        assert_eq!(protected_target(&json!({"path": "src/.gitignore"})), None);
+        assert_eq!(
+            protected_target(&json!({"path": ".github/workflows/ci.yml"})),
+            None
+        );
+        assert_eq!(protected_target(&json!({"path": "docs/corral.toml"})), None);
     }
 }

@@ -126,7 +126,8 @@ fn git_status(workspace: &Path) -> Option<String> {
 }
 
 /// `AGENTS.md` files from the workspace root down to `cwd` (root first), as
-/// (workspace-relative path, text).
+/// (workspace-relative path, text). Files that resolve outside the
+/// workspace (symlinks) are skipped.
 pub fn agents_md(workspace: &Path, cwd: &Path) -> Vec<(String, String)> {
     let cwd = cwd.canonicalize().unwrap_or_else(|_| cwd.to_path_buf());
     let rel = cwd
@@ -142,6 +143,14 @@ pub fn agents_md(workspace: &Path, cwd: &Path) -> Vec<(String, String)> {
     let mut out = Vec::new();
     for dir in dirs {
         let file = dir.join("AGENTS.md");
+        // A symlinked AGENTS.md must not pull a file from outside the
+        // workspace into the prompt.
+        let inside = file
+            .canonicalize()
+            .is_ok_and(|real| real.starts_with(workspace));
+        if !inside {
+            continue;
+        }
         if let Ok(mut text) = std::fs::read_to_string(&file) {
             if text.len() > MAX_AGENTS_MD {
                 let mut cut = MAX_AGENTS_MD;
@@ -160,4 +169,28 @@ pub fn agents_md(workspace: &Path, cwd: &Path) -> Vec<(String, String)> {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::agents_md;
+
+    #[test]
+    fn agents_md_from_root_to_cwd_and_never_outside() {
+        let root = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(root.path().join("ws/sub/deeper")).unwrap();
+        let ws = root.path().join("ws").canonicalize().unwrap();
+        std::fs::write(ws.join("AGENTS.md"), "root rules").unwrap();
+        std::fs::write(ws.join("sub/AGENTS.md"), "sub rules").unwrap();
+        std::fs::write(root.path().join("secret.txt"), "do not read").unwrap();
+        std::os::unix::fs::symlink(
+            root.path().join("secret.txt"),
+            ws.join("sub/deeper/AGENTS.md"),
+        )
+        .unwrap();
+        let found = agents_md(&ws, &ws.join("sub/deeper"));
+        let texts: Vec<&str> = found.iter().map(|(_, t)| t.as_str()).collect();
+        assert_eq!(texts, ["root rules", "sub rules"]);
+        assert_eq!(found[1].0, "sub/AGENTS.md");
+    }
 }

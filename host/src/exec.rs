@@ -260,12 +260,12 @@ impl Exec {
                 if let Some(tasks) = &cgroup_tasks {
                     join_cgroup(tasks);
                 }
-                if let Ok(mut slot) = ruleset.lock() {
-                    if let Some(rules) = slot.take() {
-                        rules
-                            .restrict_self()
-                            .map_err(|e| std::io::Error::other(e.to_string()))?;
-                    }
+                if let Ok(mut slot) = ruleset.lock()
+                    && let Some(rules) = slot.take()
+                {
+                    rules
+                        .restrict_self()
+                        .map_err(|e| std::io::Error::other(e.to_string()))?;
                 }
                 Ok(())
             });

@@ -827,14 +827,16 @@ impl Checker<'_> {
                     Some("install it, or name it by its full path".into()),
                 )
             })?;
-            if let Some(at) = g.args.iter().position(|a| a == "**") {
-                if at + 1 != g.args.len() {
-                    return Err(self.err(
-                        grant.span(),
-                        format!("plugin `{name}`: `**` must be the last argument pattern"),
-                        Some("`**` matches all remaining arguments".into()),
-                    ));
-                }
+            if g.args
+                .iter()
+                .position(|a| a == "**")
+                .is_some_and(|at| at + 1 != g.args.len())
+            {
+                return Err(self.err(
+                    grant.span(),
+                    format!("plugin `{name}`: `**` must be the last argument pattern"),
+                    Some("`**` matches all remaining arguments".into()),
+                ));
             }
             exec.push(crate::exec::ExecGrant {
                 program: g.program.clone(),
