@@ -278,12 +278,12 @@ fn serve(body: Arc<Vec<u8>>) -> u16 {
 }
 
 fn sse_throughput(rt: &tokio::runtime::Runtime, runtime: &Runtime) {
-    // ~32 MiB of chat-completion chunks carrying 1 KiB of text each.
+    // ~24 MiB of chat-completion chunks carrying 1 KiB of text each.
     let text = "lorem ipsum dolor sit amet ".repeat(38);
     let mut body = String::new();
     let chunk = serde_json::json!({"id": "c", "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {"content": text}, "finish_reason": null}]});
     let line = format!("data: {chunk}\n\n");
-    while body.len() < 32 << 20 {
+    while body.len() < 24 << 20 {
         body.push_str(&line);
     }
     body.push_str("data: {\"id\":\"c\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n");

@@ -775,6 +775,11 @@ impl Plugin {
         log_text(&stdout, "stdout");
         log_text(&stderr, "stderr");
 
+        tracing::debug!(
+            plugin = %name,
+            host_calls = limits.host_calls - store.data().host_calls_left,
+            "call finished"
+        );
         let err = match outcome {
             Err(_elapsed) => {
                 return Err(ToolError::Sandbox(format!(
