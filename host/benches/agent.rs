@@ -319,7 +319,7 @@ fn sse_throughput(rt: &tokio::runtime::Runtime, runtime: &Runtime) {
         let _ = rt.block_on(drain);
         match out {
             Ok(r) => assert!(
-                r.message.text.len() > 30 << 20,
+                r.message.text.len() > 20 << 20,
                 "{} bytes of text",
                 r.message.text.len()
             ),

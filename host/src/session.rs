@@ -13,7 +13,7 @@ use crate::protocol::Event;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::fs::{File, OpenOptions};
-use std::io::{BufRead, BufReader, Seek, Write};
+use std::io::{Seek, Write};
 use std::path::{Path, PathBuf};
 
 /// One line of the log.
@@ -225,27 +225,49 @@ fn repair_tail(file: &File) -> std::io::Result<()> {
 
 /// Reads a session log. A final line that does not parse (torn by a crash)
 /// is skipped; a bad line anywhere else is an error.
+///
+/// Resuming a long session is dominated by JSON parsing, so the file is
+/// read whole and its lines parsed on every core, in order-preserving chunks.
 pub fn read(path: &Path) -> std::io::Result<Vec<Record>> {
-    let file = File::open(path)?;
-    let mut records = Vec::new();
-    let mut pending_error: Option<std::io::Error> = None;
-    for (i, line) in BufReader::with_capacity(1 << 16, file)
-        .split(b'\n')
-        .enumerate()
-    {
-        let line = line?;
-        if line.iter().all(u8::is_ascii_whitespace) {
-            continue;
-        }
-        if let Some(e) = pending_error.take() {
-            return Err(e);
-        }
-        match serde_json::from_slice::<Record>(&line) {
+    let data = std::fs::read(path)?;
+    let lines: Vec<&[u8]> = data
+        .split(|&b| b == b'\n')
+        .filter(|l| !l.iter().all(u8::is_ascii_whitespace))
+        .collect();
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(8);
+    let per = lines.len().div_ceil(threads.max(1)).max(1);
+    let parsed: Vec<std::thread::Result<Vec<Result<Record, String>>>> =
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = lines
+                .chunks(per)
+                .map(|chunk| {
+                    scope.spawn(move || {
+                        chunk
+                            .iter()
+                            .map(|l| serde_json::from_slice::<Record>(l).map_err(|e| e.to_string()))
+                            .collect::<Vec<_>>()
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join()).collect()
+        });
+    let parsed: Vec<Vec<Result<Record, String>>> = parsed
+        .into_iter()
+        .collect::<Result<_, _>>()
+        .map_err(|_| std::io::Error::other("a session-log parser thread panicked"))?;
+    let total = lines.len();
+    let mut records = Vec::with_capacity(total);
+    for (i, result) in parsed.into_iter().flatten().enumerate() {
+        match result {
             Ok(r) => records.push(r),
+            // A torn last line is a write the crash interrupted.
+            Err(_) if i + 1 == total => {}
             Err(e) => {
-                pending_error = Some(std::io::Error::new(
+                return Err(std::io::Error::new(
                     std::io::ErrorKind::InvalidData,
-                    format!("{}: line {}: {e}", path.display(), i + 1),
+                    format!("{}: record {}: {e}", path.display(), i + 1),
                 ));
             }
         }

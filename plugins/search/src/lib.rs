@@ -260,7 +260,12 @@ impl FileReader {
             .max_by_key(|(_, _, len)| *len)
             .map(|(d, r, _)| (d, r))?;
         let file = dir
-            .open_at(PathFlags::SYMLINK_FOLLOW, rel, OpenFlags::empty(), DescriptorFlags::READ)
+            .open_at(
+                PathFlags::SYMLINK_FOLLOW,
+                rel,
+                OpenFlags::empty(),
+                DescriptorFlags::READ,
+            )
             .ok()?;
         let mut bytes = Vec::new();
         loop {
