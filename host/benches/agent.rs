@@ -11,12 +11,13 @@
 //!    large completion from a loopback server, against the same parser
 //!    compiled natively.
 
+mod common;
+
+use common::{load, report};
 use corral::agent::{Agent, AgentOptions, replay_history};
-use corral::manifest::{DEFAULTS, DEFAULTS_NAME, Layer, from_layers};
 use corral::protocol::{Event, ToolOutcome};
 use corral::runtime::{
-    AssistantMessage, ChatRequest, FinishReason, Message, Plugins, Runtime, RuntimeOptions,
-    ToolCall,
+    AssistantMessage, ChatRequest, FinishReason, Message, Runtime, RuntimeOptions, ToolCall,
 };
 use corral::session::SessionLog;
 use std::io::{Read, Write};
@@ -24,30 +25,8 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-#[expect(clippy::print_stdout, reason = "a benchmark reports on stdout")]
-fn report(line: &str) {
-    println!("{line}");
-}
-
 fn or_die<T, E: std::fmt::Display>(r: Result<T, E>) -> T {
     r.unwrap_or_else(|e| panic!("{e}"))
-}
-
-fn load(rt: &tokio::runtime::Runtime, runtime: &Runtime, ws: &Path, extra: &str) -> Plugins {
-    let layers = [
-        Layer {
-            name: DEFAULTS_NAME.into(),
-            text: DEFAULTS.into(),
-            base: ws.to_path_buf(),
-        },
-        Layer {
-            name: "bench.toml".into(),
-            text: extra.into(),
-            base: ws.to_path_buf(),
-        },
-    ];
-    let manifest = or_die(from_layers(ws, &layers));
-    or_die(rt.block_on(runtime.load(&manifest)))
 }
 
 fn main() {

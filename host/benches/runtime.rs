@@ -9,16 +9,13 @@
 //! 2. `grep` over a generated tree inside the sandbox against the same search
 //!    code (`corral_plugin_search::grep`) compiled natively.
 
-use corral::manifest::{DEFAULTS, DEFAULTS_NAME, Layer, from_layers};
-use corral::runtime::{Plugins, Runtime, RuntimeOptions};
+mod common;
+
+use common::{load, report};
+use corral::runtime::{Runtime, RuntimeOptions};
 use corral_sdk::Tool as _;
 use std::path::Path;
 use std::time::{Duration, Instant};
-
-#[expect(clippy::print_stdout, reason = "a benchmark reports on stdout")]
-fn report(line: &str) {
-    println!("{line}");
-}
 
 /// Median of `rounds` timings of `iters` runs of `f`, per run.
 fn measure(rounds: usize, iters: usize, mut f: impl FnMut()) -> Duration {
@@ -33,24 +30,6 @@ fn measure(rounds: usize, iters: usize, mut f: impl FnMut()) -> Duration {
         .collect();
     samples.sort();
     samples[rounds / 2]
-}
-
-fn load(rt: &tokio::runtime::Runtime, runtime: &Runtime, ws: &Path, extra: &str) -> Plugins {
-    let layers = [
-        Layer {
-            name: DEFAULTS_NAME.into(),
-            text: DEFAULTS.into(),
-            base: ws.to_path_buf(),
-        },
-        Layer {
-            name: "bench.toml".into(),
-            text: extra.into(),
-            base: ws.to_path_buf(),
-        },
-    ];
-    let manifest = from_layers(ws, &layers).unwrap_or_else(|e| panic!("{e}"));
-    rt.block_on(runtime.load(&manifest))
-        .unwrap_or_else(|e| panic!("{e}"))
 }
 
 fn main() {

@@ -138,6 +138,17 @@ pub enum ToolError {
     Sandbox(String),
 }
 
+impl From<wit::ToolError> for ToolError {
+    fn from(e: wit::ToolError) -> Self {
+        match e {
+            wit::ToolError::InvalidArguments(m) => ToolError::InvalidArguments(m),
+            wit::ToolError::UnknownTool(m) => ToolError::UnknownTool(m),
+            wit::ToolError::Failed(m) => ToolError::Failed(m),
+            wit::ToolError::Fatal(m) => ToolError::Fatal(m),
+        }
+    }
+}
+
 impl ToolError {
     /// Whether the agent's run should stop.
     pub fn is_fatal(&self) -> bool {
@@ -638,10 +649,7 @@ impl Plugin {
                     data,
                 })
             }
-            Err(wit::ToolError::InvalidArguments(m)) => Err(ToolError::InvalidArguments(m)),
-            Err(wit::ToolError::UnknownTool(m)) => Err(ToolError::UnknownTool(m)),
-            Err(wit::ToolError::Failed(m)) => Err(ToolError::Failed(m)),
-            Err(wit::ToolError::Fatal(m)) => Err(ToolError::Fatal(m)),
+            Err(e) => Err(e.into()),
         }
     }
 
@@ -674,12 +682,7 @@ impl Plugin {
                 })
             })
             .await?;
-        result.map_err(|e| match e {
-            wit::ToolError::InvalidArguments(m) => ToolError::InvalidArguments(m),
-            wit::ToolError::UnknownTool(m) => ToolError::UnknownTool(m),
-            wit::ToolError::Failed(m) => ToolError::Failed(m),
-            wit::ToolError::Fatal(m) => ToolError::Fatal(m),
-        })
+        result.map_err(Into::into)
     }
 
     /// Builds a fresh sandboxed store, instantiates the plugin, runs `f` and
