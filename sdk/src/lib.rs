@@ -43,6 +43,14 @@
 //! `target/wasm32-wasip2/release/` is the plugin. The example above is built
 //! in CI as `plugins/example`.
 //!
+//! ## Other kinds of plugins
+//!
+//! - [`provider`]: an LLM provider adapter (implement `Provider`, call
+//!   `provider!`), with [`http`] for outbound requests through `wasi:http`
+//!   (the host adds credentials on egress) and [`sse`] for streamed answers.
+//! - [`process`]: run a program through the host, for plugins granted
+//!   `grants.exec` in the manifest.
+//!
 //! ## What a plugin sees
 //!
 //! Paths are relative to the workspace root, which is the plugin's current

@@ -4,7 +4,6 @@
 
 use super::generated::corral::plugin::types as wit_types;
 use super::provider_generated::corral::plugin::chat as wit;
-use super::provider_generated::exports::corral::plugin::provider as wit_provider;
 use super::{Effect, Kind, Plugin, ToolSpec};
 use serde::{Deserialize, Serialize};
 
@@ -387,8 +386,3 @@ impl Plugin {
     }
 }
 
-#[expect(
-    dead_code,
-    reason = "names the generated export module for readers of this file"
-)]
-type ProviderExports = wit_provider::Guest;

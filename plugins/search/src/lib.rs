@@ -270,7 +270,9 @@ impl FileReader {
         let mut bytes = Vec::new();
         loop {
             let (chunk, eof) = file.read(CHUNK, bytes.len() as u64).ok()?;
-            let done = eof || chunk.is_empty();
+            // A regular file reads short only at its end; stopping there
+            // saves the call that would just report the end.
+            let done = eof || (chunk.len() as u64) < CHUNK;
             bytes.extend_from_slice(&chunk);
             if done {
                 return Some(bytes);
