@@ -45,7 +45,7 @@
 //!
 //! ## Other kinds of plugins
 //!
-//! - [`provider`]: an LLM provider adapter (implement `Provider`, call
+//! - [`mod@provider`]: an LLM provider adapter (implement `Provider`, call
 //!   `provider!`), with [`http`] for outbound requests through `wasi:http`
 //!   (the host adds credentials on egress) and [`sse`] for streamed answers.
 //! - [`process`]: run a program through the host, for plugins granted
