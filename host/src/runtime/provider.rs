@@ -385,4 +385,3 @@ impl Plugin {
         result.map_err(from_wit_error)
     }
 }
-
