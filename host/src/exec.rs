@@ -270,7 +270,6 @@ impl Exec {
                 Ok(())
             });
         }
-        RUNS.fetch_add(1, Ordering::Relaxed);
         let mut child = cmd
             .spawn()
             .map_err(|e| ExecError::SpawnFailed(format!("cannot start `{program}`: {e}")))?;
@@ -406,7 +405,7 @@ struct PidsCgroup {
 
 impl PidsCgroup {
     fn create() -> Option<Self> {
-        let n = RUNS.load(Ordering::Relaxed);
+        let n = RUNS.fetch_add(1, Ordering::Relaxed);
         let name = format!("corral-{}-{n}", std::process::id());
         for (root, tasks) in [
             ("/sys/fs/cgroup/pids", "tasks"),
