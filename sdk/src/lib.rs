@@ -405,7 +405,7 @@ pub mod __private {
 /// Exports the listed [`Tool`] types as this component's tools. Call it once,
 /// at the crate root of a `cdylib` built for `wasm32-wasip2`.
 ///
-/// ```ignore
+/// ```text
 /// corral_sdk::tools!(ReadFile, WriteFile);
 /// ```
 #[macro_export]

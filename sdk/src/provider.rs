@@ -404,7 +404,7 @@ pub mod __private {
 /// Exports a [`Provider`] type as this component's provider. Call it once, at
 /// the crate root of a `cdylib` built for `wasm32-wasip2`.
 ///
-/// ```ignore
+/// ```text
 /// corral_sdk::provider!(OpenAi);
 /// ```
 #[macro_export]
