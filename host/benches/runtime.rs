@@ -119,6 +119,18 @@ fn main() {
     ));
     report(&format!("  native                 {:>10.2?}", native));
     report(&format!("  sandboxed              {:>10.2?}", sandboxed));
+    let glob_args = r#"{"pattern":"**/*.rs","limit":100000}"#;
+    let gs = measure(15, 1, || {
+        assert!(rt.block_on(plugins.call("glob", glob_args, "g")).is_ok());
+    });
+    let gn = measure(15, 1, || {
+        let a: corral_plugin_search::GlobArgs =
+            serde_json::from_str(glob_args).unwrap_or_else(|e| panic!("{e}"));
+        assert!(corral_plugin_search::Glob::run(a).is_ok());
+    });
+    report(&format!(
+        "  (walk only: native {gn:.2?}, sandboxed {gs:.2?})"
+    ));
     report(&format!(
         "  sandboxed/native = {:.2}x (target <= 2x)",
         sandboxed.as_secs_f64() / native.as_secs_f64()

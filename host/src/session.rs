@@ -208,17 +208,31 @@ impl SessionLog {
 /// starts on a line of its own and the log stays readable.
 fn repair_tail(file: &File) -> std::io::Result<()> {
     use std::io::Read;
-    let mut data = Vec::new();
-    (&*file).seek(std::io::SeekFrom::Start(0))?;
-    (&*file).read_to_end(&mut data)?;
-    if data.is_empty() || data.ends_with(b"\n") {
+    let len = file.metadata()?.len();
+    if len == 0 {
         return Ok(());
     }
-    let start = data.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
-    if serde_json::from_slice::<Record>(&data[start..]).is_ok() {
+    // Only the end matters: read back far enough to hold the last line.
+    let mut window = 64 * 1024u64;
+    let (start, data) = loop {
+        let start = len.saturating_sub(window);
+        let mut data = Vec::with_capacity((len - start) as usize);
+        (&*file).seek(std::io::SeekFrom::Start(start))?;
+        (&*file).take(len - start).read_to_end(&mut data)?;
+        let complete = start == 0 || data[..data.len().saturating_sub(1)].contains(&b'\n');
+        if complete {
+            break (start, data);
+        }
+        window *= 4;
+    };
+    if data.ends_with(b"\n") {
+        return Ok(());
+    }
+    let last = data.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+    if serde_json::from_slice::<Record>(&data[last..]).is_ok() {
         (&*file).write_all(b"\n")?;
     } else {
-        file.set_len(start as u64)?;
+        file.set_len(start + last as u64)?;
     }
     file.sync_data()
 }
@@ -332,4 +346,47 @@ pub fn list(dir: &Path) -> std::io::Result<Vec<Summary>> {
     }
     out.sort_by(|a, b| a.started_ms.cmp(&b.started_ms).then(a.id.cmp(&b.id)));
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn event(text: &str) -> Event {
+        Event::UserMessage { text: text.into() }
+    }
+
+    #[test]
+    fn a_crash_mid_write_loses_only_the_unfinished_record() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut log = SessionLog::create(dir.path()).unwrap();
+        log.append(&event("one"), true).unwrap();
+        log.append(&event("two"), true).unwrap();
+        let path = log.path().to_path_buf();
+        drop(log);
+        let whole = std::fs::read(&path).unwrap();
+
+        // Torn last record: cut off, and the next one starts on its own line.
+        std::fs::write(&path, [&whole[..], br#"{"seq":3,"ts_ms":1,"ev"#].concat()).unwrap();
+        assert_eq!(read(&path).unwrap().len(), 2);
+        let (mut log, records) = SessionLog::open(&path).unwrap();
+        assert_eq!(records.len(), 2);
+        log.append(&event("three"), true).unwrap();
+        let seqs: Vec<u64> = read(&path).unwrap().iter().map(|r| r.seq).collect();
+        assert_eq!(seqs, [1, 2, 3]);
+
+        // A complete last record that only lost its newline is kept.
+        let whole = std::fs::read(&path).unwrap();
+        std::fs::write(&path, &whole[..whole.len() - 1]).unwrap();
+        let (_, records) = SessionLog::open(&path).unwrap();
+        assert_eq!(records.len(), 3);
+        assert!(std::fs::read(&path).unwrap().ends_with(b"\n"));
+
+        // A bad record in the middle is an error, not silently skipped.
+        let text = std::fs::read_to_string(&path)
+            .unwrap()
+            .replacen("\"two\"", "\"two", 1);
+        std::fs::write(&path, text).unwrap();
+        assert!(read(&path).is_err());
+    }
 }
