@@ -218,7 +218,7 @@ fn repair_tail(file: &File) -> std::io::Result<()> {
         let start = len.saturating_sub(window);
         let mut data = Vec::with_capacity((len - start) as usize);
         (&*file).seek(std::io::SeekFrom::Start(start))?;
-        (&*file).take(len - start).read_to_end(&mut data)?;
+        file.take(len - start).read_to_end(&mut data)?;
         let complete = start == 0 || data[..data.len().saturating_sub(1)].contains(&b'\n');
         if complete {
             break (start, data);
