@@ -302,6 +302,65 @@ impl From<http::Error> for ProviderError {
     }
 }
 
+/// A provider's reading of one streamed answer: it folds in events as they
+/// arrive and knows when its protocol's final event has been seen.
+pub trait TurnStream {
+    /// Folds in one SSE event, sending streaming events to `sink`; `Break`
+    /// ends the stream early (e.g. at OpenAI's `[DONE]`).
+    fn on_event(
+        &mut self,
+        event: &sse::Event,
+        sink: &mut dyn FnMut(Event),
+    ) -> Result<ControlFlow<()>, ProviderError>;
+    /// Whether the protocol's final event has been seen.
+    fn is_complete(&self) -> bool;
+    /// The complete turn, or why the stream did not make one.
+    fn finish(self, sink: &mut dyn FnMut(Event)) -> Result<ChatResponse, ProviderError>;
+}
+
+/// Reads the streamed answer in `response` into `stream`, forwarding its
+/// events to the host as they come, and returns the turn.
+///
+/// A connection that drops or lingers after the final event has already said
+/// everything: that network error is logged and ignored.
+pub fn stream_turn<S: TurnStream>(
+    response: &mut Response,
+    mut stream: S,
+) -> Result<ChatResponse, ProviderError> {
+    let mut sink = emit;
+    match read_sse(response, |event| stream.on_event(&event, &mut sink)) {
+        Err(ProviderError::Network(why)) if stream.is_complete() => crate::log(
+            crate::Level::Debug,
+            &format!("ignoring a network error after the end of the message: {why}"),
+        ),
+        read => read?,
+    }
+    stream.finish(&mut sink)
+}
+
+/// [`stream_turn`] over chunks in memory, collecting the events instead of
+/// sending them: how a provider's tests replay a wire transcript.
+pub fn replay_turn<'a, S: TurnStream>(
+    chunks: impl IntoIterator<Item = &'a [u8]>,
+    mut stream: S,
+) -> (Result<ChatResponse, ProviderError>, Vec<Event>) {
+    let mut events = Vec::new();
+    let mut sink = |e| events.push(e);
+    let result = replay_sse(chunks, |event| stream.on_event(&event, &mut sink))
+        .and_then(|()| stream.finish(&mut sink));
+    (result, events)
+}
+
+/// A tool's JSON Schema as a JSON value, for a provider's request body.
+pub fn tool_schema(tool: &ToolSpec) -> Result<serde_json::Value, ProviderError> {
+    serde_json::from_str(&tool.input_schema).map_err(|e| {
+        ProviderError::Protocol(format!(
+            "tool `{}` has an input schema that is not JSON: {e}",
+            tool.name
+        ))
+    })
+}
+
 /// Reads a `text/event-stream` body, handing each event to `on_event` until
 /// it returns `Break` or the body ends.
 ///

@@ -104,12 +104,7 @@ pub fn request_body(request: &ChatRequest, settings: &Settings) -> Result<Value,
             .tools
             .iter()
             .map(|tool| {
-                let schema: Value = serde_json::from_str(&tool.input_schema).map_err(|e| {
-                    ProviderError::Protocol(format!(
-                        "tool `{}` has an input schema that is not JSON: {e}",
-                        tool.name
-                    ))
-                })?;
+                let schema = provider::tool_schema(tool)?;
                 Ok(json!({
                     "name": tool.name,
                     "description": tool.description,

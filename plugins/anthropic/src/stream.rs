@@ -336,6 +336,24 @@ pub fn parse_models(body: &[u8]) -> Result<Vec<String>, ProviderError> {
         .collect())
 }
 
+impl provider::TurnStream for Stream {
+    fn on_event(
+        &mut self,
+        event: &sse::Event,
+        sink: &mut dyn FnMut(Event),
+    ) -> Result<ControlFlow<()>, ProviderError> {
+        Stream::on_event(self, event, sink)
+    }
+
+    fn is_complete(&self) -> bool {
+        Stream::is_complete(self)
+    }
+
+    fn finish(self, sink: &mut dyn FnMut(Event)) -> Result<ChatResponse, ProviderError> {
+        Stream::finish(self, sink)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -344,14 +362,7 @@ mod tests {
     type Run = (Result<ChatResponse, ProviderError>, Vec<Event>);
 
     fn run(chunks: &[&[u8]]) -> Run {
-        let mut events = Vec::new();
-        let mut sink = |e| events.push(e);
-        let mut stream = Stream::new();
-        let result = provider::replay_sse(chunks.iter().copied(), |event| {
-            stream.on_event(&event, &mut sink)
-        })
-        .and_then(|()| stream.finish(&mut sink));
-        (result, events)
+        provider::replay_turn(chunks.iter().copied(), Stream::new())
     }
 
     fn run_whole(transcript: &str) -> Run {

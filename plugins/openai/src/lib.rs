@@ -55,21 +55,7 @@ impl Provider for OpenAi {
                 .header("accept", "text/event-stream")
                 .timeouts(provider::timeouts_from_config()),
         )?;
-        let mut stream = Stream::new();
-        let mut sink = provider::emit;
-        let read = provider::read_sse(&mut response, |event| stream.on_event(&event, &mut sink));
-        match read {
-            // A server that keeps the connection open (or drops it) after the
-            // final event has already said everything.
-            Err(ProviderError::Network(why)) if stream.is_complete() => {
-                corral_sdk::log(
-                    corral_sdk::Level::Debug,
-                    &format!("ignoring a network error after the end of the message: {why}"),
-                );
-            }
-            read => read?,
-        }
-        stream.finish(&mut sink)
+        provider::stream_turn(&mut response, Stream::new())
     }
 }
 

@@ -1,6 +1,6 @@
 //! From a corral [`ChatRequest`] to a Chat Completions request body.
 
-use corral_sdk::provider::{ChatRequest, Message, ProviderError};
+use corral_sdk::provider::{self, ChatRequest, Message, ProviderError};
 use serde_json::{Value, json};
 
 /// The plugin's settings, read from its config.
@@ -66,12 +66,7 @@ pub fn request_body(request: &ChatRequest, settings: &Settings) -> Result<Value,
             .tools
             .iter()
             .map(|tool| {
-                let parameters: Value = serde_json::from_str(&tool.input_schema).map_err(|e| {
-                    ProviderError::Protocol(format!(
-                        "tool `{}` has an input schema that is not JSON: {e}",
-                        tool.name
-                    ))
-                })?;
+                let parameters = provider::tool_schema(tool)?;
                 Ok(json!({
                     "type": "function",
                     "function": {
