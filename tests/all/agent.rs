@@ -128,22 +128,11 @@ fn openai_three_step_task() {
         assert_eq!(r.body["model"], "mock-gpt");
     }
     // The file content reached the model as the result of call_2.
-    let last = reqs[3].body["messages"].as_array().expect("messages");
-    let read = last
-        .iter()
-        .find(|m| m["tool_call_id"] == "call_2")
-        .expect("call_2 result");
-    assert!(
-        read["content"]
-            .as_str()
-            .expect("content")
-            .contains("TODO: ship it")
+    assert!(openai_tool_result(&reqs[3], "call_2").contains("TODO: ship it"));
+    assert_eq!(
+        openai_tool_result(&reqs[3], "call_3"),
+        "replaced 1 occurrence in `notes.txt`"
     );
-    let edit = last
-        .iter()
-        .find(|m| m["tool_call_id"] == "call_3")
-        .expect("call_3 result");
-    assert_eq!(edit["content"], "replaced 1 occurrence in `notes.txt`");
     assert!(anthropic.requests().is_empty());
 }
 
@@ -568,16 +557,7 @@ fn unknown_tools_and_bad_arguments_go_back_to_the_model() {
     assert_eq!(o.status.code(), Some(0), "{}", text(&o).1);
     let reqs = openai.requests();
     check_openai_request(&reqs[1], OPENAI_KEY);
-    let messages = reqs[1].body["messages"].as_array().expect("messages");
-    let result = |id: &str| {
-        messages
-            .iter()
-            .find(|m| m["tool_call_id"] == id)
-            .expect("result")["content"]
-            .as_str()
-            .expect("c")
-            .to_owned()
-    };
+    let result = |id: &str| openai_tool_result(&reqs[1], id);
     assert!(
         result("c1").contains("unknown tool `no_such_tool`"),
         "{}",
@@ -694,14 +674,7 @@ fn long_tool_output_is_cut_for_the_model_and_saved_whole() {
     );
     assert_eq!(o.status.code(), Some(0), "{}", text(&o).1);
     let reqs = openai.requests();
-    let messages = reqs[1].body["messages"].as_array().expect("messages");
-    let sent = messages
-        .iter()
-        .find(|m| m["tool_call_id"] == "call_big")
-        .expect("result")["content"]
-        .as_str()
-        .expect("c")
-        .to_owned();
+    let sent = openai_tool_result(&reqs[1], "call_big");
     assert!(sent.len() < 33 * 1024, "{}", sent.len());
     assert!(
         sent.contains("[output cut at 32768 of"),

@@ -194,6 +194,23 @@ pub fn openai_sse(text: &str, calls: &[Call]) -> Vec<u8> {
     out.into_bytes()
 }
 
+/// What an OpenAI request told the model about tool call `id`, without the
+/// `Error: ` mark the openai plugin puts on failed results.
+pub fn openai_tool_result(req: &Captured, id: &str) -> String {
+    let messages = req.body["messages"].as_array().expect("messages");
+    let content = messages
+        .iter()
+        .find(|m| m["tool_call_id"] == id)
+        .expect("result")["content"]
+        .as_str()
+        .expect("content");
+    // The openai plugin marks failed results for the model.
+    content
+        .strip_prefix("Error: ")
+        .unwrap_or(content)
+        .to_owned()
+}
+
 /// Checks an OpenAI request: tools declared, and every assistant tool call
 /// answered by exactly one `tool` message before the next turn.
 pub fn check_openai_request(req: &Captured, key: &str) {

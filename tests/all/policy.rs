@@ -40,21 +40,6 @@ fn writer() -> MockServer {
     })
 }
 
-fn tool_result(req: &Captured, id: &str) -> String {
-    let messages = req.body["messages"].as_array().expect("messages");
-    let content = messages
-        .iter()
-        .find(|m| m["tool_call_id"] == id)
-        .expect("result")["content"]
-        .as_str()
-        .expect("content");
-    // The openai plugin marks failed results for the model.
-    content
-        .strip_prefix("Error: ")
-        .unwrap_or(content)
-        .to_owned()
-}
-
 /// Runs corral on a pseudo-terminal, answering the first approval prompt.
 fn run_on_pty(cli: &Cli, ws: &Path, args: &[&str], answer: &str) -> (Option<i32>, String) {
     let (mut master, slave) = {
@@ -165,7 +150,7 @@ fn saying_no_tells_the_model_why() {
     assert!(!sb.ws().join("new.txt").exists());
     let reqs = mock.requests();
     assert_eq!(
-        tool_result(&reqs[1], "w1"),
+        openai_tool_result(&reqs[1], "w1"),
         "not run: the user declined: not in this folder"
     );
 }
@@ -188,7 +173,7 @@ fn non_interactive_ask_is_a_denial_the_model_sees() {
         String::from_utf8_lossy(&o.stderr)
     );
     assert!(!sb.ws().join("new.txt").exists());
-    let result = tool_result(&mock.requests()[1], "w1");
+    let result = openai_tool_result(&mock.requests()[1], "w1");
     assert!(
         result.contains("needs the user's approval and the run is not interactive"),
         "{result}"
@@ -251,7 +236,7 @@ fn read_only_refuses_writes_with_a_message_for_the_model() {
         String::from_utf8_lossy(&o.stderr)
     );
     assert!(!sb.ws().join("new.txt").exists());
-    let result = tool_result(&mock.requests()[1], "w1");
+    let result = openai_tool_result(&mock.requests()[1], "w1");
     assert!(
         result.starts_with("denied by the permission policy"),
         "{result}"
@@ -317,7 +302,7 @@ fn a_deny_rule_holds_whatever_the_spacing_or_quoting() {
     );
     let req = &mock.requests()[1];
     for (id, args) in &attempts {
-        let result = tool_result(req, id);
+        let result = openai_tool_result(req, id);
         assert!(
             result.contains("denied by the permission policy: deny rule \"run_command(rm **)\""),
             "{args}: {result}"
