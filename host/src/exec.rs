@@ -156,7 +156,7 @@ pub struct Exec {
     pub workspace: PathBuf,
     /// Extra variables the plugin's `grants.env` passes through.
     pub env: Vec<String>,
-    /// Bytes kept of stdout and of stderr.
+    /// Bytes kept of stdout and of stderr (each).
     pub output_cap: usize,
     /// Refuse to run programs when the kernel cannot confine them.
     pub require_os_sandbox: bool,

@@ -342,7 +342,10 @@ impl Runtime {
                         grants: decl.exec.clone(),
                         workspace: manifest.workspace.clone(),
                         env: decl.env.clone(),
-                        output_cap: usize::try_from(decl.limits.output_kb.saturating_mul(1024))
+                        // stdout and stderr each get a quarter of the call's output
+                        // limit, so a program's capped output plus the tool's own
+                        // text still fits in what the plugin may return.
+                        output_cap: usize::try_from(decl.limits.output_kb.saturating_mul(1024) / 4)
                             .unwrap_or(usize::MAX),
                         require_os_sandbox: manifest.require_os_sandbox,
                     })

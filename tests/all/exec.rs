@@ -401,3 +401,31 @@ async fn git_argument_injection_is_refused() {
     }
     assert!(!marker.exists());
 }
+
+#[tokio::test]
+async fn output_is_capped_with_a_notice() {
+    // Each stream keeps a quarter of limits.output_kb, so the tool's answer still fits.
+    let sb = Sandbox::new();
+    let p = sb
+        .load(&shell_toml(
+            r#"{ program = "python3", args = ["-c", "*"] }"#,
+            "limits = { output_kb = 64 }",
+        ))
+        .await
+        .expect("load");
+    let (out, err) = content(
+        call(
+            &p,
+            "run_command",
+            json!({"argv": ["python3", "-c", "print('x' * 3_000_000)"]}),
+        )
+        .await,
+    );
+    assert!(!err, "{}", &out[..200.min(out.len())]);
+    assert!(
+        out.contains("[output cut at 16384 bytes]"),
+        "{}",
+        &out[out.len().saturating_sub(200)..]
+    );
+    assert!(out.len() < 20_000, "{}", out.len());
+}

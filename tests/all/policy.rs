@@ -342,3 +342,57 @@ fn a_stop_rule_ends_the_run() {
     let (_, _, open) = corral::agent::replay_history(&records);
     assert!(open.is_empty());
 }
+
+#[test]
+fn writes_to_protected_paths_are_refused_even_in_full_auto() {
+    let patch = "*** Begin Patch\n*** Update File: corral.toml\n@@\n-[plugins.openai]\n+[plugins.pwned]\n*** End Patch";
+    let mock = MockServer::start(move |n, _| match n {
+        0 => Reply::Sse(openai_sse(
+            "",
+            &[
+                (
+                    "p1",
+                    "write_file",
+                    json!({"path": ".git/config", "content": "[core]\n\thooksPath = evil\n"}),
+                ),
+                ("p2", "apply_patch", json!({ "patch": patch })),
+                (
+                    "p3",
+                    "write_file",
+                    json!({"path": "src/../.git/HEAD", "content": "x"}),
+                ),
+            ],
+        )),
+        _ => Reply::Sse(openai_sse("ok", &[])),
+    });
+    let sb = Sandbox::new();
+    sb.write(".git/config", "[core]\n");
+    let toml = manifest(mock.port, "");
+    sb.write("corral.toml", &toml);
+    let cli = Cli::new();
+    let o = cli.run_env(
+        &sb.ws(),
+        &["run", "--provider", "openai", "--mode", "full-auto", "go"],
+        &[KEY],
+    );
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert_eq!(
+        std::fs::read_to_string(sb.ws().join(".git/config")).expect("config"),
+        "[core]\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(sb.ws().join("corral.toml")).expect("toml"),
+        toml
+    );
+    assert!(!sb.ws().join(".git/HEAD").exists());
+    let req = &mock.requests()[1];
+    for id in ["p1", "p2", "p3"] {
+        let result = openai_tool_result(req, id);
+        assert!(result.contains("is protected"), "{id}: {result}");
+    }
+}
