@@ -7,7 +7,11 @@
 //!    against the same function called natively, and against spawning a
 //!    process per call (`wc -w`, the same job).
 //! 2. `grep` over a generated tree inside the sandbox against the same search
-//!    code (`corral_plugin_search::grep`) compiled natively.
+//!    code (`corral_plugin_search::grep`) compiled natively. In the sandbox
+//!    the plugin lists directories and reads files through corral's `files`
+//!    interface; natively through `std::fs`, the searcher reading each file
+//!    itself. Both walk the tree with the same code and must print the same
+//!    matches.
 
 mod common;
 

@@ -35,7 +35,10 @@ mod generated {
     wasmtime::component::bindgen!({
         path: "../wit",
         world: "tool-plugin",
-        imports: { "corral:plugin/process.run": async },
+        imports: {
+            "corral:plugin/process.run": async,
+            "corral:plugin/files.read-files": trappable,
+        },
         exports: { default: async },
     });
 }
@@ -52,6 +55,7 @@ mod provider_generated {
     });
 }
 
+mod files;
 mod process;
 mod provider;
 mod stream;
@@ -69,6 +73,26 @@ use provider_generated::ProviderPluginPre;
 const TICK: Duration = Duration::from_millis(10);
 /// Stores that may be alive at once (concurrent calls).
 const MAX_CONCURRENT_CALLS: u32 = 64;
+
+/// Bytes of a linear memory kept mapped between calls (see `Runtime::new`).
+const KEEP_RESIDENT: usize = 4 << 20;
+
+/// Whether the kernel has the `PAGEMAP_SCAN` ioctl (Linux 6.7 and later).
+fn pagemap_scan_available() -> bool {
+    let uname = rustix::system::uname();
+    kernel_at_least(uname.release().to_str().unwrap_or(""), (6, 7))
+}
+
+/// Whether a kernel release such as `6.18.44-fc-v769` is at least `want`
+/// (major, minor).
+fn kernel_at_least(release: &str, want: (u32, u32)) -> bool {
+    let mut parts = release
+        .split(|c: char| !c.is_ascii_digit())
+        .map(|p| p.parse::<u32>().unwrap_or(0));
+    let major = parts.next().unwrap_or(0);
+    let minor = parts.next().unwrap_or(0);
+    (major, minor) >= want
+}
 
 /// What a tool may do, as it declares it.
 #[derive(
@@ -204,6 +228,18 @@ impl Runtime {
             .max_memory_size(4 << 30)
             .max_component_instance_size(1 << 20)
             .max_core_instance_size(1 << 20);
+        if pagemap_scan_available() {
+            // Reset a used slot by restoring only the pages the last call
+            // wrote (found with the PAGEMAP_SCAN ioctl) instead of handing
+            // the memory back to the kernel: the next call takes no page
+            // faults there and no other core's TLB needs flushing. This
+            // halves the cost of a trivial call. Without the ioctl wasmtime
+            // would memset the whole kept range on every call, so older
+            // kernels keep the default.
+            pool.linear_memory_keep_resident(KEEP_RESIDENT)
+                .table_keep_resident(64 << 10)
+                .pagemap_scan(wasmtime::Enabled::Auto);
+        }
         let mut config = Config::new();
         config
             .epoch_interruption(true)
@@ -219,6 +255,11 @@ impl Runtime {
         generated::corral::plugin::host::add_to_linker::<State, HasSelf<State>>(&mut linker, |s| s)
             .map_err(anyhow::Error::from)?;
         generated::corral::plugin::process::add_to_linker::<State, HasSelf<State>>(
+            &mut linker,
+            |s| s,
+        )
+        .map_err(anyhow::Error::from)?;
+        generated::corral::plugin::files::add_to_linker::<State, HasSelf<State>>(
             &mut linker,
             |s| s,
         )
@@ -470,6 +511,7 @@ pub(crate) struct State {
     host_calls_left: u64,
     host_calls_hit: bool,
     events: Option<tokio::sync::mpsc::UnboundedSender<StreamEvent>>,
+    dirs: files::Dirs,
 }
 
 impl WasiView for State {
@@ -751,6 +793,7 @@ impl Plugin {
             host_calls_left: limits.host_calls,
             host_calls_hit: false,
             events,
+            dirs: files::Dirs::new(self.decl.fs.clone()),
         };
         let mut store = Store::new(&self.engine, state);
         store.limiter(|s| &mut s.limiter);
@@ -901,5 +944,20 @@ impl Plugins {
             .plugin_for(tool)
             .ok_or_else(|| ToolError::UnknownTool(tool.to_owned()))?;
         plugin.call(tool, arguments, call_id).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::kernel_at_least;
+
+    #[test]
+    fn kernel_releases_compare_by_major_and_minor() {
+        assert!(kernel_at_least("6.18.44-fc-v769", (6, 7)));
+        assert!(kernel_at_least("6.7.0", (6, 7)));
+        assert!(kernel_at_least("7.0", (6, 7)));
+        assert!(!kernel_at_least("6.6.87-generic", (6, 7)));
+        assert!(!kernel_at_least("5.15.0-91-generic", (6, 7)));
+        assert!(!kernel_at_least("", (6, 7)));
     }
 }

@@ -63,6 +63,7 @@
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 
+pub mod files;
 pub mod http;
 pub mod process;
 pub mod provider;

@@ -559,3 +559,229 @@ async fn bad_arguments_are_a_clear_tool_error() {
         other => panic!("{other:?}"),
     }
 }
+
+/// The result line of `files_read` for `path`.
+fn line_for<'a>(out: &'a str, path: &str) -> &'a str {
+    let prefix = format!("{path}: ");
+    out.lines()
+        .find(|l| l.starts_with(&prefix))
+        .unwrap_or_else(|| panic!("no line for {path} in {out}"))
+}
+
+#[tokio::test]
+async fn files_interface_is_confined_like_wasi() {
+    let sb = Sandbox::new();
+    std::os::unix::fs::symlink(sb.outside().join("secret.txt"), sb.ws().join("file-link"))
+        .expect("symlink");
+    std::os::unix::fs::symlink(sb.outside(), sb.ws().join("dir-link")).expect("symlink");
+    std::os::unix::fs::symlink("../outside/secret.txt", sb.ws().join("rel-link")).expect("symlink");
+    // A link that stays inside the grant is followed.
+    std::os::unix::fs::symlink("hello.txt", sb.ws().join("inner-link")).expect("symlink");
+    sb.write("sub/inside.txt", "inside\n");
+    let p = adversary(&sb, RW).await;
+    let outside_abs = sb.outside().join("secret.txt").display().to_string();
+    let escapes = [
+        "/etc/passwd",
+        "../outside/secret.txt",
+        "sub/../../outside/secret.txt",
+        "./../outside/secret.txt",
+        outside_abs.as_str(),
+        "file-link",
+        "file-link/",
+        "rel-link",
+        "dir-link/secret.txt",
+        "dir-link/./secret.txt",
+    ];
+    let mut paths: Vec<&str> = escapes.to_vec();
+    paths.extend([
+        "hello.txt",
+        "inner-link",
+        "sub/../hello.txt",
+        "sub",
+        "missing.txt",
+    ]);
+    let out = call(
+        &p,
+        "files_read",
+        json!({"paths": paths, "max_bytes": 1 << 20}),
+    )
+    .await
+    .expect("files_read")
+    .content;
+    assert_no_secret(&out);
+    assert!(!out.contains("root:"), "{out}");
+    for path in escapes {
+        let line = line_for(&out, path);
+        assert!(
+            line.ends_with("error Denied") || line.ends_with("error NotFound"),
+            "{line}"
+        );
+    }
+    assert_eq!(
+        line_for(&out, "hello.txt"),
+        "hello.txt: hello from the workspace"
+    );
+    assert_eq!(
+        line_for(&out, "inner-link"),
+        "inner-link: hello from the workspace"
+    );
+    assert_eq!(
+        line_for(&out, "sub/../hello.txt"),
+        "sub/../hello.txt: hello from the workspace"
+    );
+    assert_eq!(line_for(&out, "sub"), "sub: error WrongKind");
+    assert_eq!(line_for(&out, "missing.txt"), "missing.txt: error NotFound");
+
+    // Listing: the workspace yes, a symlinked directory outside no.
+    let listed = call(&p, "files_list", json!({"path": "."}))
+        .await
+        .expect("list")
+        .content;
+    assert!(listed.contains("hello.txt:File"), "{listed}");
+    assert!(listed.contains("sub:Directory"), "{listed}");
+    assert!(listed.contains("dir-link:Symlink"), "{listed}");
+    let outside_dir = sb.outside().display().to_string();
+    for path in ["dir-link", "dir-link/", "..", "/etc", outside_dir.as_str()] {
+        let msg = failed(call(&p, "files_list", json!({ "path": path })).await);
+        assert!(msg.ends_with("Denied"), "{path}: {msg}");
+        assert!(!msg.contains("secret.txt"), "{path}: {msg}");
+    }
+    assert_healthy(&p).await;
+}
+
+#[tokio::test]
+async fn files_interface_serves_only_the_granted_directory() {
+    let sb = Sandbox::new();
+    sb.write("docs/guide.md", "the guide\n");
+    let p = adversary(&sb, r#"grants.fs = [{ path = "docs", access = "ro" }]"#).await;
+    let out = call(
+        &p,
+        "files_read",
+        json!({"paths": ["docs/guide.md", "hello.txt", "docs/../hello.txt", "docs2/x"], "max_bytes": 1 << 20}),
+    )
+    .await
+    .expect("files_read")
+    .content;
+    assert_eq!(line_for(&out, "docs/guide.md"), "docs/guide.md: the guide");
+    assert_eq!(line_for(&out, "hello.txt"), "hello.txt: error Denied");
+    assert_eq!(
+        line_for(&out, "docs/../hello.txt"),
+        "docs/../hello.txt: error Denied"
+    );
+    assert_eq!(line_for(&out, "docs2/x"), "docs2/x: error Denied");
+    failed(call(&p, "files_list", json!({"path": "."})).await);
+
+    // No grant at all: nothing is served.
+    let none = adversary(&sb, "").await;
+    let out = call(
+        &none,
+        "files_read",
+        json!({"paths": ["hello.txt"], "max_bytes": 100}),
+    )
+    .await
+    .expect("files_read")
+    .content;
+    assert_eq!(out, "hello.txt: error Denied");
+}
+
+#[tokio::test]
+async fn files_interface_does_not_hang_on_a_fifo() {
+    let sb = Sandbox::new();
+    let fifo = sb.ws().join("pipe");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .expect("mkfifo");
+    assert!(made.success());
+    let p = adversary(&sb, RW).await;
+    // Opening a FIFO for reading would block until a writer came; the host
+    // opens non-blocking and reads only regular files.
+    let out = call(
+        &p,
+        "files_read",
+        json!({"paths": ["pipe"], "max_bytes": 100}),
+    )
+    .await
+    .expect("files_read")
+    .content;
+    assert_eq!(out, "pipe: error WrongKind");
+    assert_healthy(&p).await;
+}
+
+#[tokio::test]
+async fn files_interface_keeps_to_its_budgets() {
+    let sb = Sandbox::new();
+    let p = adversary(&sb, &format!("{RW}\nlimits = {{ host_calls = 1000 }}")).await;
+    // Bytes: "hello from the workspace\n" is 25 bytes; 40 allow one copy.
+    let out = call(
+        &p,
+        "files_read",
+        json!({"paths": ["hello.txt", "hello.txt"], "max_bytes": 40}),
+    )
+    .await
+    .expect("files_read")
+    .content;
+    assert_eq!(
+        out,
+        "hello.txt: hello from the workspace\nhello.txt: error OverBudget"
+    );
+    // Host calls: every path of a batch counts.
+    let many: Vec<&str> = vec!["hello.txt"; 5000];
+    let msg = sandbox_err(
+        call(
+            &p,
+            "files_read",
+            json!({"paths": many, "max_bytes": 1 << 20}),
+        )
+        .await,
+    );
+    assert!(msg.contains("limits.host_calls"), "{msg}");
+    assert_healthy(&p).await;
+}
+
+#[tokio::test]
+async fn memory_is_wiped_between_calls() {
+    let sb = Sandbox::new();
+    let p = adversary(&sb, RW).await;
+    // The scan works: a marker planted in the same call is found.
+    let control = call(
+        &p,
+        "scan_memory",
+        json!({"key": 7, "mib": 1, "plant": true}),
+    )
+    .await
+    .expect("control scan")
+    .content;
+    assert!(control.starts_with("found 1 in"), "{control}");
+    for _ in 0..3 {
+        // One call fills 8 MiB with the marker; the next, in a fresh
+        // instance that may reuse the same memory slot, grows its memory
+        // past that and finds nothing.
+        let wrote = call(
+            &p,
+            "mark_memory",
+            json!({"key": 7, "mib": 8, "plant": false}),
+        )
+        .await
+        .expect("mark")
+        .content;
+        assert!(wrote.starts_with("wrote"), "{wrote}");
+        let scan = call(
+            &p,
+            "scan_memory",
+            json!({"key": 7, "mib": 16, "plant": false}),
+        )
+        .await
+        .expect("scan")
+        .content;
+        assert!(scan.starts_with("found 0 in"), "{scan}");
+        // It looked at least where the marks were.
+        let scanned: usize = scan
+            .split_whitespace()
+            .nth(3)
+            .and_then(|n| n.parse().ok())
+            .expect("size");
+        assert!(scanned >= 16 << 20, "{scan}");
+    }
+    assert_healthy(&p).await;
+}

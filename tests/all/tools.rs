@@ -255,6 +255,51 @@ async fn grep_finds_with_context_and_globs() {
 }
 
 #[tokio::test]
+async fn grep_below_the_root_keeps_the_root_ignore_rules() {
+    let sb = Sandbox::new();
+    sb.write(
+        ".gitignore",
+        "*.gen.rs
+",
+    );
+    sb.write(
+        "src/.gitignore",
+        "!keep.gen.rs
+",
+    );
+    sb.write("src/deep/a.rs", "needle\n");
+    sb.write("src/deep/b.gen.rs", "needle\n");
+    sb.write("src/deep/keep.gen.rs", "needle\n");
+    sb.write("src/deep/.hidden.rs", "needle\n");
+    let p = builtins(&sb).await;
+    // Searching `src/deep`, the rules of `.` and `src` above it still apply.
+    let out = call(
+        &p,
+        "grep",
+        json!({"pattern": "needle", "path": "src/deep", "files_only": true}),
+    )
+    .await
+    .expect("grep");
+    assert_eq!(out.content, "src/deep/a.rs\nsrc/deep/keep.gen.rs\n");
+    let out = call(&p, "glob", json!({"pattern": "*.rs", "path": "src/deep"}))
+        .await
+        .expect("glob");
+    assert_eq!(out.content, "src/deep/a.rs\nsrc/deep/keep.gen.rs");
+    // `all` turns the rules and hidden-file skipping off.
+    let out = call(
+        &p,
+        "grep",
+        json!({"pattern": "needle", "path": "src", "files_only": true, "all": true}),
+    )
+    .await
+    .expect("grep all");
+    assert_eq!(
+        out.content,
+        "src/deep/.hidden.rs\nsrc/deep/a.rs\nsrc/deep/b.gen.rs\nsrc/deep/keep.gen.rs\n"
+    );
+}
+
+#[tokio::test]
 async fn glob_matches_paths() {
     let sb = Sandbox::new();
     sb.write("src/a.rs", "");

@@ -9,7 +9,8 @@ use crate::manifest::PluginDecl;
 pub enum Capability {
     /// corral's `host` interface: log lines and the plugin's own settings.
     CorralHost,
-    /// Files, through `wasi:filesystem`; served only inside `grants.fs`.
+    /// Files, through `wasi:filesystem` or corral's `files` (bulk reads);
+    /// served only inside `grants.fs`.
     Files,
     /// Environment variables and arguments (`wasi:cli/environment`); only those
     /// in `grants.env`, never arguments.
@@ -56,6 +57,7 @@ pub fn classify(import: &str) -> Capability {
         | "corral:plugin/chat"
         | "corral:plugin/stream" => Capability::CorralHost,
         "corral:plugin/process" => Capability::Process,
+        "corral:plugin/files" => Capability::Files,
         "wasi:cli/environment" => Capability::Environment,
         "wasi:cli/stdin" | "wasi:cli/stdout" | "wasi:cli/stderr" => Capability::Stdio,
         "wasi:cli/exit" => Capability::Basic,

@@ -14,6 +14,9 @@ use serde::Deserialize;
 use std::fmt::Write as _;
 use std::path::Path;
 
+mod sys;
+mod walk;
+
 fn default_dot() -> String {
     ".".to_owned()
 }
@@ -130,7 +133,9 @@ fn trim_line(bytes: &[u8]) -> String {
 /// The search itself, callable natively as well as from the component.
 pub fn grep(args: &GrepArgs) -> Result<Output> {
     let root = workspace_path(&args.path)?;
-    std::fs::metadata(&root).map_err(|e| io_error(&args.path, &e))?;
+    let root_is_dir = std::fs::metadata(&root)
+        .map_err(|e| io_error(&args.path, &e))?
+        .is_dir();
     let matcher = RegexMatcherBuilder::new()
         .case_insensitive(args.ignore_case)
         .fixed_strings(args.fixed_strings)
@@ -144,49 +149,59 @@ pub fn grep(args: &GrepArgs) -> Result<Output> {
         .build();
     let max = args.max_results.unwrap_or(200).max(1);
 
-    let files = FileReader::new();
+    let fs = sys::Fs;
     let mut out = String::new();
     let mut files_found: Vec<String> = Vec::new();
     let mut total = 0usize;
     let mut truncated = false;
-    for entry in walk(&root, &args.include, &args.exclude, args.all)? {
-        if total >= max {
-            truncated = true;
-            break;
-        }
-        let mut lines = Vec::new();
-        let mut sink = Collect {
-            lines: &mut lines,
-            matches: 0,
-            budget: if args.files_only { 1 } else { max - total },
-        };
-        let searched = match files.read(&entry) {
-            Some(bytes) => searcher.search_slice(&matcher, &bytes, &mut sink),
-            None => searcher.search_path(&matcher, &entry, &mut sink),
-        };
-        if searched.is_err() {
-            continue;
-        }
-        let found = sink.matches;
-        if found == 0 {
-            continue;
-        }
-        let shown = display_path(&entry);
-        if args.files_only {
-            total += 1;
-        } else {
-            total += found;
-            let mut prev: Option<u64> = None;
-            for line in &lines {
-                if args.context > 0 && prev.is_some_and(|p| line.number > p + 1) {
-                    out.push_str("--\n");
-                }
-                let sep = if line.is_match { ':' } else { '-' };
-                let _ = writeln!(out, "{shown}{sep}{}{sep}{}", line.number, line.text);
-                prev = Some(line.number);
+    let paths = walk(
+        &fs,
+        &root,
+        root_is_dir,
+        &args.include,
+        &args.exclude,
+        args.all,
+    )?;
+    'files: for batch in paths.chunks(fs.batch()) {
+        for (entry, content) in batch.iter().zip(fs.read_many(batch)) {
+            if total >= max {
+                truncated = true;
+                break 'files;
             }
+            let mut lines = Vec::new();
+            let mut sink = Collect {
+                lines: &mut lines,
+                matches: 0,
+                budget: if args.files_only { 1 } else { max - total },
+            };
+            let searched = match content {
+                Some(bytes) => searcher.search_slice(&matcher, &bytes, &mut sink),
+                None => searcher.search_path(&matcher, entry, &mut sink),
+            };
+            if searched.is_err() {
+                continue;
+            }
+            let found = sink.matches;
+            if found == 0 {
+                continue;
+            }
+            let shown = display_path(entry);
+            if args.files_only {
+                total += 1;
+            } else {
+                total += found;
+                let mut prev: Option<u64> = None;
+                for line in &lines {
+                    if args.context > 0 && prev.is_some_and(|p| line.number > p + 1) {
+                        out.push_str("--\n");
+                    }
+                    let sep = if line.is_match { ':' } else { '-' };
+                    let _ = writeln!(out, "{shown}{sep}{}{sep}{}", line.number, line.text);
+                    prev = Some(line.number);
+                }
+            }
+            files_found.push(shown);
         }
-        files_found.push(shown);
     }
     let files = files_found;
     if args.files_only {
@@ -210,80 +225,11 @@ pub fn grep(args: &GrepArgs) -> Result<Output> {
     })))
 }
 
-/// Reads whole files with as few host calls as the platform allows.
-///
-/// In the sandbox, `std::fs` goes through wasi-libc, which spends about a
-/// dozen WASI calls per file (open, stat, a stream, reads, drops); talking
-/// to `wasi:filesystem` directly takes three (open, read, drop), which is
-/// most of the difference between a sandboxed and a native grep over many
-/// small files. Natively, and for anything unusual, `None` sends the caller
-/// back to the ordinary path.
-struct FileReader {
-    #[cfg(target_family = "wasm")]
-    preopens: Vec<(wasip2::filesystem::types::Descriptor, String)>,
-}
-
-impl FileReader {
-    fn new() -> Self {
-        Self {
-            #[cfg(target_family = "wasm")]
-            preopens: wasip2::filesystem::preopens::get_directories(),
-        }
-    }
-
-    #[cfg(not(target_family = "wasm"))]
-    fn read(&self, _path: &Path) -> Option<Vec<u8>> {
-        None
-    }
-
-    #[cfg(target_family = "wasm")]
-    fn read(&self, path: &Path) -> Option<Vec<u8>> {
-        use wasip2::filesystem::types::{DescriptorFlags, OpenFlags, PathFlags};
-        /// Bytes asked for per read; larger files take several.
-        const CHUNK: u64 = 256 * 1024;
-        let text = path.to_str()?;
-        let text = text.strip_prefix("./").unwrap_or(text);
-        // The longest preopen that contains the path, as wasi-libc would pick.
-        let (dir, rel) = self
-            .preopens
-            .iter()
-            .filter_map(|(d, name)| {
-                let name = name.strip_prefix("./").unwrap_or(name);
-                if name == "." {
-                    Some((d, text, 0))
-                } else {
-                    text.strip_prefix(name)
-                        .and_then(|r| r.strip_prefix('/'))
-                        .map(|r| (d, r, name.len()))
-                }
-            })
-            .max_by_key(|(_, _, len)| *len)
-            .map(|(d, r, _)| (d, r))?;
-        let file = dir
-            .open_at(
-                PathFlags::SYMLINK_FOLLOW,
-                rel,
-                OpenFlags::empty(),
-                DescriptorFlags::READ,
-            )
-            .ok()?;
-        let mut bytes = Vec::new();
-        loop {
-            let (chunk, eof) = file.read(CHUNK, bytes.len() as u64).ok()?;
-            // A regular file reads short only at its end; stopping there
-            // saves the call that would just report the end.
-            let done = eof || (chunk.len() as u64) < CHUNK;
-            bytes.extend_from_slice(&chunk);
-            if done {
-                return Some(bytes);
-            }
-        }
-    }
-}
-
-/// Files under `root` in path order, honouring .gitignore and the globs.
+/// Files under `root` in path order, honouring ignore files and the globs.
 fn walk(
+    fs: &sys::Fs,
     root: &Path,
+    root_is_dir: bool,
     include: &[String],
     exclude: &[String],
     all: bool,
@@ -302,21 +248,7 @@ fn walk(
     let overrides = overrides
         .build()
         .map_err(|e| Error::InvalidArguments(format!("globs: {e}")))?;
-    let walker = ignore::WalkBuilder::new(root)
-        .hidden(!all)
-        .git_ignore(!all)
-        .git_exclude(!all)
-        .git_global(false)
-        .ignore(!all)
-        .require_git(false)
-        .overrides(overrides)
-        .sort_by_file_path(|a, b| a.cmp(b))
-        .build();
-    Ok(walker
-        .filter_map(|e| e.ok())
-        .filter(|e| e.file_type().is_some_and(|t| t.is_file()))
-        .map(ignore::DirEntry::into_path)
-        .collect())
+    Ok(walk::files(fs, root, root_is_dir, overrides, all))
 }
 
 /// Arguments of `glob`.
@@ -348,7 +280,9 @@ impl Tool for Glob {
 
     fn run(args: GlobArgs) -> Result<Output> {
         let root = workspace_path(&args.path)?;
-        std::fs::metadata(&root).map_err(|e| io_error(&args.path, &e))?;
+        let root_is_dir = std::fs::metadata(&root)
+            .map_err(|e| io_error(&args.path, &e))?
+            .is_dir();
         let glob = globset::GlobBuilder::new(&args.pattern)
             .literal_separator(true)
             .build()
@@ -357,7 +291,7 @@ impl Tool for Glob {
         let limit = args.limit.unwrap_or(500).max(1);
         let mut found = Vec::new();
         let mut truncated = false;
-        for path in walk(&root, &[], &[], args.all)? {
+        for path in walk(&sys::Fs, &root, root_is_dir, &[], &[], args.all)? {
             let rel = path.strip_prefix(&root).unwrap_or(&path);
             if glob.is_match(rel) {
                 if found.len() >= limit {

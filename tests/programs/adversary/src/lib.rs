@@ -147,7 +147,114 @@ tool!(StderrSpam, "stderr_spam", Size, [Read], |a| {
     Ok(Output::text("done"))
 });
 
+#[derive(Deserialize, JsonSchema)]
+struct ManyPaths {
+    paths: Vec<String>,
+    max_bytes: u64,
+}
+
+/// A WIT enum or variant value without its type's name.
+fn plain(v: &impl std::fmt::Debug) -> String {
+    let text = format!("{v:?}");
+    match text.split_once("::") {
+        Some((_, rest)) => rest.to_owned(),
+        None => text,
+    }
+}
+
+// Through corral's `files` interface instead of `wasi:filesystem`: each
+// result is `path: <content>` or `path: error <what>`.
+tool!(FilesRead, "files_read", ManyPaths, [Read], |a| {
+    let results = corral_sdk::files::read_files(&a.paths, a.max_bytes);
+    let lines: Vec<String> = a
+        .paths
+        .iter()
+        .zip(results)
+        .map(|(p, r)| match r {
+            Ok(bytes) => format!("{p}: {}", String::from_utf8_lossy(&bytes).trim_end()),
+            Err(e) => format!("{p}: error {}", plain(&e)),
+        })
+        .collect();
+    Ok(Output::text(lines.join("\n")))
+});
+
+tool!(FilesList, "files_list", PathArgs, [Read], |a| {
+    match corral_sdk::files::list_directory(&a.path) {
+        Ok(entries) => {
+            let mut names: Vec<String> = entries
+                .iter()
+                .map(|e| format!("{}:{}", e.name, plain(&e.kind)))
+                .collect();
+            names.sort();
+            Ok(Output::text(names.join("\n")))
+        }
+        Err(e) => Err(Error::Failed(format!("{}: {}", a.path, plain(&e)))),
+    }
+});
+
+#[derive(Deserialize, JsonSchema)]
+struct MemArgs {
+    /// Varies the marker, so that it appears nowhere in the program or its arguments.
+    key: u8,
+    /// MiB of heap to fill with the marker, or to grow memory by before scanning.
+    mib: usize,
+    /// Also plant one marker before scanning (the scan's own control).
+    plant: bool,
+}
+
+/// A 32-byte marker derived from `key` at run time.
+fn marker(key: u8) -> Vec<u8> {
+    (0u8..32).map(|i| i.wrapping_mul(37) ^ key ^ 0xa5).collect()
+}
+
+// Fills `mib` MiB of heap with the marker and returns, leaving it behind.
+tool!(MarkMemory, "mark_memory", MemArgs, [Read], |a| {
+    let m = marker(a.key);
+    let mut buf = Vec::with_capacity(a.mib << 20);
+    while buf.len() + m.len() <= a.mib << 20 {
+        buf.extend_from_slice(&m);
+    }
+    std::hint::black_box(&buf);
+    Ok(Output::text(format!("wrote {} bytes", buf.len())))
+});
+
+// Grows memory by `mib` MiB with `memory.grow` itself (nothing in this
+// program writes there), then scans all of linear memory for the marker,
+// skipping the copy it searches with. A leftover from an earlier call
+// would show here.
+tool!(ScanMemory, "scan_memory", MemArgs, [Read], |a| {
+    let needle = marker(a.key);
+    #[cfg(target_arch = "wasm32")]
+    core::arch::wasm32::memory_grow(0, a.mib * 16);
+    let planted = if a.plant { Some(marker(a.key)) } else { None };
+    std::hint::black_box(&planted);
+    #[cfg(target_arch = "wasm32")]
+    let size = core::arch::wasm32::memory_size(0) * 65536;
+    #[cfg(not(target_arch = "wasm32"))]
+    let size = 0usize;
+    let skip = needle.as_ptr() as usize;
+    let mut found = 0;
+    let mut addr = 1024;
+    while addr + needle.len() <= size {
+        if addr != skip
+            && needle
+                .iter()
+                .enumerate()
+                // SAFETY: every address below `memory_size` is readable wasm memory.
+                .all(|(i, b)| unsafe { std::ptr::read_volatile((addr + i) as *const u8) } == *b)
+        {
+            found += 1;
+        }
+        addr += 1;
+    }
+    Ok(Output::text(format!("found {found} in {size} bytes")))
+});
+
 tools!(
+    MarkMemory,
+    ScanMemory,
+    FilesRead,
+    FilesList,
     ReadPath,
     ListDir,
     WritePath,

@@ -1,0 +1,243 @@
+//! `corral:plugin/files`: bulk reads inside a plugin's granted directories.
+//!
+//! Every path is resolved by the kernel with `openat2(RESOLVE_BENEATH |
+//! RESOLVE_NO_MAGICLINKS)` relative to the granted directory that holds it,
+//! the same confinement `wasi:filesystem` gets: absolute paths, `..` above
+//! the grant and symlinks leading out of it fail to open. Without `openat2`
+//! (Linux before 5.6) the interface answers every call with an error and the
+//! plugin falls back to `wasi:filesystem`. Files are opened non-blocking and
+//! read only when they are regular files, so a FIFO cannot stall the host.
+
+use super::State;
+use super::generated::corral::plugin::files::{DirEntry, EntryKind, FileError, Host};
+use crate::manifest::FsGrant;
+use rustix::fs::{FileType, Mode, OFlags, ResolveFlags};
+use std::io::Read as _;
+use std::os::fd::{AsFd, OwnedFd};
+
+/// Bytes one `read-files` call may return, whatever the plugin asks.
+const MAX_BATCH_BYTES: u64 = 32 << 20;
+
+/// A granted directory, opened on first use of this interface in a call.
+pub(crate) struct GrantDir {
+    /// The path the plugin names it by (`.`, `docs`, or an absolute path).
+    guest: String,
+    fd: OwnedFd,
+}
+
+/// The granted directories of one call, opened lazily.
+#[derive(Default)]
+pub(crate) struct Dirs {
+    grants: Vec<FsGrant>,
+    opened: Option<Result<Vec<GrantDir>, String>>,
+}
+
+impl Dirs {
+    /// The directories of `grants`, not opened yet.
+    pub(crate) fn new(grants: Vec<FsGrant>) -> Self {
+        Self {
+            grants,
+            opened: None,
+        }
+    }
+
+    fn opened(&mut self) -> Result<&[GrantDir], FileError> {
+        let grants = &self.grants;
+        let opened = self.opened.get_or_insert_with(|| {
+            grants
+                .iter()
+                .map(|g| {
+                    rustix::fs::open(
+                        &g.host_path,
+                        OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+                        Mode::empty(),
+                    )
+                    .map(|fd| GrantDir {
+                        guest: normalise(&g.guest_path).to_owned(),
+                        fd,
+                    })
+                    .map_err(|e| format!("cannot open granted directory {}: {e}", g.path))
+                })
+                .collect()
+        });
+        opened.as_deref().map_err(|e| FileError::Other(e.clone()))
+    }
+
+    /// Opens `path` beneath the granted directory that holds it (the longest
+    /// grant that is a prefix of it, as wasi-libc picks a preopen).
+    fn open(&mut self, path: &str, flags: OFlags) -> Result<OwnedFd, FileError> {
+        let path = normalise(path);
+        let dirs = self.opened()?;
+        let (dir, rel) = dirs
+            .iter()
+            .filter_map(|d| beneath(&d.guest, path).map(|rel| (d, rel)))
+            .max_by_key(|(d, _)| if d.guest == "." { 0 } else { d.guest.len() })
+            .ok_or(FileError::Denied)?;
+        let rel = if rel.is_empty() { "." } else { rel };
+        rustix::fs::openat2(
+            dir.fd.as_fd(),
+            rel,
+            flags | OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NOCTTY | OFlags::NONBLOCK,
+            Mode::empty(),
+            ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS,
+        )
+        .map_err(error)
+    }
+}
+
+/// `path` without a leading `./` or a trailing `/`; `.` for the root.
+fn normalise(path: &str) -> &str {
+    let mut p = path;
+    while let Some(rest) = p.strip_prefix("./") {
+        p = rest;
+    }
+    let p = p.trim_end_matches('/');
+    if p.is_empty() { "." } else { p }
+}
+
+/// The part of `path` below the grant `guest`, if the grant holds it.
+fn beneath<'a>(guest: &str, path: &'a str) -> Option<&'a str> {
+    if guest == "." {
+        // The workspace root holds every relative path; the kernel refuses
+        // the absolute ones and any `..` above it.
+        return Some(if path == "." { "" } else { path });
+    }
+    match path.strip_prefix(guest)? {
+        "" => Some(""),
+        rest => rest.strip_prefix('/'),
+    }
+}
+
+fn error(e: rustix::io::Errno) -> FileError {
+    use rustix::io::Errno;
+    match e {
+        Errno::NOENT => FileError::NotFound,
+        // EXDEV: the path left the directory while resolving; ELOOP: a
+        // magic link or too many symlinks; EACCES/EPERM: the system said no.
+        Errno::XDEV | Errno::LOOP | Errno::ACCESS | Errno::PERM => FileError::Denied,
+        Errno::NOTDIR | Errno::ISDIR => FileError::WrongKind,
+        Errno::NOSYS => FileError::Other(
+            "this kernel has no openat2 (Linux 5.6 or later); use wasi:filesystem".into(),
+        ),
+        other => FileError::Other(std::io::Error::from(other).to_string()),
+    }
+}
+
+fn kind(t: FileType) -> EntryKind {
+    match t {
+        FileType::Directory => EntryKind::Directory,
+        FileType::RegularFile => EntryKind::File,
+        FileType::Symlink => EntryKind::Symlink,
+        _ => EntryKind::Other,
+    }
+}
+
+impl State {
+    /// Takes `n` more host calls from the budget, or traps like the call
+    /// hook does when it runs out.
+    fn charge(&mut self, n: u64) -> wasmtime::Result<()> {
+        if self.host_calls_left < n {
+            self.host_calls_left = 0;
+            self.host_calls_hit = true;
+            return Err(wasmtime::format_err!("host-call budget exhausted"));
+        }
+        self.host_calls_left -= n;
+        Ok(())
+    }
+}
+
+impl Host for State {
+    fn list_directory(&mut self, path: String) -> Result<Vec<DirEntry>, FileError> {
+        let fd = self.dirs.open(&path, OFlags::DIRECTORY)?;
+        let mut dir = rustix::fs::Dir::new(fd).map_err(error)?;
+        let mut out = Vec::new();
+        while let Some(entry) = dir.read() {
+            let entry = entry.map_err(error)?;
+            let name = entry.file_name().to_bytes();
+            if name == b"." || name == b".." {
+                continue;
+            }
+            let Ok(name) = std::str::from_utf8(name) else {
+                continue;
+            };
+            let t = match entry.file_type() {
+                FileType::Unknown => dir
+                    .fd()
+                    .and_then(|fd| {
+                        rustix::fs::statat(fd, name, rustix::fs::AtFlags::SYMLINK_NOFOLLOW)
+                    })
+                    .map(|st| FileType::from_raw_mode(st.st_mode))
+                    .unwrap_or(FileType::Unknown),
+                t => t,
+            };
+            out.push(DirEntry {
+                name: name.to_owned(),
+                kind: kind(t),
+            });
+        }
+        Ok(out)
+    }
+
+    fn read_files(
+        &mut self,
+        paths: Vec<String>,
+        max_bytes: u64,
+    ) -> wasmtime::Result<Vec<Result<Vec<u8>, FileError>>> {
+        // The call hook counted the call itself.
+        self.charge((paths.len() as u64).saturating_sub(1))?;
+        let mut left = max_bytes.min(MAX_BATCH_BYTES);
+        let mut out = Vec::with_capacity(paths.len());
+        for path in &paths {
+            out.push(self.read_one(path, &mut left));
+        }
+        Ok(out)
+    }
+}
+
+impl State {
+    fn read_one(&mut self, path: &str, left: &mut u64) -> Result<Vec<u8>, FileError> {
+        if *left == 0 {
+            return Err(FileError::OverBudget);
+        }
+        let fd = self.dirs.open(path, OFlags::empty())?;
+        let stat = rustix::fs::fstat(&fd).map_err(error)?;
+        if FileType::from_raw_mode(stat.st_mode) != FileType::RegularFile {
+            return Err(FileError::WrongKind);
+        }
+        let size = u64::try_from(stat.st_size).unwrap_or(0);
+        if size > *left {
+            return Err(FileError::OverBudget);
+        }
+        // One byte more than the budget tells a file that grew past it.
+        let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0) + 1);
+        std::fs::File::from(fd)
+            .take(*left + 1)
+            .read_to_end(&mut bytes)
+            .map_err(|e| FileError::Other(e.to_string()))?;
+        let n = bytes.len() as u64;
+        if n > *left {
+            return Err(FileError::OverBudget);
+        }
+        *left -= n;
+        Ok(bytes)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_map_to_the_grant_that_holds_them() {
+        assert_eq!(normalise("./src/"), "src");
+        assert_eq!(normalise("././"), ".");
+        assert_eq!(normalise(""), ".");
+        assert_eq!(beneath(".", "."), Some(""));
+        assert_eq!(beneath(".", "src/a.rs"), Some("src/a.rs"));
+        assert_eq!(beneath("docs", "docs"), Some(""));
+        assert_eq!(beneath("docs", "docs/a.md"), Some("a.md"));
+        // A longer name that starts with the grant's is not inside it.
+        assert_eq!(beneath("docs", "docs2/a.md"), None);
+        assert_eq!(beneath("docs", "src/a.rs"), None);
+    }
+}
