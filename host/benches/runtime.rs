@@ -110,10 +110,10 @@ fn main() {
         sandboxed_out.content, native_out.content,
         "sandboxed and native grep disagree"
     );
-    let sandboxed = measure(15, 1, || {
+    let sandboxed = measure(11, 5, || {
         assert!(rt.block_on(plugins.call("grep", grep_args, "g")).is_ok());
     });
-    let native = measure(15, 1, || {
+    let native = measure(11, 5, || {
         assert!(corral_plugin_search::grep(&parsed()).is_ok());
     });
     report(&format!(

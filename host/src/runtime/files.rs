@@ -208,12 +208,29 @@ impl State {
         if size > *left {
             return Err(FileError::OverBudget);
         }
-        // One byte more than the budget tells a file that grew past it.
-        let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0) + 1);
-        std::fs::File::from(fd)
-            .take(*left + 1)
-            .read_to_end(&mut bytes)
-            .map_err(|e| FileError::Other(e.to_string()))?;
+        let mut file = std::fs::File::from(fd);
+        let mut bytes = Vec::new();
+        if size > 0 {
+            // The file as large as it was when opened: one read, not a
+            // second one to find the end.
+            bytes.resize(usize::try_from(size).unwrap_or(0), 0);
+            let mut filled = 0;
+            while filled < bytes.len() {
+                match file.read(&mut bytes[filled..]) {
+                    Ok(0) => break,
+                    Ok(n) => filled += n,
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                    Err(e) => return Err(FileError::Other(e.to_string())),
+                }
+            }
+            bytes.truncate(filled);
+        } else {
+            // Size unknown (0 from stat): read to the end, one byte past the
+            // budget telling a file too large.
+            file.take(*left + 1)
+                .read_to_end(&mut bytes)
+                .map_err(|e| FileError::Other(e.to_string()))?;
+        }
         let n = bytes.len() as u64;
         if n > *left {
             return Err(FileError::OverBudget);
