@@ -306,6 +306,83 @@ pub struct Summary {
     pub path: PathBuf,
 }
 
+/// What `corral sessions` shows of one log, read from its head (start time,
+/// workspace, first prompt) and its tail (how the last run ended), so that
+/// listing costs the same however long the sessions are.
+fn summarise(path: &Path) -> std::io::Result<Summary> {
+    use std::io::{BufRead, BufReader, Read, SeekFrom};
+    let mut s = Summary {
+        id: path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+        started_ms: 0,
+        workspace: String::new(),
+        first_prompt: String::new(),
+        status: "incomplete".into(),
+        path: path.to_path_buf(),
+    };
+    let mut file = File::open(path)?;
+    let len = file.metadata()?.len();
+
+    // Head: records up to the first prompt.
+    let mut head = BufReader::new(&file);
+    let mut line = Vec::new();
+    let mut first = true;
+    while head.read_until(b'\n', &mut line)? > 0 {
+        if let Ok(r) = serde_json::from_slice::<Record>(&line) {
+            if first {
+                s.started_ms = r.ts_ms;
+                first = false;
+            }
+            match r.event {
+                Event::SessionStarted { workspace, .. } => s.workspace = workspace,
+                Event::UserMessage { text } => {
+                    s.first_prompt = text;
+                    break;
+                }
+                _ => {}
+            }
+        }
+        line.clear();
+    }
+
+    // Tail: the last turn boundary or stop, in a window that grows until
+    // it holds one.
+    let mut window: u64 = 64 << 10;
+    let mut buf = Vec::new();
+    loop {
+        let start = len.saturating_sub(window);
+        file.seek(SeekFrom::Start(start))?;
+        buf.clear();
+        (&file).take(len - start).read_to_end(&mut buf)?;
+        // Unless the window starts the file, its first line is partial.
+        let body = match (start, buf.iter().position(|&b| b == b'\n')) {
+            (0, _) => &buf[..],
+            (_, Some(i)) => &buf[i + 1..],
+            (_, None) => &buf[..0],
+        };
+        let status = body
+            .split(|&b| b == b'\n')
+            .rev()
+            .filter_map(|l| serde_json::from_slice::<Record>(l).ok())
+            .find_map(|r| match r.event {
+                Event::TurnBegin { .. } => Some("incomplete".to_owned()),
+                Event::Stop { reason, .. } => Some(reason.as_str().to_owned()),
+                _ => None,
+            });
+        if let Some(status) = status {
+            s.status = status;
+            break;
+        }
+        if start == 0 {
+            break;
+        }
+        window = window.saturating_mul(4);
+    }
+    Ok(s)
+}
+
 /// Every session of a workspace, oldest first.
 pub fn list(dir: &Path) -> std::io::Result<Vec<Summary>> {
     let mut out = Vec::new();
@@ -319,30 +396,10 @@ pub fn list(dir: &Path) -> std::io::Result<Vec<Summary>> {
         if path.extension().is_none_or(|e| e != "jsonl") {
             continue;
         }
-        let Ok(records) = read(&path) else { continue };
-        let mut s = Summary {
-            id: path
-                .file_stem()
-                .map(|s| s.to_string_lossy().into_owned())
-                .unwrap_or_default(),
-            started_ms: records.first().map_or(0, |r| r.ts_ms),
-            workspace: String::new(),
-            first_prompt: String::new(),
-            status: "incomplete".into(),
-            path: path.clone(),
+        let Ok(summary) = summarise(&path) else {
+            continue;
         };
-        for r in &records {
-            match &r.event {
-                Event::SessionStarted { workspace, .. } => s.workspace = workspace.clone(),
-                Event::UserMessage { text } if s.first_prompt.is_empty() => {
-                    s.first_prompt = text.clone()
-                }
-                Event::TurnBegin { .. } => s.status = "incomplete".into(),
-                Event::Stop { reason, .. } => s.status = reason.as_str().into(),
-                _ => {}
-            }
-        }
-        out.push(s);
+        out.push(summary);
     }
     out.sort_by(|a, b| a.started_ms.cmp(&b.started_ms).then(a.id.cmp(&b.id)));
     Ok(out)
@@ -354,6 +411,57 @@ mod tests {
 
     fn event(text: &str) -> Event {
         Event::UserMessage { text: text.into() }
+    }
+
+    #[test]
+    fn summaries_read_the_head_and_the_tail() {
+        use crate::protocol::StopReason;
+        let dir = tempfile::tempdir().unwrap();
+        let mut log = SessionLog::create(dir.path()).unwrap();
+        let started = Event::SessionStarted {
+            session_id: log.id().to_owned(),
+            workspace: "/ws".into(),
+            provider: "replay".into(),
+            model: String::new(),
+        };
+        log.append(&started, true).unwrap();
+        log.append(&Event::TurnBegin { turn: 1 }, false).unwrap();
+        log.append(&event("first prompt"), false).unwrap();
+        let stop = |reason| Event::Stop {
+            reason,
+            message: None,
+        };
+        log.append(&stop(StopReason::FinalAnswer), true).unwrap();
+        let listed = |dir: &Path| list(dir).unwrap().remove(0);
+        let s = listed(dir.path());
+        assert_eq!(
+            (
+                s.workspace.as_str(),
+                s.first_prompt.as_str(),
+                s.status.as_str()
+            ),
+            ("/ws", "first prompt", "final_answer")
+        );
+        // A second turn that never ended, followed by far more than the
+        // first tail window of records: the window grows until it finds
+        // the turn's start.
+        log.append(&Event::TurnBegin { turn: 2 }, false).unwrap();
+        for i in 0..3000 {
+            log.append(&event(&format!("later message {i:>40}")), false)
+                .unwrap();
+        }
+        assert!(std::fs::metadata(log.path()).unwrap().len() > 4 * (64 << 10));
+        let s = listed(dir.path());
+        assert_eq!(
+            (s.first_prompt.as_str(), s.status.as_str()),
+            ("first prompt", "incomplete")
+        );
+        // Interrupted after that: the last stop wins again.
+        log.append(&stop(StopReason::Interrupted), true).unwrap();
+        assert_eq!(listed(dir.path()).status, "interrupted");
+        // The same answer as reading every record.
+        let records = read(log.path()).unwrap();
+        assert_eq!(s.started_ms, records[0].ts_ms);
     }
 
     #[test]
