@@ -30,6 +30,9 @@ pub struct ApprovalRequest {
     pub reason: String,
     /// The unified diff it would apply, when the tool can tell.
     pub preview: Option<String>,
+    /// What an [`Approval::Session`] answer approves from now on: `this
+    /// command` or `every <tool> call`.
+    pub session_covers: String,
 }
 
 /// The user's answer.
@@ -155,8 +158,9 @@ pub struct Agent {
     recorded: Vec<CassetteTurn>,
     /// Logged when the session opened; shown to the UI with the first run.
     announce: Option<Event>,
-    /// Tools the user approved for the rest of the session.
-    approved_tools: std::collections::HashSet<String>,
+    /// What the user approved for the rest of the session, as
+    /// [`crate::policy::session_scope`] names it: a command, or a tool.
+    approved: std::collections::HashSet<String>,
 }
 
 impl Agent {
@@ -186,7 +190,7 @@ impl Agent {
             turn: 0,
             recorded: Vec::new(),
             announce: Some(started),
-            approved_tools: Default::default(),
+            approved: Default::default(),
         })
     }
 
@@ -212,7 +216,7 @@ impl Agent {
             turn,
             recorded: Vec::new(),
             announce: None,
-            approved_tools: Default::default(),
+            approved: Default::default(),
         };
         let mut closed = Vec::new();
         for call in open {
@@ -562,6 +566,7 @@ impl Agent {
             }
         }
         let verdict = self.options.policy.decide(&call.name, &spec.effects, &args);
+        let scope = crate::policy::session_scope(&call.name, &args);
         let record = |decision: &str, reason: String| Event::Permission {
             call_id: call.id.clone(),
             tool: call.name.clone(),
@@ -586,7 +591,7 @@ impl Agent {
                     stop,
                 )))
             }
-            crate::policy::Decision::Ask if self.approved_tools.contains(&call.name) => {
+            crate::policy::Decision::Ask if self.approved.contains(&scope) => {
                 self.emit(
                     ui,
                     record(
@@ -613,6 +618,11 @@ impl Agent {
                     call: call.clone(),
                     reason: verdict.reason.clone(),
                     preview,
+                    session_covers: if scope == call.name {
+                        format!("every {} call", call.name)
+                    } else {
+                        "this command".to_owned()
+                    },
                 };
                 let answer = tokio::select! {
                     biased;
@@ -631,7 +641,7 @@ impl Agent {
                         Ok(None)
                     }
                     Approval::Session => {
-                        self.approved_tools.insert(call.name.clone());
+                        self.approved.insert(scope);
                         self.emit(
                             ui,
                             record(

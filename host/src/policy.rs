@@ -281,6 +281,21 @@ pub fn subject(_tool: &str, args: &serde_json::Value) -> Subject {
     Subject::Other(canonical_json(args).to_string())
 }
 
+/// What "yes, for the rest of this session" approves, given the call it was
+/// answered for: for a call that runs a command, that exact command (a later
+/// `cargo test -p other` asks again, as Codex does); for any other call,
+/// the tool (every later edit by `edit_file`, say). To let a family of
+/// commands run, write an `allow` rule instead.
+pub fn session_scope(tool: &str, args: &serde_json::Value) -> String {
+    match subject(tool, args) {
+        Subject::Command(argv) => format!(
+            "{tool}({})",
+            serde_json::Value::from(argv.into_iter().collect::<Vec<_>>())
+        ),
+        Subject::Path(_) | Subject::Other(_) => tool.to_owned(),
+    }
+}
+
 fn argv(args: &serde_json::Value) -> Option<Vec<String>> {
     args.get("argv")?
         .as_array()?
@@ -1242,6 +1257,53 @@ mod tests {
             let expected = expected.map(|ws| ws.iter().map(|w| w.to_string()).collect());
             assert_eq!(shell_split(line), expected, "{line:?}");
         }
+    }
+
+    #[test]
+    fn session_approval_covers_one_command_or_one_tool() {
+        let scope = |tool, args: serde_json::Value| session_scope(tool, &args);
+        // The same command, however it is quoted or spaced, is one scope.
+        assert_eq!(
+            scope("run_command", serde_json::json!({"command": "cargo test"})),
+            scope(
+                "run_command",
+                serde_json::json!({"command": "'cargo'  test"})
+            )
+        );
+        assert_eq!(
+            scope("run_command", serde_json::json!({"command": "cargo test"})),
+            scope(
+                "run_command",
+                serde_json::json!({"argv": ["cargo", "test"]})
+            )
+        );
+        // Another command, even with the same program, is not.
+        assert_ne!(
+            scope("run_command", serde_json::json!({"command": "cargo test"})),
+            scope(
+                "run_command",
+                serde_json::json!({"command": "cargo test; rm -rf ~"})
+            )
+        );
+        assert_ne!(
+            scope("run_command", serde_json::json!({"command": "cargo test"})),
+            scope(
+                "run_command",
+                serde_json::json!({"command": "cargo publish"})
+            )
+        );
+        // Edits: the tool, whatever the path.
+        assert_eq!(
+            scope(
+                "edit_file",
+                serde_json::json!({"path": "a.rs", "old": "x", "new": "y"})
+            ),
+            "edit_file"
+        );
+        assert_eq!(
+            scope("git_commit", serde_json::json!({"message": "m"})),
+            "git_commit"
+        );
     }
 
     #[test]

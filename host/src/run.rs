@@ -355,9 +355,10 @@ impl Approver for TerminalApprover {
                     text.push('\n');
                 }
             }
-            text.push_str(
-                "  [y] yes, once   [a] yes, for this session   [n] no (add a reason after it)\n> ",
-            );
+            text.push_str(&format!(
+                "  [y] yes, once   [a] yes, and {} for the rest of this session   [n] no (add a reason after it)\n> ",
+                request.session_covers
+            ));
             let answer = tokio::task::spawn_blocking(move || {
                 eprint!("{text}");
                 let mut line = String::new();

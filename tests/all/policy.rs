@@ -40,8 +40,11 @@ fn writer() -> MockServer {
     })
 }
 
-/// Runs corral on a pseudo-terminal, answering the first approval prompt.
-fn run_on_pty(cli: &Cli, ws: &Path, args: &[&str], answer: &str) -> (Option<i32>, String) {
+/// The line every approval prompt shows.
+const PROMPT: &str = "[y] yes, once";
+
+/// Runs corral on a pseudo-terminal, answering its approval prompts in turn.
+fn run_on_pty(cli: &Cli, ws: &Path, args: &[&str], answers: &[&str]) -> (Option<i32>, String) {
     let (mut master, slave) = {
         let (mut m, mut s) = (0, 0);
         // SAFETY: openpty writes two file descriptors into the given integers.
@@ -83,17 +86,27 @@ fn run_on_pty(cli: &Cli, ws: &Path, args: &[&str], answer: &str) -> (Option<i32>
         })
     };
     let deadline = Instant::now() + Duration::from_secs(60);
-    while !screen.lock().expect("lock").contains("> ")
-        || !screen.lock().expect("lock").contains("needs approval")
-    {
-        assert!(
-            Instant::now() < deadline,
-            "no prompt; screen:\n{}",
-            screen.lock().expect("lock")
-        );
-        std::thread::sleep(Duration::from_millis(20));
+    for (i, answer) in answers.iter().enumerate() {
+        // The (i+1)th prompt, complete up to its `> `.
+        let prompted = || {
+            let text = screen.lock().expect("lock");
+            text.matches(PROMPT).count() > i
+                && text
+                    .rsplit(PROMPT)
+                    .next()
+                    .is_some_and(|tail| tail.contains("> "))
+        };
+        while !prompted() {
+            assert!(
+                Instant::now() < deadline,
+                "no prompt {}; screen:\n{}",
+                i + 1,
+                screen.lock().expect("lock")
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        master.write_all(answer.as_bytes()).expect("answer");
     }
-    master.write_all(answer.as_bytes()).expect("answer");
     let status = child.wait().expect("wait");
     std::thread::sleep(Duration::from_millis(100));
     drop(master);
@@ -112,7 +125,7 @@ fn ask_mode_shows_the_diff_and_waits_for_yes() {
         &cli,
         &sb.ws(),
         &["run", "--provider", "openai", "write it"],
-        "y\n",
+        &["y\n"],
     );
     assert_eq!(code, Some(0), "{screen}");
     assert!(screen.contains("write_file(content=fresh line"), "{screen}");
@@ -144,7 +157,7 @@ fn saying_no_tells_the_model_why() {
         &cli,
         &sb.ws(),
         &["run", "--provider", "openai", "write it"],
-        "n not in this folder\n",
+        &["n not in this folder\n"],
     );
     assert_eq!(code, Some(0), "{screen}");
     assert!(!sb.ws().join("new.txt").exists());
@@ -395,4 +408,65 @@ fn writes_to_protected_paths_are_refused_even_in_full_auto() {
         let result = openai_tool_result(req, id);
         assert!(result.contains("is protected"), "{id}: {result}");
     }
+}
+
+#[test]
+fn yes_for_the_session_covers_that_command_only() {
+    let calls: Vec<Call> = vec![
+        ("c1", "run_command", json!({"command": "echo one"})),
+        ("c2", "run_command", json!({"argv": ["echo", "one"]})),
+        ("c3", "run_command", json!({"command": "echo two"})),
+    ];
+    let mock = MockServer::start(move |n, _| match n {
+        0 => Reply::Sse(openai_sse("Echoing.", &calls)),
+        _ => Reply::Sse(openai_sse("Done.", &[])),
+    });
+    let sb = Sandbox::new();
+    sb.write(
+        "corral.toml",
+        &manifest(
+            mock.port,
+            "[plugins.shell]\nsource = \"builtin:shell\"\ngrants.exec = [{ program = \"echo\", args = [\"**\"] }]\n",
+        ),
+    );
+    let cli = Cli::new();
+    let (code, screen) = run_on_pty(
+        &cli,
+        &sb.ws(),
+        &["run", "--provider", "openai", "echo things"],
+        &["a\n", "n\n"],
+    );
+    assert_eq!(code, Some(0), "{screen}");
+    assert!(
+        screen.contains("[a] yes, and this command for the rest of this session"),
+        "{screen}"
+    );
+    // Two prompts: `echo one` (approved for the session, so its second
+    // spelling ran without asking) and `echo two` (asked again, refused).
+    assert_eq!(screen.matches(PROMPT).count(), 2, "{screen}");
+    let records = corral::session::read(&crate::agent::session_log(&cli)).expect("log");
+    let decisions: Vec<(String, String)> = records
+        .iter()
+        .map(|r| serde_json::to_value(&r.event).expect("v"))
+        .filter(|e| e["type"] == "permission")
+        .map(|e| {
+            (
+                e["call_id"].as_str().unwrap_or("").to_owned(),
+                e["decision"].as_str().unwrap_or("").to_owned(),
+            )
+        })
+        .collect();
+    let want = [
+        ("c1", "approved_for_session"),
+        ("c2", "approved_for_session"),
+        ("c3", "refused"),
+    ];
+    assert_eq!(
+        decisions,
+        want.map(|(a, b)| (a.to_owned(), b.to_owned())),
+        "{screen}"
+    );
+    let reqs = mock.requests();
+    assert!(openai_tool_result(&reqs[1], "c2").contains("one"));
+    assert!(openai_tool_result(&reqs[1], "c3").starts_with("not run"));
 }
