@@ -9,6 +9,9 @@
 //!   and bind are denied unless the grant says `network = true`.
 //! - A process budget: a `pids` cgroup when the host may create one, and
 //!   `RLIMIT_NPROC` otherwise, so a fork bomb hits a wall.
+//! - No capabilities (a program run as root loses root's privileges), and
+//!   corral itself non-dumpable, so that a program cannot read its parent's
+//!   environment or memory, where the provider keys are.
 //!
 //! Where the kernel lacks Landlock, corral says so once and, unless
 //! `[sandbox] require_os_sandbox = false`, refuses to run programs.
@@ -243,6 +246,7 @@ impl Exec {
             ),
             Confinement::Unavailable => None,
         };
+        hide_from_children();
         let cgroup = PidsCgroup::create();
         let ruleset = Mutex::new(ruleset);
         let cgroup_tasks = cgroup.as_ref().map(|c| c.tasks.clone());
@@ -267,6 +271,7 @@ impl Exec {
                         .restrict_self()
                         .map_err(|e| std::io::Error::other(e.to_string()))?;
                 }
+                drop_capabilities();
                 Ok(())
             });
         }
@@ -371,6 +376,70 @@ async fn read_capped<R: tokio::io::AsyncRead + Unpin>(
         text.push_str(&format!("\n[output cut at {cap} bytes]"));
     }
     (text, cut)
+}
+
+/// Makes corral non-dumpable, so that its `/proc/PID/environ` and `mem`
+/// (provider keys among them) open only with `CAP_SYS_PTRACE`, which the
+/// programs it runs do not have (see [`drop_capabilities`]). Landlock alone
+/// does not stop a program from reading its parent's environment.
+fn hide_from_children() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        // SAFETY: prctl(PR_SET_DUMPABLE, 0) takes plain integers.
+        let rc = unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0) };
+        if rc != 0 {
+            tracing::warn!(
+                "cannot make corral non-dumpable: programs it runs may read its environment: {}",
+                std::io::Error::last_os_error()
+            );
+        }
+    });
+}
+
+/// In the child, before exec: drops every capability (effective, permitted,
+/// inheritable, ambient and the bounding set), so that a program run as
+/// root cannot use root's privileges either, e.g. `CAP_SYS_PTRACE` to read
+/// corral's memory. Only syscalls, as a `pre_exec` closure requires.
+fn drop_capabilities() {
+    #[repr(C)]
+    struct Header {
+        version: u32,
+        pid: i32,
+    }
+    #[repr(C)]
+    #[derive(Clone, Copy)]
+    struct Data {
+        effective: u32,
+        permitted: u32,
+        inheritable: u32,
+    }
+    /// `_LINUX_CAPABILITY_VERSION_3`.
+    const VERSION_3: u32 = 0x2008_0526;
+    // SAFETY: prctl and capset take plain integers and pointers to the
+    // structs above, which live for the duration of the calls.
+    unsafe {
+        libc::prctl(
+            libc::PR_CAP_AMBIENT,
+            libc::PR_CAP_AMBIENT_CLEAR_ALL,
+            0,
+            0,
+            0,
+        );
+        for cap in 0..64 {
+            // Fails (EINVAL) past the last capability this kernel knows.
+            libc::prctl(libc::PR_CAPBSET_DROP, cap, 0, 0, 0);
+        }
+        let mut header = Header {
+            version: VERSION_3,
+            pid: 0,
+        };
+        let data = [Data {
+            effective: 0,
+            permitted: 0,
+            inheritable: 0,
+        }; 2];
+        libc::syscall(libc::SYS_capset, &mut header, data.as_ptr());
+    }
 }
 
 fn landlock_ruleset(

@@ -429,3 +429,27 @@ async fn output_is_capped_with_a_notice() {
     );
     assert!(out.len() < 20_000, "{}", out.len());
 }
+
+#[test]
+fn a_granted_program_cannot_read_corrals_environment() {
+    // A program granted to a plugin tries the side door: the environment
+    // of its parent, corral, which holds the provider keys.
+    let sb = Sandbox::new();
+    sb.write(
+        "corral.toml",
+        "[plugins.shell]\nsource = \"builtin:shell\"\ngrants.exec = [{ program = \"sh\", args = [\"**\"] }]\n",
+    );
+    let cli = Cli::new();
+    let args = json!({"argv": ["sh", "-c", "cat /proc/$PPID/environ; echo; cat /proc/$PPID/cmdline; echo; tr '\\0' '\\n' < /proc/1/environ | head -3"]});
+    let o = cli.run_env(
+        &sb.ws(),
+        &["tool", "call", "run_command", "--args", &args.to_string()],
+        &[("CORRAL_TEST_PARENT_SECRET", "parent-secret-5e1f")],
+    );
+    let out = String::from_utf8_lossy(&o.stdout);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!out.contains("parent-secret-5e1f"), "{out}");
+    assert!(!err.contains("parent-secret-5e1f"), "{err}");
+    // The attempt really ran, and was refused by the kernel.
+    assert!(out.contains("Permission denied"), "{out}\n{err}");
+}
