@@ -4,9 +4,11 @@
 //! with an allow-listed environment, a timeout that kills its whole process
 //! group, an output cap and, on Linux, confinement:
 //!
-//! - Landlock: the program may read everywhere but write only beneath the
-//!   workspace and a private temp directory (and `/dev/null`); TCP connect
-//!   and bind are denied unless the grant says `network = true`.
+//! - Landlock: the program may read everywhere except credentials in the
+//!   user's home (`~/.ssh`, `~/.aws`, ...) and corral's session logs, and
+//!   write only beneath the workspace and a private temp directory (and
+//!   `/dev/null`); TCP connect and bind are denied unless the grant says
+//!   `network = true`.
 //! - A process budget: a `pids` cgroup when the host may create one, and
 //!   `RLIMIT_NPROC` otherwise, so a fork bomb hits a wall.
 //! - No capabilities (a program run as root loses root's privileges), and
@@ -378,6 +380,78 @@ async fn read_capped<R: tokio::io::AsyncRead + Unpin>(
     (text, cut)
 }
 
+/// Credentials in the user's home, by path relative to it. A program may
+/// read the rest of the system (toolchains need it), not these.
+const SECRETS_IN_HOME: &[&str] = &[
+    ".ssh",
+    ".gnupg",
+    ".aws",
+    ".azure",
+    ".config/gcloud",
+    ".config/gh",
+    ".kube",
+    ".docker",
+    ".netrc",
+    ".git-credentials",
+    ".password-store",
+    ".cargo/credentials",
+    ".cargo/credentials.toml",
+    ".npmrc",
+    ".pypirc",
+];
+
+/// What programs may not read: [`SECRETS_IN_HOME`] and corral's own data
+/// (session logs, which hold whatever was said), those that exist, by
+/// their canonical paths.
+fn secret_paths() -> Vec<PathBuf> {
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let in_home = home
+        .iter()
+        .flat_map(|h| SECRETS_IN_HOME.iter().map(move |rel| h.join(rel)));
+    in_home
+        .chain(dirs::data_dir().map(|d| d.join("corral")))
+        .filter_map(|p| p.canonicalize().ok())
+        .collect()
+}
+
+/// Paths whose subtrees together cover the whole file system except
+/// `denied`: the entries of `/`, descending only into the directories on
+/// the way to a denied path. Symlinks get no rule of their own; what they
+/// point to is judged where it lies.
+fn readable_except(denied: &[PathBuf]) -> Vec<PathBuf> {
+    cover(Path::new("/"), denied)
+}
+
+/// [`readable_except`] below `root`.
+fn cover(root: &Path, denied: &[PathBuf]) -> Vec<PathBuf> {
+    fn visit(dir: &Path, denied: &[PathBuf], out: &mut Vec<PathBuf>) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            let Ok(kind) = entry.file_type() else {
+                continue;
+            };
+            if kind.is_symlink() || denied.contains(&path) {
+                continue;
+            }
+            if kind.is_dir() && denied.iter().any(|d| d.starts_with(&path)) {
+                visit(&path, denied, out);
+            } else {
+                out.push(path);
+            }
+        }
+    }
+    if !denied.iter().any(|d| d.starts_with(root)) {
+        return vec![root.to_path_buf()];
+    }
+    let mut out = Vec::new();
+    visit(root, denied, &mut out);
+    out.sort();
+    out
+}
+
 /// Makes corral non-dumpable, so that its `/proc/PID/environ` and `mem`
 /// (provider keys among them) open only with `CAP_SYS_PTRACE`, which the
 /// programs it runs do not have (see [`drop_capabilities`]). Landlock alone
@@ -458,7 +532,10 @@ fn landlock_ruleset(
     }
     ruleset
         .create()?
-        .add_rules(path_beneath_rules(["/"], AccessFs::from_read(abi)))?
+        .add_rules(path_beneath_rules(
+            readable_except(&secret_paths()),
+            AccessFs::from_read(abi),
+        ))?
         .add_rules(path_beneath_rules(
             [workspace, tmp],
             AccessFs::from_all(abi),
@@ -560,6 +637,37 @@ mod tests {
 
     fn v(s: &str) -> Vec<String> {
         s.split_whitespace().map(str::to_owned).collect()
+    }
+
+    #[test]
+    fn the_readable_cover_leaves_out_only_the_secrets() {
+        use super::cover;
+        let root = tempfile::tempdir().expect("tempdir");
+        let r = root.path();
+        for dir in ["etc", "home/.ssh", "home/.cargo/registry", "home/src"] {
+            std::fs::create_dir_all(r.join(dir)).expect("mkdir");
+        }
+        for file in [
+            "home/.profile",
+            "home/.cargo/credentials.toml",
+            "home/.ssh/id_rsa",
+        ] {
+            std::fs::write(r.join(file), "x").expect("write");
+        }
+        std::os::unix::fs::symlink(r.join("home/.ssh"), r.join("home/keys")).expect("symlink");
+        let denied = [r.join("home/.ssh"), r.join("home/.cargo/credentials.toml")];
+        let got: Vec<String> = cover(r, &denied)
+            .iter()
+            .map(|p| p.strip_prefix(r).expect("under root").display().to_string())
+            .collect();
+        // Everything but the two secrets and the symlink to one of them;
+        // the directories on the way are covered by their other entries.
+        assert_eq!(
+            got,
+            ["etc", "home/.cargo/registry", "home/.profile", "home/src"]
+        );
+        // Nothing denied below a root: the root itself.
+        assert_eq!(cover(&r.join("etc"), &denied), [r.join("etc")]);
     }
 
     #[test]

@@ -453,3 +453,51 @@ fn a_granted_program_cannot_read_corrals_environment() {
     // The attempt really ran, and was refused by the kernel.
     assert!(out.contains("Permission denied"), "{out}\n{err}");
 }
+
+#[test]
+fn a_granted_program_cannot_read_the_users_credentials() {
+    let sb = Sandbox::new();
+    sb.write(
+        "corral.toml",
+        "[plugins.shell]\nsource = \"builtin:shell\"\ngrants.exec = [{ program = \"cat\", args = [\"**\"] }, { program = \"ls\", args = [\"**\"] }]\n",
+    );
+    let home = tempfile::tempdir().expect("home");
+    let h = home.path();
+    for (file, text) in [
+        (".ssh/id_ed25519", "ssh-secret-91c2"),
+        (".aws/credentials", "aws-secret-77d0"),
+        (".cargo/credentials.toml", "cargo-secret-3b8e"),
+        (".cargo/config.toml", "[build]\n"),
+        (".profile", "export EDITOR=vi\n"),
+    ] {
+        std::fs::create_dir_all(h.join(file).parent().expect("parent")).expect("mkdir");
+        std::fs::write(h.join(file), text).expect("write");
+    }
+    let cli = Cli::new();
+    let home_env = h.display().to_string();
+    let cat = |path: &str| {
+        let args = json!({ "argv": ["cat", h.join(path).display().to_string()] });
+        let o = cli.run_env(
+            &sb.ws(),
+            &["tool", "call", "run_command", "--args", &args.to_string()],
+            &[("HOME", home_env.as_str())],
+        );
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        )
+    };
+    for (path, secret) in [
+        (".ssh/id_ed25519", "ssh-secret-91c2"),
+        (".aws/credentials", "aws-secret-77d0"),
+        (".cargo/credentials.toml", "cargo-secret-3b8e"),
+    ] {
+        let out = cat(path);
+        assert!(!out.contains(secret), "{path}: {out}");
+        assert!(out.contains("Permission denied"), "{path}: {out}");
+    }
+    // The rest of the home stays readable: toolchains need it.
+    assert!(cat(".profile").contains("EDITOR=vi"));
+    assert!(cat(".cargo/config.toml").contains("[build]"));
+}
