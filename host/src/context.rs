@@ -91,16 +91,29 @@ fn today() -> String {
 }
 
 /// `git status --short --branch`, at most 20 lines, when the workspace is a
-/// repository and git answers within two seconds.
+/// repository and git answers within two seconds. Git runs confined (see
+/// [`crate::exec::confine_helper`]), without fsmonitor or hooks and without
+/// taking the index lock, since the repository's configuration may have
+/// been written by a tool.
 fn git_status(workspace: &Path) -> Option<String> {
-    let mut child = std::process::Command::new("git")
-        .arg("-C")
+    let mut cmd = std::process::Command::new("git");
+    cmd.arg("-C")
         .arg(workspace)
-        .args(["status", "--short", "--branch"])
+        .args([
+            "-c",
+            "core.fsmonitor=false",
+            "-c",
+            "core.hooksPath=/dev/null",
+            "--no-optional-locks",
+            "status",
+            "--short",
+            "--branch",
+        ])
+        .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .ok()?;
+        .stderr(std::process::Stdio::null());
+    crate::exec::confine_helper(&mut cmd);
+    let mut child = cmd.spawn().ok()?;
     let deadline = std::time::Instant::now() + Duration::from_secs(2);
     loop {
         match child.try_wait() {

@@ -242,7 +242,7 @@ impl Exec {
 
         let ruleset = match confined {
             Confinement::Landlock(_) => Some(
-                landlock_ruleset(&self.workspace, tmp.path(), grant.network).map_err(|e| {
+                landlock_ruleset(&[&self.workspace, tmp.path()], grant.network).map_err(|e| {
                     ExecError::SpawnFailed(format!("cannot prepare the Landlock ruleset: {e}"))
                 })?,
             ),
@@ -516,9 +516,47 @@ fn drop_capabilities() {
     }
 }
 
+/// Confines a helper program corral runs for itself (`git status` for the
+/// model's context): an environment of only `PATH`, `HOME`, `LANG` and
+/// `LC_ALL`, no capabilities, and where the kernel has Landlock, reads as
+/// for granted programs, writes nowhere (but `/dev/null`) and no TCP. A
+/// repository's configuration is the workspace's to set, and a tool may
+/// have written it: whatever command it names runs confined.
+pub fn confine_helper(cmd: &mut std::process::Command) {
+    use std::os::unix::process::CommandExt as _;
+    cmd.env_clear();
+    for var in ["PATH", "HOME", "LANG", "LC_ALL"] {
+        if let Some(value) = std::env::var_os(var) {
+            cmd.env(var, value);
+        }
+    }
+    hide_from_children();
+    let ruleset = match confinement() {
+        Confinement::Landlock(_) => landlock_ruleset(&[], false).ok(),
+        Confinement::Unavailable => None,
+    };
+    let ruleset = Mutex::new(ruleset);
+    // SAFETY: as in `Exec::run`: only syscalls, and a mutex no other thread
+    // of the child can hold.
+    unsafe {
+        cmd.pre_exec(move || {
+            if let Ok(mut slot) = ruleset.lock()
+                && let Some(rules) = slot.take()
+            {
+                rules
+                    .restrict_self()
+                    .map_err(|_| std::io::Error::from_raw_os_error(libc::EPERM))?;
+            }
+            drop_capabilities();
+            Ok(())
+        });
+    }
+}
+
+/// Reads everywhere but [`secret_paths`], everything beneath `writable`,
+/// `/dev/null`, and TCP only with `network`.
 fn landlock_ruleset(
-    workspace: &Path,
-    tmp: &Path,
+    writable: &[&Path],
     network: bool,
 ) -> Result<landlock::RulesetCreated, landlock::RulesetError> {
     use landlock::{
@@ -536,10 +574,7 @@ fn landlock_ruleset(
             readable_except(&secret_paths()),
             AccessFs::from_read(abi),
         ))?
-        .add_rules(path_beneath_rules(
-            [workspace, tmp],
-            AccessFs::from_all(abi),
-        ))?
+        .add_rules(path_beneath_rules(writable, AccessFs::from_all(abi)))?
         .add_rules(path_beneath_rules(["/dev/null"], AccessFs::from_file(abi)))
 }
 

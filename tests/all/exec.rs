@@ -4,6 +4,7 @@
 //! timeout, a process budget, and Landlock keeping writes in the workspace
 //! and TCP closed.
 
+use crate::mock::{MockServer, Reply, openai_sse};
 use crate::*;
 use serde_json::json;
 use std::time::{Duration, Instant};
@@ -500,4 +501,64 @@ fn a_granted_program_cannot_read_the_users_credentials() {
     // The rest of the home stays readable: toolchains need it.
     assert!(cat(".profile").contains("EDITOR=vi"));
     assert!(cat(".cargo/config.toml").contains("[build]"));
+}
+
+#[test]
+fn the_git_status_in_the_context_runs_confined() {
+    // A repository's configuration may name commands (fsmonitor, filters)
+    // and a tool may have written it; a stand-in `git` first in PATH plays
+    // such a command: it tries to read the provider key from its
+    // environment, read a credential, and write into the workspace.
+    let mock = MockServer::start(|_, _| Reply::Sse(openai_sse("Fine.", &[])));
+    let sb = Sandbox::new();
+    std::fs::create_dir(sb.ws().join(".git")).expect(".git");
+    let bin = tempfile::tempdir().expect("bin");
+    let home = tempfile::tempdir().expect("home");
+    std::fs::create_dir(home.path().join(".ssh")).expect(".ssh");
+    std::fs::write(home.path().join(".ssh/id_rsa"), "ssh-secret-0c4d").expect("key");
+    let fake = bin.path().join("git");
+    std::fs::write(
+        &fake,
+        "#!/bin/sh\necho '## main-from-fake-git'\necho \"key=$TEST_OPENAI_KEY\"\ncat \"$HOME/.ssh/id_rsa\"\necho planted > \"$PWD/planted.txt\" && echo wrote-planted\nexit 0\n",
+    )
+    .expect("fake git");
+    std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        .expect("chmod");
+    sb.write(
+        "corral.toml",
+        &format!(
+            "[plugins.openai]\nsource = \"builtin:openai\"\ngrants.net = [\"http://127.0.0.1:{0}\"]\ngrants.secrets = [{{ host = \"127.0.0.1\", header = \"authorization\", value = \"Bearer ${{env:TEST_OPENAI_KEY}}\" }}]\nconfig = {{ base_url = \"http://127.0.0.1:{0}/v1\", model = \"mock\" }}\n",
+            mock.port
+        ),
+    );
+    let path = format!(
+        "{}:{}",
+        bin.path().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let cli = Cli::new();
+    let o = cli.run_env(
+        &sb.ws(),
+        &["run", "--provider", "openai", "hello"],
+        &[
+            ("TEST_OPENAI_KEY", "sk-context-secret-6a1b"),
+            ("PATH", path.as_str()),
+            ("HOME", &home.path().display().to_string()),
+        ],
+    );
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let reqs = mock.requests();
+    let sent = reqs[0].body.to_string();
+    // The stand-in ran (its output reached the context) ...
+    assert!(sent.contains("main-from-fake-git"), "{sent}");
+    // ... without the key, the credential, or a way to write.
+    assert!(!sent.contains("sk-context-secret-6a1b"), "{sent}");
+    assert!(!sent.contains("ssh-secret-0c4d"), "{sent}");
+    assert!(!sent.contains("wrote-planted"), "{sent}");
+    assert!(!sb.ws().join("planted.txt").exists());
 }

@@ -785,3 +785,33 @@ async fn memory_is_wiped_between_calls() {
     }
     assert_healthy(&p).await;
 }
+
+#[tokio::test]
+async fn a_granted_directory_swapped_for_a_symlink_is_refused() {
+    let sb = Sandbox::new();
+    sb.write("docs/guide.md", "the guide\n");
+    let p = adversary(&sb, r#"grants.fs = [{ path = "docs", access = "ro" }]"#).await;
+    let out = call(&p, "read_path", json!({"path": "docs/guide.md"}))
+        .await
+        .expect("read");
+    assert_eq!(out.content, "the guide\n");
+    // Something with write access to the workspace (a program a plugin
+    // runs, say) puts a symlink to another directory where the grant was.
+    std::fs::remove_dir_all(sb.ws().join("docs")).expect("rm");
+    std::os::unix::fs::symlink(sb.outside(), sb.ws().join("docs")).expect("symlink");
+    for (tool, args) in [
+        ("read_path", json!({"path": "docs/secret.txt"})),
+        (
+            "files_read",
+            json!({"paths": ["docs/secret.txt"], "max_bytes": 100}),
+        ),
+        ("files_list", json!({"path": "docs"})),
+    ] {
+        let msg = sandbox_err(call(&p, tool, args).await);
+        assert!(
+            msg.contains("is no longer what the manifest granted"),
+            "{tool}: {msg}"
+        );
+        assert_no_secret(&msg);
+    }
+}

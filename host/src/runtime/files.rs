@@ -47,16 +47,12 @@ impl Dirs {
             grants
                 .iter()
                 .map(|g| {
-                    rustix::fs::open(
-                        &g.host_path,
-                        OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
-                        Mode::empty(),
-                    )
-                    .map(|fd| GrantDir {
-                        guest: normalise(&g.guest_path).to_owned(),
-                        fd,
-                    })
-                    .map_err(|e| format!("cannot open granted directory {}: {e}", g.path))
+                    open_unmoved(&g.host_path)
+                        .map(|fd| GrantDir {
+                            guest: normalise(&g.guest_path).to_owned(),
+                            fd,
+                        })
+                        .map_err(|e| format!("cannot open granted directory {}: {e}", g.path))
                 })
                 .collect()
         });
@@ -82,6 +78,29 @@ impl Dirs {
             ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS,
         )
         .map_err(error)
+    }
+}
+
+/// Opens a granted directory by its canonical path, refusing it if a
+/// symlink now stands anywhere on that path.
+fn open_unmoved(path: &std::path::Path) -> rustix::io::Result<OwnedFd> {
+    rustix::fs::openat2(
+        rustix::fs::CWD,
+        path,
+        OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+        ResolveFlags::NO_SYMLINKS,
+    )
+}
+
+/// Checks that a granted directory is still reachable by its canonical
+/// path without following a symlink.
+pub(crate) fn check_unmoved(path: &std::path::Path) -> std::io::Result<()> {
+    match open_unmoved(path) {
+        Ok(_) => Ok(()),
+        // No openat2 (Linux before 5.6): nothing to check with.
+        Err(rustix::io::Errno::NOSYS) => Ok(()),
+        Err(e) => Err(e.into()),
     }
 }
 
