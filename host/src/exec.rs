@@ -11,6 +11,9 @@
 //!   `network = true`.
 //! - A process budget: a `pids` cgroup when the host may create one, and
 //!   `RLIMIT_NPROC` otherwise, so a fork bomb hits a wall.
+//! - A seccomp filter: no UNIX sockets (a session bus or a container daemon
+//!   would run commands outside the sandbox), no IPv4/IPv6 sockets unless
+//!   the grant says `network = true`, no `io_uring`.
 //! - No capabilities (a program run as root loses root's privileges), and
 //!   corral itself non-dumpable, so that a program cannot read its parent's
 //!   environment or memory, where the provider keys are.
@@ -249,6 +252,7 @@ impl Exec {
             Confinement::Unavailable => None,
         };
         hide_from_children();
+        let filter = socket_filter(grant.network);
         let cgroup = PidsCgroup::create();
         let ruleset = Mutex::new(ruleset);
         let cgroup_tasks = cgroup.as_ref().map(|c| c.tasks.clone());
@@ -274,6 +278,7 @@ impl Exec {
                         .map_err(|e| std::io::Error::other(e.to_string()))?;
                 }
                 drop_capabilities();
+                install_filter(&filter)?;
                 Ok(())
             });
         }
@@ -452,6 +457,74 @@ fn cover(root: &Path, denied: &[PathBuf]) -> Vec<PathBuf> {
     out
 }
 
+/// A seccomp filter for programs: `socket()` for UNIX sockets is refused
+/// (a session bus, an ssh or gpg agent, a container daemon could each run
+/// commands outside the sandbox for it), and without `network` so is
+/// `socket()` for IPv4 and IPv6 (Landlock stops TCP, not UDP); `io_uring`,
+/// which could open sockets past the filter, is refused too. Anything for
+/// another architecture (32-bit or x32 system calls) is refused.
+fn socket_filter(network: bool) -> Vec<libc::sock_filter> {
+    const LD_W_ABS: u16 = 0x20;
+    const JEQ: u16 = 0x15;
+    const JGE: u16 = 0x35;
+    const RET: u16 = 0x06;
+    const ALLOW: u32 = 0x7fff_0000;
+    const DENY: u32 = libc::SECCOMP_RET_ERRNO | libc::EACCES as u32;
+    #[cfg(target_arch = "x86_64")]
+    const ARCH: u32 = 0xc000_003e;
+    #[cfg(target_arch = "aarch64")]
+    const ARCH: u32 = 0xc000_00b7;
+    let op = |code: u16, jt: u8, jf: u8, k: u32| libc::sock_filter { code, jt, jf, k };
+    let mut prog = vec![
+        // arch must be this one
+        op(LD_W_ABS, 0, 0, 4),
+        op(JEQ, 1, 0, ARCH),
+        op(RET, 0, 0, DENY),
+        op(LD_W_ABS, 0, 0, 0),
+        // x32 system calls carry bit 30
+        op(JGE, 0, 1, 0x4000_0000),
+        op(RET, 0, 0, DENY),
+        op(JEQ, 0, 1, libc::SYS_io_uring_setup as u32),
+        op(RET, 0, 0, DENY),
+        op(JEQ, 1, 0, libc::SYS_socket as u32),
+        op(RET, 0, 0, ALLOW),
+        // socket(domain, ...): the low word of the first argument
+        op(LD_W_ABS, 0, 0, 16),
+    ];
+    let mut denied = vec![libc::AF_UNIX as u32];
+    if !network {
+        denied.extend([libc::AF_INET as u32, libc::AF_INET6 as u32]);
+    }
+    for domain in denied {
+        prog.push(op(JEQ, 0, 1, domain));
+        prog.push(op(RET, 0, 0, DENY));
+    }
+    prog.push(op(RET, 0, 0, ALLOW));
+    prog
+}
+
+/// In the child, before exec: installs `filter` (after no-new-privs, which
+/// it needs). Only syscalls.
+fn install_filter(filter: &[libc::sock_filter]) -> std::io::Result<()> {
+    let prog = libc::sock_fprog {
+        len: filter.len() as u16,
+        filter: filter.as_ptr().cast_mut(),
+    };
+    // SAFETY: prctl reads `prog`, which points at `filter`; both outlive the call.
+    unsafe {
+        if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0
+            || libc::prctl(
+                libc::PR_SET_SECCOMP,
+                libc::SECCOMP_MODE_FILTER,
+                &prog as *const libc::sock_fprog,
+            ) != 0
+        {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
 /// Makes corral non-dumpable, so that its `/proc/PID/environ` and `mem`
 /// (provider keys among them) open only with `CAP_SYS_PTRACE`, which the
 /// programs it runs do not have (see [`drop_capabilities`]). Landlock alone
@@ -536,6 +609,7 @@ pub fn confine_helper(cmd: &mut std::process::Command) {
         Confinement::Unavailable => None,
     };
     let ruleset = Mutex::new(ruleset);
+    let filter = socket_filter(false);
     // SAFETY: as in `Exec::run`: only syscalls, and a mutex no other thread
     // of the child can hold.
     unsafe {
@@ -548,6 +622,7 @@ pub fn confine_helper(cmd: &mut std::process::Command) {
                     .map_err(|_| std::io::Error::from_raw_os_error(libc::EPERM))?;
             }
             drop_capabilities();
+            install_filter(&filter)?;
             Ok(())
         });
     }
@@ -560,11 +635,18 @@ fn landlock_ruleset(
     network: bool,
 ) -> Result<landlock::RulesetCreated, landlock::RulesetError> {
     use landlock::{
-        ABI, Access, AccessFs, AccessNet, Ruleset, RulesetAttr, RulesetCreatedAttr,
+        ABI, Access, AccessFs, AccessNet, Ruleset, RulesetAttr, RulesetCreatedAttr, Scope,
         path_beneath_rules,
     };
-    let abi = ABI::V5;
-    let mut ruleset = Ruleset::default().handle_access(AccessFs::from_all(abi))?;
+    // Best effort: what this kernel's Landlock lacks is left out. On 6.12
+    // and later the program cannot signal processes outside its sandbox
+    // (corral among them) nor reach abstract UNIX sockets; on 7.1 and later
+    // it cannot connect to named UNIX sockets outside the workspace and its
+    // temp directory (before that the seccomp filter refuses UNIX sockets).
+    let abi = ABI::V10;
+    let mut ruleset = Ruleset::default()
+        .handle_access(AccessFs::from_all(abi))?
+        .scope(Scope::from_all(abi))?;
     if !network {
         ruleset = ruleset.handle_access(AccessNet::from_all(abi))?;
     }

@@ -562,3 +562,69 @@ fn the_git_status_in_the_context_runs_confined() {
     assert!(!sent.contains("wrote-planted"), "{sent}");
     assert!(!sb.ws().join("planted.txt").exists());
 }
+
+#[tokio::test]
+async fn a_granted_program_cannot_reach_unix_sockets_or_udp() {
+    // A UNIX socket outside the sandbox (a session bus, a container
+    // daemon) and a UDP port: with network = false neither is reachable;
+    // Landlock alone stops only TCP.
+    let sb = Sandbox::new();
+    let dir = tempfile::tempdir().expect("dir");
+    let sock = dir.path().join("daemon.sock");
+    let listener = std::os::unix::net::UnixListener::bind(&sock).expect("bind unix");
+    listener.set_nonblocking(true).expect("nonblocking");
+    let udp = std::net::UdpSocket::bind("127.0.0.1:0").expect("bind udp");
+    udp.set_nonblocking(true).expect("nonblocking");
+    let port = udp.local_addr().expect("addr").port();
+    let p = shell(&sb, r#"{ program = "curl", args = ["**"] }"#).await;
+    let (out, err) = content(
+        call(
+            &p,
+            "run_command",
+            json!({"argv": ["curl", "-sS", "--max-time", "3", "--unix-socket", sock.display().to_string(), "http://localhost/"]}),
+        )
+        .await,
+    );
+    assert!(err, "{out}");
+    let (out2, err2) = content(
+        call(
+            &p,
+            "run_command",
+            json!({"argv": ["curl", "-sS", "--max-time", "2", format!("tftp://127.0.0.1:{port}/x")]}),
+        )
+        .await,
+    );
+    assert!(err2, "{out2}");
+    // Neither side heard anything.
+    assert!(listener.accept().is_err(), "unix socket reached: {out}");
+    let mut buf = [0u8; 64];
+    assert!(udp.recv_from(&mut buf).is_err(), "udp reached: {out2}");
+    // The same curl may reach what it is granted: with network = true,
+    // UDP leaves (TCP too), while UNIX sockets stay closed.
+    let p = shell(
+        &sb,
+        r#"{ program = "curl", args = ["**"], network = true }"#,
+    )
+    .await;
+    let _ = call(
+        &p,
+        "run_command",
+        json!({"argv": ["curl", "-sS", "--max-time", "1", format!("tftp://127.0.0.1:{port}/x")]}),
+    )
+    .await;
+    std::thread::sleep(Duration::from_millis(100));
+    assert!(
+        udp.recv_from(&mut buf).is_ok(),
+        "the granted network was not usable"
+    );
+    let _ = call(
+        &p,
+        "run_command",
+        json!({"argv": ["curl", "-sS", "--max-time", "3", "--unix-socket", sock.display().to_string(), "http://localhost/"]}),
+    )
+    .await;
+    assert!(
+        listener.accept().is_err(),
+        "unix socket reached with network = true"
+    );
+}
