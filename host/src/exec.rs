@@ -275,7 +275,7 @@ impl Exec {
                 {
                     rules
                         .restrict_self()
-                        .map_err(|e| std::io::Error::other(e.to_string()))?;
+                        .map_err(|_| std::io::Error::from_raw_os_error(libc::EPERM))?;
                 }
                 drop_capabilities();
                 install_filter(&filter)?;
@@ -409,14 +409,31 @@ const SECRETS_IN_HOME: &[&str] = &[
 /// (session logs, which hold whatever was said), those that exist, by
 /// their canonical paths.
 fn secret_paths() -> Vec<PathBuf> {
-    let home = std::env::var_os("HOME").map(PathBuf::from);
-    let in_home = home
+    // $HOME as set, and the home the system knows, if they differ.
+    let mut homes: Vec<PathBuf> = std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .into_iter()
+        .collect();
+    homes.extend(dirs::home_dir());
+    let mut paths: Vec<PathBuf> = homes
         .iter()
-        .flat_map(|h| SECRETS_IN_HOME.iter().map(move |rel| h.join(rel)));
-    in_home
-        .chain(dirs::data_dir().map(|d| d.join("corral")))
-        .filter_map(|p| p.canonicalize().ok())
-        .collect()
+        .flat_map(|h| SECRETS_IN_HOME.iter().map(move |rel| h.join(rel)))
+        .collect();
+    // The same stores where the environment moves them.
+    if let Some(cargo) = std::env::var_os("CARGO_HOME").map(PathBuf::from) {
+        paths.extend([cargo.join("credentials"), cargo.join("credentials.toml")]);
+    }
+    if let Some(config) = dirs::config_dir() {
+        paths.extend([config.join("gh"), config.join("gcloud")]);
+    }
+    for var in ["GNUPGHOME", "DOCKER_CONFIG", "AWS_SHARED_CREDENTIALS_FILE"] {
+        paths.extend(std::env::var_os(var).map(PathBuf::from));
+    }
+    paths.extend(dirs::data_dir().map(|d| d.join("corral")));
+    let mut out: Vec<PathBuf> = paths.iter().filter_map(|p| p.canonicalize().ok()).collect();
+    out.sort();
+    out.dedup();
+    out
 }
 
 /// Paths whose subtrees together cover the whole file system except
@@ -644,6 +661,7 @@ fn landlock_ruleset(
     // it cannot connect to named UNIX sockets outside the workspace and its
     // temp directory (before that the seccomp filter refuses UNIX sockets).
     let abi = ABI::V10;
+    let secrets = secret_paths();
     let mut ruleset = Ruleset::default()
         .handle_access(AccessFs::from_all(abi))?
         .scope(Scope::from_all(abi))?;
@@ -653,10 +671,15 @@ fn landlock_ruleset(
     ruleset
         .create()?
         .add_rules(path_beneath_rules(
-            readable_except(&secret_paths()),
+            readable_except(&secrets),
             AccessFs::from_read(abi),
         ))?
-        .add_rules(path_beneath_rules(writable, AccessFs::from_all(abi)))?
+        // A secret beneath a writable directory (a workspace that is the
+        // home directory, say) stays out: the rule covers the rest of it.
+        .add_rules(path_beneath_rules(
+            writable.iter().flat_map(|w| cover(w, &secrets)),
+            AccessFs::from_all(abi),
+        ))?
         .add_rules(path_beneath_rules(["/dev/null"], AccessFs::from_file(abi)))
 }
 

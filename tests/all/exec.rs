@@ -628,3 +628,33 @@ async fn a_granted_program_cannot_reach_unix_sockets_or_udp() {
         "unix socket reached with network = true"
     );
 }
+
+#[test]
+fn credentials_stay_closed_when_the_workspace_is_the_home() {
+    let sb = Sandbox::new();
+    sb.write(
+        "corral.toml",
+        "[plugins.shell]\nsource = \"builtin:shell\"\ngrants.exec = [{ program = \"sh\", args = [\"**\"] }]\n",
+    );
+    sb.write(".ssh/id_ed25519", "ssh-secret-40aa");
+    sb.write("src/lib.rs", "// code\n");
+    let cli = Cli::new();
+    let home = sb.ws().display().to_string();
+    let args = json!({"argv": ["sh", "-c", "cat .ssh/id_ed25519; echo planted > .ssh/authorized_keys; echo fine > src/notes.txt && echo wrote-notes"]});
+    let o = cli.run_env(
+        &sb.ws(),
+        &["tool", "call", "run_command", "--args", &args.to_string()],
+        &[("HOME", home.as_str())],
+    );
+    let out = format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(!out.contains("ssh-secret-40aa"), "{out}");
+    assert!(!sb.ws().join(".ssh/authorized_keys").exists(), "{out}");
+    // The rest of the workspace stays writable (Landlock cannot subtract,
+    // so the rules cover the workspace's entries other than the secret;
+    // only new files directly at its root are refused).
+    assert!(out.contains("wrote-notes"), "{out}");
+}
