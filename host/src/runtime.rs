@@ -759,15 +759,18 @@ impl Plugin {
         for grant in &self.decl.fs {
             // The path was canonical when the manifest loaded; if a directory
             // on it has since become a symlink (a program run by a plugin can
-            // do that inside the workspace), it may lead anywhere.
-            files::check_unmoved(&grant.host_path).map_err(|e| {
+            // do that inside the workspace), it may lead anywhere. The
+            // workspace root itself is out of their reach.
+            if grant.path != "." {
+                files::check_unmoved(&grant.host_path).map_err(|e| {
                 ToolError::Sandbox(format!(
                     "plugin `{name}`: granted directory {} ({}) is no longer what the manifest granted: {e}; \
                      restore it or reload corral",
                     grant.path,
                     grant.host_path.display()
                 ))
-            })?;
+                })?;
+            }
             let perms = if read_only || grant.access == Access::Ro {
                 FsPerms::ReadOnly
             } else {
