@@ -658,3 +658,29 @@ fn credentials_stay_closed_when_the_workspace_is_the_home() {
     // only new files directly at its root are refused).
     assert!(out.contains("wrote-notes"), "{out}");
 }
+
+#[tokio::test]
+async fn a_granted_program_cannot_signal_corral() {
+    // Landlock's signal scope needs ABI 6 (Linux 6.12).
+    match corral::exec::confinement() {
+        corral::exec::Confinement::Landlock(abi) if abi >= 6 => {}
+        other => {
+            eprintln!("skipped: this kernel's Landlock ({other:?}) has no signal scope");
+            return;
+        }
+    }
+    let sb = Sandbox::new();
+    let p = shell(&sb, r#"{ program = "sh", args = ["**"] }"#).await;
+    // `kill -0` only asks whether the signal could be sent.
+    let (out, _) = content(
+        call(
+            &p,
+            "run_command",
+            json!({"argv": ["sh", "-c", "kill -0 $PPID && echo reached-parent; kill -0 $$ && echo reached-self"]}),
+        )
+        .await,
+    );
+    assert!(!out.contains("reached-parent"), "{out}");
+    // Its own processes it may still signal.
+    assert!(out.contains("reached-self"), "{out}");
+}
