@@ -112,7 +112,7 @@ fn git_status(workspace: &Path) -> Option<String> {
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::null());
-    crate::exec::confine_helper(&mut cmd);
+    crate::exec::confine_helper(&mut cmd).ok()?;
     let mut child = cmd.spawn().ok()?;
     let deadline = std::time::Instant::now() + Duration::from_secs(2);
     loop {

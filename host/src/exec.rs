@@ -243,23 +243,15 @@ impl Exec {
         }
         cmd.env("TMPDIR", tmp.path());
 
-        let ruleset = match confined {
-            Confinement::Landlock(_) => Some(
-                landlock_ruleset(&[&self.workspace, tmp.path()], grant.network).map_err(|e| {
-                    ExecError::SpawnFailed(format!("cannot prepare the Landlock ruleset: {e}"))
-                })?,
-            ),
-            Confinement::Unavailable => None,
-        };
-        hide_from_children();
-        let filter = socket_filter(grant.network);
+        let confine = ChildConfinement::prepare(&[&self.workspace, tmp.path()], grant.network)
+            .map_err(|e| {
+                ExecError::SpawnFailed(format!("cannot prepare the Landlock ruleset: {e}"))
+            })?;
         let cgroup = PidsCgroup::create();
-        let ruleset = Mutex::new(ruleset);
         let cgroup_tasks = cgroup.as_ref().map(|c| c.tasks.clone());
         // SAFETY: the closure runs in the forked child before exec. It only
         // makes syscalls (setrlimit, open/write of a path prepared in the
-        // parent, prctl and landlock_restrict_self through the prepared
-        // ruleset) and locks a mutex that no other thread of the child can hold.
+        // parent, then `ChildConfinement::apply`'s).
         unsafe {
             cmd.pre_exec(move || {
                 let limit = libc::rlimit {
@@ -270,16 +262,7 @@ impl Exec {
                 if let Some(tasks) = &cgroup_tasks {
                     join_cgroup(tasks);
                 }
-                if let Ok(mut slot) = ruleset.lock()
-                    && let Some(rules) = slot.take()
-                {
-                    rules
-                        .restrict_self()
-                        .map_err(|_| std::io::Error::from_raw_os_error(libc::EPERM))?;
-                }
-                drop_capabilities();
-                install_filter(&filter)?;
-                Ok(())
+                confine.apply()
             });
         }
         let mut child = cmd
@@ -606,13 +589,53 @@ fn drop_capabilities() {
     }
 }
 
+/// What confines a child, prepared in the parent and applied in the child
+/// between fork and exec, where only system calls may be made.
+struct ChildConfinement {
+    /// Taken by the child; the mutex cannot be held by any other thread there.
+    ruleset: Mutex<Option<landlock::RulesetCreated>>,
+    filter: Vec<libc::sock_filter>,
+}
+
+impl ChildConfinement {
+    /// Landlock rules where the kernel has Landlock (reads as in
+    /// [`landlock_ruleset`], writes beneath `writable`, TCP with `network`)
+    /// and the socket filter; makes corral non-dumpable first.
+    fn prepare(writable: &[&Path], network: bool) -> Result<Self, landlock::RulesetError> {
+        hide_from_children();
+        let ruleset = match confinement() {
+            Confinement::Landlock(_) => Some(landlock_ruleset(writable, network)?),
+            Confinement::Unavailable => None,
+        };
+        Ok(Self {
+            ruleset: Mutex::new(ruleset),
+            filter: socket_filter(network),
+        })
+    }
+
+    /// In the child: Landlock, then no capabilities, then the filter.
+    fn apply(&self) -> std::io::Result<()> {
+        if let Ok(mut slot) = self.ruleset.lock()
+            && let Some(rules) = slot.take()
+        {
+            rules
+                .restrict_self()
+                .map_err(|_| std::io::Error::from_raw_os_error(libc::EPERM))?;
+        }
+        drop_capabilities();
+        install_filter(&self.filter)
+    }
+}
+
 /// Confines a helper program corral runs for itself (`git status` for the
 /// model's context): an environment of only `PATH`, `HOME`, `LANG` and
-/// `LC_ALL`, no capabilities, and where the kernel has Landlock, reads as
-/// for granted programs, writes nowhere (but `/dev/null`) and no TCP. A
-/// repository's configuration is the workspace's to set, and a tool may
-/// have written it: whatever command it names runs confined.
-pub fn confine_helper(cmd: &mut std::process::Command) {
+/// `LC_ALL`, no capabilities, the socket filter, and where the kernel has
+/// Landlock, reads as for granted programs, writes nowhere (but
+/// `/dev/null`) and no TCP. A repository's configuration is the
+/// workspace's to set, and a tool may have written it: whatever command it
+/// names runs confined. Fails, so that the caller runs nothing, when the
+/// confinement cannot be prepared.
+pub fn confine_helper(cmd: &mut std::process::Command) -> Result<(), String> {
     use std::os::unix::process::CommandExt as _;
     cmd.env_clear();
     for var in ["PATH", "HOME", "LANG", "LC_ALL"] {
@@ -620,29 +643,12 @@ pub fn confine_helper(cmd: &mut std::process::Command) {
             cmd.env(var, value);
         }
     }
-    hide_from_children();
-    let ruleset = match confinement() {
-        Confinement::Landlock(_) => landlock_ruleset(&[], false).ok(),
-        Confinement::Unavailable => None,
-    };
-    let ruleset = Mutex::new(ruleset);
-    let filter = socket_filter(false);
-    // SAFETY: as in `Exec::run`: only syscalls, and a mutex no other thread
-    // of the child can hold.
+    let confine = ChildConfinement::prepare(&[], false).map_err(|e| e.to_string())?;
+    // SAFETY: `apply` only makes system calls.
     unsafe {
-        cmd.pre_exec(move || {
-            if let Ok(mut slot) = ruleset.lock()
-                && let Some(rules) = slot.take()
-            {
-                rules
-                    .restrict_self()
-                    .map_err(|_| std::io::Error::from_raw_os_error(libc::EPERM))?;
-            }
-            drop_capabilities();
-            install_filter(&filter)?;
-            Ok(())
-        });
+        cmd.pre_exec(move || confine.apply());
     }
+    Ok(())
 }
 
 /// Reads everywhere but [`secret_paths`], everything beneath `writable`,

@@ -288,10 +288,7 @@ pub fn subject(_tool: &str, args: &serde_json::Value) -> Subject {
 /// commands run, write an `allow` rule instead.
 pub fn session_scope(tool: &str, args: &serde_json::Value) -> String {
     match subject(tool, args) {
-        Subject::Command(argv) => format!(
-            "{tool}({})",
-            serde_json::Value::from(argv.into_iter().collect::<Vec<_>>())
-        ),
+        Subject::Command(argv) => format!("{tool}({})", serde_json::Value::from(argv)),
         Subject::Path(_) | Subject::Other(_) => tool.to_owned(),
     }
 }

@@ -377,6 +377,7 @@ impl Runtime {
             shared: Arc::new(Shared {
                 name: name.as_str().into(),
                 config: decl.config.clone(),
+                fs: decl.fs.clone().into(),
                 exec: (!decl.exec.is_empty()).then(|| {
                     Arc::new(crate::exec::Exec {
                         plugin: name.clone(),
@@ -449,6 +450,7 @@ impl Runtime {
                         exec: None,
                         name: "inspected".into(),
                         config: BTreeMap::new(),
+                        fs: Arc::new([]),
                     }),
                     decl,
                     sha256: sha256.clone(),
@@ -498,6 +500,8 @@ pub(crate) struct Shared {
     pub(crate) exec: Option<Arc<crate::exec::Exec>>,
     pub(crate) name: Arc<str>,
     pub(crate) config: BTreeMap<String, String>,
+    /// Its directory grants, shared by every call's `files` interface.
+    pub(crate) fs: Arc<[crate::manifest::FsGrant]>,
 }
 
 /// The data of one call's store.
@@ -807,7 +811,7 @@ impl Plugin {
             host_calls_left: limits.host_calls,
             host_calls_hit: false,
             events,
-            dirs: files::Dirs::new(self.decl.fs.clone()),
+            dirs: files::Dirs::new(self.shared.fs.clone()),
         };
         let mut store = Store::new(&self.engine, state);
         store.limiter(|s| &mut s.limiter);

@@ -14,6 +14,7 @@ use crate::manifest::FsGrant;
 use rustix::fs::{FileType, Mode, OFlags, ResolveFlags};
 use std::io::Read as _;
 use std::os::fd::{AsFd, OwnedFd};
+use std::sync::Arc;
 
 /// Bytes one `read-files` call may return, whatever the plugin asks.
 const MAX_BATCH_BYTES: u64 = 32 << 20;
@@ -26,15 +27,14 @@ pub(crate) struct GrantDir {
 }
 
 /// The granted directories of one call, opened lazily.
-#[derive(Default)]
 pub(crate) struct Dirs {
-    grants: Vec<FsGrant>,
+    grants: Arc<[FsGrant]>,
     opened: Option<Result<Vec<GrantDir>, String>>,
 }
 
 impl Dirs {
     /// The directories of `grants`, not opened yet.
-    pub(crate) fn new(grants: Vec<FsGrant>) -> Self {
+    pub(crate) fn new(grants: Arc<[FsGrant]>) -> Self {
         Self {
             grants,
             opened: None,
