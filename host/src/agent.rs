@@ -604,11 +604,11 @@ impl Agent {
             crate::policy::Decision::Ask => {
                 let preview = if spec.effects.contains(&crate::runtime::Effect::Write) {
                     match self.plugins.plugin_for(&call.name) {
-                        Some(p) => p
-                            .preview(&call.name, &call.arguments, &call.id)
-                            .await
-                            .ok()
-                            .flatten(),
+                        Some(p) => tokio::select! {
+                            biased;
+                            () = cancel.cancelled() => None,
+                            r = p.preview(&call.name, &call.arguments, &call.id) => r.ok().flatten(),
+                        },
                         None => None,
                     }
                 } else {

@@ -154,7 +154,11 @@ pub fn main() -> ExitCode {
         Ok(rt) => rt,
         Err(e) => return fail(&format!("cannot start the async runtime: {e}")),
     };
-    rt.block_on(run(cli))
+    let code = rt.block_on(run(cli));
+    // A thread may still sit in a blocking read of the terminal (an approval
+    // prompt answered by Ctrl-C): exit without waiting for it.
+    rt.shutdown_background();
+    code
 }
 
 fn init_logging(verbose: u8) {
@@ -388,7 +392,13 @@ async fn tool_call(plugins: &Plugins, name: &str, args: &str, json: bool) -> Exi
             known.join(", ")
         ));
     }
-    let result = plugins.call(name, args, "cli-1").await;
+    let result = tokio::select! {
+        r = plugins.call(name, args, "cli-1") => r,
+        _ = tokio::signal::ctrl_c() => {
+            eprintln!("interrupted: `{name}` was stopped");
+            return ExitCode::from(crate::run::EXIT_INTERRUPTED);
+        }
+    };
     if json {
         let value = match &result {
             Ok(o) => serde_json::json!({"ok": o}),

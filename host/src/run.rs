@@ -19,7 +19,7 @@ use tokio_util::sync::CancellationToken;
 /// Exit codes of `run` and `resume`.
 const EXIT_PROVIDER: u8 = 3;
 const EXIT_INCOMPLETE: u8 = 4;
-const EXIT_INTERRUPTED: u8 = 130;
+pub(crate) const EXIT_INTERRUPTED: u8 = 130;
 const EXIT_DENIED: u8 = 5;
 
 /// Flags shared by `run` and `resume`.

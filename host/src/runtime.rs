@@ -24,7 +24,6 @@ use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 use wasmtime::component::{Component, HasSelf, Linker, ResourceTable};
 use wasmtime::{CallHook, Config, Engine, Store, Trap};
@@ -206,13 +205,6 @@ pub struct Runtime {
     engine: Engine,
     linker: Linker<State>,
     cache: cache::Cache,
-    ticker: Arc<AtomicBool>,
-}
-
-impl Drop for Runtime {
-    fn drop(&mut self) {
-        self.ticker.store(true, Ordering::Relaxed);
-    }
 }
 
 impl Runtime {
@@ -270,13 +262,14 @@ impl Runtime {
         )
         .map_err(anyhow::Error::from)?;
 
-        let ticker = Arc::new(AtomicBool::new(false));
-        let stop = ticker.clone();
+        // The ticker lives as long as the engine, not the `Runtime`: loaded
+        // plugins hold the engine and outlive the runtime that loaded them,
+        // and their deadlines depend on it.
         let weak = engine.weak();
         std::thread::Builder::new()
             .name("corral-epoch".into())
             .spawn(move || {
-                while !stop.load(Ordering::Relaxed) {
+                loop {
                     std::thread::sleep(TICK);
                     match weak.upgrade() {
                         Some(engine) => engine.increment_epoch(),
@@ -291,7 +284,6 @@ impl Runtime {
             engine,
             linker,
             cache,
-            ticker,
         })
     }
 
@@ -514,6 +506,8 @@ pub(crate) struct State {
     limiter: limits::CallLimiter,
     host_calls_left: u64,
     host_calls_hit: bool,
+    /// The wall-clock deadline ended the call.
+    timed_out: bool,
     events: Option<tokio::sync::mpsc::UnboundedSender<StreamEvent>>,
     dirs: files::Dirs,
 }
@@ -661,6 +655,7 @@ impl Plugin {
             arguments: arguments.to_owned(),
         };
         let output_cap = self.decl.limits.output_kb.saturating_mul(1024);
+        tracing::debug!(plugin = %self.decl.name, tool, "call started");
         let Kind::Tool(pre) = &self.kind else {
             return Err(ToolError::UnknownTool(tool.to_owned()));
         };
@@ -810,14 +805,24 @@ impl Plugin {
             },
             host_calls_left: limits.host_calls,
             host_calls_hit: false,
+            timed_out: false,
             events,
             dirs: files::Dirs::new(self.shared.fs.clone()),
         };
         let mut store = Store::new(&self.engine, state);
         store.limiter(|s| &mut s.limiter);
-        let ticks = limits.timeout_ms.div_ceil(TICK.as_millis() as u64).max(1);
-        store.set_epoch_deadline(ticks);
-        store.epoch_deadline_trap();
+        // Every tick yields to the executor, so a call in a busy loop can
+        // still be cancelled (Ctrl-C drops its future) between ticks; the
+        // wall-clock deadline traps.
+        let deadline = Instant::now() + Duration::from_millis(limits.timeout_ms);
+        store.set_epoch_deadline(1);
+        store.epoch_deadline_callback(move |mut ctx| {
+            if Instant::now() >= deadline {
+                ctx.data_mut().timed_out = true;
+                return Err(wasmtime::format_err!("deadline reached"));
+            }
+            Ok(wasmtime::UpdateDeadline::Yield(1))
+        });
         store.call_hook(|mut ctx, hook| {
             if matches!(hook, CallHook::CallingHost) {
                 let state = ctx.data_mut();
@@ -858,7 +863,12 @@ impl Plugin {
             Ok(Err(err)) => err,
         };
         let state = store.data();
-        let why = if state.limiter.memory_hit {
+        let why = if state.timed_out {
+            format!(
+                "the call timed out after {} ms (limits.timeout_ms)",
+                limits.timeout_ms
+            )
+        } else if state.limiter.memory_hit {
             format!(
                 "the call exceeded the memory limit of {} MiB (limits.memory_mb)",
                 limits.memory_mb
