@@ -243,8 +243,8 @@ impl Reviewed {
     }
 }
 
-/// Whether `decl` was declared in the project manifest named `project` and
-/// loads a `.wasm` file.
+/// The `.wasm` file of `decl` and its `sha256` pin, when `decl` was declared
+/// in the project manifest named `project` and loads one.
 fn from_project<'a>(decl: &'a PluginDecl, project: &str) -> Option<(&'a Path, Option<&'a str>)> {
     match &decl.source {
         Source::File { path, sha256 } if decl.origin.file == project => {
