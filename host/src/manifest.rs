@@ -248,6 +248,10 @@ pub struct Manifest {
     pub require_os_sandbox: bool,
     /// `[policy]`: mode and rules.
     pub policy: crate::policy::Policy,
+    /// For each plugin of a trusted project manifest that loads an unpinned
+    /// `.wasm` file: what `corral trust` approved of that file, which the
+    /// runtime checks before compiling it. Filled by [`load`] only.
+    pub trusted_files: BTreeMap<String, crate::trust::PluginFile>,
 }
 
 /// A credential the host adds to requests to one host; the plugin never sees it.
@@ -544,7 +548,13 @@ pub fn load(workspace: &Path) -> Result<Manifest, ManifestError> {
             file.display()
         );
     }
-    from_layers(workspace, &layers)
+    let mut manifest = from_layers(workspace, &layers)?;
+    let project = workspace.join("corral.toml");
+    let project_name = project.display().to_string();
+    if let Some(layer) = layers.iter().rev().find(|l| l.name == project_name) {
+        crate::trust::bind(&mut manifest, &project, &layer.text);
+    }
+    Ok(manifest)
 }
 
 /// Checks a manifest made of explicit layers (later layers win).
@@ -671,6 +681,7 @@ pub fn from_layers(workspace: &Path, layers: &[Layer]) -> Result<Manifest, Manif
         agent,
         require_os_sandbox,
         policy,
+        trusted_files: BTreeMap::new(),
     })
 }
 

@@ -13,6 +13,7 @@ mod caps;
 mod host;
 mod http;
 mod limits;
+mod loader;
 mod stdio;
 
 pub use cache::CacheOutcome;
@@ -289,13 +290,11 @@ impl Runtime {
 
     /// Compiles (or loads from the cache) every plugin of `manifest`, checks
     /// its imports against its grants, asks it for its tools and checks that
-    /// no tool name is exported twice.
+    /// no tool name is exported twice. Entries with the same component share
+    /// one compiled copy, and everything that can be checked without running
+    /// a plugin is checked for every entry before any is instantiated.
     pub async fn load(&self, manifest: &Manifest) -> Result<Plugins, LoadError> {
-        let mut plugins = Vec::new();
-        for decl in &manifest.plugins {
-            plugins.push(Arc::new(self.load_plugin(decl, manifest).await?));
-        }
-        Plugins::new(plugins)
+        loader::load(self, manifest).await
     }
 
     /// Loads one plugin.
@@ -304,67 +303,25 @@ impl Runtime {
         decl: &PluginDecl,
         manifest: &Manifest,
     ) -> Result<Plugin, LoadError> {
+        let mut plugin = self.prepare(decl, manifest, &mut loader::Components::default())?;
+        plugin.tools = plugin.describe().await?;
+        Ok(plugin)
+    }
+
+    /// Everything of loading one plugin short of running it: its component
+    /// (shared through `components`), checked against its grants and linked.
+    fn prepare(
+        &self,
+        decl: &PluginDecl,
+        manifest: &Manifest,
+        components: &mut loader::Components,
+    ) -> Result<Plugin, LoadError> {
         let name = &decl.name;
-        let bytes: Vec<u8> = match &decl.source {
-            Source::Builtin(b) => corral_builtin::get(b)
-                .ok_or_else(|| LoadError(format!("plugin `{name}`: no built-in plugin `{b}`")))?
-                .to_vec(),
-            Source::File { path, .. } => std::fs::read(path).map_err(|e| {
-                LoadError(format!(
-                    "plugin `{name}` ({}): cannot read {}: {e}",
-                    decl.origin,
-                    path.display()
-                ))
-            })?,
-        };
-        let sha256 = hex::encode(Sha256::digest(&bytes));
-        if let Source::File {
-            sha256: Some(pin),
-            path,
-        } = &decl.source
-            && *pin != sha256
-        {
-            {
-                return Err(LoadError(format!(
-                    "plugin `{name}` ({}): {} has sha256 {sha256}, but the manifest pins {pin}; \
-                     the file changed. Check where it came from, then update `sha256` to approve it",
-                    decl.origin,
-                    path.display()
-                )));
-            }
-        }
-        let started = Instant::now();
-        let (component, outcome) = self
-            .cache
-            .load(&self.engine, &bytes, &sha256)
-            .map_err(|e| {
-                LoadError(format!(
-                    "plugin `{name}` ({}): not a valid component: {e:#}",
-                    decl.origin
-                ))
-            })?;
-        let elapsed = started.elapsed();
-        match outcome {
-            CacheOutcome::Hit => {
-                tracing::info!(plugin = %name, "compile cache hit ({elapsed:.1?})")
-            }
-            CacheOutcome::Compiled => tracing::info!(plugin = %name, "compiled ({elapsed:.1?})"),
-        }
-        let imports = import_names(&self.engine, &component);
-        caps::check(decl, &imports).map_err(LoadError)?;
-        let pre = self.linker.instantiate_pre(&component).map_err(|e| {
-            LoadError(format!(
-                "plugin `{name}` ({}): cannot be linked: {e:#}",
-                decl.origin
-            ))
-        })?;
-        let kind = Kind::of(pre).map_err(|e| {
-            LoadError(format!(
-                "plugin `{name}` ({}): exports neither corral:plugin/tool@0.1.0 nor corral:plugin/provider@0.1.0: {e}",
-                decl.origin
-            ))
-        })?;
-        let mut plugin = Plugin {
+        let loaded = components.get(self, decl, manifest)?;
+        caps::check(decl, &loaded.imports).map_err(LoadError)?;
+        let kind = components.link(self, decl, &loaded)?;
+        let (sha256, imports, outcome) = (loaded.sha256, loaded.imports, loaded.outcome);
+        Ok(Plugin {
             engine: self.engine.clone(),
             shared: Arc::new(Shared {
                 name: name.as_str().into(),
@@ -391,11 +348,7 @@ impl Runtime {
             cache: outcome,
             kind,
             tools: Vec::new(),
-        };
-        if matches!(plugin.kind, Kind::Tool(_)) {
-            plugin.tools = plugin.describe().await?;
-        }
-        Ok(plugin)
+        })
     }
 
     /// Reads a component's imports, exports and tools without granting it
@@ -532,6 +485,7 @@ impl WasiHttpView for State {
 }
 
 /// What a plugin provides, from its exports.
+#[derive(Clone)]
 enum Kind {
     Tool(ToolPluginPre<State>),
     Provider(ProviderPluginPre<State>),
@@ -923,16 +877,7 @@ impl Plugins {
         for (i, plugin) in plugins.iter().enumerate() {
             for tool in &plugin.tools {
                 if let Some(&j) = by_tool.get(&tool.name) {
-                    let other = &plugins[j];
-                    return Err(LoadError(format!(
-                        "tool `{}` is exported by two plugins: `{}` ({}) and `{}` ({}); \
-                         remove one or set `enabled = false` on it",
-                        tool.name,
-                        other.decl.name,
-                        other.decl.origin,
-                        plugin.decl.name,
-                        plugin.decl.origin
-                    )));
+                    return Err(loader::clash(&tool.name, &plugins[j], plugin));
                 }
                 by_tool.insert(tool.name.clone(), i);
             }

@@ -17,6 +17,7 @@ mod mock;
 mod policy;
 mod sandbox;
 mod tools;
+mod trustpin;
 
 use corral::manifest::{Layer, Manifest, from_layers};
 use corral::runtime::{Plugins, Runtime, RuntimeOptions, ToolError, ToolOutput};
