@@ -21,12 +21,15 @@ fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
+/// A request's headers, names lowercase.
+type Headers = Vec<(String, String)>;
+
 /// Every connection a loopback server accepted, and the headers of each
-/// request it read (names lowercase).
+/// request it read.
 #[derive(Clone, Default)]
 struct Seen {
     connections: Arc<Mutex<usize>>,
-    requests: Arc<Mutex<Vec<Vec<(String, String)>>>>,
+    requests: Arc<Mutex<Vec<Headers>>>,
 }
 
 impl Seen {
@@ -34,7 +37,7 @@ impl Seen {
         *self.connections.lock().expect("lock")
     }
 
-    fn requests(&self) -> Vec<Vec<(String, String)>> {
+    fn requests(&self) -> Vec<Headers> {
         self.requests.lock().expect("lock").clone()
     }
 
@@ -420,8 +423,8 @@ fn a_preview_gets_no_program_no_network_and_no_writes() {
     assert_eq!(seen.connections(), 0, "the server was reached");
 }
 
-/// The `x-test-key` header each server saw after `fetch_networker` GETs
-/// `urls` in turn, with `EFFECTS_TEST_KEY` set.
+/// GETs each of `urls` through `fetch_networker`, with `EFFECTS_TEST_KEY`
+/// set in corral's environment.
 fn fetch_all(cli: &Cli, sb: &Sandbox, urls: &[String]) {
     for url in urls {
         let args = json!({ "url": url }).to_string();
