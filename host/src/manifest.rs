@@ -16,6 +16,9 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use toml::Spanned;
 
+mod secret;
+use secret::split_origin;
+
 /// The layer every manifest starts from.
 pub const DEFAULTS: &str = r#"
 [plugins.fs]
@@ -254,11 +257,17 @@ pub struct Manifest {
     pub trusted_files: BTreeMap<String, crate::trust::PluginFile>,
 }
 
-/// A credential the host adds to requests to one host; the plugin never sees it.
+/// A credential the host adds to requests to one destination (scheme, host
+/// and port); the plugin never sees it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Secret {
-    /// The host whose requests get the header.
+    /// `http` or `https`.
+    pub scheme: String,
+    /// The host whose requests get the header: a name or an address,
+    /// lowercase, without brackets.
     pub host: String,
+    /// The port.
+    pub port: u16,
     /// The header name, lowercase.
     pub header: String,
     /// The value template; `${env:NAME}` is replaced at request time.
@@ -266,6 +275,24 @@ pub struct Secret {
 }
 
 impl Secret {
+    /// Whether a request to `scheme://host:port` gets this header: only one to
+    /// the very destination it is bound to, so neither a cleartext request nor
+    /// one to another port of the same host carries it.
+    pub fn applies_to(&self, scheme: &str, host: &str, port: u16) -> bool {
+        self.scheme.eq_ignore_ascii_case(scheme)
+            && self.port == port
+            && self.host.eq_ignore_ascii_case(host.trim_end_matches('.'))
+    }
+
+    /// `scheme://host:port`, as a manifest would write it.
+    pub fn origin(&self) -> String {
+        if self.host.contains(':') {
+            format!("{}://[{}]:{}", self.scheme, self.host, self.port)
+        } else {
+            format!("{}://{}:{}", self.scheme, self.host, self.port)
+        }
+    }
+
     /// Environment variables the value reads.
     pub fn env_vars(&self) -> Vec<String> {
         let mut out = Vec::new();
@@ -416,7 +443,7 @@ struct RawGrants {
     /// `env = ["HOME"]`
     #[serde(default)]
     env: Vec<Spanned<String>>,
-    /// `secrets = [{ host = "api.openai.com", header = "authorization", value = "Bearer ${env:OPENAI_API_KEY}" }]`
+    /// `secrets = [{ origin = "https://api.openai.com:443", header = "authorization", value = "Bearer ${env:OPENAI_API_KEY}" }]`
     #[serde(default)]
     secrets: Vec<Spanned<RawSecret>>,
     /// `exec = [{ program = "cargo", args = ["test", "**"] }]`
@@ -443,8 +470,12 @@ struct RawExec {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawSecret {
-    /// `host = "api.openai.com"`: requests to this host (and only to it) get the header.
-    host: String,
+    /// `origin = "https://api.openai.com:443"`: requests to this scheme, host
+    /// and port (and only to them) get the header.
+    origin: Option<String>,
+    /// `host = "api.openai.com"`: the older spelling, the same as
+    /// `origin = "https://api.openai.com:443"`.
+    host: Option<String>,
     /// `header = "authorization"`
     header: String,
     /// `value = "Bearer ${env:OPENAI_API_KEY}"`: `${env:NAME}` is read from corral's environment.
@@ -787,18 +818,7 @@ impl Checker<'_> {
         let mut secrets = Vec::new();
         for secret in &raw.grants.secrets {
             let raw_secret = secret.get_ref();
-            let host = raw_secret.host.to_ascii_lowercase();
-            if !net.iter().any(|g| g.host == host) {
-                return Err(self.err(
-                    secret.span(),
-                    format!(
-                        "plugin `{name}`: secret for host `{host}`, which grants.net does not allow"
-                    ),
-                    Some(format!(
-                        "add \"https://{host}:443\" to grants.net, or fix the host"
-                    )),
-                ));
-            }
+            let (scheme, host, port) = self.secret_destination(name, secret, &net)?;
             let header = raw_secret.header.to_ascii_lowercase();
             let header_ok = !header.is_empty()
                 && header
@@ -812,7 +832,9 @@ impl Checker<'_> {
                 ));
             }
             let parsed = Secret {
+                scheme,
                 host,
+                port,
                 header,
                 value: raw_secret.value.clone(),
             };
@@ -991,37 +1013,10 @@ impl Checker<'_> {
                 Some("write `scheme://host:port`, e.g. \"https://api.openai.com:443\" or \"http://127.0.0.1:8080\"".into()),
             )
         };
-        let (scheme, rest) = text.split_once("://").ok_or_else(|| bad("no scheme"))?;
-        let scheme = scheme.to_ascii_lowercase();
-        let default_port = match scheme.as_str() {
-            "http" => 80,
-            "https" => 443,
-            _ => return Err(bad("the scheme must be http or https")),
-        };
-        let rest = rest.trim_end_matches('/');
-        if rest.contains('/') || rest.contains('@') || rest.contains('?') {
-            return Err(bad(
-                "only scheme, host and port are allowed, no path or user",
-            ));
-        }
-        let (host, port) = match rest.rsplit_once(':') {
-            Some((h, p)) if !h.ends_with(':') && !p.contains(']') => (
-                h,
-                p.parse::<u16>()
-                    .map_err(|_| bad("the port is not a number"))?,
-            ),
-            _ => (rest, default_port),
-        };
-        let host = host.trim_start_matches('[').trim_end_matches(']');
-        let bare = host.strip_prefix("*.").unwrap_or(host);
-        if bare.is_empty() || bare.contains('*') || bare.contains(char::is_whitespace) {
-            return Err(bad(
-                "the host is empty or has a `*` other than a leading `*.`",
-            ));
-        }
+        let (scheme, host, port) = split_origin(text).map_err(bad)?;
         Ok(NetGrant {
             scheme,
-            host: host.to_ascii_lowercase(),
+            host,
             port,
             pattern: text.clone(),
             origin: Origin {

@@ -10,6 +10,7 @@
 
 mod cache;
 mod caps;
+mod effects;
 mod host;
 mod http;
 mod limits;
@@ -463,6 +464,8 @@ pub(crate) struct State {
     timed_out: bool,
     events: Option<tokio::sync::mpsc::UnboundedSender<StreamEvent>>,
     dirs: files::Dirs,
+    /// What this call may use of its plugin's grants.
+    caps: effects::CallCaps,
 }
 
 impl WasiView for State {
@@ -552,7 +555,7 @@ impl Plugin {
         };
         let pre = pre.clone();
         let specs = self
-            .run(false, None, move |store| {
+            .run(effects::CallCaps::Describe, None, move |store| {
                 Box::pin(async move {
                     let instance = pre.instantiate_async(&mut *store).await?;
                     instance
@@ -614,8 +617,13 @@ impl Plugin {
             return Err(ToolError::UnknownTool(tool.to_owned()));
         };
         let pre = pre.clone();
+        // The same declared effects the permission policy judged this call by.
+        let caps = effects::CallCaps::Invoke {
+            tool: tool.to_owned(),
+            effects: spec.effects.clone(),
+        };
         let result = self
-            .run(spec.is_read_only(), None, move |store| {
+            .run(caps, None, move |store| {
                 Box::pin(async move {
                     let instance = pre.instantiate_async(&mut *store).await?;
                     instance
@@ -652,8 +660,10 @@ impl Plugin {
     }
 
     /// The unified diff `tool` would apply with these arguments, computed by
-    /// the plugin with its directories mounted read-only, so a preview can
-    /// never write. `None` when the tool changes no file or cannot tell.
+    /// the plugin before anything is approved: with its directories mounted
+    /// read-only, no programs and no network, so a preview can change nothing
+    /// and send nothing anywhere. `None` when the tool changes no file or
+    /// cannot tell.
     pub async fn preview(
         &self,
         tool: &str,
@@ -669,8 +679,11 @@ impl Plugin {
             name: tool.to_owned(),
             arguments: arguments.to_owned(),
         };
+        let caps = effects::CallCaps::Preview {
+            tool: tool.to_owned(),
+        };
         let result = self
-            .run(true, None, move |store| {
+            .run(caps, None, move |store| {
                 Box::pin(async move {
                     let instance = pre.instantiate_async(&mut *store).await?;
                     instance
@@ -684,10 +697,11 @@ impl Plugin {
     }
 
     /// Builds a fresh sandboxed store, instantiates the plugin, runs `f` and
-    /// turns traps and limits into [`ToolError::Sandbox`].
+    /// turns traps and limits into [`ToolError::Sandbox`]. `caps` narrows the
+    /// plugin's grants to what this kind of call may use.
     async fn run<R, F>(
         &self,
-        read_only: bool,
+        caps: effects::CallCaps,
         events: Option<tokio::sync::mpsc::UnboundedSender<StreamEvent>>,
         f: F,
     ) -> Result<R, ToolError>
@@ -724,7 +738,7 @@ impl Plugin {
                 ))
                 })?;
             }
-            let perms = if read_only || grant.access == Access::Ro {
+            let perms = if !caps.writes() || grant.access == Access::Ro {
                 FsPerms::ReadOnly
             } else {
                 FsPerms::ReadWrite
@@ -749,6 +763,7 @@ impl Plugin {
                 plugin: self.shared.name.clone(),
                 allow: self.decl.net.clone().into(),
                 secrets: self.decl.secrets.clone().into(),
+                refused: caps.network(name).err(),
             },
             table: ResourceTable::new(),
             plugin: self.shared.clone(),
@@ -762,6 +777,7 @@ impl Plugin {
             timed_out: false,
             events,
             dirs: files::Dirs::new(self.shared.fs.clone()),
+            caps,
         };
         let mut store = Store::new(&self.engine, state);
         store.limiter(|s| &mut s.limiter);

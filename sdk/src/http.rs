@@ -4,8 +4,9 @@
 //! [`Error::Dropped`], never a hang.
 //!
 //! Requests leave through the host, which checks each against the plugin's
-//! `grants.net` and adds the credentials it holds for that host; a plugin
-//! never sets (or sees) an API key.
+//! `grants.net` (and, in a tool, that the tool declares `Effect::Network`)
+//! and adds the credentials it holds for that exact scheme, host and port; a
+//! plugin never sets (or sees) an API key.
 //!
 //! ```no_run
 //! use corral_sdk::http::Request;

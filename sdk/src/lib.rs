@@ -49,7 +49,8 @@
 //!   `provider!`), with [`http`] for outbound requests through `wasi:http`
 //!   (the host adds credentials on egress) and [`sse`] for streamed answers.
 //! - [`process`]: run a program through the host, for plugins granted
-//!   `grants.exec` in the manifest.
+//!   `grants.exec` in the manifest, from tools that declare
+//!   [`Effect::Execute`].
 //!
 //! ## What a plugin sees
 //!
@@ -87,8 +88,10 @@ use __bindings::exports::corral::plugin::tool as wit;
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// What a tool may do to the world. Declare every effect your tool can have:
-/// the host's permission policy reads them, and a tool that declares only
-/// [`Effect::Read`] runs with read-only directories.
+/// the host's permission policy judges each call by them, and the host holds
+/// the call to them: directories are writable only with [`Effect::Write`],
+/// [`process`] runs programs only with [`Effect::Execute`], and requests
+/// leave only with [`Effect::Network`], whatever the plugin's grants allow.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Effect {
     /// Reads files or other local state.
@@ -197,9 +200,10 @@ pub trait Tool {
     /// created or deleted file), or `None` if the tool changes no file.
     ///
     /// The host calls it before asking the user to approve a write, with the
-    /// plugin's directories mounted read-only. Override it in every tool that
-    /// declares [`Effect::Write`], and compute the new content with the same
-    /// code `run` uses so the preview cannot disagree with what happens.
+    /// plugin's directories mounted read-only, no programs and no network.
+    /// Override it in every tool that declares [`Effect::Write`], and compute
+    /// the new content with the same code `run` uses so the preview cannot
+    /// disagree with what happens.
     /// Return an empty string when the call would leave every file as it is.
     fn preview(args: Self::Args) -> Result<Option<String>> {
         // Tools that change no file have nothing to show.

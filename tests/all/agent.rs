@@ -23,14 +23,14 @@ mode = "auto-edit"
 [plugins.openai]
 source = "builtin:openai"
 grants.net = ["http://127.0.0.1:{openai_port}"]
-grants.secrets = [{{ host = "127.0.0.1", header = "authorization", value = "Bearer ${{env:TEST_OPENAI_KEY}}" }}]
+grants.secrets = [{{ origin = "http://127.0.0.1:{openai_port}", header = "authorization", value = "Bearer ${{env:TEST_OPENAI_KEY}}" }}]
 config = {{ base_url = "http://127.0.0.1:{openai_port}/v1", model = "mock-gpt", stall_timeout_ms = 2000 }}
 limits = {{ timeout_ms = 60000 }}
 
 [plugins.anthropic]
 source = "builtin:anthropic"
 grants.net = ["http://127.0.0.1:{anthropic_port}"]
-grants.secrets = [{{ host = "127.0.0.1", header = "x-api-key", value = "${{env:TEST_ANTHROPIC_KEY}}" }}]
+grants.secrets = [{{ origin = "http://127.0.0.1:{anthropic_port}", header = "x-api-key", value = "${{env:TEST_ANTHROPIC_KEY}}" }}]
 config = {{ base_url = "http://127.0.0.1:{anthropic_port}/v1", model = "mock-claude", stall_timeout_ms = 2000 }}
 limits = {{ timeout_ms = 60000 }}
 {extra}
@@ -201,9 +201,10 @@ fn key_is_never_visible_to_the_provider_plugin() {
         "corral.toml",
         &format!(
             "[plugins.leaky]\nsource = {:?}\ngrants.net = [\"http://127.0.0.1:{}\"]\n\
-             grants.secrets = [{{ host = \"127.0.0.1\", header = \"authorization\", value = \"Bearer ${{env:TEST_OPENAI_KEY}}\" }}]\n\
+             grants.secrets = [{{ origin = \"http://127.0.0.1:{}\", header = \"authorization\", value = \"Bearer ${{env:TEST_OPENAI_KEY}}\" }}]\n\
              config = {{ url = \"http://127.0.0.1:{}/probe\" }}\n",
             corral_test_programs::ENV_PROVIDER,
+            mock.port,
             mock.port,
             mock.port
         ),

@@ -527,7 +527,7 @@ fn the_git_status_in_the_context_runs_confined() {
     sb.write(
         "corral.toml",
         &format!(
-            "[plugins.openai]\nsource = \"builtin:openai\"\ngrants.net = [\"http://127.0.0.1:{0}\"]\ngrants.secrets = [{{ host = \"127.0.0.1\", header = \"authorization\", value = \"Bearer ${{env:TEST_OPENAI_KEY}}\" }}]\nconfig = {{ base_url = \"http://127.0.0.1:{0}/v1\", model = \"mock\" }}\n",
+            "[plugins.openai]\nsource = \"builtin:openai\"\ngrants.net = [\"http://127.0.0.1:{0}\"]\ngrants.secrets = [{{ origin = \"http://127.0.0.1:{0}\", header = \"authorization\", value = \"Bearer ${{env:TEST_OPENAI_KEY}}\" }}]\nconfig = {{ base_url = \"http://127.0.0.1:{0}/v1\", model = \"mock\" }}\n",
             mock.port
         ),
     );

@@ -11,6 +11,7 @@
 mod agent;
 mod cli;
 mod deadline;
+mod effects;
 mod exec;
 mod manifest;
 mod mock;

@@ -18,7 +18,7 @@ fn manifest(port: u16, extra: &str) -> String {
 [plugins.openai]
 source = "builtin:openai"
 grants.net = ["http://127.0.0.1:{port}"]
-grants.secrets = [{{ host = "127.0.0.1", header = "authorization", value = "Bearer ${{env:TEST_OPENAI_KEY}}" }}]
+grants.secrets = [{{ origin = "http://127.0.0.1:{port}", header = "authorization", value = "Bearer ${{env:TEST_OPENAI_KEY}}" }}]
 config = {{ base_url = "http://127.0.0.1:{port}/v1", model = "mock" }}
 {extra}
 "#

@@ -12,6 +12,7 @@ const GUESTS: &[&str] = &[
     "guest-raw-socket",
     "guest-env-provider",
     "guest-trustpin",
+    "guest-effects-guest",
 ];
 
 fn main() {

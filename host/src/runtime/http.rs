@@ -1,33 +1,52 @@
 //! Outgoing HTTP for plugins (`wasi:http`), checked against `grants.net` on
-//! every request. The default client does not follow redirects, so a redirect
-//! comes back to the plugin and its next request is checked like any other.
-//! A denied request is `HttpRequestDenied` to the guest, never a trap, and a
-//! log line naming the grant that would allow it.
+//! every request, and refused outright in calls that may not reach the
+//! network (a tool that does not declare `network`, a preview, `describe`).
+//! The default client does not follow redirects, so a redirect comes back to
+//! the plugin and its next request is checked like any other. A denied
+//! request is `HttpRequestDenied` to the guest, never a trap, and a log line
+//! naming the grant or the effect that would allow it.
 //!
 //! Credentials (`grants.secrets`) are added here, on egress, to requests for
-//! their host only: the plugin never holds them, in its environment or
-//! anywhere else.
+//! their exact scheme, host and port only: the plugin never holds them, in
+//! its environment or anywhere else, and a cleartext or other-port request
+//! to the same host does not carry them.
 
 use crate::manifest::{NetGrant, Secret};
 use std::sync::Arc;
 use wasmtime_wasi_http::{Error as HttpError, RequestOptions, WasiBody, WasiHttpHooks};
 
-/// The egress policy of one plugin.
+/// The egress policy of one call.
 pub(crate) struct Egress {
     pub(crate) plugin: Arc<str>,
     pub(crate) allow: Arc<[NetGrant]>,
     pub(crate) secrets: Arc<[Secret]>,
+    /// Why this call may send nothing at all, whatever `allow` says.
+    pub(crate) refused: Option<String>,
+}
+
+/// The scheme, host (lowercase, without brackets or a trailing dot) and port
+/// a request goes to.
+fn destination(uri: &http::Uri) -> (String, String, u16) {
+    let scheme = uri.scheme_str().unwrap_or("https").to_ascii_lowercase();
+    let host = uri
+        .host()
+        .unwrap_or("")
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .trim_end_matches('.')
+        .to_ascii_lowercase();
+    let port = uri
+        .port_u16()
+        .unwrap_or(if scheme == "http" { 80 } else { 443 });
+    (scheme, host, port)
 }
 
 impl Egress {
-    /// Whether `uri` may be requested.
-    fn allowed(&self, uri: &http::Uri) -> Result<(), String> {
-        let scheme = uri.scheme_str().unwrap_or("https");
-        let host = uri.host().unwrap_or("");
-        let host = host.trim_start_matches('[').trim_end_matches(']');
-        let port = uri
-            .port_u16()
-            .unwrap_or(if scheme == "http" { 80 } else { 443 });
+    /// Whether a request to `scheme://host:port` may be sent.
+    fn allowed(&self, scheme: &str, host: &str, port: u16) -> Result<(), String> {
+        if let Some(why) = &self.refused {
+            return Err(format!("request to {scheme}://{host}:{port} denied: {why}"));
+        }
         if self.allow.iter().any(|g| g.allows(scheme, host, port)) {
             Ok(())
         } else {
@@ -54,19 +73,24 @@ impl WasiHttpHooks for Egress {
         options: Option<RequestOptions>,
         fut: Box<dyn Future<Output = Result<(), HttpError>> + Send>,
     ) -> Box<dyn Future<Output = SendResult> + Send> {
-        if let Err(why) = self.allowed(request.uri()) {
+        let (scheme, host, port) = destination(request.uri());
+        if let Err(why) = self.allowed(&scheme, &host, port) {
             tracing::warn!(target: "corral::egress", "{why}");
             return Box::new(async { Err(HttpError::HttpRequestDenied) });
         }
         tracing::debug!(target: "corral::egress", plugin = &*self.plugin, uri = %request.uri(), "request allowed");
-        let host = request.uri().host().unwrap_or("").to_ascii_lowercase();
-        for secret in self.secrets.iter().filter(|s| s.host == host) {
+        for secret in self
+            .secrets
+            .iter()
+            .filter(|s| s.applies_to(&scheme, &host, port))
+        {
+            let origin = secret.origin();
             let value = match secret.resolve() {
                 Ok(v) => v,
                 Err(var) => {
                     tracing::warn!(
                         target: "corral::egress",
-                        "plugin `{}`: request to {host} needs the environment variable {var}, which is not set",
+                        "plugin `{}`: request to {origin} needs the environment variable {var}, which is not set",
                         self.plugin
                     );
                     return Box::new(async { Err(HttpError::HttpRequestDenied) });
@@ -76,7 +100,7 @@ impl WasiHttpHooks for Egress {
                 http::HeaderName::from_bytes(secret.header.as_bytes()),
                 http::HeaderValue::from_str(&value),
             ) else {
-                tracing::warn!(target: "corral::egress", "plugin `{}`: secret for {host} is not a valid header", self.plugin);
+                tracing::warn!(target: "corral::egress", "plugin `{}`: secret for {origin} is not a valid header", self.plugin);
                 return Box::new(async { Err(HttpError::HttpRequestDenied) });
             };
             request.headers_mut().insert(name, value);
@@ -90,5 +114,31 @@ impl WasiHttpHooks for Egress {
                 Box::new(io) as Box<dyn Future<Output = _> + Send>,
             ))
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::destination;
+
+    #[test]
+    fn destinations_are_normalised_like_grants() {
+        let d = |u: &str| destination(&u.parse().unwrap());
+        assert_eq!(
+            d("https://API.Example.com./v1"),
+            ("https".into(), "api.example.com".into(), 443)
+        );
+        assert_eq!(
+            d("http://127.0.0.1/x"),
+            ("http".into(), "127.0.0.1".into(), 80)
+        );
+        assert_eq!(
+            d("http://127.0.0.1:8443/"),
+            ("http".into(), "127.0.0.1".into(), 8443)
+        );
+        assert_eq!(
+            d("https://[::1]:9000/"),
+            ("https".into(), "::1".into(), 9000)
+        );
     }
 }

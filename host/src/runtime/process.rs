@@ -1,6 +1,7 @@
-//! `corral:plugin/process`: programs run for plugins granted `exec`. The
-//! checks and the confinement live in [`crate::exec`]; this file only maps
-//! between the WIT types and that module.
+//! `corral:plugin/process`: programs run for plugins granted `exec`, and only
+//! in calls whose tool declares `execute` (see `effects`). The checks and the
+//! confinement live in [`crate::exec`]; this file only maps between the WIT
+//! types and that module.
 
 use super::State;
 use super::generated::corral::plugin::process::{Command, Host, Output, ProcessError};
@@ -8,6 +9,12 @@ use crate::exec::ExecError;
 
 impl Host for State {
     async fn run(&mut self, command: Command) -> Result<Output, ProcessError> {
+        // Before the grants: they say which programs the plugin may ever run,
+        // the call's declared effects whether this call may run any.
+        if let Err(why) = self.caps.process(&self.plugin.name) {
+            tracing::warn!(target: "corral::exec", "refused {:?}: {why}", command.program);
+            return Err(ProcessError::NotGranted(why));
+        }
         let Some(exec) = self.plugin.exec.clone() else {
             // The load-time check refuses such plugins; this is defence in depth.
             return Err(ProcessError::NotGranted(format!(

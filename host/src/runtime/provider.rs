@@ -312,15 +312,19 @@ impl Plugin {
         };
         let pre = pre.clone();
         let result = self
-            .run(false, Some(events), move |store| {
-                Box::pin(async move {
-                    let instance = pre.instantiate_async(&mut *store).await?;
-                    instance
-                        .corral_plugin_provider()
-                        .call_complete(&mut *store, &req)
-                        .await
-                })
-            })
+            .run(
+                super::effects::CallCaps::Provider,
+                Some(events),
+                move |store| {
+                    Box::pin(async move {
+                        let instance = pre.instantiate_async(&mut *store).await?;
+                        instance
+                            .corral_plugin_provider()
+                            .call_complete(&mut *store, &req)
+                            .await
+                    })
+                },
+            )
             .await
             .map_err(|e| ProviderError::Plugin {
                 message: e.to_string(),
@@ -369,7 +373,7 @@ impl Plugin {
         };
         let pre = pre.clone();
         let result = self
-            .run(false, None, move |store| {
+            .run(super::effects::CallCaps::Provider, None, move |store| {
                 Box::pin(async move {
                     let instance = pre.instantiate_async(&mut *store).await?;
                     instance
