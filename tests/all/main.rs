@@ -10,6 +10,7 @@
 
 mod agent;
 mod cli;
+mod conformance;
 mod exec;
 mod manifest;
 mod mock;
