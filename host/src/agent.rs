@@ -10,8 +10,8 @@
 
 use crate::protocol::{Event, StopReason, ToolOutcome};
 use crate::runtime::{
-    ChatRequest, ChatResponse, Message, Plugin, Plugins, ProviderError, StreamEvent, ToolCall,
-    ToolResult,
+    ChatRequest, ChatResponse, FinishReason, Message, Plugin, Plugins, ProviderError, StreamEvent,
+    ToolCall, ToolResult,
 };
 use crate::session::{Record, SessionLog};
 use anyhow::Context as _;
@@ -383,7 +383,12 @@ impl Agent {
                 return self.stop(ui, StopReason::FinalAnswer, None);
             }
             if let Some((reason, message)) = self
-                .run_tools(&response.message.tool_calls, ui, cancel)
+                .run_tools(
+                    &response.message.tool_calls,
+                    response.finish_reason,
+                    ui,
+                    cancel,
+                )
                 .await?
             {
                 return self.stop(ui, reason, Some(message));
@@ -439,6 +444,7 @@ impl Agent {
     async fn run_tools(
         &mut self,
         calls: &[ToolCall],
+        finish: FinishReason,
         ui: &UnboundedSender<Event>,
         cancel: &CancellationToken,
     ) -> anyhow::Result<Option<(StopReason, String)>> {
@@ -448,6 +454,11 @@ impl Agent {
         for call in calls {
             if stop.is_some() {
                 break;
+            }
+            // Nothing to judge or ask the user about: the model hears why.
+            if let Some(why) = malformed_arguments(call, finish) {
+                refused.insert(call.id.clone(), why);
+                continue;
             }
             if let Some(message) = self.permit(call, ui, cancel).await? {
                 if message.1 {
@@ -727,6 +738,41 @@ impl Agent {
 
 /// A failure that stops the run.
 struct Fatal(String);
+
+/// Why `call` cannot run when its arguments are not a JSON object, in words
+/// the model can act on; a call cut by the output token limit says so.
+fn malformed_arguments(call: &ToolCall, finish: FinishReason) -> Option<String> {
+    let why = match serde_json::from_str::<serde_json::Value>(&call.arguments) {
+        Ok(serde_json::Value::Object(_)) => return None,
+        Ok(other) => format!("they are JSON but not an object: {}", json_kind(&other)),
+        Err(e) => format!("they are not valid JSON ({e})"),
+    };
+    let mut message = format!(
+        "invalid arguments for `{}`: {why}; the call was not run.",
+        call.name
+    );
+    if finish == FinishReason::Length {
+        message.push_str(
+            " Your answer reached the output token limit (max_tokens) in the middle of this \
+             call, so its arguments were cut off. Send the call again with less content, \
+             e.g. a large file in several smaller edits.",
+        );
+    } else {
+        message.push_str(" Send the call again with the arguments as one JSON object.");
+    }
+    Some(message)
+}
+
+fn json_kind(value: &serde_json::Value) -> &'static str {
+    match value {
+        serde_json::Value::Null => "null",
+        serde_json::Value::Bool(_) => "a boolean",
+        serde_json::Value::Number(_) => "a number",
+        serde_json::Value::String(_) => "a string",
+        serde_json::Value::Array(_) => "an array",
+        serde_json::Value::Object(_) => "an object",
+    }
+}
 
 /// The first path a writing call names that is protected: `.git` and what is
 /// inside it, and corral's own manifest. Paths come from the usual argument

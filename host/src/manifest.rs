@@ -879,7 +879,7 @@ impl Checker<'_> {
                 network: g.network,
             });
         }
-        let limits = self.limits(&raw.limits)?;
+        let limits = self.limits(&raw.limits, builtin_limits(&source))?;
         let config = raw
             .config
             .into_iter()
@@ -1026,8 +1026,7 @@ impl Checker<'_> {
         })
     }
 
-    fn limits(&self, raw: &RawLimits) -> Result<Limits, ManifestError> {
-        let mut limits = Limits::default();
+    fn limits(&self, raw: &RawLimits, mut limits: Limits) -> Result<Limits, ManifestError> {
         let fields: [(&str, &Option<Spanned<u64>>, &mut u64, u64); 4] = [
             (
                 "timeout_ms",
@@ -1058,6 +1057,46 @@ impl Checker<'_> {
         }
         Ok(limits)
     }
+}
+
+/// The limits an entry starts from. A built-in plugin's entry in
+/// [`DEFAULTS`] sizes them for its work (a provider's answer can stream for
+/// minutes); any entry with that `source`, such as one pointing `builtin:openai`
+/// at a local server, keeps them for the keys it does not set.
+fn builtin_limits(source: &Source) -> Limits {
+    static BUILTIN: std::sync::OnceLock<BTreeMap<String, Limits>> = std::sync::OnceLock::new();
+    let Source::Builtin(name) = source else {
+        return Limits::default();
+    };
+    let sized = BUILTIN.get_or_init(|| {
+        // DEFAULTS is ours and checked by every load; a parse failure here
+        // would already have failed that layer.
+        let plugins = toml::from_str::<RawFile>(DEFAULTS)
+            .map(|raw| raw.plugins)
+            .unwrap_or_default();
+        plugins
+            .into_values()
+            .filter_map(|entry| {
+                let name = entry
+                    .source?
+                    .into_inner()
+                    .strip_prefix("builtin:")?
+                    .to_owned();
+                let get = |v: &Option<Spanned<u64>>, default| {
+                    v.as_ref().map_or(default, |v| *v.get_ref())
+                };
+                let base = Limits::default();
+                let limits = Limits {
+                    timeout_ms: get(&entry.limits.timeout_ms, base.timeout_ms),
+                    memory_mb: get(&entry.limits.memory_mb, base.memory_mb),
+                    output_kb: get(&entry.limits.output_kb, base.output_kb),
+                    host_calls: get(&entry.limits.host_calls, base.host_calls),
+                };
+                Some((name, limits))
+            })
+            .collect()
+    });
+    sized.get(name).copied().unwrap_or_default()
 }
 
 fn valid_name(name: &str) -> bool {

@@ -445,12 +445,19 @@ impl Renderer {
                 self.print(text);
             }
             Event::ToolCallDelta { .. } => waiting.store(false, Ordering::Relaxed),
-            Event::RequestEnd { message, .. } => {
+            Event::RequestEnd {
+                message,
+                finish_reason,
+                ..
+            } => {
                 waiting.store(false, Ordering::Relaxed);
                 if !self.streamed {
                     self.print(&message.text);
                 }
                 self.newline();
+                if *finish_reason == corral::runtime::FinishReason::ContentFilter {
+                    eprintln!("[the model refused, or the provider filtered its answer]");
+                }
             }
             Event::ToolCallBegin { call } => {
                 self.newline();

@@ -203,42 +203,60 @@ impl SessionLog {
 }
 
 /// Makes the file end on a record boundary after a crash: a complete last
-/// record that only lacks its newline gets one; a torn one (never
-/// acknowledged, as the write did not finish) is cut off, so the next record
-/// starts on a line of its own and the log stays readable.
+/// record that only lacks its newline gets one; a last line that does not
+/// parse (torn by a crash, or damaged, even if it ends in a newline) is cut
+/// off, so the next record is not appended behind it. This is exactly the
+/// line [`read`] skips: a log that reads cleanly stays readable after an
+/// append.
 fn repair_tail(file: &File) -> std::io::Result<()> {
     use std::io::Read;
     let len = file.metadata()?.len();
     if len == 0 {
         return Ok(());
     }
-    // Only the end matters: read back far enough to hold the last line.
+    // Only the end matters: read back far enough to hold the last line
+    // that is not blank, from its start.
     let mut window = 64 * 1024u64;
-    let (start, data) = loop {
+    let (start, data, content_end) = loop {
         let start = len.saturating_sub(window);
         let mut data = Vec::with_capacity((len - start) as usize);
         (&*file).seek(std::io::SeekFrom::Start(start))?;
         file.take(len - start).read_to_end(&mut data)?;
-        let complete = start == 0 || data[..data.len().saturating_sub(1)].contains(&b'\n');
-        if complete {
-            break (start, data);
+        let content_end = data
+            .iter()
+            .rposition(|b| !b.is_ascii_whitespace())
+            .map_or(0, |i| i + 1);
+        if start == 0 || data[..content_end].contains(&b'\n') {
+            break (start, data, content_end);
         }
         window *= 4;
     };
-    if data.ends_with(b"\n") {
+    if content_end == 0 {
+        // Only blank lines, which readers skip.
         return Ok(());
     }
-    let last = data.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
-    if serde_json::from_slice::<Record>(&data[last..]).is_ok() {
-        (&*file).write_all(b"\n")?;
-    } else {
+    let last = data[..content_end]
+        .iter()
+        .rposition(|&b| b == b'\n')
+        .map_or(0, |i| i + 1);
+    if parse_line(&data[last..content_end]).is_err() {
         file.set_len(start + last as u64)?;
+    } else if data.ends_with(b"\n") {
+        return Ok(());
+    } else {
+        (&*file).write_all(b"\n")?;
     }
     file.sync_data()
 }
 
+/// One line of a log as a record; readers and the repair judge lines alike.
+fn parse_line(line: &[u8]) -> serde_json::Result<Record> {
+    serde_json::from_slice(line)
+}
+
 /// Reads a session log. A final line that does not parse (torn by a crash)
-/// is skipped; a bad line anywhere else is an error.
+/// is skipped, as [`SessionLog::open`] cuts it before appending; a bad line
+/// anywhere else is an error.
 ///
 /// Resuming a long session is dominated by JSON parsing, so the file is
 /// read whole and its lines parsed on every core, in order-preserving chunks.
@@ -260,7 +278,7 @@ pub fn read(path: &Path) -> std::io::Result<Vec<Record>> {
                     scope.spawn(move || {
                         chunk
                             .iter()
-                            .map(|l| serde_json::from_slice::<Record>(l).map_err(|e| e.to_string()))
+                            .map(|l| parse_line(l).map_err(|e| e.to_string()))
                             .collect::<Vec<_>>()
                     })
                 })
@@ -489,6 +507,17 @@ mod tests {
         let (_, records) = SessionLog::open(&path).unwrap();
         assert_eq!(records.len(), 3);
         assert!(std::fs::read(&path).unwrap().ends_with(b"\n"));
+
+        // A damaged last line that still ends in a newline is skipped by
+        // readers and cut before the next append, so the log stays readable.
+        let whole = std::fs::read(&path).unwrap();
+        std::fs::write(&path, [&whole[..], b"{\"seq\":4,\"oops\n\n"].concat()).unwrap();
+        assert_eq!(read(&path).unwrap().len(), 3);
+        let (mut log, records) = SessionLog::open(&path).unwrap();
+        assert_eq!(records.len(), 3);
+        log.append(&event("four"), true).unwrap();
+        let seqs: Vec<u64> = read(&path).unwrap().iter().map(|r| r.seq).collect();
+        assert_eq!(seqs, [1, 2, 3, 4]);
 
         // A bad record in the middle is an error, not silently skipped.
         let text = std::fs::read_to_string(&path)

@@ -95,8 +95,11 @@ pub trait Provider {
     fn models() -> Result<Vec<String>, ProviderError>;
 
     /// Produces the next assistant turn for `request`, reporting progress
-    /// with [`emit`] while it streams. Tool calls in the response must carry
-    /// complete, valid JSON object arguments.
+    /// with [`emit`] while it streams. Tool calls in the response carry
+    /// their arguments as JSON object text (check them with
+    /// [`tool_arguments`]); a call whose arguments the model left invalid (cut
+    /// at `max_tokens`, say) is returned as the model sent it, and the host
+    /// answers it with a tool error instead of ending the run.
     fn complete(request: ChatRequest) -> Result<ChatResponse, ProviderError>;
 }
 

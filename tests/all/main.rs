@@ -10,6 +10,7 @@
 
 mod agent;
 mod cli;
+mod conformance;
 mod deadline;
 mod effects;
 mod exec;

@@ -264,7 +264,21 @@ fn to_wit_message(m: &Message) -> wit::Message {
         Message::User { text } => wit::Message::User(text.clone()),
         Message::Assistant(a) => wit::Message::Assistant(wit::AssistantMessage {
             text: a.text.clone(),
-            tool_calls: a.tool_calls.iter().map(Into::into).collect(),
+            tool_calls: a
+                .tool_calls
+                .iter()
+                .map(|call| {
+                    let mut call = wit_types::ToolCall::from(call);
+                    // A call the model left malformed was answered with a
+                    // tool error; its text cannot go back as it is, since
+                    // APIs and local servers parse it (Anthropic's `input`
+                    // is an object, vLLM renders it through its template).
+                    if !is_json_object(&call.arguments) {
+                        call.arguments = "{}".to_owned();
+                    }
+                    call
+                })
+                .collect(),
         }),
         Message::ToolResult(r) => wit::Message::ToolResult(wit::ToolResult {
             call_id: r.call_id.clone(),
@@ -272,6 +286,11 @@ fn to_wit_message(m: &Message) -> wit::Message {
             is_error: r.is_error,
         }),
     }
+}
+
+/// Whether `text` is a JSON object, as tool-call arguments must be.
+fn is_json_object(text: &str) -> bool {
+    serde_json::from_str::<serde_json::Value>(text).is_ok_and(|v| v.is_object())
 }
 
 fn from_wit_error(e: wit::ProviderError) -> ProviderError {
@@ -292,7 +311,7 @@ fn from_wit_error(e: wit::ProviderError) -> ProviderError {
 impl Plugin {
     /// Asks this provider plugin for the next assistant turn. Stream events go
     /// to `events` while the call runs. Tool-call arguments in the response
-    /// are checked to be JSON objects.
+    /// are as the model sent them, which may not be a JSON object.
     pub async fn complete(
         &self,
         request: &ChatRequest,
@@ -330,24 +349,14 @@ impl Plugin {
                 message: e.to_string(),
             })?;
         let resp = result.map_err(from_wit_error)?;
+        // Arguments that are not a JSON object are the model's mistake, not
+        // the plugin's: the agent answers such a call with a tool error.
         let calls: Vec<ToolCall> = resp
             .message
             .tool_calls
             .into_iter()
             .map(Into::into)
             .collect();
-        for call in &calls {
-            let ok = serde_json::from_str::<serde_json::Value>(&call.arguments)
-                .is_ok_and(|v| v.is_object());
-            if !ok {
-                return Err(ProviderError::Protocol {
-                    message: format!(
-                        "plugin `{}` returned tool call `{}` whose arguments are not a JSON object",
-                        self.decl.name, call.name
-                    ),
-                });
-            }
-        }
         Ok(ChatResponse {
             message: AssistantMessage {
                 text: resp.message.text,

@@ -4,7 +4,12 @@
 //! The work is split so the interesting part needs no WASI: [`plan`] parses
 //! the patch and computes every file's new content from a file reader, and
 //! only `run` touches the disk, after the whole plan succeeded. A patch
-//! therefore changes all its files or none.
+//! therefore changes all its files or none, and the directories it would
+//! create are part of the plan: a write that still fails takes them back.
+//!
+//! Codex's semantics hold where models rely on them: `*** Add File` over an
+//! existing file replaces it, and `*** Move to` onto an existing file
+//! replaces that file.
 //!
 //! Hunks are located the way Codex locates them (its `seek_sequence`): the
 //! context and removed lines are searched forward from the end of the
@@ -451,6 +456,8 @@ pub(crate) struct Change {
     pub old: Option<String>,
     /// Content after; `None` for a deleted file.
     pub new: Option<String>,
+    /// What a move replaced at its destination, if a file was there.
+    pub replaced: Option<String>,
 }
 
 impl Change {
@@ -485,23 +492,20 @@ pub(crate) fn plan(patch: &str, read: Reader<'_>) -> Result<Vec<Change>> {
         Some(content) => Ok(content.clone()),
         None => read(path).map_err(|e| Error::Failed(format!("{}\n{NOTHING_CHANGED}", message(e)))),
     };
+    // Directories the patch creates or writes into, each with the file that
+    // needs it, so that no later operation treats one as a file.
+    let mut dirs: HashMap<String, String> = HashMap::new();
     let mut changes = Vec::with_capacity(ops.len());
     for op in ops {
         let change = match op {
-            Op::Add { path, contents } => {
-                if current(&pending, &path)?.is_some() {
-                    return Err(failed(format!(
-                        "cannot add `{path}`: it already exists; use `{UPDATE} {path}` to \
-                         change it, or delete it first"
-                    )));
-                }
-                Change {
-                    path,
-                    move_to: None,
-                    old: None,
-                    new: Some(contents),
-                }
-            }
+            // Codex replaces an existing file, and models count on it.
+            Op::Add { path, contents } => Change {
+                old: current(&pending, &path)?,
+                path,
+                move_to: None,
+                new: Some(contents),
+                replaced: None,
+            },
             Op::Delete { path } => {
                 let Some(old) = current(&pending, &path)? else {
                     return Err(failed(format!("cannot delete `{path}`: it does not exist")));
@@ -511,6 +515,7 @@ pub(crate) fn plan(patch: &str, read: Reader<'_>) -> Result<Vec<Change>> {
                     move_to: None,
                     old: Some(old),
                     new: None,
+                    replaced: None,
                 }
             }
             Op::Update {
@@ -525,22 +530,23 @@ pub(crate) fn plan(patch: &str, read: Reader<'_>) -> Result<Vec<Change>> {
                     )));
                 };
                 let new = apply_chunks(&path, &old, &chunks)?;
-                if let Some(dest) = &move_to
-                    && current(&pending, dest)?.is_some()
-                {
-                    return Err(failed(format!(
-                        "cannot move `{path}` to `{dest}`: `{dest}` already exists; delete it \
-                         first or choose another name"
-                    )));
-                }
+                // Codex replaces the destination of a move, too.
+                let replaced = match &move_to {
+                    Some(dest) => current(&pending, dest)?,
+                    None => None,
+                };
                 Change {
                     path,
                     move_to,
                     old: Some(old),
                     new: Some(new),
+                    replaced,
                 }
             }
         };
+        if change.new.is_some() {
+            claim_parents(change.dest(), &pending, &mut dirs)?;
+        }
         if change.move_to.is_some() {
             pending.insert(change.path.clone(), None);
         }
@@ -552,6 +558,34 @@ pub(crate) fn plan(patch: &str, read: Reader<'_>) -> Result<Vec<Change>> {
 
 fn failed(message: String) -> Error {
     Error::Failed(format!("{message}\n{NOTHING_CHANGED}"))
+}
+
+/// Records the directories that writing `path` needs, refusing a path that
+/// an earlier operation made a directory and a directory that it made a
+/// file: on disk either would fail halfway through the patch.
+fn claim_parents(
+    path: &str,
+    pending: &HashMap<String, Option<String>>,
+    dirs: &mut HashMap<String, String>,
+) -> Result<()> {
+    if let Some(needed_by) = dirs.get(path) {
+        return Err(failed(format!(
+            "cannot write `{path}`: it is a directory, which this patch needs for \
+             `{needed_by}`; choose another name"
+        )));
+    }
+    let mut dir = path;
+    while let Some((parent, _)) = dir.rsplit_once('/') {
+        if matches!(pending.get(parent), Some(Some(_))) {
+            return Err(failed(format!(
+                "cannot write `{path}`: `{parent}` is a file in this patch, not a directory"
+            )));
+        }
+        dirs.entry(parent.to_owned())
+            .or_insert_with(|| path.to_owned());
+        dir = parent;
+    }
+    Ok(())
 }
 
 /// A file's lines without their endings, and the endings, so untouched
@@ -805,15 +839,22 @@ pub(crate) fn summary(changes: &[Change]) -> String {
         .join("\n")
 }
 
-/// The unified diff of every change, in patch order.
+/// The unified diff of every change, in patch order; a move that replaces a
+/// file shows that file's removal first.
 pub(crate) fn preview_of(changes: &[Change]) -> String {
     changes
         .iter()
         .map(|c| {
-            diff::unified(
-                c.old.as_deref().map(|text| (c.path.as_str(), text)),
-                c.new.as_deref().map(|text| (c.dest(), text)),
-            )
+            let replaced = c
+                .replaced
+                .as_deref()
+                .map(|text| diff::unified(Some((c.dest(), text)), None))
+                .unwrap_or_default();
+            replaced
+                + &diff::unified(
+                    c.old.as_deref().map(|text| (c.path.as_str(), text)),
+                    c.new.as_deref().map(|text| (c.dest(), text)),
+                )
         })
         .collect()
 }
@@ -834,25 +875,33 @@ fn read_file(path: &str) -> Result<Option<String>> {
     }
 }
 
+/// A step of a patch being written, as it can be taken back.
+enum Undo<'a> {
+    /// `path` held this content before (`None`: it did not exist).
+    File(&'a str, Option<&'a str>),
+    /// The patch created this directory.
+    Dir(String),
+}
+
 /// Writes a planned patch. If a write fails midway (a read-only grant, a
-/// full disk), the files already written are put back as they were, so the
-/// patch stays all-or-nothing as far as the filesystem allows.
+/// full disk, a name the filesystem refuses), the files already written are
+/// put back as they were and the directories the patch created are removed,
+/// so the patch stays all-or-nothing as far as the filesystem allows.
 fn write(changes: &[Change]) -> Result<()> {
-    // (path, content before the patch touched it; `None` = did not exist)
-    let mut undo: Vec<(&str, Option<&str>)> = Vec::new();
+    let mut undo: Vec<Undo<'_>> = Vec::new();
     for change in changes {
         let step = (|| {
             if let Some(new) = &change.new {
-                // A moved file's destination did not exist (`plan` checked).
                 let before = match change.move_to {
-                    Some(_) => None,
+                    Some(_) => change.replaced.as_deref(),
                     None => change.old.as_deref(),
                 };
-                undo.push((change.dest(), before));
-                put(change.dest(), new)?;
+                create_parents(change.dest(), &mut undo)?;
+                undo.push(Undo::File(change.dest(), before));
+                std::fs::write(change.dest(), new).map_err(|e| io_error(change.dest(), &e))?;
             }
             if change.new.is_none() || change.move_to.is_some() {
-                undo.push((&change.path, change.old.as_deref()));
+                undo.push(Undo::File(&change.path, change.old.as_deref()));
                 std::fs::remove_file(&change.path).map_err(|e| io_error(&change.path, &e))?;
             }
             Ok::<(), Error>(())
@@ -868,44 +917,58 @@ fn write(changes: &[Change]) -> Result<()> {
     Ok(())
 }
 
-fn put(path: &str, content: &str) -> Result<()> {
-    if let Some(parent) = std::path::Path::new(path)
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        && let Err(e) = std::fs::create_dir_all(parent)
-    {
-        let shown = parent.to_string_lossy();
-        return Err(if parent.is_file() {
-            Error::Failed(format!(
-                "cannot create `{path}`: `{shown}` is a file, not a directory"
-            ))
-        } else {
-            io_error(&shown, &e)
-        });
+/// Creates the missing directories above `path`, outermost first, recording
+/// each so a failed patch can remove it again.
+fn create_parents(path: &str, undo: &mut Vec<Undo<'_>>) -> Result<()> {
+    let mut missing = Vec::new();
+    let mut dir = path;
+    while let Some((parent, _)) = dir.rsplit_once('/') {
+        if std::fs::symlink_metadata(parent).is_ok() {
+            break;
+        }
+        missing.push(parent);
+        dir = parent;
     }
-    std::fs::write(path, content).map_err(|e| io_error(path, &e))
+    for dir in missing.into_iter().rev() {
+        if let Err(e) = std::fs::create_dir(dir) {
+            let file = dir
+                .match_indices('/')
+                .map(|(at, _)| &dir[..at])
+                .find(|above| std::path::Path::new(above).is_file());
+            return Err(match file {
+                Some(file) => Error::Failed(format!(
+                    "cannot create `{path}`: `{file}` is a file, not a directory"
+                )),
+                None => io_error(dir, &e),
+            });
+        }
+        undo.push(Undo::Dir(dir.to_owned()));
+    }
+    Ok(())
 }
 
-/// Undoes the writes so far, newest first; says what it could not undo.
-fn restore(undo: &[(&str, Option<&str>)]) -> String {
+/// Undoes the steps so far, newest first; says what it could not undo.
+fn restore(undo: &[Undo<'_>]) -> String {
     let mut lost = Vec::new();
-    for (path, before) in undo.iter().rev() {
-        let result = match before {
-            Some(content) => std::fs::write(path, content),
+    for step in undo.iter().rev() {
+        let (path, result) = match step {
+            Undo::File(path, Some(content)) => (*path, std::fs::write(path, content)),
             // Only what the patch created is removed; a write that failed
             // before creating its file left nothing to undo.
-            None if std::fs::symlink_metadata(path).is_err() => Ok(()),
-            None => std::fs::remove_file(path),
+            Undo::File(path, None) if std::fs::symlink_metadata(path).is_err() => (*path, Ok(())),
+            Undo::File(path, None) => (*path, std::fs::remove_file(path)),
+            Undo::Dir(dir) => (dir.as_str(), std::fs::remove_dir(dir)),
         };
         if let Err(e) = result {
             lost.push(format!("`{path}` ({e})"));
         }
     }
     if lost.is_empty() {
-        "the files it had changed were restored".to_owned()
+        "the files it had changed were restored and the directories it had created removed"
+            .to_owned()
     } else {
         format!(
-            "these files could not be restored and may be half-changed: {}",
+            "these could not be restored and may be half-changed: {}",
             lost.join(", ")
         )
     }

@@ -204,23 +204,31 @@ fn apply_patch_failing_hunk_changes_nothing_on_disk() {
 fn apply_patch_restores_files_when_a_write_fails() {
     let (_dir, d) = scratch();
     std::fs::write(format!("{d}/keep.txt"), "before\n").unwrap();
-    // The plan succeeds (neither path exists yet), but `x` is a file by the
-    // time `x/y` needs it as a directory.
+    // The plan succeeds (the new directory does not exist, so the long name
+    // is never looked up), but the filesystem refuses the name once the
+    // directories above it have been made.
+    let long = "n".repeat(300);
     let patch = format!(
         "*** Begin Patch\n*** Update File: {d}/keep.txt\n-before\n+after\n\
-         *** Add File: {d}/x\n+file\n*** Add File: {d}/x/y\n+nested\n*** End Patch"
+         *** Add File: {d}/new/deeper/{long}\n+file\n*** End Patch"
     );
-    let err = ApplyPatch::run(PatchArgs { patch }).unwrap_err();
-    assert_eq!(
-        err.to_string(),
-        format!(
-            "cannot create `{d}/x/y`: `{d}/x` is a file, not a directory\n\
-             The patch stopped there; the files it had changed were restored."
-        )
+    let err = ApplyPatch::run(PatchArgs { patch })
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.starts_with(&format!("`{d}/new/deeper/{long}`: ")),
+        "{err}"
+    );
+    assert!(
+        err.ends_with(
+            "The patch stopped there; the files it had changed were restored and the \
+             directories it had created removed."
+        ),
+        "{err}"
     );
     assert_eq!(
         std::fs::read_to_string(format!("{d}/keep.txt")).unwrap(),
         "before\n"
     );
-    assert!(!std::path::Path::new(&format!("{d}/x")).exists());
+    assert!(!std::path::Path::new(&format!("{d}/new")).exists());
 }

@@ -27,6 +27,10 @@ pub struct Stream {
     /// The completion id, used to make ids for calls that come without one.
     completion_id: String,
     text: String,
+    /// Whether the model refused (`delta.refusal`): its refusal is the
+    /// turn's text, and the turn ends as filtered whatever `finish_reason`
+    /// says.
+    refused: bool,
     /// Keyed by the fragments' `index`, the only field every fragment has.
     calls: BTreeMap<u32, PartialCall>,
     finish: Option<FinishReason>,
@@ -96,6 +100,16 @@ impl Stream {
                     self.text.push_str(text);
                     sink(Event::TextDelta(text.to_owned()));
                 }
+                // Structured outputs and safety refusals stream their text
+                // here instead of in `content`; dropping it left an empty
+                // answer with no reason given.
+                if let Some(text) = delta.refusal.as_deref()
+                    && !text.is_empty()
+                {
+                    self.refused = true;
+                    self.text.push_str(text);
+                    sink(Event::TextDelta(text.to_owned()));
+                }
                 for fragment in delta.tool_calls.iter().flatten() {
                     self.tool_fragment(fragment, sink)?;
                 }
@@ -152,7 +166,7 @@ impl Stream {
         // show them before the turn ends.
         if last.is_some_and(|last| index > last) {
             for (&earlier, call) in self.calls.range_mut(..index) {
-                complete(earlier, call, &self.completion_id, false, None, sink)?;
+                complete(earlier, call, &self.completion_id, false, sink)?;
             }
         }
         let call = self.calls.entry(index).or_default();
@@ -186,7 +200,7 @@ impl Stream {
 
     fn complete_all(&mut self, sink: &mut dyn FnMut(Event)) -> Result<(), ProviderError> {
         for (&index, call) in &mut self.calls {
-            complete(index, call, &self.completion_id, true, self.finish, sink)?;
+            complete(index, call, &self.completion_id, true, sink)?;
         }
         Ok(())
     }
@@ -222,6 +236,7 @@ impl Stream {
         // Ollama and llama.cpp say `stop` even when the turn calls tools;
         // what matters to the agent is that it must answer them.
         let finish_reason = match self.finish {
+            _ if self.refused => FinishReason::ContentFilter,
             Some(FinishReason::Stop) | None if !tool_calls.is_empty() => FinishReason::ToolCalls,
             Some(reason) => reason,
             None => FinishReason::Stop,
@@ -237,34 +252,25 @@ impl Stream {
     }
 }
 
-/// Marks `call` complete and emits it, if its arguments are valid. With
-/// `strict`, invalid arguments or a missing name are an error; without, the
-/// call is left for later.
+/// Marks `call` complete and emits it, if its arguments are valid. Without
+/// `strict`, a call whose arguments do not parse yet is left for later. With
+/// `strict` (the turn is over), such a call is kept with its arguments as the
+/// model sent them: the host answers it with a tool error the model can act
+/// on, instead of the whole run failing. A call without a name is an error.
 fn complete(
     index: u32,
     call: &mut PartialCall,
     completion_id: &str,
     strict: bool,
-    finish: Option<FinishReason>,
     sink: &mut dyn FnMut(Event),
 ) -> Result<(), ProviderError> {
     if call.completed {
         return Ok(());
     }
     let arguments = match provider::tool_arguments(&call.arguments) {
-        Ok(arguments) => arguments,
+        Ok(arguments) => Some(arguments),
         Err(_) if !strict => return Ok(()),
-        Err(why) => {
-            let hint = if finish == Some(FinishReason::Length) {
-                " (the model reached its output token limit mid-call)"
-            } else {
-                ""
-            };
-            return Err(ProviderError::Protocol(format!(
-                "tool call #{index} (`{}`): {why}{hint}",
-                call.name
-            )));
-        }
+        Err(_) => None,
     };
     if call.name.is_empty() {
         if !strict {
@@ -283,13 +289,17 @@ fn complete(
             format!("{completion_id}_{index}")
         };
     }
-    call.arguments = arguments;
     call.completed = true;
-    sink(Event::ToolCallCompleted(ToolCall {
-        id: call.id.clone(),
-        name: call.name.clone(),
-        arguments: call.arguments.clone(),
-    }));
+    // Only a call with usable arguments is reported complete while the
+    // turn streams; a malformed one reaches the host in the response alone.
+    if let Some(arguments) = arguments {
+        call.arguments = arguments;
+        sink(Event::ToolCallCompleted(ToolCall {
+            id: call.id.clone(),
+            name: call.name.clone(),
+            arguments: call.arguments.clone(),
+        }));
+    }
     Ok(())
 }
 
@@ -382,6 +392,8 @@ struct Choice<'a> {
 struct Delta<'a> {
     #[serde(borrow, default)]
     content: Option<std::borrow::Cow<'a, str>>,
+    #[serde(borrow, default)]
+    refusal: Option<std::borrow::Cow<'a, str>>,
     #[serde(default)]
     tool_calls: Option<Vec<Value>>,
 }
@@ -549,8 +561,11 @@ mod tests {
         assert_split_invariant(TOOLS);
     }
 
+    /// A call cut by the output token limit is handed on as it came, with
+    /// the `length` finish, for the host to answer; it is not reported
+    /// complete while streaming.
     #[test]
-    fn invalid_arguments_at_the_end_are_a_protocol_error() {
+    fn invalid_arguments_at_the_end_are_passed_on() {
         let transcript = concat!(
             r#"data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c1","type":"function","function":{"name":"edit","arguments":"{\"path\": \"a"}}]}}]}"#,
             "\n\n",
@@ -559,12 +574,15 @@ mod tests {
             "data: [DONE]\n\n",
         );
         let (result, events) = run_whole(transcript);
-        let Err(ProviderError::Protocol(message)) = result else {
-            panic!("expected a protocol error, got {result:?}");
-        };
-        assert!(
-            message.contains("edit") && message.contains("token limit"),
-            "{message}"
+        let response = result.unwrap();
+        assert_eq!(response.finish_reason, FinishReason::Length);
+        assert_eq!(
+            response.message.tool_calls,
+            vec![ToolCall {
+                id: "c1".into(),
+                name: "edit".into(),
+                arguments: r#"{"path": "a"#.into(),
+            }]
         );
         assert!(
             !events
@@ -572,6 +590,45 @@ mod tests {
                 .any(|e| matches!(e, Event::ToolCallCompleted(_))),
             "an invalid call must not be reported complete: {events:?}"
         );
+        assert_split_invariant(transcript);
+    }
+
+    /// gpt-4o's refusal, as streamed: `refusal` deltas, `content` null, and
+    /// `finish_reason: "stop"`.
+    #[test]
+    fn refusals_are_the_answer_and_a_content_filter_finish() {
+        let transcript = concat!(
+            r#"data: {"id":"chatcmpl-R1","object":"chat.completion.chunk","created":1,"model":"gpt-4o-2024-08-06","choices":[{"index":0,"delta":{"role":"assistant","content":null,"refusal":""},"logprobs":null,"finish_reason":null}]}"#,
+            "\n\n",
+            r#"data: {"id":"chatcmpl-R1","object":"chat.completion.chunk","created":1,"model":"gpt-4o-2024-08-06","choices":[{"index":0,"delta":{"refusal":"I'm sorry, "},"logprobs":null,"finish_reason":null}]}"#,
+            "\n\n",
+            r#"data: {"id":"chatcmpl-R1","object":"chat.completion.chunk","created":1,"model":"gpt-4o-2024-08-06","choices":[{"index":0,"delta":{"refusal":"I can't help with that."},"logprobs":null,"finish_reason":null}]}"#,
+            "\n\n",
+            r#"data: {"id":"chatcmpl-R1","object":"chat.completion.chunk","created":1,"model":"gpt-4o-2024-08-06","choices":[{"index":0,"delta":{},"logprobs":null,"finish_reason":"stop"}]}"#,
+            "\n\n",
+            "data: [DONE]\n\n",
+        );
+        let (result, events) = run_whole(transcript);
+        assert_eq!(
+            result,
+            Ok(ChatResponse {
+                message: AssistantMessage {
+                    text: "I'm sorry, I can't help with that.".into(),
+                    tool_calls: vec![],
+                },
+                finish_reason: FinishReason::ContentFilter,
+                usage: None,
+            })
+        );
+        assert_eq!(
+            events,
+            vec![
+                Event::MessageStarted,
+                Event::TextDelta("I'm sorry, ".into()),
+                Event::TextDelta("I can't help with that.".into()),
+            ]
+        );
+        assert_split_invariant(transcript);
     }
 
     #[test]

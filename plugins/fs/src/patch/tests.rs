@@ -195,15 +195,57 @@ fn move_without_hunks() {
     assert_eq!(apply(patch, &before), files(&[("b/a.txt", "same\n")]));
 }
 
+/// Codex replaces the destination of a move; the preview shows what goes.
 #[test]
-fn move_onto_an_existing_file_is_refused() {
+fn move_onto_an_existing_file_replaces_it() {
     let before = files(&[("a", "1\n"), ("b", "2\n")]);
-    let patch = "*** Begin Patch\n*** Update File: a\n*** Move to: b\n*** End Patch";
-    let message = failure(patch, &before);
+    let patch = "*** Begin Patch\n*** Update File: a\n*** Move to: b\n@@\n-1\n+one\n*** End Patch";
+    assert_eq!(apply(patch, &before), files(&[("b", "one\n")]));
+    let changes = plan_on(patch, &before).unwrap();
+    assert_eq!(changes[0].replaced.as_deref(), Some("2\n"));
+    assert_eq!(summary(&changes), "R a -> b");
+    assert_eq!(
+        preview_of(&changes),
+        "--- a/b\n+++ /dev/null\n@@ -1 +0,0 @@\n-2\n--- a/a\n+++ b/b\n@@ -1 +1 @@\n-1\n+one\n"
+    );
+}
+
+/// Codex writes an added file whether or not it exists.
+#[test]
+fn add_over_an_existing_file_replaces_it() {
+    let before = files(&[("here.txt", "x\n")]);
+    let patch = "*** Begin Patch\n*** Add File: here.txt\n+y\n*** End Patch";
+    assert_eq!(apply(patch, &before), files(&[("here.txt", "y\n")]));
+    let changes = plan_on(patch, &before).unwrap();
+    assert_eq!(summary(&changes), "M here.txt");
+    assert_eq!(changes[0].old.as_deref(), Some("x\n"));
+}
+
+/// The plan knows which paths become directories: a file and a directory
+/// of the same name in one patch cannot both be written.
+#[test]
+fn files_and_directories_of_one_name_are_refused() {
+    let message = failure(
+        "*** Begin Patch\n*** Add File: d/f\n+x\n*** Add File: d\n+y\n*** End Patch",
+        &Files::new(),
+    );
     assert!(
-        message.starts_with("cannot move `a` to `b`: `b` already exists"),
+        message
+            .starts_with("cannot write `d`: it is a directory, which this patch needs for `d/f`"),
         "{message}"
     );
+    let message = failure(
+        "*** Begin Patch\n*** Add File: d\n+y\n*** Add File: d/e/f\n+x\n*** End Patch",
+        &Files::new(),
+    );
+    assert!(
+        message.starts_with("cannot write `d/e/f`: `d` is a file in this patch, not a directory"),
+        "{message}"
+    );
+    // A file deleted first may become a directory.
+    let before = files(&[("d", "old\n")]);
+    let patch = "*** Begin Patch\n*** Delete File: d\n*** Add File: d/f\n+x\n*** End Patch";
+    assert_eq!(apply(patch, &before), files(&[("d/f", "x\n")]));
 }
 
 #[test]
@@ -446,16 +488,6 @@ fn heredoc_wrapper_is_accepted() {
 #[test]
 fn existence_errors() {
     let before = files(&[("here.txt", "x\n")]);
-    let add = failure(
-        "*** Begin Patch\n*** Add File: here.txt\n+y\n*** End Patch",
-        &before,
-    );
-    assert!(
-        add.starts_with(
-            "cannot add `here.txt`: it already exists; use `*** Update File: here.txt`"
-        ),
-        "{add}"
-    );
     let update = failure(
         "*** Begin Patch\n*** Update File: gone.txt\n-x\n+y\n*** End Patch",
         &before,
