@@ -29,13 +29,13 @@ mode = "auto-edit"
 [plugins.openai]
 source = "builtin:openai"
 grants.net = ["http://127.0.0.1:{openai_port}"]
-grants.secrets = [{{ host = "127.0.0.1", header = "authorization", value = "Bearer ${{env:TEST_OPENAI_KEY}}" }}]
+grants.secrets = [{{ origin = "http://127.0.0.1:{openai_port}", header = "authorization", value = "Bearer ${{env:TEST_OPENAI_KEY}}" }}]
 config = {{ base_url = "http://127.0.0.1:{openai_port}/v1", model = "mock-gpt", stall_timeout_ms = 5000 }}
 
 [plugins.anthropic]
 source = "builtin:anthropic"
 grants.net = ["http://127.0.0.1:{anthropic_port}"]
-grants.secrets = [{{ host = "127.0.0.1", header = "x-api-key", value = "${{env:TEST_ANTHROPIC_KEY}}" }}]
+grants.secrets = [{{ origin = "http://127.0.0.1:{anthropic_port}", header = "x-api-key", value = "${{env:TEST_ANTHROPIC_KEY}}" }}]
 config = {{ base_url = "http://127.0.0.1:{anthropic_port}/v1", model = "mock-claude", stall_timeout_ms = 5000 }}
 "#
     )
