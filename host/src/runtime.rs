@@ -56,6 +56,7 @@ mod provider_generated {
 }
 
 mod files;
+mod fsguard;
 mod process;
 mod provider;
 mod stream;
@@ -73,6 +74,10 @@ use provider_generated::ProviderPluginPre;
 const TICK: Duration = Duration::from_millis(10);
 /// Stores that may be alive at once (concurrent calls).
 const MAX_CONCURRENT_CALLS: u32 = 64;
+
+/// Largest component file read, as a plugin's `source` or by `plugins
+/// inspect`; the largest real ones (Python, JavaScript) are under 20 MiB.
+pub const MAX_COMPONENT_BYTES: u64 = 256 << 20;
 
 /// Bytes of a linear memory kept mapped between calls (see `Runtime::new`).
 const KEEP_RESIDENT: usize = 4 << 20;
@@ -269,6 +274,7 @@ impl Runtime {
             |s| s,
         )
         .map_err(anyhow::Error::from)?;
+        fsguard::add_to_linker(&mut linker).map_err(anyhow::Error::from)?;
 
         let ticker = Arc::new(AtomicBool::new(false));
         let stop = ticker.clone();
@@ -317,13 +323,15 @@ impl Runtime {
             Source::Builtin(b) => corral_builtin::get(b)
                 .ok_or_else(|| LoadError(format!("plugin `{name}`: no built-in plugin `{b}`")))?
                 .to_vec(),
-            Source::File { path, .. } => std::fs::read(path).map_err(|e| {
-                LoadError(format!(
-                    "plugin `{name}` ({}): cannot read {}: {e}",
-                    decl.origin,
-                    path.display()
-                ))
-            })?,
+            Source::File { path, .. } => crate::fsread::read_regular(path, MAX_COMPONENT_BYTES)
+                .map_err(|e| {
+                    LoadError(format!(
+                        "plugin `{name}` ({}): cannot read `source` {}: {e}; \
+                         a source must be a component file (.wasm)",
+                        decl.origin,
+                        path.display()
+                    ))
+                })?,
         };
         let sha256 = hex::encode(Sha256::digest(&bytes));
         if let Source::File {
@@ -375,6 +383,14 @@ impl Runtime {
         let mut plugin = Plugin {
             engine: self.engine.clone(),
             shared: Arc::new(Shared {
+                guard: fsguard::Guard::new(Some(&manifest.workspace), &decl.source)
+                    .map(Arc::new)
+                    .map_err(|e| {
+                        LoadError(format!(
+                            "plugin `{name}`: the workspace {} cannot be opened: {e}",
+                            manifest.workspace.display()
+                        ))
+                    })?,
                 name: name.as_str().into(),
                 config: decl.config.clone(),
                 fs: decl.fs.clone().into(),
@@ -447,6 +463,9 @@ impl Runtime {
                 let plugin = Plugin {
                     engine: self.engine.clone(),
                     shared: Arc::new(Shared {
+                        guard: fsguard::Guard::new(None, &decl.source)
+                            .map(Arc::new)
+                            .map_err(|e| LoadError(e.to_string()))?,
                         exec: None,
                         name: "inspected".into(),
                         config: BTreeMap::new(),
@@ -502,6 +521,8 @@ pub(crate) struct Shared {
     pub(crate) config: BTreeMap<String, String>,
     /// Its directory grants, shared by every call's `files` interface.
     pub(crate) fs: Arc<[crate::manifest::FsGrant]>,
+    /// What its filesystem calls may not touch.
+    pub(crate) guard: Arc<fsguard::Guard>,
 }
 
 /// The data of one call's store.

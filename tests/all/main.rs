@@ -11,6 +11,7 @@
 mod agent;
 mod cli;
 mod exec;
+mod fsguard;
 mod manifest;
 mod mock;
 mod policy;
