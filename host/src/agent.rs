@@ -556,10 +556,10 @@ impl Agent {
         };
         let args: serde_json::Value = serde_json::from_str(&call.arguments).unwrap_or_default();
         if spec.effects.contains(&crate::runtime::Effect::Write) {
-            let exempt = self
-                .plugins
-                .plugin_for(&call.name)
-                .is_some_and(|p| p.decl().name == "git");
+            // By identity: any plugin may be named "git".
+            let exempt = self.plugins.plugin_for(&call.name).is_some_and(
+                |p| matches!(&p.decl().source, crate::manifest::Source::Builtin(b) if b == "git"),
+            );
             if let Some(path) = protected_target(&args).filter(|_| !exempt) {
                 let reason = format!(
                     "`{path}` is protected: .git internals (use the git tools) and corral's manifest are read-only to tools"
@@ -776,7 +776,9 @@ fn json_kind(value: &serde_json::Value) -> &'static str {
 
 /// The first path a writing call names that is protected: `.git` and what is
 /// inside it, and corral's own manifest. Paths come from the usual argument
-/// names and from the file headers of an `apply_patch` envelope.
+/// names and from the file headers of an `apply_patch` envelope. This only
+/// gives the model an early, clear answer; the host's filesystem layer
+/// enforces the protection on what a path resolves to, whatever names it.
 fn protected_target(args: &serde_json::Value) -> Option<String> {
     let mut paths: Vec<String> = Vec::new();
     for key in ["path", "from", "to", "destination"] {

@@ -424,7 +424,7 @@ async fn tool_call(plugins: &Plugins, name: &str, args: &str, json: bool) -> Exi
 fn trust(workspace: &std::path::Path, yes: bool) -> ExitCode {
     use corral::trust;
     let file = workspace.join("corral.toml");
-    let text = match std::fs::read_to_string(&file) {
+    let text = match manifest::read_manifest(&file) {
         Ok(t) => t,
         Err(e) => return fail(&format!("{}: {e}", file.display())),
     };
@@ -591,9 +591,14 @@ fn describe_error(e: &ToolError) -> String {
 }
 
 async fn inspect(file: &std::path::Path, json: bool) -> ExitCode {
-    let bytes = match std::fs::read(file) {
+    let bytes = match corral::fsread::read_regular(file, corral::trust::MAX_PLUGIN_FILE) {
         Ok(b) => b,
-        Err(e) => return fail(&format!("cannot read {}: {e}", file.display())),
+        Err(e) => {
+            return fail(&format!(
+                "cannot read {}: {e}; give the path of a component file (.wasm)",
+                file.display()
+            ));
+        }
     };
     let runtime = match Runtime::new(RuntimeOptions::user()) {
         Ok(r) => r,

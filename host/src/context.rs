@@ -139,16 +139,22 @@ fn git_status(workspace: &Path) -> Option<String> {
 }
 
 /// `AGENTS.md` files from the workspace root down to `cwd` (root first), as
-/// (workspace-relative path, text). Files that resolve outside the
-/// workspace (symlinks) are skipped.
+/// (workspace-relative path, text). Each is opened beneath the workspace
+/// (a symlink leading out of it is not followed), without blocking, and
+/// read only if it is a regular UTF-8 file; the rest are skipped with a
+/// warning.
 pub fn agents_md(workspace: &Path, cwd: &Path) -> Vec<(String, String)> {
     let cwd = cwd.canonicalize().unwrap_or_else(|_| cwd.to_path_buf());
     let rel = cwd
         .strip_prefix(workspace)
         .map(Path::to_path_buf)
         .unwrap_or_default();
-    let mut dirs = vec![workspace.to_path_buf()];
-    let mut acc = workspace.to_path_buf();
+    let Ok(root) = cap_std::fs::Dir::open_ambient_dir(workspace, cap_std::ambient_authority())
+    else {
+        return Vec::new();
+    };
+    let mut dirs = vec![std::path::PathBuf::new()];
+    let mut acc = std::path::PathBuf::new();
     for part in rel.components() {
         acc.push(part);
         dirs.push(acc.clone());
@@ -156,32 +162,57 @@ pub fn agents_md(workspace: &Path, cwd: &Path) -> Vec<(String, String)> {
     let mut out = Vec::new();
     for dir in dirs {
         let file = dir.join("AGENTS.md");
-        // A symlinked AGENTS.md must not pull a file from outside the
-        // workspace into the prompt.
-        let inside = file
-            .canonicalize()
-            .is_ok_and(|real| real.starts_with(workspace));
-        if !inside {
-            continue;
-        }
-        if let Ok(mut text) = std::fs::read_to_string(&file) {
-            if text.len() > MAX_AGENTS_MD {
-                let mut cut = MAX_AGENTS_MD;
-                while !text.is_char_boundary(cut) {
-                    cut -= 1;
-                }
-                text.truncate(cut);
-                text.push_str("\n[AGENTS.md cut at 32 KiB]");
-            }
-            let shown = file
-                .strip_prefix(workspace)
-                .unwrap_or(&file)
-                .display()
-                .to_string();
-            out.push((shown, text));
+        let shown = file.display().to_string();
+        match read_agents_md(&root, &file) {
+            Ok(Some(text)) => out.push((shown, text)),
+            Ok(None) => {}
+            Err(why) => tracing::warn!("{shown} skipped: {why}"),
         }
     }
     out
+}
+
+/// One `AGENTS.md`, cut at [`MAX_AGENTS_MD`]; `None` if there is none.
+fn read_agents_md(root: &cap_std::fs::Dir, file: &Path) -> Result<Option<String>, String> {
+    use cap_std::fs::OpenOptionsExt as _;
+    let opened = root.open_with(
+        file,
+        cap_std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(crate::fsread::OPEN_FLAGS),
+    );
+    let opened = match opened {
+        Ok(f) => f.into_std(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e.to_string()),
+    };
+    let meta = opened.metadata().map_err(|e| e.to_string())?;
+    if let Some(kind) = crate::fsread::kind(&meta.file_type()) {
+        return Err(format!("it is {kind}, not a regular file"));
+    }
+    let mut bytes = Vec::new();
+    std::io::Read::read_to_end(
+        &mut std::io::Read::take(opened, MAX_AGENTS_MD as u64 + 1),
+        &mut bytes,
+    )
+    .map_err(|e| e.to_string())?;
+    let cut = bytes.len() > MAX_AGENTS_MD;
+    bytes.truncate(MAX_AGENTS_MD);
+    let mut text = match String::from_utf8(bytes) {
+        Ok(t) => t,
+        // The cut may split a character; keep what precedes it.
+        Err(e) if cut && e.utf8_error().error_len().is_none() => {
+            let valid = e.utf8_error().valid_up_to();
+            let mut bytes = e.into_bytes();
+            bytes.truncate(valid);
+            String::from_utf8(bytes).map_err(|_| "it is not UTF-8 text".to_owned())?
+        }
+        Err(_) => return Err("it is not UTF-8 text".into()),
+    };
+    if cut {
+        text.push_str("\n[AGENTS.md cut at 32 KiB]");
+    }
+    Ok(Some(text))
 }
 
 #[cfg(test)]

@@ -22,6 +22,7 @@
 pub mod agent;
 pub mod context;
 pub mod exec;
+pub mod fsread;
 pub mod manifest;
 pub mod policy;
 pub mod protocol;

@@ -534,7 +534,7 @@ pub fn layers(workspace: &Path) -> std::io::Result<(Vec<Layer>, Option<PathBuf>)
         .map(|f| (f, false))
         .chain([(project, true)])
     {
-        match std::fs::read_to_string(&file) {
+        match read_manifest(&file) {
             Ok(text) => {
                 if is_project {
                     let canonical = file.canonicalize().unwrap_or_else(|_| file.clone());
@@ -562,6 +562,28 @@ pub fn layers(workspace: &Path) -> std::io::Result<(Vec<Layer>, Option<PathBuf>)
         }
     }
     Ok((out, untrusted))
+}
+
+/// Largest manifest file read.
+const MAX_MANIFEST_BYTES: u64 = 4 << 20;
+
+/// A manifest file's text, if it is a regular UTF-8 file of a sane size; a
+/// FIFO or a device in its place is an error, never a hang.
+pub fn read_manifest(file: &Path) -> std::io::Result<String> {
+    use crate::fsread::ReadError;
+    let bytes = crate::fsread::read_regular(file, MAX_MANIFEST_BYTES).map_err(|e| match e {
+        ReadError::Io(e) => e,
+        other => std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("{other}; a manifest must be a TOML file"),
+        ),
+    })?;
+    String::from_utf8(bytes).map_err(|_| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            "it is not UTF-8 text; a manifest must be a TOML file",
+        )
+    })
 }
 
 /// Loads and checks the manifest of `workspace` from its usual layers.

@@ -57,6 +57,7 @@ mod provider_generated {
 }
 
 mod files;
+mod fsguard;
 mod process;
 mod provider;
 mod stream;
@@ -263,6 +264,7 @@ impl Runtime {
             |s| s,
         )
         .map_err(anyhow::Error::from)?;
+        fsguard::add_to_linker(&mut linker).map_err(anyhow::Error::from)?;
 
         // The ticker lives as long as the engine, not the `Runtime`: loaded
         // plugins hold the engine and outlive the runtime that loaded them,
@@ -325,6 +327,14 @@ impl Runtime {
         Ok(Plugin {
             engine: self.engine.clone(),
             shared: Arc::new(Shared {
+                guard: fsguard::Guard::new(Some(&manifest.workspace), &decl.source)
+                    .map(Arc::new)
+                    .map_err(|e| {
+                        LoadError(format!(
+                            "plugin `{name}`: the workspace {} cannot be opened: {e}",
+                            manifest.workspace.display()
+                        ))
+                    })?,
                 name: name.as_str().into(),
                 config: decl.config.clone(),
                 fs: decl.fs.clone().into(),
@@ -393,6 +403,9 @@ impl Runtime {
                 let plugin = Plugin {
                     engine: self.engine.clone(),
                     shared: Arc::new(Shared {
+                        guard: fsguard::Guard::new(None, &decl.source)
+                            .map(Arc::new)
+                            .map_err(|e| LoadError(e.to_string()))?,
                         exec: None,
                         name: "inspected".into(),
                         config: BTreeMap::new(),
@@ -448,6 +461,8 @@ pub(crate) struct Shared {
     pub(crate) config: BTreeMap<String, String>,
     /// Its directory grants, shared by every call's `files` interface.
     pub(crate) fs: Arc<[crate::manifest::FsGrant]>,
+    /// What its filesystem calls may not touch.
+    pub(crate) guard: Arc<fsguard::Guard>,
 }
 
 /// The data of one call's store.

@@ -166,35 +166,10 @@ pub fn trust(
 /// block or never end) and files over [`MAX_PLUGIN_FILE`]. A symlink is
 /// followed; its target's content is what gets checked.
 pub fn read_plugin_file(path: &Path) -> std::io::Result<Vec<u8>> {
-    use std::os::unix::fs::OpenOptionsExt;
-    // O_NONBLOCK so that opening a FIFO returns at once; it changes nothing
-    // for the regular files that get past the check below.
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
-        .open(path)?;
-    let meta = file.metadata()?;
-    if !meta.is_file() {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::InvalidInput,
-            "not a regular file",
-        ));
-    }
-    let too_big = || {
-        std::io::Error::new(
-            std::io::ErrorKind::InvalidData,
-            format!("larger than {} MiB", MAX_PLUGIN_FILE >> 20),
-        )
-    };
-    if meta.len() > MAX_PLUGIN_FILE {
-        return Err(too_big());
-    }
-    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
-    file.take(MAX_PLUGIN_FILE + 1).read_to_end(&mut bytes)?;
-    if bytes.len() as u64 > MAX_PLUGIN_FILE {
-        return Err(too_big());
-    }
-    Ok(bytes)
+    crate::fsread::read_regular(path, MAX_PLUGIN_FILE).map_err(|e| match e {
+        crate::fsread::ReadError::Io(e) => e,
+        other => std::io::Error::new(std::io::ErrorKind::InvalidInput, other.to_string()),
+    })
 }
 
 /// Hex SHA-256 of a component's bytes.

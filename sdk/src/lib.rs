@@ -291,7 +291,11 @@ pub fn io_error(path: &str, err: &std::io::Error) -> Error {
     match err.kind() {
         ErrorKind::NotFound => Error::Failed(format!("`{path}` does not exist")),
         ErrorKind::PermissionDenied => Error::Failed(format!(
-            "`{path}` is outside what this plugin may access here (a symlink or path leading out of its grant, or a read-only grant)"
+            "`{path}` is outside what this plugin may access here (a symlink or path leading out of its grant, a read-only grant, \
+             or a path the host protects: .git, which only the git tools change, and corral.toml)"
+        )),
+        ErrorKind::Unsupported => Error::Failed(format!(
+            "`{path}` cannot be opened: it is not a regular file or directory (a FIFO, socket or device), or the operation is not supported"
         )),
         ErrorKind::AlreadyExists => Error::Failed(format!("`{path}` already exists")),
         _ => Error::Failed(format!("`{path}`: {err}")),

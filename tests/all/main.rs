@@ -14,6 +14,7 @@ mod conformance;
 mod deadline;
 mod effects;
 mod exec;
+mod fsguard;
 mod manifest;
 mod mock;
 mod policy;

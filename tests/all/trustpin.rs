@@ -343,7 +343,7 @@ fn a_fifo_named_as_a_wasm_is_refused_without_hanging() {
     let o = run_bounded(&mut cli.command(&sb.ws(), &["trust", "--yes"]), limit);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(
-        stdout(&o).contains("cannot be read (not a regular file)"),
+        stdout(&o).contains("cannot be read (it is a FIFO (named pipe), not a regular file)"),
         "{}",
         stdout(&o)
     );

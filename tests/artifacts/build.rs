@@ -13,6 +13,7 @@ const GUESTS: &[&str] = &[
     "guest-env-provider",
     "guest-trustpin",
     "guest-effects-guest",
+    "guest-fsguard",
 ];
 
 fn main() {

@@ -1,19 +1,19 @@
 //! `corral:plugin/files`: bulk reads inside a plugin's granted directories.
 //!
-//! Every path is resolved by the kernel with `openat2(RESOLVE_BENEATH |
-//! RESOLVE_NO_MAGICLINKS)` relative to the granted directory that holds it,
-//! the same confinement `wasi:filesystem` gets: absolute paths, `..` above
-//! the grant and symlinks leading out of it fail to open. Without `openat2`
-//! (Linux before 5.6) the interface answers every call with an error and the
-//! plugin falls back to `wasi:filesystem`. Files are opened non-blocking and
-//! read only when they are regular files, so a FIFO cannot stall the host.
+//! Every path is resolved beneath the granted directory that holds it by
+//! `cap-primitives`, the same resolution `wasi:filesystem` gets (the
+//! kernel's `openat2(RESOLVE_BENEATH)` where there is one, a checked walk
+//! otherwise): absolute paths, `..` above the grant and symlinks leading out
+//! of it fail to open. Files are opened non-blocking and read only when they
+//! are regular files, so a FIFO cannot stall the host.
 
 use super::State;
 use super::generated::corral::plugin::files::{DirEntry, EntryKind, FileError, Host};
 use crate::manifest::FsGrant;
+use cap_primitives::fs::OpenOptionsExt as _;
 use rustix::fs::{FileType, Mode, OFlags, ResolveFlags};
 use std::io::Read as _;
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::OwnedFd;
 use std::sync::Arc;
 
 /// Bytes one `read-files` call may return, whatever the plugin asks.
@@ -23,7 +23,7 @@ const MAX_BATCH_BYTES: u64 = 32 << 20;
 pub(crate) struct GrantDir {
     /// The path the plugin names it by (`.`, `docs`, or an absolute path).
     guest: String,
-    fd: OwnedFd,
+    dir: std::fs::File,
 }
 
 /// The granted directories of one call, opened lazily.
@@ -50,7 +50,7 @@ impl Dirs {
                     open_unmoved(&g.host_path)
                         .map(|fd| GrantDir {
                             guest: normalise(&g.guest_path).to_owned(),
-                            fd,
+                            dir: std::fs::File::from(fd),
                         })
                         .map_err(|e| format!("cannot open granted directory {}: {e}", g.path))
                 })
@@ -61,7 +61,7 @@ impl Dirs {
 
     /// Opens `path` beneath the granted directory that holds it (the longest
     /// grant that is a prefix of it, as wasi-libc picks a preopen).
-    fn open(&mut self, path: &str, flags: OFlags) -> Result<OwnedFd, FileError> {
+    fn open(&mut self, path: &str, directory: bool) -> Result<OwnedFd, FileError> {
         let path = normalise(path);
         let dirs = self.opened()?;
         let (dir, rel) = dirs
@@ -70,14 +70,15 @@ impl Dirs {
             .max_by_key(|(d, _)| if d.guest == "." { 0 } else { d.guest.len() })
             .ok_or(FileError::Denied)?;
         let rel = if rel.is_empty() { "." } else { rel };
-        rustix::fs::openat2(
-            dir.fd.as_fd(),
-            rel,
-            flags | OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NOCTTY | OFlags::NONBLOCK,
-            Mode::empty(),
-            ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS,
-        )
-        .map_err(error)
+        let mut flags = crate::fsread::OPEN_FLAGS;
+        if directory {
+            flags |= libc::O_DIRECTORY;
+        }
+        let mut options = cap_primitives::fs::OpenOptions::new();
+        options.read(true).custom_flags(flags);
+        cap_primitives::fs::open(&dir.dir, std::path::Path::new(rel), &options)
+            .map(OwnedFd::from)
+            .map_err(|e| io_error(&e))
     }
 }
 
@@ -135,10 +136,20 @@ fn error(e: rustix::io::Errno) -> FileError {
         // magic link or too many symlinks; EACCES/EPERM: the system said no.
         Errno::XDEV | Errno::LOOP | Errno::ACCESS | Errno::PERM => FileError::Denied,
         Errno::NOTDIR | Errno::ISDIR => FileError::WrongKind,
-        Errno::NOSYS => FileError::Other(
-            "this kernel has no openat2 (Linux 5.6 or later); use wasi:filesystem".into(),
-        ),
         other => FileError::Other(std::io::Error::from(other).to_string()),
+    }
+}
+
+/// An error of `cap-primitives`: an OS error, or one of its own (a path
+/// that escapes the directory is `PermissionDenied` without an errno).
+fn io_error(e: &std::io::Error) -> FileError {
+    match rustix::io::Errno::from_io_error(e) {
+        Some(errno) => error(errno),
+        None => match e.kind() {
+            std::io::ErrorKind::NotFound => FileError::NotFound,
+            std::io::ErrorKind::PermissionDenied => FileError::Denied,
+            _ => FileError::Other(e.to_string()),
+        },
     }
 }
 
@@ -167,7 +178,7 @@ impl State {
 
 impl Host for State {
     fn list_directory(&mut self, path: String) -> Result<Vec<DirEntry>, FileError> {
-        let fd = self.dirs.open(&path, OFlags::DIRECTORY)?;
+        let fd = self.dirs.open(&path, true)?;
         let mut dir = rustix::fs::Dir::new(fd).map_err(error)?;
         let mut out = Vec::new();
         while let Some(entry) = dir.read() {
@@ -218,7 +229,7 @@ impl State {
         if *left == 0 {
             return Err(FileError::OverBudget);
         }
-        let fd = self.dirs.open(path, OFlags::empty())?;
+        let fd = self.dirs.open(path, false)?;
         let stat = rustix::fs::fstat(&fd).map_err(error)?;
         if FileType::from_raw_mode(stat.st_mode) != FileType::RegularFile {
             return Err(FileError::WrongKind);

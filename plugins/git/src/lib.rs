@@ -11,9 +11,13 @@ use corral_sdk::{Effect, Error, Output, Result, Tool, tools};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-/// Options every git invocation starts with: no pager, no hooks, no prompts
-/// for credentials, no editor.
+/// Options every git invocation starts with: no pager, no hooks, no
+/// filesystem monitor (a command named by the configuration), no optional
+/// locks, no prompts for credentials, no editor.
 const SAFE: &[&str] = &[
+    "--no-optional-locks",
+    "-c",
+    "core.fsmonitor=false",
     "-c",
     "core.hooksPath=/dev/null",
     "-c",

@@ -1,0 +1,492 @@
+//! Protected paths and blocking files in `wasi:filesystem`, enforced where
+//! the call happens rather than on the text of a tool's arguments.
+//!
+//! The functions of `wasi:filesystem/types` that create, change or remove a
+//! path are redefined in the linker (shadowing wasmtime-wasi's own): each
+//! first resolves its path beneath the descriptor it is relative to,
+//! following symlinks the way the operation would, and refuses with
+//! `not-permitted` when the resolution lands in a `.git` directory, names a
+//! `.git` entry, or names `corral.toml` at the workspace root. Only then does
+//! it hand the call to wasmtime-wasi. A path is judged by what it resolves
+//! to, so `meta/config` with `meta -> .git` is refused like `.git/config`,
+//! whichever tool or argument named it. The built-in git plugin
+//! (`builtin:git`, by source, never by name) is exempt.
+//!
+//! `open-at` also refuses anything but regular files, directories and (when
+//! not followed) symlinks before opening it: opening a FIFO blocks until a
+//! writer appears, and file operations run on the calling thread, where
+//! neither the epoch deadline nor a timer can interrupt them. WASI itself
+//! cannot create FIFOs or device nodes, so only something outside the
+//! sandbox can swap one in between the check and the open.
+
+use super::State;
+use crate::manifest::Source;
+use cap_primitives::fs::FollowSymlinks;
+use rustix::fs::{AtFlags, Mode, OFlags};
+use std::fs::File;
+use std::io;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use wasmtime::StoreContextMut;
+use wasmtime::component::{Linker, Resource};
+use wasmtime_wasi::FsPerms;
+use wasmtime_wasi::filesystem::{Descriptor, WasiFilesystemView as _};
+use wasmtime_wasi::p2::FsResult;
+use wasmtime_wasi::p2::bindings::filesystem::types::{
+    DescriptorFlags, ErrorCode, HostDescriptor, NewTimestamp, OpenFlags, PathFlags,
+};
+
+/// The interface wasmtime-wasi 48 defines; guests importing an earlier
+/// 0.2.x version are linked to it too.
+const TYPES: &str = "wasi:filesystem/types@0.2.12";
+
+/// Symlinks followed before giving up, as the kernel's `ELOOP` limit.
+const MAX_SYMLINKS: u32 = 40;
+
+/// Directory levels walked up before giving up (fails closed).
+const MAX_DEPTH: u32 = 4096;
+
+/// File names (at the workspace root) that no tool may create or change.
+const PROTECTED_AT_ROOT: &[&str] = &["corral.toml"];
+
+/// What one plugin's calls are checked against.
+#[derive(Debug)]
+pub(crate) struct Guard {
+    /// The workspace root, by path and by identity; `None` when there is
+    /// none (`plugins inspect`).
+    root: Option<(PathBuf, FileId)>,
+    /// `builtin:git` changes `.git` by design.
+    exempt: bool,
+}
+
+/// A file's identity: device and inode.
+type FileId = (u64, u64);
+
+fn id(st: &rustix::fs::Stat) -> FileId {
+    (st.st_dev, st.st_ino)
+}
+
+/// Why a path was refused.
+#[derive(Debug)]
+struct Refusal {
+    code: ErrorCode,
+    why: String,
+}
+
+impl Refusal {
+    fn protected(why: impl Into<String>) -> Self {
+        Self {
+            code: ErrorCode::NotPermitted,
+            why: why.into(),
+        }
+    }
+
+    fn io(e: &io::Error) -> Self {
+        Self {
+            code: ErrorCode::from(e),
+            why: format!("cannot be checked: {e}"),
+        }
+    }
+}
+
+/// Where a directory is, relative to the workspace and its `.git`.
+#[derive(Debug, PartialEq, Eq)]
+enum Place {
+    /// The workspace root itself.
+    Root,
+    /// In a `.git` directory, or that directory itself.
+    Git,
+    /// Anywhere else.
+    Other,
+}
+
+impl Guard {
+    /// The guard for a plugin loaded from `source` in `workspace`.
+    pub(crate) fn new(workspace: Option<&Path>, source: &Source) -> io::Result<Self> {
+        let root = match workspace {
+            Some(path) => {
+                let st = rustix::fs::stat(path)?;
+                Some((path.to_path_buf(), id(&st)))
+            }
+            None => None,
+        };
+        Ok(Self {
+            root,
+            exempt: matches!(source, Source::Builtin(b) if b == "git"),
+        })
+    }
+
+    /// Where `dir` is: walks up through `..` (the kernel's parent, which no
+    /// symlink can fake) until the workspace root or the filesystem root,
+    /// comparing each level with its parent's `.git` entry.
+    fn place(&self, dir: BorrowedFd<'_>) -> io::Result<Place> {
+        // The directory a `.git` symlink at the root points to is the
+        // repository too, wherever it is.
+        let root_git = self.root.as_ref().and_then(|(path, _)| {
+            rustix::fs::stat(path.join(".git"))
+                .ok()
+                .filter(|st| rustix::fs::FileType::from_raw_mode(st.st_mode).is_dir())
+                .map(|st| id(&st))
+        });
+        let mut st = rustix::fs::fstat(dir)?;
+        let mut owned: Option<OwnedFd> = None;
+        for level in 0..MAX_DEPTH {
+            let here = id(&st);
+            if Some(here) == root_git {
+                return Ok(Place::Git);
+            }
+            if self.root.as_ref().is_some_and(|(_, r)| *r == here) {
+                return Ok(if level == 0 {
+                    Place::Root
+                } else {
+                    Place::Other
+                });
+            }
+            let cur = owned.as_ref().map_or(dir, |fd| fd.as_fd());
+            let parent = rustix::fs::openat(
+                cur,
+                "..",
+                OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC | OFlags::NOFOLLOW,
+                Mode::empty(),
+            )?;
+            let parent_st = rustix::fs::fstat(&parent)?;
+            if id(&parent_st) == here {
+                // The filesystem root: outside the workspace.
+                return Ok(Place::Other);
+            }
+            if rustix::fs::statat(&parent, ".git", AtFlags::empty()).is_ok_and(|g| id(&g) == here) {
+                return Ok(Place::Git);
+            }
+            owned = Some(parent);
+            st = parent_st;
+        }
+        Err(io::Error::other("directories nested too deeply to check"))
+    }
+
+    /// Refuses `path` (relative to `start`) if it resolves into `.git` or to
+    /// a protected file. `follow` says whether the operation follows a
+    /// symlink in the last component.
+    fn check(&self, start: &File, path: &str, follow: bool, hops: u32) -> Result<(), Refusal> {
+        if path.starts_with('/') {
+            return Err(Refusal::protected("absolute paths are outside every grant"));
+        }
+        let trimmed = path.trim_end_matches('/');
+        // A trailing slash makes the last component a directory to resolve.
+        let follow = follow || trimmed.len() != path.len();
+        let (parent, name) = match trimmed.rsplit_once('/') {
+            Some((p, n)) => (if p.is_empty() { "." } else { p }, n),
+            None => (".", trimmed),
+        };
+        if matches!(name, "" | "." | "..") {
+            // The path names a directory by itself; judge that directory.
+            let dir = cap_primitives::fs::open_dir(start, Path::new(path))
+                .map_err(|e| Refusal::io(&e))?;
+            return match self.place(dir.as_fd()).map_err(|e| Refusal::io(&e))? {
+                Place::Git => Err(Refusal::protected("it is inside .git")),
+                _ => Ok(()),
+            };
+        }
+        if name.eq_ignore_ascii_case(".git") {
+            return Err(Refusal::protected(
+                ".git is the repository's own data; use the git tools",
+            ));
+        }
+        let opened;
+        let dir: &File = if parent == "." {
+            start
+        } else {
+            opened = cap_primitives::fs::open_dir(start, Path::new(parent))
+                .map_err(|e| Refusal::io(&e))?;
+            &opened
+        };
+        match self.place(dir.as_fd()).map_err(|e| Refusal::io(&e))? {
+            Place::Git => {
+                return Err(Refusal::protected(
+                    "it resolves into .git, the repository's own data; use the git tools",
+                ));
+            }
+            Place::Root
+                if PROTECTED_AT_ROOT
+                    .iter()
+                    .any(|p| name.eq_ignore_ascii_case(p)) =>
+            {
+                return Err(Refusal::protected(format!(
+                    "{name} is corral's manifest; edit it yourself and run `corral trust`"
+                )));
+            }
+            _ => {}
+        }
+        if follow
+            && let Ok(st) = rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW)
+            && rustix::fs::FileType::from_raw_mode(st.st_mode) == rustix::fs::FileType::Symlink
+        {
+            if hops >= MAX_SYMLINKS {
+                return Err(Refusal::io(&io::Error::from_raw_os_error(libc::ELOOP)));
+            }
+            let target = rustix::fs::readlinkat(dir, name, Vec::new())
+                .map_err(|e| Refusal::io(&e.into()))?;
+            let target = target.to_str().map_err(|_| Refusal {
+                code: ErrorCode::IllegalByteSequence,
+                why: "a symlink on the path is not UTF-8".into(),
+            })?;
+            return self.check(dir, target, true, hops + 1);
+        }
+        Ok(())
+    }
+}
+
+/// Refuses to open anything that could block or is not a file: FIFOs,
+/// sockets, character and block devices.
+fn check_kind(start: &File, path: &str, follow: bool) -> Result<(), Refusal> {
+    let follow = if follow {
+        FollowSymlinks::Yes
+    } else {
+        FollowSymlinks::No
+    };
+    // What does not resolve is left to the open itself to report.
+    let Ok(meta) = cap_primitives::fs::stat(start, Path::new(path), follow) else {
+        return Ok(());
+    };
+    let ft = meta.file_type();
+    if ft.is_file() || ft.is_dir() || ft.is_symlink() {
+        return Ok(());
+    }
+    use cap_primitives::fs::FileTypeExt as _;
+    let kind = if ft.is_fifo() {
+        "a FIFO (named pipe)"
+    } else if ft.is_socket() {
+        "a socket"
+    } else if ft.is_char_device() {
+        "a character device"
+    } else if ft.is_block_device() {
+        "a block device"
+    } else {
+        "not a regular file"
+    };
+    Err(Refusal {
+        code: ErrorCode::Unsupported,
+        why: format!("it is {kind}; only regular files and directories can be opened"),
+    })
+}
+
+/// What a guarded call needs from its directory descriptor.
+struct Target {
+    dir: Arc<File>,
+    writable: bool,
+}
+
+fn target(state: &mut State, fd: &Resource<Descriptor>) -> wasmtime::Result<Option<Target>> {
+    let view = state.filesystem();
+    Ok(match view.table.get(fd)? {
+        Descriptor::Dir(d) => Some(Target {
+            dir: d.dir.clone(),
+            writable: d.perms == FsPerms::ReadWrite,
+        }),
+        // Not a directory: wasmtime-wasi answers with its own error.
+        Descriptor::File(_) => None,
+    })
+}
+
+impl State {
+    /// Checks a path-changing call of this plugin; `Some` refuses it.
+    fn guard_write(
+        &mut self,
+        fd: &Resource<Descriptor>,
+        path: &str,
+        follow: bool,
+        op: &str,
+    ) -> wasmtime::Result<Option<ErrorCode>> {
+        let guard = self.plugin.guard.clone();
+        if guard.exempt {
+            return Ok(None);
+        }
+        let Some(t) = target(self, fd)? else {
+            return Ok(None);
+        };
+        if !t.writable {
+            // wasmtime-wasi refuses every change under a read-only grant.
+            return Ok(None);
+        }
+        Ok(guard
+            .check(&t.dir, path, follow, 0)
+            .err()
+            .map(|r| self.refuse(op, path, r)))
+    }
+
+    fn refuse(&self, op: &str, path: &str, r: Refusal) -> ErrorCode {
+        if r.code == ErrorCode::NotPermitted || r.code == ErrorCode::Unsupported {
+            tracing::warn!(
+                plugin = %self.plugin.name,
+                "refused to {op} `{path}`: {}",
+                r.why
+            );
+        }
+        r.code
+    }
+}
+
+/// The answer of a shadowed function: the guest's error, or wasmtime-wasi's.
+fn answer<T>(r: FsResult<T>) -> wasmtime::Result<(Result<T, ErrorCode>,)> {
+    match r {
+        Ok(v) => Ok((Ok(v),)),
+        Err(e) => Ok((Err(e.downcast()?),)),
+    }
+}
+
+type Store<'a> = StoreContextMut<'a, State>;
+
+/// Redefines the path-changing functions of `wasi:filesystem/types` so that
+/// they check their paths first. Call after wasmtime-wasi's `add_to_linker`.
+pub(crate) fn add_to_linker(linker: &mut Linker<State>) -> wasmtime::Result<()> {
+    linker.allow_shadowing(true);
+    let mut inst = linker.instance(TYPES)?;
+    inst.func_wrap_async(
+        "[method]descriptor.open-at",
+        |mut store: Store<'_>,
+         (fd, pf, path, of, fl): (
+            Resource<Descriptor>,
+            PathFlags,
+            String,
+            OpenFlags,
+            DescriptorFlags,
+        )| {
+            Box::new(async move {
+                let state = store.data_mut();
+                let follow = pf.contains(PathFlags::SYMLINK_FOLLOW);
+                if let Some(t) = target(state, &fd)? {
+                    if let Err(r) = check_kind(&t.dir, &path, follow) {
+                        return Ok((Err(state.refuse("open", &path, r)),));
+                    }
+                    let writes = of.contains(OpenFlags::CREATE)
+                        || of.contains(OpenFlags::TRUNCATE)
+                        || fl.contains(DescriptorFlags::WRITE);
+                    if writes && let Some(code) = state.guard_write(&fd, &path, follow, "write")? {
+                        return Ok((Err(code),));
+                    }
+                }
+                let mut view = state.filesystem();
+                answer(HostDescriptor::open_at(&mut view, fd, pf, path, of, fl).await)
+            })
+        },
+    )?;
+    inst.func_wrap_async(
+        "[method]descriptor.create-directory-at",
+        |mut store: Store<'_>, (fd, path): (Resource<Descriptor>, String)| {
+            Box::new(async move {
+                let state = store.data_mut();
+                if let Some(code) = state.guard_write(&fd, &path, false, "create")? {
+                    return Ok((Err(code),));
+                }
+                let mut view = state.filesystem();
+                answer(HostDescriptor::create_directory_at(&mut view, fd, path).await)
+            })
+        },
+    )?;
+    inst.func_wrap_async(
+        "[method]descriptor.remove-directory-at",
+        |mut store: Store<'_>, (fd, path): (Resource<Descriptor>, String)| {
+            Box::new(async move {
+                let state = store.data_mut();
+                if let Some(code) = state.guard_write(&fd, &path, false, "remove")? {
+                    return Ok((Err(code),));
+                }
+                let mut view = state.filesystem();
+                answer(HostDescriptor::remove_directory_at(&mut view, fd, path).await)
+            })
+        },
+    )?;
+    inst.func_wrap_async(
+        "[method]descriptor.unlink-file-at",
+        |mut store: Store<'_>, (fd, path): (Resource<Descriptor>, String)| {
+            Box::new(async move {
+                let state = store.data_mut();
+                if let Some(code) = state.guard_write(&fd, &path, false, "remove")? {
+                    return Ok((Err(code),));
+                }
+                let mut view = state.filesystem();
+                answer(HostDescriptor::unlink_file_at(&mut view, fd, path).await)
+            })
+        },
+    )?;
+    inst.func_wrap_async(
+        "[method]descriptor.symlink-at",
+        |mut store: Store<'_>, (fd, old, new): (Resource<Descriptor>, String, String)| {
+            Box::new(async move {
+                let state = store.data_mut();
+                // Where the link points is judged when something writes
+                // through it; the link itself must not land in `.git`.
+                if let Some(code) = state.guard_write(&fd, &new, false, "create")? {
+                    return Ok((Err(code),));
+                }
+                let mut view = state.filesystem();
+                answer(HostDescriptor::symlink_at(&mut view, fd, old, new).await)
+            })
+        },
+    )?;
+    inst.func_wrap_async(
+        "[method]descriptor.rename-at",
+        |mut store: Store<'_>,
+         (fd, old, new_fd, new): (Resource<Descriptor>, String, Resource<Descriptor>, String)| {
+            Box::new(async move {
+                let state = store.data_mut();
+                if let Some(code) = state.guard_write(&fd, &old, false, "move")? {
+                    return Ok((Err(code),));
+                }
+                if let Some(code) = state.guard_write(&new_fd, &new, false, "replace")? {
+                    return Ok((Err(code),));
+                }
+                let mut view = state.filesystem();
+                answer(HostDescriptor::rename_at(&mut view, fd, old, new_fd, new).await)
+            })
+        },
+    )?;
+    inst.func_wrap_async(
+        "[method]descriptor.link-at",
+        |mut store: Store<'_>,
+         (fd, pf, old, new_fd, new): (
+            Resource<Descriptor>,
+            PathFlags,
+            String,
+            Resource<Descriptor>,
+            String,
+        )| {
+            Box::new(async move {
+                let state = store.data_mut();
+                // A second name for a protected file is a way to write it.
+                let follow = pf.contains(PathFlags::SYMLINK_FOLLOW);
+                if let Some(code) = state.guard_write(&fd, &old, follow, "link")? {
+                    return Ok((Err(code),));
+                }
+                if let Some(code) = state.guard_write(&new_fd, &new, false, "create")? {
+                    return Ok((Err(code),));
+                }
+                let mut view = state.filesystem();
+                answer(HostDescriptor::link_at(&mut view, fd, pf, old, new_fd, new).await)
+            })
+        },
+    )?;
+    inst.func_wrap_async(
+        "[method]descriptor.set-times-at",
+        |mut store: Store<'_>,
+         (fd, pf, path, atim, mtim): (
+            Resource<Descriptor>,
+            PathFlags,
+            String,
+            NewTimestamp,
+            NewTimestamp,
+        )| {
+            Box::new(async move {
+                let state = store.data_mut();
+                let follow = pf.contains(PathFlags::SYMLINK_FOLLOW);
+                if let Some(code) = state.guard_write(&fd, &path, follow, "change")? {
+                    return Ok((Err(code),));
+                }
+                let mut view = state.filesystem();
+                answer(HostDescriptor::set_times_at(&mut view, fd, pf, path, atim, mtim).await)
+            })
+        },
+    )?;
+    linker.allow_shadowing(false);
+    Ok(())
+}
