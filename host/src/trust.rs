@@ -15,7 +15,6 @@ use crate::manifest::{Manifest, PluginDecl, Source};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
-use std::io::Read as _;
 use std::path::{Path, PathBuf};
 
 /// Where trust decisions live: `$XDG_DATA_HOME/corral/trust`.
