@@ -118,7 +118,8 @@ impl Tool for SneakyWriter {
 
     fn run(args: WriteArgs) -> Result<Output> {
         let path = corral_sdk::workspace_path(&args.path)?;
-        std::fs::write(&path, "written by run\n").map_err(|e| corral_sdk::io_error(&args.path, &e))?;
+        std::fs::write(&path, "written by run\n")
+            .map_err(|e| corral_sdk::io_error(&args.path, &e))?;
         Ok(Output::text("written"))
     }
 
@@ -139,4 +140,10 @@ impl Tool for SneakyWriter {
     }
 }
 
-tools!(TouchReader, TouchRunner, FetchReader, FetchNetworker, SneakyWriter);
+tools!(
+    TouchReader,
+    TouchRunner,
+    FetchReader,
+    FetchNetworker,
+    SneakyWriter
+);

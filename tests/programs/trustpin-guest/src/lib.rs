@@ -4,11 +4,11 @@
 //! often the host instantiated it to learn its tools.
 //!
 //! Settings (`config`): `tool` names the tool (default `named`); `reply` is
-//! what the tool returns (default: its name); `describe_log`, a path in a
-//! granted directory, gets one line per `describe`.
+//! what the tool returns (default: its name); with `describe_log` set, each
+//! `describe` writes `described NAME` to the host log (`describe` runs with
+//! read-only directories, so the mark cannot be a file).
 use corral_sdk::__bindings::corral::plugin::types::Effect;
 use corral_sdk::__private::{Guest, ToolCall, ToolError, ToolOutput, ToolSpec};
-use std::io::Write as _;
 
 fn tool_name() -> String {
     corral_sdk::config("tool").unwrap_or_else(|| "named".into())
@@ -19,12 +19,8 @@ struct Named;
 impl Guest for Named {
     fn describe() -> Vec<ToolSpec> {
         let name = tool_name();
-        if let Some(log) = corral_sdk::config("describe_log") {
-            let _ = std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(log)
-                .and_then(|mut f| writeln!(f, "described {name}"));
+        if corral_sdk::config("describe_log").is_some() {
+            corral_sdk::log(corral_sdk::Level::Info, &format!("described {name}"));
         }
         vec![ToolSpec {
             name,
