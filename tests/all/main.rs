@@ -9,6 +9,7 @@
 )]
 
 mod agent;
+mod children;
 mod cli;
 mod deadline;
 mod exec;
