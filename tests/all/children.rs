@@ -47,6 +47,49 @@ fn appears_later(file: &Path) -> bool {
     file.exists()
 }
 
+/// `cmd` run where corral can create no cgroup, as for a user who is not
+/// root: as root, in a mount namespace whose /sys/fs/cgroup is an empty
+/// tmpfs (otherwise a `pids` cgroup would hold every process of the run and
+/// the cleanup under test would not be the one that acts). The program
+/// keeps its pid (`unshare` and `sh` exec), so signals reach corral.
+fn without_cgroups(inner: Command) -> Command {
+    // SAFETY: geteuid takes nothing.
+    let root = unsafe { libc::geteuid() } == 0;
+    let hidden = root
+        && Command::new("unshare")
+            .args(["--mount", "--propagation", "private", "--", "sh", "-c"])
+            .arg("mount -t tmpfs none /sys/fs/cgroup && test ! -e /sys/fs/cgroup/pids")
+            .output()
+            .is_ok_and(|o| o.status.success());
+    if !hidden {
+        if root {
+            eprintln!("note: cannot hide the cgroup tree; corral may use a pids cgroup here");
+        }
+        return inner;
+    }
+    let mut cmd = Command::new("unshare");
+    cmd.args(["--mount", "--propagation", "private", "--"])
+        .args([
+            "sh",
+            "-c",
+            "mount -t tmpfs none /sys/fs/cgroup && exec \"$@\"",
+            "sh",
+        ])
+        .arg(inner.get_program())
+        .args(inner.get_args());
+    if let Some(dir) = inner.get_current_dir() {
+        cmd.current_dir(dir);
+    }
+    for (k, v) in inner.get_envs() {
+        match v {
+            Some(v) => cmd.env(k, v),
+            None => cmd.env_remove(k),
+        };
+    }
+    cmd.stdin(Stdio::null());
+    cmd
+}
+
 /// `args` for `tool call run_command` with `command`.
 fn run_command(command: &str) -> Vec<String> {
     run_command_args(json!({ "command": command }))
@@ -69,10 +112,15 @@ fn a_process_that_leaves_the_group_dies_when_the_call_returns() {
     let sb = Sandbox::new();
     sb.write("corral.toml", &shell_manifest(60_000, 60_000));
     let cli = Cli::new();
-    let o = cli.run(
+    let o = without_cgroups(cli.command(
         &sb.ws(),
-        &refs(&run_command(&escaping("escaped", "echo started"))),
-    );
+        &refs(&run_command(&escaping(
+            "escaped",
+            "sleep 0.5; echo started",
+        ))),
+    ))
+    .output()
+    .expect("run");
     assert!(o.status.success(), "{}", text(&o));
     assert!(String::from_utf8_lossy(&o.stdout).contains("started"));
     assert!(
@@ -94,10 +142,12 @@ fn a_process_that_leaves_the_group_dies_when_the_call_times_out() {
         sb.write("corral.toml", &shell_manifest(exec_ms, call_ms));
         let cli = Cli::new();
         let started = Instant::now();
-        let o = cli.run(
+        let o = without_cgroups(cli.command(
             &sb.ws(),
             &refs(&run_command(&escaping("escaped", "sleep 30"))),
-        );
+        ))
+        .output()
+        .expect("run");
         assert!(
             started.elapsed() < Duration::from_secs(25),
             "{exec_ms}/{call_ms}: the call was not stopped: {}",
@@ -145,7 +195,10 @@ fn a_process_that_leaves_the_group_dies_when_corral_is_interrupted() {
     sb.write("corral.toml", &shell_manifest(60_000, 60_000));
     let cli = Cli::new();
     let args = run_command(&escaping("escaped", "touch started; sleep 30"));
-    let o = interrupt_mid_call(cli.command(&sb.ws(), &refs(&args)), &sb.ws());
+    let o = interrupt_mid_call(
+        without_cgroups(cli.command(&sb.ws(), &refs(&args))),
+        &sb.ws(),
+    );
     assert_eq!(o.status.code(), Some(130), "{}", text(&o));
     assert!(
         !appears_later(&sb.ws().join("escaped")),
@@ -256,7 +309,10 @@ fn an_unprivileged_user_gets_the_same_cleanup() {
     );
     // The call returns.
     let o = user
-        .command(&run_command(&escaping("escaped-return", "echo started")))
+        .command(&run_command(&escaping(
+            "escaped-return",
+            "sleep 0.5; echo started",
+        )))
         .output()
         .expect("run");
     assert!(o.status.success(), "{}", text(&o));
