@@ -77,6 +77,26 @@ pub fn system_prompt(workspace: &Path, cwd: &Path, plugins: &Plugins) -> String 
                 grants.join(", ")
             }
         );
+        let programs: Vec<String> = plugin
+            .decl()
+            .exec
+            .iter()
+            .map(|g| {
+                if g.program == crate::exec::ANY_PROGRAM {
+                    "any program in PATH".to_owned()
+                } else {
+                    format!("`{} {}`", g.program, g.args.join(" "))
+                }
+            })
+            .collect();
+        if !programs.is_empty() {
+            let _ = writeln!(
+                out,
+                "- plugin `{}` may run: {} (confined by the OS: writes only in the workspace, no network unless granted)",
+                plugin.decl().name,
+                programs.join(", ")
+            );
+        }
     }
     out
 }
@@ -114,6 +134,8 @@ fn git_status(workspace: &Path) -> Option<String> {
         .stderr(std::process::Stdio::null());
     crate::exec::confine_helper(&mut cmd).ok()?;
     let mut child = cmd.spawn().ok()?;
+    // Waited for below: not an escaped process for a program run to kill.
+    let _tracked = crate::exec::HostChild::track(child.id());
     let deadline = std::time::Instant::now() + Duration::from_secs(2);
     loop {
         match child.try_wait() {

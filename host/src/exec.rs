@@ -1,16 +1,21 @@
 //! Running programs for plugins granted `exec`: the program is resolved when
 //! the manifest is loaded, every call's arguments are checked against the
 //! grant's patterns, and the program runs without a shell, in the workspace,
-//! with an allow-listed environment, a timeout that kills its whole process
-//! group, an output cap and, on Linux, confinement:
+//! with an allow-listed environment, a timeout, an output cap and, on Linux,
+//! confinement. When the run ends, however it ends (exit, timeout, the
+//! call's future dropped), every process it started is killed, those that
+//! left its process group included (see [`tree`]). A grant of
+//! [`ANY_PROGRAM`] lets a plugin run any program; the confinement is the same:
 //!
 //! - Landlock: the program may read everywhere except credentials in the
 //!   user's home (`~/.ssh`, `~/.aws`, ...) and corral's session logs, and
 //!   write only beneath the workspace and a private temp directory (and
 //!   `/dev/null`); TCP connect and bind are denied unless the grant says
 //!   `network = true`.
-//! - A process budget: a `pids` cgroup when the host may create one, and
-//!   `RLIMIT_NPROC` otherwise, so a fork bomb hits a wall.
+//! - A process budget: a `pids` cgroup when the host may create one,
+//!   `RLIMIT_NPROC` otherwise, and for root without a cgroup (whom
+//!   `RLIMIT_NPROC` does not bind) a count of the run's processes, so a fork
+//!   bomb hits a wall.
 //! - A seccomp filter: no UNIX sockets (a session bus or a container daemon
 //!   would run commands outside the sandbox), no IPv4/IPv6 sockets unless
 //!   the grant says `network = true`, no `io_uring`.
@@ -18,7 +23,8 @@
 //!   corral itself non-dumpable, so that a program cannot read its parent's
 //!   environment or memory, where the provider keys are.
 //!
-//! Where the kernel lacks Landlock, corral says so once and, unless
+//! Every confinement step is checked: if one fails, the program does not
+//! run. Where the kernel lacks Landlock, corral says so once and, unless
 //! `[sandbox] require_os_sandbox = false`, refuses to run programs.
 
 use std::ffi::CString;
@@ -27,6 +33,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 use tokio::io::AsyncReadExt;
+
+mod tree;
+
+pub use tree::{HostChild, adopt_orphans};
 
 /// Default wall-clock limit of one program run.
 pub const DEFAULT_TIMEOUT_MS: u64 = 120_000;
@@ -64,6 +74,30 @@ impl ExecGrant {
     pub fn allows(&self, args: &[String]) -> bool {
         matches(&self.args, args)
     }
+}
+
+/// The `program` of a grant that lets a plugin run any program: a name
+/// looked up in `PATH` when the command runs, or a path.
+pub const ANY_PROGRAM: &str = "*";
+
+/// Where `program` is, for a grant of [`ANY_PROGRAM`]: found in `PATH` like
+/// a shell would, or a path, relative ones from the working directory `dir`.
+fn any_program(program: &str, dir: &Path) -> Result<PathBuf, ExecError> {
+    let found = if program.contains('/') {
+        resolve(&dir.join(program).to_string_lossy())
+    } else {
+        resolve(program)
+    };
+    found.ok_or_else(|| {
+        ExecError::Invalid(format!(
+            "`{program}` is not an executable program{}",
+            if program.contains('/') {
+                " at that path"
+            } else {
+                " in PATH; check its name, or that it is installed"
+            }
+        ))
+    })
 }
 
 /// Whether `args` fit `pattern` (`*` one argument, `**` the rest).
@@ -185,7 +219,7 @@ impl Exec {
         let candidates: Vec<&ExecGrant> = self
             .grants
             .iter()
-            .filter(|g| g.program == program)
+            .filter(|g| g.program == program || g.program == ANY_PROGRAM)
             .collect();
         if candidates.is_empty() {
             let granted: Vec<&str> = self.grants.iter().map(|g| g.program.as_str()).collect();
@@ -216,6 +250,11 @@ impl Exec {
             ));
         }
         let dir = self.working_dir(cwd)?;
+        let path = if grant.program == ANY_PROGRAM {
+            any_program(program, &dir)?
+        } else {
+            grant.path.clone()
+        };
         let tmp = tempfile::Builder::new()
             .prefix("corral-exec-")
             .tempdir()
@@ -223,7 +262,7 @@ impl Exec {
         let timeout =
             Duration::from_millis(timeout_ms.unwrap_or(grant.timeout_ms).min(grant.timeout_ms));
 
-        let mut cmd = tokio::process::Command::new(&grant.path);
+        let mut cmd = tokio::process::Command::new(&path);
         cmd.args(args)
             .current_dir(&dir)
             .env_clear()
@@ -247,44 +286,76 @@ impl Exec {
             .map_err(|e| {
                 ExecError::SpawnFailed(format!("cannot prepare the Landlock ruleset: {e}"))
             })?;
+        tree::Tree::prepare();
         let cgroup = PidsCgroup::create();
         let cgroup_tasks = cgroup.as_ref().map(|c| c.tasks.clone());
+        // Root is exempt from RLIMIT_NPROC, so without a cgroup corral
+        // counts the run's processes itself.
+        // SAFETY: getuid takes nothing and cannot fail.
+        let watch_budget = cgroup.is_none() && unsafe { libc::getuid() } == 0;
+        let nproc = nproc_limit();
         // SAFETY: the closure runs in the forked child before exec. It only
         // makes syscalls (setrlimit, open/write of a path prepared in the
-        // parent, then `ChildConfinement::apply`'s).
+        // parent, then `ChildConfinement::apply`'s), and fails the spawn
+        // when any of them fails.
         unsafe {
             cmd.pre_exec(move || {
                 let limit = libc::rlimit {
-                    rlim_cur: MAX_PROCESSES,
-                    rlim_max: MAX_PROCESSES,
+                    rlim_cur: nproc,
+                    rlim_max: nproc,
                 };
-                libc::setrlimit(libc::RLIMIT_NPROC, &limit);
+                if libc::setrlimit(libc::RLIMIT_NPROC, &limit) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
                 if let Some(tasks) = &cgroup_tasks {
-                    join_cgroup(tasks);
+                    join_cgroup(tasks)?;
                 }
                 confine.apply()
             });
         }
-        let mut child = cmd
-            .spawn()
-            .map_err(|e| ExecError::SpawnFailed(format!("cannot start `{program}`: {e}")))?;
-        let pgid = child.id().map(|p| p as i32);
+        let mut child = cmd.spawn().map_err(|e| {
+            ExecError::SpawnFailed(if e.kind() == std::io::ErrorKind::NotFound {
+                format!("cannot start `{program}`: it is not installed (not found in PATH)")
+            } else {
+                format!("cannot start `{program}`: {e}")
+            })
+        })?;
+        let Some(pid) = child.id() else {
+            return Err(ExecError::SpawnFailed(format!(
+                "`{program}` exited before it could be followed"
+            )));
+        };
+        // From here on, dropping this (a cancelled call) kills the whole run.
+        let mut tree = tree::Tree::new(pid, cgroup);
         let cap = self.output_cap;
         let out = tokio::spawn(read_capped(child.stdout.take(), cap));
         let err = tokio::spawn(read_capped(child.stderr.take(), cap));
-        let status = tokio::time::timeout(timeout, child.wait()).await;
-        // Whatever happened, nothing the program started may outlive the run.
-        if let Some(pgid) = pgid {
-            // SAFETY: killpg takes plain integers.
-            unsafe {
-                libc::killpg(pgid, libc::SIGKILL);
+        let (_watchdog, budget) = if watch_budget {
+            let (guard, fired) = tree.watch(MAX_PROCESSES as usize);
+            (Some(guard), Some(fired))
+        } else {
+            (None, None)
+        };
+        let budget = async {
+            if let Some(fired) = budget
+                && fired.await.is_ok()
+            {
+                return;
             }
-        }
-        if let Some(c) = &cgroup {
-            c.kill_all();
-        }
+            std::future::pending().await
+        };
+        let (status, over_budget) = tokio::select! {
+            s = tokio::time::timeout(timeout, child.wait()) => (s, false),
+            () = budget => (Ok(Err(std::io::Error::other("process budget"))), true),
+        };
+        // Whatever happened, nothing the program started may outlive the run.
+        tree.kill_all();
         let (exit_code, timed_out) = match status {
             Ok(Ok(s)) => (s.code(), false),
+            Ok(Err(_)) if over_budget => {
+                let _ = child.wait().await;
+                (None, false)
+            }
             Ok(Err(e)) => {
                 return Err(ExecError::SpawnFailed(format!(
                     "waiting for `{program}`: {e}"
@@ -301,12 +372,17 @@ impl Exec {
             .ok()
             .and_then(Result::ok)
             .unwrap_or_default();
-        let (stderr, t2) = tokio::time::timeout(grace, err)
+        let (mut stderr, t2) = tokio::time::timeout(grace, err)
             .await
             .ok()
             .and_then(Result::ok)
             .unwrap_or_default();
-        drop(cgroup);
+        drop(tree);
+        if over_budget {
+            stderr.push_str(&format!(
+                "\n[corral: the program had more than {MAX_PROCESSES} processes at once; all of them were killed]"
+            ));
+        }
         Ok(ExecOutput {
             exit_code,
             stdout,
@@ -546,8 +622,9 @@ fn hide_from_children() {
 /// In the child, before exec: drops every capability (effective, permitted,
 /// inheritable, ambient and the bounding set), so that a program run as
 /// root cannot use root's privileges either, e.g. `CAP_SYS_PTRACE` to read
-/// corral's memory. Only syscalls, as a `pre_exec` closure requires.
-fn drop_capabilities() {
+/// corral's memory. Only syscalls, as a `pre_exec` closure requires; any
+/// failure fails the spawn.
+fn drop_capabilities() -> std::io::Result<()> {
     #[repr(C)]
     struct Header {
         version: u32,
@@ -561,32 +638,60 @@ fn drop_capabilities() {
         inheritable: u32,
     }
     /// `_LINUX_CAPABILITY_VERSION_3`.
-    const VERSION_3: u32 = 0x2008_0526;
-    // SAFETY: prctl and capset take plain integers and pointers to the
-    // structs above, which live for the duration of the calls.
+    const VERSION_3: u32 = 0x2008_0522;
+    let last_error = std::io::Error::last_os_error;
+    // SAFETY: prctl, capset and capget take plain integers and pointers to
+    // the structs above, which live for the duration of the calls.
     unsafe {
-        libc::prctl(
+        if libc::prctl(
             libc::PR_CAP_AMBIENT,
             libc::PR_CAP_AMBIENT_CLEAR_ALL,
             0,
             0,
             0,
-        );
+        ) != 0
+        {
+            return Err(last_error());
+        }
+        // Dropping from the bounding set needs CAP_SETPCAP, which a user
+        // who is not root lacks; it matters only when a uid is 0, whose
+        // exec would otherwise regain the set.
+        let root = libc::getuid() == 0 || libc::geteuid() == 0;
         for cap in 0..64 {
-            // Fails (EINVAL) past the last capability this kernel knows.
-            libc::prctl(libc::PR_CAPBSET_DROP, cap, 0, 0, 0);
+            if libc::prctl(libc::PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 {
+                let err = last_error();
+                match err.raw_os_error() {
+                    // Past the last capability this kernel knows.
+                    Some(libc::EINVAL) => break,
+                    Some(libc::EPERM) if !root => break,
+                    _ => return Err(err),
+                }
+            }
         }
         let mut header = Header {
             version: VERSION_3,
             pid: 0,
         };
-        let data = [Data {
+        let mut data = [Data {
             effective: 0,
             permitted: 0,
             inheritable: 0,
         }; 2];
-        libc::syscall(libc::SYS_capset, &mut header, data.as_ptr());
+        if libc::syscall(libc::SYS_capset, &mut header, data.as_ptr()) != 0 {
+            return Err(last_error());
+        }
+        // Read back: what counts is what the kernel holds.
+        if libc::syscall(libc::SYS_capget, &mut header, data.as_mut_ptr()) != 0 {
+            return Err(last_error());
+        }
+        if data
+            .iter()
+            .any(|d| d.effective != 0 || d.permitted != 0 || d.inheritable != 0)
+        {
+            return Err(std::io::Error::from_raw_os_error(libc::EPERM));
+        }
     }
+    Ok(())
 }
 
 /// What confines a child, prepared in the parent and applied in the child
@@ -594,6 +699,8 @@ fn drop_capabilities() {
 struct ChildConfinement {
     /// Taken by the child; the mutex cannot be held by any other thread there.
     ruleset: Mutex<Option<landlock::RulesetCreated>>,
+    /// Whether a ruleset was prepared, so that its absence is a failure.
+    landlock: bool,
     filter: Vec<libc::sock_filter>,
 }
 
@@ -608,6 +715,7 @@ impl ChildConfinement {
             Confinement::Unavailable => None,
         };
         Ok(Self {
+            landlock: ruleset.is_some(),
             ruleset: Mutex::new(ruleset),
             filter: socket_filter(network),
         })
@@ -615,14 +723,19 @@ impl ChildConfinement {
 
     /// In the child: Landlock, then no capabilities, then the filter.
     fn apply(&self) -> std::io::Result<()> {
-        if let Ok(mut slot) = self.ruleset.lock()
-            && let Some(rules) = slot.take()
-        {
-            rules
-                .restrict_self()
-                .map_err(|_| std::io::Error::from_raw_os_error(libc::EPERM))?;
+        let denied = || std::io::Error::from_raw_os_error(libc::EPERM);
+        let rules = self.ruleset.lock().map_err(|_| denied())?.take();
+        if let Some(rules) = rules {
+            let status = rules.restrict_self().map_err(|_| denied())?;
+            // Prepared because the kernel has Landlock: not enforcing it is a failure.
+            if status.ruleset == landlock::RulesetStatus::NotEnforced {
+                return Err(denied());
+            }
+        } else if self.landlock {
+            // Taken already: this confinement was applied to another child.
+            return Err(denied());
         }
-        drop_capabilities();
+        drop_capabilities()?;
         install_filter(&self.filter)
     }
 }
@@ -754,27 +867,74 @@ impl Drop for PidsCgroup {
 
 /// Moves the calling process into the cgroup whose task file is `tasks`.
 /// Runs between fork and exec: no allocation.
-fn join_cgroup(tasks: &CString) {
+fn join_cgroup(tasks: &CString) -> std::io::Result<()> {
+    let mut buf = [0u8; 16];
+    // SAFETY: getpid takes nothing.
+    let mut pid = unsafe { libc::getpid() } as u32;
+    let mut i = buf.len();
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (pid % 10) as u8;
+        pid /= 10;
+        if pid == 0 {
+            break;
+        }
+    }
     // SAFETY: open/write/close with a valid NUL-terminated path and a stack buffer.
     unsafe {
-        let fd = libc::open(tasks.as_ptr(), libc::O_WRONLY);
+        let fd = libc::open(tasks.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
         if fd < 0 {
-            return;
+            return Err(std::io::Error::last_os_error());
         }
-        let mut buf = [0u8; 16];
-        let mut pid = libc::getpid() as u32;
-        let mut i = buf.len();
-        loop {
-            i -= 1;
-            buf[i] = b'0' + (pid % 10) as u8;
-            pid /= 10;
-            if pid == 0 {
-                break;
-            }
-        }
-        libc::write(fd, buf[i..].as_ptr().cast(), buf.len() - i);
+        let written = libc::write(fd, buf[i..].as_ptr().cast(), buf.len() - i);
+        let failed = written != (buf.len() - i) as isize;
+        let err = std::io::Error::last_os_error();
         libc::close(fd);
+        if failed {
+            return Err(err);
+        }
     }
+    Ok(())
+}
+
+/// `RLIMIT_NPROC` for a run: [`MAX_PROCESSES`] more than the user runs
+/// already, since the kernel counts every process and thread of the real
+/// user (a desktop session has hundreds), within the current hard limit.
+fn nproc_limit() -> libc::rlim_t {
+    // SAFETY: getuid takes nothing; getrlimit writes into a valid struct.
+    let (uid, hard) = unsafe {
+        let mut current = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        let hard = if libc::getrlimit(libc::RLIMIT_NPROC, &mut current) == 0 {
+            current.rlim_max
+        } else {
+            libc::RLIM_INFINITY
+        };
+        (libc::getuid(), hard)
+    };
+    let uid = uid.to_string();
+    let threads: u64 = std::fs::read_dir("/proc")
+        .map(|dir| {
+            dir.flatten()
+                .filter_map(|e| std::fs::read_to_string(e.path().join("status")).ok())
+                .filter_map(|status| {
+                    let mut real_uid = None;
+                    let mut threads = None;
+                    for line in status.lines() {
+                        if let Some(v) = line.strip_prefix("Uid:") {
+                            real_uid = v.split_whitespace().next().map(str::to_owned);
+                        } else if let Some(v) = line.strip_prefix("Threads:") {
+                            threads = v.trim().parse::<u64>().ok();
+                        }
+                    }
+                    (real_uid.as_deref() == Some(uid.as_str())).then_some(threads?)
+                })
+                .sum()
+        })
+        .unwrap_or(0);
+    (threads + MAX_PROCESSES).min(hard)
 }
 
 #[cfg(test)]

@@ -4,5 +4,8 @@ mod cli;
 mod run;
 
 fn main() -> std::process::ExitCode {
+    // This process runs the calls, so what their programs leave behind is
+    // re-parented here, where it can be killed with the call.
+    corral::exec::adopt_orphans();
     cli::main()
 }

@@ -46,6 +46,15 @@ grants.net = ["https://api.anthropic.com:443"]
 grants.secrets = [{ host = "api.anthropic.com", header = "x-api-key", value = "${env:ANTHROPIC_API_KEY}" }]
 config = { base_url = "https://api.anthropic.com/v1", model = "claude-sonnet-4-5" }
 limits = { timeout_ms = 600000 }
+
+[plugins.shell]
+source = "builtin:shell"
+grants.exec = [{ program = "*", args = ["**"] }]
+limits = { timeout_ms = 600000 }
+
+[plugins.git]
+source = "builtin:git"
+grants.exec = [{ program = "git", args = ["**"] }]
 "#;
 
 /// Name given to the built-in layer in messages.
@@ -455,7 +464,8 @@ struct RawGrants {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawExec {
-    /// `program = "cargo"`: a name found in `PATH`, or a path.
+    /// `program = "cargo"`: a name found in `PATH`, or a path; `"*"` is any
+    /// program, found in `PATH` when each command runs.
     program: String,
     /// `args = ["test", "**"]`: literal tokens, `*` (one argument), `**` (the rest).
     args: Vec<String>,
@@ -872,16 +882,24 @@ impl Checker<'_> {
         let mut exec = Vec::new();
         for grant in &raw.grants.exec {
             let g = grant.get_ref();
-            let path = crate::exec::resolve(&g.program).ok_or_else(|| {
-                self.err(
-                    grant.span(),
-                    format!(
-                        "plugin `{name}`: program `{}` is not an executable in PATH",
-                        g.program
-                    ),
-                    Some("install it, or name it by its full path".into()),
-                )
-            })?;
+            let path = match crate::exec::resolve(&g.program) {
+                Some(path) => path,
+                // Found when each command runs.
+                None if g.program == crate::exec::ANY_PROGRAM => PathBuf::new(),
+                // A built-in default (git) need not be installed; running it
+                // says so.
+                None if self.layer.name == DEFAULTS_NAME => PathBuf::from(&g.program),
+                None => {
+                    return Err(self.err(
+                        grant.span(),
+                        format!(
+                            "plugin `{name}`: program `{}` is not an executable in PATH",
+                            g.program
+                        ),
+                        Some("install it, or name it by its full path".into()),
+                    ));
+                }
+            };
             if g.args
                 .iter()
                 .position(|a| a == "**")

@@ -77,7 +77,7 @@ fn tool_errors_exit_non_zero_with_message() {
     let o = cli.run(&sb.ws(), &["tool", "call", "no_such_tool"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(
-        stderr(&o).contains("available: apply_patch, edit_file, glob, grep"),
+        stderr(&o).contains("available: apply_patch, edit_file, git_add,"),
         "{}",
         stderr(&o)
     );

@@ -9,6 +9,7 @@
 )]
 
 mod agent;
+mod children;
 mod cli;
 mod conformance;
 mod deadline;

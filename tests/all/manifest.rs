@@ -166,7 +166,18 @@ fn layers_replace_entries_and_can_disable() {
     let sb = Sandbox::new();
     let m = sb.manifest_with_defaults("").expect("defaults");
     let names: Vec<&str> = m.plugins.iter().map(|p| p.name.as_str()).collect();
-    assert_eq!(names, ["anthropic", "fs", "openai", "replay", "search"]);
+    assert_eq!(
+        names,
+        [
+            "anthropic",
+            "fs",
+            "git",
+            "openai",
+            "replay",
+            "search",
+            "shell"
+        ]
+    );
     let m = sb
         .manifest_with_defaults("[plugins.search]\nenabled = false\n\n[plugins.fs]\nsource = \"builtin:fs\"\ngrants.fs = [{ path = \".\", access = \"ro\" }]\n")
         .expect("override");
