@@ -391,7 +391,7 @@ mod tests {
     fn only_regular_files_are_read() {
         let dir = tempfile::tempdir().unwrap();
         let err = read_plugin_file(dir.path()).unwrap_err();
-        assert_eq!(err.to_string(), "not a regular file");
+        assert_eq!(err.to_string(), "it is a directory, not a regular file");
         let file = dir.path().join("x.wasm");
         std::fs::write(&file, b"\0asm").unwrap();
         assert_eq!(read_plugin_file(&file).unwrap(), b"\0asm");
