@@ -28,4 +28,5 @@ pub mod protocol;
 pub mod runtime;
 mod schema;
 pub mod session;
+pub mod terminal;
 pub mod trust;

@@ -9,6 +9,7 @@
 )]
 
 mod agent;
+mod budgets;
 mod cli;
 mod exec;
 mod manifest;

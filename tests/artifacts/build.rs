@@ -11,6 +11,7 @@ const GUESTS: &[&str] = &[
     "guest-http-client",
     "guest-raw-socket",
     "guest-env-provider",
+    "guest-budgets",
 ];
 
 fn main() {

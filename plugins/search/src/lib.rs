@@ -130,17 +130,38 @@ fn trim_line(bytes: &[u8]) -> String {
     }
 }
 
+/// Bytes a compiled pattern may take.
+const REGEX_SIZE_LIMIT: usize = 16 << 20;
+/// Bytes the lazy DFA's cache may take while searching.
+const REGEX_DFA_SIZE_LIMIT: usize = 32 << 20;
+
 /// The search itself, callable natively as well as from the component.
 pub fn grep(args: &GrepArgs) -> Result<Output> {
     let root = workspace_path(&args.path)?;
     let root_is_dir = std::fs::metadata(&root)
         .map_err(|e| io_error(&args.path, &e))?
         .is_dir();
+    // ripgrep's defaults (100 MiB for the compiled program, 1000 MiB for
+    // the lazy DFA) exceed the plugin's memory limit: a pattern such as
+    // `a{1000}{1000}` would end in an out-of-memory trap instead of an answer.
     let matcher = RegexMatcherBuilder::new()
         .case_insensitive(args.ignore_case)
         .fixed_strings(args.fixed_strings)
+        .size_limit(REGEX_SIZE_LIMIT)
+        .dfa_size_limit(REGEX_DFA_SIZE_LIMIT)
         .build(&args.pattern)
-        .map_err(|e| Error::InvalidArguments(format!("`pattern` is not a valid regex: {e}")))?;
+        .map_err(|e| {
+            let e = e.to_string();
+            if e.contains("size limit") {
+                Error::InvalidArguments(format!(
+                    "pattern too large: compiled, `pattern` would exceed {} MiB; \
+                     use a smaller repetition count or a simpler pattern",
+                    REGEX_SIZE_LIMIT >> 20
+                ))
+            } else {
+                Error::InvalidArguments(format!("`pattern` is not a valid regex: {e}"))
+            }
+        })?;
     let mut searcher = SearcherBuilder::new()
         .line_number(true)
         .before_context(args.context)
