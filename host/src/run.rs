@@ -210,8 +210,7 @@ pub async fn resume(
         Ok(p) => p,
         Err(e) => return fail(&e),
     };
-    let mut opts = options(&manifest, &flags);
-    opts.record = record.is_some();
+    let opts = options(&manifest, &flags);
     let agent = match Agent::resume(
         Arc::new(plugins),
         provider,

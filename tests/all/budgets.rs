@@ -378,6 +378,15 @@ fn a_stream_event_over_the_output_limit_ends_the_provider_call() {
 #[test]
 fn a_pattern_too_large_for_memory_is_an_answer_not_a_crash() {
     let sb = Sandbox::new();
+    // With less memory than ripgrep's own size limits assume, compiling the
+    // pattern used to end in an out-of-memory trap.
+    sb.write(
+        "corral.toml",
+        "[plugins.search]\nsource = \"builtin:search\"\n\
+         grants.fs = [{ path = \".\", access = \"ro\" }]\n\
+         limits = { memory_mb = 64 }\n",
+    );
+    sb.write("many.txt", &"a".repeat(5000));
     let cli = Cli::new();
     let o = cli.run(
         &sb.ws(),

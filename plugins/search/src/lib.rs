@@ -130,21 +130,12 @@ fn trim_line(bytes: &[u8]) -> String {
     }
 }
 
-/// Bytes a compiled pattern may take.
-const REGEX_SIZE_LIMIT: usize = 16 << 20;
-/// Bytes the lazy DFA's cache may take while searching.
-const REGEX_DFA_SIZE_LIMIT: usize = 32 << 20;
-
-/// The search itself, callable natively as well as from the component.
-pub fn grep(args: &GrepArgs) -> Result<Output> {
-    let root = workspace_path(&args.path)?;
-    let root_is_dir = std::fs::metadata(&root)
-        .map_err(|e| io_error(&args.path, &e))?
-        .is_dir();
+/// The compiled pattern of `args`, or why it cannot be searched for.
+fn matcher(args: &GrepArgs) -> Result<grep_regex::RegexMatcher> {
     // ripgrep's defaults (100 MiB for the compiled program, 1000 MiB for
     // the lazy DFA) exceed the plugin's memory limit: a pattern such as
     // `a{1000}{1000}` would end in an out-of-memory trap instead of an answer.
-    let matcher = RegexMatcherBuilder::new()
+    RegexMatcherBuilder::new()
         .case_insensitive(args.ignore_case)
         .fixed_strings(args.fixed_strings)
         .size_limit(REGEX_SIZE_LIMIT)
@@ -161,7 +152,21 @@ pub fn grep(args: &GrepArgs) -> Result<Output> {
             } else {
                 Error::InvalidArguments(format!("`pattern` is not a valid regex: {e}"))
             }
-        })?;
+        })
+}
+
+/// Bytes a compiled pattern may take.
+const REGEX_SIZE_LIMIT: usize = 8 << 20;
+/// Bytes the lazy DFA's cache may take while searching.
+const REGEX_DFA_SIZE_LIMIT: usize = 16 << 20;
+
+/// The search itself, callable natively as well as from the component.
+pub fn grep(args: &GrepArgs) -> Result<Output> {
+    let root = workspace_path(&args.path)?;
+    let root_is_dir = std::fs::metadata(&root)
+        .map_err(|e| io_error(&args.path, &e))?
+        .is_dir();
+    let matcher = matcher(args)?;
     let mut searcher = SearcherBuilder::new()
         .line_number(true)
         .before_context(args.context)
@@ -346,3 +351,22 @@ fn display_path(path: &Path) -> String {
 }
 
 tools!(Grep, Glob);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pattern_too_large_for_the_plugin_memory_is_refused() {
+        let args: GrepArgs =
+            serde_json::from_value(serde_json::json!({"pattern": "a{1000}{1000}"})).unwrap();
+        match matcher(&args) {
+            Err(Error::InvalidArguments(m)) => assert!(m.starts_with("pattern too large"), "{m}"),
+            Err(e) => panic!("{e:?}"),
+            Ok(_) => panic!("compiled"),
+        }
+        let args: GrepArgs =
+            serde_json::from_value(serde_json::json!({"pattern": r"fn \w+\("})).unwrap();
+        assert!(matcher(&args).is_ok());
+    }
+}

@@ -42,7 +42,7 @@ impl Guest for Budgets {
             "name_with_escape" => vec![spec("red\x1b[31mtool", "A name with an escape.")],
             "huge_describe" => vec![spec("huge", &"d".repeat(3 << 20))],
             "loud" => vec![
-                spec("loud", &format!("Loud tool. {ESCAPES}")),
+                spec("loud", &format!("{ESCAPES} loud tool.")),
                 spec("long_desc", &format!("Long. {}", "word ".repeat(4000))),
                 spec(
                     "hidden_desc",
