@@ -353,6 +353,10 @@ fn display_path(path: &Path) -> String {
 tools!(Grep, Glob);
 
 #[cfg(test)]
+#[allow(
+    clippy::unwrap_used,
+    reason = "a test fails loudly at the first surprise"
+)]
 mod tests {
     use super::*;
 
