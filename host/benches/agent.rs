@@ -104,8 +104,10 @@ fn loop_overhead(rt: &tokio::runtime::Runtime, runtime: &Runtime) {
         temperature: None,
     };
     let provider_call = measure(20, || {
-        let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+        let (tx, mut rx) = tokio::sync::mpsc::channel(corral::runtime::EVENT_CHANNEL_CAPACITY);
+        let drain = rt.spawn(async move { while rx.recv().await.is_some() {} });
         assert!(rt.block_on(provider.complete(&request, tx)).is_ok());
+        let _ = rt.block_on(drain);
     });
     let tool_call = measure(20, || {
         assert!(
@@ -292,7 +294,7 @@ fn sse_throughput(rt: &tokio::runtime::Runtime, runtime: &Runtime) {
         temperature: None,
     };
     let sandboxed = measure(3, || {
-        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let (tx, mut rx) = tokio::sync::mpsc::channel(corral::runtime::EVENT_CHANNEL_CAPACITY);
         let drain = rt.spawn(async move { while rx.recv().await.is_some() {} });
         let out = rt.block_on(provider.complete(&request, tx));
         let _ = rt.block_on(drain);

@@ -110,6 +110,9 @@ pub struct AgentOptions {
     pub policy: crate::policy::Policy,
     /// Who answers `ask` decisions.
     pub approver: Arc<dyn Approver>,
+    /// Keep every provider stream event for a cassette (`--record`); without
+    /// it the events are forwarded and dropped.
+    pub record: bool,
 }
 
 impl std::fmt::Debug for AgentOptions {
@@ -133,6 +136,7 @@ impl Default for AgentOptions {
             cwd: PathBuf::from("."),
             policy: crate::policy::Policy::default(),
             approver: Arc::new(NoApprover),
+            record: false,
         }
     }
 }
@@ -411,10 +415,11 @@ impl Agent {
         ui: &UnboundedSender<Event>,
         cancel: &CancellationToken,
     ) -> anyhow::Result<Result<ChatResponse, Option<ProviderError>>> {
-        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let (tx, mut rx) = tokio::sync::mpsc::channel(crate::runtime::EVENT_CHANNEL_CAPACITY);
         let provider = self.provider.clone();
         let call = provider.complete(request, tx);
         tokio::pin!(call);
+        let record = self.options.record;
         let mut events = Vec::new();
         let result = loop {
             tokio::select! {
@@ -422,16 +427,22 @@ impl Agent {
                 () = cancel.cancelled() => return Ok(Err(None)),
                 Some(ev) = rx.recv() => {
                     forward(ui, &ev);
-                    events.push(ev);
+                    if record {
+                        events.push(ev);
+                    }
                 }
                 res = &mut call => break res,
             }
         };
         while let Ok(ev) = rx.try_recv() {
             forward(ui, &ev);
-            events.push(ev);
+            if record {
+                events.push(ev);
+            }
         }
-        if let Ok(response) = &result {
+        if let Ok(response) = &result
+            && record
+        {
             self.recorded.push(CassetteTurn {
                 events,
                 response: response.clone(),

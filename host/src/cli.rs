@@ -4,6 +4,7 @@
 use clap::{Args, Parser, Subcommand};
 use corral::manifest::{self, Access, Manifest, Source};
 use corral::runtime::{Capability, Plugins, Runtime, RuntimeOptions, ToolError, classify};
+use corral::terminal::inert;
 use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -193,7 +194,7 @@ impl From<AgentFlags> for crate::run::Flags {
 }
 
 pub(crate) fn fail(message: &str) -> ExitCode {
-    eprintln!("error: {message}");
+    eprintln!("error: {}", inert(message));
     ExitCode::from(EXIT_USAGE)
 }
 
@@ -238,7 +239,18 @@ pub(crate) async fn load(workspace: &std::path::Path) -> Result<(Manifest, Plugi
     Ok((manifest, plugins))
 }
 
+/// Prints `text` (which may hold what a plugin or a model wrote) with its
+/// escape sequences made inert.
 pub(crate) fn out(text: &str) {
+    write_out(&inert(text));
+}
+
+/// Prints JSON text, with the characters serde_json leaves raw escaped.
+pub(crate) fn out_json(text: &str) {
+    write_out(&corral::terminal::inert_json(text));
+}
+
+fn write_out(text: &str) {
     let mut stdout = std::io::stdout().lock();
     let _ = stdout.write_all(text.as_bytes());
     if !text.ends_with('\n') {
@@ -292,10 +304,11 @@ fn plugins_list(manifest: &Manifest, plugins: &Plugins, json: bool) -> ExitCode 
                         "host_calls": d.limits.host_calls,
                     },
                     "tools": p.tools().iter().map(|t| t.name.clone()).collect::<Vec<_>>(),
+                    "warnings": tool_warnings(p),
                 })
             })
             .collect();
-        out(&serde_json::to_string_pretty(&list).unwrap_or_default());
+        out_json(&serde_json::to_string_pretty(&list).unwrap_or_default());
         return ExitCode::SUCCESS;
     }
     let mut text = format!("workspace {}\n", manifest.workspace.display());
@@ -322,9 +335,20 @@ fn plugins_list(manifest: &Manifest, plugins: &Plugins, json: bool) -> ExitCode 
             p.tools().iter().map(|t| t.name.as_str()).collect::<Vec<_>>().join(", "),
             d.origin,
         ));
+        for w in tool_warnings(p) {
+            text.push_str(&format!("  warning  {w}\n"));
+        }
     }
     out(&text);
     ExitCode::SUCCESS
+}
+
+/// What is suspicious about how a plugin's tools describe themselves.
+fn tool_warnings(p: &corral::runtime::Plugin) -> Vec<String> {
+    p.tools()
+        .iter()
+        .flat_map(|t| t.warnings.iter().map(move |w| format!("`{}`: {w}", t.name)))
+        .collect()
 }
 
 fn tools_list(plugins: &Plugins, json: bool) -> ExitCode {
@@ -339,10 +363,11 @@ fn tools_list(plugins: &Plugins, json: bool) -> ExitCode {
                     "description": t.description,
                     "effects": t.effects,
                     "input_schema": t.input_schema,
+                    "warnings": t.warnings,
                 })
             })
             .collect();
-        out(&serde_json::to_string_pretty(&list).unwrap_or_default());
+        out_json(&serde_json::to_string_pretty(&list).unwrap_or_default());
         return ExitCode::SUCCESS;
     }
     let width = tools.iter().map(|(_, t)| t.name.len()).max().unwrap_or(4);
@@ -375,6 +400,9 @@ fn tools_list(plugins: &Plugins, json: bool) -> ExitCode {
             p.decl().name,
             effects.join(","),
         ));
+        for w in &t.warnings {
+            text.push_str(&format!("{:width$}  ! warning: {w}\n", ""));
+        }
     }
     out(&text);
     ExitCode::SUCCESS
@@ -407,12 +435,12 @@ async fn tool_call(plugins: &Plugins, name: &str, args: &str, json: bool) -> Exi
             Ok(o) => serde_json::json!({"ok": o}),
             Err(e) => serde_json::json!({"error": e}),
         };
-        out(&serde_json::to_string_pretty(&value).unwrap_or_default());
+        out_json(&serde_json::to_string_pretty(&value).unwrap_or_default());
     } else {
         match &result {
-            Ok(o) if o.is_error => eprint!("{}", with_newline(&o.content)),
+            Ok(o) if o.is_error => eprint!("{}", inert(&with_newline(&o.content))),
             Ok(o) => out(&o.content),
-            Err(e) => eprintln!("error: {name}: {}", describe_error(e)),
+            Err(e) => eprintln!("error: {}: {}", inert(name), inert(&describe_error(e))),
         }
     }
     match result {
@@ -616,7 +644,7 @@ async fn inspect(file: &std::path::Path, json: bool) -> ExitCode {
             "exports": info.exports,
             "tools": match &info.tools { Ok(t) => serde_json::to_value(t).unwrap_or_default(), Err(e) => serde_json::json!({"error": e}) },
         });
-        out(&serde_json::to_string_pretty(&value).unwrap_or_default());
+        out_json(&serde_json::to_string_pretty(&value).unwrap_or_default());
         return ExitCode::SUCCESS;
     }
     let mut text = format!(

@@ -29,4 +29,5 @@ pub mod protocol;
 pub mod runtime;
 mod schema;
 pub mod session;
+pub mod terminal;
 pub mod trust;

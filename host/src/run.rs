@@ -1,7 +1,7 @@
 //! `corral run`, `resume`, `sessions`, `show`: drive the agent and render its
 //! events, as text for people or as JSON lines for scripts.
 
-use crate::cli::{fail, load, out};
+use crate::cli::{fail, load, out, out_json};
 use corral::agent::{
     Agent, AgentOptions, Approval, ApprovalRequest, Approver, CassetteTurn, NoApprover, YesApprover,
 };
@@ -163,7 +163,8 @@ pub async fn run(
             ));
         }
     };
-    let opts = options(&manifest, &flags);
+    let mut opts = options(&manifest, &flags);
+    opts.record = record.is_some();
     let agent = match Agent::new(
         Arc::new(plugins),
         provider,
@@ -273,7 +274,7 @@ async fn drive(
         let mut view = Renderer::default();
         while let Some(event) = rx.recv().await {
             if json {
-                out(&serde_json::to_string(&event).unwrap_or_default());
+                out_json(&serde_json::to_string(&event).unwrap_or_default());
             } else {
                 view.show(&event, &waiting);
             }
@@ -360,7 +361,7 @@ impl Approver for TerminalApprover {
                 request.session_covers
             ));
             let answer = tokio::task::spawn_blocking(move || {
-                eprint!("{text}");
+                eprint!("{}", corral::terminal::inert(&text));
                 let mut line = String::new();
                 std::io::stdin().read_line(&mut line).map(|_| line)
             })
@@ -419,6 +420,7 @@ fn short(args: &str) -> String {
 
 impl Renderer {
     fn print(&mut self, text: &str) {
+        let text = corral::terminal::inert(text);
         let mut stdout = std::io::stdout().lock();
         let _ = stdout.write_all(text.as_bytes());
         let _ = stdout.flush();
@@ -480,19 +482,20 @@ impl Renderer {
             Event::ProviderFailed { error } => {
                 waiting.store(false, Ordering::Relaxed);
                 self.newline();
-                eprintln!("error: {error}");
+                eprintln!("error: {}", corral::terminal::inert(&error.to_string()));
             }
             Event::Stop { reason, message } => {
                 waiting.store(false, Ordering::Relaxed);
                 self.newline();
                 if *reason != StopReason::FinalAnswer {
+                    let why = message
+                        .as_ref()
+                        .map(|m| format!(": {m}"))
+                        .unwrap_or_default();
                     eprintln!(
                         "[stopped: {}{}]",
                         reason.as_str(),
-                        message
-                            .as_ref()
-                            .map(|m| format!(": {m}"))
-                            .unwrap_or_default()
+                        corral::terminal::inert(&why)
                     );
                 }
             }
@@ -511,7 +514,7 @@ pub fn sessions(workspace: &Path, json: bool) -> ExitCode {
         Err(e) => return fail(&format!("cannot list sessions: {e}")),
     };
     if json {
-        out(&serde_json::to_string_pretty(&list).unwrap_or_default());
+        out_json(&serde_json::to_string_pretty(&list).unwrap_or_default());
         return ExitCode::SUCCESS;
     }
     if list.is_empty() {
@@ -546,7 +549,7 @@ pub fn show(workspace: &Path, id: &str, json: bool) -> ExitCode {
     };
     if json {
         for r in &records {
-            out(&serde_json::to_string(r).unwrap_or_default());
+            out_json(&serde_json::to_string(r).unwrap_or_default());
         }
         return ExitCode::SUCCESS;
     }

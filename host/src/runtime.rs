@@ -8,6 +8,7 @@
 //! a timeout or a limit ends that call with a [`ToolError`]; the instance is
 //! dropped with its store, so the next call starts clean.
 
+mod budget;
 mod cache;
 mod caps;
 mod effects;
@@ -17,6 +18,7 @@ mod limits;
 mod loader;
 mod stdio;
 
+pub use budget::EVENT_CHANNEL_CAPACITY;
 pub use cache::CacheOutcome;
 pub use caps::{Capability, classify};
 
@@ -48,6 +50,7 @@ mod provider_generated {
     wasmtime::component::bindgen!({
         path: "../wit",
         world: "provider-plugin",
+        imports: { "corral:plugin/stream.emit": async | trappable },
         exports: { default: async },
         with: {
             "corral:plugin/host": super::generated::corral::plugin::host,
@@ -123,6 +126,10 @@ pub struct ToolSpec {
     pub input_schema: serde_json::Value,
     /// Everything it may do.
     pub effects: Vec<Effect>,
+    /// What is suspicious about how it describes itself (a very long
+    /// description, invisible characters); shown by `tools list`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }
 
 impl ToolSpec {
@@ -477,7 +484,8 @@ pub(crate) struct State {
     host_calls_hit: bool,
     /// The wall-clock deadline ended the call.
     timed_out: bool,
-    events: Option<tokio::sync::mpsc::UnboundedSender<StreamEvent>>,
+    events: Option<tokio::sync::mpsc::Sender<StreamEvent>>,
+    budget: budget::CallBudget,
     dirs: files::Dirs,
     /// What this call may use of its plugin's grants.
     caps: effects::CallCaps,
@@ -604,8 +612,15 @@ impl Plugin {
                         generated::corral::plugin::types::Effect::Network => Effect::Network,
                     })
                     .collect(),
+                warnings: Vec::new(),
             });
         }
+        budget::vet_tools(
+            name,
+            &self.decl.origin.to_string(),
+            &mut tools,
+            self.decl.limits.output_kb,
+        )?;
         Ok(tools)
     }
 
@@ -670,7 +685,7 @@ impl Plugin {
                     data,
                 })
             }
-            Err(e) => Err(e.into()),
+            Err(e) => Err(self.capped(e.into())),
         }
     }
 
@@ -708,7 +723,35 @@ impl Plugin {
                 })
             })
             .await?;
-        result.map_err(Into::into)
+        match result {
+            Ok(Some(diff))
+                if diff.len() as u64 > self.decl.limits.output_kb.saturating_mul(1024) =>
+            {
+                Err(ToolError::Sandbox(format!(
+                    "plugin `{}`: the preview of `{tool}` ({} bytes) exceeds the limit of {} KiB; \
+                     raise limits.output_kb to review such a change",
+                    self.decl.name,
+                    diff.len(),
+                    self.decl.limits.output_kb
+                )))
+            }
+            Ok(preview) => Ok(preview),
+            Err(e) => Err(self.capped(e.into())),
+        }
+    }
+
+    /// `err` with its text cut to the output limit: error text reaches the
+    /// terminal, the model and the session log like output does.
+    fn capped(&self, err: ToolError) -> ToolError {
+        let cap = self.decl.limits.output_kb.saturating_mul(1024);
+        let cut = |m: String| budget::cap_text(m, cap, "error text");
+        match err {
+            ToolError::UnknownTool(m) => ToolError::UnknownTool(cut(m)),
+            ToolError::InvalidArguments(m) => ToolError::InvalidArguments(cut(m)),
+            ToolError::Failed(m) => ToolError::Failed(cut(m)),
+            ToolError::Fatal(m) => ToolError::Fatal(cut(m)),
+            ToolError::Sandbox(m) => ToolError::Sandbox(cut(m)),
+        }
     }
 
     /// Builds a fresh sandboxed store, instantiates the plugin, runs `f` and
@@ -717,7 +760,7 @@ impl Plugin {
     async fn run<R, F>(
         &self,
         caps: effects::CallCaps,
-        events: Option<tokio::sync::mpsc::UnboundedSender<StreamEvent>>,
+        events: Option<tokio::sync::mpsc::Sender<StreamEvent>>,
         f: F,
     ) -> Result<R, ToolError>
     where
@@ -771,16 +814,21 @@ impl Plugin {
                 wasi.env(var, value);
             }
         }
+        let mut http_ctx = WasiHttpCtx::new();
+        http_ctx.set_field_size_limit(budget::FIELDS_SIZE_LIMIT);
+        let mut table = ResourceTable::new();
+        table.set_max_capacity(budget::MAX_HOST_OBJECTS);
         let state = State {
             wasi: wasi.build(),
-            http: WasiHttpCtx::new(),
+            http: http_ctx,
             egress: http::Egress {
                 plugin: self.shared.name.clone(),
                 allow: self.decl.net.clone().into(),
                 secrets: self.decl.secrets.clone().into(),
                 refused: caps.network(name).err(),
             },
-            table: ResourceTable::new(),
+            table,
+            budget: budget::CallBudget::new(limits.output_kb.saturating_mul(1024)),
             plugin: self.shared.clone(),
             limiter: limits::CallLimiter {
                 memory_bytes: usize::try_from(limits.memory_mb.saturating_mul(1 << 20))
@@ -826,11 +874,21 @@ impl Plugin {
         let log_text = |pipe: &stdio::LogPipe, stream: &str| {
             let text = pipe.text();
             for line in text.lines().filter(|l| !l.trim().is_empty()) {
+                let line = crate::terminal::inert(line);
                 tracing::info!(target: "corral::plugin", plugin = %name, stream, "{line}");
             }
         };
         log_text(&stdout, "stdout");
         log_text(&stderr, "stderr");
+        if store.data().budget.log_dropped > 0 {
+            tracing::warn!(
+                target: "corral::plugin",
+                plugin = %name,
+                "dropped {} bytes of log lines over the budget of {} KiB per call",
+                store.data().budget.log_dropped,
+                budget::LOG_BYTES_PER_CALL / 1024
+            );
+        }
 
         tracing::debug!(
             plugin = %name,
@@ -853,6 +911,8 @@ impl Plugin {
                 "the call timed out after {} ms (limits.timeout_ms)",
                 limits.timeout_ms
             )
+        } else if let Some(why) = budget::explain(&state.budget, &err, limits.output_kb) {
+            why
         } else if state.limiter.memory_hit {
             format!(
                 "the call exceeded the memory limit of {} MiB (limits.memory_mb)",
@@ -876,7 +936,7 @@ impl Plugin {
                 None => format!("the call failed: {err:#}"),
             }
         };
-        let tail = stderr.tail(3);
+        let tail = budget::without_backtrace_hint(&stderr.tail(4));
         let detail = if tail.is_empty() {
             String::new()
         } else {

@@ -9,6 +9,7 @@
 )]
 
 mod agent;
+mod budgets;
 mod children;
 mod cli;
 mod conformance;

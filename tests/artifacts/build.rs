@@ -14,6 +14,7 @@ const GUESTS: &[&str] = &[
     "guest-trustpin",
     "guest-effects-guest",
     "guest-fsguard",
+    "guest-budgets",
 ];
 
 fn main() {

@@ -9,7 +9,10 @@ const MAX_LINE: usize = 4096;
 impl Host for State {
     fn log(&mut self, level: LogLevel, message: String) {
         let plugin = &*self.plugin.name;
-        let mut message = message;
+        if !self.budget.take_log(message.len()) {
+            return;
+        }
+        let mut message = crate::terminal::inert(&message).into_owned();
         if message.len() > MAX_LINE {
             let mut cut = MAX_LINE;
             while !message.is_char_boundary(cut) {

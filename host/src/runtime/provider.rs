@@ -308,6 +308,21 @@ fn from_wit_error(e: wit::ProviderError) -> ProviderError {
     }
 }
 
+/// `e` with its message cut to the output limit.
+fn capped(mut e: ProviderError, cap: u64) -> ProviderError {
+    let message = match &mut e {
+        ProviderError::Auth { message }
+        | ProviderError::RateLimit { message, .. }
+        | ProviderError::ContextLength { message }
+        | ProviderError::Server { message }
+        | ProviderError::Network { message }
+        | ProviderError::Protocol { message }
+        | ProviderError::Plugin { message } => message,
+    };
+    *message = super::budget::cap_text(std::mem::take(message), cap, "error text");
+    e
+}
+
 impl Plugin {
     /// Asks this provider plugin for the next assistant turn. Stream events go
     /// to `events` while the call runs. Tool-call arguments in the response
@@ -315,7 +330,7 @@ impl Plugin {
     pub async fn complete(
         &self,
         request: &ChatRequest,
-        events: tokio::sync::mpsc::UnboundedSender<StreamEvent>,
+        events: tokio::sync::mpsc::Sender<StreamEvent>,
     ) -> Result<ChatResponse, ProviderError> {
         let Kind::Provider(pre) = &self.kind else {
             return Err(ProviderError::Plugin {
@@ -348,7 +363,8 @@ impl Plugin {
             .map_err(|e| ProviderError::Plugin {
                 message: e.to_string(),
             })?;
-        let resp = result.map_err(from_wit_error)?;
+        let cap = self.decl.limits.output_kb.saturating_mul(1024);
+        let resp = result.map_err(|e| capped(from_wit_error(e), cap))?;
         // Arguments that are not a JSON object are the model's mistake, not
         // the plugin's: the agent answers such a call with a tool error.
         let calls: Vec<ToolCall> = resp

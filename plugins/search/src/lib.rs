@@ -130,17 +130,43 @@ fn trim_line(bytes: &[u8]) -> String {
     }
 }
 
+/// The compiled pattern of `args`, or why it cannot be searched for.
+fn matcher(args: &GrepArgs) -> Result<grep_regex::RegexMatcher> {
+    // ripgrep's defaults (100 MiB for the compiled program, 1000 MiB for
+    // the lazy DFA) exceed the plugin's memory limit: a pattern such as
+    // `a{1000}{1000}` would end in an out-of-memory trap instead of an answer.
+    RegexMatcherBuilder::new()
+        .case_insensitive(args.ignore_case)
+        .fixed_strings(args.fixed_strings)
+        .size_limit(REGEX_SIZE_LIMIT)
+        .dfa_size_limit(REGEX_DFA_SIZE_LIMIT)
+        .build(&args.pattern)
+        .map_err(|e| {
+            let e = e.to_string();
+            if e.contains("size limit") {
+                Error::InvalidArguments(format!(
+                    "pattern too large: compiled, `pattern` would exceed {} MiB; \
+                     use a smaller repetition count or a simpler pattern",
+                    REGEX_SIZE_LIMIT >> 20
+                ))
+            } else {
+                Error::InvalidArguments(format!("`pattern` is not a valid regex: {e}"))
+            }
+        })
+}
+
+/// Bytes a compiled pattern may take.
+const REGEX_SIZE_LIMIT: usize = 8 << 20;
+/// Bytes the lazy DFA's cache may take while searching.
+const REGEX_DFA_SIZE_LIMIT: usize = 16 << 20;
+
 /// The search itself, callable natively as well as from the component.
 pub fn grep(args: &GrepArgs) -> Result<Output> {
     let root = workspace_path(&args.path)?;
     let root_is_dir = std::fs::metadata(&root)
         .map_err(|e| io_error(&args.path, &e))?
         .is_dir();
-    let matcher = RegexMatcherBuilder::new()
-        .case_insensitive(args.ignore_case)
-        .fixed_strings(args.fixed_strings)
-        .build(&args.pattern)
-        .map_err(|e| Error::InvalidArguments(format!("`pattern` is not a valid regex: {e}")))?;
+    let matcher = matcher(args)?;
     let mut searcher = SearcherBuilder::new()
         .line_number(true)
         .before_context(args.context)
@@ -325,3 +351,26 @@ fn display_path(path: &Path) -> String {
 }
 
 tools!(Grep, Glob);
+
+#[cfg(test)]
+#[allow(
+    clippy::unwrap_used,
+    reason = "a test fails loudly at the first surprise"
+)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pattern_too_large_for_the_plugin_memory_is_refused() {
+        let args: GrepArgs =
+            serde_json::from_value(serde_json::json!({"pattern": "a{1000}{1000}"})).unwrap();
+        match matcher(&args) {
+            Err(Error::InvalidArguments(m)) => assert!(m.starts_with("pattern too large"), "{m}"),
+            Err(e) => panic!("{e:?}"),
+            Ok(_) => panic!("compiled"),
+        }
+        let args: GrepArgs =
+            serde_json::from_value(serde_json::json!({"pattern": r"fn \w+\("})).unwrap();
+        assert!(matcher(&args).is_ok());
+    }
+}

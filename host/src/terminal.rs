@@ -1,0 +1,116 @@
+//! Text from plugins and models on the way to a terminal.
+//!
+//! A terminal obeys escape sequences wherever they come from: a tool output
+//! or a model's answer holding `ESC ] 52` could rewrite the user's clipboard,
+//! `ESC ] 8` could dress a link up as something else, and colour or cursor
+//! sequences could hide or fake lines. Everything corral prints that a
+//! plugin or a model wrote goes through [`inert`] first.
+
+use std::borrow::Cow;
+use std::fmt::Write as _;
+
+/// `text` with every control character except newline and tab written as a
+/// visible escape (`\x1b`, `\r`, `\u{9b}`), so no escape sequence reaches the
+/// terminal. Bidirectional overrides and other invisible formatting
+/// characters are shown the same way, since they can make text read
+/// differently from what it is.
+///
+/// ```
+/// assert_eq!(corral::terminal::inert("a\x1b[31mred\tb\n"), "a\\x1b[31mred\tb\n");
+/// ```
+pub fn inert(text: &str) -> Cow<'_, str> {
+    if !text.chars().any(needs_escape) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        if !needs_escape(c) {
+            out.push(c);
+        } else if c == '\r' {
+            out.push_str("\\r");
+        } else if (c as u32) < 0x80 {
+            let _ = write!(out, "\\x{:02x}", c as u32);
+        } else {
+            let _ = write!(out, "\\u{{{:x}}}", c as u32);
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// JSON text made safe for a terminal the same way: serde_json leaves DEL,
+/// the C1 controls and invisible characters raw inside strings, so they are
+/// written as `\uXXXX` escapes, which decode to the same value.
+///
+/// ```
+/// let json = serde_json::to_string("a\u{9b}b").unwrap();
+/// let safe = corral::terminal::inert_json(&json);
+/// assert_eq!(safe, r#""a\u009bb""#);
+/// assert_eq!(serde_json::from_str::<String>(&safe).unwrap(), "a\u{9b}b");
+/// ```
+pub fn inert_json(json: &str) -> Cow<'_, str> {
+    if !json.chars().any(needs_escape) {
+        return Cow::Borrowed(json);
+    }
+    let mut out = String::with_capacity(json.len() + 16);
+    for c in json.chars() {
+        if needs_escape(c) {
+            let mut units = [0u16; 2];
+            for unit in c.encode_utf16(&mut units) {
+                let _ = write!(out, "\\u{:04x}", unit);
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
+}
+
+fn needs_escape(c: char) -> bool {
+    (c.is_control() && c != '\n' && c != '\t') || is_invisible(c)
+}
+
+/// Characters that print as nothing yet change what text means or how it is
+/// laid out: zero-width characters, bidirectional controls, the word joiner
+/// family, the byte-order mark, variation selectors and the Unicode tag
+/// characters (which can spell out a hidden ASCII message).
+pub fn is_invisible(c: char) -> bool {
+    matches!(
+        c as u32,
+        0x00AD
+            | 0x034F
+            | 0x061C
+            | 0x115F..=0x1160
+            | 0x17B4..=0x17B5
+            | 0x180B..=0x180F
+            | 0x200B..=0x200F
+            | 0x202A..=0x202E
+            | 0x2060..=0x206F
+            | 0x3164
+            | 0xFE00..=0xFE0F
+            | 0xFEFF
+            | 0xFFA0
+            | 0xFFF0..=0xFFF8
+            | 0x1D173..=0x1D17A
+            | 0xE0000..=0xE0FFF
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::inert;
+
+    #[test]
+    fn escape_sequences_become_visible_text() {
+        assert_eq!(inert("plain\ttext\n"), "plain\ttext\n");
+        assert_eq!(inert("\x1b]52;c;SGVsbG8=\x07"), "\\x1b]52;c;SGVsbG8=\\x07");
+        assert_eq!(
+            inert("\x1b]8;;http://evil\x1b\\click\x1b]8;;\x1b\\"),
+            "\\x1b]8;;http://evil\\x1b\\click\\x1b]8;;\\x1b\\"
+        );
+        assert_eq!(inert("over\rwrite\x7f"), "over\\rwrite\\x7f");
+        assert_eq!(inert("c1\u{9b}31m"), "c1\\u{9b}31m");
+        assert_eq!(inert("rtl\u{202e}txt"), "rtl\\u{202e}txt");
+        assert_eq!(inert("tag\u{e0041}"), "tag\\u{e0041}");
+        assert_eq!(inert("héllo wörld ✓"), "héllo wörld ✓");
+    }
+}
