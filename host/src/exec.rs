@@ -330,7 +330,7 @@ impl Exec {
         let cap = self.output_cap;
         let out = tokio::spawn(read_capped(child.stdout.take(), cap));
         let err = tokio::spawn(read_capped(child.stderr.take(), cap));
-        let (_watchdog, budget) = if watch_budget {
+        let (watchdog, budget) = if watch_budget {
             let (guard, fired) = tree.watch(MAX_PROCESSES as usize);
             (Some(guard), Some(fired))
         } else {
@@ -348,6 +348,9 @@ impl Exec {
             s = tokio::time::timeout(timeout, child.wait()) => (s, false),
             () = budget => (Ok(Err(std::io::Error::other("process budget"))), true),
         };
+        // The program may have died of the budget's kill before the budget's
+        // message arrived.
+        let over_budget = over_budget || watchdog.as_ref().is_some_and(|w| w.fired());
         // Whatever happened, nothing the program started may outlive the run.
         tree.kill_all();
         let (exit_code, timed_out) = match status {

@@ -162,8 +162,10 @@ impl Tree {
     pub(super) fn watch(&self, budget: usize) -> (Watchdog, tokio::sync::oneshot::Receiver<()>) {
         let (tx, rx) = tokio::sync::oneshot::channel();
         let stop = std::sync::Arc::new(AtomicBool::new(false));
+        let fired = std::sync::Arc::new(AtomicBool::new(false));
         let root = self.root;
         let stopped = stop.clone();
+        let fire = fired.clone();
         let spawned = std::thread::Builder::new()
             .name("corral-budget".into())
             .spawn(move || {
@@ -171,6 +173,9 @@ impl Tree {
                 while !stopped.load(Ordering::Relaxed) {
                     std::thread::sleep(BUDGET_POLL);
                     if count(root) > budget {
+                        // Set before the kill: the program's exit may be
+                        // seen before the message below.
+                        fire.store(true, Ordering::SeqCst);
                         kill_tree(root);
                         let _ = tx.send(());
                         return;
@@ -180,7 +185,7 @@ impl Tree {
         if let Err(e) = spawned {
             tracing::warn!("cannot watch the process budget of a program: {e}");
         }
-        (Watchdog(stop), rx)
+        (Watchdog { stop, fired }, rx)
     }
 
     /// Waits for adopted children (corral's children it did not start)
@@ -217,11 +222,21 @@ impl Tree {
 }
 
 /// Stops a [`Tree::watch`] thread when dropped.
-pub(super) struct Watchdog(std::sync::Arc<AtomicBool>);
+pub(super) struct Watchdog {
+    stop: std::sync::Arc<AtomicBool>,
+    fired: std::sync::Arc<AtomicBool>,
+}
+
+impl Watchdog {
+    /// Whether the budget was exceeded and the run's processes killed.
+    pub(super) fn fired(&self) -> bool {
+        self.fired.load(Ordering::SeqCst)
+    }
+}
 
 impl Drop for Watchdog {
     fn drop(&mut self) {
-        self.0.store(true, Ordering::Relaxed);
+        self.stop.store(true, Ordering::Relaxed);
     }
 }
 
