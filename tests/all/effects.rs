@@ -6,12 +6,11 @@
 use crate::*;
 use corral_test_programs::EFFECTS_GUEST;
 use serde_json::{Value, json};
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Write};
 use std::net::TcpListener;
-use std::os::fd::{FromRawFd, OwnedFd};
 use std::process::Output;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
@@ -311,68 +310,16 @@ fn a_read_only_run_lets_a_read_tool_run_but_not_run_programs_or_reach_out() {
 /// Runs corral on a pseudo-terminal and answers its first approval prompt
 /// with `answer`; returns the exit code and everything it wrote.
 fn run_on_pty(cli: &Cli, ws: &Path, args: &[&str], answer: &str) -> (Option<i32>, String) {
-    const PROMPT: &str = "[y] yes, once";
-    let (mut master, slave) = {
-        let (mut m, mut s) = (0, 0);
-        // SAFETY: openpty writes two file descriptors into the given integers.
-        let rc = unsafe {
-            libc::openpty(
-                &mut m,
-                &mut s,
-                std::ptr::null_mut(),
-                std::ptr::null(),
-                std::ptr::null(),
-            )
-        };
-        assert_eq!(rc, 0, "openpty");
-        // SAFETY: both descriptors were just opened and are owned here.
-        unsafe { (std::fs::File::from_raw_fd(m), OwnedFd::from_raw_fd(s)) }
-    };
+    let mut pty = crate::policy::Pty::open();
     let mut cmd = cli.command(ws, args);
-    cmd.stdin(slave.try_clone().expect("dup"))
-        .stdout(slave.try_clone().expect("dup"))
-        .stderr(slave);
+    pty.attach(&mut cmd);
     let mut child = cmd.spawn().expect("spawn");
     drop(cmd);
-    let screen = Arc::new(Mutex::new(String::new()));
-    let reader = {
-        let screen = screen.clone();
-        let mut master = master.try_clone().expect("dup");
-        std::thread::spawn(move || {
-            let mut buf = [0u8; 4096];
-            while let Ok(n) = master.read(&mut buf) {
-                if n == 0 {
-                    break;
-                }
-                screen
-                    .lock()
-                    .expect("lock")
-                    .push_str(&String::from_utf8_lossy(&buf[..n]));
-            }
-        })
-    };
     // A hang guard only: the prompt normally comes within a few seconds.
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let prompted = || {
-        let text = screen.lock().expect("lock");
-        text.rsplit(PROMPT)
-            .next()
-            .is_some_and(|tail| text.contains(PROMPT) && tail.contains("> "))
-    };
-    while !prompted() {
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("no prompt; screen:\n{}", screen.lock().expect("lock"));
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    master.write_all(answer.as_bytes()).expect("answer");
+    pty.wait_for("[y] yes, once", Duration::from_secs(60));
+    pty.type_text(answer);
     let status = child.wait().expect("wait");
-    std::thread::sleep(Duration::from_millis(100));
-    drop(master);
-    let _ = reader.join();
-    let text = screen.lock().expect("lock").clone();
-    (status.code(), text)
+    (status.code(), pty.close())
 }
 
 #[test]
