@@ -370,45 +370,39 @@ pub(crate) fn add_to_linker(linker: &mut Linker<State>) -> wasmtime::Result<()> 
             })
         },
     )?;
-    inst.func_wrap_async(
+    // The calls that take one path and change it: judged, then handed on.
+    macro_rules! guarded_path_call {
+        ($name:literal, $verb:literal, $method:ident) => {
+            inst.func_wrap_async(
+                $name,
+                |mut store: Store<'_>, (fd, path): (Resource<Descriptor>, String)| {
+                    Box::new(async move {
+                        let state = store.data_mut();
+                        if let Some(code) = state.guard_write(&fd, &path, false, $verb)? {
+                            return Ok((Err(code),));
+                        }
+                        let mut view = state.filesystem();
+                        answer(HostDescriptor::$method(&mut view, fd, path).await)
+                    })
+                },
+            )?;
+        };
+    }
+    guarded_path_call!(
         "[method]descriptor.create-directory-at",
-        |mut store: Store<'_>, (fd, path): (Resource<Descriptor>, String)| {
-            Box::new(async move {
-                let state = store.data_mut();
-                if let Some(code) = state.guard_write(&fd, &path, false, "create")? {
-                    return Ok((Err(code),));
-                }
-                let mut view = state.filesystem();
-                answer(HostDescriptor::create_directory_at(&mut view, fd, path).await)
-            })
-        },
-    )?;
-    inst.func_wrap_async(
+        "create",
+        create_directory_at
+    );
+    guarded_path_call!(
         "[method]descriptor.remove-directory-at",
-        |mut store: Store<'_>, (fd, path): (Resource<Descriptor>, String)| {
-            Box::new(async move {
-                let state = store.data_mut();
-                if let Some(code) = state.guard_write(&fd, &path, false, "remove")? {
-                    return Ok((Err(code),));
-                }
-                let mut view = state.filesystem();
-                answer(HostDescriptor::remove_directory_at(&mut view, fd, path).await)
-            })
-        },
-    )?;
-    inst.func_wrap_async(
+        "remove",
+        remove_directory_at
+    );
+    guarded_path_call!(
         "[method]descriptor.unlink-file-at",
-        |mut store: Store<'_>, (fd, path): (Resource<Descriptor>, String)| {
-            Box::new(async move {
-                let state = store.data_mut();
-                if let Some(code) = state.guard_write(&fd, &path, false, "remove")? {
-                    return Ok((Err(code),));
-                }
-                let mut view = state.filesystem();
-                answer(HostDescriptor::unlink_file_at(&mut view, fd, path).await)
-            })
-        },
-    )?;
+        "remove",
+        unlink_file_at
+    );
     inst.func_wrap_async(
         "[method]descriptor.symlink-at",
         |mut store: Store<'_>, (fd, old, new): (Resource<Descriptor>, String, String)| {
