@@ -166,6 +166,7 @@ fn write_log(dir: &Path, n: usize) -> std::path::PathBuf {
                 outcome: ToolOutcome {
                     content: content.clone(),
                     is_error: false,
+                    data: None,
                     truncated_from: None,
                     artifact: None,
                 },

@@ -1,7 +1,6 @@
 //! The `corral` command.
 
 mod cli;
-mod run;
 
 fn main() -> std::process::ExitCode {
     // This process runs the calls, so what their programs leave behind is

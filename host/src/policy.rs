@@ -33,71 +33,22 @@
 //! # Ok::<(), String>(())
 //! ```
 
-use crate::runtime::Effect;
+use crate::protocol::Effect;
 use globset::GlobBuilder;
 use serde::{Deserialize, Serialize};
 use std::fmt;
-use std::str::FromStr;
 
-/// How much runs without asking when no rule matches.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Mode {
-    /// Only calls whose effects are all `read` run; everything else is denied.
-    ReadOnly,
-    /// Reads run; writes, commands and network access ask.
-    #[default]
-    Ask,
-    /// Reads and writes run; commands and network access ask.
-    AutoEdit,
-    /// Everything runs.
-    FullAuto,
-}
+pub use crate::protocol::Mode;
+pub use protected::protected_target;
 
-impl Mode {
-    /// Every mode, from the most to the least cautious.
-    pub const ALL: [Mode; 4] = [Mode::ReadOnly, Mode::Ask, Mode::AutoEdit, Mode::FullAuto];
+mod protected;
 
-    /// The name used in the manifest and on the command line.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Mode::ReadOnly => "read-only",
-            Mode::Ask => "ask",
-            Mode::AutoEdit => "auto-edit",
-            Mode::FullAuto => "full-auto",
-        }
-    }
-
-    /// Whether this mode lets `effect` happen without asking.
-    fn runs(self, effect: Effect) -> bool {
-        match self {
-            Mode::ReadOnly | Mode::Ask => effect == Effect::Read,
-            Mode::AutoEdit => matches!(effect, Effect::Read | Effect::Write),
-            Mode::FullAuto => true,
-        }
-    }
-}
-
-impl fmt::Display for Mode {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl FromStr for Mode {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Mode::ALL
-            .into_iter()
-            .find(|m| m.as_str() == s)
-            .ok_or_else(|| {
-                let names: Vec<&str> = Mode::ALL.iter().map(|m| m.as_str()).collect();
-                format!(
-                    "unknown permission mode `{s}`; use one of: {}",
-                    names.join(", ")
-                )
-            })
+/// Whether `mode` lets `effect` happen without asking.
+fn mode_runs(mode: Mode, effect: Effect) -> bool {
+    match mode {
+        Mode::ReadOnly | Mode::Ask => effect == Effect::Read,
+        Mode::AutoEdit => matches!(effect, Effect::Read | Effect::Write),
+        Mode::FullAuto => true,
     }
 }
 
@@ -743,7 +694,7 @@ impl Policy {
         effects.dedup();
         let held: Vec<&str> = effects
             .iter()
-            .filter(|e| !self.mode.runs(**e))
+            .filter(|e| !mode_runs(self.mode, **e))
             .map(|e| effect_name(*e))
             .collect();
 

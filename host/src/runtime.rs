@@ -65,9 +65,9 @@ mod process;
 mod provider;
 mod stream;
 
-pub use provider::{
-    AssistantMessage, ChatRequest, ChatResponse, FinishReason, Message, ProviderError, StreamEvent,
-    ToolCall, ToolResult, Usage,
+pub use crate::protocol::{
+    AssistantMessage, ChatRequest, ChatResponse, Effect, FinishReason, Message, ProviderError,
+    StreamEvent, ToolCall, ToolResult, ToolSpec, Usage,
 };
 
 use generated::ToolPluginPre;
@@ -97,46 +97,6 @@ fn kernel_at_least(release: &str, want: (u32, u32)) -> bool {
     let major = parts.next().unwrap_or(0);
     let minor = parts.next().unwrap_or(0);
     (major, minor) >= want
-}
-
-/// What a tool may do, as it declares it.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
-)]
-#[serde(rename_all = "lowercase")]
-pub enum Effect {
-    /// Reads files or other local state.
-    Read,
-    /// Creates, changes or deletes files.
-    Write,
-    /// Runs programs.
-    Execute,
-    /// Talks to the network.
-    Network,
-}
-
-/// A tool as a plugin describes it.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
-pub struct ToolSpec {
-    /// Unique tool name.
-    pub name: String,
-    /// What it does, for the model.
-    pub description: String,
-    /// JSON Schema of its arguments.
-    pub input_schema: serde_json::Value,
-    /// Everything it may do.
-    pub effects: Vec<Effect>,
-    /// What is suspicious about how it describes itself (a very long
-    /// description, invisible characters); shown by `tools list`.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub warnings: Vec<String>,
-}
-
-impl ToolSpec {
-    /// A tool whose only effect is reading runs with read-only directories.
-    pub fn is_read_only(&self) -> bool {
-        self.effects.iter().all(|e| *e == Effect::Read)
-    }
 }
 
 /// What a successful call returns.

@@ -64,6 +64,7 @@
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 
+pub mod cassette;
 pub mod files;
 pub mod http;
 pub mod process;

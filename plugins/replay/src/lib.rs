@@ -11,76 +11,16 @@
 //! request: the n-th request of a conversation (counted by the assistant
 //! messages already in it) gets the n-th recorded response.
 
+use corral_sdk::cassette::{
+    Call as RecordedCall, Cassette, Event as RecordedEvent, Usage as RecordedUsage,
+};
 use corral_sdk::provider::{
     AssistantMessage, ChatRequest, ChatResponse, Event, FinishReason, Message, Provider,
     ProviderError, ToolCall, ToolCallDelta, Usage, emit,
 };
-use serde::Deserialize;
 
 /// The cassette shown by the README's offline demo.
 const DEMO: &str = include_str!("../demo.json");
-
-#[derive(Deserialize)]
-struct Cassette {
-    version: u32,
-    turns: Vec<Turn>,
-}
-
-#[derive(Deserialize)]
-struct Turn {
-    #[serde(default)]
-    events: Vec<RecordedEvent>,
-    response: RecordedResponse,
-}
-
-#[derive(Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
-enum RecordedEvent {
-    MessageStarted,
-    TextDelta {
-        text: String,
-    },
-    ToolCallDelta {
-        index: u32,
-        id: Option<String>,
-        name: Option<String>,
-        arguments_delta: String,
-    },
-    ToolCallCompleted {
-        call: RecordedCall,
-    },
-    Usage {
-        usage: RecordedUsage,
-    },
-}
-
-#[derive(Deserialize, Clone)]
-struct RecordedCall {
-    id: String,
-    name: String,
-    arguments: String,
-}
-
-#[derive(Deserialize, Clone, Copy)]
-struct RecordedUsage {
-    input_tokens: u32,
-    output_tokens: u32,
-}
-
-#[derive(Deserialize)]
-struct RecordedMessage {
-    #[serde(default)]
-    text: String,
-    #[serde(default)]
-    tool_calls: Vec<RecordedCall>,
-}
-
-#[derive(Deserialize)]
-struct RecordedResponse {
-    message: RecordedMessage,
-    finish_reason: String,
-    usage: Option<RecordedUsage>,
-}
 
 fn call(c: &RecordedCall) -> ToolCall {
     ToolCall {
@@ -106,14 +46,7 @@ fn load() -> Result<Cassette, ProviderError> {
         })?,
         None => DEMO.to_owned(),
     };
-    let cassette: Cassette = serde_json::from_str(&text)
-        .map_err(|e| ProviderError::Protocol(format!("the cassette is not valid: {e}")))?;
-    if cassette.version != 1 {
-        return Err(ProviderError::Protocol(format!(
-            "cassette version {} is not supported",
-            cassette.version
-        )));
-    }
+    let cassette = Cassette::parse(&text).map_err(ProviderError::Protocol)?;
     Ok(cassette)
 }
 

@@ -1,0 +1,429 @@
+//! One tool call's path, the same for the loop and the MCP server, in this
+//! order: look up the tool → validate the arguments against its schema
+//! (nobody is asked about a call that cannot run) → protected paths →
+//! permission policy → approval → sandboxed call → truncation (the whole
+//! output saved as an artifact) → the events that log it.
+//!
+//! The loop takes the steps one call at a time up to the approval, then
+//! runs consecutive read-only calls together; [`Dispatcher::dispatch`] takes
+//! them all for one call.
+
+use super::approval::Approver;
+use crate::manifest::Source;
+use crate::policy::{Decision, Policy};
+use crate::protocol::{
+    ApprovalAnswer, ApprovalRequest, Effect, Event, FinishReason, Mode, PermissionDecision,
+    ToolCall, ToolOutcome, ToolSpec,
+};
+use crate::runtime::{Plugin, Plugins, ToolError};
+use std::collections::HashSet;
+use std::path::PathBuf;
+use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
+
+/// Where the dispatcher's events go: the session log and the front-end.
+pub trait Sink: Send {
+    /// Records one event.
+    fn emit(&mut self, event: Event) -> anyhow::Result<()>;
+
+    /// Saves a long output whole; `None` when there is nowhere to save it.
+    fn save_artifact(&self, name: &str, content: &str) -> Option<std::io::Result<PathBuf>>;
+}
+
+/// What became of a call, before it is cut for the model.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CallOutcome {
+    /// The tool ran; `is_error` when it reported a failure itself.
+    Output {
+        /// Its text.
+        content: String,
+        /// Whether the tool reported a failure.
+        is_error: bool,
+        /// Its structured result.
+        data: Option<serde_json::Value>,
+    },
+    /// The call cannot run: unknown tool or invalid arguments.
+    Invalid(String),
+    /// Refused before running: a protected path, the policy or the user.
+    Refused {
+        /// Why, for the model.
+        message: String,
+        /// A deny-and-stop rule matched: the run ends.
+        stop: bool,
+    },
+    /// The tool or its sandbox failed (trap, timeout, limit, tool error).
+    Failed(String),
+    /// The tool failed and asks the agent to stop.
+    Fatal(String),
+    /// The user interrupted the call.
+    Interrupted,
+    /// Not run because an earlier call of the turn stopped the run.
+    Skipped(String),
+}
+
+impl CallOutcome {
+    /// The text the model reads and whether it is an error.
+    fn into_parts(self) -> (String, bool, Option<serde_json::Value>) {
+        match self {
+            CallOutcome::Output {
+                content,
+                is_error,
+                data,
+            } => (content, is_error, data),
+            CallOutcome::Invalid(m) | CallOutcome::Failed(m) => (m, true, None),
+            CallOutcome::Refused { message, .. } => (message, true, None),
+            CallOutcome::Fatal(m) => (m, true, None),
+            CallOutcome::Interrupted => ("interrupted by the user".into(), true, None),
+            CallOutcome::Skipped(why) => (format!("not run: {why}"), true, None),
+        }
+    }
+}
+
+/// A call that passed look-up and validation.
+#[derive(Clone)]
+pub struct Checked {
+    /// The call.
+    pub call: ToolCall,
+    plugin: Arc<Plugin>,
+    spec: ToolSpec,
+    args: serde_json::Value,
+}
+
+impl Checked {
+    /// Whether the tool only reads (such calls may run together).
+    pub fn is_read_only(&self) -> bool {
+        self.spec.is_read_only()
+    }
+}
+
+/// Takes tool calls through their path; holds what the session approved.
+pub struct Dispatcher {
+    plugins: Arc<Plugins>,
+    policy: Policy,
+    approver: Arc<dyn Approver>,
+    /// What the user approved for the rest of the session, as
+    /// [`crate::policy::session_scope`] names it: a command, or a tool.
+    approved: HashSet<String>,
+    output_limit: Option<usize>,
+}
+
+impl Dispatcher {
+    /// A dispatcher for `plugins`' tools under `policy`. Output longer than
+    /// `output_limit` bytes is cut for the model and saved whole.
+    pub fn new(
+        plugins: Arc<Plugins>,
+        policy: Policy,
+        approver: Arc<dyn Approver>,
+        output_limit: Option<usize>,
+    ) -> Self {
+        Self {
+            plugins,
+            policy,
+            approver,
+            approved: HashSet::new(),
+            output_limit,
+        }
+    }
+
+    /// The loaded plugins.
+    pub fn plugins(&self) -> &Arc<Plugins> {
+        &self.plugins
+    }
+
+    /// The permission policy in force.
+    pub fn policy(&self) -> &Policy {
+        &self.policy
+    }
+
+    /// Changes the permission mode from the next call on.
+    pub fn set_mode(&mut self, mode: Mode) {
+        self.policy.mode = mode;
+    }
+
+    /// The whole path for one call: its outcome as the model reads it, and
+    /// whether the run must stop. Emits the permission events, the begin and
+    /// the end of the call.
+    pub async fn dispatch(
+        &mut self,
+        call: &ToolCall,
+        sink: &mut dyn Sink,
+        cancel: &CancellationToken,
+    ) -> anyhow::Result<(ToolOutcome, bool)> {
+        let outcome = match self.check(call, None) {
+            Err(invalid) => invalid,
+            Ok(checked) => match self.permit(&checked, sink, cancel).await? {
+                Some(refused) => refused,
+                None => {
+                    sink.emit(Event::ToolCallBegin { call: call.clone() })?;
+                    let started = std::time::Instant::now();
+                    let outcome = tokio::select! {
+                        biased;
+                        () = cancel.cancelled() => CallOutcome::Interrupted,
+                        o = Self::call(&checked) => o,
+                    };
+                    let stop = matches!(outcome, CallOutcome::Fatal(_));
+                    let ms = started.elapsed().as_millis() as u64;
+                    return Ok((self.finish(call, outcome, ms, sink)?, stop));
+                }
+            },
+        };
+        let stop = matches!(outcome, CallOutcome::Refused { stop: true, .. });
+        sink.emit(Event::ToolCallBegin { call: call.clone() })?;
+        Ok((self.finish(call, outcome, 0, sink)?, stop))
+    }
+
+    /// Steps 1–2: the tool exists and the arguments are a JSON object its
+    /// schema accepts. `finish` tells a call cut by the token limit apart.
+    pub fn check(
+        &self,
+        call: &ToolCall,
+        finish: Option<FinishReason>,
+    ) -> Result<Checked, CallOutcome> {
+        let Some(plugin) = self.plugins.plugin_for(&call.name).cloned() else {
+            let known: Vec<String> = self
+                .plugins
+                .tools()
+                .iter()
+                .map(|(_, t)| t.name.clone())
+                .collect();
+            return Err(CallOutcome::Invalid(format!(
+                "unknown tool `{}`; available tools: {}",
+                call.name,
+                known.join(", ")
+            )));
+        };
+        let Some(spec) = plugin.tools().iter().find(|t| t.name == call.name).cloned() else {
+            return Err(CallOutcome::Invalid(format!(
+                "unknown tool `{}`",
+                call.name
+            )));
+        };
+        let args = match serde_json::from_str::<serde_json::Value>(&call.arguments) {
+            Ok(v @ serde_json::Value::Object(_)) => v,
+            other => {
+                let why = match other {
+                    Ok(v) => format!("they are JSON but not an object: {}", json_kind(&v)),
+                    Err(e) => format!("they are not valid JSON ({e})"),
+                };
+                let mut message = format!(
+                    "invalid arguments for `{}`: {why}; the call was not run.",
+                    call.name
+                );
+                if finish == Some(FinishReason::Length) {
+                    message.push_str(
+                        " Your answer reached the output token limit (max_tokens) in the middle of this \
+                         call, so its arguments were cut off. Send the call again with less content, \
+                         e.g. a large file in several smaller edits.",
+                    );
+                } else {
+                    message.push_str(" Send the call again with the arguments as one JSON object.");
+                }
+                return Err(CallOutcome::Invalid(message));
+            }
+        };
+        if let Err(e) = crate::schema::validate(&spec.input_schema, &args) {
+            return Err(CallOutcome::Invalid(format!(
+                "invalid arguments for `{}`: {e}",
+                call.name
+            )));
+        }
+        Ok(Checked {
+            call: call.clone(),
+            plugin,
+            spec,
+            args,
+        })
+    }
+
+    /// Steps 3–5: protected paths, the policy, and the user when the policy
+    /// asks. `None` lets the call run; every decision is logged.
+    pub async fn permit(
+        &mut self,
+        checked: &Checked,
+        sink: &mut dyn Sink,
+        cancel: &CancellationToken,
+    ) -> anyhow::Result<Option<CallOutcome>> {
+        let call = &checked.call;
+        let record = |decision: PermissionDecision, reason: String| Event::Permission {
+            call_id: call.id.clone(),
+            tool: call.name.clone(),
+            decision,
+            reason,
+        };
+        if checked.spec.effects.contains(&Effect::Write) {
+            // By identity: any plugin may be named "git".
+            let exempt = matches!(&checked.plugin.decl().source, Source::Builtin(b) if b == "git");
+            if let Some(path) = crate::policy::protected_target(&checked.args).filter(|_| !exempt) {
+                let reason = format!(
+                    "`{path}` is protected: .git internals (use the git tools) and corral's manifest are read-only to tools"
+                );
+                sink.emit(record(PermissionDecision::Deny, reason.clone()))?;
+                return Ok(Some(CallOutcome::Refused {
+                    message: format!("denied: {reason}"),
+                    stop: false,
+                }));
+            }
+        }
+        let verdict = self
+            .policy
+            .decide(&call.name, &checked.spec.effects, &checked.args);
+        let scope = crate::policy::session_scope(&call.name, &checked.args);
+        match verdict.decision {
+            Decision::Allow => {
+                sink.emit(record(PermissionDecision::Allow, verdict.reason))?;
+                Ok(None)
+            }
+            Decision::Deny { stop } => {
+                let decision = if stop {
+                    PermissionDecision::DenyAndStop
+                } else {
+                    PermissionDecision::Deny
+                };
+                sink.emit(record(decision, verdict.reason.clone()))?;
+                Ok(Some(CallOutcome::Refused {
+                    message: format!("denied by the permission policy: {}", verdict.reason),
+                    stop,
+                }))
+            }
+            Decision::Ask if self.approved.contains(&scope) => {
+                sink.emit(record(
+                    PermissionDecision::ApprovedForSession,
+                    format!("{}; approved earlier in this session", verdict.reason),
+                ))?;
+                Ok(None)
+            }
+            Decision::Ask => {
+                let preview = if checked.spec.effects.contains(&Effect::Write) {
+                    tokio::select! {
+                        biased;
+                        () = cancel.cancelled() => None,
+                        r = checked.plugin.preview(&call.name, &call.arguments, &call.id) => r.ok().flatten(),
+                    }
+                } else {
+                    None
+                };
+                let request = ApprovalRequest {
+                    call: call.clone(),
+                    reason: verdict.reason.clone(),
+                    preview,
+                    session_covers: if scope == call.name {
+                        format!("every {} call", call.name)
+                    } else {
+                        "this command".to_owned()
+                    },
+                };
+                let pending = self.approver.approve(&request);
+                if self.approver.asks_front_end() {
+                    sink.emit(Event::ApprovalRequested(request))?;
+                }
+                let answer = tokio::select! {
+                    biased;
+                    () = cancel.cancelled() => ApprovalAnswer::Deny { reason: Some("interrupted by the user".into()) },
+                    a = pending => a,
+                };
+                let by = self.approver.approved_by();
+                match answer {
+                    ApprovalAnswer::Approve => {
+                        sink.emit(record(
+                            PermissionDecision::Approved,
+                            format!("{}; {by}", verdict.reason),
+                        ))?;
+                        Ok(None)
+                    }
+                    ApprovalAnswer::ApproveForSession => {
+                        self.approved.insert(scope);
+                        sink.emit(record(
+                            PermissionDecision::ApprovedForSession,
+                            format!("{}; {by} for this session", verdict.reason),
+                        ))?;
+                        Ok(None)
+                    }
+                    ApprovalAnswer::Deny { reason } => {
+                        let why = reason.unwrap_or_else(|| "the user declined".into());
+                        sink.emit(record(
+                            PermissionDecision::Refused,
+                            format!("{}; {why}", verdict.reason),
+                        ))?;
+                        Ok(Some(CallOutcome::Refused {
+                            message: format!("not run: {why}"),
+                            stop: false,
+                        }))
+                    }
+                }
+            }
+        }
+    }
+
+    /// Step 6: the call in its plugin's sandbox.
+    pub async fn call(checked: &Checked) -> CallOutcome {
+        let call = &checked.call;
+        match checked
+            .plugin
+            .call(&call.name, &call.arguments, &call.id)
+            .await
+        {
+            Ok(out) => CallOutcome::Output {
+                content: out.content,
+                is_error: out.is_error,
+                data: out.data,
+            },
+            Err(ToolError::Fatal(m)) => CallOutcome::Fatal(m),
+            Err(e) => CallOutcome::Failed(e.to_string()),
+        }
+    }
+
+    /// Steps 7–8: cuts long output for the model (saving it whole) and
+    /// records the end of the call durably.
+    pub fn finish(
+        &self,
+        call: &ToolCall,
+        outcome: CallOutcome,
+        duration_ms: u64,
+        sink: &mut dyn Sink,
+    ) -> anyhow::Result<ToolOutcome> {
+        let (mut content, is_error, data) = outcome.into_parts();
+        let mut outcome = ToolOutcome {
+            content: String::new(),
+            is_error,
+            data,
+            truncated_from: None,
+            artifact: None,
+        };
+        if let Some(limit) = self.output_limit
+            && content.len() > limit
+            && let Some(saved) = sink.save_artifact(&call.id, &content)
+        {
+            let artifact = anyhow::Context::context(saved, "cannot save a tool artifact")?;
+            let whole = content.len();
+            let mut cut = limit;
+            while !content.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            content.truncate(cut);
+            content.push_str(&format!(
+                "\n[output cut at {limit} of {whole} bytes; ask for less (offset/limit, narrower pattern)]"
+            ));
+            outcome.truncated_from = Some(whole);
+            outcome.artifact = Some(artifact.display().to_string());
+        }
+        outcome.content = content;
+        sink.emit(Event::ToolCallEnd {
+            call_id: call.id.clone(),
+            name: call.name.clone(),
+            outcome: outcome.clone(),
+            duration_ms,
+        })?;
+        Ok(outcome)
+    }
+}
+
+fn json_kind(value: &serde_json::Value) -> &'static str {
+    match value {
+        serde_json::Value::Null => "null",
+        serde_json::Value::Bool(_) => "a boolean",
+        serde_json::Value::Number(_) => "a number",
+        serde_json::Value::String(_) => "a string",
+        serde_json::Value::Array(_) => "an array",
+        serde_json::Value::Object(_) => "an object",
+    }
+}

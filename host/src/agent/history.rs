@@ -1,0 +1,52 @@
+//! Rebuilding the conversation from a session log, for `resume`.
+
+use crate::protocol::{Event, Message, ToolCall, ToolResult};
+use crate::session::Record;
+
+/// Rebuilds the conversation from a log: the history, the last turn number,
+/// and the tool calls that have no result.
+pub fn replay_history(records: &[Record]) -> (Vec<Message>, u32, Vec<ToolCall>) {
+    let mut history = Vec::new();
+    let mut turn = 0;
+    let mut open: Vec<ToolCall> = Vec::new();
+    for r in records {
+        match &r.event {
+            Event::TurnBegin { turn: t } => turn = *t,
+            Event::UserMessage { text } => {
+                close_open(&mut history, &mut open);
+                history.push(Message::User { text: text.clone() });
+            }
+            Event::RequestEnd { message, .. } => {
+                close_open(&mut history, &mut open);
+                history.push(Message::Assistant(message.clone()));
+                open = message.tool_calls.clone();
+            }
+            Event::ToolCallEnd {
+                call_id, outcome, ..
+            } => {
+                if let Some(pos) = open.iter().position(|c| &c.id == call_id) {
+                    open.remove(pos);
+                    history.push(Message::ToolResult(ToolResult {
+                        call_id: call_id.clone(),
+                        content: outcome.content.clone(),
+                        is_error: outcome.is_error,
+                    }));
+                }
+            }
+            _ => {}
+        }
+    }
+    (history, turn, open)
+}
+
+/// Closes calls left open by an earlier crash before a later message, so the
+/// history stays paired even in a log resumed more than once.
+fn close_open(history: &mut Vec<Message>, open: &mut Vec<ToolCall>) {
+    for call in open.drain(..) {
+        history.push(Message::ToolResult(ToolResult {
+            call_id: call.id,
+            content: "interrupted: the session ended before this call finished".into(),
+            is_error: true,
+        }));
+    }
+}

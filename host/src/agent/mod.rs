@@ -1,0 +1,602 @@
+//! The loop: build the request, ask the provider (streaming), take the
+//! tools it calls through the [`Dispatcher`], send the results back, until a
+//! final answer or another explicit stop. Every step is an event, sent to
+//! the front-end and written to the session log.
+//!
+//! Invariants: the history the provider sees pairs every assistant tool call
+//! with exactly one tool result, in call order; every `tool_call_begin` has
+//! one `tool_call_end`; unknown tools and invalid arguments go back to the
+//! model as tool errors; consecutive read-only calls run in parallel, and
+//! their results are recorded in call order.
+
+mod approval;
+mod cassette;
+mod dispatch;
+mod history;
+
+pub use approval::{Answer, Approver, NoApprover, OpApprover, YesApprover};
+pub use cassette::write as write_cassette;
+pub use dispatch::{CallOutcome, Checked, Dispatcher, Sink};
+pub use history::replay_history;
+
+use crate::protocol::{
+    ChatRequest, ChatResponse, Event, FinishReason, Message, Mode, ProviderError, StopReason,
+    StreamEvent, ToolCall, ToolOutcome, ToolResult,
+};
+use crate::runtime::{Plugin, Plugins};
+use crate::session::{Record, SessionLog};
+use anyhow::Context as _;
+use sha2::{Digest, Sha256};
+use std::path::PathBuf;
+use std::sync::Arc;
+use tokio::sync::mpsc::UnboundedSender;
+use tokio_util::sync::CancellationToken;
+
+/// How the loop runs.
+#[derive(Clone)]
+pub struct AgentOptions {
+    /// Model id; empty for the provider's configured model.
+    pub model: String,
+    /// Provider round trips per prompt.
+    pub max_iterations: u32,
+    /// Generated-token bound per request.
+    pub max_tokens: Option<u32>,
+    /// Sampling temperature.
+    pub temperature: Option<f32>,
+    /// Tool output longer than this (bytes) is cut for the model and saved whole.
+    pub tool_output_limit: usize,
+    /// The directory the user is in (for `AGENTS.md` discovery).
+    pub cwd: PathBuf,
+    /// The permission mode and rules.
+    pub policy: crate::policy::Policy,
+    /// Who answers `ask` decisions.
+    pub approver: Arc<dyn Approver>,
+    /// Keep every provider stream event for a cassette (`--record`); without
+    /// it the events are forwarded and dropped.
+    pub record: bool,
+}
+
+impl std::fmt::Debug for AgentOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AgentOptions")
+            .field("model", &self.model)
+            .field("max_iterations", &self.max_iterations)
+            .field("policy", &self.policy)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for AgentOptions {
+    fn default() -> Self {
+        Self {
+            model: String::new(),
+            max_iterations: 50,
+            max_tokens: None,
+            temperature: None,
+            tool_output_limit: 32 * 1024,
+            cwd: PathBuf::from("."),
+            policy: crate::policy::Policy::default(),
+            approver: Arc::new(NoApprover),
+            record: false,
+        }
+    }
+}
+
+/// The session log and the front-end, as one [`Sink`].
+struct Out<'a> {
+    log: &'a mut SessionLog,
+    ui: &'a UnboundedSender<Event>,
+}
+
+impl Sink for Out<'_> {
+    fn emit(&mut self, event: Event) -> anyhow::Result<()> {
+        if event.is_logged() {
+            self.log
+                .append(&event, event.is_durable())
+                .context("cannot write the session log")?;
+        }
+        let _ = self.ui.send(event);
+        Ok(())
+    }
+
+    fn save_artifact(&self, name: &str, content: &str) -> Option<std::io::Result<PathBuf>> {
+        Some(self.log.save_artifact(name, content))
+    }
+}
+
+/// A session in progress.
+pub struct Agent {
+    dispatcher: Dispatcher,
+    provider: Arc<Plugin>,
+    options: AgentOptions,
+    workspace: PathBuf,
+    log: SessionLog,
+    history: Vec<Message>,
+    turn: u32,
+    recorded: Vec<corral_sdk::cassette::Turn>,
+    /// Logged when the session opened; shown to the front-end with the first run.
+    announce: Option<Event>,
+}
+
+impl Agent {
+    /// Starts a new session.
+    pub fn new(
+        plugins: Arc<Plugins>,
+        provider: Arc<Plugin>,
+        options: AgentOptions,
+        workspace: PathBuf,
+        mut log: SessionLog,
+    ) -> anyhow::Result<Self> {
+        let started = Event::SessionStarted {
+            session_id: log.id().to_owned(),
+            workspace: workspace.display().to_string(),
+            provider: provider.decl().name.clone(),
+            model: options.model.clone(),
+        };
+        log.append(&started, true)
+            .context("cannot write the session log")?;
+        Ok(Self {
+            dispatcher: Dispatcher::new(
+                plugins,
+                options.policy.clone(),
+                options.approver.clone(),
+                Some(options.tool_output_limit),
+            ),
+            provider,
+            options,
+            workspace,
+            log,
+            history: Vec::new(),
+            turn: 0,
+            recorded: Vec::new(),
+            announce: Some(started),
+        })
+    }
+
+    /// Reopens a session from its log. Tool calls that were logged without a
+    /// result (the process died while they ran) are closed with an
+    /// "interrupted" result, so the history stays paired.
+    pub fn resume(
+        plugins: Arc<Plugins>,
+        provider: Arc<Plugin>,
+        options: AgentOptions,
+        workspace: PathBuf,
+        log: SessionLog,
+        records: &[Record],
+    ) -> anyhow::Result<Self> {
+        let (history, turn, open) = replay_history(records);
+        let mut agent = Self {
+            dispatcher: Dispatcher::new(
+                plugins,
+                options.policy.clone(),
+                options.approver.clone(),
+                Some(options.tool_output_limit),
+            ),
+            provider,
+            options,
+            workspace,
+            log,
+            history,
+            turn,
+            recorded: Vec::new(),
+            announce: None,
+        };
+        let mut closed = Vec::new();
+        for call in open {
+            let outcome = ToolOutcome {
+                content: "interrupted: the session ended before this call finished".into(),
+                is_error: true,
+                data: None,
+                truncated_from: None,
+                artifact: None,
+            };
+            agent.history.push(Message::ToolResult(ToolResult {
+                call_id: call.id.clone(),
+                content: outcome.content.clone(),
+                is_error: true,
+            }));
+            agent.log.append(
+                &Event::ToolCallEnd {
+                    call_id: call.id.clone(),
+                    name: call.name.clone(),
+                    outcome,
+                    duration_ms: 0,
+                },
+                true,
+            )?;
+            closed.push(call.id);
+        }
+        let resumed = Event::SessionResumed {
+            session_id: agent.log.id().to_owned(),
+            closed_calls: closed,
+        };
+        agent.log.append(&resumed, true)?;
+        agent.announce = Some(resumed);
+        Ok(agent)
+    }
+
+    /// The session id.
+    pub fn session_id(&self) -> &str {
+        self.log.id()
+    }
+
+    /// The session log's path.
+    pub fn log_path(&self) -> PathBuf {
+        self.log.path().to_path_buf()
+    }
+
+    /// The conversation so far.
+    pub fn history(&self) -> &[Message] {
+        &self.history
+    }
+
+    /// The loaded plugins.
+    pub fn plugins(&self) -> &Arc<Plugins> {
+        self.dispatcher.plugins()
+    }
+
+    /// Provider round trips recorded so far (for `--record`).
+    pub fn recorded(&self) -> &[corral_sdk::cassette::Turn] {
+        &self.recorded
+    }
+
+    /// Changes the permission mode from the next call on, and logs it.
+    pub fn set_mode(&mut self, mode: Mode, ui: &UnboundedSender<Event>) -> anyhow::Result<()> {
+        self.dispatcher.set_mode(mode);
+        self.out(ui).emit(Event::ModeChanged { mode })
+    }
+
+    /// Changes the model from the next request on, and logs it.
+    pub fn set_model(&mut self, model: String, ui: &UnboundedSender<Event>) -> anyhow::Result<()> {
+        self.options.model = model.clone();
+        self.out(ui).emit(Event::ModelChanged { model })
+    }
+
+    /// Switches to another provider plugin from the next request on, and
+    /// logs it.
+    pub fn set_provider(
+        &mut self,
+        provider: Arc<Plugin>,
+        ui: &UnboundedSender<Event>,
+    ) -> anyhow::Result<()> {
+        let name = provider.decl().name.clone();
+        self.provider = provider;
+        self.out(ui).emit(Event::ProviderChanged { provider: name })
+    }
+
+    fn out<'a>(&'a mut self, ui: &'a UnboundedSender<Event>) -> Out<'a> {
+        Out {
+            log: &mut self.log,
+            ui,
+        }
+    }
+
+    fn emit(&mut self, ui: &UnboundedSender<Event>, event: Event) -> anyhow::Result<()> {
+        self.out(ui).emit(event)
+    }
+
+    fn stop(
+        &mut self,
+        ui: &UnboundedSender<Event>,
+        reason: StopReason,
+        message: Option<String>,
+    ) -> anyhow::Result<StopReason> {
+        self.emit(ui, Event::Stop { reason, message })?;
+        Ok(reason)
+    }
+
+    /// Runs one prompt to a stop. Without a prompt, the model goes on from
+    /// the history as it is (after `resume`).
+    pub async fn run(
+        &mut self,
+        prompt: Option<&str>,
+        ui: &UnboundedSender<Event>,
+        cancel: &CancellationToken,
+    ) -> anyhow::Result<StopReason> {
+        if let Some(event) = self.announce.take() {
+            let _ = ui.send(event);
+        }
+        self.turn += 1;
+        self.emit(ui, Event::TurnBegin { turn: self.turn })?;
+        if let Some(prompt) = prompt {
+            self.emit(
+                ui,
+                Event::UserMessage {
+                    text: prompt.to_owned(),
+                },
+            )?;
+            self.history.push(Message::User {
+                text: prompt.to_owned(),
+            });
+        }
+        let tools: Vec<_> = self
+            .plugins()
+            .tools()
+            .into_iter()
+            .map(|(_, t)| t.clone())
+            .collect();
+        let system =
+            crate::context::system_prompt(&self.workspace, &self.options.cwd, self.plugins());
+
+        for iteration in 1..=self.options.max_iterations {
+            let mut messages = Vec::with_capacity(self.history.len() + 1);
+            messages.push(Message::System {
+                text: system.clone(),
+            });
+            messages.extend(self.history.iter().cloned());
+            let request = ChatRequest {
+                model: self.options.model.clone(),
+                messages,
+                tools: tools.clone(),
+                max_tokens: self.options.max_tokens,
+                temperature: self.options.temperature,
+            };
+            let prompt_hash = hex::encode(Sha256::digest(
+                serde_json::to_vec(&request).unwrap_or_default(),
+            ));
+            self.emit(
+                ui,
+                Event::RequestBegin {
+                    iteration,
+                    prompt_hash,
+                    messages: request.messages.len(),
+                },
+            )?;
+
+            let response = match self.ask(&request, ui, cancel).await? {
+                Ok(r) => r,
+                Err(None) => {
+                    return self.stop(
+                        ui,
+                        StopReason::Interrupted,
+                        Some("interrupted while the model was answering".into()),
+                    );
+                }
+                Err(Some(error)) => {
+                    let reason = if matches!(error, ProviderError::ContextLength { .. }) {
+                        StopReason::ContextExhausted
+                    } else {
+                        StopReason::ProviderError
+                    };
+                    let message = error.to_string();
+                    self.emit(ui, Event::ProviderFailed { error })?;
+                    return self.stop(ui, reason, Some(message));
+                }
+            };
+            self.emit(
+                ui,
+                Event::RequestEnd {
+                    message: response.message.clone(),
+                    finish_reason: response.finish_reason,
+                    usage: response.usage,
+                },
+            )?;
+            self.history
+                .push(Message::Assistant(response.message.clone()));
+            if response.message.tool_calls.is_empty() {
+                return self.stop(ui, StopReason::FinalAnswer, None);
+            }
+            if let Some((reason, message)) = self
+                .run_tools(
+                    &response.message.tool_calls,
+                    response.finish_reason,
+                    ui,
+                    cancel,
+                )
+                .await?
+            {
+                return self.stop(ui, reason, Some(message));
+            }
+        }
+        let n = self.options.max_iterations;
+        self.stop(
+            ui,
+            StopReason::MaxIterations,
+            Some(format!(
+                "no final answer after {n} iterations (--max-iterations)"
+            )),
+        )
+    }
+
+    /// One provider call, forwarding its stream. `Err(None)` is an interrupt.
+    async fn ask(
+        &mut self,
+        request: &ChatRequest,
+        ui: &UnboundedSender<Event>,
+        cancel: &CancellationToken,
+    ) -> anyhow::Result<Result<ChatResponse, Option<ProviderError>>> {
+        let (tx, mut rx) = tokio::sync::mpsc::channel(crate::runtime::EVENT_CHANNEL_CAPACITY);
+        let provider = self.provider.clone();
+        let call = provider.complete(request, tx);
+        tokio::pin!(call);
+        let record = self.options.record;
+        let mut events = Vec::new();
+        let result = loop {
+            tokio::select! {
+                biased;
+                () = cancel.cancelled() => return Ok(Err(None)),
+                Some(ev) = rx.recv() => {
+                    forward(ui, &ev);
+                    if record {
+                        events.push(ev);
+                    }
+                }
+                res = &mut call => break res,
+            }
+        };
+        while let Ok(ev) = rx.try_recv() {
+            forward(ui, &ev);
+            if record {
+                events.push(ev);
+            }
+        }
+        if let Ok(response) = &result
+            && record
+        {
+            self.recorded.push(cassette::turn(&events, response));
+        }
+        Ok(result.map_err(Some))
+    }
+
+    /// Takes the calls of one assistant turn through the dispatcher: each is
+    /// checked and permitted in order (approvals are asked one at a time),
+    /// then they run, consecutive read-only calls together. Returns a stop
+    /// when the run must end.
+    async fn run_tools(
+        &mut self,
+        calls: &[ToolCall],
+        finish: FinishReason,
+        ui: &UnboundedSender<Event>,
+        cancel: &CancellationToken,
+    ) -> anyhow::Result<Option<(StopReason, String)>> {
+        let mut admitted: Vec<Result<Checked, CallOutcome>> = Vec::with_capacity(calls.len());
+        let mut stop: Option<(StopReason, String)> = None;
+        for call in calls {
+            if let Some((_, why)) = &stop {
+                admitted.push(Err(CallOutcome::Skipped(why.clone())));
+                continue;
+            }
+            let checked = match self.dispatcher.check(call, Some(finish)) {
+                Ok(c) => c,
+                Err(invalid) => {
+                    admitted.push(Err(invalid));
+                    continue;
+                }
+            };
+            let mut out = Out {
+                log: &mut self.log,
+                ui,
+            };
+            match self.dispatcher.permit(&checked, &mut out, cancel).await? {
+                None => admitted.push(Ok(checked)),
+                Some(refused) => {
+                    if let CallOutcome::Refused {
+                        message,
+                        stop: true,
+                    } = &refused
+                    {
+                        stop = Some((StopReason::PermissionDenied, message.clone()));
+                    }
+                    admitted.push(Err(refused));
+                }
+            }
+        }
+        let mut i = 0;
+        while i < calls.len() {
+            if let Err(outcome) = &admitted[i] {
+                self.emit(
+                    ui,
+                    Event::ToolCallBegin {
+                        call: calls[i].clone(),
+                    },
+                )?;
+                self.finish_call(ui, &calls[i], outcome.clone(), 0)?;
+                i += 1;
+                continue;
+            }
+            if let Some((_, why)) = &stop {
+                let why = why.clone();
+                self.emit(
+                    ui,
+                    Event::ToolCallBegin {
+                        call: calls[i].clone(),
+                    },
+                )?;
+                self.finish_call(ui, &calls[i], CallOutcome::Skipped(why), 0)?;
+                i += 1;
+                continue;
+            }
+            // A group: one call, or a run of consecutive read-only calls.
+            let read_only =
+                |a: &Result<Checked, CallOutcome>| a.as_ref().is_ok_and(|c| c.is_read_only());
+            let mut end = i + 1;
+            if read_only(&admitted[i]) {
+                while end < calls.len() && read_only(&admitted[end]) {
+                    end += 1;
+                }
+            }
+            let group: Vec<&Checked> = admitted[i..end].iter().flatten().collect();
+            for checked in &group {
+                self.emit(
+                    ui,
+                    Event::ToolCallBegin {
+                        call: checked.call.clone(),
+                    },
+                )?;
+            }
+            let started = std::time::Instant::now();
+            let work = futures::future::join_all(group.iter().map(|c| Dispatcher::call(c)));
+            let results = tokio::select! {
+                biased;
+                () = cancel.cancelled() => None,
+                r = work => Some(r),
+            };
+            let ms = started.elapsed().as_millis() as u64;
+            match results {
+                None => {
+                    for checked in &group {
+                        self.finish_call(ui, &checked.call, CallOutcome::Interrupted, ms)?;
+                    }
+                    stop = Some((
+                        StopReason::Interrupted,
+                        "interrupted while tools were running".into(),
+                    ));
+                }
+                Some(results) => {
+                    for (checked, outcome) in group.iter().zip(results) {
+                        if let CallOutcome::Fatal(m) = &outcome {
+                            stop = Some((
+                                StopReason::FatalToolError,
+                                format!("`{}` failed fatally: {m}", checked.call.name),
+                            ));
+                        }
+                        self.finish_call(ui, &checked.call, outcome, ms)?;
+                    }
+                }
+            }
+            i = end;
+        }
+        Ok(stop)
+    }
+
+    /// Records a call's result (cut for the model when long), durably.
+    fn finish_call(
+        &mut self,
+        ui: &UnboundedSender<Event>,
+        call: &ToolCall,
+        outcome: CallOutcome,
+        duration_ms: u64,
+    ) -> anyhow::Result<()> {
+        let mut out = Out {
+            log: &mut self.log,
+            ui,
+        };
+        let outcome = self
+            .dispatcher
+            .finish(call, outcome, duration_ms, &mut out)?;
+        self.history.push(Message::ToolResult(ToolResult {
+            call_id: call.id.clone(),
+            content: outcome.content,
+            is_error: outcome.is_error,
+        }));
+        Ok(())
+    }
+}
+
+fn forward(ui: &UnboundedSender<Event>, ev: &StreamEvent) {
+    let event = match ev {
+        StreamEvent::TextDelta { text } => Event::TextDelta { text: text.clone() },
+        StreamEvent::ToolCallDelta {
+            index,
+            name,
+            arguments_delta,
+            ..
+        } => Event::ToolCallDelta {
+            index: *index,
+            name: name.clone(),
+            arguments_delta: arguments_delta.clone(),
+        },
+        _ => return,
+    };
+    let _ = ui.send(event);
+}

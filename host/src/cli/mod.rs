@@ -1,0 +1,281 @@
+//! Command-line interface: parses arguments, calls the library, renders
+//! results. Nothing here decides policy; it only shows what the library did.
+
+mod plugins;
+mod render;
+mod run;
+mod sessions;
+mod trust;
+
+use clap::{Args, Parser, Subcommand};
+use corral::manifest::{self, Manifest};
+use corral::runtime::{Plugins, Runtime, RuntimeOptions};
+use corral::terminal::inert;
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// corral: a coding agent whose tools are sandboxed WebAssembly components.
+#[derive(Parser)]
+#[command(name = "corral", version, about)]
+struct Cli {
+    /// The workspace root (default: the current directory).
+    #[arg(long, global = true, value_name = "DIR")]
+    workspace: Option<PathBuf>,
+    /// Log what the runtime does (compile cache, plugin log lines) to stderr.
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    verbose: u8,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the agent on a prompt: streams the answer and shows each tool call.
+    Run(RunArgs),
+    /// List this workspace's sessions.
+    Sessions(JsonFlag),
+    /// Show a session's transcript.
+    Show {
+        /// The session id (a unique prefix is enough).
+        id: String,
+        #[command(flatten)]
+        json: JsonFlag,
+    },
+    /// Continue a session, with a new prompt or from where it stopped.
+    Resume {
+        /// The session id (a unique prefix is enough).
+        #[arg(required_unless_present = "last")]
+        id: Option<String>,
+        /// Resume the most recent session of this workspace.
+        #[arg(long, conflicts_with = "id")]
+        last: bool,
+        /// What to say next; without it the model goes on from the log.
+        #[arg(long, short)]
+        prompt: Option<String>,
+        #[command(flatten)]
+        agent: AgentFlags,
+    },
+    /// Review the project's corral.toml and trust it (it is ignored until then).
+    Trust {
+        /// Trust without asking.
+        #[arg(long)]
+        yes: bool,
+    },
+    /// Installed plugins.
+    #[command(subcommand)]
+    Plugins(PluginsCmd),
+    /// Tools the plugins provide.
+    #[command(subcommand)]
+    Tools(ToolsCmd),
+    /// Run one tool.
+    #[command(subcommand)]
+    Tool(ToolCmd),
+}
+
+#[derive(Subcommand)]
+enum PluginsCmd {
+    /// List the plugins of this workspace's manifest: source, sha256, grants, tools.
+    List(JsonFlag),
+    /// Show what a component could ask for (its imports) and the tools it
+    /// exports, without granting it anything.
+    Inspect {
+        /// The component file.
+        file: PathBuf,
+        #[command(flatten)]
+        json: JsonFlag,
+    },
+}
+
+#[derive(Subcommand)]
+enum ToolsCmd {
+    /// List every tool: name, plugin, effects, description.
+    List(JsonFlag),
+}
+
+#[derive(Subcommand)]
+enum ToolCmd {
+    /// Call one tool in its plugin's sandbox and print the output.
+    Call {
+        /// The tool's name.
+        name: String,
+        /// The arguments, a JSON object.
+        #[arg(long, default_value = "{}")]
+        args: String,
+        #[command(flatten)]
+        json: JsonFlag,
+    },
+}
+
+#[derive(Args)]
+struct RunArgs {
+    /// What to ask.
+    prompt: String,
+    /// Write the provider's responses to a replay cassette.
+    #[arg(long, value_name = "FILE")]
+    record: Option<PathBuf>,
+    #[command(flatten)]
+    agent: AgentFlags,
+}
+
+#[derive(Args, Clone)]
+struct AgentFlags {
+    /// The provider plugin (default: [agent] provider, else the one whose key is set).
+    #[arg(long)]
+    provider: Option<String>,
+    /// The model (default: the provider's configured model).
+    #[arg(long)]
+    model: Option<String>,
+    /// Provider round trips before stopping (default 50).
+    #[arg(long)]
+    max_iterations: Option<u32>,
+    /// Print the event stream as JSON lines instead of text.
+    #[arg(long)]
+    json: bool,
+    /// Permission mode: read-only, ask (default), auto-edit, full-auto.
+    #[arg(long)]
+    mode: Option<corral::policy::Mode>,
+    /// Approve every call that would ask (deny rules and read-only mode still hold).
+    #[arg(long, short)]
+    yes: bool,
+    /// Answer approvals from JSON lines on stdin (`--approvals stdin`, with
+    /// --json): each `approval_requested` event waits for a line such as
+    /// {"op":"approval","call_id":"…","decision":"approve"}.
+    #[arg(long, value_name = "SOURCE", requires = "json", conflicts_with = "yes")]
+    approvals: Option<run::ApprovalSource>,
+}
+
+#[derive(Args)]
+struct JsonFlag {
+    /// Print JSON instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Exit codes.
+const EXIT_TOOL_ERROR: u8 = 1;
+const EXIT_USAGE: u8 = 2;
+
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_logging(cli.verbose);
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => return fail(&format!("cannot start the async runtime: {e}")),
+    };
+    let code = rt.block_on(run(cli));
+    // A thread may still sit in a blocking read of the terminal (an approval
+    // prompt answered by Ctrl-C): exit without waiting for it.
+    rt.shutdown_background();
+    code
+}
+
+fn init_logging(verbose: u8) {
+    let default = match verbose {
+        0 => "warn",
+        1 => "info",
+        2 => "debug",
+        _ => "trace",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_env("CORRAL_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_target(false)
+        .without_time()
+        .try_init();
+}
+
+impl From<AgentFlags> for run::Flags {
+    fn from(f: AgentFlags) -> Self {
+        Self {
+            provider: f.provider,
+            model: f.model,
+            max_iterations: f.max_iterations,
+            json: f.json,
+            mode: f.mode,
+            yes: f.yes,
+            approvals: f.approvals,
+        }
+    }
+}
+
+pub(crate) fn fail(message: &str) -> ExitCode {
+    eprintln!("error: {}", inert(message));
+    ExitCode::from(EXIT_USAGE)
+}
+
+async fn run(cli: Cli) -> ExitCode {
+    let workspace = cli.workspace.clone().unwrap_or_else(|| PathBuf::from("."));
+    match cli.command {
+        Command::Run(args) => {
+            run::run(&workspace, args.prompt, args.record, args.agent.into()).await
+        }
+        Command::Resume {
+            id,
+            last,
+            prompt,
+            agent,
+        } => run::resume(&workspace, id, last, prompt, agent.into()).await,
+        Command::Sessions(json) => sessions::sessions(&workspace, json.json),
+        Command::Trust { yes } => trust::trust(&workspace, yes),
+        Command::Show { id, json } => sessions::show(&workspace, &id, json.json),
+        Command::Plugins(PluginsCmd::Inspect { file, json }) => {
+            plugins::inspect(&file, json.json).await
+        }
+        Command::Plugins(PluginsCmd::List(json)) => match load(&workspace).await {
+            Ok((manifest, plugins)) => plugins::plugins_list(&manifest, &plugins, json.json),
+            Err(code) => code,
+        },
+        Command::Tools(ToolsCmd::List(json)) => match load(&workspace).await {
+            Ok((_, plugins)) => plugins::tools_list(&plugins, json.json),
+            Err(code) => code,
+        },
+        Command::Tool(ToolCmd::Call { name, args, json }) => match load(&workspace).await {
+            Ok((_, plugins)) => plugins::tool_call(&plugins, &name, &args, json.json).await,
+            Err(code) => code,
+        },
+    }
+}
+
+pub(crate) async fn load(workspace: &std::path::Path) -> Result<(Manifest, Plugins), ExitCode> {
+    let manifest = manifest::load(workspace).map_err(|e| fail(&e.to_string()))?;
+    let runtime = Runtime::new(RuntimeOptions::user()).map_err(|e| fail(&format!("{e:#}")))?;
+    let plugins = runtime
+        .load(&manifest)
+        .await
+        .map_err(|e| fail(&e.to_string()))?;
+    Ok((manifest, plugins))
+}
+
+/// Prints `text` (which may hold what a plugin or a model wrote) with its
+/// escape sequences made inert.
+pub(crate) fn out(text: &str) {
+    write_out(&inert(text));
+}
+
+/// Prints JSON text, with the characters serde_json leaves raw escaped.
+pub(crate) fn out_json(text: &str) {
+    write_out(&corral::terminal::inert_json(text));
+}
+
+fn write_out(text: &str) {
+    let mut stdout = std::io::stdout().lock();
+    let _ = stdout.write_all(text.as_bytes());
+    if !text.ends_with('\n') {
+        let _ = stdout.write_all(b"\n");
+    }
+}
+
+pub(crate) fn with_newline(s: &str) -> String {
+    if s.ends_with('\n') {
+        s.to_owned()
+    } else {
+        format!("{s}\n")
+    }
+}

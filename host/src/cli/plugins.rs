@@ -1,0 +1,268 @@
+//! `corral plugins`, `corral tools` and `corral tool call`: what is
+//! installed, what it may do, and running one tool by hand.
+
+use super::{EXIT_TOOL_ERROR, fail, inert, out, out_json, with_newline};
+use corral::manifest::{self, Access, Manifest, Source};
+use corral::runtime::{Capability, Plugins, Runtime, RuntimeOptions, ToolError, classify};
+use std::process::ExitCode;
+
+fn grants_text(decl: &manifest::PluginDecl) -> String {
+    let mut parts = Vec::new();
+    for g in &decl.fs {
+        let access = match g.access {
+            Access::Ro => "ro",
+            Access::Rw => "rw",
+        };
+        parts.push(format!("fs {} ({access})", g.path));
+    }
+    for n in &decl.net {
+        parts.push(format!("net {}", n.pattern));
+    }
+    for e in &decl.env {
+        parts.push(format!("env {e}"));
+    }
+    if parts.is_empty() {
+        "none".to_owned()
+    } else {
+        parts.join(", ")
+    }
+}
+
+pub(super) fn plugins_list(manifest: &Manifest, plugins: &Plugins, json: bool) -> ExitCode {
+    if json {
+        let list: Vec<serde_json::Value> = plugins
+            .plugins()
+            .iter()
+            .map(|p| {
+                let d = p.decl();
+                serde_json::json!({
+                    "name": d.name,
+                    "source": d.source.to_string(),
+                    "sha256": p.sha256(),
+                    "declared_in": d.origin.to_string(),
+                    "grants": {
+                        "fs": d.fs.iter().map(|g| serde_json::json!({"path": g.path, "access": g.access})).collect::<Vec<_>>(),
+                        "net": d.net.iter().map(|n| n.pattern.clone()).collect::<Vec<_>>(),
+                        "env": d.env,
+                    },
+                    "limits": {
+                        "timeout_ms": d.limits.timeout_ms,
+                        "memory_mb": d.limits.memory_mb,
+                        "output_kb": d.limits.output_kb,
+                        "host_calls": d.limits.host_calls,
+                    },
+                    "tools": p.tools().iter().map(|t| t.name.clone()).collect::<Vec<_>>(),
+                    "warnings": tool_warnings(p),
+                })
+            })
+            .collect();
+        out_json(&serde_json::to_string_pretty(&list).unwrap_or_default());
+        return ExitCode::SUCCESS;
+    }
+    let mut text = format!("workspace {}\n", manifest.workspace.display());
+    for p in plugins.plugins() {
+        let d = p.decl();
+        let pinned = match &d.source {
+            Source::File {
+                sha256: Some(_), ..
+            } => " (pinned)",
+            Source::File { .. } if manifest.trusted_files.contains_key(&d.name) => {
+                " (approved by corral trust)"
+            }
+            _ => "",
+        };
+        text.push_str(&format!(
+            "\n{}\n  source   {}\n  sha256   {}{pinned}\n  grants   {}\n  limits   {} ms, {} MiB, output {} KiB\n  tools    {}\n  from     {}\n",
+            d.name,
+            d.source,
+            p.sha256(),
+            grants_text(d),
+            d.limits.timeout_ms,
+            d.limits.memory_mb,
+            d.limits.output_kb,
+            p.tools().iter().map(|t| t.name.as_str()).collect::<Vec<_>>().join(", "),
+            d.origin,
+        ));
+        for w in tool_warnings(p) {
+            text.push_str(&format!("  warning  {w}\n"));
+        }
+    }
+    out(&text);
+    ExitCode::SUCCESS
+}
+
+/// What is suspicious about how a plugin's tools describe themselves.
+fn tool_warnings(p: &corral::runtime::Plugin) -> Vec<String> {
+    p.tools()
+        .iter()
+        .flat_map(|t| t.warnings.iter().map(move |w| format!("`{}`: {w}", t.name)))
+        .collect()
+}
+
+pub(super) fn tools_list(plugins: &Plugins, json: bool) -> ExitCode {
+    let tools = plugins.tools();
+    if json {
+        let list: Vec<serde_json::Value> = tools
+            .iter()
+            .map(|(p, t)| {
+                serde_json::json!({
+                    "name": t.name,
+                    "plugin": p.decl().name,
+                    "description": t.description,
+                    "effects": t.effects,
+                    "input_schema": t.input_schema,
+                    "warnings": t.warnings,
+                })
+            })
+            .collect();
+        out_json(&serde_json::to_string_pretty(&list).unwrap_or_default());
+        return ExitCode::SUCCESS;
+    }
+    let width = tools.iter().map(|(_, t)| t.name.len()).max().unwrap_or(4);
+    let pwidth = tools
+        .iter()
+        .map(|(p, _)| p.decl().name.len())
+        .max()
+        .unwrap_or(6);
+    let mut text = String::new();
+    for (p, t) in tools {
+        let effects: Vec<String> = t
+            .effects
+            .iter()
+            .map(|e| {
+                serde_json::to_value(e)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_owned))
+                    .unwrap_or_default()
+            })
+            .collect();
+        let summary = t
+            .description
+            .split(". ")
+            .next()
+            .unwrap_or("")
+            .trim_end_matches('.');
+        text.push_str(&format!(
+            "{:width$}  {:pwidth$}  {:12}  {summary}\n",
+            t.name,
+            p.decl().name,
+            effects.join(","),
+        ));
+        for w in &t.warnings {
+            text.push_str(&format!("{:width$}  ! warning: {w}\n", ""));
+        }
+    }
+    out(&text);
+    ExitCode::SUCCESS
+}
+
+pub(super) async fn tool_call(plugins: &Plugins, name: &str, args: &str, json: bool) -> ExitCode {
+    if let Err(e) = serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(args) {
+        return fail(&format!("--args must be a JSON object: {e}"));
+    }
+    if plugins.plugin_for(name).is_none() {
+        let known: Vec<String> = plugins
+            .tools()
+            .iter()
+            .map(|(_, t)| t.name.clone())
+            .collect();
+        return fail(&format!(
+            "no tool named `{name}`; available: {}",
+            known.join(", ")
+        ));
+    }
+    let result = tokio::select! {
+        r = plugins.call(name, args, "cli-1") => r,
+        _ = tokio::signal::ctrl_c() => {
+            eprintln!("interrupted: `{name}` was stopped");
+            return ExitCode::from(super::run::EXIT_INTERRUPTED);
+        }
+    };
+    if json {
+        let value = match &result {
+            Ok(o) => serde_json::json!({"ok": o}),
+            Err(e) => serde_json::json!({"error": e}),
+        };
+        out_json(&serde_json::to_string_pretty(&value).unwrap_or_default());
+    } else {
+        match &result {
+            Ok(o) if o.is_error => eprint!("{}", inert(&with_newline(&o.content))),
+            Ok(o) => out(&o.content),
+            Err(e) => eprintln!("error: {}: {}", inert(name), inert(&describe_error(e))),
+        }
+    }
+    match result {
+        Ok(o) if !o.is_error => ExitCode::SUCCESS,
+        _ => ExitCode::from(EXIT_TOOL_ERROR),
+    }
+}
+
+fn describe_error(e: &ToolError) -> String {
+    e.to_string()
+}
+
+pub(super) async fn inspect(file: &std::path::Path, json: bool) -> ExitCode {
+    let bytes = match corral::fsread::read_regular(file, corral::trust::MAX_PLUGIN_FILE) {
+        Ok(b) => b,
+        Err(e) => {
+            return fail(&format!(
+                "cannot read {}: {e}; give the path of a component file (.wasm)",
+                file.display()
+            ));
+        }
+    };
+    let runtime = match Runtime::new(RuntimeOptions::user()) {
+        Ok(r) => r,
+        Err(e) => return fail(&format!("{e:#}")),
+    };
+    let info = match runtime.inspect(&bytes).await {
+        Ok(i) => i,
+        Err(e) => return fail(&format!("{}: {e}", file.display())),
+    };
+    if json {
+        let value = serde_json::json!({
+            "file": file.display().to_string(),
+            "sha256": info.sha256,
+            "imports": info.imports.iter().map(|i| serde_json::json!({"name": i, "capability": classify(i)})).collect::<Vec<_>>(),
+            "exports": info.exports,
+            "tools": match &info.tools { Ok(t) => serde_json::to_value(t).unwrap_or_default(), Err(e) => serde_json::json!({"error": e}) },
+        });
+        out_json(&serde_json::to_string_pretty(&value).unwrap_or_default());
+        return ExitCode::SUCCESS;
+    }
+    let mut text = format!(
+        "{}\n  sha256  {}\n\nimports (what it could ask for):\n",
+        file.display(),
+        info.sha256
+    );
+    let mut by_cap: std::collections::BTreeMap<Capability, Vec<&str>> = Default::default();
+    for import in &info.imports {
+        by_cap.entry(classify(import)).or_default().push(import);
+    }
+    for (cap, names) in &by_cap {
+        text.push_str(&format!("  {}\n", cap.describe()));
+        for n in names {
+            text.push_str(&format!("    {n}\n"));
+        }
+    }
+    text.push_str("\nexports:\n");
+    for e in &info.exports {
+        text.push_str(&format!("  {e}\n"));
+    }
+    match &info.tools {
+        Ok(tools) => {
+            text.push_str("\ntools:\n");
+            for t in tools {
+                let effects: Vec<String> = t
+                    .effects
+                    .iter()
+                    .map(|e| format!("{e:?}").to_lowercase())
+                    .collect();
+                text.push_str(&format!("  {} [{}]\n", t.name, effects.join(",")));
+            }
+        }
+        Err(e) => text.push_str(&format!("\ntools: cannot be listed: {e}\n")),
+    }
+    out(&text);
+    ExitCode::SUCCESS
+}

@@ -1,0 +1,198 @@
+//! Rendering the event stream as text for people: streamed answers, one
+//! line per tool call, a spinner while the model thinks, and the approval
+//! prompt.
+
+use corral::protocol::{ApprovalAnswer, ApprovalRequest, Event, StopReason};
+use std::io::{IsTerminal as _, Write as _};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// A spinner on stderr while the model is thinking (only on a terminal).
+pub(super) fn spinner(waiting: Arc<AtomicBool>, json: bool) -> tokio::task::JoinHandle<()> {
+    let tty = std::io::stderr().is_terminal() && !json;
+    tokio::spawn(async move {
+        if !tty {
+            return;
+        }
+        let frames = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
+        let mut i = 0;
+        let mut shown = false;
+        loop {
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            if waiting.load(Ordering::Relaxed) {
+                eprint!("\r{} waiting for the model", frames[i % frames.len()]);
+                shown = true;
+                i += 1;
+            } else if shown {
+                eprint!("\r\x1b[K");
+                shown = false;
+            }
+        }
+    })
+}
+
+/// Asks on the terminal about one call: the call, why it needs approval,
+/// and its diff. The answer is read on a blocking thread; the caller sends
+/// it to the session.
+pub(super) async fn ask_terminal(request: &ApprovalRequest) -> ApprovalAnswer {
+    let mut text = format!(
+        "\n? {}({}) needs approval: {}\n",
+        request.call.name,
+        short(&request.call.arguments),
+        request.reason
+    );
+    if let Some(diff) = &request.preview {
+        text.push_str(diff);
+        if !diff.ends_with('\n') {
+            text.push('\n');
+        }
+    }
+    text.push_str(&format!(
+        "  [y] yes, once   [a] yes, and {} for the rest of this session   [n] no (add a reason after it)\n> ",
+        request.session_covers
+    ));
+    let answer = tokio::task::spawn_blocking(move || {
+        eprint!("{}", corral::terminal::inert(&text));
+        let mut line = String::new();
+        std::io::stdin().read_line(&mut line).map(|_| line)
+    })
+    .await;
+    let line = match answer {
+        Ok(Ok(l)) => l,
+        _ => {
+            return ApprovalAnswer::Deny {
+                reason: Some("no answer from the terminal".into()),
+            };
+        }
+    };
+    let line = line.trim();
+    let (word, rest) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
+    match word.to_ascii_lowercase().as_str() {
+        "y" | "yes" => ApprovalAnswer::Approve,
+        "a" | "always" => ApprovalAnswer::ApproveForSession,
+        _ => ApprovalAnswer::Deny {
+            reason: Some(if rest.trim().is_empty() {
+                "the user declined".to_owned()
+            } else {
+                format!("the user declined: {}", rest.trim())
+            }),
+        },
+    }
+}
+
+/// Text rendering of the event stream.
+#[derive(Default)]
+pub(super) struct Renderer {
+    at_line_start: bool,
+    /// Whether the current request streamed its text (else it is printed whole at the end).
+    streamed: bool,
+}
+
+pub(super) fn short(args: &str) -> String {
+    let compact = match serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(args) {
+        Ok(map) => map
+            .iter()
+            .map(|(k, v)| match v {
+                serde_json::Value::String(s) => format!("{k}={s}"),
+                other => format!("{k}={other}"),
+            })
+            .collect::<Vec<_>>()
+            .join(", "),
+        Err(_) => args.to_owned(),
+    };
+    if compact.chars().count() > 80 {
+        format!("{}…", compact.chars().take(79).collect::<String>())
+    } else {
+        compact
+    }
+}
+
+impl Renderer {
+    fn print(&mut self, text: &str) {
+        let text = corral::terminal::inert(text);
+        let mut stdout = std::io::stdout().lock();
+        let _ = stdout.write_all(text.as_bytes());
+        let _ = stdout.flush();
+        if !text.is_empty() {
+            self.at_line_start = text.ends_with('\n');
+        }
+    }
+
+    fn newline(&mut self) {
+        if !self.at_line_start {
+            self.print("\n");
+        }
+    }
+
+    pub(super) fn show(&mut self, event: &Event, waiting: &AtomicBool) {
+        match event {
+            Event::RequestBegin { .. } => {
+                self.streamed = false;
+                waiting.store(true, Ordering::Relaxed);
+            }
+            Event::TextDelta { text } => {
+                waiting.store(false, Ordering::Relaxed);
+                self.streamed = true;
+                self.print(text);
+            }
+            Event::ToolCallDelta { .. } => waiting.store(false, Ordering::Relaxed),
+            Event::RequestEnd {
+                message,
+                finish_reason,
+                ..
+            } => {
+                waiting.store(false, Ordering::Relaxed);
+                if !self.streamed {
+                    self.print(&message.text);
+                }
+                self.newline();
+                if *finish_reason == corral::protocol::FinishReason::ContentFilter {
+                    eprintln!("[the model refused, or the provider filtered its answer]");
+                }
+            }
+            Event::ToolCallBegin { call } => {
+                self.newline();
+                self.print(&format!("● {}({})\n", call.name, short(&call.arguments)));
+            }
+            Event::ToolCallEnd {
+                outcome,
+                duration_ms,
+                ..
+            } => {
+                let first = outcome.content.lines().next().unwrap_or("").trim();
+                let lines = outcome.content.lines().count();
+                let first: String = first.chars().take(100).collect();
+                if outcome.is_error {
+                    self.print(&format!("  ⎿ error: {first}\n"));
+                } else {
+                    self.print(&format!("  ⎿ {lines} lines ({duration_ms} ms)\n"));
+                }
+            }
+            Event::ProviderFailed { error } => {
+                waiting.store(false, Ordering::Relaxed);
+                self.newline();
+                eprintln!("error: {}", corral::terminal::inert(&error.to_string()));
+            }
+            Event::Error { message } => {
+                self.newline();
+                eprintln!("error: {}", corral::terminal::inert(message));
+            }
+            Event::Stop { reason, message } => {
+                waiting.store(false, Ordering::Relaxed);
+                self.newline();
+                if *reason != StopReason::FinalAnswer {
+                    let why = message
+                        .as_ref()
+                        .map(|m| format!(": {m}"))
+                        .unwrap_or_default();
+                    eprintln!(
+                        "[stopped: {}{}]",
+                        reason.as_str(),
+                        corral::terminal::inert(&why)
+                    );
+                }
+            }
+            _ => {}
+        }
+    }
+}

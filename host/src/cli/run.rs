@@ -1,0 +1,264 @@
+//! `corral run` and `corral resume`: open a session through the library's
+//! handle, submit the prompt, render its events (as text, or as JSON lines),
+//! and answer approvals from the terminal or from JSON lines on stdin.
+
+use super::fail;
+use super::render::{Renderer, ask_terminal, spinner};
+use corral::protocol::{ApprovalAnswer, Event, Mode, Op, StopReason};
+use corral::session::{self, Approvals, Resume, SessionConfig};
+use std::collections::HashSet;
+use std::io::{BufRead as _, IsTerminal as _};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+
+/// Exit codes of `run` and `resume`.
+const EXIT_PROVIDER: u8 = 3;
+const EXIT_INCOMPLETE: u8 = 4;
+pub(crate) const EXIT_INTERRUPTED: u8 = 130;
+const EXIT_DENIED: u8 = 5;
+
+/// Where approval answers come from besides the terminal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ApprovalSource {
+    /// JSON lines on stdin, one op each (needs --json).
+    Stdin,
+}
+
+/// Flags shared by `run` and `resume`.
+pub struct Flags {
+    pub provider: Option<String>,
+    pub model: Option<String>,
+    pub max_iterations: Option<u32>,
+    pub json: bool,
+    pub mode: Option<Mode>,
+    pub yes: bool,
+    pub approvals: Option<ApprovalSource>,
+}
+
+/// How approvals are answered in this process.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Answering {
+    /// By the library (`--yes`), or refused (non-interactive).
+    Library,
+    /// A prompt on the terminal.
+    Terminal,
+    /// JSON ops on stdin.
+    Stdin,
+}
+
+fn config(workspace: &Path, flags: &Flags) -> (SessionConfig, Answering) {
+    let answering = if flags.yes {
+        Answering::Library
+    } else if flags.approvals == Some(ApprovalSource::Stdin) {
+        Answering::Stdin
+    } else if std::io::stdin().is_terminal() && !flags.json {
+        Answering::Terminal
+    } else {
+        Answering::Library
+    };
+    let approvals = match (flags.yes, answering) {
+        (true, _) => Approvals::Approve,
+        (false, Answering::Library) => Approvals::Refuse,
+        (false, _) => Approvals::FrontEnd,
+    };
+    let config = SessionConfig {
+        workspace: workspace.to_path_buf(),
+        provider: flags.provider.clone(),
+        model: flags.model.clone(),
+        max_iterations: flags.max_iterations,
+        mode: flags.mode,
+        approvals,
+        ..SessionConfig::default()
+    };
+    (config, answering)
+}
+
+pub async fn run(
+    workspace: &Path,
+    prompt: String,
+    record: Option<PathBuf>,
+    flags: Flags,
+) -> ExitCode {
+    let (mut config, answering) = config(workspace, &flags);
+    config.record = record.is_some();
+    drive(
+        config,
+        Op::UserTurn { text: prompt },
+        record,
+        flags.json,
+        answering,
+    )
+    .await
+}
+
+pub async fn resume(
+    workspace: &Path,
+    id: Option<String>,
+    last: bool,
+    prompt: Option<String>,
+    flags: Flags,
+) -> ExitCode {
+    let (mut config, answering) = config(workspace, &flags);
+    config.resume = Some(match id {
+        Some(id) if !last => Resume::Id(id),
+        _ => Resume::Last,
+    });
+    let first = match prompt {
+        Some(text) => Op::UserTurn { text },
+        None => Op::Continue,
+    };
+    drive(config, first, None, flags.json, answering).await
+}
+
+async fn drive(
+    config: SessionConfig,
+    first: Op,
+    record: Option<PathBuf>,
+    json: bool,
+    answering: Answering,
+) -> ExitCode {
+    let mut session = match session::open(config).await {
+        Ok(s) => s,
+        Err(e) => return fail(&e),
+    };
+    if let Some(n) = session.resumed_messages()
+        && !json
+    {
+        eprintln!("resuming session {} ({n} messages)", session.id());
+    }
+    session.submit(first);
+    let ops = session.sender();
+    tokio::spawn(async move {
+        while tokio::signal::ctrl_c().await.is_ok() {
+            if ops.send(Op::Interrupt).is_err() {
+                break;
+            }
+        }
+    });
+    let (eof_tx, mut eof_rx) = tokio::sync::mpsc::unbounded_channel::<()>();
+    if answering == Answering::Stdin {
+        read_ops(session.sender(), eof_tx);
+    }
+    let mut stdin_closed = false;
+    let mut pending: HashSet<String> = HashSet::new();
+
+    let waiting = Arc::new(AtomicBool::new(false));
+    let spinner = spinner(waiting.clone(), json);
+    let mut view = Renderer::default();
+    let mut last_stop = None;
+    loop {
+        let event = tokio::select! {
+            e = session.next_event() => e,
+            Some(()) = eof_rx.recv() => {
+                stdin_closed = true;
+                for call_id in pending.drain() {
+                    session.submit(stdin_closed_answer(call_id));
+                }
+                continue;
+            }
+        };
+        let Some(event) = event else { break };
+        match &event {
+            Event::ShutdownComplete => break,
+            Event::Stop { reason, .. } => {
+                last_stop = Some(*reason);
+                session.submit(Op::Shutdown);
+            }
+            Event::Permission { call_id, .. } => {
+                pending.remove(call_id);
+            }
+            Event::ApprovalRequested(request) => match answering {
+                Answering::Terminal => {
+                    let ops = session.sender();
+                    let request = request.clone();
+                    // The session waits for the answer; Ctrl-C still
+                    // reaches it while the prompt reads the terminal.
+                    tokio::spawn(async move {
+                        let answer = ask_terminal(&request).await;
+                        let _ = ops.send(Op::Approval {
+                            call_id: request.call.id.clone(),
+                            answer,
+                        });
+                    });
+                }
+                Answering::Stdin if stdin_closed => {
+                    session.submit(stdin_closed_answer(request.call.id.clone()));
+                }
+                _ => {
+                    pending.insert(request.call.id.clone());
+                }
+            },
+            _ => {}
+        }
+        if json {
+            super::out_json(&serde_json::to_string(&event).unwrap_or_default());
+        } else {
+            view.show(&event, &waiting);
+        }
+    }
+    spinner.abort();
+    let finished = session.finish().await;
+    let finished = match finished {
+        Ok(f) => f,
+        Err(e) => return fail(&format!("{e:#}")),
+    };
+    if let Some(file) = record
+        && let Err(e) = corral::agent::write_cassette(&file, &finished.recorded)
+    {
+        eprintln!("error: cannot write the cassette {}: {e}", file.display());
+    }
+    match last_stop.or(finished.last_stop) {
+        Some(StopReason::FinalAnswer) => ExitCode::SUCCESS,
+        Some(StopReason::ProviderError | StopReason::ContextExhausted) => {
+            ExitCode::from(EXIT_PROVIDER)
+        }
+        Some(StopReason::Interrupted) => ExitCode::from(EXIT_INTERRUPTED),
+        Some(StopReason::MaxIterations | StopReason::FatalToolError) => {
+            ExitCode::from(EXIT_INCOMPLETE)
+        }
+        Some(StopReason::PermissionDenied) => ExitCode::from(EXIT_DENIED),
+        None => fail("the session ended before its turn stopped"),
+    }
+}
+
+fn stdin_closed_answer(call_id: String) -> Op {
+    Op::Approval {
+        call_id,
+        answer: ApprovalAnswer::Deny {
+            reason: Some("stdin closed before the approval was answered".into()),
+        },
+    }
+}
+
+/// Reads ops from stdin, one JSON object per line, on a thread of its own
+/// (stdin has no async reader that can be abandoned). Bad lines are
+/// reported on stderr and skipped; end of input is signalled on `eof`.
+fn read_ops(
+    ops: tokio::sync::mpsc::UnboundedSender<Op>,
+    eof: tokio::sync::mpsc::UnboundedSender<()>,
+) {
+    std::thread::spawn(move || {
+        for (n, line) in std::io::stdin().lock().lines().enumerate() {
+            let Ok(line) = line else { break };
+            if line.trim().is_empty() {
+                continue;
+            }
+            match serde_json::from_str::<Op>(&line) {
+                Ok(op) => {
+                    if ops.send(op).is_err() {
+                        return;
+                    }
+                }
+                Err(e) => eprintln!(
+                    "error: stdin line {} is not an op ({e}); expected e.g. \
+                     {{\"op\":\"approval\",\"call_id\":\"call_1\",\"decision\":\"approve\"}} or \
+                     {{\"op\":\"approval\",\"call_id\":\"call_1\",\"decision\":\"deny\",\"reason\":\"...\"}}",
+                    n + 1
+                ),
+            }
+        }
+        let _ = eof.send(());
+    });
+}

@@ -1,0 +1,110 @@
+//! `corral sessions` and `corral show`: the workspace's session logs.
+
+use super::render::short;
+use super::{fail, out, out_json};
+use corral::protocol::Event;
+use corral::session;
+use std::path::Path;
+use std::process::ExitCode;
+
+fn sessions_dir(workspace: &Path) -> Result<std::path::PathBuf, ExitCode> {
+    session::sessions_dir(workspace).map_err(|e| fail(&e))
+}
+
+pub fn sessions(workspace: &Path, json: bool) -> ExitCode {
+    let dir = match sessions_dir(workspace) {
+        Ok(d) => d,
+        Err(code) => return code,
+    };
+    let list = match session::list(&dir) {
+        Ok(l) => l,
+        Err(e) => return fail(&format!("cannot list sessions: {e}")),
+    };
+    if json {
+        out_json(&serde_json::to_string_pretty(&list).unwrap_or_default());
+        return ExitCode::SUCCESS;
+    }
+    if list.is_empty() {
+        out("no sessions in this workspace yet; start one with `corral run \"...\"`");
+        return ExitCode::SUCCESS;
+    }
+    let mut text = String::new();
+    for s in list {
+        let (y, mo, d, h, mi, _) = session::civil(s.started_ms / 1000);
+        let prompt: String = s.first_prompt.chars().take(60).collect();
+        text.push_str(&format!(
+            "{}  {y:04}-{mo:02}-{d:02} {h:02}:{mi:02}  {:<16}  {}  {prompt}\n",
+            s.id, s.status, s.workspace
+        ));
+    }
+    out(&text);
+    ExitCode::SUCCESS
+}
+
+pub fn show(workspace: &Path, id: &str, json: bool) -> ExitCode {
+    let dir = match sessions_dir(workspace) {
+        Ok(d) => d,
+        Err(code) => return code,
+    };
+    let path = match session::find_session(&dir, Some(id)) {
+        Ok(p) => p,
+        Err(e) => return fail(&e),
+    };
+    let records = match session::read(&path) {
+        Ok(r) => r,
+        Err(e) => return fail(&format!("cannot read {}: {e}", path.display())),
+    };
+    if json {
+        for r in &records {
+            out_json(&serde_json::to_string(r).unwrap_or_default());
+        }
+        return ExitCode::SUCCESS;
+    }
+    let mut text = String::new();
+    for r in &records {
+        match &r.event {
+            Event::SessionStarted {
+                session_id,
+                workspace,
+                provider,
+                ..
+            } => text.push_str(&format!(
+                "session {session_id} in {workspace} (provider {provider})\n"
+            )),
+            Event::SessionResumed { closed_calls, .. } => text.push_str(&format!(
+                "-- resumed ({} unfinished calls closed) --\n",
+                closed_calls.len()
+            )),
+            Event::UserMessage { text: t } => text.push_str(&format!("\n> {t}\n\n")),
+            Event::RequestEnd { message, .. } if !message.text.is_empty() => {
+                text.push_str(&format!("{}\n", message.text.trim_end()));
+            }
+            Event::ToolCallBegin { call } => {
+                text.push_str(&format!("● {}({})\n", call.name, short(&call.arguments)))
+            }
+            Event::ToolCallEnd { outcome, .. } => {
+                let first: String = outcome
+                    .content
+                    .lines()
+                    .next()
+                    .unwrap_or("")
+                    .chars()
+                    .take(100)
+                    .collect();
+                let tag = if outcome.is_error { "error: " } else { "" };
+                text.push_str(&format!("  ⎿ {tag}{first}\n"));
+            }
+            Event::Stop { reason, message } => text.push_str(&format!(
+                "[{}{}]\n",
+                reason.as_str(),
+                message
+                    .as_ref()
+                    .map(|m| format!(": {m}"))
+                    .unwrap_or_default()
+            )),
+            _ => {}
+        }
+    }
+    out(&text);
+    ExitCode::SUCCESS
+}

@@ -1,0 +1,163 @@
+//! `corral trust`: review the project's manifest and the plugin files it
+//! names, then trust them.
+
+use super::{fail, out};
+use corral::manifest;
+use std::process::ExitCode;
+
+pub(super) fn trust(workspace: &std::path::Path, yes: bool) -> ExitCode {
+    use corral::trust;
+    let file = workspace.join("corral.toml");
+    let text = match manifest::read_manifest(&file) {
+        Ok(t) => t,
+        Err(e) => return fail(&format!("{}: {e}", file.display())),
+    };
+    let canonical = file.canonicalize().unwrap_or_else(|_| file.clone());
+    let Some(store) = trust::store_dir() else {
+        return fail("no data directory to record trust in (set XDG_DATA_HOME)");
+    };
+    // Check the file parses, on top of the layers it would join, before
+    // anyone trusts it; which plugin files it brings in comes from the same
+    // check.
+    let name = file.display().to_string();
+    let mut layers = match manifest::layers(workspace) {
+        Ok((layers, _)) => layers,
+        Err(e) => return fail(&e.to_string()),
+    };
+    layers.retain(|l| l.name != name);
+    layers.push(manifest::Layer {
+        name: name.clone(),
+        text: text.clone(),
+        base: workspace.to_path_buf(),
+    });
+    let checked = match manifest::from_layers(workspace, &layers) {
+        Ok(m) => m,
+        Err(e) => return fail(&e.to_string()),
+    };
+    let files = trust::review_files(&checked, &name);
+    let mut review = match trust::status(&store, &canonical, &text) {
+        trust::Status::Trusted => {
+            let recorded = trust::recorded_files(&store, &canonical, &text).unwrap_or_default();
+            let changed = files_changed(&files, &recorded);
+            if changed.is_empty() {
+                out(&format!("{} is already trusted", file.display()));
+                return ExitCode::SUCCESS;
+            }
+            format!(
+                "{} is unchanged, but plugin files it names changed since you trusted it:\n{changed}",
+                file.display()
+            )
+        }
+        trust::Status::New => format!("{} is not trusted yet. It says:\n\n{text}", file.display()),
+        trust::Status::Changed {
+            previous: Some(old),
+        } => format!(
+            "{} changed since you trusted it:\n\n{}",
+            file.display(),
+            trust::diff(&old, &text)
+        ),
+        trust::Status::Changed { previous: None } => {
+            format!(
+                "{} changed since you trusted it. It now says:\n\n{text}",
+                file.display()
+            )
+        }
+    };
+    review.push_str(&files_text(&files));
+    out(&review);
+    if !yes {
+        if !std::io::IsTerminal::is_terminal(&std::io::stdin()) {
+            return fail("not trusted: confirm on a terminal, or pass --yes");
+        }
+        eprint!("Trust this file (its plugins, grants and rules take effect)? [y/N] ");
+        let mut answer = String::new();
+        if std::io::stdin().read_line(&mut answer).is_err()
+            || !answer.trim().eq_ignore_ascii_case("y")
+        {
+            return fail("not trusted");
+        }
+    }
+    let record = files
+        .iter()
+        .filter_map(|f| Some((f.plugin.clone(), f.record()?)))
+        .collect();
+    match trust::trust(&store, &canonical, &text, &record) {
+        Ok(()) => {
+            out(&format!("trusted {}", file.display()));
+            ExitCode::SUCCESS
+        }
+        Err(e) => fail(&format!("cannot record trust: {e}")),
+    }
+}
+
+/// A path for the terminal: control characters shown escaped.
+fn shown(path: &std::path::Path) -> String {
+    let mut text = String::new();
+    for c in path.display().to_string().chars() {
+        if c.is_control() {
+            text.extend(c.escape_default());
+        } else {
+            text.push(c);
+        }
+    }
+    text
+}
+
+/// The plugin files trusting a manifest approves, for review.
+fn files_text(files: &[corral::trust::Reviewed]) -> String {
+    use corral::trust::FileState;
+    if files.is_empty() {
+        return String::new();
+    }
+    let mut text = String::from(
+        "\nPlugin files it names; trusting approves these exact contents, and a file that \
+         changes is refused until you trust again:\n",
+    );
+    for f in files {
+        text.push_str(&format!("  {}  {}", f.plugin, shown(&f.path)));
+        if let Some(real) = &f.resolved {
+            text.push_str(&format!(" -> {}", shown(real)));
+        }
+        if f.outside_workspace {
+            text.push_str(" (outside the workspace)");
+        }
+        match &f.state {
+            FileState::Hashed(h) => text.push_str(&format!("\n    sha256 {h}\n")),
+            FileState::Pinned(h) => {
+                text.push_str(&format!("\n    sha256 {h} (pinned by the manifest)\n"))
+            }
+            FileState::Unreadable(e) => text.push_str(&format!(
+                "\n    cannot be read ({e}); it will not load until you trust again\n"
+            )),
+        }
+    }
+    text
+}
+
+/// Each unpinned plugin file whose content differs from what was approved:
+/// the plugin, the file, the old and the new hash.
+fn files_changed(
+    files: &[corral::trust::Reviewed],
+    recorded: &std::collections::BTreeMap<String, corral::trust::PluginFile>,
+) -> String {
+    let mut text = String::new();
+    for f in files {
+        let Some(now) = f.record() else { continue };
+        let was = recorded.get(&f.plugin).and_then(|r| r.sha256.clone());
+        if was == now.sha256 {
+            continue;
+        }
+        let hash = |h: &Option<String>| h.clone().unwrap_or_else(|| "(none approved)".into());
+        text.push_str(&format!(
+            "  plugin `{}`: {}\n    was sha256 {}\n    now sha256 {}\n",
+            f.plugin,
+            shown(&f.path),
+            hash(&was),
+            match &f.state {
+                corral::trust::FileState::Unreadable(e) => format!("unreadable ({e})"),
+                _ => hash(&now.sha256),
+            }
+        ));
+    }
+    text
+}

@@ -1,0 +1,191 @@
+//! The conversation as every part of corral sees it: messages, tool calls,
+//! requests and answers of a provider, and its stream events. Plain serde
+//! data; providers convert from and to their wire formats.
+
+use super::ToolSpec;
+use serde::{Deserialize, Serialize};
+/// A tool call requested by the model.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolCall {
+    /// The model's id for the call.
+    pub id: String,
+    /// The tool's name.
+    pub name: String,
+    /// The arguments, JSON text.
+    pub arguments: String,
+}
+
+/// The answer to one tool call.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolResult {
+    /// The id of the call it answers.
+    pub call_id: String,
+    /// What the model reads.
+    pub content: String,
+    /// Whether the call failed.
+    pub is_error: bool,
+}
+
+/// One assistant turn.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct AssistantMessage {
+    /// Its text.
+    pub text: String,
+    /// Its tool calls.
+    pub tool_calls: Vec<ToolCall>,
+}
+
+/// One message of a conversation.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "role", rename_all = "snake_case")]
+pub enum Message {
+    /// Instructions.
+    System {
+        /// The text.
+        text: String,
+    },
+    /// The user's words.
+    User {
+        /// The text.
+        text: String,
+    },
+    /// An assistant turn.
+    Assistant(AssistantMessage),
+    /// A tool result.
+    ToolResult(ToolResult),
+}
+
+/// Why the model stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FinishReason {
+    /// A final answer.
+    Stop,
+    /// It wants tool results.
+    ToolCalls,
+    /// It hit the token limit.
+    Length,
+    /// Content was filtered.
+    ContentFilter,
+    /// Anything else.
+    Other,
+}
+
+/// Token accounting.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Usage {
+    /// Prompt tokens.
+    pub input_tokens: u32,
+    /// Generated tokens.
+    pub output_tokens: u32,
+}
+
+/// A request for the next assistant turn.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ChatRequest {
+    /// Model id; empty lets the provider use its configured model.
+    pub model: String,
+    /// The conversation, oldest first.
+    pub messages: Vec<Message>,
+    /// Tools the model may call.
+    pub tools: Vec<ToolSpec>,
+    /// Generated-token bound.
+    pub max_tokens: Option<u32>,
+    /// Sampling temperature.
+    pub temperature: Option<f32>,
+}
+
+/// A complete assistant turn.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChatResponse {
+    /// What it said and called.
+    pub message: AssistantMessage,
+    /// Why it stopped.
+    pub finish_reason: FinishReason,
+    /// Tokens used, if reported.
+    pub usage: Option<Usage>,
+}
+
+/// Why a provider request failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum ProviderError {
+    /// Missing or wrong credentials.
+    #[error("authentication failed: {message}")]
+    Auth {
+        /// The provider's message.
+        message: String,
+    },
+    /// Rate limited even after retries.
+    #[error("rate limited: {message}")]
+    RateLimit {
+        /// The provider's message.
+        message: String,
+        /// How long the provider asked to wait.
+        retry_after_ms: Option<u64>,
+    },
+    /// The conversation no longer fits the model's context.
+    #[error("context length exceeded: {message}")]
+    ContextLength {
+        /// The provider's message.
+        message: String,
+    },
+    /// The provider failed.
+    #[error("provider server error: {message}")]
+    Server {
+        /// The provider's message.
+        message: String,
+    },
+    /// The connection failed, dropped or stalled.
+    #[error("network error: {message}")]
+    Network {
+        /// What happened.
+        message: String,
+    },
+    /// The provider's answer could not be understood.
+    #[error("protocol error: {message}")]
+    Protocol {
+        /// What was wrong.
+        message: String,
+    },
+    /// The provider plugin itself failed (trap, timeout, limit).
+    #[error("provider plugin failed: {message}")]
+    Plugin {
+        /// What the sandbox reported.
+        message: String,
+    },
+}
+
+/// A streaming event from a provider, forwarded to the UI.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum StreamEvent {
+    /// The provider started answering.
+    MessageStarted,
+    /// More text.
+    TextDelta {
+        /// The new text.
+        text: String,
+    },
+    /// More of a tool call.
+    ToolCallDelta {
+        /// Position in the turn.
+        index: u32,
+        /// Id, once known.
+        id: Option<String>,
+        /// Name, once known.
+        name: Option<String>,
+        /// Argument fragment.
+        arguments_delta: String,
+    },
+    /// A tool call with complete arguments.
+    ToolCallCompleted {
+        /// The call.
+        call: ToolCall,
+    },
+    /// Token usage.
+    Usage {
+        /// The usage.
+        usage: Usage,
+    },
+}

@@ -1,0 +1,344 @@
+//! What the core and every front-end say to each other: plain serde data,
+//! no logic, and nothing else of corral. Submissions ([`Op`]) go in; events
+//! ([`Event`]) come out, grouped as Begin/Delta/End. The session log stores
+//! the same events (all but the deltas).
+//!
+//! The terminal renderer, `run --json`, and the MCP server all speak this
+//! module; none of them reaches into the loop.
+
+mod chat;
+mod mode;
+mod tool;
+
+pub use chat::{
+    AssistantMessage, ChatRequest, ChatResponse, FinishReason, Message, ProviderError, StreamEvent,
+    ToolCall, ToolResult, Usage,
+};
+pub use mode::Mode;
+pub use tool::{Effect, ToolSpec};
+
+use serde::{Deserialize, Serialize};
+
+/// A submission from a front-end to a session.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
+pub enum Op {
+    /// A prompt: runs one turn to a [`Event::Stop`]. Turns submitted while
+    /// one runs wait their turn.
+    UserTurn {
+        /// What the user says.
+        text: String,
+    },
+    /// Runs a turn without a new prompt: the model goes on from the history
+    /// (after a resume).
+    Continue,
+    /// The answer to an [`Event::ApprovalRequested`].
+    Approval {
+        /// The call it answers.
+        call_id: String,
+        /// The answer.
+        #[serde(flatten)]
+        answer: ApprovalAnswer,
+    },
+    /// Stops the running turn: the provider stream or the running tools.
+    /// The turn ends with [`StopReason::Interrupted`].
+    Interrupt,
+    /// Changes the permission mode from the next tool call on.
+    SetMode {
+        /// The new mode.
+        mode: Mode,
+    },
+    /// Changes the model from the next request on.
+    SetModel {
+        /// The model id; empty for the provider's configured model.
+        model: String,
+    },
+    /// Switches to another provider plugin from the next request on.
+    SetProvider {
+        /// The provider plugin's name.
+        provider: String,
+    },
+    /// Asks for the history to be compacted (answered with an
+    /// [`Event::Error`] until compaction exists).
+    Compact,
+    /// Ends the session once the running turn (if any) is interrupted;
+    /// the last event is [`Event::ShutdownComplete`].
+    Shutdown,
+}
+
+/// A user's answer to an approval request.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "decision", rename_all = "snake_case")]
+pub enum ApprovalAnswer {
+    /// Run this call.
+    Approve,
+    /// Run this call, and later calls that
+    /// [`ApprovalRequest::session_covers`] names, for the rest of the session.
+    ApproveForSession,
+    /// Do not run it; the reason goes to the model.
+    Deny {
+        /// What the user said, if anything.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+    },
+}
+
+/// A call the permission policy does not allow outright, put to the user.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ApprovalRequest {
+    /// The call.
+    pub call: ToolCall,
+    /// The rule or mode that asked, e.g. `mode ask: write needs approval`.
+    pub reason: String,
+    /// The unified diff the call would apply, when the tool can tell.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preview: Option<String>,
+    /// What an [`ApprovalAnswer::ApproveForSession`] approves from now on:
+    /// `this command` or `every <tool> call`.
+    pub session_covers: String,
+}
+
+/// What happened to a call at the permission step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PermissionDecision {
+    /// A rule or the mode allowed it.
+    Allow,
+    /// A rule, the mode or a protected path refused it.
+    Deny,
+    /// A deny-and-stop rule refused it and ended the run.
+    DenyAndStop,
+    /// It asked, and the user (or `--yes`) approved it once.
+    Approved,
+    /// It asked, and it was approved for the rest of the session (now or
+    /// earlier).
+    ApprovedForSession,
+    /// It asked, and the user (or a non-interactive run) refused it.
+    Refused,
+}
+
+impl PermissionDecision {
+    /// Whether the call runs.
+    pub fn runs(self) -> bool {
+        matches!(
+            self,
+            Self::Allow | Self::Approved | Self::ApprovedForSession
+        )
+    }
+}
+
+/// Why a run stopped. Every stop is recorded with its reason.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopReason {
+    /// The model gave a final answer.
+    FinalAnswer,
+    /// The iteration limit was reached before a final answer.
+    MaxIterations,
+    /// The provider failed (after its own retries).
+    ProviderError,
+    /// A tool failed in a way that stops the run.
+    FatalToolError,
+    /// The user interrupted the run.
+    Interrupted,
+    /// The conversation no longer fits the model's context.
+    ContextExhausted,
+    /// A deny rule that stops the run matched a call.
+    PermissionDenied,
+}
+
+impl StopReason {
+    /// The snake_case name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StopReason::FinalAnswer => "final_answer",
+            StopReason::MaxIterations => "max_iterations",
+            StopReason::ProviderError => "provider_error",
+            StopReason::FatalToolError => "fatal_tool_error",
+            StopReason::Interrupted => "interrupted",
+            StopReason::ContextExhausted => "context_exhausted",
+            StopReason::PermissionDenied => "permission_denied",
+        }
+    }
+}
+
+/// What a tool call produced, as the model saw it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolOutcome {
+    /// The text the model read (possibly cut).
+    pub content: String,
+    /// Whether it is an error.
+    pub is_error: bool,
+    /// The tool's structured result, when it gave one (front-ends show it;
+    /// the model reads `content`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<serde_json::Value>,
+    /// The whole output's size in bytes, when it was cut for the model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub truncated_from: Option<usize>,
+    /// Where the whole output was saved, when it was cut.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub artifact: Option<String>,
+}
+
+/// An event from the core.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Event {
+    /// A session was created.
+    SessionStarted {
+        /// Its id.
+        session_id: String,
+        /// The workspace root.
+        workspace: String,
+        /// The provider plugin.
+        provider: String,
+        /// The model, empty for the provider's default.
+        model: String,
+    },
+    /// An existing session was reopened.
+    SessionResumed {
+        /// Its id.
+        session_id: String,
+        /// Tool calls that had no result in the log and were closed as interrupted.
+        closed_calls: Vec<String>,
+    },
+    /// A prompt starts a turn.
+    TurnBegin {
+        /// Turn number, from 1.
+        turn: u32,
+    },
+    /// The user's prompt.
+    UserMessage {
+        /// The text.
+        text: String,
+    },
+    /// A request went to the provider.
+    RequestBegin {
+        /// Iteration within the turn, from 1.
+        iteration: u32,
+        /// SHA-256 of the rendered request (system prompt, history, tools).
+        prompt_hash: String,
+        /// Messages in the request.
+        messages: usize,
+    },
+    /// Streamed assistant text.
+    TextDelta {
+        /// The new text.
+        text: String,
+    },
+    /// A streamed fragment of a tool call.
+    ToolCallDelta {
+        /// Position in the turn.
+        index: u32,
+        /// Name, once known.
+        name: Option<String>,
+        /// Argument fragment.
+        arguments_delta: String,
+    },
+    /// The assistant's complete turn.
+    RequestEnd {
+        /// What it said and called.
+        message: AssistantMessage,
+        /// Why it stopped.
+        finish_reason: FinishReason,
+        /// Tokens used.
+        usage: Option<Usage>,
+    },
+    /// The permission policy decided a call (every decision is logged).
+    Permission {
+        /// The call's id.
+        call_id: String,
+        /// The tool.
+        tool: String,
+        /// What was decided.
+        decision: PermissionDecision,
+        /// The rule or mode that decided, and who answered.
+        reason: String,
+    },
+    /// A call needs the user's answer: reply with [`Op::Approval`]. Every
+    /// request is followed by the [`Event::Permission`] that settles it.
+    ApprovalRequested(ApprovalRequest),
+    /// A tool call starts. Every begin has exactly one [`Event::ToolCallEnd`].
+    ToolCallBegin {
+        /// The call.
+        call: ToolCall,
+    },
+    /// A tool call ended.
+    ToolCallEnd {
+        /// The call's id.
+        call_id: String,
+        /// The tool's name.
+        name: String,
+        /// What the model reads.
+        outcome: ToolOutcome,
+        /// Wall time of the call.
+        duration_ms: u64,
+    },
+    /// The provider failed.
+    ProviderFailed {
+        /// The error.
+        error: ProviderError,
+    },
+    /// A submission could not be carried out; the session goes on.
+    Error {
+        /// What went wrong and what to do.
+        message: String,
+    },
+    /// The permission mode changed ([`Op::SetMode`]).
+    ModeChanged {
+        /// The new mode.
+        mode: Mode,
+    },
+    /// The model changed ([`Op::SetModel`]).
+    ModelChanged {
+        /// The new model id.
+        model: String,
+    },
+    /// The provider changed ([`Op::SetProvider`]).
+    ProviderChanged {
+        /// The new provider plugin.
+        provider: String,
+    },
+    /// The session ended ([`Op::Shutdown`]); no event follows.
+    ShutdownComplete,
+    /// The run stopped.
+    Stop {
+        /// Why.
+        reason: StopReason,
+        /// Details for the user.
+        message: Option<String>,
+    },
+}
+
+impl Event {
+    /// Whether the session log keeps this event (deltas are for the UI only).
+    pub fn is_logged(&self) -> bool {
+        !matches!(
+            self,
+            Event::TextDelta { .. }
+                | Event::ToolCallDelta { .. }
+                | Event::Error { .. }
+                | Event::ShutdownComplete
+        )
+    }
+
+    /// Whether the log must be on disk before going on: tool results and turn
+    /// boundaries.
+    pub fn is_durable(&self) -> bool {
+        matches!(
+            self,
+            Event::ToolCallEnd { .. }
+                | Event::Permission { .. }
+                | Event::RequestEnd { .. }
+                | Event::UserMessage { .. }
+                | Event::Stop { .. }
+                | Event::SessionStarted { .. }
+                | Event::SessionResumed { .. }
+                | Event::ApprovalRequested(_)
+                | Event::ModeChanged { .. }
+                | Event::ModelChanged { .. }
+                | Event::ProviderChanged { .. }
+        )
+    }
+}

@@ -1,0 +1,104 @@
+//! Finding what a session needs: its directory, an existing log, and the
+//! provider plugin chosen by flag, manifest or environment.
+
+use super::log::{list, sessions_root, workspace_dir};
+use crate::manifest::Manifest;
+use crate::runtime::{Plugin, Plugins};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// The directory of `workspace`'s sessions.
+pub fn sessions_dir(workspace: &Path) -> Result<PathBuf, String> {
+    let ws = workspace.canonicalize().map_err(|e| {
+        format!(
+            "the workspace {} cannot be opened: {e}",
+            workspace.display()
+        )
+    })?;
+    let root = sessions_root().ok_or_else(|| "no data directory (set XDG_DATA_HOME)".to_owned())?;
+    Ok(workspace_dir(&root, &ws))
+}
+
+/// The log of the session `id` (a unique prefix is enough), or of the most
+/// recent one.
+pub fn find_session(dir: &Path, id: Option<&str>) -> Result<PathBuf, String> {
+    let all = list(dir).map_err(|e| format!("cannot list sessions: {e}"))?;
+    let Some(id) = id else {
+        return all
+            .last()
+            .map(|s| s.path.clone())
+            .ok_or_else(|| "this workspace has no sessions yet".to_owned());
+    };
+    let matches: Vec<_> = all.iter().filter(|s| s.id.starts_with(id)).collect();
+    match matches.as_slice() {
+        [one] => Ok(one.path.clone()),
+        [] => Err(format!(
+            "no session `{id}` in this workspace; `corral sessions` lists them"
+        )),
+        many => Err(format!(
+            "`{id}` matches {} sessions; give more of the id",
+            many.len()
+        )),
+    }
+}
+
+/// Picks the provider: `wanted`, else `[agent] provider`, else the first
+/// built-in provider whose key is set.
+pub fn choose_provider(
+    manifest: &Manifest,
+    plugins: &Plugins,
+    wanted: Option<&str>,
+) -> Result<Arc<Plugin>, String> {
+    let find = |name: &str| {
+        plugins
+            .plugins()
+            .iter()
+            .find(|p| p.decl().name == name)
+            .cloned()
+    };
+    let name = match wanted
+        .map(str::to_owned)
+        .or_else(|| manifest.agent.provider.clone())
+    {
+        Some(n) => n,
+        None => {
+            let ready = ["openai", "anthropic"].into_iter().find(|n| {
+                find(n).is_some_and(|p| p.decl().secrets.iter().all(|s| s.resolve().is_ok()))
+            });
+            match ready {
+                Some(n) => n.to_owned(),
+                None => {
+                    return Err("no model provider is configured.\n  \
+                        To use OpenAI: export OPENAI_API_KEY=...   (or Anthropic: export ANTHROPIC_API_KEY=...)\n  \
+                        To use another server (Ollama, vLLM, LM Studio...): set [plugins.openai] config.base_url and grants.net in corral.toml, and [agent] provider = \"openai\"\n  \
+                        To try corral offline: corral run --provider replay \"What is this project?\""
+                        .into());
+                }
+            }
+        }
+    };
+    let plugin = find(&name).ok_or_else(|| {
+        let providers: Vec<String> = plugins
+            .plugins()
+            .iter()
+            .filter(|p| p.is_provider())
+            .map(|p| p.decl().name.clone())
+            .collect();
+        format!(
+            "there is no plugin `{name}`; provider plugins: {}",
+            providers.join(", ")
+        )
+    })?;
+    if !plugin.is_provider() {
+        return Err(format!("plugin `{name}` provides tools, not a model"));
+    }
+    for secret in &plugin.decl().secrets {
+        if let Err(var) = secret.resolve() {
+            return Err(format!(
+                "provider `{name}` needs the environment variable {var} (its API key); export it, \
+                 or try corral offline with --provider replay"
+            ));
+        }
+    }
+    Ok(plugin)
+}
