@@ -17,6 +17,7 @@ mod deadline;
 mod effects;
 mod exec;
 mod fsguard;
+mod handle;
 mod manifest;
 mod mock;
 mod policy;

@@ -7,6 +7,7 @@
 use super::log::SessionLog;
 use super::open::{choose_provider, find_session, sessions_dir};
 use crate::agent::{Agent, AgentOptions, Approver, NoApprover, OpApprover, YesApprover};
+use crate::manifest::Manifest;
 use crate::protocol::{Event, Mode, Op, StopReason};
 use crate::runtime::{Runtime, RuntimeOptions};
 use std::collections::VecDeque;
@@ -62,6 +63,12 @@ pub struct SessionConfig {
     pub record: bool,
     /// Settings of the runtime; default [`RuntimeOptions::user`].
     pub runtime: Option<RuntimeOptions>,
+    /// A manifest already loaded; default: [`crate::manifest::load`] of the
+    /// workspace (the user's layers, the project's if trusted, the defaults).
+    pub manifest: Option<Manifest>,
+    /// Where the workspace's session logs are; default: under the user's
+    /// data directory ([`sessions_dir`]).
+    pub sessions_dir: Option<PathBuf>,
 }
 
 /// How a session ended.
@@ -95,9 +102,13 @@ impl std::fmt::Debug for Session {
 /// Opens (or, with [`SessionConfig::resume`], reopens) a session and starts
 /// its task. The error is a message for the user: what failed and what to do.
 pub async fn open(config: SessionConfig) -> Result<Session, String> {
+    let dir = || match &config.sessions_dir {
+        Some(d) => Ok(d.clone()),
+        None => sessions_dir(&config.workspace),
+    };
     let resume_path = match &config.resume {
         Some(which) => {
-            let dir = sessions_dir(&config.workspace)?;
+            let dir = dir()?;
             let id = match which {
                 Resume::Last => None,
                 Resume::Id(id) => Some(id.as_str()),
@@ -106,7 +117,10 @@ pub async fn open(config: SessionConfig) -> Result<Session, String> {
         }
         None => None,
     };
-    let manifest = crate::manifest::load(&config.workspace).map_err(|e| e.to_string())?;
+    let manifest = match &config.manifest {
+        Some(m) => m.clone(),
+        None => crate::manifest::load(&config.workspace).map_err(|e| e.to_string())?,
+    };
     let runtime = Runtime::new(config.runtime.clone().unwrap_or_else(RuntimeOptions::user))
         .map_err(|e| format!("{e:#}"))?;
     let plugins = Arc::new(runtime.load(&manifest).await.map_err(|e| e.to_string())?);
@@ -167,7 +181,7 @@ pub async fn open(config: SessionConfig) -> Result<Session, String> {
         }
         None => {
             let provider = choose_provider(&manifest, &plugins, config.provider.as_deref())?;
-            let dir = sessions_dir(&config.workspace)?;
+            let dir = dir()?;
             let log = SessionLog::create(&dir)
                 .map_err(|e| format!("cannot create the session log in {}: {e}", dir.display()))?;
             let agent = Agent::new(plugins, provider, options, manifest.workspace.clone(), log)
