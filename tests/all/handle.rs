@@ -455,3 +455,100 @@ config = {{ base_url = "http://127.0.0.1:{port}/v1", model = "mock" }}
         "not run: stdin closed before the approval was answered"
     );
 }
+
+/// Every call of a turn gets one `tool_call_begin` and one `tool_call_end`,
+/// also those refused, invalid, or not run because a call of the turn
+/// stopped the run (the calls are all decided before any runs, so the stop
+/// keeps even the allowed `c1` from running).
+#[test]
+fn every_begin_has_exactly_one_end() {
+    use crate::mock::*;
+    use serde_json::{Value, json};
+
+    let mock = MockServer::start(|_, _| {
+        Reply::Sse(openai_sse(
+            "",
+            &[
+                ("c1", "read_file", json!({"path": "hello.txt"})),
+                ("c2", "no_such_tool", json!({})),
+                ("c3", "read_file", json!({"nope": 1})),
+                ("c4", "write_file", json!({"path": "x.txt", "content": "x"})),
+                ("c5", "list_files", json!({})),
+            ],
+        ))
+    });
+    let sb = Sandbox::new();
+    sb.write(
+        "corral.toml",
+        &format!(
+            r#"
+[plugins.openai]
+source = "builtin:openai"
+grants.net = ["http://127.0.0.1:{port}"]
+grants.secrets = [{{ origin = "http://127.0.0.1:{port}", header = "authorization", value = "Bearer ${{env:TEST_OPENAI_KEY}}" }}]
+config = {{ base_url = "http://127.0.0.1:{port}/v1", model = "mock" }}
+
+[policy]
+stop = ["write_file"]
+"#,
+            port = mock.port
+        ),
+    );
+    let cli = Cli::new();
+    let o = cli.run_env(
+        &sb.ws(),
+        &[
+            "run",
+            "--provider",
+            "openai",
+            "--json",
+            "--mode",
+            "full-auto",
+            "go",
+        ],
+        &[("TEST_OPENAI_KEY", "sk-test")],
+    );
+    assert_eq!(o.status.code(), Some(5));
+    let events: Vec<Value> = String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("JSON"))
+        .collect();
+    for id in ["c1", "c2", "c3", "c4", "c5"] {
+        let begins = events
+            .iter()
+            .filter(|e| e["type"] == "tool_call_begin" && e["call"]["id"] == id)
+            .count();
+        let ends: Vec<&Value> = events
+            .iter()
+            .filter(|e| e["type"] == "tool_call_end" && e["call_id"] == id)
+            .collect();
+        assert_eq!((begins, ends.len()), (1, 1), "{id}: {events:#?}");
+        let outcome = &ends[0]["outcome"];
+        match id {
+            "c2" => assert!(
+                outcome["content"]
+                    .as_str()
+                    .unwrap()
+                    .contains("unknown tool")
+            ),
+            "c3" => assert!(
+                outcome["content"]
+                    .as_str()
+                    .unwrap()
+                    .contains("invalid arguments")
+            ),
+            _ => assert!(
+                outcome["content"].as_str().unwrap().contains("not run")
+                    || outcome["content"].as_str().unwrap().contains("denied")
+            ),
+        }
+    }
+    // Invalid calls are answered before the policy is consulted: only the
+    // valid ones have a permission decision.
+    let decided: Vec<&str> = events
+        .iter()
+        .filter(|e| e["type"] == "permission")
+        .map(|e| e["call_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(decided, ["c1", "c4"]);
+}
