@@ -106,7 +106,7 @@ fn today() -> String {
     let secs = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
-    let (y, m, d, ..) = crate::session::civil(secs);
+    let (y, m, d, ..) = crate::log::civil(secs);
     format!("{y:04}-{m:02}-{d:02}")
 }
 

@@ -4,8 +4,9 @@
 //! WebAssembly components. This crate is the native host: it reads the
 //! manifest ([`manifest`]), loads plugins into wasmtime sandboxes that grant
 //! each only what its manifest entry names ([`runtime`]), runs the agent
-//! loop ([`agent`]) and keeps the session log ([`session`]). UIs consume
-//! [`protocol`] events; the library never prints.
+//! loop ([`agent`]) and keeps the session log ([`log`]). Front-ends open a
+//! session with [`session::open`], submit [`protocol::Op`]s and render
+//! [`protocol::Event`]s; the library never prints.
 //!
 //! ```no_run
 //! # async fn demo() -> anyhow::Result<()> {
@@ -23,6 +24,7 @@ pub mod agent;
 pub mod context;
 pub mod exec;
 pub mod fsread;
+pub mod log;
 pub mod manifest;
 pub mod policy;
 pub mod protocol;

@@ -1,7 +1,7 @@
 //! Rebuilding the conversation from a session log, for `resume`.
 
+use crate::log::Record;
 use crate::protocol::{Event, Message, ToolCall, ToolResult};
-use crate::session::Record;
 
 /// Rebuilds the conversation from a log: the history, the last turn number,
 /// and the tool calls that have no result.

@@ -19,12 +19,12 @@ pub use cassette::write as write_cassette;
 pub use dispatch::{CallOutcome, Checked, Dispatcher, Sink};
 pub use history::replay_history;
 
+use crate::log::{Record, SessionLog};
 use crate::protocol::{
     ChatRequest, ChatResponse, Event, FinishReason, Message, Mode, ProviderError, StopReason,
     StreamEvent, ToolCall, ToolOutcome, ToolResult,
 };
 use crate::runtime::{Plugin, Plugins};
-use crate::session::{Record, SessionLog};
 use anyhow::Context as _;
 use sha2::{Digest, Sha256};
 use std::path::PathBuf;

@@ -4,9 +4,9 @@
 //! that runs the loop. Every front-end (the terminal, `run --json`, a UI)
 //! goes through it.
 
-use super::log::SessionLog;
 use super::open::{choose_provider, find_session, sessions_dir};
 use crate::agent::{Agent, AgentOptions, Approver, NoApprover, OpApprover, YesApprover};
+use crate::log::SessionLog;
 use crate::manifest::Manifest;
 use crate::protocol::{Event, Mode, Op, StopReason};
 use crate::runtime::{Runtime, RuntimeOptions};

@@ -1,12 +1,12 @@
-//! Sessions: the append-only log ([`SessionLog`]) and the handle every
-//! front-end drives a session through ([`open`] → [`Session`]).
+//! Sessions: the handle every front-end drives a session through
+//! ([`open`] → [`Session`]), and finding a session's log and provider. The
+//! log itself is [`crate::log`], re-exported here.
 
 mod handle;
-mod log;
 mod open;
 
-pub use handle::{Approvals, Finished, Resume, Session, SessionConfig, open};
-pub use log::{
+pub use crate::log::{
     Record, SessionLog, Summary, civil, list, new_id, read, sessions_root, workspace_dir,
 };
+pub use handle::{Approvals, Finished, Resume, Session, SessionConfig, open};
 pub use open::{choose_provider, find_session, sessions_dir};

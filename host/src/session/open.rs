@@ -1,7 +1,7 @@
 //! Finding what a session needs: its directory, an existing log, and the
 //! provider plugin chosen by flag, manifest or environment.
 
-use super::log::{list, sessions_root, workspace_dir};
+use crate::log::{list, sessions_root, workspace_dir};
 use crate::manifest::Manifest;
 use crate::runtime::{Plugin, Plugins};
 use std::path::{Path, PathBuf};
