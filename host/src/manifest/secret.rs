@@ -1,7 +1,9 @@
 //! Where a secret goes: `grants.secrets` entries bound to one scheme, host
 //! and port, checked against `grants.net` when the manifest loads.
 
-use super::{Checker, ManifestError, NetGrant, RawSecret, Secret};
+use super::check::Checker;
+use super::raw::RawSecret;
+use super::{ManifestError, NetGrant, Secret};
 use toml::Spanned;
 
 impl Checker<'_> {

@@ -1,0 +1,405 @@
+//! Checking a parsed layer and turning it into the typed manifest: names,
+//! sources, grants and limits, each error located in its file.
+
+use super::error::line_col;
+use super::layers::Layer;
+use super::raw::{RawFile, RawFsGrant, RawLimits, RawPlugin};
+use super::secret::split_origin;
+use super::{
+    DEFAULTS, DEFAULTS_NAME, FsGrant, Limits, ManifestError, NetGrant, Origin, PluginDecl, Secret,
+    Source,
+};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use toml::Spanned;
+
+pub(super) struct Checker<'a> {
+    pub(super) layer: &'a Layer,
+    pub(super) workspace: &'a Path,
+}
+
+impl Checker<'_> {
+    pub(super) fn err(
+        &self,
+        span: std::ops::Range<usize>,
+        message: String,
+        help: Option<String>,
+    ) -> ManifestError {
+        let (line, column) = line_col(&self.layer.text, span.start);
+        ManifestError {
+            file: self.layer.name.clone(),
+            line,
+            column,
+            message,
+            help,
+        }
+    }
+
+    pub(super) fn plugin(&self, name: &str, raw: RawPlugin) -> Result<PluginDecl, ManifestError> {
+        let Some(source) = raw.source else {
+            let at = self
+                .layer
+                .text
+                .find(&format!("plugins.{name}"))
+                .unwrap_or(0);
+            return Err(self.err(
+                at..at,
+                format!("plugin `{name}` has no `source`"),
+                Some(format!(
+                    "add `source = \"builtin:{name}\"` or `source = \"path/to/{name}.wasm\"`, or `enabled = false` to remove it"
+                )),
+            ));
+        };
+        let origin_span = source.span();
+        if !valid_name(name) {
+            return Err(self.err(
+                origin_span,
+                format!("`{name}` is not a valid plugin name"),
+                Some("use lowercase letters, digits, `-` and `_`, starting with a letter".into()),
+            ));
+        }
+        let origin = Origin {
+            file: self.layer.name.clone(),
+            line: line_col(&self.layer.text, origin_span.start).0,
+        };
+        let source = self.source(name, &source, raw.sha256.as_ref())?;
+        let mut fs: Vec<FsGrant> = Vec::new();
+        for grant in &raw.grants.fs {
+            let checked = self.fs_grant(name, grant)?;
+            for other in &fs {
+                let nested = checked.host_path.starts_with(&other.host_path)
+                    || other.host_path.starts_with(&checked.host_path);
+                if nested {
+                    return Err(self.err(
+                        grant.span(),
+                        format!(
+                            "grant `{}` overlaps grant `{}` of plugin `{name}`",
+                            checked.path, other.path
+                        ),
+                        Some(
+                            "a nested grant cannot narrow or widen its parent; grant sibling \
+                             directories, or keep only the outer one"
+                                .into(),
+                        ),
+                    ));
+                }
+            }
+            fs.push(checked);
+        }
+        let mut net = Vec::new();
+        for pattern in &raw.grants.net {
+            net.push(self.net_grant(pattern)?);
+        }
+        let mut env = Vec::new();
+        for var in &raw.grants.env {
+            let v = var.get_ref();
+            let ok = !v.is_empty()
+                && !v.starts_with(|c: char| c.is_ascii_digit())
+                && v.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+            if !ok {
+                return Err(self.err(
+                    var.span(),
+                    format!("`{v}` is not an environment variable name"),
+                    Some("grants.env lists variable names like `HOME` or `CARGO_HOME`".into()),
+                ));
+            }
+            env.push(v.clone());
+        }
+        let mut secrets = Vec::new();
+        for secret in &raw.grants.secrets {
+            let raw_secret = secret.get_ref();
+            let (scheme, host, port) = self.secret_destination(name, secret, &net)?;
+            let header = raw_secret.header.to_ascii_lowercase();
+            let header_ok = !header.is_empty()
+                && header
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+            if !header_ok {
+                return Err(self.err(
+                    secret.span(),
+                    format!("plugin `{name}`: `{header}` is not a header name"),
+                    None,
+                ));
+            }
+            let parsed = Secret {
+                scheme,
+                host,
+                port,
+                header,
+                value: raw_secret.value.clone(),
+            };
+            if raw_secret.value.matches("${").count() != parsed.env_vars().len() {
+                return Err(self.err(
+                    secret.span(),
+                    format!("plugin `{name}`: secret value has a malformed placeholder"),
+                    Some("write placeholders as ${env:NAME}".into()),
+                ));
+            }
+            secrets.push(parsed);
+        }
+        let mut exec = Vec::new();
+        for grant in &raw.grants.exec {
+            let g = grant.get_ref();
+            let path = match crate::exec::resolve(&g.program) {
+                Some(path) => path,
+                // Found when each command runs.
+                None if g.program == crate::exec::ANY_PROGRAM => PathBuf::new(),
+                // A built-in default (git) need not be installed; running it
+                // says so.
+                None if self.layer.name == DEFAULTS_NAME => PathBuf::from(&g.program),
+                None => {
+                    return Err(self.err(
+                        grant.span(),
+                        format!(
+                            "plugin `{name}`: program `{}` is not an executable in PATH",
+                            g.program
+                        ),
+                        Some("install it, or name it by its full path".into()),
+                    ));
+                }
+            };
+            if g.args
+                .iter()
+                .position(|a| a == "**")
+                .is_some_and(|at| at + 1 != g.args.len())
+            {
+                return Err(self.err(
+                    grant.span(),
+                    format!("plugin `{name}`: `**` must be the last argument pattern"),
+                    Some("`**` matches all remaining arguments".into()),
+                ));
+            }
+            exec.push(crate::exec::ExecGrant {
+                program: g.program.clone(),
+                path,
+                args: g.args.clone(),
+                timeout_ms: g.timeout_ms.unwrap_or(crate::exec::DEFAULT_TIMEOUT_MS),
+                network: g.network,
+            });
+        }
+        let limits = self.limits(&raw.limits, builtin_limits(&source))?;
+        let config = raw
+            .config
+            .into_iter()
+            .map(|(k, v)| {
+                let v = match v {
+                    toml::Value::String(s) => s,
+                    other => serde_json::to_string(&other).unwrap_or_default(),
+                };
+                (k, v)
+            })
+            .collect();
+        Ok(PluginDecl {
+            name: name.to_owned(),
+            source,
+            fs,
+            net,
+            env,
+            secrets,
+            exec,
+            limits,
+            config,
+            origin,
+        })
+    }
+
+    fn source(
+        &self,
+        name: &str,
+        source: &Spanned<String>,
+        sha256: Option<&Spanned<String>>,
+    ) -> Result<Source, ManifestError> {
+        let text = source.get_ref();
+        if let Some(builtin) = text.strip_prefix("builtin:") {
+            if corral_builtin::get(builtin).is_none() {
+                let known: Vec<&str> = corral_builtin::PLUGINS.iter().map(|(n, _)| *n).collect();
+                return Err(self.err(
+                    source.span(),
+                    format!("plugin `{name}`: there is no built-in plugin `{builtin}`"),
+                    Some(format!("built-in plugins: {}", known.join(", "))),
+                ));
+            }
+            if let Some(pin) = sha256 {
+                return Err(self.err(
+                    pin.span(),
+                    format!(
+                        "plugin `{name}`: `sha256` pins a file source, but this one is built in"
+                    ),
+                    Some(
+                        "remove `sha256`; built-in plugins are pinned by the corral binary".into(),
+                    ),
+                ));
+            }
+            return Ok(Source::Builtin(builtin.to_owned()));
+        }
+        let pin = match sha256 {
+            Some(pin) => {
+                let hex = pin.get_ref().to_ascii_lowercase();
+                if hex.len() != 64 || !hex.chars().all(|c| c.is_ascii_hexdigit()) {
+                    return Err(self.err(
+                        pin.span(),
+                        format!("plugin `{name}`: `sha256` must be 64 hexadecimal digits"),
+                        Some("compute it with `sha256sum FILE.wasm`".into()),
+                    ));
+                }
+                Some(hex)
+            }
+            None => None,
+        };
+        Ok(Source::File {
+            path: self.layer.base.join(text),
+            sha256: pin,
+        })
+    }
+
+    fn fs_grant(&self, name: &str, grant: &Spanned<RawFsGrant>) -> Result<FsGrant, ManifestError> {
+        let raw = grant.get_ref();
+        let joined = self.workspace.join(&raw.path);
+        let host_path = joined.canonicalize().map_err(|e| {
+            self.err(
+                grant.span(),
+                format!(
+                    "plugin `{name}`: granted path `{}` cannot be opened: {e}",
+                    raw.path
+                ),
+                Some("grant an existing directory, relative to the workspace root".into()),
+            )
+        })?;
+        if !host_path.is_dir() {
+            return Err(self.err(
+                grant.span(),
+                format!(
+                    "plugin `{name}`: granted path `{}` is not a directory",
+                    raw.path
+                ),
+                Some("grants.fs lists directories; grant the directory that holds the file".into()),
+            ));
+        }
+        let guest_path = match host_path.strip_prefix(self.workspace) {
+            Ok(rel) if rel.as_os_str().is_empty() => ".".to_owned(),
+            Ok(rel) => rel.to_string_lossy().into_owned(),
+            Err(_) if raw.outside_workspace => host_path.to_string_lossy().into_owned(),
+            Err(_) => {
+                return Err(self.err(
+                    grant.span(),
+                    format!(
+                        "plugin `{name}`: granted path `{}` is outside the workspace ({})",
+                        raw.path,
+                        host_path.display()
+                    ),
+                    Some(
+                        "add `outside_workspace = true` to this grant if the plugin really needs it"
+                            .into(),
+                    ),
+                ));
+            }
+        };
+        Ok(FsGrant {
+            path: raw.path.clone(),
+            host_path,
+            guest_path,
+            access: raw.access,
+        })
+    }
+
+    fn net_grant(&self, pattern: &Spanned<String>) -> Result<NetGrant, ManifestError> {
+        let text = pattern.get_ref();
+        let bad = |why: &str| {
+            self.err(
+                pattern.span(),
+                format!("network grant `{text}`: {why}"),
+                Some("write `scheme://host:port`, e.g. \"https://api.openai.com:443\" or \"http://127.0.0.1:8080\"".into()),
+            )
+        };
+        let (scheme, host, port) = split_origin(text).map_err(bad)?;
+        Ok(NetGrant {
+            scheme,
+            host,
+            port,
+            pattern: text.clone(),
+            origin: Origin {
+                file: self.layer.name.clone(),
+                line: line_col(&self.layer.text, pattern.span().start).0,
+            },
+        })
+    }
+
+    fn limits(&self, raw: &RawLimits, mut limits: Limits) -> Result<Limits, ManifestError> {
+        let fields: [(&str, &Option<Spanned<u64>>, &mut u64, u64); 4] = [
+            (
+                "timeout_ms",
+                &raw.timeout_ms,
+                &mut limits.timeout_ms,
+                3_600_000,
+            ),
+            ("memory_mb", &raw.memory_mb, &mut limits.memory_mb, 4096),
+            ("output_kb", &raw.output_kb, &mut limits.output_kb, 1 << 20),
+            (
+                "host_calls",
+                &raw.host_calls,
+                &mut limits.host_calls,
+                u64::MAX,
+            ),
+        ];
+        for (key, value, slot, max) in fields {
+            if let Some(v) = value {
+                if *v.get_ref() == 0 || *v.get_ref() > max {
+                    return Err(self.err(
+                        v.span(),
+                        format!("limits.{key} = {} is out of range", v.get_ref()),
+                        Some(format!("use a value from 1 to {max}")),
+                    ));
+                }
+                *slot = *v.get_ref();
+            }
+        }
+        Ok(limits)
+    }
+}
+
+/// The limits an entry starts from. A built-in plugin's entry in
+/// [`DEFAULTS`] sizes them for its work (a provider's answer can stream for
+/// minutes); any entry with that `source`, such as one pointing `builtin:openai`
+/// at a local server, keeps them for the keys it does not set.
+fn builtin_limits(source: &Source) -> Limits {
+    static BUILTIN: std::sync::OnceLock<BTreeMap<String, Limits>> = std::sync::OnceLock::new();
+    let Source::Builtin(name) = source else {
+        return Limits::default();
+    };
+    let sized = BUILTIN.get_or_init(|| {
+        // DEFAULTS is ours and checked by every load; a parse failure here
+        // would already have failed that layer.
+        let plugins = toml::from_str::<RawFile>(DEFAULTS)
+            .map(|raw| raw.plugins)
+            .unwrap_or_default();
+        plugins
+            .into_values()
+            .filter_map(|entry| {
+                let name = entry
+                    .source?
+                    .into_inner()
+                    .strip_prefix("builtin:")?
+                    .to_owned();
+                let get = |v: &Option<Spanned<u64>>, default| {
+                    v.as_ref().map_or(default, |v| *v.get_ref())
+                };
+                let base = Limits::default();
+                let limits = Limits {
+                    timeout_ms: get(&entry.limits.timeout_ms, base.timeout_ms),
+                    memory_mb: get(&entry.limits.memory_mb, base.memory_mb),
+                    output_kb: get(&entry.limits.output_kb, base.output_kb),
+                    host_calls: get(&entry.limits.host_calls, base.host_calls),
+                };
+                Some((name, limits))
+            })
+            .collect()
+    });
+    sized.get(name).copied().unwrap_or_default()
+}
+
+pub(super) fn valid_name(name: &str) -> bool {
+    name.starts_with(|c: char| c.is_ascii_lowercase())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_')
+}

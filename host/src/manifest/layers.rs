@@ -1,0 +1,243 @@
+//! Where a manifest comes from and how its layers merge: the built-in
+//! defaults, the user's file and the trusted project file, later layers
+//! replacing earlier entries of the same name.
+
+use super::check::{Checker, valid_name};
+use super::error::line_col;
+use super::raw::RawFile;
+use super::{AgentSettings, DEFAULTS, DEFAULTS_NAME, Manifest, ManifestError, PluginDecl};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// One manifest layer: its name for messages, its text, and the directory
+/// relative `.wasm` sources are resolved against.
+#[derive(Debug, Clone)]
+pub struct Layer {
+    /// Shown in messages (a path, or [`DEFAULTS_NAME`]).
+    pub name: String,
+    /// The TOML text.
+    pub text: String,
+    /// Base directory for relative `source` paths.
+    pub base: PathBuf,
+}
+
+/// The layers for `workspace`: defaults, the user's file, and the project's
+/// file when the user trusts it (see [`crate::trust`]). An untrusted project
+/// file is reported in `untrusted` and adds nothing.
+pub fn layers(workspace: &Path) -> std::io::Result<(Vec<Layer>, Option<PathBuf>)> {
+    let mut out = vec![Layer {
+        name: DEFAULTS_NAME.to_owned(),
+        text: DEFAULTS.to_owned(),
+        base: workspace.to_path_buf(),
+    }];
+    let user = dirs::config_dir().map(|dir| dir.join("corral").join("corral.toml"));
+    let project = workspace.join("corral.toml");
+    let mut untrusted = None;
+    for (file, is_project) in user
+        .into_iter()
+        .map(|f| (f, false))
+        .chain([(project, true)])
+    {
+        match read_manifest(&file) {
+            Ok(text) => {
+                if is_project {
+                    let canonical = file.canonicalize().unwrap_or_else(|_| file.clone());
+                    let trusted = crate::trust::store_dir().is_some_and(|d| {
+                        crate::trust::status(&d, &canonical, &text) == crate::trust::Status::Trusted
+                    });
+                    if !trusted {
+                        untrusted = Some(file);
+                        continue;
+                    }
+                }
+                out.push(Layer {
+                    name: file.display().to_string(),
+                    text,
+                    base: file.parent().map(Path::to_path_buf).unwrap_or_default(),
+                })
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => {
+                return Err(std::io::Error::new(
+                    e.kind(),
+                    format!("{}: {e}", file.display()),
+                ));
+            }
+        }
+    }
+    Ok((out, untrusted))
+}
+
+/// Largest manifest file read.
+const MAX_MANIFEST_BYTES: u64 = 4 << 20;
+
+/// A manifest file's text, if it is a regular UTF-8 file of a sane size; a
+/// FIFO or a device in its place is an error, never a hang.
+pub fn read_manifest(file: &Path) -> std::io::Result<String> {
+    use crate::fsread::ReadError;
+    let bytes = crate::fsread::read_regular(file, MAX_MANIFEST_BYTES).map_err(|e| match e {
+        ReadError::Io(e) => e,
+        other => std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("{other}; a manifest must be a TOML file"),
+        ),
+    })?;
+    String::from_utf8(bytes).map_err(|_| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            "it is not UTF-8 text; a manifest must be a TOML file",
+        )
+    })
+}
+
+/// Loads and checks the manifest of `workspace` from its usual layers.
+pub fn load(workspace: &Path) -> Result<Manifest, ManifestError> {
+    let (layers, untrusted) = layers(workspace).map_err(|e| ManifestError {
+        file: workspace.display().to_string(),
+        line: 0,
+        column: 0,
+        message: format!("cannot read the manifest: {e}"),
+        help: None,
+    })?;
+    if let Some(file) = untrusted {
+        tracing::warn!(
+            "{} is not trusted yet and was ignored; review it and run `corral trust` to use it",
+            file.display()
+        );
+    }
+    let mut manifest = from_layers(workspace, &layers)?;
+    let project = workspace.join("corral.toml");
+    let project_name = project.display().to_string();
+    if let Some(layer) = layers.iter().rev().find(|l| l.name == project_name) {
+        crate::trust::bind(&mut manifest, &project, &layer.text);
+    }
+    Ok(manifest)
+}
+
+/// Checks a manifest made of explicit layers (later layers win).
+pub fn from_layers(workspace: &Path, layers: &[Layer]) -> Result<Manifest, ManifestError> {
+    let workspace = workspace.canonicalize().map_err(|e| ManifestError {
+        file: workspace.display().to_string(),
+        line: 0,
+        column: 0,
+        message: format!("the workspace directory cannot be opened: {e}"),
+        help: Some("pass an existing directory with --workspace".into()),
+    })?;
+    let mut plugins: BTreeMap<String, PluginDecl> = BTreeMap::new();
+    let mut agent = AgentSettings::default();
+    let mut require_os_sandbox = true;
+    let mut policy = crate::policy::Policy::default();
+    for layer in layers {
+        let raw: RawFile = toml::from_str(&layer.text).map_err(|e| {
+            let (line, column) = e.span().map_or((0, 0), |s| line_col(&layer.text, s.start));
+            ManifestError {
+                file: layer.name.clone(),
+                line,
+                column,
+                message: e.message().trim().to_owned(),
+                help: Some(
+                    "see the manifest reference in README.md (plugins.NAME: source, sha256, \
+                     enabled, grants.fs/net/env, limits, config)"
+                        .into(),
+                ),
+            }
+        })?;
+        let at = Checker {
+            layer,
+            workspace: &workspace,
+        };
+        if let Some(r) = raw.sandbox.require_os_sandbox {
+            require_os_sandbox = r;
+        }
+        if let Some(mode) = &raw.policy.mode {
+            policy.mode = mode
+                .get_ref()
+                .parse()
+                .map_err(|e: String| at.err(mode.span(), format!("policy.mode: {e}"), None))?;
+        }
+        use crate::policy::Action;
+        for (key, list, action) in [
+            ("allow", &raw.policy.allow, Action::Allow),
+            ("ask", &raw.policy.ask, Action::Ask),
+            ("deny", &raw.policy.deny, Action::Deny),
+            ("stop", &raw.policy.stop, Action::DenyAndStop),
+        ] {
+            for (i, text) in list.iter().enumerate() {
+                let source = format!("{}: policy.{key}[{i}]", layer.name);
+                let rule = crate::policy::parse_rule(text.get_ref(), action, &source).map_err(|e| {
+                    at.err(
+                        text.span(),
+                        format!("policy.{key}: {e}"),
+                        Some("write a tool name, optionally with an argument pattern: `run_command(cargo test **)`, `write_file(docs/**)`".into()),
+                    )
+                })?;
+                policy.rules.push(rule);
+            }
+        }
+        if let Some(p) = raw.agent.provider {
+            if !valid_name(p.get_ref()) {
+                return Err(at.err(
+                    p.span(),
+                    format!("`{}` is not a plugin name", p.get_ref()),
+                    None,
+                ));
+            }
+            agent.provider = Some(p.into_inner());
+        }
+        if let Some(m) = raw.agent.model {
+            agent.model = Some(m);
+        }
+        if let Some(n) = raw.agent.max_iterations {
+            if *n.get_ref() == 0 {
+                return Err(at.err(
+                    n.span(),
+                    "agent.max_iterations must be at least 1".into(),
+                    None,
+                ));
+            }
+            agent.max_iterations = Some(n.into_inner());
+        }
+        if let Some(t) = raw.agent.max_tokens {
+            agent.max_tokens = Some(t);
+        }
+        if let Some(t) = raw.agent.temperature {
+            agent.temperature = Some(t);
+        }
+        for (name, entry) in raw.plugins {
+            let at = Checker {
+                layer,
+                workspace: &workspace,
+            };
+            if !entry.enabled {
+                plugins.remove(&name);
+                continue;
+            }
+            let decl = at.plugin(&name, entry)?;
+            plugins.insert(name, decl);
+        }
+    }
+    if let Some(p) = &agent.provider
+        && !plugins.contains_key(p)
+    {
+        {
+            return Err(ManifestError {
+                file: layers.last().map(|l| l.name.clone()).unwrap_or_default(),
+                line: 0,
+                column: 0,
+                message: format!("agent.provider = \"{p}\" names no plugin"),
+                help: Some(format!(
+                    "declare [plugins.{p}] or choose one of: {}",
+                    plugins.keys().cloned().collect::<Vec<_>>().join(", ")
+                )),
+            });
+        }
+    }
+    Ok(Manifest {
+        workspace,
+        plugins: plugins.into_values().collect(),
+        agent,
+        require_os_sandbox,
+        policy,
+        trusted_files: BTreeMap::new(),
+    })
+}

@@ -1,0 +1,174 @@
+//! The manifest's TOML schema as written: every table and key, parsed
+//! strictly (`deny_unknown_fields`); `check` turns it into the typed manifest.
+
+use super::Access;
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use toml::Spanned;
+
+/// A manifest file.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawFile {
+    /// `[agent]`
+    #[serde(default)]
+    pub(super) agent: RawAgent,
+    /// `[plugins.NAME]`
+    #[serde(default)]
+    pub(super) plugins: BTreeMap<String, RawPlugin>,
+    /// `[sandbox]`
+    #[serde(default)]
+    pub(super) sandbox: RawSandbox,
+    /// `[policy]`
+    #[serde(default)]
+    pub(super) policy: RawPolicy,
+}
+
+/// `[policy]`: the permission mode and rules. Rules of every layer apply;
+/// `mode` of a later layer replaces an earlier one.
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawPolicy {
+    /// `mode = "ask"`: read-only, ask, auto-edit or full-auto.
+    pub(super) mode: Option<Spanned<String>>,
+    /// `allow = ["run_command(cargo test **)"]`
+    #[serde(default)]
+    pub(super) allow: Vec<Spanned<String>>,
+    /// `ask = ["git_commit"]`
+    #[serde(default)]
+    pub(super) ask: Vec<Spanned<String>>,
+    /// `deny = ["run_command(rm **)"]`: refused; the model is told.
+    #[serde(default)]
+    pub(super) deny: Vec<Spanned<String>>,
+    /// `stop = ["run_command(git push **)"]`: refused, and the run ends.
+    #[serde(default)]
+    pub(super) stop: Vec<Spanned<String>>,
+}
+
+/// `[sandbox]`
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawSandbox {
+    /// `require_os_sandbox = false` runs granted programs even where the
+    /// kernel cannot confine them (default true: refuse).
+    pub(super) require_os_sandbox: Option<bool>,
+}
+
+/// `[agent]`: how `corral run` talks to a model. Each key overrides the
+/// same key of an earlier layer.
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawAgent {
+    /// `provider = "openai"`: the provider plugin to use.
+    pub(super) provider: Option<Spanned<String>>,
+    /// `model = "gpt-4.1"`: overrides the provider's configured model.
+    pub(super) model: Option<String>,
+    /// `max_iterations = 50`: provider round trips per prompt.
+    pub(super) max_iterations: Option<Spanned<u32>>,
+    /// `max_tokens = 8192`
+    pub(super) max_tokens: Option<u32>,
+    /// `temperature = 0.2`
+    pub(super) temperature: Option<f32>,
+}
+
+/// `[plugins.NAME]`
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawPlugin {
+    /// `source = "builtin:fs"` or `source = "path/to/tool.wasm"`
+    pub(super) source: Option<Spanned<String>>,
+    /// `sha256 = "…"` pins a `.wasm` source.
+    pub(super) sha256: Option<Spanned<String>>,
+    /// `enabled = false` removes a plugin declared by an earlier layer.
+    #[serde(default = "yes")]
+    pub(super) enabled: bool,
+    /// `grants = { fs = […], net = […], env = […] }`
+    #[serde(default)]
+    pub(super) grants: RawGrants,
+    /// `limits = { timeout_ms = 30000, memory_mb = 256, output_kb = 1024, host_calls = 5000000 }`
+    #[serde(default)]
+    pub(super) limits: RawLimits,
+    /// `config = { key = "value" }`
+    #[serde(default)]
+    pub(super) config: toml::Table,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// `grants`
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawGrants {
+    /// `fs = [{ path = ".", access = "rw" }]`
+    #[serde(default)]
+    pub(super) fs: Vec<Spanned<RawFsGrant>>,
+    /// `net = ["https://api.example.com:443"]`
+    #[serde(default)]
+    pub(super) net: Vec<Spanned<String>>,
+    /// `env = ["HOME"]`
+    #[serde(default)]
+    pub(super) env: Vec<Spanned<String>>,
+    /// `secrets = [{ origin = "https://api.openai.com:443", header = "authorization", value = "Bearer ${env:OPENAI_API_KEY}" }]`
+    #[serde(default)]
+    pub(super) secrets: Vec<Spanned<RawSecret>>,
+    /// `exec = [{ program = "cargo", args = ["test", "**"] }]`
+    #[serde(default)]
+    pub(super) exec: Vec<Spanned<RawExec>>,
+}
+
+/// One entry of `grants.exec`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawExec {
+    /// `program = "cargo"`: a name found in `PATH`, or a path; `"*"` is any
+    /// program, found in `PATH` when each command runs.
+    pub(super) program: String,
+    /// `args = ["test", "**"]`: literal tokens, `*` (one argument), `**` (the rest).
+    pub(super) args: Vec<String>,
+    /// `timeout_ms = 120000`
+    pub(super) timeout_ms: Option<u64>,
+    /// `network = true` lets the program open TCP connections.
+    #[serde(default)]
+    pub(super) network: bool,
+}
+
+/// One entry of `grants.secrets`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawSecret {
+    /// `origin = "https://api.openai.com:443"`: requests to this scheme, host
+    /// and port (and only to them) get the header.
+    pub(super) origin: Option<String>,
+    /// `host = "api.openai.com"`: the older spelling, the same as
+    /// `origin = "https://api.openai.com:443"`.
+    pub(super) host: Option<String>,
+    /// `header = "authorization"`
+    pub(super) header: String,
+    /// `value = "Bearer ${env:OPENAI_API_KEY}"`: `${env:NAME}` is read from corral's environment.
+    pub(super) value: String,
+}
+
+/// One entry of `grants.fs`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawFsGrant {
+    /// `path = "docs"`, relative to the workspace root
+    pub(super) path: String,
+    /// `access = "ro"` or `"rw"`
+    pub(super) access: Access,
+    /// `outside_workspace = true` allows an absolute path or one leaving the workspace.
+    #[serde(default)]
+    pub(super) outside_workspace: bool,
+}
+
+/// `limits`
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawLimits {
+    pub(super) timeout_ms: Option<Spanned<u64>>,
+    pub(super) memory_mb: Option<Spanned<u64>>,
+    pub(super) output_kb: Option<Spanned<u64>>,
+    pub(super) host_calls: Option<Spanned<u64>>,
+}

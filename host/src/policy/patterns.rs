@@ -1,0 +1,110 @@
+//! Path and text patterns: lexical path normalisation, canonical JSON,
+//! globs and `*` wildcards.
+
+use globset::GlobBuilder;
+
+/// Lexically normalises a path: drops `.` and empty segments (so `./` and
+/// `//` go), resolves `..` against the segment before it, and keeps a
+/// leading `/`. Never touches the filesystem, so symlinks are not followed.
+pub(super) fn normalize_path(path: &str) -> String {
+    let absolute = path.starts_with('/');
+    let mut out: Vec<&str> = Vec::new();
+    for seg in path.split('/') {
+        match seg {
+            "" | "." => {}
+            ".." => {
+                if out.last().is_some_and(|s| *s != "..") {
+                    out.pop();
+                } else if !absolute {
+                    out.push("..");
+                }
+            }
+            s => out.push(s),
+        }
+    }
+    let body = out.join("/");
+    if absolute {
+        format!("/{body}")
+    } else if body.is_empty() {
+        ".".to_owned()
+    } else {
+        body
+    }
+}
+
+/// Sorts object keys so that a pattern sees the same text however the model
+/// ordered its arguments.
+pub(super) fn canonical_json(value: &serde_json::Value) -> serde_json::Value {
+    match value {
+        serde_json::Value::Object(map) => {
+            let mut entries: Vec<_> = map.iter().collect();
+            entries.sort_by(|a, b| a.0.cmp(b.0));
+            serde_json::Value::Object(
+                entries
+                    .into_iter()
+                    .map(|(k, v)| (k.clone(), canonical_json(v)))
+                    .collect(),
+            )
+        }
+        serde_json::Value::Array(items) => {
+            serde_json::Value::Array(items.iter().map(canonical_json).collect())
+        }
+        other => other.clone(),
+    }
+}
+
+pub(super) fn glob(pattern: &str) -> Result<globset::GlobMatcher, globset::Error> {
+    Ok(GlobBuilder::new(pattern)
+        .literal_separator(true)
+        .build()?
+        .compile_matcher())
+}
+
+/// `*` matches any run of characters (including none); everything else is
+/// literal.
+pub(super) fn wildcard(pattern: &str, text: &str) -> bool {
+    let p: Vec<char> = pattern.chars().collect();
+    let t: Vec<char> = text.chars().collect();
+    let (mut pi, mut ti) = (0, 0);
+    // Where the last `*` was and how much text it has swallowed, to backtrack.
+    let mut star: Option<(usize, usize)> = None;
+    while ti < t.len() {
+        if pi < p.len() && p[pi] == '*' {
+            star = Some((pi, ti));
+            pi += 1;
+        } else if pi < p.len() && p[pi] == t[ti] {
+            pi += 1;
+            ti += 1;
+        } else if let Some((sp, st)) = star {
+            pi = sp + 1;
+            ti = st + 1;
+            star = Some((sp, st + 1));
+        } else {
+            return false;
+        }
+    }
+    p[pi..].iter().all(|c| *c == '*')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+
+    #[test]
+    fn wildcards() {
+        let cases = [
+            ("*", "", true),
+            ("a*", "abc", true),
+            ("*c", "abc", true),
+            ("a*c*e", "abcde", true),
+            ("a*c", "ab", false),
+            ("abc", "abc", true),
+            ("abc", "abcd", false),
+            ("--package=corral*", "--package=corral-sdk", true),
+        ];
+        for (pattern, text, expected) in cases {
+            assert_eq!(wildcard(pattern, text), expected, "{pattern} ~ {text}");
+        }
+    }
+}

@@ -1,0 +1,404 @@
+//! Permission rules as the manifest writes them (`tool(pattern)`), and the
+//! subject of a call that their patterns are matched against.
+
+use super::command::split_or_whitespace;
+use super::patterns::{canonical_json, glob, normalize_path};
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// What a rule does to the calls it matches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Action {
+    /// Run without asking (unless the session is read-only).
+    Allow,
+    /// Ask the user first, whatever the mode.
+    Ask,
+    /// Refuse; the model is told and may go on.
+    Deny,
+    /// Refuse and end the run.
+    DenyAndStop,
+}
+
+impl Action {
+    /// The name used in reasons and the manifest.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Action::Allow => "allow",
+            Action::Ask => "ask",
+            Action::Deny => "deny",
+            Action::DenyAndStop => "deny-and-stop",
+        }
+    }
+
+    /// Higher wins when several rules match.
+    pub(super) fn strength(self) -> u8 {
+        match self {
+            Action::Allow => 0,
+            Action::Ask => 1,
+            Action::Deny => 2,
+            Action::DenyAndStop => 3,
+        }
+    }
+
+    /// Restrictive rules should hold against any spelling of a call, so they
+    /// match loosely; an allow rule must not grant more than it says.
+    pub(super) fn loose(self) -> bool {
+        self != Action::Allow
+    }
+}
+
+impl fmt::Display for Action {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One permission rule from the manifest, such as `run_command(cargo test *)`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rule {
+    /// What happens to a matching call.
+    pub action: Action,
+    /// The tool it applies to; `*` is a wildcard (`*` alone is any tool).
+    pub tool: String,
+    /// The argument pattern between the parentheses; `None` matches every call.
+    pub pattern: Option<String>,
+    /// Where the rule was written, for reasons: `corral.toml: deny[0]`.
+    pub source: String,
+}
+
+impl fmt::Display for Rule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.pattern {
+            Some(p) => write!(f, "{}({p})", self.tool),
+            None => f.write_str(&self.tool),
+        }
+    }
+}
+
+/// Parses `tool` or `tool(pattern)` into a rule.
+///
+/// The tool name is letters, digits, `_`, `-`, `.`, `:` and `*` wildcards;
+/// the pattern is everything between the first `(` and the final `)`, which
+/// must balance. A pattern without whitespace is also checked as a glob, since
+/// it is most likely a path.
+pub fn parse_rule(text: &str, action: Action, source: &str) -> Result<Rule, String> {
+    let text = text.trim();
+    let fail = |why: &str| Err(format!("{source}: rule \"{text}\": {why}"));
+    let (name, pattern) = match text.find(['(', ')']) {
+        None => (text, None),
+        Some(open) if text[open..].starts_with(')') => {
+            return fail(
+                "`)` without a matching `(`; write tool(pattern), e.g. run_command(cargo test *)",
+            );
+        }
+        Some(open) => {
+            let Some(inner) = text[open + 1..].strip_suffix(')') else {
+                return fail(
+                    "unbalanced parentheses: the pattern must end with `)`, e.g. run_command(cargo test *)",
+                );
+            };
+            let mut depth = 0usize;
+            for c in inner.chars() {
+                match c {
+                    '(' => depth += 1,
+                    ')' if depth == 0 => {
+                        return fail(
+                            "unbalanced parentheses: a `)` closes the pattern before the end of the rule",
+                        );
+                    }
+                    ')' => depth -= 1,
+                    _ => {}
+                }
+            }
+            if depth != 0 {
+                return fail("unbalanced parentheses: a `(` inside the pattern is never closed");
+            }
+            (text[..open].trim_end(), Some(inner.trim()))
+        }
+    };
+    if name.is_empty() {
+        return fail(
+            "the tool name is empty; write tool or tool(pattern), e.g. write_file(docs/**)",
+        );
+    }
+    if let Some(bad) = name
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || "_-.:*".contains(*c)))
+    {
+        return fail(&format!(
+            "bad character {bad:?} in the tool name; names use letters, digits, `_`, `-`, `.`, `:` and `*`"
+        ));
+    }
+    if let Some(p) = pattern {
+        if p.is_empty() {
+            return fail(&format!(
+                "the pattern is empty; write `{name}` alone to match every call"
+            ));
+        }
+        if let Some(bad) = p.chars().find(|c| c.is_control()) {
+            return fail(&format!("bad character {bad:?} in the pattern"));
+        }
+        if !p.contains(char::is_whitespace)
+            && let Err(e) = glob(p)
+        {
+            return fail(&format!(
+                "the pattern is not a valid glob ({}); escape a literal `[`, `{{` or `}}` as `[[]`, `[{{]`, `[}}]`",
+                e.kind()
+            ));
+        }
+    }
+    Ok(Rule {
+        action,
+        tool: name.to_owned(),
+        pattern: pattern.map(str::to_owned),
+        source: source.to_owned(),
+    })
+}
+
+/// What a rule pattern is matched against, taken from a call's arguments.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Subject {
+    /// A program and its arguments (`argv`, or `command` split like a shell).
+    Command(Vec<String>),
+    /// A lexically normalised path (`path`).
+    Path(String),
+    /// The arguments as compact JSON with sorted keys.
+    Other(String),
+}
+
+/// The subject of a call: `argv` (an array of strings), else `command` (a
+/// string, split like a POSIX shell without expansion), else `path`
+/// (normalised), else the arguments as canonical JSON.
+///
+/// `_tool` is accepted so that tool-specific argument conventions can be
+/// added without changing callers; today the argument names alone decide.
+pub fn subject(_tool: &str, args: &serde_json::Value) -> Subject {
+    if let Some(argv) = argv(args) {
+        return Subject::Command(argv);
+    }
+    if let Some(line) = args.get("command").and_then(|v| v.as_str()) {
+        return Subject::Command(split_or_whitespace(line));
+    }
+    if let Some(path) = args.get("path").and_then(|v| v.as_str()) {
+        return Subject::Path(normalize_path(path));
+    }
+    Subject::Other(canonical_json(args).to_string())
+}
+
+/// What "yes, for the rest of this session" approves, given the call it was
+/// answered for: for a call that runs a command, that exact command (a later
+/// `cargo test -p other` asks again, as Codex does); for any other call,
+/// the tool (every later edit by `edit_file`, say). To let a family of
+/// commands run, write an `allow` rule instead.
+pub fn session_scope(tool: &str, args: &serde_json::Value) -> String {
+    match subject(tool, args) {
+        Subject::Command(argv) => format!("{tool}({})", serde_json::Value::from(argv)),
+        Subject::Path(_) | Subject::Other(_) => tool.to_owned(),
+    }
+}
+
+pub(super) fn argv(args: &serde_json::Value) -> Option<Vec<String>> {
+    args.get("argv")?
+        .as_array()?
+        .iter()
+        .map(|v| v.as_str().map(str::to_owned))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use Action::Deny as D;
+    use pretty_assertions::assert_eq;
+    use serde_json::json;
+
+    #[test]
+    fn rules_parse() {
+        let rule = |tool: &str, pattern: Option<&str>| Rule {
+            action: D,
+            tool: tool.into(),
+            pattern: pattern.map(Into::into),
+            source: "corral.toml: deny[0]".into(),
+        };
+        let cases = [
+            ("edit_file", rule("edit_file", None)),
+            ("  edit_file  ", rule("edit_file", None)),
+            (
+                "run_command(cargo test *)",
+                rule("run_command", Some("cargo test *")),
+            ),
+            (
+                "run_command( cargo test * )",
+                rule("run_command", Some("cargo test *")),
+            ),
+            ("write_file(docs/**)", rule("write_file", Some("docs/**"))),
+            ("git(commit *)", rule("git", Some("commit *"))),
+            (
+                "run_command(echo (a) b)",
+                rule("run_command", Some("echo (a) b")),
+            ),
+            ("*", rule("*", None)),
+            ("*(docs/**)", rule("*", Some("docs/**"))),
+            (
+                "run_command(test [ -f x ])",
+                rule("run_command", Some("test [ -f x ]")),
+            ),
+        ];
+        for (text, expected) in cases {
+            assert_eq!(parse_rule(text, D, "corral.toml: deny[0]"), Ok(expected));
+        }
+        assert_eq!(
+            rule("run_command", Some("rm *")).to_string(),
+            "run_command(rm *)"
+        );
+    }
+
+    #[test]
+    fn rule_errors_say_what_and_how() {
+        let cases = [
+            (
+                "",
+                "the tool name is empty; write tool or tool(pattern), e.g. write_file(docs/**)",
+            ),
+            (
+                "(docs/**)",
+                "the tool name is empty; write tool or tool(pattern), e.g. write_file(docs/**)",
+            ),
+            (
+                "run_command(rm *",
+                "unbalanced parentheses: the pattern must end with `)`, e.g. run_command(cargo test *)",
+            ),
+            (
+                "run_command)",
+                "`)` without a matching `(`; write tool(pattern), e.g. run_command(cargo test *)",
+            ),
+            (
+                "run_command(a) b)",
+                "unbalanced parentheses: a `)` closes the pattern before the end of the rule",
+            ),
+            (
+                "run_command((a)",
+                "unbalanced parentheses: a `(` inside the pattern is never closed",
+            ),
+            (
+                "run command",
+                "bad character ' ' in the tool name; names use letters, digits, `_`, `-`, `.`, `:` and `*`",
+            ),
+            (
+                "write/file(x)",
+                "bad character '/' in the tool name; names use letters, digits, `_`, `-`, `.`, `:` and `*`",
+            ),
+            (
+                "run_command()",
+                "the pattern is empty; write `run_command` alone to match every call",
+            ),
+            (
+                "run_command(rm\u{7})",
+                "bad character '\\u{7}' in the pattern",
+            ),
+            (
+                "write_file(docs/[)",
+                "the pattern is not a valid glob (unclosed character class; missing ']'); escape a literal `[`, `{` or `}` as `[[]`, `[{]`, `[}]`",
+            ),
+        ];
+        for (text, why) in cases {
+            assert_eq!(
+                parse_rule(text, D, "corral.toml: deny[2]"),
+                Err(format!(
+                    "corral.toml: deny[2]: rule \"{}\": {why}",
+                    text.trim()
+                ))
+            );
+        }
+    }
+
+    #[test]
+    fn session_approval_covers_one_command_or_one_tool() {
+        let scope = |tool, args: serde_json::Value| session_scope(tool, &args);
+        // The same command, however it is quoted or spaced, is one scope.
+        assert_eq!(
+            scope("run_command", serde_json::json!({"command": "cargo test"})),
+            scope(
+                "run_command",
+                serde_json::json!({"command": "'cargo'  test"})
+            )
+        );
+        assert_eq!(
+            scope("run_command", serde_json::json!({"command": "cargo test"})),
+            scope(
+                "run_command",
+                serde_json::json!({"argv": ["cargo", "test"]})
+            )
+        );
+        // Another command, even with the same program, is not.
+        assert_ne!(
+            scope("run_command", serde_json::json!({"command": "cargo test"})),
+            scope(
+                "run_command",
+                serde_json::json!({"command": "cargo test; rm -rf ~"})
+            )
+        );
+        assert_ne!(
+            scope("run_command", serde_json::json!({"command": "cargo test"})),
+            scope(
+                "run_command",
+                serde_json::json!({"command": "cargo publish"})
+            )
+        );
+        // Edits: the tool, whatever the path.
+        assert_eq!(
+            scope(
+                "edit_file",
+                serde_json::json!({"path": "a.rs", "old": "x", "new": "y"})
+            ),
+            "edit_file"
+        );
+        assert_eq!(
+            scope("git_commit", serde_json::json!({"message": "m"})),
+            "git_commit"
+        );
+    }
+
+    #[test]
+    fn subjects() {
+        let words = |ws: &[&str]| Subject::Command(ws.iter().map(|w| w.to_string()).collect());
+        let cases = [
+            (
+                json!({ "argv": ["rm", "-rf", "/"], "command": "ls" }),
+                words(&["rm", "-rf", "/"]),
+            ),
+            (
+                json!({ "command": "'rm'  -rf \"/\"" }),
+                words(&["rm", "-rf", "/"]),
+            ),
+            // Unbalanced quotes fall back to whitespace splitting.
+            (
+                json!({ "command": "echo 'it s" }),
+                words(&["echo", "'it", "s"]),
+            ),
+            (
+                json!({ "argv": ["rm", 1] }),
+                Subject::Other(r#"{"argv":["rm",1]}"#.into()),
+            ),
+            (
+                json!({ "path": "./docs//a/./b/../c.md" }),
+                Subject::Path("docs/a/c.md".into()),
+            ),
+            (
+                json!({ "path": "docs/../../x" }),
+                Subject::Path("../x".into()),
+            ),
+            (json!({ "path": "/a/../../b/" }), Subject::Path("/b".into())),
+            (json!({ "path": "./" }), Subject::Path(".".into())),
+            (json!({ "path": 3 }), Subject::Other(r#"{"path":3}"#.into())),
+            (
+                json!({ "z": { "b": 1, "a": [true, null] }, "a": "x y" }),
+                Subject::Other(r#"{"a":"x y","z":{"a":[true,null],"b":1}}"#.into()),
+            ),
+        ];
+        for (args, expected) in cases {
+            assert_eq!(subject("t", &args), expected, "{args}");
+        }
+    }
+}
