@@ -32,4 +32,4 @@ pub mod runtime;
 mod schema;
 pub mod session;
 pub mod terminal;
-pub mod trust;
+pub use manifest::trust;

@@ -20,6 +20,7 @@ mod error;
 mod layers;
 mod raw;
 mod secret;
+pub mod trust;
 
 pub use error::{ManifestError, Origin};
 pub use layers::{Layer, from_layers, layers, load, read_manifest};
