@@ -10,7 +10,7 @@
 
 mod budget;
 mod cache;
-mod caps;
+mod imports;
 mod effects;
 mod host;
 mod http;
@@ -20,7 +20,7 @@ mod stdio;
 
 pub use budget::EVENT_CHANNEL_CAPACITY;
 pub use cache::CacheOutcome;
-pub use caps::{Capability, classify};
+pub use imports::{Capability, classify};
 
 use crate::manifest::{Access, Manifest, PluginDecl, Source};
 use anyhow::Context as _;
@@ -288,7 +288,7 @@ impl Runtime {
     ) -> Result<Plugin, LoadError> {
         let name = &decl.name;
         let loaded = components.get(self, decl, manifest)?;
-        caps::check(decl, &loaded.imports).map_err(LoadError)?;
+        imports::check(decl, &loaded.imports).map_err(LoadError)?;
         let kind = components.link(self, decl, &loaded)?;
         let (sha256, imports, outcome) = (loaded.sha256, loaded.imports, loaded.outcome);
         Ok(Plugin {
