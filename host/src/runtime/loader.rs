@@ -376,6 +376,7 @@ pub struct Inspection {
     pub tools: Result<Vec<ToolSpec>, String>,
 }
 
+/// The names of everything `component` imports, sorted.
 fn import_names(engine: &Engine, component: &Component) -> Vec<String> {
     let mut names: Vec<String> = component
         .component_type()
