@@ -7,14 +7,20 @@
 //! of it fail to open. Files are opened non-blocking and read only when they
 //! are regular files, so a FIFO cannot stall the host.
 
-use super::State;
-use super::generated::corral::plugin::files::{DirEntry, EntryKind, FileError, Host};
+use super::bindings::files::{self, DirEntry, EntryKind, FileError, Host};
+use super::store::CallState;
 use crate::manifest::FsGrant;
 use cap_primitives::fs::OpenOptionsExt as _;
 use rustix::fs::{FileType, Mode, OFlags, ResolveFlags};
 use std::io::Read as _;
 use std::os::fd::OwnedFd;
 use std::sync::Arc;
+use wasmtime::component::{HasSelf, Linker};
+
+/// Adds `corral:plugin/files`.
+pub(super) fn add_to_linker(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
+    files::add_to_linker::<CallState, HasSelf<CallState>>(linker, |s| s)
+}
 
 /// Bytes one `read-files` call may return, whatever the plugin asks.
 const MAX_BATCH_BYTES: u64 = 32 << 20;
@@ -162,7 +168,7 @@ fn kind(t: FileType) -> EntryKind {
     }
 }
 
-impl State {
+impl CallState {
     /// Takes `n` more host calls from the budget, or traps like the call
     /// hook does when it runs out.
     fn charge(&mut self, n: u64) -> wasmtime::Result<()> {
@@ -176,7 +182,7 @@ impl State {
     }
 }
 
-impl Host for State {
+impl Host for CallState {
     fn list_directory(&mut self, path: String) -> Result<Vec<DirEntry>, FileError> {
         let fd = self.dirs.open(&path, true)?;
         let mut dir = rustix::fs::Dir::new(fd).map_err(error)?;
@@ -224,7 +230,7 @@ impl Host for State {
     }
 }
 
-impl State {
+impl CallState {
     fn read_one(&mut self, path: &str, left: &mut u64) -> Result<Vec<u8>, FileError> {
         if *left == 0 {
             return Err(FileError::OverBudget);

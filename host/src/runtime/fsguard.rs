@@ -19,7 +19,7 @@
 //! cannot create FIFOs or device nodes, so only something outside the
 //! sandbox can swap one in between the check and the open.
 
-use super::State;
+use super::store::CallState;
 use crate::manifest::Source;
 use cap_primitives::fs::FollowSymlinks;
 use rustix::fs::{AtFlags, Mode, OFlags};
@@ -276,7 +276,7 @@ struct Target {
     writable: bool,
 }
 
-fn target(state: &mut State, fd: &Resource<Descriptor>) -> wasmtime::Result<Option<Target>> {
+fn target(state: &mut CallState, fd: &Resource<Descriptor>) -> wasmtime::Result<Option<Target>> {
     let view = state.filesystem();
     Ok(match view.table.get(fd)? {
         Descriptor::Dir(d) => Some(Target {
@@ -288,7 +288,7 @@ fn target(state: &mut State, fd: &Resource<Descriptor>) -> wasmtime::Result<Opti
     })
 }
 
-impl State {
+impl CallState {
     /// Checks a path-changing call of this plugin; `Some` refuses it.
     fn guard_write(
         &mut self,
@@ -334,11 +334,11 @@ fn answer<T>(r: FsResult<T>) -> wasmtime::Result<(Result<T, ErrorCode>,)> {
     }
 }
 
-type Store<'a> = StoreContextMut<'a, State>;
+type Store<'a> = StoreContextMut<'a, CallState>;
 
 /// Redefines the path-changing functions of `wasi:filesystem/types` so that
 /// they check their paths first. Call after wasmtime-wasi's `add_to_linker`.
-pub(crate) fn add_to_linker(linker: &mut Linker<State>) -> wasmtime::Result<()> {
+pub(crate) fn add_to_linker(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
     linker.allow_shadowing(true);
     let mut inst = linker.instance(TYPES)?;
     inst.func_wrap_async(

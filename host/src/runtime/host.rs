@@ -1,12 +1,18 @@
 //! `corral:plugin/host`: logging and the plugin's own settings.
 
-use super::State;
-use super::generated::corral::plugin::host::{Host, LogLevel};
+use super::bindings::host::{self, Host, LogLevel};
+use super::store::CallState;
+use wasmtime::component::{HasSelf, Linker};
 
 /// Longest log line kept from a plugin.
 const MAX_LINE: usize = 4096;
 
-impl Host for State {
+/// Adds `corral:plugin/host`.
+pub(super) fn add_to_linker(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
+    host::add_to_linker::<CallState, HasSelf<CallState>>(linker, |s| s)
+}
+
+impl Host for CallState {
     fn log(&mut self, level: LogLevel, message: String) {
         let plugin = &*self.plugin.name;
         if !self.budget.take_log(message.len()) {

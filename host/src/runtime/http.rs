@@ -11,9 +11,17 @@
 //! its environment or anywhere else, and a cleartext or other-port request
 //! to the same host does not carry them.
 
+use super::store::CallState;
 use crate::manifest::{NetGrant, Secret};
 use std::sync::Arc;
+use wasmtime::component::Linker;
 use wasmtime_wasi_http::{Error as HttpError, RequestOptions, WasiBody, WasiHttpHooks};
+
+/// Adds `wasi:http`'s own interfaces (WASI's, which it builds on, are added
+/// with the rest of WASI); requests go out through each call's [`Egress`].
+pub(super) fn add_to_linker(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
+    wasmtime_wasi_http::p2::add_only_http_to_linker_async(linker)
+}
 
 /// The egress policy of one call.
 pub(crate) struct Egress {

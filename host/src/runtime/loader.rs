@@ -1,4 +1,4 @@
-//! Loading a whole manifest.
+//! Loading plugins: a whole manifest, one entry, or a component to inspect.
 //!
 //! Entries that name the same component (by SHA-256) share one compiled
 //! `Component` and one linked `InstancePre`: compiled code costs megabytes
@@ -14,12 +14,20 @@
 //! run. Everything else is described once per entry, the tool names checked
 //! as each answers.
 
-use super::{CacheOutcome, Kind, LoadError, Plugin, Plugins, Runtime, import_names};
+use super::store::PluginShared;
+use super::{CacheOutcome, Plugin, PluginKind, Plugins, Runtime, ToolSpec, fsguard};
 use crate::manifest::{Manifest, Origin, PluginDecl, Source};
-use std::collections::HashMap;
+use sha2::{Digest, Sha256};
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Instant;
+use wasmtime::Engine;
 use wasmtime::component::Component;
+
+/// A plugin that could not be loaded.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct LoadError(pub String);
 
 /// A component as one entry gets it.
 pub(super) struct Loaded {
@@ -36,7 +44,7 @@ pub(super) struct Loaded {
 #[derive(Default)]
 pub(super) struct Components {
     compiled: HashMap<String, (Component, Vec<String>, CacheOutcome)>,
-    linked: HashMap<String, Kind>,
+    linked: HashMap<String, PluginKind>,
 }
 
 impl Components {
@@ -123,7 +131,7 @@ impl Components {
         rt: &Runtime,
         decl: &PluginDecl,
         loaded: &Loaded,
-    ) -> Result<Kind, LoadError> {
+    ) -> Result<PluginKind, LoadError> {
         if let Some(kind) = self.linked.get(&loaded.sha256) {
             return Ok(kind.clone());
         }
@@ -134,7 +142,7 @@ impl Components {
                 decl.origin
             ))
         })?;
-        let kind = Kind::of(pre).map_err(|e| {
+        let kind = PluginKind::of(pre).map_err(|e| {
             LoadError(format!(
                 "plugin `{name}` ({}): exports neither corral:plugin/tool@0.1.0 nor corral:plugin/provider@0.1.0: {e}",
                 decl.origin
@@ -150,7 +158,7 @@ pub(super) async fn load(rt: &Runtime, manifest: &Manifest) -> Result<Plugins, L
     let mut components = Components::default();
     let mut plugins = Vec::with_capacity(manifest.plugins.len());
     for decl in &manifest.plugins {
-        plugins.push(rt.prepare(decl, manifest, &mut components)?);
+        plugins.push(prepare(rt, decl, manifest, &mut components)?);
     }
     drop(components);
 
@@ -199,6 +207,57 @@ pub(super) async fn load(rt: &Runtime, manifest: &Manifest) -> Result<Plugins, L
     Plugins::new(plugins.into_iter().map(Arc::new).collect())
 }
 
+/// Everything of loading one plugin short of running it: its component
+/// (shared through `components`), checked against its grants and linked.
+pub(super) fn prepare(
+    rt: &Runtime,
+    decl: &PluginDecl,
+    manifest: &Manifest,
+    components: &mut Components,
+) -> Result<Plugin, LoadError> {
+    let name = &decl.name;
+    let loaded = components.get(rt, decl, manifest)?;
+    super::imports::check(decl, &loaded.imports).map_err(LoadError)?;
+    let kind = components.link(rt, decl, &loaded)?;
+    let (sha256, imports, outcome) = (loaded.sha256, loaded.imports, loaded.outcome);
+    Ok(Plugin {
+        engine: rt.engine.clone(),
+        shared: Arc::new(PluginShared {
+            guard: fsguard::Guard::new(Some(&manifest.workspace), &decl.source)
+                .map(Arc::new)
+                .map_err(|e| {
+                    LoadError(format!(
+                        "plugin `{name}`: the workspace {} cannot be opened: {e}",
+                        manifest.workspace.display()
+                    ))
+                })?,
+            name: name.as_str().into(),
+            config: decl.config.clone(),
+            fs: decl.fs.clone().into(),
+            exec: (!decl.exec.is_empty()).then(|| {
+                Arc::new(crate::exec::Exec {
+                    plugin: name.clone(),
+                    grants: decl.exec.clone(),
+                    workspace: manifest.workspace.clone(),
+                    env: decl.env.clone(),
+                    // stdout and stderr each get a quarter of the call's output
+                    // limit, so a program's capped output plus the tool's own
+                    // text still fits in what the plugin may return.
+                    output_cap: usize::try_from(decl.limits.output_kb.saturating_mul(1024) / 4)
+                        .unwrap_or(usize::MAX),
+                    require_os_sandbox: manifest.require_os_sandbox,
+                })
+            }),
+        }),
+        decl: decl.clone(),
+        sha256,
+        imports,
+        cache: outcome,
+        kind,
+        tools: Vec::new(),
+    })
+}
+
 /// The error for `tool` exported by both `first` and `second`.
 pub(super) fn clash(tool: &str, first: &Plugin, second: &Plugin) -> LoadError {
     LoadError(format!(
@@ -234,4 +293,96 @@ fn settings(decl: &PluginDecl) -> PluginDecl {
         grant.origin = nowhere.clone();
     }
     d
+}
+
+/// Reads a component's imports, exports and tools without granting it
+/// anything: it is described in a store with no directories, no
+/// environment and no network.
+pub(super) async fn inspect(rt: &Runtime, bytes: &[u8]) -> Result<Inspection, LoadError> {
+    let sha256 = hex::encode(Sha256::digest(bytes));
+    let (component, _) = rt
+        .cache
+        .load(&rt.engine, bytes, &sha256)
+        .map_err(|e| LoadError(format!("not a valid WebAssembly component: {e:#}")))?;
+    let imports = import_names(&rt.engine, &component);
+    let exports = component
+        .component_type()
+        .exports(&rt.engine)
+        .map(|(n, _)| n.to_owned())
+        .collect();
+    let decl = PluginDecl {
+        name: "inspected".into(),
+        source: Source::Builtin("inspected".into()),
+        fs: Vec::new(),
+        net: Vec::new(),
+        env: Vec::new(),
+        secrets: Vec::new(),
+        exec: Vec::new(),
+        limits: Default::default(),
+        config: BTreeMap::new(),
+        origin: crate::manifest::Origin {
+            file: "(inspect)".into(),
+            line: 0,
+        },
+    };
+    let tools = match rt
+        .linker
+        .instantiate_pre(&component)
+        .map_err(|e| format!("{e:#}"))
+        .and_then(PluginKind::of)
+    {
+        Ok(PluginKind::Provider(_)) => Ok(Vec::new()),
+        Ok(kind) => {
+            let plugin = Plugin {
+                engine: rt.engine.clone(),
+                shared: Arc::new(PluginShared {
+                    guard: fsguard::Guard::new(None, &decl.source)
+                        .map(Arc::new)
+                        .map_err(|e| LoadError(e.to_string()))?,
+                    exec: None,
+                    name: "inspected".into(),
+                    config: BTreeMap::new(),
+                    fs: Arc::new([]),
+                }),
+                decl,
+                sha256: sha256.clone(),
+                imports: imports.clone(),
+                cache: CacheOutcome::Compiled,
+                kind,
+                tools: Vec::new(),
+            };
+            plugin.describe().await.map_err(|e| e.0)
+        }
+        Err(e) => Err(e),
+    };
+    Ok(Inspection {
+        sha256,
+        imports,
+        exports,
+        tools,
+    })
+}
+
+/// What `corral plugins inspect` reports.
+#[derive(Debug, Clone)]
+pub struct Inspection {
+    /// SHA-256 of the component file.
+    pub sha256: String,
+    /// Every interface it imports.
+    pub imports: Vec<String>,
+    /// Every interface it exports.
+    pub exports: Vec<String>,
+    /// Its tools, or why they could not be read.
+    pub tools: Result<Vec<ToolSpec>, String>,
+}
+
+/// The names of everything `component` imports, sorted.
+fn import_names(engine: &Engine, component: &Component) -> Vec<String> {
+    let mut names: Vec<String> = component
+        .component_type()
+        .imports(engine)
+        .map(|(n, _)| n.to_owned())
+        .collect();
+    names.sort();
+    names
 }

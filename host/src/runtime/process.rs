@@ -3,11 +3,19 @@
 //! confinement live in [`crate::exec`]; this file only maps between the WIT
 //! types and that module.
 
-use super::State;
-use super::generated::corral::plugin::process::{Command, Host, Output, ProcessError};
+use super::bindings::process::{self, Command, Host, Output, ProcessError};
+use super::store::CallState;
 use crate::exec::ExecError;
+use wasmtime::component::{HasSelf, Linker};
 
-impl Host for State {
+/// Adds `corral:plugin/process`; plugins without `grants.exec` cannot
+/// import it (see `imports::check`), and calls whose tool does not declare
+/// `execute` are refused when they run a program.
+pub(super) fn add_to_linker(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
+    process::add_to_linker::<CallState, HasSelf<CallState>>(linker, |s| s)
+}
+
+impl Host for CallState {
     async fn run(&mut self, command: Command) -> Result<Output, ProcessError> {
         // Before the grants: they say which programs the plugin may ever run,
         // the call's declared effects whether this call may run any.

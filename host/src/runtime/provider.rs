@@ -3,9 +3,8 @@
 //! asks a provider for the next assistant turn, forwarding its stream events
 //! while it runs.
 
-use super::generated::corral::plugin::types as wit_types;
-use super::provider_generated::corral::plugin::chat as wit;
-use super::{Kind, Plugin};
+use super::bindings::{chat as wit, stream, types as wit_types};
+use super::{Plugin, PluginKind};
 use crate::protocol::{
     AssistantMessage, ChatRequest, ChatResponse, Effect, FinishReason, Message, ProviderError,
     StreamEvent, ToolCall, ToolSpec, Usage,
@@ -40,9 +39,9 @@ impl From<wit::Usage> for Usage {
     }
 }
 
-impl From<super::provider_generated::corral::plugin::stream::Event> for StreamEvent {
-    fn from(e: super::provider_generated::corral::plugin::stream::Event) -> Self {
-        use super::provider_generated::corral::plugin::stream::Event as E;
+impl From<stream::Event> for StreamEvent {
+    fn from(e: stream::Event) -> Self {
+        use stream::Event as E;
         match e {
             E::MessageStarted => StreamEvent::MessageStarted,
             E::TextDelta(text) => StreamEvent::TextDelta { text },
@@ -150,7 +149,7 @@ impl Plugin {
         request: &ChatRequest,
         events: tokio::sync::mpsc::Sender<StreamEvent>,
     ) -> Result<ChatResponse, ProviderError> {
-        let Kind::Provider(pre) = &self.kind else {
+        let PluginKind::Provider(pre) = &self.kind else {
             return Err(ProviderError::Plugin {
                 message: format!("plugin `{}` is not a provider", self.decl.name),
             });
@@ -162,17 +161,16 @@ impl Plugin {
             max_tokens: request.max_tokens,
             temperature: request.temperature,
         };
-        let pre = pre.clone();
         let result = self
-            .run(
+            .call_in_sandbox(
+                pre,
                 super::effects::CallCaps::Provider,
                 Some(events),
-                move |store| {
+                move |instance, store| {
                     Box::pin(async move {
-                        let instance = pre.instantiate_async(&mut *store).await?;
                         instance
                             .corral_plugin_provider()
-                            .call_complete(&mut *store, &req)
+                            .call_complete(store, &req)
                             .await
                     })
                 },
@@ -209,22 +207,22 @@ impl Plugin {
 
     /// The models this provider offers.
     pub async fn models(&self) -> Result<Vec<String>, ProviderError> {
-        let Kind::Provider(pre) = &self.kind else {
+        let PluginKind::Provider(pre) = &self.kind else {
             return Err(ProviderError::Plugin {
                 message: format!("plugin `{}` is not a provider", self.decl.name),
             });
         };
-        let pre = pre.clone();
         let result = self
-            .run(super::effects::CallCaps::Provider, None, move |store| {
-                Box::pin(async move {
-                    let instance = pre.instantiate_async(&mut *store).await?;
-                    instance
-                        .corral_plugin_provider()
-                        .call_models(&mut *store)
-                        .await
-                })
-            })
+            .call_in_sandbox(
+                pre,
+                super::effects::CallCaps::Provider,
+                None,
+                move |instance, store| {
+                    Box::pin(
+                        async move { instance.corral_plugin_provider().call_models(store).await },
+                    )
+                },
+            )
             .await
             .map_err(|e| ProviderError::Plugin {
                 message: e.to_string(),

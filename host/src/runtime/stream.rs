@@ -4,12 +4,18 @@
 //! the terminal prints is slowed down instead of filling the host's memory;
 //! one event larger than the output limit ends the call.
 
-use super::State;
-use super::provider_generated::corral::plugin::stream::{Event, Host};
+use super::bindings::stream::{self, Event, Host};
+use super::store::CallState;
+use wasmtime::component::{HasSelf, Linker};
 
-impl Host for State {
+/// Adds `corral:plugin/stream`.
+pub(super) fn add_to_linker(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
+    stream::add_to_linker::<CallState, HasSelf<CallState>>(linker, |s| s)
+}
+
+impl Host for CallState {
     async fn emit(&mut self, event: Event) -> wasmtime::Result<()> {
-        use super::provider_generated::corral::plugin::stream::Event as E;
+        use stream::Event as E;
         let size = match &event {
             E::MessageStarted | E::Usage(_) => 0,
             E::TextDelta(text) => text.len(),

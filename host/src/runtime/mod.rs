@@ -1,0 +1,130 @@
+//! The plugin runtime: one wasmtime [`Engine`], components compiled once and
+//! cached on disk, an `InstancePre` per plugin, and a fresh `Store` and
+//! instance for every call.
+//!
+//! Every call runs under the plugin's grants (directories, environment
+//! variables, network hosts) and limits (wall-clock deadline through epoch
+//! interruption, linear-memory cap, output cap, host-call budget). A trap,
+//! a timeout or a limit ends that call with a [`ToolError`]; the instance is
+//! dropped with its store, so the next call starts clean.
+//!
+//! Where things are:
+//! - [`Runtime`] (here) owns the engine (`engine`: configuration, epoch
+//!   ticker), the linker (`linker`) and the compile cache (`cache`);
+//! - `loader` loads a manifest's plugins or inspects a component, checking
+//!   its imports against its grants (`imports`) before anything runs;
+//! - [`Plugin`] (`plugin`, `provider`) is one loaded plugin and its calls,
+//!   [`Plugins`] (`registry`) the loaded set and which plugin serves a tool;
+//! - `store` builds each call's store and calls one export in it; what a
+//!   call may use of its grants is decided by `effects`, and its limits by
+//!   `limits` and `budget`;
+//! - the host's side of each interface a plugin imports: `host`, `files`,
+//!   `process`, `stream`, `http` (egress), `fsguard` (protected paths in
+//!   `wasi:filesystem`), `stdio` (a plugin's standard streams), on top of
+//!   the code `bindgen!` generates from the WIT (`bindings`).
+
+mod bindings;
+mod budget;
+mod cache;
+mod effects;
+mod engine;
+mod files;
+mod fsguard;
+mod host;
+mod http;
+mod imports;
+mod limits;
+mod linker;
+mod loader;
+mod plugin;
+mod process;
+mod provider;
+mod registry;
+mod stdio;
+mod store;
+mod stream;
+
+pub use budget::EVENT_CHANNEL_CAPACITY;
+pub use cache::CacheOutcome;
+pub use imports::{Capability, classify};
+pub use loader::{Inspection, LoadError};
+pub use plugin::{Plugin, ToolError, ToolOutput};
+pub use registry::Plugins;
+
+pub use crate::protocol::{
+    AssistantMessage, ChatRequest, ChatResponse, Effect, FinishReason, Message, ProviderError,
+    StreamEvent, ToolCall, ToolResult, ToolSpec, Usage,
+};
+
+use crate::manifest::{Manifest, PluginDecl};
+use plugin::PluginKind;
+use std::path::PathBuf;
+use store::CallState;
+use wasmtime::Engine;
+use wasmtime::component::Linker;
+
+/// Settings of the runtime itself.
+#[derive(Debug, Clone, Default)]
+pub struct RuntimeOptions {
+    /// Where compiled components are cached; `None` compiles every time.
+    pub cache_dir: Option<PathBuf>,
+}
+
+impl RuntimeOptions {
+    /// The user's cache, `$XDG_CACHE_HOME/corral/components`.
+    pub fn user() -> Self {
+        Self {
+            cache_dir: dirs::cache_dir().map(|d| d.join("corral").join("components")),
+        }
+    }
+}
+
+/// The engine, the linker and the compile cache, shared by every plugin.
+pub struct Runtime {
+    engine: Engine,
+    linker: Linker<CallState>,
+    cache: cache::Cache,
+}
+
+impl Runtime {
+    /// Creates the engine (with the pooling allocator and epoch interruption)
+    /// and starts the epoch ticker.
+    pub fn new(options: RuntimeOptions) -> anyhow::Result<Self> {
+        let engine = engine::new()?;
+        let linker = linker::new(&engine).map_err(anyhow::Error::from)?;
+        engine::start_epoch_ticker(&engine)?;
+        let cache = cache::Cache::new(&engine, options.cache_dir);
+        Ok(Self {
+            engine,
+            linker,
+            cache,
+        })
+    }
+
+    /// Compiles (or loads from the cache) every plugin of `manifest`, checks
+    /// its imports against its grants, asks it for its tools and checks that
+    /// no tool name is exported twice. Entries with the same component share
+    /// one compiled copy, and everything that can be checked without running
+    /// a plugin is checked for every entry before any is instantiated.
+    pub async fn load(&self, manifest: &Manifest) -> Result<Plugins, LoadError> {
+        loader::load(self, manifest).await
+    }
+
+    /// Loads one plugin.
+    pub async fn load_plugin(
+        &self,
+        decl: &PluginDecl,
+        manifest: &Manifest,
+    ) -> Result<Plugin, LoadError> {
+        let mut plugin = loader::prepare(self, decl, manifest, &mut loader::Components::default())?;
+        plugin.tools = plugin.describe().await?;
+        Ok(plugin)
+    }
+
+    /// Reads a component's imports, exports and tools without granting it
+    /// anything: it is described in a store with no directories, no
+    /// environment and no network.
+    pub async fn inspect(&self, bytes: &[u8]) -> Result<Inspection, LoadError> {
+        loader::inspect(self, bytes).await
+    }
+}

@@ -1,0 +1,306 @@
+//! A loaded plugin ([`Plugin`]), what kind it is ([`PluginKind`]), and its
+//! tool calls: `describe`, `invoke` and `preview`, with what they return
+//! ([`ToolOutput`], [`ToolError`]). A provider's calls are in `provider`.
+
+use super::bindings::{ProviderPluginPre, ToolPluginPre, tool as wit, types};
+use super::store::{CallState, PluginShared};
+use super::{CacheOutcome, Effect, LoadError, ToolSpec, budget, effects};
+use crate::manifest::PluginDecl;
+use std::sync::Arc;
+use wasmtime::Engine;
+
+/// What a successful call returns.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct ToolOutput {
+    /// Text for the model.
+    pub content: String,
+    /// The tool reports a failure in `content`.
+    pub is_error: bool,
+    /// Structured data, if the tool gave any.
+    pub data: Option<serde_json::Value>,
+}
+
+/// Why a call produced no output.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, serde::Serialize)]
+#[serde(tag = "kind", content = "message", rename_all = "snake_case")]
+pub enum ToolError {
+    /// No loaded plugin exports this tool.
+    #[error("unknown tool `{0}`")]
+    UnknownTool(String),
+    /// The arguments were not valid for the tool.
+    #[error("invalid arguments: {0}")]
+    InvalidArguments(String),
+    /// The tool failed; the model may try something else.
+    #[error("{0}")]
+    Failed(String),
+    /// The tool failed and asks the agent to stop.
+    #[error("fatal: {0}")]
+    Fatal(String),
+    /// The sandbox ended the call: trap, timeout or limit. The message says which.
+    #[error("{0}")]
+    Sandbox(String),
+}
+
+impl From<wit::ToolError> for ToolError {
+    fn from(e: wit::ToolError) -> Self {
+        match e {
+            wit::ToolError::InvalidArguments(m) => ToolError::InvalidArguments(m),
+            wit::ToolError::UnknownTool(m) => ToolError::UnknownTool(m),
+            wit::ToolError::Failed(m) => ToolError::Failed(m),
+            wit::ToolError::Fatal(m) => ToolError::Fatal(m),
+        }
+    }
+}
+
+impl ToolError {
+    /// Whether the agent's run should stop.
+    pub fn is_fatal(&self) -> bool {
+        matches!(self, ToolError::Fatal(_))
+    }
+}
+
+/// What a plugin provides, from its exports.
+#[derive(Clone)]
+pub(super) enum PluginKind {
+    /// Exports `corral:plugin/tool`.
+    Tool(ToolPluginPre<CallState>),
+    /// Exports `corral:plugin/provider`.
+    Provider(ProviderPluginPre<CallState>),
+}
+
+impl PluginKind {
+    /// The kind of a linked component, or why it is neither.
+    pub(super) fn of(pre: wasmtime::component::InstancePre<CallState>) -> Result<Self, String> {
+        match ToolPluginPre::new(pre.clone()) {
+            Ok(t) => Ok(PluginKind::Tool(t)),
+            Err(tool_err) => ProviderPluginPre::new(pre)
+                .map(PluginKind::Provider)
+                .map_err(|_| format!("{tool_err:#}")),
+        }
+    }
+}
+
+/// A loaded plugin, ready to be called.
+pub struct Plugin {
+    pub(super) engine: Engine,
+    pub(super) shared: Arc<PluginShared>,
+    pub(super) decl: PluginDecl,
+    pub(super) sha256: String,
+    pub(super) imports: Vec<String>,
+    pub(super) cache: CacheOutcome,
+    pub(super) kind: PluginKind,
+    pub(super) tools: Vec<ToolSpec>,
+}
+
+impl Plugin {
+    /// Its manifest entry.
+    pub fn decl(&self) -> &PluginDecl {
+        &self.decl
+    }
+
+    /// SHA-256 of its component.
+    pub fn sha256(&self) -> &str {
+        &self.sha256
+    }
+
+    /// The interfaces it imports.
+    pub fn imports(&self) -> &[String] {
+        &self.imports
+    }
+
+    /// Whether it was compiled now or loaded from the cache.
+    pub fn cache_outcome(&self) -> CacheOutcome {
+        self.cache
+    }
+
+    /// Its tools (none for a provider plugin).
+    pub fn tools(&self) -> &[ToolSpec] {
+        &self.tools
+    }
+
+    /// Whether it is a provider plugin (exports `corral:plugin/provider`).
+    pub fn is_provider(&self) -> bool {
+        matches!(self.kind, PluginKind::Provider(_))
+    }
+
+    /// Asks the plugin for its tools, in a sandbox with no programs, no
+    /// network and read-only directories, and vets what it answers.
+    pub(super) async fn describe(&self) -> Result<Vec<ToolSpec>, LoadError> {
+        let name = &self.decl.name;
+        let PluginKind::Tool(pre) = &self.kind else {
+            return Ok(Vec::new());
+        };
+        let specs = self
+            .call_in_sandbox(
+                pre,
+                effects::CallCaps::Describe,
+                None,
+                move |instance, store| {
+                    Box::pin(
+                        async move { instance.corral_plugin_tool().call_describe(store).await },
+                    )
+                },
+            )
+            .await
+            .map_err(|e| LoadError(format!("plugin `{name}`: `describe` failed: {e}")))?;
+        let mut tools = Vec::new();
+        for spec in specs {
+            let schema: serde_json::Value =
+                serde_json::from_str(&spec.input_schema).map_err(|e| {
+                    LoadError(format!(
+                        "plugin `{name}`: tool `{}` has an input schema that is not JSON: {e}",
+                        spec.name
+                    ))
+                })?;
+            tools.push(ToolSpec {
+                name: spec.name,
+                description: spec.description,
+                input_schema: schema,
+                effects: spec
+                    .effects
+                    .into_iter()
+                    .map(|e| match e {
+                        types::Effect::Read => Effect::Read,
+                        types::Effect::Write => Effect::Write,
+                        types::Effect::Execute => Effect::Execute,
+                        types::Effect::Network => Effect::Network,
+                    })
+                    .collect(),
+                warnings: Vec::new(),
+            });
+        }
+        budget::vet_tools(
+            name,
+            &self.decl.origin.to_string(),
+            &mut tools,
+            self.decl.limits.output_kb,
+        )?;
+        Ok(tools)
+    }
+
+    /// Runs one call of `tool` with JSON `arguments` in a fresh sandbox.
+    pub async fn call(
+        &self,
+        tool: &str,
+        arguments: &str,
+        call_id: &str,
+    ) -> Result<ToolOutput, ToolError> {
+        let spec = self
+            .tools
+            .iter()
+            .find(|t| t.name == tool)
+            .ok_or_else(|| ToolError::UnknownTool(tool.to_owned()))?;
+        let call = wit::ToolCall {
+            id: call_id.to_owned(),
+            name: tool.to_owned(),
+            arguments: arguments.to_owned(),
+        };
+        let output_cap = self.decl.limits.output_kb.saturating_mul(1024);
+        tracing::debug!(plugin = %self.decl.name, tool, "call started");
+        let PluginKind::Tool(pre) = &self.kind else {
+            return Err(ToolError::UnknownTool(tool.to_owned()));
+        };
+        // The same declared effects the permission policy judged this call by.
+        let caps = effects::CallCaps::Invoke {
+            tool: tool.to_owned(),
+            effects: spec.effects.clone(),
+        };
+        let result = self
+            .call_in_sandbox(pre, caps, None, move |instance, store| {
+                Box::pin(async move {
+                    instance
+                        .corral_plugin_tool()
+                        .call_invoke(store, &call)
+                        .await
+                })
+            })
+            .await?;
+        match result {
+            Ok(out) => {
+                let size = out.content.len() + out.data.as_ref().map_or(0, String::len);
+                if size as u64 > output_cap {
+                    return Err(ToolError::Sandbox(format!(
+                        "plugin `{}`: the output of `{tool}` ({size} bytes) exceeds the limit of {} KiB; \
+                         ask for less output or raise limits.output_kb",
+                        self.decl.name, self.decl.limits.output_kb
+                    )));
+                }
+                let data = match out.data {
+                    Some(d) => Some(serde_json::from_str(&d).map_err(|e| {
+                        ToolError::Failed(format!("`{tool}` returned data that is not JSON: {e}"))
+                    })?),
+                    None => None,
+                };
+                Ok(ToolOutput {
+                    content: out.content,
+                    is_error: out.is_error,
+                    data,
+                })
+            }
+            Err(e) => Err(self.capped(e.into())),
+        }
+    }
+
+    /// The unified diff `tool` would apply with these arguments, computed by
+    /// the plugin before anything is approved: with its directories mounted
+    /// read-only, no programs and no network, so a preview can change nothing
+    /// and send nothing anywhere. `None` when the tool changes no file or
+    /// cannot tell.
+    pub async fn preview(
+        &self,
+        tool: &str,
+        arguments: &str,
+        call_id: &str,
+    ) -> Result<Option<String>, ToolError> {
+        let PluginKind::Tool(pre) = &self.kind else {
+            return Err(ToolError::UnknownTool(tool.to_owned()));
+        };
+        let call = wit::ToolCall {
+            id: call_id.to_owned(),
+            name: tool.to_owned(),
+            arguments: arguments.to_owned(),
+        };
+        let caps = effects::CallCaps::Preview {
+            tool: tool.to_owned(),
+        };
+        let result = self
+            .call_in_sandbox(pre, caps, None, move |instance, store| {
+                Box::pin(async move {
+                    instance
+                        .corral_plugin_tool()
+                        .call_preview(store, &call)
+                        .await
+                })
+            })
+            .await?;
+        match result {
+            Ok(Some(diff))
+                if diff.len() as u64 > self.decl.limits.output_kb.saturating_mul(1024) =>
+            {
+                Err(ToolError::Sandbox(format!(
+                    "plugin `{}`: the preview of `{tool}` ({} bytes) exceeds the limit of {} KiB; \
+                     raise limits.output_kb to review such a change",
+                    self.decl.name,
+                    diff.len(),
+                    self.decl.limits.output_kb
+                )))
+            }
+            Ok(preview) => Ok(preview),
+            Err(e) => Err(self.capped(e.into())),
+        }
+    }
+
+    /// `err` with its text cut to the output limit: error text reaches the
+    /// terminal, the model and the session log like output does.
+    fn capped(&self, err: ToolError) -> ToolError {
+        let cap = self.decl.limits.output_kb.saturating_mul(1024);
+        let cut = |m: String| budget::cap_text(m, cap, "error text");
+        match err {
+            ToolError::UnknownTool(m) => ToolError::UnknownTool(cut(m)),
+            ToolError::InvalidArguments(m) => ToolError::InvalidArguments(cut(m)),
+            ToolError::Failed(m) => ToolError::Failed(cut(m)),
+            ToolError::Fatal(m) => ToolError::Fatal(cut(m)),
+            ToolError::Sandbox(m) => ToolError::Sandbox(cut(m)),
+        }
+    }
+}

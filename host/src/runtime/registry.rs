@@ -1,0 +1,68 @@
+//! The loaded set of plugins ([`Plugins`]) and which plugin serves each tool.
+
+use super::{LoadError, Plugin, ToolError, ToolOutput, ToolSpec, loader};
+use std::collections::HashMap;
+use std::sync::Arc;
+
+impl std::fmt::Debug for Plugins {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list()
+            .entries(self.plugins.iter().map(|p| &p.decl.name))
+            .finish()
+    }
+}
+
+/// Every loaded plugin, and which one serves each tool.
+pub struct Plugins {
+    plugins: Vec<Arc<Plugin>>,
+    by_tool: HashMap<String, usize>,
+}
+
+impl Plugins {
+    pub(super) fn new(plugins: Vec<Arc<Plugin>>) -> Result<Self, LoadError> {
+        let mut by_tool: HashMap<String, usize> = HashMap::new();
+        for (i, plugin) in plugins.iter().enumerate() {
+            for tool in &plugin.tools {
+                if let Some(&j) = by_tool.get(&tool.name) {
+                    return Err(loader::clash(&tool.name, &plugins[j], plugin));
+                }
+                by_tool.insert(tool.name.clone(), i);
+            }
+        }
+        Ok(Self { plugins, by_tool })
+    }
+
+    /// The loaded plugins, by name.
+    pub fn plugins(&self) -> &[Arc<Plugin>] {
+        &self.plugins
+    }
+
+    /// Every tool with the plugin that serves it, sorted by tool name.
+    pub fn tools(&self) -> Vec<(&Plugin, &ToolSpec)> {
+        let mut all: Vec<(&Plugin, &ToolSpec)> = self
+            .plugins
+            .iter()
+            .flat_map(|p| p.tools.iter().map(move |t| (&**p, t)))
+            .collect();
+        all.sort_by(|a, b| a.1.name.cmp(&b.1.name));
+        all
+    }
+
+    /// The plugin serving `tool`.
+    pub fn plugin_for(&self, tool: &str) -> Option<&Arc<Plugin>> {
+        self.by_tool.get(tool).map(|&i| &self.plugins[i])
+    }
+
+    /// Runs one tool call in its plugin's sandbox.
+    pub async fn call(
+        &self,
+        tool: &str,
+        arguments: &str,
+        call_id: &str,
+    ) -> Result<ToolOutput, ToolError> {
+        let plugin = self
+            .plugin_for(tool)
+            .ok_or_else(|| ToolError::UnknownTool(tool.to_owned()))?;
+        plugin.call(tool, arguments, call_id).await
+    }
+}

@@ -1,0 +1,302 @@
+//! The store of one call: what the host's imports see of the call
+//! ([`CallState`]) and of its plugin ([`PluginShared`]), and
+//! [`Plugin::call_in_sandbox`], the one way a plugin's export is called:
+//! a fresh store under the plugin's grants and limits, a fresh instance,
+//! one call, and an explanation when the sandbox ends it.
+
+use super::bindings::{ProviderPlugin, ProviderPluginPre, ToolPlugin, ToolPluginPre};
+use super::engine::TICK;
+use super::{Plugin, StreamEvent, ToolError, budget, effects, files, fsguard, http, limits, stdio};
+use crate::manifest::Access;
+use std::collections::BTreeMap;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use wasmtime::component::ResourceTable;
+use wasmtime::{CallHook, Store, Trap};
+use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
+use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
+
+/// What the host-side imports of a call can see of their plugin.
+pub(crate) struct PluginShared {
+    pub(crate) exec: Option<Arc<crate::exec::Exec>>,
+    pub(crate) name: Arc<str>,
+    pub(crate) config: BTreeMap<String, String>,
+    /// Its directory grants, shared by every call's `files` interface.
+    pub(crate) fs: Arc<[crate::manifest::FsGrant]>,
+    /// What its filesystem calls may not touch.
+    pub(crate) guard: Arc<fsguard::Guard>,
+}
+
+/// The data of one call's store.
+pub(crate) struct CallState {
+    wasi: WasiCtx,
+    http: WasiHttpCtx,
+    egress: http::Egress,
+    table: ResourceTable,
+    pub(super) plugin: Arc<PluginShared>,
+    limiter: limits::CallLimiter,
+    pub(super) host_calls_left: u64,
+    pub(super) host_calls_hit: bool,
+    /// The wall-clock deadline ended the call.
+    timed_out: bool,
+    pub(super) events: Option<tokio::sync::mpsc::Sender<StreamEvent>>,
+    pub(super) budget: budget::CallBudget,
+    pub(super) dirs: files::Dirs,
+    /// What this call may use of its plugin's grants.
+    pub(super) caps: effects::CallCaps,
+}
+
+impl WasiView for CallState {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView {
+            ctx: &mut self.wasi,
+            table: &mut self.table,
+        }
+    }
+}
+
+impl WasiHttpView for CallState {
+    fn http(&mut self) -> WasiHttpCtxView<'_> {
+        WasiHttpCtxView {
+            ctx: &mut self.http,
+            table: &mut self.table,
+            hooks: &mut self.egress,
+        }
+    }
+}
+
+/// A linked plugin that can be instantiated in a call's store.
+pub(super) trait Instantiate: Sync {
+    /// The instance, through which its exports are called.
+    type Instance: Send + Sync;
+
+    /// Instantiates the plugin in `store`.
+    fn instantiate(
+        &self,
+        store: &mut Store<CallState>,
+    ) -> impl Future<Output = wasmtime::Result<Self::Instance>> + Send;
+}
+
+impl Instantiate for ToolPluginPre<CallState> {
+    type Instance = ToolPlugin;
+
+    fn instantiate(
+        &self,
+        store: &mut Store<CallState>,
+    ) -> impl Future<Output = wasmtime::Result<ToolPlugin>> + Send {
+        self.instantiate_async(store)
+    }
+}
+
+impl Instantiate for ProviderPluginPre<CallState> {
+    type Instance = ProviderPlugin;
+
+    fn instantiate(
+        &self,
+        store: &mut Store<CallState>,
+    ) -> impl Future<Output = wasmtime::Result<ProviderPlugin>> + Send {
+        self.instantiate_async(store)
+    }
+}
+
+/// A call of one export of an instance, borrowing the instance and its store.
+pub(super) type ExportCall<'a, R> = Pin<Box<dyn Future<Output = wasmtime::Result<R>> + Send + 'a>>;
+
+impl Plugin {
+    /// Builds a fresh sandboxed store, instantiates `pre` in it, calls one
+    /// of its exports with `export` and turns traps and limits into
+    /// [`ToolError::Sandbox`]. `caps` narrows the plugin's grants to what
+    /// this kind of call may use.
+    pub(super) async fn call_in_sandbox<P, R, F>(
+        &self,
+        pre: &P,
+        caps: effects::CallCaps,
+        events: Option<tokio::sync::mpsc::Sender<StreamEvent>>,
+        export: F,
+    ) -> Result<R, ToolError>
+    where
+        P: Instantiate,
+        R: Send + 'static,
+        F: for<'a> FnOnce(&'a P::Instance, &'a mut Store<CallState>) -> ExportCall<'a, R> + Send,
+    {
+        let name = &self.decl.name;
+        let limits = self.decl.limits;
+        let stdout = stdio::LogPipe::default();
+        let stderr = stdio::LogPipe::default();
+        let mut wasi = WasiCtxBuilder::new();
+        wasi.stdout(stdout.clone()).stderr(stderr.clone());
+        // File operations are short; running them on this thread instead of
+        // hopping to tokio's blocking pool per syscall is what makes a
+        // sandboxed grep close to a native one.
+        wasi.allow_blocking_current_thread(true);
+        for grant in &self.decl.fs {
+            // The path was canonical when the manifest loaded; if a directory
+            // on it has since become a symlink (a program run by a plugin can
+            // do that inside the workspace), it may lead anywhere. The
+            // workspace root itself is out of their reach.
+            if grant.path != "." {
+                files::check_unmoved(&grant.host_path).map_err(|e| {
+                ToolError::Sandbox(format!(
+                    "plugin `{name}`: granted directory {} ({}) is no longer what the manifest granted: {e}; \
+                     restore it or reload corral",
+                    grant.path,
+                    grant.host_path.display()
+                ))
+                })?;
+            }
+            let perms = if !caps.writes() || grant.access == Access::Ro {
+                FsPerms::ReadOnly
+            } else {
+                FsPerms::ReadWrite
+            };
+            wasi.preopened_dir(&grant.host_path, &grant.guest_path, perms)
+                .map_err(|e| {
+                    ToolError::Sandbox(format!(
+                        "plugin `{name}`: cannot open granted directory {}: {e}",
+                        grant.host_path.display()
+                    ))
+                })?;
+        }
+        for var in &self.decl.env {
+            if let Ok(value) = std::env::var(var) {
+                wasi.env(var, value);
+            }
+        }
+        let mut http_ctx = WasiHttpCtx::new();
+        http_ctx.set_field_size_limit(budget::FIELDS_SIZE_LIMIT);
+        let mut table = ResourceTable::new();
+        table.set_max_capacity(budget::MAX_HOST_OBJECTS);
+        let state = CallState {
+            wasi: wasi.build(),
+            http: http_ctx,
+            egress: http::Egress {
+                plugin: self.shared.name.clone(),
+                allow: self.decl.net.clone().into(),
+                secrets: self.decl.secrets.clone().into(),
+                refused: caps.network(name).err(),
+            },
+            table,
+            budget: budget::CallBudget::new(limits.output_kb.saturating_mul(1024)),
+            plugin: self.shared.clone(),
+            limiter: limits::CallLimiter {
+                memory_bytes: usize::try_from(limits.memory_mb.saturating_mul(1 << 20))
+                    .unwrap_or(usize::MAX),
+                memory_hit: false,
+            },
+            host_calls_left: limits.host_calls,
+            host_calls_hit: false,
+            timed_out: false,
+            events,
+            dirs: files::Dirs::new(self.shared.fs.clone()),
+            caps,
+        };
+        let mut store = Store::new(&self.engine, state);
+        store.limiter(|s| &mut s.limiter);
+        // Every tick yields to the executor, so a call in a busy loop can
+        // still be cancelled (Ctrl-C drops its future) between ticks; the
+        // wall-clock deadline traps.
+        let deadline = Instant::now() + Duration::from_millis(limits.timeout_ms);
+        store.set_epoch_deadline(1);
+        store.epoch_deadline_callback(move |mut ctx| {
+            if Instant::now() >= deadline {
+                ctx.data_mut().timed_out = true;
+                return Err(wasmtime::format_err!("deadline reached"));
+            }
+            Ok(wasmtime::UpdateDeadline::Yield(1))
+        });
+        store.call_hook(|mut ctx, hook| {
+            if matches!(hook, CallHook::CallingHost) {
+                let state = ctx.data_mut();
+                if state.host_calls_left == 0 {
+                    state.host_calls_hit = true;
+                    return Err(wasmtime::format_err!("host-call budget exhausted"));
+                }
+                state.host_calls_left -= 1;
+            }
+            Ok(())
+        });
+
+        let deadline = Duration::from_millis(limits.timeout_ms);
+        let call = async {
+            let instance = pre.instantiate(&mut store).await?;
+            export(&instance, &mut store).await
+        };
+        let outcome = tokio::time::timeout(deadline + TICK * 5, call).await;
+
+        let log_text = |pipe: &stdio::LogPipe, stream: &str| {
+            let text = pipe.text();
+            for line in text.lines().filter(|l| !l.trim().is_empty()) {
+                let line = crate::terminal::inert(line);
+                tracing::info!(target: "corral::plugin", plugin = %name, stream, "{line}");
+            }
+        };
+        log_text(&stdout, "stdout");
+        log_text(&stderr, "stderr");
+        if store.data().budget.log_dropped > 0 {
+            tracing::warn!(
+                target: "corral::plugin",
+                plugin = %name,
+                "dropped {} bytes of log lines over the budget of {} KiB per call",
+                store.data().budget.log_dropped,
+                budget::LOG_BYTES_PER_CALL / 1024
+            );
+        }
+
+        tracing::debug!(
+            plugin = %name,
+            host_calls = limits.host_calls - store.data().host_calls_left,
+            "call finished"
+        );
+        let err = match outcome {
+            Err(_elapsed) => {
+                return Err(ToolError::Sandbox(format!(
+                    "plugin `{name}`: the call timed out after {} ms (limits.timeout_ms)",
+                    limits.timeout_ms
+                )));
+            }
+            Ok(Ok(value)) => return Ok(value),
+            Ok(Err(err)) => err,
+        };
+        let state = store.data();
+        let why = if state.timed_out {
+            format!(
+                "the call timed out after {} ms (limits.timeout_ms)",
+                limits.timeout_ms
+            )
+        } else if let Some(why) = budget::explain(&state.budget, &err, limits.output_kb) {
+            why
+        } else if state.limiter.memory_hit {
+            format!(
+                "the call exceeded the memory limit of {} MiB (limits.memory_mb)",
+                limits.memory_mb
+            )
+        } else if state.host_calls_hit {
+            format!(
+                "the call exceeded its budget of {} host calls (limits.host_calls)",
+                limits.host_calls
+            )
+        } else {
+            match err.downcast_ref::<Trap>() {
+                Some(Trap::Interrupt) => format!(
+                    "the call timed out after {} ms (limits.timeout_ms)",
+                    limits.timeout_ms
+                ),
+                Some(Trap::StackOverflow) => {
+                    "the call overflowed its stack (deep recursion)".to_owned()
+                }
+                Some(trap) => format!("the plugin crashed ({trap})"),
+                None => format!("the call failed: {err:#}"),
+            }
+        };
+        let tail = budget::without_backtrace_hint(&stderr.tail(4));
+        let detail = if tail.is_empty() {
+            String::new()
+        } else {
+            format!("; its last output: {tail}")
+        };
+        Err(ToolError::Sandbox(format!(
+            "plugin `{name}`: {why}{detail}"
+        )))
+    }
+}
