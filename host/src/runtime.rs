@@ -11,8 +11,9 @@
 //! Where things are:
 //! - [`Runtime`] (here) owns the engine (`engine`: configuration, epoch
 //!   ticker), the linker (`linker`) and the compile cache (`cache`);
-//! - `loader` loads a manifest's plugins or inspects a component, checking
-//!   its imports against its grants (`imports`) before anything runs;
+//! - `loader` loads a manifest's plugins or inspects a component, refusing
+//!   imports corral does not provide (`imports`, which also tells which
+//!   imports a plugin's grants leave denied) before anything runs;
 //! - [`Plugin`] (`plugin`, `provider`) is one loaded plugin and its calls,
 //!   [`Plugins`] (`registry`) the loaded set and which plugin serves a tool;
 //! - `store` builds each call's store and calls one export in it; what a
@@ -46,7 +47,7 @@ mod stream;
 
 pub use budget::EVENT_CHANNEL_CAPACITY;
 pub use cache::CacheOutcome;
-pub use imports::{Capability, classify};
+pub use imports::{Capability, ImportReview, Status as ImportStatus, classify, review};
 pub use loader::{Inspection, LoadError};
 pub use plugin::{Plugin, ToolError, ToolOutput};
 pub use registry::Plugins;

@@ -24,15 +24,24 @@ fn content(r: Result<ToolOutput, ToolError>) -> (String, bool) {
     }
 }
 
+/// Without `grants.exec` the shell plugin loads, and `process.run` is a
+/// stub that answers every run with `not-granted`, naming the entry and the
+/// grant that would allow it.
 #[tokio::test]
-async fn shell_without_exec_grant_is_refused_at_load() {
+async fn shell_without_exec_grant_loads_and_runs_nothing() {
     let sb = Sandbox::new();
-    let err = sb
+    let p = sb
         .load("[plugins.shell]\nsource = \"builtin:shell\"\n")
         .await
-        .expect_err("refused");
-    assert!(err.contains("corral:plugin/process"), "{err}");
-    assert!(err.contains("grants.exec is empty"), "{err}");
+        .expect("loads without grants.exec");
+    let (out, err) = content(call(&p, "run_command", json!({"command": "touch made"})).await);
+    assert!(err, "{out}");
+    assert!(
+        out.contains("not granted: this plugin (`shell`) has no grants.exec entry in [plugins.shell] (corral.toml:2)"),
+        "{out}"
+    );
+    assert!(out.contains("add grants.exec = ["), "{out}");
+    assert!(!sb.ws().join("made").exists(), "a program ran");
 }
 
 #[tokio::test]

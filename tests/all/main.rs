@@ -22,6 +22,7 @@ mod manifest;
 mod mock;
 mod policy;
 mod sandbox;
+mod stubs;
 mod tools;
 mod trustpin;
 

@@ -15,6 +15,8 @@ const GUESTS: &[&str] = &[
     "guest-effects-guest",
     "guest-fsguard",
     "guest-budgets",
+    "guest-stubs",
+    "guest-stubs-unknown",
 ];
 
 fn main() {

@@ -3,9 +3,13 @@
 
 use super::{EXIT_TOOL_ERROR, fail, inert, out, out_json, with_newline};
 use corral::manifest::{self, Access, Manifest, Source};
-use corral::runtime::{Capability, Plugins, Runtime, RuntimeOptions, ToolError, classify};
+use corral::runtime::{
+    Capability, ImportReview, ImportStatus, Plugins, Runtime, RuntimeOptions, ToolError,
+};
 use std::process::ExitCode;
 
+/// Every grant of `decl` on one line. A secret shows where it goes and in
+/// which header, never its value.
 fn grants_text(decl: &manifest::PluginDecl) -> String {
     let mut parts = Vec::new();
     for g in &decl.fs {
@@ -20,6 +24,18 @@ fn grants_text(decl: &manifest::PluginDecl) -> String {
     }
     for e in &decl.env {
         parts.push(format!("env {e}"));
+    }
+    for x in &decl.exec {
+        let network = if x.network { ", network" } else { "" };
+        parts.push(format!(
+            "exec {} [{}] ({} ms{network})",
+            x.program,
+            x.args.join(" "),
+            x.timeout_ms
+        ));
+    }
+    for secret in &decl.secrets {
+        parts.push(format!("secret {} for {}", secret.header, secret.origin()));
     }
     if parts.is_empty() {
         "none".to_owned()
@@ -44,7 +60,18 @@ pub(super) fn plugins_list(manifest: &Manifest, plugins: &Plugins, json: bool) -
                         "fs": d.fs.iter().map(|g| serde_json::json!({"path": g.path, "access": g.access})).collect::<Vec<_>>(),
                         "net": d.net.iter().map(|n| n.pattern.clone()).collect::<Vec<_>>(),
                         "env": d.env,
+                        "exec": d.exec.iter().map(|x| serde_json::json!({
+                            "program": x.program,
+                            "args": x.args,
+                            "timeout_ms": x.timeout_ms,
+                            "network": x.network,
+                        })).collect::<Vec<_>>(),
+                        "secrets": d.secrets.iter().map(|s| serde_json::json!({
+                            "origin": s.origin(),
+                            "header": s.header,
+                        })).collect::<Vec<_>>(),
                     },
+                    "imports": p.import_reviews(),
                     "limits": {
                         "timeout_ms": d.limits.timeout_ms,
                         "memory_mb": d.limits.memory_mb,
@@ -83,12 +110,77 @@ pub(super) fn plugins_list(manifest: &Manifest, plugins: &Plugins, json: bool) -
             p.tools().iter().map(|t| t.name.as_str()).collect::<Vec<_>>().join(", "),
             d.origin,
         ));
+        text.push_str(&imports_text(&p.import_reviews()));
         for w in tool_warnings(p) {
             text.push_str(&format!("  warning  {w}\n"));
         }
     }
     out(&text);
     ExitCode::SUCCESS
+}
+
+/// A plugin's imports: the live ones on one line, then a line per package
+/// of imports its grants leave denied, saying what the plugin gets instead.
+fn imports_text(reviews: &[ImportReview]) -> String {
+    let live: Vec<&str> = reviews
+        .iter()
+        .filter(|r| r.status == ImportStatus::Live)
+        .map(|r| r.name.as_str())
+        .collect();
+    let live = grouped(&live);
+    let mut text = format!(
+        "  imports  live: {}\n",
+        if live.is_empty() {
+            "none".to_owned()
+        } else {
+            live.join(", ")
+        }
+    );
+    let mut denied: Vec<(&str, Vec<&str>)> = Vec::new();
+    for r in reviews.iter().filter(|r| r.status != ImportStatus::Live) {
+        match denied.iter_mut().find(|(note, _)| *note == r.note) {
+            Some((_, names)) => names.push(&r.name),
+            None => denied.push((&r.note, vec![&r.name])),
+        }
+    }
+    for (note, names) in denied {
+        for group in grouped(&names) {
+            text.push_str(&format!("  denied   {group}: {note}\n"));
+        }
+    }
+    text
+}
+
+/// Interface names with the interfaces of one package and version folded
+/// into braces: `wasi:cli/{stderr,stdout}@0.2.6`.
+fn grouped(names: &[&str]) -> Vec<String> {
+    let mut groups: Vec<(&str, &str, Vec<&str>)> = Vec::new();
+    for name in names {
+        let (path, version) = name.split_once('@').unwrap_or((name, ""));
+        let (package, interface) = path.split_once('/').unwrap_or((path, ""));
+        match groups
+            .iter_mut()
+            .find(|(p, v, _)| *p == package && *v == version)
+        {
+            Some((_, _, interfaces)) => interfaces.push(interface),
+            None => groups.push((package, version, vec![interface])),
+        }
+    }
+    groups
+        .into_iter()
+        .map(|(package, version, interfaces)| {
+            let version = if version.is_empty() {
+                String::new()
+            } else {
+                format!("@{version}")
+            };
+            match interfaces.as_slice() {
+                [""] => format!("{package}{version}"),
+                [one] => format!("{package}/{one}{version}"),
+                many => format!("{package}/{{{}}}{version}", many.join(",")),
+            }
+        })
+        .collect()
 }
 
 /// What is suspicious about how a plugin's tools describe themselves.
@@ -223,7 +315,7 @@ pub(super) async fn inspect(file: &std::path::Path, json: bool) -> ExitCode {
         let value = serde_json::json!({
             "file": file.display().to_string(),
             "sha256": info.sha256,
-            "imports": info.imports.iter().map(|i| serde_json::json!({"name": i, "capability": classify(i)})).collect::<Vec<_>>(),
+            "imports": info.imports,
             "exports": info.exports,
             "tools": match &info.tools { Ok(t) => serde_json::to_value(t).unwrap_or_default(), Err(e) => serde_json::json!({"error": e}) },
         });
@@ -231,18 +323,24 @@ pub(super) async fn inspect(file: &std::path::Path, json: bool) -> ExitCode {
         return ExitCode::SUCCESS;
     }
     let mut text = format!(
-        "{}\n  sha256  {}\n\nimports (what it could ask for):\n",
+        "{}\n  sha256  {}\n\nimports (what it could ask for; live or denied as for a plugin with no grants):\n",
         file.display(),
         info.sha256
     );
-    let mut by_cap: std::collections::BTreeMap<Capability, Vec<&str>> = Default::default();
+    let mut by_cap: std::collections::BTreeMap<Capability, Vec<&ImportReview>> = Default::default();
     for import in &info.imports {
-        by_cap.entry(classify(import)).or_default().push(import);
+        by_cap.entry(import.capability).or_default().push(import);
     }
-    for (cap, names) in &by_cap {
+    for (cap, imports) in &by_cap {
         text.push_str(&format!("  {}\n", cap.describe()));
-        for n in names {
-            text.push_str(&format!("    {n}\n"));
+        for i in imports {
+            // A live import's note would repeat its capability's heading.
+            let status = match i.status {
+                ImportStatus::Live => "live".to_owned(),
+                ImportStatus::Denied => format!("denied: {}", i.note),
+                ImportStatus::Refused => format!("refused: {}", i.note),
+            };
+            text.push_str(&format!("    {}  {status}\n", i.name));
         }
     }
     text.push_str("\nexports:\n");

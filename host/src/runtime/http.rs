@@ -4,7 +4,9 @@
 //! The default client does not follow redirects, so a redirect comes back to
 //! the plugin and its next request is checked like any other. A denied
 //! request is `HttpRequestDenied` to the guest, never a trap, and a log line
-//! naming the grant or the effect that would allow it.
+//! naming the grant or the effect that would allow it. A plugin without
+//! `grants.net` may still import `wasi:http`: every request it makes is
+//! denied that way.
 //!
 //! Credentials (`grants.secrets`) are added here, on egress, to requests for
 //! their exact scheme, host and port only: the plugin never holds them, in
@@ -26,6 +28,9 @@ pub(super) fn add_to_linker(linker: &mut Linker<CallState>) -> wasmtime::Result<
 /// The egress policy of one call.
 pub(crate) struct Egress {
     pub(crate) plugin: Arc<str>,
+    /// Where the plugin's manifest entry is, for the denial of a plugin
+    /// without `grants.net`.
+    pub(crate) origin: Arc<str>,
     pub(crate) allow: Arc<[NetGrant]>,
     pub(crate) secrets: Arc<[Secret]>,
     /// Why this call may send nothing at all, whatever `allow` says.
@@ -52,6 +57,17 @@ fn destination(uri: &http::Uri) -> (String, String, u16) {
 impl Egress {
     /// Whether a request to `scheme://host:port` may be sent.
     fn allowed(&self, scheme: &str, host: &str, port: u16) -> Result<(), String> {
+        let plugin = &self.plugin;
+        // Without grants.net, `wasi:http` is a stub: declaring `network`
+        // would not help, so the missing grant is what the log says.
+        if self.allow.is_empty() {
+            return Err(format!(
+                "plugin `{plugin}` has no grants.net entry in [plugins.{plugin}] ({}): request to \
+                 {scheme}://{host}:{port} denied; add grants.net = [\"{scheme}://{host}:{port}\"] \
+                 to [plugins.{plugin}] to let it reach that destination",
+                self.origin
+            ));
+        }
         if let Some(why) = &self.refused {
             return Err(format!("request to {scheme}://{host}:{port} denied: {why}"));
         }
@@ -59,8 +75,7 @@ impl Egress {
             Ok(())
         } else {
             Err(format!(
-                "plugin `{}`: request to {scheme}://{host}:{port} denied; add \"{scheme}://{host}:{port}\" to grants.net of [plugins.{}] to allow it",
-                self.plugin, self.plugin
+                "plugin `{plugin}`: request to {scheme}://{host}:{port} denied; add \"{scheme}://{host}:{port}\" to grants.net of [plugins.{plugin}] to allow it"
             ))
         }
     }

@@ -5,7 +5,8 @@
 //! per copy, an entry only its settings. Everything that needs no plugin
 //! code to run is checked for every entry before any is instantiated: each
 //! file's `sha256` pin and trust record (against the hash of the bytes that
-//! are compiled), its imports against its grants, and linking.
+//! are compiled), its imports (only interfaces corral does not provide are
+//! refused; what its grants do not cover is denied per call), and linking.
 //!
 //! Then `describe` runs. Two entries that run the same component with the
 //! same settings (config, grants, limits) give it the same inputs, so they
@@ -14,6 +15,7 @@
 //! run. Everything else is described once per entry, the tool names checked
 //! as each answers.
 
+use super::imports::ImportReview;
 use super::store::PluginShared;
 use super::{CacheOutcome, Plugin, PluginKind, Plugins, Runtime, ToolSpec, fsguard};
 use crate::manifest::{Manifest, Origin, PluginDecl, Source};
@@ -232,6 +234,7 @@ pub(super) fn prepare(
                     ))
                 })?,
             name: name.as_str().into(),
+            origin: decl.origin.to_string().into(),
             config: decl.config.clone(),
             fs: decl.fs.clone().into(),
             exec: (!decl.exec.is_empty()).then(|| {
@@ -270,12 +273,15 @@ pub(super) fn clash(tool: &str, first: &Plugin, second: &Plugin) -> LoadError {
 /// Whether `a` and `b` give the same component the same inputs, so that
 /// describing one tells the tools of both. Everything a guest can observe
 /// of its entry counts; only the name, where it was declared and how its
-/// file was named do not. The name does reach a guest inside the host's
-/// `process` errors, so entries that may run programs are never twins.
+/// file was named do not. The name and the manifest line do reach a guest
+/// inside the host's `process` errors, granted or not, so entries whose
+/// component imports `process` are never twins.
 fn twins(a: &Plugin, b: &Plugin) -> bool {
     a.sha256 == b.sha256
-        && a.decl.exec.is_empty()
-        && b.decl.exec.is_empty()
+        && !a
+            .imports
+            .iter()
+            .any(|i| super::imports::classify(i) == super::Capability::Process)
         && settings(&a.decl) == settings(&b.decl)
 }
 
@@ -305,6 +311,7 @@ pub(super) async fn inspect(rt: &Runtime, bytes: &[u8]) -> Result<Inspection, Lo
         .load(&rt.engine, bytes, &sha256)
         .map_err(|e| LoadError(format!("not a valid WebAssembly component: {e:#}")))?;
     let imports = import_names(&rt.engine, &component);
+    let refused = super::imports::refusal(&imports);
     let exports = component
         .component_type()
         .exports(&rt.engine)
@@ -325,12 +332,19 @@ pub(super) async fn inspect(rt: &Runtime, bytes: &[u8]) -> Result<Inspection, Lo
             line: 0,
         },
     };
-    let tools = match rt
-        .linker
-        .instantiate_pre(&component)
-        .map_err(|e| format!("{e:#}"))
-        .and_then(PluginKind::of)
-    {
+    let reviews = imports
+        .iter()
+        .map(|i| super::imports::review(&decl, i))
+        .collect();
+    let linked = match refused {
+        Some(why) => Err(why),
+        None => rt
+            .linker
+            .instantiate_pre(&component)
+            .map_err(|e| format!("{e:#}"))
+            .and_then(PluginKind::of),
+    };
+    let tools = match linked {
         Ok(PluginKind::Provider(_)) => Ok(Vec::new()),
         Ok(kind) => {
             let plugin = Plugin {
@@ -341,6 +355,7 @@ pub(super) async fn inspect(rt: &Runtime, bytes: &[u8]) -> Result<Inspection, Lo
                         .map_err(|e| LoadError(e.to_string()))?,
                     exec: None,
                     name: "inspected".into(),
+                    origin: "(inspect)".into(),
                     config: BTreeMap::new(),
                     fs: Arc::new([]),
                 }),
@@ -357,7 +372,7 @@ pub(super) async fn inspect(rt: &Runtime, bytes: &[u8]) -> Result<Inspection, Lo
     };
     Ok(Inspection {
         sha256,
-        imports,
+        imports: reviews,
         exports,
         tools,
     })
@@ -368,8 +383,8 @@ pub(super) async fn inspect(rt: &Runtime, bytes: &[u8]) -> Result<Inspection, Lo
 pub struct Inspection {
     /// SHA-256 of the component file.
     pub sha256: String,
-    /// Every interface it imports.
-    pub imports: Vec<String>,
+    /// Every interface it imports, judged as for a plugin with no grants.
+    pub imports: Vec<ImportReview>,
     /// Every interface it exports.
     pub exports: Vec<String>,
     /// Its tools, or why they could not be read.

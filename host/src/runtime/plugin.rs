@@ -108,6 +108,15 @@ impl Plugin {
         &self.imports
     }
 
+    /// Each interface it imports, and whether its grants make it live or
+    /// leave it linked to a stub that denies every call.
+    pub fn import_reviews(&self) -> Vec<super::ImportReview> {
+        self.imports
+            .iter()
+            .map(|i| super::imports::review(&self.decl, i))
+            .collect()
+    }
+
     /// Whether it was compiled now or loaded from the cache.
     pub fn cache_outcome(&self) -> CacheOutcome {
         self.cache

@@ -8,28 +8,35 @@ use super::store::CallState;
 use crate::exec::ExecError;
 use wasmtime::component::{HasSelf, Linker};
 
-/// Adds `corral:plugin/process`; plugins without `grants.exec` cannot
-/// import it (see `imports::check`), and calls whose tool does not declare
-/// `execute` are refused when they run a program.
+/// Adds `corral:plugin/process`. Every plugin may import it: for one
+/// without `grants.exec` each run is `not-granted`, naming the manifest
+/// entry, and so is each run in a call whose tool does not declare
+/// `execute`.
 pub(super) fn add_to_linker(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
     process::add_to_linker::<CallState, HasSelf<CallState>>(linker, |s| s)
 }
 
 impl Host for CallState {
     async fn run(&mut self, command: Command) -> Result<Output, ProcessError> {
-        // Before the grants: they say which programs the plugin may ever run,
-        // the call's declared effects whether this call may run any.
+        // Without grants.exec this interface is a stub: declaring `execute`
+        // would not help, so the missing grant is what the plugin is told.
+        let Some(exec) = self.plugin.exec.clone() else {
+            let name = &self.plugin.name;
+            let why = format!(
+                "not granted: this plugin (`{name}`) has no grants.exec entry in [plugins.{name}] ({}); \
+                 add grants.exec = [{{ program = \"NAME\", args = [\"**\"] }}] to [plugins.{name}] \
+                 to let it run programs",
+                self.plugin.origin
+            );
+            tracing::warn!(target: "corral::exec", "refused {:?}: {why}", command.program);
+            return Err(ProcessError::NotGranted(why));
+        };
+        // Grants say which programs the plugin may ever run, the call's
+        // declared effects whether this call may run any.
         if let Err(why) = self.caps.process(&self.plugin.name) {
             tracing::warn!(target: "corral::exec", "refused {:?}: {why}", command.program);
             return Err(ProcessError::NotGranted(why));
         }
-        let Some(exec) = self.plugin.exec.clone() else {
-            // The load-time check refuses such plugins; this is defence in depth.
-            return Err(ProcessError::NotGranted(format!(
-                "plugin `{}` has no grants.exec",
-                self.plugin.name
-            )));
-        };
         let started = std::time::Instant::now();
         let result = exec
             .run(

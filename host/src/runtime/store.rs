@@ -21,6 +21,9 @@ use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 pub(crate) struct PluginShared {
     pub(crate) exec: Option<Arc<crate::exec::Exec>>,
     pub(crate) name: Arc<str>,
+    /// Where its manifest entry is (`corral.toml:12`), for the denials of
+    /// imports its grants do not cover.
+    pub(crate) origin: Arc<str>,
     pub(crate) config: BTreeMap<String, String>,
     /// Its directory grants, shared by every call's `files` interface.
     pub(crate) fs: Arc<[crate::manifest::FsGrant]>,
@@ -158,6 +161,15 @@ impl Plugin {
                     ))
                 })?;
         }
+        // Raw sockets and name lookups are never granted: grants.net names
+        // HTTP destinations, checked per request, and a socket would go
+        // around that check. wasmtime-wasi denies them by default; saying so
+        // here keeps a changed default from opening them. A denied socket is
+        // `access-denied` to the plugin, a lookup `permanent-resolver-failure`.
+        wasi.allow_tcp(false)
+            .allow_udp(false)
+            .allow_ip_name_lookup(false)
+            .socket_addr_check(|_, _| Box::pin(async { false }));
         for var in &self.decl.env {
             if let Ok(value) = std::env::var(var) {
                 wasi.env(var, value);
@@ -172,6 +184,7 @@ impl Plugin {
             http: http_ctx,
             egress: http::Egress {
                 plugin: self.shared.name.clone(),
+                origin: self.shared.origin.clone(),
                 allow: self.decl.net.clone().into(),
                 secrets: self.decl.secrets.clone().into(),
                 refused: caps.network(name).err(),
