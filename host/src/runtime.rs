@@ -102,8 +102,8 @@ impl Runtime {
         })
     }
 
-    /// Compiles (or loads from the cache) every plugin of `manifest`, checks
-    /// its imports against its grants, asks it for its tools and checks that
+    /// Compiles (or loads from the cache) every plugin of `manifest`, refuses
+    /// imports corral does not provide, asks it for its tools and checks that
     /// no tool name is exported twice. Entries with the same component share
     /// one compiled copy, and everything that can be checked without running
     /// a plugin is checked for every entry before any is instantiated.

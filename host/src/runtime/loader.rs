@@ -210,7 +210,7 @@ pub(super) async fn load(rt: &Runtime, manifest: &Manifest) -> Result<Plugins, L
 }
 
 /// Everything of loading one plugin short of running it: its component
-/// (shared through `components`), checked against its grants and linked.
+/// (shared through `components`), its imports checked and linked.
 pub(super) fn prepare(
     rt: &Runtime,
     decl: &PluginDecl,
