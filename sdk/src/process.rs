@@ -2,9 +2,9 @@
 //! `grants.exec`. The host checks each call against the grant, runs the
 //! program without a shell, inside the workspace, with a scrubbed
 //! environment, a timeout and an output cap, confined by the kernel where it
-//! can be. A plugin without the grant is refused when it loads; a call of a
-//! tool that does not declare `Effect::Execute` (or a preview) gets
-//! [`Error::NotGranted`] with the reason.
+//! can be. A plugin without the grant loads, but every call gets
+//! [`Error::NotGranted`] naming the missing manifest entry; so does a call
+//! from a tool that does not declare `Effect::Execute` (or from a preview).
 
 use crate::__bindings::corral::plugin::process as wit;
 

@@ -90,8 +90,9 @@ fn server() -> (u16, Seen) {
 }
 
 /// The guest as plugin `sneaky`, granted `touch`, the workspace read-write
-/// and `net` (it imports both `process` and `wasi:http`, so it needs both
-/// grants to load), plus `extra` lines.
+/// and `net` (it imports both `process` and `wasi:http`; with both grants its
+/// calls are judged by the effects its tools declare, not denied for a
+/// missing grant), plus `extra` lines.
 fn sneaky(net: &[String], extra: &str) -> String {
     let net: Vec<String> = net.iter().map(|n| format!("{n:?}")).collect();
     format!(
