@@ -314,9 +314,10 @@ impl ElicitApprover {
 
 impl Approver for ElicitApprover {
     fn approve(&self, request: &ApprovalRequest) -> Answer<'static> {
-        let peer = self
-            .peer()
-            .filter(|p| p.supported_elicitation_modes().contains(&ElicitationMode::Form));
+        let peer = self.peer().filter(|p| {
+            p.supported_elicitation_modes()
+                .contains(&ElicitationMode::Form)
+        });
         let Some(peer) = peer else {
             let why = cannot_ask(request);
             return Box::pin(async move { ApprovalAnswer::Deny { reason: Some(why) } });
@@ -410,8 +411,11 @@ fn elicitation(request: &ApprovalRequest) -> ElicitRequestParams {
     message.push_str("\nAccept to run it, decline to refuse it.");
     let schema = ElicitationSchema::builder()
         .optional_bool_with(FOR_SESSION, |b| {
-            b.title(format!("Also allow {} for this session", request.session_covers))
-                .with_default(false)
+            b.title(format!(
+                "Also allow {} for this session",
+                request.session_covers
+            ))
+            .with_default(false)
         })
         .build()
         .unwrap_or_else(|_| ElicitationSchema::new(Default::default()));

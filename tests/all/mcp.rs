@@ -27,7 +27,10 @@ fn python() -> Result<PathBuf, String> {
             "no Python MCP client: CORRAL_TEST_PYTHON is unset and {} does not exist (.ci/run creates it)",
             p.display()
         )),
-        None => Err("no Python MCP client: CORRAL_TEST_PYTHON is unset and there is no home directory".into()),
+        None => Err(
+            "no Python MCP client: CORRAL_TEST_PYTHON is unset and there is no home directory"
+                .into(),
+        ),
     }
 }
 
@@ -246,7 +249,8 @@ fn ask_mode_puts_a_write_to_the_user_through_elicitation() {
     let sb = Sandbox::new();
     let cli = Cli::new();
 
-    let scenario = json!({ "elicitation": "accept", "calls": [write_call("new.txt", "fresh line\n")] });
+    let scenario =
+        json!({ "elicitation": "accept", "calls": [write_call("new.txt", "fresh line\n")] });
     let Some(out) = client(&cli, &sb.ws(), &["--mode", "ask"], scenario) else {
         return;
     };
@@ -371,13 +375,15 @@ const HANDSHAKE: &str = concat!(
 fn stdout_carries_nothing_but_the_protocol() {
     let sb = Sandbox::new();
     let cli = Cli::new();
-    // The most verbose logging there is: all of it must go to stderr.
+    // The most verbose logging there is: all of it must go to stderr, here a
+    // file (a pipe nobody reads would fill up and stall the server).
+    let log = sb.root.path().join("stderr.log");
     let mut child = cli
         .command(&sb.ws(), &["-vvv", "mcp", "serve"])
         .env("CORRAL_LOG", "trace")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
+        .stderr(std::fs::File::create(&log).unwrap())
         .spawn()
         .expect("start corral mcp serve");
     let mut stdin = child.stdin.take().unwrap();
@@ -399,7 +405,11 @@ fn stdout_carries_nothing_but_the_protocol() {
     }
     let out = child.wait_with_output().unwrap();
     assert!(out.status.success(), "{:?}", out.status);
-    assert!(out.stdout.is_empty(), "after the last answer: {:?}", out.stdout);
+    assert!(
+        out.stdout.is_empty(),
+        "after the last answer: {:?}",
+        out.stdout
+    );
     assert_eq!(lines.len(), 2, "{lines:?}");
     assert_eq!(lines[0]["result"]["serverInfo"]["name"], "corral");
     assert!(
@@ -412,20 +422,36 @@ fn stdout_carries_nothing_but_the_protocol() {
         lines[1]
     );
     // The logs went to stderr.
-    assert!(!out.stderr.is_empty());
+    let logged = std::fs::read_to_string(&log).unwrap();
+    assert!(logged.contains("serving MCP on stdio"), "{logged}");
 }
 
 #[test]
 fn a_bad_manifest_is_a_clear_error_on_stderr_and_nothing_on_stdout() {
     let sb = Sandbox::new();
-    sb.write("corral.toml", "[plugins.fs]\nsource = \"builtin:fs\"\ncolour = 1\n");
     let cli = Cli::new();
+    // The user's own manifest: it needs no trust, so it is read as it is.
+    let config = cli.home.path().join("config/corral");
+    std::fs::create_dir_all(&config).unwrap();
+    std::fs::write(
+        config.join("corral.toml"),
+        "[plugins.fs]\nsource = \"builtin:fs\"\ncolour = 1\n",
+    )
+    .unwrap();
     let out = cli.run(&sb.ws(), &["mcp", "serve"]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(out.stdout.is_empty(), "{}", String::from_utf8_lossy(&out.stdout));
+    assert!(
+        out.stdout.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("corral.toml") && err.contains("colour"), "{err}");
+    assert!(
+        err.contains("corral.toml") && err.contains("colour"),
+        "{err}"
+    );
 
+    std::fs::remove_file(config.join("corral.toml")).unwrap();
     let out = cli.run(&sb.ws(), &["mcp", "serve", "--mode", "sometimes"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(out.stdout.is_empty());
