@@ -1,6 +1,7 @@
 //! Command-line interface: parses arguments, calls the library, renders
 //! results. Nothing here decides policy; it only shows what the library did.
 
+mod mcp;
 mod plugins;
 mod render;
 mod run;
@@ -71,6 +72,9 @@ enum Command {
     /// Run one tool.
     #[command(subcommand)]
     Tool(ToolCmd),
+    /// Serve the tools to MCP clients.
+    #[command(subcommand)]
+    Mcp(mcp::McpCmd),
 }
 
 #[derive(Subcommand)]
@@ -240,6 +244,7 @@ async fn run(cli: Cli) -> ExitCode {
             Ok((_, plugins)) => plugins::tool_call(&plugins, &name, &args, json.json).await,
             Err(code) => code,
         },
+        Command::Mcp(cmd) => mcp::mcp(&workspace, cmd).await,
     }
 }
 

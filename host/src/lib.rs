@@ -26,6 +26,7 @@ pub mod exec;
 pub mod fsread;
 pub mod log;
 pub mod manifest;
+pub mod mcp;
 pub mod policy;
 pub mod protocol;
 pub mod runtime;

@@ -19,6 +19,7 @@ mod exec;
 mod fsguard;
 mod handle;
 mod manifest;
+mod mcp;
 mod mock;
 mod policy;
 mod sandbox;

@@ -18,7 +18,7 @@ use crate::protocol::{
 use crate::runtime::{Plugin, Plugins, ToolError};
 use std::collections::HashSet;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use tokio_util::sync::CancellationToken;
 
 /// Where the dispatcher's events go: the session log and the front-end.
@@ -97,13 +97,16 @@ impl Checked {
 }
 
 /// Takes tool calls through their path; holds what the session approved.
+/// Calls may be dispatched concurrently (the MCP server takes each client
+/// request as it comes): one call waiting for its approval holds up no other.
 pub struct Dispatcher {
     plugins: Arc<Plugins>,
     policy: Policy,
     approver: Arc<dyn Approver>,
     /// What the user approved for the rest of the session, as
     /// [`crate::policy::session_scope`] names it: a command, or a tool.
-    approved: HashSet<String>,
+    /// Locked only to look up or insert, never across an await.
+    approved: Mutex<HashSet<String>>,
     output_limit: Option<usize>,
 }
 
@@ -120,7 +123,7 @@ impl Dispatcher {
             plugins,
             policy,
             approver,
-            approved: HashSet::new(),
+            approved: Mutex::new(HashSet::new()),
             output_limit,
         }
     }
@@ -144,7 +147,7 @@ impl Dispatcher {
     /// whether the run must stop. Emits the permission events, the begin and
     /// the end of the call.
     pub async fn dispatch(
-        &mut self,
+        &self,
         call: &ToolCall,
         sink: &mut dyn Sink,
         cancel: &CancellationToken,
@@ -238,7 +241,7 @@ impl Dispatcher {
     /// Steps 3–5: protected paths, the policy, and the user when the policy
     /// asks. `None` lets the call run; every decision is logged.
     pub async fn permit(
-        &mut self,
+        &self,
         checked: &Checked,
         sink: &mut dyn Sink,
         cancel: &CancellationToken,
@@ -285,7 +288,7 @@ impl Dispatcher {
                     stop,
                 }))
             }
-            Decision::Ask if self.approved.contains(&scope) => {
+            Decision::Ask if self.approved_for_session(&scope) => {
                 sink.emit(record(
                     PermissionDecision::ApprovedForSession,
                     format!("{}; approved earlier in this session", verdict.reason),
@@ -331,7 +334,9 @@ impl Dispatcher {
                         Ok(None)
                     }
                     ApprovalAnswer::ApproveForSession => {
-                        self.approved.insert(scope);
+                        if let Ok(mut approved) = self.approved.lock() {
+                            approved.insert(scope);
+                        }
                         sink.emit(record(
                             PermissionDecision::ApprovedForSession,
                             format!("{}; {by} for this session", verdict.reason),
@@ -352,6 +357,14 @@ impl Dispatcher {
                 }
             }
         }
+    }
+
+    /// Whether the user approved `scope` for the rest of the session. A
+    /// poisoned table approves nothing: the user is asked again.
+    fn approved_for_session(&self, scope: &str) -> bool {
+        self.approved
+            .lock()
+            .is_ok_and(|approved| approved.contains(scope))
     }
 
     /// Step 6: the call in its plugin's sandbox.

@@ -1,0 +1,46 @@
+//! `corral mcp serve`: the tool plugins' tools served to an MCP client over
+//! stdio. The server is [`corral::mcp`]; stdout belongs to the protocol, so
+//! everything else (errors, logs) goes to stderr.
+
+use super::fail;
+use clap::Subcommand;
+use corral::mcp::{ServeOptions, Server};
+use corral::policy::Mode;
+use std::path::Path;
+use std::process::ExitCode;
+
+/// `corral mcp …`.
+#[derive(Subcommand)]
+pub enum McpCmd {
+    /// Serve every tool over MCP on stdin/stdout, for Claude Code, Codex or
+    /// any MCP client. The manifest's grants and the permission policy hold
+    /// for the client's calls.
+    Serve {
+        /// Permission mode: read-only, ask (default), auto-edit, full-auto.
+        /// In `ask`, a call that asks is put to the user through the client
+        /// (MCP elicitation), or refused when the client cannot ask.
+        #[arg(long)]
+        mode: Option<Mode>,
+    },
+}
+
+pub async fn mcp(workspace: &Path, cmd: McpCmd) -> ExitCode {
+    match cmd {
+        McpCmd::Serve { mode } => {
+            let options = ServeOptions {
+                workspace: workspace.to_path_buf(),
+                mode,
+                ..ServeOptions::default()
+            };
+            let server = match Server::load(options).await {
+                Ok(s) => s,
+                Err(e) => return fail(&e),
+            };
+            tracing::info!(tools = server.tools().len(), "serving MCP on stdio");
+            match server.serve_stdio().await {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => fail(&e),
+            }
+        }
+    }
+}
