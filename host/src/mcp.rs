@@ -313,6 +313,13 @@ impl ElicitApprover {
 }
 
 impl Approver for ElicitApprover {
+    fn wants_preview(&self) -> bool {
+        self.peer().is_some_and(|p| {
+            p.supported_elicitation_modes()
+                .contains(&ElicitationMode::Form)
+        })
+    }
+
     fn approve(&self, request: &ApprovalRequest) -> Answer<'static> {
         let peer = self.peer().filter(|p| {
             p.supported_elicitation_modes()

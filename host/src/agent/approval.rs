@@ -27,6 +27,12 @@ pub trait Approver: Send + Sync {
         false
     }
 
+    /// Whether someone will read the diff a write would apply: only then is
+    /// the tool's `preview` run.
+    fn wants_preview(&self) -> bool {
+        self.asks_front_end()
+    }
+
     /// What approved calls are said to be approved by, in the permission log.
     fn approved_by(&self) -> &'static str {
         "approved by the user"

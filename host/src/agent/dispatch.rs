@@ -296,7 +296,9 @@ impl Dispatcher {
                 Ok(None)
             }
             Decision::Ask => {
-                let preview = if checked.spec.effects.contains(&Effect::Write) {
+                let preview = if checked.spec.effects.contains(&Effect::Write)
+                    && self.approver.wants_preview()
+                {
                     tokio::select! {
                         biased;
                         () = cancel.cancelled() => None,
