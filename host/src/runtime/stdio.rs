@@ -91,7 +91,9 @@ fn python_exception(lines: &[&str]) -> Option<String> {
 fn rust_panic(lines: &[&str]) -> Option<String> {
     let start = lines.iter().position(|l| {
         let l = l.trim_start();
-        l.starts_with("thread '") && l.contains("' panicked at ")
+        // `thread 'main' panicked at`, or with the thread's id after its
+        // name (`thread 'main' (12) panicked at`), as newer Rust writes it.
+        l.starts_with("thread '") && l.contains(" panicked at ")
     })?;
     let mut kept = vec![lines[start].trim()];
     // Rust 1.73 and later put the message on the lines after
@@ -190,6 +192,11 @@ mod tests {
         assert_eq!(
             exception(stderr).as_deref(),
             Some("thread 'main' panicked at src/lib.rs:38:9:\nno config\nsecond line")
+        );
+        let with_id = "x\nthread '<unnamed>' (7) panicked at src/lib.rs:2:3:\nboom\n";
+        assert_eq!(
+            exception(with_id).as_deref(),
+            Some("thread '<unnamed>' (7) panicked at src/lib.rs:2:3:\nboom")
         );
         let old = "x\nthread 'main' panicked at 'boom', src/lib.rs:1:1\nnote: run with\n";
         assert_eq!(
