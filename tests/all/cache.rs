@@ -154,13 +154,11 @@ fn least_recently_used_entries_go_first_and_the_cache_ends_under_its_cap() {
     let text = stdout(&o);
     let dir = env.cache_home.path().join("corral/components");
     assert!(text.contains(&dir.display().to_string()), "{text}");
-    assert!(text.contains(&format!("entries        2, ")), "{text}");
+    assert!(text.contains("entries        2, "), "{text}");
     assert!(text.contains(&format!("of {cap_mb}.0 MiB")), "{text}");
     assert!(text.contains(&one) && text.contains(&next), "{text}");
 
     // A pruned component is compiled again on its next use.
-    let mut args = vec!["-v"];
-    args.extend(["plugin", "list"]);
     env.sb.write(
         "corral.toml",
         &BUILTINS
@@ -169,7 +167,7 @@ fn least_recently_used_entries_go_first_and_the_cache_ends_under_its_cap() {
             .map(|b| format!("[plugins.{b}]\nenabled = false\n"))
             .collect::<String>(),
     );
-    let o = env.run(&args, None);
+    let o = env.run(&["-v", "plugin", "list"], None);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(stderr(&o).contains("compiled ("), "{}", stderr(&o));
     assert!(!stderr(&o).contains("compile cache hit"), "{}", stderr(&o));
