@@ -221,7 +221,9 @@ fn remove_stale_temporaries(dir: &Path) {
     let Ok(read) = std::fs::read_dir(dir) else {
         return;
     };
-    let stale = SystemTime::now() - Duration::from_secs(3600);
+    let Some(stale) = SystemTime::now().checked_sub(Duration::from_secs(3600)) else {
+        return;
+    };
     for item in read.flatten() {
         let name = item.file_name();
         let is_temp = name
