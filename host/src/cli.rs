@@ -63,9 +63,9 @@ enum Command {
         #[arg(long)]
         yes: bool,
     },
-    /// Installed plugins.
-    #[command(subcommand)]
-    Plugins(PluginsCmd),
+    /// Installed plugins and the compile cache.
+    #[command(subcommand, visible_alias = "plugins")]
+    Plugin(PluginsCmd),
     /// Tools the plugins provide.
     #[command(subcommand)]
     Tools(ToolsCmd),
@@ -86,6 +86,18 @@ enum PluginsCmd {
     Inspect {
         /// The component file.
         file: PathBuf,
+        #[command(flatten)]
+        json: JsonFlag,
+    },
+    /// Show the compile cache: its directory, entries, total size and cap
+    /// (CORRAL_CACHE_MAX_MB, default 512).
+    Cache {
+        /// Remove the least recently used entries until the cache fits its cap.
+        #[arg(long)]
+        prune: bool,
+        /// Remove every entry.
+        #[arg(long, conflicts_with = "prune")]
+        clear: bool,
         #[command(flatten)]
         json: JsonFlag,
     },
@@ -229,10 +241,13 @@ async fn run(cli: Cli) -> ExitCode {
         Command::Sessions(json) => sessions::sessions(&workspace, json.json),
         Command::Trust { yes } => trust::trust(&workspace, yes),
         Command::Show { id, json } => sessions::show(&workspace, &id, json.json),
-        Command::Plugins(PluginsCmd::Inspect { file, json }) => {
+        Command::Plugin(PluginsCmd::Inspect { file, json }) => {
             plugins::inspect(&file, json.json).await
         }
-        Command::Plugins(PluginsCmd::List(json)) => match load(&workspace).await {
+        Command::Plugin(PluginsCmd::Cache { prune, clear, json }) => {
+            plugins::cache(prune, clear, json.json)
+        }
+        Command::Plugin(PluginsCmd::List(json)) => match load(&workspace).await {
             Ok((manifest, plugins)) => plugins::plugins_list(&manifest, &plugins, json.json),
             Err(code) => code,
         },

@@ -46,7 +46,10 @@ mod store;
 mod stream;
 
 pub use budget::EVENT_CHANNEL_CAPACITY;
-pub use cache::CacheOutcome;
+pub use cache::{
+    CACHE_DEFAULT_MAX_MB, CACHE_MAX_MB_VAR, CacheEntry, CacheOutcome, CacheReport, cache_max_bytes,
+    cache_report, clear_cache, prune_cache,
+};
 pub use imports::{Capability, ImportReview, Status as ImportStatus, classify, review};
 pub use loader::{Inspection, LoadError};
 pub use plugin::{Plugin, ToolError, ToolOutput};

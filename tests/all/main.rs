@@ -10,6 +10,7 @@
 
 mod agent;
 mod budgets;
+mod cache;
 mod children;
 mod cli;
 mod conformance;

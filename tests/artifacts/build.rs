@@ -17,6 +17,7 @@ const GUESTS: &[&str] = &[
     "guest-budgets",
     "guest-stubs",
     "guest-stubs-unknown",
+    "guest-crash",
 ];
 
 fn main() {

@@ -1,10 +1,11 @@
-//! `corral plugins`, `corral tools` and `corral tool call`: what is
-//! installed, what it may do, and running one tool by hand.
+//! `corral plugin`, `corral tools` and `corral tool call`: what is
+//! installed, what it may do, the compile cache, and running one tool by
+//! hand.
 
 use super::{EXIT_TOOL_ERROR, fail, inert, out, out_json, with_newline};
 use corral::manifest::{self, Access, Manifest, Source};
 use corral::runtime::{
-    Capability, ImportReview, ImportStatus, Plugins, Runtime, RuntimeOptions, ToolError,
+    self, Capability, ImportReview, ImportStatus, Plugins, Runtime, RuntimeOptions, ToolError,
 };
 use std::process::ExitCode;
 
@@ -363,4 +364,91 @@ pub(super) async fn inspect(file: &std::path::Path, json: bool) -> ExitCode {
     }
     out(&text);
     ExitCode::SUCCESS
+}
+
+/// `corral plugin cache [--prune | --clear] [--json]`.
+pub(super) fn cache(prune: bool, clear: bool, json: bool) -> ExitCode {
+    let Some(dir) = RuntimeOptions::user().cache_dir else {
+        return fail("no cache directory: neither XDG_CACHE_HOME nor HOME is set; set one of them");
+    };
+    let max_bytes = match runtime::cache_max_bytes() {
+        Ok(m) => m,
+        Err(e) => return fail(&e),
+    };
+    let removed = if clear {
+        runtime::clear_cache(&dir)
+    } else if prune {
+        runtime::prune_cache(&dir, max_bytes, &Default::default())
+    } else {
+        Ok(Vec::new())
+    };
+    let removed = match removed {
+        Ok(r) => r,
+        Err(e) => {
+            return fail(&format!(
+                "cannot change the compile cache {}: {e}; check its permissions, or remove it (it is rebuilt as needed)",
+                dir.display()
+            ));
+        }
+    };
+    let report = match runtime::cache_report(&dir, max_bytes) {
+        Ok(r) => r,
+        Err(e) => {
+            return fail(&format!(
+                "cannot read the compile cache {}: {e}; check its permissions",
+                dir.display()
+            ));
+        }
+    };
+    if json {
+        let mut value = serde_json::to_value(&report).unwrap_or_default();
+        if prune || clear {
+            value["removed"] = serde_json::to_value(&removed).unwrap_or_default();
+        }
+        out_json(&serde_json::to_string_pretty(&value).unwrap_or_default());
+        return ExitCode::SUCCESS;
+    }
+    let mut text = String::new();
+    if prune || clear {
+        text.push_str(&format!(
+            "removed {} entries ({})\n",
+            removed.len(),
+            mib(removed.iter().map(|e| e.bytes).sum())
+        ));
+    }
+    text.push_str(&format!(
+        "compile cache  {}\nentries        {}, {} of {} ({})\n",
+        report.dir.display(),
+        report.entries.len(),
+        mib(report.total_bytes),
+        mib(report.max_bytes),
+        runtime::CACHE_MAX_MB_VAR,
+    ));
+    let now = std::time::SystemTime::now();
+    // Most recently used first: the entries pruning would remove last.
+    for e in report.entries.iter().rev() {
+        let age = now.duration_since(e.last_used).map_or(0, |d| d.as_secs());
+        text.push_str(&format!(
+            "  {}  {:>10}  used {} ago  (engine {})\n",
+            e.sha256,
+            mib(e.bytes),
+            ago(age),
+            e.engine
+        ));
+    }
+    out(&text);
+    ExitCode::SUCCESS
+}
+
+fn mib(bytes: u64) -> String {
+    format!("{:.1} MiB", bytes as f64 / f64::from(1 << 20))
+}
+
+fn ago(secs: u64) -> String {
+    match secs {
+        0..120 => format!("{secs} s"),
+        120..7200 => format!("{} min", secs / 60),
+        7200..172_800 => format!("{} h", secs / 3600),
+        _ => format!("{} days", secs / 86_400),
+    }
 }

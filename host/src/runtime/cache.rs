@@ -7,10 +7,20 @@
 //! deserialized: they live in a directory owned by the current user and
 //! closed to others, each beside a checksum written with it; anything that
 //! does not check out is recompiled and overwritten.
+//!
+//! The cache is bounded: compiled components are large (tens of MiB for a
+//! Python or JavaScript plugin), so after a compile stores a new entry the
+//! least recently used entries are removed until the total fits under
+//! [`cache_max_bytes`]. A hit touches its entry's modification time, which is
+//! what "recently used" means here. Entries this process loaded or stored
+//! are never removed by it.
 
 use sha2::{Digest, Sha256};
+use std::collections::HashSet;
 use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::{Duration, SystemTime};
 use wasmtime::Engine;
 use wasmtime::component::Component;
 
@@ -27,6 +37,207 @@ pub enum CacheOutcome {
 pub(crate) struct Cache {
     dir: Option<PathBuf>,
     engine_key: String,
+    max_bytes: u64,
+    /// Entries (file stems) this process loaded or stored: never pruned by it.
+    in_use: Mutex<HashSet<String>>,
+}
+
+/// The environment variable that sets the cache's size cap, in MiB.
+pub const CACHE_MAX_MB_VAR: &str = "CORRAL_CACHE_MAX_MB";
+/// The size cap when [`CACHE_MAX_MB_VAR`] is not set.
+pub const CACHE_DEFAULT_MAX_MB: u64 = 512;
+
+/// The cache's size cap in bytes, from [`CACHE_MAX_MB_VAR`] (default
+/// [`CACHE_DEFAULT_MAX_MB`] MiB), or why the variable's value is not one.
+pub fn cache_max_bytes() -> Result<u64, String> {
+    match std::env::var(CACHE_MAX_MB_VAR) {
+        Err(std::env::VarError::NotPresent) => Ok(CACHE_DEFAULT_MAX_MB << 20),
+        Err(std::env::VarError::NotUnicode(_)) => Err(format!(
+            "{CACHE_MAX_MB_VAR} is not valid text; set it to a whole number of MiB such as {CACHE_DEFAULT_MAX_MB}"
+        )),
+        Ok(v) => v
+            .trim()
+            .parse::<u64>()
+            .map(|mb| mb.saturating_mul(1 << 20))
+            .map_err(|_| {
+                format!(
+                    "{CACHE_MAX_MB_VAR}=`{v}` is not a whole number of MiB; set it to a number such as {CACHE_DEFAULT_MAX_MB}, or unset it for the default"
+                )
+            }),
+    }
+}
+
+/// One compiled component in the cache.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct CacheEntry {
+    /// SHA-256 of the component it was compiled from.
+    pub sha256: String,
+    /// The engine configuration it was compiled for (entries of another
+    /// corral version or configuration are never loaded, only pruned).
+    pub engine: String,
+    /// Bytes on disk (the artifact and its checksum).
+    pub bytes: u64,
+    /// When it was stored or last loaded.
+    #[serde(serialize_with = "unix_seconds")]
+    pub last_used: SystemTime,
+}
+
+/// What the cache directory holds, least recently used first.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct CacheReport {
+    /// The cache directory.
+    pub dir: PathBuf,
+    /// Its entries, least recently used first.
+    pub entries: Vec<CacheEntry>,
+    /// Bytes of all entries.
+    pub total_bytes: u64,
+    /// The size cap.
+    pub max_bytes: u64,
+}
+
+fn unix_seconds<S: serde::Serializer>(t: &SystemTime, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_u64(
+        t.duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs()),
+    )
+}
+
+/// Lists the entries of the cache in `dir`; a missing directory is an empty
+/// cache.
+pub fn cache_report(dir: &Path, max_bytes: u64) -> std::io::Result<CacheReport> {
+    let entries = list(dir)?;
+    Ok(CacheReport {
+        dir: dir.to_path_buf(),
+        total_bytes: entries.iter().map(|e| e.bytes).sum(),
+        entries,
+        max_bytes,
+    })
+}
+
+/// Removes the least recently used entries of the cache in `dir` until the
+/// rest fit under `max_bytes`, sparing the entries named in `keep` (file
+/// stems, `SHA256-ENGINE`). Returns the removed entries.
+pub fn prune_cache(
+    dir: &Path,
+    max_bytes: u64,
+    keep: &HashSet<String>,
+) -> std::io::Result<Vec<CacheEntry>> {
+    remove_stale_temporaries(dir);
+    let entries = list(dir)?;
+    let mut total: u64 = entries.iter().map(|e| e.bytes).sum();
+    let mut removed = Vec::new();
+    for entry in entries {
+        if total <= max_bytes {
+            break;
+        }
+        if keep.contains(&entry.stem()) {
+            continue;
+        }
+        remove_entry(dir, &entry)?;
+        total = total.saturating_sub(entry.bytes);
+        removed.push(entry);
+    }
+    Ok(removed)
+}
+
+/// Removes every entry of the cache in `dir`. Returns the removed entries.
+pub fn clear_cache(dir: &Path) -> std::io::Result<Vec<CacheEntry>> {
+    let entries = list(dir)?;
+    for entry in &entries {
+        remove_entry(dir, entry)?;
+    }
+    remove_stale_temporaries(dir);
+    Ok(entries)
+}
+
+impl CacheEntry {
+    fn stem(&self) -> String {
+        format!("{}-{}", self.sha256, self.engine)
+    }
+}
+
+/// Entries of `dir`, least recently used first. A checksum without its
+/// artifact counts as an entry too, so that pruning removes it.
+fn list(dir: &Path) -> std::io::Result<Vec<CacheEntry>> {
+    let read = match std::fs::read_dir(dir) {
+        Ok(r) => r,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(e),
+    };
+    let mut by_stem: std::collections::BTreeMap<String, CacheEntry> = Default::default();
+    for item in read {
+        let item = item?;
+        let name = item.file_name();
+        let Some(name) = name.to_str() else { continue };
+        let Some((stem, ext)) = name.rsplit_once('.') else {
+            continue;
+        };
+        if ext != "cwasm" && ext != "sum" {
+            continue;
+        }
+        let Some((sha256, engine)) = stem.split_once('-') else {
+            continue;
+        };
+        let Ok(meta) = item.metadata() else { continue };
+        if !meta.is_file() {
+            continue;
+        }
+        let entry = by_stem
+            .entry(stem.to_owned())
+            .or_insert_with(|| CacheEntry {
+                sha256: sha256.to_owned(),
+                engine: engine.to_owned(),
+                bytes: 0,
+                last_used: SystemTime::UNIX_EPOCH,
+            });
+        entry.bytes += meta.len();
+        // An artifact's time is its entry's: a hit touches the artifact.
+        if ext == "cwasm" {
+            entry.last_used = meta.modified().unwrap_or(SystemTime::UNIX_EPOCH);
+        }
+    }
+    let mut entries: Vec<CacheEntry> = by_stem.into_values().collect();
+    entries.sort_by(|a, b| a.last_used.cmp(&b.last_used).then(a.sha256.cmp(&b.sha256)));
+    Ok(entries)
+}
+
+fn remove_entry(dir: &Path, entry: &CacheEntry) -> std::io::Result<()> {
+    let stem = entry.stem();
+    // The checksum first: an artifact without one is never loaded.
+    for ext in ["sum", "cwasm"] {
+        match std::fs::remove_file(dir.join(format!("{stem}.{ext}"))) {
+            Ok(()) => {}
+            // Another corral may have pruned it first.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// Removes half-written files left by a corral that died while storing an
+/// entry; a write in progress is far younger than an hour.
+fn remove_stale_temporaries(dir: &Path) {
+    let Ok(read) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let Some(stale) = SystemTime::now().checked_sub(Duration::from_secs(3600)) else {
+        return;
+    };
+    for item in read.flatten() {
+        let name = item.file_name();
+        let is_temp = name
+            .to_str()
+            .and_then(|n| n.rsplit_once('.'))
+            .is_some_and(|(_, ext)| ext.starts_with("tmp"));
+        let old = item
+            .metadata()
+            .and_then(|m| m.modified())
+            .is_ok_and(|t| t < stale);
+        if is_temp && old {
+            let _ = std::fs::remove_file(item.path());
+        }
+    }
 }
 
 impl Cache {
@@ -42,7 +253,16 @@ impl Cache {
                 None
             }
         });
-        Self { dir, engine_key }
+        let max_bytes = cache_max_bytes().unwrap_or_else(|e| {
+            tracing::warn!("{e}; using the default of {CACHE_DEFAULT_MAX_MB} MiB");
+            CACHE_DEFAULT_MAX_MB << 20
+        });
+        Self {
+            dir,
+            engine_key,
+            max_bytes,
+            in_use: Mutex::default(),
+        }
     }
 
     /// The component for `bytes` (whose SHA-256 is `sha256`), from the cache or
@@ -56,21 +276,53 @@ impl Cache {
         let Some(dir) = &self.dir else {
             return Ok((Component::new(engine, bytes)?, CacheOutcome::Compiled));
         };
-        let artifact = dir.join(format!("{sha256}-{}.cwasm", self.engine_key));
+        let stem = format!("{sha256}-{}", self.engine_key);
+        let artifact = dir.join(format!("{stem}.cwasm"));
         let check = artifact.with_extension("sum");
+        self.mark_in_use(&stem);
         if let Some(component) = self.try_read(engine, &artifact, &check) {
             return Ok((component, CacheOutcome::Hit));
         }
         let component = Component::new(engine, bytes)?;
-        if let Err(e) = write(&component, &artifact, &check) {
-            tracing::warn!("cannot store compiled component in {}: {e}", dir.display());
+        match write(&component, &artifact, &check) {
+            Ok(()) => self.prune(dir),
+            Err(e) => {
+                tracing::warn!("cannot store compiled component in {}: {e}", dir.display());
+            }
         }
         Ok((component, CacheOutcome::Compiled))
+    }
+
+    fn mark_in_use(&self, stem: &str) {
+        if let Ok(mut in_use) = self.in_use.lock() {
+            in_use.insert(stem.to_owned());
+        }
+    }
+
+    /// Brings the cache back under its cap after a new entry was stored.
+    fn prune(&self, dir: &Path) {
+        let keep = self.in_use.lock().map(|k| k.clone()).unwrap_or_default();
+        match prune_cache(dir, self.max_bytes, &keep) {
+            Ok(removed) if removed.is_empty() => {}
+            Ok(removed) => tracing::info!(
+                "compile cache: removed {} least recently used entries ({} bytes) to stay under {} MiB ({CACHE_MAX_MB_VAR})",
+                removed.len(),
+                removed.iter().map(|e| e.bytes).sum::<u64>(),
+                self.max_bytes >> 20
+            ),
+            Err(e) => tracing::warn!("cannot prune the compile cache {}: {e}", dir.display()),
+        }
     }
 
     fn try_read(&self, engine: &Engine, artifact: &Path, check: &Path) -> Option<Component> {
         let expected = std::fs::read_to_string(check).ok()?;
         let data = std::fs::read(artifact).ok()?;
+        // Pruning removes the entries used longest ago; this use counts.
+        if let Err(e) =
+            std::fs::File::open(artifact).and_then(|f| f.set_modified(SystemTime::now()))
+        {
+            tracing::debug!("cannot record the use of {}: {e}", artifact.display());
+        }
         if hex::encode(Sha256::digest(&data)) != expected.trim() {
             tracing::warn!(
                 "cached artifact {} is damaged; recompiling",

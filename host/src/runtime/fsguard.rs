@@ -54,7 +54,7 @@ const PROTECTED_AT_ROOT: &[&str] = &["corral.toml"];
 #[derive(Debug)]
 pub(crate) struct Guard {
     /// The workspace root, by path and by identity; `None` when there is
-    /// none (`plugins inspect`).
+    /// none (`plugin inspect`).
     root: Option<(PathBuf, FileId)>,
     /// `builtin:git` changes `.git` by design.
     exempt: bool,

@@ -378,7 +378,7 @@ pub(super) async fn inspect(rt: &Runtime, bytes: &[u8]) -> Result<Inspection, Lo
     })
 }
 
-/// What `corral plugins inspect` reports.
+/// What `corral plugin inspect` reports.
 #[derive(Debug, Clone)]
 pub struct Inspection {
     /// SHA-256 of the component file.

@@ -302,12 +302,25 @@ impl Plugin {
                 None => format!("the call failed: {err:#}"),
             }
         };
+        let stderr_text = stderr.text();
+        let reported = stdio::exception(&stderr_text);
         let tail = budget::without_backtrace_hint(&stderr.tail(4));
-        let detail = if tail.is_empty() {
-            String::new()
-        } else {
-            format!("; its last output: {tail}")
-        };
+        // Lines the report already shows would only repeat it.
+        let tail: Vec<&str> = tail
+            .lines()
+            .filter(|l| {
+                reported
+                    .as_deref()
+                    .is_none_or(|r| !r.lines().any(|shown| shown.trim() == l.trim()))
+            })
+            .collect();
+        let mut detail = String::new();
+        if let Some(reported) = &reported {
+            detail.push_str(&format!("; it reported: {reported}"));
+        }
+        if !tail.is_empty() {
+            detail.push_str(&format!("; its last output: {}", tail.join("\n")));
+        }
         Err(ToolError::Sandbox(format!(
             "plugin `{name}`: {why}{detail}"
         )))
