@@ -259,6 +259,49 @@ async fn ops_that_cannot_be_done_are_errors_and_the_session_goes_on() {
     session.finish().await.expect("finish");
 }
 
+/// A workspace whose `openai` provider talks to the mock on `port`, with
+/// `extra` manifest lines.
+fn openai_workspace(port: u16, extra: &str) -> Sandbox {
+    let sb = Sandbox::new();
+    sb.write(
+        "corral.toml",
+        &format!(
+            r#"
+[plugins.openai]
+source = "builtin:openai"
+grants.net = ["http://127.0.0.1:{port}"]
+grants.secrets = [{{ origin = "http://127.0.0.1:{port}", header = "authorization", value = "Bearer ${{env:TEST_OPENAI_KEY}}" }}]
+config = {{ base_url = "http://127.0.0.1:{port}/v1", model = "mock" }}
+{extra}
+"#
+        ),
+    );
+    sb
+}
+
+/// `corral run --json --approvals stdin PROMPT`, with stdin, stdout and
+/// stderr piped.
+fn answering_run(cli: &Cli, sb: &Sandbox, prompt: &str) -> std::process::Child {
+    cli.command(
+        &sb.ws(),
+        &[
+            "run",
+            "--provider",
+            "openai",
+            "--json",
+            "--approvals",
+            "stdin",
+            prompt,
+        ],
+    )
+    .env("TEST_OPENAI_KEY", "sk-test")
+    .stdin(std::process::Stdio::piped())
+    .stdout(std::process::Stdio::piped())
+    .stderr(std::process::Stdio::piped())
+    .spawn()
+    .expect("spawn")
+}
+
 /// `run --json --approvals stdin`: each `approval_requested` line is answered
 /// by an op line on stdin; a denial's reason reaches the model.
 #[test]
@@ -285,40 +328,9 @@ fn json_runs_answer_approvals_on_stdin() {
         )),
         _ => Reply::Sse(openai_sse("Done.", &[])),
     });
-    let sb = Sandbox::new();
-    sb.write(
-        "corral.toml",
-        &format!(
-            r#"
-[plugins.openai]
-source = "builtin:openai"
-grants.net = ["http://127.0.0.1:{port}"]
-grants.secrets = [{{ origin = "http://127.0.0.1:{port}", header = "authorization", value = "Bearer ${{env:TEST_OPENAI_KEY}}" }}]
-config = {{ base_url = "http://127.0.0.1:{port}/v1", model = "mock" }}
-"#,
-            port = mock.port
-        ),
-    );
+    let sb = openai_workspace(mock.port, "");
     let cli = Cli::new();
-    let mut child = cli
-        .command(
-            &sb.ws(),
-            &[
-                "run",
-                "--provider",
-                "openai",
-                "--json",
-                "--approvals",
-                "stdin",
-                "write them",
-            ],
-        )
-        .env("TEST_OPENAI_KEY", "sk-test")
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("spawn");
+    let mut child = answering_run(&cli, &sb, "write them");
     let mut stdin = child.stdin.take().expect("stdin");
     let stdout = std::io::BufReader::new(child.stdout.take().expect("stdout"));
     let mut events: Vec<Value> = Vec::new();
@@ -400,40 +412,9 @@ fn json_approvals_survive_bad_lines_and_a_closed_stdin() {
         )),
         _ => Reply::Sse(openai_sse("Fine.", &[])),
     });
-    let sb = Sandbox::new();
-    sb.write(
-        "corral.toml",
-        &format!(
-            r#"
-[plugins.openai]
-source = "builtin:openai"
-grants.net = ["http://127.0.0.1:{port}"]
-grants.secrets = [{{ origin = "http://127.0.0.1:{port}", header = "authorization", value = "Bearer ${{env:TEST_OPENAI_KEY}}" }}]
-config = {{ base_url = "http://127.0.0.1:{port}/v1", model = "mock" }}
-"#,
-            port = mock.port
-        ),
-    );
+    let sb = openai_workspace(mock.port, "");
     let cli = Cli::new();
-    let mut child = cli
-        .command(
-            &sb.ws(),
-            &[
-                "run",
-                "--provider",
-                "openai",
-                "--json",
-                "--approvals",
-                "stdin",
-                "write it",
-            ],
-        )
-        .env("TEST_OPENAI_KEY", "sk-test")
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("spawn");
+    let mut child = answering_run(&cli, &sb, "write it");
     let mut stdin = Some(child.stdin.take().expect("stdin"));
     let stdout = std::io::BufReader::new(child.stdout.take().expect("stdout"));
     for line in stdout.lines() {
@@ -477,23 +458,7 @@ fn every_begin_has_exactly_one_end() {
             ],
         ))
     });
-    let sb = Sandbox::new();
-    sb.write(
-        "corral.toml",
-        &format!(
-            r#"
-[plugins.openai]
-source = "builtin:openai"
-grants.net = ["http://127.0.0.1:{port}"]
-grants.secrets = [{{ origin = "http://127.0.0.1:{port}", header = "authorization", value = "Bearer ${{env:TEST_OPENAI_KEY}}" }}]
-config = {{ base_url = "http://127.0.0.1:{port}/v1", model = "mock" }}
-
-[policy]
-stop = ["write_file"]
-"#,
-            port = mock.port
-        ),
-    );
+    let sb = openai_workspace(mock.port, "[policy]\nstop = [\"write_file\"]");
     let cli = Cli::new();
     let o = cli.run_env(
         &sb.ws(),
