@@ -263,19 +263,7 @@ async fn ops_that_cannot_be_done_are_errors_and_the_session_goes_on() {
 /// `extra` manifest lines.
 fn openai_workspace(port: u16, extra: &str) -> Sandbox {
     let sb = Sandbox::new();
-    sb.write(
-        "corral.toml",
-        &format!(
-            r#"
-[plugins.openai]
-source = "builtin:openai"
-grants.net = ["http://127.0.0.1:{port}"]
-grants.secrets = [{{ origin = "http://127.0.0.1:{port}", header = "authorization", value = "Bearer ${{env:TEST_OPENAI_KEY}}" }}]
-config = {{ base_url = "http://127.0.0.1:{port}/v1", model = "mock" }}
-{extra}
-"#
-        ),
-    );
+    sb.write("corral.toml", &crate::policy::manifest(port, extra));
     sb
 }
 

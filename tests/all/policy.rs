@@ -12,7 +12,9 @@ use std::time::{Duration, Instant};
 
 const KEY: (&str, &str) = ("TEST_OPENAI_KEY", "sk-policy-test");
 
-fn manifest(port: u16, extra: &str) -> String {
+/// A manifest whose `openai` provider talks to the mock on `port`, with
+/// `extra` lines.
+pub fn manifest(port: u16, extra: &str) -> String {
     format!(
         r#"
 [plugins.openai]
