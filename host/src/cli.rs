@@ -1,6 +1,7 @@
 //! Command-line interface: parses arguments, calls the library, renders
 //! results. Nothing here decides policy; it only shows what the library did.
 
+mod install;
 mod mcp;
 mod plugins;
 mod render;
@@ -79,6 +80,42 @@ enum Command {
 
 #[derive(Subcommand)]
 enum PluginsCmd {
+    /// Install a plugin from a file, an https:// URL or an OCI registry:
+    /// shows its tools, what it requests and what it imports, asks, and
+    /// writes a manifest entry pinned by sha256 with what you approved.
+    Add(install::AddArgs),
+    /// Fetch a plugin's new version and show what changed (grants, tools,
+    /// effects, descriptions); nothing widens without approval.
+    Update(install::UpdateArgs),
+    /// Remove a plugin's manifest entry (a built-in one is disabled).
+    Remove {
+        /// The plugin's name.
+        name: String,
+    },
+    /// Re-hash every plugin file and compare it with its pin.
+    Verify(JsonFlag),
+    /// Embed a plugin's requests (a corral-plugin.toml) in its component.
+    Pack {
+        /// The component file.
+        file: PathBuf,
+        /// The requests: `[plugin]` name/version/description and `[requests]`
+        /// fs/net/env/exec/secrets, as in a manifest's grants.
+        #[arg(long, value_name = "TOML")]
+        requests: PathBuf,
+        /// Write here instead of replacing FILE.
+        #[arg(long, short, value_name = "FILE")]
+        output: Option<PathBuf>,
+    },
+    /// Push a component (with its requests) to an OCI registry.
+    Publish {
+        /// The component file.
+        file: PathBuf,
+        /// Where: oci://REGISTRY/REPOSITORY:TAG.
+        reference: String,
+        /// Embed these requests before pushing.
+        #[arg(long, value_name = "TOML")]
+        requests: Option<PathBuf>,
+    },
     /// List the plugins of this workspace's manifest: source, sha256, grants, tools.
     List(JsonFlag),
     /// Show what a component could ask for (its imports) and the tools it
@@ -244,6 +281,20 @@ async fn run(cli: Cli) -> ExitCode {
         Command::Plugin(PluginsCmd::Inspect { file, json }) => {
             plugins::inspect(&file, json.json).await
         }
+        Command::Plugin(PluginsCmd::Add(args)) => install::add(&workspace, args).await,
+        Command::Plugin(PluginsCmd::Update(args)) => install::update(&workspace, args).await,
+        Command::Plugin(PluginsCmd::Remove { name }) => install::remove(&workspace, &name),
+        Command::Plugin(PluginsCmd::Verify(json)) => install::verify(&workspace, json.json),
+        Command::Plugin(PluginsCmd::Pack {
+            file,
+            requests,
+            output,
+        }) => install::pack(&file, &requests, output.as_deref()),
+        Command::Plugin(PluginsCmd::Publish {
+            file,
+            reference,
+            requests,
+        }) => install::publish(&file, &reference, requests.as_deref()).await,
         Command::Plugin(PluginsCmd::Cache { prune, clear, json }) => {
             plugins::cache(prune, clear, json.json)
         }

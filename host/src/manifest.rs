@@ -23,7 +23,13 @@ mod secret;
 pub mod trust;
 
 pub use error::{ManifestError, Origin};
-pub use layers::{Layer, from_layers, layers, load, read_manifest};
+pub use layers::{Layer, from_layers, layers, load, read_manifest, user_file};
+
+/// Whether `name` can name a plugin: lowercase letters, digits, `-` and
+/// `_`, starting with a letter.
+pub fn valid_plugin_name(name: &str) -> bool {
+    check::valid_name(name)
+}
 
 /// The layer every manifest starts from.
 pub const DEFAULTS: &str = r#"

@@ -318,6 +318,18 @@ pub fn schema_of<T: Tool>() -> serde_json::Value {
 pub mod __private {
     use super::*;
 
+    /// `text` as a byte array of its length, for [`requests!`](crate::requests).
+    pub const fn bytes<const N: usize>(text: &str) -> [u8; N] {
+        let b = text.as_bytes();
+        let mut out = [0u8; N];
+        let mut i = 0;
+        while i < N {
+            out[i] = b[i];
+            i += 1;
+        }
+        out
+    }
+
     /// A type-erased tool, built by [`tools!`](crate::tools).
     pub struct Entry {
         pub spec: fn() -> wit::ToolSpec,
@@ -453,6 +465,31 @@ macro_rules! tools {
         // benchmarks) links several plugins side by side.
         #[cfg(target_family = "wasm")]
         $crate::__bindings::__export_tool_plugin!(__CorralTools with_types_in $crate::__bindings);
+    };
+}
+
+/// Embeds what the plugin requests (the text of its `corral-plugin.toml`) in
+/// the component, as the custom section `corral-requests`, so the one
+/// `.wasm` file carries it. `corral plugin add` shows the requests and
+/// grants only what the user approves. Call it once, at the crate root.
+///
+/// ```text
+/// corral_sdk::requests!(include_str!("../corral-plugin.toml"));
+/// ```
+///
+/// The text has a `[plugin]` table (`name`, `version`, `description`) and a
+/// `[requests]` table with the manifest's grant keys: `fs` (workspace
+/// directories with `ro`/`rw`), `net`, `env`, `exec` and `secrets`.
+#[macro_export]
+macro_rules! requests {
+    ($text:expr $(,)?) => {
+        const _: () = {
+            const TEXT: &str = $text;
+            #[cfg(target_family = "wasm")]
+            #[used]
+            #[unsafe(link_section = "corral-requests")]
+            static REQUESTS: [u8; TEXT.len()] = $crate::__private::bytes::<{ TEXT.len() }>(TEXT);
+        };
     };
 }
 

@@ -312,10 +312,15 @@ pub(super) async fn inspect(file: &std::path::Path, json: bool) -> ExitCode {
         Ok(i) => i,
         Err(e) => return fail(&format!("{}: {e}", file.display())),
     };
+    let requests = corral::install::requests::embedded(&bytes);
     if json {
         let value = serde_json::json!({
             "file": file.display().to_string(),
             "sha256": info.sha256,
+            "requests": match &requests {
+                Ok(r) => serde_json::to_value(r).unwrap_or_default(),
+                Err(e) => serde_json::json!({"error": e}),
+            },
             "imports": info.imports,
             "exports": info.exports,
             "tools": match &info.tools { Ok(t) => serde_json::to_value(t).unwrap_or_default(), Err(e) => serde_json::json!({"error": e}) },
@@ -343,6 +348,20 @@ pub(super) async fn inspect(file: &std::path::Path, json: bool) -> ExitCode {
             };
             text.push_str(&format!("    {}  {status}\n", i.name));
         }
+    }
+    text.push_str("\nrequests (what it asks to be granted; nothing is until you approve):\n");
+    match &requests {
+        Ok(Some(r)) => {
+            let grants = corral::install::review::grants_of(&r.requests);
+            if grants.is_empty() {
+                text.push_str("  nothing\n");
+            }
+            for g in grants {
+                text.push_str(&format!("  {g}\n"));
+            }
+        }
+        Ok(None) => text.push_str("  none declared\n"),
+        Err(e) => text.push_str(&format!("  unreadable: {e}\n")),
     }
     text.push_str("\nexports:\n");
     for e in &info.exports {

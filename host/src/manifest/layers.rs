@@ -30,7 +30,7 @@ pub fn layers(workspace: &Path) -> std::io::Result<(Vec<Layer>, Option<PathBuf>)
         text: DEFAULTS.to_owned(),
         base: workspace.to_path_buf(),
     }];
-    let user = dirs::config_dir().map(|dir| dir.join("corral").join("corral.toml"));
+    let user = user_file();
     let project = workspace.join("corral.toml");
     let mut untrusted = None;
     for (file, is_project) in user
@@ -66,6 +66,11 @@ pub fn layers(workspace: &Path) -> std::io::Result<(Vec<Layer>, Option<PathBuf>)
         }
     }
     Ok((out, untrusted))
+}
+
+/// The user's manifest, `$XDG_CONFIG_HOME/corral/corral.toml`.
+pub fn user_file() -> Option<PathBuf> {
+    dirs::config_dir().map(|dir| dir.join("corral").join("corral.toml"))
 }
 
 /// Largest manifest file read.

@@ -91,6 +91,13 @@ pub(super) struct RawPlugin {
     /// `config = { key = "value" }`
     #[serde(default)]
     pub(super) config: toml::Table,
+    /// `from = "oci://registry/tools/wc:1.0"`: where `corral plugin add`
+    /// fetched the component; `corral plugin update` fetches from there.
+    #[allow(dead_code, reason = "read by `corral plugin update` from the file")]
+    pub(super) from: Option<String>,
+    /// `version = "1.0.0"`: the version the plugin declared when it was added.
+    #[allow(dead_code, reason = "read by `corral plugin list` from the file")]
+    pub(super) version: Option<String>,
 }
 
 fn yes() -> bool {

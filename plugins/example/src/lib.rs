@@ -31,3 +31,4 @@ impl Tool for WordCount {
 }
 
 tools!(WordCount);
+corral_sdk::requests!(include_str!("../corral-plugin.toml"));

@@ -1,0 +1,221 @@
+//! Writing plugin entries into a manifest file, keeping everything else in
+//! it (comments, order, other entries) as the user wrote it.
+
+use super::requests::Requested;
+use crate::manifest::Access;
+use std::path::Path;
+use toml_edit::{Array, DocumentMut, InlineTable, Item, Table, Value, value};
+
+/// What `corral plugin add`/`update` writes for one plugin.
+#[derive(Debug, Clone)]
+pub struct Entry {
+    /// The component's path.
+    pub source: String,
+    /// Its SHA-256 pin.
+    pub sha256: String,
+    /// Where it was fetched from.
+    pub from: String,
+    /// The version it declared.
+    pub version: Option<String>,
+    /// Exactly what the user approved.
+    pub grants: Requested,
+}
+
+/// The manifest text at `file` ("" when it does not exist yet).
+pub fn read(file: &Path) -> Result<String, String> {
+    match crate::manifest::read_manifest(file) {
+        Ok(text) => Ok(text),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(String::new()),
+        Err(e) => Err(format!("cannot read {}: {e}", file.display())),
+    }
+}
+
+fn parse(text: &str, file: &Path) -> Result<DocumentMut, String> {
+    text.parse::<DocumentMut>()
+        .map_err(|e| format!("{} is not valid TOML: {e}", file.display()))
+}
+
+/// A string from the entry `name` of `text`, e.g. its `from` or `version`.
+pub fn entry_string(text: &str, name: &str, key: &str) -> Option<String> {
+    let doc = text.parse::<DocumentMut>().ok()?;
+    doc.get("plugins")?
+        .get(name)?
+        .get(key)?
+        .as_str()
+        .map(str::to_owned)
+}
+
+/// `text` with `[plugins.NAME]` set to `entry`. An existing entry keeps its
+/// `config`, `limits` and comments; its source, pin, origin, version and
+/// grants are replaced.
+pub fn set_entry(text: &str, file: &Path, name: &str, entry: &Entry) -> Result<String, String> {
+    let mut doc = parse(text, file)?;
+    let plugins = doc
+        .entry("plugins")
+        .or_insert_with(|| {
+            let mut t = Table::new();
+            t.set_implicit(true);
+            Item::Table(t)
+        })
+        .as_table_mut()
+        .ok_or_else(|| format!("{}: `plugins` is not a table", file.display()))?;
+    let table = plugins
+        .entry(name)
+        .or_insert_with(|| Item::Table(Table::new()))
+        .as_table_mut()
+        .ok_or_else(|| format!("{}: `plugins.{name}` is not a table", file.display()))?;
+    table.insert("source", value(entry.source.as_str()));
+    table.insert("sha256", value(entry.sha256.as_str()));
+    table.insert("from", value(entry.from.as_str()));
+    match &entry.version {
+        Some(v) => {
+            table.insert("version", value(v.as_str()));
+        }
+        None => {
+            table.remove("version");
+        }
+    }
+    table.remove("grants");
+    table.remove("enabled");
+    let grants = grants_table(&entry.grants);
+    if !grants.is_empty() {
+        table.insert("grants", Item::Value(Value::InlineTable(grants)));
+    }
+    Ok(doc.to_string())
+}
+
+/// `text` without `[plugins.NAME]`; `None` when it has no such entry.
+pub fn remove_entry(text: &str, file: &Path, name: &str) -> Result<Option<String>, String> {
+    let mut doc = parse(text, file)?;
+    let removed = doc
+        .get_mut("plugins")
+        .and_then(Item::as_table_like_mut)
+        .and_then(|t| t.remove(name));
+    Ok(removed.map(|_| doc.to_string()))
+}
+
+/// `text` with `[plugins.NAME] enabled = false`, which removes a plugin an
+/// earlier layer (the built-in defaults) declares.
+pub fn disable_entry(text: &str, file: &Path, name: &str) -> Result<String, String> {
+    let mut doc = parse(text, file)?;
+    let plugins = doc
+        .entry("plugins")
+        .or_insert_with(|| {
+            let mut t = Table::new();
+            t.set_implicit(true);
+            Item::Table(t)
+        })
+        .as_table_mut()
+        .ok_or_else(|| format!("{}: `plugins` is not a table", file.display()))?;
+    let mut t = Table::new();
+    t.insert("enabled", value(false));
+    plugins.insert(name, Item::Table(t));
+    Ok(doc.to_string())
+}
+
+fn grants_table(g: &Requested) -> InlineTable {
+    let mut t = InlineTable::new();
+    if !g.fs.is_empty() {
+        let mut a = Array::new();
+        for f in &g.fs {
+            let mut e = InlineTable::new();
+            e.insert("path", f.path.as_str().into());
+            e.insert(
+                "access",
+                match f.access {
+                    Access::Ro => "ro",
+                    Access::Rw => "rw",
+                }
+                .into(),
+            );
+            a.push(e);
+        }
+        t.insert("fs", Value::Array(a));
+    }
+    if !g.net.is_empty() {
+        t.insert("net", Value::Array(g.net.iter().map(String::as_str).collect()));
+    }
+    if !g.env.is_empty() {
+        t.insert("env", Value::Array(g.env.iter().map(String::as_str).collect()));
+    }
+    if !g.exec.is_empty() {
+        let mut a = Array::new();
+        for x in &g.exec {
+            let mut e = InlineTable::new();
+            e.insert("program", x.program.as_str().into());
+            e.insert(
+                "args",
+                Value::Array(x.args.iter().map(String::as_str).collect()),
+            );
+            if x.network {
+                e.insert("network", true.into());
+            }
+            a.push(e);
+        }
+        t.insert("exec", Value::Array(a));
+    }
+    if !g.secrets.is_empty() {
+        let mut a = Array::new();
+        for s in &g.secrets {
+            let mut e = InlineTable::new();
+            e.insert("origin", s.origin.as_str().into());
+            e.insert("header", s.header.as_str().into());
+            e.insert("value", s.value.as_str().into());
+            a.push(e);
+        }
+        t.insert("secrets", Value::Array(a));
+    }
+    t
+}
+
+/// Writes `bytes` to `file` atomically, creating its directory.
+pub fn write(file: &Path, bytes: &[u8]) -> Result<(), String> {
+    use std::io::Write as _;
+    let dir = file
+        .parent()
+        .ok_or_else(|| format!("{}: no parent directory", file.display()))?;
+    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let mut tmp = tempfile::NamedTempFile::new_in(dir)
+        .map_err(|e| format!("cannot write in {}: {e}", dir.display()))?;
+    tmp.write_all(bytes)
+        .and_then(|()| tmp.as_file().sync_all())
+        .map_err(|e| format!("cannot write {}: {e}", file.display()))?;
+    tmp.persist(file)
+        .map_err(|e| format!("cannot write {}: {}", file.display(), e.error))?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::install::requests::FsRequest;
+
+    #[test]
+    fn an_update_keeps_config_limits_and_comments() {
+        let text = "# mine\n[plugins.wc]\nsource = \"old.wasm\"\nconfig = { a = \"1\" }\ngrants.net = [\"https://x:443\"]\n\n[plugins.other]\nsource = \"builtin:fs\"\n";
+        let entry = Entry {
+            source: "/d/abc.wasm".into(),
+            sha256: "ab".repeat(32),
+            from: "oci://127.0.0.1:5000/wc:2".into(),
+            version: Some("2.0.0".into()),
+            grants: Requested {
+                fs: vec![FsRequest {
+                    path: ".".into(),
+                    access: Access::Ro,
+                }],
+                ..Default::default()
+            },
+        };
+        let out = set_entry(text, Path::new("c.toml"), "wc", &entry).unwrap();
+        assert!(out.starts_with("# mine\n"), "{out}");
+        assert!(out.contains("config = { a = \"1\" }"), "{out}");
+        assert!(!out.contains("https://x:443"), "{out}");
+        assert!(out.contains("[plugins.other]"), "{out}");
+        assert_eq!(entry_string(&out, "wc", "version").as_deref(), Some("2.0.0"));
+        let removed = remove_entry(&out, Path::new("c.toml"), "wc")
+            .unwrap()
+            .unwrap();
+        assert!(!removed.contains("plugins.wc"), "{removed}");
+        assert!(removed.contains("[plugins.other]"), "{removed}");
+    }
+}

@@ -1,0 +1,445 @@
+//! `corral plugin add | update | remove | verify | pack | publish`, driven
+//! through the real binary: what a plugin requests is shown and only what
+//! is approved is written, pinned by sha256; downloads must be pinned; a
+//! registry round trip on loopback with a real OCI registry, where a wider
+//! version does not get in without approval and a tampered blob is refused.
+
+use crate::*;
+use corral_test_programs::{ECHO, EXAMPLE, SNEAKY};
+use serde_json::json;
+use std::io::{Read as _, Write as _};
+use std::net::TcpListener;
+use std::process::{Child, Output};
+
+fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+fn user_manifest(cli: &Cli) -> PathBuf {
+    cli.home.path().join("config/corral/corral.toml")
+}
+
+fn read_user_manifest(cli: &Cli) -> String {
+    std::fs::read_to_string(user_manifest(cli)).unwrap_or_default()
+}
+
+fn store_dir(cli: &Cli) -> PathBuf {
+    cli.home.path().join("data/corral/plugins")
+}
+
+fn sha256_of(path: &str) -> String {
+    corral::trust::sha256_hex(&std::fs::read(path).expect("read component"))
+}
+
+fn word_count(cli: &Cli, sb: &Sandbox) -> Output {
+    cli.run(
+        &sb.ws(),
+        &[
+            "tool",
+            "call",
+            "word_count",
+            "--args",
+            &json!({"path": "hello.txt"}).to_string(),
+        ],
+    )
+}
+
+#[test]
+fn add_shows_the_requests_and_writes_exactly_what_was_approved() {
+    let sb = Sandbox::new();
+    let cli = Cli::new();
+    let o = cli.run(&sb.ws(), &["plugin", "add", EXAMPLE, "--yes"]);
+    let t = text(&o);
+    assert!(o.status.success(), "{t}");
+    // The review: tools with effects, the requests (from the SDK's
+    // `requests!`), and what each import gets with those grants.
+    assert!(t.contains("word_count [read] Counts the words in a file."), "{t}");
+    assert!(t.contains("grant fs   . (read-only)"), "{t}");
+    assert!(t.contains("Imports, with these grants:"), "{t}");
+    assert!(t.contains("wasi:filesystem/preopens"), "{t}");
+    let manifest = read_user_manifest(&cli);
+    let sha = sha256_of(EXAMPLE);
+    assert!(manifest.contains(&format!("sha256 = \"{sha}\"")), "{manifest}");
+    assert!(manifest.contains("access = \"ro\""), "{manifest}");
+    assert!(manifest.contains("version = \"0.1.0\""), "{manifest}");
+    assert!(store_dir(&cli).join(format!("{sha}.wasm")).is_file());
+    // It works, with exactly that grant: it reads the workspace…
+    let o = word_count(&cli, &sb);
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(String::from_utf8_lossy(&o.stdout).trim(), "4");
+    // …and `plugin list` shows where it came from and its version.
+    let o = cli.run(&sb.ws(), &["plugin", "list"]);
+    let t = text(&o);
+    assert!(t.contains("example") && t.contains(&sha), "{t}");
+    // A second add under the same name is refused, nothing changes.
+    let o = cli.run(&sb.ws(), &["plugin", "add", EXAMPLE, "--yes"]);
+    assert!(!o.status.success());
+    assert!(text(&o).contains("already declared"), "{}", text(&o));
+    // Under another name its tool would clash with the installed one.
+    let o = cli.run(
+        &sb.ws(),
+        &["plugin", "add", EXAMPLE, "--yes", "--name", "example-two"],
+    );
+    assert!(!o.status.success());
+    assert!(text(&o).contains("`word_count` (plugin `example`)"), "{}", text(&o));
+    assert_eq!(read_user_manifest(&cli), manifest);
+}
+
+#[test]
+fn add_without_approval_writes_nothing() {
+    let sb = Sandbox::new();
+    let cli = Cli::new();
+    // stdin is not a terminal and there is no --yes.
+    let o = cli.run(&sb.ws(), &["plugin", "add", EXAMPLE]);
+    assert!(!o.status.success());
+    let t = text(&o);
+    assert!(t.contains("not approved, nothing was changed"), "{t}");
+    assert!(t.contains("grant fs   . (read-only)"), "the review is shown first: {t}");
+    assert!(!user_manifest(&cli).exists());
+    assert!(!store_dir(&cli).exists() || std::fs::read_dir(store_dir(&cli)).unwrap().count() == 0);
+}
+
+#[test]
+fn a_denied_request_is_not_granted_and_the_plugin_gets_a_clean_error() {
+    let sb = Sandbox::new();
+    let cli = Cli::new();
+    let o = cli.run(&sb.ws(), &["plugin", "add", EXAMPLE, "--yes", "--deny", "fs"]);
+    let t = text(&o);
+    assert!(o.status.success(), "{t}");
+    assert!(t.contains("DENY  fs   . (read-only)"), "{t}");
+    assert!(!read_user_manifest(&cli).contains("grants"), "{}", read_user_manifest(&cli));
+    let o = word_count(&cli, &sb);
+    assert!(!o.status.success());
+    assert!(!text(&o).contains("hello from the workspace"));
+    // A filter that names nothing requested is a typo, not a silent no-op.
+    let o = cli.run(
+        &sb.ws(),
+        &["plugin", "add", EXAMPLE, "--yes", "--name", "x", "--deny", "net:https://a:443"],
+    );
+    assert!(!o.status.success());
+    assert!(text(&o).contains("names nothing the plugin requests"), "{}", text(&o));
+}
+
+#[test]
+fn hidden_characters_in_descriptions_are_flagged_and_a_bait_and_switch_is_refused() {
+    let sb = Sandbox::new();
+    let cli = Cli::new();
+    // Granted the workspace, its second tool describes itself differently
+    // than it did for the review: refused, nothing written.
+    let o = cli.run(&sb.ws(), &["plugin", "add", SNEAKY, "--yes"]);
+    let t = text(&o);
+    assert!(!o.status.success(), "{t}");
+    assert!(t.contains("describes different tools once granted"), "{t}");
+    assert!(!user_manifest(&cli).exists());
+    // Without the grant it describes the same tools; the hidden characters
+    // are flagged and shown escaped, never raw.
+    let o = cli.run(&sb.ws(), &["plugin", "add", SNEAKY, "--yes", "--deny", "fs"]);
+    let t = text(&o);
+    assert!(o.status.success(), "{t}");
+    assert!(t.contains("invisible Unicode"), "{t}");
+    assert!(t.contains("U+202E") || t.contains("202e"), "{t}");
+    assert!(!t.contains('\u{202e}') && !t.contains('\u{200b}'), "{t}");
+}
+
+#[test]
+fn pack_embeds_requests_that_add_then_reads() {
+    let sb = Sandbox::new();
+    let cli = Cli::new();
+    sb.write(
+        "corral-plugin.toml",
+        "[plugin]\nname = \"echoer\"\nversion = \"2.1.0\"\n[requests]\nenv = [\"LANG\"]\n",
+    );
+    let packed = sb.root.path().join("echo-packed.wasm");
+    let o = cli.run(
+        &sb.ws(),
+        &[
+            "plugin",
+            "pack",
+            ECHO,
+            "--requests",
+            "corral-plugin.toml",
+            "-o",
+            packed.to_str().unwrap(),
+        ],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let o = cli.run(&sb.ws(), &["plugin", "add", packed.to_str().unwrap(), "--yes"]);
+    let t = text(&o);
+    assert!(o.status.success(), "{t}");
+    assert!(t.contains("Plugin `echoer` 2.1.0"), "{t}");
+    assert!(t.contains("grant env  LANG"), "{t}");
+    assert!(read_user_manifest(&cli).contains("[plugins.echoer]"));
+    // Malformed requests are refused by `pack`, with the reason.
+    sb.write("bad.toml", "[requests]\nfs = [{ path = \"/etc\", access = \"rw\" }]\n");
+    let o = cli.run(
+        &sb.ws(),
+        &["plugin", "pack", ECHO, "--requests", "bad.toml", "-o", packed.to_str().unwrap()],
+    );
+    assert!(!o.status.success());
+    assert!(text(&o).contains("inside the workspace"), "{}", text(&o));
+}
+
+#[test]
+fn verify_finds_a_changed_file_and_remove_cleans_up() {
+    let sb = Sandbox::new();
+    let cli = Cli::new();
+    assert!(cli.run(&sb.ws(), &["plugin", "add", EXAMPLE, "--yes"]).status.success());
+    let o = cli.run(&sb.ws(), &["plugin", "verify"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(text(&o).contains("ok"), "{}", text(&o));
+    // Someone changes the installed file.
+    let stored = store_dir(&cli).join(format!("{}.wasm", sha256_of(EXAMPLE)));
+    let mut bytes = std::fs::read(&stored).unwrap();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 1;
+    std::fs::write(&stored, &bytes).unwrap();
+    let o = cli.run(&sb.ws(), &["plugin", "verify"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(text(&o).contains("changed"), "{}", text(&o));
+    // The runtime refuses it too.
+    let o = word_count(&cli, &sb);
+    assert!(!o.status.success());
+    assert!(text(&o).contains("the file changed"), "{}", text(&o));
+    // Removing it takes the entry and the stored file.
+    let o = cli.run(&sb.ws(), &["plugin", "remove", "example"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(!read_user_manifest(&cli).contains("plugins.example"));
+    assert!(!stored.exists());
+    // A built-in plugin is disabled instead.
+    let o = cli.run(&sb.ws(), &["plugin", "remove", "shell"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(read_user_manifest(&cli).contains("enabled = false"));
+    let o = cli.run(&sb.ws(), &["tools", "list"]);
+    assert!(!text(&o).contains("run_command"), "{}", text(&o));
+}
+
+/// Serves `body` over HTTP on loopback for as many requests as come.
+fn serve(body: Vec<u8>) -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut s) = stream else { continue };
+            let mut buf = [0u8; 4096];
+            let _ = s.read(&mut buf);
+            let _ = write!(
+                s,
+                "HTTP/1.1 200 OK\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+                body.len()
+            );
+            let _ = s.write_all(&body);
+        }
+    });
+    port
+}
+
+#[test]
+fn a_download_must_be_pinned_and_match_its_pin() {
+    let sb = Sandbox::new();
+    let cli = Cli::new();
+    let port = serve(std::fs::read(EXAMPLE).unwrap());
+    let url = format!("http://127.0.0.1:{port}/example.wasm");
+    let o = cli.run(&sb.ws(), &["plugin", "add", &url, "--yes"]);
+    assert!(!o.status.success());
+    assert!(text(&o).contains("pass --sha256"), "{}", text(&o));
+    let wrong = "0".repeat(64);
+    let o = cli.run(&sb.ws(), &["plugin", "add", &url, "--yes", "--sha256", &wrong]);
+    assert!(!o.status.success());
+    assert!(text(&o).contains("not the"), "{}", text(&o));
+    assert!(!user_manifest(&cli).exists());
+    let o = cli.run(
+        &sb.ws(),
+        &["plugin", "add", &url, "--yes", "--sha256", &sha256_of(EXAMPLE)],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(read_user_manifest(&cli).contains(&format!("from = \"{url}\"")));
+    // Plain http to anything but loopback is refused before connecting.
+    let o = cli.run(&sb.ws(), &["plugin", "add", "http://example.com/x.wasm", "--yes"]);
+    assert!(!o.status.success());
+    assert!(text(&o).contains("only used for loopback"), "{}", text(&o));
+}
+
+/// A real OCI registry (distribution v2) on a loopback port, storing its
+/// blobs in a temp dir; stopped when dropped.
+struct Registry {
+    child: Child,
+    port: u16,
+    storage: tempfile::TempDir,
+}
+
+impl Drop for Registry {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Registry {
+    /// `None` (after saying why) when no registry binary is available.
+    fn start() -> Option<Self> {
+        let binary = std::env::var("CORRAL_TEST_REGISTRY")
+            .ok()
+            .or_else(|| {
+                ["/usr/bin/docker-registry", "/usr/sbin/docker-registry"]
+                    .into_iter()
+                    .find(|p| Path::new(p).exists())
+                    .map(str::to_owned)
+            });
+        let Some(binary) = binary else {
+            eprintln!(
+                "skipped: no OCI registry binary (set CORRAL_TEST_REGISTRY; .ci/run installs \
+                 Debian's docker-registry)"
+            );
+            return None;
+        };
+        let storage = tempfile::tempdir().unwrap();
+        let port = {
+            let l = TcpListener::bind("127.0.0.1:0").unwrap();
+            l.local_addr().unwrap().port()
+        };
+        let config = storage.path().join("config.yml");
+        std::fs::write(
+            &config,
+            format!(
+                "version: 0.1\nlog:\n  level: error\nstorage:\n  filesystem:\n    rootdirectory: {}\nhttp:\n  addr: 127.0.0.1:{port}\n",
+                storage.path().join("data").display()
+            ),
+        )
+        .unwrap();
+        let child = std::process::Command::new(&binary)
+            .arg("serve")
+            .arg(&config)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("start {binary}: {e}"));
+        let registry = Registry {
+            child,
+            port,
+            storage,
+        };
+        for _ in 0..200 {
+            if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                return Some(registry);
+            }
+            std::thread::sleep(std::time::Duration::from_millis(25));
+        }
+        panic!("the registry did not start on port {port}");
+    }
+
+    fn reference(&self, repo_tag: &str) -> String {
+        format!("oci://127.0.0.1:{}/{repo_tag}", self.port)
+    }
+
+    /// Every stored blob file.
+    fn blobs(&self) -> Vec<PathBuf> {
+        fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+            for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+                let p = e.path();
+                if p.is_dir() {
+                    walk(&p, out);
+                } else if p.file_name().is_some_and(|n| n == "data") {
+                    out.push(p);
+                }
+            }
+        }
+        let mut out = Vec::new();
+        walk(&self.storage.path().join("data/docker/registry/v2/blobs"), &mut out);
+        out
+    }
+}
+
+#[test]
+fn an_oci_round_trip_reviews_updates_and_refuses_tampering() {
+    let Some(registry) = Registry::start() else {
+        return;
+    };
+    let sb = Sandbox::new();
+    let cli = Cli::new();
+    // v1 asks to read the workspace.
+    sb.write(
+        "v1.toml",
+        "[plugin]\nname = \"counter\"\nversion = \"1.0.0\"\n[requests]\nfs = [{ path = \".\", access = \"ro\" }]\n",
+    );
+    let stable = registry.reference("tools/counter:stable");
+    let o = cli.run(
+        &sb.ws(),
+        &["plugin", "publish", EXAMPLE, &stable, "--requests", "v1.toml"],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let o = cli.run(&sb.ws(), &["plugin", "add", &stable, "--yes"]);
+    let t = text(&o);
+    assert!(o.status.success(), "{t}");
+    assert!(t.contains("Plugin `counter` 1.0.0"), "{t}");
+    assert!(t.contains("digest sha256:"), "{t}");
+    let o = word_count(&cli, &sb);
+    assert_eq!(String::from_utf8_lossy(&o.stdout).trim(), "4", "{}", text(&o));
+    let v1_manifest = read_user_manifest(&cli);
+    assert!(v1_manifest.contains(&format!("from = \"{stable}\"")), "{v1_manifest}");
+
+    // Nothing new: up to date.
+    let o = cli.run(&sb.ws(), &["plugin", "update", "counter"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(text(&o).contains("up to date"), "{}", text(&o));
+
+    // v2, pushed to the same tag, also wants to write and to reach a host.
+    sb.write(
+        "v2.toml",
+        "[plugin]\nname = \"counter\"\nversion = \"2.0.0\"\n[requests]\nfs = [{ path = \".\", access = \"rw\" }]\nnet = [\"https://api.example.com:443\"]\n",
+    );
+    let o = cli.run(
+        &sb.ws(),
+        &["plugin", "publish", EXAMPLE, &stable, "--requests", "v2.toml"],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    // Without approval the update shows the diff and changes nothing.
+    let o = cli.run(&sb.ws(), &["plugin", "update", "counter"]);
+    let t = text(&o);
+    assert!(!o.status.success(), "{t}");
+    assert!(t.contains("1.0.0 -> 2.0.0"), "{t}");
+    assert!(t.contains("+ NEW  fs   . (read-write)"), "{t}");
+    assert!(t.contains("+ NEW  net  https://api.example.com:443"), "{t}");
+    assert!(t.contains("not approved, nothing was changed"), "{t}");
+    assert_eq!(read_user_manifest(&cli), v1_manifest);
+    // Approved but narrowed: the network request is left out.
+    let o = cli.run(
+        &sb.ws(),
+        &["plugin", "update", "counter", "--yes", "--deny", "net"],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let m = read_user_manifest(&cli);
+    assert!(m.contains("access = \"rw\"") && !m.contains("api.example.com"), "{m}");
+    assert!(m.contains("version = \"2.0.0\""), "{m}");
+    let o = word_count(&cli, &sb);
+    assert_eq!(String::from_utf8_lossy(&o.stdout).trim(), "4", "{}", text(&o));
+
+    // A registry that serves altered bytes is refused by digest.
+    sb.write("v3.toml", "[plugin]\nname = \"other\"\n[requests]\n");
+    let other = registry.reference("tools/other:1");
+    let o = cli.run(
+        &sb.ws(),
+        &["plugin", "publish", ECHO, &other, "--requests", "v3.toml"],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let mut tampered = 0;
+    for blob in registry.blobs() {
+        let mut bytes = std::fs::read(&blob).unwrap();
+        // Only the component layers (wasm binaries), not configs or manifests.
+        if bytes.starts_with(b"\0asm") {
+            let at = bytes.len() / 2;
+            bytes[at] ^= 0xff;
+            std::fs::write(&blob, &bytes).unwrap();
+            tampered += 1;
+        }
+    }
+    assert!(tampered >= 2, "found {tampered} component blobs");
+    let o = cli.run(&sb.ws(), &["plugin", "add", &other, "--yes"]);
+    let t = text(&o);
+    assert!(!o.status.success(), "{t}");
+    assert!(t.to_lowercase().contains("digest"), "{t}");
+    assert!(!read_user_manifest(&cli).contains("plugins.other"));
+}
