@@ -25,6 +25,7 @@ mod mock;
 mod policy;
 mod sandbox;
 mod stubs;
+mod templates;
 mod tools;
 mod trustpin;
 
