@@ -264,7 +264,8 @@ _host = None
 def bind(host) -> None:
     """Connects this module to the host: `host` has `log(level, message)`
     (level one of LEVELS) and `config(key) -> Optional[str]`. `app.py` does
-    this; without it `log` goes to stderr and `config` returns None."""
+    this; without it `log` writes info and above to stderr and `config`
+    returns None."""
     global _host
     _host = host
 
@@ -274,7 +275,8 @@ def log(level: str, message: str) -> None:
     if level not in LEVELS:
         raise ValueError(f"unknown log level `{level}`; use one of {LEVELS}")
     if _host is None:
-        print(f"[{level}] {message}", file=sys.stderr)
+        if LEVELS.index(level) >= LEVELS.index("info"):
+            print(f"[{level}] {message}", file=sys.stderr)
     else:
         _host.log(level, message)
 

@@ -1,7 +1,7 @@
 """The tools of plugin `{{name}}`. Add a tool: write a function, decorate it
 with `@tool(...)`, and list it in TOOLS."""
 
-from corral_tool import Output, read_text, tool
+from corral_tool import Output, log, read_text, tool
 
 
 def stats(text: str) -> dict:
@@ -26,6 +26,7 @@ def stats(text: str) -> dict:
     effects=["read"],
 )
 def file_stats(args):
+    log("debug", f"file_stats: counting {args['path']}")
     counts = stats(read_text(args["path"]))
     return Output(
         f"{args['path']}: {counts['lines']} lines, {counts['words']} words, {counts['chars']} characters",

@@ -34,7 +34,8 @@ export const fatal = (message) => new ToolError('fatal', message);
 
 /**
  * Makes a tool. `run(args)` gets the arguments already checked against
- * `schema` and returns a string, `{ content, isError?, data? }`, or throws a
+ * `schema` and returns a string, `{ content, isError?, data? }` (`data`: any
+ * JSON value, for UIs and scripts), or throws a
  * ToolError (`failed(...)`). `preview(args)`, for tools that write, returns
  * the unified diff the call would make.
  */
@@ -61,7 +62,9 @@ export function tool({ name, description, schema, effects = ['read'], run, previ
     call(argumentsJson) {
       const out = run(parse(argumentsJson));
       if (typeof out === 'string') return { content: out, isError: false, data: undefined };
-      return { content: out.content, isError: out.isError ?? false, data: out.data };
+      // `data` travels as JSON text (WIT `option<string>`).
+      const data = out.data === undefined ? undefined : JSON.stringify(out.data);
+      return { content: out.content, isError: out.isError ?? false, data };
     },
     previewCall(argumentsJson) {
       const args = parse(argumentsJson);
@@ -156,7 +159,8 @@ let host = null;
 /**
  * Connects this module to the host: `h` has `log(level, message)`,
  * `config(key)` and `readFiles(paths, maxBytes)` as in wit/files.wit. Without
- * it, `log` writes to stderr, `config` returns undefined and files cannot be read.
+ * it, `log` writes info and above to stderr, `config` returns undefined and
+ * files cannot be read.
  */
 export function bind(h) {
   host = h;
@@ -166,7 +170,7 @@ export function bind(h) {
 export function log(level, message) {
   if (!LEVELS.includes(level)) throw new Error(`unknown log level \`${level}\`; use one of ${LEVELS.join(', ')}`);
   if (host) host.log(level, message);
-  else console.error(`[${level}] ${message}`);
+  else if (LEVELS.indexOf(level) >= LEVELS.indexOf('info')) console.error(`[${level}] ${message}`);
 }
 
 /** One of this plugin's settings from `[plugins.NAME.config]` in corral.toml, or undefined. */

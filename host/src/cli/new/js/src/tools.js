@@ -1,7 +1,7 @@
 // The tools of plugin `{{name}}`. Add a tool: make it with `tool({...})` and
 // list it in TOOLS.
 
-import { readText, tool } from './corral-tool.js';
+import { log, readText, tool } from './corral-tool.js';
 
 /** Lines, words and characters of `text`, as `wc` counts them. */
 export function stats(text) {
@@ -25,6 +25,7 @@ export const fileStats = tool({
   },
   effects: ['read'],
   run(args) {
+    log('debug', `file_stats: counting ${args.path}`);
     const counts = stats(readText(args.path));
     return {
       content: `${args.path}: ${counts.lines} lines, ${counts.words} words, ${counts.chars} characters`,

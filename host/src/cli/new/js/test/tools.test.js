@@ -37,7 +37,7 @@ test('counts lines, words and characters', () => {
 test('reads a workspace file', () => {
   const out = fileStats.call(JSON.stringify({ path: 'notes.txt' }));
   assert.equal(out.content, 'notes.txt: 2 lines, 3 words, 14 characters');
-  assert.deepEqual(out.data, { lines: 2, words: 3, chars: 14 });
+  assert.deepEqual(JSON.parse(out.data), { lines: 2, words: 3, chars: 14 });
 });
 
 test('refuses paths outside the workspace', () => {
