@@ -3,6 +3,7 @@
 
 mod install;
 mod mcp;
+mod new;
 mod plugins;
 mod render;
 mod run;
@@ -137,6 +138,25 @@ enum PluginsCmd {
         clear: bool,
         #[command(flatten)]
         json: JsonFlag,
+    },
+    /// Start a tool plugin project: an example tool, its test, the WIT and
+    /// the one command that builds it.
+    New {
+        /// The plugin's name (its `[plugins.NAME]` key in corral.toml).
+        name: String,
+        /// The language.
+        #[arg(long, value_enum)]
+        lang: new::Lang,
+        /// The project directory to create (default: ./NAME).
+        #[arg(long, value_name = "PATH")]
+        dir: Option<PathBuf>,
+    },
+    /// Write the WIT this corral serves (corral:plugin and, under deps/, the
+    /// WASI 0.2 packages), for building plugins against it.
+    Wit {
+        /// The directory to write to.
+        #[arg(long, value_name = "DIR")]
+        out: PathBuf,
     },
 }
 
@@ -298,6 +318,8 @@ async fn run(cli: Cli) -> ExitCode {
         Command::Plugin(PluginsCmd::Cache { prune, clear, json }) => {
             plugins::cache(prune, clear, json.json)
         }
+        Command::Plugin(PluginsCmd::New { name, lang, dir }) => new::new(&name, lang, dir),
+        Command::Plugin(PluginsCmd::Wit { out }) => new::wit(&out),
         Command::Plugin(PluginsCmd::List(json)) => match load(&workspace).await {
             Ok((manifest, plugins)) => plugins::plugins_list(&manifest, &plugins, json.json),
             Err(code) => code,

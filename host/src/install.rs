@@ -97,7 +97,10 @@ impl Candidate {
             .unwrap_or("")
             .trim_end_matches(".wasm")
             .to_ascii_lowercase()
-            .replace(|c: char| !(c.is_ascii_alphanumeric() || c == '-' || c == '_'), "-");
+            .replace(
+                |c: char| !(c.is_ascii_alphanumeric() || c == '-' || c == '_'),
+                "-",
+            );
         crate::manifest::valid_plugin_name(&last).then_some(last)
     }
 }

@@ -57,13 +57,19 @@ fn add_shows_the_requests_and_writes_exactly_what_was_approved() {
     assert!(o.status.success(), "{t}");
     // The review: tools with effects, the requests (from the SDK's
     // `requests!`), and what each import gets with those grants.
-    assert!(t.contains("word_count [read] Counts the words in a file."), "{t}");
+    assert!(
+        t.contains("word_count [read] Counts the words in a file."),
+        "{t}"
+    );
     assert!(t.contains("grant fs   . (read-only)"), "{t}");
     assert!(t.contains("Imports, with these grants:"), "{t}");
     assert!(t.contains("wasi:filesystem/preopens"), "{t}");
     let manifest = read_user_manifest(&cli);
     let sha = sha256_of(EXAMPLE);
-    assert!(manifest.contains(&format!("sha256 = \"{sha}\"")), "{manifest}");
+    assert!(
+        manifest.contains(&format!("sha256 = \"{sha}\"")),
+        "{manifest}"
+    );
     assert!(manifest.contains("access = \"ro\""), "{manifest}");
     assert!(manifest.contains("version = \"0.1.0\""), "{manifest}");
     assert!(store_dir(&cli).join(format!("{sha}.wasm")).is_file());
@@ -85,7 +91,11 @@ fn add_shows_the_requests_and_writes_exactly_what_was_approved() {
         &["plugin", "add", EXAMPLE, "--yes", "--name", "example-two"],
     );
     assert!(!o.status.success());
-    assert!(text(&o).contains("`word_count` (plugin `example`)"), "{}", text(&o));
+    assert!(
+        text(&o).contains("`word_count` (plugin `example`)"),
+        "{}",
+        text(&o)
+    );
     assert_eq!(read_user_manifest(&cli), manifest);
 }
 
@@ -98,7 +108,10 @@ fn add_without_approval_writes_nothing() {
     assert!(!o.status.success());
     let t = text(&o);
     assert!(t.contains("not approved, nothing was changed"), "{t}");
-    assert!(t.contains("grant fs   . (read-only)"), "the review is shown first: {t}");
+    assert!(
+        t.contains("grant fs   . (read-only)"),
+        "the review is shown first: {t}"
+    );
     assert!(!user_manifest(&cli).exists());
     assert!(!store_dir(&cli).exists() || std::fs::read_dir(store_dir(&cli)).unwrap().count() == 0);
 }
@@ -107,21 +120,41 @@ fn add_without_approval_writes_nothing() {
 fn a_denied_request_is_not_granted_and_the_plugin_gets_a_clean_error() {
     let sb = Sandbox::new();
     let cli = Cli::new();
-    let o = cli.run(&sb.ws(), &["plugin", "add", EXAMPLE, "--yes", "--deny", "fs"]);
+    let o = cli.run(
+        &sb.ws(),
+        &["plugin", "add", EXAMPLE, "--yes", "--deny", "fs"],
+    );
     let t = text(&o);
     assert!(o.status.success(), "{t}");
     assert!(t.contains("DENY  fs   . (read-only)"), "{t}");
-    assert!(!read_user_manifest(&cli).contains("grants"), "{}", read_user_manifest(&cli));
+    assert!(
+        !read_user_manifest(&cli).contains("grants"),
+        "{}",
+        read_user_manifest(&cli)
+    );
     let o = word_count(&cli, &sb);
     assert!(!o.status.success());
     assert!(!text(&o).contains("hello from the workspace"));
     // A filter that names nothing requested is a typo, not a silent no-op.
     let o = cli.run(
         &sb.ws(),
-        &["plugin", "add", EXAMPLE, "--yes", "--name", "x", "--deny", "net:https://a:443"],
+        &[
+            "plugin",
+            "add",
+            EXAMPLE,
+            "--yes",
+            "--name",
+            "x",
+            "--deny",
+            "net:https://a:443",
+        ],
     );
     assert!(!o.status.success());
-    assert!(text(&o).contains("names nothing the plugin requests"), "{}", text(&o));
+    assert!(
+        text(&o).contains("names nothing the plugin requests"),
+        "{}",
+        text(&o)
+    );
 }
 
 #[test]
@@ -137,7 +170,10 @@ fn hidden_characters_in_descriptions_are_flagged_and_a_bait_and_switch_is_refuse
     assert!(!user_manifest(&cli).exists());
     // Without the grant it describes the same tools; the hidden characters
     // are flagged and shown escaped, never raw.
-    let o = cli.run(&sb.ws(), &["plugin", "add", SNEAKY, "--yes", "--deny", "fs"]);
+    let o = cli.run(
+        &sb.ws(),
+        &["plugin", "add", SNEAKY, "--yes", "--deny", "fs"],
+    );
     let t = text(&o);
     assert!(o.status.success(), "{t}");
     assert!(t.contains("invisible Unicode"), "{t}");
@@ -167,17 +203,31 @@ fn pack_embeds_requests_that_add_then_reads() {
         ],
     );
     assert!(o.status.success(), "{}", text(&o));
-    let o = cli.run(&sb.ws(), &["plugin", "add", packed.to_str().unwrap(), "--yes"]);
+    let o = cli.run(
+        &sb.ws(),
+        &["plugin", "add", packed.to_str().unwrap(), "--yes"],
+    );
     let t = text(&o);
     assert!(o.status.success(), "{t}");
     assert!(t.contains("Plugin `echoer` 2.1.0"), "{t}");
     assert!(t.contains("grant env  LANG"), "{t}");
     assert!(read_user_manifest(&cli).contains("[plugins.echoer]"));
     // Malformed requests are refused by `pack`, with the reason.
-    sb.write("bad.toml", "[requests]\nfs = [{ path = \"/etc\", access = \"rw\" }]\n");
+    sb.write(
+        "bad.toml",
+        "[requests]\nfs = [{ path = \"/etc\", access = \"rw\" }]\n",
+    );
     let o = cli.run(
         &sb.ws(),
-        &["plugin", "pack", ECHO, "--requests", "bad.toml", "-o", packed.to_str().unwrap()],
+        &[
+            "plugin",
+            "pack",
+            ECHO,
+            "--requests",
+            "bad.toml",
+            "-o",
+            packed.to_str().unwrap(),
+        ],
     );
     assert!(!o.status.success());
     assert!(text(&o).contains("inside the workspace"), "{}", text(&o));
@@ -187,7 +237,11 @@ fn pack_embeds_requests_that_add_then_reads() {
 fn verify_finds_a_changed_file_and_remove_cleans_up() {
     let sb = Sandbox::new();
     let cli = Cli::new();
-    assert!(cli.run(&sb.ws(), &["plugin", "add", EXAMPLE, "--yes"]).status.success());
+    assert!(
+        cli.run(&sb.ws(), &["plugin", "add", EXAMPLE, "--yes"])
+            .status
+            .success()
+    );
     let o = cli.run(&sb.ws(), &["plugin", "verify"]);
     assert!(o.status.success(), "{}", text(&o));
     assert!(text(&o).contains("ok"), "{}", text(&o));
@@ -247,18 +301,31 @@ fn a_download_must_be_pinned_and_match_its_pin() {
     assert!(!o.status.success());
     assert!(text(&o).contains("pass --sha256"), "{}", text(&o));
     let wrong = "0".repeat(64);
-    let o = cli.run(&sb.ws(), &["plugin", "add", &url, "--yes", "--sha256", &wrong]);
+    let o = cli.run(
+        &sb.ws(),
+        &["plugin", "add", &url, "--yes", "--sha256", &wrong],
+    );
     assert!(!o.status.success());
     assert!(text(&o).contains("not the"), "{}", text(&o));
     assert!(!user_manifest(&cli).exists());
     let o = cli.run(
         &sb.ws(),
-        &["plugin", "add", &url, "--yes", "--sha256", &sha256_of(EXAMPLE)],
+        &[
+            "plugin",
+            "add",
+            &url,
+            "--yes",
+            "--sha256",
+            &sha256_of(EXAMPLE),
+        ],
     );
     assert!(o.status.success(), "{}", text(&o));
     assert!(read_user_manifest(&cli).contains(&format!("from = \"{url}\"")));
     // Plain http to anything but loopback is refused before connecting.
-    let o = cli.run(&sb.ws(), &["plugin", "add", "http://example.com/x.wasm", "--yes"]);
+    let o = cli.run(
+        &sb.ws(),
+        &["plugin", "add", "http://example.com/x.wasm", "--yes"],
+    );
     assert!(!o.status.success());
     assert!(text(&o).contains("only used for loopback"), "{}", text(&o));
 }
@@ -281,15 +348,17 @@ impl Drop for Registry {
 impl Registry {
     /// `None` (after saying why) when no registry binary is available.
     fn start() -> Option<Self> {
-        let binary = std::env::var("CORRAL_TEST_REGISTRY")
-            .ok()
-            .or_else(|| {
-                ["/usr/bin/docker-registry", "/usr/sbin/docker-registry"]
-                    .into_iter()
-                    .find(|p| Path::new(p).exists())
-                    .map(str::to_owned)
-            });
+        let binary = std::env::var("CORRAL_TEST_REGISTRY").ok().or_else(|| {
+            ["/usr/bin/docker-registry", "/usr/sbin/docker-registry"]
+                .into_iter()
+                .find(|p| Path::new(p).exists())
+                .map(str::to_owned)
+        });
         let Some(binary) = binary else {
+            assert!(
+                std::env::var_os("CORRAL_CI").is_none(),
+                "CORRAL_CI is set but no registry binary was found (CORRAL_TEST_REGISTRY)"
+            );
             eprintln!(
                 "skipped: no OCI registry binary (set CORRAL_TEST_REGISTRY; .ci/run installs \
                  Debian's docker-registry)"
@@ -348,7 +417,10 @@ impl Registry {
             }
         }
         let mut out = Vec::new();
-        walk(&self.storage.path().join("data/docker/registry/v2/blobs"), &mut out);
+        walk(
+            &self.storage.path().join("data/docker/registry/v2/blobs"),
+            &mut out,
+        );
         out
     }
 }
@@ -368,7 +440,14 @@ fn an_oci_round_trip_reviews_updates_and_refuses_tampering() {
     let stable = registry.reference("tools/counter:stable");
     let o = cli.run(
         &sb.ws(),
-        &["plugin", "publish", EXAMPLE, &stable, "--requests", "v1.toml"],
+        &[
+            "plugin",
+            "publish",
+            EXAMPLE,
+            &stable,
+            "--requests",
+            "v1.toml",
+        ],
     );
     assert!(o.status.success(), "{}", text(&o));
     let o = cli.run(&sb.ws(), &["plugin", "add", &stable, "--yes"]);
@@ -377,9 +456,17 @@ fn an_oci_round_trip_reviews_updates_and_refuses_tampering() {
     assert!(t.contains("Plugin `counter` 1.0.0"), "{t}");
     assert!(t.contains("digest sha256:"), "{t}");
     let o = word_count(&cli, &sb);
-    assert_eq!(String::from_utf8_lossy(&o.stdout).trim(), "4", "{}", text(&o));
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout).trim(),
+        "4",
+        "{}",
+        text(&o)
+    );
     let v1_manifest = read_user_manifest(&cli);
-    assert!(v1_manifest.contains(&format!("from = \"{stable}\"")), "{v1_manifest}");
+    assert!(
+        v1_manifest.contains(&format!("from = \"{stable}\"")),
+        "{v1_manifest}"
+    );
 
     // Nothing new: up to date.
     let o = cli.run(&sb.ws(), &["plugin", "update", "counter"]);
@@ -393,7 +480,14 @@ fn an_oci_round_trip_reviews_updates_and_refuses_tampering() {
     );
     let o = cli.run(
         &sb.ws(),
-        &["plugin", "publish", EXAMPLE, &stable, "--requests", "v2.toml"],
+        &[
+            "plugin",
+            "publish",
+            EXAMPLE,
+            &stable,
+            "--requests",
+            "v2.toml",
+        ],
     );
     assert!(o.status.success(), "{}", text(&o));
     // Without approval the update shows the diff and changes nothing.
@@ -412,10 +506,18 @@ fn an_oci_round_trip_reviews_updates_and_refuses_tampering() {
     );
     assert!(o.status.success(), "{}", text(&o));
     let m = read_user_manifest(&cli);
-    assert!(m.contains("access = \"rw\"") && !m.contains("api.example.com"), "{m}");
+    assert!(
+        m.contains("access = \"rw\"") && !m.contains("api.example.com"),
+        "{m}"
+    );
     assert!(m.contains("version = \"2.0.0\""), "{m}");
     let o = word_count(&cli, &sb);
-    assert_eq!(String::from_utf8_lossy(&o.stdout).trim(), "4", "{}", text(&o));
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout).trim(),
+        "4",
+        "{}",
+        text(&o)
+    );
 
     // A registry that serves altered bytes is refused by digest.
     sb.write("v3.toml", "[plugin]\nname = \"other\"\n[requests]\n");

@@ -26,6 +26,7 @@ mod mock;
 mod policy;
 mod sandbox;
 mod stubs;
+mod templates;
 mod tools;
 mod trustpin;
 

@@ -119,12 +119,7 @@ fn tool_lines(t: &ToolSpec) -> String {
         desc.push('…');
     }
     let desc = desc.replace('\n', " ");
-    let mut text = format!(
-        "  {} [{}] {}\n",
-        t.name,
-        review::effects_text(t),
-        desc
-    );
+    let mut text = format!("  {} [{}] {}\n", t.name, review::effects_text(t), desc);
     for w in &t.warnings {
         text.push_str(&format!("    ! {w}\n"));
     }
@@ -294,9 +289,12 @@ async fn add_inner(workspace: &Path, args: AddArgs) -> Result<ExitCode, String> 
         ));
     }
     let file = target_file(workspace, args.project)?;
-    let dir = store::dir().ok_or("no data directory to keep plugins in (set XDG_DATA_HOME or HOME)")?;
+    let dir =
+        store::dir().ok_or("no data directory to keep plugins in (set XDG_DATA_HOME or HOME)")?;
     let entry = edit::Entry {
-        source: store::path_of(&dir, &c.fetched.sha256).display().to_string(),
+        source: store::path_of(&dir, &c.fetched.sha256)
+            .display()
+            .to_string(),
         sha256: c.fetched.sha256.clone(),
         from: c.source.record(),
         version: c.version.clone(),
@@ -367,7 +365,11 @@ async fn update_inner(workspace: &Path, args: UpdateArgs) -> Result<ExitCode, St
     let name = args.name.clone();
     let (decl, file) = declared(&current, &name)?;
     let old_text = edit::read(&file)?;
-    let from = match args.from.clone().or_else(|| edit::entry_string(&old_text, &name, "from")) {
+    let from = match args
+        .from
+        .clone()
+        .or_else(|| edit::entry_string(&old_text, &name, "from"))
+    {
         Some(f) => f,
         None => {
             return Err(format!(
@@ -415,9 +417,12 @@ async fn update_inner(workspace: &Path, args: UpdateArgs) -> Result<ExitCode, St
             clashing.join(", ")
         ));
     }
-    let dir = store::dir().ok_or("no data directory to keep plugins in (set XDG_DATA_HOME or HOME)")?;
+    let dir =
+        store::dir().ok_or("no data directory to keep plugins in (set XDG_DATA_HOME or HOME)")?;
     let entry = edit::Entry {
-        source: store::path_of(&dir, &c.fetched.sha256).display().to_string(),
+        source: store::path_of(&dir, &c.fetched.sha256)
+            .display()
+            .to_string(),
         sha256: c.fetched.sha256.clone(),
         from: c.source.record(),
         version: c.version.clone(),
@@ -479,7 +484,11 @@ async fn update_inner(workspace: &Path, args: UpdateArgs) -> Result<ExitCode, St
                 "It asks for more than it has ({}).",
                 wider
                     .iter()
-                    .map(|g| g.to_string().split_whitespace().collect::<Vec<_>>().join(" "))
+                    .map(|g| g
+                        .to_string()
+                        .split_whitespace()
+                        .collect::<Vec<_>>()
+                        .join(" "))
                     .collect::<Vec<_>>()
                     .join("; ")
             )
@@ -577,13 +586,21 @@ pub(super) fn verify(workspace: &Path, json: bool) -> ExitCode {
                         "changed",
                         format!("sha256 {now}, but it was stored as {name}"),
                     ),
-                    (None, _) => ("unpinned", format!("sha256 {now}; add `sha256 = \"{now}\"`")),
+                    (None, _) => (
+                        "unpinned",
+                        format!("sha256 {now}; add `sha256 = \"{now}\"`"),
+                    ),
                     _ => ("ok", format!("sha256 {now}")),
                 }
             }
         };
         failed |= status == "changed" || status == "missing";
-        rows.push((decl.name.clone(), path.display().to_string(), status, detail));
+        rows.push((
+            decl.name.clone(),
+            path.display().to_string(),
+            status,
+            detail,
+        ));
     }
     if json {
         let list: Vec<serde_json::Value> = rows
@@ -656,14 +673,17 @@ async fn publish_inner(
     requests_file: Option<&Path>,
 ) -> Result<ExitCode, String> {
     let Some(reference) = target.strip_prefix("oci://") else {
-        return Err(format!("{target}: publish to an OCI reference, oci://REGISTRY/REPO:TAG"));
+        return Err(format!(
+            "{target}: publish to an OCI reference, oci://REGISTRY/REPO:TAG"
+        ));
     };
     let reference = oci::OciRef::parse(reference)?;
     let mut bytes = corral::trust::read_plugin_file(file)
         .map_err(|e| format!("cannot read {}: {e}", file.display()))?;
     let requests = match requests_file {
         Some(f) => {
-            let text = manifest::read_manifest(f).map_err(|e| format!("cannot read {}: {e}", f.display()))?;
+            let text = manifest::read_manifest(f)
+                .map_err(|e| format!("cannot read {}: {e}", f.display()))?;
             let r = Requests::parse(&text).map_err(|e| format!("{}: {e}", f.display()))?;
             bytes = requests::embed(&bytes, &r)?;
             Some(r)

@@ -133,10 +133,16 @@ fn grants_table(g: &Requested) -> InlineTable {
         t.insert("fs", Value::Array(a));
     }
     if !g.net.is_empty() {
-        t.insert("net", Value::Array(g.net.iter().map(String::as_str).collect()));
+        t.insert(
+            "net",
+            Value::Array(g.net.iter().map(String::as_str).collect()),
+        );
     }
     if !g.env.is_empty() {
-        t.insert("env", Value::Array(g.env.iter().map(String::as_str).collect()));
+        t.insert(
+            "env",
+            Value::Array(g.env.iter().map(String::as_str).collect()),
+        );
     }
     if !g.exec.is_empty() {
         let mut a = Array::new();
@@ -211,7 +217,10 @@ mod tests {
         assert!(out.contains("config = { a = \"1\" }"), "{out}");
         assert!(!out.contains("https://x:443"), "{out}");
         assert!(out.contains("[plugins.other]"), "{out}");
-        assert_eq!(entry_string(&out, "wc", "version").as_deref(), Some("2.0.0"));
+        assert_eq!(
+            entry_string(&out, "wc", "version").as_deref(),
+            Some("2.0.0")
+        );
         let removed = remove_entry(&out, Path::new("c.toml"), "wc")
             .unwrap()
             .unwrap();

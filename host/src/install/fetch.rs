@@ -72,7 +72,10 @@ pub struct Fetched {
 
 /// Gets the bytes of `source`. A URL needs `expected_sha256`; when given,
 /// any source must match it.
-pub async fn fetch(source: &PluginSource, expected_sha256: Option<&str>) -> Result<Fetched, String> {
+pub async fn fetch(
+    source: &PluginSource,
+    expected_sha256: Option<&str>,
+) -> Result<Fetched, String> {
     let (bytes, digest, annotations) = match source {
         PluginSource::File(path) => (
             read_plugin_file(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?,

@@ -44,7 +44,9 @@ impl fmt::Display for Grant {
                 }
                 Ok(())
             }
-            Grant::Secret(s) => write!(f, "secret {} header `{}` = {}", s.origin, s.header, s.value),
+            Grant::Secret(s) => {
+                write!(f, "secret {} header `{}` = {}", s.origin, s.header, s.value)
+            }
         }
     }
 }
@@ -168,7 +170,11 @@ pub fn grants_held(decl: &PluginDecl) -> Vec<Grant> {
 /// Narrows `requested` by the user's filters: with any `--grant`, only
 /// what one of them names; then minus what a `--deny` names. A filter that
 /// names nothing requested is an error, so a typo cannot pass silently.
-pub fn narrow(requested: &[Grant], grant: &[String], deny: &[String]) -> Result<Vec<Grant>, String> {
+pub fn narrow(
+    requested: &[Grant],
+    grant: &[String],
+    deny: &[String],
+) -> Result<Vec<Grant>, String> {
     for spec in grant.iter().chain(deny) {
         check_spec(spec)?;
         if !requested.iter().any(|g| g.matches(spec)) {
@@ -228,7 +234,8 @@ pub fn tool_diff(old: &[ToolSpec], new: &[ToolSpec]) -> ToolDiff {
                     ));
                 }
                 if o.description != n.description {
-                    diff.changed.push(format!("{}: description changed", n.name));
+                    diff.changed
+                        .push(format!("{}: description changed", n.name));
                 }
                 if o.input_schema != n.input_schema {
                     diff.changed.push(format!("{}: parameters changed", n.name));
