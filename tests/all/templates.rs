@@ -167,6 +167,52 @@ fn assert_plugin_works(cli: &Cli, sb: &Sandbox, name: &str, wasm: &Path) {
     assert!(o.status.success(), "{}", text(&o));
 }
 
+/// The project's README way to share it: `plugin pack` embeds its
+/// corral-plugin.toml, and `plugin add` in a fresh home shows the request,
+/// grants it and the tool works from the user's manifest.
+fn assert_installable(project: &Path, name: &str, wasm: &Path) {
+    let (sb, cli) = (Sandbox::new(), Cli::new());
+    let packed = sb.root.path().join(format!("{name}.wasm"));
+    let requests = project.join("corral-plugin.toml");
+    let o = cli.run(
+        &sb.ws(),
+        &[
+            "plugin",
+            "pack",
+            wasm.to_str().unwrap(),
+            "--requests",
+            requests.to_str().unwrap(),
+            "-o",
+            packed.to_str().unwrap(),
+        ],
+    );
+    assert!(o.status.success(), "pack: {}", text(&o));
+    let o = cli.run(
+        &sb.ws(),
+        &["plugin", "add", packed.to_str().unwrap(), "--yes"],
+    );
+    let out = text(&o);
+    assert!(o.status.success(), "add: {out}");
+    assert!(out.contains(&format!("Plugin `{name}` 0.1.0")), "{out}");
+    assert!(out.contains("grant fs   . (read-only)"), "{out}");
+    let o = cli.run(
+        &sb.ws(),
+        &[
+            "tool",
+            "call",
+            "file_stats",
+            "--args",
+            r#"{"path":"hello.txt"}"#,
+        ],
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout),
+        "hello.txt: 1 lines, 4 words, 25 characters\n",
+        "{}",
+        text(&o)
+    );
+}
+
 /// A command with the outer cargo's build settings removed, so a nested
 /// cargo builds the project as a user's shell would.
 fn clean_command(program: impl AsRef<std::ffi::OsStr>, dir: &Path) -> Command {
@@ -238,6 +284,10 @@ fn the_rust_template_builds_tests_and_reads_only_the_workspace() {
 
     let wasm = target.join("wasm32-wasip2/release/rsplug.wasm");
     assert_plugin_works(&cli, &sb, "rsplug", &wasm);
+    // The SDK's `requests!` already embedded corral-plugin.toml.
+    let o = cli.run(&sb.ws(), &["plugin", "inspect", wasm.to_str().unwrap()]);
+    assert!(text(&o).contains("fs   . (read-only)"), "{}", text(&o));
+    assert_installable(&project, "rsplug", &wasm);
 }
 
 #[test]
@@ -279,6 +329,7 @@ fn the_python_template_builds_tests_and_reads_only_the_workspace() {
     );
 
     assert_plugin_works(&cli, &sb, "pyplug", &project.join("pyplug.wasm"));
+    assert_installable(&project, "pyplug", &project.join("pyplug.wasm"));
 }
 
 #[test]
@@ -326,6 +377,7 @@ fn the_javascript_template_builds_tests_and_reads_only_the_workspace() {
     );
 
     assert_plugin_works(&cli, &sb, "jsplug", &project.join("jsplug.wasm"));
+    assert_installable(&project, "jsplug", &project.join("jsplug.wasm"));
 }
 
 #[test]

@@ -252,6 +252,16 @@ fn project_files(name: &str, lang: Lang, dir: &Path) -> Result<Vec<(PathBuf, Str
             .replace("{{lang_files}}", file_notes.trim_end())
             .replace("{{lang_title}}", lang.title())
             .replace("{{wasm_abs}}", &wasm_abs.display().to_string())
+            .replace("{{wasm_rel}}", &lang.wasm(name))
+            .replace(
+                "{{requests_note}}",
+                match lang {
+                    Lang::Rust => {
+                        " (`corral_sdk::requests!` in `src/lib.rs` already does it at build time)"
+                    }
+                    Lang::Python | Lang::Js => "",
+                },
+            )
             .replace("{{snake}}", &snake(name))
             .replace("{{name}}", name)
     };

@@ -58,6 +58,10 @@ impl Tool for FileStats {
 
 tools!(FileStats);
 
+// What the plugin asks for travels inside the component; `corral plugin add`
+// shows it and grants only what the user approves.
+corral_sdk::requests!(include_str!("../corral-plugin.toml"));
+
 #[cfg(test)]
 mod tests {
     use super::*;
