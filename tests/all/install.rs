@@ -545,3 +545,93 @@ fn an_oci_round_trip_reviews_updates_and_refuses_tampering() {
     assert!(t.to_lowercase().contains("digest"), "{t}");
     assert!(!read_user_manifest(&cli).contains("plugins.other"));
 }
+
+/// Runs `corral ARGS` in a tmux pane (a real terminal), answers its
+/// question with `answer`, and returns the pane's text once it exits.
+fn on_a_terminal(cli: &Cli, sb: &Sandbox, args: &[&str], answer: &str) -> Option<String> {
+    if std::process::Command::new("tmux")
+        .arg("-V")
+        .output()
+        .is_err()
+    {
+        assert!(
+            std::env::var_os("CORRAL_CI").is_none(),
+            "CORRAL_CI is set but tmux is missing"
+        );
+        eprintln!("skipped: tmux is not installed");
+        return None;
+    }
+    let session = format!("corral-install-{}", std::process::id());
+    let socket = sb.root.path().join("tmux.sock");
+    let home = cli.home.path();
+    let mut command = format!(
+        "env XDG_CONFIG_HOME={} XDG_DATA_HOME={} XDG_CACHE_HOME={} {}",
+        home.join("config").display(),
+        home.join("data").display(),
+        cache_home().display(),
+        env!("CARGO_BIN_EXE_corral")
+    );
+    for a in args {
+        command.push_str(&format!(" '{a}'"));
+    }
+    command.push_str(&format!(
+        " --workspace {}; echo EXIT=$?; sleep 60",
+        sb.ws().display()
+    ));
+    let tmux = |extra: &[&str]| {
+        std::process::Command::new("tmux")
+            .arg("-S")
+            .arg(&socket)
+            .args(extra)
+            .output()
+            .expect("tmux")
+    };
+    let o = tmux(&[
+        "new-session",
+        "-d",
+        "-s",
+        &session,
+        "-x",
+        "200",
+        "-y",
+        "50",
+        &command,
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let screen = || {
+        String::from_utf8_lossy(
+            &tmux(&["capture-pane", "-p", "-J", "-S", "-200", "-t", &session]).stdout,
+        )
+        .into_owned()
+    };
+    let wait_for = |what: &str| {
+        for _ in 0..600 {
+            let s = screen();
+            if s.contains(what) {
+                return s;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        panic!("`{what}` never appeared:\n{}", screen());
+    };
+    wait_for("[y/N]");
+    tmux(&["send-keys", "-t", &session, answer, "Enter"]);
+    let s = wait_for("EXIT=");
+    tmux(&["kill-server"]);
+    Some(s)
+}
+
+#[test]
+fn add_asks_on_a_terminal_and_only_yes_approves() {
+    let sb = Sandbox::new();
+    let cli = Cli::new();
+    let Some(screen) = on_a_terminal(&cli, &sb, &["plugin", "add", EXAMPLE], "n") else {
+        return;
+    };
+    assert!(screen.contains("grant fs   . (read-only)"), "{screen}");
+    assert!(screen.contains("EXIT=2"), "{screen}");
+    assert!(!user_manifest(&cli).exists());
+    let screen = on_a_terminal(&cli, &sb, &["plugin", "add", EXAMPLE], "y").unwrap();
+    assert!(screen.contains("EXIT=0"), "{screen}");
+    assert!(read_user_manifest(&cli).contains("[plugins.example]"));
+}
