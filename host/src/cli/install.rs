@@ -248,6 +248,67 @@ async fn check_same_tools(
     }
 }
 
+/// An approved entry, before anything is written.
+struct Plan {
+    /// The store directory the component goes to.
+    dir: PathBuf,
+    /// The manifest file's new text.
+    text: String,
+    /// The manifest that text makes.
+    manifest: Manifest,
+    /// The plugin's checked declaration in it.
+    decl: PluginDecl,
+}
+
+impl Plan {
+    /// The entry `name` for `c` with `granted`, written into the text of
+    /// `file`, and checked as the whole manifest would be.
+    fn new(
+        workspace: &Path,
+        file: &Path,
+        old_text: &str,
+        name: &str,
+        c: &Candidate,
+        granted: &[Grant],
+    ) -> Result<Self, String> {
+        let dir = store::dir()
+            .ok_or("no data directory to keep plugins in (set XDG_DATA_HOME or HOME)")?;
+        let entry = edit::Entry {
+            source: store::path_of(&dir, &c.fetched.sha256)
+                .display()
+                .to_string(),
+            sha256: c.fetched.sha256.clone(),
+            from: c.source.record(),
+            version: c.version.clone(),
+            grants: review::requested_of(granted),
+        };
+        let text = edit::set_entry(old_text, file, name, &entry)?;
+        let manifest = manifest_with(workspace, file, &text)
+            .map_err(|e| format!("the entry for these grants would not be valid: {e}"))?;
+        let decl = manifest
+            .plugins
+            .iter()
+            .find(|p| p.name == name)
+            .ok_or("the new entry is not in the manifest")?
+            .clone();
+        Ok(Self {
+            dir,
+            text,
+            manifest,
+            decl,
+        })
+    }
+
+    /// Keeps the component, checks it describes the reviewed tools with
+    /// exactly these grants, then writes the manifest.
+    async fn carry_out(&self, rt: &Runtime, c: &Candidate, file: &Path) -> Result<(), String> {
+        store::keep(&self.dir, &c.fetched.bytes, &c.fetched.sha256)
+            .map_err(|e| format!("cannot keep the component in {}: {e}", self.dir.display()))?;
+        check_same_tools(rt, &self.manifest, &self.decl, c.tools()).await?;
+        edit::write(file, self.text.as_bytes())
+    }
+}
+
 /// `corral plugin add SOURCE`.
 pub(super) async fn add(workspace: &Path, args: AddArgs) -> ExitCode {
     match add_inner(workspace, args).await {
@@ -289,36 +350,14 @@ async fn add_inner(workspace: &Path, args: AddArgs) -> Result<ExitCode, String> 
         ));
     }
     let file = target_file(workspace, args.project)?;
-    let dir =
-        store::dir().ok_or("no data directory to keep plugins in (set XDG_DATA_HOME or HOME)")?;
-    let entry = edit::Entry {
-        source: store::path_of(&dir, &c.fetched.sha256)
-            .display()
-            .to_string(),
-        sha256: c.fetched.sha256.clone(),
-        from: c.source.record(),
-        version: c.version.clone(),
-        grants: review::requested_of(&granted),
-    };
     let old_text = edit::read(&file)?;
-    let new_text = edit::set_entry(&old_text, &file, &name, &entry)?;
-    let planned = manifest_with(workspace, &file, &new_text)
-        .map_err(|e| format!("the entry for these grants would not be valid: {e}"))?;
-    let decl = planned
-        .plugins
-        .iter()
-        .find(|p| p.name == name)
-        .ok_or("the new entry is not in the manifest")?
-        .clone();
-    out(&review_text(&c, &name, &granted, Some(&decl)));
+    let plan = Plan::new(workspace, &file, &old_text, &name, &c, &granted)?;
+    out(&review_text(&c, &name, &granted, Some(&plan.decl)));
     approved(
         &format!("Add `{name}` to {} with these grants?", file.display()),
         args.approval.yes,
     )?;
-    store::keep(&dir, &c.fetched.bytes, &c.fetched.sha256)
-        .map_err(|e| format!("cannot keep the component in {}: {e}", dir.display()))?;
-    check_same_tools(&rt, &planned, &decl, c.tools()).await?;
-    edit::write(&file, new_text.as_bytes())?;
+    plan.carry_out(&rt, &c, &file).await?;
     let mut done = format!(
         "Added `{name}` ({} tools) to {}, pinned to sha256 {}.",
         c.tools().len(),
@@ -417,26 +456,7 @@ async fn update_inner(workspace: &Path, args: UpdateArgs) -> Result<ExitCode, St
             clashing.join(", ")
         ));
     }
-    let dir =
-        store::dir().ok_or("no data directory to keep plugins in (set XDG_DATA_HOME or HOME)")?;
-    let entry = edit::Entry {
-        source: store::path_of(&dir, &c.fetched.sha256)
-            .display()
-            .to_string(),
-        sha256: c.fetched.sha256.clone(),
-        from: c.source.record(),
-        version: c.version.clone(),
-        grants: review::requested_of(&granted),
-    };
-    let new_text = edit::set_entry(&old_text, &file, &name, &entry)?;
-    let planned = manifest_with(workspace, &file, &new_text)
-        .map_err(|e| format!("the updated entry would not be valid: {e}"))?;
-    let new_decl = planned
-        .plugins
-        .iter()
-        .find(|p| p.name == name)
-        .ok_or("the updated entry is not in the manifest")?
-        .clone();
+    let plan = Plan::new(workspace, &file, &old_text, &name, &c, &granted)?;
     let old_version = edit::entry_string(&old_text, &name, "version");
     let mut text = format!(
         "Update `{name}`: {} -> {}\n  sha256 {} -> {}\n",
@@ -495,10 +515,7 @@ async fn update_inner(workspace: &Path, args: UpdateArgs) -> Result<ExitCode, St
         };
         approved(&format!("{what} Update `{name}`?"), args.approval.yes)?;
     }
-    store::keep(&dir, &c.fetched.bytes, &c.fetched.sha256)
-        .map_err(|e| format!("cannot keep the component in {}: {e}", dir.display()))?;
-    check_same_tools(&rt, &planned, &new_decl, c.tools()).await?;
-    edit::write(&file, new_text.as_bytes())?;
+    plan.carry_out(&rt, &c, &file).await?;
     let mut done = format!("Updated `{name}` in {}.", file.display());
     if file == workspace.join("corral.toml") {
         done.push_str(" The project's corral.toml changed: run `corral trust` to use it.");

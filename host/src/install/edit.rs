@@ -50,15 +50,7 @@ pub fn entry_string(text: &str, name: &str, key: &str) -> Option<String> {
 /// grants are replaced.
 pub fn set_entry(text: &str, file: &Path, name: &str, entry: &Entry) -> Result<String, String> {
     let mut doc = parse(text, file)?;
-    let plugins = doc
-        .entry("plugins")
-        .or_insert_with(|| {
-            let mut t = Table::new();
-            t.set_implicit(true);
-            Item::Table(t)
-        })
-        .as_table_mut()
-        .ok_or_else(|| format!("{}: `plugins` is not a table", file.display()))?;
+    let plugins = plugins_table(&mut doc, file)?;
     let table = plugins
         .entry(name)
         .or_insert_with(|| Item::Table(Table::new()))
@@ -84,6 +76,18 @@ pub fn set_entry(text: &str, file: &Path, name: &str, entry: &Entry) -> Result<S
     Ok(doc.to_string())
 }
 
+/// The document's `[plugins]` table, created (implicit) if missing.
+fn plugins_table<'a>(doc: &'a mut DocumentMut, file: &Path) -> Result<&'a mut Table, String> {
+    doc.entry("plugins")
+        .or_insert_with(|| {
+            let mut t = Table::new();
+            t.set_implicit(true);
+            Item::Table(t)
+        })
+        .as_table_mut()
+        .ok_or_else(|| format!("{}: `plugins` is not a table", file.display()))
+}
+
 /// `text` without `[plugins.NAME]`; `None` when it has no such entry.
 pub fn remove_entry(text: &str, file: &Path, name: &str) -> Result<Option<String>, String> {
     let mut doc = parse(text, file)?;
@@ -98,15 +102,7 @@ pub fn remove_entry(text: &str, file: &Path, name: &str) -> Result<Option<String
 /// earlier layer (the built-in defaults) declares.
 pub fn disable_entry(text: &str, file: &Path, name: &str) -> Result<String, String> {
     let mut doc = parse(text, file)?;
-    let plugins = doc
-        .entry("plugins")
-        .or_insert_with(|| {
-            let mut t = Table::new();
-            t.set_implicit(true);
-            Item::Table(t)
-        })
-        .as_table_mut()
-        .ok_or_else(|| format!("{}: `plugins` is not a table", file.display()))?;
+    let plugins = plugins_table(&mut doc, file)?;
     let mut t = Table::new();
     t.insert("enabled", value(false));
     plugins.insert(name, Item::Table(t));
