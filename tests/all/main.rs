@@ -19,6 +19,7 @@ mod effects;
 mod exec;
 mod fsguard;
 mod handle;
+mod lazy;
 mod manifest;
 mod mcp;
 mod mock;

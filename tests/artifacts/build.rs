@@ -18,6 +18,7 @@ const GUESTS: &[&str] = &[
     "guest-stubs",
     "guest-stubs-unknown",
     "guest-crash",
+    "guest-describe-reads",
 ];
 
 fn main() {

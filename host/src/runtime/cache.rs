@@ -140,13 +140,15 @@ pub fn prune_cache(
     Ok(removed)
 }
 
-/// Removes every entry of the cache in `dir`. Returns the removed entries.
+/// Removes every entry of the cache in `dir`, and every tool description
+/// cached beside them. Returns the removed compiled entries.
 pub fn clear_cache(dir: &Path) -> std::io::Result<Vec<CacheEntry>> {
     let entries = list(dir)?;
     for entry in &entries {
         remove_entry(dir, entry)?;
     }
     remove_stale_temporaries(dir);
+    super::descriptions::clear(dir)?;
     Ok(entries)
 }
 
@@ -217,7 +219,7 @@ fn remove_entry(dir: &Path, entry: &CacheEntry) -> std::io::Result<()> {
 
 /// Removes half-written files left by a corral that died while storing an
 /// entry; a write in progress is far younger than an hour.
-fn remove_stale_temporaries(dir: &Path) {
+pub(super) fn remove_stale_temporaries(dir: &Path) {
     let Ok(read) = std::fs::read_dir(dir) else {
         return;
     };
@@ -265,6 +267,11 @@ impl Cache {
         }
     }
 
+    /// The cache directory, when caching is on.
+    pub(crate) fn dir(&self) -> Option<&Path> {
+        self.dir.as_deref()
+    }
+
     /// The component for `bytes` (whose SHA-256 is `sha256`), from the cache or
     /// freshly compiled.
     pub(crate) fn load(
@@ -273,8 +280,20 @@ impl Cache {
         bytes: &[u8],
         sha256: &str,
     ) -> wasmtime::Result<(Component, CacheOutcome)> {
+        self.load_with(engine, sha256, || Ok(std::borrow::Cow::Borrowed(bytes)))
+    }
+
+    /// The component whose bytes have the SHA-256 `sha256`, from the cache,
+    /// or compiled from what `bytes` returns: it is called only on a miss,
+    /// and must return bytes with that hash (the caller checks them).
+    pub(crate) fn load_with<'b>(
+        &self,
+        engine: &Engine,
+        sha256: &str,
+        bytes: impl FnOnce() -> wasmtime::Result<std::borrow::Cow<'b, [u8]>>,
+    ) -> wasmtime::Result<(Component, CacheOutcome)> {
         let Some(dir) = &self.dir else {
-            return Ok((Component::new(engine, bytes)?, CacheOutcome::Compiled));
+            return Ok((Component::new(engine, &*bytes()?)?, CacheOutcome::Compiled));
         };
         let stem = format!("{sha256}-{}", self.engine_key);
         let artifact = dir.join(format!("{stem}.cwasm"));
@@ -283,7 +302,7 @@ impl Cache {
         if let Some(component) = self.try_read(engine, &artifact, &check) {
             return Ok((component, CacheOutcome::Hit));
         }
-        let component = Component::new(engine, bytes)?;
+        let component = Component::new(engine, &*bytes()?)?;
         match write(&component, &artifact, &check) {
             Ok(()) => self.prune(dir),
             Err(e) => {
@@ -356,7 +375,7 @@ fn write(component: &Component, artifact: &Path, check: &Path) -> wasmtime::Resu
     Ok(())
 }
 
-fn atomic_write(path: &Path, data: &[u8]) -> std::io::Result<()> {
+pub(super) fn atomic_write(path: &Path, data: &[u8]) -> std::io::Result<()> {
     let tmp = path.with_extension(format!("tmp{}", std::process::id()));
     std::fs::write(&tmp, data)?;
     std::fs::rename(&tmp, path)
