@@ -30,6 +30,7 @@
 mod bindings;
 mod budget;
 mod cache;
+mod checksum;
 mod descriptions;
 mod effects;
 mod engine;

@@ -14,8 +14,11 @@
 //! [`cache_max_bytes`]. A hit touches its entry's modification time, which is
 //! what "recently used" means here. Entries this process loaded or stored
 //! are never removed by it.
+//!
+//! What plugins answer to `describe` is cached in a subdirectory of the
+//! same directory, with its own bound (see `descriptions`); clearing the
+//! cache clears it too.
 
-use sha2::{Digest, Sha256};
 use std::collections::HashSet;
 use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
@@ -334,42 +337,83 @@ impl Cache {
     }
 
     fn try_read(&self, engine: &Engine, artifact: &Path, check: &Path) -> Option<Component> {
+        use std::os::unix::fs::MetadataExt;
+        let started = std::time::Instant::now();
         let expected = std::fs::read_to_string(check).ok()?;
-        let data = std::fs::read(artifact).ok()?;
+        let Some(expected) = expected.trim().strip_prefix(SUM_PREFIX) else {
+            tracing::debug!(
+                "{} has a checksum of an older corral; recompiling",
+                artifact.display()
+            );
+            return None;
+        };
+        let file = std::fs::File::open(artifact).ok()?;
+        let identity = file.metadata().ok().map(|m| (m.dev(), m.ino()))?;
         // Pruning removes the entries used longest ago; this use counts.
-        if let Err(e) =
-            std::fs::File::open(artifact).and_then(|f| f.set_modified(SystemTime::now()))
-        {
+        if let Err(e) = file.set_modified(SystemTime::now()) {
             tracing::debug!("cannot record the use of {}: {e}", artifact.display());
         }
-        if hex::encode(Sha256::digest(&data)) != expected.trim() {
+        let sum = match super::checksum::xxh64(&file) {
+            Ok(sum) => sum,
+            Err(e) => {
+                tracing::warn!("cannot read {}: {e}; recompiling", artifact.display());
+                return None;
+            }
+        };
+        let checked = started.elapsed();
+        if format!("{sum:016x}") != expected {
             tracing::warn!(
                 "cached artifact {} is damaged; recompiling",
                 artifact.display()
             );
             return None;
         }
-        // SAFETY: the bytes were produced by `Component::serialize` of an
+        // SAFETY: the file was produced by `Component::serialize` of an
         // engine with the same compatibility hash (it is in the file name),
         // written by this host into a directory only the current user can
-        // write, and checked against the checksum stored with them.
-        // Deserialization re-checks the engine configuration and version.
-        match unsafe { Component::deserialize(engine, &data) } {
-            Ok(c) => Some(c),
+        // write, and checked against the checksum stored with it just now.
+        // Files there are only ever replaced by a rename or removed, never
+        // written in place, so what is mapped does not change under the
+        // component. Deserialization re-checks the engine configuration and
+        // version.
+        let component = match unsafe { Component::deserialize_file(engine, artifact) } {
+            Ok(c) => c,
             Err(e) => {
                 tracing::warn!(
                     "cached artifact {} unusable ({e}); recompiling",
                     artifact.display()
                 );
-                None
+                return None;
             }
+        };
+        // It was opened again by path: if another corral replaced the file
+        // in between, what was mapped is not what was checked.
+        let now = std::fs::metadata(artifact)
+            .ok()
+            .map(|m| (m.dev(), m.ino()));
+        if now != Some(identity) {
+            tracing::debug!(
+                "{} was replaced while it was loaded; recompiling",
+                artifact.display()
+            );
+            return None;
         }
+        tracing::debug!(
+            "{}: checked {checked:.1?}, mapped {:.1?}",
+            artifact.display(),
+            started.elapsed() - checked
+        );
+        Some(component)
     }
 }
 
+/// How a checksum file starts: the algorithm. Those of older corrals
+/// (SHA-256 in hex) do not, and their entries are compiled again.
+const SUM_PREFIX: &str = "xxh64 ";
+
 fn write(component: &Component, artifact: &Path, check: &Path) -> wasmtime::Result<()> {
     let data = component.serialize()?;
-    let sum = hex::encode(Sha256::digest(&data));
+    let sum = format!("{SUM_PREFIX}{:016x}", super::checksum::xxh64(&data[..])?);
     atomic_write(artifact, &data)?;
     atomic_write(check, sum.as_bytes())?;
     Ok(())

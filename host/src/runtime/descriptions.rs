@@ -8,7 +8,7 @@
 //! that shapes what the host keeps of the answer: the whole entry (name,
 //! where it is declared, source, config, grants, limits), the workspace,
 //! the values of the environment variables it is granted, and corral's
-//! version. Any change there is a miss, and the plugin is described again.
+//! version and build (the executable's size and modification time). Any change there is a miss, and the plugin is described again.
 //! What `describe` could also see is the content of its granted
 //! directories; a plugin that asked for them while describing itself is not
 //! cached at all, so its tools always follow the files (see
@@ -93,6 +93,9 @@ impl Descriptions {
         };
         field(format!("corral-tools/{FORMAT}").as_bytes());
         field(env!("CARGO_PKG_VERSION").as_bytes());
+        // The host's build too: how answers are vetted can change between
+        // builds of one version.
+        field(build_id().as_bytes());
         field(sha256.as_bytes());
         field(format!("{decl:?}").as_bytes());
         field(manifest.workspace.as_os_str().as_encoded_bytes());
@@ -142,6 +145,22 @@ impl Descriptions {
             tracing::warn!("cannot cache tool descriptions in {}: {e}", dir.display());
         }
     }
+}
+
+/// The size and modification time of the running executable, or nothing
+/// when they cannot be read.
+fn build_id() -> String {
+    std::env::current_exe()
+        .and_then(std::fs::metadata)
+        .map(|m| {
+            let modified = m
+                .modified()
+                .ok()
+                .and_then(|t| t.duration_since(SystemTime::UNIX_EPOCH).ok())
+                .map_or(0, |d| d.as_nanos());
+            format!("{}:{modified}", m.len())
+        })
+        .unwrap_or_default()
 }
 
 fn parse(text: &str, key: &str, sha256: &str) -> Result<Described, String> {
@@ -228,7 +247,13 @@ pub(crate) fn clear(cache_dir: &Path) -> std::io::Result<()> {
             }
         }
     }
-    Ok(())
+    match std::fs::remove_dir(&dir) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        // Something else lives there; what is ours is gone.
+        Err(e) if e.kind() == std::io::ErrorKind::DirectoryNotEmpty => Ok(()),
+        Err(e) => Err(e),
+    }
 }
 
 #[cfg(test)]
@@ -266,11 +291,6 @@ mod tests {
             .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(cache.get("k1", &d.sha256), None);
         clear(dir.path()).unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(
-            std::fs::read_dir(dir.path().join(SUBDIR))
-                .map(|r| r.count())
-                .unwrap_or(99),
-            0
-        );
+        assert!(!dir.path().join(SUBDIR).exists());
     }
 }
