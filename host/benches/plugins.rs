@@ -66,8 +66,11 @@ fn componentize_py() -> Result<PathBuf, String> {
 fn build_python(componentize: &Path, out: &Path) -> Result<(), String> {
     let src = tempfile::tempdir().map_err(|e| e.to_string())?;
     let here = Path::new(env!("CARGO_MANIFEST_DIR"));
-    std::fs::copy(here.join("benches/python-tool/app.py"), src.path().join("app.py"))
-        .map_err(|e| e.to_string())?;
+    std::fs::copy(
+        here.join("benches/python-tool/app.py"),
+        src.path().join("app.py"),
+    )
+    .map_err(|e| e.to_string())?;
     let o = Command::new(componentize)
         .arg("-d")
         .arg(here.join("../wit"))
@@ -216,10 +219,8 @@ fn main() {
 
     let rust = ("word_count", r#"{"path":"small.txt"}"#);
     let py = ("py_word_count", r#"{"path":"small.txt"}"#);
-    let mut cases: Vec<(&str, (&str, &str), bool)> = vec![
-        ("rust", rust, true),
-        ("rust, cache off", rust, false),
-    ];
+    let mut cases: Vec<(&str, (&str, &str), bool)> =
+        vec![("rust", rust, true), ("rust, cache off", rust, false)];
     if python {
         cases.push(("python", py, true));
         cases.push(("python, cache off", py, false));

@@ -154,7 +154,10 @@ fn a_tool_call_loads_only_the_plugin_that_serves_it() {
         loaded.len() == 1 && loaded[0].contains("plugin=echo"),
         "{log}"
     );
-    assert_eq!(l.compiled(), vec![sha256_of(&l.sb.ws().join("tools/echo.wasm"))]);
+    assert_eq!(
+        l.compiled(),
+        vec![sha256_of(&l.sb.ws().join("tools/echo.wasm"))]
+    );
 
     // And the other plugin still works when it is the one called.
     let o = l.run(&["tool", "call", "alpha"]);

@@ -388,9 +388,7 @@ impl Cache {
         };
         // It was opened again by path: if another corral replaced the file
         // in between, what was mapped is not what was checked.
-        let now = std::fs::metadata(artifact)
-            .ok()
-            .map(|m| (m.dev(), m.ino()));
+        let now = std::fs::metadata(artifact).ok().map(|m| (m.dev(), m.ino()));
         if now != Some(identity) {
             tracing::debug!(
                 "{} was replaced while it was loaded; recompiling",

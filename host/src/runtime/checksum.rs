@@ -37,12 +37,7 @@ fn word(b: &[u8]) -> u64 {
 
 /// XXH64 of everything `reader` yields.
 pub(crate) fn xxh64(mut reader: impl Read) -> std::io::Result<u64> {
-    let mut v = [
-        P1.wrapping_add(P2),
-        P2,
-        0,
-        0u64.wrapping_sub(P1),
-    ];
+    let mut v = [P1.wrapping_add(P2), P2, 0, 0u64.wrapping_sub(P1)];
     let mut buf = vec![0u8; BUF];
     let mut total: u64 = 0;
     let mut tail = Vec::new();
@@ -131,7 +126,9 @@ mod tests {
     #[test]
     fn stripes_buffers_and_tails_agree_with_one_flipped_bit() {
         // Long enough for several buffers and a tail of each kind.
-        let data: Vec<u8> = (0..(2 * BUF + 45)).map(|i| (i * 7 + i / 251) as u8).collect();
+        let data: Vec<u8> = (0..(2 * BUF + 45))
+            .map(|i| (i * 7 + i / 251) as u8)
+            .collect();
         let whole = of(&data);
         // Read in odd pieces: the same answer.
         struct Trickle<'a>(&'a [u8]);

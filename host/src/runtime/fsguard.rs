@@ -347,9 +347,9 @@ pub(crate) fn add_to_linker(linker: &mut Linker<CallState>) -> wasmtime::Result<
     // Every file a plugin reaches through `wasi:filesystem` is reached from
     // a directory this returns; a `describe` that asked for a non-empty list
     // may have read files, so its answer is not cached.
-    linker.instance(PREOPENS)?.func_wrap(
-        "get-directories",
-        |mut store: Store<'_>, (): ()| {
+    linker
+        .instance(PREOPENS)?
+        .func_wrap("get-directories", |mut store: Store<'_>, (): ()| {
             let state = store.data_mut();
             let dirs = wasmtime_wasi::p2::bindings::filesystem::preopens::Host::get_directories(
                 &mut state.filesystem(),
@@ -358,8 +358,7 @@ pub(crate) fn add_to_linker(linker: &mut Linker<CallState>) -> wasmtime::Result<
                 state.looked_at_files = true;
             }
             Ok((dirs,))
-        },
-    )?;
+        })?;
     let mut inst = linker.instance(TYPES)?;
     inst.func_wrap_async(
         "[method]descriptor.open-at",

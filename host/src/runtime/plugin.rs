@@ -3,8 +3,8 @@
 //! ([`ToolOutput`], [`ToolError`]). A provider's calls are in `provider`.
 
 use super::bindings::{ProviderPluginPre, ToolPluginPre, tool as wit, types};
-use super::store::{CallState, PluginShared};
 use super::loader::Compiler;
+use super::store::{CallState, PluginShared};
 use super::{CacheOutcome, Effect, LoadError, ToolSpec, budget, effects};
 use crate::manifest::PluginDecl;
 use std::sync::Arc;
