@@ -305,13 +305,16 @@ pub(super) async fn load(rt: &Runtime, manifest: &Manifest) -> Result<Plugins, L
     let twin_of: Vec<Option<usize>> = (0..plugins.len())
         .map(|i| (0..i).find(|&j| twins(&plugins[j], &plugins[i])))
         .collect();
+    // Whether each answer may be cached (every cached one may).
+    let mut cacheable = described.clone();
     for (i, twin) in twin_of.iter().enumerate() {
         let Some(j) = *twin else { continue };
         if !described[j] {
-            let (tools, cacheable) = plugins[j].describe().await?;
+            let (tools, may_cache) = plugins[j].describe().await?;
             plugins[j].tools = tools;
             described[j] = true;
-            if cacheable {
+            cacheable[j] = may_cache;
+            if may_cache {
                 remember(&plugins[j], &keys[j]);
             }
         }
@@ -328,6 +331,10 @@ pub(super) async fn load(rt: &Runtime, manifest: &Manifest) -> Result<Plugins, L
                 second.decl.origin,
                 first.sha256,
             )));
+        }
+        // It would answer as its twin did: no tools.
+        if !described[i] && cacheable[j] {
+            remember(&plugins[i], &keys[i]);
         }
     }
 

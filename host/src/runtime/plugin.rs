@@ -123,9 +123,10 @@ impl Plugin {
         let code = self
             .code
             .get_or_try_init(|| async {
-                let compiler = self.compiler.as_ref().ok_or_else(|| {
-                    format!("plugin `{}` has no code to run", self.decl.name)
-                })?;
+                let compiler = self
+                    .compiler
+                    .as_ref()
+                    .ok_or_else(|| format!("plugin `{}` has no code to run", self.decl.name))?;
                 let started = std::time::Instant::now();
                 let compiled = compiler
                     .compile(&self.decl, &self.sha256, None)
@@ -137,7 +138,8 @@ impl Plugin {
                     || compiled.code.kind.is_provider() != self.provider
                 {
                     return Err(format!(
-                        "plugin `{}`: its cached description does not match its component;                          run `corral plugin cache --clear` and try again",
+                        "plugin `{}`: its cached description does not match its component; \
+                         run `corral plugin cache --clear` and try again",
                         self.decl.name
                     ));
                 }
