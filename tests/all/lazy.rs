@@ -297,3 +297,47 @@ fn tools_that_follow_files_are_never_cached() {
     let o = l.run(&["tool", "call", "second_tool"]);
     assert_eq!(stdout(&o), "second_tool\n", "{}", stderr(&o));
 }
+
+/// What a session and the MCP server get from `Runtime::load`: plugins whose
+/// tools are known, compiled only when first called.
+#[tokio::test]
+async fn a_plugin_is_compiled_at_its_first_call() {
+    use corral::runtime::CacheOutcome;
+    let sb = Sandbox::new();
+    let toml = format!(
+        "{}{}",
+        plugin_toml("named", TRUSTPIN, "config = { tool = \"alpha\" }"),
+        plugin_toml("echo", ECHO, "")
+    );
+    // Cold: every plugin is compiled (or loaded) to be described.
+    let cold = sb.load(&toml).await.expect("load");
+    assert!(
+        cold.plugins().iter().all(|p| p.cache_outcome().is_some()),
+        "{cold:?}"
+    );
+    let outcome = |plugins: &corral::runtime::Plugins, name: &str| {
+        plugins
+            .plugins()
+            .iter()
+            .find(|p| p.decl().name == name)
+            .expect("plugin")
+            .cache_outcome()
+    };
+    // Warm: the same tools, nothing compiled until a call needs it.
+    let warm = sb.load(&toml).await.expect("load");
+    let names = |p: &corral::runtime::Plugins| {
+        p.tools()
+            .iter()
+            .map(|(_, t)| t.name.clone())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(names(&warm), names(&cold));
+    assert_eq!(outcome(&warm, "named"), None);
+    assert_eq!(outcome(&warm, "echo"), None);
+    let out = call(&warm, "echo", serde_json::json!({ "text": "hi" }))
+        .await
+        .expect("echo");
+    assert_eq!(out.content, "hi");
+    assert_eq!(outcome(&warm, "echo"), Some(CacheOutcome::Hit));
+    assert_eq!(outcome(&warm, "named"), None);
+}
