@@ -38,7 +38,7 @@ pub const TOOL_CACHE_VAR: &str = "CORRAL_TOOL_CACHE";
 const FORMAT: u32 = 1;
 
 /// Entries kept before the least recently written are removed.
-const MAX_ENTRIES: usize = 4096;
+const MAX_ENTRIES: usize = 1024;
 
 /// The subdirectory of the compile cache that holds the descriptions.
 const SUBDIR: &str = "tools";
