@@ -1,6 +1,7 @@
 //! The plugin runtime: one wasmtime [`Engine`], components compiled once and
-//! cached on disk, an `InstancePre` per plugin, and a fresh `Store` and
-//! instance for every call.
+//! cached on disk, their tool descriptions cached beside them, an
+//! `InstancePre` per plugin prepared when it is first needed, and a fresh
+//! `Store` and instance for every call.
 //!
 //! Every call runs under the plugin's grants (directories, environment
 //! variables, network hosts) and limits (wall-clock deadline through epoch
@@ -13,7 +14,9 @@
 //!   ticker), the linker (`linker`) and the compile cache (`cache`);
 //! - `loader` loads a manifest's plugins or inspects a component, refusing
 //!   imports corral does not provide (`imports`, which also tells which
-//!   imports a plugin's grants leave denied) before anything runs;
+//!   imports a plugin's grants leave denied) before anything runs; a
+//!   plugin whose tools are in the description cache (`descriptions`) is
+//!   compiled only on its first call;
 //! - [`Plugin`] (`plugin`, `provider`) is one loaded plugin and its calls,
 //!   [`Plugins`] (`registry`) the loaded set and which plugin serves a tool;
 //! - `store` builds each call's store and calls one export in it; what a
@@ -27,6 +30,8 @@
 mod bindings;
 mod budget;
 mod cache;
+mod checksum;
+mod descriptions;
 mod effects;
 mod engine;
 mod files;
@@ -50,6 +55,7 @@ pub use cache::{
     CACHE_DEFAULT_MAX_MB, CACHE_MAX_MB_VAR, CacheEntry, CacheOutcome, CacheReport, cache_max_bytes,
     cache_report, clear_cache, prune_cache,
 };
+pub use descriptions::TOOL_CACHE_VAR;
 pub use imports::{Capability, ImportReview, Status as ImportStatus, classify, review};
 pub use loader::{Inspection, LoadError};
 pub use plugin::{Plugin, ToolError, ToolOutput};
@@ -63,6 +69,7 @@ pub use crate::protocol::{
 use crate::manifest::{Manifest, PluginDecl};
 use plugin::PluginKind;
 use std::path::PathBuf;
+use std::sync::Arc;
 use store::CallState;
 use wasmtime::Engine;
 use wasmtime::component::Linker;
@@ -83,11 +90,13 @@ impl RuntimeOptions {
     }
 }
 
-/// The engine, the linker and the compile cache, shared by every plugin.
+/// The engine, the linker, the compile cache and the description cache,
+/// shared by every plugin.
 pub struct Runtime {
     engine: Engine,
-    linker: Linker<CallState>,
-    cache: cache::Cache,
+    linker: Arc<Linker<CallState>>,
+    cache: Arc<cache::Cache>,
+    descriptions: descriptions::Descriptions,
 }
 
 impl Runtime {
@@ -98,31 +107,40 @@ impl Runtime {
         let linker = linker::new(&engine).map_err(anyhow::Error::from)?;
         engine::start_epoch_ticker(&engine)?;
         let cache = cache::Cache::new(&engine, options.cache_dir);
+        let descriptions = descriptions::Descriptions::new(cache.dir());
         Ok(Self {
             engine,
-            linker,
-            cache,
+            linker: Arc::new(linker),
+            cache: Arc::new(cache),
+            descriptions,
         })
     }
 
-    /// Compiles (or loads from the cache) every plugin of `manifest`, refuses
-    /// imports corral does not provide, asks it for its tools and checks that
-    /// no tool name is exported twice. Entries with the same component share
-    /// one compiled copy, and everything that can be checked without running
-    /// a plugin is checked for every entry before any is instantiated.
+    /// Loads the plugins of `manifest`: reads each component and checks it
+    /// against its pin and trust record, refuses imports corral does not
+    /// provide, learns each plugin's tools and checks that no tool name is
+    /// exported twice.
+    ///
+    /// A plugin's tools come from the description cache when it holds them
+    /// for this component and these settings; such a plugin is compiled,
+    /// linked and instantiated only when it is first called. The others are
+    /// compiled (or loaded from the compile cache) and asked for their tools
+    /// now, and what they answer is cached. Entries with the same component
+    /// share one compiled copy, and everything that can be checked without
+    /// running a plugin is checked for every entry before any is
+    /// instantiated.
     pub async fn load(&self, manifest: &Manifest) -> Result<Plugins, LoadError> {
         loader::load(self, manifest).await
     }
 
-    /// Loads one plugin.
+    /// Loads one plugin: compiled, linked and described now, without the
+    /// description cache.
     pub async fn load_plugin(
         &self,
         decl: &PluginDecl,
         manifest: &Manifest,
     ) -> Result<Plugin, LoadError> {
-        let mut plugin = loader::prepare(self, decl, manifest, &mut loader::Components::default())?;
-        plugin.tools = plugin.describe().await?;
-        Ok(plugin)
+        loader::load_one(self, decl, manifest).await
     }
 
     /// Reads a component's imports, exports and tools without granting it

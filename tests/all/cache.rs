@@ -52,7 +52,9 @@ impl Env {
 
     fn run(&self, args: &[&str], cap_mb: Option<&str>) -> Output {
         let home = self.cache_home.path().to_str().expect("utf-8 path");
-        let mut env = vec![("XDG_CACHE_HOME", home)];
+        // Every plugin loaded by each command, as these tests count on:
+        // with the description cache a command loads only what it calls.
+        let mut env = vec![("XDG_CACHE_HOME", home), ("CORRAL_TOOL_CACHE", "off")];
         if let Some(cap) = cap_mb {
             env.push(("CORRAL_CACHE_MAX_MB", cap));
         }

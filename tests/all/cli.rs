@@ -194,16 +194,25 @@ fn warm_tools_list_compiles_nothing() {
     let cold_log = stderr(&cold);
     let n = corral::manifest::DEFAULTS.matches("[plugins.").count();
     assert_eq!(cold_log.matches("compiled (").count(), n, "{cold_log}");
+    // Warm, the tools come from the description cache: no component is
+    // compiled or even loaded from the compile cache.
     let warm = run(&["-v", "tools", "list"]);
     let warm_log = stderr(&warm);
-    assert_eq!(
-        warm_log.matches("compile cache hit").count(),
-        n,
-        "{warm_log}"
-    );
+    assert!(!warm_log.contains("compile cache hit"), "{warm_log}");
     assert!(!warm_log.contains("compiled ("), "{warm_log}");
     assert_eq!(stdout(&cold), stdout(&warm));
     assert!(stdout(&warm).contains("read_file"), "{}", stdout(&warm));
+    // Without that cache every component is loaded, and from the compile cache.
+    let off = [("XDG_CACHE_HOME", own), ("CORRAL_TOOL_CACHE", "off")];
+    let loaded = cli.run_env(&sb.ws(), &["-v", "tools", "list"], &off);
+    let loaded_log = stderr(&loaded);
+    assert_eq!(
+        loaded_log.matches("compile cache hit").count(),
+        n,
+        "{loaded_log}"
+    );
+    assert!(!loaded_log.contains("compiled ("), "{loaded_log}");
+    assert_eq!(stdout(&loaded), stdout(&warm));
     // A damaged cache entry is recompiled, not trusted.
     let dir = cli.home.path().join("cache/corral/components");
     for entry in std::fs::read_dir(&dir).expect("cache dir") {
@@ -215,7 +224,7 @@ fn warm_tools_list_compiles_nothing() {
             std::fs::write(&path, data).expect("write");
         }
     }
-    let again = run(&["-v", "tools", "list"]);
+    let again = cli.run_env(&sb.ws(), &["-v", "tools", "list"], &off);
     assert!(again.status.success());
     let log = stderr(&again);
     assert!(log.contains("damaged; recompiling"), "{log}");

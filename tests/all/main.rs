@@ -20,6 +20,7 @@ mod exec;
 mod fsguard;
 mod handle;
 mod install;
+mod lazy;
 mod manifest;
 mod mcp;
 mod mock;

@@ -19,6 +19,7 @@ const GUESTS: &[&str] = &[
     "guest-stubs-unknown",
     "guest-crash",
     "guest-sneaky",
+    "guest-describe-reads",
 ];
 
 fn main() {

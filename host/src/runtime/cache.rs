@@ -14,8 +14,11 @@
 //! [`cache_max_bytes`]. A hit touches its entry's modification time, which is
 //! what "recently used" means here. Entries this process loaded or stored
 //! are never removed by it.
+//!
+//! What plugins answer to `describe` is cached in a subdirectory of the
+//! same directory, with its own bound (see `descriptions`); clearing the
+//! cache clears it too.
 
-use sha2::{Digest, Sha256};
 use std::collections::HashSet;
 use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
@@ -140,13 +143,15 @@ pub fn prune_cache(
     Ok(removed)
 }
 
-/// Removes every entry of the cache in `dir`. Returns the removed entries.
+/// Removes every entry of the cache in `dir`, and every tool description
+/// cached beside them. Returns the removed compiled entries.
 pub fn clear_cache(dir: &Path) -> std::io::Result<Vec<CacheEntry>> {
     let entries = list(dir)?;
     for entry in &entries {
         remove_entry(dir, entry)?;
     }
     remove_stale_temporaries(dir);
+    super::descriptions::clear(dir)?;
     Ok(entries)
 }
 
@@ -217,7 +222,7 @@ fn remove_entry(dir: &Path, entry: &CacheEntry) -> std::io::Result<()> {
 
 /// Removes half-written files left by a corral that died while storing an
 /// entry; a write in progress is far younger than an hour.
-fn remove_stale_temporaries(dir: &Path) {
+pub(super) fn remove_stale_temporaries(dir: &Path) {
     let Ok(read) = std::fs::read_dir(dir) else {
         return;
     };
@@ -265,6 +270,11 @@ impl Cache {
         }
     }
 
+    /// The cache directory, when caching is on.
+    pub(crate) fn dir(&self) -> Option<&Path> {
+        self.dir.as_deref()
+    }
+
     /// The component for `bytes` (whose SHA-256 is `sha256`), from the cache or
     /// freshly compiled.
     pub(crate) fn load(
@@ -273,8 +283,20 @@ impl Cache {
         bytes: &[u8],
         sha256: &str,
     ) -> wasmtime::Result<(Component, CacheOutcome)> {
+        self.load_with(engine, sha256, || Ok(std::borrow::Cow::Borrowed(bytes)))
+    }
+
+    /// The component whose bytes have the SHA-256 `sha256`, from the cache,
+    /// or compiled from what `bytes` returns: it is called only on a miss,
+    /// and must return bytes with that hash (the caller checks them).
+    pub(crate) fn load_with<'b>(
+        &self,
+        engine: &Engine,
+        sha256: &str,
+        bytes: impl FnOnce() -> wasmtime::Result<std::borrow::Cow<'b, [u8]>>,
+    ) -> wasmtime::Result<(Component, CacheOutcome)> {
         let Some(dir) = &self.dir else {
-            return Ok((Component::new(engine, bytes)?, CacheOutcome::Compiled));
+            return Ok((Component::new(engine, &*bytes()?)?, CacheOutcome::Compiled));
         };
         let stem = format!("{sha256}-{}", self.engine_key);
         let artifact = dir.join(format!("{stem}.cwasm"));
@@ -283,7 +305,7 @@ impl Cache {
         if let Some(component) = self.try_read(engine, &artifact, &check) {
             return Ok((component, CacheOutcome::Hit));
         }
-        let component = Component::new(engine, bytes)?;
+        let component = Component::new(engine, &*bytes()?)?;
         match write(&component, &artifact, &check) {
             Ok(()) => self.prune(dir),
             Err(e) => {
@@ -315,48 +337,87 @@ impl Cache {
     }
 
     fn try_read(&self, engine: &Engine, artifact: &Path, check: &Path) -> Option<Component> {
+        use std::os::unix::fs::MetadataExt;
+        let started = std::time::Instant::now();
         let expected = std::fs::read_to_string(check).ok()?;
-        let data = std::fs::read(artifact).ok()?;
+        let Some(expected) = expected.trim().strip_prefix(SUM_PREFIX) else {
+            tracing::debug!(
+                "{} has a checksum of an older corral; recompiling",
+                artifact.display()
+            );
+            return None;
+        };
+        let file = std::fs::File::open(artifact).ok()?;
+        let identity = file.metadata().ok().map(|m| (m.dev(), m.ino()))?;
         // Pruning removes the entries used longest ago; this use counts.
-        if let Err(e) =
-            std::fs::File::open(artifact).and_then(|f| f.set_modified(SystemTime::now()))
-        {
+        if let Err(e) = file.set_modified(SystemTime::now()) {
             tracing::debug!("cannot record the use of {}: {e}", artifact.display());
         }
-        if hex::encode(Sha256::digest(&data)) != expected.trim() {
+        let sum = match super::checksum::xxh64(&file) {
+            Ok(sum) => sum,
+            Err(e) => {
+                tracing::warn!("cannot read {}: {e}; recompiling", artifact.display());
+                return None;
+            }
+        };
+        let checked = started.elapsed();
+        if format!("{sum:016x}") != expected {
             tracing::warn!(
                 "cached artifact {} is damaged; recompiling",
                 artifact.display()
             );
             return None;
         }
-        // SAFETY: the bytes were produced by `Component::serialize` of an
+        // SAFETY: the file was produced by `Component::serialize` of an
         // engine with the same compatibility hash (it is in the file name),
         // written by this host into a directory only the current user can
-        // write, and checked against the checksum stored with them.
-        // Deserialization re-checks the engine configuration and version.
-        match unsafe { Component::deserialize(engine, &data) } {
-            Ok(c) => Some(c),
+        // write, and checked against the checksum stored with it just now.
+        // Files there are only ever replaced by a rename or removed, never
+        // written in place, so what is mapped does not change under the
+        // component. Deserialization re-checks the engine configuration and
+        // version.
+        let component = match unsafe { Component::deserialize_file(engine, artifact) } {
+            Ok(c) => c,
             Err(e) => {
                 tracing::warn!(
                     "cached artifact {} unusable ({e}); recompiling",
                     artifact.display()
                 );
-                None
+                return None;
             }
+        };
+        // It was opened again by path: if another corral replaced the file
+        // in between, what was mapped is not what was checked.
+        let now = std::fs::metadata(artifact).ok().map(|m| (m.dev(), m.ino()));
+        if now != Some(identity) {
+            tracing::debug!(
+                "{} was replaced while it was loaded; recompiling",
+                artifact.display()
+            );
+            return None;
         }
+        tracing::debug!(
+            "{}: checked {checked:.1?}, mapped {:.1?}",
+            artifact.display(),
+            started.elapsed() - checked
+        );
+        Some(component)
     }
 }
 
+/// How a checksum file starts: the algorithm. Those of older corrals
+/// (SHA-256 in hex) do not, and their entries are compiled again.
+const SUM_PREFIX: &str = "xxh64 ";
+
 fn write(component: &Component, artifact: &Path, check: &Path) -> wasmtime::Result<()> {
     let data = component.serialize()?;
-    let sum = hex::encode(Sha256::digest(&data));
+    let sum = format!("{SUM_PREFIX}{:016x}", super::checksum::xxh64(&data[..])?);
     atomic_write(artifact, &data)?;
     atomic_write(check, sum.as_bytes())?;
     Ok(())
 }
 
-fn atomic_write(path: &Path, data: &[u8]) -> std::io::Result<()> {
+pub(super) fn atomic_write(path: &Path, data: &[u8]) -> std::io::Result<()> {
     let tmp = path.with_extension(format!("tmp{}", std::process::id()));
     std::fs::write(&tmp, data)?;
     std::fs::rename(&tmp, path)

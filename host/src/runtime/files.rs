@@ -47,6 +47,12 @@ impl Dirs {
         }
     }
 
+    /// Whether the plugin opened any granted directory through this
+    /// interface in this call.
+    pub(crate) fn used(&self) -> bool {
+        self.opened.is_some() && !self.grants.is_empty()
+    }
+
     fn opened(&mut self) -> Result<&[GrantDir], FileError> {
         let grants = &self.grants;
         let opened = self.opened.get_or_insert_with(|| {

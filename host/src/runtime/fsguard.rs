@@ -40,6 +40,8 @@ use wasmtime_wasi::p2::bindings::filesystem::types::{
 /// The interface wasmtime-wasi 48 defines; guests importing an earlier
 /// 0.2.x version are linked to it too.
 const TYPES: &str = "wasi:filesystem/types@0.2.12";
+/// The preopens interface of the same version.
+const PREOPENS: &str = "wasi:filesystem/preopens@0.2.12";
 
 /// Symlinks followed before giving up, as the kernel's `ELOOP` limit.
 const MAX_SYMLINKS: u32 = 40;
@@ -337,9 +339,26 @@ fn answer<T>(r: FsResult<T>) -> wasmtime::Result<(Result<T, ErrorCode>,)> {
 type Store<'a> = StoreContextMut<'a, CallState>;
 
 /// Redefines the path-changing functions of `wasi:filesystem/types` so that
-/// they check their paths first. Call after wasmtime-wasi's `add_to_linker`.
+/// they check their paths first, and `wasi:filesystem/preopens` so that a
+/// call's state records that the plugin asked for its directories. Call
+/// after wasmtime-wasi's `add_to_linker`.
 pub(crate) fn add_to_linker(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
     linker.allow_shadowing(true);
+    // Every file a plugin reaches through `wasi:filesystem` is reached from
+    // a directory this returns; a `describe` that asked for a non-empty list
+    // may have read files, so its answer is not cached.
+    linker
+        .instance(PREOPENS)?
+        .func_wrap("get-directories", |mut store: Store<'_>, (): ()| {
+            let state = store.data_mut();
+            let dirs = wasmtime_wasi::p2::bindings::filesystem::preopens::Host::get_directories(
+                &mut state.filesystem(),
+            )?;
+            if !dirs.is_empty() {
+                state.looked_at_files = true;
+            }
+            Ok((dirs,))
+        })?;
     let mut inst = linker.instance(TYPES)?;
     inst.func_wrap_async(
         "[method]descriptor.open-at",

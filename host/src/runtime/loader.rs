@@ -1,144 +1,171 @@
 //! Loading plugins: a whole manifest, one entry, or a component to inspect.
 //!
-//! Entries that name the same component (by SHA-256) share one compiled
-//! `Component` and one linked `InstancePre`: compiled code costs megabytes
-//! per copy, an entry only its settings. Everything that needs no plugin
-//! code to run is checked for every entry before any is instantiated: each
-//! file's `sha256` pin and trust record (against the hash of the bytes that
-//! are compiled), its imports (only interfaces corral does not provide are
-//! refused; what its grants do not cover is denied per call), and linking.
+//! A load reads every entry's component and checks its hash against the
+//! manifest's `sha256` pin and the project's trust record before anything
+//! else. Then it looks for the entry's tools in the description cache
+//! (`descriptions`): an entry found there is not compiled, linked or
+//! instantiated now, only on its first call (see [`Plugin`]), and when
+//! that happens with no compiled copy in the compile cache, the file is read
+//! again and must still have the hash that was checked. Its imports are
+//! checked from the cached list at once, as for any other entry.
 //!
-//! Then `describe` runs. Two entries that run the same component with the
-//! same settings (config, grants, limits) give it the same inputs, so they
-//! describe the same tools: such twins are described once, and if that one
-//! exports any tool the clash is reported at once, before the other plugins
-//! run. Everything else is described once per entry, the tool names checked
-//! as each answers.
+//! Entries not found there are compiled at load. Entries that name the same
+//! component (by SHA-256) share one compiled `Component` and one linked
+//! `InstancePre`: compiled code costs megabytes per copy, an entry only its
+//! settings. Everything that needs no plugin code to run is checked for
+//! every entry before any is instantiated: pins, trust records, imports
+//! (only interfaces corral does not provide are refused; what its grants do
+//! not cover is denied per call), and linking.
+//!
+//! Then `describe` runs for the entries whose tools were not cached, and
+//! what they answer is cached. Two entries that run the same component with
+//! the same settings (config, grants, limits) give it the same inputs, so
+//! they describe the same tools: such twins are described once, and if that
+//! one exports any tool the clash is reported at once, before the other
+//! plugins run. Everything else is described once per entry, the tool names
+//! checked as each answers.
 
+use super::descriptions::{Described, Descriptions};
 use super::imports::ImportReview;
-use super::store::PluginShared;
-use super::{CacheOutcome, Plugin, PluginKind, Plugins, Runtime, ToolSpec, fsguard};
+use super::plugin::Code;
+use super::store::{CallState, PluginShared};
+use super::{CacheOutcome, Plugin, PluginKind, Plugins, Runtime, ToolSpec, cache, fsguard};
 use crate::manifest::{Manifest, Origin, PluginDecl, Source};
 use sha2::{Digest, Sha256};
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 use wasmtime::Engine;
-use wasmtime::component::Component;
+use wasmtime::component::{Component, Linker};
 
 /// A plugin that could not be loaded.
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
 pub struct LoadError(pub String);
 
-/// A component as one entry gets it.
-pub(super) struct Loaded {
-    /// SHA-256 of the bytes that were compiled.
-    pub(super) sha256: String,
-    /// The interfaces it imports.
-    pub(super) imports: Vec<String>,
-    /// Whether it was compiled or came from the cache, the first time.
-    pub(super) outcome: CacheOutcome,
-    component: Component,
-}
-
 /// The components of one load, by SHA-256.
 #[derive(Default)]
-pub(super) struct Components {
+struct Components {
     compiled: HashMap<String, (Component, Vec<String>, CacheOutcome)>,
     linked: HashMap<String, PluginKind>,
 }
 
-impl Components {
-    /// Reads `decl`'s component once, checks its hash against the
-    /// manifest's pin and the project's trust record, and compiles it, or
-    /// reuses the copy compiled for an earlier entry with the same hash.
-    pub(super) fn get(
-        &mut self,
-        rt: &Runtime,
+/// What compiling and linking an entry needs, at load or on its first call;
+/// shared by the plugins of one load, so that entries with the same
+/// component share one compiled copy whenever each is compiled.
+pub(super) struct Compiler {
+    engine: Engine,
+    linker: Arc<Linker<CallState>>,
+    cache: Arc<cache::Cache>,
+    components: Mutex<Components>,
+}
+
+/// A compiled and linked component, as one entry gets it.
+pub(super) struct Compiled {
+    /// The interfaces it imports, sorted.
+    pub(super) imports: Vec<String>,
+    /// The code to instantiate.
+    pub(super) code: Code,
+}
+
+impl Compiler {
+    fn new(rt: &Runtime) -> Self {
+        Self {
+            engine: rt.engine.clone(),
+            linker: rt.linker.clone(),
+            cache: rt.cache.clone(),
+            components: Mutex::default(),
+        }
+    }
+
+    /// Compiles (or loads from the compile cache) `decl`'s component, whose
+    /// bytes were checked to have the SHA-256 `sha256`, refuses imports
+    /// corral does not provide, and links it. `bytes` are the checked bytes
+    /// when the caller still holds them; otherwise, if the component must be
+    /// compiled, its source is read again and must still have that hash.
+    pub(super) fn compile(
+        &self,
         decl: &PluginDecl,
-        manifest: &Manifest,
-    ) -> Result<Loaded, LoadError> {
+        sha256: &str,
+        bytes: Option<&[u8]>,
+    ) -> Result<Compiled, LoadError> {
         let name = &decl.name;
-        let file_bytes;
-        let bytes: &[u8] = match &decl.source {
-            Source::Builtin(b) => corral_builtin::get(b)
-                .ok_or_else(|| LoadError(format!("plugin `{name}`: no built-in plugin `{b}`")))?,
-            Source::File { path, .. } => {
-                file_bytes = crate::trust::read_plugin_file(path).map_err(|e| {
-                    LoadError(format!(
-                        "plugin `{name}` ({}): cannot read {}: {e}",
-                        decl.origin,
-                        path.display()
-                    ))
-                })?;
-                &file_bytes
+        let known = self
+            .components
+            .lock()
+            .ok()
+            .and_then(|c| c.compiled.get(sha256).cloned());
+        let (component, imports, outcome) = match known {
+            Some(known) => {
+                tracing::debug!(plugin = %name, "shares the component {sha256} loaded for another entry");
+                known
+            }
+            None => {
+                let started = Instant::now();
+                let mut changed = None;
+                let loaded = self.cache.load_with(&self.engine, sha256, || match bytes {
+                    Some(b) => Ok(Cow::Borrowed(b)),
+                    None => reread(decl, sha256).map_err(|why| {
+                        changed = Some(why.clone());
+                        wasmtime::format_err!("{why}")
+                    }),
+                });
+                let (component, outcome) = match (loaded, changed) {
+                    (Ok(loaded), _) => loaded,
+                    (Err(_), Some(why)) => return Err(LoadError(why)),
+                    (Err(e), None) => {
+                        return Err(LoadError(format!(
+                            "plugin `{name}` ({}): not a valid component: {e:#}",
+                            decl.origin
+                        )));
+                    }
+                };
+                let elapsed = started.elapsed();
+                match outcome {
+                    CacheOutcome::Hit => {
+                        tracing::info!(plugin = %name, "compile cache hit ({elapsed:.1?})")
+                    }
+                    CacheOutcome::Compiled => {
+                        tracing::info!(plugin = %name, "compiled ({elapsed:.1?})")
+                    }
+                }
+                let imports = import_names(&self.engine, &component);
+                if let Ok(mut c) = self.components.lock() {
+                    c.compiled.insert(
+                        sha256.to_owned(),
+                        (component.clone(), imports.clone(), outcome),
+                    );
+                }
+                (component, imports, outcome)
             }
         };
-        let sha256 = crate::trust::sha256_hex(bytes);
-        if let Source::File {
-            sha256: Some(pin),
-            path,
-        } = &decl.source
-            && *pin != sha256
-        {
-            return Err(LoadError(format!(
-                "plugin `{name}` ({}): {} has sha256 {sha256}, but the manifest pins {pin}; \
-                 the file changed. Check where it came from, then update `sha256` to approve it",
-                decl.origin,
-                path.display()
-            )));
-        }
-        crate::trust::check_file(decl, manifest, &sha256).map_err(LoadError)?;
-        if let Some((component, imports, outcome)) = self.compiled.get(&sha256) {
-            tracing::debug!(plugin = %name, "shares the component {sha256} loaded for an earlier entry");
-            return Ok(Loaded {
-                sha256,
-                imports: imports.clone(),
-                outcome: *outcome,
-                component: component.clone(),
-            });
-        }
-        let started = Instant::now();
-        let (component, outcome) = rt.cache.load(&rt.engine, bytes, &sha256).map_err(|e| {
-            LoadError(format!(
-                "plugin `{name}` ({}): not a valid component: {e:#}",
-                decl.origin
-            ))
-        })?;
-        let elapsed = started.elapsed();
-        match outcome {
-            CacheOutcome::Hit => {
-                tracing::info!(plugin = %name, "compile cache hit ({elapsed:.1?})")
-            }
-            CacheOutcome::Compiled => tracing::info!(plugin = %name, "compiled ({elapsed:.1?})"),
-        }
-        let imports = import_names(&rt.engine, &component);
-        self.compiled.insert(
-            sha256.clone(),
-            (component.clone(), imports.clone(), outcome),
-        );
-        Ok(Loaded {
-            sha256,
+        super::imports::check(decl, &imports).map_err(LoadError)?;
+        let kind = self.link(decl, sha256, &component)?;
+        Ok(Compiled {
             imports,
-            outcome,
-            component,
+            code: Code { kind, outcome },
         })
     }
 
-    /// Links `loaded` against the host's imports (once per component) and
-    /// tells what kind of plugin it is.
-    pub(super) fn link(
-        &mut self,
-        rt: &Runtime,
+    /// Links `component` against the host's imports (once per component)
+    /// and tells what kind of plugin it is.
+    fn link(
+        &self,
         decl: &PluginDecl,
-        loaded: &Loaded,
+        sha256: &str,
+        component: &Component,
     ) -> Result<PluginKind, LoadError> {
-        if let Some(kind) = self.linked.get(&loaded.sha256) {
-            return Ok(kind.clone());
+        let known = self
+            .components
+            .lock()
+            .ok()
+            .and_then(|c| c.linked.get(sha256).cloned());
+        if let Some(kind) = known {
+            return Ok(kind);
         }
         let name = &decl.name;
-        let pre = rt.linker.instantiate_pre(&loaded.component).map_err(|e| {
+        let pre = self.linker.instantiate_pre(component).map_err(|e| {
             LoadError(format!(
                 "plugin `{name}` ({}): cannot be linked: {e:#}",
                 decl.origin
@@ -150,29 +177,146 @@ impl Components {
                 decl.origin
             ))
         })?;
-        self.linked.insert(loaded.sha256.clone(), kind.clone());
+        if let Ok(mut c) = self.components.lock() {
+            c.linked.insert(sha256.to_owned(), kind.clone());
+        }
         Ok(kind)
     }
 }
 
+/// Reads `decl`'s component and checks its hash against the manifest's pin
+/// and the project's trust record. Returns the hash and the bytes.
+fn identify(
+    decl: &PluginDecl,
+    manifest: &Manifest,
+) -> Result<(String, Cow<'static, [u8]>), LoadError> {
+    let name = &decl.name;
+    let bytes = source_bytes(decl).map_err(LoadError)?;
+    let sha256 = crate::trust::sha256_hex(&bytes);
+    if let Source::File {
+        sha256: Some(pin),
+        path,
+    } = &decl.source
+        && *pin != sha256
+    {
+        return Err(LoadError(format!(
+            "plugin `{name}` ({}): {} has sha256 {sha256}, but the manifest pins {pin}; \
+             the file changed. Check where it came from, then update `sha256` to approve it",
+            decl.origin,
+            path.display()
+        )));
+    }
+    crate::trust::check_file(decl, manifest, &sha256).map_err(LoadError)?;
+    Ok((sha256, bytes))
+}
+
+/// The bytes of `decl`'s component: built in, or read from its file.
+fn source_bytes(decl: &PluginDecl) -> Result<Cow<'static, [u8]>, String> {
+    let name = &decl.name;
+    match &decl.source {
+        Source::Builtin(b) => corral_builtin::get(b)
+            .map(Cow::Borrowed)
+            .ok_or_else(|| format!("plugin `{name}`: no built-in plugin `{b}`")),
+        Source::File { path, .. } => crate::trust::read_plugin_file(path)
+            .map(Cow::Owned)
+            .map_err(|e| {
+                format!(
+                    "plugin `{name}` ({}): cannot read {}: {e}",
+                    decl.origin,
+                    path.display()
+                )
+            }),
+    }
+}
+
+/// `decl`'s component read again to be compiled, refused unless it still
+/// has the hash `sha256` that its pin and trust record were checked
+/// against when the manifest loaded.
+fn reread(decl: &PluginDecl, sha256: &str) -> Result<Cow<'static, [u8]>, String> {
+    let bytes = source_bytes(decl)?;
+    let now = crate::trust::sha256_hex(&bytes);
+    if now != sha256 {
+        return Err(format!(
+            "plugin `{}` ({}): {} changed since corral loaded it (sha256 {sha256}, now {now}); \
+             run the command again to check the new file against its pin and trust record",
+            decl.name, decl.origin, decl.source
+        ));
+    }
+    Ok(bytes)
+}
+
 /// Loads every plugin of `manifest`; see the module documentation.
 pub(super) async fn load(rt: &Runtime, manifest: &Manifest) -> Result<Plugins, LoadError> {
-    let mut components = Components::default();
+    let compiler = Arc::new(Compiler::new(rt));
     let mut plugins = Vec::with_capacity(manifest.plugins.len());
+    let mut keys = Vec::with_capacity(manifest.plugins.len());
+    // Whether each plugin's tools are known (from the description cache).
+    let mut described = Vec::with_capacity(manifest.plugins.len());
     for decl in &manifest.plugins {
-        plugins.push(prepare(rt, decl, manifest, &mut components)?);
+        let (sha256, bytes) = identify(decl, manifest)?;
+        let key = Descriptions::key(decl, manifest, &sha256);
+        let plugin = match rt.descriptions.get(&key, &sha256) {
+            Some(cached) => {
+                super::imports::check(decl, &cached.imports).map_err(LoadError)?;
+                tracing::debug!(plugin = %decl.name, "tools from the description cache");
+                let mut plugin = entry(
+                    &compiler,
+                    decl,
+                    manifest,
+                    sha256,
+                    cached.imports,
+                    cached.provider,
+                    None,
+                )?;
+                plugin.tools = cached.tools;
+                described.push(true);
+                plugin
+            }
+            None => {
+                let compiled = compiler.compile(decl, &sha256, Some(&bytes))?;
+                let provider = compiled.code.kind.is_provider();
+                described.push(false);
+                entry(
+                    &compiler,
+                    decl,
+                    manifest,
+                    sha256,
+                    compiled.imports,
+                    provider,
+                    Some(compiled.code),
+                )?
+            }
+        };
+        keys.push(key);
+        plugins.push(plugin);
     }
-    drop(components);
 
+    let remember = |plugin: &Plugin, key: &str| {
+        rt.descriptions.put(
+            key,
+            &Described {
+                sha256: plugin.sha256.clone(),
+                provider: plugin.provider,
+                imports: plugin.imports.clone(),
+                tools: plugin.tools.clone(),
+            },
+        );
+    };
     let twin_of: Vec<Option<usize>> = (0..plugins.len())
         .map(|i| (0..i).find(|&j| twins(&plugins[j], &plugins[i])))
         .collect();
-    let mut described = vec![false; plugins.len()];
+    // Whether each answer may be cached (every cached one may).
+    let mut cacheable = described.clone();
     for (i, twin) in twin_of.iter().enumerate() {
         let Some(j) = *twin else { continue };
         if !described[j] {
-            plugins[j].tools = plugins[j].describe().await?;
+            let (tools, may_cache) = plugins[j].describe().await?;
+            plugins[j].tools = tools;
             described[j] = true;
+            cacheable[j] = may_cache;
+            if may_cache {
+                remember(&plugins[j], &keys[j]);
+            }
         }
         if let Some(tool) = plugins[j].tools.first() {
             let (first, second) = (&plugins[j], &plugins[i]);
@@ -188,6 +332,10 @@ pub(super) async fn load(rt: &Runtime, manifest: &Manifest) -> Result<Plugins, L
                 first.sha256,
             )));
         }
+        // It would answer as its twin did: no tools.
+        if !described[i] && cacheable[j] {
+            remember(&plugins[i], &keys[i]);
+        }
     }
 
     let mut owner: HashMap<String, usize> = HashMap::new();
@@ -197,7 +345,11 @@ pub(super) async fn load(rt: &Runtime, manifest: &Manifest) -> Result<Plugins, L
             continue;
         }
         if !described[i] {
-            plugins[i].tools = plugins[i].describe().await?;
+            let (tools, cacheable) = plugins[i].describe().await?;
+            plugins[i].tools = tools;
+            if cacheable {
+                remember(&plugins[i], &keys[i]);
+            }
         }
         for tool in &plugins[i].tools {
             if let Some(&j) = owner.get(&tool.name) {
@@ -209,21 +361,44 @@ pub(super) async fn load(rt: &Runtime, manifest: &Manifest) -> Result<Plugins, L
     Plugins::new(plugins.into_iter().map(Arc::new).collect())
 }
 
-/// Everything of loading one plugin short of running it: its component
-/// (shared through `components`), its imports checked and linked.
-pub(super) fn prepare(
+/// Loads one plugin without the description cache: compiled, linked and
+/// described now.
+pub(super) async fn load_one(
     rt: &Runtime,
     decl: &PluginDecl,
     manifest: &Manifest,
-    components: &mut Components,
+) -> Result<Plugin, LoadError> {
+    let compiler = Arc::new(Compiler::new(rt));
+    let (sha256, bytes) = identify(decl, manifest)?;
+    let compiled = compiler.compile(decl, &sha256, Some(&bytes))?;
+    let provider = compiled.code.kind.is_provider();
+    let mut plugin = entry(
+        &compiler,
+        decl,
+        manifest,
+        sha256,
+        compiled.imports,
+        provider,
+        Some(compiled.code),
+    )?;
+    plugin.tools = plugin.describe().await?.0;
+    Ok(plugin)
+}
+
+/// The plugin of `decl`, whose component has the SHA-256 `sha256`, with its
+/// code when it is compiled already (else on its first call).
+fn entry(
+    compiler: &Arc<Compiler>,
+    decl: &PluginDecl,
+    manifest: &Manifest,
+    sha256: String,
+    imports: Vec<String>,
+    provider: bool,
+    code: Option<Code>,
 ) -> Result<Plugin, LoadError> {
     let name = &decl.name;
-    let loaded = components.get(rt, decl, manifest)?;
-    super::imports::check(decl, &loaded.imports).map_err(LoadError)?;
-    let kind = components.link(rt, decl, &loaded)?;
-    let (sha256, imports, outcome) = (loaded.sha256, loaded.imports, loaded.outcome);
     Ok(Plugin {
-        engine: rt.engine.clone(),
+        engine: compiler.engine.clone(),
         shared: Arc::new(PluginShared {
             guard: fsguard::Guard::new(Some(&manifest.workspace), &decl.source)
                 .map(Arc::new)
@@ -255,9 +430,10 @@ pub(super) fn prepare(
         decl: decl.clone(),
         sha256,
         imports,
-        cache: outcome,
-        kind,
+        provider,
         tools: Vec::new(),
+        code: tokio::sync::OnceCell::new_with(code),
+        compiler: Some(compiler.clone()),
     })
 }
 
@@ -347,6 +523,7 @@ pub(super) async fn inspect(rt: &Runtime, bytes: &[u8]) -> Result<Inspection, Lo
     let tools = match linked {
         Ok(PluginKind::Provider(_)) => Ok(Vec::new()),
         Ok(kind) => {
+            let provider = kind.is_provider();
             let plugin = Plugin {
                 engine: rt.engine.clone(),
                 shared: Arc::new(PluginShared {
@@ -362,11 +539,15 @@ pub(super) async fn inspect(rt: &Runtime, bytes: &[u8]) -> Result<Inspection, Lo
                 decl,
                 sha256: sha256.clone(),
                 imports: imports.clone(),
-                cache: CacheOutcome::Compiled,
-                kind,
+                provider,
                 tools: Vec::new(),
+                code: tokio::sync::OnceCell::new_with(Some(Code {
+                    kind,
+                    outcome: CacheOutcome::Compiled,
+                })),
+                compiler: None,
             };
-            plugin.describe().await.map_err(|e| e.0)
+            plugin.describe().await.map(|d| d.0).map_err(|e| e.0)
         }
         Err(e) => Err(e),
     };

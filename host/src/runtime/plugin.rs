@@ -3,6 +3,7 @@
 //! ([`ToolOutput`], [`ToolError`]). A provider's calls are in `provider`.
 
 use super::bindings::{ProviderPluginPre, ToolPluginPre, tool as wit, types};
+use super::loader::Compiler;
 use super::store::{CallState, PluginShared};
 use super::{CacheOutcome, Effect, LoadError, ToolSpec, budget, effects};
 use crate::manifest::PluginDecl;
@@ -69,6 +70,11 @@ pub(super) enum PluginKind {
 }
 
 impl PluginKind {
+    /// Whether it exports `corral:plugin/provider`.
+    pub(super) fn is_provider(&self) -> bool {
+        matches!(self, PluginKind::Provider(_))
+    }
+
     /// The kind of a linked component, or why it is neither.
     pub(super) fn of(pre: wasmtime::component::InstancePre<CallState>) -> Result<Self, String> {
         match ToolPluginPre::new(pre.clone()) {
@@ -80,19 +86,74 @@ impl PluginKind {
     }
 }
 
+/// A plugin's compiled and linked code.
+pub(super) struct Code {
+    pub(super) kind: PluginKind,
+    /// Whether it was compiled or came from the compile cache.
+    pub(super) outcome: CacheOutcome,
+}
+
 /// A loaded plugin, ready to be called.
+///
+/// Its component was read and its hash checked against the manifest's pin
+/// and the project's trust record when it loaded. Its code may not be
+/// compiled yet: a plugin whose tools came from the description cache is
+/// compiled (or loaded from the compile cache), linked and instantiated on
+/// its first call, so a command pays only for the plugins it uses.
 pub struct Plugin {
     pub(super) engine: Engine,
     pub(super) shared: Arc<PluginShared>,
     pub(super) decl: PluginDecl,
     pub(super) sha256: String,
     pub(super) imports: Vec<String>,
-    pub(super) cache: CacheOutcome,
-    pub(super) kind: PluginKind,
+    /// Whether it exports `corral:plugin/provider` (known before it is compiled).
+    pub(super) provider: bool,
     pub(super) tools: Vec<ToolSpec>,
+    /// Its code, once compiled.
+    pub(super) code: tokio::sync::OnceCell<Code>,
+    /// How to compile it on its first call; `None` when `code` is set from
+    /// the start.
+    pub(super) compiler: Option<Arc<Compiler>>,
 }
 
 impl Plugin {
+    /// Its code: compiled on the first call that needs it (once, however
+    /// many calls ask at the same time).
+    pub(super) async fn kind(&self) -> Result<&PluginKind, String> {
+        let code = self
+            .code
+            .get_or_try_init(|| async {
+                let compiler = self
+                    .compiler
+                    .as_ref()
+                    .ok_or_else(|| format!("plugin `{}` has no code to run", self.decl.name))?;
+                let started = std::time::Instant::now();
+                let compiled = compiler
+                    .compile(&self.decl, &self.sha256, None)
+                    .map_err(|e| e.0)?;
+                // The cached description was stored for this very component
+                // (its hash is in the key); a disagreement means the cache
+                // entry is not what it claims to be.
+                if compiled.imports != self.imports
+                    || compiled.code.kind.is_provider() != self.provider
+                {
+                    return Err(format!(
+                        "plugin `{}`: its cached description does not match its component; \
+                         run `corral plugin cache --clear` and try again",
+                        self.decl.name
+                    ));
+                }
+                tracing::debug!(
+                    plugin = %self.decl.name,
+                    "ready for its first call ({:.1?})",
+                    started.elapsed()
+                );
+                Ok::<Code, String>(compiled.code)
+            })
+            .await?;
+        Ok(&code.kind)
+    }
+
     /// Its manifest entry.
     pub fn decl(&self) -> &PluginDecl {
         &self.decl
@@ -117,9 +178,11 @@ impl Plugin {
             .collect()
     }
 
-    /// Whether it was compiled now or loaded from the cache.
-    pub fn cache_outcome(&self) -> CacheOutcome {
-        self.cache
+    /// Whether it was compiled now or loaded from the compile cache; `None`
+    /// while it has not been needed (its tools came from the description
+    /// cache and it has not been called).
+    pub fn cache_outcome(&self) -> Option<CacheOutcome> {
+        self.code.get().map(|c| c.outcome)
     }
 
     /// Its tools (none for a provider plugin).
@@ -129,25 +192,33 @@ impl Plugin {
 
     /// Whether it is a provider plugin (exports `corral:plugin/provider`).
     pub fn is_provider(&self) -> bool {
-        matches!(self.kind, PluginKind::Provider(_))
+        self.provider
     }
 
     /// Asks the plugin for its tools, in a sandbox with no programs, no
-    /// network and read-only directories, and vets what it answers.
-    pub(super) async fn describe(&self) -> Result<Vec<ToolSpec>, LoadError> {
+    /// network and read-only directories, and vets what it answers. Also
+    /// tells whether the answer may be cached: not when the plugin looked at
+    /// its directories while describing itself, since then its tools may
+    /// follow files that change.
+    pub(super) async fn describe(&self) -> Result<(Vec<ToolSpec>, bool), LoadError> {
         let name = &self.decl.name;
-        let PluginKind::Tool(pre) = &self.kind else {
-            return Ok(Vec::new());
+        let kind = self.kind().await.map_err(LoadError)?;
+        let PluginKind::Tool(pre) = kind else {
+            return Ok((Vec::new(), true));
         };
-        let specs = self
+        let (specs, touched_files) = self
             .call_in_sandbox(
                 pre,
                 effects::CallCaps::Describe,
                 None,
                 move |instance, store| {
-                    Box::pin(
-                        async move { instance.corral_plugin_tool().call_describe(store).await },
-                    )
+                    Box::pin(async move {
+                        let specs = instance
+                            .corral_plugin_tool()
+                            .call_describe(&mut *store)
+                            .await?;
+                        Ok((specs, store.data().touched_files()))
+                    })
                 },
             )
             .await
@@ -184,7 +255,13 @@ impl Plugin {
             &mut tools,
             self.decl.limits.output_kb,
         )?;
-        Ok(tools)
+        if touched_files {
+            tracing::debug!(
+                plugin = %name,
+                "its tools are not cached: it looked at its directories while describing itself"
+            );
+        }
+        Ok((tools, !touched_files))
     }
 
     /// Runs one call of `tool` with JSON `arguments` in a fresh sandbox.
@@ -206,7 +283,7 @@ impl Plugin {
         };
         let output_cap = self.decl.limits.output_kb.saturating_mul(1024);
         tracing::debug!(plugin = %self.decl.name, tool, "call started");
-        let PluginKind::Tool(pre) = &self.kind else {
+        let PluginKind::Tool(pre) = self.kind().await.map_err(ToolError::Sandbox)? else {
             return Err(ToolError::UnknownTool(tool.to_owned()));
         };
         // The same declared effects the permission policy judged this call by.
@@ -261,7 +338,7 @@ impl Plugin {
         arguments: &str,
         call_id: &str,
     ) -> Result<Option<String>, ToolError> {
-        let PluginKind::Tool(pre) = &self.kind else {
+        let PluginKind::Tool(pre) = self.kind().await.map_err(ToolError::Sandbox)? else {
             return Err(ToolError::UnknownTool(tool.to_owned()));
         };
         let call = wit::ToolCall {

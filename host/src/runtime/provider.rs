@@ -149,7 +149,11 @@ impl Plugin {
         request: &ChatRequest,
         events: tokio::sync::mpsc::Sender<StreamEvent>,
     ) -> Result<ChatResponse, ProviderError> {
-        let PluginKind::Provider(pre) = &self.kind else {
+        let kind = self
+            .kind()
+            .await
+            .map_err(|message| ProviderError::Plugin { message })?;
+        let PluginKind::Provider(pre) = kind else {
             return Err(ProviderError::Plugin {
                 message: format!("plugin `{}` is not a provider", self.decl.name),
             });
@@ -207,7 +211,11 @@ impl Plugin {
 
     /// The models this provider offers.
     pub async fn models(&self) -> Result<Vec<String>, ProviderError> {
-        let PluginKind::Provider(pre) = &self.kind else {
+        let kind = self
+            .kind()
+            .await
+            .map_err(|message| ProviderError::Plugin { message })?;
+        let PluginKind::Provider(pre) = kind else {
             return Err(ProviderError::Plugin {
                 message: format!("plugin `{}` is not a provider", self.decl.name),
             });

@@ -48,6 +48,17 @@ pub(crate) struct CallState {
     pub(super) dirs: files::Dirs,
     /// What this call may use of its plugin's grants.
     pub(super) caps: effects::CallCaps,
+    /// The plugin asked for its granted directories through
+    /// `wasi:filesystem` (set by `fsguard`).
+    pub(super) looked_at_files: bool,
+}
+
+impl CallState {
+    /// Whether the plugin reached for its granted directories in this call,
+    /// through `wasi:filesystem` or corral's `files`.
+    pub(super) fn touched_files(&self) -> bool {
+        self.looked_at_files || self.dirs.used()
+    }
 }
 
 impl WasiView for CallState {
@@ -203,6 +214,7 @@ impl Plugin {
             events,
             dirs: files::Dirs::new(self.shared.fs.clone()),
             caps,
+            looked_at_files: false,
         };
         let mut store = Store::new(&self.engine, state);
         store.limiter(|s| &mut s.limiter);
