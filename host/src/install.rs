@@ -76,6 +76,15 @@ impl Candidate {
         })
     }
 
+    /// Puts `prefix` before each tool name, as an entry's `tool_prefix` does.
+    pub fn prefix_tools(&mut self, prefix: &str) {
+        if let Ok(tools) = &mut self.inspection.tools {
+            for t in tools {
+                t.name = format!("{prefix}{}", t.name);
+            }
+        }
+    }
+
     /// Its tools (empty if they could not be read).
     pub fn tools(&self) -> &[crate::protocol::ToolSpec] {
         self.inspection.tools.as_deref().unwrap_or(&[])

@@ -207,6 +207,9 @@ pub struct PluginDecl {
     pub limits: Limits,
     /// Its own settings, read through `host.config`.
     pub config: BTreeMap<String, String>,
+    /// Put before each of its tool names (`tool_prefix`); the plugin itself
+    /// sees its own names.
+    pub tool_prefix: String,
     /// Where it was declared.
     pub origin: Origin,
 }

@@ -96,7 +96,42 @@ fn add_shows_the_requests_and_writes_exactly_what_was_approved() {
         "{}",
         text(&o)
     );
+    assert!(text(&o).contains("--prefix"), "{}", text(&o));
     assert_eq!(read_user_manifest(&cli), manifest);
+    // The way out: a prefix before its tool names.
+    let o = cli.run(
+        &sb.ws(),
+        &[
+            "plugin",
+            "add",
+            EXAMPLE,
+            "--yes",
+            "--name",
+            "example-two",
+            "--prefix",
+            "two_",
+        ],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(text(&o).contains("two_word_count [read]"), "{}", text(&o));
+    assert!(read_user_manifest(&cli).contains("tool_prefix = \"two_\""));
+    let o = cli.run(
+        &sb.ws(),
+        &[
+            "tool",
+            "call",
+            "two_word_count",
+            "--args",
+            r#"{"path":"hello.txt"}"#,
+        ],
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout).trim(),
+        "4",
+        "{}",
+        text(&o)
+    );
+    assert!(word_count(&cli, &sb).status.success());
 }
 
 #[test]

@@ -45,6 +45,10 @@ pub(super) struct AddArgs {
     /// the file's).
     #[arg(long)]
     name: Option<String>,
+    /// Put this before each of its tool names (`tool_prefix`), e.g. when
+    /// they clash with another plugin's.
+    #[arg(long, value_name = "PREFIX")]
+    prefix: Option<String>,
     /// Write the entry to the project's corral.toml (which then needs
     /// `corral trust`) instead of the user's.
     #[arg(long)]
@@ -270,6 +274,7 @@ impl Plan {
         name: &str,
         c: &Candidate,
         granted: &[Grant],
+        tool_prefix: Option<String>,
     ) -> Result<Self, String> {
         let dir = store::dir()
             .ok_or("no data directory to keep plugins in (set XDG_DATA_HOME or HOME)")?;
@@ -280,6 +285,7 @@ impl Plan {
             sha256: c.fetched.sha256.clone(),
             from: c.source.record(),
             version: c.version.clone(),
+            tool_prefix,
             grants: review::requested_of(granted),
         };
         let text = edit::set_entry(old_text, file, name, &entry)?;
@@ -320,7 +326,10 @@ pub(super) async fn add(workspace: &Path, args: AddArgs) -> ExitCode {
 async fn add_inner(workspace: &Path, args: AddArgs) -> Result<ExitCode, String> {
     let rt = runtime().map_err(|_| "cannot start the runtime".to_owned())?;
     let source = PluginSource::parse(&args.source, &cwd())?;
-    let c = Candidate::fetch(&rt, source, args.sha256.as_deref()).await?;
+    let mut c = Candidate::fetch(&rt, source, args.sha256.as_deref()).await?;
+    if let Some(p) = &args.prefix {
+        c.prefix_tools(p);
+    }
     let name = match args.name.clone().or_else(|| c.default_name()) {
         Some(n) => n,
         None => return Err("cannot make a plugin name from the source; pass --name".into()),
@@ -344,14 +353,24 @@ async fn add_inner(workspace: &Path, args: AddArgs) -> Result<ExitCode, String> 
     let clashing = clashes(&rt, &current, &c, &name).await?;
     if !clashing.is_empty() {
         return Err(format!(
-            "its tools {} would clash with tools already installed; remove or disable the other \
-             plugin first (`corral plugin remove NAME`), or ask its author to rename the tool",
-            clashing.join(", ")
+            "its tools {} would clash with tools already installed; add it with \
+             --prefix PREFIX to rename its tools (e.g. `--name {name}-2 --prefix {}_`), or remove \
+             the other plugin first (`corral plugin remove NAME`)",
+            clashing.join(", "),
+            name.replace('-', "_")
         ));
     }
     let file = target_file(workspace, args.project)?;
     let old_text = edit::read(&file)?;
-    let plan = Plan::new(workspace, &file, &old_text, &name, &c, &granted)?;
+    let plan = Plan::new(
+        workspace,
+        &file,
+        &old_text,
+        &name,
+        &c,
+        &granted,
+        args.prefix.clone(),
+    )?;
     out(&review_text(&c, &name, &granted, Some(&plan.decl)));
     approved(
         &format!("Add `{name}` to {} with these grants?", file.display()),
@@ -418,7 +437,8 @@ async fn update_inner(workspace: &Path, args: UpdateArgs) -> Result<ExitCode, St
         }
     };
     let source = PluginSource::parse(&from, &cwd())?;
-    let c = Candidate::fetch(&rt, source, args.sha256.as_deref()).await?;
+    let mut c = Candidate::fetch(&rt, source, args.sha256.as_deref()).await?;
+    c.prefix_tools(&decl.tool_prefix);
     let old_pin = match &decl.source {
         Source::File { sha256, .. } => sha256.clone(),
         Source::Builtin(_) => None,
@@ -432,7 +452,20 @@ async fn update_inner(workspace: &Path, args: UpdateArgs) -> Result<ExitCode, St
     }
     let old_tools = match &decl.source {
         Source::File { path, .. } => match corral::trust::read_plugin_file(path) {
-            Ok(bytes) => rt.inspect(&bytes).await.ok().and_then(|i| i.tools.ok()),
+            Ok(bytes) => rt
+                .inspect(&bytes)
+                .await
+                .ok()
+                .and_then(|i| i.tools.ok())
+                .map(|tools| {
+                    tools
+                        .into_iter()
+                        .map(|mut t| {
+                            t.name = format!("{}{}", decl.tool_prefix, t.name);
+                            t
+                        })
+                        .collect::<Vec<_>>()
+                }),
             Err(_) => None,
         },
         Source::Builtin(_) => None,
@@ -456,7 +489,7 @@ async fn update_inner(workspace: &Path, args: UpdateArgs) -> Result<ExitCode, St
             clashing.join(", ")
         ));
     }
-    let plan = Plan::new(workspace, &file, &old_text, &name, &c, &granted)?;
+    let plan = Plan::new(workspace, &file, &old_text, &name, &c, &granted, None)?;
     let old_version = edit::entry_string(&old_text, &name, "version");
     let mut text = format!(
         "Update `{name}`: {} -> {}\n  sha256 {} -> {}\n",

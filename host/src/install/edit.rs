@@ -17,6 +17,8 @@ pub struct Entry {
     pub from: String,
     /// The version it declared.
     pub version: Option<String>,
+    /// Put before its tool names; `None` keeps what the entry has.
+    pub tool_prefix: Option<String>,
     /// Exactly what the user approved.
     pub grants: Requested,
 }
@@ -66,6 +68,9 @@ pub fn set_entry(text: &str, file: &Path, name: &str, entry: &Entry) -> Result<S
         None => {
             table.remove("version");
         }
+    }
+    if let Some(p) = &entry.tool_prefix {
+        table.insert("tool_prefix", value(p.as_str()));
     }
     table.remove("grants");
     table.remove("enabled");
@@ -200,6 +205,7 @@ mod tests {
             sha256: "ab".repeat(32),
             from: "oci://127.0.0.1:5000/wc:2".into(),
             version: Some("2.0.0".into()),
+            tool_prefix: None,
             grants: Requested {
                 fs: vec![FsRequest {
                     path: ".".into(),

@@ -189,8 +189,27 @@ impl Checker<'_> {
                 (k, v)
             })
             .collect();
+        let tool_prefix = match &raw.tool_prefix {
+            Some(p) => {
+                let v = p.get_ref();
+                let ok = !v.is_empty()
+                    && v.len() <= 32
+                    && v.chars()
+                        .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+                if !ok {
+                    return Err(self.err(
+                        p.span(),
+                        format!("plugin `{name}`: `tool_prefix` {v:?} is not allowed"),
+                        Some("use 1 to 32 letters, digits, `_` or `-`, e.g. \"wc_\"".into()),
+                    ));
+                }
+                v.clone()
+            }
+            None => String::new(),
+        };
         Ok(PluginDecl {
             name: name.to_owned(),
+            tool_prefix,
             source,
             fs,
             net,

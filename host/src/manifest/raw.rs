@@ -91,6 +91,9 @@ pub(super) struct RawPlugin {
     /// `config = { key = "value" }`
     #[serde(default)]
     pub(super) config: toml::Table,
+    /// `tool_prefix = "wc_"`: put before each of its tool names (a way out
+    /// of a clash with another plugin's tools).
+    pub(super) tool_prefix: Option<Spanned<String>>,
     /// `from = "oci://registry/tools/wc:1.0"`: where `corral plugin add`
     /// fetched the component; `corral plugin update` fetches from there.
     #[allow(dead_code, reason = "read by `corral plugin update` from the file")]

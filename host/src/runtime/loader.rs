@@ -503,6 +503,7 @@ pub(super) async fn inspect(rt: &Runtime, bytes: &[u8]) -> Result<Inspection, Lo
         exec: Vec::new(),
         limits: Default::default(),
         config: BTreeMap::new(),
+        tool_prefix: String::new(),
         origin: crate::manifest::Origin {
             file: "(inspect)".into(),
             line: 0,

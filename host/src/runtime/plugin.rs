@@ -233,7 +233,7 @@ impl Plugin {
                     ))
                 })?;
             tools.push(ToolSpec {
-                name: spec.name,
+                name: format!("{}{}", self.decl.tool_prefix, spec.name),
                 description: spec.description,
                 input_schema: schema,
                 effects: spec
@@ -264,6 +264,12 @@ impl Plugin {
         Ok((tools, !touched_files))
     }
 
+    /// The name the plugin itself gave `tool`, without the entry's `tool_prefix`.
+    fn own_name<'a>(&self, tool: &'a str) -> &'a str {
+        tool.strip_prefix(self.decl.tool_prefix.as_str())
+            .unwrap_or(tool)
+    }
+
     /// Runs one call of `tool` with JSON `arguments` in a fresh sandbox.
     pub async fn call(
         &self,
@@ -278,7 +284,7 @@ impl Plugin {
             .ok_or_else(|| ToolError::UnknownTool(tool.to_owned()))?;
         let call = wit::ToolCall {
             id: call_id.to_owned(),
-            name: tool.to_owned(),
+            name: self.own_name(tool).to_owned(),
             arguments: arguments.to_owned(),
         };
         let output_cap = self.decl.limits.output_kb.saturating_mul(1024);
@@ -343,7 +349,7 @@ impl Plugin {
         };
         let call = wit::ToolCall {
             id: call_id.to_owned(),
-            name: tool.to_owned(),
+            name: self.own_name(tool).to_owned(),
             arguments: arguments.to_owned(),
         };
         let caps = effects::CallCaps::Preview {
