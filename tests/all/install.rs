@@ -81,6 +81,8 @@ fn add_shows_the_requests_and_writes_exactly_what_was_approved() {
     let o = cli.run(&sb.ws(), &["plugin", "list"]);
     let t = text(&o);
     assert!(t.contains("example") && t.contains(&sha), "{t}");
+    assert!(t.contains("version  0.1.0"), "{t}");
+    assert!(t.contains(&format!("fetched  {EXAMPLE}")), "{t}");
     // A second add under the same name is refused, nothing changes.
     let o = cli.run(&sb.ws(), &["plugin", "add", EXAMPLE, "--yes"]);
     assert!(!o.status.success());

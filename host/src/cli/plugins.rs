@@ -45,6 +45,18 @@ fn grants_text(decl: &manifest::PluginDecl) -> String {
     }
 }
 
+/// Where `corral plugin add` fetched `decl`'s component and the version it
+/// declared, as its manifest entry records them.
+fn installed(decl: &manifest::PluginDecl) -> (Option<String>, Option<String>) {
+    if decl.origin.file == manifest::DEFAULTS_NAME {
+        return (None, None);
+    }
+    let text =
+        corral::install::edit::read(std::path::Path::new(&decl.origin.file)).unwrap_or_default();
+    let get = |key| corral::install::edit::entry_string(&text, &decl.name, key);
+    (get("from"), get("version"))
+}
+
 pub(super) fn plugins_list(manifest: &Manifest, plugins: &Plugins, json: bool) -> ExitCode {
     if json {
         let list: Vec<serde_json::Value> = plugins
@@ -52,9 +64,13 @@ pub(super) fn plugins_list(manifest: &Manifest, plugins: &Plugins, json: bool) -
             .iter()
             .map(|p| {
                 let d = p.decl();
+                let (fetched, version) = installed(d);
                 serde_json::json!({
                     "name": d.name,
                     "source": d.source.to_string(),
+                    "fetched_from": fetched,
+                    "version": version,
+                    "tool_prefix": d.tool_prefix,
                     "sha256": p.sha256(),
                     "declared_in": d.origin.to_string(),
                     "grants": {
@@ -111,6 +127,13 @@ pub(super) fn plugins_list(manifest: &Manifest, plugins: &Plugins, json: bool) -
             p.tools().iter().map(|t| t.name.as_str()).collect::<Vec<_>>().join(", "),
             d.origin,
         ));
+        let (fetched, version) = installed(d);
+        if let Some(v) = version {
+            text.push_str(&format!("  version  {v}\n"));
+        }
+        if let Some(f) = fetched {
+            text.push_str(&format!("  fetched  {f}\n"));
+        }
         text.push_str(&imports_text(&p.import_reviews()));
         for w in tool_warnings(p) {
             text.push_str(&format!("  warning  {w}\n"));
