@@ -9,6 +9,7 @@ mod render;
 mod run;
 mod sessions;
 mod trust;
+mod ui;
 
 use clap::{Args, Parser, Subcommand};
 use corral::manifest::{self, Manifest};
@@ -28,8 +29,11 @@ struct Cli {
     /// Log what the runtime does (compile cache, plugin log lines) to stderr.
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     verbose: u8,
+    /// Without a subcommand, the interactive UI opens on a new session.
     #[command(subcommand)]
-    command: Command,
+    command: Option<Command>,
+    #[command(flatten)]
+    agent: AgentFlags,
 }
 
 #[derive(Subcommand)]
@@ -45,7 +49,8 @@ enum Command {
         #[command(flatten)]
         json: JsonFlag,
     },
-    /// Continue a session, with a new prompt or from where it stopped.
+    /// Continue a session: in the interactive UI on a terminal, or with
+    /// -p (or without a terminal) from the command line.
     Resume {
         /// The session id (a unique prefix is enough).
         #[arg(required_unless_present = "last")]
@@ -285,7 +290,17 @@ pub(crate) fn fail(message: &str) -> ExitCode {
 
 async fn run(cli: Cli) -> ExitCode {
     let workspace = cli.workspace.clone().unwrap_or_else(|| PathBuf::from("."));
-    match cli.command {
+    let Some(command) = cli.command else {
+        if !ui::interactive() || cli.agent.json {
+            eprintln!(
+                "corral opens its interactive UI on a terminal; without one, use \
+                 `corral run \"PROMPT\"` (see `corral --help`)"
+            );
+            return ExitCode::from(EXIT_USAGE);
+        }
+        return ui::ui(&workspace, None, cli.agent.into()).await;
+    };
+    match command {
         Command::Run(args) => {
             run::run(&workspace, args.prompt, args.record, args.agent.into()).await
         }
@@ -294,7 +309,16 @@ async fn run(cli: Cli) -> ExitCode {
             last,
             prompt,
             agent,
-        } => run::resume(&workspace, id, last, prompt, agent.into()).await,
+        } => {
+            if prompt.is_none() && !agent.json && !agent.yes && ui::interactive() {
+                let resume = match id {
+                    Some(id) if !last => corral::session::Resume::Id(id),
+                    _ => corral::session::Resume::Last,
+                };
+                return ui::ui(&workspace, Some(resume), agent.into()).await;
+            }
+            run::resume(&workspace, id, last, prompt, agent.into()).await
+        }
         Command::Sessions(json) => sessions::sessions(&workspace, json.json),
         Command::Trust { yes } => trust::trust(&workspace, yes),
         Command::Show { id, json } => sessions::show(&workspace, &id, json.json),

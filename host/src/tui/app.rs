@@ -73,6 +73,7 @@ pub(crate) enum Body {
     Assistant(String),
     Tools(Vec<ToolCard>),
     Notice { text: String, error: bool },
+    Diff(String),
 }
 
 #[derive(Debug)]
@@ -243,6 +244,11 @@ impl App {
             text: text.to_owned(),
             error,
         });
+    }
+
+    /// Adds a unified diff (of the workspace) to the transcript, in colour.
+    pub fn diff(&mut self, diff: &str) {
+        self.push(Body::Diff(diff.to_owned()));
     }
 
     /// Opens the session picker on `items`.

@@ -38,7 +38,7 @@ pub(crate) fn status_line(app: &App) -> Line<'static> {
         Some(w) if w > 0 => format!("ctx {}%", (u64::from(app.last_in) * 100 / w).min(100)),
         _ => format!("ctx {}", count(u64::from(app.last_in))),
     };
-    let short_id: String = app.session_id.chars().take(8).collect();
+    let short_id = app.session_id.clone();
     let mut spans = vec![
         Span::styled(format!(" {state} "), style.add_modifier(Modifier::REVERSED)),
         Span::raw(" "),
@@ -63,12 +63,7 @@ pub(crate) fn status_line(app: &App) -> Line<'static> {
         spans.push(Span::styled(" · ", dim));
         spans.push(Span::styled(short_id, dim));
     }
-    if app.quit_armed {
-        spans.push(Span::styled(
-            "  press Ctrl+C again to quit",
-            Style::default().fg(Color::Yellow),
-        ));
-    } else if !app.queued.is_empty() {
+    if !app.queued.is_empty() {
         spans.push(Span::styled(
             format!("  {} queued", app.queued.len()),
             Style::default().fg(Color::Yellow),

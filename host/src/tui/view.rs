@@ -142,10 +142,17 @@ fn input_lines(app: &App, width: usize) -> (Vec<Line<'static>>, (usize, usize)) 
     }
     lines.push(Line::raw(cur));
     if text.is_empty() {
-        lines = vec![Line::styled(
-            "ask anything · / for commands · @ for files",
-            Style::default().fg(Color::DarkGray),
-        )];
+        lines = vec![if app.quit_armed {
+            Line::styled(
+                "press Ctrl+C again to quit",
+                Style::default().fg(Color::Yellow),
+            )
+        } else {
+            Line::styled(
+                "ask anything · / for commands · @ for files",
+                Style::default().fg(Color::DarkGray),
+            )
+        }];
     }
     (lines, cursor)
 }
@@ -188,6 +195,10 @@ fn entry_lines(body: &Body, width: usize, now_ms: u64, expanded: bool) -> Vec<Li
             }
             out
         }
+        Body::Diff(diff) => super::cards::diff_lines(diff)
+            .into_iter()
+            .flat_map(|l| wrap(l, width, ""))
+            .collect(),
         Body::Notice { text, error } => {
             let style = if *error {
                 Style::default().fg(Color::Red)
