@@ -28,3 +28,6 @@ mod view;
 pub use app::{Action, App, Picked, SLASH_COMMANDS};
 pub use markdown::markdown;
 pub use view::render;
+
+#[cfg(test)]
+mod snapshot_tests;

@@ -154,7 +154,11 @@ impl ToolCard {
         }
         if shown < total {
             out.push(Line::styled(
-                format!("    … {} more lines (ctrl-o to expand)", total - shown),
+                format!(
+                    "    … {} more line{} (ctrl-o to expand)",
+                    total - shown,
+                    if total - shown == 1 { "" } else { "s" }
+                ),
                 dim,
             ));
         }

@@ -180,6 +180,6 @@ mod tests {
         input.backspace();
         input.left();
         input.insert('x');
-        assert_eq!(input.text, "rexad");
+        assert_eq!(input.text, "reaxd");
     }
 }

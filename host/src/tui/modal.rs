@@ -23,13 +23,14 @@ fn centered(area: Rect, width: u16, height: u16) -> Rect {
 
 /// The approval modal: the call, why it asks, the diff, and the answers.
 pub(crate) fn approval(frame: &mut Frame<'_>, area: Rect, modal: &Modal) {
+    let req = &modal.request;
+    let body_len = req.preview.as_deref().map_or(1, |d| d.lines().count()) as u16;
     let rect = centered(
         area,
         area.width.saturating_sub(4).min(100),
-        area.height.saturating_sub(2),
+        (body_len + 9).min(area.height.saturating_sub(2)),
     );
     frame.render_widget(Clear, rect);
-    let req = &modal.request;
     let inner_w = rect.width.saturating_sub(2) as usize;
     let bold = Style::default().add_modifier(Modifier::BOLD);
     let dim = Style::default().fg(Color::DarkGray);
@@ -157,10 +158,16 @@ pub(crate) fn completion(frame: &mut Frame<'_>, input: Rect, app: &App) {
     if n == 0 || input.y < n + 2 {
         return;
     }
+    let cmd_w = app
+        .completion
+        .iter()
+        .map(|(c, _)| c.len())
+        .max()
+        .unwrap_or(0);
     let width = app
         .completion
         .iter()
-        .map(|(c, d)| c.len() + d.len() + 3)
+        .map(|(_, d)| cmd_w + d.len() + 3)
         .max()
         .unwrap_or(10)
         .min(input.width as usize - 2) as u16
@@ -179,7 +186,10 @@ pub(crate) fn completion(frame: &mut Frame<'_>, input: Rect, app: &App) {
                 Style::default()
             };
             Line::from(vec![
-                Span::styled(clean(c), style.add_modifier(Modifier::BOLD)),
+                Span::styled(
+                    format!("{:<cmd_w$}", clean(c)),
+                    style.add_modifier(Modifier::BOLD),
+                ),
                 Span::styled(format!("  {}", clean(d)), style.fg(Color::DarkGray)),
             ])
         })

@@ -35,7 +35,10 @@ pub(crate) fn status_line(app: &App) -> Line<'static> {
         app.model.as_str()
     };
     let ctx = match app.context_window {
-        Some(w) if w > 0 => format!("ctx {}%", (u64::from(app.last_in) * 100 / w).min(100)),
+        Some(w) if w > 0 => format!(
+            "ctx {:.1}%",
+            (f64::from(app.last_in) * 100.0 / w as f64).min(100.0)
+        ),
         _ => format!("ctx {}", count(u64::from(app.last_in))),
     };
     let short_id = app.session_id.clone();
