@@ -5,7 +5,7 @@
 
 use super::fail;
 use super::run::Flags;
-use corral::protocol::{Event, Mode, Op};
+use corral::protocol::{Event, Op};
 use corral::session::{self, Approvals, Resume, Session, SessionConfig};
 use corral::tui::{Action, App, Picked};
 use crossterm::event::{
@@ -110,7 +110,12 @@ impl Opener {
     async fn open(&self, resume: Option<Resume>) -> Result<(Session, App), String> {
         let resumed = resume.is_some();
         let session = session::open(self.config(resume)).await?;
-        let mode = self.flags.mode.unwrap_or(Mode::default());
+        // The session takes its mode from the flag, else from the manifest.
+        let mode = self.flags.mode.unwrap_or_else(|| {
+            corral::manifest::load(&self.workspace)
+                .map(|m| m.policy.mode)
+                .unwrap_or_default()
+        });
         let mut app = App::new(self.flags.provider.as_deref().unwrap_or(""), mode.as_str());
         app.color = std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
         if resumed && let Ok(records) = session::read(session.log_path()) {
@@ -285,11 +290,8 @@ async fn drive(
     let start = Instant::now();
     let mut input = input_thread();
     let mut tick = tokio::time::interval(Duration::from_millis(100));
-    let mut sigterm = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-    {
-        Ok(s) => Some(s),
-        Err(_) => None,
-    };
+    let mut sigterm =
+        tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
     let ws = opener.workspace.clone();
     let mut catalog_task = Some(tokio::spawn(catalog(ws.clone())));
     let mut catalog: Option<Catalog> = None;

@@ -607,10 +607,8 @@ impl App {
                 }
                 self.send();
             }
-            KeyCode::Tab => {
-                if !self.completion.is_empty() {
-                    self.accept_completion();
-                }
+            KeyCode::Tab if !self.completion.is_empty() => {
+                self.accept_completion();
             }
             KeyCode::Char('w') if ctrl => self.input.delete_word(),
             KeyCode::Char('u') if ctrl => self.input.clear(),

@@ -220,12 +220,7 @@ fn is_live(entry: &Entry) -> bool {
 }
 
 /// The lines of entry `i`, from its cache when it is fresh.
-fn cached<'a>(
-    entry: &'a mut Entry,
-    width: u16,
-    now_ms: u64,
-    expanded: bool,
-) -> &'a [Line<'static>] {
+fn cached(entry: &mut Entry, width: u16, now_ms: u64, expanded: bool) -> &[Line<'static>] {
     let fresh = matches!(&entry.cache, Some((w, v, x, _))
         if *w == width && *v == entry.version && *x == expanded)
         && !is_live(entry);
