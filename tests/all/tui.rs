@@ -241,6 +241,23 @@ fn a_session_in_the_terminal_ui() {
     assert!(screen.contains("CORRAL-EXIT=0"), "{screen}");
     drop(pane);
 
+    // `resume --last` on a terminal opens the UI on the session, its
+    // transcript shown; Ctrl-D on the empty prompt leaves.
+    let resume = command.replace(
+        &format!("--workspace {}", quote(&sb.ws())),
+        &format!("resume --last --workspace {}", quote(&sb.ws())),
+    );
+    let pane = Pane::start(&resume).expect("tmux");
+    let screen = pane.wait_for("resumed session");
+    for shown in ["> slow one", "stopped: interrupted"] {
+        let shown = shown.trim_start_matches("> ");
+        assert!(screen.contains(shown), "`{shown}` missing:\n{screen}");
+    }
+    pane.press("C-d");
+    let screen = pane.wait_for("CORRAL-EXIT=");
+    assert!(screen.contains("CORRAL-EXIT=0"), "{screen}");
+    drop(pane);
+
     // The log is whole: every event numbered without gaps, the approval and
     // its answer, three stops.
     let o = cli.run(&sb.ws(), &["show", &id, "--json"]);

@@ -10,16 +10,20 @@ use corral::session::{self, Approvals, Resume, Session, SessionConfig};
 use corral::tui::{Action, App, Picked};
 use crossterm::event::{
     DisableBracketedPaste, DisableMouseCapture, EnableBracketedPaste, EnableMouseCapture,
-    Event as TermEvent, MouseEventKind,
+    Event as TermEvent, KeyboardEnhancementFlags, MouseEventKind, PopKeyboardEnhancementFlags,
+    PushKeyboardEnhancementFlags,
 };
 use crossterm::terminal::{
     EnterAlternateScreen, LeaveAlternateScreen, disable_raw_mode, enable_raw_mode,
 };
 use ratatui::Terminal;
 use ratatui::backend::CrosstermBackend;
-use std::io::Stdout;
+use std::io::{Read as _, Seek as _, SeekFrom, Stdout, Write as _};
+use std::os::fd::AsRawFd as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
 
@@ -32,10 +36,63 @@ pub fn interactive() -> bool {
     std::io::stdin().is_terminal() && std::io::stdout().is_terminal()
 }
 
+/// The real stderr while the UI runs (-1 when not redirected): log lines
+/// written meanwhile go to a file instead of over the screen, and are
+/// printed once the terminal is back.
+static SAVED_STDERR: AtomicI32 = AtomicI32::new(-1);
+/// Whether the terminal was asked to report keys unambiguously.
+static ENHANCED_KEYS: AtomicBool = AtomicBool::new(false);
+static STDERR_FILE: Mutex<Option<std::fs::File>> = Mutex::new(None);
+
+fn capture_stderr() {
+    let Ok(file) = tempfile::tempfile() else {
+        return;
+    };
+    // SAFETY: dup and dup2 on descriptors this process owns; failures are
+    // checked and leave stderr as it was.
+    unsafe {
+        let saved = libc::dup(2);
+        if saved < 0 {
+            return;
+        }
+        if libc::dup2(file.as_raw_fd(), 2) < 0 {
+            libc::close(saved);
+            return;
+        }
+        SAVED_STDERR.store(saved, Ordering::SeqCst);
+    }
+    if let Ok(mut slot) = STDERR_FILE.lock() {
+        *slot = Some(file);
+    }
+}
+
+/// Puts stderr back, and prints what was written to it meanwhile.
+fn release_stderr() {
+    let saved = SAVED_STDERR.swap(-1, Ordering::SeqCst);
+    if saved < 0 {
+        return;
+    }
+    // SAFETY: `saved` is the descriptor dup'ed in capture_stderr, closed once.
+    unsafe {
+        libc::dup2(saved, 2);
+        libc::close(saved);
+    }
+    let file = STDERR_FILE.lock().ok().and_then(|mut f| f.take());
+    if let Some(mut file) = file {
+        let mut text = String::new();
+        if file.seek(SeekFrom::Start(0)).is_ok() && file.read_to_string(&mut text).is_ok() {
+            let _ = std::io::stderr().write_all(corral::terminal::inert(&text).as_bytes());
+        }
+    }
+}
+
 /// Puts the terminal back as it was: raw mode off, main screen, no mouse
-/// reporting. Safe to call more than once.
+/// reporting, stderr restored. Safe to call more than once.
 fn restore() {
     let _ = disable_raw_mode();
+    if ENHANCED_KEYS.swap(false, Ordering::SeqCst) {
+        let _ = crossterm::execute!(std::io::stdout(), PopKeyboardEnhancementFlags);
+    }
     let _ = crossterm::execute!(
         std::io::stdout(),
         DisableBracketedPaste,
@@ -43,6 +100,7 @@ fn restore() {
         LeaveAlternateScreen,
         crossterm::cursor::Show
     );
+    release_stderr();
 }
 
 /// Restores the terminal when dropped, whatever way the UI ends.
@@ -68,6 +126,18 @@ fn setup() -> std::io::Result<(TerminalGuard, Terminal<CrosstermBackend<Stdout>>
         EnableMouseCapture,
         EnableBracketedPaste
     )?;
+    // Where the terminal can tell Shift+Enter from Enter, ask it to.
+    if matches!(
+        crossterm::terminal::supports_keyboard_enhancement(),
+        Ok(true)
+    ) {
+        crossterm::execute!(
+            std::io::stdout(),
+            PushKeyboardEnhancementFlags(KeyboardEnhancementFlags::DISAMBIGUATE_ESCAPE_CODES)
+        )?;
+        ENHANCED_KEYS.store(true, Ordering::SeqCst);
+    }
+    capture_stderr();
     let terminal = Terminal::new(CrosstermBackend::new(std::io::stdout()))?;
     Ok((guard, terminal))
 }

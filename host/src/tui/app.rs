@@ -329,7 +329,13 @@ impl App {
             }
             Event::SessionResumed { session_id, .. } => {
                 self.session_id = session_id.clone();
-                self.notice(&format!("resumed session {session_id}"), false);
+                let text = format!("resumed session {session_id}");
+                // The log read on resume and the live session both report it.
+                let repeated = matches!(self.entries.last().map(|e| &e.body),
+                    Some(Body::Notice { text: t, .. }) if *t == text);
+                if !repeated {
+                    self.notice(&text, false);
+                }
             }
             Event::TurnBegin { .. } => {
                 self.turn_running = true;
