@@ -178,7 +178,6 @@ impl Opener {
     /// Opens a session and an app showing it (with its transcript when it
     /// is resumed).
     async fn open(&self, resume: Option<Resume>) -> Result<(Session, App), String> {
-        let resumed = resume.is_some();
         let session = session::open(self.config(resume)).await?;
         // The session takes its mode from the flag, else from the manifest.
         let mode = self.flags.mode.unwrap_or_else(|| {
@@ -188,7 +187,9 @@ impl Opener {
         });
         let mut app = App::new(self.flags.provider.as_deref().unwrap_or(""), mode.as_str());
         app.color = std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
-        if resumed && let Ok(records) = session::read(session.log_path()) {
+        // The log already holds the session's start (its id and provider),
+        // and a resumed session's whole transcript.
+        if let Ok(records) = session::read(session.log_path()) {
             for record in &records {
                 app.replay(&record.event);
             }
@@ -302,7 +303,7 @@ fn pickable(workspace: &Path) -> Result<Vec<Picked>, String> {
     Ok(all
         .into_iter()
         .map(|s| {
-            let (y, mo, d, h, mi, _) = session::civil(s.started_ms);
+            let (y, mo, d, h, mi, _) = session::civil(s.started_ms / 1000);
             Picked {
                 label: format!(
                     "{y:04}-{mo:02}-{d:02} {h:02}:{mi:02}  {:<10}  {}",

@@ -210,6 +210,16 @@ impl App {
             }
             self.plugins.insert(name, plugin);
         }
+        // Cards drawn before the list arrived (a resumed transcript) get
+        // their plugin now.
+        for entry in &mut self.entries {
+            if let Body::Tools(cards) = &mut entry.body {
+                for card in cards.iter_mut().filter(|c| c.plugin.is_none()) {
+                    card.plugin = self.plugins.get(&card.call.name).cloned();
+                }
+                entry.version += 1;
+            }
+        }
     }
 
     /// The workspace files `@` completes to.
