@@ -115,6 +115,19 @@ impl Drop for Pane {
     }
 }
 
+/// The terminal is out of raw mode once corral exits: `stty -a`, run
+/// after it, reports canonical input and echo back on.
+fn assert_restored(pane: &Pane) {
+    let screen = pane.wait("`stty -a` output", |s| s.contains("icanon"));
+    let flags: Vec<&str> = screen.split_whitespace().collect();
+    for flag in ["icanon", "echo"] {
+        assert!(
+            flags.contains(&flag) && !flags.contains(&format!("-{flag}").as_str()),
+            "the terminal was left without {flag}:\n{screen}"
+        );
+    }
+}
+
 fn quote(p: &Path) -> String {
     format!("'{}'", p.display().to_string().replace('\'', r"'\''"))
 }
@@ -179,7 +192,7 @@ fn a_session_in_the_terminal_ui() {
     let command = format!(
         "env -u CORRAL_LOG -u OPENAI_API_KEY -u ANTHROPIC_API_KEY TERM=xterm-256color \
          XDG_CONFIG_HOME={} XDG_CACHE_HOME={} XDG_DATA_HOME={} {} --workspace {}; \
-         echo CORRAL-EXIT=$?; sleep 600",
+         echo CORRAL-EXIT=$?; stty -a; sleep 600",
         quote(&home.join("config")),
         quote(&cache_home()),
         quote(&home.join("data")),
@@ -256,6 +269,7 @@ fn a_session_in_the_terminal_ui() {
     pane.press("C-d");
     let screen = pane.wait_for("CORRAL-EXIT=");
     assert!(screen.contains("CORRAL-EXIT=0"), "{screen}");
+    assert_restored(&pane);
     drop(pane);
 
     // The log is whole: every event numbered without gaps, the approval and
@@ -305,4 +319,54 @@ fn a_session_in_the_terminal_ui() {
             .unwrap_or_else(|| panic!("`{expected}` missing or out of order in:\n{shown}"));
         rest = &rest[at + expected.len()..];
     }
+}
+
+/// SIGTERM ends the UI with the terminal restored and the session closed.
+#[test]
+fn sigterm_restores_the_terminal() {
+    let sb = Sandbox::new();
+    sb.write(
+        "c.json",
+        &json!({"version": 1, "turns": [turn("Hi.", vec![], 3)]}).to_string(),
+    );
+    sb.write(
+        "corral.toml",
+        "[agent]\nprovider = \"replay\"\n\n[plugins.replay]\nsource = \"builtin:replay\"\n\
+         grants.fs = [{ path = \".\", access = \"ro\" }]\n\
+         config = { cassette = \"c.json\" }\n",
+    );
+    let cli = Cli::new();
+    let o = cli.run(&sb.ws(), &["sessions"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let home = cli.home.path();
+    let command = format!(
+        "env XDG_CONFIG_HOME={} XDG_CACHE_HOME={} XDG_DATA_HOME={} {} --workspace {}; \
+         echo CORRAL-EXIT=$?; stty -a; sleep 600",
+        quote(&home.join("config")),
+        quote(&cache_home()),
+        quote(&home.join("data")),
+        quote(Path::new(env!("CARGO_BIN_EXE_corral"))),
+        quote(&sb.ws()),
+    );
+    let Some(pane) = Pane::start(&command) else {
+        return;
+    };
+    pane.wait_for("ask anything");
+    let out = pane
+        .tmux()
+        .args(["display", "-p", "-t", "ui", "#{pane_pid}"])
+        .output()
+        .expect("pane pid");
+    let shell = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+    let children = std::fs::read_to_string(format!("/proc/{shell}/task/{shell}/children"))
+        .expect("the shell's children");
+    let corral = children.split_whitespace().next().expect("corral runs");
+    let ok = Command::new("kill")
+        .args(["-TERM", corral])
+        .status()
+        .expect("kill");
+    assert!(ok.success());
+    let screen = pane.wait_for("CORRAL-EXIT=");
+    assert!(screen.contains("CORRAL-EXIT=143"), "{screen}");
+    assert_restored(&pane);
 }

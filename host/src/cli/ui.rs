@@ -27,6 +27,9 @@ use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
 
+/// The exit code after SIGTERM (128 + 15, as a shell reports it).
+const EXIT_TERMINATED: u8 = 143;
+
 /// Files offered by `@` completion, at most.
 const MAX_FILES: usize = 5000;
 
@@ -414,7 +417,8 @@ async fn drive(
             }
             _ = tick.tick() => {}
             Some(()) = async { match &mut sigterm { Some(s) => s.recv().await, None => None } } => {
-                break;
+                close(session).await;
+                return ExitCode::from(EXIT_TERMINATED);
             }
         }
         if !had_modal && app.modal_open() {
