@@ -118,6 +118,9 @@ pub struct App {
     pub(crate) entries: Vec<Entry>,
     /// Lines scrolled up from the bottom of the transcript.
     pub(crate) scroll: usize,
+    /// While scrolled up: the topmost entry laid out in the last frame, the
+    /// lines from it to the end, and the width they were laid out at.
+    pub(crate) anchor: Option<(usize, usize, u16)>,
     pub(crate) input: Input,
     pub(crate) modal: Option<Modal>,
     pub(crate) picker: Option<Picker>,
@@ -168,6 +171,7 @@ impl App {
         Self {
             entries: Vec::new(),
             scroll: 0,
+            anchor: None,
             input: Input::default(),
             modal: None,
             picker: None,

@@ -531,3 +531,29 @@ fn resize_reflows_and_scrolling_reaches_the_top() {
         "{wide}"
     );
 }
+
+#[test]
+fn scrolled_up_the_view_stays_while_an_answer_streams() {
+    let mut app = started();
+    for i in 0..30 {
+        app.apply(&Event::UserMessage {
+            text: format!("message {i}"),
+        });
+    }
+    app.apply(&Event::TextDelta {
+        text: "streaming".into(),
+    });
+    app.key(key(KeyCode::PageUp));
+    let before = screen(&mut app, 40, 16);
+    for _ in 0..5 {
+        app.apply(&Event::TextDelta {
+            text: "\n\nmore paragraphs".into(),
+        });
+    }
+    app.notice("newer", false);
+    let after = screen(&mut app, 40, 16);
+    let transcript = |s: &str| s.lines().take(10).collect::<Vec<_>>().join("\n");
+    assert_eq!(transcript(&after), transcript(&before));
+    app.key(key(KeyCode::End));
+    assert!(screen(&mut app, 40, 16).contains("newer"));
+}

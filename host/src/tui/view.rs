@@ -243,14 +243,30 @@ fn transcript_view(frame: &mut Frame<'_>, area: Rect, app: &mut App) {
         return;
     }
     let width = area.width.saturating_sub(1);
+    let (now, expanded) = (app.now_ms, app.expanded);
+    // Scrolled up, the view stays on what the user reads while lines are
+    // added below it: the offset grows by what the entries from the
+    // topmost one laid out last time have grown by.
+    if app.scroll > 0
+        && let Some((first, before, w)) = app.anchor
+        && w == width
+        && first < app.entries.len()
+    {
+        let now_len: usize = app.entries[first..]
+            .iter_mut()
+            .map(|e| cached(e, width, now, expanded).len())
+            .sum();
+        app.scroll = app.scroll.saturating_add(now_len.saturating_sub(before));
+    }
     let want = app.scroll.saturating_add(height);
     let mut collected: Vec<Line<'static>> = Vec::new();
     let mut gathered = 0;
-    let (now, expanded) = (app.now_ms, app.expanded);
     let mut reached_top = true;
+    let mut first = app.entries.len();
     for entry in app.entries.iter_mut().rev() {
         let lines = cached(entry, width, now, expanded);
         gathered += lines.len();
+        first -= 1;
         // Newest first; reversed again below.
         collected.extend(lines.iter().rev().cloned());
         if gathered >= want {
@@ -261,6 +277,7 @@ fn transcript_view(frame: &mut Frame<'_>, area: Rect, app: &mut App) {
     if reached_top {
         app.scroll = app.scroll.min(gathered.saturating_sub(height));
     }
+    app.anchor = (app.scroll > 0).then_some((first, gathered, width));
     let start = app.scroll;
     let mut visible: Vec<Line<'static>> = collected.into_iter().skip(start).take(height).collect();
     visible.reverse();
