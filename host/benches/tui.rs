@@ -105,6 +105,8 @@ fn ms(d: Duration) -> String {
 }
 
 fn main() {
+    // A first pass warms caches and the allocator, so neither size pays it.
+    let _ = measure(&mut transcript(100));
     let mut big = transcript(10_000);
     let mut small = transcript(100);
     let (small_cold, small_steady, small_stream) = measure(&mut small);

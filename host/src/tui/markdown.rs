@@ -74,6 +74,9 @@ impl Renderer {
     }
 
     fn text(&mut self, text: &str) {
+        // Character references (`&#27;`) decode to control characters after
+        // the source was cleaned, so the parsed text is cleaned again.
+        let text = &clean(text);
         let style = self.style();
         for (i, part) in text.split('\n').enumerate() {
             if i > 0 {
@@ -89,7 +92,7 @@ impl Renderer {
     fn event(&mut self, event: Md<'_>) {
         if let Some((_, body)) = &mut self.code {
             match event {
-                Md::Text(t) => body.push_str(&t),
+                Md::Text(t) => body.push_str(&clean(&t)),
                 Md::End(TagEnd::CodeBlock) => self.end_code(),
                 _ => {}
             }
@@ -101,10 +104,8 @@ impl Renderer {
             Md::Text(t) => self.text(&t),
             Md::Code(t) => {
                 self.start_line();
-                self.cur.push(Span::styled(
-                    t.into_string(),
-                    Style::default().fg(Color::Cyan),
-                ));
+                self.cur
+                    .push(Span::styled(clean(&t), Style::default().fg(Color::Cyan)));
             }
             Md::SoftBreak => self.text(" "),
             Md::HardBreak => self.flush(),
@@ -428,5 +429,6 @@ mod tests {
             plain("hi \x1b]52;c;QQ==\x07", 40),
             ["hi \\x1b]52;c;QQ==\\x07"]
         );
+        assert_eq!(plain("&#27;[2J &#x9b;", 40), ["\\x1b[2J \\u{9b}"]);
     }
 }
