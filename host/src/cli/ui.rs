@@ -373,12 +373,14 @@ async fn drive(
         .await
         .unwrap_or_default();
     app.set_files(files_kept.clone());
+    let mut dirty = true;
     loop {
         app.set_clock(start.elapsed().as_millis() as u64);
         if let Some(task) = &catalog_task
             && task.is_finished()
             && let Some(task) = catalog_task.take()
         {
+            dirty = true;
             match task.await {
                 Ok(Ok(c)) => {
                     app.set_tools(c.tools.clone());
@@ -388,9 +390,13 @@ async fn drive(
                 Err(_) => {}
             }
         }
-        if terminal.draw(|f| corral::tui::render(f, &mut app)).is_err() {
+        // Idle ticks draw nothing; spinners and elapsed times need them.
+        if (dirty || app.is_animating())
+            && terminal.draw(|f| corral::tui::render(f, &mut app)).is_err()
+        {
             break;
         }
+        dirty = true;
         let had_modal = app.modal_open();
         tokio::select! {
             event = session.next_event() => {
@@ -415,7 +421,7 @@ async fn drive(
                     _ => {}
                 }
             }
-            _ = tick.tick() => {}
+            _ = tick.tick() => dirty = false,
             Some(()) = async { match &mut sigterm { Some(s) => s.recv().await, None => None } } => {
                 close(session).await;
                 return ExitCode::from(EXIT_TERMINATED);
