@@ -147,8 +147,10 @@ impl ToolCard {
         } else {
             total.min(COLLAPSED_LINES)
         };
+        let marked = out.len() > 1;
         for (i, line) in body.into_iter().take(shown).enumerate() {
-            let mut spans = vec![Span::styled(if i == 0 { "  ⎿ " } else { "    " }, dim)];
+            let marker = if i == 0 && !marked { "  ⎿ " } else { "    " };
+            let mut spans = vec![Span::styled(marker, dim)];
             spans.extend(line.spans);
             out.extend(wrap(Line::from(spans), width, "    "));
         }

@@ -557,3 +557,55 @@ fn scrolled_up_the_view_stays_while_an_answer_streams() {
     app.key(key(KeyCode::End));
     assert!(screen(&mut app, 40, 16).contains("newer"));
 }
+
+#[test]
+fn a_replayed_log_shows_the_transcript_without_asking() {
+    let mut app = App::new("", "ask");
+    let write = call("w1", "write_file", r#"{"path":"a.txt","content":"x"}"#);
+    let events = [
+        Event::SessionStarted {
+            session_id: "20261201-101500-abc123".into(),
+            workspace: "/w".into(),
+            provider: "replay".into(),
+            model: String::new(),
+        },
+        Event::TurnBegin { turn: 1 },
+        Event::UserMessage {
+            text: "write a".into(),
+        },
+        Event::RequestEnd {
+            message: AssistantMessage {
+                text: "Writing.".into(),
+                tool_calls: vec![write.clone()],
+            },
+            finish_reason: FinishReason::ToolCalls,
+            usage: None,
+        },
+        Event::ApprovalRequested(ApprovalRequest {
+            call: write.clone(),
+            reason: "mode ask: write needs approval".into(),
+            preview: Some("+x\n".into()),
+            session_covers: "every write_file call".into(),
+        }),
+        Event::Permission {
+            call_id: "w1".into(),
+            tool: "write_file".into(),
+            decision: PermissionDecision::Refused,
+            reason: "the user declined".into(),
+        },
+        Event::Stop {
+            reason: StopReason::FinalAnswer,
+            message: None,
+        },
+    ];
+    for e in &events {
+        app.replay(e);
+    }
+    assert!(!app.modal_open());
+    let text = screen(&mut app, 80, 14);
+    insta::assert_snapshot!(text);
+    assert!(
+        text.contains("denied") && text.contains("the user declined"),
+        "{text}"
+    );
+}
