@@ -9,6 +9,7 @@ mod render;
 mod run;
 mod sessions;
 mod trust;
+mod ui;
 
 use clap::{Args, Parser, Subcommand};
 use corral::manifest::{self, Manifest};
@@ -20,7 +21,12 @@ use std::process::ExitCode;
 
 /// corral: a coding agent whose tools are sandboxed WebAssembly components.
 #[derive(Parser)]
-#[command(name = "corral", version, about)]
+#[command(
+    name = "corral",
+    version,
+    about,
+    after_help = "Without a command, on a terminal, corral opens its interactive UI on a new session."
+)]
 struct Cli {
     /// The workspace root (default: the current directory).
     #[arg(long, global = true, value_name = "DIR")]
@@ -28,8 +34,42 @@ struct Cli {
     /// Log what the runtime does (compile cache, plugin log lines) to stderr.
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     verbose: u8,
+    /// Without a subcommand, the interactive UI opens on a new session.
     #[command(subcommand)]
-    command: Command,
+    command: Option<Command>,
+    #[command(flatten)]
+    ui: UiFlags,
+}
+
+/// Flags of the interactive UI (`corral` without a subcommand).
+#[derive(Args, Clone)]
+struct UiFlags {
+    /// The provider plugin (default: [agent] provider, else the one whose key is set).
+    #[arg(long)]
+    provider: Option<String>,
+    /// The model (default: the provider's configured model).
+    #[arg(long)]
+    model: Option<String>,
+    /// Provider round trips per prompt before stopping (default 50).
+    #[arg(long)]
+    max_iterations: Option<u32>,
+    /// Permission mode: read-only, ask (default), auto-edit, full-auto.
+    #[arg(long)]
+    mode: Option<corral::policy::Mode>,
+}
+
+impl From<UiFlags> for run::Flags {
+    fn from(f: UiFlags) -> Self {
+        Self {
+            provider: f.provider,
+            model: f.model,
+            max_iterations: f.max_iterations,
+            json: false,
+            mode: f.mode,
+            yes: false,
+            approvals: None,
+        }
+    }
 }
 
 #[derive(Subcommand)]
@@ -45,7 +85,8 @@ enum Command {
         #[command(flatten)]
         json: JsonFlag,
     },
-    /// Continue a session, with a new prompt or from where it stopped.
+    /// Continue a session: in the interactive UI on a terminal, or with
+    /// -p (or without a terminal) from the command line.
     Resume {
         /// The session id (a unique prefix is enough).
         #[arg(required_unless_present = "last")]
@@ -285,7 +326,28 @@ pub(crate) fn fail(message: &str) -> ExitCode {
 
 async fn run(cli: Cli) -> ExitCode {
     let workspace = cli.workspace.clone().unwrap_or_else(|| PathBuf::from("."));
-    match cli.command {
+    let Some(command) = cli.command else {
+        if !ui::interactive() {
+            eprintln!(
+                "corral opens its interactive UI on a terminal; without one, use \
+                 `corral run \"PROMPT\"` (see `corral --help`)"
+            );
+            return ExitCode::from(EXIT_USAGE);
+        }
+        return ui::ui(&workspace, None, cli.ui.into()).await;
+    };
+    let ui_flags = &cli.ui;
+    if ui_flags.provider.is_some()
+        || ui_flags.model.is_some()
+        || ui_flags.max_iterations.is_some()
+        || ui_flags.mode.is_some()
+    {
+        return fail(
+            "--provider, --model, --max-iterations and --mode before a subcommand apply only to \
+             the interactive UI; put them after the subcommand (e.g. `corral run --mode auto-edit ...`)",
+        );
+    }
+    match command {
         Command::Run(args) => {
             run::run(&workspace, args.prompt, args.record, args.agent.into()).await
         }
@@ -294,7 +356,16 @@ async fn run(cli: Cli) -> ExitCode {
             last,
             prompt,
             agent,
-        } => run::resume(&workspace, id, last, prompt, agent.into()).await,
+        } => {
+            if prompt.is_none() && !agent.json && !agent.yes && ui::interactive() {
+                let resume = match id {
+                    Some(id) if !last => corral::session::Resume::Id(id),
+                    _ => corral::session::Resume::Last,
+                };
+                return ui::ui(&workspace, Some(resume), agent.into()).await;
+            }
+            run::resume(&workspace, id, last, prompt, agent.into()).await
+        }
         Command::Sessions(json) => sessions::sessions(&workspace, json.json),
         Command::Trust { yes } => trust::trust(&workspace, yes),
         Command::Show { id, json } => sessions::show(&workspace, &id, json.json),

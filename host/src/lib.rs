@@ -34,4 +34,5 @@ pub mod runtime;
 mod schema;
 pub mod session;
 pub mod terminal;
+pub mod tui;
 pub use manifest::trust;

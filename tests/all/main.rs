@@ -30,6 +30,7 @@ mod stubs;
 mod templates;
 mod tools;
 mod trustpin;
+mod tui;
 
 use corral::manifest::{Layer, Manifest, from_layers};
 use corral::runtime::{Plugins, Runtime, RuntimeOptions, ToolError, ToolOutput};

@@ -1,0 +1,496 @@
+//! The interactive front-end: owns the terminal and the session, feeds
+//! session events and terminal input to [`corral::tui::App`], and carries
+//! out the actions it asks for. Everything shown is drawn by the library's
+//! `tui` module; this file only moves data between the two.
+
+use super::fail;
+use super::run::Flags;
+use corral::protocol::{Event, Op};
+use corral::session::{self, Approvals, Resume, Session, SessionConfig};
+use corral::tui::{Action, App, Picked};
+use crossterm::event::{
+    DisableBracketedPaste, DisableMouseCapture, EnableBracketedPaste, EnableMouseCapture,
+    Event as TermEvent, KeyboardEnhancementFlags, MouseEventKind, PopKeyboardEnhancementFlags,
+    PushKeyboardEnhancementFlags,
+};
+use crossterm::terminal::{
+    EnterAlternateScreen, LeaveAlternateScreen, disable_raw_mode, enable_raw_mode,
+};
+use ratatui::Terminal;
+use ratatui::backend::CrosstermBackend;
+use std::io::{Read as _, Seek as _, SeekFrom, Stdout, Write as _};
+use std::os::fd::AsRawFd as _;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use std::time::{Duration, Instant};
+use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
+
+/// The exit code after SIGTERM (128 + 15, as a shell reports it).
+const EXIT_TERMINATED: u8 = 143;
+
+/// Files offered by `@` completion, at most.
+const MAX_FILES: usize = 5000;
+
+/// Whether both ends are a terminal, so the UI can run.
+pub fn interactive() -> bool {
+    use std::io::IsTerminal as _;
+    std::io::stdin().is_terminal() && std::io::stdout().is_terminal()
+}
+
+/// The real stderr while the UI runs (-1 when not redirected): log lines
+/// written meanwhile go to a file instead of over the screen, and are
+/// printed once the terminal is back.
+static SAVED_STDERR: AtomicI32 = AtomicI32::new(-1);
+/// Whether the terminal was asked to report keys unambiguously.
+static ENHANCED_KEYS: AtomicBool = AtomicBool::new(false);
+static STDERR_FILE: Mutex<Option<std::fs::File>> = Mutex::new(None);
+
+fn capture_stderr() {
+    let Ok(file) = tempfile::tempfile() else {
+        return;
+    };
+    // SAFETY: dup and dup2 on descriptors this process owns; failures are
+    // checked and leave stderr as it was.
+    unsafe {
+        let saved = libc::dup(2);
+        if saved < 0 {
+            return;
+        }
+        if libc::dup2(file.as_raw_fd(), 2) < 0 {
+            libc::close(saved);
+            return;
+        }
+        SAVED_STDERR.store(saved, Ordering::SeqCst);
+    }
+    if let Ok(mut slot) = STDERR_FILE.lock() {
+        *slot = Some(file);
+    }
+}
+
+/// Puts stderr back, and prints what was written to it meanwhile.
+fn release_stderr() {
+    let saved = SAVED_STDERR.swap(-1, Ordering::SeqCst);
+    if saved < 0 {
+        return;
+    }
+    // SAFETY: `saved` is the descriptor dup'ed in capture_stderr, closed once.
+    unsafe {
+        libc::dup2(saved, 2);
+        libc::close(saved);
+    }
+    let file = STDERR_FILE.lock().ok().and_then(|mut f| f.take());
+    if let Some(mut file) = file {
+        let mut text = String::new();
+        if file.seek(SeekFrom::Start(0)).is_ok() && file.read_to_string(&mut text).is_ok() {
+            let _ = std::io::stderr().write_all(corral::terminal::inert(&text).as_bytes());
+        }
+    }
+}
+
+/// Puts the terminal back as it was: raw mode off, main screen, no mouse
+/// reporting, stderr restored. Safe to call more than once.
+fn restore() {
+    let _ = disable_raw_mode();
+    if ENHANCED_KEYS.swap(false, Ordering::SeqCst) {
+        let _ = crossterm::execute!(std::io::stdout(), PopKeyboardEnhancementFlags);
+    }
+    let _ = crossterm::execute!(
+        std::io::stdout(),
+        DisableBracketedPaste,
+        DisableMouseCapture,
+        LeaveAlternateScreen,
+        crossterm::cursor::Show
+    );
+    release_stderr();
+}
+
+/// Restores the terminal when dropped, whatever way the UI ends.
+struct TerminalGuard;
+
+impl Drop for TerminalGuard {
+    fn drop(&mut self) {
+        restore();
+    }
+}
+
+fn setup() -> std::io::Result<(TerminalGuard, Terminal<CrosstermBackend<Stdout>>)> {
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        restore();
+        previous(info);
+    }));
+    enable_raw_mode()?;
+    let guard = TerminalGuard;
+    crossterm::execute!(
+        std::io::stdout(),
+        EnterAlternateScreen,
+        EnableMouseCapture,
+        EnableBracketedPaste
+    )?;
+    // Where the terminal can tell Shift+Enter from Enter, ask it to.
+    if matches!(
+        crossterm::terminal::supports_keyboard_enhancement(),
+        Ok(true)
+    ) {
+        crossterm::execute!(
+            std::io::stdout(),
+            PushKeyboardEnhancementFlags(KeyboardEnhancementFlags::DISAMBIGUATE_ESCAPE_CODES)
+        )?;
+        ENHANCED_KEYS.store(true, Ordering::SeqCst);
+    }
+    capture_stderr();
+    let terminal = Terminal::new(CrosstermBackend::new(std::io::stdout()))?;
+    Ok((guard, terminal))
+}
+
+/// Terminal input, read on a thread of its own (crossterm's reader blocks).
+fn input_thread() -> UnboundedReceiver<TermEvent> {
+    let (tx, rx) = unbounded_channel();
+    std::thread::spawn(move || {
+        while let Ok(event) = crossterm::event::read() {
+            if tx.send(event).is_err() {
+                break;
+            }
+        }
+    });
+    rx
+}
+
+/// What the session is opened with.
+struct Opener {
+    workspace: PathBuf,
+    flags: Flags,
+}
+
+impl Opener {
+    fn config(&self, resume: Option<Resume>) -> SessionConfig {
+        SessionConfig {
+            workspace: self.workspace.clone(),
+            provider: self.flags.provider.clone(),
+            model: self.flags.model.clone(),
+            max_iterations: self.flags.max_iterations,
+            mode: self.flags.mode,
+            approvals: Approvals::FrontEnd,
+            resume,
+            ..SessionConfig::default()
+        }
+    }
+
+    /// Opens a session and an app showing it (with its transcript when it
+    /// is resumed).
+    async fn open(&self, resume: Option<Resume>) -> Result<(Session, App), String> {
+        let session = session::open(self.config(resume)).await?;
+        // The session takes its mode from the flag, else from the manifest.
+        let mode = self.flags.mode.unwrap_or_else(|| {
+            corral::manifest::load(&self.workspace)
+                .map(|m| m.policy.mode)
+                .unwrap_or_default()
+        });
+        let mut app = App::new(self.flags.provider.as_deref().unwrap_or(""), mode.as_str());
+        app.color = std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
+        // The log already holds the session's start (its id and provider),
+        // and a resumed session's whole transcript.
+        if let Ok(records) = session::read(session.log_path()) {
+            for record in &records {
+                app.replay(&record.event);
+            }
+        }
+        Ok((session, app))
+    }
+}
+
+/// Tools and plugins of the workspace, for cards, grouping and `/tools`.
+struct Catalog {
+    tools: Vec<(String, String, bool)>,
+    tools_text: String,
+    plugins_text: String,
+}
+
+async fn catalog(workspace: PathBuf) -> Result<Catalog, String> {
+    let manifest = corral::manifest::load(&workspace).map_err(|e| e.to_string())?;
+    let runtime = corral::runtime::Runtime::new(corral::runtime::RuntimeOptions::user())
+        .map_err(|e| format!("{e:#}"))?;
+    let plugins = runtime.load(&manifest).await.map_err(|e| e.to_string())?;
+    let mut tools = Vec::new();
+    let mut tools_text = String::from("tools:\n");
+    for (plugin, spec) in plugins.tools() {
+        let effects: Vec<String> = spec
+            .effects
+            .iter()
+            .map(|e| format!("{e:?}").to_lowercase())
+            .collect();
+        tools_text.push_str(&format!(
+            "  {:<16} {:<10} {:<14} {}\n",
+            spec.name,
+            plugin.decl().name,
+            effects.join(","),
+            spec.description.lines().next().unwrap_or("")
+        ));
+        tools.push((
+            spec.name.clone(),
+            plugin.decl().name.clone(),
+            spec.is_read_only(),
+        ));
+    }
+    let mut plugins_text = String::from("plugins:\n");
+    for p in plugins.plugins() {
+        let kind = if p.is_provider() {
+            "provider".to_owned()
+        } else {
+            format!("{} tools", p.tools().len())
+        };
+        plugins_text.push_str(&format!("  {:<16} {kind}\n", p.decl().name));
+    }
+    Ok(Catalog {
+        tools,
+        tools_text,
+        plugins_text,
+    })
+}
+
+/// Workspace files for `@` completion: no hidden directories, no build
+/// output, at most [`MAX_FILES`].
+fn workspace_files(root: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut dirs = vec![root.to_path_buf()];
+    while let Some(dir) = dirs.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        let mut entries: Vec<_> = entries.flatten().collect();
+        entries.sort_by_key(|e| e.file_name());
+        for entry in entries {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if name.starts_with('.') || name == "target" || name == "node_modules" {
+                continue;
+            }
+            let path = entry.path();
+            match entry.file_type() {
+                Ok(t) if t.is_dir() => dirs.push(path),
+                Ok(t) if t.is_file() => {
+                    if let Ok(rel) = path.strip_prefix(root) {
+                        out.push(rel.to_string_lossy().into_owned());
+                    }
+                    if out.len() >= MAX_FILES {
+                        return out;
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+fn git_diff(workspace: &Path) -> Result<String, String> {
+    let out = std::process::Command::new("git")
+        .args(["diff", "--no-color", "--no-ext-diff"])
+        .current_dir(workspace)
+        .output()
+        .map_err(|e| format!("cannot run git: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "git diff failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+fn pickable(workspace: &Path) -> Result<Vec<Picked>, String> {
+    let dir = session::sessions_dir(workspace)?;
+    let all = session::list(&dir).map_err(|e| format!("cannot list sessions: {e}"))?;
+    Ok(all
+        .into_iter()
+        .map(|s| {
+            let (y, mo, d, h, mi, _) = session::civil(s.started_ms / 1000);
+            Picked {
+                label: format!(
+                    "{y:04}-{mo:02}-{d:02} {h:02}:{mi:02}  {:<10}  {}",
+                    s.status,
+                    s.first_prompt.lines().next().unwrap_or("")
+                ),
+                id: s.id,
+            }
+        })
+        .collect())
+}
+
+/// Ends `session`: asks it to shut down and waits for the last event.
+async fn close(mut session: Session) {
+    session.submit(Op::Shutdown);
+    let _ = tokio::time::timeout(Duration::from_secs(10), async {
+        while let Some(event) = session.next_event().await {
+            if event == Event::ShutdownComplete {
+                break;
+            }
+        }
+    })
+    .await;
+    let _ = session.finish().await;
+}
+
+/// Runs the UI on a new session, or on `resume`.
+pub async fn ui(workspace: &Path, resume: Option<Resume>, flags: Flags) -> ExitCode {
+    let opener = Opener {
+        workspace: workspace.to_path_buf(),
+        flags,
+    };
+    let (session, app) = match opener.open(resume).await {
+        Ok(s) => s,
+        Err(e) => return fail(&e),
+    };
+    let (guard, mut terminal) = match setup() {
+        Ok(t) => t,
+        Err(e) => {
+            restore();
+            return fail(&format!("cannot set up the terminal: {e}"));
+        }
+    };
+    let code = drive(&opener, session, app, &mut terminal).await;
+    drop(guard);
+    code
+}
+
+async fn drive(
+    opener: &Opener,
+    mut session: Session,
+    mut app: App,
+    terminal: &mut Terminal<CrosstermBackend<Stdout>>,
+) -> ExitCode {
+    let start = Instant::now();
+    let mut input = input_thread();
+    let mut tick = tokio::time::interval(Duration::from_millis(100));
+    let mut sigterm =
+        tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+    let ws = opener.workspace.clone();
+    let mut catalog_task = Some(tokio::spawn(catalog(ws.clone())));
+    let mut catalog: Option<Catalog> = None;
+    let files_kept = tokio::task::spawn_blocking(move || workspace_files(&ws))
+        .await
+        .unwrap_or_default();
+    app.set_files(files_kept.clone());
+    let mut dirty = true;
+    loop {
+        app.set_clock(start.elapsed().as_millis() as u64);
+        if let Some(task) = &catalog_task
+            && task.is_finished()
+            && let Some(task) = catalog_task.take()
+        {
+            dirty = true;
+            match task.await {
+                Ok(Ok(c)) => {
+                    app.set_tools(c.tools.clone());
+                    catalog = Some(c);
+                }
+                Ok(Err(e)) => app.notice(&format!("cannot list the tools: {e}"), true),
+                Err(_) => {}
+            }
+        }
+        // Idle ticks draw nothing; spinners and elapsed times need them.
+        if (dirty || app.is_animating())
+            && terminal.draw(|f| corral::tui::render(f, &mut app)).is_err()
+        {
+            break;
+        }
+        dirty = true;
+        let had_modal = app.modal_open();
+        tokio::select! {
+            event = session.next_event() => {
+                let Some(event) = event else { break };
+                app.set_clock(start.elapsed().as_millis() as u64);
+                app.apply(&event);
+                if event == Event::ShutdownComplete {
+                    break;
+                }
+            }
+            term = input.recv() => {
+                let Some(term) = term else { break };
+                app.set_clock(start.elapsed().as_millis() as u64);
+                match term {
+                    TermEvent::Key(key) => app.key(key),
+                    TermEvent::Paste(text) => app.paste(&text),
+                    TermEvent::Mouse(m) => match m.kind {
+                        MouseEventKind::ScrollUp => app.scroll_by(3),
+                        MouseEventKind::ScrollDown => app.scroll_by(-3),
+                        _ => {}
+                    },
+                    _ => {}
+                }
+            }
+            _ = tick.tick() => dirty = false,
+            Some(()) = async { match &mut sigterm { Some(s) => s.recv().await, None => None } } => {
+                close(session).await;
+                return ExitCode::from(EXIT_TERMINATED);
+            }
+        }
+        if !had_modal && app.modal_open() {
+            // Whatever was typed before the question appeared is not an answer.
+            while input.try_recv().is_ok() {}
+        }
+        for action in app.drain_actions() {
+            match action {
+                Action::Submit(op) => {
+                    session.submit(op);
+                }
+                Action::Quit => {
+                    close(session).await;
+                    return ExitCode::SUCCESS;
+                }
+                Action::NewSession | Action::OpenSession(_) => {
+                    let resume = match action {
+                        Action::OpenSession(id) => Some(Resume::Id(id)),
+                        _ => None,
+                    };
+                    let color = app.color;
+                    close(session).await;
+                    match opener.open(resume).await {
+                        Ok((s, mut a)) => {
+                            a.color = color;
+                            a.set_files(files_kept.clone());
+                            if let Some(c) = &catalog {
+                                a.set_tools(c.tools.clone());
+                            }
+                            session = s;
+                            app = a;
+                        }
+                        Err(e) => {
+                            restore();
+                            return fail(&e);
+                        }
+                    }
+                }
+                Action::ListSessions => match pickable(&opener.workspace) {
+                    Ok(items) => app.open_picker(items),
+                    Err(e) => app.notice(&e, true),
+                },
+                Action::Diff => match git_diff(&opener.workspace) {
+                    Ok(d) if d.trim().is_empty() => {
+                        app.notice("no changes (git diff is empty)", false)
+                    }
+                    Ok(d) => app.diff(&d),
+                    Err(e) => app.notice(&e, true),
+                },
+                Action::Tools | Action::Plugins => match &catalog {
+                    Some(c) => {
+                        let text = if action == Action::Tools {
+                            &c.tools_text
+                        } else {
+                            &c.plugins_text
+                        };
+                        app.notice(text, false);
+                    }
+                    None => app.notice(
+                        "the plugins are still loading; try again in a moment",
+                        false,
+                    ),
+                },
+            }
+        }
+    }
+    close(session).await;
+    ExitCode::SUCCESS
+}

@@ -1,0 +1,201 @@
+//! Overlays: the approval modal, the session picker and the completion
+//! popup.
+
+use super::app::{App, Modal, Picker};
+use super::cards::{diff_lines, summary};
+use super::text::{clean, truncate};
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
+
+fn centered(area: Rect, width: u16, height: u16) -> Rect {
+    let w = width.min(area.width);
+    let h = height.min(area.height);
+    Rect::new(
+        area.x + (area.width - w) / 2,
+        area.y + (area.height - h) / 2,
+        w,
+        h,
+    )
+}
+
+/// The approval modal: the call, why it asks, the diff, and the answers.
+pub(crate) fn approval(frame: &mut Frame<'_>, area: Rect, modal: &Modal) {
+    let req = &modal.request;
+    let body_len = req.preview.as_deref().map_or(1, |d| d.lines().count()) as u16;
+    let rect = centered(
+        area,
+        area.width.saturating_sub(4).min(100),
+        (body_len + 9).min(area.height.saturating_sub(2)),
+    );
+    frame.render_widget(Clear, rect);
+    let inner_w = rect.width.saturating_sub(2) as usize;
+    let bold = Style::default().add_modifier(Modifier::BOLD);
+    let dim = Style::default().fg(Color::DarkGray);
+    let mut head = vec![
+        Line::from(vec![
+            Span::styled(clean(&req.call.name), bold),
+            Span::raw("  "),
+            Span::styled(
+                truncate(
+                    &clean(&summary(&req.call.arguments)),
+                    inner_w.saturating_sub(req.call.name.len() + 2),
+                ),
+                Style::default().fg(Color::Gray),
+            ),
+        ]),
+        Line::from(vec![
+            Span::styled("why: ", dim),
+            Span::raw(clean(&req.reason)),
+        ]),
+    ];
+    let answers = match &modal.reason {
+        Some(reason) => vec![
+            Line::from(vec![
+                Span::styled("deny, reason: ", Style::default().fg(Color::Red)),
+                Span::raw(clean(reason)),
+                Span::styled("█", dim),
+            ]),
+            Line::styled("Enter send · Esc back", dim),
+        ],
+        None => vec![
+            Line::from(vec![
+                Span::styled("[y]", bold.fg(Color::Green)),
+                Span::raw(" yes once   "),
+                Span::styled("[a]", bold.fg(Color::Green)),
+                Span::raw(format!(
+                    " yes, and {} this session   ",
+                    clean(&req.session_covers)
+                )),
+                Span::styled("[n]", bold.fg(Color::Red)),
+                Span::raw(" no"),
+            ]),
+            Line::styled("↑/↓ scroll the diff", dim),
+        ],
+    };
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .border_style(Style::default().fg(Color::Yellow))
+        .title(Span::styled(" approve this call? ", bold.fg(Color::Yellow)));
+    let inner = block.inner(rect);
+    frame.render_widget(block, rect);
+    let body: Vec<Line<'static>> = match &req.preview {
+        Some(diff) => diff_lines(diff),
+        None => vec![Line::styled(clean(&req.call.arguments), Style::default())],
+    };
+    head.push(Line::default());
+    let head_h = head.len() as u16;
+    let ans_h = answers.len() as u16;
+    let body_h = inner.height.saturating_sub(head_h + ans_h + 1);
+    let total = body.len() as u16;
+    let scroll = modal.scroll.min(total.saturating_sub(body_h));
+    frame.render_widget(
+        Paragraph::new(head).wrap(Wrap { trim: false }),
+        Rect::new(inner.x, inner.y, inner.width, head_h.min(inner.height)),
+    );
+    if body_h > 0 {
+        frame.render_widget(
+            Paragraph::new(body).scroll((scroll, 0)),
+            Rect::new(inner.x, inner.y + head_h, inner.width, body_h),
+        );
+    }
+    if total > body_h && body_h > 0 {
+        let more = format!(
+            " lines {}-{} of {total} ",
+            scroll + 1,
+            (scroll + body_h).min(total)
+        );
+        frame.render_widget(
+            Paragraph::new(Line::styled(more, dim)),
+            Rect::new(inner.x, inner.y + head_h + body_h, inner.width, 1),
+        );
+    }
+    let ans_y = inner.y + inner.height.saturating_sub(ans_h);
+    frame.render_widget(
+        Paragraph::new(answers),
+        Rect::new(inner.x, ans_y, inner.width, ans_h.min(inner.height)),
+    );
+}
+
+/// The session picker.
+pub(crate) fn picker(frame: &mut Frame<'_>, area: Rect, picker: &Picker) {
+    let height = (picker.items.len() as u16 + 3).min(area.height.saturating_sub(2));
+    let rect = centered(area, area.width.saturating_sub(8).min(90), height);
+    frame.render_widget(Clear, rect);
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .title(" sessions · Enter open · Esc close ");
+    let inner = block.inner(rect);
+    frame.render_widget(block, rect);
+    let visible = inner.height as usize;
+    let first = (picker.selected + 1).saturating_sub(visible);
+    let lines: Vec<Line<'static>> = picker
+        .items
+        .iter()
+        .enumerate()
+        .skip(first)
+        .take(visible)
+        .map(|(i, p)| {
+            let text = truncate(
+                &clean(&format!("{}  {}", p.id, p.label)),
+                inner.width as usize,
+            );
+            if i == picker.selected {
+                Line::styled(text, Style::default().add_modifier(Modifier::REVERSED))
+            } else {
+                Line::raw(text)
+            }
+        })
+        .collect();
+    frame.render_widget(Paragraph::new(lines), inner);
+}
+
+/// The completion popup, just above the prompt at `input`.
+pub(crate) fn completion(frame: &mut Frame<'_>, input: Rect, app: &App) {
+    let n = app.completion.len().min(10) as u16;
+    if n == 0 || input.y < n + 2 {
+        return;
+    }
+    let cmd_w = app
+        .completion
+        .iter()
+        .map(|(c, _)| c.len())
+        .max()
+        .unwrap_or(0);
+    let width = app
+        .completion
+        .iter()
+        .map(|(_, d)| cmd_w + d.len() + 3)
+        .max()
+        .unwrap_or(10)
+        .min(input.width as usize - 2) as u16
+        + 2;
+    let rect = Rect::new(input.x, input.y - n - 2, width, n + 2);
+    frame.render_widget(Clear, rect);
+    let lines: Vec<Line<'static>> = app
+        .completion
+        .iter()
+        .take(10)
+        .enumerate()
+        .map(|(i, (c, d))| {
+            let style = if i == app.completion_sel {
+                Style::default().add_modifier(Modifier::REVERSED)
+            } else {
+                Style::default()
+            };
+            Line::from(vec![
+                Span::styled(
+                    format!("{:<cmd_w$}", clean(c)),
+                    style.add_modifier(Modifier::BOLD),
+                ),
+                Span::styled(format!("  {}", clean(d)), style.fg(Color::DarkGray)),
+            ])
+        })
+        .collect();
+    frame.render_widget(
+        Paragraph::new(lines).block(Block::default().borders(Borders::ALL)),
+        rect,
+    );
+}
