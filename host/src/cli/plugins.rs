@@ -242,16 +242,7 @@ pub(super) fn tools_list(plugins: &Plugins, json: bool) -> ExitCode {
         .unwrap_or(6);
     let mut text = String::new();
     for (p, t) in tools {
-        let effects: Vec<String> = t
-            .effects
-            .iter()
-            .map(|e| {
-                serde_json::to_value(e)
-                    .ok()
-                    .and_then(|v| v.as_str().map(str::to_owned))
-                    .unwrap_or_default()
-            })
-            .collect();
+        let effects: Vec<&str> = t.effects.iter().map(|e| e.as_str()).collect();
         let summary = t
             .description
             .split(". ")

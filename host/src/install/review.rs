@@ -253,16 +253,7 @@ pub fn tool_diff(old: &[ToolSpec], new: &[ToolSpec]) -> ToolDiff {
 
 /// A tool's effects as `plugin list` shows them.
 pub fn effects_text(t: &ToolSpec) -> String {
-    let names: Vec<String> = t
-        .effects
-        .iter()
-        .map(|e| {
-            serde_json::to_value(e)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_owned))
-                .unwrap_or_else(|| format!("{e:?}"))
-        })
-        .collect();
+    let names: Vec<&str> = t.effects.iter().map(|e| e.as_str()).collect();
     if names.is_empty() {
         "none".to_owned()
     } else {

@@ -17,6 +17,18 @@ pub enum Effect {
     Network,
 }
 
+impl Effect {
+    /// The name on the wire and on screen: `read`, `write`, `execute`, `network`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Effect::Read => "read",
+            Effect::Write => "write",
+            Effect::Execute => "execute",
+            Effect::Network => "network",
+        }
+    }
+}
+
 /// A tool as a plugin describes it.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ToolSpec {
