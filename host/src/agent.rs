@@ -24,6 +24,7 @@ use crate::protocol::{
     ChatRequest, ChatResponse, Event, FinishReason, Message, Mode, ProviderError, StopReason,
     StreamEvent, ToolCall, ToolOutcome, ToolResult,
 };
+use crate::provenance::Tracker;
 use crate::runtime::{Plugin, Plugins};
 use anyhow::Context as _;
 use sha2::{Digest, Sha256};
@@ -54,6 +55,8 @@ pub struct AgentOptions {
     /// Keep every provider stream event for a cassette (`--record`); without
     /// it the events are forwarded and dropped.
     pub record: bool,
+    /// `[guard]`: provenance labels and the exfiltration guard.
+    pub guard: crate::policy::GuardSettings,
 }
 
 impl std::fmt::Debug for AgentOptions {
@@ -78,6 +81,7 @@ impl Default for AgentOptions {
             policy: crate::policy::Policy::default(),
             approver: Arc::new(NoApprover),
             record: false,
+            guard: crate::policy::GuardSettings::default(),
         }
     }
 }
@@ -135,13 +139,17 @@ impl Agent {
         };
         log.append(&started, true)
             .context("cannot write the session log")?;
+        let mut dispatcher = Dispatcher::new(
+            plugins,
+            options.policy.clone(),
+            options.approver.clone(),
+            Some(options.tool_output_limit),
+        );
+        let tracker = Tracker::new(&workspace, options.guard.clone(), Default::default())
+            .map_err(anyhow::Error::msg)?;
+        dispatcher.set_tracker(Arc::new(tracker));
         Ok(Self {
-            dispatcher: Dispatcher::new(
-                plugins,
-                options.policy.clone(),
-                options.approver.clone(),
-                Some(options.tool_output_limit),
-            ),
+            dispatcher,
             provider,
             options,
             workspace,
@@ -165,13 +173,20 @@ impl Agent {
         records: &[Record],
     ) -> anyhow::Result<Self> {
         let (history, turn, open) = replay_history(records);
+        let mut dispatcher = Dispatcher::new(
+            plugins,
+            options.policy.clone(),
+            options.approver.clone(),
+            Some(options.tool_output_limit),
+        );
+        // What the session holds comes from every result in its log, not
+        // from the history the model will read (which compaction shortens).
+        let held = crate::provenance::held_from(records);
+        let tracker =
+            Tracker::new(&workspace, options.guard.clone(), held).map_err(anyhow::Error::msg)?;
+        dispatcher.set_tracker(Arc::new(tracker));
         let mut agent = Self {
-            dispatcher: Dispatcher::new(
-                plugins,
-                options.policy.clone(),
-                options.approver.clone(),
-                Some(options.tool_output_limit),
-            ),
+            dispatcher,
             provider,
             options,
             workspace,
@@ -189,6 +204,7 @@ impl Agent {
                 data: None,
                 truncated_from: None,
                 artifact: None,
+                labels: Vec::new(),
             };
             agent.history.push(Message::ToolResult(ToolResult {
                 call_id: call.id.clone(),

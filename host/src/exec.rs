@@ -61,6 +61,13 @@ const BASE_ENV: &[&str] = &[
     "RUSTUP_HOME",
 ];
 
+/// The credential stores programs may not read (`~/.ssh`, `~/.aws`, ...)
+/// and corral's own data, those that exist, by canonical path. Content read
+/// from them is sensitive to the exfiltration guard.
+pub fn credential_stores() -> Vec<PathBuf> {
+    landlock::secret_paths()
+}
+
 /// A program a plugin may run.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ExecGrant {
@@ -184,6 +191,15 @@ pub struct Exec {
 }
 
 impl Exec {
+    /// The grant a run of `program` with `args` goes by, as [`Exec::run`]
+    /// picks it.
+    pub fn grant_for(&self, program: &str, args: &[String]) -> Option<&ExecGrant> {
+        self.grants
+            .iter()
+            .filter(|g| g.program == program || g.program == ANY_PROGRAM)
+            .find(|g| g.allows(args))
+    }
+
     /// Runs `program` with `args` after checking the grant and the working directory.
     pub async fn run(
         &self,

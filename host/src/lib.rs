@@ -30,6 +30,7 @@ pub mod manifest;
 pub mod mcp;
 pub mod policy;
 pub mod protocol;
+pub mod provenance;
 pub mod runtime;
 mod schema;
 pub mod session;

@@ -212,6 +212,9 @@ pub struct PluginDecl {
     pub tool_prefix: String,
     /// Where it was declared.
     pub origin: Origin,
+    /// Its tools whose output is sensitive (`reads_secrets`), by the names
+    /// the model calls them.
+    pub reads_secrets: Vec<String>,
 }
 
 /// The checked manifest of one workspace.
@@ -227,6 +230,8 @@ pub struct Manifest {
     pub require_os_sandbox: bool,
     /// `[policy]`: mode and rules.
     pub policy: crate::policy::Policy,
+    /// `[guard]`: the exfiltration guard's settings.
+    pub guard: crate::policy::GuardSettings,
     /// For each plugin of a trusted project manifest that loads an unpinned
     /// `.wasm` file: what `corral trust` approved of that file, which the
     /// runtime checks before compiling it. Filled by [`load`] only.

@@ -37,6 +37,7 @@ use crate::protocol::Effect;
 use serde::Serialize;
 
 mod command;
+mod guard;
 mod mode;
 mod patterns;
 mod protected;
@@ -44,6 +45,7 @@ mod rules;
 
 pub use crate::protocol::Mode;
 pub use command::shell_split;
+pub use guard::{DEFAULT_SECRETS, DEFAULT_UNTRUSTED, GuardSettings, Held, Reach, hold};
 pub use protected::protected_target;
 pub use rules::{Action, Rule, Subject, parse_rule, session_scope, subject};
 

@@ -96,6 +96,34 @@ pub struct ApprovalRequest {
     /// What an [`ApprovalAnswer::ApproveForSession`] approves from now on:
     /// `this command` or `every <tool> call`.
     pub session_covers: String,
+    /// Why the exfiltration guard holds the call, when it does: what the
+    /// session read and where the call could send it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub guard: Option<String>,
+}
+
+/// Where part of a tool result came from ([`ToolOutcome::labels`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Label {
+    /// What kind of content it is.
+    pub kind: LabelKind,
+    /// Where it came from: a path relative to the workspace, an absolute
+    /// path, `http://host:port`, or a program or tool.
+    pub source: String,
+}
+
+/// The provenance of content a tool result carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LabelKind {
+    /// The user's own workspace files: trusted.
+    Workspace,
+    /// Written by someone else: outside the workspace, a dependency or
+    /// vendored tree, a network response, a program with the network.
+    Untrusted,
+    /// Secrets: files matching secret patterns, credential stores, outputs of
+    /// tools declared to read secrets.
+    Sensitive,
 }
 
 /// What happened to a call at the permission step.
@@ -179,6 +207,10 @@ pub struct ToolOutcome {
     /// Where the whole output was saved, when it was cut.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub artifact: Option<String>,
+    /// Where its content came from, derived from what the call touched
+    /// (none: it read nothing the host tracks).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub labels: Vec<Label>,
 }
 
 /// An event from the core.

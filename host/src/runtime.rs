@@ -49,6 +49,7 @@ mod registry;
 mod stdio;
 mod store;
 mod stream;
+mod touched;
 
 pub use budget::EVENT_CHANNEL_CAPACITY;
 pub use cache::{
@@ -60,6 +61,7 @@ pub use imports::{Capability, ImportReview, Status as ImportStatus, classify, re
 pub use loader::{Inspection, LoadError};
 pub use plugin::{Plugin, ToolError, ToolOutput};
 pub use registry::Plugins;
+pub use touched::{ProgramRun, Touched};
 
 pub use crate::protocol::{
     AssistantMessage, ChatRequest, ChatResponse, Effect, FinishReason, Message, ProviderError,

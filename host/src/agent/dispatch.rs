@@ -15,8 +15,9 @@ use crate::protocol::{
     ApprovalAnswer, ApprovalRequest, Effect, Event, FinishReason, Mode, PermissionDecision,
     ToolCall, ToolOutcome, ToolSpec,
 };
-use crate::runtime::{Plugin, Plugins, ToolError};
-use std::collections::HashSet;
+use crate::provenance::Tracker;
+use crate::runtime::{Plugin, Plugins, ToolError, Touched};
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use tokio_util::sync::CancellationToken;
@@ -87,6 +88,9 @@ pub struct Checked {
     plugin: Arc<Plugin>,
     spec: ToolSpec,
     args: serde_json::Value,
+    /// Where [`Dispatcher::call`] leaves what the call touched, by call id,
+    /// for [`Dispatcher::finish`] to label.
+    touched: Arc<Mutex<HashMap<String, Touched>>>,
 }
 
 impl Checked {
@@ -108,6 +112,10 @@ pub struct Dispatcher {
     /// Locked only to look up or insert, never across an await.
     approved: Mutex<HashSet<String>>,
     output_limit: Option<usize>,
+    /// Provenance labels and the exfiltration guard; `None` labels nothing.
+    tracker: Option<Arc<Tracker>>,
+    /// What each call touched, between its run and its end.
+    touched: Arc<Mutex<HashMap<String, Touched>>>,
 }
 
 impl Dispatcher {
@@ -125,7 +133,15 @@ impl Dispatcher {
             approver,
             approved: Mutex::new(HashSet::new()),
             output_limit,
+            tracker: None,
+            touched: Arc::default(),
         }
+    }
+
+    /// Labels every result by where its content came from and holds risky
+    /// calls when the session holds sensitive and untrusted content.
+    pub fn set_tracker(&mut self, tracker: Arc<Tracker>) {
+        self.tracker = Some(tracker);
     }
 
     /// The loaded plugins.
@@ -235,6 +251,7 @@ impl Dispatcher {
             plugin,
             spec,
             args,
+            touched: self.touched.clone(),
         })
     }
 
@@ -267,10 +284,23 @@ impl Dispatcher {
                 }));
             }
         }
-        let verdict = self
+        let mut verdict = self
             .policy
             .decide(&call.name, &checked.spec.effects, &checked.args);
-        let scope = crate::policy::session_scope(&call.name, &checked.args);
+        let mut scope = crate::policy::session_scope(&call.name, &checked.args);
+        // The guard asks even where a rule or the mode would allow; an
+        // approval for the session covers only calls the guard held.
+        let guard = match verdict.decision {
+            Decision::Deny { .. } => None,
+            _ => self.guard_hold(checked),
+        };
+        if let Some(why) = &guard {
+            verdict = crate::policy::Verdict {
+                decision: Decision::Ask,
+                reason: format!("{why} (the policy alone: {})", verdict.reason),
+            };
+            scope = format!("guard: {scope}");
+        }
         match verdict.decision {
             Decision::Allow => {
                 sink.emit(record(PermissionDecision::Allow, verdict.reason))?;
@@ -316,6 +346,7 @@ impl Dispatcher {
                     } else {
                         "this command".to_owned()
                     },
+                    guard: guard.clone(),
                 };
                 let pending = self.approver.approve(&request);
                 if self.approver.asks_front_end() {
@@ -351,8 +382,12 @@ impl Dispatcher {
                             PermissionDecision::Refused,
                             format!("{}; {why}", verdict.reason),
                         ))?;
+                        let message = match &guard {
+                            Some(held) => format!("not run: {why}; {held}"),
+                            None => format!("not run: {why}"),
+                        };
                         Ok(Some(CallOutcome::Refused {
-                            message: format!("not run: {why}"),
+                            message,
                             stop: false,
                         }))
                     }
@@ -369,14 +404,51 @@ impl Dispatcher {
             .is_ok_and(|approved| approved.contains(scope))
     }
 
+    /// Why the exfiltration guard holds `checked`, if it does: the session
+    /// holds sensitive and untrusted content and the call could send data
+    /// out (network, a program with the network, a write outside the
+    /// workspace), judged by its declared effects and its plugin's grants.
+    fn guard_hold(&self, checked: &Checked) -> Option<String> {
+        let tracker = self.tracker.as_ref()?;
+        let held = tracker.held();
+        if !tracker.settings.enabled || !held.is_risky() {
+            return None;
+        }
+        let decl = checked.plugin.decl();
+        let net = decl
+            .net
+            .iter()
+            .map(|g| format!("{}:{}", g.host, g.port))
+            .collect();
+        let programs = decl
+            .exec
+            .iter()
+            .map(|g| (g.program.clone(), g.network))
+            .collect();
+        let workspace = tracker.classifier.workspace();
+        let outside = decl
+            .fs
+            .iter()
+            .filter(|g| g.access == crate::manifest::Access::Rw && !g.host_path.starts_with(workspace))
+            .map(|g| g.host_path.display().to_string())
+            .collect();
+        let reach = crate::policy::Reach::of(&checked.spec.effects, net, programs, outside);
+        crate::policy::hold(&tracker.settings, &held, &checked.call.name, &reach)
+    }
+
     /// Step 6: the call in its plugin's sandbox.
     pub async fn call(checked: &Checked) -> CallOutcome {
         let call = &checked.call;
-        match checked
+        let (result, touched) = checked
             .plugin
-            .call(&call.name, &call.arguments, &call.id)
-            .await
+            .call_touched(&call.name, &call.arguments, &call.id)
+            .await;
+        if !touched.is_empty()
+            && let Ok(mut all) = checked.touched.lock()
         {
+            all.insert(call.id.clone(), touched);
+        }
+        match result {
             Ok(out) => CallOutcome::Output {
                 content: out.content,
                 is_error: out.is_error,
@@ -403,7 +475,26 @@ impl Dispatcher {
             data,
             truncated_from: None,
             artifact: None,
+            labels: Vec::new(),
         };
+        // Labels come from what the call touched, whatever its outcome: an
+        // error text can carry what it read as well as an output can.
+        let touched = self
+            .touched
+            .lock()
+            .ok()
+            .and_then(|mut all| all.remove(&call.id))
+            .unwrap_or_default();
+        if let Some(tracker) = &self.tracker {
+            let reads_secrets = self
+                .plugins
+                .plugin_for(&call.name)
+                .is_some_and(|p| p.decl().reads_secrets.iter().any(|t| *t == call.name));
+            outcome.labels = tracker
+                .classifier
+                .labels(&call.name, &touched, reads_secrets);
+            tracker.absorb(&outcome.labels);
+        }
         if let Some(limit) = self.output_limit
             && content.len() > limit
             && let Some(saved) = sink.save_artifact(&call.id, &content)

@@ -27,7 +27,7 @@ const SECRETS_IN_HOME: &[&str] = &[
 /// What programs may not read: [`SECRETS_IN_HOME`] and corral's own data
 /// (session logs, which hold whatever was said), those that exist, by
 /// their canonical paths.
-fn secret_paths() -> Vec<PathBuf> {
+pub(super) fn secret_paths() -> Vec<PathBuf> {
     // $HOME as set, and the home the system knows, if they differ.
     let mut homes: Vec<PathBuf> = std::env::var_os("HOME")
         .map(PathBuf::from)

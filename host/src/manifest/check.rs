@@ -207,6 +207,12 @@ impl Checker<'_> {
             }
             None => String::new(),
         };
+        // Named as the plugin names its tools; the model calls them prefixed.
+        let reads_secrets = raw
+            .reads_secrets
+            .iter()
+            .map(|t| format!("{tool_prefix}{t}"))
+            .collect();
         Ok(PluginDecl {
             name: name.to_owned(),
             tool_prefix,
@@ -219,6 +225,7 @@ impl Checker<'_> {
             limits,
             config,
             origin,
+            reads_secrets,
         })
     }
 

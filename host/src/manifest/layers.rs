@@ -132,6 +132,7 @@ pub fn from_layers(workspace: &Path, layers: &[Layer]) -> Result<Manifest, Manif
     let mut agent = AgentSettings::default();
     let mut require_os_sandbox = true;
     let mut policy = crate::policy::Policy::default();
+    let mut guard = crate::policy::GuardSettings::default();
     for layer in layers {
         let raw: RawFile = toml::from_str(&layer.text).map_err(|e| {
             let (line, column) = e.span().map_or((0, 0), |s| line_col(&layer.text, s.start));
@@ -178,6 +179,36 @@ pub fn from_layers(workspace: &Path, layers: &[Layer]) -> Result<Manifest, Manif
                 })?;
                 policy.rules.push(rule);
             }
+        }
+        if let Some(enabled) = raw.guard.enabled {
+            guard.enabled = enabled;
+        }
+        for (key, list, into) in [
+            ("untrusted", &raw.guard.untrusted, &mut guard.untrusted),
+            ("trusted", &raw.guard.trusted, &mut guard.trusted),
+            ("secrets", &raw.guard.secrets, &mut guard.secrets),
+        ] {
+            for pattern in list {
+                crate::provenance::globs(key, [pattern.get_ref().as_str()]).map_err(|e| {
+                    at.err(
+                        pattern.span(),
+                        e,
+                        Some("write a glob relative to the workspace root, e.g. \"vendor/**\"".into()),
+                    )
+                })?;
+                into.push(pattern.get_ref().clone());
+            }
+        }
+        for host in &raw.guard.allow_hosts {
+            let h = host.get_ref();
+            if h.is_empty() || h.contains('/') || h.contains(char::is_whitespace) {
+                return Err(at.err(
+                    host.span(),
+                    format!("guard.allow_hosts: `{h}` is not a host"),
+                    Some("write a host or host:port, e.g. \"api.example.com\" or \"127.0.0.1:8080\"".into()),
+                ));
+            }
+            guard.allow_hosts.push(h.to_ascii_lowercase());
         }
         if let Some(p) = raw.agent.provider {
             if !valid_name(p.get_ref()) {
@@ -243,6 +274,7 @@ pub fn from_layers(workspace: &Path, layers: &[Layer]) -> Result<Manifest, Manif
         agent,
         require_os_sandbox,
         policy,
+        guard,
         trusted_files: BTreeMap::new(),
     })
 }

@@ -22,6 +22,30 @@ pub(super) struct RawFile {
     /// `[policy]`
     #[serde(default)]
     pub(super) policy: RawPolicy,
+    /// `[guard]`
+    #[serde(default)]
+    pub(super) guard: RawGuard,
+}
+
+/// `[guard]`: the exfiltration guard. `enabled` of a later layer replaces an
+/// earlier one; the lists of every layer add up.
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawGuard {
+    /// `enabled = false` turns the guard off (default on).
+    pub(super) enabled: Option<bool>,
+    /// `allow_hosts = ["api.example.com", "127.0.0.1:8080"]`
+    #[serde(default)]
+    pub(super) allow_hosts: Vec<Spanned<String>>,
+    /// `untrusted = ["generated/**"]`
+    #[serde(default)]
+    pub(super) untrusted: Vec<Spanned<String>>,
+    /// `trusted = ["vendor/ours/**"]`
+    #[serde(default)]
+    pub(super) trusted: Vec<Spanned<String>>,
+    /// `secrets = ["config/prod.yaml"]`
+    #[serde(default)]
+    pub(super) secrets: Vec<Spanned<String>>,
 }
 
 /// `[policy]`: the permission mode and rules. Rules of every layer apply;
@@ -98,6 +122,10 @@ pub(super) struct RawPlugin {
     /// fetched the component; `corral plugin update` fetches from there.
     #[allow(dead_code, reason = "read by `corral plugin update` from the file")]
     pub(super) from: Option<String>,
+    /// `reads_secrets = ["vault_get"]`: tools of this plugin whose output is
+    /// sensitive to the exfiltration guard.
+    #[serde(default)]
+    pub(super) reads_secrets: Vec<String>,
     /// `version = "1.0.0"`: the version the plugin declared when it was added.
     #[allow(dead_code, reason = "read by `corral plugin list` from the file")]
     pub(super) version: Option<String>,

@@ -242,6 +242,7 @@ impl CallState {
             return Err(FileError::OverBudget);
         }
         let fd = self.dirs.open(path, false)?;
+        self.touched.read_fd(&fd);
         let stat = rustix::fs::fstat(&fd).map_err(error)?;
         if FileType::from_raw_mode(stat.st_mode) != FileType::RegularFile {
             return Err(FileError::WrongKind);

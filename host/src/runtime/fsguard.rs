@@ -384,8 +384,18 @@ pub(crate) fn add_to_linker(linker: &mut Linker<CallState>) -> wasmtime::Result<
                         return Ok((Err(code),));
                     }
                 }
+                let reads = fl.contains(DescriptorFlags::READ);
                 let mut view = state.filesystem();
-                answer(HostDescriptor::open_at(&mut view, fd, pf, path, of, fl).await)
+                let opened = answer(HostDescriptor::open_at(&mut view, fd, pf, path, of, fl).await)?;
+                // What the call read, for its provenance labels.
+                if reads
+                    && let (Ok(new),) = &opened
+                    && let Descriptor::File(f) = state.filesystem().table.get(new)?
+                {
+                    let file = f.file.clone();
+                    state.touched.read_fd(&*file);
+                }
+                Ok(opened)
             })
         },
     )?;

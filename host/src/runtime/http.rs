@@ -35,6 +35,9 @@ pub(crate) struct Egress {
     pub(crate) secrets: Arc<[Secret]>,
     /// Why this call may send nothing at all, whatever `allow` says.
     pub(crate) refused: Option<String>,
+    /// Destinations requests went out to in this call (`scheme`, `host`,
+    /// `port`), for its provenance labels.
+    pub(crate) contacted: Vec<(String, String, u16)>,
 }
 
 /// The scheme, host (lowercase, without brackets or a trailing dot) and port
@@ -102,6 +105,10 @@ impl WasiHttpHooks for Egress {
             return Box::new(async { Err(HttpError::HttpRequestDenied) });
         }
         tracing::debug!(target: "corral::egress", plugin = &*self.plugin, uri = %request.uri(), "request allowed");
+        let dest = (scheme.clone(), host.clone(), port);
+        if !self.contacted.contains(&dest) {
+            self.contacted.push(dest);
+        }
         for secret in self
             .secrets
             .iter()

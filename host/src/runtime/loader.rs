@@ -504,6 +504,7 @@ pub(super) async fn inspect(rt: &Runtime, bytes: &[u8]) -> Result<Inspection, Lo
         limits: Default::default(),
         config: BTreeMap::new(),
         tool_prefix: String::new(),
+        reads_secrets: Vec::new(),
         origin: crate::manifest::Origin {
             file: "(inspect)".into(),
             line: 0,

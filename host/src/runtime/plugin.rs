@@ -277,6 +277,31 @@ impl Plugin {
         arguments: &str,
         call_id: &str,
     ) -> Result<ToolOutput, ToolError> {
+        self.call_touched(tool, arguments, call_id).await.0
+    }
+
+    /// [`Plugin::call`], and what the call touched (files read, hosts
+    /// reached, programs run), whatever its outcome.
+    pub async fn call_touched(
+        &self,
+        tool: &str,
+        arguments: &str,
+        call_id: &str,
+    ) -> (Result<ToolOutput, ToolError>, super::Touched) {
+        let mut touched = super::Touched::default();
+        let result = self
+            .call_recording(tool, arguments, call_id, &mut touched)
+            .await;
+        (result, touched)
+    }
+
+    async fn call_recording(
+        &self,
+        tool: &str,
+        arguments: &str,
+        call_id: &str,
+        touched: &mut super::Touched,
+    ) -> Result<ToolOutput, ToolError> {
         let spec = self
             .tools
             .iter()
@@ -298,7 +323,7 @@ impl Plugin {
             effects: spec.effects.clone(),
         };
         let result = self
-            .call_in_sandbox(pre, caps, None, move |instance, store| {
+            .call_in_sandbox_touched(pre, caps, None, Some(touched), move |instance, store| {
                 Box::pin(async move {
                     instance
                         .corral_plugin_tool()

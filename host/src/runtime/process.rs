@@ -37,6 +37,13 @@ impl Host for CallState {
             tracing::warn!(target: "corral::exec", "refused {:?}: {why}", command.program);
             return Err(ProcessError::NotGranted(why));
         }
+        // Recorded before it runs: a run that fails half-way may still
+        // have fetched something.
+        self.touched.program(super::touched::ProgramRun {
+            program: command.program.clone(),
+            args: command.args.clone(),
+            network: exec.grant_for(&command.program, &command.args).is_some_and(|g| g.network),
+        });
         let started = std::time::Instant::now();
         let result = exec
             .run(

@@ -51,6 +51,8 @@ pub(crate) struct CallState {
     /// The plugin asked for its granted directories through
     /// `wasi:filesystem` (set by `fsguard`).
     pub(super) looked_at_files: bool,
+    /// What the call touched: files read, hosts reached, programs run.
+    pub(super) touched: super::touched::Touched,
 }
 
 impl CallState {
@@ -134,6 +136,26 @@ impl Plugin {
         R: Send + 'static,
         F: for<'a> FnOnce(&'a P::Instance, &'a mut Store<CallState>) -> ExportCall<'a, R> + Send,
     {
+        self.call_in_sandbox_touched(pre, caps, events, None, export)
+            .await
+    }
+
+    /// [`Plugin::call_in_sandbox`], also filling `touched` with what the
+    /// call touched (files read, hosts reached, programs run), whether it
+    /// succeeded or not.
+    pub(super) async fn call_in_sandbox_touched<P, R, F>(
+        &self,
+        pre: &P,
+        caps: effects::CallCaps,
+        events: Option<tokio::sync::mpsc::Sender<StreamEvent>>,
+        touched: Option<&mut super::touched::Touched>,
+        export: F,
+    ) -> Result<R, ToolError>
+    where
+        P: Instantiate,
+        R: Send + 'static,
+        F: for<'a> FnOnce(&'a P::Instance, &'a mut Store<CallState>) -> ExportCall<'a, R> + Send,
+    {
         let name = &self.decl.name;
         let limits = self.decl.limits;
         let stdout = stdio::LogPipe::default();
@@ -199,6 +221,7 @@ impl Plugin {
                 allow: self.decl.net.clone().into(),
                 secrets: self.decl.secrets.clone().into(),
                 refused: caps.network(name).err(),
+                contacted: Vec::new(),
             },
             table,
             budget: budget::CallBudget::new(limits.output_kb.saturating_mul(1024)),
@@ -215,6 +238,7 @@ impl Plugin {
             dirs: files::Dirs::new(self.shared.fs.clone()),
             caps,
             looked_at_files: false,
+            touched: Default::default(),
         };
         let mut store = Store::new(&self.engine, state);
         store.limiter(|s| &mut s.limiter);
@@ -248,6 +272,13 @@ impl Plugin {
             export(&instance, &mut store).await
         };
         let outcome = tokio::time::timeout(deadline + TICK * 5, call).await;
+        if let Some(touched) = touched {
+            let state = store.data_mut();
+            *touched = std::mem::take(&mut state.touched);
+            for (scheme, host, port) in &state.egress.contacted {
+                touched.host(scheme, host, *port);
+            }
+        }
 
         let log_text = |pipe: &stdio::LogPipe, stream: &str| {
             let text = pipe.text();

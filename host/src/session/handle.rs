@@ -154,6 +154,7 @@ pub async fn open(config: SessionConfig) -> Result<Session, String> {
             .clone()
             .unwrap_or_else(|| std::env::current_dir().unwrap_or_default()),
         record: config.record,
+        guard: manifest.guard.clone(),
         ..AgentOptions::default()
     };
 

@@ -97,6 +97,7 @@ fn end(app: &mut App, id: &str, name: &str, content: &str, is_error: bool, ms: u
             data: None,
             truncated_from: None,
             artifact: None,
+            labels: Vec::new(),
         },
         duration_ms: ms,
     });
@@ -118,6 +119,7 @@ fn asking() -> App {
         reason: "mode ask: write needs approval".into(),
         preview: Some(DIFF.into()),
         session_covers: "every write_file call".into(),
+        guard: None,
     }));
     app
 }
@@ -180,6 +182,7 @@ fn tool_cards_in_each_state() {
         reason: "mode ask: write needs approval".into(),
         preview: Some("--- a/a.txt\n+++ b/a.txt\n@@ -1 +1 @@\n-y\n+x\n".into()),
         session_covers: "every write_file call".into(),
+        guard: None,
     }));
     app.modal = None;
     app.apply(&Event::ToolCallBegin {
@@ -197,6 +200,7 @@ fn tool_cards_in_each_state() {
             data: Some(serde_json::json!({"exit_code": 0})),
             truncated_from: None,
             artifact: None,
+            labels: Vec::new(),
         },
         duration_ms: 2_300,
     });
@@ -586,6 +590,7 @@ fn a_replayed_log_shows_the_transcript_without_asking() {
             reason: "mode ask: write needs approval".into(),
             preview: Some("+x\n".into()),
             session_covers: "every write_file call".into(),
+            guard: None,
         }),
         Event::Permission {
             call_id: "w1".into(),

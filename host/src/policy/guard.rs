@@ -1,0 +1,306 @@
+//! The exfiltration guard: once a session holds sensitive data **and**
+//! untrusted content in its context, a call that could carry data out of
+//! the machine needs the user's approval, whatever the rules or the mode
+//! say. Such a call is one that declares `network` and whose plugin may
+//! reach a destination not in `[guard] allow_hosts`, one that runs programs
+//! under a grant with `network = true`, or one that writes and whose plugin
+//! may write outside the workspace.
+//!
+//! Pure functions over what the session holds ([`Held`]) and what the call
+//! could reach ([`Reach`]); the dispatcher supplies both. Where the content
+//! came from is decided by [`crate::provenance`].
+
+use crate::protocol::{Effect, Label, LabelKind};
+
+/// `[guard]`: the exfiltration guard's settings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GuardSettings {
+    /// `enabled = false` turns the guard off (on by default, in every mode).
+    pub enabled: bool,
+    /// `allow_hosts = ["api.example.com", "127.0.0.1:8080"]`: destinations
+    /// a held session may still send to unasked (a host, or host and port).
+    pub allow_hosts: Vec<String>,
+    /// `untrusted = ["generated/**"]`: workspace paths (globs) whose content
+    /// counts as untrusted, besides the defaults ([`DEFAULT_UNTRUSTED`]).
+    pub untrusted: Vec<String>,
+    /// `trusted = ["vendor/ours/**"]`: workspace paths that are trusted even
+    /// where a default or `untrusted` glob says otherwise.
+    pub trusted: Vec<String>,
+    /// `secrets = ["config/prod.yaml"]`: workspace paths (globs) that hold
+    /// secrets, besides the defaults ([`DEFAULT_SECRETS`]).
+    pub secrets: Vec<String>,
+}
+
+impl Default for GuardSettings {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            allow_hosts: Vec::new(),
+            untrusted: Vec::new(),
+            trusted: Vec::new(),
+            secrets: Vec::new(),
+        }
+    }
+}
+
+/// Workspace trees whose content the user did not write: dependencies,
+/// vendored code, virtual environments and build output.
+pub const DEFAULT_UNTRUSTED: &[&str] = &[
+    "**/node_modules/**",
+    "**/vendor/**",
+    "**/third_party/**",
+    "**/third-party/**",
+    ".venv/**",
+    "venv/**",
+    "**/site-packages/**",
+    "target/**",
+];
+
+/// Files that hold secrets, wherever they are.
+pub const DEFAULT_SECRETS: &[&str] = &[
+    "**/.env",
+    "**/.env.*",
+    "**/*.pem",
+    "**/*.key",
+    "**/*.p12",
+    "**/*.pfx",
+    "**/id_rsa*",
+    "**/id_dsa*",
+    "**/id_ecdsa*",
+    "**/id_ed25519*",
+    "**/.netrc",
+    "**/.npmrc",
+    "**/.pypirc",
+    "**/.git-credentials",
+    "**/credentials.json",
+];
+
+/// Names kept of each kind of source, for the reason text.
+const SHOWN: usize = 3;
+
+/// What a session holds in its context: the sources of its sensitive and of
+/// its untrusted content, from the labels of every tool result it read.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Held {
+    /// Sources of sensitive content, first seen first.
+    pub sensitive: Vec<String>,
+    /// Sources of untrusted content, first seen first.
+    pub untrusted: Vec<String>,
+}
+
+impl Held {
+    /// Adds the labels of one tool result.
+    pub fn add(&mut self, labels: &[Label]) {
+        for label in labels {
+            let list = match label.kind {
+                LabelKind::Sensitive => &mut self.sensitive,
+                LabelKind::Untrusted => &mut self.untrusted,
+                LabelKind::Workspace => continue,
+            };
+            if !list.contains(&label.source) {
+                list.push(label.source.clone());
+            }
+        }
+    }
+
+    /// Whether the session holds both kinds: the state the guard acts on.
+    pub fn is_risky(&self) -> bool {
+        !self.sensitive.is_empty() && !self.untrusted.is_empty()
+    }
+}
+
+/// Where a call could send data, from its declared effects and its plugin's
+/// grants (what the sandbox would let it reach).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Reach {
+    /// The call declares `network`: its plugin's `grants.net` destinations,
+    /// as `host:port`.
+    pub hosts: Vec<String>,
+    /// The call declares `execute` and its plugin may run these programs
+    /// with the network.
+    pub networked_programs: Vec<String>,
+    /// The call declares `write` and its plugin may write in these
+    /// directories outside the workspace.
+    pub outside_writes: Vec<String>,
+}
+
+impl Reach {
+    /// What the call could reach for a plugin whose grants are `net`
+    /// (`host:port`), `programs` (name, network) and `writable_outside`.
+    pub fn of(
+        effects: &[Effect],
+        net: Vec<String>,
+        programs: Vec<(String, bool)>,
+        writable_outside: Vec<String>,
+    ) -> Self {
+        let mut reach = Reach::default();
+        if effects.contains(&Effect::Network) {
+            reach.hosts = net;
+        }
+        if effects.contains(&Effect::Execute) {
+            reach.networked_programs = programs
+                .into_iter()
+                .filter(|(_, network)| *network)
+                .map(|(p, _)| p)
+                .collect();
+        }
+        if effects.contains(&Effect::Write) {
+            reach.outside_writes = writable_outside;
+        }
+        reach
+    }
+}
+
+/// Whether `allow` (a host, or `host:port`) covers the destination `dest`
+/// (`host:port`).
+fn allowed(allow: &[String], dest: &str) -> bool {
+    let host = dest.rsplit_once(':').map_or(dest, |(h, _)| h);
+    allow
+        .iter()
+        .any(|a| a.eq_ignore_ascii_case(dest) || a.eq_ignore_ascii_case(host))
+}
+
+/// Why the guard holds a call of `tool` that could reach `reach`, in a
+/// session that holds `held`; `None` lets the policy decide alone.
+pub fn hold(settings: &GuardSettings, held: &Held, tool: &str, reach: &Reach) -> Option<String> {
+    if !settings.enabled || !held.is_risky() {
+        return None;
+    }
+    let mut ways = Vec::new();
+    let hosts: Vec<&String> = reach
+        .hosts
+        .iter()
+        .filter(|h| !allowed(&settings.allow_hosts, h))
+        .collect();
+    if !hosts.is_empty() {
+        ways.push(format!("send data to {}", names(&hosts)));
+    }
+    if !reach.networked_programs.is_empty() {
+        let programs: Vec<&String> = reach.networked_programs.iter().collect();
+        ways.push(format!(
+            "run {} with the network",
+            if programs.iter().any(|p| *p == crate::exec::ANY_PROGRAM) {
+                "any program".to_owned()
+            } else {
+                names(&programs)
+            }
+        ));
+    }
+    if !reach.outside_writes.is_empty() {
+        let dirs: Vec<&String> = reach.outside_writes.iter().collect();
+        ways.push(format!("write outside the workspace ({})", names(&dirs)));
+    }
+    if ways.is_empty() {
+        return None;
+    }
+    let sensitive: Vec<&String> = held.sensitive.iter().collect();
+    let untrusted: Vec<&String> = held.untrusted.iter().collect();
+    Some(format!(
+        "exfiltration guard: this session read sensitive data ({}) and untrusted content ({}); `{tool}` could {}",
+        names(&sensitive),
+        names(&untrusted),
+        ways.join(" and ")
+    ))
+}
+
+/// `a`, `b`, `c` and N more.
+fn names(items: &[&String]) -> String {
+    let shown: Vec<String> = items
+        .iter()
+        .take(SHOWN)
+        .map(|s| format!("`{s}`"))
+        .collect();
+    let mut text = shown.join(", ");
+    if items.len() > SHOWN {
+        text.push_str(&format!(" and {} more", items.len() - SHOWN));
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+
+    fn label(kind: LabelKind, source: &str) -> Label {
+        Label {
+            kind,
+            source: source.into(),
+        }
+    }
+
+    fn risky() -> Held {
+        let mut held = Held::default();
+        held.add(&[
+            label(LabelKind::Workspace, "src/main.rs"),
+            label(LabelKind::Untrusted, "vendor/lib/README.md"),
+        ]);
+        held.add(&[label(LabelKind::Sensitive, ".env")]);
+        held
+    }
+
+    #[test]
+    fn holds_only_with_both_kinds() {
+        let net = Reach::of(&[Effect::Network], vec!["api.example.com:443".into()], vec![], vec![]);
+        let settings = GuardSettings::default();
+        let mut held = Held::default();
+        assert_eq!(hold(&settings, &held, "fetch", &net), None);
+        held.add(&[label(LabelKind::Untrusted, "https://web:443")]);
+        assert_eq!(hold(&settings, &held, "fetch", &net), None);
+        held.add(&[label(LabelKind::Sensitive, ".env")]);
+        assert_eq!(
+            hold(&settings, &held, "fetch", &net).as_deref(),
+            Some(
+                "exfiltration guard: this session read sensitive data (`.env`) and untrusted content \
+                 (`https://web:443`); `fetch` could send data to `api.example.com:443`"
+            )
+        );
+    }
+
+    #[test]
+    fn what_a_held_session_may_still_do() {
+        let held = risky();
+        let settings = GuardSettings::default();
+        // Reads, and writes inside the workspace, are not held.
+        let read = Reach::of(&[Effect::Read], vec!["a:443".into()], vec![], vec!["/tmp".into()]);
+        assert_eq!(hold(&settings, &held, "read_file", &read), None);
+        let write = Reach::of(&[Effect::Write], vec![], vec![], vec![]);
+        assert_eq!(hold(&settings, &held, "write_file", &write), None);
+        // A plugin without grants.net cannot send anything.
+        let nowhere = Reach::of(&[Effect::Network], vec![], vec![], vec![]);
+        assert_eq!(hold(&settings, &held, "fetch", &nowhere), None);
+        // Programs without the network are not held.
+        let offline = Reach::of(&[Effect::Execute], vec![], vec![("cargo".into(), false)], vec![]);
+        assert_eq!(hold(&settings, &held, "shell", &offline), None);
+        let online = Reach::of(&[Effect::Execute], vec![], vec![("curl".into(), true)], vec![]);
+        assert!(hold(&settings, &held, "shell", &online).unwrap().ends_with("`shell` could run `curl` with the network"));
+        let outside = Reach::of(&[Effect::Write], vec![], vec![], vec!["/tmp/out".into()]);
+        assert!(hold(&settings, &held, "write_file", &outside).unwrap().ends_with("could write outside the workspace (`/tmp/out`)"));
+    }
+
+    #[test]
+    fn allowed_hosts_and_the_switch() {
+        let held = risky();
+        let net = Reach::of(
+            &[Effect::Network],
+            vec!["api.example.com:443".into(), "127.0.0.1:8080".into()],
+            vec![],
+            vec![],
+        );
+        let mut settings = GuardSettings {
+            allow_hosts: vec!["API.example.com".into()],
+            ..GuardSettings::default()
+        };
+        assert!(hold(&settings, &held, "fetch", &net).unwrap().ends_with("could send data to `127.0.0.1:8080`"));
+        settings.allow_hosts.push("127.0.0.1:8080".into());
+        assert_eq!(hold(&settings, &held, "fetch", &net), None);
+        // Another port of an allowed host:port is not allowed.
+        let other = Reach::of(&[Effect::Network], vec!["127.0.0.1:9090".into()], vec![], vec![]);
+        assert!(hold(&settings, &held, "fetch", &other).is_some());
+        let off = GuardSettings {
+            enabled: false,
+            ..GuardSettings::default()
+        };
+        assert_eq!(hold(&off, &held, "fetch", &net), None);
+    }
+}

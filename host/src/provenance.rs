@@ -1,0 +1,405 @@
+//! Provenance labels: where the content of each tool result came from.
+//!
+//! The runtime records what a call actually touched ([`Touched`]: the files
+//! it opened for reading, the hosts its requests went to, the programs it
+//! ran), and [`Classifier::labels`] turns that record into [`Label`]s:
+//!
+//! - **workspace** (trusted): files in the workspace the user wrote;
+//! - **untrusted**: files outside the workspace, dependency and vendored
+//!   trees inside it ([`DEFAULT_UNTRUSTED`], adjusted by `[guard] untrusted`
+//!   and `trusted`), network responses, the output of programs granted the
+//!   network;
+//! - **sensitive**: files matching secret patterns ([`DEFAULT_SECRETS`] and
+//!   `[guard] secrets`), the credential stores the exec sandbox hides from
+//!   programs, and the output of tools a manifest declares `reads_secrets`.
+//!
+//! Labels are stored on each [`crate::protocol::Event::ToolCallEnd`] in the
+//! session log. What a session holds ([`Held`]) is derived from the labels of
+//! **all** the results in its log, so it survives a resume; compaction keeps
+//! the original events in the log, so a summary inherits the labels of what
+//! it summarises. The exfiltration guard ([`crate::policy::hold`]) acts on it.
+//!
+//! What is not seen: which files a program reads (only its arguments are
+//! judged, and only its network grant taints its output), and what a tool
+//! keeps from one call to the next outside the files the host tracks.
+
+use crate::log::Record;
+use crate::policy::{DEFAULT_SECRETS, DEFAULT_UNTRUSTED, GuardSettings, Held};
+use crate::protocol::{Event, Label, LabelKind};
+use crate::runtime::Touched;
+use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+/// Sources listed per kind on one result; the rest are counted.
+const MAX_LABELS: usize = 16;
+
+/// Decides the provenance of paths, programs and tools for one workspace.
+#[derive(Debug)]
+pub struct Classifier {
+    workspace: PathBuf,
+    secrets: GlobSet,
+    untrusted: GlobSet,
+    trusted: GlobSet,
+    stores: Vec<PathBuf>,
+}
+
+/// Compiles `patterns` (workspace-relative globs); the error names `key`.
+pub fn globs<'a>(
+    key: &str,
+    patterns: impl IntoIterator<Item = &'a str>,
+) -> Result<GlobSet, String> {
+    let mut set = GlobSetBuilder::new();
+    for p in patterns {
+        let p = p.trim_start_matches("./");
+        let glob = GlobBuilder::new(p)
+            .literal_separator(true)
+            .build()
+            .map_err(|e| format!("guard.{key}: `{p}` is not a valid glob: {e}"))?;
+        set.add(glob);
+    }
+    set.build().map_err(|e| format!("guard.{key}: {e}"))
+}
+
+impl Classifier {
+    /// The classifier of `workspace` (canonical) under `settings`.
+    pub fn new(workspace: &Path, settings: &GuardSettings) -> Result<Self, String> {
+        let secrets = globs(
+            "secrets",
+            DEFAULT_SECRETS
+                .iter()
+                .copied()
+                .chain(settings.secrets.iter().map(String::as_str)),
+        )?;
+        let untrusted = globs(
+            "untrusted",
+            DEFAULT_UNTRUSTED
+                .iter()
+                .copied()
+                .chain(settings.untrusted.iter().map(String::as_str)),
+        )?;
+        let trusted = globs("trusted", settings.trusted.iter().map(String::as_str))?;
+        Ok(Self {
+            workspace: workspace.to_path_buf(),
+            secrets,
+            untrusted,
+            trusted,
+            stores: crate::exec::credential_stores(),
+        })
+    }
+
+    /// The canonical workspace root.
+    pub fn workspace(&self) -> &Path {
+        &self.workspace
+    }
+
+    /// The kind of content in the file at `path` (as the kernel resolved
+    /// it), and how to name it.
+    pub fn file(&self, path: &Path) -> (LabelKind, String) {
+        if let Ok(rel) = path.strip_prefix(&self.workspace) {
+            let name = if rel.as_os_str().is_empty() {
+                ".".to_owned()
+            } else {
+                rel.display().to_string()
+            };
+            let kind = if self.secrets.is_match(rel) {
+                LabelKind::Sensitive
+            } else if self.trusted.is_match(rel) {
+                LabelKind::Workspace
+            } else if self.untrusted.is_match(rel) {
+                LabelKind::Untrusted
+            } else {
+                LabelKind::Workspace
+            };
+            return (kind, name);
+        }
+        let name = path.display().to_string();
+        let relative = path.strip_prefix("/").unwrap_or(path);
+        if self.stores.iter().any(|s| path.starts_with(s)) || self.secrets.is_match(relative) {
+            (LabelKind::Sensitive, name)
+        } else {
+            (LabelKind::Untrusted, name)
+        }
+    }
+
+    /// Whether a program argument names a secret file (`.env`, a key).
+    fn names_secret(&self, arg: &str) -> bool {
+        let arg = arg.trim_start_matches("./");
+        let arg = arg.rsplit_once('=').map_or(arg, |(_, v)| v);
+        let relative = arg.strip_prefix('/').unwrap_or(arg);
+        !relative.is_empty()
+            && (self.secrets.is_match(relative)
+                || self.stores.iter().any(|s| Path::new(arg).starts_with(s)))
+    }
+
+    /// The labels of a call of `tool` that touched `touched`; `reads_secrets`
+    /// when the manifest declares that the tool reads secrets.
+    pub fn labels(&self, tool: &str, touched: &Touched, reads_secrets: bool) -> Vec<Label> {
+        let mut labels = Labels::default();
+        if reads_secrets {
+            labels.push(
+                LabelKind::Sensitive,
+                format!("output of `{tool}` (declared reads_secrets)"),
+            );
+        }
+        for path in &touched.reads {
+            let (kind, name) = self.file(path);
+            labels.push(kind, name);
+        }
+        if touched.reads_dropped > 0 {
+            labels.push(
+                LabelKind::Untrusted,
+                format!("{} further files, not classified", touched.reads_dropped),
+            );
+        }
+        for host in &touched.hosts {
+            labels.push(LabelKind::Untrusted, host.clone());
+        }
+        for run in &touched.programs {
+            if run.network {
+                labels.push(
+                    LabelKind::Untrusted,
+                    format!("output of `{}` (granted the network)", run.program),
+                );
+            }
+            for arg in run.args.iter().filter(|a| self.names_secret(a)) {
+                labels.push(
+                    LabelKind::Sensitive,
+                    format!("`{}` run on `{arg}`", run.program),
+                );
+            }
+        }
+        labels.finish()
+    }
+}
+
+/// Labels being collected for one result: each source once, at most
+/// [`MAX_LABELS`] per kind and a count of the rest.
+#[derive(Default)]
+struct Labels {
+    list: Vec<Label>,
+    over: [usize; 3],
+}
+
+impl Labels {
+    fn push(&mut self, kind: LabelKind, source: String) {
+        if self.list.iter().any(|l| l.kind == kind && l.source == source) {
+            return;
+        }
+        if self.list.iter().filter(|l| l.kind == kind).count() >= MAX_LABELS {
+            self.over[kind as usize] += 1;
+            return;
+        }
+        self.list.push(Label { kind, source });
+    }
+
+    fn finish(mut self) -> Vec<Label> {
+        for kind in [
+            LabelKind::Workspace,
+            LabelKind::Untrusted,
+            LabelKind::Sensitive,
+        ] {
+            let n = self.over[kind as usize];
+            if n > 0 {
+                self.list.push(Label {
+                    kind,
+                    source: format!("{n} more"),
+                });
+            }
+        }
+        self.list
+    }
+}
+
+/// What a session holds, derived from the labels of every result in its
+/// log; a summary made by compaction leaves the original events in the log,
+/// so it inherits their labels.
+pub fn held_from(records: &[Record]) -> Held {
+    let mut held = Held::default();
+    for record in records {
+        if let Event::ToolCallEnd { outcome, .. } = &record.event {
+            held.add(&outcome.labels);
+        }
+    }
+    held
+}
+
+/// A session's provenance: how it labels results and what it holds so far.
+#[derive(Debug)]
+pub struct Tracker {
+    /// How paths and programs are labelled.
+    pub classifier: Classifier,
+    /// The guard's settings.
+    pub settings: GuardSettings,
+    /// What the session holds; locked only to read or add, never across an
+    /// await.
+    held: Mutex<Held>,
+}
+
+impl Tracker {
+    /// A tracker for `workspace` under `settings`, holding `held` already
+    /// (from a resumed log).
+    pub fn new(workspace: &Path, settings: GuardSettings, held: Held) -> Result<Self, String> {
+        Ok(Self {
+            classifier: Classifier::new(workspace, &settings)?,
+            settings,
+            held: Mutex::new(held),
+        })
+    }
+
+    /// Adds one result's labels to what the session holds.
+    pub fn absorb(&self, labels: &[Label]) {
+        if let Ok(mut held) = self.held.lock() {
+            held.add(labels);
+        }
+    }
+
+    /// What the session holds now. A poisoned lock holds everything a label
+    /// could say, so the guard fails closed.
+    pub fn held(&self) -> Held {
+        match self.held.lock() {
+            Ok(held) => held.clone(),
+            Err(_) => Held {
+                sensitive: vec!["(unknown: provenance state lost)".into()],
+                untrusted: vec!["(unknown: provenance state lost)".into()],
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runtime::ProgramRun;
+    use pretty_assertions::assert_eq;
+
+    fn label(kind: LabelKind, source: &str) -> Label {
+        Label {
+            kind,
+            source: source.into(),
+        }
+    }
+
+    fn classifier(settings: &GuardSettings) -> Classifier {
+        Classifier::new(Path::new("/w"), settings).unwrap()
+    }
+
+    #[test]
+    fn files_by_where_they_are() {
+        let c = classifier(&GuardSettings::default());
+        let kind = |p: &str| c.file(Path::new(p));
+        assert_eq!(kind("/w/src/main.rs"), (LabelKind::Workspace, "src/main.rs".into()));
+        assert_eq!(kind("/w/.env"), (LabelKind::Sensitive, ".env".into()));
+        assert_eq!(kind("/w/app/.env.production").0, LabelKind::Sensitive);
+        assert_eq!(kind("/w/certs/server.key").0, LabelKind::Sensitive);
+        assert_eq!(kind("/w/vendor/lib/README.md"), (LabelKind::Untrusted, "vendor/lib/README.md".into()));
+        assert_eq!(kind("/w/web/node_modules/x/index.js").0, LabelKind::Untrusted);
+        assert_eq!(kind("/w/target/debug/build.log").0, LabelKind::Untrusted);
+        assert_eq!(kind("/w/.venv/lib/x.py").0, LabelKind::Untrusted);
+        // A secret inside an untrusted tree is still a secret.
+        assert_eq!(kind("/w/vendor/lib/.env").0, LabelKind::Sensitive);
+        assert_eq!(kind("/etc/hosts"), (LabelKind::Untrusted, "/etc/hosts".into()));
+        assert_eq!(kind("/home/u/.env").0, LabelKind::Sensitive);
+        // `/wx` is not inside `/w`.
+        assert_eq!(kind("/wx/src/a.rs").0, LabelKind::Untrusted);
+    }
+
+    #[test]
+    fn the_manifest_adjusts_the_defaults() {
+        let c = classifier(&GuardSettings {
+            untrusted: vec!["generated/**".into()],
+            trusted: vec!["vendor/ours/**".into()],
+            secrets: vec!["config/prod.yaml".into()],
+            ..GuardSettings::default()
+        });
+        let kind = |p: &str| c.file(Path::new(p)).0;
+        assert_eq!(kind("/w/generated/api.rs"), LabelKind::Untrusted);
+        assert_eq!(kind("/w/vendor/ours/a.c"), LabelKind::Workspace);
+        assert_eq!(kind("/w/vendor/theirs/a.c"), LabelKind::Untrusted);
+        assert_eq!(kind("/w/config/prod.yaml"), LabelKind::Sensitive);
+        assert_eq!(kind("/w/config/dev.yaml"), LabelKind::Workspace);
+        let bad = Classifier::new(Path::new("/w"), &GuardSettings {
+            secrets: vec!["a[".into()],
+            ..GuardSettings::default()
+        });
+        assert!(bad.unwrap_err().starts_with("guard.secrets: `a[` is not a valid glob"));
+    }
+
+    #[test]
+    fn labels_follow_what_the_call_touched() {
+        let c = classifier(&GuardSettings::default());
+        let touched = Touched {
+            reads: vec!["/w/src/a.rs".into(), "/w/.env".into(), "/w/vendor/x/README.md".into()],
+            reads_dropped: 0,
+            hosts: vec!["https://api.example.com:443".into()],
+            programs: vec![
+                ProgramRun { program: "cat".into(), args: vec!["./.env".into()], network: false },
+                ProgramRun { program: "curl".into(), args: vec!["https://x".into()], network: true },
+            ],
+        };
+        assert_eq!(
+            c.labels("t", &touched, false),
+            vec![
+                label(LabelKind::Workspace, "src/a.rs"),
+                label(LabelKind::Sensitive, ".env"),
+                label(LabelKind::Untrusted, "vendor/x/README.md"),
+                label(LabelKind::Untrusted, "https://api.example.com:443"),
+                label(LabelKind::Sensitive, "`cat` run on `./.env`"),
+                label(LabelKind::Untrusted, "output of `curl` (granted the network)"),
+            ]
+        );
+        assert_eq!(
+            c.labels("vault_get", &Touched::default(), true),
+            vec![label(LabelKind::Sensitive, "output of `vault_get` (declared reads_secrets)")]
+        );
+        assert_eq!(c.labels("echo", &Touched::default(), false), vec![]);
+    }
+
+    #[test]
+    fn many_sources_are_counted() {
+        let c = classifier(&GuardSettings::default());
+        let touched = Touched {
+            reads: (0..40).map(|i| PathBuf::from(format!("/w/src/{i}.rs"))).collect(),
+            ..Touched::default()
+        };
+        let labels = c.labels("grep", &touched, false);
+        assert_eq!(labels.len(), MAX_LABELS + 1);
+        assert_eq!(labels.last(), Some(&label(LabelKind::Workspace, "24 more")));
+    }
+
+    #[test]
+    fn the_held_state_comes_from_every_result_in_the_log() {
+        use crate::protocol::ToolOutcome;
+        let end = |labels: Vec<Label>| Record {
+            seq: 1,
+            ts_ms: 0,
+            event: Event::ToolCallEnd {
+                call_id: "c".into(),
+                name: "t".into(),
+                outcome: ToolOutcome {
+                    content: String::new(),
+                    is_error: false,
+                    data: None,
+                    truncated_from: None,
+                    artifact: None,
+                    labels,
+                },
+                duration_ms: 0,
+            },
+        };
+        let records = [
+            end(vec![label(LabelKind::Untrusted, "vendor/x/README.md")]),
+            end(vec![]),
+            end(vec![label(LabelKind::Sensitive, ".env")]),
+        ];
+        let held = held_from(&records);
+        assert!(held.is_risky());
+        assert_eq!(held.sensitive, vec![".env".to_owned()]);
+        assert!(!held_from(&records[..2]).is_risky());
+        // A log written before labels existed parses, holding nothing.
+        let old = r#"{"type":"tool_call_end","call_id":"c","name":"t","outcome":{"content":"x","is_error":false},"duration_ms":1}"#;
+        let event: Event = serde_json::from_str(old).unwrap();
+        let Event::ToolCallEnd { outcome, .. } = event else { panic!() };
+        assert_eq!(outcome.labels, vec![]);
+    }
+}
