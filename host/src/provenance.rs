@@ -183,7 +183,11 @@ struct Labels {
 
 impl Labels {
     fn push(&mut self, kind: LabelKind, source: String) {
-        if self.list.iter().any(|l| l.kind == kind && l.source == source) {
+        if self
+            .list
+            .iter()
+            .any(|l| l.kind == kind && l.source == source)
+        {
             return;
         }
         if self.list.iter().filter(|l| l.kind == kind).count() >= MAX_LABELS {
@@ -288,17 +292,29 @@ mod tests {
     fn files_by_where_they_are() {
         let c = classifier(&GuardSettings::default());
         let kind = |p: &str| c.file(Path::new(p));
-        assert_eq!(kind("/w/src/main.rs"), (LabelKind::Workspace, "src/main.rs".into()));
+        assert_eq!(
+            kind("/w/src/main.rs"),
+            (LabelKind::Workspace, "src/main.rs".into())
+        );
         assert_eq!(kind("/w/.env"), (LabelKind::Sensitive, ".env".into()));
         assert_eq!(kind("/w/app/.env.production").0, LabelKind::Sensitive);
         assert_eq!(kind("/w/certs/server.key").0, LabelKind::Sensitive);
-        assert_eq!(kind("/w/vendor/lib/README.md"), (LabelKind::Untrusted, "vendor/lib/README.md".into()));
-        assert_eq!(kind("/w/web/node_modules/x/index.js").0, LabelKind::Untrusted);
+        assert_eq!(
+            kind("/w/vendor/lib/README.md"),
+            (LabelKind::Untrusted, "vendor/lib/README.md".into())
+        );
+        assert_eq!(
+            kind("/w/web/node_modules/x/index.js").0,
+            LabelKind::Untrusted
+        );
         assert_eq!(kind("/w/target/debug/build.log").0, LabelKind::Untrusted);
         assert_eq!(kind("/w/.venv/lib/x.py").0, LabelKind::Untrusted);
         // A secret inside an untrusted tree is still a secret.
         assert_eq!(kind("/w/vendor/lib/.env").0, LabelKind::Sensitive);
-        assert_eq!(kind("/etc/hosts"), (LabelKind::Untrusted, "/etc/hosts".into()));
+        assert_eq!(
+            kind("/etc/hosts"),
+            (LabelKind::Untrusted, "/etc/hosts".into())
+        );
         assert_eq!(kind("/home/u/.env").0, LabelKind::Sensitive);
         // `/wx` is not inside `/w`.
         assert_eq!(kind("/wx/src/a.rs").0, LabelKind::Untrusted);
@@ -318,23 +334,41 @@ mod tests {
         assert_eq!(kind("/w/vendor/theirs/a.c"), LabelKind::Untrusted);
         assert_eq!(kind("/w/config/prod.yaml"), LabelKind::Sensitive);
         assert_eq!(kind("/w/config/dev.yaml"), LabelKind::Workspace);
-        let bad = Classifier::new(Path::new("/w"), &GuardSettings {
-            secrets: vec!["a[".into()],
-            ..GuardSettings::default()
-        });
-        assert!(bad.unwrap_err().starts_with("guard.secrets: `a[` is not a valid glob"));
+        let bad = Classifier::new(
+            Path::new("/w"),
+            &GuardSettings {
+                secrets: vec!["a[".into()],
+                ..GuardSettings::default()
+            },
+        );
+        assert!(
+            bad.unwrap_err()
+                .starts_with("guard.secrets: `a[` is not a valid glob")
+        );
     }
 
     #[test]
     fn labels_follow_what_the_call_touched() {
         let c = classifier(&GuardSettings::default());
         let touched = Touched {
-            reads: vec!["/w/src/a.rs".into(), "/w/.env".into(), "/w/vendor/x/README.md".into()],
+            reads: vec![
+                "/w/src/a.rs".into(),
+                "/w/.env".into(),
+                "/w/vendor/x/README.md".into(),
+            ],
             reads_dropped: 0,
             hosts: vec!["https://api.example.com:443".into()],
             programs: vec![
-                ProgramRun { program: "cat".into(), args: vec!["./.env".into()], network: false },
-                ProgramRun { program: "curl".into(), args: vec!["https://x".into()], network: true },
+                ProgramRun {
+                    program: "cat".into(),
+                    args: vec!["./.env".into()],
+                    network: false,
+                },
+                ProgramRun {
+                    program: "curl".into(),
+                    args: vec!["https://x".into()],
+                    network: true,
+                },
             ],
         };
         assert_eq!(
@@ -345,12 +379,18 @@ mod tests {
                 label(LabelKind::Untrusted, "vendor/x/README.md"),
                 label(LabelKind::Untrusted, "https://api.example.com:443"),
                 label(LabelKind::Sensitive, "`cat` run on `./.env`"),
-                label(LabelKind::Untrusted, "output of `curl` (granted the network)"),
+                label(
+                    LabelKind::Untrusted,
+                    "output of `curl` (granted the network)"
+                ),
             ]
         );
         assert_eq!(
             c.labels("vault_get", &Touched::default(), true),
-            vec![label(LabelKind::Sensitive, "output of `vault_get` (declared reads_secrets)")]
+            vec![label(
+                LabelKind::Sensitive,
+                "output of `vault_get` (declared reads_secrets)"
+            )]
         );
         assert_eq!(c.labels("echo", &Touched::default(), false), vec![]);
     }
@@ -359,7 +399,9 @@ mod tests {
     fn many_sources_are_counted() {
         let c = classifier(&GuardSettings::default());
         let touched = Touched {
-            reads: (0..40).map(|i| PathBuf::from(format!("/w/src/{i}.rs"))).collect(),
+            reads: (0..40)
+                .map(|i| PathBuf::from(format!("/w/src/{i}.rs")))
+                .collect(),
             ..Touched::default()
         };
         let labels = c.labels("grep", &touched, false);
@@ -399,7 +441,9 @@ mod tests {
         // A log written before labels existed parses, holding nothing.
         let old = r#"{"type":"tool_call_end","call_id":"c","name":"t","outcome":{"content":"x","is_error":false},"duration_ms":1}"#;
         let event: Event = serde_json::from_str(old).unwrap();
-        let Event::ToolCallEnd { outcome, .. } = event else { panic!() };
+        let Event::ToolCallEnd { outcome, .. } = event else {
+            panic!()
+        };
         assert_eq!(outcome.labels, vec![]);
     }
 }

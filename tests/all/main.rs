@@ -18,6 +18,7 @@ mod deadline;
 mod effects;
 mod exec;
 mod fsguard;
+mod guard;
 mod handle;
 mod install;
 mod lazy;

@@ -429,7 +429,9 @@ impl Dispatcher {
         let outside = decl
             .fs
             .iter()
-            .filter(|g| g.access == crate::manifest::Access::Rw && !g.host_path.starts_with(workspace))
+            .filter(|g| {
+                g.access == crate::manifest::Access::Rw && !g.host_path.starts_with(workspace)
+            })
             .map(|g| g.host_path.display().to_string())
             .collect();
         let reach = crate::policy::Reach::of(&checked.spec.effects, net, programs, outside);

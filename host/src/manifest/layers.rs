@@ -193,7 +193,10 @@ pub fn from_layers(workspace: &Path, layers: &[Layer]) -> Result<Manifest, Manif
                     at.err(
                         pattern.span(),
                         e,
-                        Some("write a glob relative to the workspace root, e.g. \"vendor/**\"".into()),
+                        Some(
+                            "write a glob relative to the workspace root, e.g. \"vendor/**\""
+                                .into(),
+                        ),
                     )
                 })?;
                 into.push(pattern.get_ref().clone());
@@ -205,7 +208,10 @@ pub fn from_layers(workspace: &Path, layers: &[Layer]) -> Result<Manifest, Manif
                 return Err(at.err(
                     host.span(),
                     format!("guard.allow_hosts: `{h}` is not a host"),
-                    Some("write a host or host:port, e.g. \"api.example.com\" or \"127.0.0.1:8080\"".into()),
+                    Some(
+                        "write a host or host:port, e.g. \"api.example.com\" or \"127.0.0.1:8080\""
+                            .into(),
+                    ),
                 ));
             }
             guard.allow_hosts.push(h.to_ascii_lowercase());

@@ -205,11 +205,7 @@ pub fn hold(settings: &GuardSettings, held: &Held, tool: &str, reach: &Reach) ->
 
 /// `a`, `b`, `c` and N more.
 fn names(items: &[&String]) -> String {
-    let shown: Vec<String> = items
-        .iter()
-        .take(SHOWN)
-        .map(|s| format!("`{s}`"))
-        .collect();
+    let shown: Vec<String> = items.iter().take(SHOWN).map(|s| format!("`{s}`")).collect();
     let mut text = shown.join(", ");
     if items.len() > SHOWN {
         text.push_str(&format!(" and {} more", items.len() - SHOWN));
@@ -241,7 +237,12 @@ mod tests {
 
     #[test]
     fn holds_only_with_both_kinds() {
-        let net = Reach::of(&[Effect::Network], vec!["api.example.com:443".into()], vec![], vec![]);
+        let net = Reach::of(
+            &[Effect::Network],
+            vec!["api.example.com:443".into()],
+            vec![],
+            vec![],
+        );
         let settings = GuardSettings::default();
         let mut held = Held::default();
         assert_eq!(hold(&settings, &held, "fetch", &net), None);
@@ -262,7 +263,12 @@ mod tests {
         let held = risky();
         let settings = GuardSettings::default();
         // Reads, and writes inside the workspace, are not held.
-        let read = Reach::of(&[Effect::Read], vec!["a:443".into()], vec![], vec!["/tmp".into()]);
+        let read = Reach::of(
+            &[Effect::Read],
+            vec!["a:443".into()],
+            vec![],
+            vec!["/tmp".into()],
+        );
         assert_eq!(hold(&settings, &held, "read_file", &read), None);
         let write = Reach::of(&[Effect::Write], vec![], vec![], vec![]);
         assert_eq!(hold(&settings, &held, "write_file", &write), None);
@@ -270,12 +276,30 @@ mod tests {
         let nowhere = Reach::of(&[Effect::Network], vec![], vec![], vec![]);
         assert_eq!(hold(&settings, &held, "fetch", &nowhere), None);
         // Programs without the network are not held.
-        let offline = Reach::of(&[Effect::Execute], vec![], vec![("cargo".into(), false)], vec![]);
+        let offline = Reach::of(
+            &[Effect::Execute],
+            vec![],
+            vec![("cargo".into(), false)],
+            vec![],
+        );
         assert_eq!(hold(&settings, &held, "shell", &offline), None);
-        let online = Reach::of(&[Effect::Execute], vec![], vec![("curl".into(), true)], vec![]);
-        assert!(hold(&settings, &held, "shell", &online).unwrap().ends_with("`shell` could run `curl` with the network"));
+        let online = Reach::of(
+            &[Effect::Execute],
+            vec![],
+            vec![("curl".into(), true)],
+            vec![],
+        );
+        assert!(
+            hold(&settings, &held, "shell", &online)
+                .unwrap()
+                .ends_with("`shell` could run `curl` with the network")
+        );
         let outside = Reach::of(&[Effect::Write], vec![], vec![], vec!["/tmp/out".into()]);
-        assert!(hold(&settings, &held, "write_file", &outside).unwrap().ends_with("could write outside the workspace (`/tmp/out`)"));
+        assert!(
+            hold(&settings, &held, "write_file", &outside)
+                .unwrap()
+                .ends_with("could write outside the workspace (`/tmp/out`)")
+        );
     }
 
     #[test]
@@ -291,11 +315,20 @@ mod tests {
             allow_hosts: vec!["API.example.com".into()],
             ..GuardSettings::default()
         };
-        assert!(hold(&settings, &held, "fetch", &net).unwrap().ends_with("could send data to `127.0.0.1:8080`"));
+        assert!(
+            hold(&settings, &held, "fetch", &net)
+                .unwrap()
+                .ends_with("could send data to `127.0.0.1:8080`")
+        );
         settings.allow_hosts.push("127.0.0.1:8080".into());
         assert_eq!(hold(&settings, &held, "fetch", &net), None);
         // Another port of an allowed host:port is not allowed.
-        let other = Reach::of(&[Effect::Network], vec!["127.0.0.1:9090".into()], vec![], vec![]);
+        let other = Reach::of(
+            &[Effect::Network],
+            vec!["127.0.0.1:9090".into()],
+            vec![],
+            vec![],
+        );
         assert!(hold(&settings, &held, "fetch", &other).is_some());
         let off = GuardSettings {
             enabled: false,

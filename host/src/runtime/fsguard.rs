@@ -386,7 +386,8 @@ pub(crate) fn add_to_linker(linker: &mut Linker<CallState>) -> wasmtime::Result<
                 }
                 let reads = fl.contains(DescriptorFlags::READ);
                 let mut view = state.filesystem();
-                let opened = answer(HostDescriptor::open_at(&mut view, fd, pf, path, of, fl).await)?;
+                let opened =
+                    answer(HostDescriptor::open_at(&mut view, fd, pf, path, of, fl).await)?;
                 // What the call read, for its provenance labels.
                 if reads
                     && let (Ok(new),) = &opened

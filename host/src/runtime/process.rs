@@ -42,7 +42,9 @@ impl Host for CallState {
         self.touched.program(super::touched::ProgramRun {
             program: command.program.clone(),
             args: command.args.clone(),
-            network: exec.grant_for(&command.program, &command.args).is_some_and(|g| g.network),
+            network: exec
+                .grant_for(&command.program, &command.args)
+                .is_some_and(|g| g.network),
         });
         let started = std::time::Instant::now();
         let result = exec
