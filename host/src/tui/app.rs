@@ -477,6 +477,7 @@ impl App {
                         }
                     };
                     card.output = clean(&outcome.content);
+                    card.provenance = super::cards::provenance_marker(&outcome.labels);
                     card.exit_code = outcome
                         .data
                         .as_ref()

@@ -3,7 +3,7 @@
 //! colour for writes and the exit code for commands.
 
 use super::text::{clean, truncate, wrap};
-use crate::protocol::ToolCall;
+use crate::protocol::{Label, LabelKind, ToolCall};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 
@@ -40,6 +40,21 @@ pub(crate) struct ToolCard {
     pub(crate) diff: Option<String>,
     /// A command's exit code.
     pub(crate) exit_code: Option<i64>,
+    /// What its result carries that the exfiltration guard counts:
+    /// `sensitive`, `untrusted`, or both.
+    pub(crate) provenance: Option<String>,
+}
+
+/// The card's provenance marker for a result's labels; `None` for content
+/// from the workspace only.
+pub(crate) fn provenance_marker(labels: &[Label]) -> Option<String> {
+    let has = |k: LabelKind| labels.iter().any(|l| l.kind == k);
+    match (has(LabelKind::Sensitive), has(LabelKind::Untrusted)) {
+        (true, true) => Some("sensitive+untrusted".into()),
+        (true, false) => Some("sensitive".into()),
+        (false, true) => Some("untrusted".into()),
+        (false, false) => None,
+    }
 }
 
 impl ToolCard {
@@ -51,6 +66,7 @@ impl ToolCard {
             output: String::new(),
             diff: None,
             exit_code: None,
+            provenance: None,
         }
     }
 
@@ -104,7 +120,17 @@ impl ToolCard {
             right = format!("{} · {right}", clean(p));
         }
         let name = clean(&self.call.name);
-        let fixed = 2 + super::text::width(&name) + 2 + super::text::width(&right) + 2;
+        let marker = self
+            .provenance
+            .as_ref()
+            .map(|p| format!("◆ {p} · "))
+            .unwrap_or_default();
+        let fixed = 2
+            + super::text::width(&name)
+            + 2
+            + super::text::width(&marker)
+            + super::text::width(&right)
+            + 2;
         let args = truncate(
             &clean(&summary(&self.call.arguments)),
             width.saturating_sub(fixed).max(8),
@@ -116,6 +142,7 @@ impl ToolCard {
             Span::raw("  "),
             Span::styled(args, Style::default().fg(Color::Gray)),
             Span::raw(" ".repeat(pad + 2)),
+            Span::styled(marker, Style::default().fg(Color::Magenta)),
             Span::styled(right, Style::default().fg(Color::DarkGray)),
         ])];
         let dim = Style::default().fg(Color::DarkGray);

@@ -25,10 +25,15 @@ fn centered(area: Rect, width: u16, height: u16) -> Rect {
 pub(crate) fn approval(frame: &mut Frame<'_>, area: Rect, modal: &Modal) {
     let req = &modal.request;
     let body_len = req.preview.as_deref().map_or(1, |d| d.lines().count()) as u16;
+    // The guard's reason is long; room for it wrapped.
+    let width = area.width.saturating_sub(4).min(100);
+    let guard_rows = req.guard.as_deref().map_or(0, |g| {
+        (g.chars().count() / usize::from(width.saturating_sub(2).max(1)) + 1) as u16
+    });
     let rect = centered(
         area,
-        area.width.saturating_sub(4).min(100),
-        (body_len + 9).min(area.height.saturating_sub(2)),
+        width,
+        (body_len + 9 + guard_rows).min(area.height.saturating_sub(2)),
     );
     frame.render_widget(Clear, rect);
     let inner_w = rect.width.saturating_sub(2) as usize;
@@ -46,10 +51,18 @@ pub(crate) fn approval(frame: &mut Frame<'_>, area: Rect, modal: &Modal) {
                 Style::default().fg(Color::Gray),
             ),
         ]),
-        Line::from(vec![
-            Span::styled("why: ", dim),
-            Span::raw(clean(&req.reason)),
-        ]),
+        match &req.guard {
+            // The guard's reason says what the session read and where the
+            // call could send it; the policy's own verdict follows it there.
+            Some(guard) => Line::from(vec![
+                Span::styled("held: ", bold.fg(Color::Red)),
+                Span::styled(clean(guard), Style::default().fg(Color::Red)),
+            ]),
+            None => Line::from(vec![
+                Span::styled("why: ", dim),
+                Span::raw(clean(&req.reason)),
+            ]),
+        },
     ];
     let answers = match &modal.reason {
         Some(reason) => vec![
@@ -86,7 +99,11 @@ pub(crate) fn approval(frame: &mut Frame<'_>, area: Rect, modal: &Modal) {
         None => vec![Line::styled(clean(&req.call.arguments), Style::default())],
     };
     head.push(Line::default());
-    let head_h = head.len() as u16;
+    // Rows once wrapped: a long reason takes several.
+    let head_h = head
+        .iter()
+        .map(|l| (l.width().max(1).div_ceil(inner_w.max(1))) as u16)
+        .sum::<u16>();
     let ans_h = answers.len() as u16;
     let body_h = inner.height.saturating_sub(head_h + ans_h + 1);
     let total = body.len() as u16;
