@@ -169,6 +169,7 @@ fn write_log(dir: &Path, n: usize) -> std::path::PathBuf {
                     data: None,
                     truncated_from: None,
                     artifact: None,
+                    labels: Vec::new(),
                 },
                 duration_ms: 3,
             },

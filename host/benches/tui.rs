@@ -55,6 +55,7 @@ fn transcript(messages: usize) -> App {
                 data: None,
                 truncated_from: None,
                 artifact: None,
+                labels: Vec::new(),
             },
             duration_ms: 3,
         });

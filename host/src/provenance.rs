@@ -122,14 +122,17 @@ impl Classifier {
         }
     }
 
-    /// Whether a program argument names a secret file (`.env`, a key).
+    /// Whether a program argument names a secret file (`.env`, a key),
+    /// alone or as a word of a command line (`sh -c "cat .env"`).
     fn names_secret(&self, arg: &str) -> bool {
-        let arg = arg.trim_start_matches("./");
-        let arg = arg.rsplit_once('=').map_or(arg, |(_, v)| v);
-        let relative = arg.strip_prefix('/').unwrap_or(arg);
-        !relative.is_empty()
-            && (self.secrets.is_match(relative)
-                || self.stores.iter().any(|s| Path::new(arg).starts_with(s)))
+        arg.split(|c: char| c.is_whitespace() || "\"'`;|&<>()=,".contains(c))
+            .any(|word| {
+                let word = word.trim_start_matches("./");
+                let relative = word.strip_prefix('/').unwrap_or(word);
+                !relative.is_empty()
+                    && (self.secrets.is_match(relative)
+                        || self.stores.iter().any(|s| Path::new(word).starts_with(s)))
+            })
     }
 
     /// The labels of a call of `tool` that touched `touched`; `reads_secrets`
@@ -365,6 +368,16 @@ mod tests {
                     network: false,
                 },
                 ProgramRun {
+                    program: "sh".into(),
+                    args: vec!["-c".into(), "cat 'app/.env' | wc".into()],
+                    network: false,
+                },
+                ProgramRun {
+                    program: "ls".into(),
+                    args: vec!["-la".into(), "src".into()],
+                    network: false,
+                },
+                ProgramRun {
                     program: "curl".into(),
                     args: vec!["https://x".into()],
                     network: true,
@@ -379,6 +392,7 @@ mod tests {
                 label(LabelKind::Untrusted, "vendor/x/README.md"),
                 label(LabelKind::Untrusted, "https://api.example.com:443"),
                 label(LabelKind::Sensitive, "`cat` run on `./.env`"),
+                label(LabelKind::Sensitive, "`sh` run on `cat 'app/.env' | wc`"),
                 label(
                     LabelKind::Untrusted,
                     "output of `curl` (granted the network)"

@@ -491,7 +491,7 @@ impl Dispatcher {
             let reads_secrets = self
                 .plugins
                 .plugin_for(&call.name)
-                .is_some_and(|p| p.decl().reads_secrets.iter().any(|t| *t == call.name));
+                .is_some_and(|p| p.decl().reads_secrets.contains(&call.name));
             outcome.labels = tracker
                 .classifier
                 .labels(&call.name, &touched, reads_secrets);

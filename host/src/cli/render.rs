@@ -162,10 +162,29 @@ impl Renderer {
                 let first = outcome.content.lines().next().unwrap_or("").trim();
                 let lines = outcome.content.lines().count();
                 let first: String = first.chars().take(100).collect();
-                if outcome.is_error {
-                    self.print(&format!("  ⎿ error: {first}\n"));
+                // What the exfiltration guard counts, when the result has it.
+                let held: Vec<String> = outcome
+                    .labels
+                    .iter()
+                    .filter(|l| l.kind != corral::protocol::LabelKind::Workspace)
+                    .map(|l| {
+                        let kind = if l.kind == corral::protocol::LabelKind::Sensitive {
+                            "sensitive"
+                        } else {
+                            "untrusted"
+                        };
+                        format!("{kind}: {}", l.source)
+                    })
+                    .collect();
+                let held = if held.is_empty() {
+                    String::new()
                 } else {
-                    self.print(&format!("  ⎿ {lines} lines ({duration_ms} ms)\n"));
+                    format!(" [{}]", held.join(", "))
+                };
+                if outcome.is_error {
+                    self.print(&format!("  ⎿ error: {first}{held}\n"));
+                } else {
+                    self.print(&format!("  ⎿ {lines} lines ({duration_ms} ms){held}\n"));
                 }
             }
             Event::ProviderFailed { error } => {

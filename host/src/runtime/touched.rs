@@ -9,7 +9,7 @@ use std::path::PathBuf;
 
 /// Entries of each kind kept per call; a call that reads more files than
 /// this (a grep over a tree) keeps the first ones and a count.
-const MAX_ENTRIES: usize = 256;
+const MAX_ENTRIES: usize = 4096;
 
 /// What one call touched.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
