@@ -25,7 +25,7 @@ fn project(port: u16, extra: &str) -> Sandbox {
     sb.write(
         "corral.toml",
         &format!(
-            "[policy]\nmode = \"auto-edit\"\nallow = [\"http_get\"]\n\n\
+            "[policy]\nmode = \"auto-edit\"\nallow = [\"http_get\", \"run_command\", \"out_write_file\"]\n\n\
              [plugins.web]\nsource = {HTTP_CLIENT:?}\ngrants.net = [\"http://127.0.0.1:{port}\"]\n\n\
              [plugins.adversary]\nsource = {ADVERSARY:?}\nlimits = {{ timeout_ms = 60000 }}\n\n\
              [plugins.replay]\nsource = \"builtin:replay\"\n\
@@ -335,4 +335,72 @@ fn a_resumed_session_still_holds_what_it_read() {
         0,
         "the collector received a request"
     );
+}
+
+#[test]
+fn programs_with_the_network_and_writes_outside_are_held_too() {
+    let server = collector();
+    let probe = Sandbox::new();
+    let outside = probe.outside();
+    std::fs::create_dir_all(&outside).expect("outside");
+    let extra = format!(
+        "\n[plugins.shell]\nsource = \"builtin:shell\"\n\
+         grants.exec = [{{ program = \"*\", args = [\"**\"], network = true }}]\n\n\
+         [plugins.out]\nsource = \"builtin:fs\"\ntool_prefix = \"out_\"\n\
+         grants.fs = [{{ path = {:?}, access = \"rw\", outside_workspace = true }}]\n",
+        outside.display().to_string()
+    );
+    let sb = project(server.port, &extra);
+    let leak = outside.join("leak.txt");
+    cassette(
+        &sb,
+        &[
+            call_turn("c1", "read_file", json!({"path": "vendor/lib/README.md"})),
+            call_turn("c2", "read_file", json!({"path": ".env"})),
+            call_turn("c3", "run_command", json!({"command": "touch ran.txt"})),
+            call_turn(
+                "c4",
+                "out_write_file",
+                json!({"path": leak.display().to_string(), "content": SECRET}),
+            ),
+            answer_turn("Done."),
+        ],
+    );
+    let o = Cli::new().run(
+        &sb.ws(),
+        &[
+            "run",
+            "--provider",
+            "replay",
+            "--json",
+            "Summarise the vendored lib",
+        ],
+    );
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let events = events(&o);
+    for (id, why) in [
+        (
+            "c3",
+            "`run_command` could run any program with the network".to_owned(),
+        ),
+        (
+            "c4",
+            format!(
+                "`out_write_file` could write outside the workspace (`{}`)",
+                outside.canonicalize().expect("canonical").display()
+            ),
+        ),
+    ] {
+        let permission = find(&events, "permission", id);
+        assert_eq!(permission["decision"], "refused", "{permission}");
+        let reason = permission["reason"].as_str().expect("reason");
+        assert!(reason.contains(&why), "{why:?} not in {reason}");
+    }
+    assert!(!sb.ws().join("ran.txt").exists(), "the command ran");
+    assert!(!leak.exists(), "the file outside was written");
 }
