@@ -404,3 +404,60 @@ fn programs_with_the_network_and_writes_outside_are_held_too() {
     assert!(!sb.ws().join("ran.txt").exists(), "the command ran");
     assert!(!leak.exists(), "the file outside was written");
 }
+
+/// With a user to ask (`--approvals stdin`), the held call is put to them
+/// with the guard's reason, and runs only once they approve it.
+#[test]
+fn the_user_sees_why_and_decides() {
+    use std::io::{BufRead as _, Write as _};
+    let server = collector();
+    let sb = project(server.port, "");
+    cassette(&sb, &injected_run(server.port, true));
+    let cli = Cli::new();
+    let mut child = cli
+        .command(
+            &sb.ws(),
+            &[
+                "run",
+                "--provider",
+                "replay",
+                "--json",
+                "--approvals",
+                "stdin",
+                "Summarise the vendored lib",
+            ],
+        )
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let stdout = std::io::BufReader::new(child.stdout.take().expect("stdout"));
+    let mut events: Vec<Value> = Vec::new();
+    for line in stdout.lines() {
+        let event: Value = serde_json::from_str(&line.expect("line")).expect("a JSON event");
+        if event["type"] == "approval_requested" {
+            assert_eq!(event["call"]["id"], "c3", "{event}");
+            // Nothing went out while the call waited.
+            assert_eq!(server.requests().len(), 0);
+            let answer = json!({"op": "approval", "call_id": "c3", "decision": "approve"});
+            writeln!(stdin, "{answer}").expect("answer");
+            stdin.flush().expect("flush");
+        }
+        events.push(event);
+    }
+    assert!(child.wait().expect("wait").success());
+    let asked = find(&events, "approval_requested", "c3");
+    let guard = asked["guard"].as_str().expect("the guard's reason");
+    assert_eq!(
+        guard,
+        format!(
+            "exfiltration guard: this session read sensitive data (`.env`) and untrusted content \
+             (`vendor/lib/README.md`); `http_get` could send data to `127.0.0.1:{}`",
+            server.port
+        )
+    );
+    assert_eq!(find(&events, "permission", "c3")["decision"], "approved");
+    assert_eq!(server.requests().len(), 1);
+}
