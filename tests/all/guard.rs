@@ -461,3 +461,32 @@ fn the_user_sees_why_and_decides() {
     assert_eq!(find(&events, "permission", "c3")["decision"], "approved");
     assert_eq!(server.requests().len(), 1);
 }
+
+#[test]
+fn the_guard_table_is_checked_like_the_rest_of_the_manifest() {
+    let sb = Sandbox::new();
+    let m = sb
+        .manifest(
+            "[guard]\nallow_hosts = [\"API.example.com\"]\nsecrets = [\"config/prod.yaml\"]\n\
+             [plugins.v]\nsource = \"builtin:fs\"\ntool_prefix = \"v_\"\nreads_secrets = [\"read_file\"]\n",
+        )
+        .expect("valid");
+    assert!(m.guard.enabled);
+    assert_eq!(m.guard.allow_hosts, vec!["api.example.com".to_owned()]);
+    assert_eq!(m.guard.secrets, vec!["config/prod.yaml".to_owned()]);
+    assert_eq!(m.plugins[0].reads_secrets, vec!["v_read_file".to_owned()]);
+    for (toml, expected) in [
+        (
+            "[guard]\nsecrets = [\"a[\"]\n",
+            "corral.toml:2:12: guard.secrets: `a[` is not a valid glob",
+        ),
+        (
+            "[guard]\nallow_hosts = [\"https://x/\"]\n",
+            "corral.toml:2:16: guard.allow_hosts: `https://x/` is not a host",
+        ),
+        ("[guard]\nallow = [\"x\"]\n", "unknown field `allow`"),
+    ] {
+        let err = sb.manifest(toml).expect_err(toml);
+        assert!(err.contains(expected), "{expected:?} not in {err}");
+    }
+}
