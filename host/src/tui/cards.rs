@@ -40,7 +40,12 @@ pub(crate) struct ToolCard {
     pub(crate) diff: Option<String>,
     /// A command's exit code.
     pub(crate) exit_code: Option<i64>,
+    /// For a `task` call: what its subagent did lately, made inert.
+    pub(crate) nested: Vec<String>,
 }
+
+/// Lines of a subagent's activity kept under its `task` card.
+pub(crate) const NESTED_LINES: usize = 6;
 
 impl ToolCard {
     pub(crate) fn new(call: ToolCall, plugin: Option<String>, state: ToolState) -> Self {
@@ -51,6 +56,7 @@ impl ToolCard {
             output: String::new(),
             diff: None,
             exit_code: None,
+            nested: Vec::new(),
         }
     }
 
@@ -123,6 +129,12 @@ impl ToolCard {
             out.push(Line::from(vec![
                 Span::styled("  ⎿ ", dim),
                 Span::styled(clean(reason), Style::default().fg(Color::Red)),
+            ]));
+        }
+        for line in &self.nested {
+            out.push(Line::from(vec![
+                Span::styled("  ↳ ", dim),
+                Span::styled(truncate(line, width.saturating_sub(4).max(8)), dim),
             ]));
         }
         let body: Vec<Line<'static>> = if let Some(diff) = &self.diff {
