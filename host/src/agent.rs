@@ -20,7 +20,7 @@ pub use approval::{Answer, Approver, NoApprover, OpApprover, YesApprover};
 pub use cassette::write as write_cassette;
 pub use dispatch::{CallOutcome, Checked, Dispatcher, Sink};
 pub use history::replay_history;
-pub use host_tools::HostTool;
+pub use host_tools::{HOST_TOOLS, HostTool};
 pub use subagent::{SubagentEnv, SubagentOptions};
 
 use crate::log::{Record, SessionLog};

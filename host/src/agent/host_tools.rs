@@ -19,8 +19,8 @@ use std::sync::Arc;
 use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
 
-/// The name a plugin would show for the host's tools.
-pub const HOST: &str = "corral";
+/// What `tools list` shows in the plugin column for the host's own tools.
+pub const HOST_TOOLS: &str = "(corral)";
 
 /// Most steps a plan may have.
 const MAX_STEPS: usize = 30;

@@ -62,7 +62,7 @@ pub struct SubagentOptions {
     pub worktree: Option<String>,
     /// For worktrees: the runtime and manifest to load plugins with.
     pub env: Option<SubagentEnv>,
-    slots: Arc<Semaphore>,
+    pub(crate) slots: Arc<Semaphore>,
 }
 
 impl Default for SubagentOptions {

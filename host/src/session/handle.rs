@@ -122,6 +122,7 @@ pub async fn open(config: SessionConfig) -> Result<Session, String> {
         None => crate::manifest::load(&config.workspace).map_err(|e| e.to_string())?,
     };
     let runtime = Runtime::new(config.runtime.clone().unwrap_or_else(RuntimeOptions::user))
+        .map(Arc::new)
         .map_err(|e| format!("{e:#}"))?;
     let plugins = Arc::new(runtime.load(&manifest).await.map_err(|e| e.to_string())?);
 
@@ -154,6 +155,13 @@ pub async fn open(config: SessionConfig) -> Result<Session, String> {
             .clone()
             .unwrap_or_else(|| std::env::current_dir().unwrap_or_default()),
         record: config.record,
+        subagents: crate::agent::SubagentOptions {
+            env: Some(crate::agent::SubagentEnv {
+                runtime: runtime.clone(),
+                manifest: manifest.clone(),
+            }),
+            ..crate::agent::SubagentOptions::default()
+        },
         ..AgentOptions::default()
     };
 
