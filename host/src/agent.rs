@@ -339,7 +339,12 @@ impl Agent {
             .filter(|(_, t)| self.offers(&t.name))
             .map(|(_, t)| t.clone())
             .collect();
-        let host: Vec<_> = self.dispatcher.host_tools().iter().map(|t| t.spec()).collect();
+        let host: Vec<_> = self
+            .dispatcher
+            .host_tools()
+            .iter()
+            .map(|t| t.spec())
+            .collect();
         let mut system =
             crate::context::system_prompt(&self.workspace, &self.options.cwd, self.plugins());
         system.push_str(&crate::context::host_tools_section(&host));

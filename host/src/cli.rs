@@ -354,8 +354,14 @@ async fn run(cli: Cli) -> ExitCode {
     match command {
         Command::Run(args) => match args.worktree {
             Some(name) => {
-                run::run_in_worktree(&workspace, &name, args.prompt, args.record, args.agent.into())
-                    .await
+                run::run_in_worktree(
+                    &workspace,
+                    &name,
+                    args.prompt,
+                    args.record,
+                    args.agent.into(),
+                )
+                .await
             }
             None => run::run(&workspace, args.prompt, args.record, args.agent.into()).await,
         },

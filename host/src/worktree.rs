@@ -66,9 +66,12 @@ fn uid() -> u32 {
 /// workspace are not in the worktree.
 pub fn create(workspace: &Path, tag: &str, name: &str) -> Result<Worktree, String> {
     check_name(name)?;
-    let workspace = workspace
-        .canonicalize()
-        .map_err(|e| format!("the workspace {} cannot be opened: {e}", workspace.display()))?;
+    let workspace = workspace.canonicalize().map_err(|e| {
+        format!(
+            "the workspace {} cannot be opened: {e}",
+            workspace.display()
+        )
+    })?;
     let top = git(&workspace, &["rev-parse", "--show-toplevel"], &[], None)
         .map_err(|e| format!("worktrees need the workspace to be a git repository: {e}"))?;
     if Path::new(top.trim()) != workspace {
@@ -127,7 +130,14 @@ impl Worktree {
         git(&self.path, &["add", "--all"], &writable, None)?;
         git(
             &self.path,
-            &["diff", "--cached", "--binary", "--no-color", "--no-ext-diff", "HEAD"],
+            &[
+                "diff",
+                "--cached",
+                "--binary",
+                "--no-color",
+                "--no-ext-diff",
+                "HEAD",
+            ],
             &writable,
             None,
         )
@@ -152,6 +162,31 @@ impl Worktree {
     }
 }
 
+/// `manifest` for an agent working in `tree` instead of its workspace: the
+/// workspace is the tree, and every directory granted inside the workspace
+/// is granted at the same place inside the tree (a granted directory the
+/// tree lacks, an ignored one say, is not granted at all). Grants outside
+/// the workspace stay as they are.
+pub fn rebase(manifest: &crate::manifest::Manifest, tree: &Path) -> crate::manifest::Manifest {
+    let mut out = manifest.clone();
+    out.workspace = tree.to_path_buf();
+    for plugin in &mut out.plugins {
+        plugin.fs.retain_mut(|grant| {
+            let Ok(rel) = grant.host_path.strip_prefix(&manifest.workspace) else {
+                return true;
+            };
+            match tree.join(rel).canonicalize() {
+                Ok(moved) if moved.starts_with(tree) && moved.is_dir() => {
+                    grant.host_path = moved;
+                    true
+                }
+                _ => false,
+            }
+        });
+    }
+    out
+}
+
 /// Applies `patch` (from [`Worktree::diff`]) to `workspace`'s files. Fails,
 /// changing nothing, when it does not apply cleanly.
 pub fn apply(workspace: &Path, patch: &str) -> Result<(), String> {
@@ -165,7 +200,12 @@ pub fn apply(workspace: &Path, patch: &str) -> Result<(), String> {
 }
 
 /// Runs git in `dir`, confined, and returns its standard output.
-fn git(dir: &Path, args: &[&str], writable: &[&Path], input: Option<&[u8]>) -> Result<String, String> {
+fn git(
+    dir: &Path,
+    args: &[&str],
+    writable: &[&Path],
+    input: Option<&[u8]>,
+) -> Result<String, String> {
     let mut cmd = std::process::Command::new("git");
     cmd.arg("-C")
         .arg(dir)
@@ -209,12 +249,19 @@ fn git(dir: &Path, args: &[&str], writable: &[&Path], input: Option<&[u8]>) -> R
         Err(_) => {
             // SAFETY: kill(2) on the child we started and have not reaped.
             unsafe { libc::kill(pid as i32, libc::SIGKILL) };
-            return Err(format!("git {} took longer than {DEADLINE:?}", args.join(" ")));
+            return Err(format!(
+                "git {} took longer than {DEADLINE:?}",
+                args.join(" ")
+            ));
         }
     };
     if !output.status.success() {
         let err = String::from_utf8_lossy(&output.stderr);
-        return Err(format!("git {}: {}", args.first().unwrap_or(&""), err.trim()));
+        return Err(format!(
+            "git {}: {}",
+            args.first().unwrap_or(&""),
+            err.trim()
+        ));
     }
     Ok(String::from_utf8_lossy(&output.stdout).into_owned())
 }

@@ -302,9 +302,10 @@ impl Dispatcher {
         };
         if checked.spec.effects.contains(&Effect::Write) {
             // By identity: any plugin may be named "git".
-            let exempt = checked.plugin.as_ref().is_some_and(
-                |p| matches!(&p.decl().source, Source::Builtin(b) if b == "git"),
-            );
+            let exempt = checked
+                .plugin
+                .as_ref()
+                .is_some_and(|p| matches!(&p.decl().source, Source::Builtin(b) if b == "git"));
             if let Some(path) = crate::policy::protected_target(&checked.args).filter(|_| !exempt) {
                 let reason = format!(
                     "`{path}` is protected: .git internals (use the git tools) and corral's manifest are read-only to tools"

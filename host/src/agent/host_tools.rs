@@ -141,12 +141,17 @@ impl HostTool {
         if self == HostTool::Task {
             if let Some(names) = args.get("tools").and_then(Value::as_array) {
                 for name in names.iter().filter_map(Value::as_str) {
-                    if let Some((_, spec)) = plugins.tools().into_iter().find(|(_, t)| t.name == name) {
+                    if let Some((_, spec)) =
+                        plugins.tools().into_iter().find(|(_, t)| t.name == name)
+                    {
                         effects.extend(spec.effects.iter().copied());
                     }
                 }
             }
-            if args.get("worktree").is_some_and(|w| w != &Value::Bool(false)) {
+            if args
+                .get("worktree")
+                .is_some_and(|w| w != &Value::Bool(false))
+            {
                 effects.push(Effect::Write);
             }
             effects.sort();
@@ -234,7 +239,10 @@ fn update_plan(args: &Value) -> CallOutcome {
             "{active} steps are in_progress; at most one may be"
         ));
     }
-    let done = steps.iter().filter(|s| s.status == PlanStatus::Done).count();
+    let done = steps
+        .iter()
+        .filter(|s| s.status == PlanStatus::Done)
+        .count();
     CallOutcome::Output {
         content: format!("plan updated: {} steps, {done} done", steps.len()),
         is_error: false,
@@ -304,7 +312,9 @@ fn read_output(args: &Value, artifacts: &std::path::Path) -> CallOutcome {
         };
         let mut bytes = Vec::new();
         if let Err(e) = std::io::Read::read_to_end(&mut file.into_std(), &mut bytes) {
-            return CallOutcome::Failed(format!("cannot read the saved output of `{call_id}`: {e}"));
+            return CallOutcome::Failed(format!(
+                "cannot read the saved output of `{call_id}`: {e}"
+            ));
         }
         String::from_utf8_lossy(&bytes).into_owned()
     };
@@ -328,7 +338,9 @@ fn read_output(args: &Value, artifacts: &std::path::Path) -> CallOutcome {
             "\n[bytes {start}-{end} of {total}; the next page starts at offset {end}]"
         ));
     } else {
-        content.push_str(&format!("\n[bytes {start}-{end} of {total}; end of output]"));
+        content.push_str(&format!(
+            "\n[bytes {start}-{end} of {total}; end of output]"
+        ));
     }
     CallOutcome::Output {
         content,
@@ -354,14 +366,21 @@ mod tests {
     fn pages_say_where_the_next_starts() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("c1.txt"), "héllo world").unwrap();
-        let page = |offset: u64, limit: u64| {
-            match read_output(&json!({"call_id": "c1", "offset": offset, "limit": limit}), dir.path()) {
-                CallOutcome::Output { content, .. } => content,
-                other => panic!("{other:?}"),
-            }
+        let page = |offset: u64, limit: u64| match read_output(
+            &json!({"call_id": "c1", "offset": offset, "limit": limit}),
+            dir.path(),
+        ) {
+            CallOutcome::Output { content, .. } => content,
+            other => panic!("{other:?}"),
         };
-        assert_eq!(page(0, 2), "h\n[bytes 0-1 of 12; the next page starts at offset 1]");
-        assert_eq!(page(1, 5), "éllo\n[bytes 1-6 of 12; the next page starts at offset 6]");
+        assert_eq!(
+            page(0, 2),
+            "h\n[bytes 0-1 of 12; the next page starts at offset 1]"
+        );
+        assert_eq!(
+            page(1, 5),
+            "éllo\n[bytes 1-6 of 12; the next page starts at offset 6]"
+        );
         assert_eq!(page(6, 100), " world\n[bytes 6-12 of 12; end of output]");
         assert!(matches!(
             read_output(&json!({"call_id": "c1", "offset": 12}), dir.path()),

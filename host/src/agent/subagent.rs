@@ -137,8 +137,20 @@ impl Spawner {
             .tools()
             .into_iter()
             .map(|(_, t)| t)
-            .filter(|t| self.options.tools.as_ref().is_none_or(|o| o.contains(&t.name)))
-            .filter(|t| !self.options.policy.rules.iter().any(|r| denies_tool(r, &t.name)))
+            .filter(|t| {
+                self.options
+                    .tools
+                    .as_ref()
+                    .is_none_or(|o| o.contains(&t.name))
+            })
+            .filter(|t| {
+                !self
+                    .options
+                    .policy
+                    .rules
+                    .iter()
+                    .any(|r| denies_tool(r, &t.name))
+            })
             .map(|t| t.name.clone())
             .collect();
         let tools = match args.get("tools").and_then(Value::as_array) {
@@ -238,9 +250,8 @@ impl Spawner {
         if let Ok(mut running) = self.running.lock() {
             running.push(handle);
         }
-        rx.await.unwrap_or_else(|_| {
-            CallOutcome::Failed("the subagent ended without an answer".into())
-        })
+        rx.await
+            .unwrap_or_else(|_| CallOutcome::Failed("the subagent ended without an answer".into()))
     }
 
     /// Makes the child: its worktree, plugins, log and options.
@@ -282,8 +293,7 @@ impl Spawner {
             let wt = tokio::task::spawn_blocking(move || crate::worktree::create(&ws, &tag, &name))
                 .await
                 .map_err(|e| e.to_string())??;
-            let mut manifest = env.manifest.clone();
-            manifest.workspace = wt.path().to_path_buf();
+            let manifest = crate::worktree::rebase(&env.manifest, wt.path());
             match env.runtime.load(&manifest).await {
                 Ok(p) => plugins = Arc::new(p),
                 Err(e) => {
@@ -448,11 +458,12 @@ impl Child {
                     ApprovalAnswer::Approve | ApprovalAnswer::ApproveForSession => {
                         let ws = parent.workspace.to_path_buf();
                         let patch = diff.clone();
-                        let applied =
-                            tokio::task::spawn_blocking(move || crate::worktree::apply(&ws, &patch))
-                                .await
-                                .map_err(|e| e.to_string())
-                                .and_then(|r| r);
+                        let applied = tokio::task::spawn_blocking(move || {
+                            crate::worktree::apply(&ws, &patch)
+                        })
+                        .await
+                        .map_err(|e| e.to_string())
+                        .and_then(|r| r);
                         match applied {
                             Ok(()) => {
                                 data["applied"] = json!(true);
@@ -460,7 +471,13 @@ impl Child {
                                     "[worktree {name}: the changes were approved and applied to the workspace]"
                                 )
                             }
-                            Err(why) => keep(&name, &diff, parent, data, &format!("they did not apply: {why}")),
+                            Err(why) => keep(
+                                &name,
+                                &diff,
+                                parent,
+                                data,
+                                &format!("they did not apply: {why}"),
+                            ),
                         }
                     }
                     ApprovalAnswer::Deny { reason } => keep(
@@ -513,6 +530,12 @@ fn denies_tool(rule: &crate::policy::Rule, tool: &str) -> bool {
 
 fn safe(id: &str) -> String {
     id.chars()
-        .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
         .collect()
 }

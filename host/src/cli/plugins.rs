@@ -244,11 +244,7 @@ pub(super) fn tools_list(plugins: &Plugins, json: bool) -> ExitCode {
         return ExitCode::SUCCESS;
     }
     let width = tools.iter().map(|(_, t)| t.name.len()).max().unwrap_or(4);
-    let pwidth = tools
-        .iter()
-        .map(|(p, _)| p.len())
-        .max()
-        .unwrap_or(6);
+    let pwidth = tools.iter().map(|(p, _)| p.len()).max().unwrap_or(6);
     let mut text = String::new();
     for (p, t) in tools {
         let effects: Vec<&str> = t.effects.iter().map(|e| e.as_str()).collect();

@@ -126,7 +126,7 @@ pub async fn run_in_worktree(
     if !flags.json {
         eprintln!("working in the worktree {}", wt.path().display());
     }
-    manifest.workspace = wt.path().to_path_buf();
+    manifest = corral::worktree::rebase(&manifest, wt.path());
     let (mut config, answering) = config(wt.path(), &flags);
     config.record = record.is_some();
     config.manifest = Some(manifest);
@@ -181,7 +181,10 @@ pub async fn run_in_worktree(
                             "the changes were not applied ({why}); the diff is kept in {} (apply it with git apply)",
                             path.display()
                         )),
-                        Err(e) => Err(format!("the diff could not be saved in {}: {e}", path.display())),
+                        Err(e) => Err(format!(
+                            "the diff could not be saved in {}: {e}",
+                            path.display()
+                        )),
                     }
                 }
                 _ => match corral::worktree::apply(&ws, &diff) {
@@ -193,7 +196,10 @@ pub async fn run_in_worktree(
     };
     let removed = tokio::task::spawn_blocking(move || wt.remove()).await;
     if let Ok(Err(e)) = removed {
-        eprintln!("warning: the worktree could not be removed: {}", corral::terminal::inert(&e));
+        eprintln!(
+            "warning: the worktree could not be removed: {}",
+            corral::terminal::inert(&e)
+        );
     }
     match note {
         Ok(note) => {

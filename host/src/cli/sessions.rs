@@ -94,7 +94,9 @@ pub fn show(workspace: &Path, id: &str, json: bool) -> ExitCode {
                 worktree,
                 ..
             } => {
-                text.push_str(&format!("subagent of session {parent} (call {parent_call})"));
+                text.push_str(&format!(
+                    "subagent of session {parent} (call {parent_call})"
+                ));
                 if let Some(w) = worktree {
                     text.push_str(&format!(" in worktree {w}"));
                 }
