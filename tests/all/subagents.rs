@@ -422,7 +422,7 @@ fn ctrl_c_stops_the_parent_and_every_child() {
         assert_eq!(last["reason"], "interrupted", "{call}: {last}");
         let end = of_type(&parent, "tool_call_end")
             .into_iter()
-            .find(|e| &e["call_id"] == call.as_str())
+            .find(|e| e["call_id"] == call.as_str())
             .expect("end");
         assert_eq!(end["outcome"]["content"], "interrupted by the user");
     }
