@@ -348,6 +348,9 @@ impl Agent {
         let mut system =
             crate::context::system_prompt(&self.workspace, &self.options.cwd, self.plugins());
         system.push_str(&crate::context::host_tools_section(&host));
+        if let Some(offered) = &self.options.tools {
+            system.push_str(&crate::context::subagent_section(offered));
+        }
         tools.extend(host);
 
         for iteration in 1..=self.options.max_iterations {
@@ -644,10 +647,15 @@ impl Agent {
             .host_tools()
             .contains(&HostTool::Task)
             .then(|| {
+                // The policy in force now: the mode may have changed since the start.
+                let options = AgentOptions {
+                    policy: self.dispatcher.policy().clone(),
+                    ..self.options.clone()
+                };
                 Arc::new(subagent::Spawner {
                     plugins: self.plugins().clone(),
                     provider: self.provider.clone(),
-                    options: self.options.clone(),
+                    options,
                     workspace: self.workspace.clone(),
                     sessions_dir: self
                         .log

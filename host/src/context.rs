@@ -121,6 +121,19 @@ pub fn host_tools_section(tools: &[crate::protocol::ToolSpec]) -> String {
     out
 }
 
+/// The system prompt's note for a subagent: which of the tools listed it
+/// may call (the others are refused).
+pub fn subagent_section(offered: &[String]) -> String {
+    let tools = if offered.is_empty() {
+        "none of the plugins' tools".to_owned()
+    } else {
+        offered.join(", ")
+    };
+    format!(
+        "\n# Subagent\nYou are a subagent: another agent gave you this task. Of the plugins' tools          above you may call only: {tools}; the others are refused. Finish with a short answer for          the agent that asked.\n"
+    )
+}
+
 /// Today's date, UTC, `YYYY-MM-DD`.
 fn today() -> String {
     let secs = std::time::SystemTime::now()

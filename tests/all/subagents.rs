@@ -54,7 +54,8 @@ fn project(sb: &Sandbox, mode: &str, delay_ms: u64, turns: Value, agents: Value)
             "[agent]\nprovider = \"replay\"\n\n[policy]\nmode = \"{mode}\"\n\n\
              [plugins.replay]\nsource = \"builtin:replay\"\n\
              grants.fs = [{{ path = \".\", access = \"ro\" }}]\n\
-             config = {{ cassette = \"c.cassette.json\", delay_ms = {delay_ms} }}\n"
+             config = {{ cassette = \"c.cassette.json\", delay_ms = {delay_ms} }}\n\
+             limits = {{ timeout_ms = 120000 }}\n"
         ),
     );
     sb.write(
@@ -146,12 +147,13 @@ fn events(child: &mut Child) -> mpsc::Receiver<Value> {
 /// Waits for the first event `pred` accepts.
 fn wait_for(rx: &mpsc::Receiver<Value>, what: &str, pred: impl Fn(&Value) -> bool) -> Value {
     let deadline = Instant::now() + HANG;
+    let mut seen = Vec::new();
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
         match rx.recv_timeout(left) {
             Ok(v) if pred(&v) => return v,
-            Ok(_) => {}
-            Err(e) => panic!("no {what}: {e}"),
+            Ok(v) => seen.push(v),
+            Err(e) => panic!("no {what} ({e}) in {seen:#?}"),
         }
     }
 }
@@ -189,7 +191,10 @@ fn two_read_only_subagents_run_in_parallel_and_answer_in_call_order() {
                 answer_turn("a.txt holds alpha"),
             ]},
             {"prompt": ASK_B, "turns": [
-                call_turn(&[("c1", "read_file", json!({"path": "b.txt"}))]),
+                call_turn(&[
+                    ("c0", "task", json!({"prompt": "go deeper"})),
+                    ("c1", "read_file", json!({"path": "b.txt"})),
+                ]),
                 answer_turn("b.txt holds beta"),
             ]},
         ]),
@@ -274,6 +279,18 @@ fn two_read_only_subagents_run_in_parallel_and_answer_in_call_order() {
             "{read}"
         );
     }
+    // Below the depth limit there is no `task`: no grandchildren.
+    let deeper = of_type(&children[1].1, "tool_call_end")
+        .into_iter()
+        .find(|e| e["call_id"] == "c0")
+        .expect("the child's task call");
+    assert!(
+        deeper["outcome"]["content"]
+            .as_str()
+            .unwrap_or("")
+            .starts_with("unknown tool `task`"),
+        "{deeper}"
+    );
     let (_, a_log) = &children[0];
     let denied = of_type(a_log, "permission")
         .into_iter()

@@ -25,7 +25,7 @@ use crate::log::SessionLog;
 use crate::manifest::Manifest;
 use crate::policy::{Action, parse_rule};
 use crate::protocol::{
-    ApprovalAnswer, ApprovalRequest, Event, Message, Mode, StopReason, ToolCall,
+    ApprovalAnswer, ApprovalRequest, Event, Message, Mode, PermissionDecision, StopReason, ToolCall,
 };
 use crate::runtime::{Plugin, Plugins, Runtime};
 use serde_json::{Value, json};
@@ -445,10 +445,26 @@ impl Child {
                     };
                     let approver = &parent.options.approver;
                     let pending = approver.approve(&request);
-                    if approver.asks_front_end() {
-                        let _ = parent.ui.send(Event::ApprovalRequested(request));
+                    let asked = approver.asks_front_end();
+                    if asked {
+                        let _ = parent.ui.send(Event::ApprovalRequested(request.clone()));
                     }
-                    pending.await
+                    let answer = pending.await;
+                    if asked {
+                        // Settles the request for the front-end, as the dispatcher's
+                        // permission event does for a call.
+                        let decision = match answer {
+                            ApprovalAnswer::Deny { .. } => PermissionDecision::Refused,
+                            _ => PermissionDecision::Approved,
+                        };
+                        let _ = parent.ui.send(Event::Permission {
+                            call_id: request.call.id.clone(),
+                            tool: request.call.name.clone(),
+                            decision,
+                            reason: request.reason.clone(),
+                        });
+                    }
+                    answer
                 } else {
                     ApprovalAnswer::Deny {
                         reason: Some("the subagent was interrupted".into()),
