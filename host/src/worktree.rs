@@ -48,10 +48,21 @@ pub fn check_name(name: &str) -> Result<(), String> {
 /// Where worktrees are made: a private directory under the system's temp
 /// directory (outside the workspace, so its plugins never see them).
 fn root() -> std::io::Result<PathBuf> {
+    use std::os::unix::fs::{DirBuilderExt as _, MetadataExt as _};
     let dir = std::env::temp_dir().join(format!("corral-worktrees-{}", uid()));
-    std::fs::create_dir_all(&dir)?;
-    use std::os::unix::fs::PermissionsExt as _;
-    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700))?;
+    match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(e),
+    }
+    // Another user may have made it first, or put a symlink there.
+    let meta = std::fs::symlink_metadata(&dir)?;
+    if !meta.is_dir() || meta.uid() != uid() || meta.mode() & 0o077 != 0 {
+        return Err(std::io::Error::other(format!(
+            "{} is not a private directory of this user; remove it",
+            dir.display()
+        )));
+    }
     dir.canonicalize()
 }
 
