@@ -368,6 +368,15 @@ fn a_child_asking_for_more_than_its_parent_gets_nothing() {
         .into_iter()
         .find(|p| p["call_id"] == "call_a")
         .expect("permission");
+    // With max_subagent_depth = 0 there is no `task` at all.
+    let toml = std::fs::read_to_string(sb.ws().join("corral.toml")).expect("toml");
+    sb.write(
+        "corral.toml",
+        &toml.replace("[agent]\n", "[agent]\nmax_subagent_depth = 0\n"),
+    );
+    let o = cli.run(&sb.ws(), &["run", "--json", "go"]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("unknown tool `task`"), "{out}");
     assert_eq!(perm["decision"], "deny", "{perm}");
     assert!(
         perm["reason"].as_str().unwrap_or("").contains("write"),

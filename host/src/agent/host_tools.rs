@@ -26,9 +26,10 @@ pub const HOST_TOOLS: &str = "(corral)";
 const MAX_STEPS: usize = 30;
 /// Longest step text, in bytes.
 const MAX_STEP: usize = 300;
-/// Default and largest page of `read_output`, in bytes.
+/// Default and largest page of `read_output`, in bytes: a page stays under
+/// the default cut (32 KiB), so reading it back is never cut again.
 const PAGE: u64 = 16 * 1024;
-const MAX_PAGE: u64 = 256 * 1024;
+const MAX_PAGE: u64 = 30 * 1024;
 
 /// A tool the host provides.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -90,8 +91,8 @@ impl HostTool {
             ),
             HostTool::ReadOutput => (
                 "Read a page of a tool output that was cut: call_id is the id of the call whose \
-                 output was cut, offset and limit are in bytes (defaults 0 and 16384). The answer \
-                 says where the next page starts.",
+                 output was cut, offset and limit are in bytes (defaults 0 and 16384, at most 30720). \
+                 The answer says where the next page starts.",
                 json!({
                     "type": "object",
                     "properties": {

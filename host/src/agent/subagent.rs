@@ -67,15 +67,24 @@ pub struct SubagentOptions {
 
 impl Default for SubagentOptions {
     fn default() -> Self {
+        Self::new(1, 4, 20)
+    }
+}
+
+impl SubagentOptions {
+    /// A top-level agent's settings: children may nest `max_depth` deep, run
+    /// `parallel` at once, and get `max_iterations` round trips each.
+    pub fn new(max_depth: u32, parallel: usize, max_iterations: u32) -> Self {
+        let parallel = parallel.max(1);
         Self {
             depth: 0,
-            max_depth: 1,
-            parallel: 4,
-            max_iterations: 20,
+            max_depth,
+            parallel,
+            max_iterations: max_iterations.max(1),
             parent: None,
             worktree: None,
             env: None,
-            slots: Arc::new(Semaphore::new(4)),
+            slots: Arc::new(Semaphore::new(parallel)),
         }
     }
 }

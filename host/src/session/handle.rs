@@ -160,7 +160,11 @@ pub async fn open(config: SessionConfig) -> Result<Session, String> {
                 runtime: runtime.clone(),
                 manifest: manifest.clone(),
             }),
-            ..crate::agent::SubagentOptions::default()
+            ..crate::agent::SubagentOptions::new(
+                manifest.agent.max_subagent_depth.unwrap_or(1),
+                manifest.agent.max_parallel_subagents.unwrap_or(4) as usize,
+                manifest.agent.subagent_max_iterations.unwrap_or(20),
+            )
         },
         ..AgentOptions::default()
     };
