@@ -17,13 +17,15 @@ use std::time::Duration;
 /// How long one git command may take.
 const DEADLINE: Duration = Duration::from_secs(60);
 
-/// A worktree of a workspace's repository, made by [`create`].
+/// A worktree of a workspace's repository, made by [`create`]. Dropped
+/// without [`Worktree::remove`] (a cancelled agent), it removes itself.
 #[derive(Debug)]
 pub struct Worktree {
     workspace: PathBuf,
     common_dir: PathBuf,
     path: PathBuf,
     name: String,
+    removed: bool,
 }
 
 /// Checks a worktree name: 1 to 64 letters, digits, `-`, `_` or `.`, not
@@ -119,6 +121,7 @@ pub fn create(workspace: &Path, tag: &str, name: &str) -> Result<Worktree, Strin
         common_dir,
         path,
         name: name.to_owned(),
+        removed: false,
     })
 }
 
@@ -155,7 +158,12 @@ impl Worktree {
     }
 
     /// Removes the worktree and its directory.
-    pub fn remove(self) -> Result<(), String> {
+    pub fn remove(mut self) -> Result<(), String> {
+        self.cleanup()
+    }
+
+    fn cleanup(&mut self) -> Result<(), String> {
+        self.removed = true;
         let shown = self.path.display().to_string();
         let parent = self.path.parent().unwrap_or(&self.path).to_path_buf();
         let writable = [self.common_dir.as_path(), parent.as_path()];
@@ -170,6 +178,19 @@ impl Worktree {
         }
         git(&self.workspace, &["worktree", "prune"], &writable, None)?;
         removed.map(|_| ())
+    }
+}
+
+impl Drop for Worktree {
+    fn drop(&mut self) {
+        if !self.removed
+            && let Err(e) = self.cleanup()
+        {
+            tracing::warn!(
+                "the worktree {} could not be removed: {e}",
+                self.path.display()
+            );
+        }
     }
 }
 
