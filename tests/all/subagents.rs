@@ -199,6 +199,15 @@ fn two_read_only_subagents_run_in_parallel_and_answer_in_call_order() {
             ]},
         ]),
     );
+    // The parent's denials hold in its children.
+    let toml = std::fs::read_to_string(sb.ws().join("corral.toml")).expect("toml");
+    sb.write(
+        "corral.toml",
+        &toml.replace(
+            "mode = \"ask\"\n",
+            "mode = \"ask\"\ndeny = [\"list_files\"]\n",
+        ),
+    );
     let cli = Cli::new();
     let o = cli.run(&sb.ws(), &["run", "--json", "read both"]);
     let out = String::from_utf8_lossy(&o.stdout).into_owned();
@@ -302,6 +311,18 @@ fn two_read_only_subagents_run_in_parallel_and_answer_in_call_order() {
             .iter()
             .any(|e| e["name"] == "write_file" && e["outcome"]["is_error"] == false),
         "the child's write ran"
+    );
+    let listed = of_type(a_log, "permission")
+        .into_iter()
+        .find(|p| p["tool"] == "list_files")
+        .expect("the child's listing");
+    assert_eq!(listed["decision"], "deny", "{listed}");
+    assert!(
+        listed["reason"]
+            .as_str()
+            .unwrap_or("")
+            .contains("corral.toml"),
+        "{listed}"
     );
     // The children's events reached the front-end tagged with their call.
     let tagged: Vec<Value> = out
