@@ -575,7 +575,13 @@ impl Agent {
             match results {
                 None => {
                     for checked in &group {
-                        self.finish_call(ui, &checked.call, CallOutcome::Interrupted, ms)?;
+                        // An interrupted subagent may have said where its changes went.
+                        let outcome = host
+                            .spawner
+                            .as_ref()
+                            .and_then(|s| s.outcome(&checked.call.id))
+                            .unwrap_or(CallOutcome::Interrupted);
+                        self.finish_call(ui, &checked.call, outcome, ms)?;
                     }
                     stop = Some((
                         StopReason::Interrupted,
@@ -665,6 +671,7 @@ impl Agent {
                         .unwrap_or_default(),
                     session_id: self.log.id().to_owned(),
                     running: Arc::default(),
+                    outcomes: Arc::default(),
                 })
             });
         host_tools::HostCall {

@@ -745,3 +745,70 @@ fn the_plan_and_cut_outputs_through_the_host_tools() {
     let shown = String::from_utf8_lossy(&shown.stdout);
     assert!(shown.contains("[in_progress] read big.txt"), "{shown}");
 }
+
+#[test]
+fn ctrl_c_in_a_worktree_subagent_keeps_its_diff_and_removes_the_worktree() {
+    let sb = Sandbox::new();
+    repo(&sb);
+    project(
+        &sb,
+        "auto-edit",
+        100,
+        json!([
+            call_turn(&[(
+                "call_t",
+                "task",
+                json!({"prompt": FIX, "tools": ["edit_file"], "worktree": true})
+            )]),
+            answer_turn("never"),
+        ]),
+        json!([{"prompt": FIX, "turns": [
+            call_turn(&[("e1", "edit_file", json!({"path": "notes.txt", "old_string": "TODO", "new_string": "DONE"}))]),
+            slow_answer_turn("never", 600),
+        ]}]),
+    );
+    let cli = Cli::new();
+    let mut child = cli
+        .command(&sb.ws(), &["run", "--json", "fix it"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let rx = events(&mut child);
+    wait_for(&rx, "the child's second request", |e| {
+        e["type"] == "subagent"
+            && e["event"]["type"] == "request_begin"
+            && e["event"]["iteration"] == 2
+    });
+    // SAFETY: signalling the child we started.
+    let rc = unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+    assert_eq!(rc, 0);
+    assert_eq!(wait_bounded(&mut child), Some(130));
+    assert_eq!(
+        std::fs::read_to_string(sb.ws().join("notes.txt")).expect("notes"),
+        "- TODO: ship it\n"
+    );
+    let (parent, children) = family(&cli);
+    let log = &children[0].1;
+    assert_eq!(log.last().expect("event")["reason"], "interrupted");
+    let tree = of_type(log, "subagent_started")[0]["worktree"]
+        .as_str()
+        .expect("worktree")
+        .to_owned();
+    assert!(
+        !std::path::Path::new(&tree).exists(),
+        "{tree} is left behind"
+    );
+    let end = of_type(&parent, "tool_call_end")
+        .into_iter()
+        .find(|e| e["call_id"] == "call_t")
+        .expect("end");
+    let content = end["outcome"]["content"].as_str().unwrap_or("");
+    assert!(content.starts_with("interrupted by the user"), "{content}");
+    let patch = end["outcome"]["data"]["patch"].as_str().expect("a patch");
+    assert!(
+        std::fs::read_to_string(patch)
+            .expect("patch")
+            .contains("+- DONE: ship it")
+    );
+}

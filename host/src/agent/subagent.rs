@@ -108,6 +108,9 @@ pub(crate) struct Spawner {
     pub session_id: String,
     /// The children running, awaited before the parent's turn ends.
     pub running: Arc<Mutex<Vec<JoinHandle<()>>>>,
+    /// What each child ended with, by call id, for a turn whose calls were
+    /// interrupted before their outcomes were taken.
+    pub outcomes: Arc<Mutex<std::collections::HashMap<String, CallOutcome>>>,
 }
 
 /// A call's arguments, read.
@@ -119,6 +122,11 @@ struct Task {
 }
 
 impl Spawner {
+    /// The outcome the child of `call_id` ended with, once it has ended.
+    pub(crate) fn outcome(&self, call_id: &str) -> Option<CallOutcome> {
+        self.outcomes.lock().ok()?.remove(call_id)
+    }
+
     /// Waits for every child started so far to end (after an interrupt,
     /// each writes its own interrupted stop first).
     pub(crate) async fn wait(&self) {
@@ -244,6 +252,7 @@ impl Spawner {
         let call = call.clone();
         let options = self.options.clone();
         let workspace = self.workspace.clone();
+        let outcomes = self.outcomes.clone();
         let handle = tokio::spawn(async move {
             let parent = Parent {
                 call: &call,
@@ -254,6 +263,9 @@ impl Spawner {
             };
             let outcome = child.run(&task.prompt, cancel, parent).await;
             drop(permit);
+            if let Ok(mut outcomes) = outcomes.lock() {
+                outcomes.insert(call.id.clone(), outcome.clone());
+            }
             let _ = tx.send(outcome);
         });
         if let Ok(mut running) = self.running.lock() {
@@ -404,7 +416,15 @@ impl Child {
         let interrupted = matches!(result, Ok(StopReason::Interrupted));
         let note = self.close(&parent, &mut data, !interrupted).await;
         if interrupted {
-            return CallOutcome::Interrupted;
+            return match note {
+                // Where the unapplied changes went is worth knowing.
+                Some(note) => CallOutcome::Output {
+                    content: format!("interrupted by the user\n\n{note}"),
+                    is_error: true,
+                    data: Some(data),
+                },
+                None => CallOutcome::Interrupted,
+            };
         }
         let mut content = match &result {
             Ok(StopReason::FinalAnswer) => answer,
