@@ -13,11 +13,15 @@ mod approval;
 mod cassette;
 mod dispatch;
 mod history;
+mod host_tools;
+mod subagent;
 
 pub use approval::{Answer, Approver, NoApprover, OpApprover, YesApprover};
 pub use cassette::write as write_cassette;
 pub use dispatch::{CallOutcome, Checked, Dispatcher, Sink};
 pub use history::replay_history;
+pub use host_tools::{HOST_TOOLS, HostTool};
+pub use subagent::{SubagentEnv, SubagentOptions};
 
 use crate::log::{Record, SessionLog};
 use crate::protocol::{
@@ -57,6 +61,11 @@ pub struct AgentOptions {
     pub record: bool,
     /// `[guard]`: provenance labels and the exfiltration guard.
     pub guard: crate::policy::GuardSettings,
+    /// The plugin tools offered to the model; `None` for all of them (a
+    /// subagent gets the ones its task named).
+    pub tools: Option<Vec<String>>,
+    /// Subagents: depth, limits, and what worktrees need.
+    pub subagents: SubagentOptions,
 }
 
 impl std::fmt::Debug for AgentOptions {
@@ -82,6 +91,8 @@ impl Default for AgentOptions {
             approver: Arc::new(NoApprover),
             record: false,
             guard: crate::policy::GuardSettings::default(),
+            tools: None,
+            subagents: SubagentOptions::default(),
         }
     }
 }
@@ -127,7 +138,7 @@ impl Agent {
     pub fn new(
         plugins: Arc<Plugins>,
         provider: Arc<Plugin>,
-        options: AgentOptions,
+        mut options: AgentOptions,
         workspace: PathBuf,
         mut log: SessionLog,
     ) -> anyhow::Result<Self> {
@@ -139,14 +150,29 @@ impl Agent {
         };
         log.append(&started, true)
             .context("cannot write the session log")?;
+        if let Some((parent, parent_call)) = &options.subagents.parent {
+            let linked = Event::SubagentStarted {
+                parent: parent.clone(),
+                parent_call: parent_call.clone(),
+                depth: options.subagents.depth,
+                worktree: options.subagents.worktree.clone(),
+            };
+            log.append(&linked, true)
+                .context("cannot write the session log")?;
+        }
+        let tracker = match options.subagents.held.clone() {
+            Some(held) => Tracker::sharing(&workspace, options.guard.clone(), held),
+            None => Tracker::new(&workspace, options.guard.clone(), Default::default()),
+        }
+        .map_err(anyhow::Error::msg)?;
+        options.subagents.held = Some(tracker.shared());
         let mut dispatcher = Dispatcher::new(
             plugins,
             options.policy.clone(),
             options.approver.clone(),
             Some(options.tool_output_limit),
-        );
-        let tracker = Tracker::new(&workspace, options.guard.clone(), Default::default())
-            .map_err(anyhow::Error::msg)?;
+        )
+        .with_host_tools(subagent::host_tools(&options));
         dispatcher.set_tracker(Arc::new(tracker));
         Ok(Self {
             dispatcher,
@@ -167,23 +193,25 @@ impl Agent {
     pub fn resume(
         plugins: Arc<Plugins>,
         provider: Arc<Plugin>,
-        options: AgentOptions,
+        mut options: AgentOptions,
         workspace: PathBuf,
         log: SessionLog,
         records: &[Record],
     ) -> anyhow::Result<Self> {
         let (history, turn, open) = replay_history(records);
-        let mut dispatcher = Dispatcher::new(
-            plugins,
-            options.policy.clone(),
-            options.approver.clone(),
-            Some(options.tool_output_limit),
-        );
         // What the session holds comes from every result in its log, not
         // from the history the model will read (which compaction shortens).
         let held = crate::provenance::held_from(records);
         let tracker =
             Tracker::new(&workspace, options.guard.clone(), held).map_err(anyhow::Error::msg)?;
+        options.subagents.held = Some(tracker.shared());
+        let mut dispatcher = Dispatcher::new(
+            plugins,
+            options.policy.clone(),
+            options.approver.clone(),
+            Some(options.tool_output_limit),
+        )
+        .with_host_tools(subagent::host_tools(&options));
         dispatcher.set_tracker(Arc::new(tracker));
         let mut agent = Self {
             dispatcher,
@@ -325,14 +353,26 @@ impl Agent {
                 text: prompt.to_owned(),
             });
         }
-        let tools: Vec<_> = self
+        let mut tools: Vec<_> = self
             .plugins()
             .tools()
             .into_iter()
+            .filter(|(_, t)| self.offers(&t.name))
             .map(|(_, t)| t.clone())
             .collect();
-        let system =
+        let host: Vec<_> = self
+            .dispatcher
+            .host_tools()
+            .iter()
+            .map(|t| t.spec())
+            .collect();
+        let mut system =
             crate::context::system_prompt(&self.workspace, &self.options.cwd, self.plugins());
+        system.push_str(&crate::context::host_tools_section(&host));
+        if let Some(offered) = &self.options.tools {
+            system.push_str(&crate::context::subagent_section(offered));
+        }
+        tools.extend(host);
 
         for iteration in 1..=self.options.max_iterations {
             let mut messages = Vec::with_capacity(self.history.len() + 1);
@@ -541,17 +581,28 @@ impl Agent {
                 )?;
             }
             let started = std::time::Instant::now();
-            let work = futures::future::join_all(group.iter().map(|c| Dispatcher::call(c)));
+            let host = self.host_call(ui, cancel);
+            let work = futures::future::join_all(group.iter().map(|c| host_tools::call(c, &host)));
             let results = tokio::select! {
                 biased;
                 () = cancel.cancelled() => None,
                 r = work => Some(r),
             };
+            // Interrupted subagents write their stop before this turn's.
+            if let Some(spawner) = &host.spawner {
+                spawner.wait().await;
+            }
             let ms = started.elapsed().as_millis() as u64;
             match results {
                 None => {
                     for checked in &group {
-                        self.finish_call(ui, &checked.call, CallOutcome::Interrupted, ms)?;
+                        // An interrupted subagent may have said where its changes went.
+                        let outcome = host
+                            .spawner
+                            .as_ref()
+                            .and_then(|s| s.outcome(&checked.call.id))
+                            .unwrap_or(CallOutcome::Interrupted);
+                        self.finish_call(ui, &checked.call, outcome, ms)?;
                     }
                     stop = Some((
                         StopReason::Interrupted,
@@ -587,15 +638,69 @@ impl Agent {
             log: &mut self.log,
             ui,
         };
+        let plan = host_tools::plan_event(&call.id, &outcome);
         let outcome = self
             .dispatcher
             .finish(call, outcome, duration_ms, &mut out)?;
+        if let Some(plan) = plan {
+            out.emit(plan)?;
+        }
         self.history.push(Message::ToolResult(ToolResult {
             call_id: call.id.clone(),
             content: outcome.content,
             is_error: outcome.is_error,
         }));
         Ok(())
+    }
+}
+
+impl Agent {
+    /// Whether the model is offered the plugin tool `name`.
+    fn offers(&self, name: &str) -> bool {
+        self.options
+            .tools
+            .as_ref()
+            .is_none_or(|t| t.iter().any(|n| n == name))
+    }
+
+    /// What the host's own tools run with in this turn.
+    fn host_call(
+        &self,
+        ui: &UnboundedSender<Event>,
+        cancel: &CancellationToken,
+    ) -> host_tools::HostCall {
+        let spawner = self
+            .dispatcher
+            .host_tools()
+            .contains(&HostTool::Task)
+            .then(|| {
+                // The policy in force now: the mode may have changed since the start.
+                let options = AgentOptions {
+                    policy: self.dispatcher.policy().clone(),
+                    ..self.options.clone()
+                };
+                Arc::new(subagent::Spawner {
+                    plugins: self.plugins().clone(),
+                    provider: self.provider.clone(),
+                    options,
+                    workspace: self.workspace.clone(),
+                    sessions_dir: self
+                        .log
+                        .path()
+                        .parent()
+                        .map(std::path::Path::to_path_buf)
+                        .unwrap_or_default(),
+                    session_id: self.log.id().to_owned(),
+                    running: Arc::default(),
+                    outcomes: Arc::default(),
+                })
+            });
+        host_tools::HostCall {
+            artifacts: self.log.artifacts_dir(),
+            ui: ui.clone(),
+            cancel: cancel.clone(),
+            spawner,
+        }
     }
 }
 

@@ -228,6 +228,10 @@ struct RunArgs {
     /// Write the provider's responses to a replay cassette.
     #[arg(long, value_name = "FILE")]
     record: Option<PathBuf>,
+    /// Work in a git worktree of the workspace (named NAME, default `run`):
+    /// the changes come back as a diff to approve, never merged silently.
+    #[arg(long, value_name = "NAME", num_args = 0..=1, default_missing_value = "run")]
+    worktree: Option<String>,
     #[command(flatten)]
     agent: AgentFlags,
 }
@@ -348,9 +352,19 @@ async fn run(cli: Cli) -> ExitCode {
         );
     }
     match command {
-        Command::Run(args) => {
-            run::run(&workspace, args.prompt, args.record, args.agent.into()).await
-        }
+        Command::Run(args) => match args.worktree {
+            Some(name) => {
+                run::run_in_worktree(
+                    &workspace,
+                    &name,
+                    args.prompt,
+                    args.record,
+                    args.agent.into(),
+                )
+                .await
+            }
+            None => run::run(&workspace, args.prompt, args.record, args.agent.into()).await,
+        },
         Command::Resume {
             id,
             last,

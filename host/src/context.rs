@@ -101,6 +101,39 @@ pub fn system_prompt(workspace: &Path, cwd: &Path, plugins: &Plugins) -> String 
     out
 }
 
+/// The system prompt's lines for the host's own tools (`update_plan`,
+/// `read_output`, `task`), appended to [`system_prompt`]'s list.
+pub fn host_tools_section(tools: &[crate::protocol::ToolSpec]) -> String {
+    let mut out = String::new();
+    for tool in tools {
+        let effects: Vec<&str> = tool.effects.iter().map(|e| e.as_str()).collect();
+        let effects = if effects.is_empty() {
+            "no effects".to_owned()
+        } else {
+            effects.join(", ")
+        };
+        let _ = writeln!(
+            out,
+            "- {} ({effects}; provided by corral itself)",
+            tool.name
+        );
+    }
+    out
+}
+
+/// The system prompt's note for a subagent: which of the tools listed it
+/// may call (the others are refused).
+pub fn subagent_section(offered: &[String]) -> String {
+    let tools = if offered.is_empty() {
+        "none of the plugins' tools".to_owned()
+    } else {
+        offered.join(", ")
+    };
+    format!(
+        "\n# Subagent\nYou are a subagent: another agent gave you this task. Of the plugins' tools          above you may call only: {tools}; the others are refused. Finish with a short answer for          the agent that asked.\n"
+    )
+}
+
 /// Today's date, UTC, `YYYY-MM-DD`.
 fn today() -> String {
     let secs = std::time::SystemTime::now()

@@ -38,7 +38,7 @@ mod privileges;
 mod seccomp;
 mod tree;
 
-pub use confine::{Confinement, confine_helper, confinement};
+pub use confine::{Confinement, confine_helper, confine_helper_writing, confinement};
 pub use tree::{HostChild, adopt_orphans};
 
 use cgroup::{PidsCgroup, join_cgroup};

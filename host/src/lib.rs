@@ -36,4 +36,5 @@ mod schema;
 pub mod session;
 pub mod terminal;
 pub mod tui;
+pub mod worktree;
 pub use manifest::trust;

@@ -316,4 +316,10 @@ pub struct AgentSettings {
     pub max_tokens: Option<u32>,
     /// Sampling temperature.
     pub temperature: Option<f32>,
+    /// How deep `task` subagents may nest (default 1; 0 offers no `task`).
+    pub max_subagent_depth: Option<u32>,
+    /// Subagents of one agent running at once (default 4).
+    pub max_parallel_subagents: Option<u32>,
+    /// A subagent's round trips (default 20, never more than its parent's).
+    pub subagent_max_iterations: Option<u32>,
 }

@@ -332,6 +332,36 @@ pub enum Event {
         /// The new provider plugin.
         provider: String,
     },
+    /// The model's plan changed (`update_plan`): the whole list, in order.
+    PlanUpdated {
+        /// The call that changed it.
+        call_id: String,
+        /// The steps.
+        steps: Vec<PlanStep>,
+    },
+    /// This session is a subagent: logged after its
+    /// [`Event::SessionStarted`], linking it to its parent.
+    SubagentStarted {
+        /// The session that started it.
+        parent: String,
+        /// The parent's `task` call.
+        parent_call: String,
+        /// How deep it is: 1 for a child of a top-level session.
+        depth: u32,
+        /// The worktree it works in, if any.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        worktree: Option<String>,
+    },
+    /// An event of a subagent started by a `task` call, for the front-end
+    /// (the subagent's own log holds the plain event).
+    Subagent {
+        /// The parent's `task` call.
+        call_id: String,
+        /// The subagent's session id.
+        session_id: String,
+        /// What the subagent did.
+        event: Box<Event>,
+    },
     /// The session ended ([`Op::Shutdown`]); no event follows.
     ShutdownComplete,
     /// The run stopped.
@@ -351,6 +381,7 @@ impl Event {
             Event::TextDelta { .. }
                 | Event::ToolCallDelta { .. }
                 | Event::Error { .. }
+                | Event::Subagent { .. }
                 | Event::ShutdownComplete
         )
     }
@@ -371,6 +402,40 @@ impl Event {
                 | Event::ModeChanged { .. }
                 | Event::ModelChanged { .. }
                 | Event::ProviderChanged { .. }
+                | Event::PlanUpdated { .. }
+                | Event::SubagentStarted { .. }
         )
+    }
+}
+
+/// One step of the model's plan.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlanStep {
+    /// What the step does.
+    pub step: String,
+    /// Where it stands.
+    pub status: PlanStatus,
+}
+
+/// Where a plan step stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PlanStatus {
+    /// Not started.
+    Pending,
+    /// Being worked on.
+    InProgress,
+    /// Finished.
+    Done,
+}
+
+impl PlanStatus {
+    /// The snake_case name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PlanStatus::Pending => "pending",
+            PlanStatus::InProgress => "in_progress",
+            PlanStatus::Done => "done",
+        }
     }
 }

@@ -29,7 +29,7 @@ use crate::protocol::{Event, Label, LabelKind};
 use crate::runtime::Touched;
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 /// Sources listed per kind on one result; the rest are counted.
 const MAX_LABELS: usize = 16;
@@ -238,20 +238,36 @@ pub struct Tracker {
     pub classifier: Classifier,
     /// The guard's settings.
     pub settings: GuardSettings,
-    /// What the session holds; locked only to read or add, never across an
-    /// await.
-    held: Mutex<Held>,
+    /// What the session holds, shared with its subagents (a child's reads
+    /// count for its parent and the other way round); locked only to read or
+    /// add, never across an await.
+    held: Arc<Mutex<Held>>,
 }
 
 impl Tracker {
     /// A tracker for `workspace` under `settings`, holding `held` already
     /// (from a resumed log).
     pub fn new(workspace: &Path, settings: GuardSettings, held: Held) -> Result<Self, String> {
+        Self::sharing(workspace, settings, Arc::new(Mutex::new(held)))
+    }
+
+    /// A tracker for `workspace` (a subagent's, maybe a worktree) that adds
+    /// to and judges by `held`, another tracker's [`Tracker::shared`] state.
+    pub fn sharing(
+        workspace: &Path,
+        settings: GuardSettings,
+        held: Arc<Mutex<Held>>,
+    ) -> Result<Self, String> {
         Ok(Self {
             classifier: Classifier::new(workspace, &settings)?,
             settings,
-            held: Mutex::new(held),
+            held,
         })
+    }
+
+    /// What this tracker holds, for a subagent's tracker to share.
+    pub fn shared(&self) -> Arc<Mutex<Held>> {
+        self.held.clone()
     }
 
     /// Adds one result's labels to what the session holds.

@@ -21,6 +21,20 @@ pub struct Cassette {
     pub version: u32,
     /// The provider's answers, in request order.
     pub turns: Vec<Turn>,
+    /// Scripts for other agents of the same run (subagents): a request whose
+    /// first user message is a script's `prompt` is answered from that
+    /// script's turns instead of [`Cassette::turns`].
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub agents: Vec<AgentScript>,
+}
+
+/// The answers for one agent, picked by its first user message.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AgentScript {
+    /// The agent's first user message, exactly.
+    pub prompt: String,
+    /// Its answers, in request order.
+    pub turns: Vec<Turn>,
 }
 
 impl Cassette {
@@ -29,6 +43,7 @@ impl Cassette {
         Self {
             version: VERSION,
             turns,
+            agents: Vec::new(),
         }
     }
 
@@ -43,6 +58,14 @@ impl Cassette {
             ));
         }
         Ok(cassette)
+    }
+
+    /// The turns that answer an agent whose first user message is
+    /// `first_prompt`: its script's, else the main ones.
+    pub fn turns_for(&self, first_prompt: Option<&str>) -> &[Turn] {
+        first_prompt
+            .and_then(|p| self.agents.iter().find(|a| a.prompt == p))
+            .map_or(&self.turns, |a| &a.turns)
     }
 }
 

@@ -28,6 +28,7 @@ mod mock;
 mod policy;
 mod sandbox;
 mod stubs;
+mod subagents;
 mod templates;
 mod tools;
 mod trustpin;

@@ -9,6 +9,7 @@
 //! them all for one call.
 
 use super::approval::Approver;
+use super::host_tools::HostTool;
 use crate::manifest::Source;
 use crate::policy::{Decision, Policy};
 use crate::protocol::{
@@ -85,7 +86,9 @@ impl CallOutcome {
 pub struct Checked {
     /// The call.
     pub call: ToolCall,
-    plugin: Arc<Plugin>,
+    /// The plugin that runs it; `None` for a host tool.
+    plugin: Option<Arc<Plugin>>,
+    host: Option<HostTool>,
     spec: ToolSpec,
     args: serde_json::Value,
     /// Where [`Dispatcher::call`] leaves what the call touched, by call id,
@@ -97,6 +100,16 @@ impl Checked {
     /// Whether the tool only reads (such calls may run together).
     pub fn is_read_only(&self) -> bool {
         self.spec.is_read_only()
+    }
+
+    /// The host tool it calls, if it is one.
+    pub fn host_tool(&self) -> Option<HostTool> {
+        self.host
+    }
+
+    /// The validated arguments.
+    pub fn args(&self) -> &serde_json::Value {
+        &self.args
     }
 }
 
@@ -116,6 +129,8 @@ pub struct Dispatcher {
     tracker: Option<Arc<Tracker>>,
     /// What each call touched, between its run and its end.
     touched: Arc<Mutex<HashMap<String, Touched>>>,
+    /// The host's own tools this dispatcher takes (none for the MCP server).
+    host_tools: Vec<HostTool>,
 }
 
 impl Dispatcher {
@@ -135,6 +150,7 @@ impl Dispatcher {
             output_limit,
             tracker: None,
             touched: Arc::default(),
+            host_tools: Vec::new(),
         }
     }
 
@@ -142,6 +158,18 @@ impl Dispatcher {
     /// calls when the session holds sensitive and untrusted content.
     pub fn set_tracker(&mut self, tracker: Arc<Tracker>) {
         self.tracker = Some(tracker);
+    }
+
+    /// Takes `tools`, the host's own, besides the plugins' (a host tool's
+    /// name shadows a plugin tool of the same name).
+    pub fn with_host_tools(mut self, tools: Vec<HostTool>) -> Self {
+        self.host_tools = tools;
+        self
+    }
+
+    /// The host tools this dispatcher takes.
+    pub fn host_tools(&self) -> &[HostTool] {
+        &self.host_tools
     }
 
     /// The loaded plugins.
@@ -198,20 +226,35 @@ impl Dispatcher {
         call: &ToolCall,
         finish: Option<FinishReason>,
     ) -> Result<Checked, CallOutcome> {
-        let Some(plugin) = self.plugins.plugin_for(&call.name).cloned() else {
+        let host = self
+            .host_tools
+            .iter()
+            .copied()
+            .find(|t| t.name() == call.name);
+        let plugin = match host {
+            Some(_) => None,
+            None => self.plugins.plugin_for(&call.name).cloned(),
+        };
+        if host.is_none() && plugin.is_none() {
             let known: Vec<String> = self
                 .plugins
                 .tools()
                 .iter()
                 .map(|(_, t)| t.name.clone())
+                .chain(self.host_tools.iter().map(|t| t.name().to_owned()))
                 .collect();
             return Err(CallOutcome::Invalid(format!(
                 "unknown tool `{}`; available tools: {}",
                 call.name,
                 known.join(", ")
             )));
+        }
+        let spec = match (host, &plugin) {
+            (Some(tool), _) => Some(tool.spec()),
+            (None, Some(plugin)) => plugin.tools().iter().find(|t| t.name == call.name).cloned(),
+            (None, None) => None,
         };
-        let Some(spec) = plugin.tools().iter().find(|t| t.name == call.name).cloned() else {
+        let Some(mut spec) = spec else {
             return Err(CallOutcome::Invalid(format!(
                 "unknown tool `{}`",
                 call.name
@@ -246,9 +289,13 @@ impl Dispatcher {
                 call.name
             )));
         }
+        if let Some(tool) = host {
+            spec.effects = tool.effects(&args, &self.plugins);
+        }
         Ok(Checked {
             call: call.clone(),
             plugin,
+            host,
             spec,
             args,
             touched: self.touched.clone(),
@@ -272,7 +319,10 @@ impl Dispatcher {
         };
         if checked.spec.effects.contains(&Effect::Write) {
             // By identity: any plugin may be named "git".
-            let exempt = matches!(&checked.plugin.decl().source, Source::Builtin(b) if b == "git");
+            let exempt = checked
+                .plugin
+                .as_ref()
+                .is_some_and(|p| matches!(&p.decl().source, Source::Builtin(b) if b == "git"));
             if let Some(path) = crate::policy::protected_target(&checked.args).filter(|_| !exempt) {
                 let reason = format!(
                     "`{path}` is protected: .git internals (use the git tools) and corral's manifest are read-only to tools"
@@ -326,13 +376,13 @@ impl Dispatcher {
                 Ok(None)
             }
             Decision::Ask => {
-                let preview = if checked.spec.effects.contains(&Effect::Write)
-                    && self.approver.wants_preview()
-                {
+                let preview = if let Some(plugin) = checked.plugin.as_ref().filter(|_| {
+                    checked.spec.effects.contains(&Effect::Write) && self.approver.wants_preview()
+                }) {
                     tokio::select! {
                         biased;
                         () = cancel.cancelled() => None,
-                        r = checked.plugin.preview(&call.name, &call.arguments, &call.id) => r.ok().flatten(),
+                        r = plugin.preview(&call.name, &call.arguments, &call.id) => r.ok().flatten(),
                     }
                 } else {
                     None
@@ -414,7 +464,9 @@ impl Dispatcher {
         if !tracker.settings.enabled || !held.is_risky() {
             return None;
         }
-        let decl = checked.plugin.decl();
+        // A host tool sends nothing itself; a subagent's calls are judged by
+        // its own dispatcher, which shares this tracker.
+        let decl = checked.plugin.as_ref()?.decl();
         let net = decl
             .net
             .iter()
@@ -441,8 +493,13 @@ impl Dispatcher {
     /// Step 6: the call in its plugin's sandbox.
     pub async fn call(checked: &Checked) -> CallOutcome {
         let call = &checked.call;
-        let (result, touched) = checked
-            .plugin
+        let Some(plugin) = &checked.plugin else {
+            return CallOutcome::Failed(format!(
+                "`{}` is the host's own tool and runs only in a session",
+                call.name
+            ));
+        };
+        let (result, touched) = plugin
             .call_touched(&call.name, &call.arguments, &call.id)
             .await;
         if !touched.is_empty()

@@ -216,14 +216,23 @@ fn tool_warnings(p: &corral::runtime::Plugin) -> Vec<String> {
 }
 
 pub(super) fn tools_list(plugins: &Plugins, json: bool) -> ExitCode {
-    let tools = plugins.tools();
+    let host: Vec<corral::protocol::ToolSpec> = corral::agent::HostTool::ALL
+        .iter()
+        .map(|t| t.spec())
+        .collect();
+    let tools: Vec<(&str, &corral::protocol::ToolSpec)> = plugins
+        .tools()
+        .into_iter()
+        .map(|(p, t)| (p.decl().name.as_str(), t))
+        .chain(host.iter().map(|t| (corral::agent::HOST_TOOLS, t)))
+        .collect();
     if json {
         let list: Vec<serde_json::Value> = tools
             .iter()
             .map(|(p, t)| {
                 serde_json::json!({
                     "name": t.name,
-                    "plugin": p.decl().name,
+                    "plugin": p,
                     "description": t.description,
                     "effects": t.effects,
                     "input_schema": t.input_schema,
@@ -235,11 +244,7 @@ pub(super) fn tools_list(plugins: &Plugins, json: bool) -> ExitCode {
         return ExitCode::SUCCESS;
     }
     let width = tools.iter().map(|(_, t)| t.name.len()).max().unwrap_or(4);
-    let pwidth = tools
-        .iter()
-        .map(|(p, _)| p.decl().name.len())
-        .max()
-        .unwrap_or(6);
+    let pwidth = tools.iter().map(|(p, _)| p.len()).max().unwrap_or(6);
     let mut text = String::new();
     for (p, t) in tools {
         let effects: Vec<&str> = t.effects.iter().map(|e| e.as_str()).collect();
@@ -252,7 +257,7 @@ pub(super) fn tools_list(plugins: &Plugins, json: bool) -> ExitCode {
         text.push_str(&format!(
             "{:width$}  {:pwidth$}  {:12}  {summary}\n",
             t.name,
-            p.decl().name,
+            p,
             effects.join(","),
         ));
         for w in &t.warnings {

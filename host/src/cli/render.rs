@@ -187,6 +187,32 @@ impl Renderer {
                     self.print(&format!("  ⎿ {lines} lines ({duration_ms} ms){held}\n"));
                 }
             }
+            Event::PlanUpdated { steps, .. } => {
+                self.newline();
+                self.print("plan:\n");
+                for step in steps {
+                    let mark = match step.status {
+                        corral::protocol::PlanStatus::Done => "✓",
+                        corral::protocol::PlanStatus::InProgress => "▸",
+                        corral::protocol::PlanStatus::Pending => "○",
+                    };
+                    self.print(&format!("  {mark} {}\n", step.step));
+                }
+            }
+            Event::Subagent { event, .. } => match event.as_ref() {
+                Event::ToolCallBegin { call } => {
+                    self.print(&format!("  ↳ {}({})\n", call.name, short(&call.arguments)));
+                }
+                Event::Permission {
+                    tool,
+                    decision,
+                    reason,
+                    ..
+                } if !decision.runs() => {
+                    self.print(&format!("  ↳ {tool}: denied: {reason}\n"));
+                }
+                _ => {}
+            },
             Event::ProviderFailed { error } => {
                 waiting.store(false, Ordering::Relaxed);
                 self.newline();

@@ -93,6 +93,124 @@ pub async fn run(
     .await
 }
 
+/// `run --worktree NAME`: the session works in a git worktree of the
+/// workspace; afterwards its diff is put to the user (`--yes` applies it, a
+/// non-interactive run keeps it as a patch file and says where), and the
+/// worktree is removed.
+pub async fn run_in_worktree(
+    workspace: &Path,
+    name: &str,
+    prompt: String,
+    record: Option<PathBuf>,
+    flags: Flags,
+) -> ExitCode {
+    let sessions = match session::sessions_dir(workspace) {
+        Ok(d) => d,
+        Err(e) => return fail(&e),
+    };
+    let mut manifest = match corral::manifest::load(workspace) {
+        Ok(m) => m,
+        Err(e) => return fail(&e.to_string()),
+    };
+    let tag = session::new_id();
+    let ws = manifest.workspace.clone();
+    let wt = {
+        let (ws, tag, name) = (ws.clone(), tag.clone(), name.to_owned());
+        match tokio::task::spawn_blocking(move || corral::worktree::create(&ws, &tag, &name)).await
+        {
+            Ok(Ok(wt)) => wt,
+            Ok(Err(e)) => return fail(&e),
+            Err(e) => return fail(&e.to_string()),
+        }
+    };
+    if !flags.json {
+        eprintln!("working in the worktree {}", wt.path().display());
+    }
+    manifest = corral::worktree::rebase(&manifest, wt.path());
+    let (mut config, answering) = config(wt.path(), &flags);
+    config.record = record.is_some();
+    config.manifest = Some(manifest);
+    config.sessions_dir = Some(sessions.clone());
+    config.cwd = Some(wt.path().to_path_buf());
+    let code = drive(
+        config,
+        Op::UserTurn { text: prompt },
+        record,
+        flags.json,
+        answering,
+    )
+    .await;
+    let (wt, diff) = match tokio::task::spawn_blocking(move || {
+        let d = wt.diff();
+        (wt, d)
+    })
+    .await
+    {
+        Ok(r) => r,
+        Err(e) => return fail(&e.to_string()),
+    };
+    let note = match diff {
+        Err(e) => Err(format!("the worktree's changes could not be read: {e}")),
+        Ok(diff) if diff.is_empty() => Ok("the worktree has no changes".to_owned()),
+        Ok(diff) => {
+            let answer = if flags.yes {
+                ApprovalAnswer::Approve
+            } else if answering == Answering::Terminal {
+                let request = corral::protocol::ApprovalRequest {
+                    call: corral::protocol::ToolCall {
+                        id: "worktree".into(),
+                        name: "worktree".into(),
+                        arguments: serde_json::json!({ "name": wt.name() }).to_string(),
+                    },
+                    reason: "apply the run's changes to the workspace".into(),
+                    preview: Some(diff.clone()),
+                    session_covers: "this change".into(),
+                    guard: None,
+                };
+                ask_terminal(&request).await
+            } else {
+                ApprovalAnswer::Deny {
+                    reason: Some("the run is not interactive".into()),
+                }
+            };
+            match answer {
+                ApprovalAnswer::Deny { reason } => {
+                    let path = sessions.join(format!("{tag}-{}.patch", wt.name()));
+                    let why = reason.unwrap_or_else(|| "declined".into());
+                    match std::fs::write(&path, &diff) {
+                        Ok(()) => Ok(format!(
+                            "the changes were not applied ({why}); the diff is kept in {} (apply it with git apply)",
+                            path.display()
+                        )),
+                        Err(e) => Err(format!(
+                            "the diff could not be saved in {}: {e}",
+                            path.display()
+                        )),
+                    }
+                }
+                _ => match corral::worktree::apply(&ws, &diff) {
+                    Ok(()) => Ok("the changes were applied to the workspace".to_owned()),
+                    Err(e) => Err(format!("the changes did not apply to the workspace: {e}")),
+                },
+            }
+        }
+    };
+    let removed = tokio::task::spawn_blocking(move || wt.remove()).await;
+    if let Ok(Err(e)) = removed {
+        eprintln!(
+            "warning: the worktree could not be removed: {}",
+            corral::terminal::inert(&e)
+        );
+    }
+    match note {
+        Ok(note) => {
+            eprintln!("{}", corral::terminal::inert(&note));
+            code
+        }
+        Err(e) => fail(&e),
+    }
+}
+
 pub async fn resume(
     workspace: &Path,
     id: Option<String>,

@@ -82,6 +82,26 @@ pub fn show(workspace: &Path, id: &str, json: bool) -> ExitCode {
             Event::ToolCallBegin { call } => {
                 text.push_str(&format!("● {}({})\n", call.name, short(&call.arguments)))
             }
+            Event::PlanUpdated { steps, .. } => {
+                text.push_str("  plan:\n");
+                for step in steps {
+                    text.push_str(&format!("    [{}] {}\n", step.status.as_str(), step.step));
+                }
+            }
+            Event::SubagentStarted {
+                parent,
+                parent_call,
+                worktree,
+                ..
+            } => {
+                text.push_str(&format!(
+                    "subagent of session {parent} (call {parent_call})"
+                ));
+                if let Some(w) = worktree {
+                    text.push_str(&format!(" in worktree {w}"));
+                }
+                text.push('\n');
+            }
             Event::ToolCallEnd { outcome, .. } => {
                 let first: String = outcome
                     .content
@@ -93,6 +113,14 @@ pub fn show(workspace: &Path, id: &str, json: bool) -> ExitCode {
                     .collect();
                 let tag = if outcome.is_error { "error: " } else { "" };
                 text.push_str(&format!("  ⎿ {tag}{first}\n"));
+                if let Some(child) = outcome
+                    .data
+                    .as_ref()
+                    .and_then(|d| d.get("session_id"))
+                    .and_then(serde_json::Value::as_str)
+                {
+                    text.push_str(&format!("    (subagent session {child})\n"));
+                }
             }
             Event::Stop { reason, message } => text.push_str(&format!(
                 "[{}{}]\n",

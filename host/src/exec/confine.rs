@@ -95,6 +95,15 @@ impl ChildConfinement {
 /// names runs confined. Fails, so that the caller runs nothing, when the
 /// confinement cannot be prepared.
 pub fn confine_helper(cmd: &mut std::process::Command) -> Result<(), String> {
+    confine_helper_writing(cmd, &[])
+}
+
+/// [`confine_helper`], with writes allowed beneath `writable` too (git
+/// making a worktree writes the repository's `.git` and the new tree).
+pub fn confine_helper_writing(
+    cmd: &mut std::process::Command,
+    writable: &[&Path],
+) -> Result<(), String> {
     use std::os::unix::process::CommandExt as _;
     cmd.env_clear();
     for var in ["PATH", "HOME", "LANG", "LC_ALL"] {
@@ -102,7 +111,7 @@ pub fn confine_helper(cmd: &mut std::process::Command) -> Result<(), String> {
             cmd.env(var, value);
         }
     }
-    let confine = ChildConfinement::prepare(&[], false).map_err(|e| e.to_string())?;
+    let confine = ChildConfinement::prepare(writable, false).map_err(|e| e.to_string())?;
     // SAFETY: `apply` only makes system calls.
     unsafe {
         cmd.pre_exec(move || confine.apply());

@@ -245,6 +245,28 @@ pub fn from_layers(workspace: &Path, layers: &[Layer]) -> Result<Manifest, Manif
         if let Some(t) = raw.agent.temperature {
             agent.temperature = Some(t);
         }
+        if let Some(d) = raw.agent.max_subagent_depth {
+            agent.max_subagent_depth = Some(d);
+        }
+        for (value, key, slot) in [
+            (
+                raw.agent.max_parallel_subagents,
+                "max_parallel_subagents",
+                &mut agent.max_parallel_subagents,
+            ),
+            (
+                raw.agent.subagent_max_iterations,
+                "subagent_max_iterations",
+                &mut agent.subagent_max_iterations,
+            ),
+        ] {
+            if let Some(n) = value {
+                if *n.get_ref() == 0 {
+                    return Err(at.err(n.span(), format!("agent.{key} must be at least 1"), None));
+                }
+                *slot = Some(n.into_inner());
+            }
+        }
         for (name, entry) in raw.plugins {
             let at = Checker {
                 layer,

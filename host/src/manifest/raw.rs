@@ -93,6 +93,12 @@ pub(super) struct RawAgent {
     pub(super) max_tokens: Option<u32>,
     /// `temperature = 0.2`
     pub(super) temperature: Option<f32>,
+    /// `max_subagent_depth = 1`: how deep `task` subagents may nest (0: no `task`).
+    pub(super) max_subagent_depth: Option<u32>,
+    /// `max_parallel_subagents = 4`: subagents of one agent running at once.
+    pub(super) max_parallel_subagents: Option<Spanned<u32>>,
+    /// `subagent_max_iterations = 20`: a subagent's round trips.
+    pub(super) subagent_max_iterations: Option<Spanned<u32>>,
 }
 
 /// `[plugins.NAME]`

@@ -122,6 +122,7 @@ pub async fn open(config: SessionConfig) -> Result<Session, String> {
         None => crate::manifest::load(&config.workspace).map_err(|e| e.to_string())?,
     };
     let runtime = Runtime::new(config.runtime.clone().unwrap_or_else(RuntimeOptions::user))
+        .map(Arc::new)
         .map_err(|e| format!("{e:#}"))?;
     let plugins = Arc::new(runtime.load(&manifest).await.map_err(|e| e.to_string())?);
 
@@ -155,6 +156,17 @@ pub async fn open(config: SessionConfig) -> Result<Session, String> {
             .unwrap_or_else(|| std::env::current_dir().unwrap_or_default()),
         record: config.record,
         guard: manifest.guard.clone(),
+        subagents: crate::agent::SubagentOptions {
+            env: Some(crate::agent::SubagentEnv {
+                runtime: runtime.clone(),
+                manifest: manifest.clone(),
+            }),
+            ..crate::agent::SubagentOptions::new(
+                manifest.agent.max_subagent_depth.unwrap_or(1),
+                manifest.agent.max_parallel_subagents.unwrap_or(4) as usize,
+                manifest.agent.subagent_max_iterations.unwrap_or(20),
+            )
+        },
         ..AgentOptions::default()
     };
 

@@ -507,6 +507,40 @@ impl App {
                 self.provider = provider.clone();
                 self.notice(&format!("provider: {provider}"), false);
             }
+            Event::PlanUpdated { steps, .. } => {
+                let mut text = String::from("plan");
+                for step in steps {
+                    let mark = match step.status {
+                        crate::protocol::PlanStatus::Done => "✓",
+                        crate::protocol::PlanStatus::InProgress => "▸",
+                        crate::protocol::PlanStatus::Pending => "○",
+                    };
+                    text.push_str(&format!("\n  {mark} {}", clean(&step.step)));
+                }
+                self.notice(&text, false);
+            }
+            Event::SubagentStarted { .. } => {}
+            Event::Subagent { call_id, event, .. } => {
+                let line = match event.as_ref() {
+                    Event::ToolCallBegin { call } => Some(format!(
+                        "{} {}",
+                        call.name,
+                        super::cards::summary(&call.arguments)
+                    )),
+                    Event::Permission { decision, tool, .. } if !decision.runs() => {
+                        Some(format!("{tool}: denied"))
+                    }
+                    Event::Stop { reason, .. } => Some(format!("stopped: {}", reason.as_str())),
+                    _ => None,
+                };
+                if let Some(line) = line
+                    && let Some(card) = self.card(call_id)
+                {
+                    card.nested.push(clean(&line));
+                    let over = card.nested.len().saturating_sub(super::cards::NESTED_LINES);
+                    card.nested.drain(..over);
+                }
+            }
             Event::ShutdownComplete => {}
             Event::Stop { reason, message } => {
                 self.turn_running = false;

@@ -43,6 +43,8 @@ pub(crate) struct ToolCard {
     /// What its result carries that the exfiltration guard counts:
     /// `sensitive`, `untrusted`, or both.
     pub(crate) provenance: Option<String>,
+    /// For a `task` call: what its subagent did lately, made inert.
+    pub(crate) nested: Vec<String>,
 }
 
 /// The card's provenance marker for a result's labels; `None` for content
@@ -57,6 +59,9 @@ pub(crate) fn provenance_marker(labels: &[Label]) -> Option<String> {
     }
 }
 
+/// Lines of a subagent's activity kept under its `task` card.
+pub(crate) const NESTED_LINES: usize = 6;
+
 impl ToolCard {
     pub(crate) fn new(call: ToolCall, plugin: Option<String>, state: ToolState) -> Self {
         Self {
@@ -67,6 +72,7 @@ impl ToolCard {
             diff: None,
             exit_code: None,
             provenance: None,
+            nested: Vec::new(),
         }
     }
 
@@ -150,6 +156,12 @@ impl ToolCard {
             out.push(Line::from(vec![
                 Span::styled("  ⎿ ", dim),
                 Span::styled(clean(reason), Style::default().fg(Color::Red)),
+            ]));
+        }
+        for line in &self.nested {
+            out.push(Line::from(vec![
+                Span::styled("  ↳ ", dim),
+                Span::styled(truncate(line, width.saturating_sub(4).max(8)), dim),
             ]));
         }
         let body: Vec<Line<'static>> = if let Some(diff) = &self.diff {

@@ -665,3 +665,49 @@ fn approval_modal_held_by_the_guard() {
     }));
     insta::assert_snapshot!(screen(&mut app, 80, 24));
 }
+
+#[test]
+fn a_plan_and_a_subagent_nested_under_its_task_card() {
+    let mut app = started();
+    user_turn(&mut app, "split the work");
+    app.apply(&Event::PlanUpdated {
+        call_id: "p1".into(),
+        steps: vec![
+            crate::protocol::PlanStep {
+                step: "read the notes".into(),
+                status: crate::protocol::PlanStatus::Done,
+            },
+            crate::protocol::PlanStep {
+                step: "hand the review to a subagent".into(),
+                status: crate::protocol::PlanStatus::InProgress,
+            },
+            crate::protocol::PlanStep {
+                step: "report".into(),
+                status: crate::protocol::PlanStatus::Pending,
+            },
+        ],
+    });
+    let task = call("t1", "task", r#"{"prompt":"Review notes.txt"}"#);
+    request_end(&mut app, "", vec![task.clone()]);
+    app.apply(&Event::ToolCallBegin { call: task });
+    let inner = |event: Event| Event::Subagent {
+        call_id: "t1".into(),
+        session_id: "20261201-101600-def456".into(),
+        event: Box::new(event),
+    };
+    app.apply(&inner(Event::ToolCallBegin {
+        call: call("c1", "read_file", r#"{"path":"notes.txt"}"#),
+    }));
+    app.apply(&inner(Event::Permission {
+        call_id: "c2".into(),
+        tool: "write_file".into(),
+        decision: PermissionDecision::Deny,
+        reason: "mode read-only".into(),
+    }));
+    app.apply(&inner(Event::Stop {
+        reason: StopReason::FinalAnswer,
+        message: None,
+    }));
+    end(&mut app, "t1", "task", "notes.txt is fine", false, 1200);
+    insta::assert_snapshot!(screen(&mut app, 80, 20));
+}

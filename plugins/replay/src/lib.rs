@@ -9,7 +9,9 @@
 //!
 //! Each instance is fresh, so the position in the cassette comes from the
 //! request: the n-th request of a conversation (counted by the assistant
-//! messages already in it) gets the n-th recorded response.
+//! messages already in it) gets the n-th recorded response. A cassette may
+//! hold a script per agent (subagents started by `task`), picked by the
+//! conversation's first user message.
 
 use corral_sdk::cassette::{
     Call as RecordedCall, Cassette, Event as RecordedEvent, Usage as RecordedUsage,
@@ -72,10 +74,15 @@ impl Provider for Replay {
             .iter()
             .filter(|m| matches!(m, Message::Assistant(_)))
             .count();
-        let turn = cassette.turns.get(index).ok_or_else(|| {
+        let first = request.messages.iter().find_map(|m| match m {
+            Message::User(text) => Some(text.as_str()),
+            _ => None,
+        });
+        let turns = cassette.turns_for(first);
+        let turn = turns.get(index).ok_or_else(|| {
             ProviderError::Protocol(format!(
-                "the cassette has {} responses and the conversation asks for response {}",
-                cassette.turns.len(),
+                "the cassette has {} responses for this agent and the conversation asks for response {}",
+                turns.len(),
                 index + 1
             ))
         })?;

@@ -1,0 +1,405 @@
+//! Tools the host provides itself, beside the plugins' tools: `update_plan`
+//! (the model's plan, an event in the session log), `read_output` (pages
+//! through a tool output that was cut, from the session's artifacts) and
+//! `task` (a subagent, [`super::subagent`]).
+//!
+//! They take the same path as a plugin's tool: the dispatcher looks them up,
+//! validates the arguments against their schema, asks the permission policy
+//! (with the effects of the call: a `task` that asks for tools that write
+//! declares `write`), and logs the begin and the end. Only their call is the
+//! host's own. The MCP server does not serve them: they need a session.
+
+use super::dispatch::{CallOutcome, Checked, Dispatcher};
+use super::subagent::Spawner;
+use crate::protocol::{Effect, Event, PlanStatus, PlanStep, ToolSpec};
+use crate::runtime::Plugins;
+use serde_json::{Value, json};
+use std::path::PathBuf;
+use std::sync::Arc;
+use tokio::sync::mpsc::UnboundedSender;
+use tokio_util::sync::CancellationToken;
+
+/// What `tools list` shows in the plugin column for the host's own tools.
+pub const HOST_TOOLS: &str = "(corral)";
+
+/// Most steps a plan may have.
+const MAX_STEPS: usize = 30;
+/// Longest step text, in bytes.
+const MAX_STEP: usize = 300;
+/// Default and largest page of `read_output`, in bytes: a page stays under
+/// the default cut (32 KiB), so reading it back is never cut again.
+const PAGE: u64 = 16 * 1024;
+const MAX_PAGE: u64 = 30 * 1024;
+
+/// A tool the host provides.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HostTool {
+    /// `update_plan`.
+    UpdatePlan,
+    /// `read_output`.
+    ReadOutput,
+    /// `task`.
+    Task,
+}
+
+impl HostTool {
+    /// Every host tool.
+    pub const ALL: [HostTool; 3] = [HostTool::UpdatePlan, HostTool::ReadOutput, HostTool::Task];
+
+    /// Its name.
+    pub fn name(self) -> &'static str {
+        match self {
+            HostTool::UpdatePlan => "update_plan",
+            HostTool::ReadOutput => "read_output",
+            HostTool::Task => "task",
+        }
+    }
+
+    /// The host tool called `name`.
+    pub fn by_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|t| t.name() == name)
+    }
+
+    /// How the model sees it.
+    pub fn spec(self) -> ToolSpec {
+        let (description, input_schema, effects) = match self {
+            HostTool::UpdatePlan => (
+                "Keep a short plan of the task: send the whole list of steps each time, in order, \
+                 each pending, in_progress or done (at most one in_progress). Update it as you \
+                 finish steps; the user sees it.",
+                json!({
+                    "type": "object",
+                    "properties": {
+                        "plan": {
+                            "type": "array",
+                            "items": {
+                                "type": "object",
+                                "properties": {
+                                    "step": {"type": "string"},
+                                    "status": {"type": "string", "enum": ["pending", "in_progress", "done"]}
+                                },
+                                "required": ["step", "status"],
+                                "additionalProperties": false
+                            }
+                        },
+                        "explanation": {"type": "string"}
+                    },
+                    "required": ["plan"],
+                    "additionalProperties": false
+                }),
+                vec![],
+            ),
+            HostTool::ReadOutput => (
+                "Read a page of a tool output that was cut: call_id is the id of the call whose \
+                 output was cut, offset and limit are in bytes (defaults 0 and 16384, at most 30720). \
+                 The answer says where the next page starts.",
+                json!({
+                    "type": "object",
+                    "properties": {
+                        "call_id": {"type": "string"},
+                        "offset": {"type": "integer", "minimum": 0},
+                        "limit": {"type": "integer", "minimum": 1}
+                    },
+                    "required": ["call_id"],
+                    "additionalProperties": false
+                }),
+                vec![Effect::Read],
+            ),
+            HostTool::Task => (
+                "Hand a bounded sub-task to a subagent with its own context: it gets `prompt` as \
+                 its task and the tools named in `tools` (default: the tools that only read), and \
+                 its final answer comes back as this call's output. Calls in one turn run in \
+                 parallel. With `worktree` (true, or a name) it works in a git worktree of the \
+                 workspace and its changes come back as a diff the user approves.",
+                json!({
+                    "type": "object",
+                    "properties": {
+                        "prompt": {"type": "string"},
+                        "tools": {"type": "array", "items": {"type": "string"}},
+                        "worktree": {"type": ["boolean", "string"]},
+                        "max_iterations": {"type": "integer", "minimum": 1}
+                    },
+                    "required": ["prompt"],
+                    "additionalProperties": false
+                }),
+                vec![Effect::Read],
+            ),
+        };
+        ToolSpec {
+            name: self.name().to_owned(),
+            description: description.to_owned(),
+            input_schema,
+            effects,
+            warnings: Vec::new(),
+        }
+    }
+
+    /// The effects of one call with `args`: a `task` declares the effects of
+    /// the tools it hands its subagent (with a worktree, its writes land in
+    /// the worktree, but applying them to the workspace is a write too).
+    pub fn effects(self, args: &Value, plugins: &Plugins) -> Vec<Effect> {
+        let mut effects = self.spec().effects;
+        if self == HostTool::Task {
+            if let Some(names) = args.get("tools").and_then(Value::as_array) {
+                for name in names.iter().filter_map(Value::as_str) {
+                    if let Some((_, spec)) =
+                        plugins.tools().into_iter().find(|(_, t)| t.name == name)
+                    {
+                        effects.extend(spec.effects.iter().copied());
+                    }
+                }
+            }
+            if args
+                .get("worktree")
+                .is_some_and(|w| w != &Value::Bool(false))
+            {
+                effects.push(Effect::Write);
+            }
+            effects.sort();
+            effects.dedup();
+        }
+        effects
+    }
+}
+
+/// What a host tool's call runs with, besides its arguments.
+pub(crate) struct HostCall {
+    /// The session's artifacts directory (whole outputs of cut calls).
+    pub artifacts: PathBuf,
+    /// The front-end, for subagents' events.
+    pub ui: UnboundedSender<Event>,
+    /// Cancelled when the user interrupts the turn.
+    pub cancel: CancellationToken,
+    /// Starts subagents; `None` where `task` is not offered.
+    pub spawner: Option<Arc<Spawner>>,
+}
+
+/// Runs one admitted call: a host tool here, a plugin's tool in its sandbox.
+pub(crate) async fn call(checked: &Checked, host: &HostCall) -> CallOutcome {
+    let Some(tool) = checked.host_tool() else {
+        return Dispatcher::call(checked).await;
+    };
+    let args = checked.args();
+    match tool {
+        HostTool::UpdatePlan => update_plan(args),
+        HostTool::ReadOutput => read_output(args, &host.artifacts),
+        HostTool::Task => match &host.spawner {
+            Some(spawner) => spawner.run(&checked.call, args, host).await,
+            None => CallOutcome::Failed(
+                "`task` is not available here: subagents may not start subagents beyond the depth limit"
+                    .into(),
+            ),
+        },
+    }
+}
+
+/// The plan a successful `update_plan` call set, to log as an event.
+pub(crate) fn plan_event(call_id: &str, outcome: &CallOutcome) -> Option<Event> {
+    let CallOutcome::Output {
+        is_error: false,
+        data: Some(data),
+        ..
+    } = outcome
+    else {
+        return None;
+    };
+    let steps: Vec<PlanStep> = serde_json::from_value(data.get("plan")?.clone()).ok()?;
+    Some(Event::PlanUpdated {
+        call_id: call_id.to_owned(),
+        steps,
+    })
+}
+
+fn update_plan(args: &Value) -> CallOutcome {
+    let steps: Vec<PlanStep> = match args.get("plan").cloned().map(serde_json::from_value) {
+        Some(Ok(steps)) => steps,
+        Some(Err(e)) => return CallOutcome::Invalid(format!("invalid plan: {e}")),
+        None => return CallOutcome::Invalid("invalid arguments: `plan` is missing".into()),
+    };
+    if steps.len() > MAX_STEPS {
+        return CallOutcome::Invalid(format!(
+            "the plan has {} steps; keep it to at most {MAX_STEPS}",
+            steps.len()
+        ));
+    }
+    if let Some(bad) = steps
+        .iter()
+        .find(|s| s.step.trim().is_empty() || s.step.len() > MAX_STEP)
+    {
+        return CallOutcome::Invalid(format!(
+            "every step needs a text of 1 to {MAX_STEP} bytes; one has {}",
+            bad.step.len()
+        ));
+    }
+    let active = steps
+        .iter()
+        .filter(|s| s.status == PlanStatus::InProgress)
+        .count();
+    if active > 1 {
+        return CallOutcome::Invalid(format!(
+            "{active} steps are in_progress; at most one may be"
+        ));
+    }
+    let done = steps
+        .iter()
+        .filter(|s| s.status == PlanStatus::Done)
+        .count();
+    CallOutcome::Output {
+        content: format!("plan updated: {} steps, {done} done", steps.len()),
+        is_error: false,
+        data: Some(json!({ "plan": steps })),
+    }
+}
+
+/// The artifact file of `call_id`, named as [`crate::log::SessionLog::save_artifact`]
+/// names it. The id is a name, never a path.
+fn artifact_name(call_id: &str) -> Result<String, String> {
+    let valid = !call_id.is_empty()
+        && call_id.len() <= 256
+        && call_id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | ':'))
+        && !call_id.contains("..");
+    if !valid {
+        return Err(format!(
+            "`{}` is not a call id: use the id of a call whose output was cut (letters, digits, `-`, `_`)",
+            call_id.escape_debug()
+        ));
+    }
+    let safe: String = call_id
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    Ok(format!("{safe}.txt"))
+}
+
+fn read_output(args: &Value, artifacts: &std::path::Path) -> CallOutcome {
+    let call_id = args.get("call_id").and_then(Value::as_str).unwrap_or("");
+    let offset = args.get("offset").and_then(Value::as_u64).unwrap_or(0);
+    let limit = args
+        .get("limit")
+        .and_then(Value::as_u64)
+        .unwrap_or(PAGE)
+        .min(MAX_PAGE);
+    let name = match artifact_name(call_id) {
+        Ok(n) => n,
+        Err(e) => return CallOutcome::Invalid(e),
+    };
+    let missing = || {
+        CallOutcome::Failed(format!(
+            "no saved output for the call `{call_id}` in this session: only outputs that were cut are saved"
+        ))
+    };
+    let Ok(dir) = cap_std::fs::Dir::open_ambient_dir(artifacts, cap_std::ambient_authority())
+    else {
+        return missing();
+    };
+    let text = {
+        use cap_std::fs::OpenOptionsExt as _;
+        let opened = dir.open_with(
+            &name,
+            cap_std::fs::OpenOptions::new()
+                .read(true)
+                .custom_flags(crate::fsread::OPEN_FLAGS | libc::O_NOFOLLOW),
+        );
+        let Ok(file) = opened else {
+            return missing();
+        };
+        let mut bytes = Vec::new();
+        if let Err(e) = std::io::Read::read_to_end(&mut file.into_std(), &mut bytes) {
+            return CallOutcome::Failed(format!(
+                "cannot read the saved output of `{call_id}`: {e}"
+            ));
+        }
+        String::from_utf8_lossy(&bytes).into_owned()
+    };
+    let total = text.len() as u64;
+    if offset > total || (offset == total && total > 0) {
+        return CallOutcome::Invalid(format!(
+            "offset {offset} is past the end: the output of `{call_id}` has {total} bytes"
+        ));
+    }
+    let mut start = offset as usize;
+    while !text.is_char_boundary(start) {
+        start += 1;
+    }
+    let mut end = (start as u64 + limit).min(total) as usize;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    let mut content = text[start..end].to_owned();
+    if end < text.len() {
+        content.push_str(&format!(
+            "\n[bytes {start}-{end} of {total}; the next page starts at offset {end}]"
+        ));
+    } else {
+        content.push_str(&format!(
+            "\n[bytes {start}-{end} of {total}; end of output]"
+        ));
+    }
+    CallOutcome::Output {
+        content,
+        is_error: false,
+        data: Some(json!({ "offset": start, "end": end, "total": total })),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn artifact_names_are_names_not_paths() {
+        assert_eq!(artifact_name("call_1").unwrap(), "call_1.txt");
+        assert_eq!(artifact_name("toolu.01:x").unwrap(), "toolu_01_x.txt");
+        for bad in ["", "../x", "a/b", "..", "a\0b", "a\\b", "x..y"] {
+            assert!(artifact_name(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn pages_say_where_the_next_starts() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("c1.txt"), "héllo world").unwrap();
+        let page = |offset: u64, limit: u64| match read_output(
+            &json!({"call_id": "c1", "offset": offset, "limit": limit}),
+            dir.path(),
+        ) {
+            CallOutcome::Output { content, .. } => content,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(
+            page(0, 2),
+            "h\n[bytes 0-1 of 12; the next page starts at offset 1]"
+        );
+        assert_eq!(
+            page(1, 5),
+            "éllo\n[bytes 1-6 of 12; the next page starts at offset 6]"
+        );
+        assert_eq!(page(6, 100), " world\n[bytes 6-12 of 12; end of output]");
+        assert!(matches!(
+            read_output(&json!({"call_id": "c1", "offset": 12}), dir.path()),
+            CallOutcome::Invalid(_)
+        ));
+        std::os::unix::fs::symlink("/etc/passwd", dir.path().join("c2.txt")).unwrap();
+        assert!(matches!(
+            read_output(&json!({"call_id": "c2"}), dir.path()),
+            CallOutcome::Failed(_)
+        ));
+    }
+
+    #[test]
+    fn a_plan_has_at_most_one_step_in_progress() {
+        let one = json!({"plan": [{"step": "a", "status": "done"}, {"step": "b", "status": "in_progress"}]});
+        let out = update_plan(&one);
+        assert!(plan_event("p", &out).is_some(), "{out:?}");
+        let two = json!({"plan": [{"step": "a", "status": "in_progress"}, {"step": "b", "status": "in_progress"}]});
+        assert!(matches!(update_plan(&two), CallOutcome::Invalid(_)));
+    }
+}
