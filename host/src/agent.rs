@@ -54,6 +54,8 @@ pub struct AgentOptions {
     /// Keep every provider stream event for a cassette (`--record`); without
     /// it the events are forwarded and dropped.
     pub record: bool,
+    /// The hooks of the session (`[hooks]`).
+    pub hooks: Arc<crate::hooks::Hooks>,
 }
 
 impl std::fmt::Debug for AgentOptions {
@@ -78,6 +80,7 @@ impl Default for AgentOptions {
             policy: crate::policy::Policy::default(),
             approver: Arc::new(NoApprover),
             record: false,
+            hooks: Arc::default(),
         }
     }
 }
@@ -116,6 +119,9 @@ pub struct Agent {
     recorded: Vec<corral_sdk::cassette::Turn>,
     /// Logged when the session opened; shown to the front-end with the first run.
     announce: Option<Event>,
+    /// The session's hooks; `session_start` runs with the first run
+    /// (`Some(resumed)` until then), and its context joins the system prompt.
+    hooks: crate::hooks::SessionHooks,
 }
 
 impl Agent {
@@ -127,6 +133,7 @@ impl Agent {
         workspace: PathBuf,
         mut log: SessionLog,
     ) -> anyhow::Result<Self> {
+        let options_hooks = options.hooks.clone();
         let started = Event::SessionStarted {
             session_id: log.id().to_owned(),
             workspace: workspace.display().to_string(),
@@ -141,7 +148,8 @@ impl Agent {
                 options.policy.clone(),
                 options.approver.clone(),
                 Some(options.tool_output_limit),
-            ),
+            )
+            .with_hooks(options.hooks.clone()),
             provider,
             options,
             workspace,
@@ -150,6 +158,7 @@ impl Agent {
             turn: 0,
             recorded: Vec::new(),
             announce: Some(started),
+            hooks: crate::hooks::SessionHooks::new(options_hooks, false),
         })
     }
 
@@ -165,13 +174,15 @@ impl Agent {
         records: &[Record],
     ) -> anyhow::Result<Self> {
         let (history, turn, open) = replay_history(records);
+        let hooks = crate::hooks::SessionHooks::new(options.hooks.clone(), true);
         let mut agent = Self {
             dispatcher: Dispatcher::new(
                 plugins,
                 options.policy.clone(),
                 options.approver.clone(),
                 Some(options.tool_output_limit),
-            ),
+            )
+            .with_hooks(options.hooks.clone()),
             provider,
             options,
             workspace,
@@ -180,6 +191,7 @@ impl Agent {
             turn,
             recorded: Vec::new(),
             announce: None,
+            hooks,
         };
         let mut closed = Vec::new();
         for call in open {
@@ -298,16 +310,24 @@ impl Agent {
         }
         self.turn += 1;
         self.emit(ui, Event::TurnBegin { turn: self.turn })?;
+        let session_id = self.log.id().to_owned();
+        let mut out = Out {
+            log: &mut self.log,
+            ui,
+        };
+        self.hooks.start(&session_id, &mut out).await?;
         if let Some(prompt) = prompt {
+            let text = match self.hooks.prompt(prompt, &mut out).await? {
+                Ok(text) => text,
+                Err(blocked) => return self.stop(ui, StopReason::PermissionDenied, Some(blocked)),
+            };
             self.emit(
                 ui,
                 Event::UserMessage {
                     text: prompt.to_owned(),
                 },
             )?;
-            self.history.push(Message::User {
-                text: prompt.to_owned(),
-            });
+            self.history.push(Message::User { text });
         }
         let tools: Vec<_> = self
             .plugins()
@@ -315,8 +335,11 @@ impl Agent {
             .into_iter()
             .map(|(_, t)| t.clone())
             .collect();
-        let system =
-            crate::context::system_prompt(&self.workspace, &self.options.cwd, self.plugins());
+        let system = self.hooks.system_prompt(crate::context::system_prompt(
+            &self.workspace,
+            &self.options.cwd,
+            self.plugins(),
+        ));
 
         for iteration in 1..=self.options.max_iterations {
             let mut messages = Vec::with_capacity(self.history.len() + 1);
@@ -374,6 +397,14 @@ impl Agent {
             self.history
                 .push(Message::Assistant(response.message.clone()));
             if response.message.tool_calls.is_empty() {
+                let mut out = Out {
+                    log: &mut self.log,
+                    ui,
+                };
+                if let Some(go_on) = self.hooks.stop(&response.message.text, &mut out).await? {
+                    self.history.push(Message::User { text: go_on });
+                    continue;
+                }
                 return self.stop(ui, StopReason::FinalAnswer, None);
             }
             if let Some((reason, message)) = self
@@ -396,6 +427,16 @@ impl Agent {
                 "no final answer after {n} iterations (--max-iterations)"
             )),
         )
+    }
+
+    /// Runs the `session_end` hooks; called once when the session closes.
+    pub async fn end(&mut self, ui: &UnboundedSender<Event>) -> anyhow::Result<()> {
+        let session_id = self.log.id().to_owned();
+        let mut out = Out {
+            log: &mut self.log,
+            ui,
+        };
+        self.hooks.end(&session_id, &mut out).await
     }
 
     /// One provider call, forwarding its stream. `Err(None)` is an interrupt.
@@ -456,7 +497,7 @@ impl Agent {
                 admitted.push(Err(CallOutcome::Skipped(why.clone())));
                 continue;
             }
-            let checked = match self.dispatcher.check(call, Some(finish)) {
+            let mut checked = match self.dispatcher.check(call, Some(finish)) {
                 Ok(c) => c,
                 Err(invalid) => {
                     admitted.push(Err(invalid));
@@ -467,7 +508,7 @@ impl Agent {
                 log: &mut self.log,
                 ui,
             };
-            match self.dispatcher.permit(&checked, &mut out, cancel).await? {
+            match self.dispatcher.permit(&mut checked, &mut out, cancel).await? {
                 None => admitted.push(Ok(checked)),
                 Some(refused) => {
                     if let CallOutcome::Refused {
@@ -490,7 +531,7 @@ impl Agent {
                         call: calls[i].clone(),
                     },
                 )?;
-                self.finish_call(ui, &calls[i], outcome.clone(), 0)?;
+                self.finish_call(ui, &calls[i], outcome.clone(), 0).await?;
                 i += 1;
                 continue;
             }
@@ -502,7 +543,8 @@ impl Agent {
                         call: calls[i].clone(),
                     },
                 )?;
-                self.finish_call(ui, &calls[i], CallOutcome::Skipped(why), 0)?;
+                self.finish_call(ui, &calls[i], CallOutcome::Skipped(why), 0)
+                    .await?;
                 i += 1;
                 continue;
             }
@@ -535,7 +577,8 @@ impl Agent {
             match results {
                 None => {
                     for checked in &group {
-                        self.finish_call(ui, &checked.call, CallOutcome::Interrupted, ms)?;
+                        self.finish_call(ui, &checked.call, CallOutcome::Interrupted, ms)
+                            .await?;
                     }
                     stop = Some((
                         StopReason::Interrupted,
@@ -550,7 +593,7 @@ impl Agent {
                                 format!("`{}` failed fatally: {m}", checked.call.name),
                             ));
                         }
-                        self.finish_call(ui, &checked.call, outcome, ms)?;
+                        self.finish_call(ui, &checked.call, outcome, ms).await?;
                     }
                 }
             }
@@ -560,7 +603,7 @@ impl Agent {
     }
 
     /// Records a call's result (cut for the model when long), durably.
-    fn finish_call(
+    async fn finish_call(
         &mut self,
         ui: &UnboundedSender<Event>,
         call: &ToolCall,
@@ -573,7 +616,8 @@ impl Agent {
         };
         let outcome = self
             .dispatcher
-            .finish(call, outcome, duration_ms, &mut out)?;
+            .finish(call, outcome, duration_ms, &mut out)
+            .await?;
         self.history.push(Message::ToolResult(ToolResult {
             call_id: call.id.clone(),
             content: outcome.content,

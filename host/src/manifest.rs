@@ -227,6 +227,8 @@ pub struct Manifest {
     pub require_os_sandbox: bool,
     /// `[policy]`: mode and rules.
     pub policy: crate::policy::Policy,
+    /// `[hooks]`: hook plugins bound to events, in the order they run.
+    pub hooks: Vec<crate::hooks::HookBinding>,
     /// For each plugin of a trusted project manifest that loads an unpinned
     /// `.wasm` file: what `corral trust` approved of that file, which the
     /// runtime checks before compiling it. Filled by [`load`] only.

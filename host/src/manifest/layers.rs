@@ -132,6 +132,7 @@ pub fn from_layers(workspace: &Path, layers: &[Layer]) -> Result<Manifest, Manif
     let mut agent = AgentSettings::default();
     let mut require_os_sandbox = true;
     let mut policy = crate::policy::Policy::default();
+    let mut hooks = Vec::new();
     for layer in layers {
         let raw: RawFile = toml::from_str(&layer.text).map_err(|e| {
             let (line, column) = e.span().map_or((0, 0), |s| line_col(&layer.text, s.start));
@@ -208,6 +209,7 @@ pub fn from_layers(workspace: &Path, layers: &[Layer]) -> Result<Manifest, Manif
         if let Some(t) = raw.agent.temperature {
             agent.temperature = Some(t);
         }
+        at.hooks(&raw.hooks, &mut hooks)?;
         for (name, entry) in raw.plugins {
             let at = Checker {
                 layer,
@@ -237,8 +239,12 @@ pub fn from_layers(workspace: &Path, layers: &[Layer]) -> Result<Manifest, Manif
             });
         }
     }
+    for binding in &hooks {
+        super::check::hook_plugin_exists(binding, &plugins)?;
+    }
     Ok(Manifest {
         workspace,
+        hooks,
         plugins: plugins.into_values().collect(),
         agent,
         require_os_sandbox,
