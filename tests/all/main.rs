@@ -19,6 +19,7 @@ mod effects;
 mod exec;
 mod fsguard;
 mod handle;
+mod hooks;
 mod install;
 mod lazy;
 mod manifest;
