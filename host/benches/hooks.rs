@@ -11,7 +11,7 @@
 
 mod common;
 
-use common::report;
+use common::{load, report};
 use corral::agent::{Dispatcher, NoApprover, Sink};
 use corral::hooks::Hooks;
 use corral::manifest::{DEFAULTS, DEFAULTS_NAME, Layer, from_layers};
@@ -57,11 +57,8 @@ fn measure(
         .map(|_| {
             let started = Instant::now();
             for _ in 0..iters {
-                let (outcome, _) = or_die(rt.block_on(dispatcher.dispatch(
-                    &call,
-                    &mut Discard,
-                    &cancel,
-                )));
+                let (outcome, _) =
+                    or_die(rt.block_on(dispatcher.dispatch(&call, &mut Discard, &cancel)));
                 assert!(!outcome.is_error, "{}", outcome.content);
             }
             started.elapsed() / iters as u32
@@ -104,20 +101,14 @@ fn main() {
         },
     ];
     let manifest = or_die(from_layers(ws.path(), &layers));
-    let plugins = Arc::new(or_die(rt.block_on(runtime.load(&manifest))));
+    let plugins = Arc::new(load(&rt, &runtime, ws.path(), &layers[1].text));
     let hooks = Arc::new(or_die(Hooks::new(&manifest.hooks, &plugins)));
     let policy = Policy {
         mode: Mode::FullAuto,
         rules: Vec::new(),
     };
-    let plain = Dispatcher::new(
-        plugins.clone(),
-        policy.clone(),
-        Arc::new(NoApprover),
-        None,
-    );
-    let hooked =
-        Dispatcher::new(plugins, policy, Arc::new(NoApprover), None).with_hooks(hooks);
+    let plain = Dispatcher::new(plugins.clone(), policy.clone(), Arc::new(NoApprover), None);
+    let hooked = Dispatcher::new(plugins, policy, Arc::new(NoApprover), None).with_hooks(hooks);
 
     // Warm both paths: compile, first instances, caches.
     measure(&rt, &plain, 1, 20);

@@ -508,7 +508,11 @@ impl Agent {
                 log: &mut self.log,
                 ui,
             };
-            match self.dispatcher.permit(&mut checked, &mut out, cancel).await? {
+            match self
+                .dispatcher
+                .permit(&mut checked, &mut out, cancel)
+                .await?
+            {
                 None => admitted.push(Ok(checked)),
                 Some(refused) => {
                     if let CallOutcome::Refused {

@@ -713,11 +713,11 @@ mod tests {
         let judged = stricter(v(Decision::Allow, "mode"), v(Decision::Ask, "ask rule"));
         assert_eq!(judged.decision, Decision::Ask);
         let judged = stricter(v(deny, "deny new"), v(Decision::Allow, "allow old"));
-        assert_eq!((judged.decision, judged.reason.as_str()), (deny, "deny new"));
-        let judged = stricter(
-            v(Decision::Deny { stop: true }, "stop"),
-            v(deny, "deny"),
+        assert_eq!(
+            (judged.decision, judged.reason.as_str()),
+            (deny, "deny new")
         );
+        let judged = stricter(v(Decision::Deny { stop: true }, "stop"), v(deny, "deny"));
         assert_eq!(judged.decision, Decision::Deny { stop: true });
     }
 

@@ -106,8 +106,8 @@ impl Server {
         // plugin's `limits.output_kb` already bounds, and there is no session
         // log to keep a cut output in.
         let hooks = crate::hooks::Hooks::new(&manifest.hooks, &plugins)?;
-        let dispatcher = Dispatcher::new(plugins, policy, approver.clone(), None)
-            .with_hooks(Arc::new(hooks));
+        let dispatcher =
+            Dispatcher::new(plugins, policy, approver.clone(), None).with_hooks(Arc::new(hooks));
         Ok(Self {
             dispatcher: Arc::new(dispatcher),
             approver,

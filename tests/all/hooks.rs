@@ -32,7 +32,10 @@ fn run(cli: &Cli, sb: &Sandbox, args: &[&str]) -> (Option<i32>, String) {
     all.extend_from_slice(args);
     all.push("go");
     let o = cli.run_env(&sb.ws(), &all, &[KEY]);
-    (o.status.code(), String::from_utf8_lossy(&o.stderr).into_owned())
+    (
+        o.status.code(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
 }
 
 /// The hook events of the session's log: (event, plugin, decision, detail).
@@ -78,7 +81,10 @@ before_tool = [{ plugin = "no-push", tools = ["run_*"] }]
     let (code, err) = run(&cli, &sb, &[]);
     assert_eq!(code, Some(0), "{err}");
     assert!(!sb.ws().join("pwned").exists(), "a blocked command ran");
-    assert!(sb.ws().join("fine").exists(), "an allowed command did not run");
+    assert!(
+        sb.ws().join("fine").exists(),
+        "an allowed command did not run"
+    );
     let requests = mock.requests();
     let result = openai_tool_result(&requests[1], "c1");
     assert!(
@@ -90,7 +96,11 @@ before_tool = [{ plugin = "no-push", tools = ["run_*"] }]
     let decisions: Vec<HookDecision> = hook_events(&cli).into_iter().map(|e| e.2).collect();
     assert_eq!(
         decisions,
-        [HookDecision::Block, HookDecision::Block, HookDecision::Continue]
+        [
+            HookDecision::Block,
+            HookDecision::Block,
+            HookDecision::Continue
+        ]
     );
 }
 
@@ -99,7 +109,11 @@ fn a_rewrite_cannot_turn_a_denied_call_into_an_allowed_one() {
     let mock = model(vec![
         run_command("c1", "touch denied"),
         run_command("c2", "touch ok"),
-        ("c3", "write_file", json!({ "path": "w.txt", "content": "x" })),
+        (
+            "c3",
+            "write_file",
+            json!({ "path": "w.txt", "content": "x" }),
+        ),
     ]);
     let sb = Sandbox::new();
     // The hook turns every call into `touch rewritten`: allowed by the
@@ -186,7 +200,9 @@ fn a_hook_with_no_grants_reaches_no_file_and_no_network() {
             "{}\n[hooks]\nbefore_tool = [{{ plugin = \"nosy\" }}]\n",
             test_hook(
                 "nosy",
-                &format!("config = {{ mode = \"reach\", path = {path:?}, url = {url:?} }}\n{grants}")
+                &format!(
+                    "config = {{ mode = \"reach\", path = {path:?}, url = {url:?} }}\n{grants}"
+                )
             )
         );
         sb.write("corral.toml", &manifest(mock.port, &hooks));
@@ -196,7 +212,10 @@ fn a_hook_with_no_grants_reaches_no_file_and_no_network() {
         let result = openai_tool_result(&mock.requests()[1], "c1");
         if granted {
             // What a grant gives, a hook gets: the test can see a reach.
-            assert!(result.contains("file: READ hello from the workspace"), "{result}");
+            assert!(
+                result.contains("file: READ hello from the workspace"),
+                "{result}"
+            );
             assert!(result.contains("dir: LISTED"), "{result}");
             assert!(result.contains("net: FETCHED status 200"), "{result}");
             assert_eq!(target.requests().len(), 1);
@@ -237,7 +256,10 @@ before_tool = [{ plugin = "no-touch" }]
     let (code, err) = run(&cli, &sb, &[]);
     assert_eq!(code, Some(0), "{err}");
     assert!(err.contains("not trusted"), "{err}");
-    assert!(sb.ws().join("pwned").exists(), "an untrusted project's hook ran");
+    assert!(
+        sb.ws().join("pwned").exists(),
+        "an untrusted project's hook ran"
+    );
     assert!(hook_events(&cli).is_empty());
 
     std::fs::remove_file(sb.ws().join("pwned")).expect("rm");
@@ -245,7 +267,10 @@ before_tool = [{ plugin = "no-touch" }]
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let (code, err) = run(&cli, &sb, &[]);
     assert_eq!(code, Some(0), "{err}");
-    assert!(!sb.ws().join("pwned").exists(), "the trusted hook did not block");
+    assert!(
+        !sb.ws().join("pwned").exists(),
+        "the trusted hook did not block"
+    );
     let result = openai_tool_result(&mock.requests()[3], "c1");
     assert!(result.starts_with("blocked by hook `no-touch`"), "{result}");
 }
@@ -265,7 +290,12 @@ fn session_start_context_from_a_granted_command_reaches_the_model() {
     };
     git(&["init", "-q"]);
     git(&["add", "hello.txt"]);
-    git(&["commit", "-q", "-m", "the commit the model should know about"]);
+    git(&[
+        "commit",
+        "-q",
+        "-m",
+        "the commit the model should know about",
+    ]);
     let hooks = r#"
 [plugins.git-context]
 source = "builtin:hook-context"

@@ -523,7 +523,9 @@ impl Dispatcher {
                 content: content.clone(),
                 is_error: *is_error,
             },
-            CallOutcome::Invalid(error) | CallOutcome::Failed(error) | CallOutcome::Fatal(error)
+            CallOutcome::Invalid(error)
+            | CallOutcome::Failed(error)
+            | CallOutcome::Fatal(error)
                 if self.hooks.has(HookEvent::AfterToolFailure) =>
             {
                 HookInput::AfterToolFailure {

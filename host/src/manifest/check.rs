@@ -449,7 +449,10 @@ impl Checker<'_> {
                 if !valid_name(&hook.get_ref().plugin) {
                     return Err(self.err(
                         span,
-                        format!("hooks.{key}: `{}` is not a plugin name", hook.get_ref().plugin),
+                        format!(
+                            "hooks.{key}: `{}` is not a plugin name",
+                            hook.get_ref().plugin
+                        ),
                         Some("name a [plugins.NAME] entry that exports corral:plugin/hook".into()),
                     ));
                 }

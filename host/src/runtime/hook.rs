@@ -47,12 +47,10 @@ fn to_wit(input: &HookInput) -> wit::Event {
             content: content.clone(),
             is_error: *is_error,
         }),
-        HookInput::AfterToolFailure { call, error } => {
-            E::AfterToolFailure(wit::AfterToolFailure {
-                call: call.into(),
-                error: error.clone(),
-            })
-        }
+        HookInput::AfterToolFailure { call, error } => E::AfterToolFailure(wit::AfterToolFailure {
+            call: call.into(),
+            error: error.clone(),
+        }),
         HookInput::BeforeCompact { manual, messages } => E::BeforeCompact(wit::BeforeCompact {
             trigger: if *manual {
                 wit::CompactTrigger::Manual

@@ -105,7 +105,10 @@ mod tests {
 
     fn blocked(args: serde_json::Value) -> Option<&'static str> {
         let words = command_words(&args);
-        DEFAULT_PATTERNS.iter().copied().find(|p| matches(p, &words))
+        DEFAULT_PATTERNS
+            .iter()
+            .copied()
+            .find(|p| matches(p, &words))
     }
 
     #[test]
@@ -123,7 +126,10 @@ mod tests {
             Some("git push -f")
         );
         assert_eq!(blocked(json!({"command": "rm -rf /"})), Some("rm -rf /"));
-        assert_eq!(blocked(json!({"nested": {"cmd": ["rm", "-rf", "~"]}})), Some("rm -rf ~"));
+        assert_eq!(
+            blocked(json!({"nested": {"cmd": ["rm", "-rf", "~"]}})),
+            Some("rm -rf ~")
+        );
         assert_eq!(blocked(json!({"command": "git push origin main"})), None);
         assert_eq!(blocked(json!({"command": "rm -rf /tmp/build"})), None);
         assert_eq!(blocked(json!({"command": "git --force push"})), None);

@@ -37,7 +37,10 @@ pub fn context(argv: &[String], output: Result<corral_sdk::process::Output, Stri
     let shown = argv.join(" ");
     match output {
         Ok(out) if out.exit_code == Some(0) => {
-            format!("Output of `{shown}` at the start of this session:\n{}", out.stdout.trim_end())
+            format!(
+                "Output of `{shown}` at the start of this session:\n{}",
+                out.stdout.trim_end()
+            )
         }
         Ok(out) => format!(
             "`{shown}` failed (exit {:?}): {}",
@@ -102,8 +105,14 @@ mod tests {
             "Output of `git log -5 --oneline` at the start of this session:\nabc123 first"
         );
         let failed = context(&argv, Ok(out(128, "", "not a git repository\n")));
-        assert!(failed.contains("failed (exit Some(128)): not a git repository"), "{failed}");
+        assert!(
+            failed.contains("failed (exit Some(128)): not a git repository"),
+            "{failed}"
+        );
         let denied = context(&argv, Err("not allowed: git".into()));
-        assert!(denied.ends_with("could not run: not allowed: git"), "{denied}");
+        assert!(
+            denied.ends_with("could not run: not allowed: git"),
+            "{denied}"
+        );
     }
 }

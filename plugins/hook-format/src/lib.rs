@@ -109,13 +109,18 @@ mod tests {
             ["prettier", "--write", "web/app.TSX"]
         );
         assert_eq!(
-            formatter("x.py", Some(r#"["black", "-q"]"#)).unwrap().unwrap(),
+            formatter("x.py", Some(r#"["black", "-q"]"#))
+                .unwrap()
+                .unwrap(),
             ["black", "-q", "x.py"]
         );
         assert_eq!(formatter("README.md", None).unwrap(), None);
         assert_eq!(formatter("Makefile", None).unwrap(), None);
         assert!(formatter("x.py", Some("black")).is_err());
-        assert_eq!(written_path(&json!({"path": "a.rs", "content": ""})), Some("a.rs"));
+        assert_eq!(
+            written_path(&json!({"path": "a.rs", "content": ""})),
+            Some("a.rs")
+        );
         assert_eq!(written_path(&json!({"content": ""})), None);
     }
 }
