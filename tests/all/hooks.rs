@@ -362,3 +362,155 @@ after_tool = [{{ plugin = "format", tools = ["write_file", "edit_file"] }}]
         "{result}"
     );
 }
+
+/// Keeps the events a hook run emits.
+#[derive(Default)]
+struct Kept(Vec<Event>);
+
+impl corral::agent::Sink for Kept {
+    fn emit(&mut self, event: Event) -> anyhow::Result<()> {
+        self.0.push(event);
+        Ok(())
+    }
+
+    fn save_artifact(&self, _: &str, _: &str) -> Option<std::io::Result<std::path::PathBuf>> {
+        None
+    }
+}
+
+/// `before_compact` and `subagent_stop` are run by the compaction and the
+/// sub-agent code through `Hooks::pre_compact` and `Hooks::subagent_stop`:
+/// each runs only the hooks of its event, folds their decisions, and
+/// reports a failing hook without blocking (neither event is blocking).
+#[tokio::test]
+async fn compaction_and_subagent_hooks_decide_through_their_entry_points() {
+    let sb = Sandbox::new();
+    let toml = format!(
+        "{}{}{}\n[hooks]\nbefore_compact = [{{ plugin = \"guide\" }}, {{ plugin = \"keep\" }}]\n\
+         subagent_stop = [{{ plugin = \"spin\" }}, {{ plugin = \"keep\" }}]\n",
+        test_hook(
+            "guide",
+            r#"config = { mode = "context", context = "keep the file names" }"#
+        ),
+        test_hook("keep", r#"config = { mode = "block", reason = "not yet" }"#),
+        test_hook(
+            "spin",
+            "config = { mode = \"loop\" }\nlimits = { timeout_ms = 200 }"
+        ),
+    );
+    let manifest = sb.manifest(&toml).expect("manifest");
+    let plugins = runtime().load(&manifest).await.expect("load");
+    let hooks = corral::hooks::Hooks::new(&manifest.hooks, &plugins).expect("hooks");
+
+    let mut sink = Kept::default();
+    let out = hooks.pre_compact(false, 40, &mut sink).await.expect("run");
+    assert_eq!(
+        out.context,
+        ["[context from hook `guide`]\nkeep the file names"]
+    );
+    assert_eq!(
+        out.blocked.as_deref(),
+        Some("blocked by hook `keep`: not yet")
+    );
+    let decisions: Vec<_> = sink
+        .0
+        .iter()
+        .map(|e| match e {
+            Event::Hook {
+                event,
+                plugin,
+                decision,
+                ..
+            } => (*event, plugin.as_str(), *decision),
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(
+        decisions,
+        [
+            (HookEvent::BeforeCompact, "guide", HookDecision::AddContext),
+            (HookEvent::BeforeCompact, "keep", HookDecision::Block),
+        ]
+    );
+
+    let mut sink = Kept::default();
+    let out = hooks
+        .subagent_stop("count the files", "12", &mut sink)
+        .await
+        .expect("run");
+    // The spinning hook is reported and skipped; the next one still runs.
+    assert_eq!(
+        out.blocked.as_deref(),
+        Some("blocked by hook `keep`: not yet")
+    );
+    let Event::Hook {
+        decision, detail, ..
+    } = &sink.0[0]
+    else {
+        panic!("{:?}", sink.0)
+    };
+    assert_eq!(*decision, HookDecision::Failed);
+    assert!(detail.contains("timed out after 200 ms"), "{detail}");
+    assert_eq!(sink.0.len(), 2);
+}
+
+/// A hook written in Python (`tests/programs/hook-python/app.py`), built
+/// with componentize-py against the WIT `corral plugin wit` serves, blocks
+/// a call like a Rust one: hooks are plugins, in any language.
+#[test]
+fn a_python_hook_built_from_the_served_wit_blocks_a_call() {
+    let Some(componentize_py) = std::env::var_os("CORRAL_COMPONENTIZE_PY") else {
+        assert!(
+            std::env::var_os("CORRAL_CI").is_none(),
+            "CORRAL_COMPONENTIZE_PY is not set under CI; .ci/run installs the toolchain and sets it"
+        );
+        eprintln!("skipped: CORRAL_COMPONENTIZE_PY not set; .ci/run installs it");
+        return;
+    };
+    let sb = Sandbox::new();
+    let cli = Cli::new();
+    let project = sb.root.path().join("pyhook");
+    std::fs::create_dir(&project).expect("mkdir");
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/programs/hook-python/app.py"),
+        project.join("app.py"),
+    )
+    .expect("copy app.py");
+    let o = cli.run(&project, &["plugin", "wit", "--out", "wit"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let o = std::process::Command::new(componentize_py)
+        .args([
+            "-d",
+            "wit",
+            "-w",
+            "hook-plugin",
+            "componentize",
+            "app",
+            "-o",
+        ])
+        .arg(project.join("no-secrets.wasm"))
+        .current_dir(&project)
+        .output()
+        .expect("componentize-py");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+
+    let mock = model(vec![
+        run_command("c1", "touch .env"),
+        run_command("c2", "touch fine"),
+    ]);
+    let wasm = project.join("no-secrets.wasm").display().to_string();
+    let hooks = format!(
+        "{}\n[hooks]\nbefore_tool = [{{ plugin = \"no-secrets\" }}]\n",
+        plugin_toml("no-secrets", &wasm, "")
+    );
+    sb.write("corral.toml", &manifest(mock.port, &hooks));
+    let (code, err) = run(&cli, &sb, &[]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(!sb.ws().join(".env").exists(), "the blocked call ran");
+    assert!(sb.ws().join("fine").exists());
+    let result = openai_tool_result(&mock.requests()[1], "c1");
+    assert!(
+        result.starts_with("blocked by hook `no-secrets`: the arguments mention `.env`"),
+        "{result}"
+    );
+}

@@ -173,7 +173,7 @@ pub(super) fn wit(dir: &Path) -> ExitCode {
     match write_all(dir, &files) {
         Ok(()) => {
             out(&format!(
-                "wrote {} files to {}: corral:plugin@0.1.0 (worlds tool-plugin, provider-plugin) \
+                "wrote {} files to {}: corral:plugin@0.1.0 (worlds tool-plugin, provider-plugin, hook-plugin) \
                  and under deps/ the WASI 0.2 packages it serves",
                 files.len(),
                 dir.display()
