@@ -26,16 +26,19 @@ fn run_command(id: &'static str, command: &str) -> Call {
 }
 
 /// Runs one prompt with the openai provider on the mock, in full-auto mode
-/// unless `args` says otherwise; returns stderr.
+/// unless `args` says otherwise; returns the exit code, and what it printed
+/// (stdout, then stderr).
 fn run(cli: &Cli, sb: &Sandbox, args: &[&str]) -> (Option<i32>, String) {
     let mut all = vec!["run", "--provider", "openai", "--mode", "full-auto"];
     all.extend_from_slice(args);
     all.push("go");
     let o = cli.run_env(&sb.ws(), &all, &[KEY]);
-    (
-        o.status.code(),
-        String::from_utf8_lossy(&o.stderr).into_owned(),
-    )
+    let printed = format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    (o.status.code(), printed)
 }
 
 /// The hook events of the session's log: (event, plugin, decision, detail).
@@ -512,5 +515,92 @@ fn a_python_hook_built_from_the_served_wit_blocks_a_call() {
     assert!(
         result.starts_with("blocked by hook `no-secrets`: the arguments mention `.env`"),
         "{result}"
+    );
+}
+
+#[test]
+fn a_hook_can_ask_before_a_call_and_withhold_an_output() {
+    let mock = model(vec![
+        run_command("c1", "touch asked"),
+        ("c2", "read_file", json!({ "path": "hello.txt" })),
+    ]);
+    let sb = Sandbox::new();
+    let hooks = format!(
+        "{}{}\n[hooks]\nbefore_tool = [{{ plugin = \"careful\", tools = [\"run_command\"] }}]\n\
+         after_tool = [{{ plugin = \"redact\", tools = [\"read_file\"] }}]\n",
+        test_hook(
+            "careful",
+            r#"config = { mode = "ask", reason = "commands need a human here" }"#
+        ),
+        test_hook(
+            "redact",
+            r#"config = { mode = "block", reason = "file contents stay private" }"#
+        ),
+    );
+    sb.write("corral.toml", &manifest(mock.port, &hooks));
+    let cli = Cli::new();
+    // full-auto would run the command unasked; the hook makes it ask, and
+    // a non-interactive run refuses.
+    let (code, err) = run(&cli, &sb, &[]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(!sb.ws().join("asked").exists(), "the call ran unasked");
+    let requests = mock.requests();
+    let asked = openai_tool_result(&requests[1], "c1");
+    assert!(
+        asked.contains("needs the user's approval and the run is not interactive"),
+        "{asked}"
+    );
+    let withheld = openai_tool_result(&requests[1], "c2");
+    assert!(
+        withheld.starts_with("blocked by hook `redact`: file contents stay private"),
+        "{withheld}"
+    );
+    assert!(!withheld.contains("hello from the workspace"), "{withheld}");
+    assert!(err.contains("hook `careful` (before_tool) asked"), "{err}");
+}
+
+#[test]
+fn prompt_and_stop_hooks_block_a_prompt_and_keep_a_run_going() {
+    // A blocked prompt never reaches the model.
+    let mock = model(Vec::new());
+    let sb = Sandbox::new();
+    let hooks = format!(
+        "{}\n[hooks]\nuser_prompt = [{{ plugin = \"gate\" }}]\n",
+        test_hook(
+            "gate",
+            r#"config = { mode = "block", reason = "no prompts today" }"#
+        )
+    );
+    sb.write("corral.toml", &manifest(mock.port, &hooks));
+    let cli = Cli::new();
+    let (code, err) = run(&cli, &sb, &[]);
+    assert_eq!(code, Some(5), "{err}");
+    assert!(
+        err.contains("the prompt was not sent: blocked by hook `gate`: no prompts today"),
+        "{err}"
+    );
+    assert!(mock.requests().is_empty());
+
+    // A stop hook that blocks sends the model on with its reason.
+    let mock = model(Vec::new());
+    let sb = Sandbox::new();
+    let hooks = format!(
+        "{}\n[hooks]\nstop = [{{ plugin = \"more\" }}]\n",
+        test_hook(
+            "more",
+            r#"config = { mode = "block", reason = "run the tests first" }"#
+        )
+    );
+    sb.write("corral.toml", &manifest(mock.port, &hooks));
+    let (code, err) = run(&cli, &sb, &["--max-iterations", "2"]);
+    assert_eq!(code, Some(4), "{err}");
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 2);
+    let messages = requests[1].body["messages"].as_array().expect("messages");
+    let last = messages.last().expect("a message");
+    assert_eq!(last["role"], "user");
+    assert_eq!(
+        last["content"],
+        "[hook `more` did not let the run stop]\nrun the tests first"
     );
 }
