@@ -721,6 +721,60 @@ mod tests {
         assert_eq!(judged.decision, Decision::Deny { stop: true });
     }
 
+    /// What hooks added to the conversation comes back on resume: the
+    /// context of a prompt (and not that of a blocked one) and the prompt a
+    /// blocking `stop` hook sent the model on with.
+    #[test]
+    fn a_resumed_history_keeps_what_hooks_added() {
+        use crate::log::Record;
+        use crate::protocol::Message;
+        let hook = |event, decision, detail: &str| Event::Hook {
+            event,
+            plugin: "h".into(),
+            call_id: None,
+            decision,
+            detail: detail.into(),
+        };
+        let events = [
+            Event::TurnBegin { turn: 1 },
+            hook(HookEvent::UserPrompt, HookDecision::AddContext, "dropped"),
+            hook(HookEvent::UserPrompt, HookDecision::Block, "no"),
+            Event::TurnBegin { turn: 2 },
+            hook(
+                HookEvent::UserPrompt,
+                HookDecision::AddContext,
+                "branch main",
+            ),
+            Event::UserMessage {
+                text: "fix it".into(),
+            },
+            hook(HookEvent::Stop, HookDecision::Block, "run the tests"),
+        ];
+        let records: Vec<Record> = events
+            .into_iter()
+            .enumerate()
+            .map(|(i, event)| Record {
+                seq: i as u64 + 1,
+                ts_ms: 0,
+                event,
+            })
+            .collect();
+        let (history, turn, open) = crate::agent::replay_history(&records);
+        assert_eq!(turn, 2);
+        assert!(open.is_empty());
+        assert_eq!(
+            history,
+            [
+                Message::User {
+                    text: with_context("fix it", &[context_entry("h", "branch main")])
+                },
+                Message::User {
+                    text: go_on("h", "run the tests")
+                },
+            ]
+        );
+    }
+
     /// A sink that keeps the events.
     #[derive(Default)]
     struct Kept(Vec<Event>);

@@ -604,3 +604,40 @@ fn prompt_and_stop_hooks_block_a_prompt_and_keep_a_run_going() {
         "[hook `more` did not let the run stop]\nrun the tests first"
     );
 }
+
+#[test]
+fn bad_hook_bindings_are_refused_with_the_line_and_the_fix() {
+    let sb = Sandbox::new();
+    let hook = test_hook("h", "");
+    let err = sb
+        .manifest(&format!(
+            "{hook}\n[hooks]\nbefore_tools = [{{ plugin = \"h\" }}]\n"
+        ))
+        .unwrap_err();
+    assert!(err.contains("unknown field `before_tools`"), "{err}");
+    assert!(err.contains("before_tool"), "{err}");
+    let err = sb
+        .manifest(&format!(
+            "{hook}\n[hooks]\nbefore_tool = [{{ plugin = \"ghost\" }}]\n"
+        ))
+        .unwrap_err();
+    assert!(
+        err.starts_with("corral.toml:6:1: hooks.before_tool: plugin `ghost` is not declared"),
+        "{err}"
+    );
+    assert!(err.contains("declare [plugins.ghost]"), "{err}");
+    let err = sb
+        .manifest(&format!(
+            "{hook}\n[hooks]\nsession_start = [{{ plugin = \"h\", tools = [\"x\"] }}]\n"
+        ))
+        .unwrap_err();
+    assert!(err.contains("`tools` applies only to tool events"), "{err}");
+    let manifest = sb
+        .manifest(&format!(
+            "{hook}\n[hooks]\nafter_tool = [{{ plugin = \"h\", tools = [\"write_*\"] }}]\n"
+        ))
+        .expect("manifest");
+    assert_eq!(manifest.hooks.len(), 1);
+    assert_eq!(manifest.hooks[0].event, HookEvent::AfterTool);
+    assert_eq!(manifest.hooks[0].tools, ["write_*"]);
+}

@@ -500,7 +500,7 @@ pub(super) fn hook_plugin_exists(
     Err(ManifestError {
         file: binding.origin.file.clone(),
         line: binding.origin.line,
-        column: 0,
+        column: 1,
         message: format!(
             "hooks.{}: plugin `{}` is not declared (or is disabled)",
             binding.event.as_str(),
