@@ -102,7 +102,7 @@ fn main() {
     ];
     let manifest = or_die(from_layers(ws.path(), &layers));
     let plugins = Arc::new(load(&rt, &runtime, ws.path(), &layers[1].text));
-    let hooks = Arc::new(or_die(Hooks::new(&manifest.hooks, &plugins)));
+    let hooks = Arc::new(or_die(rt.block_on(Hooks::new(&manifest.hooks, &plugins))));
     let policy = Policy {
         mode: Mode::FullAuto,
         rules: Vec::new(),

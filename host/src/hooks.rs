@@ -313,12 +313,10 @@ impl Hooks {
         Self::default()
     }
 
-    /// The hooks of `bindings`, each with its plugin from `plugins`. The
-    /// manifest already refused bindings naming no plugin; whether a plugin
-    /// exports `corral:plugin/hook` is known when it is compiled, so a
-    /// binding to another kind of plugin fails when it runs, and is
-    /// reported (and fails closed) like any broken hook.
-    pub fn new(bindings: &[HookBinding], plugins: &Plugins) -> Result<Self, String> {
+    /// The hooks of `bindings`, each with its plugin from `plugins`, which
+    /// must export `corral:plugin/hook` (a plugin whose tools came from the
+    /// description cache is compiled now to tell).
+    pub async fn new(bindings: &[HookBinding], plugins: &Plugins) -> Result<Self, String> {
         let mut bound = Vec::with_capacity(bindings.len());
         for binding in bindings {
             let plugin = plugins
@@ -334,6 +332,16 @@ impl Hooks {
                         binding.plugin
                     )
                 })?;
+            if !plugin.is_hook().await {
+                return Err(format!(
+                    "hooks.{} ({}): plugin `{}` ({}) is not a hook plugin: it does not export \
+                     corral:plugin/hook@0.1.0; bind a hook component, or remove the binding",
+                    binding.event.as_str(),
+                    binding.origin,
+                    binding.plugin,
+                    plugin.decl().source
+                ));
+            }
             bound.push(Bound {
                 binding: binding.clone(),
                 plugin,
@@ -372,7 +380,8 @@ impl Hooks {
             };
             let verdict = match answer {
                 Err(why) => {
-                    tracing::warn!(hook = %name, event = event.as_str(), "{why}");
+                    let shown = crate::terminal::inert(&why);
+                    tracing::warn!(hook = %name, event = event.as_str(), "{shown}");
                     sink.emit(Event::Hook {
                         event,
                         plugin: name.clone(),

@@ -250,7 +250,7 @@ fn a_project_hook_is_ignored_until_trusted() {
         r#"
 [plugins.no-touch]
 source = "builtin:hook-block"
-config = { patterns = '["touch pwned"]' }
+config = { patterns = ["touch pwned"] }
 
 [hooks]
 before_tool = [{ plugin = "no-touch" }]
@@ -403,7 +403,9 @@ async fn compaction_and_subagent_hooks_decide_through_their_entry_points() {
     );
     let manifest = sb.manifest(&toml).expect("manifest");
     let plugins = runtime().load(&manifest).await.expect("load");
-    let hooks = corral::hooks::Hooks::new(&manifest.hooks, &plugins).expect("hooks");
+    let hooks = corral::hooks::Hooks::new(&manifest.hooks, &plugins)
+        .await
+        .expect("hooks");
 
     let mut sink = Kept::default();
     let out = hooks.pre_compact(false, 40, &mut sink).await.expect("run");
@@ -640,4 +642,22 @@ fn bad_hook_bindings_are_refused_with_the_line_and_the_fix() {
     assert_eq!(manifest.hooks.len(), 1);
     assert_eq!(manifest.hooks[0].event, HookEvent::AfterTool);
     assert_eq!(manifest.hooks[0].tools, ["write_*"]);
+}
+
+#[test]
+fn a_binding_to_a_plugin_that_is_not_a_hook_is_refused_when_the_session_opens() {
+    let mock = model(Vec::new());
+    let sb = Sandbox::new();
+    sb.write(
+        "corral.toml",
+        &manifest(mock.port, "[hooks]\nbefore_tool = [{ plugin = \"fs\" }]\n"),
+    );
+    let cli = Cli::new();
+    let (code, err) = run(&cli, &sb, &[]);
+    assert_ne!(code, Some(0), "{err}");
+    assert!(
+        err.contains("plugin `fs` (builtin:fs) is not a hook plugin"),
+        "{err}"
+    );
+    assert!(mock.requests().is_empty());
 }

@@ -135,7 +135,7 @@ pub async fn open(config: SessionConfig) -> Result<Session, String> {
         Approvals::Approve => Arc::new(YesApprover),
         Approvals::FrontEnd => Arc::new(op_approver.clone()),
     };
-    let hooks = crate::hooks::Hooks::new(&manifest.hooks, &plugins)?;
+    let hooks = crate::hooks::Hooks::new(&manifest.hooks, &plugins).await?;
     let options = AgentOptions {
         hooks: Arc::new(hooks),
         policy,

@@ -12,7 +12,7 @@
 //! ```
 //!
 //! The formatter of each extension can be changed with `config`, e.g.
-//! `config = { py = '["black", "-q"]' }`; the file's path is added last.
+//! `config = { py = ["black", "-q"] }`; the file's path is added last.
 //! Defaults: `rs` → `rustfmt --edition 2024`, `js`/`ts`/`jsx`/`tsx`/`mjs` →
 //! `prettier --write`, `py` → `ruff format`.
 

@@ -11,7 +11,7 @@ and bind it in the manifest:
 
     [plugins.no-secrets]
     source = "no-secrets.wasm"
-    config = { words = '[".env", "id_rsa"]' }
+    config = { words = [".env", "id_rsa"] }
 
     [hooks]
     before_tool = [{ plugin = "no-secrets" }]
