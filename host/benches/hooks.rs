@@ -3,11 +3,12 @@
 //! `cargo bench -p corral --bench hooks`
 //!
 //! A trivial Rust `before_tool` hook (the test hook answering `continue`)
-//! guards `read_file` of a small file. Each call takes the dispatcher's
-//! whole path (validation, hooks, policy, sandboxed call, result events);
-//! the same calls without the hook are the baseline. The hook's cost is the
-//! difference, reported per call and as a ratio to the unguarded call;
-//! target: under 0.5.
+//! guards `read_file` of a small file, the cheapest call a hook can guard,
+//! and `run_command` of `true`, the kind of call a command guard is for.
+//! Each call takes the dispatcher's whole path (validation, hooks, policy,
+//! sandboxed call, result events); the same calls without the hook are the
+//! baseline. The hook's cost is the difference, reported per call and as a
+//! ratio to the unguarded call; target: under 0.5.
 
 mod common;
 
@@ -40,25 +41,21 @@ impl Sink for Discard {
     }
 }
 
-/// Median time per call over `rounds` rounds of `iters` calls.
+/// Median time per call of `call` over `rounds` rounds of `iters` calls.
 fn measure(
     rt: &tokio::runtime::Runtime,
     dispatcher: &Dispatcher,
+    call: &ToolCall,
     rounds: usize,
     iters: usize,
 ) -> Duration {
-    let call = ToolCall {
-        id: "b".into(),
-        name: "read_file".into(),
-        arguments: r#"{"path":"small.txt"}"#.into(),
-    };
     let cancel = CancellationToken::new();
     let mut times: Vec<Duration> = (0..rounds)
         .map(|_| {
             let started = Instant::now();
             for _ in 0..iters {
                 let (outcome, _) =
-                    or_die(rt.block_on(dispatcher.dispatch(&call, &mut Discard, &cancel)));
+                    or_die(rt.block_on(dispatcher.dispatch(call, &mut Discard, &cancel)));
                 assert!(!outcome.is_error, "{}", outcome.content);
             }
             started.elapsed() / iters as u32
@@ -110,23 +107,61 @@ fn main() {
     let plain = Dispatcher::new(plugins.clone(), policy.clone(), Arc::new(NoApprover), None);
     let hooked = Dispatcher::new(plugins, policy, Arc::new(NoApprover), None).with_hooks(hooks);
 
+    let read = ToolCall {
+        id: "b".into(),
+        name: "read_file".into(),
+        arguments: r#"{"path":"small.txt"}"#.into(),
+    };
+    compare(
+        &rt,
+        &plain,
+        &hooked,
+        &read,
+        "read_file of a 24-byte file (the cheapest guarded call)",
+        (9, 200),
+    );
+    let command = ToolCall {
+        id: "b".into(),
+        name: "run_command".into(),
+        arguments: r#"{"argv":["true"]}"#.into(),
+    };
+    compare(
+        &rt,
+        &plain,
+        &hooked,
+        &command,
+        "run_command `true` (what a command guard guards)",
+        (5, 20),
+    );
+}
+
+/// Measures `call` without and with the hook, interleaved so that noise
+/// from the machine falls on both alike, and reports the hook's share.
+fn compare(
+    rt: &tokio::runtime::Runtime,
+    plain: &Dispatcher,
+    hooked: &Dispatcher,
+    call: &ToolCall,
+    what: &str,
+    (rounds, iters): (usize, usize),
+) {
     // Warm both paths: compile, first instances, caches.
-    measure(&rt, &plain, 1, 20);
-    measure(&rt, &hooked, 1, 20);
-    let (rounds, iters) = (9, 200);
-    // Interleaved, so noise from the machine falls on both alike.
+    measure(rt, plain, call, 1, iters.min(20));
+    measure(rt, hooked, call, 1, iters.min(20));
     let mut base = Vec::new();
     let mut with = Vec::new();
     for _ in 0..3 {
-        base.push(measure(&rt, &plain, rounds, iters));
-        with.push(measure(&rt, &hooked, rounds, iters));
+        base.push(measure(rt, plain, call, rounds, iters));
+        with.push(measure(rt, hooked, call, rounds, iters));
     }
     base.sort();
     with.sort();
     let (base, with) = (base[1], with[1]);
     let hook = with.saturating_sub(base);
     let ratio = hook.as_secs_f64() / base.as_secs_f64();
-    report("before_tool hook (trivial Rust hook) guarding read_file of a 24-byte file:");
+    report(&format!(
+        "before_tool hook (trivial Rust hook) guarding {what}:"
+    ));
     report(&format!("  call without the hook:        {base:>10.1?}"));
     report(&format!("  call with the hook:           {with:>10.1?}"));
     report(&format!("  hook per call:                {hook:>10.1?}"));
