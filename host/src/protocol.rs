@@ -300,7 +300,9 @@ pub enum Event {
         /// The new provider plugin.
         provider: String,
     },
-    /// A hook ran and decided (see `[hooks]` in the manifest).
+    /// A hook ran and decided (see `[hooks]` in the manifest). Written at
+    /// once but not synced on its own: the permission, tool result or
+    /// message that follows it is, and carries it to disk.
     Hook {
         /// The point of the session it ran at.
         event: HookEvent,
@@ -354,7 +356,6 @@ impl Event {
                 | Event::ModeChanged { .. }
                 | Event::ModelChanged { .. }
                 | Event::ProviderChanged { .. }
-                | Event::Hook { .. }
         )
     }
 }
