@@ -14,6 +14,9 @@ const PLUGINS: &[(&str, &str)] = &[
     ("anthropic", "corral-plugin-anthropic"),
     ("shell", "corral-plugin-shell"),
     ("git", "corral-plugin-git"),
+    ("hook-block", "corral-plugin-hook-block"),
+    ("hook-format", "corral-plugin-hook-format"),
+    ("hook-context", "corral-plugin-hook-context"),
 ];
 
 fn main() {

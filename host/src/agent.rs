@@ -66,6 +66,8 @@ pub struct AgentOptions {
     pub tools: Option<Vec<String>>,
     /// Subagents: depth, limits, and what worktrees need.
     pub subagents: SubagentOptions,
+    /// The hooks of the session (`[hooks]`).
+    pub hooks: Arc<crate::hooks::Hooks>,
 }
 
 impl std::fmt::Debug for AgentOptions {
@@ -93,6 +95,7 @@ impl Default for AgentOptions {
             guard: crate::policy::GuardSettings::default(),
             tools: None,
             subagents: SubagentOptions::default(),
+            hooks: Arc::default(),
         }
     }
 }
@@ -131,6 +134,9 @@ pub struct Agent {
     recorded: Vec<corral_sdk::cassette::Turn>,
     /// Logged when the session opened; shown to the front-end with the first run.
     announce: Option<Event>,
+    /// The session's hooks; `session_start` runs with the first run
+    /// (`Some(resumed)` until then), and its context joins the system prompt.
+    hooks: crate::hooks::SessionHooks,
 }
 
 impl Agent {
@@ -142,6 +148,7 @@ impl Agent {
         workspace: PathBuf,
         mut log: SessionLog,
     ) -> anyhow::Result<Self> {
+        let options_hooks = options.hooks.clone();
         let started = Event::SessionStarted {
             session_id: log.id().to_owned(),
             workspace: workspace.display().to_string(),
@@ -172,7 +179,8 @@ impl Agent {
             options.approver.clone(),
             Some(options.tool_output_limit),
         )
-        .with_host_tools(subagent::host_tools(&options));
+        .with_host_tools(subagent::host_tools(&options))
+        .with_hooks(options.hooks.clone());
         dispatcher.set_tracker(Arc::new(tracker));
         Ok(Self {
             dispatcher,
@@ -184,6 +192,7 @@ impl Agent {
             turn: 0,
             recorded: Vec::new(),
             announce: Some(started),
+            hooks: crate::hooks::SessionHooks::new(options_hooks, false),
         })
     }
 
@@ -211,8 +220,10 @@ impl Agent {
             options.approver.clone(),
             Some(options.tool_output_limit),
         )
-        .with_host_tools(subagent::host_tools(&options));
+        .with_host_tools(subagent::host_tools(&options))
+        .with_hooks(options.hooks.clone());
         dispatcher.set_tracker(Arc::new(tracker));
+        let hooks = crate::hooks::SessionHooks::new(options.hooks.clone(), true);
         let mut agent = Self {
             dispatcher,
             provider,
@@ -223,6 +234,7 @@ impl Agent {
             turn,
             recorded: Vec::new(),
             announce: None,
+            hooks,
         };
         let mut closed = Vec::new();
         for call in open {
@@ -342,16 +354,24 @@ impl Agent {
         }
         self.turn += 1;
         self.emit(ui, Event::TurnBegin { turn: self.turn })?;
+        let session_id = self.log.id().to_owned();
+        let mut out = Out {
+            log: &mut self.log,
+            ui,
+        };
+        self.hooks.start(&session_id, &mut out).await?;
         if let Some(prompt) = prompt {
+            let text = match self.hooks.prompt(prompt, &mut out).await? {
+                Ok(text) => text,
+                Err(blocked) => return self.stop(ui, StopReason::PermissionDenied, Some(blocked)),
+            };
             self.emit(
                 ui,
                 Event::UserMessage {
                     text: prompt.to_owned(),
                 },
             )?;
-            self.history.push(Message::User {
-                text: prompt.to_owned(),
-            });
+            self.history.push(Message::User { text });
         }
         let mut tools: Vec<_> = self
             .plugins()
@@ -366,8 +386,11 @@ impl Agent {
             .iter()
             .map(|t| t.spec())
             .collect();
-        let mut system =
-            crate::context::system_prompt(&self.workspace, &self.options.cwd, self.plugins());
+        let mut system = self.hooks.system_prompt(crate::context::system_prompt(
+            &self.workspace,
+            &self.options.cwd,
+            self.plugins(),
+        ));
         system.push_str(&crate::context::host_tools_section(&host));
         if let Some(offered) = &self.options.tools {
             system.push_str(&crate::context::subagent_section(offered));
@@ -430,6 +453,14 @@ impl Agent {
             self.history
                 .push(Message::Assistant(response.message.clone()));
             if response.message.tool_calls.is_empty() {
+                let mut out = Out {
+                    log: &mut self.log,
+                    ui,
+                };
+                if let Some(go_on) = self.hooks.stop(&response.message.text, &mut out).await? {
+                    self.history.push(Message::User { text: go_on });
+                    continue;
+                }
                 return self.stop(ui, StopReason::FinalAnswer, None);
             }
             if let Some((reason, message)) = self
@@ -452,6 +483,16 @@ impl Agent {
                 "no final answer after {n} iterations (--max-iterations)"
             )),
         )
+    }
+
+    /// Runs the `session_end` hooks; called once when the session closes.
+    pub async fn end(&mut self, ui: &UnboundedSender<Event>) -> anyhow::Result<()> {
+        let session_id = self.log.id().to_owned();
+        let mut out = Out {
+            log: &mut self.log,
+            ui,
+        };
+        self.hooks.end(&session_id, &mut out).await
     }
 
     /// One provider call, forwarding its stream. `Err(None)` is an interrupt.
@@ -512,7 +553,7 @@ impl Agent {
                 admitted.push(Err(CallOutcome::Skipped(why.clone())));
                 continue;
             }
-            let checked = match self.dispatcher.check(call, Some(finish)) {
+            let mut checked = match self.dispatcher.check(call, Some(finish)) {
                 Ok(c) => c,
                 Err(invalid) => {
                     admitted.push(Err(invalid));
@@ -523,7 +564,11 @@ impl Agent {
                 log: &mut self.log,
                 ui,
             };
-            match self.dispatcher.permit(&checked, &mut out, cancel).await? {
+            match self
+                .dispatcher
+                .permit(&mut checked, &mut out, cancel)
+                .await?
+            {
                 None => admitted.push(Ok(checked)),
                 Some(refused) => {
                     if let CallOutcome::Refused {
@@ -546,7 +591,7 @@ impl Agent {
                         call: calls[i].clone(),
                     },
                 )?;
-                self.finish_call(ui, &calls[i], outcome.clone(), 0)?;
+                self.finish_call(ui, &calls[i], outcome.clone(), 0).await?;
                 i += 1;
                 continue;
             }
@@ -558,7 +603,8 @@ impl Agent {
                         call: calls[i].clone(),
                     },
                 )?;
-                self.finish_call(ui, &calls[i], CallOutcome::Skipped(why), 0)?;
+                self.finish_call(ui, &calls[i], CallOutcome::Skipped(why), 0)
+                    .await?;
                 i += 1;
                 continue;
             }
@@ -602,7 +648,7 @@ impl Agent {
                             .as_ref()
                             .and_then(|s| s.outcome(&checked.call.id))
                             .unwrap_or(CallOutcome::Interrupted);
-                        self.finish_call(ui, &checked.call, outcome, ms)?;
+                        self.finish_call(ui, &checked.call, outcome, ms).await?;
                     }
                     stop = Some((
                         StopReason::Interrupted,
@@ -617,7 +663,7 @@ impl Agent {
                                 format!("`{}` failed fatally: {m}", checked.call.name),
                             ));
                         }
-                        self.finish_call(ui, &checked.call, outcome, ms)?;
+                        self.finish_call(ui, &checked.call, outcome, ms).await?;
                     }
                 }
             }
@@ -627,7 +673,7 @@ impl Agent {
     }
 
     /// Records a call's result (cut for the model when long), durably.
-    fn finish_call(
+    async fn finish_call(
         &mut self,
         ui: &UnboundedSender<Event>,
         call: &ToolCall,
@@ -641,7 +687,8 @@ impl Agent {
         let plan = host_tools::plan_event(&call.id, &outcome);
         let outcome = self
             .dispatcher
-            .finish(call, outcome, duration_ms, &mut out)?;
+            .finish(call, outcome, duration_ms, &mut out)
+            .await?;
         if let Some(plan) = plan {
             out.emit(plan)?;
         }

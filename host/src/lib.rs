@@ -24,6 +24,7 @@ pub mod agent;
 pub mod context;
 pub mod exec;
 pub mod fsread;
+pub mod hooks;
 pub mod install;
 pub mod log;
 pub mod manifest;

@@ -232,6 +232,8 @@ pub struct Manifest {
     pub policy: crate::policy::Policy,
     /// `[guard]`: the exfiltration guard's settings.
     pub guard: crate::policy::GuardSettings,
+    /// `[hooks]`: hook plugins bound to events, in the order they run.
+    pub hooks: Vec<crate::hooks::HookBinding>,
     /// For each plugin of a trusted project manifest that loads an unpinned
     /// `.wasm` file: what `corral trust` approved of that file, which the
     /// runtime checks before compiling it. Filled by [`load`] only.

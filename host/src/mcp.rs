@@ -105,7 +105,9 @@ impl Server {
         // No output limit: the client gets what the tool returned, which the
         // plugin's `limits.output_kb` already bounds, and there is no session
         // log to keep a cut output in.
-        let dispatcher = Dispatcher::new(plugins, policy, approver.clone(), None);
+        let hooks = crate::hooks::Hooks::new(&manifest.hooks, &plugins).await?;
+        let dispatcher =
+            Dispatcher::new(plugins, policy, approver.clone(), None).with_hooks(Arc::new(hooks));
         Ok(Self {
             dispatcher: Arc::new(dispatcher),
             approver,

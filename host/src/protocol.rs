@@ -362,6 +362,23 @@ pub enum Event {
         /// What the subagent did.
         event: Box<Event>,
     },
+    /// A hook ran and decided (see `[hooks]` in the manifest). Written at
+    /// once but not synced on its own: the permission, tool result or
+    /// message that follows it is, and carries it to disk.
+    Hook {
+        /// The point of the session it ran at.
+        event: HookEvent,
+        /// The hook plugin.
+        plugin: String,
+        /// The tool call it judged, for tool events.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        call_id: Option<String>,
+        /// What it decided, or that it failed.
+        decision: HookDecision,
+        /// The hook's reason, context or new arguments, or why it failed.
+        #[serde(default)]
+        detail: String,
+    },
     /// The session ended ([`Op::Shutdown`]); no event follows.
     ShutdownComplete,
     /// The run stopped.
@@ -438,4 +455,92 @@ impl PlanStatus {
             PlanStatus::Done => "done",
         }
     }
+}
+
+/// A point of a session's life where hooks run (a key of `[hooks]`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HookEvent {
+    /// A session started or was resumed.
+    SessionStart,
+    /// A session is closing.
+    SessionEnd,
+    /// The user sent a prompt (blocking: a failed hook blocks the prompt).
+    UserPrompt,
+    /// A tool call is about to be judged and run (blocking: a failed hook
+    /// blocks the call).
+    BeforeTool,
+    /// A tool call produced an output.
+    AfterTool,
+    /// A tool call produced no output.
+    AfterToolFailure,
+    /// The history is about to be compacted.
+    BeforeCompact,
+    /// The model gave its final answer.
+    Stop,
+    /// A sub-agent finished.
+    SubagentStop,
+}
+
+impl HookEvent {
+    /// Every event, in the order of a session.
+    pub const ALL: [HookEvent; 9] = [
+        HookEvent::SessionStart,
+        HookEvent::UserPrompt,
+        HookEvent::BeforeTool,
+        HookEvent::AfterTool,
+        HookEvent::AfterToolFailure,
+        HookEvent::BeforeCompact,
+        HookEvent::Stop,
+        HookEvent::SubagentStop,
+        HookEvent::SessionEnd,
+    ];
+
+    /// Its name in the manifest and the log (`before_tool`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HookEvent::SessionStart => "session_start",
+            HookEvent::SessionEnd => "session_end",
+            HookEvent::UserPrompt => "user_prompt",
+            HookEvent::BeforeTool => "before_tool",
+            HookEvent::AfterTool => "after_tool",
+            HookEvent::AfterToolFailure => "after_tool_failure",
+            HookEvent::BeforeCompact => "before_compact",
+            HookEvent::Stop => "stop",
+            HookEvent::SubagentStop => "subagent_stop",
+        }
+    }
+
+    /// Whether a hook that fails (traps, times out, answers what the event
+    /// cannot do) blocks what it guards.
+    pub fn is_blocking(self) -> bool {
+        matches!(self, HookEvent::BeforeTool | HookEvent::UserPrompt)
+    }
+
+    /// Whether it concerns one tool call (and `[hooks]` matchers apply).
+    pub fn is_tool_event(self) -> bool {
+        matches!(
+            self,
+            HookEvent::BeforeTool | HookEvent::AfterTool | HookEvent::AfterToolFailure
+        )
+    }
+}
+
+/// What a hook decided, as the log records it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HookDecision {
+    /// Go on.
+    Continue,
+    /// Refused what it guards.
+    Block,
+    /// Asked for the user's approval of a tool call.
+    Ask,
+    /// Added context for the model.
+    AddContext,
+    /// Rewrote a tool call's arguments.
+    Rewrite,
+    /// Trapped, timed out, or answered what the event cannot do; for a
+    /// blocking event, what it guards was blocked.
+    Failed,
 }

@@ -36,6 +36,7 @@ mod effects;
 mod engine;
 mod files;
 mod fsguard;
+mod hook;
 mod host;
 mod http;
 mod imports;

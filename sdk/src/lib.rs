@@ -48,6 +48,9 @@
 //! - [`mod@provider`]: an LLM provider adapter (implement `Provider`, call
 //!   `provider!`), with [`http`] for outbound requests through `wasi:http`
 //!   (the host adds credentials on egress) and [`sse`] for streamed answers.
+//! - [`mod@hook`]: a hook that runs at points of a session (before a tool
+//!   call, after it, at a prompt, ...) and answers with a decision
+//!   (implement `Hook`, call `hook!`).
 //! - [`process`]: run a program through the host, for plugins granted
 //!   `grants.exec` in the manifest, from tools that declare
 //!   [`Effect::Execute`].
@@ -66,6 +69,7 @@ use serde::de::DeserializeOwned;
 
 pub mod cassette;
 pub mod files;
+pub mod hook;
 pub mod http;
 pub mod process;
 pub mod provider;

@@ -20,6 +20,7 @@ mod exec;
 mod fsguard;
 mod guard;
 mod handle;
+mod hooks;
 mod install;
 mod lazy;
 mod manifest;

@@ -20,6 +20,7 @@ const GUESTS: &[&str] = &[
     "guest-crash",
     "guest-sneaky",
     "guest-describe-reads",
+    "guest-hook",
 ];
 
 fn main() {

@@ -131,6 +131,8 @@ pub struct Dispatcher {
     touched: Arc<Mutex<HashMap<String, Touched>>>,
     /// The host's own tools this dispatcher takes (none for the MCP server).
     host_tools: Vec<HostTool>,
+    /// The session's hooks (`[hooks]`): before a call's policy check, after it.
+    hooks: Arc<crate::hooks::Hooks>,
 }
 
 impl Dispatcher {
@@ -151,6 +153,7 @@ impl Dispatcher {
             tracker: None,
             touched: Arc::default(),
             host_tools: Vec::new(),
+            hooks: Arc::default(),
         }
     }
 
@@ -170,6 +173,17 @@ impl Dispatcher {
     /// The host tools this dispatcher takes.
     pub fn host_tools(&self) -> &[HostTool] {
         &self.host_tools
+    }
+
+    /// The dispatcher with `hooks` run around every call.
+    pub fn with_hooks(mut self, hooks: Arc<crate::hooks::Hooks>) -> Self {
+        self.hooks = hooks;
+        self
+    }
+
+    /// The session's hooks.
+    pub fn hooks(&self) -> &Arc<crate::hooks::Hooks> {
+        &self.hooks
     }
 
     /// The loaded plugins.
@@ -198,7 +212,7 @@ impl Dispatcher {
     ) -> anyhow::Result<(ToolOutcome, bool)> {
         let outcome = match self.check(call, None) {
             Err(invalid) => invalid,
-            Ok(checked) => match self.permit(&checked, sink, cancel).await? {
+            Ok(mut checked) => match self.permit(&mut checked, sink, cancel).await? {
                 Some(refused) => refused,
                 None => {
                     sink.emit(Event::ToolCallBegin { call: call.clone() })?;
@@ -210,13 +224,13 @@ impl Dispatcher {
                     };
                     let stop = matches!(outcome, CallOutcome::Fatal(_));
                     let ms = started.elapsed().as_millis() as u64;
-                    return Ok((self.finish(call, outcome, ms, sink)?, stop));
+                    return Ok((self.finish(&checked.call, outcome, ms, sink).await?, stop));
                 }
             },
         };
         let stop = matches!(outcome, CallOutcome::Refused { stop: true, .. });
         sink.emit(Event::ToolCallBegin { call: call.clone() })?;
-        Ok((self.finish(call, outcome, 0, sink)?, stop))
+        Ok((self.finish(call, outcome, 0, sink).await?, stop))
     }
 
     /// Steps 1–2: the tool exists and the arguments are a JSON object its
@@ -302,14 +316,21 @@ impl Dispatcher {
         })
     }
 
-    /// Steps 3–5: protected paths, the policy, and the user when the policy
-    /// asks. `None` lets the call run; every decision is logged.
+    /// Steps 3–5: the `before_tool` hooks (which may block the call, ask
+    /// for approval, or rewrite its arguments, then validated again into
+    /// `checked`), protected paths, the policy, and the user when the policy
+    /// or a hook asks. `None` lets the call run; every decision is logged.
     pub async fn permit(
         &self,
-        checked: &Checked,
+        checked: &mut Checked,
         sink: &mut dyn Sink,
         cancel: &CancellationToken,
     ) -> anyhow::Result<Option<CallOutcome>> {
+        let hooked = match self.before_tool_hooks(checked, sink).await? {
+            Ok(hooked) => hooked,
+            Err(refused) => return Ok(Some(refused)),
+        };
+        let checked = &*checked;
         let call = &checked.call;
         let record = |decision: PermissionDecision, reason: String| Event::Permission {
             call_id: call.id.clone(),
@@ -337,6 +358,9 @@ impl Dispatcher {
         let mut verdict = self
             .policy
             .decide(&call.name, &checked.spec.effects, &checked.args);
+        hooked.judge(&mut verdict, |args| {
+            self.policy.decide(&call.name, &checked.spec.effects, args)
+        });
         let mut scope = crate::policy::session_scope(&call.name, &checked.args);
         // The guard asks even where a rule or the mode would allow; an
         // approval for the session covers only calls the guard held.
@@ -446,6 +470,51 @@ impl Dispatcher {
         }
     }
 
+    /// The `before_tool` hooks of `checked`: a rewrite replaces it with the
+    /// call on the new arguments, validated again. `Err` is the refusal
+    /// when a hook blocked (or failed) or the new arguments are invalid.
+    async fn before_tool_hooks(
+        &self,
+        checked: &mut Checked,
+        sink: &mut dyn Sink,
+    ) -> anyhow::Result<Result<crate::hooks::BeforeTool, CallOutcome>> {
+        if !self.hooks.has(crate::protocol::HookEvent::BeforeTool) {
+            return Ok(Ok(crate::hooks::BeforeTool::default()));
+        }
+        let input = crate::hooks::HookInput::BeforeTool {
+            call: checked.call.clone(),
+            effects: checked.spec.effects.clone(),
+        };
+        let outcome = self.hooks.run(input, sink).await?;
+        let refused = |message: String| CallOutcome::Refused {
+            message,
+            stop: false,
+        };
+        if let Some(why) = outcome.blocked {
+            return Ok(Err(refused(why)));
+        }
+        let mut original = None;
+        if let Some(arguments) = outcome.rewrite {
+            let call = ToolCall {
+                arguments,
+                ..checked.call.clone()
+            };
+            match self.check(&call, None) {
+                Ok(rewritten) => original = Some(std::mem::replace(checked, rewritten).args),
+                Err(invalid) => {
+                    let (why, ..) = invalid.into_parts();
+                    return Ok(Err(refused(format!(
+                        "blocked: a before_tool hook rewrote the arguments into a call that cannot run: {why}"
+                    ))));
+                }
+            }
+        }
+        Ok(Ok(crate::hooks::BeforeTool {
+            original,
+            ask: outcome.ask,
+        }))
+    }
+
     /// Whether the user approved `scope` for the rest of the session. A
     /// poisoned table approves nothing: the user is asked again.
     fn approved_for_session(&self, scope: &str) -> bool {
@@ -520,13 +589,14 @@ impl Dispatcher {
 
     /// Steps 7–8: cuts long output for the model (saving it whole) and
     /// records the end of the call durably.
-    pub fn finish(
+    pub async fn finish(
         &self,
         call: &ToolCall,
         outcome: CallOutcome,
         duration_ms: u64,
         sink: &mut dyn Sink,
     ) -> anyhow::Result<ToolOutcome> {
+        let outcome = self.after_tool_hooks(call, outcome, sink).await?;
         let (mut content, is_error, data) = outcome.into_parts();
         let mut outcome = ToolOutcome {
             content: String::new(),
@@ -579,6 +649,44 @@ impl Dispatcher {
             duration_ms,
         })?;
         Ok(outcome)
+    }
+}
+
+impl Dispatcher {
+    /// The `after_tool` hooks of a call that produced an output, or the
+    /// `after_tool_failure` hooks of one that failed, ran invalid or failed
+    /// fatally: a block withholds the output from the model (the reason
+    /// takes its place), context is added after it.
+    async fn after_tool_hooks(
+        &self,
+        call: &ToolCall,
+        outcome: CallOutcome,
+        sink: &mut dyn Sink,
+    ) -> anyhow::Result<CallOutcome> {
+        use crate::hooks::HookInput;
+        use crate::protocol::HookEvent;
+        let input = match &outcome {
+            CallOutcome::Output {
+                content, is_error, ..
+            } if self.hooks.has(HookEvent::AfterTool) => HookInput::AfterTool {
+                call: call.clone(),
+                content: content.clone(),
+                is_error: *is_error,
+            },
+            CallOutcome::Invalid(error)
+            | CallOutcome::Failed(error)
+            | CallOutcome::Fatal(error)
+                if self.hooks.has(HookEvent::AfterToolFailure) =>
+            {
+                HookInput::AfterToolFailure {
+                    call: call.clone(),
+                    error: error.clone(),
+                }
+            }
+            _ => return Ok(outcome),
+        };
+        let hooked = self.hooks.run(input, sink).await?;
+        Ok(crate::hooks::after_tool(outcome, hooked))
     }
 }
 

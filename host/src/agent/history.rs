@@ -1,7 +1,7 @@
 //! Rebuilding the conversation from a session log, for `resume`.
 
 use crate::log::Record;
-use crate::protocol::{Event, Message, ToolCall, ToolResult};
+use crate::protocol::{Event, HookDecision, HookEvent, Message, ToolCall, ToolResult};
 
 /// Rebuilds the conversation from a log: the history, the last turn number,
 /// and the tool calls that have no result.
@@ -9,13 +9,38 @@ pub fn replay_history(records: &[Record]) -> (Vec<Message>, u32, Vec<ToolCall>) 
     let mut history = Vec::new();
     let mut turn = 0;
     let mut open: Vec<ToolCall> = Vec::new();
+    // Context `user_prompt` hooks added to the prompt logged next.
+    let mut context: Vec<String> = Vec::new();
     for r in records {
         match &r.event {
-            Event::TurnBegin { turn: t } => turn = *t,
+            Event::TurnBegin { turn: t } => {
+                turn = *t;
+                context.clear();
+            }
             Event::UserMessage { text } => {
                 close_open(&mut history, &mut open);
-                history.push(Message::User { text: text.clone() });
+                let text = crate::hooks::with_context(text, &context);
+                context.clear();
+                history.push(Message::User { text });
             }
+            Event::Hook {
+                event,
+                plugin,
+                decision,
+                detail,
+                ..
+            } => match (event, decision) {
+                (HookEvent::UserPrompt, HookDecision::AddContext) => {
+                    context.push(crate::hooks::context_entry(plugin, detail));
+                }
+                (HookEvent::Stop, HookDecision::Block) => {
+                    close_open(&mut history, &mut open);
+                    history.push(Message::User {
+                        text: crate::hooks::go_on(plugin, detail),
+                    });
+                }
+                _ => {}
+            },
             Event::RequestEnd { message, .. } => {
                 close_open(&mut history, &mut open);
                 history.push(Message::Assistant(message.clone()));

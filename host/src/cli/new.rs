@@ -15,6 +15,7 @@ use std::process::ExitCode;
 const CORRAL_WIT: &[(&str, &str)] = &[
     ("chat.wit", include_str!("../../../wit/chat.wit")),
     ("files.wit", include_str!("../../../wit/files.wit")),
+    ("hook.wit", include_str!("../../../wit/hook.wit")),
     ("host.wit", include_str!("../../../wit/host.wit")),
     ("process.wit", include_str!("../../../wit/process.wit")),
     ("provider.wit", include_str!("../../../wit/provider.wit")),
@@ -42,6 +43,7 @@ const WASI_DEPS: &[(&str, &str)] = &[
 const SDK_SOURCES: &[(&str, &str)] = &[
     ("cassette.rs", include_str!("../../../sdk/src/cassette.rs")),
     ("files.rs", include_str!("../../../sdk/src/files.rs")),
+    ("hook.rs", include_str!("../../../sdk/src/hook.rs")),
     ("http.rs", include_str!("../../../sdk/src/http.rs")),
     ("lib.rs", include_str!("../../../sdk/src/lib.rs")),
     ("process.rs", include_str!("../../../sdk/src/process.rs")),
@@ -171,7 +173,7 @@ pub(super) fn wit(dir: &Path) -> ExitCode {
     match write_all(dir, &files) {
         Ok(()) => {
             out(&format!(
-                "wrote {} files to {}: corral:plugin@0.1.0 (worlds tool-plugin, provider-plugin) \
+                "wrote {} files to {}: corral:plugin@0.1.0 (worlds tool-plugin, provider-plugin, hook-plugin) \
                  and under deps/ the WASI 0.2 packages it serves",
                 files.len(),
                 dir.display()

@@ -237,6 +237,17 @@ impl Renderer {
                     );
                 }
             }
+            Event::Hook {
+                event,
+                plugin,
+                decision,
+                detail,
+                ..
+            } if *decision != corral::protocol::HookDecision::Continue => {
+                self.newline();
+                let line = corral::hooks::summary(*event, plugin, *decision, detail);
+                self.print(&format!("  ⚑ {line}\n"));
+            }
             _ => {}
         }
     }

@@ -429,3 +429,93 @@ pub(super) fn valid_name(name: &str) -> bool {
             .chars()
             .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_')
 }
+
+impl Checker<'_> {
+    /// Checks the bindings of one layer's `[hooks]` and appends them to
+    /// `out`, in the order they run.
+    pub(super) fn hooks(
+        &self,
+        raw: &super::raw::RawHooks,
+        out: &mut Vec<crate::hooks::HookBinding>,
+    ) -> Result<(), ManifestError> {
+        use crate::protocol::HookEvent as E;
+        for (event, list) in [
+            (E::SessionStart, &raw.session_start),
+            (E::UserPrompt, &raw.user_prompt),
+            (E::BeforeTool, &raw.before_tool),
+            (E::AfterTool, &raw.after_tool),
+            (E::AfterToolFailure, &raw.after_tool_failure),
+            (E::BeforeCompact, &raw.before_compact),
+            (E::Stop, &raw.stop),
+            (E::SubagentStop, &raw.subagent_stop),
+            (E::SessionEnd, &raw.session_end),
+        ] {
+            for hook in list {
+                let span = hook.span();
+                let key = event.as_str();
+                if !valid_name(&hook.get_ref().plugin) {
+                    return Err(self.err(
+                        span,
+                        format!(
+                            "hooks.{key}: `{}` is not a plugin name",
+                            hook.get_ref().plugin
+                        ),
+                        Some("name a [plugins.NAME] entry that exports corral:plugin/hook".into()),
+                    ));
+                }
+                let tools = &hook.get_ref().tools;
+                if !tools.is_empty() && !event.is_tool_event() {
+                    return Err(self.err(
+                        span,
+                        format!("hooks.{key}: `tools` applies only to tool events"),
+                        Some(
+                            "remove `tools`, or bind the hook to before_tool, after_tool or after_tool_failure"
+                                .into(),
+                        ),
+                    ));
+                }
+                if let Some(bad) = tools.iter().find(|t| t.is_empty()) {
+                    return Err(self.err(
+                        span,
+                        format!("hooks.{key}: the tool pattern `{bad}` is empty"),
+                        Some("write a tool name; `*` matches any run of characters".into()),
+                    ));
+                }
+                out.push(crate::hooks::HookBinding {
+                    event,
+                    plugin: hook.get_ref().plugin.clone(),
+                    tools: tools.clone(),
+                    origin: Origin {
+                        file: self.layer.name.clone(),
+                        line: line_col(&self.layer.text, span.start).0,
+                    },
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Refuses a `[hooks]` binding that names no plugin of the merged manifest.
+pub(super) fn hook_plugin_exists(
+    binding: &crate::hooks::HookBinding,
+    plugins: &std::collections::BTreeMap<String, super::PluginDecl>,
+) -> Result<(), ManifestError> {
+    if plugins.contains_key(&binding.plugin) {
+        return Ok(());
+    }
+    Err(ManifestError {
+        file: binding.origin.file.clone(),
+        line: binding.origin.line,
+        column: 1,
+        message: format!(
+            "hooks.{}: plugin `{}` is not declared (or is disabled)",
+            binding.event.as_str(),
+            binding.plugin
+        ),
+        help: Some(format!(
+            "declare [plugins.{}] with the hook's component and the grants it needs",
+            binding.plugin
+        )),
+    })
+}

@@ -133,6 +133,7 @@ pub fn from_layers(workspace: &Path, layers: &[Layer]) -> Result<Manifest, Manif
     let mut require_os_sandbox = true;
     let mut policy = crate::policy::Policy::default();
     let mut guard = crate::policy::GuardSettings::default();
+    let mut hooks = Vec::new();
     for layer in layers {
         let raw: RawFile = toml::from_str(&layer.text).map_err(|e| {
             let (line, column) = e.span().map_or((0, 0), |s| line_col(&layer.text, s.start));
@@ -267,6 +268,7 @@ pub fn from_layers(workspace: &Path, layers: &[Layer]) -> Result<Manifest, Manif
                 *slot = Some(n.into_inner());
             }
         }
+        at.hooks(&raw.hooks, &mut hooks)?;
         for (name, entry) in raw.plugins {
             let at = Checker {
                 layer,
@@ -296,8 +298,12 @@ pub fn from_layers(workspace: &Path, layers: &[Layer]) -> Result<Manifest, Manif
             });
         }
     }
+    for binding in &hooks {
+        super::check::hook_plugin_exists(binding, &plugins)?;
+    }
     Ok(Manifest {
         workspace,
+        hooks,
         plugins: plugins.into_values().collect(),
         agent,
         require_os_sandbox,

@@ -25,6 +25,9 @@ pub(super) struct RawFile {
     /// `[guard]`
     #[serde(default)]
     pub(super) guard: RawGuard,
+    /// `[hooks]`
+    #[serde(default)]
+    pub(super) hooks: RawHooks,
 }
 
 /// `[guard]`: the exfiltration guard. `enabled` of a later layer replaces an
@@ -46,6 +49,53 @@ pub(super) struct RawGuard {
     /// `secrets = ["config/prod.yaml"]`
     #[serde(default)]
     pub(super) secrets: Vec<Spanned<String>>,
+}
+
+/// `[hooks]`: hook plugins bound to events, each run in the order written
+/// (user layer first, then the project's). Bindings of every layer apply.
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawHooks {
+    /// `session_start = [{ plugin = "git-context" }]`
+    #[serde(default)]
+    pub(super) session_start: Vec<Spanned<RawHook>>,
+    /// `session_end = [{ plugin = "…" }]`
+    #[serde(default)]
+    pub(super) session_end: Vec<Spanned<RawHook>>,
+    /// `user_prompt = [{ plugin = "…" }]`
+    #[serde(default)]
+    pub(super) user_prompt: Vec<Spanned<RawHook>>,
+    /// `before_tool = [{ plugin = "block-commands", tools = ["run_command"] }]`
+    #[serde(default)]
+    pub(super) before_tool: Vec<Spanned<RawHook>>,
+    /// `after_tool = [{ plugin = "format", tools = ["write_file", "edit_file"] }]`
+    #[serde(default)]
+    pub(super) after_tool: Vec<Spanned<RawHook>>,
+    /// `after_tool_failure = [{ plugin = "…" }]`
+    #[serde(default)]
+    pub(super) after_tool_failure: Vec<Spanned<RawHook>>,
+    /// `before_compact = [{ plugin = "…" }]`
+    #[serde(default)]
+    pub(super) before_compact: Vec<Spanned<RawHook>>,
+    /// `stop = [{ plugin = "…" }]`
+    #[serde(default)]
+    pub(super) stop: Vec<Spanned<RawHook>>,
+    /// `subagent_stop = [{ plugin = "…" }]`
+    #[serde(default)]
+    pub(super) subagent_stop: Vec<Spanned<RawHook>>,
+}
+
+/// One binding of `[hooks]`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawHook {
+    /// `plugin = "block-commands"`: a `[plugins.NAME]` entry exporting
+    /// `corral:plugin/hook`.
+    pub(super) plugin: String,
+    /// `tools = ["run_command", "git_*"]`: tool events only; `*` matches any
+    /// run of characters. Empty or absent: every tool.
+    #[serde(default)]
+    pub(super) tools: Vec<String>,
 }
 
 /// `[policy]`: the permission mode and rules. Rules of every layer apply;

@@ -29,6 +29,22 @@ mod provider_world {
     });
 }
 
+/// The `hook-plugin` world; it imports what tool plugins import, so the
+/// tool world's host implementation serves it.
+mod hook_world {
+    wasmtime::component::bindgen!({
+        path: "../wit",
+        world: "hook-plugin",
+        exports: { default: async },
+        with: {
+            "corral:plugin/host": super::tool_world::corral::plugin::host,
+            "corral:plugin/types": super::tool_world::corral::plugin::types,
+            "corral:plugin/files": super::tool_world::corral::plugin::files,
+            "corral:plugin/process": super::tool_world::corral::plugin::process,
+        },
+    });
+}
+
 /// A tool plugin's instance.
 pub(super) use tool_world::ToolPlugin;
 /// A tool plugin linked against the host's imports.
@@ -45,3 +61,10 @@ pub(super) use provider_world::ProviderPluginPre;
 /// The chat types of the `provider` export, and `stream`, which only
 /// provider plugins import.
 pub(super) use provider_world::corral::plugin::{chat, stream};
+
+/// A hook plugin's instance.
+pub(super) use hook_world::HookPlugin;
+/// A hook plugin linked against the host's imports.
+pub(super) use hook_world::HookPluginPre;
+/// The `hook` export: `handle`, its events and decisions.
+pub(super) use hook_world::exports::corral::plugin::hook;

@@ -37,6 +37,10 @@ pub(crate) enum CallCaps {
     Describe,
     /// A provider plugin's `complete` or `models`: network, no programs.
     Provider,
+    /// A hook plugin's `handle`: what its grants allow, nothing more. A hook
+    /// declares no effects; its manifest entry is the whole of what it may
+    /// do, and grants nothing unless written.
+    Hook,
 }
 
 impl CallCaps {
@@ -47,7 +51,7 @@ impl CallCaps {
             CallCaps::Preview { .. } | CallCaps::Describe => false,
             // A provider's directories are its own configuration and
             // cassettes; what it may write there is up to its grants.
-            CallCaps::Provider => true,
+            CallCaps::Provider | CallCaps::Hook => true,
         }
     }
 
@@ -56,6 +60,7 @@ impl CallCaps {
     pub(crate) fn process(&self, plugin: &str) -> Result<(), String> {
         match self {
             CallCaps::Invoke { effects, .. } if effects.contains(&Effect::Execute) => Ok(()),
+            CallCaps::Hook => Ok(()),
             CallCaps::Invoke { tool, effects } => Err(format!(
                 "tool `{tool}` (plugin `{plugin}`) may not run programs: it declares {}, and corral \
                  runs programs only for tools that declare the `execute` effect; declare `execute` \
@@ -82,7 +87,7 @@ impl CallCaps {
     pub(crate) fn network(&self, plugin: &str) -> Result<(), String> {
         match self {
             CallCaps::Invoke { effects, .. } if effects.contains(&Effect::Network) => Ok(()),
-            CallCaps::Provider => Ok(()),
+            CallCaps::Provider | CallCaps::Hook => Ok(()),
             CallCaps::Invoke { tool, effects } => Err(format!(
                 "tool `{tool}` (plugin `{plugin}`) may not reach the network: it declares {}, \
                  and corral sends requests only for tools that declare the `network` effect; \

@@ -173,7 +173,7 @@ impl Compiler {
         })?;
         let kind = PluginKind::of(pre).map_err(|e| {
             LoadError(format!(
-                "plugin `{name}` ({}): exports neither corral:plugin/tool@0.1.0 nor corral:plugin/provider@0.1.0: {e}",
+                "plugin `{name}` ({}): exports none of corral:plugin/tool@0.1.0, corral:plugin/provider@0.1.0 and corral:plugin/hook@0.1.0: {e}",
                 decl.origin
             ))
         })?;
@@ -523,7 +523,7 @@ pub(super) async fn inspect(rt: &Runtime, bytes: &[u8]) -> Result<Inspection, Lo
             .and_then(PluginKind::of),
     };
     let tools = match linked {
-        Ok(PluginKind::Provider(_)) => Ok(Vec::new()),
+        Ok(PluginKind::Provider(_) | PluginKind::Hook(_)) => Ok(Vec::new()),
         Ok(kind) => {
             let provider = kind.is_provider();
             let plugin = Plugin {

@@ -2,7 +2,7 @@
 //! tool calls: `describe`, `invoke` and `preview`, with what they return
 //! ([`ToolOutput`], [`ToolError`]). A provider's calls are in `provider`.
 
-use super::bindings::{ProviderPluginPre, ToolPluginPre, tool as wit, types};
+use super::bindings::{HookPluginPre, ProviderPluginPre, ToolPluginPre, tool as wit, types};
 use super::loader::Compiler;
 use super::store::{CallState, PluginShared};
 use super::{CacheOutcome, Effect, LoadError, ToolSpec, budget, effects};
@@ -67,6 +67,8 @@ pub(super) enum PluginKind {
     Tool(ToolPluginPre<CallState>),
     /// Exports `corral:plugin/provider`.
     Provider(ProviderPluginPre<CallState>),
+    /// Exports `corral:plugin/hook`.
+    Hook(HookPluginPre<CallState>),
 }
 
 impl PluginKind {
@@ -79,8 +81,9 @@ impl PluginKind {
     pub(super) fn of(pre: wasmtime::component::InstancePre<CallState>) -> Result<Self, String> {
         match ToolPluginPre::new(pre.clone()) {
             Ok(t) => Ok(PluginKind::Tool(t)),
-            Err(tool_err) => ProviderPluginPre::new(pre)
+            Err(tool_err) => ProviderPluginPre::new(pre.clone())
                 .map(PluginKind::Provider)
+                .or_else(|_| HookPluginPre::new(pre).map(PluginKind::Hook))
                 .map_err(|_| format!("{tool_err:#}")),
         }
     }

@@ -4,7 +4,9 @@
 //! a fresh store under the plugin's grants and limits, a fresh instance,
 //! one call, and an explanation when the sandbox ends it.
 
-use super::bindings::{ProviderPlugin, ProviderPluginPre, ToolPlugin, ToolPluginPre};
+use super::bindings::{
+    HookPlugin, HookPluginPre, ProviderPlugin, ProviderPluginPre, ToolPlugin, ToolPluginPre,
+};
 use super::engine::TICK;
 use super::{Plugin, StreamEvent, ToolError, budget, effects, files, fsguard, http, limits, stdio};
 use crate::manifest::Access;
@@ -112,6 +114,17 @@ impl Instantiate for ProviderPluginPre<CallState> {
         &self,
         store: &mut Store<CallState>,
     ) -> impl Future<Output = wasmtime::Result<ProviderPlugin>> + Send {
+        self.instantiate_async(store)
+    }
+}
+
+impl Instantiate for HookPluginPre<CallState> {
+    type Instance = HookPlugin;
+
+    fn instantiate(
+        &self,
+        store: &mut Store<CallState>,
+    ) -> impl Future<Output = wasmtime::Result<HookPlugin>> + Send {
         self.instantiate_async(store)
     }
 }

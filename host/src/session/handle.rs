@@ -136,7 +136,9 @@ pub async fn open(config: SessionConfig) -> Result<Session, String> {
         Approvals::Approve => Arc::new(YesApprover),
         Approvals::FrontEnd => Arc::new(op_approver.clone()),
     };
+    let hooks = crate::hooks::Hooks::new(&manifest.hooks, &plugins).await?;
     let options = AgentOptions {
+        hooks: Arc::new(hooks),
         policy,
         approver,
         model: config
@@ -357,6 +359,11 @@ async fn drive(
         if shutdown {
             break;
         }
+    }
+    if let Err(e) = agent.end(&ui).await {
+        let _ = ui.send(Event::Error {
+            message: format!("{e:#}"),
+        });
     }
     let _ = ui.send(Event::ShutdownComplete);
     Ok(Finished {

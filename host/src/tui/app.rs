@@ -542,6 +542,21 @@ impl App {
                 }
             }
             Event::ShutdownComplete => {}
+            Event::Hook {
+                event,
+                plugin,
+                decision,
+                detail,
+                ..
+            } => {
+                if *decision != crate::protocol::HookDecision::Continue {
+                    let failed = *decision == crate::protocol::HookDecision::Failed;
+                    self.notice(
+                        &crate::hooks::summary(*event, plugin, *decision, detail),
+                        failed,
+                    );
+                }
+            }
             Event::Stop { reason, message } => {
                 self.turn_running = false;
                 self.working = Working::Idle;

@@ -1,0 +1,171 @@
+//! The cost of a hook, printed as figures and a ratio from one run.
+//!
+//! `cargo bench -p corral --bench hooks`
+//!
+//! A trivial Rust `before_tool` hook (the test hook answering `continue`)
+//! guards `read_file` of a small file, the cheapest call a hook can guard,
+//! and `run_command` of `true`, the kind of call a command guard is for.
+//! Each call takes the dispatcher's whole path (validation, hooks, policy,
+//! sandboxed call, result events); the same calls without the hook are the
+//! baseline. The hook's cost is the difference, reported per call and as a
+//! ratio to the unguarded call; target: under 0.5.
+
+mod common;
+
+use common::{load, report};
+use corral::agent::{Dispatcher, NoApprover, Sink};
+use corral::hooks::Hooks;
+use corral::manifest::{DEFAULTS, DEFAULTS_NAME, Layer, from_layers};
+use corral::policy::Policy;
+use corral::protocol::{Event, Mode, ToolCall};
+use corral::runtime::{Runtime, RuntimeOptions};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio_util::sync::CancellationToken;
+
+fn or_die<T, E: std::fmt::Display>(r: Result<T, E>) -> T {
+    r.unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// Drops every event: the benchmark measures the path, not a log.
+struct Discard;
+
+impl Sink for Discard {
+    fn emit(&mut self, _: Event) -> anyhow::Result<()> {
+        Ok(())
+    }
+
+    fn save_artifact(&self, _: &str, _: &str) -> Option<std::io::Result<PathBuf>> {
+        None
+    }
+}
+
+/// Median time per call of `call` over `rounds` rounds of `iters` calls.
+fn measure(
+    rt: &tokio::runtime::Runtime,
+    dispatcher: &Dispatcher,
+    call: &ToolCall,
+    rounds: usize,
+    iters: usize,
+) -> Duration {
+    let cancel = CancellationToken::new();
+    let mut times: Vec<Duration> = (0..rounds)
+        .map(|_| {
+            let started = Instant::now();
+            for _ in 0..iters {
+                let (outcome, _) =
+                    or_die(rt.block_on(dispatcher.dispatch(call, &mut Discard, &cancel)));
+                assert!(!outcome.is_error, "{}", outcome.content);
+            }
+            started.elapsed() / iters as u32
+        })
+        .collect();
+    times.sort();
+    times[rounds / 2]
+}
+
+fn main() {
+    let rt = or_die(
+        tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build(),
+    );
+    let cache = or_die(tempfile::tempdir());
+    let runtime = or_die(Runtime::new(RuntimeOptions {
+        cache_dir: Some(cache.path().to_path_buf()),
+    }));
+    let ws = or_die(tempfile::tempdir());
+    or_die(std::fs::write(
+        ws.path().join("small.txt"),
+        "one two three four five\n",
+    ));
+    let hook = format!(
+        "[plugins.trivial]\nsource = {:?}\nconfig = {{ mode = \"continue\" }}\n\n\
+         [hooks]\nbefore_tool = [{{ plugin = \"trivial\" }}]\n",
+        corral_test_programs::HOOK
+    );
+    let layers = [
+        Layer {
+            name: DEFAULTS_NAME.into(),
+            text: DEFAULTS.into(),
+            base: ws.path().to_path_buf(),
+        },
+        Layer {
+            name: "bench.toml".into(),
+            text: hook,
+            base: ws.path().to_path_buf(),
+        },
+    ];
+    let manifest = or_die(from_layers(ws.path(), &layers));
+    let plugins = Arc::new(load(&rt, &runtime, ws.path(), &layers[1].text));
+    let hooks = Arc::new(or_die(rt.block_on(Hooks::new(&manifest.hooks, &plugins))));
+    let policy = Policy {
+        mode: Mode::FullAuto,
+        rules: Vec::new(),
+    };
+    let plain = Dispatcher::new(plugins.clone(), policy.clone(), Arc::new(NoApprover), None);
+    let hooked = Dispatcher::new(plugins, policy, Arc::new(NoApprover), None).with_hooks(hooks);
+
+    let read = ToolCall {
+        id: "b".into(),
+        name: "read_file".into(),
+        arguments: r#"{"path":"small.txt"}"#.into(),
+    };
+    compare(
+        &rt,
+        &plain,
+        &hooked,
+        &read,
+        "read_file of a 24-byte file (the cheapest guarded call)",
+        (9, 200),
+    );
+    let command = ToolCall {
+        id: "b".into(),
+        name: "run_command".into(),
+        arguments: r#"{"argv":["true"]}"#.into(),
+    };
+    compare(
+        &rt,
+        &plain,
+        &hooked,
+        &command,
+        "run_command `true` (what a command guard guards)",
+        (5, 20),
+    );
+}
+
+/// Measures `call` without and with the hook, interleaved so that noise
+/// from the machine falls on both alike, and reports the hook's share.
+fn compare(
+    rt: &tokio::runtime::Runtime,
+    plain: &Dispatcher,
+    hooked: &Dispatcher,
+    call: &ToolCall,
+    what: &str,
+    (rounds, iters): (usize, usize),
+) {
+    // Warm both paths: compile, first instances, caches.
+    measure(rt, plain, call, 1, iters.min(20));
+    measure(rt, hooked, call, 1, iters.min(20));
+    let mut base = Vec::new();
+    let mut with = Vec::new();
+    for _ in 0..3 {
+        base.push(measure(rt, plain, call, rounds, iters));
+        with.push(measure(rt, hooked, call, rounds, iters));
+    }
+    base.sort();
+    with.sort();
+    let (base, with) = (base[1], with[1]);
+    let hook = with.saturating_sub(base);
+    let ratio = hook.as_secs_f64() / base.as_secs_f64();
+    report(&format!(
+        "before_tool hook (trivial Rust hook) guarding {what}:"
+    ));
+    report(&format!("  call without the hook:        {base:>10.1?}"));
+    report(&format!("  call with the hook:           {with:>10.1?}"));
+    report(&format!("  hook per call:                {hook:>10.1?}"));
+    report(&format!(
+        "  hook / guarded call:          {ratio:>10.2}  (target < 0.5)"
+    ));
+}

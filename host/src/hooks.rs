@@ -1,0 +1,831 @@
+//! Hooks: plugins that run at points of a session's life and answer with a
+//! typed decision.
+//!
+//! A hook is a WASM component exporting `corral:plugin/hook` (one `handle`
+//! function over a variant of events), declared in `[plugins.NAME]` like any
+//! plugin: pinned, trusted with its project, and granted nothing unless its
+//! entry says so. The manifest's `[hooks]` table binds plugins to events,
+//! with tool-name matchers for tool events. [`Hooks`] runs the bound
+//! plugins of an event in order, each in a fresh sandbox under its own
+//! limits, logs every decision as an [`Event::Hook`], and folds the answers
+//! into one [`Outcome`]:
+//!
+//! - a `block` stops the hooks after it and refuses what the event guards;
+//! - `add-context` texts are collected in order;
+//! - a `rewrite` (before a tool call only) is seen by the hooks after it;
+//! - a hook that traps, times out, hits a limit or answers a decision its
+//!   event cannot carry out is reported; for a blocking event
+//!   ([`HookEvent::is_blocking`]: before a tool call, a user prompt) it
+//!   blocks, so a broken hook never lets through what it was meant to
+//!   judge. For the other events it is ignored.
+//!
+//! A rewrite never widens what the permission policy allows: the dispatcher
+//! validates the new arguments against the tool's schema and judges the
+//! call by the stricter of the verdicts on the original and the rewritten
+//! arguments ([`stricter`]).
+
+use crate::agent::{CallOutcome, Sink};
+use crate::manifest::Origin;
+use crate::policy::{Decision, Verdict as PolicyVerdict};
+use crate::protocol::{Effect, Event, HookDecision, HookEvent, ToolCall};
+use crate::runtime::{Plugin, Plugins};
+use std::sync::Arc;
+
+/// One binding of the manifest's `[hooks]` table.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HookBinding {
+    /// The event (`[hooks] before_tool = […]`).
+    pub event: HookEvent,
+    /// The plugin to run (`plugin = "block-commands"`).
+    pub plugin: String,
+    /// Tool-name patterns (`tools = ["run_command"]`); empty matches every
+    /// tool. Only for tool events.
+    pub tools: Vec<String>,
+    /// Where it was written.
+    pub origin: Origin,
+}
+
+impl HookBinding {
+    /// Whether this binding applies to a call of `tool` (always, for events
+    /// that are not about a tool).
+    pub fn matches(&self, tool: Option<&str>) -> bool {
+        match tool {
+            Some(tool) if !self.tools.is_empty() => {
+                self.tools.iter().any(|pattern| glob_match(pattern, tool))
+            }
+            _ => true,
+        }
+    }
+}
+
+/// Whether `name` matches `pattern`, where `*` stands for any run of
+/// characters and everything else for itself.
+fn glob_match(pattern: &str, name: &str) -> bool {
+    let mut parts = pattern.split('*');
+    let first = parts.next().unwrap_or_default();
+    let Some(mut rest) = name.strip_prefix(first) else {
+        return false;
+    };
+    let parts: Vec<&str> = parts.collect();
+    let Some((last, middle)) = parts.split_last() else {
+        return rest.is_empty();
+    };
+    for part in middle {
+        match rest.find(part) {
+            Some(at) => rest = &rest[at + part.len()..],
+            None => return false,
+        }
+    }
+    rest.len() >= last.len() && rest.ends_with(last)
+}
+
+/// The data of one event, as a hook receives it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum HookInput {
+    /// A session started (`resumed: false`) or was reopened from its log.
+    SessionStart {
+        /// The session's id.
+        session_id: String,
+        /// Reopened from its log.
+        resumed: bool,
+    },
+    /// A session is closing.
+    SessionEnd {
+        /// The session's id.
+        session_id: String,
+    },
+    /// The user sent a prompt.
+    UserPrompt {
+        /// The prompt.
+        text: String,
+    },
+    /// A validated tool call, before the permission policy.
+    BeforeTool {
+        /// The call.
+        call: ToolCall,
+        /// The tool's declared effects.
+        effects: Vec<Effect>,
+    },
+    /// A tool call produced an output.
+    AfterTool {
+        /// The call as it ran.
+        call: ToolCall,
+        /// The output.
+        content: String,
+        /// The tool reported a failure.
+        is_error: bool,
+    },
+    /// A tool call failed without an output.
+    AfterToolFailure {
+        /// The call.
+        call: ToolCall,
+        /// What the model reads.
+        error: String,
+    },
+    /// The history is about to be summarised.
+    BeforeCompact {
+        /// Asked for by the user (else automatic).
+        manual: bool,
+        /// Messages in the history.
+        messages: u32,
+    },
+    /// The model gave its final answer.
+    Stop {
+        /// The answer.
+        text: String,
+    },
+    /// A sub-agent finished.
+    SubagentStop {
+        /// Its task.
+        task: String,
+        /// Its final answer.
+        text: String,
+    },
+}
+
+impl HookInput {
+    /// The event it belongs to.
+    pub fn event(&self) -> HookEvent {
+        match self {
+            HookInput::SessionStart { .. } => HookEvent::SessionStart,
+            HookInput::SessionEnd { .. } => HookEvent::SessionEnd,
+            HookInput::UserPrompt { .. } => HookEvent::UserPrompt,
+            HookInput::BeforeTool { .. } => HookEvent::BeforeTool,
+            HookInput::AfterTool { .. } => HookEvent::AfterTool,
+            HookInput::AfterToolFailure { .. } => HookEvent::AfterToolFailure,
+            HookInput::BeforeCompact { .. } => HookEvent::BeforeCompact,
+            HookInput::Stop { .. } => HookEvent::Stop,
+            HookInput::SubagentStop { .. } => HookEvent::SubagentStop,
+        }
+    }
+
+    /// The tool call it is about, for tool events.
+    fn call(&self) -> Option<&ToolCall> {
+        match self {
+            HookInput::BeforeTool { call, .. }
+            | HookInput::AfterTool { call, .. }
+            | HookInput::AfterToolFailure { call, .. } => Some(call),
+            _ => None,
+        }
+    }
+}
+
+/// One hook's answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    /// Go on.
+    Continue,
+    /// Refuse, with the reason the model (or the user) reads.
+    Block(String),
+    /// Ask the user first (before a tool call).
+    Ask(String),
+    /// Text for the model.
+    AddContext(String),
+    /// New arguments, as JSON text (before a tool call).
+    Rewrite(String),
+}
+
+impl Verdict {
+    fn logged(&self) -> (HookDecision, &str) {
+        match self {
+            Verdict::Continue => (HookDecision::Continue, ""),
+            Verdict::Block(r) => (HookDecision::Block, r),
+            Verdict::Ask(r) => (HookDecision::Ask, r),
+            Verdict::AddContext(c) => (HookDecision::AddContext, c),
+            Verdict::Rewrite(a) => (HookDecision::Rewrite, a),
+        }
+    }
+
+    fn name(&self) -> &'static str {
+        match self {
+            Verdict::Continue => "continue",
+            Verdict::Block(_) => "block",
+            Verdict::Ask(_) => "ask",
+            Verdict::AddContext(_) => "add-context",
+            Verdict::Rewrite(_) => "rewrite",
+        }
+    }
+
+    /// Whether `event` can carry this decision out.
+    fn fits(&self, event: HookEvent) -> bool {
+        use HookEvent as E;
+        match self {
+            Verdict::Continue => true,
+            Verdict::Block(_) => !matches!(event, E::SessionStart | E::SessionEnd),
+            Verdict::Ask(_) | Verdict::Rewrite(_) => event == E::BeforeTool,
+            Verdict::AddContext(_) => !matches!(
+                event,
+                E::SessionEnd | E::BeforeTool | E::Stop | E::SubagentStop
+            ),
+        }
+    }
+}
+
+/// What the hooks of one event decided together.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Outcome {
+    /// Refused: the reason, naming the hook (a block, or a failure of a
+    /// hook of a blocking event).
+    pub blocked: Option<String>,
+    /// Reasons to ask the user (before a tool call), naming each hook.
+    pub ask: Vec<String>,
+    /// Context for the model, in order, each naming its hook.
+    pub context: Vec<String>,
+    /// The arguments after the last rewrite, when a hook rewrote them.
+    pub rewrite: Option<String>,
+}
+
+impl Outcome {
+    /// The context texts as one block for the model, or `None`.
+    pub fn context_text(&self) -> Option<String> {
+        (!self.context.is_empty()).then(|| self.context.join("\n\n"))
+    }
+}
+
+/// One hook's context as the model reads it.
+pub fn context_entry(plugin: &str, text: &str) -> String {
+    format!("[context from hook `{plugin}`]\n{text}")
+}
+
+/// A prompt with the context its `user_prompt` hooks added, as the model
+/// reads it (and as a resumed session rebuilds it from the log).
+pub fn with_context(prompt: &str, context: &[String]) -> String {
+    if context.is_empty() {
+        return prompt.to_owned();
+    }
+    format!("{prompt}\n\n{}", context.join("\n\n"))
+}
+
+/// What the model reads when a `stop` hook blocks its final answer: the
+/// next prompt of the run.
+pub fn go_on(plugin: &str, reason: &str) -> String {
+    format!("[hook `{plugin}` did not let the run stop]\n{reason}")
+}
+
+/// One line about a hook's decision, for a front-end: the event, the
+/// plugin, the decision, and the first line of its text (not yet made
+/// safe for a terminal).
+pub fn summary(event: HookEvent, plugin: &str, decision: HookDecision, detail: &str) -> String {
+    let what = match decision {
+        HookDecision::Continue => "continued",
+        HookDecision::Block => "blocked",
+        HookDecision::Ask => "asked for approval",
+        HookDecision::AddContext => "added context",
+        HookDecision::Rewrite => "rewrote the arguments",
+        HookDecision::Failed => "failed",
+    };
+    let first = detail.lines().next().unwrap_or_default();
+    let first: String = first.chars().take(160).collect();
+    if first.is_empty() {
+        format!("hook `{plugin}` ({}) {what}", event.as_str())
+    } else {
+        format!("hook `{plugin}` ({}) {what}: {first}", event.as_str())
+    }
+}
+
+/// A binding with its loaded plugin.
+struct Bound {
+    binding: HookBinding,
+    plugin: Arc<Plugin>,
+}
+
+/// The hooks of a session: every `[hooks]` binding with its plugin.
+#[derive(Default)]
+pub struct Hooks {
+    bound: Vec<Bound>,
+}
+
+impl std::fmt::Debug for Hooks {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list()
+            .entries(
+                self.bound
+                    .iter()
+                    .map(|b| (b.binding.event.as_str(), &b.binding.plugin)),
+            )
+            .finish()
+    }
+}
+
+impl Hooks {
+    /// No hooks.
+    pub fn none() -> Self {
+        Self::default()
+    }
+
+    /// The hooks of `bindings`, each with its plugin from `plugins`, which
+    /// must export `corral:plugin/hook` (a plugin whose tools came from the
+    /// description cache is compiled now to tell).
+    pub async fn new(bindings: &[HookBinding], plugins: &Plugins) -> Result<Self, String> {
+        let mut bound = Vec::with_capacity(bindings.len());
+        for binding in bindings {
+            let plugin = plugins
+                .plugins()
+                .iter()
+                .find(|p| p.decl().name == binding.plugin)
+                .cloned()
+                .ok_or_else(|| {
+                    format!(
+                        "hooks.{} ({}): plugin `{}` is not loaded",
+                        binding.event.as_str(),
+                        binding.origin,
+                        binding.plugin
+                    )
+                })?;
+            if !plugin.is_hook().await {
+                return Err(format!(
+                    "hooks.{} ({}): plugin `{}` ({}) is not a hook plugin: it does not export \
+                     corral:plugin/hook@0.1.0; bind a hook component, or remove the binding",
+                    binding.event.as_str(),
+                    binding.origin,
+                    binding.plugin,
+                    plugin.decl().source
+                ));
+            }
+            bound.push(Bound {
+                binding: binding.clone(),
+                plugin,
+            });
+        }
+        Ok(Self { bound })
+    }
+
+    /// Whether any hook is bound to `event`.
+    pub fn has(&self, event: HookEvent) -> bool {
+        self.bound.iter().any(|b| b.binding.event == event)
+    }
+
+    /// Runs the hooks bound to `input`'s event (and, for tool events,
+    /// matching its tool) in order, logs each decision to `sink`, and folds
+    /// them; see the module documentation.
+    pub async fn run(&self, input: HookInput, sink: &mut dyn Sink) -> anyhow::Result<Outcome> {
+        let event = input.event();
+        let mut input = input;
+        let mut outcome = Outcome::default();
+        let tool = input.call().map(|c| c.name.clone());
+        let call_id = input.call().map(|c| c.id.clone());
+        for bound in &self.bound {
+            if bound.binding.event != event || !bound.binding.matches(tool.as_deref()) {
+                continue;
+            }
+            let name = &bound.plugin.decl().name;
+            let answer = match bound.plugin.handle_hook(&input).await {
+                Err(e) => Err(e.to_string()),
+                Ok(v) if !v.fits(event) => Err(format!(
+                    "hook `{name}` answered `{}`, which {} hooks cannot do",
+                    v.name(),
+                    event.as_str()
+                )),
+                Ok(v) => Ok(v),
+            };
+            let verdict = match answer {
+                Err(why) => {
+                    let shown = crate::terminal::inert(&why);
+                    tracing::warn!(hook = %name, event = event.as_str(), "{shown}");
+                    sink.emit(Event::Hook {
+                        event,
+                        plugin: name.clone(),
+                        call_id: call_id.clone(),
+                        decision: HookDecision::Failed,
+                        detail: why.clone(),
+                    })?;
+                    if event.is_blocking() {
+                        outcome.blocked = Some(format!(
+                            "blocked: the {} hook `{name}` failed, and a failed hook blocks \
+                             (fix or remove the hook): {why}",
+                            event.as_str()
+                        ));
+                        break;
+                    }
+                    continue;
+                }
+                Ok(v) => v,
+            };
+            let (decision, detail) = verdict.logged();
+            sink.emit(Event::Hook {
+                event,
+                plugin: name.clone(),
+                call_id: call_id.clone(),
+                decision,
+                detail: detail.to_owned(),
+            })?;
+            match verdict {
+                Verdict::Continue => {}
+                Verdict::Block(reason) => {
+                    outcome.blocked = Some(if event == HookEvent::Stop {
+                        go_on(name, &reason)
+                    } else {
+                        format!("blocked by hook `{name}`: {reason}")
+                    });
+                    break;
+                }
+                Verdict::Ask(reason) => outcome.ask.push(format!("hook `{name}`: {reason}")),
+                Verdict::AddContext(text) => outcome.context.push(context_entry(name, &text)),
+                Verdict::Rewrite(arguments) => {
+                    if let HookInput::BeforeTool { call, .. } = &mut input {
+                        call.arguments = arguments.clone();
+                    }
+                    outcome.rewrite = Some(arguments);
+                }
+            }
+        }
+        Ok(outcome)
+    }
+
+    /// Runs the `before_compact` hooks: `blocked` keeps the history as it
+    /// is, `context` is guidance for the summary.
+    pub async fn pre_compact(
+        &self,
+        manual: bool,
+        messages: u32,
+        sink: &mut dyn Sink,
+    ) -> anyhow::Result<Outcome> {
+        self.run(HookInput::BeforeCompact { manual, messages }, sink)
+            .await
+    }
+
+    /// Runs the `subagent_stop` hooks: `blocked` sends the sub-agent on,
+    /// with the reason as its next prompt.
+    pub async fn subagent_stop(
+        &self,
+        task: &str,
+        text: &str,
+        sink: &mut dyn Sink,
+    ) -> anyhow::Result<Outcome> {
+        self.run(
+            HookInput::SubagentStop {
+                task: task.to_owned(),
+                text: text.to_owned(),
+            },
+            sink,
+        )
+        .await
+    }
+}
+
+/// The hooks of one agent session and what they left for the model: the
+/// `session_start` context joins the system prompt for the session.
+#[derive(Debug)]
+pub struct SessionHooks {
+    hooks: Arc<Hooks>,
+    /// `Some(resumed)` until `session_start` has run.
+    pending_start: Option<bool>,
+    context: Option<String>,
+}
+
+impl SessionHooks {
+    /// The hooks of a session that starts (or, `resumed`, is reopened).
+    pub fn new(hooks: Arc<Hooks>, resumed: bool) -> Self {
+        Self {
+            hooks,
+            pending_start: Some(resumed),
+            context: None,
+        }
+    }
+
+    /// Runs the `session_start` hooks, once per session (or resume).
+    pub async fn start(&mut self, session_id: &str, sink: &mut dyn Sink) -> anyhow::Result<()> {
+        let Some(resumed) = self.pending_start.take() else {
+            return Ok(());
+        };
+        if !self.hooks.has(HookEvent::SessionStart) {
+            return Ok(());
+        }
+        let input = HookInput::SessionStart {
+            session_id: session_id.to_owned(),
+            resumed,
+        };
+        self.context = self.hooks.run(input, sink).await?.context_text();
+        Ok(())
+    }
+
+    /// The system prompt with the `session_start` context.
+    pub fn system_prompt(&self, system: String) -> String {
+        match &self.context {
+            Some(context) => format!("{system}\n\n{context}"),
+            None => system,
+        }
+    }
+
+    /// Runs the `user_prompt` hooks: the prompt the model reads (with their
+    /// context), or `Err` with why it was blocked.
+    pub async fn prompt(
+        &self,
+        prompt: &str,
+        sink: &mut dyn Sink,
+    ) -> anyhow::Result<Result<String, String>> {
+        if !self.hooks.has(HookEvent::UserPrompt) {
+            return Ok(Ok(prompt.to_owned()));
+        }
+        let input = HookInput::UserPrompt {
+            text: prompt.to_owned(),
+        };
+        let outcome = self.hooks.run(input, sink).await?;
+        Ok(match outcome.blocked {
+            Some(why) => Err(format!("the prompt was not sent: {why}")),
+            None => Ok(with_context(prompt, &outcome.context)),
+        })
+    }
+
+    /// Runs the `stop` hooks on a final answer: `Some` is the prompt the
+    /// run goes on with when one blocked the stop.
+    pub async fn stop(&self, text: &str, sink: &mut dyn Sink) -> anyhow::Result<Option<String>> {
+        if !self.hooks.has(HookEvent::Stop) {
+            return Ok(None);
+        }
+        let input = HookInput::Stop {
+            text: text.to_owned(),
+        };
+        Ok(self.hooks.run(input, sink).await?.blocked)
+    }
+
+    /// Runs the `session_end` hooks.
+    pub async fn end(&self, session_id: &str, sink: &mut dyn Sink) -> anyhow::Result<()> {
+        if self.hooks.has(HookEvent::SessionEnd) {
+            let input = HookInput::SessionEnd {
+                session_id: session_id.to_owned(),
+            };
+            self.hooks.run(input, sink).await?;
+        }
+        Ok(())
+    }
+}
+
+/// What the `before_tool` hooks of a call left for the policy step.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct BeforeTool {
+    /// The original arguments, when a hook rewrote them (the call now
+    /// carries the new ones).
+    pub original: Option<serde_json::Value>,
+    /// Hooks that asked for the user's approval, with their reasons.
+    pub ask: Vec<String>,
+}
+
+impl BeforeTool {
+    /// Adjusts the policy's verdict on the call as it will run: judged
+    /// again on the original arguments when they were rewritten (the
+    /// stricter verdict wins, see [`stricter`]), and asked rather than
+    /// allowed when a hook asked.
+    pub fn judge(
+        &self,
+        verdict: &mut PolicyVerdict,
+        decide: impl FnOnce(&serde_json::Value) -> PolicyVerdict,
+    ) {
+        if let Some(original) = &self.original {
+            *verdict = stricter(verdict.clone(), decide(original));
+        }
+        if !self.ask.is_empty() && verdict.decision == Decision::Allow {
+            *verdict = PolicyVerdict {
+                decision: Decision::Ask,
+                reason: format!("{}; but {}", verdict.reason, self.ask.join("; ")),
+            };
+        }
+    }
+}
+
+/// What the model reads of a call after its `after_tool` (or
+/// `after_tool_failure`) hooks: a block withholds the output, and the
+/// reason takes its place; context is added after the output.
+pub fn after_tool(outcome: CallOutcome, hooked: Outcome) -> CallOutcome {
+    if let Some(why) = hooked.blocked {
+        return CallOutcome::Output {
+            content: format!("{why}\n(the call ran; its output was withheld)"),
+            is_error: true,
+            data: None,
+        };
+    }
+    let Some(context) = hooked.context_text() else {
+        return outcome;
+    };
+    let add = |text: String| format!("{text}\n\n{context}");
+    match outcome {
+        CallOutcome::Output {
+            content,
+            is_error,
+            data,
+        } => CallOutcome::Output {
+            content: add(content),
+            is_error,
+            data,
+        },
+        CallOutcome::Invalid(m) => CallOutcome::Invalid(add(m)),
+        CallOutcome::Failed(m) => CallOutcome::Failed(add(m)),
+        CallOutcome::Fatal(m) => CallOutcome::Fatal(add(m)),
+        other => other,
+    }
+}
+
+/// The stricter of two policy verdicts (deny-and-stop, deny, ask, allow):
+/// how a call whose arguments a hook rewrote is judged, from the verdicts
+/// on its rewritten and its original arguments, so a rewrite can narrow
+/// what runs but never make a call more allowed.
+pub fn stricter(rewritten: PolicyVerdict, original: PolicyVerdict) -> PolicyVerdict {
+    fn rank(d: &Decision) -> u8 {
+        match d {
+            Decision::Allow => 0,
+            Decision::Ask => 1,
+            Decision::Deny { stop: false } => 2,
+            Decision::Deny { stop: true } => 3,
+        }
+    }
+    if rank(&original.decision) > rank(&rewritten.decision) {
+        PolicyVerdict {
+            decision: original.decision,
+            reason: format!(
+                "{} (judged on the call's original arguments; a hook's rewrite cannot make a call more allowed)",
+                original.reason
+            ),
+        }
+    } else {
+        rewritten
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn binding(tools: &[&str]) -> HookBinding {
+        HookBinding {
+            event: HookEvent::BeforeTool,
+            plugin: "h".into(),
+            tools: tools.iter().map(|t| (*t).to_owned()).collect(),
+            origin: Origin {
+                file: "corral.toml".into(),
+                line: 1,
+            },
+        }
+    }
+
+    #[test]
+    fn tool_patterns_match_names_with_stars() {
+        assert!(glob_match("run_command", "run_command"));
+        assert!(!glob_match("run_command", "run_commands"));
+        assert!(glob_match("git_*", "git_commit"));
+        assert!(glob_match("git_*", "git_"));
+        assert!(!glob_match("git_*", "xgit_commit"));
+        assert!(glob_match("*_file", "write_file"));
+        assert!(!glob_match("*_file", "write_files"));
+        assert!(glob_match("*", "anything"));
+        assert!(glob_match("a*b*c", "aXbYc"));
+        assert!(!glob_match("a*b*c", "aXcYb"));
+        assert!(!glob_match("ab*ba", "aba"));
+        assert!(binding(&[]).matches(Some("anything")));
+        assert!(binding(&["x", "run_*"]).matches(Some("run_command")));
+        assert!(!binding(&["x"]).matches(Some("run_command")));
+        assert!(binding(&["x"]).matches(None));
+    }
+
+    #[test]
+    fn each_event_honours_only_what_it_can_do() {
+        use HookEvent as E;
+        let all = |v: Verdict| -> Vec<HookEvent> {
+            HookEvent::ALL.into_iter().filter(|e| v.fits(*e)).collect()
+        };
+        assert_eq!(all(Verdict::Continue), HookEvent::ALL.to_vec());
+        assert_eq!(all(Verdict::Rewrite("{}".into())), vec![E::BeforeTool]);
+        assert_eq!(all(Verdict::Ask("".into())), vec![E::BeforeTool]);
+        assert_eq!(
+            all(Verdict::Block("".into())),
+            vec![
+                E::UserPrompt,
+                E::BeforeTool,
+                E::AfterTool,
+                E::AfterToolFailure,
+                E::BeforeCompact,
+                E::Stop,
+                E::SubagentStop
+            ]
+        );
+        assert_eq!(
+            all(Verdict::AddContext("".into())),
+            vec![
+                E::SessionStart,
+                E::UserPrompt,
+                E::AfterTool,
+                E::AfterToolFailure,
+                E::BeforeCompact
+            ]
+        );
+    }
+
+    #[test]
+    fn a_rewrite_is_judged_by_the_stricter_verdict() {
+        let v = |decision, reason: &str| PolicyVerdict {
+            decision,
+            reason: reason.into(),
+        };
+        let deny = Decision::Deny { stop: false };
+        let judged = stricter(v(Decision::Allow, "allow rule"), v(deny, "deny rule"));
+        assert_eq!(judged.decision, deny);
+        assert!(judged.reason.starts_with("deny rule"), "{}", judged.reason);
+        let judged = stricter(v(Decision::Allow, "mode"), v(Decision::Ask, "ask rule"));
+        assert_eq!(judged.decision, Decision::Ask);
+        let judged = stricter(v(deny, "deny new"), v(Decision::Allow, "allow old"));
+        assert_eq!(
+            (judged.decision, judged.reason.as_str()),
+            (deny, "deny new")
+        );
+        let judged = stricter(v(Decision::Deny { stop: true }, "stop"), v(deny, "deny"));
+        assert_eq!(judged.decision, Decision::Deny { stop: true });
+    }
+
+    /// What hooks added to the conversation comes back on resume: the
+    /// context of a prompt (and not that of a blocked one) and the prompt a
+    /// blocking `stop` hook sent the model on with.
+    #[test]
+    fn a_resumed_history_keeps_what_hooks_added() {
+        use crate::log::Record;
+        use crate::protocol::Message;
+        let hook = |event, decision, detail: &str| Event::Hook {
+            event,
+            plugin: "h".into(),
+            call_id: None,
+            decision,
+            detail: detail.into(),
+        };
+        let events = [
+            Event::TurnBegin { turn: 1 },
+            hook(HookEvent::UserPrompt, HookDecision::AddContext, "dropped"),
+            hook(HookEvent::UserPrompt, HookDecision::Block, "no"),
+            Event::TurnBegin { turn: 2 },
+            hook(
+                HookEvent::UserPrompt,
+                HookDecision::AddContext,
+                "branch main",
+            ),
+            Event::UserMessage {
+                text: "fix it".into(),
+            },
+            hook(HookEvent::Stop, HookDecision::Block, "run the tests"),
+        ];
+        let records: Vec<Record> = events
+            .into_iter()
+            .enumerate()
+            .map(|(i, event)| Record {
+                seq: i as u64 + 1,
+                ts_ms: 0,
+                event,
+            })
+            .collect();
+        let (history, turn, open) = crate::agent::replay_history(&records);
+        assert_eq!(turn, 2);
+        assert!(open.is_empty());
+        assert_eq!(
+            history,
+            [
+                Message::User {
+                    text: with_context("fix it", &[context_entry("h", "branch main")])
+                },
+                Message::User {
+                    text: go_on("h", "run the tests")
+                },
+            ]
+        );
+    }
+
+    /// A sink that keeps the events.
+    #[derive(Default)]
+    struct Kept(Vec<Event>);
+
+    impl Sink for Kept {
+        fn emit(&mut self, event: Event) -> anyhow::Result<()> {
+            self.0.push(event);
+            Ok(())
+        }
+
+        fn save_artifact(&self, _: &str, _: &str) -> Option<std::io::Result<std::path::PathBuf>> {
+            None
+        }
+    }
+
+    /// The entry points the compaction and sub-agent code call run the
+    /// hooks of their own events only, and with none bound decide nothing.
+    #[tokio::test]
+    async fn compaction_and_subagent_entry_points_run_their_own_events() {
+        let hooks = Hooks::none();
+        let mut sink = Kept::default();
+        let out = hooks.pre_compact(true, 12, &mut sink).await.unwrap();
+        assert_eq!(out, Outcome::default());
+        let out = hooks.subagent_stop("t", "done", &mut sink).await.unwrap();
+        assert_eq!(out, Outcome::default());
+        assert!(sink.0.is_empty());
+        assert!(!hooks.has(HookEvent::BeforeCompact));
+        assert_eq!(
+            HookInput::BeforeCompact {
+                manual: true,
+                messages: 1
+            }
+            .event(),
+            HookEvent::BeforeCompact
+        );
+        assert_eq!(
+            HookInput::SubagentStop {
+                task: String::new(),
+                text: String::new()
+            }
+            .event(),
+            HookEvent::SubagentStop
+        );
+    }
+}
