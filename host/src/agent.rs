@@ -457,7 +457,26 @@ impl Agent {
                     log: &mut self.log,
                     ui,
                 };
-                if let Some(go_on) = self.hooks.stop(&response.message.text, &mut out).await? {
+                // A subagent's final answer runs `subagent_stop` (with the
+                // task it was given), a session's own runs `stop`.
+                let go_on = if self.options.subagents.parent.is_some() {
+                    let task = self
+                        .history
+                        .iter()
+                        .find_map(|m| match m {
+                            Message::User { text } => Some(text.as_str()),
+                            _ => None,
+                        })
+                        .unwrap_or_default();
+                    self.options
+                        .hooks
+                        .subagent_stop(task, &response.message.text, &mut out)
+                        .await?
+                        .blocked
+                } else {
+                    self.hooks.stop(&response.message.text, &mut out).await?
+                };
+                if let Some(go_on) = go_on {
                     self.history.push(Message::User { text: go_on });
                     continue;
                 }
