@@ -10,11 +10,15 @@
 //! their results are recorded in call order.
 
 mod approval;
+mod budget;
 mod cassette;
+mod compact;
 mod dispatch;
 mod history;
 
 pub use approval::{Answer, Approver, NoApprover, OpApprover, YesApprover};
+pub use budget::{BYTES_PER_TOKEN, Budget, DEFAULT_COMPACT_AT, request_bytes};
+pub use compact::{SUMMARY_PROMPT, apply as apply_compaction, summary_request};
 pub use cassette::write as write_cassette;
 pub use dispatch::{CallOutcome, Checked, Dispatcher, Sink};
 pub use history::replay_history;
@@ -54,6 +58,11 @@ pub struct AgentOptions {
     /// Keep every provider stream event for a cassette (`--record`); without
     /// it the events are forwarded and dropped.
     pub record: bool,
+    /// Compact the history when a request would take more than this share
+    /// of the model's context window (`[agent] compact_at`).
+    pub compact_at: f64,
+    /// Model limits over the provider's (`[agent.models."ID"]`).
+    pub models: std::collections::BTreeMap<String, crate::manifest::ModelOverride>,
 }
 
 impl std::fmt::Debug for AgentOptions {
@@ -78,6 +87,8 @@ impl Default for AgentOptions {
             policy: crate::policy::Policy::default(),
             approver: Arc::new(NoApprover),
             record: false,
+            compact_at: DEFAULT_COMPACT_AT,
+            models: std::collections::BTreeMap::new(),
         }
     }
 }
@@ -116,6 +127,8 @@ pub struct Agent {
     recorded: Vec<corral_sdk::cassette::Turn>,
     /// Logged when the session opened; shown to the front-end with the first run.
     announce: Option<Event>,
+    /// The model's limits, once asked of the provider.
+    budget: Option<Budget>,
 }
 
 impl Agent {
@@ -150,6 +163,7 @@ impl Agent {
             turn: 0,
             recorded: Vec::new(),
             announce: Some(started),
+            budget: None,
         })
     }
 
@@ -180,6 +194,7 @@ impl Agent {
             turn,
             recorded: Vec::new(),
             announce: None,
+            budget: None,
         };
         let mut closed = Vec::new();
         for call in open {
@@ -249,6 +264,7 @@ impl Agent {
     /// Changes the model from the next request on, and logs it.
     pub fn set_model(&mut self, model: String, ui: &UnboundedSender<Event>) -> anyhow::Result<()> {
         self.options.model = model.clone();
+        self.budget = None;
         self.out(ui).emit(Event::ModelChanged { model })
     }
 
@@ -261,6 +277,7 @@ impl Agent {
     ) -> anyhow::Result<()> {
         let name = provider.decl().name.clone();
         self.provider = provider;
+        self.budget = None;
         self.out(ui).emit(Event::ProviderChanged { provider: name })
     }
 
@@ -318,19 +335,18 @@ impl Agent {
         let system =
             crate::context::system_prompt(&self.workspace, &self.options.cwd, self.plugins());
 
+        // A provider that says the context is exceeded gets one compaction
+        // and a retry before the run stops.
+        let mut retried = false;
         for iteration in 1..=self.options.max_iterations {
-            let mut messages = Vec::with_capacity(self.history.len() + 1);
-            messages.push(Message::System {
-                text: system.clone(),
-            });
-            messages.extend(self.history.iter().cloned());
-            let request = ChatRequest {
-                model: self.options.model.clone(),
-                messages,
-                tools: tools.clone(),
-                max_tokens: self.options.max_tokens,
-                temperature: self.options.temperature,
+            let (request, bytes) = match self.prepare_request(&system, &tools, ui, cancel).await? {
+                Ok(r) => r,
+                Err((reason, message)) => return self.stop(ui, reason, Some(message)),
             };
+            if let Some(b) = &self.budget {
+                let limit = b.tool_output_limit(self.options.tool_output_limit);
+                self.dispatcher.set_output_limit(Some(limit));
+            }
             let prompt_hash = hex::encode(Sha256::digest(
                 serde_json::to_vec(&request).unwrap_or_default(),
             ));
@@ -353,16 +369,33 @@ impl Agent {
                     );
                 }
                 Err(Some(error)) => {
-                    let reason = if matches!(error, ProviderError::ContextLength { .. }) {
+                    let exceeded = matches!(error, ProviderError::ContextLength { .. });
+                    let message = error.to_string();
+                    self.emit(ui, Event::ProviderFailed { error })?;
+                    if exceeded && !retried {
+                        retried = true;
+                        match self.compact("context_length", ui, cancel).await? {
+                            compact::Compaction::Done => continue,
+                            compact::Compaction::Interrupted => {
+                                return self.stop(
+                                    ui,
+                                    StopReason::Interrupted,
+                                    Some("interrupted while the history was being compacted".into()),
+                                );
+                            }
+                            compact::Compaction::Failed => {}
+                        }
+                    }
+                    let reason = if exceeded {
                         StopReason::ContextExhausted
                     } else {
                         StopReason::ProviderError
                     };
-                    let message = error.to_string();
-                    self.emit(ui, Event::ProviderFailed { error })?;
                     return self.stop(ui, reason, Some(message));
                 }
             };
+            retried = false;
+            self.calibrate(bytes, response.usage);
             self.emit(
                 ui,
                 Event::RequestEnd {

@@ -311,4 +311,21 @@ pub struct AgentSettings {
     pub max_tokens: Option<u32>,
     /// Sampling temperature.
     pub temperature: Option<f32>,
+    /// Share of the context window past which the history is compacted
+    /// (`compact_at`, default 0.8).
+    pub compact_at: Option<f64>,
+    /// Model limits that override the provider's (`[agent.models."ID"]`).
+    pub models: BTreeMap<String, ModelOverride>,
+}
+
+/// A model's limits as the manifest sets them; unset fields keep what the
+/// provider reports.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ModelOverride {
+    /// Tokens of one request, prompt and answer together.
+    pub context_window: Option<u32>,
+    /// The most tokens of one answer.
+    pub max_output_tokens: Option<u32>,
+    /// Whether it takes images.
+    pub accepts_images: Option<bool>,
 }

@@ -154,6 +154,11 @@ pub async fn open(config: SessionConfig) -> Result<Session, String> {
             .clone()
             .unwrap_or_else(|| std::env::current_dir().unwrap_or_default()),
         record: config.record,
+        compact_at: manifest
+            .agent
+            .compact_at
+            .unwrap_or(crate::agent::DEFAULT_COMPACT_AT),
+        models: manifest.agent.models.clone(),
         ..AgentOptions::default()
     };
 
@@ -302,9 +307,7 @@ async fn drive(
                 continue;
             }
             Op::Compact => {
-                let _ = ui.send(Event::Error {
-                    message: "compaction is not available yet; the history is unchanged".into(),
-                });
+                agent.compact_now(&ui).await?;
                 continue;
             }
         };

@@ -24,6 +24,7 @@ pub const SLASH_COMMANDS: &[(&str, &str)] = &[
     ("/tools", "list the tools"),
     ("/plugins", "list the plugins"),
     ("/diff", "show the workspace's git diff"),
+    ("/compact", "summarise the older turns to free context"),
     ("/quit", "end the session and leave"),
 ];
 
@@ -506,6 +507,22 @@ impl App {
                 self.provider = provider.clone();
                 self.notice(&format!("provider: {provider}"), false);
             }
+            Event::Context { tokens, window, .. } => {
+                self.context_window = window.map(u64::from);
+                self.last_in = *tokens;
+            }
+            Event::Compacted {
+                replaced,
+                tokens_before,
+                tokens_after,
+                ..
+            } => self.notice(
+                &format!(
+                    "history compacted: {replaced} messages summarised (about {tokens_before} → {tokens_after} tokens)"
+                ),
+                false,
+            ),
+            Event::CompactionFailed { message } => self.notice(message, true),
             Event::ShutdownComplete => {}
             Event::Stop { reason, message } => {
                 self.turn_running = false;
@@ -760,6 +777,7 @@ impl App {
             "/diff" => Action::Diff,
             "/tools" => Action::Tools,
             "/plugins" => Action::Plugins,
+            "/compact" => Action::Submit(Op::Compact),
             "/model" => Action::Submit(Op::SetModel {
                 model: arg.to_owned(),
             }),

@@ -9,14 +9,20 @@
 //!
 //! Each instance is fresh, so the position in the cassette comes from the
 //! request: the n-th request of a conversation (counted by the assistant
-//! messages already in it) gets the n-th recorded response.
+//! messages already in it) gets the n-th recorded response. Turns marked
+//! `summary` answer only summary requests (compaction). Once a conversation
+//! is compacted, counting no longer works: the position is then found after
+//! the last recorded turn whose tool-call id the request still holds (in an
+//! assistant message, or in the text of a summary request), so cassettes of
+//! compacted sessions need call ids that are unique, as providers make them.
 
 use corral_sdk::cassette::{
-    Call as RecordedCall, Cassette, Event as RecordedEvent, Usage as RecordedUsage,
+    Call as RecordedCall, Cassette, Event as RecordedEvent, SUMMARY_MESSAGE_MARK,
+    SUMMARY_REQUEST_MARK, Turn, Usage as RecordedUsage,
 };
 use corral_sdk::provider::{
-    AssistantMessage, ChatRequest, ChatResponse, Event, FinishReason, Message, Provider,
-    ProviderError, ToolCall, ToolCallDelta, Usage, emit,
+    AssistantMessage, ChatRequest, ChatResponse, Event, FinishReason, Message, ModelInfo,
+    Provider, ProviderError, ToolCall, ToolCallDelta, Usage, emit,
 };
 
 /// The cassette shown by the README's offline demo.
@@ -57,28 +63,90 @@ fn pause(ms: u64) {
     }
 }
 
-/// Plays back recorded responses.
-pub struct Replay;
-
-impl Provider for Replay {
-    fn models() -> Result<Vec<String>, ProviderError> {
-        Ok(vec!["replay".to_owned()])
-    }
-
-    fn complete(request: ChatRequest) -> Result<ChatResponse, ProviderError> {
-        let cassette = load()?;
-        let index = request
+/// Where `request` is in the recorded conversation: the index of the turn
+/// that answers it.
+pub fn position(request: &ChatRequest, turns: &[Turn]) -> Result<usize, ProviderError> {
+    let summary = matches!(request.messages.first(),
+        Some(Message::System(text)) if text.starts_with(SUMMARY_REQUEST_MARK));
+    let compacted = request.messages.iter().any(
+        |m| matches!(m, Message::User(text) if text.starts_with(SUMMARY_MESSAGE_MARK)),
+    );
+    let kind = |t: &&Turn| t.summary == summary;
+    if !summary && !compacted {
+        let n = request
             .messages
             .iter()
             .filter(|m| matches!(m, Message::Assistant(_)))
             .count();
-        let turn = cassette.turns.get(index).ok_or_else(|| {
+        return turns
+            .iter()
+            .enumerate()
+            .filter(|(_, t)| !t.summary)
+            .nth(n)
+            .map(|(i, _)| i)
+            .ok_or_else(|| {
+                ProviderError::Protocol(format!(
+                    "the cassette has {} responses and the conversation asks for response {}",
+                    turns.iter().filter(|t| !t.summary).count(),
+                    n + 1
+                ))
+            });
+    }
+    // The ids of the calls the request still shows: as tool calls, or (in a
+    // summary request's transcript) as text.
+    let text: String = if summary {
+        request
+            .messages
+            .iter()
+            .filter_map(|m| match m {
+                Message::User(t) => Some(t.as_str()),
+                _ => None,
+            })
+            .collect()
+    } else {
+        String::new()
+    };
+    let held = |c: &RecordedCall| {
+        request.messages.iter().any(|m| match m {
+            Message::Assistant(a) => a.tool_calls.iter().any(|t| t.id == c.id),
+            _ => false,
+        }) || (summary && text.contains(&c.id))
+    };
+    let anchor = turns
+        .iter()
+        .rposition(|t| !t.summary && t.response.message.tool_calls.iter().any(held));
+    let from = anchor.map_or(0, |a| a + 1);
+    turns[from..]
+        .iter()
+        .position(|t| kind(&t))
+        .map(|i| from + i)
+        .ok_or_else(|| {
             ProviderError::Protocol(format!(
-                "the cassette has {} responses and the conversation asks for response {}",
-                cassette.turns.len(),
-                index + 1
+                "the cassette has no recorded {} after response {}",
+                if summary { "summary" } else { "response" },
+                from
             ))
-        })?;
+        })
+}
+
+/// Plays back recorded responses.
+pub struct Replay;
+
+impl Provider for Replay {
+    fn models() -> Result<Vec<ModelInfo>, ProviderError> {
+        // A cassette has no limits of its own; `[agent.models."replay"]`
+        // in the manifest gives it a window.
+        Ok(vec![ModelInfo {
+            id: "replay".to_owned(),
+            context_window: None,
+            max_output_tokens: None,
+            accepts_images: false,
+        }])
+    }
+
+    fn complete(request: ChatRequest) -> Result<ChatResponse, ProviderError> {
+        let cassette = load()?;
+        let turn = &cassette.turns[position(&request, &cassette.turns)?];
         let delay = corral_sdk::config("delay_ms")
             .and_then(|v| v.parse().ok())
             .unwrap_or(0);
