@@ -24,8 +24,8 @@ pub const SLASH_COMMANDS: &[(&str, &str)] = &[
     ("/tools", "list the tools"),
     ("/plugins", "list the plugins"),
     ("/diff", "show the workspace's git diff"),
-    ("/compact", "summarise the older turns to free context"),
     ("/quit", "end the session and leave"),
+    ("/compact", "summarise the older turns to free context"),
 ];
 
 /// What the front-end must do for the UI.
