@@ -18,8 +18,8 @@ mod history;
 
 pub use approval::{Answer, Approver, NoApprover, OpApprover, YesApprover};
 pub use budget::{BYTES_PER_TOKEN, Budget, DEFAULT_COMPACT_AT, request_bytes};
-pub use compact::{SUMMARY_PROMPT, apply as apply_compaction, summary_request};
 pub use cassette::write as write_cassette;
+pub use compact::{SUMMARY_PROMPT, apply as apply_compaction, summary_request};
 pub use dispatch::{CallOutcome, Checked, Dispatcher, Sink};
 pub use history::replay_history;
 
@@ -380,7 +380,9 @@ impl Agent {
                                 return self.stop(
                                     ui,
                                     StopReason::Interrupted,
-                                    Some("interrupted while the history was being compacted".into()),
+                                    Some(
+                                        "interrupted while the history was being compacted".into(),
+                                    ),
                                 );
                             }
                             compact::Compaction::Failed => {}

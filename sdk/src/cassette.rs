@@ -49,7 +49,8 @@ impl Cassette {
 /// The first words of the system message of the request corral sends to
 /// summarise the older part of a conversation (compaction); the `replay`
 /// provider answers such a request with a [`Turn::summary`] turn.
-pub const SUMMARY_REQUEST_MARK: &str = "You are summarising the earlier part of a coding agent's conversation";
+pub const SUMMARY_REQUEST_MARK: &str =
+    "You are summarising the earlier part of a coding agent's conversation";
 
 /// The first words of the message that stands for the summarised part of a
 /// compacted conversation.

@@ -85,7 +85,10 @@ fn kind(e: &Value) -> &str {
 fn a_long_session_compacts_fits_its_window_and_resumes_to_the_same_request() {
     let sb = Sandbox::new();
     for f in 0..5 {
-        sb.write(&format!("f{f}.txt"), &format!("file {f}: {}\n", "lorem ipsum ".repeat(120)));
+        sb.write(
+            &format!("f{f}.txt"),
+            &format!("file {f}: {}\n", "lorem ipsum ".repeat(120)),
+        );
     }
     sb.write("long.cassette.json", &long_cassette());
     sb.write(".gitignore", "*.cassette.json\n");
@@ -123,12 +126,21 @@ fn a_long_session_compacts_fits_its_window_and_resumes_to_the_same_request() {
     };
     let before = events(&log);
     let last = before.last().expect("events");
-    assert_eq!(kind(last), "request_begin", "the kill came after the request");
+    assert_eq!(
+        kind(last),
+        "request_begin",
+        "the kill came after the request"
+    );
     let hash_at_kill = last["prompt_hash"].as_str().expect("hash").to_owned();
 
     // Resume (fast now) to the end.
     sb.write("corral.toml", &project(0));
-    let session = log.file_stem().expect("id").to_str().expect("utf-8").to_owned();
+    let session = log
+        .file_stem()
+        .expect("id")
+        .to_str()
+        .expect("utf-8")
+        .to_owned();
     let o = cli.run(&sb.ws(), &["resume", &session]);
     let out = String::from_utf8_lossy(&o.stdout).into_owned();
     let err = String::from_utf8_lossy(&o.stderr).into_owned();
@@ -136,7 +148,11 @@ fn a_long_session_compacts_fits_its_window_and_resumes_to_the_same_request() {
     assert!(out.contains("All files read."), "{out}");
 
     let all = events(&log);
-    assert_eq!(&all[..before.len()], &before[..], "the log before the kill is kept");
+    assert_eq!(
+        &all[..before.len()],
+        &before[..],
+        "the log before the kill is kept"
+    );
     // The resumed session rebuilt the compacted projection: its first request
     // is the one that was in flight.
     let resumed = all
@@ -157,7 +173,10 @@ fn a_long_session_compacts_fits_its_window_and_resumes_to_the_same_request() {
     assert!(compactions.len() >= 2, "{} compactions", compactions.len());
     for c in &compactions {
         assert_eq!(c["trigger"], "auto");
-        assert!(c["tokens_after"].as_u64() < c["tokens_before"].as_u64(), "{c}");
+        assert!(
+            c["tokens_after"].as_u64() < c["tokens_before"].as_u64(),
+            "{c}"
+        );
         assert!(c["summary"].as_str().expect("summary").starts_with("Task:"));
     }
     assert_eq!(all.last().map(kind), Some("stop"));
@@ -277,12 +296,30 @@ fn the_window_comes_from_the_table_the_models_endpoint_or_the_manifest() {
     let sb = Sandbox::new();
     let cli = Cli::new();
     let run = |openai: &str, extra: &str| {
-        sb.write("corral.toml", &mock_manifest(server.port, openai, "", extra));
-        let o = cli.run_env(&sb.ws(), &["run", "--provider", "openai", "--json", "hi"], &KEYS);
-        assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+        sb.write(
+            "corral.toml",
+            &mock_manifest(server.port, openai, "", extra),
+        );
+        let o = cli.run_env(
+            &sb.ws(),
+            &["run", "--provider", "openai", "--json", "hi"],
+            &KEYS,
+        );
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
         o
     };
-    let gets = || server.requests().iter().filter(|r| r.method == "GET").count();
+    let gets = || {
+        server
+            .requests()
+            .iter()
+            .filter(|r| r.method == "GET")
+            .count()
+    };
 
     // The plugin's table, without asking the server.
     let o = run("model = \"gpt-4.1\"", "");
@@ -310,7 +347,10 @@ fn the_window_comes_from_the_table_the_models_endpoint_or_the_manifest() {
         "[agent.models.\"local-model\"]\ncontext_window = 30000\n",
     );
     assert_eq!(windows(&o), vec![json!(30_000)]);
-    let o = run("model = \"gpt-4.1\"", "[agent.models.\"gpt-4.1\"]\ncontext_window = 20000\n");
+    let o = run(
+        "model = \"gpt-4.1\"",
+        "[agent.models.\"gpt-4.1\"]\ncontext_window = 20000\n",
+    );
     assert_eq!(windows(&o), vec![json!(20_000)]);
 
     // A model nobody knows has no window: no share, no compaction.
@@ -362,7 +402,11 @@ fn the_summary_request_has_its_documented_shape() {
         let compacted = req.body["messages"][0]["content"]
             .as_str()
             .map(str::to_owned)
-            .or_else(|| req.body["messages"][0]["content"][0]["text"].as_str().map(str::to_owned))
+            .or_else(|| {
+                req.body["messages"][0]["content"][0]["text"]
+                    .as_str()
+                    .map(str::to_owned)
+            })
             .is_some_and(|t| t.starts_with(corral_sdk::cassette::SUMMARY_MESSAGE_MARK));
         if summary {
             script(2)
@@ -395,7 +439,12 @@ fn the_summary_request_has_its_documented_shape() {
             &["run", "--provider", "anthropic", "--json", "Read the files"],
             &KEYS,
         );
-        assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
         o
     };
     // A first run in a wide window measures the fixed part of a request
@@ -438,10 +487,19 @@ fn the_summary_request_has_its_documented_shape() {
         transcript.starts_with("Summarise this conversation:\n\n[user]\nRead the files\n"),
         "{transcript}"
     );
-    assert!(transcript.contains("[tool call toolu_1 read_file]"), "{transcript}");
-    assert!(transcript.contains("[tool result toolu_1]\n"), "{transcript}");
+    assert!(
+        transcript.contains("[tool call toolu_1 read_file]"),
+        "{transcript}"
+    );
+    assert!(
+        transcript.contains("[tool result toolu_1]\n"),
+        "{transcript}"
+    );
     assert!(transcript.contains("a small file"), "{transcript}");
-    assert!(!transcript.contains("toolu_2"), "the kept turn is not summarised");
+    assert!(
+        !transcript.contains("toolu_2"),
+        "the kept turn is not summarised"
+    );
 
     // The next request: the summary, then the kept turn whole.
     let next = &reqs[3].body;
@@ -464,8 +522,14 @@ fn the_summary_request_has_its_documented_shape() {
     // Each large output was cut by the budget, and says how to read on.
     let results = messages[2]["content"].as_array().expect("results");
     for r in results {
-        let text = r["content"].as_str().map(str::to_owned).unwrap_or_else(|| user_text(r));
-        assert!(text.contains("read_output {\"call_id\": \"toolu_"), "{text}");
+        let text = r["content"]
+            .as_str()
+            .map(str::to_owned)
+            .unwrap_or_else(|| user_text(r));
+        assert!(
+            text.contains("read_output {\"call_id\": \"toolu_"),
+            "{text}"
+        );
         assert!(text.len() < 32 * 1024, "{}", text.len());
     }
 }

@@ -199,7 +199,10 @@ mod tests {
             },
         );
         let got = resolve(&table, "claude-sonnet-4-5-20250929", &o).unwrap();
-        assert_eq!((got.context_window, got.max_output_tokens), (Some(9000), Some(1000)));
+        assert_eq!(
+            (got.context_window, got.max_output_tokens),
+            (Some(9000), Some(1000))
+        );
         let unknown = resolve(&[], "local", &o);
         assert_eq!(unknown, None);
     }

@@ -85,7 +85,8 @@ pub fn cut_point(history: &[Message], keep: usize) -> Option<usize> {
     for i in (0..history.len()).rev() {
         tail[i] = tail[i + 1] + sizes[i];
     }
-    let is_summary = |m: &Message| matches!(m, Message::User { text } if text.starts_with(SUMMARY_MESSAGE_MARK));
+    let is_summary =
+        |m: &Message| matches!(m, Message::User { text } if text.starts_with(SUMMARY_MESSAGE_MARK));
     let candidates: Vec<usize> = (1..history.len())
         .filter(|&i| matches!(history[i], Message::Assistant(_)))
         // Summarising only an earlier summary gains nothing.
@@ -284,7 +285,10 @@ impl Agent {
         self.ensure_budget().await;
         let mut request = self.build_request(system, tools);
         let mut bytes = budget::request_bytes(&request);
-        let b = self.budget.clone().unwrap_or_else(|| Budget::new(None, 1.0));
+        let b = self
+            .budget
+            .clone()
+            .unwrap_or_else(|| Budget::new(None, 1.0));
         if let Some(limit) = b.threshold()
             && b.estimate(bytes) > limit
         {
@@ -354,7 +358,10 @@ impl Agent {
         ui: &UnboundedSender<Event>,
         cancel: &CancellationToken,
     ) -> anyhow::Result<Compaction> {
-        let b = self.budget.clone().unwrap_or_else(|| Budget::new(None, 1.0));
+        let b = self
+            .budget
+            .clone()
+            .unwrap_or_else(|| Budget::new(None, 1.0));
         let keep = match b.window() {
             Some(w) => b.bytes_for((f64::from(w) * KEEP_SHARE) as u32),
             None => 0,

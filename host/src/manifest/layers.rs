@@ -225,8 +225,14 @@ pub fn from_layers(workspace: &Path, layers: &[Layer]) -> Result<Manifest, Manif
             {
                 return Err(at.err(
                     w.span(),
-                    format!("agent.models.\"{id}\".context_window = {} is too small to hold a request", w.get_ref()),
-                    Some("give the model's context window in tokens, e.g. `context_window = 128000`".into()),
+                    format!(
+                        "agent.models.\"{id}\".context_window = {} is too small to hold a request",
+                        w.get_ref()
+                    ),
+                    Some(
+                        "give the model's context window in tokens, e.g. `context_window = 128000`"
+                            .into(),
+                    ),
                 ));
             }
             let entry = agent.models.entry(id).or_default();

@@ -30,9 +30,7 @@ pub use request::{API_VERSION, Settings, request_body};
 pub use stream::{Stream, parse_models};
 
 use corral_sdk::http::Request;
-use corral_sdk::provider::{
-    self, ChatRequest, ChatResponse, ModelInfo, Provider, ProviderError,
-};
+use corral_sdk::provider::{self, ChatRequest, ChatResponse, ModelInfo, Provider, ProviderError};
 
 /// Models whose limits are published: id, context window, output limit,
 /// whether they take images. Dated ids (`claude-sonnet-4-5-20250929`) take

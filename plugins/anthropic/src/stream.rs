@@ -725,12 +725,20 @@ mod tests {
     #[test]
     fn model_list() {
         let body = br#"{"data":[{"type":"model","id":"claude-sonnet-4-5-20250929","display_name":"Claude Sonnet 4.5","created_at":"2025-09-29T00:00:00Z"},{"type":"model","id":"claude-haiku-4-5"}],"has_more":false,"first_id":"claude-sonnet-4-5-20250929","last_id":"claude-haiku-4-5"}"#;
-        let ids: Vec<String> = parse_models(body).unwrap().into_iter().map(|m| m.id).collect();
+        let ids: Vec<String> = parse_models(body)
+            .unwrap()
+            .into_iter()
+            .map(|m| m.id)
+            .collect();
         assert_eq!(ids, vec!["claude-sonnet-4-5-20250929", "claude-haiku-4-5"]);
         let limits = br#"{"data":[{"type":"model","id":"claude-x","max_input_tokens":200000,"max_tokens":64000,"capabilities":{"image_input":{"supported":true}}}]}"#;
         let got = &parse_models(limits).unwrap()[0];
         assert_eq!(
-            (got.context_window, got.max_output_tokens, got.accepts_images),
+            (
+                got.context_window,
+                got.max_output_tokens,
+                got.accepts_images
+            ),
             (Some(200_000), Some(64_000), true)
         );
     }

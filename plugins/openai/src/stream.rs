@@ -828,14 +828,22 @@ mod tests {
     #[test]
     fn model_list() {
         let body = br#"{"object":"list","data":[{"id":"gpt-4.1","object":"model","created":1,"owned_by":"system"},{"id":"o3","object":"model"}]}"#;
-        let ids: Vec<String> = parse_models(body).unwrap().into_iter().map(|m| m.id).collect();
+        let ids: Vec<String> = parse_models(body)
+            .unwrap()
+            .into_iter()
+            .map(|m| m.id)
+            .collect();
         assert_eq!(ids, vec!["gpt-4.1", "o3"]);
         let vllm = br#"{"data":[{"id":"qwen","max_model_len":32768},{"id":"or","context_length":8000,"top_provider":{"max_completion_tokens":1000},"architecture":{"input_modalities":["text","image"]}}]}"#;
         let got = parse_models(vllm).unwrap();
         assert_eq!(got[0].context_window, Some(32768));
         assert_eq!(got[0].max_output_tokens, None);
         assert_eq!(
-            (got[1].context_window, got[1].max_output_tokens, got[1].accepts_images),
+            (
+                got[1].context_window,
+                got[1].max_output_tokens,
+                got[1].accepts_images
+            ),
             (Some(8000), Some(1000), true)
         );
         assert!(matches!(

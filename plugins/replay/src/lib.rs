@@ -21,8 +21,8 @@ use corral_sdk::cassette::{
     SUMMARY_REQUEST_MARK, Turn, Usage as RecordedUsage,
 };
 use corral_sdk::provider::{
-    AssistantMessage, ChatRequest, ChatResponse, Event, FinishReason, Message, ModelInfo,
-    Provider, ProviderError, ToolCall, ToolCallDelta, Usage, emit,
+    AssistantMessage, ChatRequest, ChatResponse, Event, FinishReason, Message, ModelInfo, Provider,
+    ProviderError, ToolCall, ToolCallDelta, Usage, emit,
 };
 
 /// The cassette shown by the README's offline demo.
@@ -68,9 +68,10 @@ fn pause(ms: u64) {
 pub fn position(request: &ChatRequest, turns: &[Turn]) -> Result<usize, ProviderError> {
     let summary = matches!(request.messages.first(),
         Some(Message::System(text)) if text.starts_with(SUMMARY_REQUEST_MARK));
-    let compacted = request.messages.iter().any(
-        |m| matches!(m, Message::User(text) if text.starts_with(SUMMARY_MESSAGE_MARK)),
-    );
+    let compacted = request
+        .messages
+        .iter()
+        .any(|m| matches!(m, Message::User(text) if text.starts_with(SUMMARY_MESSAGE_MARK)));
     let kind = |t: &&Turn| t.summary == summary;
     if !summary && !compacted {
         let n = request

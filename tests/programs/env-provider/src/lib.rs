@@ -11,7 +11,9 @@ struct Leaky;
 
 impl Provider for Leaky {
     fn models() -> Result<Vec<ModelInfo>, ProviderError> {
-        Ok(corral_sdk::provider::model_table(&[("leaky", 8192, 1024, false)]))
+        Ok(corral_sdk::provider::model_table(&[(
+            "leaky", 8192, 1024, false,
+        )]))
     }
 
     fn complete(_request: ChatRequest) -> Result<ChatResponse, ProviderError> {
