@@ -105,7 +105,9 @@ fn a_long_session_compacts_fits_its_window_and_resumes_to_the_same_request() {
         .expect("spawn");
     let deadline = Instant::now() + Duration::from_secs(120);
     let log = loop {
-        assert!(Instant::now() < deadline, "no compaction within 120 s");
+        if Instant::now() > deadline {
+            break None;
+        }
         std::thread::sleep(Duration::from_millis(10));
         let Some(log) = find_log(&cli) else {
             continue;
@@ -119,11 +121,12 @@ fn a_long_session_compacts_fits_its_window_and_resumes_to_the_same_request() {
             .collect();
         let compacted = ev.iter().any(|e| kind(e) == "compacted");
         if compacted && ev.last().is_some_and(|e| kind(e) == "request_begin") {
-            child.kill().expect("SIGKILL");
-            let _ = child.wait();
-            break log;
+            break Some(log);
         }
     };
+    let _ = child.kill();
+    let _ = child.wait();
+    let log = log.expect("no compaction within 120 s");
     let before = events(&log);
     let last = before.last().expect("events");
     assert_eq!(
