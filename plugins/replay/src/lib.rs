@@ -63,6 +63,16 @@ fn pause(ms: u64) {
     }
 }
 
+/// Whether `text` holds `id` as a whole word: `call_1` is not in `call_10`.
+fn holds_id(text: &str, id: &str) -> bool {
+    let word = |c: char| c.is_alphanumeric() || c == '_' || c == '-';
+    !id.is_empty()
+        && text.match_indices(id).any(|(at, _)| {
+            !text[..at].chars().next_back().is_some_and(word)
+                && !text[at + id.len()..].chars().next().is_some_and(word)
+        })
+}
+
 /// Where `request` is in the recorded conversation: the index of the turn
 /// that answers it.
 pub fn position(request: &ChatRequest, turns: &[Turn]) -> Result<usize, ProviderError> {
@@ -111,7 +121,7 @@ pub fn position(request: &ChatRequest, turns: &[Turn]) -> Result<usize, Provider
         request.messages.iter().any(|m| match m {
             Message::Assistant(a) => a.tool_calls.iter().any(|t| t.id == c.id),
             _ => false,
-        }) || (summary && text.contains(&c.id))
+        }) || (summary && holds_id(&text, &c.id))
     };
     let anchor = turns
         .iter()
@@ -190,3 +200,83 @@ impl Provider for Replay {
 }
 
 corral_sdk::provider!(Replay);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use corral_sdk::cassette::{Message as RecordedMessage, Response};
+
+    fn turn(id: Option<&str>, summary: bool) -> Turn {
+        Turn {
+            summary,
+            events: Vec::new(),
+            response: Response {
+                message: RecordedMessage {
+                    text: String::new(),
+                    tool_calls: id
+                        .map(|id| RecordedCall {
+                            id: id.into(),
+                            name: "t".into(),
+                            arguments: "{}".into(),
+                        })
+                        .into_iter()
+                        .collect(),
+                },
+                finish_reason: "tool_calls".into(),
+                usage: None,
+            },
+        }
+    }
+
+    fn asked(id: &str) -> Message {
+        Message::Assistant(AssistantMessage {
+            text: String::new(),
+            tool_calls: vec![ToolCall {
+                id: id.into(),
+                name: "t".into(),
+                arguments: "{}".into(),
+            }],
+        })
+    }
+
+    fn request(messages: Vec<Message>) -> ChatRequest {
+        ChatRequest {
+            model: String::new(),
+            messages,
+            tools: Vec::new(),
+            max_tokens: None,
+            temperature: None,
+        }
+    }
+
+    #[test]
+    fn summary_turns_answer_only_summary_requests() {
+        let turns = [
+            turn(Some("a"), false),
+            turn(None, true),
+            turn(Some("b"), false),
+            turn(None, true),
+            turn(Some("c"), false),
+        ];
+        // Counting, summary turns skipped.
+        let r = request(vec![Message::User("go".into()), asked("a")]);
+        assert_eq!(position(&r, &turns).unwrap(), 2);
+        // A summary request whose transcript ends with call `b`.
+        let s = request(vec![
+            Message::System(format!("{SUMMARY_REQUEST_MARK} ...")),
+            Message::User("[tool call a t]\n{}\n[tool call b t]\n{}\n".into()),
+        ]);
+        assert_eq!(position(&s, &turns).unwrap(), 3);
+        // After compaction: found by the last call the request still holds.
+        let c = request(vec![
+            Message::User(format!("{SUMMARY_MESSAGE_MARK}\n\nsummary")),
+            asked("b"),
+        ]);
+        assert_eq!(position(&c, &turns).unwrap(), 4);
+        let over = request(vec![
+            Message::User(format!("{SUMMARY_MESSAGE_MARK}\n\nsummary")),
+            asked("c"),
+        ]);
+        assert!(position(&over, &turns).is_err());
+    }
+}
