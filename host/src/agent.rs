@@ -129,6 +129,9 @@ pub struct Agent {
     announce: Option<Event>,
     /// The model's limits, once asked of the provider.
     budget: Option<Budget>,
+    /// The last request the provider counted (bytes, input tokens), from
+    /// the log of a resumed session, so its estimates are the same.
+    calibration: Option<(usize, u32)>,
 }
 
 impl Agent {
@@ -164,6 +167,7 @@ impl Agent {
             recorded: Vec::new(),
             announce: Some(started),
             budget: None,
+            calibration: None,
         })
     }
 
@@ -195,6 +199,7 @@ impl Agent {
             recorded: Vec::new(),
             announce: None,
             budget: None,
+            calibration: compact::last_calibration(records),
         };
         let mut closed = Vec::new();
         for call in open {
@@ -265,6 +270,7 @@ impl Agent {
     pub fn set_model(&mut self, model: String, ui: &UnboundedSender<Event>) -> anyhow::Result<()> {
         self.options.model = model.clone();
         self.budget = None;
+        self.calibration = None;
         self.out(ui).emit(Event::ModelChanged { model })
     }
 
@@ -278,6 +284,7 @@ impl Agent {
         let name = provider.decl().name.clone();
         self.provider = provider;
         self.budget = None;
+        self.calibration = None;
         self.out(ui).emit(Event::ProviderChanged { provider: name })
     }
 

@@ -75,12 +75,8 @@ impl Budget {
     /// `input_tokens`. Ratios no tokenizer gives (a provider that reports
     /// nothing useful) are ignored.
     pub fn calibrate(&mut self, bytes: usize, input_tokens: u32) {
-        if bytes < 256 || input_tokens == 0 {
-            return;
-        }
-        let r = f64::from(input_tokens) / bytes as f64;
-        if (1.0 / 8.0..=1.0).contains(&r) {
-            self.tokens_per_byte = Some(r);
+        if plausible(bytes, input_tokens) {
+            self.tokens_per_byte = Some(f64::from(input_tokens) / bytes as f64);
         }
     }
 
@@ -108,6 +104,16 @@ impl Budget {
             None => ceiling,
         }
     }
+}
+
+/// Whether a request of `bytes` counted as `input_tokens` gives a ratio a
+/// tokenizer could give (between 1 and 8 bytes per token).
+pub fn plausible(bytes: usize, input_tokens: u32) -> bool {
+    if bytes < 256 || input_tokens == 0 {
+        return false;
+    }
+    let r = f64::from(input_tokens) / bytes as f64;
+    (1.0 / 8.0..=1.0).contains(&r)
 }
 
 /// The limits of `model`: the provider's entry for it (its exact id, else

@@ -223,6 +223,29 @@ fn cut_middle(text: &str, cap: usize) -> String {
     )
 }
 
+/// The last request of a log the provider counted: the bytes of its
+/// [`Event::Context`] and the input tokens of the [`Event::RequestEnd`] that
+/// answered it.
+pub(super) fn last_calibration(records: &[crate::log::Record]) -> Option<(usize, u32)> {
+    let mut bytes = None;
+    let mut last = None;
+    for r in records {
+        match &r.event {
+            Event::Context { bytes: b, .. } => bytes = Some(*b),
+            Event::RequestEnd { usage: Some(u), .. } => {
+                if let Some(b) = bytes.take()
+                    && budget::plausible(b, u.input_tokens)
+                {
+                    last = Some((b, u.input_tokens));
+                }
+            }
+            Event::ModelChanged { .. } | Event::ProviderChanged { .. } => last = None,
+            _ => {}
+        }
+    }
+    last
+}
+
 impl Agent {
     /// The model's limits, asked of the provider once (and again after the
     /// model or the provider changes). A provider that cannot answer leaves
@@ -235,7 +258,11 @@ impl Agent {
         let model = self.effective_model();
         let models = self.provider.models().await.unwrap_or_default();
         let info = budget::resolve(&models, &model, &self.options.models);
-        self.budget = Some(Budget::new(info, self.options.compact_at));
+        let mut b = Budget::new(info, self.options.compact_at);
+        if let Some((bytes, tokens)) = self.calibration {
+            b.calibrate(bytes, tokens);
+        }
+        self.budget = Some(b);
     }
 
     /// The model the request names, or the provider's configured one.
@@ -334,6 +361,9 @@ impl Agent {
     pub(super) fn calibrate(&mut self, bytes: usize, usage: Option<crate::protocol::Usage>) {
         if let (Some(b), Some(u)) = (self.budget.as_mut(), usage) {
             b.calibrate(bytes, u.input_tokens);
+            if budget::plausible(bytes, u.input_tokens) {
+                self.calibration = Some((bytes, u.input_tokens));
+            }
         }
     }
 
@@ -494,6 +524,43 @@ mod tests {
         let mut short = vec![summary_message("s")];
         short.extend(turn(0, 10));
         assert_eq!(cut_point(&short, 0), None);
+    }
+
+    #[test]
+    fn resume_calibrates_from_the_last_counted_request() {
+        let rec = |event| crate::log::Record {
+            seq: 0,
+            ts_ms: 0,
+            event,
+        };
+        let context = |bytes| Event::Context {
+            tokens: 0,
+            bytes,
+            window: None,
+            share: None,
+        };
+        let end = |input_tokens| Event::RequestEnd {
+            message: AssistantMessage::default(),
+            finish_reason: crate::protocol::FinishReason::Stop,
+            usage: Some(crate::protocol::Usage {
+                input_tokens,
+                output_tokens: 1,
+            }),
+        };
+        let log = [
+            rec(context(4000)),
+            rec(end(1000)),
+            // A count no tokenizer gives is ignored, as it was live.
+            rec(context(4000)),
+            rec(end(5)),
+        ];
+        assert_eq!(last_calibration(&log), Some((4000, 1000)));
+        let changed = [
+            rec(context(4000)),
+            rec(end(1000)),
+            rec(Event::ModelChanged { model: "m".into() }),
+        ];
+        assert_eq!(last_calibration(&changed), None);
     }
 
     #[test]
