@@ -536,3 +536,77 @@ fn the_summary_request_has_its_documented_shape() {
         assert!(text.len() < 32 * 1024, "{}", text.len());
     }
 }
+
+#[test]
+fn a_context_length_error_compacts_once_and_retries() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let turns = std::sync::Arc::new(AtomicUsize::new(0));
+    let counter = turns.clone();
+    let server = MockServer::start(move |_, req| {
+        let summary = req.body["messages"][0]["content"]
+            .as_str()
+            .is_some_and(|s| s.starts_with(corral_sdk::cassette::SUMMARY_REQUEST_MARK));
+        if summary {
+            return Reply::Sse(openai_sse("Task: read notes.txt.\nRemaining: answer.", &[]));
+        }
+        match counter.fetch_add(1, Ordering::SeqCst) {
+            0 => Reply::Sse(openai_sse(
+                "",
+                &[("call_1", "read_file", json!({"path": "hello.txt"}))],
+            )),
+            1 => Reply::Sse(openai_sse(
+                "",
+                &[("call_2", "read_file", json!({"path": "hello.txt"}))],
+            )),
+            2 => Reply::Status(
+                400,
+                vec![("content-type", "application/json".into())],
+                json!({"error": {"message": "This model's maximum context length is 8192 tokens.",
+                    "type": "invalid_request_error", "code": "context_length_exceeded"}})
+                .to_string(),
+            ),
+            _ => Reply::Sse(openai_sse("Done after compacting.", &[])),
+        }
+    });
+    let sb = Sandbox::new();
+    sb.write(
+        "corral.toml",
+        &mock_manifest(server.port, "model = \"gpt-4.1\"", "", ""),
+    );
+    let cli = Cli::new();
+    let o = cli.run_env(
+        &sb.ws(),
+        &["run", "--provider", "openai", "--json", "Read hello.txt"],
+        &KEYS,
+    );
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let ev = json_events(&o);
+    let kinds: Vec<&str> = ev.iter().map(kind).collect();
+    let failed = kinds
+        .iter()
+        .position(|k| *k == "provider_failed")
+        .expect("failed");
+    let compacted = kinds
+        .iter()
+        .position(|k| *k == "compacted")
+        .expect("compacted");
+    assert!(failed < compacted, "{kinds:?}");
+    assert_eq!(ev[compacted]["trigger"], "context_length");
+    assert_eq!(ev.last().expect("stop")["reason"], "final_answer");
+    // The retry sent the summary and the kept turn.
+    let reqs = server.requests();
+    let retry = &reqs.last().expect("retry").body;
+    check_openai_request(reqs.last().expect("retry"), OPENAI_KEY);
+    assert!(
+        retry["messages"][1]["content"]
+            .as_str()
+            .is_some_and(|t| t.starts_with(corral_sdk::cassette::SUMMARY_MESSAGE_MARK)),
+        "{retry}"
+    );
+    assert_eq!(retry["messages"][2]["tool_calls"][0]["id"], "call_2");
+}

@@ -392,9 +392,13 @@ impl Agent {
             .budget
             .clone()
             .unwrap_or_else(|| Budget::new(None, 1.0));
+        // When the provider refused the request as too long, the window it
+        // was measured against is wrong: keep only the last turn.
         let keep = match b.window() {
-            Some(w) => b.bytes_for((f64::from(w) * KEEP_SHARE) as u32),
-            None => 0,
+            Some(w) if trigger != "context_length" => {
+                b.bytes_for((f64::from(w) * KEEP_SHARE) as u32)
+            }
+            _ => 0,
         };
         let Some(cut) = cut_point(&self.history, keep) else {
             return self.compaction_failed(
