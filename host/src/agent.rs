@@ -10,14 +10,18 @@
 //! their results are recorded in call order.
 
 mod approval;
+mod budget;
 mod cassette;
+mod compact;
 mod dispatch;
 mod history;
 mod host_tools;
 mod subagent;
 
 pub use approval::{Answer, Approver, NoApprover, OpApprover, YesApprover};
+pub use budget::{BYTES_PER_TOKEN, Budget, DEFAULT_COMPACT_AT, request_bytes};
 pub use cassette::write as write_cassette;
+pub use compact::{SUMMARY_PROMPT, apply as apply_compaction, summary_request};
 pub use dispatch::{CallOutcome, Checked, Dispatcher, Sink};
 pub use history::replay_history;
 pub use host_tools::{HOST_TOOLS, HostTool};
@@ -68,6 +72,11 @@ pub struct AgentOptions {
     pub subagents: SubagentOptions,
     /// The hooks of the session (`[hooks]`).
     pub hooks: Arc<crate::hooks::Hooks>,
+    /// Compact the history when a request would take more than this share
+    /// of the model's context window (`[agent] compact_at`).
+    pub compact_at: f64,
+    /// Model limits over the provider's (`[agent.models."ID"]`).
+    pub models: std::collections::BTreeMap<String, crate::manifest::ModelOverride>,
 }
 
 impl std::fmt::Debug for AgentOptions {
@@ -96,6 +105,8 @@ impl Default for AgentOptions {
             tools: None,
             subagents: SubagentOptions::default(),
             hooks: Arc::default(),
+            compact_at: DEFAULT_COMPACT_AT,
+            models: std::collections::BTreeMap::new(),
         }
     }
 }
@@ -137,6 +148,14 @@ pub struct Agent {
     /// The session's hooks; `session_start` runs with the first run
     /// (`Some(resumed)` until then), and its context joins the system prompt.
     hooks: crate::hooks::SessionHooks,
+    /// The model's limits, once asked of the provider.
+    budget: Option<Budget>,
+    /// The last request the provider counted (bytes, input tokens), from
+    /// the log of a resumed session, so its estimates are the same.
+    calibration: Option<(usize, u32)>,
+    /// The plan as the model last set it (`update_plan`), carried by the
+    /// summary when the history is compacted.
+    plan: Vec<crate::protocol::PlanStep>,
 }
 
 impl Agent {
@@ -193,6 +212,9 @@ impl Agent {
             recorded: Vec::new(),
             announce: Some(started),
             hooks: crate::hooks::SessionHooks::new(options_hooks, false),
+            budget: None,
+            calibration: None,
+            plan: Vec::new(),
         })
     }
 
@@ -235,6 +257,16 @@ impl Agent {
             recorded: Vec::new(),
             announce: None,
             hooks,
+            budget: None,
+            calibration: compact::last_calibration(records),
+            plan: records
+                .iter()
+                .rev()
+                .find_map(|r| match &r.event {
+                    Event::PlanUpdated { steps, .. } => Some(steps.clone()),
+                    _ => None,
+                })
+                .unwrap_or_default(),
         };
         let mut closed = Vec::new();
         for call in open {
@@ -305,6 +337,8 @@ impl Agent {
     /// Changes the model from the next request on, and logs it.
     pub fn set_model(&mut self, model: String, ui: &UnboundedSender<Event>) -> anyhow::Result<()> {
         self.options.model = model.clone();
+        self.budget = None;
+        self.calibration = None;
         self.out(ui).emit(Event::ModelChanged { model })
     }
 
@@ -317,6 +351,8 @@ impl Agent {
     ) -> anyhow::Result<()> {
         let name = provider.decl().name.clone();
         self.provider = provider;
+        self.budget = None;
+        self.calibration = None;
         self.out(ui).emit(Event::ProviderChanged { provider: name })
     }
 
@@ -397,19 +433,18 @@ impl Agent {
         }
         tools.extend(host);
 
+        // A provider that says the context is exceeded gets one compaction
+        // and a retry before the run stops.
+        let mut retried = false;
         for iteration in 1..=self.options.max_iterations {
-            let mut messages = Vec::with_capacity(self.history.len() + 1);
-            messages.push(Message::System {
-                text: system.clone(),
-            });
-            messages.extend(self.history.iter().cloned());
-            let request = ChatRequest {
-                model: self.options.model.clone(),
-                messages,
-                tools: tools.clone(),
-                max_tokens: self.options.max_tokens,
-                temperature: self.options.temperature,
+            let (request, bytes) = match self.prepare_request(&system, &tools, ui, cancel).await? {
+                Ok(r) => r,
+                Err((reason, message)) => return self.stop(ui, reason, Some(message)),
             };
+            if let Some(b) = &self.budget {
+                let limit = b.tool_output_limit(self.options.tool_output_limit);
+                self.dispatcher.set_output_limit(Some(limit));
+            }
             let prompt_hash = hex::encode(Sha256::digest(
                 serde_json::to_vec(&request).unwrap_or_default(),
             ));
@@ -432,16 +467,35 @@ impl Agent {
                     );
                 }
                 Err(Some(error)) => {
-                    let reason = if matches!(error, ProviderError::ContextLength { .. }) {
+                    let exceeded = matches!(error, ProviderError::ContextLength { .. });
+                    let message = error.to_string();
+                    self.emit(ui, Event::ProviderFailed { error })?;
+                    if exceeded && !retried {
+                        retried = true;
+                        match self.compact("context_length", ui, cancel).await? {
+                            compact::Compaction::Done => continue,
+                            compact::Compaction::Interrupted => {
+                                return self.stop(
+                                    ui,
+                                    StopReason::Interrupted,
+                                    Some(
+                                        "interrupted while the history was being compacted".into(),
+                                    ),
+                                );
+                            }
+                            compact::Compaction::Failed => {}
+                        }
+                    }
+                    let reason = if exceeded {
                         StopReason::ContextExhausted
                     } else {
                         StopReason::ProviderError
                     };
-                    let message = error.to_string();
-                    self.emit(ui, Event::ProviderFailed { error })?;
                     return self.stop(ui, reason, Some(message));
                 }
             };
+            retried = false;
+            self.calibrate(bytes, response.usage);
             self.emit(
                 ui,
                 Event::RequestEnd {
@@ -709,6 +763,9 @@ impl Agent {
             .finish(call, outcome, duration_ms, &mut out)
             .await?;
         if let Some(plan) = plan {
+            if let Event::PlanUpdated { steps, .. } = &plan {
+                self.plan = steps.clone();
+            }
             out.emit(plan)?;
         }
         self.history.push(Message::ToolResult(ToolResult {

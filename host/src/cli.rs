@@ -85,6 +85,14 @@ enum Command {
         #[command(flatten)]
         json: JsonFlag,
     },
+    /// Compact a session's history now: the older turns are summarised by
+    /// its provider, and later requests send the summary instead.
+    Compact {
+        /// The session id (a unique prefix is enough).
+        id: String,
+        #[command(flatten)]
+        json: JsonFlag,
+    },
     /// Continue a session: in the interactive UI on a terminal, or with
     /// -p (or without a terminal) from the command line.
     Resume {
@@ -383,6 +391,7 @@ async fn run(cli: Cli) -> ExitCode {
         Command::Sessions(json) => sessions::sessions(&workspace, json.json),
         Command::Trust { yes } => trust::trust(&workspace, yes),
         Command::Show { id, json } => sessions::show(&workspace, &id, json.json),
+        Command::Compact { id, json } => sessions::compact(&workspace, &id, json.json).await,
         Command::Plugin(PluginsCmd::Inspect { file, json }) => {
             plugins::inspect(&file, json.json).await
         }

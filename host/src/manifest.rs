@@ -324,4 +324,21 @@ pub struct AgentSettings {
     pub max_parallel_subagents: Option<u32>,
     /// A subagent's round trips (default 20, never more than its parent's).
     pub subagent_max_iterations: Option<u32>,
+    /// Share of the context window past which the history is compacted
+    /// (`compact_at`, default 0.8).
+    pub compact_at: Option<f64>,
+    /// Model limits that override the provider's (`[agent.models."ID"]`).
+    pub models: BTreeMap<String, ModelOverride>,
+}
+
+/// A model's limits as the manifest sets them; unset fields keep what the
+/// provider reports.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ModelOverride {
+    /// Tokens of one request, prompt and answer together.
+    pub context_window: Option<u32>,
+    /// The most tokens of one answer.
+    pub max_output_tokens: Option<u32>,
+    /// Whether it takes images.
+    pub accepts_images: Option<bool>,
 }

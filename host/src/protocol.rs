@@ -11,8 +11,8 @@ mod mode;
 mod tool;
 
 pub use chat::{
-    AssistantMessage, ChatRequest, ChatResponse, FinishReason, Message, ProviderError, StreamEvent,
-    ToolCall, ToolResult, Usage,
+    AssistantMessage, ChatRequest, ChatResponse, FinishReason, Message, ModelInfo, ProviderError,
+    StreamEvent, ToolCall, ToolResult, Usage,
 };
 pub use mode::Mode;
 pub use tool::{Effect, ToolSpec};
@@ -58,8 +58,8 @@ pub enum Op {
         /// The provider plugin's name.
         provider: String,
     },
-    /// Asks for the history to be compacted (answered with an
-    /// [`Event::Error`] until compaction exists).
+    /// Compacts the history now: the older turns are summarised and
+    /// replaced by the summary ([`Event::Compacted`]).
     Compact,
     /// Ends the session once the running turn (if any) is interrupted;
     /// the last event is [`Event::ShutdownComplete`].
@@ -379,6 +379,42 @@ pub enum Event {
         #[serde(default)]
         detail: String,
     },
+    /// How much of the model's context window the next request takes, sent
+    /// before each request.
+    Context {
+        /// The request's estimated size in tokens: bytes over the measured
+        /// bytes per token, calibrated by the provider's reported usage.
+        tokens: u32,
+        /// The request's size in bytes (messages and tool schemas as JSON).
+        bytes: usize,
+        /// The model's context window, when known.
+        window: Option<u32>,
+        /// `tokens` as a share of `window`, from 0 to 1.
+        share: Option<f32>,
+    },
+    /// The older part of the history was replaced by a summary. The events
+    /// it replaces stay in the log; the projection the model sees from here
+    /// on is the summary followed by the messages that were kept.
+    Compacted {
+        /// The summary, as the model reads it.
+        summary: String,
+        /// Messages at the start of the projection (a previous summary
+        /// included) that the summary replaces.
+        replaced: usize,
+        /// Messages kept whole after it.
+        kept: usize,
+        /// What started it: `auto`, `manual` or `context_length`.
+        trigger: String,
+        /// Estimated tokens of the history before and after.
+        tokens_before: u32,
+        /// Estimated tokens after.
+        tokens_after: u32,
+    },
+    /// A compaction could not be made; the history is unchanged.
+    CompactionFailed {
+        /// Why, and what happens next.
+        message: String,
+    },
     /// The session ended ([`Op::Shutdown`]); no event follows.
     ShutdownComplete,
     /// The run stopped.
@@ -421,6 +457,8 @@ impl Event {
                 | Event::ProviderChanged { .. }
                 | Event::PlanUpdated { .. }
                 | Event::SubagentStarted { .. }
+                | Event::Compacted { .. }
+                | Event::CompactionFailed { .. }
         )
     }
 }

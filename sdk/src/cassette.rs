@@ -69,9 +69,23 @@ impl Cassette {
     }
 }
 
+/// The first words of the system message of the request corral sends to
+/// summarise the older part of a conversation (compaction); the `replay`
+/// provider answers such a request with a [`Turn::summary`] turn.
+pub const SUMMARY_REQUEST_MARK: &str =
+    "You are summarising the earlier part of a coding agent's conversation";
+
+/// The first words of the message that stands for the summarised part of a
+/// compacted conversation.
+pub const SUMMARY_MESSAGE_MARK: &str = "[summary of the earlier conversation]";
+
 /// One provider round trip.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Turn {
+    /// Whether it answered a summary request (compaction) rather than a turn
+    /// of the conversation.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub summary: bool,
     /// The stream events the provider emitted, in order.
     #[serde(default)]
     pub events: Vec<Event>,

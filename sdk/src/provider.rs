@@ -13,16 +13,21 @@
 //! ```no_run
 //! use corral_sdk::http::Request;
 //! use corral_sdk::provider::{
-//!     self, AssistantMessage, ChatRequest, ChatResponse, Event, FinishReason, Provider,
-//!     ProviderError,
+//!     self, AssistantMessage, ChatRequest, ChatResponse, Event, FinishReason, ModelInfo,
+//!     Provider, ProviderError,
 //! };
 //! use std::ops::ControlFlow;
 //!
 //! struct Echo;
 //!
 //! impl Provider for Echo {
-//!     fn models() -> Result<Vec<String>, ProviderError> {
-//!         Ok(vec!["echo-1".to_owned()])
+//!     fn models() -> Result<Vec<ModelInfo>, ProviderError> {
+//!         Ok(vec![ModelInfo {
+//!             id: "echo-1".to_owned(),
+//!             context_window: Some(8192),
+//!             max_output_tokens: Some(1024),
+//!             accepts_images: false,
+//!         }])
 //!     }
 //!
 //!     fn complete(request: ChatRequest) -> Result<ChatResponse, ProviderError> {
@@ -82,8 +87,8 @@ pub mod __bindings {
 }
 
 pub use __bindings::corral::plugin::chat::{
-    AssistantMessage, ChatRequest, ChatResponse, FinishReason, Message, ProviderError, RateLimited,
-    ToolResult, Usage,
+    AssistantMessage, ChatRequest, ChatResponse, FinishReason, Message, ModelInfo, ProviderError,
+    RateLimited, ToolResult, Usage,
 };
 pub use __bindings::corral::plugin::stream::{Event, ToolCallDelta};
 pub use __bindings::corral::plugin::types::{Effect, ToolCall, ToolSpec};
@@ -91,8 +96,11 @@ pub use __bindings::corral::plugin::types::{Effect, ToolCall, ToolSpec};
 /// An LLM provider. Implement it for a unit struct and name the struct in
 /// [`provider!`](crate::provider!).
 pub trait Provider {
-    /// The model ids this provider offers.
-    fn models() -> Result<Vec<String>, ProviderError>;
+    /// The models this provider knows, with their context window and output
+    /// limit where known: the host sizes requests to them. A plugin keeps a
+    /// table of the models it knows and may add what its API's model list
+    /// reports (see [`model_table`]).
+    fn models() -> Result<Vec<ModelInfo>, ProviderError>;
 
     /// Produces the next assistant turn for `request`, reporting progress
     /// with [`emit`] while it streams. Tool calls in the response carry
@@ -101,6 +109,37 @@ pub trait Provider {
     /// at `max_tokens`, say) is returned as the model sent it, and the host
     /// answers it with a tool error instead of ending the run.
     fn complete(request: ChatRequest) -> Result<ChatResponse, ProviderError>;
+}
+
+/// A model table as a plugin writes it: `(id, context window, max output
+/// tokens, accepts images)` rows turned into [`ModelInfo`] records.
+pub fn model_table(rows: &[(&str, u32, u32, bool)]) -> Vec<ModelInfo> {
+    rows.iter()
+        .map(|&(id, window, output, images)| ModelInfo {
+            id: id.to_owned(),
+            context_window: Some(window),
+            max_output_tokens: Some(output),
+            accepts_images: images,
+        })
+        .collect()
+}
+
+/// `listed` (from an API's model list) merged over `table`: a listed model's
+/// known limits win, and what the list leaves out comes from the table entry
+/// of the same id. Models only in the table are kept.
+pub fn merge_models(table: Vec<ModelInfo>, listed: Vec<ModelInfo>) -> Vec<ModelInfo> {
+    let mut out = table;
+    for m in listed {
+        match out.iter_mut().find(|t| t.id == m.id) {
+            Some(t) => {
+                t.context_window = m.context_window.or(t.context_window);
+                t.max_output_tokens = m.max_output_tokens.or(t.max_output_tokens);
+                t.accepts_images |= m.accepts_images;
+            }
+            None => out.push(m),
+        }
+    }
+    out
 }
 
 /// Sends one streaming event to the host, which forwards it to the UI while
@@ -478,7 +517,7 @@ macro_rules! provider {
 
         impl $crate::provider::__private::Guest for __CorralProvider {
             fn models() -> ::std::result::Result<
-                ::std::vec::Vec<::std::string::String>,
+                ::std::vec::Vec<$crate::provider::ModelInfo>,
                 $crate::provider::ProviderError,
             > {
                 <$provider as $crate::provider::Provider>::models()

@@ -14,6 +14,7 @@ fn turn(events: Vec<Recorded>, text: &str, calls: Vec<Call>) -> Turn {
         "tool_calls"
     };
     Turn {
+        summary: false,
         events,
         response: Response {
             message: Message {

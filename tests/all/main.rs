@@ -13,6 +13,7 @@ mod budgets;
 mod cache;
 mod children;
 mod cli;
+mod compact;
 mod conformance;
 mod deadline;
 mod effects;

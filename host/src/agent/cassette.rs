@@ -56,6 +56,7 @@ fn finish_reason(f: FinishReason) -> &'static str {
 /// One provider round trip as a cassette turn.
 pub fn turn(events: &[StreamEvent], response: &ChatResponse) -> cassette::Turn {
     cassette::Turn {
+        summary: false,
         events: events.iter().map(event).collect(),
         response: cassette::Response {
             message: cassette::Message {

@@ -186,6 +186,12 @@ impl Dispatcher {
         &self.hooks
     }
 
+    /// Changes the output limit from the next call on (the agent sizes it
+    /// to the model's context window).
+    pub fn set_output_limit(&mut self, output_limit: Option<usize>) {
+        self.output_limit = output_limit;
+    }
+
     /// The loaded plugins.
     pub fn plugins(&self) -> &Arc<Plugins> {
         &self.plugins
@@ -635,8 +641,10 @@ impl Dispatcher {
                 cut -= 1;
             }
             content.truncate(cut);
+            let id = serde_json::to_string(&call.id).unwrap_or_default();
             content.push_str(&format!(
-                "\n[output cut at {limit} of {whole} bytes; ask for less (offset/limit, narrower pattern)]"
+                "\n[output cut at {limit} of {whole} bytes; the whole output is saved: read the rest with \
+                 read_output {{\"call_id\": {id}, \"offset\": {cut}, \"limit\": {limit}}}, or ask for less]"
             ));
             outcome.truncated_from = Some(whole);
             outcome.artifact = Some(artifact.display().to_string());

@@ -1,4 +1,5 @@
-//! Rebuilding the conversation from a session log, for `resume`.
+//! Rebuilding the conversation from a session log, for `resume`: the
+//! projection the model saw, compactions included.
 
 use crate::log::Record;
 use crate::protocol::{Event, HookDecision, HookEvent, Message, ToolCall, ToolResult};
@@ -57,6 +58,14 @@ pub fn replay_history(records: &[Record]) -> (Vec<Message>, u32, Vec<ToolCall>) 
                         is_error: outcome.is_error,
                     }));
                 }
+            }
+            // The same projection the live session made: the summary in place
+            // of the messages it replaced (the events stay in the log).
+            Event::Compacted {
+                summary, replaced, ..
+            } => {
+                close_open(&mut history, &mut open);
+                super::compact::apply(&mut history, *replaced, summary);
             }
             _ => {}
         }

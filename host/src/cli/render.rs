@@ -222,6 +222,21 @@ impl Renderer {
                 self.newline();
                 eprintln!("error: {}", corral::terminal::inert(message));
             }
+            Event::Compacted {
+                replaced,
+                tokens_before,
+                tokens_after,
+                ..
+            } => {
+                self.newline();
+                self.print(&format!(
+                    "[history compacted: {replaced} messages summarised, about {tokens_before} → {tokens_after} tokens]\n"
+                ));
+            }
+            Event::CompactionFailed { message } => {
+                self.newline();
+                eprintln!("warning: {}", corral::terminal::inert(message));
+            }
             Event::Stop { reason, message } => {
                 waiting.store(false, Ordering::Relaxed);
                 self.newline();

@@ -1,4 +1,5 @@
-//! `corral sessions` and `corral show`: the workspace's session logs.
+//! `corral sessions`, `corral show` and `corral compact`: the workspace's
+//! session logs.
 
 use super::render::short;
 use super::{fail, out, out_json};
@@ -122,6 +123,18 @@ pub fn show(workspace: &Path, id: &str, json: bool) -> ExitCode {
                     text.push_str(&format!("    (subagent session {child})\n"));
                 }
             }
+            Event::Compacted {
+                summary,
+                replaced,
+                trigger,
+                ..
+            } => text.push_str(&format!(
+                "-- compacted ({trigger}): {replaced} messages replaced by this summary --\n{}\n--\n",
+                summary.trim_end()
+            )),
+            Event::CompactionFailed { message } => {
+                text.push_str(&format!("-- compaction failed: {message} --\n"))
+            }
             Event::Stop { reason, message } => text.push_str(&format!(
                 "[{}{}]\n",
                 reason.as_str(),
@@ -135,4 +148,53 @@ pub fn show(workspace: &Path, id: &str, json: bool) -> ExitCode {
     }
     out(&text);
     ExitCode::SUCCESS
+}
+
+/// `corral compact ID`: reopens the session and compacts its history.
+pub async fn compact(workspace: &Path, id: &str, json: bool) -> ExitCode {
+    let config = session::SessionConfig {
+        workspace: workspace.to_path_buf(),
+        resume: Some(session::Resume::Id(id.to_owned())),
+        ..session::SessionConfig::default()
+    };
+    let mut s = match session::open(config).await {
+        Ok(s) => s,
+        Err(e) => return fail(&e),
+    };
+    s.submit(corral::protocol::Op::Compact);
+    s.submit(corral::protocol::Op::Shutdown);
+    let mut result: Result<String, String> = Err("the session ended before compacting".into());
+    while let Some(event) = s.next_event().await {
+        if json {
+            out_json(&serde_json::to_string(&event).unwrap_or_default());
+        }
+        match event {
+            Event::Compacted {
+                replaced,
+                kept,
+                tokens_before,
+                tokens_after,
+                ..
+            } => {
+                result = Ok(format!(
+                    "compacted {}: {replaced} messages summarised, {kept} kept; about {tokens_before} → {tokens_after} tokens",
+                    s.id()
+                ))
+            }
+            Event::CompactionFailed { message } | Event::Error { message } => result = Err(message),
+            _ => {}
+        }
+    }
+    if let Err(e) = s.finish().await {
+        return fail(&format!("{e:#}"));
+    }
+    match result {
+        Ok(line) => {
+            if !json {
+                out(&line);
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => fail(&e),
+    }
 }

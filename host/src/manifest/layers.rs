@@ -269,6 +269,44 @@ pub fn from_layers(workspace: &Path, layers: &[Layer]) -> Result<Manifest, Manif
             }
         }
         at.hooks(&raw.hooks, &mut hooks)?;
+        if let Some(c) = raw.agent.compact_at {
+            let v = *c.get_ref();
+            if !(v > 0.0 && v < 1.0) {
+                return Err(at.err(
+                    c.span(),
+                    format!("agent.compact_at = {v} is not a share of the context window"),
+                    Some("write a number between 0 and 1, e.g. `compact_at = 0.8`".into()),
+                ));
+            }
+            agent.compact_at = Some(v);
+        }
+        for (id, m) in raw.agent.models {
+            if let Some(w) = &m.context_window
+                && *w.get_ref() < 256
+            {
+                return Err(at.err(
+                    w.span(),
+                    format!(
+                        "agent.models.\"{id}\".context_window = {} is too small to hold a request",
+                        w.get_ref()
+                    ),
+                    Some(
+                        "give the model's context window in tokens, e.g. `context_window = 128000`"
+                            .into(),
+                    ),
+                ));
+            }
+            let entry = agent.models.entry(id).or_default();
+            if let Some(w) = m.context_window {
+                entry.context_window = Some(w.into_inner());
+            }
+            if m.max_output_tokens.is_some() {
+                entry.max_output_tokens = m.max_output_tokens;
+            }
+            if m.accepts_images.is_some() {
+                entry.accepts_images = m.accepts_images;
+            }
+        }
         for (name, entry) in raw.plugins {
             let at = Checker {
                 layer,

@@ -149,6 +149,25 @@ pub(super) struct RawAgent {
     pub(super) max_parallel_subagents: Option<Spanned<u32>>,
     /// `subagent_max_iterations = 20`: a subagent's round trips.
     pub(super) subagent_max_iterations: Option<Spanned<u32>>,
+    /// `compact_at = 0.8`: compact the history when the next request would
+    /// take more than this share of the model's context window.
+    pub(super) compact_at: Option<Spanned<f64>>,
+    /// `[agent.models."gpt-x"] context_window = 8000, max_output_tokens = 1000`:
+    /// a model's limits, over what its provider reports.
+    #[serde(default)]
+    pub(super) models: BTreeMap<String, RawModel>,
+}
+
+/// `[agent.models."ID"]`
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawModel {
+    /// `context_window = 8000`: tokens of one request, prompt and answer.
+    pub(super) context_window: Option<Spanned<u32>>,
+    /// `max_output_tokens = 1000`
+    pub(super) max_output_tokens: Option<u32>,
+    /// `accepts_images = true`
+    pub(super) accepts_images: Option<bool>,
 }
 
 /// `[plugins.NAME]`

@@ -80,6 +80,20 @@ pub struct Usage {
     pub output_tokens: u32,
 }
 
+/// What a provider knows of one model (its `models()` answer, with the
+/// manifest's `[agent.models."ID"]` override applied by the host).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct ModelInfo {
+    /// The model id.
+    pub id: String,
+    /// Tokens of one request, prompt and answer together, when known.
+    pub context_window: Option<u32>,
+    /// The most tokens of one answer, when known.
+    pub max_output_tokens: Option<u32>,
+    /// Whether it takes images.
+    pub accepts_images: bool,
+}
+
 /// A request for the next assistant turn.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ChatRequest {

@@ -6,8 +6,8 @@
 use super::bindings::{chat as wit, stream, types as wit_types};
 use super::{Plugin, PluginKind};
 use crate::protocol::{
-    AssistantMessage, ChatRequest, ChatResponse, Effect, FinishReason, Message, ProviderError,
-    StreamEvent, ToolCall, ToolSpec, Usage,
+    AssistantMessage, ChatRequest, ChatResponse, Effect, FinishReason, Message, ModelInfo,
+    ProviderError, StreamEvent, ToolCall, ToolSpec, Usage,
 };
 
 impl From<wit_types::ToolCall> for ToolCall {
@@ -209,8 +209,8 @@ impl Plugin {
         })
     }
 
-    /// The models this provider offers.
-    pub async fn models(&self) -> Result<Vec<String>, ProviderError> {
+    /// The models this provider knows, with their limits.
+    pub async fn models(&self) -> Result<Vec<ModelInfo>, ProviderError> {
         let kind = self
             .kind()
             .await
@@ -235,6 +235,16 @@ impl Plugin {
             .map_err(|e| ProviderError::Plugin {
                 message: e.to_string(),
             })?;
-        result.map_err(from_wit_error)
+        let cap = self.decl.limits.output_kb.saturating_mul(1024);
+        let models = result.map_err(|e| capped(from_wit_error(e), cap))?;
+        Ok(models
+            .into_iter()
+            .map(|m| ModelInfo {
+                id: m.id,
+                context_window: m.context_window,
+                max_output_tokens: m.max_output_tokens,
+                accepts_images: m.accepts_images,
+            })
+            .collect())
     }
 }

@@ -169,6 +169,11 @@ pub async fn open(config: SessionConfig) -> Result<Session, String> {
                 manifest.agent.subagent_max_iterations.unwrap_or(20),
             )
         },
+        compact_at: manifest
+            .agent
+            .compact_at
+            .unwrap_or(crate::agent::DEFAULT_COMPACT_AT),
+        models: manifest.agent.models.clone(),
         ..AgentOptions::default()
     };
 
@@ -317,9 +322,7 @@ async fn drive(
                 continue;
             }
             Op::Compact => {
-                let _ = ui.send(Event::Error {
-                    message: "compaction is not available yet; the history is unchanged".into(),
-                });
+                agent.compact_now(&ui).await?;
                 continue;
             }
         };

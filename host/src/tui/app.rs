@@ -25,6 +25,7 @@ pub const SLASH_COMMANDS: &[(&str, &str)] = &[
     ("/plugins", "list the plugins"),
     ("/diff", "show the workspace's git diff"),
     ("/quit", "end the session and leave"),
+    ("/compact", "summarise the older turns to free context"),
 ];
 
 /// What the front-end must do for the UI.
@@ -541,6 +542,22 @@ impl App {
                     card.nested.drain(..over);
                 }
             }
+            Event::Context { tokens, window, .. } => {
+                self.context_window = window.map(u64::from);
+                self.last_in = *tokens;
+            }
+            Event::Compacted {
+                replaced,
+                tokens_before,
+                tokens_after,
+                ..
+            } => self.notice(
+                &format!(
+                    "history compacted: {replaced} messages summarised (about {tokens_before} → {tokens_after} tokens)"
+                ),
+                false,
+            ),
+            Event::CompactionFailed { message } => self.notice(message, true),
             Event::ShutdownComplete => {}
             Event::Hook {
                 event,
@@ -810,6 +827,7 @@ impl App {
             "/diff" => Action::Diff,
             "/tools" => Action::Tools,
             "/plugins" => Action::Plugins,
+            "/compact" => Action::Submit(Op::Compact),
             "/model" => Action::Submit(Op::SetModel {
                 model: arg.to_owned(),
             }),

@@ -711,3 +711,29 @@ fn a_plan_and_a_subagent_nested_under_its_task_card() {
     end(&mut app, "t1", "task", "notes.txt is fine", false, 1200);
     insta::assert_snapshot!(screen(&mut app, 80, 20));
 }
+
+#[test]
+fn compact_command_and_the_context_share() {
+    let mut app = started();
+    typed(&mut app, "/compact");
+    app.key(key(KeyCode::Enter));
+    assert_eq!(app.drain_actions(), [Action::Submit(Op::Compact)]);
+    app.apply(&Event::Context {
+        tokens: 3_000,
+        bytes: 9_000,
+        window: Some(12_000),
+        share: Some(0.25),
+    });
+    let text = screen(&mut app, 120, 12);
+    assert!(text.contains("ctx 25.0%"), "{text}");
+    app.apply(&Event::Compacted {
+        summary: "Task: x".into(),
+        replaced: 7,
+        kept: 3,
+        trigger: "manual".into(),
+        tokens_before: 9_000,
+        tokens_after: 2_000,
+    });
+    let text = screen(&mut app, 120, 12);
+    assert!(text.contains("history compacted: 7 messages"), "{text}");
+}

@@ -18,6 +18,7 @@
 //! | `max_tokens` | output limit when the request sets none (the API requires one) | 4096 |
 //! | `response_timeout_ms` | wait for the response headers | 120000 |
 //! | `stall_timeout_ms` | longest silence inside the stream (the API pings every few seconds) | 120000 |
+//! | `models_endpoint` | `true`: `models()` also asks `GET /models`, whose `max_input_tokens` and `max_tokens` win over the built-in table | `false` (the table only, no request) |
 //!
 //! The plugin never reads an API key: the host adds the `x-api-key` header
 //! configured in `grants.secrets` when the request leaves.
@@ -29,13 +30,30 @@ pub use request::{API_VERSION, Settings, request_body};
 pub use stream::{Stream, parse_models};
 
 use corral_sdk::http::Request;
-use corral_sdk::provider::{self, ChatRequest, ChatResponse, Provider, ProviderError};
+use corral_sdk::provider::{self, ChatRequest, ChatResponse, ModelInfo, Provider, ProviderError};
+
+/// Models whose limits are published: id, context window, output limit,
+/// whether they take images. Dated ids (`claude-sonnet-4-5-20250929`) take
+/// the limits of the entry they start with.
+const MODELS: &[(&str, u32, u32, bool)] = &[
+    ("claude-opus-4-1", 200_000, 32_000, true),
+    ("claude-opus-4", 200_000, 32_000, true),
+    ("claude-sonnet-4-5", 200_000, 64_000, true),
+    ("claude-sonnet-4", 200_000, 64_000, true),
+    ("claude-haiku-4-5", 200_000, 64_000, true),
+    ("claude-3-7-sonnet", 200_000, 64_000, true),
+    ("claude-3-5-haiku", 200_000, 8_192, true),
+];
 
 /// The provider exported by this component.
 pub struct Anthropic;
 
 impl Provider for Anthropic {
-    fn models() -> Result<Vec<String>, ProviderError> {
+    fn models() -> Result<Vec<ModelInfo>, ProviderError> {
+        let table = provider::model_table(MODELS);
+        if corral_sdk::config("models_endpoint").as_deref() != Some("true") {
+            return Ok(table);
+        }
         let settings = Settings::from_lookup(corral_sdk::config);
         // 1000 is the API's page limit: one page holds every model.
         let url = format!("{}/models?limit=1000", settings.base_url);
@@ -45,7 +63,7 @@ impl Provider for Anthropic {
                 .timeouts(provider::timeouts_from_config()),
         )?;
         let body = response.read_to_end(8 * 1024 * 1024)?;
-        parse_models(&body)
+        Ok(provider::merge_models(table, parse_models(&body)?))
     }
 
     fn complete(request: ChatRequest) -> Result<ChatResponse, ProviderError> {

@@ -2,8 +2,8 @@
 //! streaming events on the way.
 
 use corral_sdk::provider::{
-    self, AssistantMessage, ChatResponse, Event, FinishReason, ProviderError, RateLimited,
-    ToolCall, ToolCallDelta, Usage,
+    self, AssistantMessage, ChatResponse, Event, FinishReason, ModelInfo, ProviderError,
+    RateLimited, ToolCall, ToolCallDelta, Usage,
 };
 use corral_sdk::sse;
 use serde_json::Value;
@@ -323,8 +323,11 @@ fn stream_error(error: &Value) -> ProviderError {
     }
 }
 
-/// The model ids in a `GET /models` answer (`{"data": [{"id": …}, …]}`).
-pub fn parse_models(body: &[u8]) -> Result<Vec<String>, ProviderError> {
+/// The models of a `GET /models` answer, with the limits the API reports:
+/// `max_input_tokens` (the context window), `max_tokens` (the output limit)
+/// and `capabilities.image_input.supported`. A server that leaves them out
+/// (older API versions, compatible servers) gives ids only.
+pub fn parse_models(body: &[u8]) -> Result<Vec<ModelInfo>, ProviderError> {
     let json: Value = serde_json::from_slice(body)
         .map_err(|e| ProviderError::Protocol(format!("the model list is not JSON ({e})")))?;
     let data = json.get("data").and_then(Value::as_array).ok_or_else(|| {
@@ -333,10 +336,26 @@ pub fn parse_models(body: &[u8]) -> Result<Vec<String>, ProviderError> {
             provider::error_message(&String::from_utf8_lossy(body))
         ))
     })?;
+    let number = |m: &Value, key: &str| {
+        m.get(key)
+            .and_then(Value::as_u64)
+            .filter(|n| *n > 0)
+            .map(|n| u32::try_from(n).unwrap_or(u32::MAX))
+    };
     Ok(data
         .iter()
-        .filter_map(|m| m.get("id").and_then(Value::as_str))
-        .map(str::to_owned)
+        .filter_map(|m| {
+            let id = m.get("id").and_then(Value::as_str)?;
+            Some(ModelInfo {
+                id: id.to_owned(),
+                context_window: number(m, "max_input_tokens"),
+                max_output_tokens: number(m, "max_tokens"),
+                accepts_images: m
+                    .pointer("/capabilities/image_input/supported")
+                    .and_then(Value::as_bool)
+                    .unwrap_or(false),
+            })
+        })
         .collect())
 }
 
@@ -706,9 +725,21 @@ mod tests {
     #[test]
     fn model_list() {
         let body = br#"{"data":[{"type":"model","id":"claude-sonnet-4-5-20250929","display_name":"Claude Sonnet 4.5","created_at":"2025-09-29T00:00:00Z"},{"type":"model","id":"claude-haiku-4-5"}],"has_more":false,"first_id":"claude-sonnet-4-5-20250929","last_id":"claude-haiku-4-5"}"#;
+        let ids: Vec<String> = parse_models(body)
+            .unwrap()
+            .into_iter()
+            .map(|m| m.id)
+            .collect();
+        assert_eq!(ids, vec!["claude-sonnet-4-5-20250929", "claude-haiku-4-5"]);
+        let limits = br#"{"data":[{"type":"model","id":"claude-x","max_input_tokens":200000,"max_tokens":64000,"capabilities":{"image_input":{"supported":true}}}]}"#;
+        let got = &parse_models(limits).unwrap()[0];
         assert_eq!(
-            parse_models(body).unwrap(),
-            vec!["claude-sonnet-4-5-20250929", "claude-haiku-4-5"]
+            (
+                got.context_window,
+                got.max_output_tokens,
+                got.accepts_images
+            ),
+            (Some(200_000), Some(64_000), true)
         );
     }
 }

@@ -20,6 +20,7 @@
 //! | `max_tokens_param` | body field for the token limit | `max_completion_tokens` for api.openai.com, else `max_tokens` |
 //! | `response_timeout_ms` | wait for the response headers | 120000 |
 //! | `stall_timeout_ms` | longest silence inside the stream | 120000 |
+//! | `models_endpoint` | `true`: `models()` also asks the server's `GET /models`, whose entries (with a context length, as vLLM, llama.cpp, LM Studio and OpenRouter report it) win over the built-in table | `false` (the table only: OpenAI's own list carries no limits) |
 //!
 //! The plugin never reads an API key: the host adds the `authorization`
 //! header configured in `grants.secrets` when the request leaves.
@@ -31,19 +32,38 @@ pub use request::{Settings, request_body};
 pub use stream::{Stream, parse_models};
 
 use corral_sdk::http::Request;
-use corral_sdk::provider::{self, ChatRequest, ChatResponse, Provider, ProviderError};
+use corral_sdk::provider::{self, ChatRequest, ChatResponse, ModelInfo, Provider, ProviderError};
+
+/// Models whose limits are published: id, context window, output limit,
+/// whether they take images.
+const MODELS: &[(&str, u32, u32, bool)] = &[
+    ("gpt-5", 400_000, 128_000, true),
+    ("gpt-5-mini", 400_000, 128_000, true),
+    ("gpt-5-nano", 400_000, 128_000, true),
+    ("gpt-4.1", 1_047_576, 32_768, true),
+    ("gpt-4.1-mini", 1_047_576, 32_768, true),
+    ("gpt-4.1-nano", 1_047_576, 32_768, true),
+    ("gpt-4o", 128_000, 16_384, true),
+    ("gpt-4o-mini", 128_000, 16_384, true),
+    ("o3", 200_000, 100_000, true),
+    ("o4-mini", 200_000, 100_000, true),
+];
 
 /// The provider exported by this component.
 pub struct OpenAi;
 
 impl Provider for OpenAi {
-    fn models() -> Result<Vec<String>, ProviderError> {
+    fn models() -> Result<Vec<ModelInfo>, ProviderError> {
+        let table = provider::model_table(MODELS);
+        if corral_sdk::config("models_endpoint").as_deref() != Some("true") {
+            return Ok(table);
+        }
         let settings = Settings::from_lookup(corral_sdk::config);
         let url = format!("{}/models", settings.base_url);
         let mut response =
             provider::send(&Request::get(url).timeouts(provider::timeouts_from_config()))?;
         let body = response.read_to_end(8 * 1024 * 1024)?;
-        parse_models(&body)
+        Ok(provider::merge_models(table, parse_models(&body)?))
     }
 
     fn complete(request: ChatRequest) -> Result<ChatResponse, ProviderError> {

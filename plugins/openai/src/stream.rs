@@ -2,8 +2,8 @@
 //! the streaming events on the way.
 
 use corral_sdk::provider::{
-    self, AssistantMessage, ChatResponse, Event, FinishReason, ProviderError, RateLimited,
-    ToolCall, ToolCallDelta, Usage,
+    self, AssistantMessage, ChatResponse, Event, FinishReason, ModelInfo, ProviderError,
+    RateLimited, ToolCall, ToolCallDelta, Usage,
 };
 use corral_sdk::sse;
 use serde_json::Value;
@@ -347,8 +347,13 @@ fn stream_error(error: &Value) -> ProviderError {
     }
 }
 
-/// The model ids in a `GET /models` answer (`{"data": [{"id": …}, …]}`).
-pub fn parse_models(body: &[u8]) -> Result<Vec<String>, ProviderError> {
+/// The models of a `GET /models` answer (`{"data": [{"id": …}, …]}`), with
+/// the limits the server reports. OpenAI's own API lists ids only; local and
+/// routing servers add the context length under one of several names:
+/// `max_model_len` (vLLM), `context_length` (OpenRouter, LiteLLM),
+/// `max_context_length` (LM Studio), `context_window`, `meta.n_ctx_train`
+/// (llama.cpp's training context, used when nothing else is given).
+pub fn parse_models(body: &[u8]) -> Result<Vec<ModelInfo>, ProviderError> {
     let json: Value = serde_json::from_slice(body)
         .map_err(|e| ProviderError::Protocol(format!("the model list is not JSON ({e})")))?;
     let data = json.get("data").and_then(Value::as_array).ok_or_else(|| {
@@ -357,10 +362,46 @@ pub fn parse_models(body: &[u8]) -> Result<Vec<String>, ProviderError> {
             provider::error_message(&String::from_utf8_lossy(body))
         ))
     })?;
+    let number = |m: &Value, paths: &[&[&str]]| {
+        paths.iter().find_map(|path| {
+            let v = path.iter().try_fold(m, |v, k| v.get(k))?;
+            v.as_u64()
+                .filter(|n| *n > 0)
+                .map(|n| u32::try_from(n).unwrap_or(u32::MAX))
+        })
+    };
     Ok(data
         .iter()
-        .filter_map(|m| m.get("id").and_then(Value::as_str))
-        .map(str::to_owned)
+        .filter_map(|m| {
+            let id = m.get("id").and_then(Value::as_str)?;
+            let images = m
+                .pointer("/architecture/input_modalities")
+                .and_then(Value::as_array)
+                .is_some_and(|a| a.iter().any(|x| x.as_str() == Some("image")));
+            Some(ModelInfo {
+                id: id.to_owned(),
+                context_window: number(
+                    m,
+                    &[
+                        &["max_model_len"],
+                        &["context_length"],
+                        &["max_context_length"],
+                        &["context_window"],
+                        &["top_provider", "context_length"],
+                        &["meta", "n_ctx_train"],
+                    ],
+                ),
+                max_output_tokens: number(
+                    m,
+                    &[
+                        &["max_completion_tokens"],
+                        &["max_output_tokens"],
+                        &["top_provider", "max_completion_tokens"],
+                    ],
+                ),
+                accepts_images: images,
+            })
+        })
         .collect())
 }
 
@@ -787,7 +828,24 @@ mod tests {
     #[test]
     fn model_list() {
         let body = br#"{"object":"list","data":[{"id":"gpt-4.1","object":"model","created":1,"owned_by":"system"},{"id":"o3","object":"model"}]}"#;
-        assert_eq!(parse_models(body).unwrap(), vec!["gpt-4.1", "o3"]);
+        let ids: Vec<String> = parse_models(body)
+            .unwrap()
+            .into_iter()
+            .map(|m| m.id)
+            .collect();
+        assert_eq!(ids, vec!["gpt-4.1", "o3"]);
+        let vllm = br#"{"data":[{"id":"qwen","max_model_len":32768},{"id":"or","context_length":8000,"top_provider":{"max_completion_tokens":1000},"architecture":{"input_modalities":["text","image"]}}]}"#;
+        let got = parse_models(vllm).unwrap();
+        assert_eq!(got[0].context_window, Some(32768));
+        assert_eq!(got[0].max_output_tokens, None);
+        assert_eq!(
+            (
+                got[1].context_window,
+                got[1].max_output_tokens,
+                got[1].accepts_images
+            ),
+            (Some(8000), Some(1000), true)
+        );
         assert!(matches!(
             parse_models(br#"{"error":{"message":"nope"}}"#),
             Err(ProviderError::Protocol(m)) if m.contains("nope")

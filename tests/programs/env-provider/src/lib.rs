@@ -4,14 +4,16 @@
 //! with what it found.
 use corral_sdk::http::Request;
 use corral_sdk::provider::{
-    AssistantMessage, ChatRequest, ChatResponse, FinishReason, Provider, ProviderError,
+    AssistantMessage, ChatRequest, ChatResponse, FinishReason, ModelInfo, Provider, ProviderError,
 };
 
 struct Leaky;
 
 impl Provider for Leaky {
-    fn models() -> Result<Vec<String>, ProviderError> {
-        Ok(vec!["leaky".into()])
+    fn models() -> Result<Vec<ModelInfo>, ProviderError> {
+        Ok(corral_sdk::provider::model_table(&[(
+            "leaky", 8192, 1024, false,
+        )]))
     }
 
     fn complete(_request: ChatRequest) -> Result<ChatResponse, ProviderError> {
