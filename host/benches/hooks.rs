@@ -8,13 +8,17 @@
 //! Each call takes the dispatcher's whole path (validation, hooks, policy,
 //! sandboxed call, result events); the same calls without the hook are the
 //! baseline. The hook's cost is the difference, reported per call and as a
-//! ratio to the unguarded call; target: under 0.5.
+//! ratio to the unguarded call; target: under 0.5. Each is measured twice:
+//! with the events dropped (the dispatcher alone, the strictest ratio) and
+//! with them written to a session log as a session does (the permission and
+//! the result reach the disk before the session goes on).
 
 mod common;
 
 use common::{load, report};
 use corral::agent::{Dispatcher, NoApprover, Sink};
 use corral::hooks::Hooks;
+use corral::log::SessionLog;
 use corral::manifest::{DEFAULTS, DEFAULTS_NAME, Layer, from_layers};
 use corral::policy::Policy;
 use corral::protocol::{Event, Mode, ToolCall};
@@ -28,11 +32,21 @@ fn or_die<T, E: std::fmt::Display>(r: Result<T, E>) -> T {
     r.unwrap_or_else(|e| panic!("{e}"))
 }
 
-/// Drops every event: the benchmark measures the path, not a log.
-struct Discard;
+/// Where the events of a measured call go.
+enum Events {
+    /// Dropped: the dispatcher's path alone.
+    Discard,
+    /// Written to a session log, durable ones synced, as in a session.
+    Log(SessionLog),
+}
 
-impl Sink for Discard {
-    fn emit(&mut self, _: Event) -> anyhow::Result<()> {
+impl Sink for Events {
+    fn emit(&mut self, event: Event) -> anyhow::Result<()> {
+        if let Events::Log(log) = self
+            && event.is_logged()
+        {
+            log.append(&event, event.is_durable())?;
+        }
         Ok(())
     }
 
@@ -45,6 +59,7 @@ impl Sink for Discard {
 fn measure(
     rt: &tokio::runtime::Runtime,
     dispatcher: &Dispatcher,
+    sink: &mut Events,
     call: &ToolCall,
     rounds: usize,
     iters: usize,
@@ -55,7 +70,7 @@ fn measure(
             let started = Instant::now();
             for _ in 0..iters {
                 let (outcome, _) =
-                    or_die(rt.block_on(dispatcher.dispatch(call, &mut Discard, &cancel)));
+                    or_die(rt.block_on(dispatcher.dispatch(call, sink, &cancel)));
                 assert!(!outcome.is_error, "{}", outcome.content);
             }
             started.elapsed() / iters as u32
@@ -136,7 +151,8 @@ fn main() {
 }
 
 /// Measures `call` without and with the hook, interleaved so that noise
-/// from the machine falls on both alike, and reports the hook's share.
+/// from the machine falls on both alike, and reports the hook's share: once
+/// with the events dropped, once with them in a session log.
 fn compare(
     rt: &tokio::runtime::Runtime,
     plain: &Dispatcher,
@@ -145,27 +161,40 @@ fn compare(
     what: &str,
     (rounds, iters): (usize, usize),
 ) {
-    // Warm both paths: compile, first instances, caches.
-    measure(rt, plain, call, 1, iters.min(20));
-    measure(rt, hooked, call, 1, iters.min(20));
-    let mut base = Vec::new();
-    let mut with = Vec::new();
-    for _ in 0..3 {
-        base.push(measure(rt, plain, call, rounds, iters));
-        with.push(measure(rt, hooked, call, rounds, iters));
+    let logs = or_die(tempfile::tempdir());
+    for logged in [false, true] {
+        let mut sink = if logged {
+            Events::Log(or_die(SessionLog::create(logs.path())))
+        } else {
+            Events::Discard
+        };
+        // Warm both paths: compile, first instances, caches.
+        measure(rt, plain, &mut sink, call, 1, iters.min(20));
+        measure(rt, hooked, &mut sink, call, 1, iters.min(20));
+        let mut base = Vec::new();
+        let mut with = Vec::new();
+        for _ in 0..3 {
+            base.push(measure(rt, plain, &mut sink, call, rounds, iters));
+            with.push(measure(rt, hooked, &mut sink, call, rounds, iters));
+        }
+        base.sort();
+        with.sort();
+        let (base, with) = (base[1], with[1]);
+        let hook = with.saturating_sub(base);
+        let ratio = hook.as_secs_f64() / base.as_secs_f64();
+        report(&format!(
+            "before_tool hook (trivial Rust hook) guarding {what}, events {}:",
+            if logged {
+                "written to a session log"
+            } else {
+                "dropped"
+            }
+        ));
+        report(&format!("  call without the hook:        {base:>10.1?}"));
+        report(&format!("  call with the hook:           {with:>10.1?}"));
+        report(&format!("  hook per call:                {hook:>10.1?}"));
+        report(&format!(
+            "  hook / guarded call:          {ratio:>10.2}  (target < 0.5)"
+        ));
     }
-    base.sort();
-    with.sort();
-    let (base, with) = (base[1], with[1]);
-    let hook = with.saturating_sub(base);
-    let ratio = hook.as_secs_f64() / base.as_secs_f64();
-    report(&format!(
-        "before_tool hook (trivial Rust hook) guarding {what}:"
-    ));
-    report(&format!("  call without the hook:        {base:>10.1?}"));
-    report(&format!("  call with the hook:           {with:>10.1?}"));
-    report(&format!("  hook per call:                {hook:>10.1?}"));
-    report(&format!(
-        "  hook / guarded call:          {ratio:>10.2}  (target < 0.5)"
-    ));
 }

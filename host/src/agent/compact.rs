@@ -441,7 +441,14 @@ impl Agent {
                 .map(|m| serde_json::to_vec(m).map_or(0, |v| v.len()))
                 .sum(),
         );
-        let request = summary_request(&self.effective_model(), &self.history[..cut], &b);
+        let mut request = summary_request(&self.effective_model(), &self.history[..cut], &b);
+        // What `before_compact` hooks added is guidance for the summary.
+        if let Some(guidance) = hooked.context_text()
+            && let Some(Message::User { text }) = request.messages.last_mut()
+        {
+            text.push_str("\n\nGuidance for the summary:\n");
+            text.push_str(&guidance);
+        }
         let (tx, mut rx) = tokio::sync::mpsc::channel(crate::runtime::EVENT_CHANNEL_CAPACITY);
         let provider = self.provider.clone();
         let call = provider.complete(&request, tx);
