@@ -166,6 +166,7 @@ fn session(compact: bool) -> Vec<Record> {
                 data: None,
                 truncated_from: None,
                 artifact: None,
+                labels: Vec::new(),
             },
             duration_ms: 1,
         });

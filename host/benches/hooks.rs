@@ -69,8 +69,7 @@ fn measure(
         .map(|_| {
             let started = Instant::now();
             for _ in 0..iters {
-                let (outcome, _) =
-                    or_die(rt.block_on(dispatcher.dispatch(call, sink, &cancel)));
+                let (outcome, _) = or_die(rt.block_on(dispatcher.dispatch(call, sink, &cancel)));
                 assert!(!outcome.is_error, "{}", outcome.content);
             }
             started.elapsed() / iters as u32
