@@ -191,16 +191,7 @@ impl Agent {
             None => Tracker::new(&workspace, options.guard.clone(), Default::default()),
         }
         .map_err(anyhow::Error::msg)?;
-        options.subagents.held = Some(tracker.shared());
-        let mut dispatcher = Dispatcher::new(
-            plugins,
-            options.policy.clone(),
-            options.approver.clone(),
-            Some(options.tool_output_limit),
-        )
-        .with_host_tools(subagent::host_tools(&options))
-        .with_hooks(options.hooks.clone());
-        dispatcher.set_tracker(Arc::new(tracker));
+        let dispatcher = dispatcher(plugins, &mut options, tracker);
         Ok(Self {
             dispatcher,
             provider,
@@ -235,16 +226,7 @@ impl Agent {
         let held = crate::provenance::held_from(records);
         let tracker =
             Tracker::new(&workspace, options.guard.clone(), held).map_err(anyhow::Error::msg)?;
-        options.subagents.held = Some(tracker.shared());
-        let mut dispatcher = Dispatcher::new(
-            plugins,
-            options.policy.clone(),
-            options.approver.clone(),
-            Some(options.tool_output_limit),
-        )
-        .with_host_tools(subagent::host_tools(&options))
-        .with_hooks(options.hooks.clone());
-        dispatcher.set_tracker(Arc::new(tracker));
+        let dispatcher = dispatcher(plugins, &mut options, tracker);
         let hooks = crate::hooks::SessionHooks::new(options.hooks.clone(), true);
         let mut agent = Self {
             dispatcher,
@@ -825,6 +807,23 @@ impl Agent {
             spawner,
         }
     }
+}
+
+/// The dispatcher of a session with `options`: its plugins, policy, host
+/// tools, hooks and provenance `tracker`, whose state the session's
+/// subagents share.
+fn dispatcher(plugins: Arc<Plugins>, options: &mut AgentOptions, tracker: Tracker) -> Dispatcher {
+    options.subagents.held = Some(tracker.shared());
+    let mut dispatcher = Dispatcher::new(
+        plugins,
+        options.policy.clone(),
+        options.approver.clone(),
+        Some(options.tool_output_limit),
+    )
+    .with_host_tools(subagent::host_tools(options))
+    .with_hooks(options.hooks.clone());
+    dispatcher.set_tracker(Arc::new(tracker));
+    dispatcher
 }
 
 fn forward(ui: &UnboundedSender<Event>, ev: &StreamEvent) {
