@@ -159,6 +159,34 @@ impl HookInput {
         }
     }
 
+    /// The input with a tool's output or error replaced by a note naming
+    /// the `sensitive` sources it carried: what a hook that could send it
+    /// out is given instead. Other events are returned as they are.
+    pub fn withheld(&self, sensitive: &[String]) -> HookInput {
+        let shown: Vec<String> = sensitive.iter().take(3).map(|s| format!("`{s}`")).collect();
+        let mut sources = shown.join(", ");
+        if sensitive.len() > 3 {
+            sources.push_str(&format!(" and {} more", sensitive.len() - 3));
+        }
+        let note = format!(
+            "[withheld by corral's exfiltration guard: this result carries sensitive data \
+             ({sources}), and this hook is granted the network, so it gets the call without \
+             the content; turn the guard off ([guard] enabled = false) to hand it over]"
+        );
+        match self {
+            HookInput::AfterTool { call, is_error, .. } => HookInput::AfterTool {
+                call: call.clone(),
+                content: note,
+                is_error: *is_error,
+            },
+            HookInput::AfterToolFailure { call, .. } => HookInput::AfterToolFailure {
+                call: call.clone(),
+                error: note,
+            },
+            other => other.clone(),
+        }
+    }
+
     /// The tool call it is about, for tool events.
     fn call(&self) -> Option<&ToolCall> {
         match self {
@@ -289,6 +317,15 @@ struct Bound {
     plugin: Arc<Plugin>,
 }
 
+impl Bound {
+    /// Whether the hook could carry data off the machine: it is granted
+    /// the network, or a program that has it.
+    fn networked(&self) -> bool {
+        let decl = self.plugin.decl();
+        !decl.net.is_empty() || decl.exec.iter().any(|g| g.network)
+    }
+}
+
 /// The hooks of a session: every `[hooks]` binding with its plugin.
 #[derive(Default)]
 pub struct Hooks {
@@ -359,7 +396,24 @@ impl Hooks {
     /// matching its tool) in order, logs each decision to `sink`, and folds
     /// them; see the module documentation.
     pub async fn run(&self, input: HookInput, sink: &mut dyn Sink) -> anyhow::Result<Outcome> {
+        self.run_withholding(input, &[], sink).await
+    }
+
+    /// Runs the hooks as [`Hooks::run`] does, where `input` carries content
+    /// labelled sensitive by `sensitive` (its sources; empty for none): a
+    /// hook granted the network (or a program with it) gets the input with
+    /// that content withheld ([`HookInput::withheld`]), as the exfiltration
+    /// guard would hold the model's own call that could send it. A user may
+    /// be absent when hooks run, so the hook is not held for approval; it
+    /// still runs, and sees that something was withheld and why.
+    pub async fn run_withholding(
+        &self,
+        input: HookInput,
+        sensitive: &[String],
+        sink: &mut dyn Sink,
+    ) -> anyhow::Result<Outcome> {
         let event = input.event();
+        let withheld = (!sensitive.is_empty()).then(|| input.withheld(sensitive));
         let mut input = input;
         let mut outcome = Outcome::default();
         let tool = input.call().map(|c| c.name.clone());
@@ -369,7 +423,14 @@ impl Hooks {
                 continue;
             }
             let name = &bound.plugin.decl().name;
-            let answer = match bound.plugin.handle_hook(&input).await {
+            let given = match &withheld {
+                Some(withheld) if bound.networked() => {
+                    tracing::info!(hook = %name, "sensitive content withheld from a hook with the network");
+                    withheld
+                }
+                _ => &input,
+            };
+            let answer = match bound.plugin.handle_hook(given).await {
                 Err(e) => Err(e.to_string()),
                 Ok(v) if !v.fits(event) => Err(format!(
                     "hook `{name}` answered `{}`, which {} hooks cannot do",

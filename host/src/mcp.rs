@@ -106,8 +106,11 @@ impl Server {
         // plugin's `limits.output_kb` already bounds, and there is no session
         // log to keep a cut output in.
         let hooks = crate::hooks::Hooks::new(&manifest.hooks, &plugins).await?;
-        let dispatcher =
-            Dispatcher::new(plugins, policy, approver.clone(), None).with_hooks(Arc::new(hooks));
+        let workspace =
+            std::fs::canonicalize(&manifest.workspace).unwrap_or(manifest.workspace.clone());
+        let dispatcher = Dispatcher::new(plugins, policy, approver.clone(), None)
+            .with_hooks(Arc::new(hooks))
+            .with_workspace(workspace);
         Ok(Self {
             dispatcher: Arc::new(dispatcher),
             approver,

@@ -45,7 +45,7 @@ mod rules;
 
 pub use crate::protocol::Mode;
 pub use command::shell_split;
-pub use guard::{DEFAULT_SECRETS, DEFAULT_UNTRUSTED, GuardSettings, Held, Reach, hold};
+pub use guard::{DEFAULT_SECRETS, DEFAULT_UNTRUSTED, GuardSettings, Held, Reach, hold, hold_named};
 pub use protected::protected_target;
 pub use rules::{Action, Rule, Subject, parse_rule, session_scope, subject};
 
@@ -97,7 +97,25 @@ impl Policy {
     /// non-read effect that no deny rule already refused, allow and ask rules
     /// notwithstanding. A tool that declares no effects counts as reading.
     pub fn decide(&self, tool: &str, effects: &[Effect], args: &serde_json::Value) -> Verdict {
-        let call = Call::new(tool, args);
+        self.decide_at(tool, effects, args, None)
+    }
+
+    /// Decides a call as [`Policy::decide`] does, where its `path` argument
+    /// resolves to `resolved` (workspace-relative, or absolute outside the
+    /// workspace) once symlinks are followed. A path pattern is matched
+    /// against both spellings: a deny or ask rule matches if either does
+    /// (`alias/x` where `alias -> protected` is `protected/x`), an allow
+    /// rule only if both do, so a symlink can neither slip past a
+    /// restriction nor stretch a grant.
+    pub fn decide_at(
+        &self,
+        tool: &str,
+        effects: &[Effect],
+        args: &serde_json::Value,
+        resolved: Option<&str>,
+    ) -> Verdict {
+        let mut call = Call::new(tool, args);
+        call.resolved = resolved.map(normalize_path);
         let mut rule: Option<&Rule> = None;
         for r in self.rules.iter().filter(|r| call.matches(r)) {
             if rule.is_none_or(|best| r.action.strength() > best.action.strength()) {
@@ -198,6 +216,8 @@ struct Call<'a> {
     /// (several commands, redirection, substitution), which no allow pattern
     /// can vouch for.
     simple: bool,
+    /// For paths: where the path leads once symlinks are resolved.
+    resolved: Option<String>,
 }
 
 impl<'a> Call<'a> {
@@ -223,6 +243,7 @@ impl<'a> Call<'a> {
             subject,
             loose,
             simple,
+            resolved: None,
         }
     }
 
@@ -246,7 +267,14 @@ impl<'a> Call<'a> {
                 }
             }
             Subject::Path(path) => match glob(&normalize_path(pattern)) {
-                Ok(m) => m.is_match(path),
+                Ok(m) => {
+                    let written = m.is_match(path);
+                    match &self.resolved {
+                        None => written,
+                        Some(resolved) if loose => written || m.is_match(resolved),
+                        Some(resolved) => written && m.is_match(resolved),
+                    }
+                }
                 // A broken pattern (from a hand-built rule) fails closed:
                 // it still restricts, but never grants.
                 Err(_) => loose,
@@ -429,6 +457,32 @@ mod tests {
             }
         }
         assert_eq!(failures, Vec::<String>::new());
+    }
+
+    #[test]
+    fn path_rules_match_the_written_and_the_resolved_path() {
+        let args = json!({ "path": "alias/keep.txt" });
+        let decide = |rules: &[(Action, &str)], mode, resolved| {
+            policy(mode, rules)
+                .decide_at("write_file", &[W], &args, resolved)
+                .decision
+        };
+        let deny: &[(Action, &str)] = &[(D, "write_file(protected/**)")];
+        assert_eq!(decide(deny, FullAuto, None), ALLOW);
+        assert_eq!(decide(deny, FullAuto, Some("protected/keep.txt")), DENY);
+        assert_eq!(decide(deny, FullAuto, Some("./protected//keep.txt")), DENY);
+        assert_eq!(decide(deny, FullAuto, Some("elsewhere/keep.txt")), ALLOW);
+        let ask: &[(Action, &str)] = &[(Q, "write_file(protected/**)")];
+        assert_eq!(decide(ask, FullAuto, Some("protected/keep.txt")), ASK);
+        // The written path still counts when the resolved one differs.
+        let written: &[(Action, &str)] = &[(D, "write_file(alias/**)")];
+        assert_eq!(decide(written, FullAuto, Some("protected/keep.txt")), DENY);
+        // An allow rule must hold for both: a symlink does not stretch it.
+        let allow: &[(Action, &str)] = &[(A, "write_file(alias/**)")];
+        assert_eq!(decide(allow, Ask, None), ALLOW);
+        assert_eq!(decide(allow, Ask, Some("alias/keep.txt")), ALLOW);
+        assert_eq!(decide(allow, Ask, Some("protected/keep.txt")), ASK);
+        assert_eq!(decide(allow, Ask, Some("/etc/keep.txt")), ASK);
     }
 
     #[test]

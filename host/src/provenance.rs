@@ -34,6 +34,39 @@ use std::sync::{Arc, Mutex};
 /// Sources listed per kind on one result; the rest are counted.
 const MAX_LABELS: usize = 16;
 
+/// JSON values of one call's arguments looked at for secret paths.
+const MAX_ARG_VALUES: usize = 4096;
+
+/// Characters of an argument shown in a label.
+const SHOWN_ARG: usize = 80;
+
+/// `arg` cut to [`SHOWN_ARG`] characters and made inert, for a label.
+fn shown_arg(arg: &str) -> String {
+    let mut shown: String = arg.chars().take(SHOWN_ARG).collect();
+    if shown.len() < arg.len() {
+        shown.push('…');
+    }
+    crate::terminal::inert(&shown).into_owned()
+}
+
+/// A word lexically normalised (`./a/../.env` is `.env`), so a spelling
+/// cannot hide a secret name from the globs.
+fn normalize(word: &str) -> String {
+    let absolute = word.starts_with('/');
+    let mut out: Vec<&str> = Vec::new();
+    for seg in word.split('/') {
+        match seg {
+            "" | "." => {}
+            ".." => {
+                out.pop();
+            }
+            s => out.push(s),
+        }
+    }
+    let body = out.join("/");
+    if absolute { format!("/{body}") } else { body }
+}
+
 /// Decides the provenance of paths, programs and tools for one workspace.
 #[derive(Debug)]
 pub struct Classifier {
@@ -123,16 +156,64 @@ impl Classifier {
     }
 
     /// Whether a program argument names a secret file (`.env`, a key),
-    /// alone or as a word of a command line (`sh -c "cat .env"`).
+    /// alone or as a word of a command line (`sh -c "cat .env"`), of a git
+    /// object name (`HEAD:.env`) or of an option (`-d @.env`, `--file=.env`).
     fn names_secret(&self, arg: &str) -> bool {
-        arg.split(|c: char| c.is_whitespace() || "\"'`;|&<>()=,".contains(c))
+        arg.split(|c: char| c.is_whitespace() || "\"'`;|&<>()=,:@".contains(c))
             .any(|word| {
-                let word = word.trim_start_matches("./");
-                let relative = word.strip_prefix('/').unwrap_or(word);
+                let word = normalize(word);
+                let relative = word.strip_prefix('/').unwrap_or(&word);
                 !relative.is_empty()
+                    && relative != "."
                     && (self.secrets.is_match(relative)
-                        || self.stores.iter().any(|s| Path::new(word).starts_with(s)))
+                        || self.stores.iter().any(|s| Path::new(&word).starts_with(s)))
             })
+    }
+
+    /// The string values of `args` (at any depth) that name a secret file,
+    /// shown cut and inert: what a call names that it may read or send,
+    /// whether or not the host saw a file opened (git reads objects, a
+    /// network tool may read before it sends).
+    pub fn secret_args(&self, args: &serde_json::Value) -> Vec<String> {
+        let mut found = Vec::new();
+        let mut stack = vec![args];
+        let mut seen = 0usize;
+        while let Some(value) = stack.pop() {
+            seen += 1;
+            // Bounded: a huge argument object cannot make labelling slow.
+            if seen > MAX_ARG_VALUES {
+                break;
+            }
+            match value {
+                serde_json::Value::String(s) if self.names_secret(s) => {
+                    let shown = shown_arg(s);
+                    if !found.contains(&shown) {
+                        found.push(shown);
+                    }
+                }
+                serde_json::Value::Array(items) => stack.extend(items.iter().rev()),
+                serde_json::Value::Object(map) => stack.extend(map.values().rev()),
+                _ => {}
+            }
+        }
+        found
+    }
+
+    /// The labels a call of `tool` earns by what its arguments name, for a
+    /// tool that reads (`reads`): each secret path it names is sensitive,
+    /// since what it returns may be that file's content read from
+    /// elsewhere than an opened file (a git object `rev:path`).
+    pub fn argument_labels(&self, tool: &str, args: &serde_json::Value, reads: bool) -> Vec<Label> {
+        if !reads {
+            return Vec::new();
+        }
+        self.secret_args(args)
+            .into_iter()
+            .map(|arg| Label {
+                kind: LabelKind::Sensitive,
+                source: format!("`{tool}` argument `{arg}`"),
+            })
+            .collect()
     }
 
     /// The labels of a call of `tool` that touched `touched`; `reads_secrets`

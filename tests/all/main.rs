@@ -9,6 +9,7 @@
 )]
 
 mod agent;
+mod attack_guard;
 mod budgets;
 mod cache;
 mod children;

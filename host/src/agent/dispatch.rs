@@ -133,6 +133,9 @@ pub struct Dispatcher {
     host_tools: Vec<HostTool>,
     /// The session's hooks (`[hooks]`): before a call's policy check, after it.
     hooks: Arc<crate::hooks::Hooks>,
+    /// The canonical workspace root, against which a `path` argument is
+    /// resolved for the rules; `None` judges the path as written only.
+    workspace: Option<PathBuf>,
 }
 
 impl Dispatcher {
@@ -154,12 +157,23 @@ impl Dispatcher {
             touched: Arc::default(),
             host_tools: Vec::new(),
             hooks: Arc::default(),
+            workspace: None,
         }
+    }
+
+    /// Resolves `path` arguments beneath `workspace` (canonical) for the
+    /// rules; a tracker set later does not replace it.
+    pub fn with_workspace(mut self, workspace: PathBuf) -> Self {
+        self.workspace = Some(workspace);
+        self
     }
 
     /// Labels every result by where its content came from and holds risky
     /// calls when the session holds sensitive and untrusted content.
     pub fn set_tracker(&mut self, tracker: Arc<Tracker>) {
+        if self.workspace.is_none() {
+            self.workspace = Some(tracker.classifier.workspace().to_path_buf());
+        }
         self.tracker = Some(tracker);
     }
 
@@ -361,11 +375,9 @@ impl Dispatcher {
                 }));
             }
         }
-        let mut verdict = self
-            .policy
-            .decide(&call.name, &checked.spec.effects, &checked.args);
+        let mut verdict = self.decide(&call.name, &checked.spec.effects, &checked.args);
         hooked.judge(&mut verdict, |args| {
-            self.policy.decide(&call.name, &checked.spec.effects, args)
+            self.decide(&call.name, &checked.spec.effects, args)
         });
         let mut scope = crate::policy::session_scope(&call.name, &checked.args);
         // The guard asks even where a rule or the mode would allow; an
@@ -521,6 +533,17 @@ impl Dispatcher {
         }))
     }
 
+    /// The policy's verdict on a call of `tool` with `args`, its `path`
+    /// judged both as written and as it resolves beneath the workspace.
+    fn decide(&self, tool: &str, effects: &[Effect], args: &serde_json::Value) -> crate::policy::Verdict {
+        let resolved = match (&self.workspace, args.get("path").and_then(|p| p.as_str())) {
+            (Some(workspace), Some(path)) => Some(resolve_beneath(workspace, path)),
+            _ => None,
+        };
+        self.policy
+            .decide_at(tool, effects, args, resolved.as_deref())
+    }
+
     /// Whether the user approved `scope` for the rest of the session. A
     /// poisoned table approves nothing: the user is asked again.
     fn approved_for_session(&self, scope: &str) -> bool {
@@ -530,13 +553,13 @@ impl Dispatcher {
     }
 
     /// Why the exfiltration guard holds `checked`, if it does: the session
-    /// holds sensitive and untrusted content and the call could send data
-    /// out (network, a program with the network, a write outside the
-    /// workspace), judged by its declared effects and its plugin's grants.
+    /// holds sensitive content and the call could send data out (network,
+    /// a program with the network, a write outside the workspace), or the
+    /// call's own arguments name a secret file and it could reach the
+    /// network; judged by its declared effects and its plugin's grants.
     fn guard_hold(&self, checked: &Checked) -> Option<String> {
         let tracker = self.tracker.as_ref()?;
-        let held = tracker.held();
-        if !tracker.settings.enabled || !held.is_risky() {
+        if !tracker.settings.enabled {
             return None;
         }
         // A host tool sends nothing itself; a subagent's calls are judged by
@@ -562,7 +585,11 @@ impl Dispatcher {
             .map(|g| g.host_path.display().to_string())
             .collect();
         let reach = crate::policy::Reach::of(&checked.spec.effects, net, programs, outside);
-        crate::policy::hold(&tracker.settings, &held, &checked.call.name, &reach)
+        let tool = &checked.call.name;
+        crate::policy::hold(&tracker.settings, &tracker.held(), tool, &reach).or_else(|| {
+            let named = tracker.classifier.secret_args(&checked.args);
+            crate::policy::hold_named(&tracker.settings, &named, tool, &reach)
+        })
     }
 
     /// Step 6: the call in its plugin's sandbox.
@@ -602,7 +629,45 @@ impl Dispatcher {
         duration_ms: u64,
         sink: &mut dyn Sink,
     ) -> anyhow::Result<ToolOutcome> {
-        let outcome = self.after_tool_hooks(call, outcome, sink).await?;
+        // Labels come from what the call touched, whatever its outcome: an
+        // error text can carry what it read as well as an output can. They
+        // are known before the hooks run, which see sensitive content only
+        // through the guard.
+        let touched = self
+            .touched
+            .lock()
+            .ok()
+            .and_then(|mut all| all.remove(&call.id))
+            .unwrap_or_default();
+        let mut labels = Vec::new();
+        if let Some(tracker) = &self.tracker {
+            let plugin = self.plugins.plugin_for(&call.name);
+            let reads_secrets =
+                plugin.is_some_and(|p| p.decl().reads_secrets.contains(&call.name));
+            labels = tracker
+                .classifier
+                .labels(&call.name, &touched, reads_secrets);
+            // What a reading tool was asked for may come back from where no
+            // file is opened (`git_show HEAD:.env` reads a git object).
+            let ran = matches!(
+                outcome,
+                CallOutcome::Output { .. } | CallOutcome::Failed(_) | CallOutcome::Fatal(_)
+            );
+            let reads = plugin.is_some_and(|p| {
+                p.tools()
+                    .iter()
+                    .any(|t| t.name == call.name && t.effects.contains(&Effect::Read))
+            });
+            if ran && reads && let Ok(args) = serde_json::from_str(&call.arguments) {
+                for label in tracker.classifier.argument_labels(&call.name, &args, true) {
+                    if !labels.contains(&label) {
+                        labels.push(label);
+                    }
+                }
+            }
+            tracker.absorb(&labels);
+        }
+        let outcome = self.after_tool_hooks(call, outcome, &labels, sink).await?;
         let (mut content, is_error, data) = outcome.into_parts();
         let mut outcome = ToolOutcome {
             content: String::new(),
@@ -610,26 +675,8 @@ impl Dispatcher {
             data,
             truncated_from: None,
             artifact: None,
-            labels: Vec::new(),
+            labels,
         };
-        // Labels come from what the call touched, whatever its outcome: an
-        // error text can carry what it read as well as an output can.
-        let touched = self
-            .touched
-            .lock()
-            .ok()
-            .and_then(|mut all| all.remove(&call.id))
-            .unwrap_or_default();
-        if let Some(tracker) = &self.tracker {
-            let reads_secrets = self
-                .plugins
-                .plugin_for(&call.name)
-                .is_some_and(|p| p.decl().reads_secrets.contains(&call.name));
-            outcome.labels = tracker
-                .classifier
-                .labels(&call.name, &touched, reads_secrets);
-            tracker.absorb(&outcome.labels);
-        }
         if let Some(limit) = self.output_limit
             && content.len() > limit
             && let Some(saved) = sink.save_artifact(&call.id, &content)
@@ -665,10 +712,15 @@ impl Dispatcher {
     /// `after_tool_failure` hooks of one that failed, ran invalid or failed
     /// fatally: a block withholds the output from the model (the reason
     /// takes its place), context is added after it.
+    ///
+    /// A result labelled sensitive (`labels`) is withheld from hooks that
+    /// could send it out (see [`crate::hooks::Hooks::run_withholding`]),
+    /// unless the guard is off.
     async fn after_tool_hooks(
         &self,
         call: &ToolCall,
         outcome: CallOutcome,
+        labels: &[crate::protocol::Label],
         sink: &mut dyn Sink,
     ) -> anyhow::Result<CallOutcome> {
         use crate::hooks::HookInput;
@@ -693,8 +745,76 @@ impl Dispatcher {
             }
             _ => return Ok(outcome),
         };
-        let hooked = self.hooks.run(input, sink).await?;
+        let sensitive: Vec<String> = match &self.tracker {
+            Some(tracker) if tracker.settings.enabled => labels
+                .iter()
+                .filter(|l| l.kind == crate::protocol::LabelKind::Sensitive)
+                .map(|l| l.source.clone())
+                .collect(),
+            _ => Vec::new(),
+        };
+        let hooked = self.hooks.run_withholding(input, &sensitive, sink).await?;
         Ok(crate::hooks::after_tool(outcome, hooked))
+    }
+}
+
+/// Where `path` (an argument, relative to `workspace` or absolute) leads
+/// once symlinks are followed as the kernel would: each existing component
+/// resolved in turn (a link's target spliced in, at most 40 links), the
+/// components that do not exist yet appended as written. Inside the
+/// workspace it is named relative to it (`protected/keep.txt`), outside by
+/// its absolute path.
+fn resolve_beneath(workspace: &std::path::Path, path: &str) -> String {
+    use std::collections::VecDeque;
+    use std::path::{Component, Path};
+    fn parts(path: &Path) -> impl Iterator<Item = std::ffi::OsString> + '_ {
+        path.components().filter_map(|c| match c {
+            Component::Normal(n) => Some(n.to_os_string()),
+            Component::ParentDir => Some("..".into()),
+            _ => None,
+        })
+    }
+    let path = Path::new(path);
+    let mut out = if path.is_absolute() {
+        PathBuf::from("/")
+    } else {
+        workspace.to_path_buf()
+    };
+    let mut todo: VecDeque<std::ffi::OsString> = parts(path).collect();
+    let mut existing = true;
+    let mut links = 0;
+    while let Some(part) = todo.pop_front() {
+        // `out` holds no symlink, so `..` is its parent, as for the kernel.
+        if part == ".." {
+            out.pop();
+            continue;
+        }
+        let next = out.join(&part);
+        if existing {
+            match std::fs::symlink_metadata(&next) {
+                Ok(meta) if meta.file_type().is_symlink() && links < 40 => {
+                    links += 1;
+                    if let Ok(target) = std::fs::read_link(&next) {
+                        if target.is_absolute() {
+                            out = PathBuf::from("/");
+                        }
+                        for (i, p) in parts(&target).enumerate() {
+                            todo.insert(i, p);
+                        }
+                        continue;
+                    }
+                    existing = false;
+                }
+                Ok(_) => {}
+                Err(_) => existing = false,
+            }
+        }
+        out = next;
+    }
+    match out.strip_prefix(workspace) {
+        Ok(rel) if rel.as_os_str().is_empty() => ".".to_owned(),
+        Ok(rel) => rel.display().to_string(),
+        Err(_) => out.display().to_string(),
     }
 }
 

@@ -1,10 +1,15 @@
-//! The exfiltration guard: once a session holds sensitive data **and**
-//! untrusted content in its context, a call that could carry data out of
-//! the machine needs the user's approval, whatever the rules or the mode
-//! say. Such a call is one that declares `network` and whose plugin may
-//! reach a destination not in `[guard] allow_hosts`, one that runs programs
-//! under a grant with `network = true`, or one that writes and whose plugin
-//! may write outside the workspace.
+//! The exfiltration guard: once a session holds sensitive data in its
+//! context, a call that could carry data out of the machine needs the
+//! user's approval, whatever the rules or the mode say. Such a call is one
+//! that declares `network` and whose plugin may reach a destination not in
+//! `[guard] allow_hosts`, one that runs programs under a grant with
+//! `network = true`, or one that writes and whose plugin may write outside
+//! the workspace.
+//!
+//! Untrusted content is not required: an instruction can hide in any file
+//! the model reads, the workspace's own README included, so a secret in the
+//! context is reason enough. Untrusted sources are still named in the
+//! reason, since they tell the user where an instruction may have come from.
 //!
 //! Pure functions over what the session holds ([`Held`]) and what the call
 //! could reach ([`Reach`]); the dispatcher supplies both. Where the content
@@ -103,9 +108,10 @@ impl Held {
         }
     }
 
-    /// Whether the session holds both kinds: the state the guard acts on.
+    /// Whether the session holds sensitive content: the state the guard
+    /// acts on (whatever else it read; see the module documentation).
     pub fn is_risky(&self) -> bool {
-        !self.sensitive.is_empty() && !self.untrusted.is_empty()
+        !self.sensitive.is_empty()
     }
 }
 
@@ -166,6 +172,59 @@ pub fn hold(settings: &GuardSettings, held: &Held, tool: &str, reach: &Reach) ->
     if !settings.enabled || !held.is_risky() {
         return None;
     }
+    let ways = ways(settings, reach);
+    if ways.is_empty() {
+        return None;
+    }
+    let sensitive: Vec<&String> = held.sensitive.iter().collect();
+    let untrusted: Vec<&String> = held.untrusted.iter().collect();
+    let read = if untrusted.is_empty() {
+        format!("sensitive data ({})", names(&sensitive))
+    } else {
+        format!(
+            "sensitive data ({}) and untrusted content ({})",
+            names(&sensitive),
+            names(&untrusted)
+        )
+    };
+    Some(format!(
+        "exfiltration guard: this session read {read}; `{tool}` could {}",
+        ways.join(" and ")
+    ))
+}
+
+/// Why the guard holds one call of `tool` whose arguments name the secret
+/// files `named` and which could reach the network (`reach`): it could read
+/// and send them in one go (`upload {path: ".env", url}`), before any label
+/// of its result exists. Writes outside the workspace do not count here: a
+/// secret path named by a write is where it writes, not what it sends.
+pub fn hold_named(
+    settings: &GuardSettings,
+    named: &[String],
+    tool: &str,
+    reach: &Reach,
+) -> Option<String> {
+    if !settings.enabled || named.is_empty() {
+        return None;
+    }
+    let network = Reach {
+        outside_writes: Vec::new(),
+        ..reach.clone()
+    };
+    let ways = ways(settings, &network);
+    if ways.is_empty() {
+        return None;
+    }
+    let named: Vec<&String> = named.iter().collect();
+    Some(format!(
+        "exfiltration guard: this call names sensitive data ({}); `{tool}` could {}",
+        names(&named),
+        ways.join(" and ")
+    ))
+}
+
+/// How a call that could reach `reach` could carry data out, in words.
+fn ways(settings: &GuardSettings, reach: &Reach) -> Vec<String> {
     let mut ways = Vec::new();
     let hosts: Vec<&String> = reach
         .hosts
@@ -190,17 +249,7 @@ pub fn hold(settings: &GuardSettings, held: &Held, tool: &str, reach: &Reach) ->
         let dirs: Vec<&String> = reach.outside_writes.iter().collect();
         ways.push(format!("write outside the workspace ({})", names(&dirs)));
     }
-    if ways.is_empty() {
-        return None;
-    }
-    let sensitive: Vec<&String> = held.sensitive.iter().collect();
-    let untrusted: Vec<&String> = held.untrusted.iter().collect();
-    Some(format!(
-        "exfiltration guard: this session read sensitive data ({}) and untrusted content ({}); `{tool}` could {}",
-        names(&sensitive),
-        names(&untrusted),
-        ways.join(" and ")
-    ))
+    ways
 }
 
 /// `a`, `b`, `c` and N more.
@@ -236,7 +285,7 @@ mod tests {
     }
 
     #[test]
-    fn holds_only_with_both_kinds() {
+    fn a_sensitive_read_arms_the_guard() {
         let net = Reach::of(
             &[Effect::Network],
             vec!["api.example.com:443".into()],
@@ -248,6 +297,16 @@ mod tests {
         assert_eq!(hold(&settings, &held, "fetch", &net), None);
         held.add(&[label(LabelKind::Untrusted, "https://web:443")]);
         assert_eq!(hold(&settings, &held, "fetch", &net), None);
+        // A secret alone is enough: the instruction may hide in any file.
+        let mut secret_only = Held::default();
+        secret_only.add(&[label(LabelKind::Sensitive, ".env")]);
+        assert_eq!(
+            hold(&settings, &secret_only, "fetch", &net).as_deref(),
+            Some(
+                "exfiltration guard: this session read sensitive data (`.env`); \
+                 `fetch` could send data to `api.example.com:443`"
+            )
+        );
         held.add(&[label(LabelKind::Sensitive, ".env")]);
         assert_eq!(
             hold(&settings, &held, "fetch", &net).as_deref(),
@@ -300,6 +359,34 @@ mod tests {
                 .unwrap()
                 .ends_with("could write outside the workspace (`/tmp/out`)")
         );
+    }
+
+    #[test]
+    fn one_call_that_names_a_secret_and_can_send_it_is_held() {
+        let settings = GuardSettings::default();
+        let named = vec![".env".to_owned()];
+        let net = Reach::of(
+            &[Effect::Read, Effect::Network],
+            vec!["127.0.0.1:9".into()],
+            vec![],
+            vec!["/tmp/out".into()],
+        );
+        assert_eq!(
+            hold_named(&settings, &named, "upload", &net).as_deref(),
+            Some(
+                "exfiltration guard: this call names sensitive data (`.env`); \
+                 `upload` could send data to `127.0.0.1:9`"
+            )
+        );
+        assert_eq!(hold_named(&settings, &[], "upload", &net), None);
+        // A write outside is where the call writes, not what it sends.
+        let write = Reach::of(&[Effect::Write], vec![], vec![], vec!["/tmp/out".into()]);
+        assert_eq!(hold_named(&settings, &named, "out_write", &write), None);
+        let allowed = GuardSettings {
+            allow_hosts: vec!["127.0.0.1".into()],
+            ..GuardSettings::default()
+        };
+        assert_eq!(hold_named(&allowed, &named, "upload", &net), None);
     }
 
     #[test]

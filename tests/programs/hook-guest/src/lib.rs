@@ -7,7 +7,9 @@
 //! - `context`: adds `context` for the model;
 //! - `reach`: tries to read the file `path` and to fetch `url`, and blocks
 //!   the call with what it got, so a test can see what a hook with no
-//!   grants can reach.
+//!   grants can reach;
+//! - `audit`: after a tool call, posts the call and the output it was
+//!   handed to `url` (an audit webhook), then continues.
 
 use corral_sdk::hook::{Decision, Event, Hook};
 
@@ -52,6 +54,20 @@ impl Hook for TestHook {
             "ask" if before_tool => Decision::Ask(setting("reason")),
             "context" => Decision::AddContext(setting("context")),
             "reach" => Decision::Block(reach()),
+            "audit" => {
+                if let Event::AfterTool(after) = event {
+                    let body = serde_json::json!({
+                        "tool": after.call.name,
+                        "arguments": after.call.arguments,
+                        "content": after.content,
+                    });
+                    let sent = corral_sdk::http::Request::post_json(setting("url"), &body).send();
+                    if let Err(e) = sent {
+                        corral_sdk::log(corral_sdk::Level::Warn, &format!("audit: {e}"));
+                    }
+                }
+                Decision::Continue
+            }
             _ => Decision::Continue,
         }
     }

@@ -1,4 +1,5 @@
-//! Makes an HTTP request through raw `wasi:http` bindings.
+//! Makes an HTTP request through raw `wasi:http` bindings; `upload` reads a
+//! file and sends it in the same call (for the exfiltration guard's tests).
 use corral_sdk::{Effect, Error, Output, Result, Tool, tools};
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -21,6 +22,32 @@ impl Tool for Get {
 
     fn run(args: Args) -> Result<Output> {
         get(&args.url).map(Output::text).map_err(Error::Failed)
+    }
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct UploadArgs {
+    /// The file to send, in the workspace.
+    path: String,
+    /// `http://host:port/path`: its content is sent hex-encoded as `?data=`.
+    url: String,
+}
+
+struct Upload;
+
+impl Tool for Upload {
+    type Args = UploadArgs;
+    const NAME: &'static str = "upload";
+    const DESCRIPTION: &'static str = "Reads path and GETs url with its content as the query.";
+    const EFFECTS: &'static [Effect] = &[Effect::Read, Effect::Network];
+
+    fn run(args: UploadArgs) -> Result<Output> {
+        let content = std::fs::read(&args.path)
+            .map_err(|e| Error::Failed(format!("cannot read {}: {e}", args.path)))?;
+        let hex: String = content.iter().map(|b| format!("{b:02x}")).collect();
+        get(&format!("{}?data={hex}", args.url))
+            .map(Output::text)
+            .map_err(Error::Failed)
     }
 }
 
@@ -61,4 +88,4 @@ fn get(url: &str) -> std::result::Result<String, String> {
     Ok(format!("{status} {}", String::from_utf8_lossy(&bytes)))
 }
 
-tools!(Get);
+tools!(Get, Upload);
