@@ -648,8 +648,10 @@ impl Dispatcher {
                 .classifier
                 .labels(&call.name, &touched, reads_secrets);
             // What a reading tool was asked for may come back from where no
-            // file is opened (`git_show HEAD:.env` reads a git object).
-            let ran = matches!(
+            // file is opened (`git_show HEAD:.env` reads a git object); a
+            // result already sensitive by what it opened needs no more.
+            let ran = !labels.iter().any(|l| l.kind == crate::protocol::LabelKind::Sensitive)
+                && matches!(
                 outcome,
                 CallOutcome::Output { .. } | CallOutcome::Failed(_) | CallOutcome::Fatal(_)
             );
