@@ -519,10 +519,16 @@ mod tests {
         let mut named = c.secret_args(&args);
         named.sort();
         assert_eq!(named, vec!["--data=@id_rsa", "HEAD:config/./.env"]);
-        assert_eq!(c.secret_args(&serde_json::json!({"path": "notes.txt"})), Vec::<String>::new());
+        assert_eq!(
+            c.secret_args(&serde_json::json!({"path": "notes.txt"})),
+            Vec::<String>::new()
+        );
         assert_eq!(
             c.argument_labels("git_show", &serde_json::json!({"rev": "HEAD:.env"}), true),
-            vec![label(LabelKind::Sensitive, "`git_show` argument `HEAD:.env`")]
+            vec![label(
+                LabelKind::Sensitive,
+                "`git_show` argument `HEAD:.env`"
+            )]
         );
         assert_eq!(
             c.argument_labels("write_file", &serde_json::json!({"path": ".env"}), false),
@@ -531,7 +537,10 @@ mod tests {
         // Long and hostile arguments are shown cut and inert.
         let long = format!(".env \u{1b}[2J{}", "x".repeat(200));
         let shown = &c.secret_args(&serde_json::json!({ "a": long }))[0];
-        assert!(shown.chars().count() <= 90 && !shown.contains('\u{1b}'), "{shown}");
+        assert!(
+            shown.chars().count() <= 90 && !shown.contains('\u{1b}'),
+            "{shown}"
+        );
     }
 
     #[test]

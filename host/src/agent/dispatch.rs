@@ -535,7 +535,12 @@ impl Dispatcher {
 
     /// The policy's verdict on a call of `tool` with `args`, its `path`
     /// judged both as written and as it resolves beneath the workspace.
-    fn decide(&self, tool: &str, effects: &[Effect], args: &serde_json::Value) -> crate::policy::Verdict {
+    fn decide(
+        &self,
+        tool: &str,
+        effects: &[Effect],
+        args: &serde_json::Value,
+    ) -> crate::policy::Verdict {
         let resolved = match (&self.workspace, args.get("path").and_then(|p| p.as_str())) {
             (Some(workspace), Some(path)) => Some(resolve_beneath(workspace, path)),
             _ => None,
@@ -642,25 +647,29 @@ impl Dispatcher {
         let mut labels = Vec::new();
         if let Some(tracker) = &self.tracker {
             let plugin = self.plugins.plugin_for(&call.name);
-            let reads_secrets =
-                plugin.is_some_and(|p| p.decl().reads_secrets.contains(&call.name));
+            let reads_secrets = plugin.is_some_and(|p| p.decl().reads_secrets.contains(&call.name));
             labels = tracker
                 .classifier
                 .labels(&call.name, &touched, reads_secrets);
             // What a reading tool was asked for may come back from where no
             // file is opened (`git_show HEAD:.env` reads a git object); a
             // result already sensitive by what it opened needs no more.
-            let ran = !labels.iter().any(|l| l.kind == crate::protocol::LabelKind::Sensitive)
+            let ran = !labels
+                .iter()
+                .any(|l| l.kind == crate::protocol::LabelKind::Sensitive)
                 && matches!(
-                outcome,
-                CallOutcome::Output { .. } | CallOutcome::Failed(_) | CallOutcome::Fatal(_)
-            );
+                    outcome,
+                    CallOutcome::Output { .. } | CallOutcome::Failed(_) | CallOutcome::Fatal(_)
+                );
             let reads = plugin.is_some_and(|p| {
                 p.tools()
                     .iter()
                     .any(|t| t.name == call.name && t.effects.contains(&Effect::Read))
             });
-            if ran && reads && let Ok(args) = serde_json::from_str(&call.arguments) {
+            if ran
+                && reads
+                && let Ok(args) = serde_json::from_str(&call.arguments)
+            {
                 for label in tracker.classifier.argument_labels(&call.name, &args, true) {
                     if !labels.contains(&label) {
                         labels.push(label);
@@ -828,5 +837,36 @@ fn json_kind(value: &serde_json::Value) -> &'static str {
         serde_json::Value::String(_) => "a string",
         serde_json::Value::Array(_) => "an array",
         serde_json::Value::Object(_) => "an object",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::resolve_beneath;
+    use std::os::unix::fs::symlink;
+
+    #[test]
+    fn paths_resolve_through_symlinks_beneath_the_workspace() {
+        let root = tempfile::tempdir().unwrap();
+        let ws = root.path().canonicalize().unwrap().join("ws");
+        std::fs::create_dir_all(ws.join("protected/sub")).unwrap();
+        std::fs::create_dir_all(root.path().join("elsewhere")).unwrap();
+        symlink("protected", ws.join("alias")).unwrap();
+        symlink("../alias/sub", ws.join("protected/up")).unwrap();
+        symlink("../elsewhere", ws.join("out")).unwrap();
+        symlink("protected/new.txt", ws.join("dangling")).unwrap();
+        symlink("loop", ws.join("loop")).unwrap();
+        let r = |p: &str| resolve_beneath(&ws, p);
+        assert_eq!(r("alias/keep.txt"), "protected/keep.txt");
+        assert_eq!(r("./alias//x/../keep.txt"), "protected/keep.txt");
+        assert_eq!(r("alias/up/a/b"), "protected/sub/a/b");
+        assert_eq!(r("dangling"), "protected/new.txt");
+        assert_eq!(r("src/new/file.rs"), "src/new/file.rs");
+        assert_eq!(r("."), ".");
+        let outside = root.path().canonicalize().unwrap().join("elsewhere/x");
+        assert_eq!(r("out/x"), outside.display().to_string());
+        assert_eq!(r(&ws.join("alias/k").display().to_string()), "protected/k");
+        // A loop ends (at the link limit) instead of spinning.
+        assert!(r("loop/x").ends_with("loop/x"));
     }
 }
