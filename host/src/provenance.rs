@@ -11,7 +11,11 @@
 //!   network;
 //! - **sensitive**: files matching secret patterns ([`DEFAULT_SECRETS`] and
 //!   `[guard] secrets`), the credential stores the exec sandbox hides from
-//!   programs, and the output of tools a manifest declares `reads_secrets`.
+//!   programs, program arguments that name them (`cat .env`, `HEAD:.env`),
+//!   the output of a reading tool whose arguments name them
+//!   ([`Classifier::argument_labels`]: content may come from elsewhere than
+//!   an opened file, such as a git object), and the output of tools a
+//!   manifest declares `reads_secrets`.
 //!
 //! Labels are stored on each [`crate::protocol::Event::ToolCallEnd`] in the
 //! session log. What a session holds ([`Held`]) is derived from the labels of

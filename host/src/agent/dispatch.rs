@@ -169,7 +169,7 @@ impl Dispatcher {
     }
 
     /// Labels every result by where its content came from and holds risky
-    /// calls when the session holds sensitive and untrusted content.
+    /// calls when the session holds sensitive content (see [`crate::policy::hold`]).
     pub fn set_tracker(&mut self, tracker: Arc<Tracker>) {
         if self.workspace.is_none() {
             self.workspace = Some(tracker.classifier.workspace().to_path_buf());
