@@ -60,6 +60,7 @@ fn call(id: &str, name: &str, args: &str) -> ToolCall {
         id: id.into(),
         name: name.into(),
         arguments: args.into(),
+        model_id: None,
     }
 }
 
@@ -114,13 +115,13 @@ fn asking() -> App {
         r#"{"path":"src/lib.rs","content":"..."}"#,
     );
     request_end(&mut app, "I will change `src/lib.rs`.", vec![write.clone()]);
-    app.apply(&Event::ApprovalRequested(ApprovalRequest {
-        call: write,
-        reason: "mode ask: write needs approval".into(),
-        preview: Some(DIFF.into()),
-        session_covers: "every write_file call".into(),
-        guard: None,
-    }));
+    app.apply(&Event::ApprovalRequested(ApprovalRequest::new(
+        write,
+        "mode ask: write needs approval".into(),
+        Some(DIFF.into()),
+        "every write_file call".into(),
+        None,
+    )));
     app
 }
 
@@ -177,13 +178,13 @@ fn tool_cards_in_each_state() {
     ];
     request_end(&mut app, "", calls.clone());
     app.set_clock(1_000);
-    app.apply(&Event::ApprovalRequested(ApprovalRequest {
-        call: calls[0].clone(),
-        reason: "mode ask: write needs approval".into(),
-        preview: Some("--- a/a.txt\n+++ b/a.txt\n@@ -1 +1 @@\n-y\n+x\n".into()),
-        session_covers: "every write_file call".into(),
-        guard: None,
-    }));
+    app.apply(&Event::ApprovalRequested(ApprovalRequest::new(
+        calls[0].clone(),
+        "mode ask: write needs approval".into(),
+        Some("--- a/a.txt\n+++ b/a.txt\n@@ -1 +1 @@\n-y\n+x\n".into()),
+        "every write_file call".into(),
+        None,
+    )));
     app.modal = None;
     app.apply(&Event::ToolCallBegin {
         call: calls[1].clone(),
@@ -585,13 +586,13 @@ fn a_replayed_log_shows_the_transcript_without_asking() {
             finish_reason: FinishReason::ToolCalls,
             usage: None,
         },
-        Event::ApprovalRequested(ApprovalRequest {
-            call: write.clone(),
-            reason: "mode ask: write needs approval".into(),
-            preview: Some("+x\n".into()),
-            session_covers: "every write_file call".into(),
-            guard: None,
-        }),
+        Event::ApprovalRequested(ApprovalRequest::new(
+            write.clone(),
+            "mode ask: write needs approval".into(),
+            Some("+x\n".into()),
+            "every write_file call".into(),
+            None,
+        )),
         Event::Permission {
             call_id: "w1".into(),
             tool: "write_file".into(),
@@ -656,13 +657,13 @@ fn approval_modal_held_by_the_guard() {
     let guard = "exfiltration guard: this session read sensitive data (`.env`) and untrusted \
                  content (`vendor/lib/README.md`); `http_get` could send data to \
                  `collector.example:443`";
-    app.apply(&Event::ApprovalRequested(ApprovalRequest {
-        call: get,
-        reason: format!("{guard} (the policy alone: mode auto-edit: network needs approval)"),
-        preview: None,
-        session_covers: "every http_get call".into(),
-        guard: Some(guard.into()),
-    }));
+    app.apply(&Event::ApprovalRequested(ApprovalRequest::new(
+        get,
+        format!("{guard} (the policy alone: mode auto-edit: network needs approval)"),
+        None,
+        "every http_get call".into(),
+        Some(guard.into()),
+    )));
     insta::assert_snapshot!(screen(&mut app, 80, 24));
 }
 
