@@ -197,10 +197,16 @@ mod tests {
     fn approvals_show_whitespace_and_invisible_characters() {
         use super::visible;
         let hidden = format!("echo checking the build{}; touch PWNED", " ".repeat(300));
-        assert_eq!(visible(&hidden), "echo checking the build␠×300; touch PWNED");
+        assert_eq!(
+            visible(&hidden),
+            "echo checking the build␠×300; touch PWNED"
+        );
         assert_eq!(visible("a  b\tc\rd"), "a  b\\tc\\rd");
         assert_eq!(visible("x\n\ny\n\n\n\nz"), "x\n\ny↵×4\nz");
-        assert_eq!(visible("nb\u{a0}sp zw\u{200b}j"), "nb\\u{a0}sp zw\\u{200b}j");
+        assert_eq!(
+            visible("nb\u{a0}sp zw\u{200b}j"),
+            "nb\\u{a0}sp zw\\u{200b}j"
+        );
         assert_eq!(visible("fake ␠×3 ↵×9"), "fake \\u{2420}×3 \\u{21b5}×9");
         assert_eq!(visible("\x1b[2J\u{202e}"), "\\x1b[2J\\u{202e}");
         assert_eq!(visible("héllo ✓"), "héllo ✓");

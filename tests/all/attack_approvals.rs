@@ -136,7 +136,12 @@ fn json_approval_events_carry_the_whole_call_made_visible() {
     });
     let asked = of(&events, "approval_requested");
     assert_eq!(asked.len(), 1, "{stderr}\n{events:#?}");
-    assert_eq!(asked[0]["shown"], format!("command: {SHOWN}"), "{}", asked[0]);
+    assert_eq!(
+        asked[0]["shown"],
+        format!("command: {SHOWN}"),
+        "{}",
+        asked[0]
+    );
     let args: Value =
         serde_json::from_str(asked[0]["call"]["arguments"].as_str().expect("arguments"))
             .expect("JSON arguments");
@@ -180,7 +185,7 @@ fn the_ui_modal_wraps_the_call_and_approves_only_once_all_of_it_was_shown() {
     let call = json!({
         "id": "s1",
         "name": "run_command",
-        "arguments": json!({ "command": script.join("\n") }).to_string(),
+        "arguments": json!({ "command": format!("sh -c '{}'", script.join("\n")) }).to_string(),
     });
     let turns = json!([
         turn("Running the steps.", vec![call], 4),
@@ -222,7 +227,10 @@ fn the_ui_modal_wraps_the_call_and_approves_only_once_all_of_it_was_shown() {
         std::thread::sleep(Duration::from_millis(100));
     }
     let screen = pane.screen();
-    assert!(screen.contains("approve this call?"), "`y` approved an unseen call:\n{screen}");
+    assert!(
+        screen.contains("approve this call?"),
+        "`y` approved an unseen call:\n{screen}"
+    );
     assert!(!screen.contains("touch PWNED"), "{screen}");
     assert!(screen.contains("scroll to the end of the call"), "{screen}");
     assert!(!sb.ws().join("PWNED").exists());
@@ -292,9 +300,22 @@ fn two_writes_sharing(id: &'static str) {
         assert!(own.starts_with("c-"), "{own}");
     }
     // The model's id was kept for neither: it named two calls.
-    assert!(requests.iter().all(|r| r["call"].get("model_id").is_none()));
-    assert!(requests[0]["shown"].as_str().expect("shown").contains("a.txt"));
-    assert!(requests[1]["shown"].as_str().expect("shown").contains("b.txt"));
+    assert!(
+        requests.iter().all(|r| r["call"].get("model_id").is_none()),
+        "{requests:#?}"
+    );
+    assert!(
+        requests[0]["shown"]
+            .as_str()
+            .expect("shown")
+            .contains("a.txt")
+    );
+    assert!(
+        requests[1]["shown"]
+            .as_str()
+            .expect("shown")
+            .contains("b.txt")
+    );
     let refused: Vec<&Value> = of(&events, "error")
         .into_iter()
         .filter(|e| {
@@ -344,9 +365,85 @@ fn duplicate_model_ids_cannot_share_an_approval() {
     two_writes_sharing("dup");
 }
 
+/// The openai plugin names a call the model left without an id; a provider
+/// that passes the empty id on (here the replay plugin) still cannot make
+/// two calls share an approval.
 #[test]
 fn empty_model_ids_cannot_share_an_approval() {
-    two_writes_sharing("");
+    let sb = Sandbox::new();
+    let write = |path: &str| {
+        json!({"id": "", "name": "write_file",
+               "arguments": json!({"path": path, "content": "x\n"}).to_string()})
+    };
+    let calls = json!([write("a.txt"), write("b.txt")]);
+    let turns = json!([{
+        "events": [],
+        "response": {"message": {"text": "", "tool_calls": calls}, "finish_reason": "tool_calls"}
+    }]);
+    sb.write("c.json", &json!({"version": 1, "turns": turns}).to_string());
+    sb.write(
+        "corral.toml",
+        "[plugins.replay]\nsource = \"builtin:replay\"\n\
+         grants.fs = [{ path = \".\", access = \"ro\" }]\nconfig = { cassette = \"c.json\" }\n",
+    );
+    let cli = Cli::new();
+    let child = cli
+        .command(
+            &sb.ws(),
+            &[
+                "run",
+                "--provider",
+                "replay",
+                "--json",
+                "--approvals",
+                "stdin",
+                "--max-iterations",
+                "1",
+                "write them",
+            ],
+        )
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let mut asked = 0;
+    let (events, stderr) = drive(child, |e| {
+        if e["type"] != "approval_requested" {
+            return vec![];
+        }
+        asked += 1;
+        let own = e["call"]["id"].as_str().expect("id");
+        if asked == 1 {
+            vec![approve(""), approve(own)]
+        } else {
+            vec![deny(own)]
+        }
+    });
+    let ids: Vec<&str> = of(&events, "approval_requested")
+        .iter()
+        .map(|r| r["call"]["id"].as_str().expect("id"))
+        .collect();
+    assert_eq!(ids.len(), 2, "{stderr}\n{events:#?}");
+    assert_ne!(ids[0], ids[1], "two calls shared one approval id");
+    assert!(ids.iter().all(|id| id.starts_with("c-")), "{ids:?}");
+    let decisions: Vec<(&str, &str)> = of(&events, "permission")
+        .iter()
+        .map(|p| {
+            (
+                p["call_id"].as_str().unwrap_or(""),
+                p["decision"].as_str().unwrap_or(""),
+            )
+        })
+        .collect();
+    assert_eq!(decisions, [(ids[0], "approved"), (ids[1], "refused")]);
+    assert!(sb.ws().join("a.txt").exists());
+    assert!(!sb.ws().join("b.txt").exists(), "the refused write ran");
+    let ends: Vec<&str> = of(&events, "tool_call_end")
+        .iter()
+        .map(|e| e["call_id"].as_str().unwrap_or(""))
+        .collect();
+    assert_eq!(ends, ids);
 }
 
 /// A unique model id goes back to the provider as it came; the events carry
@@ -469,7 +566,11 @@ fn parallel_reads_sharing_an_id_keep_their_own_labels() {
     let asked = of(&events, "approval_requested");
     assert_eq!(asked.len(), 1, "{events:#?}");
     assert_eq!(asked[0]["call"]["name"], "http_get");
-    assert!(asked[0]["guard"].as_str().is_some_and(|g| g.contains("`.env`")));
+    assert!(
+        asked[0]["guard"]
+            .as_str()
+            .is_some_and(|g| g.contains("`.env`"))
+    );
     assert_eq!(collector.requests().len(), 0, "the key was sent");
 }
 
@@ -480,7 +581,11 @@ fn a_rejected_stdin_line_is_quoted_inert_and_cut() {
     let mock = MockServer::start(|n, _| match n {
         0 => Reply::Sse(openai_sse(
             "Writing. ",
-            &[("w1", "write_file", json!({"path": "a.txt", "content": "a\n"}))],
+            &[(
+                "w1",
+                "write_file",
+                json!({"path": "a.txt", "content": "a\n"}),
+            )],
         )),
         _ => Reply::Sse(openai_sse("Done.", &[])),
     });
@@ -503,9 +608,20 @@ fn a_rejected_stdin_line_is_quoted_inert_and_cut() {
     let complaint = stderr
         .lines()
         .find(|l| l.contains("stdin line 1 is not an op"))
-        .unwrap_or_else(|| panic!("no complaint: {}", stderr.chars().take(2000).collect::<String>()));
-    assert!(!stderr.contains('\x1b') && !stderr.contains('\x07'), "raw escapes reached stderr");
-    assert!(complaint.contains("\\x1b]52;c;SGVsbG8=\\x07\\x1b[2J"), "{complaint}");
+        .unwrap_or_else(|| {
+            panic!(
+                "no complaint: {}",
+                stderr.chars().take(2000).collect::<String>()
+            )
+        });
+    assert!(
+        !stderr.contains('\x1b') && !stderr.contains('\x07'),
+        "raw escapes reached stderr"
+    );
+    assert!(
+        complaint.contains("\\x1b]52;c;SGVsbG8=\\x07\\x1b[2J"),
+        "{complaint}"
+    );
     assert!(complaint.contains("more characters)"), "{complaint}");
     assert!(stderr.len() < 4096, "{} bytes of stderr", stderr.len());
 }

@@ -145,14 +145,14 @@ fn outcomes(o: &Output) -> Vec<(String, String, bool)> {
     )
     .into_iter()
     .filter(|e| e["type"] == "tool_call_end")
-        .map(|e| {
-            (
-                e["call_id"].as_str().unwrap_or("").to_owned(),
-                e["outcome"]["content"].as_str().unwrap_or("").to_owned(),
-                e["outcome"]["is_error"].as_bool().unwrap_or(false),
-            )
-        })
-        .collect()
+    .map(|e| {
+        (
+            e["call_id"].as_str().unwrap_or("").to_owned(),
+            e["outcome"]["content"].as_str().unwrap_or("").to_owned(),
+            e["outcome"]["is_error"].as_bool().unwrap_or(false),
+        )
+    })
+    .collect()
 }
 
 /// The permission decision of each call of a `--json` run.
@@ -165,13 +165,13 @@ fn decisions(o: &Output) -> Vec<(String, String)> {
     )
     .into_iter()
     .filter(|e| e["type"] == "permission")
-        .map(|e| {
-            (
-                e["call_id"].as_str().unwrap_or("").to_owned(),
-                e["decision"].as_str().unwrap_or("").to_owned(),
-            )
-        })
-        .collect()
+    .map(|e| {
+        (
+            e["call_id"].as_str().unwrap_or("").to_owned(),
+            e["decision"].as_str().unwrap_or("").to_owned(),
+        )
+    })
+    .collect()
 }
 
 #[test]

@@ -443,7 +443,8 @@ fn the_user_sees_why_and_decides() {
             assert_eq!(event["call"]["model_id"], "c3", "{event}");
             // Nothing went out while the call waited.
             assert_eq!(server.requests().len(), 0);
-            let answer = json!({"op": "approval", "call_id": event["call"]["id"], "decision": "approve"});
+            let answer =
+                json!({"op": "approval", "call_id": event["call"]["id"], "decision": "approve"});
             writeln!(stdin, "{answer}").expect("answer");
             stdin.flush().expect("flush");
         }

@@ -153,7 +153,12 @@ impl Pty {
 }
 
 /// Runs corral on a pseudo-terminal, answering its approval prompts in turn.
-pub(crate) fn run_on_pty(cli: &Cli, ws: &Path, args: &[&str], answers: &[&str]) -> (Option<i32>, String) {
+pub(crate) fn run_on_pty(
+    cli: &Cli,
+    ws: &Path,
+    args: &[&str],
+    answers: &[&str],
+) -> (Option<i32>, String) {
     let mut pty = Pty::open();
     let mut cmd = cli.command(ws, args);
     cmd.env(KEY.0, KEY.1);

@@ -176,7 +176,10 @@ pub fn transcript(messages: &[Message], room: Option<usize>) -> String {
             }
             Message::ToolResult(r) => {
                 let error = if r.is_error { " error" } else { "" };
-                let id = wire.get(r.call_id.as_str()).copied().unwrap_or(&r.call_id);
+                let id = wire
+                    .get(r.call_id.as_str())
+                    .copied()
+                    .unwrap_or(r.call_id.as_str());
                 heads.push(format!("[tool result {id}{error}]"));
                 bodies.push(r.content.clone());
             }

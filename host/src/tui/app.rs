@@ -793,8 +793,12 @@ impl App {
             KeyCode::Char('y') => self.answer(call_id, ApprovalAnswer::Approve),
             KeyCode::Char('a') => self.answer(call_id, ApprovalAnswer::ApproveForSession),
             KeyCode::Char('n') => modal.reason = Some(String::new()),
-            KeyCode::Up | KeyCode::Char('k') => modal.scroll = modal.scroll.min(max).saturating_sub(1),
-            KeyCode::Down | KeyCode::Char('j') => modal.scroll = modal.scroll.saturating_add(1).min(max),
+            KeyCode::Up | KeyCode::Char('k') => {
+                modal.scroll = modal.scroll.min(max).saturating_sub(1)
+            }
+            KeyCode::Down | KeyCode::Char('j') => {
+                modal.scroll = modal.scroll.saturating_add(1).min(max)
+            }
             KeyCode::PageUp => modal.scroll = modal.scroll.min(max).saturating_sub(10),
             KeyCode::PageDown => modal.scroll = modal.scroll.saturating_add(10).min(max),
             KeyCode::Char('c') if ctrl => {
