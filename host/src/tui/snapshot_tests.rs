@@ -271,13 +271,60 @@ fn approval_modal_diff_scrolls_and_is_coloured() {
         assert_eq!(buf[(x as u16, y as u16)].fg, Color::Green);
     }
     app.set_clock(1_000);
-    for _ in 0..5 {
+    for _ in 0..7 {
         app.key(key(KeyCode::Down));
     }
     term.draw(|f| render(f, &mut app)).unwrap();
     let scrolled = buffer_text(term.backend().buffer());
     assert!(scrolled.contains("+    run();"), "{scrolled}");
     assert!(!scrolled.contains("--- a/src/lib.rs"), "{scrolled}");
+}
+
+/// A call longer than the modal scrolls, and `y` does nothing until its
+/// last line has been on the screen (the attack hid `touch PWNED` there).
+#[test]
+fn approval_keys_wait_until_the_whole_call_was_shown() {
+    let mut app = started();
+    user_turn(&mut app, "run it");
+    let steps: Vec<String> = (1..=30).map(|i| format!("echo step {i}")).collect();
+    let command = format!(
+        "sh -c '{}\necho last{}; touch PWNED'",
+        steps.join("\n"),
+        " ".repeat(300)
+    );
+    let args = serde_json::json!({ "command": command }).to_string();
+    let run = call("r1", "run_command", &args);
+    request_end(&mut app, "", vec![run.clone()]);
+    app.apply(&Event::ApprovalRequested(ApprovalRequest::new(
+        run,
+        "mode ask: execute needs approval".into(),
+        None,
+        "this command".into(),
+        None,
+    )));
+    app.set_clock(1_000);
+    let first = screen(&mut app, 80, 24);
+    assert!(!first.contains("touch PWNED"), "{first}");
+    assert!(first.contains("scroll to the end of the call"), "{first}");
+    app.key(key(KeyCode::Char('y')));
+    app.key(key(KeyCode::Char('a')));
+    assert!(app.drain_actions().is_empty());
+    assert!(app.modal_open());
+    for _ in 0..4 {
+        app.key(key(KeyCode::PageDown));
+        let _ = screen(&mut app, 80, 24);
+    }
+    let last = screen(&mut app, 80, 24);
+    assert!(last.contains("echo last␠×300; touch PWNED'"), "{last}");
+    insta::assert_snapshot!(last);
+    app.key(key(KeyCode::Char('y')));
+    assert_eq!(
+        app.drain_actions(),
+        [Action::Submit(Op::Approval {
+            call_id: "r1".into(),
+            answer: ApprovalAnswer::Approve
+        })]
+    );
 }
 
 #[test]
@@ -356,6 +403,8 @@ fn keys_typed_before_the_modal_are_not_answers() {
     assert!(app.drain_actions().is_empty());
     assert!(app.modal_open());
     app.set_clock(400);
+    // The whole call has been on the screen (a frame drew it) before `y` counts.
+    let _ = screen(&mut app, 80, 40);
     app.key(key(KeyCode::Char('y')));
     assert_eq!(
         app.drain_actions(),
@@ -386,6 +435,7 @@ fn denying_takes_a_reason_typed_in_place() {
     );
     let mut app = asking();
     app.set_clock(1_000);
+    let _ = screen(&mut app, 80, 40);
     app.key(key(KeyCode::Char('a')));
     assert_eq!(
         app.drain_actions(),
