@@ -149,6 +149,7 @@ fn write_log(dir: &Path, n: usize) -> std::path::PathBuf {
             id: format!("c{i}"),
             name: "read_file".into(),
             arguments: "{\"path\":\"src/main.rs\"}".into(),
+            model_id: None,
         };
         let events = [
             Event::RequestEnd {

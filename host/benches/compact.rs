@@ -142,6 +142,7 @@ fn session(compact: bool) -> Vec<Record> {
             id: format!("call_{turn}"),
             name: "tool_1".into(),
             arguments: format!("{{\"path\":\"src/file_{turn}.rs\"}}"),
+            model_id: None,
         };
         events.push(Event::RequestBegin {
             iteration: 1,

@@ -125,6 +125,7 @@ fn main() {
         id: "b".into(),
         name: "read_file".into(),
         arguments: r#"{"path":"small.txt"}"#.into(),
+        model_id: None,
     };
     compare(
         &rt,
@@ -138,6 +139,7 @@ fn main() {
         id: "b".into(),
         name: "run_command".into(),
         arguments: r#"{"argv":["true"]}"#.into(),
+        model_id: None,
     };
     compare(
         &rt,

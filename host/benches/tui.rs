@@ -32,6 +32,7 @@ fn transcript(messages: usize) -> App {
             id: id.clone(),
             name: "read_file".into(),
             arguments: format!("{{\"path\":\"src/file{i}.rs\"}}"),
+            model_id: None,
         };
         app.apply(&Event::RequestEnd {
             message: AssistantMessage {

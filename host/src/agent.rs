@@ -77,6 +77,55 @@ pub struct AgentOptions {
     pub compact_at: f64,
     /// Model limits over the provider's (`[agent.models."ID"]`).
     pub models: std::collections::BTreeMap<String, crate::manifest::ModelOverride>,
+    /// Where corral's ids for the model's calls come from; a session's
+    /// subagents share it, since their approvals reach the same front-end.
+    pub call_ids: CallIds,
+}
+
+/// corral's ids for the model's tool calls, `c-1`, `c-2`, …: the model's
+/// own ids are text from outside (empty, or the same for two calls of one
+/// response), so nothing is keyed by them (see [`ToolCall::id`]).
+#[derive(Debug, Clone, Default)]
+pub struct CallIds(Arc<std::sync::atomic::AtomicU64>);
+
+impl CallIds {
+    fn next(&self) -> String {
+        let n = self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+        format!("c-{n}")
+    }
+
+    /// Goes on after every `c-N` a resumed session's log already holds.
+    fn continue_after(&self, records: &[Record]) {
+        let highest = records
+            .iter()
+            .filter_map(|r| match &r.event {
+                Event::ToolCallBegin { call } => Some(call.id.as_str()),
+                Event::ToolCallEnd { call_id, .. } => Some(call_id.as_str()),
+                _ => None,
+            })
+            .filter_map(|id| id.strip_prefix("c-")?.parse::<u64>().ok())
+            .max()
+            .unwrap_or(0);
+        self.0
+            .fetch_max(highest, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Gives each call of `message` an id of corral's. The model's id is
+    /// kept as [`ToolCall::model_id`] for the provider when it names one
+    /// call only; an empty or repeated one is dropped, and corral's id goes
+    /// back in its place.
+    fn assign(&self, message: &mut crate::protocol::AssistantMessage) {
+        let mut uses: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+        for call in &message.tool_calls {
+            *uses.entry(call.id.clone()).or_default() += 1;
+        }
+        for call in &mut message.tool_calls {
+            let model = std::mem::take(&mut call.id);
+            let unique = uses.get(&model) == Some(&1);
+            call.model_id = (unique && !model.is_empty()).then_some(model);
+            call.id = self.next();
+        }
+    }
 }
 
 impl std::fmt::Debug for AgentOptions {
@@ -107,6 +156,7 @@ impl Default for AgentOptions {
             hooks: Arc::default(),
             compact_at: DEFAULT_COMPACT_AT,
             models: std::collections::BTreeMap::new(),
+            call_ids: CallIds::default(),
         }
     }
 }
@@ -221,6 +271,7 @@ impl Agent {
         records: &[Record],
     ) -> anyhow::Result<Self> {
         let (history, turn, open) = replay_history(records);
+        options.call_ids.continue_after(records);
         // What the session holds comes from every result in its log, not
         // from the history the model will read (which compaction shortens).
         let held = crate::provenance::held_from(records);
@@ -439,7 +490,7 @@ impl Agent {
                 },
             )?;
 
-            let response = match self.ask(&request, ui, cancel).await? {
+            let mut response = match self.ask(&request, ui, cancel).await? {
                 Ok(r) => r,
                 Err(None) => {
                     return self.stop(
@@ -477,6 +528,8 @@ impl Agent {
                 }
             };
             retried = false;
+            // Before anything is keyed by them: the log, approvals, labels.
+            self.options.call_ids.assign(&mut response.message);
             self.calibrate(bytes, response.usage);
             self.emit(
                 ui,
@@ -768,6 +821,26 @@ impl Agent {
             .is_none_or(|t| t.iter().any(|n| n == name))
     }
 
+    /// corral's ids by the model's, for every model id that names one call
+    /// of the history only (a repeated one names none).
+    fn model_ids(&self) -> std::collections::HashMap<String, String> {
+        let mut ids: std::collections::HashMap<String, Option<String>> =
+            std::collections::HashMap::new();
+        for m in &self.history {
+            let Message::Assistant(a) = m else { continue };
+            for call in &a.tool_calls {
+                if let Some(model) = &call.model_id {
+                    ids.entry(model.clone())
+                        .and_modify(|own| *own = None)
+                        .or_insert_with(|| Some(call.id.clone()));
+                }
+            }
+        }
+        ids.into_iter()
+            .filter_map(|(model, own)| Some((model, own?)))
+            .collect()
+    }
+
     /// What the host's own tools run with in this turn.
     fn host_call(
         &self,
@@ -805,6 +878,7 @@ impl Agent {
             ui: ui.clone(),
             cancel: cancel.clone(),
             spawner,
+            model_ids: self.model_ids(),
         }
     }
 }

@@ -154,6 +154,7 @@ impl Server {
             id: format!("mcp-{}", self.next_id.fetch_add(1, Ordering::Relaxed)),
             name: request.name.to_string(),
             arguments,
+            model_id: None,
         };
         let mut sink = LogSink;
         let (outcome, _stop) = self
@@ -393,29 +394,19 @@ fn cannot_ask(request: &ApprovalRequest) -> String {
     )
 }
 
-/// Arguments longer than this are cut in the approval message (the diff
-/// shows what a write changes).
-const ARGS_SHOWN: usize = 4096;
-
-/// The approval form: what would run, why corral asks, the diff, and one
-/// checkbox to approve for the session.
+/// The approval form: what would run (the whole call, made visible, never
+/// cut: what is approved is what was shown), why corral asks, the diff, and
+/// one checkbox to approve for the session.
 fn elicitation(request: &ApprovalRequest) -> ElicitRequestParams {
-    let mut args = request.call.arguments.clone();
-    if args.len() > ARGS_SHOWN {
-        let mut cut = ARGS_SHOWN;
-        while !args.is_char_boundary(cut) {
-            cut -= 1;
-        }
-        args.truncate(cut);
-        args.push_str(" …");
-    }
     let mut message = format!(
-        "corral asks before running `{}` ({}).\nArguments: {args}\n",
-        request.call.name, request.reason
+        "corral asks before running `{}` ({}).\nThe whole call:\n{}\n",
+        crate::terminal::visible(&request.call.name),
+        crate::terminal::visible(&request.reason),
+        crate::terminal::visible_arguments(&request.call.arguments)
     );
     if let Some(diff) = &request.preview {
         message.push_str("\nIt would change:\n");
-        message.push_str(diff);
+        message.push_str(&crate::terminal::visible(diff));
         if !diff.ends_with('\n') {
             message.push('\n');
         }

@@ -100,6 +100,33 @@ pub struct ApprovalRequest {
     /// session read and where the call could send it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub guard: Option<String>,
+    /// Everything the call will run, whole and made visible
+    /// ([`crate::terminal::visible_arguments`]): what a front-end shows
+    /// before the call can be approved. A summary may lead it, never replace it.
+    #[serde(default)]
+    pub shown: String,
+}
+
+impl ApprovalRequest {
+    /// A request about `call`, its [`ApprovalRequest::shown`] text made from
+    /// the call itself.
+    pub fn new(
+        call: ToolCall,
+        reason: String,
+        preview: Option<String>,
+        session_covers: String,
+        guard: Option<String>,
+    ) -> Self {
+        let shown = crate::terminal::visible_arguments(&call.arguments);
+        Self {
+            call,
+            reason,
+            preview,
+            session_covers,
+            guard,
+            shown,
+        }
+    }
 }
 
 /// Where part of a tool result came from ([`ToolOutcome::labels`]).

@@ -65,6 +65,85 @@ pub fn inert_json(json: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// Runs of this many spaces or more are shown as `␠×N`.
+const SPACE_RUN: usize = 8;
+/// Runs of this many newlines or more are shown as `↵×N`.
+const NEWLINE_RUN: usize = 3;
+
+/// `text` as an approval shows it: [`inert`], and besides every character
+/// that could make what is read differ from what runs is written visibly —
+/// tabs as `\t`, carriage returns as `\r`, spaces that are not U+0020 as
+/// `\u{a0}`, long runs of spaces as `␠×N` and of newlines as `↵×N` (so a
+/// tail pushed past the edge of the screen comes back into view), and the
+/// two marks themselves escaped so that no text can fake them. Nothing is
+/// dropped: the result is as long as it must be, and wraps where it is shown.
+///
+/// ```
+/// let shown = corral::terminal::visible(&format!("echo hi{}; touch PWNED\t\u{202e}", " ".repeat(300)));
+/// assert_eq!(shown, "echo hi␠×300; touch PWNED\\t\\u{202e}");
+/// ```
+pub fn visible(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 16);
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == ' ' || c == '\n' {
+            let mut n = 1;
+            while chars.peek() == Some(&c) {
+                chars.next();
+                n += 1;
+            }
+            match c {
+                ' ' if n >= SPACE_RUN => {
+                    let _ = write!(out, "␠×{n}");
+                }
+                '\n' if n >= NEWLINE_RUN => {
+                    let _ = writeln!(out, "↵×{n}");
+                }
+                _ => out.extend(std::iter::repeat_n(c, n)),
+            }
+            continue;
+        }
+        match c {
+            '\t' => out.push_str("\\t"),
+            '\r' => out.push_str("\\r"),
+            c if (c as u32) < 0x80 && needs_escape(c) => {
+                let _ = write!(out, "\\x{:02x}", c as u32);
+            }
+            c if needs_escape(c) || c == '␠' || c == '↵' || c.is_whitespace() => {
+                let _ = write!(out, "\\u{{{:x}}}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// A tool call's arguments as an approval shows them, whole: a JSON object
+/// one `key: value` line each (string values decoded, so what the tool
+/// receives is what is read), anything else as its text; all of it through
+/// [`visible`].
+///
+/// ```
+/// let shown = corral::terminal::visible_arguments(r#"{"command":"ls\t-l","n":2}"#);
+/// assert_eq!(shown, "command: ls\\t-l\nn: 2");
+/// ```
+pub fn visible_arguments(arguments: &str) -> String {
+    match serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(arguments) {
+        Ok(map) => map
+            .iter()
+            .map(|(k, v)| {
+                let value = match v {
+                    serde_json::Value::String(s) => visible(s),
+                    other => visible(&other.to_string()),
+                };
+                format!("{}: {value}", visible(k))
+            })
+            .collect::<Vec<_>>()
+            .join("\n"),
+        Err(_) => visible(arguments),
+    }
+}
+
 fn needs_escape(c: char) -> bool {
     (c.is_control() && c != '\n' && c != '\t') || is_invisible(c)
 }
@@ -112,5 +191,24 @@ mod tests {
         assert_eq!(inert("rtl\u{202e}txt"), "rtl\\u{202e}txt");
         assert_eq!(inert("tag\u{e0041}"), "tag\\u{e0041}");
         assert_eq!(inert("héllo wörld ✓"), "héllo wörld ✓");
+    }
+
+    #[test]
+    fn approvals_show_whitespace_and_invisible_characters() {
+        use super::visible;
+        let hidden = format!("echo checking the build{}; touch PWNED", " ".repeat(300));
+        assert_eq!(
+            visible(&hidden),
+            "echo checking the build␠×300; touch PWNED"
+        );
+        assert_eq!(visible("a  b\tc\rd"), "a  b\\tc\\rd");
+        assert_eq!(visible("x\n\ny\n\n\n\nz"), "x\n\ny↵×4\nz");
+        assert_eq!(
+            visible("nb\u{a0}sp zw\u{200b}j"),
+            "nb\\u{a0}sp zw\\u{200b}j"
+        );
+        assert_eq!(visible("fake ␠×3 ↵×9"), "fake \\u{2420}×3 \\u{21b5}×9");
+        assert_eq!(visible("\x1b[2J\u{202e}"), "\\x1b[2J\\u{202e}");
+        assert_eq!(visible("héllo ✓"), "héllo ✓");
     }
 }

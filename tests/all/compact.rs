@@ -529,10 +529,7 @@ fn the_summary_request_has_its_documented_shape() {
             .as_str()
             .map(str::to_owned)
             .unwrap_or_else(|| user_text(r));
-        assert!(
-            text.contains("read_output {\"call_id\": \"toolu_"),
-            "{text}"
-        );
+        assert!(text.contains("read_output {\"call_id\": \"c-"), "{text}");
         assert!(text.len() < 32 * 1024, "{}", text.len());
     }
 }

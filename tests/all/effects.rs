@@ -137,33 +137,41 @@ fn cassette(sb: &Sandbox, calls: &[(&str, &str, Value)]) {
 
 /// The `tool_call_end` outcome of each call of a `--json` run, by call id.
 fn outcomes(o: &Output) -> Vec<(String, String, bool)> {
-    stdout(o)
-        .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .filter(|e| e["type"] == "tool_call_end")
-        .map(|e| {
-            (
-                e["call_id"].as_str().unwrap_or("").to_owned(),
-                e["outcome"]["content"].as_str().unwrap_or("").to_owned(),
-                e["outcome"]["is_error"].as_bool().unwrap_or(false),
-            )
-        })
-        .collect()
+    with_model_ids(
+        stdout(o)
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .collect(),
+    )
+    .into_iter()
+    .filter(|e| e["type"] == "tool_call_end")
+    .map(|e| {
+        (
+            e["call_id"].as_str().unwrap_or("").to_owned(),
+            e["outcome"]["content"].as_str().unwrap_or("").to_owned(),
+            e["outcome"]["is_error"].as_bool().unwrap_or(false),
+        )
+    })
+    .collect()
 }
 
 /// The permission decision of each call of a `--json` run.
 fn decisions(o: &Output) -> Vec<(String, String)> {
-    stdout(o)
-        .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .filter(|e| e["type"] == "permission")
-        .map(|e| {
-            (
-                e["call_id"].as_str().unwrap_or("").to_owned(),
-                e["decision"].as_str().unwrap_or("").to_owned(),
-            )
-        })
-        .collect()
+    with_model_ids(
+        stdout(o)
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .collect(),
+    )
+    .into_iter()
+    .filter(|e| e["type"] == "permission")
+    .map(|e| {
+        (
+            e["call_id"].as_str().unwrap_or("").to_owned(),
+            e["decision"].as_str().unwrap_or("").to_owned(),
+        )
+    })
+    .collect()
 }
 
 #[test]

@@ -81,12 +81,23 @@ pub(crate) fn collector() -> MockServer {
 }
 
 /// The JSON events of a `run --json`.
+<<<<<<< HEAD
 pub(crate) fn events(o: &std::process::Output) -> Vec<Value> {
     String::from_utf8_lossy(&o.stdout)
         .lines()
         .filter(|l| l.starts_with('{'))
         .map(|l| serde_json::from_str(l).expect("a JSON event"))
         .collect()
+=======
+fn events(o: &std::process::Output) -> Vec<Value> {
+    with_model_ids(
+        String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .filter(|l| l.starts_with('{'))
+            .map(|l| serde_json::from_str(l).expect("a JSON event"))
+            .collect(),
+    )
+>>>>>>> sec-approvals
 }
 
 pub(crate) fn find<'a>(events: &'a [Value], kind: &str, call_id: &str) -> &'a Value {
@@ -438,16 +449,18 @@ fn the_user_sees_why_and_decides() {
     for line in stdout.lines() {
         let event: Value = serde_json::from_str(&line.expect("line")).expect("a JSON event");
         if event["type"] == "approval_requested" {
-            assert_eq!(event["call"]["id"], "c3", "{event}");
+            assert_eq!(event["call"]["model_id"], "c3", "{event}");
             // Nothing went out while the call waited.
             assert_eq!(server.requests().len(), 0);
-            let answer = json!({"op": "approval", "call_id": "c3", "decision": "approve"});
+            let answer =
+                json!({"op": "approval", "call_id": event["call"]["id"], "decision": "approve"});
             writeln!(stdin, "{answer}").expect("answer");
             stdin.flush().expect("flush");
         }
         events.push(event);
     }
     assert!(child.wait().expect("wait").success());
+    let events = with_model_ids(events);
     let asked = find(&events, "approval_requested", "c3");
     let guard = asked["guard"].as_str().expect("the guard's reason");
     assert_eq!(

@@ -90,7 +90,10 @@ async fn an_approval_is_an_event_answered_by_an_op() {
             _ => {}
         }
     };
-    assert_eq!(request.call.id, "w1");
+    // The call is corral's; the model's id stays beside it.
+    assert_eq!(request.call.model_id.as_deref(), Some("w1"));
+    let own = request.call.id.clone();
+    assert!(own.starts_with("c-"), "{own}");
     assert!(request.reason.contains("mode ask"), "{}", request.reason);
     let diff = request.preview.expect("a diff preview");
     assert!(diff.contains("+++ b/new.txt"), "{diff}");
@@ -99,7 +102,7 @@ async fn an_approval_is_an_event_answered_by_an_op() {
     assert!(!sb.ws().join("new.txt").exists());
 
     assert!(session.submit(Op::Approval {
-        call_id: "w1".into(),
+        call_id: own.clone(),
         answer: ApprovalAnswer::Approve,
     }));
     let mut decision = None;
@@ -110,7 +113,7 @@ async fn an_approval_is_an_event_answered_by_an_op() {
                 call_id,
                 decision: d,
                 ..
-            } if call_id == "w1" => decision = Some(d),
+            } if call_id == own => decision = Some(d),
             Event::ToolCallEnd { outcome, .. } => ended = Some(outcome),
             Event::Stop { reason, .. } => break reason,
             _ => {}
@@ -326,10 +329,11 @@ fn json_runs_answer_approvals_on_stdin() {
     for line in stdout.lines() {
         let event: Value = serde_json::from_str(&line.expect("line")).expect("a JSON event");
         if event["type"] == "approval_requested" {
-            let answer = match event["call"]["id"].as_str() {
-                Some("w1") => json!({"op": "approval", "call_id": "w1", "decision": "approve"}),
+            let own = &event["call"]["id"];
+            let answer = match event["call"]["model_id"].as_str() {
+                Some("w1") => json!({"op": "approval", "call_id": own, "decision": "approve"}),
                 Some("w2") => {
-                    json!({"op": "approval", "call_id": "w2", "decision": "deny", "reason": "b.txt is not yours to write"})
+                    json!({"op": "approval", "call_id": own, "decision": "deny", "reason": "b.txt is not yours to write"})
                 }
                 other => panic!("unexpected approval for {other:?}"),
             };
@@ -340,6 +344,7 @@ fn json_runs_answer_approvals_on_stdin() {
     }
     let status = child.wait().expect("wait");
     assert_eq!(status.code(), Some(0), "{events:#?}");
+    let events = with_model_ids(events);
 
     let asked: Vec<&Value> = events
         .iter()
@@ -463,10 +468,12 @@ fn every_begin_has_exactly_one_end() {
         &[("TEST_OPENAI_KEY", "sk-test")],
     );
     assert_eq!(o.status.code(), Some(5));
-    let events: Vec<Value> = String::from_utf8_lossy(&o.stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("JSON"))
-        .collect();
+    let events: Vec<Value> = with_model_ids(
+        String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("JSON"))
+            .collect(),
+    );
     for id in ["c1", "c2", "c3", "c4", "c5"] {
         let begins = events
             .iter()

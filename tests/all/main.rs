@@ -9,6 +9,7 @@
 )]
 
 mod agent;
+mod attack_approvals;
 mod attack_guard;
 mod budgets;
 mod cache;
@@ -246,4 +247,87 @@ impl Cli {
 /// once per test run rather than once per test. The cache test uses its own.
 pub fn cache_home() -> PathBuf {
     PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("cli-cache-home")
+}
+
+/// Puts corral's call ids in JSON events (of a run or a log) back to the
+/// model's, where the model's was kept (`call.model_id`): the tests that
+/// script a model name its calls by the ids they gave them. Events are
+/// taken in order; an id is known from the first event that carries its call.
+#[derive(Default)]
+pub struct ModelIds(std::collections::HashMap<String, String>);
+
+impl ModelIds {
+    fn collect(&mut self, e: &serde_json::Value) {
+        let mut note = |call: &serde_json::Value| {
+            if let (Some(id), Some(model)) = (call["id"].as_str(), call["model_id"].as_str()) {
+                self.0.insert(id.to_owned(), model.to_owned());
+            }
+        };
+        note(&e["call"]);
+        for call in e["message"]["tool_calls"].as_array().into_iter().flatten() {
+            note(call);
+        }
+        if e["event"].is_object() {
+            self.collect(&e["event"]);
+        }
+    }
+
+    fn rewrite(&self, e: &mut serde_json::Value) {
+        use serde_json::Value;
+        let swap = |v: &mut Value| {
+            if let Some(model) = v.as_str().and_then(|id| self.0.get(id)) {
+                *v = Value::String(model.clone());
+            }
+        };
+        for key in ["call_id", "parent_call"] {
+            if let Some(v) = e.get_mut(key) {
+                swap(v);
+            }
+        }
+        // corral's id stays beside it, as `own_id`, for answering approvals.
+        if let Some(call) = e.get_mut("call").filter(|c| c.is_object()) {
+            let own = call["id"].clone();
+            swap(&mut call["id"]);
+            if call["id"] != own {
+                call["own_id"] = own;
+            }
+        }
+        if let Some(calls) = e
+            .get_mut("message")
+            .and_then(|m| m.get_mut("tool_calls"))
+            .and_then(Value::as_array_mut)
+        {
+            for call in calls {
+                if let Some(v) = call.get_mut("id") {
+                    swap(v);
+                }
+            }
+        }
+        if let Some(closed) = e.get_mut("closed_calls").and_then(Value::as_array_mut) {
+            closed.iter_mut().for_each(swap);
+        }
+        if let Some(inner) = e.get_mut("event").filter(|i| i.is_object()) {
+            self.rewrite(inner);
+        }
+    }
+
+    /// One event, with the ids known so far.
+    pub fn apply(&mut self, mut e: serde_json::Value) -> serde_json::Value {
+        self.collect(&e);
+        self.rewrite(&mut e);
+        e
+    }
+}
+
+/// `events` with corral's call ids put back to the model's ([`ModelIds`]),
+/// every id known from any event.
+pub fn with_model_ids(mut events: Vec<serde_json::Value>) -> Vec<serde_json::Value> {
+    let mut ids = ModelIds::default();
+    for e in &events {
+        ids.collect(e);
+    }
+    for e in &mut events {
+        ids.rewrite(e);
+    }
+    events
 }

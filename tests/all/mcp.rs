@@ -37,7 +37,7 @@ fn python() -> Result<PathBuf, String> {
 /// Runs tests/mcp/client.py with `scenario` against `corral mcp serve` in
 /// `ws` (with `serve_args` after `serve`) and returns what it printed.
 /// `None` when there is no Python client (the reason is printed).
-fn client(cli: &Cli, ws: &Path, serve_args: &[&str], scenario: Value) -> Option<Value> {
+pub(crate) fn client(cli: &Cli, ws: &Path, serve_args: &[&str], scenario: Value) -> Option<Value> {
     let python = match python() {
         Ok(p) => p,
         Err(why) => {

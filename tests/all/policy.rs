@@ -153,7 +153,12 @@ impl Pty {
 }
 
 /// Runs corral on a pseudo-terminal, answering its approval prompts in turn.
-fn run_on_pty(cli: &Cli, ws: &Path, args: &[&str], answers: &[&str]) -> (Option<i32>, String) {
+pub(crate) fn run_on_pty(
+    cli: &Cli,
+    ws: &Path,
+    args: &[&str],
+    answers: &[&str],
+) -> (Option<i32>, String) {
     let mut pty = Pty::open();
     let mut cmd = cli.command(ws, args);
     cmd.env(KEY.0, KEY.1);
@@ -500,17 +505,21 @@ fn yes_for_the_session_covers_that_command_only() {
     // spelling ran without asking) and `echo two` (asked again, refused).
     assert_eq!(screen.matches(PROMPT).count(), 2, "{screen}");
     let records = corral::session::read(&crate::agent::session_log(&cli)).expect("log");
-    let decisions: Vec<(String, String)> = records
-        .iter()
-        .map(|r| serde_json::to_value(&r.event).expect("v"))
-        .filter(|e| e["type"] == "permission")
-        .map(|e| {
-            (
-                e["call_id"].as_str().unwrap_or("").to_owned(),
-                e["decision"].as_str().unwrap_or("").to_owned(),
-            )
-        })
-        .collect();
+    let decisions: Vec<(String, String)> = with_model_ids(
+        records
+            .iter()
+            .map(|r| serde_json::to_value(&r.event).expect("v"))
+            .collect(),
+    )
+    .into_iter()
+    .filter(|e| e["type"] == "permission")
+    .map(|e| {
+        (
+            e["call_id"].as_str().unwrap_or("").to_owned(),
+            e["decision"].as_str().unwrap_or("").to_owned(),
+        )
+    })
+    .collect();
     let want = [
         ("c1", "approved_for_session"),
         ("c2", "approved_for_session"),

@@ -79,7 +79,7 @@ fn logs(cli: &Cli) -> Vec<Vec<Value>> {
         .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
         .collect();
     paths.sort();
-    paths
+    let logs: Vec<Vec<Value>> = paths
         .iter()
         .map(|p| {
             std::fs::read_to_string(p)
@@ -88,6 +88,12 @@ fn logs(cli: &Cli) -> Vec<Vec<Value>> {
                 .map(|l| serde_json::from_str::<Value>(l).expect("record")["event"].clone())
                 .collect()
         })
+        .collect();
+    // A child's log names its parent's call by the parent's id for it.
+    let lens: Vec<usize> = logs.iter().map(Vec::len).collect();
+    let mut all = with_model_ids(logs.into_iter().flatten().collect()).into_iter();
+    lens.iter()
+        .map(|&n| all.by_ref().take(n).collect())
         .collect()
 }
 
@@ -132,10 +138,11 @@ fn events(child: &mut Child) -> mpsc::Receiver<Value> {
     let out = child.stdout.take().expect("stdout");
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {
+        let mut ids = ModelIds::default();
         for line in std::io::BufReader::new(out).lines() {
             let Ok(line) = line else { break };
             if let Ok(v) = serde_json::from_str::<Value>(&line)
-                && tx.send(v).is_err()
+                && tx.send(ids.apply(v)).is_err()
             {
                 break;
             }
@@ -325,11 +332,14 @@ fn two_read_only_subagents_run_in_parallel_and_answer_in_call_order() {
         "{listed}"
     );
     // The children's events reached the front-end tagged with their call.
-    let tagged: Vec<Value> = out
-        .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .filter(|e| e["type"] == "subagent")
-        .collect();
+    let tagged: Vec<Value> = with_model_ids(
+        out.lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .collect(),
+    )
+    .into_iter()
+    .filter(|e| e["type"] == "subagent")
+    .collect();
     assert!(
         tagged
             .iter()
@@ -556,7 +566,7 @@ fn a_worktree_subagent_changes_the_workspace_only_once_approved() {
     writeln!(
         stdin,
         "{}",
-        json!({"op": "approval", "call_id": "call_t", "decision": "approve"})
+        json!({"op": "approval", "call_id": asked["call"]["own_id"], "decision": "approve"})
     )
     .expect("answer");
     drop(stdin);

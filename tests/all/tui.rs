@@ -9,17 +9,17 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 /// How long any one screen may take to appear.
-const SCREEN_TIMEOUT: Duration = Duration::from_secs(90);
+pub(crate) const SCREEN_TIMEOUT: Duration = Duration::from_secs(90);
 
 /// A tmux server on a private socket, killed when dropped.
-struct Pane {
+pub(crate) struct Pane {
     socket: PathBuf,
     _dir: tempfile::TempDir,
 }
 
 impl Pane {
     /// Starts `command` (a shell command line) in a 100×30 pane.
-    fn start(command: &str) -> Option<Self> {
+    pub(crate) fn start(command: &str) -> Option<Self> {
         if Command::new("tmux").arg("-V").output().is_err() {
             assert!(
                 std::env::var_os("CORRAL_CI").is_none(),
@@ -59,7 +59,7 @@ impl Pane {
     }
 
     /// What the pane shows now.
-    fn screen(&self) -> String {
+    pub(crate) fn screen(&self) -> String {
         let out = self
             .tmux()
             .args(["capture-pane", "-p", "-t", "ui"])
@@ -69,7 +69,7 @@ impl Pane {
     }
 
     /// Types `text` literally.
-    fn type_text(&self, text: &str) {
+    pub(crate) fn type_text(&self, text: &str) {
         let ok = self
             .tmux()
             .args(["send-keys", "-t", "ui", "-l", text])
@@ -79,7 +79,7 @@ impl Pane {
     }
 
     /// Presses named keys (`Enter`, `Escape`, `C-c`).
-    fn press(&self, key: &str) {
+    pub(crate) fn press(&self, key: &str) {
         let ok = self
             .tmux()
             .args(["send-keys", "-t", "ui", key])
@@ -89,7 +89,7 @@ impl Pane {
     }
 
     /// Polls the screen until `ready` holds for it, and returns it.
-    fn wait(&self, what: &str, ready: impl Fn(&str) -> bool) -> String {
+    pub(crate) fn wait(&self, what: &str, ready: impl Fn(&str) -> bool) -> String {
         let start = Instant::now();
         loop {
             let screen = self.screen();
@@ -104,7 +104,7 @@ impl Pane {
         }
     }
 
-    fn wait_for(&self, text: &str) -> String {
+    pub(crate) fn wait_for(&self, text: &str) -> String {
         self.wait(&format!("`{text}`"), |s| s.contains(text))
     }
 }
@@ -128,11 +128,11 @@ fn assert_restored(pane: &Pane) {
     }
 }
 
-fn quote(p: &Path) -> String {
+pub(crate) fn quote(p: &Path) -> String {
     format!("'{}'", p.display().to_string().replace('\'', r"'\''"))
 }
 
-fn turn(text: &str, calls: Vec<Value>, chunk: usize) -> Value {
+pub(crate) fn turn(text: &str, calls: Vec<Value>, chunk: usize) -> Value {
     let chars: Vec<char> = text.chars().collect();
     let mut events: Vec<Value> = chars
         .chunks(chunk)

@@ -153,6 +153,8 @@ pub fn summary_request(model: &str, older: &[Message], budget: &Budget) -> ChatR
 pub fn transcript(messages: &[Message], room: Option<usize>) -> String {
     let mut heads = Vec::new();
     let mut bodies = Vec::new();
+    // The provider knows the calls by the ids it gets back, not corral's.
+    let mut wire = std::collections::HashMap::new();
     for m in messages {
         match m {
             Message::System { text } => {
@@ -167,13 +169,18 @@ pub fn transcript(messages: &[Message], room: Option<usize>) -> String {
                 heads.push("[assistant]".to_owned());
                 bodies.push(a.text.clone());
                 for c in &a.tool_calls {
-                    heads.push(format!("[tool call {} {}]", c.id, c.name));
+                    wire.insert(c.id.as_str(), c.wire_id());
+                    heads.push(format!("[tool call {} {}]", c.wire_id(), c.name));
                     bodies.push(c.arguments.clone());
                 }
             }
             Message::ToolResult(r) => {
                 let error = if r.is_error { " error" } else { "" };
-                heads.push(format!("[tool result {}{error}]", r.call_id));
+                let id = wire
+                    .get(r.call_id.as_str())
+                    .copied()
+                    .unwrap_or(r.call_id.as_str());
+                heads.push(format!("[tool result {id}{error}]"));
                 bodies.push(r.content.clone());
             }
         }
@@ -543,6 +550,7 @@ mod tests {
                     id: format!("c{i}"),
                     name: "read_file".into(),
                     arguments: "{}".into(),
+                    model_id: None,
                 }],
             }),
             Message::ToolResult(ToolResult {

@@ -429,17 +429,17 @@ impl Dispatcher {
                 } else {
                     None
                 };
-                let request = ApprovalRequest {
-                    call: call.clone(),
-                    reason: verdict.reason.clone(),
+                let request = ApprovalRequest::new(
+                    call.clone(),
+                    verdict.reason.clone(),
                     preview,
-                    session_covers: if scope == call.name {
+                    if scope == call.name {
                         format!("every {} call", call.name)
                     } else {
                         "this command".to_owned()
                     },
-                    guard: guard.clone(),
-                };
+                    guard.clone(),
+                );
                 let pending = self.approver.approve(&request);
                 if self.approver.asks_front_end() {
                     sink.emit(Event::ApprovalRequested(request))?;

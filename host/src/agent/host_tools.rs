@@ -172,6 +172,9 @@ pub(crate) struct HostCall {
     pub cancel: CancellationToken,
     /// Starts subagents; `None` where `task` is not offered.
     pub spawner: Option<Arc<Spawner>>,
+    /// corral's call ids by the model's own, for the model ids that name
+    /// one call only in the session, so `read_output` takes either.
+    pub model_ids: std::collections::HashMap<String, String>,
 }
 
 /// Runs one admitted call: a host tool here, a plugin's tool in its sandbox.
@@ -182,7 +185,17 @@ pub(crate) async fn call(checked: &Checked, host: &HostCall) -> CallOutcome {
     let args = checked.args();
     match tool {
         HostTool::UpdatePlan => update_plan(args),
-        HostTool::ReadOutput => read_output(args, &host.artifacts),
+        HostTool::ReadOutput => {
+            let named = args.get("call_id").and_then(Value::as_str).unwrap_or("");
+            match host.model_ids.get(named) {
+                Some(own) => {
+                    let mut args = args.clone();
+                    args["call_id"] = Value::String(own.clone());
+                    read_output(&args, &host.artifacts)
+                }
+                None => read_output(args, &host.artifacts),
+            }
+        }
         HostTool::Task => match &host.spawner {
             Some(spawner) => spawner.run(&checked.call, args, host).await,
             None => CallOutcome::Failed(

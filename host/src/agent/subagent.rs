@@ -468,15 +468,15 @@ impl Child {
             Ok(diff) => {
                 data["diff_bytes"] = json!(diff.len());
                 let answer = if ask {
-                    let request = ApprovalRequest {
-                        call: parent.call.clone(),
-                        reason: format!(
+                    let request = ApprovalRequest::new(
+                        parent.call.clone(),
+                        format!(
                             "apply the changes the subagent made in worktree `{name}` to the workspace"
                         ),
-                        preview: Some(diff.clone()),
-                        session_covers: "this change".into(),
-                        guard: None,
-                    };
+                        Some(diff.clone()),
+                        "this change".into(),
+                        None,
+                    );
                     let approver = &parent.options.approver;
                     let pending = approver.approve(&request);
                     let asked = approver.asks_front_end();

@@ -32,8 +32,9 @@ pub(super) fn spinner(waiting: Arc<AtomicBool>, json: bool) -> tokio::task::Join
 }
 
 /// Asks on the terminal about one call: the call, why it needs approval,
-/// and its diff. The answer is read on a blocking thread; the caller sends
-/// it to the session.
+/// everything it will run (whole, made visible: the one-line summary is cut,
+/// this never is) and its diff. The answer is read on a blocking thread; the
+/// caller sends it to the session.
 pub(super) async fn ask_terminal(request: &ApprovalRequest) -> ApprovalAnswer {
     let mut text = format!(
         "\n? {}({}) needs approval: {}\n",
@@ -41,6 +42,12 @@ pub(super) async fn ask_terminal(request: &ApprovalRequest) -> ApprovalAnswer {
         short(&request.call.arguments),
         request.reason
     );
+    text.push_str("  the whole call:\n");
+    for line in corral::terminal::visible_arguments(&request.call.arguments).lines() {
+        text.push_str("  │ ");
+        text.push_str(line);
+        text.push('\n');
+    }
     if let Some(diff) = &request.preview {
         text.push_str(diff);
         if !diff.ends_with('\n') {

@@ -156,17 +156,18 @@ pub async fn run_in_worktree(
             let answer = if flags.yes {
                 ApprovalAnswer::Approve
             } else if answering == Answering::Terminal {
-                let request = corral::protocol::ApprovalRequest {
-                    call: corral::protocol::ToolCall {
+                let request = corral::protocol::ApprovalRequest::new(
+                    corral::protocol::ToolCall {
                         id: "worktree".into(),
                         name: "worktree".into(),
                         arguments: serde_json::json!({ "name": wt.name() }).to_string(),
+                        model_id: None,
                     },
-                    reason: "apply the run's changes to the workspace".into(),
-                    preview: Some(diff.clone()),
-                    session_covers: "this change".into(),
-                    guard: None,
-                };
+                    "apply the run's changes to the workspace".into(),
+                    Some(diff.clone()),
+                    "this change".into(),
+                    None,
+                );
                 ask_terminal(&request).await
             } else {
                 ApprovalAnswer::Deny {
@@ -350,6 +351,22 @@ fn stdin_closed_answer(call_id: String) -> Op {
     }
 }
 
+/// How much of a rejected stdin line the error quotes.
+const QUOTED_CHARS: usize = 200;
+
+/// `text` (from stdin: anything) quoted for stderr: made inert and cut to
+/// [`QUOTED_CHARS`] characters, saying how much was left out.
+fn quoted(text: &str) -> String {
+    let total = text.chars().count();
+    let head: String = text.chars().take(QUOTED_CHARS).collect();
+    let head = corral::terminal::visible(&head);
+    if total > QUOTED_CHARS {
+        format!("`{head}` … ({} more characters)", total - QUOTED_CHARS)
+    } else {
+        format!("`{head}`")
+    }
+}
+
 /// Reads ops from stdin, one JSON object per line, on a thread of its own
 /// (stdin has no async reader that can be abandoned). Bad lines are
 /// reported on stderr and skipped; end of input is signalled on `eof`.
@@ -370,10 +387,12 @@ fn read_ops(
                     }
                 }
                 Err(e) => eprintln!(
-                    "error: stdin line {} is not an op ({e}); expected e.g. \
-                     {{\"op\":\"approval\",\"call_id\":\"call_1\",\"decision\":\"approve\"}} or \
-                     {{\"op\":\"approval\",\"call_id\":\"call_1\",\"decision\":\"deny\",\"reason\":\"...\"}}",
-                    n + 1
+                    "error: stdin line {} is not an op ({}): {}; expected e.g. \
+                     {{\"op\":\"approval\",\"call_id\":\"c-1\",\"decision\":\"approve\"}} or \
+                     {{\"op\":\"approval\",\"call_id\":\"c-1\",\"decision\":\"deny\",\"reason\":\"...\"}}",
+                    n + 1,
+                    quoted(&e.to_string()),
+                    quoted(&line),
                 ),
             }
         }

@@ -7,12 +7,30 @@ use serde::{Deserialize, Serialize};
 /// A tool call requested by the model.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ToolCall {
-    /// The model's id for the call.
+    /// corral's id for the call, unique in the session (`c-1`, `c-2`, …;
+    /// `mcp-1` for an MCP client's call): approvals, labels, touched-file
+    /// records, events and the log are keyed by it, never by an id from
+    /// outside, so two calls can never share one.
     pub id: String,
     /// The tool's name.
     pub name: String,
     /// The arguments, JSON text.
     pub arguments: String,
+    /// The id the model gave the call, when it is the one the provider gets
+    /// back (it was unique and not empty in its response). `None` when the
+    /// model's id was empty or repeated, so [`ToolCall::id`] goes back in its
+    /// place and the history stays paired, and in logs older than the field,
+    /// whose ids are the model's own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_id: Option<String>,
+}
+
+impl ToolCall {
+    /// The id the provider gets back for this call: the model's own when it
+    /// could be kept, else corral's.
+    pub fn wire_id(&self) -> &str {
+        self.model_id.as_deref().unwrap_or(&self.id)
+    }
 }
 
 /// The answer to one tool call.

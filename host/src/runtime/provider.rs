@@ -16,6 +16,7 @@ impl From<wit_types::ToolCall> for ToolCall {
             id: c.id,
             name: c.name,
             arguments: c.arguments,
+            model_id: None,
         }
     }
 }
@@ -23,7 +24,7 @@ impl From<wit_types::ToolCall> for ToolCall {
 impl From<&ToolCall> for wit_types::ToolCall {
     fn from(c: &ToolCall) -> Self {
         Self {
-            id: c.id.clone(),
+            id: c.wire_id().to_owned(),
             name: c.name.clone(),
             arguments: c.arguments.clone(),
         }
@@ -75,7 +76,22 @@ fn to_wit_spec(t: &ToolSpec) -> wit_types::ToolSpec {
     }
 }
 
-fn to_wit_message(m: &Message) -> wit::Message {
+/// The ids the provider gets back, by corral's id: the model's own where the
+/// call kept it ([`ToolCall::wire_id`]), so each tool result answers the id
+/// its assistant call carries on the wire.
+fn wire_ids(messages: &[Message]) -> std::collections::HashMap<&str, &str> {
+    messages
+        .iter()
+        .filter_map(|m| match m {
+            Message::Assistant(a) => Some(a.tool_calls.iter()),
+            _ => None,
+        })
+        .flatten()
+        .map(|c| (c.id.as_str(), c.wire_id()))
+        .collect()
+}
+
+fn to_wit_message(m: &Message, wire: &std::collections::HashMap<&str, &str>) -> wit::Message {
     match m {
         Message::System { text } => wit::Message::System(text.clone()),
         Message::User { text } => wit::Message::User(text.clone()),
@@ -98,7 +114,9 @@ fn to_wit_message(m: &Message) -> wit::Message {
                 .collect(),
         }),
         Message::ToolResult(r) => wit::Message::ToolResult(wit::ToolResult {
-            call_id: r.call_id.clone(),
+            call_id: wire
+                .get(r.call_id.as_str())
+                .map_or_else(|| r.call_id.clone(), |w| (*w).to_owned()),
             content: r.content.clone(),
             is_error: r.is_error,
         }),
@@ -160,7 +178,14 @@ impl Plugin {
         };
         let req = wit::ChatRequest {
             model: request.model.clone(),
-            messages: request.messages.iter().map(to_wit_message).collect(),
+            messages: {
+                let wire = wire_ids(&request.messages);
+                request
+                    .messages
+                    .iter()
+                    .map(|m| to_wit_message(m, &wire))
+                    .collect()
+            },
             tools: request.tools.iter().map(to_wit_spec).collect(),
             max_tokens: request.max_tokens,
             temperature: request.temperature,

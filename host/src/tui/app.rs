@@ -104,6 +104,27 @@ pub(crate) struct Modal {
     pub(crate) scroll: u16,
     /// The reason being typed after `n`, when it is.
     pub(crate) reason: Option<String>,
+    /// Set by the first frame that showed the call's last line: until then
+    /// `y` and `a` do nothing, since what is approved must have been seen.
+    pub(crate) seen_all: std::cell::Cell<bool>,
+    /// How far the call can scroll, as the last frame laid it out.
+    pub(crate) max_scroll: std::cell::Cell<u16>,
+    /// Whether `y` or `a` was pressed before the whole call was shown.
+    pub(crate) refused: bool,
+}
+
+impl Modal {
+    fn new(request: ApprovalRequest, opened_ms: u64) -> Self {
+        Self {
+            request,
+            opened_ms,
+            scroll: 0,
+            reason: None,
+            seen_all: std::cell::Cell::new(false),
+            max_scroll: std::cell::Cell::new(0),
+            refused: false,
+        }
+    }
 }
 
 /// The session picker.
@@ -414,12 +435,7 @@ impl App {
                 }
                 if !self.replaying {
                     self.working = Working::Asking;
-                    self.modal = Some(Modal {
-                        request: request.clone(),
-                        opened_ms: self.now_ms,
-                        scroll: 0,
-                        reason: None,
-                    });
+                    self.modal = Some(Modal::new(request.clone(), self.now_ms));
                 }
             }
             Event::Permission {
@@ -770,14 +786,21 @@ impl App {
             }
             return;
         }
+        // Scrolling stops at the last line, so `↑` answers at once after `↓`s.
+        let max = modal.max_scroll.get();
         match key.code {
+            KeyCode::Char('y' | 'a') if !modal.seen_all.get() => modal.refused = true,
             KeyCode::Char('y') => self.answer(call_id, ApprovalAnswer::Approve),
             KeyCode::Char('a') => self.answer(call_id, ApprovalAnswer::ApproveForSession),
             KeyCode::Char('n') => modal.reason = Some(String::new()),
-            KeyCode::Up | KeyCode::Char('k') => modal.scroll = modal.scroll.saturating_sub(1),
-            KeyCode::Down | KeyCode::Char('j') => modal.scroll = modal.scroll.saturating_add(1),
-            KeyCode::PageUp => modal.scroll = modal.scroll.saturating_sub(10),
-            KeyCode::PageDown => modal.scroll = modal.scroll.saturating_add(10),
+            KeyCode::Up | KeyCode::Char('k') => {
+                modal.scroll = modal.scroll.min(max).saturating_sub(1)
+            }
+            KeyCode::Down | KeyCode::Char('j') => {
+                modal.scroll = modal.scroll.saturating_add(1).min(max)
+            }
+            KeyCode::PageUp => modal.scroll = modal.scroll.min(max).saturating_sub(10),
+            KeyCode::PageDown => modal.scroll = modal.scroll.saturating_add(10).min(max),
             KeyCode::Char('c') if ctrl => {
                 self.actions.push(Action::Submit(Op::Interrupt));
             }

@@ -3,7 +3,7 @@
 
 use super::app::{App, Modal, Picker};
 use super::cards::{diff_lines, summary};
-use super::text::{clean, truncate};
+use super::text::{clean, truncate, wrap};
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::style::{Color, Modifier, Style};
@@ -21,22 +21,39 @@ fn centered(area: Rect, width: u16, height: u16) -> Rect {
     )
 }
 
-/// The approval modal: the call, why it asks, the diff, and the answers.
+/// The approval modal: the call's name and a one-line summary, why it asks,
+/// then everything the call will run — its whole arguments made visible
+/// ([`crate::terminal::visible_arguments`]) and its diff — wrapped to the
+/// modal's width and scrolled when it cannot fit. The frame that shows the
+/// last line marks the modal seen; until then `y` and `a` do nothing (see
+/// [`App`]), so nothing is approved that was not on the screen.
 pub(crate) fn approval(frame: &mut Frame<'_>, area: Rect, modal: &Modal) {
     let req = &modal.request;
-    let body_len = req.preview.as_deref().map_or(1, |d| d.lines().count()) as u16;
-    // The guard's reason is long; room for it wrapped.
     let width = area.width.saturating_sub(4).min(100);
+    let inner_w = usize::from(width.saturating_sub(2)).max(1);
+    let mut body: Vec<Line<'static>> = Vec::new();
+    for line in crate::terminal::visible_arguments(&req.call.arguments).lines() {
+        body.extend(wrap(Line::raw(line.to_owned()), inner_w, ""));
+    }
+    if let Some(diff) = &req.preview {
+        body.push(Line::default());
+        for line in diff_lines(diff) {
+            body.extend(wrap(line, inner_w, ""));
+        }
+    }
+    // The guard's reason is long; room for it wrapped.
     let guard_rows = req.guard.as_deref().map_or(0, |g| {
         (g.chars().count() / usize::from(width.saturating_sub(2).max(1)) + 1) as u16
     });
+    let body_len = u16::try_from(body.len()).unwrap_or(u16::MAX);
     let rect = centered(
         area,
         width,
-        (body_len + 9 + guard_rows).min(area.height.saturating_sub(2)),
+        body_len
+            .saturating_add(9 + guard_rows)
+            .min(area.height.saturating_sub(2)),
     );
     frame.render_widget(Clear, rect);
-    let inner_w = rect.width.saturating_sub(2) as usize;
     let bold = Style::default().add_modifier(Modifier::BOLD);
     let dim = Style::default().fg(Color::DarkGray);
     let mut head = vec![
@@ -64,6 +81,28 @@ pub(crate) fn approval(frame: &mut Frame<'_>, area: Rect, modal: &Modal) {
             ]),
         },
     ];
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .border_style(Style::default().fg(Color::Yellow))
+        .title(Span::styled(" approve this call? ", bold.fg(Color::Yellow)));
+    let inner = block.inner(rect);
+    frame.render_widget(block, rect);
+    head.push(Line::default());
+    // Rows once wrapped: a long reason takes several.
+    let head_h = head
+        .iter()
+        .map(|l| (l.width().max(1).div_ceil(inner_w)) as u16)
+        .sum::<u16>();
+    let ans_h = 2;
+    let body_h = inner.height.saturating_sub(head_h + ans_h + 1);
+    let total = body_len;
+    let max_scroll = total.saturating_sub(body_h);
+    let scroll = modal.scroll.min(max_scroll);
+    modal.max_scroll.set(max_scroll);
+    if body_h > 0 && scroll >= max_scroll {
+        modal.seen_all.set(true);
+    }
+    let seen = modal.seen_all.get();
     let answers = match &modal.reason {
         Some(reason) => vec![
             Line::from(vec![
@@ -72,6 +111,21 @@ pub(crate) fn approval(frame: &mut Frame<'_>, area: Rect, modal: &Modal) {
                 Span::styled("█", dim),
             ]),
             Line::styled("Enter send · Esc back", dim),
+        ],
+        None if !seen => vec![
+            Line::from(vec![
+                Span::styled(
+                    "scroll to the end of the call to approve it (↓/PgDn)   ",
+                    if modal.refused {
+                        bold.fg(Color::Red)
+                    } else {
+                        bold.fg(Color::Yellow)
+                    },
+                ),
+                Span::styled("[n]", bold.fg(Color::Red)),
+                Span::raw(" no"),
+            ]),
+            Line::styled("↑/↓ scroll the call", dim),
         ],
         None => vec![
             Line::from(vec![
@@ -85,29 +139,9 @@ pub(crate) fn approval(frame: &mut Frame<'_>, area: Rect, modal: &Modal) {
                 Span::styled("[n]", bold.fg(Color::Red)),
                 Span::raw(" no"),
             ]),
-            Line::styled("↑/↓ scroll the diff", dim),
+            Line::styled("↑/↓ scroll the call", dim),
         ],
     };
-    let block = Block::default()
-        .borders(Borders::ALL)
-        .border_style(Style::default().fg(Color::Yellow))
-        .title(Span::styled(" approve this call? ", bold.fg(Color::Yellow)));
-    let inner = block.inner(rect);
-    frame.render_widget(block, rect);
-    let body: Vec<Line<'static>> = match &req.preview {
-        Some(diff) => diff_lines(diff),
-        None => vec![Line::styled(clean(&req.call.arguments), Style::default())],
-    };
-    head.push(Line::default());
-    // Rows once wrapped: a long reason takes several.
-    let head_h = head
-        .iter()
-        .map(|l| (l.width().max(1).div_ceil(inner_w.max(1))) as u16)
-        .sum::<u16>();
-    let ans_h = answers.len() as u16;
-    let body_h = inner.height.saturating_sub(head_h + ans_h + 1);
-    let total = body.len() as u16;
-    let scroll = modal.scroll.min(total.saturating_sub(body_h));
     frame.render_widget(
         Paragraph::new(head).wrap(Wrap { trim: false }),
         Rect::new(inner.x, inner.y, inner.width, head_h.min(inner.height)),

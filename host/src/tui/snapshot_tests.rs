@@ -60,6 +60,7 @@ fn call(id: &str, name: &str, args: &str) -> ToolCall {
         id: id.into(),
         name: name.into(),
         arguments: args.into(),
+        model_id: None,
     }
 }
 
@@ -114,13 +115,13 @@ fn asking() -> App {
         r#"{"path":"src/lib.rs","content":"..."}"#,
     );
     request_end(&mut app, "I will change `src/lib.rs`.", vec![write.clone()]);
-    app.apply(&Event::ApprovalRequested(ApprovalRequest {
-        call: write,
-        reason: "mode ask: write needs approval".into(),
-        preview: Some(DIFF.into()),
-        session_covers: "every write_file call".into(),
-        guard: None,
-    }));
+    app.apply(&Event::ApprovalRequested(ApprovalRequest::new(
+        write,
+        "mode ask: write needs approval".into(),
+        Some(DIFF.into()),
+        "every write_file call".into(),
+        None,
+    )));
     app
 }
 
@@ -177,13 +178,13 @@ fn tool_cards_in_each_state() {
     ];
     request_end(&mut app, "", calls.clone());
     app.set_clock(1_000);
-    app.apply(&Event::ApprovalRequested(ApprovalRequest {
-        call: calls[0].clone(),
-        reason: "mode ask: write needs approval".into(),
-        preview: Some("--- a/a.txt\n+++ b/a.txt\n@@ -1 +1 @@\n-y\n+x\n".into()),
-        session_covers: "every write_file call".into(),
-        guard: None,
-    }));
+    app.apply(&Event::ApprovalRequested(ApprovalRequest::new(
+        calls[0].clone(),
+        "mode ask: write needs approval".into(),
+        Some("--- a/a.txt\n+++ b/a.txt\n@@ -1 +1 @@\n-y\n+x\n".into()),
+        "every write_file call".into(),
+        None,
+    )));
     app.modal = None;
     app.apply(&Event::ToolCallBegin {
         call: calls[1].clone(),
@@ -270,13 +271,60 @@ fn approval_modal_diff_scrolls_and_is_coloured() {
         assert_eq!(buf[(x as u16, y as u16)].fg, Color::Green);
     }
     app.set_clock(1_000);
-    for _ in 0..5 {
+    for _ in 0..7 {
         app.key(key(KeyCode::Down));
     }
     term.draw(|f| render(f, &mut app)).unwrap();
     let scrolled = buffer_text(term.backend().buffer());
     assert!(scrolled.contains("+    run();"), "{scrolled}");
     assert!(!scrolled.contains("--- a/src/lib.rs"), "{scrolled}");
+}
+
+/// A call longer than the modal scrolls, and `y` does nothing until its
+/// last line has been on the screen (the attack hid `touch PWNED` there).
+#[test]
+fn approval_keys_wait_until_the_whole_call_was_shown() {
+    let mut app = started();
+    user_turn(&mut app, "run it");
+    let steps: Vec<String> = (1..=30).map(|i| format!("echo step {i}")).collect();
+    let command = format!(
+        "sh -c '{}\necho last{}; touch PWNED'",
+        steps.join("\n"),
+        " ".repeat(300)
+    );
+    let args = serde_json::json!({ "command": command }).to_string();
+    let run = call("r1", "run_command", &args);
+    request_end(&mut app, "", vec![run.clone()]);
+    app.apply(&Event::ApprovalRequested(ApprovalRequest::new(
+        run,
+        "mode ask: execute needs approval".into(),
+        None,
+        "this command".into(),
+        None,
+    )));
+    app.set_clock(1_000);
+    let first = screen(&mut app, 80, 24);
+    assert!(!first.contains("touch PWNED"), "{first}");
+    assert!(first.contains("scroll to the end of the call"), "{first}");
+    app.key(key(KeyCode::Char('y')));
+    app.key(key(KeyCode::Char('a')));
+    assert!(app.drain_actions().is_empty());
+    assert!(app.modal_open());
+    for _ in 0..4 {
+        app.key(key(KeyCode::PageDown));
+        let _ = screen(&mut app, 80, 24);
+    }
+    let last = screen(&mut app, 80, 24);
+    assert!(last.contains("echo last␠×300; touch PWNED'"), "{last}");
+    insta::assert_snapshot!(last);
+    app.key(key(KeyCode::Char('y')));
+    assert_eq!(
+        app.drain_actions(),
+        [Action::Submit(Op::Approval {
+            call_id: "r1".into(),
+            answer: ApprovalAnswer::Approve
+        })]
+    );
 }
 
 #[test]
@@ -355,6 +403,8 @@ fn keys_typed_before_the_modal_are_not_answers() {
     assert!(app.drain_actions().is_empty());
     assert!(app.modal_open());
     app.set_clock(400);
+    // The whole call has been on the screen (a frame drew it) before `y` counts.
+    let _ = screen(&mut app, 80, 40);
     app.key(key(KeyCode::Char('y')));
     assert_eq!(
         app.drain_actions(),
@@ -385,6 +435,7 @@ fn denying_takes_a_reason_typed_in_place() {
     );
     let mut app = asking();
     app.set_clock(1_000);
+    let _ = screen(&mut app, 80, 40);
     app.key(key(KeyCode::Char('a')));
     assert_eq!(
         app.drain_actions(),
@@ -585,13 +636,13 @@ fn a_replayed_log_shows_the_transcript_without_asking() {
             finish_reason: FinishReason::ToolCalls,
             usage: None,
         },
-        Event::ApprovalRequested(ApprovalRequest {
-            call: write.clone(),
-            reason: "mode ask: write needs approval".into(),
-            preview: Some("+x\n".into()),
-            session_covers: "every write_file call".into(),
-            guard: None,
-        }),
+        Event::ApprovalRequested(ApprovalRequest::new(
+            write.clone(),
+            "mode ask: write needs approval".into(),
+            Some("+x\n".into()),
+            "every write_file call".into(),
+            None,
+        )),
         Event::Permission {
             call_id: "w1".into(),
             tool: "write_file".into(),
@@ -656,13 +707,13 @@ fn approval_modal_held_by_the_guard() {
     let guard = "exfiltration guard: this session read sensitive data (`.env`) and untrusted \
                  content (`vendor/lib/README.md`); `http_get` could send data to \
                  `collector.example:443`";
-    app.apply(&Event::ApprovalRequested(ApprovalRequest {
-        call: get,
-        reason: format!("{guard} (the policy alone: mode auto-edit: network needs approval)"),
-        preview: None,
-        session_covers: "every http_get call".into(),
-        guard: Some(guard.into()),
-    }));
+    app.apply(&Event::ApprovalRequested(ApprovalRequest::new(
+        get,
+        format!("{guard} (the policy alone: mode auto-edit: network needs approval)"),
+        None,
+        "every http_get call".into(),
+        Some(guard.into()),
+    )));
     insta::assert_snapshot!(screen(&mut app, 80, 24));
 }
 
