@@ -81,15 +81,7 @@ pub(crate) fn collector() -> MockServer {
 }
 
 /// The JSON events of a `run --json`.
-<<<<<<< HEAD
 pub(crate) fn events(o: &std::process::Output) -> Vec<Value> {
-    String::from_utf8_lossy(&o.stdout)
-        .lines()
-        .filter(|l| l.starts_with('{'))
-        .map(|l| serde_json::from_str(l).expect("a JSON event"))
-        .collect()
-=======
-fn events(o: &std::process::Output) -> Vec<Value> {
     with_model_ids(
         String::from_utf8_lossy(&o.stdout)
             .lines()
@@ -97,7 +89,6 @@ fn events(o: &std::process::Output) -> Vec<Value> {
             .map(|l| serde_json::from_str(l).expect("a JSON event"))
             .collect(),
     )
->>>>>>> sec-approvals
 }
 
 pub(crate) fn find<'a>(events: &'a [Value], kind: &str, call_id: &str) -> &'a Value {
