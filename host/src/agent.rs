@@ -10,6 +10,7 @@
 //! their results are recorded in call order.
 
 mod approval;
+mod backlog;
 mod budget;
 mod cassette;
 mod compact;
@@ -19,6 +20,7 @@ mod host_tools;
 mod subagent;
 
 pub use approval::{Answer, Approver, NoApprover, OpApprover, YesApprover};
+pub use backlog::{BACKLOG_BYTES, Backlog};
 pub use budget::{BYTES_PER_TOKEN, Budget, DEFAULT_COMPACT_AT, request_bytes};
 pub use cassette::write as write_cassette;
 pub use compact::{SUMMARY_PROMPT, apply as apply_compaction, summary_request};
@@ -156,9 +158,18 @@ pub struct Agent {
     /// The plan as the model last set it (`update_plan`), carried by the
     /// summary when the history is compacted.
     plan: Vec<crate::protocol::PlanStep>,
+    /// The byte budget of deltas queued for the front-end; `None` when no
+    /// front-end gives room back (a subagent, a test driving the agent).
+    backlog: Option<Backlog>,
 }
 
 impl Agent {
+    /// Makes streamed deltas wait for room in `backlog` (which the front-end
+    /// refills as it takes them) instead of queueing without limit.
+    pub fn set_backlog(&mut self, backlog: Backlog) {
+        self.backlog = Some(backlog);
+    }
+
     /// Starts a new session.
     pub fn new(
         plugins: Arc<Plugins>,
@@ -206,6 +217,7 @@ impl Agent {
             budget: None,
             calibration: None,
             plan: Vec::new(),
+            backlog: None,
         })
     }
 
@@ -249,6 +261,7 @@ impl Agent {
                     _ => None,
                 })
                 .unwrap_or_default(),
+            backlog: None,
         };
         let mut closed = Vec::new();
         for call in open {
@@ -562,13 +575,16 @@ impl Agent {
         let call = provider.complete(request, tx);
         tokio::pin!(call);
         let record = self.options.record;
+        let backlog = self.backlog.clone();
         let mut events = Vec::new();
         let result = loop {
             tokio::select! {
                 biased;
                 () = cancel.cancelled() => return Ok(Err(None)),
                 Some(ev) = rx.recv() => {
-                    forward(ui, &ev);
+                    if !forward(ui, &ev, backlog.as_ref(), cancel).await {
+                        return Ok(Err(None));
+                    }
                     if record {
                         events.push(ev);
                     }
@@ -577,7 +593,9 @@ impl Agent {
             }
         };
         while let Ok(ev) = rx.try_recv() {
-            forward(ui, &ev);
+            if !forward(ui, &ev, backlog.as_ref(), cancel).await {
+                return Ok(Err(None));
+            }
             if record {
                 events.push(ev);
             }
@@ -826,7 +844,14 @@ fn dispatcher(plugins: Arc<Plugins>, options: &mut AgentOptions, tracker: Tracke
     dispatcher
 }
 
-fn forward(ui: &UnboundedSender<Event>, ev: &StreamEvent) {
+/// Sends a stream event on to the front-end, first waiting for room in the
+/// backlog. `false` when the turn was interrupted while it waited.
+async fn forward(
+    ui: &UnboundedSender<Event>,
+    ev: &StreamEvent,
+    backlog: Option<&Backlog>,
+    cancel: &CancellationToken,
+) -> bool {
     let event = match ev {
         StreamEvent::TextDelta { text } => Event::TextDelta { text: text.clone() },
         StreamEvent::ToolCallDelta {
@@ -839,7 +864,15 @@ fn forward(ui: &UnboundedSender<Event>, ev: &StreamEvent) {
             name: name.clone(),
             arguments_delta: arguments_delta.clone(),
         },
-        _ => return,
+        _ => return true,
     };
+    if let Some(b) = backlog {
+        tokio::select! {
+            biased;
+            () = cancel.cancelled() => return false,
+            () = b.reserve(&event) => {}
+        }
+    }
     let _ = ui.send(event);
+    true
 }

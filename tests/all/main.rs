@@ -9,6 +9,7 @@
 )]
 
 mod agent;
+mod bounded_stream;
 mod budgets;
 mod cache;
 mod children;
@@ -26,8 +27,10 @@ mod install;
 mod lazy;
 mod manifest;
 mod mcp;
+mod mcp_bounds;
 mod mock;
 mod policy;
+mod registry_bounds;
 mod sandbox;
 mod stubs;
 mod subagents;
@@ -35,6 +38,7 @@ mod templates;
 mod tools;
 mod trustpin;
 mod tui;
+mod tui_bounds;
 
 use corral::manifest::{Layer, Manifest, from_layers};
 use corral::runtime::{Plugins, Runtime, RuntimeOptions, ToolError, ToolOutput};

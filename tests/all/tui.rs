@@ -12,14 +12,14 @@ use std::time::{Duration, Instant};
 const SCREEN_TIMEOUT: Duration = Duration::from_secs(90);
 
 /// A tmux server on a private socket, killed when dropped.
-struct Pane {
+pub(crate) struct Pane {
     socket: PathBuf,
     _dir: tempfile::TempDir,
 }
 
 impl Pane {
     /// Starts `command` (a shell command line) in a 100×30 pane.
-    fn start(command: &str) -> Option<Self> {
+    pub(crate) fn start(command: &str) -> Option<Self> {
         if Command::new("tmux").arg("-V").output().is_err() {
             assert!(
                 std::env::var_os("CORRAL_CI").is_none(),
@@ -52,14 +52,14 @@ impl Pane {
         Some(pane)
     }
 
-    fn tmux(&self) -> Command {
+    pub(crate) fn tmux(&self) -> Command {
         let mut cmd = Command::new("tmux");
         cmd.arg("-S").arg(&self.socket).env_remove("TMUX");
         cmd
     }
 
     /// What the pane shows now.
-    fn screen(&self) -> String {
+    pub(crate) fn screen(&self) -> String {
         let out = self
             .tmux()
             .args(["capture-pane", "-p", "-t", "ui"])
@@ -69,7 +69,7 @@ impl Pane {
     }
 
     /// Types `text` literally.
-    fn type_text(&self, text: &str) {
+    pub(crate) fn type_text(&self, text: &str) {
         let ok = self
             .tmux()
             .args(["send-keys", "-t", "ui", "-l", text])
@@ -79,7 +79,7 @@ impl Pane {
     }
 
     /// Presses named keys (`Enter`, `Escape`, `C-c`).
-    fn press(&self, key: &str) {
+    pub(crate) fn press(&self, key: &str) {
         let ok = self
             .tmux()
             .args(["send-keys", "-t", "ui", key])
@@ -89,7 +89,7 @@ impl Pane {
     }
 
     /// Polls the screen until `ready` holds for it, and returns it.
-    fn wait(&self, what: &str, ready: impl Fn(&str) -> bool) -> String {
+    pub(crate) fn wait(&self, what: &str, ready: impl Fn(&str) -> bool) -> String {
         let start = Instant::now();
         loop {
             let screen = self.screen();
@@ -104,7 +104,7 @@ impl Pane {
         }
     }
 
-    fn wait_for(&self, text: &str) -> String {
+    pub(crate) fn wait_for(&self, text: &str) -> String {
         self.wait(&format!("`{text}`"), |s| s.contains(text))
     }
 }
@@ -117,7 +117,7 @@ impl Drop for Pane {
 
 /// The terminal is out of raw mode once corral exits: `stty -a`, run
 /// after it, reports canonical input and echo back on.
-fn assert_restored(pane: &Pane) {
+pub(crate) fn assert_restored(pane: &Pane) {
     let screen = pane.wait("`stty -a` output", |s| s.contains("icanon"));
     let flags: Vec<&str> = screen.split_whitespace().collect();
     for flag in ["icanon", "echo"] {
@@ -128,11 +128,11 @@ fn assert_restored(pane: &Pane) {
     }
 }
 
-fn quote(p: &Path) -> String {
+pub(crate) fn quote(p: &Path) -> String {
     format!("'{}'", p.display().to_string().replace('\'', r"'\''"))
 }
 
-fn turn(text: &str, calls: Vec<Value>, chunk: usize) -> Value {
+pub(crate) fn turn(text: &str, calls: Vec<Value>, chunk: usize) -> Value {
     let chars: Vec<char> = text.chars().collect();
     let mut events: Vec<Value> = chars
         .chunks(chunk)
