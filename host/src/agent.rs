@@ -79,6 +79,10 @@ pub struct AgentOptions {
     pub compact_at: f64,
     /// Model limits over the provider's (`[agent.models."ID"]`).
     pub models: std::collections::BTreeMap<String, crate::manifest::ModelOverride>,
+    /// The byte budget of deltas queued for the front-end, shared with the
+    /// session's subagents; `None` when no front-end gives room back (a
+    /// test driving the agent directly).
+    pub backlog: Option<Backlog>,
 }
 
 impl std::fmt::Debug for AgentOptions {
@@ -109,6 +113,7 @@ impl Default for AgentOptions {
             hooks: Arc::default(),
             compact_at: DEFAULT_COMPACT_AT,
             models: std::collections::BTreeMap::new(),
+            backlog: None,
         }
     }
 }
@@ -158,18 +163,9 @@ pub struct Agent {
     /// The plan as the model last set it (`update_plan`), carried by the
     /// summary when the history is compacted.
     plan: Vec<crate::protocol::PlanStep>,
-    /// The byte budget of deltas queued for the front-end; `None` when no
-    /// front-end gives room back (a subagent, a test driving the agent).
-    backlog: Option<Backlog>,
 }
 
 impl Agent {
-    /// Makes streamed deltas wait for room in `backlog` (which the front-end
-    /// refills as it takes them) instead of queueing without limit.
-    pub fn set_backlog(&mut self, backlog: Backlog) {
-        self.backlog = Some(backlog);
-    }
-
     /// Starts a new session.
     pub fn new(
         plugins: Arc<Plugins>,
@@ -217,7 +213,6 @@ impl Agent {
             budget: None,
             calibration: None,
             plan: Vec::new(),
-            backlog: None,
         })
     }
 
@@ -261,7 +256,6 @@ impl Agent {
                     _ => None,
                 })
                 .unwrap_or_default(),
-            backlog: None,
         };
         let mut closed = Vec::new();
         for call in open {
@@ -575,7 +569,7 @@ impl Agent {
         let call = provider.complete(request, tx);
         tokio::pin!(call);
         let record = self.options.record;
-        let backlog = self.backlog.clone();
+        let backlog = self.options.backlog.clone();
         let mut events = Vec::new();
         let result = loop {
             tokio::select! {

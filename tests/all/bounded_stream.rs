@@ -78,6 +78,11 @@ fn a_flooding_provider_waits_for_the_terminal_instead_of_filling_memory() {
     let mut err = String::new();
     let _ = child.stderr.take().expect("stderr").read_to_string(&mut err);
     assert!(status.success(), "{err}");
+    eprintln!(
+        "{MIB} MiB streamed in {:?}; corral's peak RSS {} MiB",
+        paused.elapsed(),
+        peak >> 10
+    );
     // Nothing was dropped: every byte streamed reached the terminal.
     assert!(total >= MIB << 20, "only {total} bytes arrived: {err}");
     assert!(

@@ -131,7 +131,8 @@ fn a_request_over_the_cap_gets_a_json_rpc_error_and_the_server_goes_on() {
     sb.write("hello.txt", "hello\n");
     let cli = Cli::new();
     let mut served = Served::start(&cli, &sb, &[]);
-    let cap = corral::mcp::MAX_REQUEST_BYTES;
+    // The transport's cap (`corral::mcp::MAX_REQUEST_BYTES`, rmcp's own).
+    let cap = 16 << 20;
     let mut big = call(7, "write_file", json!({"path": "big.txt", "content": ""})).to_string();
     let filler = "a".repeat(cap + (1 << 20));
     big = big.replace(r#""content":"""#, &format!(r#""content":"{filler}""#));

@@ -41,6 +41,11 @@ impl Backlog {
     /// What `event` costs: its delta's bytes, at most the whole budget (so
     /// one large delta waits for an empty backlog instead of forever).
     fn cost(&self, event: &Event) -> u32 {
+        let mut event = event;
+        // A subagent's deltas reach the front-end wrapped, and cost the same.
+        while let Event::Subagent { event: inner, .. } = event {
+            event = inner;
+        }
         let bytes = match event {
             Event::TextDelta { text } => text.len(),
             Event::ToolCallDelta {

@@ -152,6 +152,7 @@ pub async fn open(config: SessionConfig) -> Result<Session, String> {
         Approvals::FrontEnd => Arc::new(op_approver.clone()),
     };
     let hooks = crate::hooks::Hooks::new(&manifest.hooks, &plugins).await?;
+    let backlog = Backlog::default();
     let options = AgentOptions {
         hooks: Arc::new(hooks),
         policy,
@@ -189,6 +190,7 @@ pub async fn open(config: SessionConfig) -> Result<Session, String> {
             .compact_at
             .unwrap_or(crate::agent::DEFAULT_COMPACT_AT),
         models: manifest.agent.models.clone(),
+        backlog: Some(backlog.clone()),
         ..AgentOptions::default()
     };
 
@@ -228,9 +230,6 @@ pub async fn open(config: SessionConfig) -> Result<Session, String> {
     let log_path = agent.log_path();
     let (ops_tx, ops_rx) = unbounded_channel();
     let (events_tx, events_rx) = unbounded_channel();
-    let backlog = Backlog::default();
-    let mut agent = agent;
-    agent.set_backlog(backlog.clone());
     let task = tokio::spawn(drive(agent, op_approver, ops_rx, events_tx));
     Ok(Session {
         id,

@@ -221,8 +221,16 @@ fn is_live(entry: &Entry) -> bool {
 
 /// The lines of entry `i`, from its cache when it is fresh.
 fn cached(entry: &mut Entry, width: u16, now_ms: u64, expanded: bool) -> &[Line<'static>] {
-    if let (Some(live), Body::Assistant(text)) = (&mut entry.live, &entry.body) {
-        return live.lines(text, width as usize);
+    if entry.live.is_some() && matches!(entry.body, Body::Assistant(_)) {
+        if let Entry {
+            live: Some(live),
+            body: Body::Assistant(text),
+            ..
+        } = entry
+        {
+            return live.lines(text, width as usize);
+        }
+        return &[];
     }
     let fresh = matches!(&entry.cache, Some((w, v, x, _))
         if *w == width && *v == entry.version && *x == expanded)
