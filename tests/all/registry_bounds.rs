@@ -70,14 +70,14 @@ fn registry_credentials_never_follow_a_projects_from() {
         let o = cli.run_env(&sb.ws(), &["plugin", "update", "lure", "--yes"], &env);
         let t = text(&o);
         assert!(!o.status.success(), "{t}");
-        assert!(t.contains("was not sent"), "the error says why: {t}");
-        assert!(!t.contains("s3cret"), "{t}");
         let seen = seen.lock().unwrap();
         assert!(!seen.is_empty(), "the project's registry was asked: {t}");
         assert!(
             seen.iter().all(|a| a == "-"),
             "the project's registry received credentials (CORRAL_REGISTRY={bound:?}): {seen:?}"
         );
+        assert!(t.contains("was not sent"), "the error says why: {t}");
+        assert!(!t.contains("s3cret"), "{t}");
     }
     // The registry the user names does get them: the recorder can see them.
     let bound = format!("127.0.0.1:{port}");
