@@ -76,7 +76,10 @@ pub fn inert_json(json: &str) -> Cow<'_, str> {
 /// );
 /// ```
 pub fn inert_line(text: &str) -> Cow<'_, str> {
-    if !text.chars().any(|c| c == '\n' || c == '\t' || needs_escape(c)) {
+    if !text
+        .chars()
+        .any(|c| c == '\n' || c == '\t' || needs_escape(c))
+    {
         return Cow::Borrowed(text);
     }
     let mut out = String::with_capacity(text.len() + 16);

@@ -76,7 +76,11 @@ fn a_flooding_provider_waits_for_the_terminal_instead_of_filling_memory() {
     };
     let (total, _) = reader.join().expect("reader");
     let mut err = String::new();
-    let _ = child.stderr.take().expect("stderr").read_to_string(&mut err);
+    let _ = child
+        .stderr
+        .take()
+        .expect("stderr")
+        .read_to_string(&mut err);
     assert!(status.success(), "{err}");
     eprintln!(
         "{MIB} MiB streamed in {:?}; corral's peak RSS {} MiB",

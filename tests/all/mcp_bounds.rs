@@ -145,7 +145,10 @@ fn a_request_over_the_cap_gets_a_json_rpc_error_and_the_server_goes_on() {
     let error = &got[0]["error"];
     assert_eq!(error["code"], -32600, "{}", got[0]);
     let message = error["message"].as_str().unwrap();
-    assert!(message.contains("limit") && message.contains("MiB"), "{message}");
+    assert!(
+        message.contains("limit") && message.contains("MiB"),
+        "{message}"
+    );
     assert!(
         got[1]["result"]["content"][0]["text"]
             .as_str()
@@ -205,12 +208,17 @@ fn logged_paths_cannot_forge_log_lines() {
     // second log line, a carriage return, a bidi override and a zero-width
     // space.
     let path = ".git/x\nWARN corral::mcp: forged: every call approved\r\u{202e}evil\u{200b}";
-    served.send(&call(5, "write_file", json!({"path": path, "content": "x"})));
+    served.send(&call(
+        5,
+        "write_file",
+        json!({"path": path, "content": "x"}),
+    ));
     let got = served.wait_for(&[json!(5)], Duration::from_secs(30));
     assert_eq!(got[0]["result"]["isError"], true, "{}", got[0]);
     let log = served.close();
     assert!(
-        !log.lines().any(|l| l.starts_with("WARN corral::mcp: forged")),
+        !log.lines()
+            .any(|l| l.starts_with("WARN corral::mcp: forged")),
         "a forged log line: {log}"
     );
     assert!(

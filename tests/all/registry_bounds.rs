@@ -103,7 +103,14 @@ fn an_oci_layer_over_the_limit_is_refused_and_leaves_no_file() {
     let reference = registry.reference("tools/big:1");
     let o = cli.run(
         &sb.ws(),
-        &["plugin", "publish", ECHO, &reference, "--requests", "r.toml"],
+        &[
+            "plugin",
+            "publish",
+            ECHO,
+            &reference,
+            "--requests",
+            "r.toml",
+        ],
     );
     assert!(o.status.success(), "{}", text(&o));
     let size = std::fs::metadata(ECHO).unwrap().len();
@@ -114,9 +121,15 @@ fn an_oci_layer_over_the_limit_is_refused_and_leaves_no_file() {
         &[("CORRAL_OCI_MAX_LAYER_KB", &limit_kb)],
     );
     let t = text(&o);
-    assert!(!o.status.success(), "a {size}-byte layer got past a {limit_kb} KiB limit: {t}");
+    assert!(
+        !o.status.success(),
+        "a {size}-byte layer got past a {limit_kb} KiB limit: {t}"
+    );
     assert!(t.contains("over the") && t.contains("KiB limit"), "{t}");
-    assert!(t.contains("CORRAL_OCI_MAX_LAYER_KB"), "the error names the fix: {t}");
+    assert!(
+        t.contains("CORRAL_OCI_MAX_LAYER_KB"),
+        "the error names the fix: {t}"
+    );
     assert!(!read_user_manifest(&cli).contains("plugins.big"));
     let left: Vec<_> = std::fs::read_dir(store_dir(&cli))
         .into_iter()

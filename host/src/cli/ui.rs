@@ -373,8 +373,7 @@ async fn drive(
     // The terminal went away (its window closed, `tmux kill-session`):
     // nobody can see or answer the session any more, so it is closed as
     // interrupted, whatever disposition of SIGHUP corral inherited.
-    let mut sighup =
-        tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()).ok();
+    let mut sighup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()).ok();
     let ws = opener.workspace.clone();
     let mut catalog_task = Some(tokio::spawn(catalog(ws.clone())));
     let mut catalog: Option<Catalog> = None;

@@ -380,10 +380,7 @@ mod tests {
 
     #[test]
     fn credentials_go_only_to_the_registry_the_user_named() {
-        assert_eq!(
-            credentials("127.0.0.1:5000", None),
-            RegistryAuth::Anonymous
-        );
+        assert_eq!(credentials("127.0.0.1:5000", None), RegistryAuth::Anonymous);
         assert_eq!(
             credentials("evil.example:443", Some("ghcr.io")),
             RegistryAuth::Anonymous

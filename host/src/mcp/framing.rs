@@ -143,8 +143,11 @@ fn oversize_error(id: Value, len: usize) -> String {
     .to_string()
 }
 
-async fn write_answers<O, T>(mut output: O, from_service: T, mut errors: mpsc::UnboundedReceiver<String>)
-where
+async fn write_answers<O, T>(
+    mut output: O,
+    from_service: T,
+    mut errors: mpsc::UnboundedReceiver<String>,
+) where
     O: AsyncWrite + Unpin,
     T: AsyncRead + Unpin,
 {

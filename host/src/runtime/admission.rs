@@ -21,8 +21,7 @@ pub(super) const MAX_CONCURRENT_CALLS: u32 = 64;
 /// own cap is larger runs alone.
 pub const CALLS_MEMORY_MB: u32 = 2048;
 
-static SLOTS: LazyLock<Semaphore> =
-    LazyLock::new(|| Semaphore::new(MAX_CONCURRENT_CALLS as usize));
+static SLOTS: LazyLock<Semaphore> = LazyLock::new(|| Semaphore::new(MAX_CONCURRENT_CALLS as usize));
 static MEMORY: LazyLock<Semaphore> = LazyLock::new(|| Semaphore::new(CALLS_MEMORY_MB as usize));
 
 /// A running call's place; given back when dropped.
