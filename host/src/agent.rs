@@ -10,6 +10,7 @@
 //! their results are recorded in call order.
 
 mod approval;
+mod backlog;
 mod budget;
 mod cassette;
 mod compact;
@@ -19,6 +20,7 @@ mod host_tools;
 mod subagent;
 
 pub use approval::{Answer, Approver, NoApprover, OpApprover, YesApprover};
+pub use backlog::{BACKLOG_BYTES, Backlog};
 pub use budget::{BYTES_PER_TOKEN, Budget, DEFAULT_COMPACT_AT, request_bytes};
 pub use cassette::write as write_cassette;
 pub use compact::{SUMMARY_PROMPT, apply as apply_compaction, summary_request};
@@ -80,6 +82,10 @@ pub struct AgentOptions {
     /// Where corral's ids for the model's calls come from; a session's
     /// subagents share it, since their approvals reach the same front-end.
     pub call_ids: CallIds,
+    /// The byte budget of deltas queued for the front-end, shared with the
+    /// session's subagents; `None` when no front-end gives room back (a
+    /// test driving the agent directly).
+    pub backlog: Option<Backlog>,
 }
 
 /// corral's ids for the model's tool calls, `c-1`, `c-2`, …: the model's
@@ -157,6 +163,7 @@ impl Default for AgentOptions {
             compact_at: DEFAULT_COMPACT_AT,
             models: std::collections::BTreeMap::new(),
             call_ids: CallIds::default(),
+            backlog: None,
         }
     }
 }
@@ -615,13 +622,16 @@ impl Agent {
         let call = provider.complete(request, tx);
         tokio::pin!(call);
         let record = self.options.record;
+        let backlog = self.options.backlog.clone();
         let mut events = Vec::new();
         let result = loop {
             tokio::select! {
                 biased;
                 () = cancel.cancelled() => return Ok(Err(None)),
                 Some(ev) = rx.recv() => {
-                    forward(ui, &ev);
+                    if !forward(ui, &ev, backlog.as_ref(), cancel).await {
+                        return Ok(Err(None));
+                    }
                     if record {
                         events.push(ev);
                     }
@@ -630,7 +640,9 @@ impl Agent {
             }
         };
         while let Ok(ev) = rx.try_recv() {
-            forward(ui, &ev);
+            if !forward(ui, &ev, backlog.as_ref(), cancel).await {
+                return Ok(Err(None));
+            }
             if record {
                 events.push(ev);
             }
@@ -900,7 +912,14 @@ fn dispatcher(plugins: Arc<Plugins>, options: &mut AgentOptions, tracker: Tracke
     dispatcher
 }
 
-fn forward(ui: &UnboundedSender<Event>, ev: &StreamEvent) {
+/// Sends a stream event on to the front-end, first waiting for room in the
+/// backlog. `false` when the turn was interrupted while it waited.
+async fn forward(
+    ui: &UnboundedSender<Event>,
+    ev: &StreamEvent,
+    backlog: Option<&Backlog>,
+    cancel: &CancellationToken,
+) -> bool {
     let event = match ev {
         StreamEvent::TextDelta { text } => Event::TextDelta { text: text.clone() },
         StreamEvent::ToolCallDelta {
@@ -913,7 +932,15 @@ fn forward(ui: &UnboundedSender<Event>, ev: &StreamEvent) {
             name: name.clone(),
             arguments_delta: arguments_delta.clone(),
         },
-        _ => return,
+        _ => return true,
     };
+    if let Some(b) = backlog {
+        tokio::select! {
+            biased;
+            () = cancel.cancelled() => return false,
+            () = b.reserve(&event) => {}
+        }
+    }
     let _ = ui.send(event);
+    true
 }

@@ -310,8 +310,11 @@ fn init_logging(verbose: u8) {
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        // Every record is made inert on its way out: fields carry paths,
+        // names and lines that a model, a client or a plugin chose. Colour
+        // would be escaped with the rest, so there is none.
+        .with_writer(|| corral::terminal::InertLog(std::io::stderr()))
+        .with_ansi(false)
         .with_target(false)
         .without_time()
         .try_init();

@@ -17,8 +17,12 @@
 //! protocol versions that have it (up to `2025-11-25`).
 //!
 //! Calls are taken concurrently, as the client sends them: a call waiting
-//! for its approval holds up no other. Logs go to stderr (through
-//! `tracing`); stdout carries nothing but the protocol.
+//! for its approval holds up no other. Calls beyond what the runtime runs at
+//! once (its instance slots and its memory budget) wait for a place instead
+//! of failing. A request line over [`MAX_REQUEST_BYTES`] is answered with a
+//! JSON-RPC error and the server goes on. Logs go to stderr (through
+//! `tracing`), each record made inert; stdout carries nothing but the
+//! protocol.
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), String> {
@@ -31,6 +35,10 @@
 //! server.serve_stdio().await
 //! # }
 //! ```
+
+mod framing;
+
+pub use framing::MAX_REQUEST_BYTES;
 
 use crate::agent::{Answer, Approver, Dispatcher, Sink};
 use crate::manifest::Manifest;
@@ -50,6 +58,9 @@ use std::borrow::Cow;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+
+/// Buffer of each in-memory pipe between the framing and the service.
+const PIPE_BYTES: usize = 1 << 20;
 
 /// What the server is started with. Unset fields come from the manifest.
 #[derive(Debug, Clone, Default)]
@@ -127,15 +138,33 @@ impl Server {
     /// Serves MCP on stdin and stdout until the client closes the
     /// connection.
     pub async fn serve_stdio(self) -> Result<(), String> {
-        let running = self
-            .serve(rmcp::transport::stdio())
-            .await
-            .map_err(|e| format!("the MCP client did not complete the handshake: {e}"))?;
-        running
-            .waiting()
-            .await
-            .map_err(|e| format!("the MCP server stopped unexpectedly: {e}"))?;
-        Ok(())
+        // The service speaks through two in-memory pipes; [`framing::guard`]
+        // sits between them and the real stdin and stdout, so that an
+        // oversized request gets an answer.
+        let (to_service, service_in) = tokio::io::duplex(PIPE_BYTES);
+        let (service_out, from_service) = tokio::io::duplex(PIPE_BYTES);
+        let framing = tokio::spawn(framing::guard(
+            tokio::io::stdin(),
+            tokio::io::stdout(),
+            to_service,
+            from_service,
+        ));
+        let served = async {
+            let running = self
+                .serve((service_in, service_out))
+                .await
+                .map_err(|e| format!("the MCP client did not complete the handshake: {e}"))?;
+            running
+                .waiting()
+                .await
+                .map_err(|e| format!("the MCP server stopped unexpectedly: {e}"))?;
+            Ok(())
+        }
+        .await;
+        // The service's end of the answer pipe is gone: what it wrote is
+        // flushed to stdout before the server exits.
+        let _ = framing.await;
+        served
     }
 
     /// One `tools/call`, the whole way through the dispatcher.

@@ -27,6 +27,7 @@
 //!   `wasi:filesystem`), `stdio` (a plugin's standard streams), on top of
 //!   the code `bindgen!` generates from the WIT (`bindings`).
 
+mod admission;
 mod bindings;
 mod budget;
 mod cache;
@@ -52,6 +53,7 @@ mod store;
 mod stream;
 mod touched;
 
+pub use admission::CALLS_MEMORY_MB;
 pub use budget::EVENT_CHANNEL_CAPACITY;
 pub use cache::{
     CACHE_DEFAULT_MAX_MB, CACHE_MAX_MB_VAR, CacheEntry, CacheOutcome, CacheReport, cache_max_bytes,

@@ -144,6 +144,61 @@ pub fn visible_arguments(arguments: &str) -> String {
     }
 }
 
+/// `text` made inert for one line of a log: like [`inert`], and newlines
+/// and tabs are escaped too (`\n`, `\t`), so a path or a name holding them
+/// cannot start a forged log line.
+///
+/// ```
+/// assert_eq!(
+///     corral::terminal::inert_line("a\nWARN forged\r\u{202e}"),
+///     "a\\nWARN forged\\r\\u{202e}"
+/// );
+/// ```
+pub fn inert_line(text: &str) -> Cow<'_, str> {
+    if !text
+        .chars()
+        .any(|c| c == '\n' || c == '\t' || needs_escape(c))
+    {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        match c {
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            c if needs_escape(c) => out.push_str(&inert(c.encode_utf8(&mut [0; 4]))),
+            c => out.push(c),
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// A log writer that makes each record inert ([`inert_line`]) before it
+/// reaches `W`: whatever a record's fields hold (a client's path, a tool's
+/// name, a plugin's log line), it stays one line with no control, bidi or
+/// zero-width characters. The formatter hands over one whole record per
+/// write, ending in its newline, which is kept.
+#[derive(Debug)]
+pub struct InertLog<W>(pub W);
+
+impl<W: std::io::Write> std::io::Write for InertLog<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let text = String::from_utf8_lossy(buf);
+        let (body, newline) = match text.strip_suffix('\n') {
+            Some(body) => (body, "\n"),
+            None => (&*text, ""),
+        };
+        let mut out = inert_line(body).into_owned();
+        out.push_str(newline);
+        self.0.write_all(out.as_bytes())?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.0.flush()
+    }
+}
+
 fn needs_escape(c: char) -> bool {
     (c.is_control() && c != '\n' && c != '\t') || is_invisible(c)
 }
@@ -177,6 +232,18 @@ pub fn is_invisible(c: char) -> bool {
 #[cfg(test)]
 mod tests {
     use super::inert;
+
+    #[test]
+    fn a_log_record_stays_one_inert_line() {
+        use std::io::Write as _;
+        let mut log = super::InertLog(Vec::new());
+        log.write_all("WARN path=a\nWARN forged\r\u{200b}x\n".as_bytes())
+            .unwrap();
+        assert_eq!(
+            String::from_utf8(log.0).unwrap(),
+            "WARN path=a\\nWARN forged\\r\\u{200b}x\n"
+        );
+    }
 
     #[test]
     fn escape_sequences_become_visible_text() {

@@ -11,7 +11,7 @@ use std::io::{Read as _, Write as _};
 use std::net::TcpListener;
 use std::process::{Child, Output};
 
-fn text(o: &Output) -> String {
+pub(crate) fn text(o: &Output) -> String {
     format!(
         "{}{}",
         String::from_utf8_lossy(&o.stdout),
@@ -23,11 +23,11 @@ fn user_manifest(cli: &Cli) -> PathBuf {
     cli.home.path().join("config/corral/corral.toml")
 }
 
-fn read_user_manifest(cli: &Cli) -> String {
+pub(crate) fn read_user_manifest(cli: &Cli) -> String {
     std::fs::read_to_string(user_manifest(cli)).unwrap_or_default()
 }
 
-fn store_dir(cli: &Cli) -> PathBuf {
+pub(crate) fn store_dir(cli: &Cli) -> PathBuf {
     cli.home.path().join("data/corral/plugins")
 }
 
@@ -369,7 +369,7 @@ fn a_download_must_be_pinned_and_match_its_pin() {
 
 /// A real OCI registry (distribution v2) on a loopback port, storing its
 /// blobs in a temp dir; stopped when dropped.
-struct Registry {
+pub(crate) struct Registry {
     child: Child,
     port: u16,
     storage: tempfile::TempDir,
@@ -384,7 +384,7 @@ impl Drop for Registry {
 
 impl Registry {
     /// `None` (after saying why) when no registry binary is available.
-    fn start() -> Option<Self> {
+    pub(crate) fn start() -> Option<Self> {
         let binary = std::env::var("CORRAL_TEST_REGISTRY").ok().or_else(|| {
             ["/usr/bin/docker-registry", "/usr/sbin/docker-registry"]
                 .into_iter()
@@ -437,7 +437,7 @@ impl Registry {
         panic!("the registry did not start on port {port}");
     }
 
-    fn reference(&self, repo_tag: &str) -> String {
+    pub(crate) fn reference(&self, repo_tag: &str) -> String {
         format!("oci://127.0.0.1:{}/{repo_tag}", self.port)
     }
 

@@ -11,6 +11,7 @@
 mod agent;
 mod attack_approvals;
 mod attack_guard;
+mod bounded_stream;
 mod budgets;
 mod cache;
 mod children;
@@ -28,8 +29,10 @@ mod install;
 mod lazy;
 mod manifest;
 mod mcp;
+mod mcp_bounds;
 mod mock;
 mod policy;
+mod registry_bounds;
 mod sandbox;
 mod stubs;
 mod subagents;
@@ -37,6 +40,7 @@ mod templates;
 mod tools;
 mod trustpin;
 mod tui;
+mod tui_bounds;
 
 use corral::manifest::{Layer, Manifest, from_layers};
 use corral::runtime::{Plugins, Runtime, RuntimeOptions, ToolError, ToolOutput};

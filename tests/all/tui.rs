@@ -52,7 +52,7 @@ impl Pane {
         Some(pane)
     }
 
-    fn tmux(&self) -> Command {
+    pub(crate) fn tmux(&self) -> Command {
         let mut cmd = Command::new("tmux");
         cmd.arg("-S").arg(&self.socket).env_remove("TMUX");
         cmd
@@ -117,7 +117,7 @@ impl Drop for Pane {
 
 /// The terminal is out of raw mode once corral exits: `stty -a`, run
 /// after it, reports canonical input and echo back on.
-fn assert_restored(pane: &Pane) {
+pub(crate) fn assert_restored(pane: &Pane) {
     let screen = pane.wait("`stty -a` output", |s| s.contains("icanon"));
     let flags: Vec<&str> = screen.split_whitespace().collect();
     for flag in ["icanon", "echo"] {

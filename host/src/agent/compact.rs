@@ -460,17 +460,22 @@ impl Agent {
         let provider = self.provider.clone();
         let call = provider.complete(&request, tx);
         tokio::pin!(call);
+        // Kept only for a cassette: a provider streaming without end would
+        // otherwise fill the host's memory here.
+        let record = self.options.record;
         let mut events: Vec<StreamEvent> = Vec::new();
         let result = loop {
             tokio::select! {
                 biased;
                 () = cancel.cancelled() => return Ok(Compaction::Interrupted),
-                Some(ev) = rx.recv() => events.push(ev),
+                Some(ev) = rx.recv() => if record { events.push(ev) },
                 res = &mut call => break res,
             }
         };
         while let Ok(ev) = rx.try_recv() {
-            events.push(ev);
+            if record {
+                events.push(ev);
+            }
         }
         let response: ChatResponse = match result {
             Ok(r) => r,

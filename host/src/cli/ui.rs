@@ -29,6 +29,10 @@ use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
 
 /// The exit code after SIGTERM (128 + 15, as a shell reports it).
 const EXIT_TERMINATED: u8 = 143;
+/// The exit code after SIGHUP (128 + 1).
+const EXIT_HANGUP: u8 = 129;
+/// How long one frame may spend taking queued events before it draws.
+const FRAME_BATCH: Duration = Duration::from_millis(30);
 
 /// Files offered by `@` completion, at most.
 const MAX_FILES: usize = 5000;
@@ -366,6 +370,10 @@ async fn drive(
     let mut tick = tokio::time::interval(Duration::from_millis(100));
     let mut sigterm =
         tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+    // The terminal went away (its window closed, `tmux kill-session`):
+    // nobody can see or answer the session any more, so it is closed as
+    // interrupted, whatever disposition of SIGHUP corral inherited.
+    let mut sighup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()).ok();
     let ws = opener.workspace.clone();
     let mut catalog_task = Some(tokio::spawn(catalog(ws.clone())));
     let mut catalog: Option<Catalog> = None;
@@ -402,8 +410,18 @@ async fn drive(
             event = session.next_event() => {
                 let Some(event) = event else { break };
                 app.set_clock(start.elapsed().as_millis() as u64);
+                let mut ended = event == Event::ShutdownComplete;
                 app.apply(&event);
-                if event == Event::ShutdownComplete {
+                // Everything already queued goes into this one frame (for a
+                // while at most, so keys still get their turn): a fast
+                // stream costs a frame per batch, not per delta.
+                let batch = Instant::now();
+                while !ended && batch.elapsed() < FRAME_BATCH {
+                    let Some(event) = session.try_next_event() else { break };
+                    ended = event == Event::ShutdownComplete;
+                    app.apply(&event);
+                }
+                if ended {
                     break;
                 }
             }
@@ -425,6 +443,10 @@ async fn drive(
             Some(()) = async { match &mut sigterm { Some(s) => s.recv().await, None => None } } => {
                 close(session).await;
                 return ExitCode::from(EXIT_TERMINATED);
+            }
+            Some(()) = async { match &mut sighup { Some(s) => s.recv().await, None => None } } => {
+                close(session).await;
+                return ExitCode::from(EXIT_HANGUP);
             }
         }
         if !had_modal && app.modal_open() {

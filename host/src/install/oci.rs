@@ -6,19 +6,36 @@
 //! Registries on a loopback address are spoken to over plain HTTP (a local
 //! test registry has no certificate); every other one over HTTPS.
 //! Credentials, when a registry needs them, come from
-//! `CORRAL_REGISTRY_USERNAME` and `CORRAL_REGISTRY_PASSWORD`; without them
-//! access is anonymous (public registries hand out anonymous tokens).
-//! Every blob is checked against the digest the manifest names, and a
-//! reference by digest (`@sha256:…`) against the manifest's own digest: a
-//! registry that serves other bytes than it advertised is refused.
+//! `CORRAL_REGISTRY_USERNAME` and `CORRAL_REGISTRY_PASSWORD` and are bound to
+//! the one registry `CORRAL_REGISTRY` names (`host[:port]`): a reference to
+//! any other registry — one a project's `from = "oci://…"` chose, say — is
+//! pulled anonymously, so a project cannot collect the user's password by
+//! naming a registry of its own (public registries hand out anonymous tokens).
+//!
+//! The component layer is streamed to a temporary file beside the store, never
+//! collected in memory: it is refused as soon as it passes the size limit
+//! ([`layer_limit`]; the manifest's advertised size is checked before the
+//! download), and its SHA-256 is computed while it streams. Every blob is
+//! checked against the digest the manifest names, and a reference by digest
+//! (`@sha256:…`) against the manifest's own digest: a registry that serves
+//! other bytes than it advertised is refused.
 
-use crate::trust::sha256_hex;
+use futures::{Stream, StreamExt as _};
 use oci_client::client::{ClientConfig, ClientProtocol};
 use oci_client::secrets::RegistryAuth;
 use oci_client::{Client, Reference};
 use oci_wasm::{WasmClient, WasmConfig};
+use sha2::{Digest as _, Sha256};
 use std::collections::BTreeMap;
 use std::fmt;
+use std::io::Write as _;
+use std::path::Path;
+
+/// The environment variable naming the registry (`host[:port]`) that
+/// `CORRAL_REGISTRY_USERNAME`/`CORRAL_REGISTRY_PASSWORD` belong to.
+pub const REGISTRY_ENV: &str = "CORRAL_REGISTRY";
+/// The environment variable lowering the component layer's size limit, in KiB.
+pub const LAYER_LIMIT_ENV: &str = "CORRAL_OCI_MAX_LAYER_KB";
 
 /// Manifest annotation holding the plugin's version.
 pub const VERSION_ANNOTATION: &str = "org.opencontainers.image.version";
@@ -101,7 +118,41 @@ fn client(r: &OciRef) -> WasmClient {
     }))
 }
 
-fn auth() -> RegistryAuth {
+/// The credentials for `r`'s registry: the user's, only when `CORRAL_REGISTRY`
+/// names that very registry; anonymous otherwise.
+fn auth(r: &OciRef) -> RegistryAuth {
+    let bound = std::env::var(REGISTRY_ENV).ok();
+    credentials(r.registry(), bound.as_deref())
+}
+
+/// Whether credentials are set but were withheld from `registry`, for the
+/// hint in an error message.
+fn withheld(registry: &str) -> Option<String> {
+    std::env::var_os("CORRAL_REGISTRY_USERNAME")?;
+    match std::env::var(REGISTRY_ENV) {
+        Ok(bound) if same_registry(&bound, registry) => None,
+        Ok(bound) => Some(format!(
+            " (CORRAL_REGISTRY_USERNAME was not sent: it belongs to {REGISTRY_ENV}={bound:?}, \
+             not {registry}; set {REGISTRY_ENV}={registry} if you mean to log in there)"
+        )),
+        Err(_) => Some(format!(
+            " (CORRAL_REGISTRY_USERNAME was not sent: credentials go only to the registry \
+             {REGISTRY_ENV} names; set {REGISTRY_ENV}={registry} to log in there)"
+        )),
+    }
+}
+
+fn same_registry(a: &str, b: &str) -> bool {
+    a.trim().eq_ignore_ascii_case(b.trim())
+}
+
+fn credentials(registry: &str, bound: Option<&str>) -> RegistryAuth {
+    let Some(bound) = bound else {
+        return RegistryAuth::Anonymous;
+    };
+    if !same_registry(bound, registry) {
+        return RegistryAuth::Anonymous;
+    }
     match (
         std::env::var("CORRAL_REGISTRY_USERNAME"),
         std::env::var("CORRAL_REGISTRY_PASSWORD"),
@@ -111,34 +162,52 @@ fn auth() -> RegistryAuth {
     }
 }
 
+/// The largest component layer corral pulls: [`crate::trust::MAX_PLUGIN_FILE`]
+/// (the largest component it loads), or less when `CORRAL_OCI_MAX_LAYER_KB`
+/// says so. A value that is not a number is an error, not the default.
+pub fn layer_limit() -> Result<u64, String> {
+    let max = crate::trust::MAX_PLUGIN_FILE;
+    match std::env::var(LAYER_LIMIT_ENV) {
+        Err(_) => Ok(max),
+        Ok(v) => v
+            .trim()
+            .parse::<u64>()
+            .map(|kb| kb.saturating_mul(1024).min(max))
+            .map_err(|_| {
+                format!(
+                    "{LAYER_LIMIT_ENV}={v:?} is not a whole number of KiB; \
+                     set it to e.g. 65536 (64 MiB), or unset it for {} MiB",
+                    max >> 20
+                )
+            }),
+    }
+}
+
 /// Pulls the component `r` names and checks every digest.
 pub async fn pull(r: &OciRef) -> Result<Pulled, String> {
-    let image = client(r)
-        .pull(&r.reference, &auth())
+    let max = layer_limit()?;
+    let client = client(r);
+    let auth = auth(r);
+    let hint = || withheld(r.registry()).unwrap_or_default();
+    let (manifest, digest) = client
+        .pull_image_manifest(&r.reference, &auth)
         .await
-        .map_err(|e| format!("cannot pull oci://{r}: {e:#}"))?;
-    let manifest = image
-        .manifest
-        .ok_or_else(|| format!("oci://{r}: the registry sent no manifest"))?;
-    let [layer] = image.layers.as_slice() else {
+        .map_err(|e| format!("cannot pull oci://{r}: {e:#}{}", hint()))?;
+    let [layer] = manifest.layers.as_slice() else {
         return Err(format!(
             "oci://{r}: a wasm artifact has exactly one layer, this one has {}",
-            image.layers.len()
+            manifest.layers.len()
         ));
     };
-    let want = manifest
-        .layers
-        .first()
-        .map(|l| l.digest.clone())
-        .unwrap_or_default();
-    let got = format!("sha256:{}", sha256_hex(&layer.data));
-    if got != want {
+    if layer.media_type != oci_wasm::WASM_LAYER_MEDIA_TYPE
+        || manifest.config.media_type != oci_wasm::WASM_MANIFEST_CONFIG_MEDIA_TYPE
+    {
         return Err(format!(
-            "oci://{r}: the component's bytes have digest {got}, but the manifest names {want}; \
-             the registry or something between it and you altered it, refusing it"
+            "oci://{r} is not a wasm component artifact (layer {}, config {}); \
+             publish it with `corral plugin publish`",
+            layer.media_type, manifest.config.media_type
         ));
     }
-    let digest = image.digest.unwrap_or_default();
     if let Some(pinned) = r.reference.digest()
         && pinned != digest
     {
@@ -146,11 +215,98 @@ pub async fn pull(r: &OciRef) -> Result<Pulled, String> {
             "oci://{r}: the registry sent manifest {digest}, not the {pinned} you asked for; refusing it"
         ));
     }
+    if u64::try_from(layer.size).unwrap_or(u64::MAX) > max {
+        return Err(over_limit(r, &format!("{} bytes", layer.size), max));
+    }
+    let dir = super::store::dir()
+        .ok_or("no data directory to keep plugins in (set XDG_DATA_HOME or HOME)")?;
+    let stream = client
+        .pull_blob_stream(&r.reference, layer)
+        .await
+        .map_err(|e| format!("cannot pull oci://{r}: {e:#}{}", hint()))?;
+    if stream.content_length.is_some_and(|n| n > max) {
+        return Err(over_limit(r, &format!("{} bytes", layer.size), max));
+    }
+    let bytes = save_capped(stream, max, &layer.digest, &dir)
+        .await
+        .map_err(|e| match e {
+            SaveError::TooLarge => over_limit(r, "more bytes than that", max),
+            SaveError::Digest { got } => format!(
+                "oci://{r}: the component's bytes have digest {got}, but the manifest names {}; \
+                 the registry or something between it and you altered it, refusing it",
+                layer.digest
+            ),
+            SaveError::Io(e) => format!("cannot pull oci://{r}: {e}"),
+        })?;
     Ok(Pulled {
-        bytes: layer.data.to_vec(),
+        bytes,
         digest,
         annotations: manifest.annotations.unwrap_or_default(),
     })
+}
+
+fn over_limit(r: &OciRef, size: &str, max: u64) -> String {
+    format!(
+        "oci://{r}: the component layer is {size}, over the {} KiB limit; refusing it before \
+         it fills the disk or memory (a larger limit: {LAYER_LIMIT_ENV}, at most {} KiB)",
+        max >> 10,
+        crate::trust::MAX_PLUGIN_FILE >> 10
+    )
+}
+
+/// Why [`save_capped`] refused a blob.
+#[derive(Debug)]
+enum SaveError {
+    /// More than the limit arrived.
+    TooLarge,
+    /// The bytes hash to another digest than the manifest names.
+    Digest { got: String },
+    /// The temporary file or the transfer failed.
+    Io(String),
+}
+
+/// Streams `blob` into a temporary file in `dir` (removed whatever
+/// happens), stopping as soon as more than `max` bytes arrived, hashes it on
+/// the way and checks the hash against `want` (`sha256:…`). Returns the
+/// bytes, which are then at most `max`.
+async fn save_capped<S, B, E>(
+    mut blob: S,
+    max: u64,
+    want: &str,
+    dir: &Path,
+) -> Result<Vec<u8>, SaveError>
+where
+    S: Stream<Item = Result<B, E>> + Unpin,
+    B: AsRef<[u8]>,
+    E: fmt::Display,
+{
+    std::fs::create_dir_all(dir)
+        .map_err(|e| SaveError::Io(format!("cannot create {}: {e}", dir.display())))?;
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".pull-")
+        .tempfile_in(dir)
+        .map_err(|e| SaveError::Io(format!("cannot create a file in {}: {e}", dir.display())))?;
+    let mut hasher = Sha256::new();
+    let mut total: u64 = 0;
+    while let Some(chunk) = blob.next().await {
+        let chunk = chunk.map_err(|e| SaveError::Io(e.to_string()))?;
+        let chunk = chunk.as_ref();
+        total = total.saturating_add(chunk.len() as u64);
+        if total > max {
+            return Err(SaveError::TooLarge);
+        }
+        hasher.update(chunk);
+        tmp.write_all(chunk)
+            .map_err(|e| SaveError::Io(format!("cannot write {}: {e}", tmp.path().display())))?;
+    }
+    let got = format!("sha256:{}", hex::encode(hasher.finalize()));
+    if !got.eq_ignore_ascii_case(want) {
+        return Err(SaveError::Digest { got });
+    }
+    tmp.flush()
+        .map_err(|e| SaveError::Io(format!("cannot write {}: {e}", tmp.path().display())))?;
+    crate::fsread::read_regular(tmp.path(), max)
+        .map_err(|e| SaveError::Io(format!("cannot read {}: {e}", tmp.path().display())))
 }
 
 /// Pushes `bytes` as `r`, with `annotations` on the manifest. Returns the
@@ -163,9 +319,14 @@ pub async fn push(
     let (config, layer) = WasmConfig::from_raw_component(bytes, None)
         .map_err(|e| format!("not a component the wasm OCI format can describe: {e:#}"))?;
     let pushed = client(r)
-        .push(&r.reference, &auth(), layer, config, Some(annotations))
+        .push(&r.reference, &auth(r), layer, config, Some(annotations))
         .await
-        .map_err(|e| format!("cannot push oci://{r}: {e:#}"))?;
+        .map_err(|e| {
+            format!(
+                "cannot push oci://{r}: {e:#}{}",
+                withheld(r.registry()).unwrap_or_default()
+            )
+        })?;
     Ok(pushed.manifest_url)
 }
 
@@ -180,5 +341,49 @@ mod tests {
         assert!(OciRef::parse("localhost/wc:1").is_ok());
         assert!(OciRef::parse("me/wc:1").is_err());
         assert!(OciRef::parse("wc").is_err());
+    }
+
+    fn chunks(parts: Vec<Vec<u8>>) -> impl Stream<Item = Result<Vec<u8>, String>> + Unpin {
+        futures::stream::iter(parts.into_iter().map(Ok))
+    }
+
+    fn leftovers(dir: &Path) -> Vec<String> {
+        std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn a_layer_is_cut_off_at_the_limit_and_its_file_removed() {
+        let dir = tempfile::tempdir().unwrap();
+        // A registry may advertise a small size and send more: the stream
+        // itself is counted.
+        let blob = chunks(vec![vec![7u8; 600]; 4]);
+        let e = save_capped(blob, 1000, "sha256:00", dir.path())
+            .await
+            .unwrap_err();
+        assert!(matches!(e, SaveError::TooLarge), "{e:?}");
+        assert!(leftovers(dir.path()).is_empty());
+        let data = vec![vec![1u8; 300], vec![2u8; 300]];
+        let want = format!("sha256:{}", crate::trust::sha256_hex(&data.concat()));
+        let got = save_capped(chunks(data.clone()), 1000, &want, dir.path())
+            .await
+            .unwrap();
+        assert_eq!(got, data.concat());
+        let e = save_capped(chunks(vec![vec![3u8; 10]]), 1000, &want, dir.path())
+            .await
+            .unwrap_err();
+        assert!(matches!(e, SaveError::Digest { .. }), "{e:?}");
+        assert!(leftovers(dir.path()).is_empty());
+    }
+
+    #[test]
+    fn credentials_go_only_to_the_registry_the_user_named() {
+        assert_eq!(credentials("127.0.0.1:5000", None), RegistryAuth::Anonymous);
+        assert_eq!(
+            credentials("evil.example:443", Some("ghcr.io")),
+            RegistryAuth::Anonymous
+        );
     }
 }

@@ -8,8 +8,7 @@ use wasmtime::{Config, Engine};
 
 /// How often the epoch ticks; deadlines are rounded up to it.
 pub(super) const TICK: Duration = Duration::from_millis(10);
-/// Stores that may be alive at once (concurrent calls).
-const MAX_CONCURRENT_CALLS: u32 = 64;
+use super::admission::MAX_CONCURRENT_CALLS;
 
 /// Bytes of a linear memory kept mapped between calls (see [`new`]).
 const KEEP_RESIDENT: usize = 4 << 20;

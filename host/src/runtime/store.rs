@@ -171,6 +171,14 @@ impl Plugin {
     {
         let name = &self.decl.name;
         let limits = self.decl.limits;
+        // Waiting for a place comes before the deadline starts.
+        let _admitted = super::admission::admit(limits.memory_mb)
+            .await
+            .ok_or_else(|| {
+                ToolError::Sandbox(format!(
+                    "plugin `{name}`: the runtime is shutting down and takes no new calls"
+                ))
+            })?;
         let stdout = stdio::LogPipe::default();
         let stderr = stdio::LogPipe::default();
         let mut wasi = WasiCtxBuilder::new();

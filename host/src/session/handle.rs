@@ -5,7 +5,7 @@
 //! goes through it.
 
 use super::open::{choose_provider, find_session, sessions_dir};
-use crate::agent::{Agent, AgentOptions, Approver, NoApprover, OpApprover, YesApprover};
+use crate::agent::{Agent, AgentOptions, Approver, Backlog, NoApprover, OpApprover, YesApprover};
 use crate::log::SessionLog;
 use crate::manifest::Manifest;
 use crate::protocol::{Event, Mode, Op, StopReason};
@@ -88,7 +88,20 @@ pub struct Session {
     resumed_messages: Option<usize>,
     ops: UnboundedSender<Op>,
     events: UnboundedReceiver<Event>,
+    /// Room for deltas, given back as [`Session::next_event`] takes them.
+    backlog: BacklogGuard,
     task: tokio::task::JoinHandle<anyhow::Result<Finished>>,
+}
+
+/// Closes the backlog when the receiving end goes, so that a turn still
+/// streaming does not wait for room nobody will give back.
+#[derive(Debug)]
+struct BacklogGuard(Backlog);
+
+impl Drop for BacklogGuard {
+    fn drop(&mut self) {
+        self.0.close();
+    }
 }
 
 impl std::fmt::Debug for Session {
@@ -137,6 +150,7 @@ pub async fn open(config: SessionConfig) -> Result<Session, String> {
         Approvals::FrontEnd => Arc::new(op_approver.clone()),
     };
     let hooks = crate::hooks::Hooks::new(&manifest.hooks, &plugins).await?;
+    let backlog = Backlog::default();
     let options = AgentOptions {
         hooks: Arc::new(hooks),
         policy,
@@ -174,6 +188,7 @@ pub async fn open(config: SessionConfig) -> Result<Session, String> {
             .compact_at
             .unwrap_or(crate::agent::DEFAULT_COMPACT_AT),
         models: manifest.agent.models.clone(),
+        backlog: Some(backlog.clone()),
         ..AgentOptions::default()
     };
 
@@ -220,6 +235,7 @@ pub async fn open(config: SessionConfig) -> Result<Session, String> {
         resumed_messages,
         ops: ops_tx,
         events: events_rx,
+        backlog: BacklogGuard(backlog),
         task,
     })
 }
@@ -252,7 +268,21 @@ impl Session {
 
     /// The next event; `None` once the session has ended.
     pub async fn next_event(&mut self) -> Option<Event> {
-        self.events.recv().await
+        let event = self.events.recv().await;
+        if let Some(e) = &event {
+            self.backlog.0.release(e);
+        }
+        event
+    }
+
+    /// The next event if one is waiting, without waiting for one: a
+    /// front-end takes everything queued before it draws a frame.
+    pub fn try_next_event(&mut self) -> Option<Event> {
+        let event = self.events.try_recv().ok();
+        if let Some(e) = &event {
+            self.backlog.0.release(e);
+        }
+        event
     }
 
     /// Waits for the session to end (submit [`Op::Shutdown`] first, or drop
@@ -261,6 +291,7 @@ impl Session {
     pub async fn finish(self) -> anyhow::Result<Finished> {
         drop(self.ops);
         drop(self.events);
+        drop(self.backlog);
         self.task.await?
     }
 }

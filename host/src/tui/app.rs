@@ -84,6 +84,9 @@ pub(crate) struct Entry {
     pub(crate) version: u64,
     /// Rendered lines: (width, version, expanded, lines).
     pub(crate) cache: Option<(u16, u64, bool, Vec<Line<'static>>)>,
+    /// For an answer still streaming: its lines, rendered a block at a
+    /// time, so a frame's work does not grow with the answer.
+    pub(crate) live: Option<super::markdown::Streaming>,
 }
 
 impl Entry {
@@ -92,6 +95,7 @@ impl Entry {
             body,
             version: 0,
             cache: None,
+            live: None,
         }
     }
 }
@@ -312,6 +316,17 @@ impl App {
         self.entries.len() - 1
     }
 
+    /// The streaming answer, if any, is over (a new request, or the turn
+    /// ended without one): it is rendered whole from now on.
+    fn end_stream(&mut self) {
+        if let Some(i) = self.streaming.take()
+            && let Some(e) = self.entries.get_mut(i)
+        {
+            e.live = None;
+            e.version += 1;
+        }
+    }
+
     fn touch(&mut self, i: usize) {
         if let Some(e) = self.entries.get_mut(i) {
             e.version += 1;
@@ -382,7 +397,7 @@ impl App {
                 self.scroll = 0;
             }
             Event::RequestBegin { .. } => {
-                self.streaming = None;
+                self.end_stream();
                 self.request_seq += 1;
                 self.working = Working::Thinking;
             }
@@ -395,7 +410,11 @@ impl App {
                         }
                         self.touch(i);
                     }
-                    None => self.streaming = Some(self.push(Body::Assistant(text.clone()))),
+                    None => {
+                        let i = self.push(Body::Assistant(text.clone()));
+                        self.entries[i].live = Some(Default::default());
+                        self.streaming = Some(i);
+                    }
                 }
             }
             Event::ToolCallDelta { .. } => self.working = Working::Answering,
@@ -405,6 +424,8 @@ impl App {
                         if let Body::Assistant(t) = &mut self.entries[i].body {
                             t.clone_from(&message.text);
                         }
+                        // Finished: rendered whole, once.
+                        self.entries[i].live = None;
                         self.touch(i);
                     }
                     None if !message.text.trim().is_empty() => {
@@ -593,7 +614,7 @@ impl App {
             Event::Stop { reason, message } => {
                 self.turn_running = false;
                 self.working = Working::Idle;
-                self.streaming = None;
+                self.end_stream();
                 self.modal = None;
                 if *reason != StopReason::FinalAnswer {
                     let why = message

@@ -26,6 +26,91 @@ pub fn markdown(source: &str, width: usize) -> Vec<Line<'static>> {
     out
 }
 
+/// A tail longer than this is cut at its last line end even without a blank
+/// line, so one endless paragraph does not make every frame re-render it.
+const TAIL_CUT: usize = 32 << 10;
+
+/// The lines of a message that is still streaming, kept between frames:
+/// the blocks that a blank line (outside a code fence) has closed are
+/// rendered once, and each frame renders only the open tail after them. A
+/// frame's work is then the tail's size, not the whole answer's. Rendering
+/// block by block can differ in small ways from rendering the whole text
+/// (a loose list, a reference defined later), so the finished message is
+/// rendered whole once ([`markdown`]).
+#[derive(Debug, Default)]
+pub struct Streaming {
+    width: usize,
+    /// Bytes of the source rendered into the first `done` lines.
+    upto: usize,
+    /// How far the source has been scanned for block ends, and whether a
+    /// code fence is open there.
+    scanned: usize,
+    in_fence: bool,
+    /// The last block end found at or before `scanned`.
+    cut: usize,
+    done: usize,
+    /// The closed blocks' lines, then the tail's, then a blank line.
+    lines: Vec<Line<'static>>,
+}
+
+impl Streaming {
+    /// `source`'s lines at `width`, followed by one blank line. `source` is
+    /// expected to grow at its end; anything else starts over.
+    pub fn lines(&mut self, source: &str, width: usize) -> &[Line<'static>] {
+        if width != self.width
+            || source.len() < self.scanned
+            || !source.is_char_boundary(self.scanned)
+        {
+            *self = Self {
+                width,
+                ..Self::default()
+            };
+        }
+        self.scan(source);
+        self.lines.truncate(self.done);
+        if self.cut > self.upto {
+            let block = markdown(&source[self.upto..self.cut], width);
+            if !block.is_empty() {
+                if self.done > 0 {
+                    self.lines.push(Line::default());
+                }
+                self.lines.extend(block);
+            }
+            self.upto = self.cut;
+            self.done = self.lines.len();
+        }
+        let tail = markdown(&source[self.upto..], width);
+        if !tail.is_empty() && self.done > 0 {
+            self.lines.push(Line::default());
+        }
+        self.lines.extend(tail);
+        self.lines.push(Line::default());
+        &self.lines
+    }
+
+    /// Finds block ends in the whole lines after `scanned`.
+    fn scan(&mut self, source: &str) {
+        let rest = &source[self.scanned..];
+        let mut at = self.scanned;
+        for line in rest.split_inclusive('\n') {
+            if !line.ends_with('\n') {
+                break;
+            }
+            at += line.len();
+            let trimmed = line.trim_start_matches(' ');
+            if line.len() - trimmed.len() <= 3
+                && (trimmed.starts_with("```") || trimmed.starts_with("~~~"))
+            {
+                self.in_fence = !self.in_fence;
+            }
+            if !self.in_fence && (line.trim().is_empty() || at - self.cut > TAIL_CUT) {
+                self.cut = at;
+            }
+        }
+        self.scanned = at;
+    }
+}
+
 #[derive(Default)]
 struct Renderer {
     lines: Vec<Line<'static>>,
@@ -430,5 +515,37 @@ mod tests {
             ["hi \\x1b]52;c;QQ==\\x07"]
         );
         assert_eq!(plain("&#27;[2J &#x9b;", 40), ["\\x1b[2J \\u{9b}"]);
+    }
+
+    fn texts(lines: &[Line<'_>]) -> Vec<String> {
+        lines
+            .iter()
+            .map(|l| l.spans.iter().map(|s| s.content.as_ref()).collect())
+            .collect()
+    }
+
+    #[test]
+    fn a_streaming_message_renders_as_the_whole_does() {
+        let text = "# Title\n\nSome *text* and `code`.\n\n```rust\nfn main() {}\n\nlet x = 1;\n```\n\nlast para\nline two\n";
+        let mut whole = markdown(text, 40);
+        whole.push(Line::default());
+        let mut s = Streaming::default();
+        let mut shown = Vec::new();
+        for end in (1..=text.len()).filter(|&e| text.is_char_boundary(e)) {
+            shown = texts(s.lines(&text[..end], 40));
+        }
+        assert_eq!(shown, texts(&whole));
+        // Only the tail after the last closed block is rendered again.
+        assert_eq!(s.upto, text.find("last para").unwrap());
+    }
+
+    #[test]
+    fn an_endless_paragraph_is_cut_at_line_ends() {
+        let line = "word ".repeat(20) + "\n";
+        let text = line.repeat(2000);
+        let mut s = Streaming::default();
+        let n = s.lines(&text, 80).len();
+        assert!(n > 2000, "{n}");
+        assert!(text.len() - s.upto <= TAIL_CUT + line.len());
     }
 }

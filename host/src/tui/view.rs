@@ -221,6 +221,17 @@ fn is_live(entry: &Entry) -> bool {
 
 /// The lines of entry `i`, from its cache when it is fresh.
 fn cached(entry: &mut Entry, width: u16, now_ms: u64, expanded: bool) -> &[Line<'static>] {
+    if entry.live.is_some() && matches!(entry.body, Body::Assistant(_)) {
+        if let Entry {
+            live: Some(live),
+            body: Body::Assistant(text),
+            ..
+        } = entry
+        {
+            return live.lines(text, width as usize);
+        }
+        return &[];
+    }
     let fresh = matches!(&entry.cache, Some((w, v, x, _))
         if *w == width && *v == entry.version && *x == expanded)
         && !is_live(entry);
@@ -265,10 +276,13 @@ fn transcript_view(frame: &mut Frame<'_>, area: Rect, app: &mut App) {
     let mut first = app.entries.len();
     for entry in app.entries.iter_mut().rev() {
         let lines = cached(entry, width, now, expanded);
+        // Only the lines the screen can reach are copied: a long answer
+        // costs a frame its visible part, not its length.
+        let reach = want.saturating_sub(gathered);
         gathered += lines.len();
         first -= 1;
         // Newest first; reversed again below.
-        collected.extend(lines.iter().rev().cloned());
+        collected.extend(lines.iter().rev().take(reach).cloned());
         if gathered >= want {
             reached_top = false;
             break;

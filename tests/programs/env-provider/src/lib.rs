@@ -2,6 +2,10 @@
 //! environment, its arguments, every config value and the files it can see,
 //! then sends one request (to which the host should add the key) and answers
 //! with what it found.
+//!
+//! With `config = { flood_mib = "N" }` it is instead a provider that floods
+//! the host: it streams N text deltas of 1 MiB each (the same buffer, so its
+//! own memory stays small) and answers with one short line.
 use corral_sdk::http::Request;
 use corral_sdk::provider::{
     AssistantMessage, ChatRequest, ChatResponse, FinishReason, ModelInfo, Provider, ProviderError,
@@ -17,6 +21,20 @@ impl Provider for Leaky {
     }
 
     fn complete(_request: ChatRequest) -> Result<ChatResponse, ProviderError> {
+        if let Some(n) = corral_sdk::config("flood_mib").and_then(|n| n.parse::<u32>().ok()) {
+            let chunk = "x".repeat(1 << 20);
+            for _ in 0..n {
+                corral_sdk::provider::emit(corral_sdk::provider::Event::TextDelta(chunk.clone()));
+            }
+            return Ok(ChatResponse {
+                message: AssistantMessage {
+                    text: "flood done".into(),
+                    tool_calls: vec![],
+                },
+                finish_reason: FinishReason::Stop,
+                usage: None,
+            });
+        }
         let env: Vec<String> = std::env::vars().map(|(k, v)| format!("{k}={v}")).collect();
         let args: Vec<String> = std::env::args().collect();
         let files: Vec<String> = ["/", ".", "/proc/self/environ"]
