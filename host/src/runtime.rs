@@ -51,6 +51,7 @@ mod stdio;
 mod store;
 mod stream;
 mod touched;
+mod writes;
 
 pub use budget::EVENT_CHANNEL_CAPACITY;
 pub use cache::{
