@@ -14,6 +14,7 @@ mod cache;
 mod children;
 mod cli;
 mod compact;
+mod crash_writes;
 mod conformance;
 mod deadline;
 mod effects;
