@@ -307,50 +307,73 @@ impl CallState {
     fn commit(&self, mut steps: Vec<Step>, journal_dir: Option<&Path>) -> Result<(), String> {
         let mut made_dirs: Vec<(Arc<File>, String)> = Vec::new();
         let mut temps: Vec<(Arc<File>, String)> = Vec::new();
-        let result = self.prepare(&mut steps, &mut made_dirs, &mut temps, journal_dir);
-        let mut held = match result {
-            Ok(held) => held,
-            Err(why) => {
-                // Nothing was replaced yet: take back what was made.
-                for (root, temp) in temps.iter().rev() {
-                    let _ = cap_primitives::fs::remove_file(root, Path::new(temp));
-                }
-                for (root, dir) in made_dirs.iter().rev() {
-                    let _ = cap_primitives::fs::remove_dir(root, Path::new(dir));
-                }
-                return Err(format!("{why}\nNo file was changed."));
+        // Nothing is replaced before the journal says committed; until
+        // then a failure takes back what was made, the journal last, so a
+        // kill in between still finds every temporary file in it.
+        let undo = |temps: &[(Arc<File>, String)], dirs: &[(Arc<File>, String)], why: String| {
+            for (root, temp) in temps.iter().rev() {
+                let _ = cap_primitives::fs::remove_file(root, Path::new(temp));
             }
+            for (root, dir) in dirs.iter().rev() {
+                let _ = cap_primitives::fs::remove_dir(root, Path::new(dir));
+            }
+            Err(format!("{why}\nNo file was changed."))
         };
-        let entries: Vec<Entry> = steps.iter().map(entry_of).collect();
+        if let Err(why) = self.check(&mut steps, &mut made_dirs) {
+            return undo(&temps, &made_dirs, why);
+        }
+        let mut held = match journal_dir.map(|dir| start_journal(dir, &steps)) {
+            Some(Ok(held)) => Some(held),
+            Some(Err(e)) => {
+                // Without a journal each file is still replaced whole; only
+                // the all-or-none of several files across a crash is lost.
+                tracing::warn!("file changes go on without a journal: {e}");
+                None
+            }
+            None => None,
+        };
+        let written = write_temps(&steps, &mut temps).and_then(|()| match &held {
+            Some(held) => held
+                .write(&Journal {
+                    state: State::Committed,
+                    entries: steps.iter().map(entry_of).collect(),
+                })
+                .map_err(|e| format!("cannot write the journal: {e}")),
+            None => Ok(()),
+        });
+        if let Err(why) = written {
+            let r = undo(&temps, &made_dirs, why);
+            drop(held);
+            return r;
+        }
         let mut failed = Vec::new();
-        for entry in &entries {
-            if let Err(e) = apply(entry) {
+        for entry in steps.iter().map(entry_of) {
+            if let Err(e) = apply(&entry) {
                 failed.push(format!("`{}` ({e})", crate::terminal::inert(&entry.target)));
             }
         }
         if failed.is_empty() {
-            drop(held);
-            Ok(())
-        } else {
-            // The journal stays, committed: the next start finishes it.
-            if let Some(held) = &mut held {
-                held.keep = true;
-            }
-            Err(format!(
-                "these changes could not be made now and will be retried when corral next \
-                 starts in this workspace: {}",
-                failed.join(", ")
-            ))
+            return Ok(());
         }
+        // The journal stays, committed: the next start finishes it.
+        if let Some(held) = &mut held {
+            held.keep = true;
+        }
+        Err(format!(
+            "these changes could not be made now and will be retried when corral next starts \
+             in this workspace: {}",
+            failed.join(", ")
+        ))
     }
 
-    fn prepare(
+    /// Resolves parents and kinds: creates missing directories (each judged
+    /// by the protected paths), refuses protected targets and anything but
+    /// regular files, and names each temporary file.
+    fn check(
         &self,
         steps: &mut [Step],
         made_dirs: &mut Vec<(Arc<File>, String)>,
-        temps: &mut Vec<(Arc<File>, String)>,
-        journal_dir: Option<&Path>,
-    ) -> Result<Option<Held>, String> {
+    ) -> Result<(), String> {
         for step in steps.iter_mut() {
             let shown = crate::terminal::inert(&step.target);
             if step.content.is_some() {
@@ -377,57 +400,55 @@ impl CallState {
                 step.temp_name = Some(temp_name(name));
             }
         }
-        let held = match journal_dir {
-            Some(dir) => {
-                let held = Held::create(dir)
-                    .map_err(|e| format!("cannot start the journal in {}: {e}", dir.display()))?;
-                held.write(&Journal {
-                    state: State::Preparing,
-                    entries: steps.iter().map(entry_of).collect(),
-                })
-                .map_err(|e| format!("cannot write the journal: {e}"))?;
-                Some(held)
-            }
-            None => None,
-        };
-        for step in steps.iter() {
-            let (Some(content), Some(temp)) = (&step.content, step.temp_path()) else {
-                continue;
-            };
-            let shown = crate::terminal::inert(&step.target);
-            let (parent, name) = step.parent_and_name();
-            let dir = open_dir(&step.root, parent).map_err(|e| outside(&shown, &e))?;
-            let mode = rustix::fs::statat(&dir, name, AtFlags::SYMLINK_NOFOLLOW)
-                .ok()
-                .map(|st| Mode::from_raw_mode(st.st_mode & 0o7777));
-            let (_, temp_file_name) = split(&temp);
-            let fd = rustix::fs::openat(
-                &dir,
-                temp_file_name,
-                OFlags::CREATE | OFlags::EXCL | OFlags::WRONLY | OFlags::CLOEXEC | OFlags::NOFOLLOW,
-                Mode::from_raw_mode(0o666),
-            )
-            .map_err(|e| format!("cannot write `{shown}`: {}", errno(e)))?;
-            temps.push((step.root.clone(), temp.clone()));
-            let mut file = File::from(fd);
-            file.write_all(content)
-                .map_err(|e| format!("cannot write `{shown}`: {e}"))?;
-            if let Some(mode) = mode {
-                rustix::fs::fchmod(&file, mode)
-                    .map_err(|e| format!("cannot keep the mode of `{shown}`: {}", errno(e)))?;
-            }
-            file.sync_all()
-                .map_err(|e| format!("cannot write `{shown}`: {e}"))?;
-        }
-        if let Some(held) = &held {
-            held.write(&Journal {
-                state: State::Committed,
-                entries: steps.iter().map(entry_of).collect(),
-            })
-            .map_err(|e| format!("cannot write the journal: {e}"))?;
-        }
-        Ok(held)
+        Ok(())
     }
+}
+
+/// Starts the journal of `steps`: locked, then written as preparing.
+fn start_journal(dir: &Path, steps: &[Step]) -> Result<Held, String> {
+    let held =
+        Held::create(dir).map_err(|e| format!("cannot start a journal in {}: {e}", dir.display()))?;
+    held.write(&Journal {
+        state: State::Preparing,
+        entries: steps.iter().map(entry_of).collect(),
+    })
+    .map_err(|e| format!("cannot write the journal in {}: {e}", dir.display()))?;
+    Ok(held)
+}
+
+/// Writes each new content to its temporary file: created exclusively,
+/// given the target's permission bits, synced.
+fn write_temps(steps: &[Step], temps: &mut Vec<(Arc<File>, String)>) -> Result<(), String> {
+    for step in steps {
+        let (Some(content), Some(temp)) = (&step.content, step.temp_path()) else {
+            continue;
+        };
+        let shown = crate::terminal::inert(&step.target);
+        let (parent, name) = step.parent_and_name();
+        let dir = open_dir(&step.root, parent).map_err(|e| outside(&shown, &e))?;
+        let mode = rustix::fs::statat(&dir, name, AtFlags::SYMLINK_NOFOLLOW)
+            .ok()
+            .map(|st| Mode::from_raw_mode(st.st_mode & 0o7777));
+        let (_, temp_file_name) = split(&temp);
+        let fd = rustix::fs::openat(
+            &dir,
+            temp_file_name,
+            OFlags::CREATE | OFlags::EXCL | OFlags::WRONLY | OFlags::CLOEXEC | OFlags::NOFOLLOW,
+            Mode::from_raw_mode(0o666),
+        )
+        .map_err(|e| format!("cannot write `{shown}`: {}", errno(e)))?;
+        temps.push((step.root.clone(), temp.clone()));
+        let mut file = File::from(fd);
+        file.write_all(content)
+            .map_err(|e| format!("cannot write `{shown}`: {e}"))?;
+        if let Some(mode) = mode {
+            rustix::fs::fchmod(&file, mode)
+                .map_err(|e| format!("cannot keep the mode of `{shown}`: {}", errno(e)))?;
+        }
+        file.sync_all()
+            .map_err(|e| format!("cannot write `{shown}`: {e}"))?;
+    }
+    Ok(())
 }
 
 fn kind_name(kind: FileType) -> &'static str {
