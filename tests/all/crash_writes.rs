@@ -102,6 +102,7 @@ fn sigkill_during_a_large_write_file_leaves_the_old_or_the_new_content() {
     let old = big('o', 48, "old\n");
     let new = big('n', 64, "new\n");
     let mut killed_mid = 0;
+    let mut left_journal = 0;
     for delay in KILL_DELAYS_MS {
         let sb = Sandbox::new();
         sb.write("corral.toml", fs_limits());
@@ -133,6 +134,9 @@ fn sigkill_during_a_large_write_file_leaves_the_old_or_the_new_content() {
         if kill_while_writing(&mut child, &sb.ws(), &[&target], Duration::from_millis(delay)) {
             killed_mid += 1;
         }
+        if !journals(&cli).is_empty() {
+            left_journal += 1;
+        }
         let after = std::fs::read_to_string(&target).expect("big.txt is still there");
         assert!(
             after == old || after == new,
@@ -153,6 +157,7 @@ fn sigkill_during_a_large_write_file_leaves_the_old_or_the_new_content() {
         assert_eq!(mode & 0o7777, 0o750, "the file's mode is kept");
     }
     assert!(killed_mid > 0, "no kill landed while corral was writing");
+    assert!(left_journal > 0, "no kill left a write for the next start to settle");
 }
 
 #[test]
@@ -215,6 +220,7 @@ fn patch_of(files: &[&str]) -> String {
 fn sigkill_during_a_multi_file_apply_patch_then_resume_leaves_all_or_none() {
     const FILES: [&str; 3] = ["a.txt", "b.txt", "c.txt"];
     let mut killed_mid = 0;
+    let mut recovered = 0;
     for delay in KILL_DELAYS_MS {
         let patch = patch_of(&FILES);
         let openai = MockServer::start(move |n, _| match n {
@@ -284,6 +290,7 @@ fn sigkill_during_a_multi_file_apply_patch_then_resume_leaves_all_or_none() {
         assert!(journals(&cli).is_empty(), "{:?}", journals(&cli));
         // The model is told what became of its interrupted patch.
         if left.iter().any(|n| n.ends_with(".json")) {
+            recovered += 1;
             let reqs = openai.requests();
             let last = reqs.last().expect("the resumed request");
             let told = openai_tool_result(last, "patch_1");
@@ -292,6 +299,7 @@ fn sigkill_during_a_multi_file_apply_patch_then_resume_leaves_all_or_none() {
         }
     }
     assert!(killed_mid > 0, "no kill landed while corral was writing");
+    assert!(recovered > 0, "no kill left a patch for resume to settle");
 }
 
 #[test]
