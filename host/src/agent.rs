@@ -256,7 +256,8 @@ impl Agent {
         };
         let mut closed = Vec::new();
         for call in open {
-            let mut content = String::from("interrupted: the session ended before this call finished");
+            let mut content =
+                String::from("interrupted: the session ended before this call finished");
             if !recovered.is_empty() {
                 content.push_str("\n\nWhen the session was resumed, corral found file changes the end had cut short:\n");
                 content.push_str(&recovered);

@@ -56,7 +56,11 @@ fn journals(cli: &Cli) -> Vec<String> {
     let root = cli.home.path().join("data/corral/journal");
     let mut out = Vec::new();
     for dir in std::fs::read_dir(root).into_iter().flatten().flatten() {
-        for e in std::fs::read_dir(dir.path()).into_iter().flatten().flatten() {
+        for e in std::fs::read_dir(dir.path())
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
             out.push(e.file_name().to_string_lossy().into_owned());
         }
     }
@@ -131,7 +135,12 @@ fn sigkill_during_a_large_write_file_leaves_the_old_or_the_new_content() {
             .stderr(Stdio::null())
             .spawn()
             .expect("spawn");
-        if kill_while_writing(&mut child, &sb.ws(), &[&target], Duration::from_millis(delay)) {
+        if kill_while_writing(
+            &mut child,
+            &sb.ws(),
+            &[&target],
+            Duration::from_millis(delay),
+        ) {
             killed_mid += 1;
         }
         if !journals(&cli).is_empty() {
@@ -153,11 +162,17 @@ fn sigkill_during_a_large_write_file_leaves_the_old_or_the_new_content() {
         assert!(settled == old || settled == new, "delay {delay} ms");
         assert_eq!(temps(&sb.ws()), Vec::<String>::new(), "delay {delay} ms");
         assert!(journals(&cli).is_empty(), "{:?}", journals(&cli));
-        let mode = std::fs::metadata(&target).expect("meta").permissions().mode();
+        let mode = std::fs::metadata(&target)
+            .expect("meta")
+            .permissions()
+            .mode();
         assert_eq!(mode & 0o7777, 0o750, "the file's mode is kept");
     }
     assert!(killed_mid > 0, "no kill landed while corral was writing");
-    assert!(left_journal > 0, "no kill left a write for the next start to settle");
+    assert!(
+        left_journal > 0,
+        "no kill left a write for the next start to settle"
+    );
 }
 
 #[test]
@@ -195,7 +210,12 @@ fn write_file_through_a_symlink_replaces_its_target_and_keeps_the_link() {
     );
     // A link that leads out of the workspace is refused, nothing written.
     let o = call(json!({"path": "out.txt", "content": "pwned"}));
-    assert_eq!(o.status.code(), Some(1), "{}", String::from_utf8_lossy(&o.stdout));
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
     assert_eq!(
         std::fs::read_to_string(sb.outside().join("secret.txt")).expect("secret"),
         SECRET
@@ -245,7 +265,10 @@ fn sigkill_during_a_multi_file_apply_patch_then_resume_leaves_all_or_none() {
         }
         sb.write("corral.toml", &manifest(openai.port, 9, fs_limits()));
         let cli = Cli::new();
-        let mut cmd = cli.command(&sb.ws(), &["run", "--provider", "openai", "Bump the versions"]);
+        let mut cmd = cli.command(
+            &sb.ws(),
+            &["run", "--provider", "openai", "Bump the versions"],
+        );
         for (k, v) in KEYS {
             cmd.env(k, v);
         }
@@ -332,7 +355,10 @@ fn a_subagent_log_left_open_by_sigkill_is_closed_when_its_parent_resumes() {
     let _ = child.wait();
     let (parent, children) = family(&cli);
     assert_eq!(children.len(), 1);
-    assert!(of_type(&children[0].1, "stop").is_empty(), "the kill left it open");
+    assert!(
+        of_type(&children[0].1, "stop").is_empty(),
+        "the kill left it open"
+    );
     let parent_id = parent[0]["session_id"].as_str().expect("id").to_owned();
 
     let mut resumed = cli
@@ -416,7 +442,10 @@ fn a_killed_plugin_add_leaves_no_temporary_file_after_the_next_install() {
                 let _ = child.kill();
                 break;
             }
-            assert!(Instant::now() < deadline, "attempt {attempt}: plugin add hung");
+            assert!(
+                Instant::now() < deadline,
+                "attempt {attempt}: plugin add hung"
+            );
             std::thread::sleep(Duration::from_micros(200));
         }
         let _ = child.wait();
@@ -428,11 +457,14 @@ fn a_killed_plugin_add_leaves_no_temporary_file_after_the_next_install() {
         let _ = cli.run(&sb.ws(), &["plugin", "remove", "example"]);
     }
     assert!(left, "no kill landed while plugin add wrote the store");
-    let o = cli.run(&sb.ws(), &["plugin", "add", corral_test_programs::ECHO, "--yes"]);
-    assert!(
-        o.status.success(),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
+    let o = cli.run(
+        &sb.ws(),
+        &["plugin", "add", corral_test_programs::ECHO, "--yes"],
     );
-    assert_eq!(hidden(&store), Vec::<String>::new(), "the killed add's temporary file stayed");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(
+        hidden(&store),
+        Vec::<String>::new(),
+        "the killed add's temporary file stayed"
+    );
 }

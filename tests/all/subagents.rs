@@ -145,7 +145,11 @@ pub(crate) fn events(child: &mut Child) -> mpsc::Receiver<Value> {
 }
 
 /// Waits for the first event `pred` accepts.
-pub(crate) fn wait_for(rx: &mpsc::Receiver<Value>, what: &str, pred: impl Fn(&Value) -> bool) -> Value {
+pub(crate) fn wait_for(
+    rx: &mpsc::Receiver<Value>,
+    what: &str,
+    pred: impl Fn(&Value) -> bool,
+) -> Value {
     let deadline = Instant::now() + HANG;
     let mut seen = Vec::new();
     loop {

@@ -52,7 +52,9 @@ const MAX_SYMLINKS: u32 = 40;
 /// directory, one directory per workspace.
 pub(crate) fn journal_dir(workspace: &Path) -> Option<PathBuf> {
     use sha2::Digest as _;
-    let hash = hex::encode(sha2::Sha256::digest(workspace.as_os_str().as_encoded_bytes()));
+    let hash = hex::encode(sha2::Sha256::digest(
+        workspace.as_os_str().as_encoded_bytes(),
+    ));
     dirs::data_dir().map(|d| d.join("corral").join("journal").join(&hash[..32]))
 }
 
@@ -406,8 +408,8 @@ impl CallState {
 
 /// Starts the journal of `steps`: locked, then written as preparing.
 fn start_journal(dir: &Path, steps: &[Step]) -> Result<Held, String> {
-    let held =
-        Held::create(dir).map_err(|e| format!("cannot start a journal in {}: {e}", dir.display()))?;
+    let held = Held::create(dir)
+        .map_err(|e| format!("cannot start a journal in {}: {e}", dir.display()))?;
     held.write(&Journal {
         state: State::Preparing,
         entries: steps.iter().map(entry_of).collect(),

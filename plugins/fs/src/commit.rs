@@ -12,9 +12,9 @@
 //! Compiled natively (unit tests, benchmarks) there is no host: the same
 //! changes are made with `std::fs`, in place.
 
-use corral_sdk::{Error, Result};
 #[cfg(not(target_family = "wasm"))]
 use corral_sdk::io_error;
+use corral_sdk::{Error, Result};
 
 /// One file's new content (`None`: remove it), by workspace path.
 pub(crate) type Change<'a> = (&'a str, Option<&'a str>);

@@ -906,8 +906,12 @@ fn write(changes: &[Change]) -> Result<()> {
             put(&mut order, &mut at, &change.path, None);
         }
     }
-    crate::commit::commit(&order)
-        .map_err(|e| Error::Failed(format!("{}\nFix the problem and send the whole patch again.", message(e))))
+    crate::commit::commit(&order).map_err(|e| {
+        Error::Failed(format!(
+            "{}\nFix the problem and send the whole patch again.",
+            message(e)
+        ))
+    })
 }
 
 /// A step of a patch being written, as it can be taken back.
