@@ -279,6 +279,10 @@ impl Agent {
     ) -> anyhow::Result<Self> {
         let (history, turn, open) = replay_history(records);
         options.call_ids.continue_after(records);
+        // File changes a crash cut short were finished or taken back when
+        // the plugins loaded; the model must know which, not only that its
+        // call was interrupted.
+        let recovered = plugins.recovered().join("\n");
         // What the session holds comes from every result in its log, not
         // from the history the model will read (which compaction shortens).
         let held = crate::provenance::held_from(records);
@@ -310,8 +314,14 @@ impl Agent {
         };
         let mut closed = Vec::new();
         for call in open {
+            let mut content =
+                String::from("interrupted: the session ended before this call finished");
+            if !recovered.is_empty() {
+                content.push_str("\n\nWhen the session was resumed, corral found file changes the end had cut short:\n");
+                content.push_str(&recovered);
+            }
             let outcome = ToolOutcome {
-                content: "interrupted: the session ended before this call finished".into(),
+                content,
                 is_error: true,
                 data: None,
                 truncated_from: None,
@@ -333,6 +343,12 @@ impl Agent {
                 true,
             )?;
             closed.push(call.id);
+        }
+        // Subagents the kill cut short wrote no stop of their own.
+        if let Some(dir) = agent.log.path().parent()
+            && let Err(e) = crate::log::close_children(dir, agent.log.id())
+        {
+            tracing::warn!("cannot close the logs of this session's subagents: {e}");
         }
         let resumed = Event::SessionResumed {
             session_id: agent.log.id().to_owned(),

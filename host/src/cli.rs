@@ -221,7 +221,7 @@ enum ToolCmd {
     Call {
         /// The tool's name.
         name: String,
-        /// The arguments, a JSON object.
+        /// The arguments, a JSON object, or `@FILE` to read them from FILE.
         #[arg(long, default_value = "{}")]
         args: String,
         #[command(flatten)]

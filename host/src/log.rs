@@ -320,6 +320,8 @@ pub struct Summary {
     pub first_prompt: String,
     /// How its last run ended, or `incomplete` when the log has no stop.
     pub status: String,
+    /// The session that started it, when it is a subagent's.
+    pub parent: Option<String>,
     /// The log file.
     pub path: PathBuf,
 }
@@ -338,6 +340,7 @@ fn summarise(path: &Path) -> std::io::Result<Summary> {
         workspace: String::new(),
         first_prompt: String::new(),
         status: "incomplete".into(),
+        parent: None,
         path: path.to_path_buf(),
     };
     let mut file = File::open(path)?;
@@ -355,6 +358,7 @@ fn summarise(path: &Path) -> std::io::Result<Summary> {
             }
             match r.event {
                 Event::SessionStarted { workspace, .. } => s.workspace = workspace,
+                Event::SubagentStarted { parent, .. } => s.parent = Some(parent),
                 Event::UserMessage { text } => {
                     s.first_prompt = text;
                     break;
@@ -399,6 +403,42 @@ fn summarise(path: &Path) -> std::io::Result<Summary> {
         window = window.saturating_mul(4);
     }
     Ok(s)
+}
+
+/// Ends the logs of `session`'s subagents, and of theirs, that a kill of
+/// the process left without a stop: each gets the interrupted stop it
+/// would have written had it been cancelled. Returns their ids. Called
+/// when `session` resumes, since its own interrupted `task` calls are
+/// closed then too.
+pub fn close_children(dir: &Path, session: &str) -> std::io::Result<Vec<String>> {
+    let all = list(dir)?;
+    let mut closed = Vec::new();
+    let mut parents = vec![session.to_owned()];
+    while let Some(parent) = parents.pop() {
+        for child in all
+            .iter()
+            .filter(|s| s.parent.as_deref() == Some(parent.as_str()))
+        {
+            // Its own children may be open under a closed child.
+            parents.push(child.id.clone());
+            if child.status != "incomplete" {
+                continue;
+            }
+            let (mut log, _) = SessionLog::open(&child.path)?;
+            log.append(
+                &Event::Stop {
+                    reason: crate::protocol::StopReason::Interrupted,
+                    message: Some(format!(
+                        "the process ended while this subagent ran; closed when session \
+                         {session} resumed"
+                    )),
+                },
+                true,
+            )?;
+            closed.push(child.id.clone());
+        }
+    }
+    Ok(closed)
 }
 
 /// Every session of a workspace, oldest first.

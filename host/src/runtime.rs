@@ -52,6 +52,7 @@ mod stdio;
 mod store;
 mod stream;
 mod touched;
+mod writes;
 
 pub use admission::CALLS_MEMORY_MB;
 pub use budget::EVENT_CHANNEL_CAPACITY;

@@ -6,7 +6,10 @@
 //! Paths are relative to the workspace root, as tool arguments are, and
 //! are served only inside the plugin's `grants.fs`, resolved by the kernel
 //! beneath the granted directory (no absolute paths elsewhere, no `..` above
-//! it, no symlinks out of it). Everything here only reads.
+//! it, no symlinks out of it). Everything here reads, except [`write_files`],
+//! which replaces or removes files all at once, so that a crash leaves them
+//! either as they were or as asked (temporary files beside the targets,
+//! synced, then renamed under a journal the host keeps).
 //!
 //! Outside the sandbox (a plugin's code compiled natively, e.g. for a
 //! benchmark) there is no host: use `std::fs` there.
@@ -29,5 +32,5 @@
 //! ```
 
 pub use crate::__bindings::corral::plugin::files::{
-    DirEntry, EntryKind, FileError, list_directory, read_files,
+    DirEntry, EntryKind, FileChange, FileError, list_directory, read_files, write_files,
 };

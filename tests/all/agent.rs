@@ -7,11 +7,11 @@ use crate::*;
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
 
-const OPENAI_KEY: &str = "sk-test-openai-0123456789";
+pub(crate) const OPENAI_KEY: &str = "sk-test-openai-0123456789";
 const ANTHROPIC_KEY: &str = "sk-ant-test-9876543210";
 
 /// A project manifest declaring both providers against the given mocks.
-fn manifest(openai_port: u16, anthropic_port: u16, extra: &str) -> String {
+pub(crate) fn manifest(openai_port: u16, anthropic_port: u16, extra: &str) -> String {
     format!(
         r#"
 [agent]
@@ -38,7 +38,7 @@ limits = {{ timeout_ms = 60000 }}
     )
 }
 
-const KEYS: [(&str, &str); 2] = [
+pub(crate) const KEYS: [(&str, &str); 2] = [
     ("TEST_OPENAI_KEY", OPENAI_KEY),
     ("TEST_ANTHROPIC_KEY", ANTHROPIC_KEY),
 ];

@@ -18,6 +18,7 @@ mod children;
 mod cli;
 mod compact;
 mod conformance;
+mod crash_writes;
 mod deadline;
 mod effects;
 mod exec;

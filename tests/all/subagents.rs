@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 /// Longest a run may take before the test gives up on it.
 const HANG: Duration = Duration::from_secs(90);
 
-fn call_turn(calls: &[(&str, &str, Value)]) -> Value {
+pub(crate) fn call_turn(calls: &[(&str, &str, Value)]) -> Value {
     let calls: Vec<Value> = calls
         .iter()
         .map(|(id, tool, args)| json!({"id": id, "name": tool, "arguments": args.to_string()}))
@@ -28,7 +28,7 @@ fn call_turn(calls: &[(&str, &str, Value)]) -> Value {
     })
 }
 
-fn answer_turn(text: &str) -> Value {
+pub(crate) fn answer_turn(text: &str) -> Value {
     json!({
         "events": [{"type": "text_delta", "text": text}],
         "response": {"message": {"text": text, "tool_calls": []}, "finish_reason": "stop"}
@@ -36,7 +36,7 @@ fn answer_turn(text: &str) -> Value {
 }
 
 /// A slow answer: `n` streamed pieces (the replay plugin pauses between them).
-fn slow_answer_turn(text: &str, n: usize) -> Value {
+pub(crate) fn slow_answer_turn(text: &str, n: usize) -> Value {
     let events: Vec<Value> = (0..n)
         .map(|_| json!({"type": "text_delta", "text": "."}))
         .collect();
@@ -47,7 +47,7 @@ fn slow_answer_turn(text: &str, n: usize) -> Value {
 }
 
 /// A project whose replay provider plays `c.cassette.json`, in `mode`.
-fn project(sb: &Sandbox, mode: &str, delay_ms: u64, turns: Value, agents: Value) {
+pub(crate) fn project(sb: &Sandbox, mode: &str, delay_ms: u64, turns: Value, agents: Value) {
     sb.write(
         "corral.toml",
         &format!(
@@ -65,7 +65,7 @@ fn project(sb: &Sandbox, mode: &str, delay_ms: u64, turns: Value, agents: Value)
 }
 
 /// Every session log of the workspace, oldest first, read as events.
-fn logs(cli: &Cli) -> Vec<Vec<Value>> {
+pub(crate) fn logs(cli: &Cli) -> Vec<Vec<Value>> {
     let root = cli.home.path().join("data/corral/sessions");
     let ws_dir = std::fs::read_dir(&root)
         .expect("sessions")
@@ -97,12 +97,12 @@ fn logs(cli: &Cli) -> Vec<Vec<Value>> {
         .collect()
 }
 
-fn of_type<'a>(log: &'a [Value], ty: &str) -> Vec<&'a Value> {
+pub(crate) fn of_type<'a>(log: &'a [Value], ty: &str) -> Vec<&'a Value> {
     log.iter().filter(|e| e["type"] == ty).collect()
 }
 
 /// The parent's log and its children's, by the call that started each.
-fn family(cli: &Cli) -> (Vec<Value>, Vec<(String, Vec<Value>)>) {
+pub(crate) fn family(cli: &Cli) -> (Vec<Value>, Vec<(String, Vec<Value>)>) {
     let mut parent = None;
     let mut children = Vec::new();
     for log in logs(cli) {
@@ -118,7 +118,7 @@ fn family(cli: &Cli) -> (Vec<Value>, Vec<(String, Vec<Value>)>) {
     (parent.expect("the parent's log"), children)
 }
 
-fn wait_bounded(child: &mut Child) -> Option<i32> {
+pub(crate) fn wait_bounded(child: &mut Child) -> Option<i32> {
     let started = Instant::now();
     loop {
         if let Some(status) = child.try_wait().expect("wait") {
@@ -134,7 +134,7 @@ fn wait_bounded(child: &mut Child) -> Option<i32> {
 }
 
 /// Stdout lines as JSON events, as they come.
-fn events(child: &mut Child) -> mpsc::Receiver<Value> {
+pub(crate) fn events(child: &mut Child) -> mpsc::Receiver<Value> {
     let out = child.stdout.take().expect("stdout");
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {
@@ -152,7 +152,11 @@ fn events(child: &mut Child) -> mpsc::Receiver<Value> {
 }
 
 /// Waits for the first event `pred` accepts.
-fn wait_for(rx: &mpsc::Receiver<Value>, what: &str, pred: impl Fn(&Value) -> bool) -> Value {
+pub(crate) fn wait_for(
+    rx: &mpsc::Receiver<Value>,
+    what: &str,
+    pred: impl Fn(&Value) -> bool,
+) -> Value {
     let deadline = Instant::now() + HANG;
     let mut seen = Vec::new();
     loop {

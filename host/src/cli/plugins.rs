@@ -269,6 +269,24 @@ pub(super) fn tools_list(plugins: &Plugins, json: bool) -> ExitCode {
 }
 
 pub(super) async fn tool_call(plugins: &Plugins, name: &str, args: &str, json: bool) -> ExitCode {
+    // One command-line argument holds at most 128 KiB on Linux; larger
+    // arguments (a whole file's content) come from a file.
+    let read;
+    let args = match args.strip_prefix('@') {
+        Some(path) => match std::fs::read_to_string(path) {
+            Ok(text) => {
+                read = text;
+                read.as_str()
+            }
+            Err(e) => {
+                return fail(&format!(
+                    "--args: cannot read the arguments from {}: {e}",
+                    inert(path)
+                ));
+            }
+        },
+        None => args,
+    };
     if let Err(e) = serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(args) {
         return fail(&format!("--args must be a JSON object: {e}"));
     }

@@ -182,7 +182,7 @@ pub fn write(file: &Path, bytes: &[u8]) -> Result<(), String> {
         .parent()
         .ok_or_else(|| format!("{}: no parent directory", file.display()))?;
     std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-    let mut tmp = tempfile::NamedTempFile::new_in(dir)
+    let mut tmp = super::store::temp_in(dir)
         .map_err(|e| format!("cannot write in {}: {e}", dir.display()))?;
     tmp.write_all(bytes)
         .and_then(|()| tmp.as_file().sync_all())

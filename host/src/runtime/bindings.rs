@@ -9,6 +9,7 @@ mod tool_world {
         imports: {
             "corral:plugin/process.run": async,
             "corral:plugin/files.read-files": trappable,
+            "corral:plugin/files.write-files": trappable,
         },
         exports: { default: async },
     });

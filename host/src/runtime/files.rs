@@ -7,9 +7,10 @@
 //! of it fail to open. Files are opened non-blocking and read only when they
 //! are regular files, so a FIFO cannot stall the host.
 
+pub(crate) use super::bindings::files::FileChange;
 use super::bindings::files::{self, DirEntry, EntryKind, FileError, Host};
 use super::store::CallState;
-use crate::manifest::FsGrant;
+use crate::manifest::{Access, FsGrant};
 use cap_primitives::fs::OpenOptionsExt as _;
 use rustix::fs::{FileType, Mode, OFlags, ResolveFlags};
 use std::io::Read as _;
@@ -29,7 +30,11 @@ const MAX_BATCH_BYTES: u64 = 32 << 20;
 pub(crate) struct GrantDir {
     /// The path the plugin names it by (`.`, `docs`, or an absolute path).
     guest: String,
-    dir: std::fs::File,
+    dir: Arc<std::fs::File>,
+    /// Its canonical host path, for the journal of `write-files`.
+    host_path: std::path::PathBuf,
+    /// Granted `rw`.
+    writable: bool,
 }
 
 /// The granted directories of one call, opened lazily.
@@ -62,7 +67,9 @@ impl Dirs {
                     open_unmoved(&g.host_path)
                         .map(|fd| GrantDir {
                             guest: normalise(&g.guest_path).to_owned(),
-                            dir: std::fs::File::from(fd),
+                            dir: Arc::new(std::fs::File::from(fd)),
+                            host_path: g.host_path.clone(),
+                            writable: g.access == Access::Rw,
                         })
                         .map_err(|e| format!("cannot open granted directory {}: {e}", g.path))
                 })
@@ -71,9 +78,9 @@ impl Dirs {
         opened.as_deref().map_err(|e| FileError::Other(e.clone()))
     }
 
-    /// Opens `path` beneath the granted directory that holds it (the longest
-    /// grant that is a prefix of it, as wasi-libc picks a preopen).
-    fn open(&mut self, path: &str, directory: bool) -> Result<OwnedFd, FileError> {
+    /// The granted directory that holds `path` (the longest grant that is a
+    /// prefix of it, as wasi-libc picks a preopen) and the rest of the path.
+    fn holder<'a>(&mut self, path: &'a str) -> Result<(&GrantDir, &'a str), FileError> {
         let path = normalise(path);
         let dirs = self.opened()?;
         let (dir, rel) = dirs
@@ -81,7 +88,29 @@ impl Dirs {
             .filter_map(|d| beneath(&d.guest, path).map(|rel| (d, rel)))
             .max_by_key(|(d, _)| if d.guest == "." { 0 } else { d.guest.len() })
             .ok_or(FileError::Denied)?;
-        let rel = if rel.is_empty() { "." } else { rel };
+        Ok((dir, if rel.is_empty() { "." } else { rel }))
+    }
+
+    /// The read-write granted directory that holds `path`, its host path,
+    /// and the path beneath it; `Err` says why there is none.
+    pub(crate) fn writable(
+        &mut self,
+        path: &str,
+    ) -> Result<(Arc<std::fs::File>, std::path::PathBuf, String), String> {
+        match self.holder(path) {
+            Ok((dir, _)) if !dir.writable => {
+                Err("its granted directory is read-only (`access = \"ro\"`)".into())
+            }
+            Ok((dir, rel)) => Ok((dir.dir.clone(), dir.host_path.clone(), rel.to_owned())),
+            Err(FileError::Denied) => Err("it is outside every granted directory".into()),
+            Err(FileError::Other(e)) => Err(e),
+            Err(_) => Err("it cannot be opened".into()),
+        }
+    }
+
+    /// Opens `path` beneath the granted directory that holds it.
+    fn open(&mut self, path: &str, directory: bool) -> Result<OwnedFd, FileError> {
+        let (dir, rel) = self.holder(path)?;
         let mut flags = crate::fsread::OPEN_FLAGS;
         if directory {
             flags |= libc::O_DIRECTORY;
@@ -104,6 +133,12 @@ fn open_unmoved(path: &std::path::Path) -> rustix::io::Result<OwnedFd> {
         Mode::empty(),
         ResolveFlags::NO_SYMLINKS,
     )
+}
+
+/// Opens a granted directory again by its canonical path, as a call does
+/// (for finishing a journal after a crash).
+pub(crate) fn open_root(path: &std::path::Path) -> std::io::Result<OwnedFd> {
+    open_unmoved(path).map_err(std::io::Error::from)
 }
 
 /// Checks that a granted directory is still reachable by its canonical
@@ -177,7 +212,7 @@ fn kind(t: FileType) -> EntryKind {
 impl CallState {
     /// Takes `n` more host calls from the budget, or traps like the call
     /// hook does when it runs out.
-    fn charge(&mut self, n: u64) -> wasmtime::Result<()> {
+    pub(super) fn charge(&mut self, n: u64) -> wasmtime::Result<()> {
         if self.host_calls_left < n {
             self.host_calls_left = 0;
             self.host_calls_hit = true;
@@ -233,6 +268,10 @@ impl Host for CallState {
             out.push(self.read_one(path, &mut left));
         }
         Ok(out)
+    }
+
+    fn write_files(&mut self, changes: Vec<FileChange>) -> wasmtime::Result<Result<(), String>> {
+        self.replace_files(changes)
     }
 }
 

@@ -166,6 +166,16 @@ impl Guard {
         Err(io::Error::other("directories nested too deeply to check"))
     }
 
+    /// Why changing `path` (relative to `start`; a symlink at its end is
+    /// the thing changed, not followed) is refused, if it is. For the host's
+    /// own writes on a plugin's behalf (`write-files`).
+    pub(crate) fn refusal(&self, start: &File, path: &str) -> Option<String> {
+        if self.exempt {
+            return None;
+        }
+        self.check(start, path, false, 0).err().map(|r| r.why)
+    }
+
     /// Refuses `path` (relative to `start`) if it resolves into `.git` or to
     /// a protected file. `follow` says whether the operation follows a
     /// symlink in the last component.

@@ -247,6 +247,9 @@ fn reread(decl: &PluginDecl, sha256: &str) -> Result<Cow<'static, [u8]>, String>
 
 /// Loads every plugin of `manifest`; see the module documentation.
 pub(super) async fn load(rt: &Runtime, manifest: &Manifest) -> Result<Plugins, LoadError> {
+    // Before any plugin runs: a crash may have left a file change half
+    // made, and a tool must not read or write over it.
+    let recovered = super::writes::recover(&manifest.workspace);
     let compiler = Arc::new(Compiler::new(rt));
     let mut plugins = Vec::with_capacity(manifest.plugins.len());
     let mut keys = Vec::with_capacity(manifest.plugins.len());
@@ -358,7 +361,9 @@ pub(super) async fn load(rt: &Runtime, manifest: &Manifest) -> Result<Plugins, L
             owner.insert(tool.name.clone(), i);
         }
     }
-    Plugins::new(plugins.into_iter().map(Arc::new).collect())
+    let mut plugins = Plugins::new(plugins.into_iter().map(Arc::new).collect())?;
+    plugins.recovered = recovered;
+    Ok(plugins)
 }
 
 /// Loads one plugin without the description cache: compiled, linked and
@@ -408,6 +413,7 @@ fn entry(
                         manifest.workspace.display()
                     ))
                 })?,
+            journal: super::writes::journal_dir(&manifest.workspace),
             name: name.as_str().into(),
             origin: decl.origin.to_string().into(),
             config: decl.config.clone(),
@@ -533,6 +539,7 @@ pub(super) async fn inspect(rt: &Runtime, bytes: &[u8]) -> Result<Inspection, Lo
                         .map(Arc::new)
                         .map_err(|e| LoadError(e.to_string()))?,
                     exec: None,
+                    journal: None,
                     name: "inspected".into(),
                     origin: "(inspect)".into(),
                     config: BTreeMap::new(),

@@ -16,6 +16,9 @@ impl std::fmt::Debug for Plugins {
 pub struct Plugins {
     plugins: Vec<Arc<Plugin>>,
     by_tool: HashMap<String, usize>,
+    /// What finishing the file changes a crash interrupted did, one
+    /// sentence per change (see `write-files`).
+    pub(super) recovered: Vec<String>,
 }
 
 impl Plugins {
@@ -29,7 +32,17 @@ impl Plugins {
                 by_tool.insert(tool.name.clone(), i);
             }
         }
-        Ok(Self { plugins, by_tool })
+        Ok(Self {
+            plugins,
+            by_tool,
+            recovered: Vec::new(),
+        })
+    }
+
+    /// What loading did to file changes a crash had interrupted: completed
+    /// or rolled back, one sentence each, for the user and the model.
+    pub fn recovered(&self) -> &[String] {
+        &self.recovered
     }
 
     /// The loaded plugins, by name.

@@ -31,6 +31,8 @@ pub(crate) struct PluginShared {
     pub(crate) fs: Arc<[crate::manifest::FsGrant]>,
     /// What its filesystem calls may not touch.
     pub(crate) guard: Arc<fsguard::Guard>,
+    /// Where `write-files` keeps its journal; `None` without a workspace.
+    pub(crate) journal: Option<std::path::PathBuf>,
 }
 
 /// The data of one call's store.

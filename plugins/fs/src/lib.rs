@@ -9,6 +9,7 @@
 //! implement `preview`: each computes the new content with the same function
 //! in `run` and `preview`, so the diff the user approves is the change made.
 
+mod commit;
 mod diff;
 mod patch;
 
@@ -235,11 +236,8 @@ impl Tool for WriteFile {
 
     fn run(args: WriteArgs) -> Result<Output> {
         let path = file_path(&args.path)?;
-        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-            std::fs::create_dir_all(parent).map_err(|e| io_error(&args.path, &e))?;
-        }
         let existed = std::fs::symlink_metadata(&path).is_ok();
-        std::fs::write(&path, &args.content).map_err(|e| io_error(&args.path, &e))?;
+        commit::commit(&[(&display_path(&path), Some(&args.content))])?;
         let verb = if existed { "overwrote" } else { "created" };
         Ok(Output::text(format!(
             "{verb} `{}` ({} bytes, {} lines)",
@@ -289,7 +287,7 @@ impl Tool for EditFile {
 
     fn run(args: EditArgs) -> Result<Output> {
         let edit = plan_edit(&args)?;
-        std::fs::write(&edit.path, &edit.updated).map_err(|e| io_error(&args.path, &e))?;
+        commit::commit(&[(&display_path(&edit.path), Some(&edit.updated))])?;
         let count = edit.count;
         let plural = if count == 1 { "" } else { "s" };
         Ok(Output::text(format!(

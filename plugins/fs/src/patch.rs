@@ -875,7 +875,47 @@ fn read_file(path: &str) -> Result<Option<String>> {
     }
 }
 
+/// Writes a planned patch through the host's `write-files`: the final
+/// content of every path it touches (or its removal), made all at once and
+/// whole across a crash (see [`crate::commit`]).
+#[cfg(target_family = "wasm")]
+fn write(changes: &[Change]) -> Result<()> {
+    // Later operations on a path replace earlier ones: only the end state
+    // is written, in the order paths first appear.
+    fn put<'a>(
+        order: &mut Vec<crate::commit::Change<'a>>,
+        at: &mut HashMap<&'a str, usize>,
+        path: &'a str,
+        content: Option<&'a str>,
+    ) {
+        match at.get(path) {
+            Some(&i) => order[i].1 = content,
+            None => {
+                at.insert(path, order.len());
+                order.push((path, content));
+            }
+        }
+    }
+    let mut order: Vec<crate::commit::Change<'_>> = Vec::new();
+    let mut at: HashMap<&str, usize> = HashMap::new();
+    for change in changes {
+        if let Some(new) = &change.new {
+            put(&mut order, &mut at, change.dest(), Some(new));
+        }
+        if change.new.is_none() || change.move_to.is_some() {
+            put(&mut order, &mut at, &change.path, None);
+        }
+    }
+    crate::commit::commit(&order).map_err(|e| {
+        Error::Failed(format!(
+            "{}\nFix the problem and send the whole patch again.",
+            message(e)
+        ))
+    })
+}
+
 /// A step of a patch being written, as it can be taken back.
+#[cfg(not(target_family = "wasm"))]
 enum Undo<'a> {
     /// `path` held this content before (`None`: it did not exist).
     File(&'a str, Option<&'a str>),
@@ -883,6 +923,7 @@ enum Undo<'a> {
     Dir(String),
 }
 
+#[cfg(not(target_family = "wasm"))]
 /// Writes a planned patch. If a write fails midway (a read-only grant, a
 /// full disk, a name the filesystem refuses), the files already written are
 /// put back as they were and the directories the patch created are removed,
@@ -917,6 +958,7 @@ fn write(changes: &[Change]) -> Result<()> {
     Ok(())
 }
 
+#[cfg(not(target_family = "wasm"))]
 /// Creates the missing directories above `path`, outermost first, recording
 /// each so a failed patch can remove it again.
 fn create_parents(path: &str, undo: &mut Vec<Undo<'_>>) -> Result<()> {
@@ -947,6 +989,7 @@ fn create_parents(path: &str, undo: &mut Vec<Undo<'_>>) -> Result<()> {
     Ok(())
 }
 
+#[cfg(not(target_family = "wasm"))]
 /// Undoes the steps so far, newest first; says what it could not undo.
 fn restore(undo: &[Undo<'_>]) -> String {
     let mut lost = Vec::new();

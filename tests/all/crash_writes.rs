@@ -1,0 +1,470 @@
+//! File changes that survive a crash, through the `corral` binary: SIGKILL
+//! while `write_file` rewrites a large file or while a multi-file
+//! `apply_patch` runs leaves every file with exactly its old or exactly its
+//! new content (all old or all new for one patch), never a prefix or a mix;
+//! the next start finishes or takes back what the kill cut short and
+//! `resume` tells the model which; a subagent's log left open by the kill
+//! is closed when its parent resumes; a killed `plugin add` leaves no
+//! temporary file once corral installs again.
+
+use crate::agent::{KEYS, manifest};
+use crate::mock::*;
+use crate::subagents::{
+    call_turn, events, family, of_type, project, slow_answer_turn, wait_bounded, wait_for,
+};
+use crate::*;
+use serde_json::{Value, json};
+use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
+use std::path::Path;
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+/// Longest one command may take before the test gives up on it.
+const HANG: Duration = Duration::from_secs(120);
+
+/// Extra waits after the write is seen to start, before the kill.
+const KILL_DELAYS_MS: [u64; 4] = [0, 3, 15, 60];
+
+/// `n` MiB of lines of `ch`, each line numbered so that a shifted or
+/// spliced copy differs.
+fn big(ch: char, mib: usize, first: &str) -> String {
+    let mut s = String::with_capacity(mib << 20);
+    s.push_str(first);
+    let fill: String = std::iter::repeat_n(ch, 55).collect();
+    let mut i = 0u64;
+    while s.len() < mib << 20 {
+        s.push_str(&format!("{i:08}{fill}\n"));
+        i += 1;
+    }
+    s
+}
+
+/// Names in `dir` that are write temporaries (the host's or the base's).
+fn temps(dir: &Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .map(|r| {
+            r.filter_map(|e| e.ok())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.contains(".corral-tmp-"))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The journal entries corral's data directory holds for any workspace.
+fn journals(cli: &Cli) -> Vec<String> {
+    let root = cli.home.path().join("data/corral/journal");
+    let mut out = Vec::new();
+    for dir in std::fs::read_dir(root).into_iter().flatten().flatten() {
+        for e in std::fs::read_dir(dir.path())
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            out.push(e.file_name().to_string_lossy().into_owned());
+        }
+    }
+    out
+}
+
+/// Identity and size of a file, to see that something started changing it.
+fn stamp(path: &Path) -> Option<(u64, u64)> {
+    std::fs::metadata(path).ok().map(|m| (m.ino(), m.len()))
+}
+
+/// Waits until one of `files` changes or a temporary file appears in
+/// `dir`, then `delay`, then SIGKILLs `child`. Returns whether the kill
+/// landed while corral ran.
+fn kill_while_writing(child: &mut Child, dir: &Path, files: &[&Path], delay: Duration) -> bool {
+    let before: Vec<_> = files.iter().map(|f| stamp(f)).collect();
+    let deadline = Instant::now() + HANG;
+    loop {
+        if child.try_wait().expect("wait").is_some() {
+            return false;
+        }
+        let changed = files.iter().zip(&before).any(|(f, b)| stamp(f) != *b);
+        if changed || !temps(dir).is_empty() {
+            break;
+        }
+        assert!(Instant::now() < deadline, "corral never started writing");
+        std::thread::sleep(Duration::from_micros(300));
+    }
+    std::thread::sleep(delay);
+    let ran = child.try_wait().expect("wait").is_none();
+    let _ = child.kill();
+    let _ = child.wait();
+    ran
+}
+
+fn fs_limits() -> &'static str {
+    "[plugins.fs]\nsource = \"builtin:fs\"\ngrants.fs = [{ path = \".\", access = \"rw\" }]\n\
+     limits = { timeout_ms = 120000, memory_mb = 1024 }\n"
+}
+
+#[test]
+fn sigkill_during_a_large_write_file_leaves_the_old_or_the_new_content() {
+    let old = big('o', 48, "old\n");
+    let new = big('n', 64, "new\n");
+    let mut killed_mid = 0;
+    let mut left_journal = 0;
+    for delay in KILL_DELAYS_MS {
+        let sb = Sandbox::new();
+        sb.write("corral.toml", fs_limits());
+        sb.write("big.txt", &old);
+        let target = sb.ws().join("big.txt");
+        std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o750)).expect("chmod");
+        let args = sb.outside().join("args.json");
+        std::fs::write(
+            &args,
+            json!({"path": "big.txt", "content": new}).to_string(),
+        )
+        .expect("args");
+        let cli = Cli::new();
+        let mut child = cli
+            .command(
+                &sb.ws(),
+                &[
+                    "tool",
+                    "call",
+                    "write_file",
+                    "--args",
+                    &format!("@{}", args.display()),
+                ],
+            )
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn");
+        if kill_while_writing(
+            &mut child,
+            &sb.ws(),
+            &[&target],
+            Duration::from_millis(delay),
+        ) {
+            killed_mid += 1;
+        }
+        if !journals(&cli).is_empty() {
+            left_journal += 1;
+        }
+        let after = std::fs::read_to_string(&target).expect("big.txt is still there");
+        assert!(
+            after == old || after == new,
+            "delay {delay} ms: big.txt is neither old nor new after SIGKILL ({} bytes, old {}, \
+             new {})",
+            after.len(),
+            old.len(),
+            new.len()
+        );
+        // The next start in the workspace clears what the kill left.
+        let o = cli.run(&sb.ws(), &["tool", "call", "list_files", "--args", "{}"]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let settled = std::fs::read_to_string(&target).expect("big.txt");
+        assert!(settled == old || settled == new, "delay {delay} ms");
+        assert_eq!(temps(&sb.ws()), Vec::<String>::new(), "delay {delay} ms");
+        assert!(journals(&cli).is_empty(), "{:?}", journals(&cli));
+        let mode = std::fs::metadata(&target)
+            .expect("meta")
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o7777, 0o750, "the file's mode is kept");
+    }
+    assert!(killed_mid > 0, "no kill landed while corral was writing");
+    assert!(
+        left_journal > 0,
+        "no kill left a write for the next start to settle"
+    );
+}
+
+#[test]
+fn write_file_through_a_symlink_replaces_its_target_and_keeps_the_link() {
+    let sb = Sandbox::new();
+    sb.write("real/run.sh", "#!/bin/sh\necho old\n");
+    let real = sb.ws().join("real/run.sh");
+    std::fs::set_permissions(&real, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    std::os::unix::fs::symlink("real/run.sh", sb.ws().join("run.sh")).expect("link");
+    std::os::unix::fs::symlink(sb.outside().join("secret.txt"), sb.ws().join("out.txt"))
+        .expect("link out");
+    let cli = Cli::new();
+    let call = |args: Value| {
+        cli.run(
+            &sb.ws(),
+            &["tool", "call", "write_file", "--args", &args.to_string()],
+        )
+    };
+    let o = call(json!({"path": "run.sh", "content": "#!/bin/sh\necho new\n"}));
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        std::fs::symlink_metadata(sb.ws().join("run.sh"))
+            .expect("link")
+            .file_type()
+            .is_symlink(),
+        "the link itself was replaced"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&real).expect("real"),
+        "#!/bin/sh\necho new\n"
+    );
+    assert_eq!(
+        std::fs::metadata(&real).expect("meta").permissions().mode() & 0o777,
+        0o755
+    );
+    // A link that leads out of the workspace is refused, nothing written.
+    let o = call(json!({"path": "out.txt", "content": "pwned"}));
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+    assert_eq!(
+        std::fs::read_to_string(sb.outside().join("secret.txt")).expect("secret"),
+        SECRET
+    );
+    assert_eq!(temps(&sb.ws()), Vec::<String>::new());
+    assert_eq!(temps(&sb.ws().join("real")), Vec::<String>::new());
+}
+
+/// A patch changing the first line of each of `files`.
+fn patch_of(files: &[&str]) -> String {
+    let mut p = String::from("*** Begin Patch\n");
+    for f in files {
+        p.push_str(&format!(
+            "*** Update File: {f}\n@@\n-version 1 of {f}\n+version 2 of {f}\n"
+        ));
+    }
+    p.push_str("*** End Patch\n");
+    p
+}
+
+#[test]
+fn sigkill_during_a_multi_file_apply_patch_then_resume_leaves_all_or_none() {
+    const FILES: [&str; 3] = ["a.txt", "b.txt", "c.txt"];
+    let mut killed_mid = 0;
+    let mut recovered = 0;
+    for delay in KILL_DELAYS_MS {
+        let patch = patch_of(&FILES);
+        let openai = MockServer::start(move |n, _| match n {
+            0 => Reply::Sse(openai_sse(
+                "Patching. ",
+                &[("patch_1", "apply_patch", json!({ "patch": patch }))],
+            )),
+            _ => Reply::Sse(openai_sse("Resumed.", &[])),
+        });
+        let sb = Sandbox::new();
+        let olds: Vec<String> = FILES
+            .iter()
+            .map(|f| big('x', 12, &format!("version 1 of {f}\n")))
+            .collect();
+        let news: Vec<String> = FILES
+            .iter()
+            .zip(&olds)
+            .map(|(_, o)| o.replacen("version 1", "version 2", 1))
+            .collect();
+        for (f, o) in FILES.iter().zip(&olds) {
+            sb.write(f, o);
+        }
+        sb.write("corral.toml", &manifest(openai.port, 9, fs_limits()));
+        let cli = Cli::new();
+        let mut cmd = cli.command(
+            &sb.ws(),
+            &["run", "--provider", "openai", "Bump the versions"],
+        );
+        for (k, v) in KEYS {
+            cmd.env(k, v);
+        }
+        let mut child = cmd
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn");
+        let paths: Vec<_> = FILES.iter().map(|f| sb.ws().join(f)).collect();
+        let refs: Vec<&Path> = paths.iter().map(|p| p.as_path()).collect();
+        if kill_while_writing(&mut child, &sb.ws(), &refs, Duration::from_millis(delay)) {
+            killed_mid += 1;
+        }
+        let state = |when: &str| {
+            let now: Vec<String> = paths
+                .iter()
+                .map(|p| std::fs::read_to_string(p).expect("file"))
+                .collect();
+            let all_old = now == olds;
+            let all_new = now == news;
+            assert!(
+                all_old || all_new,
+                "delay {delay} ms, {when}: the patch is half applied: {:?}",
+                now.iter()
+                    .map(|t| t.lines().next().unwrap_or("").to_owned())
+                    .collect::<Vec<_>>()
+            );
+            all_new
+        };
+        state("after SIGKILL");
+        let left = journals(&cli);
+
+        let o = cli.run_env(&sb.ws(), &["resume", "--last"], &KEYS);
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let made = state("after resume");
+        assert_eq!(temps(&sb.ws()), Vec::<String>::new(), "delay {delay} ms");
+        assert!(journals(&cli).is_empty(), "{:?}", journals(&cli));
+        // The model is told what became of its interrupted patch.
+        if left.iter().any(|n| n.ends_with(".json")) {
+            recovered += 1;
+            let reqs = openai.requests();
+            let last = reqs.last().expect("the resumed request");
+            let told = openai_tool_result(last, "patch_1");
+            let expected = if made { "completed" } else { "rolled back" };
+            assert!(told.contains(expected), "delay {delay} ms: {told}");
+        }
+    }
+    assert!(killed_mid > 0, "no kill landed while corral was writing");
+    assert!(recovered > 0, "no kill left a patch for resume to settle");
+}
+
+#[test]
+fn a_subagent_log_left_open_by_sigkill_is_closed_when_its_parent_resumes() {
+    let sb = Sandbox::new();
+    project(
+        &sb,
+        "ask",
+        100,
+        json!([
+            call_turn(&[("call_a", "task", json!({"prompt": "Count to a thousand."}))]),
+            crate::subagents::answer_turn("parent done"),
+        ]),
+        json!([
+            {"prompt": "Count to a thousand.", "turns": [slow_answer_turn("never", 600)]},
+        ]),
+    );
+    let cli = Cli::new();
+    let mut child = cli
+        .command(&sb.ws(), &["run", "--json", "go"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let rx = events(&mut child);
+    wait_for(&rx, "the child streaming", |e| {
+        e["type"] == "subagent" && e["event"]["type"] == "request_begin"
+    });
+    child.kill().expect("SIGKILL");
+    let _ = child.wait();
+    let (parent, children) = family(&cli);
+    assert_eq!(children.len(), 1);
+    assert!(
+        of_type(&children[0].1, "stop").is_empty(),
+        "the kill left it open"
+    );
+    let parent_id = parent[0]["session_id"].as_str().expect("id").to_owned();
+
+    let mut resumed = cli
+        .command(&sb.ws(), &["resume", &parent_id])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    wait_bounded(&mut resumed);
+    let (_, children) = family(&cli);
+    let log = &children[0].1;
+    let last = log.last().expect("event");
+    assert_eq!(last["type"], "stop", "{last}");
+    assert_eq!(last["reason"], "interrupted", "{last}");
+    assert!(
+        last["message"]
+            .as_str()
+            .is_some_and(|m| m.contains(&parent_id)),
+        "{last}"
+    );
+}
+
+/// A copy of `wasm` made `mib` MiB larger by a custom section, so that
+/// writing it takes long enough to be killed midway.
+fn padded_component(wasm: &str, mib: usize, out: &Path) {
+    let mut bytes = std::fs::read(wasm).expect("component");
+    let name = b"corral-test-padding";
+    let payload = mib << 20;
+    let mut section = Vec::new();
+    let mut size = name.len() + 1 + payload;
+    // Unsigned LEB128 of the section's size.
+    loop {
+        let byte = (size & 0x7f) as u8;
+        size >>= 7;
+        if size == 0 {
+            section.push(byte);
+            break;
+        }
+        section.push(byte | 0x80);
+    }
+    bytes.push(0);
+    bytes.extend_from_slice(&section);
+    bytes.push(name.len() as u8);
+    bytes.extend_from_slice(name);
+    bytes.resize(bytes.len() + payload, 0x5a);
+    std::fs::write(out, bytes).expect("padded");
+}
+
+#[test]
+fn a_killed_plugin_add_leaves_no_temporary_file_after_the_next_install() {
+    let sb = Sandbox::new();
+    let wasm = sb.outside().join("big.wasm");
+    padded_component(corral_test_programs::EXAMPLE, 64, &wasm);
+    let wasm = wasm.to_str().expect("utf-8").to_owned();
+    let cli = Cli::new();
+    let store = cli.home.path().join("data/corral/plugins");
+    let hidden = |dir: &Path| -> Vec<String> {
+        std::fs::read_dir(dir)
+            .map(|r| {
+                r.filter_map(|e| e.ok())
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .filter(|n| n.starts_with('.'))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let mut left = false;
+    for attempt in 0..6 {
+        let mut child = cli
+            .command(&sb.ws(), &["plugin", "add", &wasm, "--yes"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn");
+        let deadline = Instant::now() + HANG;
+        loop {
+            if child.try_wait().expect("wait").is_some() {
+                break;
+            }
+            if !hidden(&store).is_empty() {
+                let _ = child.kill();
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "attempt {attempt}: plugin add hung"
+            );
+            std::thread::sleep(Duration::from_micros(200));
+        }
+        let _ = child.wait();
+        if !hidden(&store).is_empty() {
+            left = true;
+            break;
+        }
+        // It finished before the poll saw its temporary file: start over.
+        let _ = cli.run(&sb.ws(), &["plugin", "remove", "example"]);
+    }
+    assert!(left, "no kill landed while plugin add wrote the store");
+    let o = cli.run(
+        &sb.ws(),
+        &["plugin", "add", corral_test_programs::ECHO, "--yes"],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(
+        hidden(&store),
+        Vec::<String>::new(),
+        "the killed add's temporary file stayed"
+    );
+}
