@@ -10,6 +10,7 @@
 
 mod agent;
 mod attack_guard;
+mod attack_paths;
 mod budgets;
 mod cache;
 mod children;
