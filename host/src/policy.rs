@@ -227,10 +227,10 @@ struct Call<'a> {
     /// For paths: where each leads once symlinks are resolved, in the
     /// subject's order; empty when that is not known.
     resolved: Vec<String>,
-    /// The arguments as canonical JSON, which a restrictive pattern is also
-    /// tried against when the subject is paths, as it was before paths
-    /// other than `path` were read.
-    json: String,
+    /// For paths named by arguments other than `path`: the arguments as
+    /// canonical JSON, which a restrictive pattern is also tried against,
+    /// as it was before such paths were read, so no deny rule loosens.
+    json: Option<String>,
 }
 
 impl<'a> Call<'a> {
@@ -251,13 +251,16 @@ impl<'a> Call<'a> {
                 line_forms(line, 0, &mut loose);
             }
         }
+        let json = (matches!(subject, Subject::Paths(_))
+            && args.get("path").and_then(|v| v.as_str()).is_none())
+        .then(|| canonical_json(args).to_string());
         Call {
             tool,
             subject,
             loose,
             simple,
             resolved: Vec::new(),
-            json: canonical_json(args).to_string(),
+            json,
         }
     }
 
@@ -289,7 +292,7 @@ impl<'a> Call<'a> {
                         .map(|(i, p)| (m.is_match(p), self.resolved.get(i).map(|r| m.is_match(r))));
                     if loose {
                         each.any(|(written, resolved)| written || resolved == Some(true))
-                            || wildcard(pattern, &self.json)
+                            || self.json.as_ref().is_some_and(|j| wildcard(pattern, j))
                     } else {
                         each.all(|(written, resolved)| written && resolved != Some(false))
                     }
@@ -530,7 +533,13 @@ mod tests {
         assert_eq!(decide(allow, Ask, "apply_patch", added), ASK);
         let both = json!({ "paths": ["a.txt", "b.txt"] });
         assert_eq!(decide(allow, Ask, "git_add", both), ALLOW);
-        assert_eq!(decide(allow, Ask, "git_add", add), ASK);
+        assert_eq!(decide(allow, Ask, "git_add", add.clone()), ASK);
+        // A restrictive pattern still matches the arguments' JSON where it
+        // did before, but only for calls without a `path`.
+        let json: &[(Action, &str)] = &[(D, "*(*z*)")];
+        assert_eq!(decide(json, FullAuto, "git_add", add), DENY);
+        let path = json!({ "path": "a/z" });
+        assert_eq!(decide(json, FullAuto, "write_file", path), ALLOW);
     }
 
     #[test]
