@@ -112,6 +112,10 @@ fn a_deny_rule_holds_for_every_path_through_a_symlink() {
         ("g1", "git_add", json!({ "paths": ["ok2.txt", "alias/z"] })),
         patch("p3", "*** Add File: fine.txt\n+fine"),
         ("g2", "git_add", json!({ "paths": ["ok2.txt"] })),
+        // A pathspec glob or magic names no protected path as written, so
+        // git must not expand it into one.
+        ("g3", "git_add", json!({ "paths": ["prot*"] })),
+        ("g4", "git_add", json!({ "paths": [":(top)protected/z"] })),
     ]);
     let sb = project(mock.port);
     let events = run(&sb);
@@ -140,6 +144,14 @@ fn a_deny_rule_holds_for_every_path_through_a_symlink() {
     assert_eq!(decision(&events, "p3").0, "allow");
     assert_eq!(read(&sb, "fine.txt"), "fine\n");
     assert_eq!(decision(&events, "g2").0, "allow");
+    let o = std::process::Command::new("git")
+        .args(["diff", "--cached", "--name-only"])
+        .current_dir(sb.ws())
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("HOME", sb.ws())
+        .output()
+        .expect("git diff");
+    assert_eq!(String::from_utf8_lossy(&o.stdout), "ok2.txt\n", "staged");
 }
 
 /// `g -> .git`: a write to `g/config` is refused by the early protected-path
