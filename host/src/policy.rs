@@ -46,11 +46,11 @@ mod rules;
 pub use crate::protocol::Mode;
 pub use command::shell_split;
 pub use guard::{DEFAULT_SECRETS, DEFAULT_UNTRUSTED, GuardSettings, Held, Reach, hold, hold_named};
-pub use protected::protected_target;
+pub use protected::{path_arguments, protected_target, protected_target_at};
 pub use rules::{Action, Rule, Subject, parse_rule, session_scope, subject};
 
 use command::{command_match, compound, line_forms, loose_forms, split_or_whitespace};
-use patterns::{glob, normalize_path, wildcard};
+use patterns::{canonical_json, glob, normalize_path, wildcard};
 use rules::argv;
 
 /// What the host does with a call.
@@ -100,22 +100,30 @@ impl Policy {
         self.decide_at(tool, effects, args, None)
     }
 
-    /// Decides a call as [`Policy::decide`] does, where its `path` argument
-    /// resolves to `resolved` (workspace-relative, or absolute outside the
-    /// workspace) once symlinks are followed. A path pattern is matched
-    /// against both spellings: a deny or ask rule matches if either does
-    /// (`alias/x` where `alias -> protected` is `protected/x`), an allow
-    /// rule only if both do, so a symlink can neither slip past a
-    /// restriction nor stretch a grant.
+    /// Decides a call as [`Policy::decide`] does, where `resolve` says to
+    /// what each path the call names ([`path_arguments`]) leads once
+    /// symlinks are followed (workspace-relative, or absolute outside the
+    /// workspace). A path pattern is matched against both spellings of every
+    /// path: a deny or ask rule matches if either spelling of any path does
+    /// (`alias/x` where `alias -> protected` is `protected/x`, in a `paths`
+    /// array or a patch's headers as well), an allow rule only if both
+    /// spellings of every path do, so a symlink can neither slip past a
+    /// restriction nor stretch a grant, and one allowed path cannot carry
+    /// another.
     pub fn decide_at(
         &self,
         tool: &str,
         effects: &[Effect],
         args: &serde_json::Value,
-        resolved: Option<&str>,
+        resolve: Option<&dyn Fn(&str) -> String>,
     ) -> Verdict {
         let mut call = Call::new(tool, args);
-        call.resolved = resolved.map(normalize_path);
+        if let (Subject::Paths(_), Some(resolve)) = (&call.subject, resolve) {
+            call.resolved = path_arguments(args)
+                .iter()
+                .map(|p| normalize_path(&resolve(p)))
+                .collect();
+        }
         let mut rule: Option<&Rule> = None;
         for r in self.rules.iter().filter(|r| call.matches(r)) {
             if rule.is_none_or(|best| r.action.strength() > best.action.strength()) {
@@ -216,8 +224,13 @@ struct Call<'a> {
     /// (several commands, redirection, substitution), which no allow pattern
     /// can vouch for.
     simple: bool,
-    /// For paths: where the path leads once symlinks are resolved.
-    resolved: Option<String>,
+    /// For paths: where each leads once symlinks are resolved, in the
+    /// subject's order; empty when that is not known.
+    resolved: Vec<String>,
+    /// For paths named by arguments other than `path`: the arguments as
+    /// canonical JSON, which a restrictive pattern is also tried against,
+    /// as it was before such paths were read, so no deny rule loosens.
+    json: Option<String>,
 }
 
 impl<'a> Call<'a> {
@@ -238,12 +251,16 @@ impl<'a> Call<'a> {
                 line_forms(line, 0, &mut loose);
             }
         }
+        let json = (matches!(subject, Subject::Paths(_))
+            && args.get("path").and_then(|v| v.as_str()).is_none())
+        .then(|| canonical_json(args).to_string());
         Call {
             tool,
             subject,
             loose,
             simple,
-            resolved: None,
+            resolved: Vec::new(),
+            json,
         }
     }
 
@@ -266,13 +283,18 @@ impl<'a> Call<'a> {
                     self.simple && command_match(&pattern, words, false)
                 }
             }
-            Subject::Path(path) => match glob(&normalize_path(pattern)) {
+            Subject::Paths(paths) => match glob(&normalize_path(pattern)) {
                 Ok(m) => {
-                    let written = m.is_match(path);
-                    match &self.resolved {
-                        None => written,
-                        Some(resolved) if loose => written || m.is_match(resolved),
-                        Some(resolved) => written && m.is_match(resolved),
+                    // (as written, as resolved if known) for each path
+                    let mut each = paths
+                        .iter()
+                        .enumerate()
+                        .map(|(i, p)| (m.is_match(p), self.resolved.get(i).map(|r| m.is_match(r))));
+                    if loose {
+                        each.any(|(written, resolved)| written || resolved == Some(true))
+                            || self.json.as_ref().is_some_and(|j| wildcard(pattern, j))
+                    } else {
+                        each.all(|(written, resolved)| written && resolved != Some(false))
                     }
                 }
                 // A broken pattern (from a hand-built rule) fails closed:
@@ -462,9 +484,11 @@ mod tests {
     #[test]
     fn path_rules_match_the_written_and_the_resolved_path() {
         let args = json!({ "path": "alias/keep.txt" });
-        let decide = |rules: &[(Action, &str)], mode, resolved| {
+        let decide = |rules: &[(Action, &str)], mode, resolved: Option<&str>| {
+            let to = |_: &str| resolved.unwrap_or_default().to_owned();
+            let resolve: Option<&dyn Fn(&str) -> String> = resolved.map(|_| &to as _);
             policy(mode, rules)
-                .decide_at("write_file", &[W], &args, resolved)
+                .decide_at("write_file", &[W], &args, resolve)
                 .decision
         };
         let deny: &[(Action, &str)] = &[(D, "write_file(protected/**)")];
@@ -483,6 +507,39 @@ mod tests {
         assert_eq!(decide(allow, Ask, Some("alias/keep.txt")), ALLOW);
         assert_eq!(decide(allow, Ask, Some("protected/keep.txt")), ASK);
         assert_eq!(decide(allow, Ask, Some("/etc/keep.txt")), ASK);
+    }
+
+    #[test]
+    fn every_path_of_a_call_is_judged() {
+        let resolve = |p: &str| p.replacen("alias/", "protected/", 1);
+        let decide = |rules: &[(Action, &str)], mode, tool, args: serde_json::Value| {
+            policy(mode, rules)
+                .decide_at(tool, &[W], &args, Some(&resolve))
+                .decision
+        };
+        let deny: &[(Action, &str)] = &[(D, "*(protected/**)")];
+        let add = json!({ "paths": ["ok.txt", "alias/z"] });
+        assert_eq!(decide(deny, FullAuto, "git_add", add.clone()), DENY);
+        let patch =
+            |body: &str| json!({ "patch": format!("*** Begin Patch\n{body}\n*** End Patch") });
+        let moved = patch("*** Update File: a.txt\n*** Move to: alias/y.txt\n@@\n-a\n+b");
+        assert_eq!(decide(deny, FullAuto, "apply_patch", moved), DENY);
+        let added = patch("*** Add File: ok.txt\n+x\n*** Add File: alias/x.txt\n+x");
+        assert_eq!(decide(deny, FullAuto, "apply_patch", added.clone()), DENY);
+        let fine = patch("*** Add File: ok.txt\n+x");
+        assert_eq!(decide(deny, FullAuto, "apply_patch", fine), ALLOW);
+        // An allow rule needs every path: one allowed path carries no other.
+        let allow: &[(Action, &str)] = &[(A, "*(*.txt)")];
+        assert_eq!(decide(allow, Ask, "apply_patch", added), ASK);
+        let both = json!({ "paths": ["a.txt", "b.txt"] });
+        assert_eq!(decide(allow, Ask, "git_add", both), ALLOW);
+        assert_eq!(decide(allow, Ask, "git_add", add.clone()), ASK);
+        // A restrictive pattern still matches the arguments' JSON where it
+        // did before, but only for calls without a `path`.
+        let json: &[(Action, &str)] = &[(D, "*(*z*)")];
+        assert_eq!(decide(json, FullAuto, "git_add", add), DENY);
+        let path = json!({ "path": "a/z" });
+        assert_eq!(decide(json, FullAuto, "write_file", path), ALLOW);
     }
 
     #[test]

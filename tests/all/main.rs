@@ -12,6 +12,7 @@ mod agent;
 mod attack_approvals;
 mod attack_guard;
 mod bounded_stream;
+mod attack_paths;
 mod budgets;
 mod cache;
 mod children;

@@ -364,9 +364,15 @@ impl Dispatcher {
                 .plugin
                 .as_ref()
                 .is_some_and(|p| matches!(&p.decl().source, Source::Builtin(b) if b == "git"));
-            if let Some(path) = crate::policy::protected_target(&checked.args).filter(|_| !exempt) {
+            let resolve = |p: &str| match &self.workspace {
+                Some(workspace) => resolve_beneath(workspace, p),
+                None => p.to_owned(),
+            };
+            if let Some(path) =
+                crate::policy::protected_target_at(&checked.args, &resolve).filter(|_| !exempt)
+            {
                 let reason = format!(
-                    "`{path}` is protected: .git internals (use the git tools) and corral's manifest are read-only to tools"
+                    "{path} is protected: .git internals (use the git tools) and corral's manifest are read-only to tools"
                 );
                 sink.emit(record(PermissionDecision::Deny, reason.clone()))?;
                 return Ok(Some(CallOutcome::Refused {
@@ -533,20 +539,21 @@ impl Dispatcher {
         }))
     }
 
-    /// The policy's verdict on a call of `tool` with `args`, its `path`
-    /// judged both as written and as it resolves beneath the workspace.
+    /// The policy's verdict on a call of `tool` with `args`, every path it
+    /// names judged both as written and as it resolves beneath the workspace.
     fn decide(
         &self,
         tool: &str,
         effects: &[Effect],
         args: &serde_json::Value,
     ) -> crate::policy::Verdict {
-        let resolved = match (&self.workspace, args.get("path").and_then(|p| p.as_str())) {
-            (Some(workspace), Some(path)) => Some(resolve_beneath(workspace, path)),
-            _ => None,
+        let resolve = |p: &str| match &self.workspace {
+            Some(workspace) => resolve_beneath(workspace, p),
+            None => p.to_owned(),
         };
-        self.policy
-            .decide_at(tool, effects, args, resolved.as_deref())
+        let resolve: Option<&dyn Fn(&str) -> String> =
+            self.workspace.as_ref().map(|_| &resolve as _);
+        self.policy.decide_at(tool, effects, args, resolve)
     }
 
     /// Whether the user approved `scope` for the rest of the session. A

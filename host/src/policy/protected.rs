@@ -1,14 +1,27 @@
 //! Paths no tool writes whatever the policy says: `.git` internals and
-//! corral's own manifest, named in a call's arguments.
+//! corral's own manifest, named in a call's arguments; and the one reading
+//! of which paths a call's arguments name, shared with the rules.
 
-/// The first path a writing call names that is protected: `.git` and what is
-/// inside it, and corral's own manifest. Paths come from the usual argument
-/// names and from the file headers of an `apply_patch` envelope. This only
-/// gives the model an early, clear answer; the host's filesystem layer
-/// enforces the protection on what a path resolves to, whatever names it.
-pub fn protected_target(args: &serde_json::Value) -> Option<String> {
+/// The argument names that carry a single path.
+const PATH_KEYS: [&str; 4] = ["path", "from", "to", "destination"];
+
+/// The file headers of an `apply_patch` envelope, each followed by a path.
+const PATCH_HEADERS: [&str; 4] = [
+    "*** Add File:",
+    "*** Update File:",
+    "*** Delete File:",
+    "*** Move to:",
+];
+
+/// Every path a call's arguments name, as written, in argument order: the
+/// string arguments `path`, `from`, `to` and `destination`, the strings of a
+/// `paths` array (`git_add`), and the file headers of an `apply_patch`
+/// envelope in `patch` (a file added, updated, deleted or moved to). The
+/// headers are found on any line, more loosely than the patch tool parses
+/// them, so no path the tool would touch is missed.
+pub fn path_arguments(args: &serde_json::Value) -> Vec<String> {
     let mut paths: Vec<String> = Vec::new();
-    for key in ["path", "from", "to", "destination"] {
+    for key in PATH_KEYS {
         if let Some(p) = args.get(key).and_then(|v| v.as_str()) {
             paths.push(p.to_owned());
         }
@@ -18,39 +31,64 @@ pub fn protected_target(args: &serde_json::Value) -> Option<String> {
     }
     if let Some(patch) = args.get("patch").and_then(|v| v.as_str()) {
         for line in patch.lines() {
-            for header in [
-                "*** Add File:",
-                "*** Update File:",
-                "*** Delete File:",
-                "*** Move to:",
-            ] {
+            for header in PATCH_HEADERS {
                 if let Some(p) = line.trim_start().strip_prefix(header) {
                     paths.push(p.trim().to_owned());
                 }
             }
         }
     }
-    paths.into_iter().find(|p| {
-        let mut parts: Vec<&str> = Vec::new();
-        for part in p.split(['/', '\\']) {
-            match part {
-                "" | "." => {}
-                ".." => {
-                    parts.pop();
-                }
-                other => parts.push(other),
-            }
+    paths
+}
+
+/// The first path a writing call names that is protected: `.git` and what is
+/// inside it, and corral's own manifest (see [`path_arguments`]). This only
+/// gives the model an early, clear answer; the host's filesystem layer
+/// enforces the protection on what a path resolves to, whatever names it.
+pub fn protected_target(args: &serde_json::Value) -> Option<String> {
+    path_arguments(args).into_iter().find(|p| is_protected(p))
+}
+
+/// As [`protected_target`], each path judged as written and as `resolve`
+/// says it leads (symlinks followed, workspace-relative inside it): `g/config`
+/// with `g -> .git` is protected. The answer names the path as written and,
+/// when only its resolution is protected, where it leads:
+/// `` `g/config` (which leads to `.git/config`) ``.
+pub fn protected_target_at(
+    args: &serde_json::Value,
+    resolve: &dyn Fn(&str) -> String,
+) -> Option<String> {
+    path_arguments(args).into_iter().find_map(|p| {
+        if is_protected(&p) {
+            return Some(format!("`{p}`"));
         }
-        parts
-            .first()
-            .is_some_and(|first| first.eq_ignore_ascii_case(".git"))
-            || (parts.len() == 1 && parts[0] == "corral.toml")
+        let resolved = resolve(&p);
+        is_protected(&resolved).then(|| format!("`{p}` (which leads to `{resolved}`)"))
     })
+}
+
+/// `.git` or anything beneath it (any case), or the workspace's
+/// `corral.toml`, after lexical normalisation.
+fn is_protected(path: &str) -> bool {
+    let mut parts: Vec<&str> = Vec::new();
+    for part in path.split(['/', '\\']) {
+        match part {
+            "" | "." => {}
+            ".." => {
+                parts.pop();
+            }
+            other => parts.push(other),
+        }
+    }
+    parts
+        .first()
+        .is_some_and(|first| first.eq_ignore_ascii_case(".git"))
+        || (parts.len() == 1 && parts[0] == "corral.toml")
 }
 
 #[cfg(test)]
 mod tests {
-    use super::protected_target;
+    use super::{path_arguments, protected_target, protected_target_at};
     use serde_json::json;
 
     #[test]
@@ -72,5 +110,37 @@ mod tests {
             None
         );
         assert_eq!(protected_target(&json!({"path": "docs/corral.toml"})), None);
+    }
+
+    #[test]
+    fn paths_of_a_call() {
+        let patch = "*** Begin Patch\n*** Add File: a/x.txt\n+x\n*** Update File: b.txt\n\
+                     *** Move to: c/y.txt\n@@\n-a\n+b\n  *** Delete File: d.txt \n*** End Patch";
+        assert_eq!(
+            path_arguments(&json!({"patch": patch})),
+            ["a/x.txt", "b.txt", "c/y.txt", "d.txt"]
+        );
+        assert_eq!(
+            path_arguments(&json!({"paths": ["a", 3, "b"], "path": "p", "rev": "HEAD"})),
+            ["p", "a", "b"]
+        );
+        assert!(path_arguments(&json!({"message": "m"})).is_empty());
+    }
+
+    #[test]
+    fn protected_paths_judged_where_they_lead() {
+        let resolve = |p: &str| p.replacen("g/", ".git/", 1);
+        assert_eq!(
+            protected_target_at(&json!({"path": "g/config"}), &resolve),
+            Some("`g/config` (which leads to `.git/config`)".into())
+        );
+        assert_eq!(
+            protected_target_at(&json!({"paths": ["ok", ".git/HEAD"]}), &resolve),
+            Some("`.git/HEAD`".into())
+        );
+        assert_eq!(
+            protected_target_at(&json!({"path": "src/g/x"}), &resolve),
+            None
+        );
     }
 }

@@ -161,15 +161,17 @@ pub fn parse_rule(text: &str, action: Action, source: &str) -> Result<Rule, Stri
 pub enum Subject {
     /// A program and its arguments (`argv`, or `command` split like a shell).
     Command(Vec<String>),
-    /// A lexically normalised path (`path`).
-    Path(String),
+    /// The paths a call names ([`super::path_arguments`]), each lexically
+    /// normalised, in argument order.
+    Paths(Vec<String>),
     /// The arguments as compact JSON with sorted keys.
     Other(String),
 }
 
 /// The subject of a call: `argv` (an array of strings), else `command` (a
-/// string, split like a POSIX shell without expansion), else `path`
-/// (normalised), else the arguments as canonical JSON.
+/// string, split like a POSIX shell without expansion), else the paths it
+/// names (`path`, a `paths` array, an `apply_patch` envelope's file headers;
+/// normalised), else the arguments as canonical JSON.
 ///
 /// `_tool` is accepted so that tool-specific argument conventions can be
 /// added without changing callers; today the argument names alone decide.
@@ -180,8 +182,9 @@ pub fn subject(_tool: &str, args: &serde_json::Value) -> Subject {
     if let Some(line) = args.get("command").and_then(|v| v.as_str()) {
         return Subject::Command(split_or_whitespace(line));
     }
-    if let Some(path) = args.get("path").and_then(|v| v.as_str()) {
-        return Subject::Path(normalize_path(path));
+    let paths = super::path_arguments(args);
+    if !paths.is_empty() {
+        return Subject::Paths(paths.iter().map(|p| normalize_path(p)).collect());
     }
     Subject::Other(canonical_json(args).to_string())
 }
@@ -194,7 +197,7 @@ pub fn subject(_tool: &str, args: &serde_json::Value) -> Subject {
 pub fn session_scope(tool: &str, args: &serde_json::Value) -> String {
     match subject(tool, args) {
         Subject::Command(argv) => format!("{tool}({})", serde_json::Value::from(argv)),
-        Subject::Path(_) | Subject::Other(_) => tool.to_owned(),
+        Subject::Paths(_) | Subject::Other(_) => tool.to_owned(),
     }
 }
 
@@ -383,15 +386,30 @@ mod tests {
             ),
             (
                 json!({ "path": "./docs//a/./b/../c.md" }),
-                Subject::Path("docs/a/c.md".into()),
+                Subject::Paths(vec!["docs/a/c.md".into()]),
             ),
             (
                 json!({ "path": "docs/../../x" }),
-                Subject::Path("../x".into()),
+                Subject::Paths(vec!["../x".into()]),
             ),
-            (json!({ "path": "/a/../../b/" }), Subject::Path("/b".into())),
-            (json!({ "path": "./" }), Subject::Path(".".into())),
+            (
+                json!({ "path": "/a/../../b/" }),
+                Subject::Paths(vec!["/b".into()]),
+            ),
+            (json!({ "path": "./" }), Subject::Paths(vec![".".into()])),
             (json!({ "path": 3 }), Subject::Other(r#"{"path":3}"#.into())),
+            (
+                json!({ "paths": ["./a/b", "alias/z"], "rev": "HEAD" }),
+                Subject::Paths(vec!["a/b".into(), "alias/z".into()]),
+            ),
+            (
+                json!({ "paths": [] }),
+                Subject::Other(r#"{"paths":[]}"#.into()),
+            ),
+            (
+                json!({ "patch": "*** Begin Patch\n*** Update File: a.txt\n*** Move to: ./alias/y.txt\n@@\n-a\n+b\n*** End Patch" }),
+                Subject::Paths(vec!["a.txt".into(), "alias/y.txt".into()]),
+            ),
             (
                 json!({ "z": { "b": 1, "a": [true, null] }, "a": "x y" }),
                 Subject::Other(r#"{"a":"x y","z":{"a":[true,null],"b":1}}"#.into()),

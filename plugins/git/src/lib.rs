@@ -16,6 +16,9 @@ use serde::Deserialize;
 /// locks, no prompts for credentials, no editor.
 const SAFE: &[&str] = &[
     "--no-optional-locks",
+    // A path is the file it names, not a pathspec (`prot*`, `:(top)x`,
+    // `:!x`) that stages files no rule judged.
+    "--literal-pathspecs",
     "-c",
     "core.fsmonitor=false",
     "-c",
