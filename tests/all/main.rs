@@ -11,8 +11,8 @@
 mod agent;
 mod attack_approvals;
 mod attack_guard;
-mod bounded_stream;
 mod attack_paths;
+mod bounded_stream;
 mod budgets;
 mod cache;
 mod children;
