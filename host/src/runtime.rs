@@ -51,6 +51,7 @@ mod stdio;
 mod store;
 mod stream;
 mod touched;
+mod vetting;
 
 pub use budget::EVENT_CHANNEL_CAPACITY;
 pub use cache::{
@@ -63,6 +64,7 @@ pub use loader::{Inspection, LoadError};
 pub use plugin::{Plugin, ToolError, ToolOutput};
 pub use registry::Plugins;
 pub use touched::{ProgramRun, Touched};
+pub use vetting::Withheld;
 
 pub use crate::protocol::{
     AssistantMessage, ChatRequest, ChatResponse, Effect, FinishReason, Message, ProviderError,

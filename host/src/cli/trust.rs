@@ -63,6 +63,7 @@ pub(super) fn trust(workspace: &std::path::Path, yes: bool) -> ExitCode {
             )
         }
     };
+    review.push_str(&loosening_text(&checked, &name));
     review.push_str(&files_text(&files));
     out(&review);
     if !yes {
@@ -99,6 +100,52 @@ fn shown(path: &std::path::Path) -> String {
         } else {
             text.push(c);
         }
+    }
+    text
+}
+
+/// Every line of the project file `name` that loosens the user's security
+/// settings, and what the plugins it brings in may do beyond reading the
+/// workspace, in plain words.
+fn loosening_text(checked: &manifest::Manifest, name: &str) -> String {
+    let mut text = String::new();
+    if !checked.loosening.is_empty() {
+        text.push_str("\nLines that loosen your security settings:\n");
+        for l in &checked.loosening {
+            text.push_str(&format!("  line {}: {}\n    {}", l.line, l.setting, l.what));
+            if l.applied {
+                text.push_str(
+                    "\n    TAKES EFFECT: your own config sets `[trust] project_may_loosen = true`\n",
+                );
+            } else {
+                text.push_str(&format!(
+                    "\n    IGNORED: a project may only tighten your settings; `{}` in your own \
+                     corral.toml would let it\n",
+                    manifest::MAY_LOOSEN_KEY
+                ));
+            }
+        }
+    }
+    let mut grants = String::new();
+    for decl in checked.plugins.iter().filter(|d| d.origin.file == name) {
+        for g in manifest::wide_grants(decl, &checked.workspace) {
+            grants.push_str(&format!("  plugin `{}` (line {}): {g}\n", decl.name, decl.origin.line));
+        }
+    }
+    if !grants.is_empty() {
+        text.push_str("\nWhat the plugins it declares may do beyond reading the workspace:\n");
+        text.push_str(&grants);
+    }
+    if let Some(p) = &checked.agent.provider
+        && checked
+            .plugins
+            .iter()
+            .any(|d| d.name == *p && d.origin.file == name)
+    {
+        text.push_str(&format!(
+            "\nIt makes its own plugin `{p}` the model provider: your prompts and everything the \
+             model reads go through it.\n"
+        ));
     }
     text
 }

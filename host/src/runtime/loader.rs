@@ -358,7 +358,8 @@ pub(super) async fn load(rt: &Runtime, manifest: &Manifest) -> Result<Plugins, L
             owner.insert(tool.name.clone(), i);
         }
     }
-    Plugins::new(plugins.into_iter().map(Arc::new).collect())
+    let withheld = super::vetting::vet(manifest, &mut plugins);
+    Plugins::new(plugins.into_iter().map(Arc::new).collect(), withheld)
 }
 
 /// Loads one plugin without the description cache: compiled, linked and
