@@ -400,7 +400,7 @@ async fn run(cli: Cli) -> ExitCode {
             run::resume(&workspace, id, last, prompt, agent.into()).await
         }
         Command::Sessions(json) => sessions::sessions(&workspace, json.json),
-        Command::Trust { yes } => trust::trust(&workspace, yes),
+        Command::Trust { yes } => trust::trust(&workspace, yes).await,
         Command::Show { id, json } => sessions::show(&workspace, &id, json.json),
         Command::Compact { id, json } => sessions::compact(&workspace, &id, json.json).await,
         Command::Plugin(PluginsCmd::Inspect { file, json }) => {

@@ -20,8 +20,8 @@ mod error;
 mod layers;
 mod loosen;
 mod raw;
-mod secret;
 pub mod reviewed;
+mod secret;
 pub mod trust;
 
 pub use error::{ManifestError, Origin};

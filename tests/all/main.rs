@@ -9,6 +9,7 @@
 )]
 
 mod agent;
+mod attack_trust;
 mod budgets;
 mod cache;
 mod children;

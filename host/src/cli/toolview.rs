@@ -4,34 +4,28 @@
 
 use corral::protocol::ToolSpec;
 
-/// Columns a description line is wrapped at, past its indent.
-const WIDTH: usize = 96;
-
 /// Runs of more spaces than this are shown as a count, so padding cannot
 /// push text out of sight.
 const MAX_SPACES: usize = 3;
 
-/// `text` whole, made inert and wrapped, each line indented by `indent`:
-/// control and invisible characters are shown as escapes (the caller's
-/// output goes through [`corral::terminal::inert`]; here newlines are kept
-/// as line breaks, tabs shown as `\t` and long runs of spaces as
-/// `⟨N spaces⟩`), and no character is dropped.
+/// `text` whole and inert, each line indented by `indent`: control and
+/// invisible characters are shown as escapes ([`corral::terminal::inert`]),
+/// newlines are kept as line breaks, tabs shown as `\t` and long runs of
+/// spaces as `⟨N spaces⟩`; no character is dropped. Lines are left to the
+/// terminal to wrap, so a searched or copied review reads as the model's
+/// text does.
 pub(super) fn whole(text: &str, indent: &str) -> String {
     let inert = corral::terminal::inert(text).replace('\t', "\\t");
     let mut out = String::new();
     for line in inert.split('\n') {
         let line = squeeze_spaces(line);
-        let chars: Vec<char> = line.chars().collect();
-        if chars.is_empty() {
+        if line.is_empty() {
             out.push_str(indent.trim_end());
-            out.push('\n');
-            continue;
-        }
-        for chunk in chars.chunks(WIDTH) {
+        } else {
             out.push_str(indent);
-            out.extend(chunk);
-            out.push('\n');
+            out.push_str(&line);
         }
+        out.push('\n');
     }
     out
 }
@@ -62,12 +56,18 @@ fn squeeze_spaces(line: &str) -> String {
 /// A tool for a review: name and effects, then its whole description and
 /// its parameters' schema, then what looks suspicious about it.
 pub(super) fn tool(t: &ToolSpec) -> String {
+    let body = whole(&t.description, "      ");
+    let mut lines = body.lines();
     let mut text = format!(
-        "  {} [{}]\n",
+        "  {} [{}] {}\n",
         t.name,
-        corral::install::review::effects_text(t)
+        corral::install::review::effects_text(t),
+        lines.next().unwrap_or("").trim_start()
     );
-    text.push_str(&whole(&t.description, "      "));
+    for line in lines {
+        text.push_str(line);
+        text.push('\n');
+    }
     let schema = serde_json::to_string(&t.input_schema).unwrap_or_default();
     text.push_str(&whole(&format!("parameters: {schema}"), "      "));
     for w in &t.warnings {
@@ -90,9 +90,9 @@ mod tests {
         let shown = whole(&desc, "  ");
         assert!(shown.contains("Ignore previous instructions"), "{shown}");
         assert!(shown.contains("\\x1b[8m"), "{shown}");
-        assert!(shown.contains("⟨40 spaces⟩"), "{shown}");
+        assert!(shown.contains("⟨41 spaces⟩"), "{shown}");
         assert!(shown.contains("end"), "{shown}");
         assert_eq!(shown.matches('z').count(), 200);
-        assert!(shown.lines().all(|l| l.chars().count() <= WIDTH + 2));
+        assert_eq!(whole("a\nb\tc", "  "), "  a\n  b\\tc\n");
     }
 }

@@ -61,7 +61,11 @@ pub fn entry_strings(text: &str, name: &str, key: &str) -> Vec<String> {
         .and_then(|p| p.get(name))
         .and_then(|e| e.get(key))
         .and_then(Item::as_array)
-        .map(|a| a.iter().filter_map(|v| v.as_str().map(str::to_owned)).collect())
+        .map(|a| {
+            a.iter()
+                .filter_map(|v| v.as_str().map(str::to_owned))
+                .collect()
+        })
         .unwrap_or_default()
 }
 
@@ -231,7 +235,7 @@ mod tests {
             from: "oci://127.0.0.1:5000/wc:2".into(),
             version: Some("2.0.0".into()),
             tool_prefix: None,
-            denied: vec!["net:https://x:443".into()],
+            denied: vec!["net:https://y:443".into()],
             grants: Requested {
                 fs: vec![FsRequest {
                     path: ".".into(),
@@ -249,7 +253,7 @@ mod tests {
             entry_string(&out, "wc", "version").as_deref(),
             Some("2.0.0")
         );
-        assert_eq!(entry_strings(&out, "wc", "denied"), ["net:https://x:443"]);
+        assert_eq!(entry_strings(&out, "wc", "denied"), ["net:https://y:443"]);
         let removed = remove_entry(&out, Path::new("c.toml"), "wc")
             .unwrap()
             .unwrap();

@@ -4,8 +4,8 @@
 
 use super::check::{Checker, valid_name};
 use super::error::line_col;
-use super::raw::RawFile;
 use super::loosen::{self, Loosening};
+use super::raw::RawFile;
 use super::{AgentSettings, DEFAULTS, DEFAULTS_NAME, Manifest, ManifestError, PluginDecl};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};

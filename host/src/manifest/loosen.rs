@@ -99,7 +99,11 @@ pub(super) fn widened(old: &PluginDecl, new: &PluginDecl) -> Vec<String> {
     }
     for s in &new.secrets {
         if !old.secrets.contains(s) {
-            out.push(format!("the secret header `{}` for {}", s.header, s.origin()));
+            out.push(format!(
+                "the secret header `{}` for {}",
+                s.header,
+                s.origin()
+            ));
         }
     }
     for t in &old.reads_secrets {
@@ -141,11 +145,7 @@ pub fn wide_grants(decl: &PluginDecl, workspace: &std::path::Path) -> Vec<String
         out.push(format!("reads the environment variable {e}"));
     }
     for x in &decl.exec {
-        let mut line = format!(
-            "runs native programs: `{} {}`",
-            x.program,
-            x.args.join(" ")
-        );
+        let mut line = format!("runs native programs: `{} {}`", x.program, x.args.join(" "));
         if x.network {
             line.push_str(" with network access");
         }

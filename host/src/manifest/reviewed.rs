@@ -250,10 +250,7 @@ mod tests {
         ] {
             assert_eq!(lookalike_key(a), lookalike_key(b), "{a} {b}");
         }
-        for (a, b) in [
-            ("read_file", "write_file"),
-            ("git_log", "git_diff"),
-        ] {
+        for (a, b) in [("read_file", "write_file"), ("git_log", "git_diff")] {
             assert_ne!(lookalike_key(a), lookalike_key(b), "{a} {b}");
         }
     }
