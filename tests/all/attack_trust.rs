@@ -237,7 +237,11 @@ fn a_plugin_whose_tools_change_is_withheld_until_reviewed_again() {
     assert!(err.contains("corral plugin review reads"), "{err}");
     let o = cli.run(&sb.ws(), &["tool", "call", "alpha"]);
     assert!(!o.status.success());
-    assert!(stderr(&o).contains("not offered"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("error: tool `alpha` is not offered"),
+        "{}",
+        stderr(&o)
+    );
 
     // Reviewed again: shown whole, then offered.
     let o = cli.run(&sb.ws(), &["plugin", "review"]);
@@ -321,7 +325,11 @@ fn a_lookalike_tool_name_is_flagged_and_not_offered() {
         ],
     );
     assert!(!o.status.success());
-    assert!(stderr(&o).contains("not offered"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("error: tool `read_fiIe` is not offered"),
+        "{}",
+        stderr(&o)
+    );
 }
 
 #[test]

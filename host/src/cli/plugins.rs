@@ -272,6 +272,9 @@ pub(super) async fn tool_call(plugins: &Plugins, name: &str, args: &str, json: b
     if let Err(e) = serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(args) {
         return fail(&format!("--args must be a JSON object: {e}"));
     }
+    if let Some(w) = plugins.withheld().iter().find(|w| w.tool == name) {
+        return fail(&format!("tool `{name}` is not offered: {}", w.reason));
+    }
     if plugins.plugin_for(name).is_none() {
         let known: Vec<String> = plugins
             .tools()
