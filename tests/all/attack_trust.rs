@@ -61,11 +61,10 @@ require_os_sandbox = false
 "#;
 
 #[test]
-fn a_project_cannot_loosen_the_users_settings_and_trust_says_what_it_tries() {
+fn trust_lists_every_line_that_would_loosen_the_users_settings() {
     let sb = Sandbox::new();
     let cli = Cli::strict();
-    let mock = writer();
-    write_user(&cli, &crate::policy::manifest(mock.port, ""));
+    write_user(&cli, &crate::policy::manifest(1, ""));
     sb.write("corral.toml", LOOSE);
 
     // `corral trust` names every loosening line, what it switches off, and
@@ -102,9 +101,18 @@ fn a_project_cannot_loosen_the_users_settings_and_trust_says_what_it_tries() {
         review.contains("[trust] project_may_loosen = true"),
         "{review}"
     );
+}
 
-    // A session: the project's full-auto and allow rule do not make the
-    // write run unasked, and the warning names the line, the file and the key.
+#[test]
+fn a_projects_full_auto_does_not_run_a_write_unasked() {
+    let sb = Sandbox::new();
+    let cli = Cli::strict();
+    let mock = writer();
+    write_user(&cli, &crate::policy::manifest(mock.port, ""));
+    sb.write("corral.toml", LOOSE);
+
+    // The project's full-auto and allow rule do not make the write run
+    // unasked, and the warning names the line, the file and the key.
     let o = cli.run_env(
         &sb.ws(),
         &["run", "--provider", "openai", "write it"],
