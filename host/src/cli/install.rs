@@ -250,9 +250,9 @@ fn refuse_lookalikes(alike: &[String], name: &str) -> Result<(), String> {
 
 /// Records the tools the user just approved as reviewed, so a later
 /// `describe` that answers differently is caught.
-fn record_reviewed(manifest: &Manifest, name: &str, tools: &[ToolSpec]) {
+fn record_reviewed(manifest: &Manifest, name: &str, c: &Candidate) {
     if let Some(reviews) = &manifest.tool_reviews
-        && let Err(e) = reviews.record(name, tools)
+        && let Err(e) = reviews.record(name, &c.fetched.sha256, c.tools())
     {
         tracing::warn!("cannot record the reviewed tools of `{name}`: {e}");
     }
@@ -428,7 +428,7 @@ async fn add_inner(workspace: &Path, args: AddArgs) -> Result<ExitCode, String> 
         args.approval.yes,
     )?;
     plan.carry_out(&rt, &c, &file).await?;
-    record_reviewed(&current, &name, c.tools());
+    record_reviewed(&current, &name, &c);
     let mut done = format!(
         "Added `{name}` ({} tools) to {}, pinned to sha256 {}.",
         c.tools().len(),
@@ -623,7 +623,7 @@ async fn update_inner(workspace: &Path, args: UpdateArgs) -> Result<ExitCode, St
         approved(&format!("{what} Update `{name}`?"), args.approval.yes)?;
     }
     plan.carry_out(&rt, &c, &file).await?;
-    record_reviewed(&current, &name, c.tools());
+    record_reviewed(&current, &name, &c);
     let mut done = format!("Updated `{name}` in {}.", file.display());
     if file == workspace.join("corral.toml") {
         done.push_str(" The project's corral.toml changed: run `corral trust` to use it.");

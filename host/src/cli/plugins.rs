@@ -460,9 +460,9 @@ pub(super) async fn review(workspace: &std::path::Path, only: Option<&str>, yes:
                 .filter(|w| w.plugin == decl.name)
                 .map(|w| w.spec.clone()),
         );
-        let heading = match reviews.get(&decl.name) {
+        let heading = match reviews.get(&decl.name, p.sha256()) {
             None => format!("plugin `{}` ({}): not reviewed yet", decl.name, decl.origin),
-            Some(_) => match reviews.check(&decl.name, &tools) {
+            Some(_) => match reviews.check(&decl.name, p.sha256(), &tools) {
                 Ok(()) => continue,
                 Err(changes) => format!(
                     "plugin `{}` ({}) changed since it was reviewed:\n{}",
@@ -478,7 +478,7 @@ pub(super) async fn review(workspace: &std::path::Path, only: Option<&str>, yes:
             text.push_str(&super::toolview::tool(t));
         }
         text.push('\n');
-        pending.push((decl.name.clone(), tools));
+        pending.push((decl.name.clone(), p.sha256().to_owned(), tools));
     }
     if pending.is_empty() {
         out("Nothing to review: every plugin's tools are as you reviewed them.");
@@ -497,8 +497,8 @@ pub(super) async fn review(workspace: &std::path::Path, only: Option<&str>, yes:
             return fail("not recorded");
         }
     }
-    for (name, tools) in &pending {
-        if let Err(e) = reviews.record(name, tools) {
+    for (name, sha256, tools) in &pending {
+        if let Err(e) = reviews.record(name, sha256, tools) {
             return fail(&format!("cannot record the review of `{name}`: {e}"));
         }
         out(&format!("reviewed `{name}` ({} tools)", tools.len()));

@@ -68,7 +68,7 @@ pub(super) async fn trust(workspace: &std::path::Path, yes: bool) -> ExitCode {
     let described = project_tools(&checked, &name).await;
     for (plugin, tools) in &described {
         match tools {
-            Ok(tools) => {
+            Ok((_, tools)) => {
                 review.push_str(&format!(
                     "\nTools of plugin `{plugin}`, as the model would read them:\n"
                 ));
@@ -102,8 +102,8 @@ pub(super) async fn trust(workspace: &std::path::Path, yes: bool) -> ExitCode {
         corral::manifest::reviewed::ToolReviews::for_workspace(&checked.workspace)
     {
         for (plugin, tools) in &described {
-            if let Ok(tools) = tools
-                && let Err(e) = reviews.record(plugin, tools)
+            if let Ok((sha256, tools)) = tools
+                && let Err(e) = reviews.record(plugin, sha256, tools)
             {
                 return fail(&format!("cannot record the tools of `{plugin}`: {e}"));
             }
@@ -124,7 +124,10 @@ pub(super) async fn trust(workspace: &std::path::Path, yes: bool) -> ExitCode {
 async fn project_tools(
     checked: &manifest::Manifest,
     name: &str,
-) -> Vec<(String, Result<Vec<corral::protocol::ToolSpec>, String>)> {
+) -> Vec<(
+    String,
+    Result<(String, Vec<corral::protocol::ToolSpec>), String>,
+)> {
     let decls: Vec<&manifest::PluginDecl> = checked
         .plugins
         .iter()
@@ -146,7 +149,7 @@ async fn project_tools(
     for d in decls {
         let tools = match rt.load_plugin(d, checked).await {
             Ok(p) if p.is_provider() => continue,
-            Ok(p) => Ok(p.tools().to_vec()),
+            Ok(p) => Ok((p.sha256().to_owned(), p.tools().to_vec())),
             Err(e) => Err(e.to_string()),
         };
         out.push((d.name.clone(), tools));

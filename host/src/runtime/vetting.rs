@@ -30,7 +30,7 @@ pub(super) fn vet(manifest: &Manifest, plugins: &mut [Plugin]) -> Vec<Withheld> 
             if matches!(p.decl.source, Source::Builtin(_)) || p.provider {
                 continue;
             }
-            if let Err(changes) = reviews.check(&p.decl.name, &p.tools) {
+            if let Err(changes) = reviews.check(&p.decl.name, &p.sha256, &p.tools) {
                 let reason = format!(
                     "plugin `{}` ({}) describes its tools differently from what was reviewed, so \
                      none of them is offered until you review them again with \
