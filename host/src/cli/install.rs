@@ -285,6 +285,13 @@ async fn check_same_tools(
     }
 }
 
+/// What the user approved of a plugin's requests, and what they refused
+/// (as `KIND:VALUE` specs, recorded so that an update keeps refusing it).
+struct Approved<'a> {
+    granted: &'a [Grant],
+    denied: Vec<String>,
+}
+
 /// An approved entry, before anything is written.
 struct Plan {
     /// The store directory the component goes to.
@@ -306,10 +313,10 @@ impl Plan {
         old_text: &str,
         name: &str,
         c: &Candidate,
-        granted: &[Grant],
-        denied: Vec<String>,
+        approved: Approved<'_>,
         tool_prefix: Option<String>,
     ) -> Result<Self, String> {
+        let Approved { granted, denied } = approved;
         let dir = store::dir()
             .ok_or("no data directory to keep plugins in (set XDG_DATA_HOME or HOME)")?;
         let entry = edit::Entry {
@@ -418,8 +425,10 @@ async fn add_inner(workspace: &Path, args: AddArgs) -> Result<ExitCode, String> 
         &old_text,
         &name,
         &c,
-        &granted,
-        denied,
+        Approved {
+            granted: &granted,
+            denied,
+        },
         args.prefix.clone(),
     )?;
     out(&review_text(&c, &name, &granted, Some(&plan.decl)));
@@ -557,7 +566,16 @@ async fn update_inner(workspace: &Path, args: UpdateArgs) -> Result<ExitCode, St
         ));
     }
     let plan = Plan::new(
-        workspace, &file, &old_text, &name, &c, &granted, denied, None,
+        workspace,
+        &file,
+        &old_text,
+        &name,
+        &c,
+        Approved {
+            granted: &granted,
+            denied,
+        },
+        None,
     )?;
     let old_version = edit::entry_string(&old_text, &name, "version");
     let mut text = format!(

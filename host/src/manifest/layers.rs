@@ -259,18 +259,17 @@ pub fn from_layers(workspace: &Path, layers: &[Layer]) -> Result<Manifest, Manif
                 policy.rules.push(rule);
             }
         }
-        if let Some(enabled) = &raw.guard.enabled {
-            if *enabled.get_ref()
+        if let Some(enabled) = &raw.guard.enabled
+            && (*enabled.get_ref()
                 || !guard.enabled
                 || loosens(
                     enabled.span(),
                     "guard.enabled = false".into(),
                     "would turn the exfiltration guard off, so a session that read secrets or \
                      untrusted text could send data out unasked",
-                )
-            {
-                guard.enabled = *enabled.get_ref();
-            }
+                ))
+        {
+            guard.enabled = *enabled.get_ref();
         }
         for (key, list, into) in [
             ("untrusted", &raw.guard.untrusted, &mut guard.untrusted),
