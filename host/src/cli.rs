@@ -8,6 +8,7 @@ mod plugins;
 mod render;
 mod run;
 mod sessions;
+mod toolview;
 mod trust;
 mod ui;
 
@@ -144,6 +145,16 @@ enum PluginsCmd {
     },
     /// Re-hash every plugin file and compare it with its pin.
     Verify(JsonFlag),
+    /// Show the tools of plugins that describe themselves differently from
+    /// what was reviewed (whole descriptions, as the model reads them), and
+    /// record them as reviewed so they are offered again.
+    Review {
+        /// Only this plugin.
+        name: Option<String>,
+        /// Record without asking.
+        #[arg(long, short)]
+        yes: bool,
+    },
     /// Embed a plugin's requests (a corral-plugin.toml) in its component.
     Pack {
         /// The component file.
@@ -392,7 +403,7 @@ async fn run(cli: Cli) -> ExitCode {
             run::resume(&workspace, id, last, prompt, agent.into()).await
         }
         Command::Sessions(json) => sessions::sessions(&workspace, json.json),
-        Command::Trust { yes } => trust::trust(&workspace, yes),
+        Command::Trust { yes } => trust::trust(&workspace, yes).await,
         Command::Show { id, json } => sessions::show(&workspace, &id, json.json),
         Command::Compact { id, json } => sessions::compact(&workspace, &id, json.json).await,
         Command::Plugin(PluginsCmd::Inspect { file, json }) => {
@@ -402,6 +413,9 @@ async fn run(cli: Cli) -> ExitCode {
         Command::Plugin(PluginsCmd::Update(args)) => install::update(&workspace, args).await,
         Command::Plugin(PluginsCmd::Remove { name }) => install::remove(&workspace, &name),
         Command::Plugin(PluginsCmd::Verify(json)) => install::verify(&workspace, json.json),
+        Command::Plugin(PluginsCmd::Review { name, yes }) => {
+            plugins::review(&workspace, name.as_deref(), yes).await
+        }
         Command::Plugin(PluginsCmd::Pack {
             file,
             requests,

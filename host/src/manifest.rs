@@ -18,12 +18,15 @@ use std::path::PathBuf;
 mod check;
 mod error;
 mod layers;
+mod loosen;
 mod raw;
+pub mod reviewed;
 mod secret;
 pub mod trust;
 
 pub use error::{ManifestError, Origin};
 pub use layers::{Layer, from_layers, layers, load, read_manifest, user_file};
+pub use loosen::{Loosening, MAY_LOOSEN_KEY, wide_grants};
 
 /// Whether `name` can name a plugin: lowercase letters, digits, `-` and
 /// `_`, starting with a letter.
@@ -238,6 +241,15 @@ pub struct Manifest {
     /// `.wasm` file: what `corral trust` approved of that file, which the
     /// runtime checks before compiling it. Filled by [`load`] only.
     pub trusted_files: BTreeMap<String, crate::trust::PluginFile>,
+    /// Every line of the project manifest that loosens the security
+    /// settings of the layers under it, and whether it took effect (see
+    /// [`Loosening`]): `corral trust` lists them, a load warns about the
+    /// ignored ones.
+    pub loosening: Vec<Loosening>,
+    /// Where the reviewed tools of this workspace's plugins are kept; a
+    /// plugin whose tools differ is withheld at load (see [`reviewed`]).
+    /// Set by [`load`] only.
+    pub tool_reviews: Option<reviewed::ToolReviews>,
 }
 
 /// A credential the host adds to requests to one destination (scheme, host

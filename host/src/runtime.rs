@@ -52,6 +52,7 @@ mod stdio;
 mod store;
 mod stream;
 mod touched;
+mod vetting;
 mod writes;
 
 pub use admission::CALLS_MEMORY_MB;
@@ -66,6 +67,7 @@ pub use loader::{Inspection, LoadError};
 pub use plugin::{Plugin, ToolError, ToolOutput};
 pub use registry::Plugins;
 pub use touched::{ProgramRun, Touched};
+pub use vetting::Withheld;
 
 pub use crate::protocol::{
     AssistantMessage, ChatRequest, ChatResponse, Effect, FinishReason, Message, ProviderError,

@@ -149,7 +149,7 @@ fn add_without_approval_writes_nothing() {
         t.contains("grant fs   . (read-only)"),
         "the review is shown first: {t}"
     );
-    assert!(!user_manifest(&cli).exists());
+    assert!(!read_user_manifest(&cli).contains("[plugins"));
     assert!(!store_dir(&cli).exists() || std::fs::read_dir(store_dir(&cli)).unwrap().count() == 0);
 }
 
@@ -204,7 +204,7 @@ fn hidden_characters_in_descriptions_are_flagged_and_a_bait_and_switch_is_refuse
     let t = text(&o);
     assert!(!o.status.success(), "{t}");
     assert!(t.contains("describes different tools once granted"), "{t}");
-    assert!(!user_manifest(&cli).exists());
+    assert!(!read_user_manifest(&cli).contains("[plugins"));
     // Without the grant it describes the same tools; the hidden characters
     // are flagged and shown escaped, never raw.
     let o = cli.run(
@@ -344,7 +344,7 @@ fn a_download_must_be_pinned_and_match_its_pin() {
     );
     assert!(!o.status.success());
     assert!(text(&o).contains("not the"), "{}", text(&o));
-    assert!(!user_manifest(&cli).exists());
+    assert!(!read_user_manifest(&cli).contains("[plugins"));
     let o = cli.run(
         &sb.ws(),
         &[
@@ -667,7 +667,7 @@ fn add_asks_on_a_terminal_and_only_yes_approves() {
     };
     assert!(screen.contains("grant fs   . (read-only)"), "{screen}");
     assert!(screen.contains("EXIT=2"), "{screen}");
-    assert!(!user_manifest(&cli).exists());
+    assert!(!read_user_manifest(&cli).contains("[plugins"));
     let screen = on_a_terminal(&cli, &sb, &["plugin", "add", EXAMPLE], "y").unwrap();
     assert!(screen.contains("EXIT=0"), "{screen}");
     assert!(read_user_manifest(&cli).contains("[plugins.example]"));

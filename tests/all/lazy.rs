@@ -289,6 +289,16 @@ fn tools_that_follow_files_are_never_cached() {
     let (tools, _) = l.tools(&[]);
     assert!(tools.contains(&"first_tool".to_owned()), "{tools:?}");
     l.sb.write("tools.txt", "second_tool\n");
+    // What it describes now is not what was reviewed: withheld, and the
+    // warning shows the new answer, not a stale one.
+    let (tools, log) = l.tools(&[]);
+    assert!(
+        !tools.iter().any(|t| t.ends_with("_tool")),
+        "{tools:?}\n{log}"
+    );
+    assert!(log.contains("+ new tool `second_tool`"), "{log}");
+    let o = l.run(&["plugin", "review", "--yes"]);
+    assert!(o.status.success(), "{}", stderr(&o));
     let (tools, log) = l.tools(&[]);
     assert!(
         tools.contains(&"second_tool".to_owned()) && !tools.contains(&"first_tool".to_owned()),

@@ -12,6 +12,7 @@ mod agent;
 mod attack_approvals;
 mod attack_guard;
 mod attack_paths;
+mod attack_trust;
 mod bounded_stream;
 mod budgets;
 mod cache;
@@ -183,7 +184,24 @@ impl Default for Cli {
 }
 
 impl Cli {
+    /// Also lets the trusted project manifest loosen security settings
+    /// (`[trust] project_may_loosen = true` in the user's file), since most
+    /// tests put the settings they are about in the project's file.
     pub fn new() -> Self {
+        let cli = Self::strict();
+        let config = cli.home.path().join("config/corral");
+        std::fs::create_dir_all(&config).expect("config dir");
+        std::fs::write(
+            config.join("corral.toml"),
+            "[trust]\nproject_may_loosen = true\n",
+        )
+        .expect("user manifest");
+        cli
+    }
+
+    /// Trusts the project manifest, which may only tighten the user's
+    /// (empty) settings.
+    pub fn strict() -> Self {
         Self {
             home: tempfile::tempdir().expect("home"),
             trust_project: true,

@@ -21,6 +21,7 @@ const GUESTS: &[&str] = &[
     "guest-sneaky",
     "guest-describe-reads",
     "guest-hook",
+    "guest-lookalike",
 ];
 
 fn main() {

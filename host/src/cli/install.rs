@@ -115,19 +115,9 @@ fn manifest_with(workspace: &Path, file: &Path, text: &str) -> Result<Manifest, 
     manifest::from_layers(workspace, &layers).map_err(|e| e.to_string())
 }
 
-/// One line of a tool for a review: name, effects, and its description cut
-/// short, with what is suspicious about it.
+/// A tool for a review: its whole description, as the model reads it.
 fn tool_lines(t: &ToolSpec) -> String {
-    let mut desc: String = t.description.chars().take(160).collect();
-    if desc.len() < t.description.len() {
-        desc.push('…');
-    }
-    let desc = desc.replace('\n', " ");
-    let mut text = format!("  {} [{}] {}\n", t.name, review::effects_text(t), desc);
-    for w in &t.warnings {
-        text.push_str(&format!("    ! {w}\n"));
-    }
-    text
+    super::toolview::tool(t)
 }
 
 /// The review of a candidate and the grants it would get.
@@ -205,24 +195,67 @@ fn approved(question: &str, yes: bool) -> Result<(), String> {
 }
 
 /// Tools of `c` whose names another plugin of `manifest` (other than
-/// `except`) already uses, as `tool (plugin)`.
+/// `except`) already uses, as `tool (plugin)`; then those whose names only
+/// look like one of theirs (see [`corral::manifest::reviewed`]), as
+/// `` `new` looks like `old` (plugin `p`) ``.
 async fn clashes(
     rt: &Runtime,
     manifest: &Manifest,
     c: &Candidate,
     except: &str,
-) -> Result<Vec<String>, String> {
+) -> Result<(Vec<String>, Vec<String>), String> {
+    use corral::manifest::reviewed::lookalike_key;
     let mut others = manifest.clone();
     others.plugins.retain(|p| p.name != except);
     let plugins = rt.load(&others).await.map_err(|e| e.to_string())?;
-    Ok(c.tools()
+    let same = c
+        .tools()
         .iter()
         .filter_map(|t| {
             plugins
                 .plugin_for(&t.name)
                 .map(|p| format!("`{}` (plugin `{}`)", t.name, p.decl().name))
         })
-        .collect())
+        .collect();
+    let mut alike = Vec::new();
+    for t in c.tools() {
+        let key = lookalike_key(&t.name);
+        for (p, o) in plugins.tools() {
+            if o.name != t.name && lookalike_key(&o.name) == key {
+                alike.push(format!(
+                    "`{}` looks like `{}` (plugin `{}`)",
+                    t.name,
+                    o.name,
+                    p.decl().name
+                ));
+            }
+        }
+    }
+    Ok((same, alike))
+}
+
+/// Refuses a plugin whose tool names imitate installed ones.
+fn refuse_lookalikes(alike: &[String], name: &str) -> Result<(), String> {
+    if alike.is_empty() {
+        return Ok(());
+    }
+    Err(format!(
+        "its tool names look like tools already installed: {}; a model or a person could take \
+         one for the other. If you want it anyway, add it with --prefix PREFIX so its names \
+         stand apart (e.g. `--prefix {}_`)",
+        alike.join(", "),
+        name.replace('-', "_")
+    ))
+}
+
+/// Records the tools the user just approved as reviewed, so a later
+/// `describe` that answers differently is caught.
+fn record_reviewed(manifest: &Manifest, name: &str, c: &Candidate) {
+    if let Some(reviews) = &manifest.tool_reviews
+        && let Err(e) = reviews.record(name, &c.fetched.sha256, c.tools())
+    {
+        tracing::warn!("cannot record the reviewed tools of `{name}`: {e}");
+    }
 }
 
 /// The plugin `decl` runs, described with exactly its grants: it must
@@ -252,6 +285,13 @@ async fn check_same_tools(
     }
 }
 
+/// What the user approved of a plugin's requests, and what they refused
+/// (as `KIND:VALUE` specs, recorded so that an update keeps refusing it).
+struct Approved<'a> {
+    granted: &'a [Grant],
+    denied: Vec<String>,
+}
+
 /// An approved entry, before anything is written.
 struct Plan {
     /// The store directory the component goes to.
@@ -273,9 +313,10 @@ impl Plan {
         old_text: &str,
         name: &str,
         c: &Candidate,
-        granted: &[Grant],
+        approved: Approved<'_>,
         tool_prefix: Option<String>,
     ) -> Result<Self, String> {
+        let Approved { granted, denied } = approved;
         let dir = store::dir()
             .ok_or("no data directory to keep plugins in (set XDG_DATA_HOME or HOME)")?;
         let entry = edit::Entry {
@@ -287,6 +328,7 @@ impl Plan {
             version: c.version.clone(),
             tool_prefix,
             grants: review::requested_of(granted),
+            denied,
         };
         let text = edit::set_entry(old_text, file, name, &entry)?;
         let manifest = manifest_with(workspace, file, &text)
@@ -313,6 +355,19 @@ impl Plan {
         check_same_tools(rt, &self.manifest, &self.decl, c.tools()).await?;
         edit::write(file, self.text.as_bytes())
     }
+}
+
+/// What stays refused after a review: `before` (kept even when this
+/// version does not ask for it, so a later one that asks again is refused
+/// too) and every requested grant that was not granted, as specs.
+fn refused(requested: &[Grant], granted: &[Grant], mut before: Vec<String>) -> Vec<String> {
+    for g in requested.iter().filter(|g| !granted.contains(g)) {
+        let spec = g.spec();
+        if !before.contains(&spec) {
+            before.push(spec);
+        }
+    }
+    before
 }
 
 /// `corral plugin add SOURCE`.
@@ -350,7 +405,7 @@ async fn add_inner(workspace: &Path, args: AddArgs) -> Result<ExitCode, String> 
     }
     let requested = review::grants_of(&c.requests.requests);
     let granted = review::narrow(&requested, &args.approval.grant, &args.approval.deny)?;
-    let clashing = clashes(&rt, &current, &c, &name).await?;
+    let (clashing, alike) = clashes(&rt, &current, &c, &name).await?;
     if !clashing.is_empty() {
         return Err(format!(
             "its tools {} would clash with tools already installed; add it with \
@@ -360,15 +415,20 @@ async fn add_inner(workspace: &Path, args: AddArgs) -> Result<ExitCode, String> 
             name.replace('-', "_")
         ));
     }
+    refuse_lookalikes(&alike, &name)?;
     let file = target_file(workspace, args.project)?;
     let old_text = edit::read(&file)?;
+    let denied = refused(&requested, &granted, Vec::new());
     let plan = Plan::new(
         workspace,
         &file,
         &old_text,
         &name,
         &c,
-        &granted,
+        Approved {
+            granted: &granted,
+            denied,
+        },
         args.prefix.clone(),
     )?;
     out(&review_text(&c, &name, &granted, Some(&plan.decl)));
@@ -377,6 +437,7 @@ async fn add_inner(workspace: &Path, args: AddArgs) -> Result<ExitCode, String> 
         args.approval.yes,
     )?;
     plan.carry_out(&rt, &c, &file).await?;
+    record_reviewed(&current, &name, &c);
     let mut done = format!(
         "Added `{name}` ({} tools) to {}, pinned to sha256 {}.",
         c.tools().len(),
@@ -472,7 +533,21 @@ async fn update_inner(workspace: &Path, args: UpdateArgs) -> Result<ExitCode, St
     };
     let held = review::grants_held(&decl);
     let requested = review::grants_of(&c.requests.requests);
-    let granted = review::narrow(&requested, &args.approval.grant, &args.approval.deny)?;
+    // What the user refused before stays refused: only a `--grant` that
+    // names it exactly lifts it.
+    let before: Vec<String> = edit::entry_strings(&old_text, &name, "denied")
+        .into_iter()
+        .filter(|spec| !args.approval.grant.contains(spec))
+        .collect();
+    let mut deny = args.approval.deny.clone();
+    deny.extend(
+        before
+            .iter()
+            .filter(|spec| requested.iter().any(|g| g.matches(spec)))
+            .cloned(),
+    );
+    let granted = review::narrow(&requested, &args.approval.grant, &deny)?;
+    let denied = refused(&requested, &granted, before.clone());
     let wider: Vec<&Grant> = granted.iter().filter(|g| g.widens(&held)).collect();
     let dropped: Vec<&Grant> = held.iter().filter(|h| !granted.contains(h)).collect();
     let tools = match &old_tools {
@@ -482,14 +557,26 @@ async fn update_inner(workspace: &Path, args: UpdateArgs) -> Result<ExitCode, St
             ..Default::default()
         },
     };
-    let clashing = clashes(&rt, &current, &c, &name).await?;
+    let (clashing, alike) = clashes(&rt, &current, &c, &name).await?;
+    refuse_lookalikes(&alike, &name)?;
     if !clashing.is_empty() {
         return Err(format!(
             "the new version's tools {} would clash with tools of other plugins",
             clashing.join(", ")
         ));
     }
-    let plan = Plan::new(workspace, &file, &old_text, &name, &c, &granted, None)?;
+    let plan = Plan::new(
+        workspace,
+        &file,
+        &old_text,
+        &name,
+        &c,
+        Approved {
+            granted: &granted,
+            denied,
+        },
+        None,
+    )?;
     let old_version = edit::entry_string(&old_text, &name, "version");
     let mut text = format!(
         "Update `{name}`: {} -> {}\n  sha256 {} -> {}\n",
@@ -509,7 +596,12 @@ async fn update_inner(workspace: &Path, args: UpdateArgs) -> Result<ExitCode, St
         text.push_str(&format!("  - gone {g}\n"));
     }
     for g in requested.iter().filter(|g| !granted.contains(g)) {
-        text.push_str(&format!("  DENY   {g} (requested, not granted)\n"));
+        let why = if before.iter().any(|spec| g.matches(spec)) {
+            "refused before; `--grant` it by name to lift that"
+        } else {
+            "requested, not granted"
+        };
+        text.push_str(&format!("  DENY   {g} ({why})\n"));
     }
     text.push_str("\nTools:\n");
     if tools.is_empty() {
@@ -549,6 +641,7 @@ async fn update_inner(workspace: &Path, args: UpdateArgs) -> Result<ExitCode, St
         approved(&format!("{what} Update `{name}`?"), args.approval.yes)?;
     }
     plan.carry_out(&rt, &c, &file).await?;
+    record_reviewed(&current, &name, &c);
     let mut done = format!("Updated `{name}` in {}.", file.display());
     if file == workspace.join("corral.toml") {
         done.push_str(" The project's corral.toml changed: run `corral trust` to use it.");

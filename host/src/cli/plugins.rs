@@ -290,6 +290,9 @@ pub(super) async fn tool_call(plugins: &Plugins, name: &str, args: &str, json: b
     if let Err(e) = serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(args) {
         return fail(&format!("--args must be a JSON object: {e}"));
     }
+    if let Some(w) = plugins.withheld().iter().find(|w| w.tool == name) {
+        return fail(&format!("tool `{name}` is not offered: {}", w.reason));
+    }
     if plugins.plugin_for(name).is_none() {
         let known: Vec<String> = plugins
             .tools()
@@ -414,11 +417,110 @@ pub(super) async fn inspect(file: &std::path::Path, json: bool) -> ExitCode {
                     .map(|e| format!("{e:?}").to_lowercase())
                     .collect();
                 text.push_str(&format!("  {} [{}]\n", t.name, effects.join(",")));
+                text.push_str(&super::toolview::whole(&t.description, "      "));
+                let schema = serde_json::to_string(&t.input_schema).unwrap_or_default();
+                text.push_str(&super::toolview::whole(
+                    &format!("parameters: {schema}"),
+                    "      ",
+                ));
+                for w in &t.warnings {
+                    text.push_str(&format!("    ! {w}\n"));
+                }
             }
         }
         Err(e) => text.push_str(&format!("\ntools: cannot be listed: {e}\n")),
     }
     out(&text);
+    ExitCode::SUCCESS
+}
+
+/// `corral plugin review [NAME] [--yes]`: each plugin loaded from a file
+/// whose tools differ from what was reviewed (or were never reviewed), its
+/// tools shown whole, then recorded as reviewed once the user agrees.
+pub(super) async fn review(workspace: &std::path::Path, only: Option<&str>, yes: bool) -> ExitCode {
+    let manifest = match manifest::load(workspace) {
+        Ok(m) => m,
+        Err(e) => return fail(&e.to_string()),
+    };
+    let Some(reviews) = manifest.tool_reviews.clone() else {
+        return fail("no data directory to record reviews in (set XDG_DATA_HOME or HOME)");
+    };
+    if let Some(name) = only
+        && !manifest.plugins.iter().any(|p| p.name == name)
+    {
+        return fail(&format!(
+            "no plugin named `{name}` is declared here; `corral plugin list` shows them"
+        ));
+    }
+    // Loaded without the check, to see what each plugin describes now.
+    let mut unvetted = manifest.clone();
+    unvetted.tool_reviews = None;
+    let runtime = match Runtime::new(RuntimeOptions::user()) {
+        Ok(r) => r,
+        Err(e) => return fail(&format!("{e:#}")),
+    };
+    let plugins = match runtime.load(&unvetted).await {
+        Ok(p) => p,
+        Err(e) => return fail(&e.to_string()),
+    };
+    let mut text = String::new();
+    let mut pending = Vec::new();
+    for p in plugins.plugins() {
+        let decl = p.decl();
+        if matches!(decl.source, Source::Builtin(_)) || only.is_some_and(|n| n != decl.name) {
+            continue;
+        }
+        let mut tools: Vec<corral::protocol::ToolSpec> = p.tools().to_vec();
+        tools.extend(
+            plugins
+                .withheld()
+                .iter()
+                .filter(|w| w.plugin == decl.name)
+                .map(|w| w.spec.clone()),
+        );
+        let heading = match reviews.get(&decl.name, p.sha256()) {
+            None => format!("plugin `{}` ({}): not reviewed yet", decl.name, decl.origin),
+            Some(_) => match reviews.check(&decl.name, p.sha256(), &tools) {
+                Ok(()) => continue,
+                Err(changes) => format!(
+                    "plugin `{}` ({}) changed since it was reviewed:\n{}",
+                    decl.name,
+                    decl.origin,
+                    corral::manifest::reviewed::changes_text(&changes).trim_end()
+                ),
+            },
+        };
+        text.push_str(&heading);
+        text.push_str("\n  Its tools now, as the model would read them:\n");
+        for t in &tools {
+            text.push_str(&super::toolview::tool(t));
+        }
+        text.push('\n');
+        pending.push((decl.name.clone(), p.sha256().to_owned(), tools));
+    }
+    if pending.is_empty() {
+        out("Nothing to review: every plugin's tools are as you reviewed them.");
+        return ExitCode::SUCCESS;
+    }
+    out(&text);
+    if !yes {
+        if !std::io::IsTerminal::is_terminal(&std::io::stdin()) {
+            return fail("not recorded: confirm on a terminal, or pass --yes");
+        }
+        eprint!("Offer these tools to the model? [y/N] ");
+        let mut answer = String::new();
+        if std::io::stdin().read_line(&mut answer).is_err()
+            || !answer.trim().eq_ignore_ascii_case("y")
+        {
+            return fail("not recorded");
+        }
+    }
+    for (name, sha256, tools) in &pending {
+        if let Err(e) = reviews.record(name, sha256, tools) {
+            return fail(&format!("cannot record the review of `{name}`: {e}"));
+        }
+        out(&format!("reviewed `{name}` ({} tools)", tools.len()));
+    }
     ExitCode::SUCCESS
 }
 

@@ -5,7 +5,7 @@ use super::{fail, out};
 use corral::manifest;
 use std::process::ExitCode;
 
-pub(super) fn trust(workspace: &std::path::Path, yes: bool) -> ExitCode {
+pub(super) async fn trust(workspace: &std::path::Path, yes: bool) -> ExitCode {
     use corral::trust;
     let file = workspace.join("corral.toml");
     let text = match manifest::read_manifest(&file) {
@@ -63,7 +63,24 @@ pub(super) fn trust(workspace: &std::path::Path, yes: bool) -> ExitCode {
             )
         }
     };
+    review.push_str(&loosening_text(&checked, &name));
     review.push_str(&files_text(&files));
+    let described = project_tools(&checked, &name).await;
+    for (plugin, tools) in &described {
+        match tools {
+            Ok((_, tools)) => {
+                review.push_str(&format!(
+                    "\nTools of plugin `{plugin}`, as the model would read them:\n"
+                ));
+                for t in tools {
+                    review.push_str(&super::toolview::tool(t));
+                }
+            }
+            Err(e) => review.push_str(&format!(
+                "\nThe tools of plugin `{plugin}` cannot be shown: {e}\n"
+            )),
+        }
+    }
     out(&review);
     if !yes {
         if !std::io::IsTerminal::is_terminal(&std::io::stdin()) {
@@ -81,6 +98,17 @@ pub(super) fn trust(workspace: &std::path::Path, yes: bool) -> ExitCode {
         .iter()
         .filter_map(|f| Some((f.plugin.clone(), f.record()?)))
         .collect();
+    if let Some(reviews) =
+        corral::manifest::reviewed::ToolReviews::for_workspace(&checked.workspace)
+    {
+        for (plugin, tools) in &described {
+            if let Ok((sha256, tools)) = tools
+                && let Err(e) = reviews.record(plugin, sha256, tools)
+            {
+                return fail(&format!("cannot record the tools of `{plugin}`: {e}"));
+            }
+        }
+    }
     match trust::trust(&store, &canonical, &text, &record) {
         Ok(()) => {
             out(&format!("trusted {}", file.display()));
@@ -88,6 +116,45 @@ pub(super) fn trust(workspace: &std::path::Path, yes: bool) -> ExitCode {
         }
         Err(e) => fail(&format!("cannot record trust: {e}")),
     }
+}
+
+/// The tools of each plugin the project file `name` declares from a file,
+/// described with the grants it gives them, so that the review shows what
+/// the model will read (built-in plugins are corral's own).
+async fn project_tools(
+    checked: &manifest::Manifest,
+    name: &str,
+) -> Vec<(
+    String,
+    Result<(String, Vec<corral::protocol::ToolSpec>), String>,
+)> {
+    let decls: Vec<&manifest::PluginDecl> = checked
+        .plugins
+        .iter()
+        .filter(|d| d.origin.file == name && matches!(d.source, manifest::Source::File { .. }))
+        .collect();
+    if decls.is_empty() {
+        return Vec::new();
+    }
+    let rt = match corral::runtime::Runtime::new(corral::runtime::RuntimeOptions::user()) {
+        Ok(rt) => rt,
+        Err(e) => {
+            return decls
+                .iter()
+                .map(|d| (d.name.clone(), Err(format!("{e:#}"))))
+                .collect();
+        }
+    };
+    let mut out = Vec::new();
+    for d in decls {
+        let tools = match rt.load_plugin(d, checked).await {
+            Ok(p) if p.is_provider() => continue,
+            Ok(p) => Ok((p.sha256().to_owned(), p.tools().to_vec())),
+            Err(e) => Err(e.to_string()),
+        };
+        out.push((d.name.clone(), tools));
+    }
+    out
 }
 
 /// A path for the terminal: control characters shown escaped.
@@ -99,6 +166,55 @@ fn shown(path: &std::path::Path) -> String {
         } else {
             text.push(c);
         }
+    }
+    text
+}
+
+/// Every line of the project file `name` that loosens the user's security
+/// settings, and what the plugins it brings in may do beyond reading the
+/// workspace, in plain words.
+fn loosening_text(checked: &manifest::Manifest, name: &str) -> String {
+    let mut text = String::new();
+    if !checked.loosening.is_empty() {
+        text.push_str("\nLines that loosen your security settings:\n");
+        for l in &checked.loosening {
+            text.push_str(&format!("  line {}: {}\n    {}", l.line, l.setting, l.what));
+            if l.applied {
+                text.push_str(
+                    "\n    TAKES EFFECT: your own config sets `[trust] project_may_loosen = true`\n",
+                );
+            } else {
+                text.push_str(&format!(
+                    "\n    IGNORED: a project may only tighten your settings; `{}` in your own \
+                     corral.toml would let it\n",
+                    manifest::MAY_LOOSEN_KEY
+                ));
+            }
+        }
+    }
+    let mut grants = String::new();
+    for decl in checked.plugins.iter().filter(|d| d.origin.file == name) {
+        for g in manifest::wide_grants(decl, &checked.workspace) {
+            grants.push_str(&format!(
+                "  plugin `{}` (line {}): {g}\n",
+                decl.name, decl.origin.line
+            ));
+        }
+    }
+    if !grants.is_empty() {
+        text.push_str("\nWhat the plugins it declares may do beyond reading the workspace:\n");
+        text.push_str(&grants);
+    }
+    if let Some(p) = &checked.agent.provider
+        && checked
+            .plugins
+            .iter()
+            .any(|d| d.name == *p && d.origin.file == name)
+    {
+        text.push_str(&format!(
+            "\nIt makes its own plugin `{p}` the model provider: your prompts and everything the \
+             model reads go through it.\n"
+        ));
     }
     text
 }

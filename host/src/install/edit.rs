@@ -21,6 +21,10 @@ pub struct Entry {
     pub tool_prefix: Option<String>,
     /// Exactly what the user approved.
     pub grants: Requested,
+    /// What the user refused (`--deny`, or not named by `--grant`), as
+    /// `KIND:VALUE` specs: written as `denied = [...]` so that `plugin
+    /// update` does not grant it again.
+    pub denied: Vec<String>,
 }
 
 /// The manifest text at `file` ("" when it does not exist yet).
@@ -45,6 +49,24 @@ pub fn entry_string(text: &str, name: &str, key: &str) -> Option<String> {
         .get(key)?
         .as_str()
         .map(str::to_owned)
+}
+
+/// The strings of the array `key` of the entry `name` of `text`, e.g. its
+/// `denied` list; empty when there is none.
+pub fn entry_strings(text: &str, name: &str, key: &str) -> Vec<String> {
+    let Ok(doc) = text.parse::<DocumentMut>() else {
+        return Vec::new();
+    };
+    doc.get("plugins")
+        .and_then(|p| p.get(name))
+        .and_then(|e| e.get(key))
+        .and_then(Item::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(|v| v.as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// `text` with `[plugins.NAME]` set to `entry`. An existing entry keeps its
@@ -74,6 +96,13 @@ pub fn set_entry(text: &str, file: &Path, name: &str, entry: &Entry) -> Result<S
     }
     table.remove("grants");
     table.remove("enabled");
+    table.remove("denied");
+    if !entry.denied.is_empty() {
+        table.insert(
+            "denied",
+            value(entry.denied.iter().map(String::as_str).collect::<Array>()),
+        );
+    }
     let grants = grants_table(&entry.grants);
     if !grants.is_empty() {
         table.insert("grants", Item::Value(Value::InlineTable(grants)));
@@ -206,6 +235,7 @@ mod tests {
             from: "oci://127.0.0.1:5000/wc:2".into(),
             version: Some("2.0.0".into()),
             tool_prefix: None,
+            denied: vec!["net:https://y:443".into()],
             grants: Requested {
                 fs: vec![FsRequest {
                     path: ".".into(),
@@ -223,6 +253,7 @@ mod tests {
             entry_string(&out, "wc", "version").as_deref(),
             Some("2.0.0")
         );
+        assert_eq!(entry_strings(&out, "wc", "denied"), ["net:https://y:443"]);
         let removed = remove_entry(&out, Path::new("c.toml"), "wc")
             .unwrap()
             .unwrap();

@@ -63,6 +63,12 @@ impl Grant {
         }
     }
 
+    /// The `KIND:VALUE` spec that names exactly this grant's value, as
+    /// `--deny` takes it and `denied = [...]` records it.
+    pub fn spec(&self) -> String {
+        format!("{}:{}", self.kind(), self.value())
+    }
+
     /// What `KIND:VALUE` compares against.
     fn value(&self) -> &str {
         match self {

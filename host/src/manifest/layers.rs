@@ -4,9 +4,10 @@
 
 use super::check::{Checker, valid_name};
 use super::error::line_col;
+use super::loosen::{self, Loosening};
 use super::raw::RawFile;
 use super::{AgentSettings, DEFAULTS, DEFAULTS_NAME, Manifest, ManifestError, PluginDecl};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 /// One manifest layer: its name for messages, its text, and the directory
@@ -111,6 +112,10 @@ pub fn load(workspace: &Path) -> Result<Manifest, ManifestError> {
         );
     }
     let mut manifest = from_layers(workspace, &layers)?;
+    manifest.tool_reviews = super::reviewed::ToolReviews::for_workspace(&manifest.workspace);
+    for l in manifest.loosening.iter().filter(|l| !l.applied) {
+        tracing::warn!("{}", l.warning());
+    }
     let project = workspace.join("corral.toml");
     let project_name = project.display().to_string();
     if let Some(layer) = layers.iter().rev().find(|l| l.name == project_name) {
@@ -120,7 +125,13 @@ pub fn load(workspace: &Path) -> Result<Manifest, ManifestError> {
 }
 
 /// Checks a manifest made of explicit layers (later layers win).
+///
+/// The layer named `WORKSPACE/corral.toml` (as [`layers`] names the
+/// project's file) is the project's: it may only tighten the security
+/// settings of the layers before it, unless one of them sets
+/// `[trust] project_may_loosen = true` (see [`super::Loosening`]).
 pub fn from_layers(workspace: &Path, layers: &[Layer]) -> Result<Manifest, ManifestError> {
+    let project_name = workspace.join("corral.toml").display().to_string();
     let workspace = workspace.canonicalize().map_err(|e| ManifestError {
         file: workspace.display().to_string(),
         line: 0,
@@ -134,6 +145,10 @@ pub fn from_layers(workspace: &Path, layers: &[Layer]) -> Result<Manifest, Manif
     let mut policy = crate::policy::Policy::default();
     let mut guard = crate::policy::GuardSettings::default();
     let mut hooks = Vec::new();
+    let mut may_loosen = false;
+    let mut loosening: Vec<Loosening> = Vec::new();
+    // Plugins a layer below the project's turned off with `enabled = false`.
+    let mut disabled: BTreeSet<String> = BTreeSet::new();
     for layer in layers {
         let raw: RawFile = toml::from_str(&layer.text).map_err(|e| {
             let (line, column) = e.span().map_or((0, 0), |s| line_col(&layer.text, s.start));
@@ -153,14 +168,68 @@ pub fn from_layers(workspace: &Path, layers: &[Layer]) -> Result<Manifest, Manif
             layer,
             workspace: &workspace,
         };
-        if let Some(r) = raw.sandbox.require_os_sandbox {
-            require_os_sandbox = r;
+        let is_project = layer.name == project_name;
+        if let Some(v) = &raw.trust.project_may_loosen
+            && !is_project
+        {
+            may_loosen = *v.get_ref();
+        }
+        // Whether a loosening line of this layer takes effect; each one is
+        // recorded either way, for `corral trust` to list.
+        let mut loosens = |span: std::ops::Range<usize>, setting: String, what: &str| {
+            if !is_project {
+                return true;
+            }
+            loosening.push(Loosening {
+                file: layer.name.clone(),
+                line: line_col(&layer.text, span.start).0,
+                setting,
+                what: what.to_owned(),
+                applied: may_loosen,
+            });
+            may_loosen
+        };
+        if let Some(v) = &raw.trust.project_may_loosen
+            && is_project
+            && *v.get_ref()
+        {
+            loosens(
+                v.span(),
+                "trust.project_may_loosen = true".into(),
+                "has no effect in a project's file: only your own config can let a project \
+                 loosen your settings",
+            );
+        }
+        if let Some(r) = &raw.sandbox.require_os_sandbox {
+            let off = !*r.get_ref();
+            if !(off && require_os_sandbox)
+                || loosens(
+                    r.span(),
+                    "sandbox.require_os_sandbox = false".into(),
+                    "would run granted programs even where the kernel cannot confine them",
+                )
+            {
+                require_os_sandbox = *r.get_ref();
+            }
         }
         if let Some(mode) = &raw.policy.mode {
-            policy.mode = mode
+            let m: crate::protocol::Mode = mode
                 .get_ref()
                 .parse()
                 .map_err(|e: String| at.err(mode.span(), format!("policy.mode: {e}"), None))?;
+            if loosen::permissiveness(m) <= loosen::permissiveness(policy.mode)
+                || loosens(
+                    mode.span(),
+                    format!("policy.mode = \"{}\"", m.as_str()),
+                    &format!(
+                        "would run more calls without asking than mode `{}`, which your \
+                         settings give",
+                        policy.mode.as_str()
+                    ),
+                )
+            {
+                policy.mode = m;
+            }
         }
         use crate::policy::Action;
         for (key, list, action) in [
@@ -178,11 +247,29 @@ pub fn from_layers(workspace: &Path, layers: &[Layer]) -> Result<Manifest, Manif
                         Some("write a tool name, optionally with an argument pattern: `run_command(cargo test **)`, `write_file(docs/**)`".into()),
                     )
                 })?;
+                if action == Action::Allow
+                    && !loosens(
+                        text.span(),
+                        format!("policy.allow = [{:?}]", text.get_ref()),
+                        "would run matching calls without asking, whatever the mode",
+                    )
+                {
+                    continue;
+                }
                 policy.rules.push(rule);
             }
         }
-        if let Some(enabled) = raw.guard.enabled {
-            guard.enabled = enabled;
+        if let Some(enabled) = &raw.guard.enabled
+            && (*enabled.get_ref()
+                || !guard.enabled
+                || loosens(
+                    enabled.span(),
+                    "guard.enabled = false".into(),
+                    "would turn the exfiltration guard off, so a session that read secrets or \
+                     untrusted text could send data out unasked",
+                ))
+        {
+            guard.enabled = *enabled.get_ref();
         }
         for (key, list, into) in [
             ("untrusted", &raw.guard.untrusted, &mut guard.untrusted),
@@ -200,6 +287,16 @@ pub fn from_layers(workspace: &Path, layers: &[Layer]) -> Result<Manifest, Manif
                         ),
                     )
                 })?;
+                if key == "trusted"
+                    && !loosens(
+                        pattern.span(),
+                        format!("guard.trusted = [{:?}]", pattern.get_ref()),
+                        "would make what those files say count as trusted, so an instruction \
+                         planted there no longer holds network calls",
+                    )
+                {
+                    continue;
+                }
                 into.push(pattern.get_ref().clone());
             }
         }
@@ -214,6 +311,13 @@ pub fn from_layers(workspace: &Path, layers: &[Layer]) -> Result<Manifest, Manif
                             .into(),
                     ),
                 ));
+            }
+            if !loosens(
+                host.span(),
+                format!("guard.allow_hosts = [{h:?}]"),
+                "would let a session the guard holds send data to that host unasked",
+            ) {
+                continue;
             }
             guard.allow_hosts.push(h.to_ascii_lowercase());
         }
@@ -314,9 +418,40 @@ pub fn from_layers(workspace: &Path, layers: &[Layer]) -> Result<Manifest, Manif
             };
             if !entry.enabled {
                 plugins.remove(&name);
+                if !is_project {
+                    disabled.insert(name);
+                }
                 continue;
             }
             let decl = at.plugin(&name, entry)?;
+            if is_project {
+                let span = line_span(&layer.text, decl.origin.line);
+                if disabled.contains(&name)
+                    && !loosens(
+                        span.clone(),
+                        format!("[plugins.{name}]"),
+                        "would bring back a plugin your settings disable",
+                    )
+                {
+                    continue;
+                }
+                if let Some(old) = plugins.get(&name) {
+                    let wider = loosen::widened(old, &decl);
+                    if !wider.is_empty()
+                        && !loosens(
+                            span,
+                            format!("[plugins.{name}]"),
+                            &format!(
+                                "would replace the plugin `{name}` of {} with one that gets {}",
+                                old.origin.file,
+                                wider.join(", ")
+                            ),
+                        )
+                    {
+                        continue;
+                    }
+                }
+            }
             plugins.insert(name, decl);
         }
     }
@@ -348,5 +483,17 @@ pub fn from_layers(workspace: &Path, layers: &[Layer]) -> Result<Manifest, Manif
         policy,
         guard,
         trusted_files: BTreeMap::new(),
+        loosening,
+        tool_reviews: None,
     })
+}
+
+/// The byte range of the 1-based `line` of `text`, for [`line_col`].
+fn line_span(text: &str, line: usize) -> std::ops::Range<usize> {
+    let start: usize = text
+        .split_inclusive('\n')
+        .take(line.saturating_sub(1))
+        .map(str::len)
+        .sum();
+    start..start
 }

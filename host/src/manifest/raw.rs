@@ -28,6 +28,20 @@ pub(super) struct RawFile {
     /// `[hooks]`
     #[serde(default)]
     pub(super) hooks: RawHooks,
+    /// `[trust]`
+    #[serde(default)]
+    pub(super) trust: RawTrust,
+}
+
+/// `[trust]`: what the user lets a trusted project manifest do. Read from
+/// the user's own file only; in a project's file it is ignored.
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawTrust {
+    /// `project_may_loosen = true` lets a trusted project manifest loosen
+    /// security settings (turn the guard off, a looser mode, `allow` rules,
+    /// `require_os_sandbox = false`, …); by default it may only tighten them.
+    pub(super) project_may_loosen: Option<Spanned<bool>>,
 }
 
 /// `[guard]`: the exfiltration guard. `enabled` of a later layer replaces an
@@ -36,7 +50,7 @@ pub(super) struct RawFile {
 #[serde(deny_unknown_fields)]
 pub(super) struct RawGuard {
     /// `enabled = false` turns the guard off (default on).
-    pub(super) enabled: Option<bool>,
+    pub(super) enabled: Option<Spanned<bool>>,
     /// `allow_hosts = ["api.example.com", "127.0.0.1:8080"]`
     #[serde(default)]
     pub(super) allow_hosts: Vec<Spanned<String>>,
@@ -125,7 +139,7 @@ pub(super) struct RawPolicy {
 pub(super) struct RawSandbox {
     /// `require_os_sandbox = false` runs granted programs even where the
     /// kernel cannot confine them (default true: refuse).
-    pub(super) require_os_sandbox: Option<bool>,
+    pub(super) require_os_sandbox: Option<Spanned<bool>>,
 }
 
 /// `[agent]`: how `corral run` talks to a model. Each key overrides the
@@ -201,6 +215,11 @@ pub(super) struct RawPlugin {
     /// sensitive to the exfiltration guard.
     #[serde(default)]
     pub(super) reads_secrets: Vec<String>,
+    /// `denied = ["net:https://x:443"]`: what the user refused when the
+    /// plugin was added or updated; `corral plugin update` keeps refusing it.
+    #[allow(dead_code, reason = "read by `corral plugin update` from the file")]
+    #[serde(default)]
+    pub(super) denied: Vec<String>,
     /// `version = "1.0.0"`: the version the plugin declared when it was added.
     #[allow(dead_code, reason = "read by `corral plugin list` from the file")]
     pub(super) version: Option<String>,

@@ -361,7 +361,8 @@ pub(super) async fn load(rt: &Runtime, manifest: &Manifest) -> Result<Plugins, L
             owner.insert(tool.name.clone(), i);
         }
     }
-    let mut plugins = Plugins::new(plugins.into_iter().map(Arc::new).collect())?;
+    let withheld = super::vetting::vet(manifest, &mut plugins);
+    let mut plugins = Plugins::new(plugins.into_iter().map(Arc::new).collect(), withheld)?;
     plugins.recovered = recovered;
     Ok(plugins)
 }

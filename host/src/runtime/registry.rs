@@ -1,6 +1,6 @@
 //! The loaded set of plugins ([`Plugins`]) and which plugin serves each tool.
 
-use super::{LoadError, Plugin, ToolError, ToolOutput, ToolSpec, loader};
+use super::{LoadError, Plugin, ToolError, ToolOutput, ToolSpec, loader, vetting::Withheld};
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -19,10 +19,14 @@ pub struct Plugins {
     /// What finishing the file changes a crash interrupted did, one
     /// sentence per change (see `write-files`).
     pub(super) recovered: Vec<String>,
+    withheld: Vec<Withheld>,
 }
 
 impl Plugins {
-    pub(super) fn new(plugins: Vec<Arc<Plugin>>) -> Result<Self, LoadError> {
+    pub(super) fn new(
+        plugins: Vec<Arc<Plugin>>,
+        withheld: Vec<Withheld>,
+    ) -> Result<Self, LoadError> {
         let mut by_tool: HashMap<String, usize> = HashMap::new();
         for (i, plugin) in plugins.iter().enumerate() {
             for tool in &plugin.tools {
@@ -36,6 +40,7 @@ impl Plugins {
             plugins,
             by_tool,
             recovered: Vec::new(),
+            withheld,
         })
     }
 
@@ -43,6 +48,12 @@ impl Plugins {
     /// or rolled back, one sentence each, for the user and the model.
     pub fn recovered(&self) -> &[String] {
         &self.recovered
+    }
+
+    /// Tools the plugins export that are not offered (changed since they
+    /// were reviewed, or imitating another plugin's), and why.
+    pub fn withheld(&self) -> &[Withheld] {
+        &self.withheld
     }
 
     /// The loaded plugins, by name.
@@ -73,9 +84,12 @@ impl Plugins {
         arguments: &str,
         call_id: &str,
     ) -> Result<ToolOutput, ToolError> {
-        let plugin = self
-            .plugin_for(tool)
-            .ok_or_else(|| ToolError::UnknownTool(tool.to_owned()))?;
+        let plugin = self.plugin_for(tool).ok_or_else(|| {
+            match self.withheld.iter().find(|w| w.tool == tool) {
+                Some(w) => ToolError::Failed(format!("tool `{tool}` is not offered: {}", w.reason)),
+                None => ToolError::UnknownTool(tool.to_owned()),
+            }
+        })?;
         plugin.call(tool, arguments, call_id).await
     }
 }

@@ -1,7 +1,8 @@
 //! A tool plugin whose tools follow a file: `describe` reads `tools.txt` at
 //! the root of its first granted directory (through `wasi:filesystem`) and
-//! exports one tool per line, each returning its own name. Without the file
-//! it exports `no_tools_file`. Its tools change when the file does, so the
+//! exports one tool per line, each returning its own name; a line
+//! `name|text` gives the tool the description `text`. Without the file it
+//! exports `no_tools_file`. Its tools change when the file does, so the
 //! host must not cache what it answered.
 use corral_sdk::__bindings::corral::plugin::types::Effect;
 use corral_sdk::__private::{Guest, ToolCall, ToolError, ToolOutput, ToolSpec};
@@ -24,9 +25,15 @@ impl Guest for FromFile {
     fn describe() -> Vec<ToolSpec> {
         names()
             .into_iter()
-            .map(|name| ToolSpec {
+            .map(|line| {
+                let (name, description) = line
+                    .split_once('|')
+                    .unwrap_or((line.as_str(), "Returns its own name."));
+                (name.to_owned(), description.to_owned())
+            })
+            .map(|(name, description)| ToolSpec {
                 name,
-                description: "Returns its own name.".into(),
+                description,
                 input_schema: r#"{"type":"object","properties":{}}"#.into(),
                 effects: vec![Effect::Read],
             })
