@@ -9,6 +9,7 @@
 )]
 
 mod agent;
+mod attack_exec;
 mod budgets;
 mod cache;
 mod children;

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 /// Longest a run may take before the test gives up on it.
 const HANG: Duration = Duration::from_secs(90);
 
-fn call_turn(calls: &[(&str, &str, Value)]) -> Value {
+pub(crate) fn call_turn(calls: &[(&str, &str, Value)]) -> Value {
     let calls: Vec<Value> = calls
         .iter()
         .map(|(id, tool, args)| json!({"id": id, "name": tool, "arguments": args.to_string()}))
@@ -28,7 +28,7 @@ fn call_turn(calls: &[(&str, &str, Value)]) -> Value {
     })
 }
 
-fn answer_turn(text: &str) -> Value {
+pub(crate) fn answer_turn(text: &str) -> Value {
     json!({
         "events": [{"type": "text_delta", "text": text}],
         "response": {"message": {"text": text, "tool_calls": []}, "finish_reason": "stop"}
@@ -47,7 +47,7 @@ fn slow_answer_turn(text: &str, n: usize) -> Value {
 }
 
 /// A project whose replay provider plays `c.cassette.json`, in `mode`.
-fn project(sb: &Sandbox, mode: &str, delay_ms: u64, turns: Value, agents: Value) {
+pub(crate) fn project(sb: &Sandbox, mode: &str, delay_ms: u64, turns: Value, agents: Value) {
     sb.write(
         "corral.toml",
         &format!(
@@ -476,7 +476,7 @@ fn ctrl_c_stops_the_parent_and_every_child() {
     }
 }
 
-fn git(sb: &Sandbox, args: &[&str]) {
+pub(crate) fn git(sb: &Sandbox, args: &[&str]) {
     let o = std::process::Command::new("git")
         .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
         .args(args)
@@ -491,7 +491,7 @@ fn git(sb: &Sandbox, args: &[&str]) {
 }
 
 /// A git repository with `notes.txt` committed.
-fn repo(sb: &Sandbox) {
+pub(crate) fn repo(sb: &Sandbox) {
     sb.write("notes.txt", "- TODO: ship it\n");
     sb.write(".gitignore", "corral.toml\n*.cassette.json\n");
     git(sb, &["init", "-q"]);

@@ -12,14 +12,14 @@ use std::time::{Duration, Instant};
 const SCREEN_TIMEOUT: Duration = Duration::from_secs(90);
 
 /// A tmux server on a private socket, killed when dropped.
-struct Pane {
+pub(crate) struct Pane {
     socket: PathBuf,
     _dir: tempfile::TempDir,
 }
 
 impl Pane {
     /// Starts `command` (a shell command line) in a 100×30 pane.
-    fn start(command: &str) -> Option<Self> {
+    pub(crate) fn start(command: &str) -> Option<Self> {
         if Command::new("tmux").arg("-V").output().is_err() {
             assert!(
                 std::env::var_os("CORRAL_CI").is_none(),
@@ -59,7 +59,7 @@ impl Pane {
     }
 
     /// What the pane shows now.
-    fn screen(&self) -> String {
+    pub(crate) fn screen(&self) -> String {
         let out = self
             .tmux()
             .args(["capture-pane", "-p", "-t", "ui"])
@@ -69,7 +69,7 @@ impl Pane {
     }
 
     /// Types `text` literally.
-    fn type_text(&self, text: &str) {
+    pub(crate) fn type_text(&self, text: &str) {
         let ok = self
             .tmux()
             .args(["send-keys", "-t", "ui", "-l", text])
@@ -79,7 +79,7 @@ impl Pane {
     }
 
     /// Presses named keys (`Enter`, `Escape`, `C-c`).
-    fn press(&self, key: &str) {
+    pub(crate) fn press(&self, key: &str) {
         let ok = self
             .tmux()
             .args(["send-keys", "-t", "ui", key])
@@ -104,7 +104,7 @@ impl Pane {
         }
     }
 
-    fn wait_for(&self, text: &str) -> String {
+    pub(crate) fn wait_for(&self, text: &str) -> String {
         self.wait(&format!("`{text}`"), |s| s.contains(text))
     }
 }
@@ -128,7 +128,7 @@ fn assert_restored(pane: &Pane) {
     }
 }
 
-fn quote(p: &Path) -> String {
+pub(crate) fn quote(p: &Path) -> String {
     format!("'{}'", p.display().to_string().replace('\'', r"'\''"))
 }
 
