@@ -1,6 +1,9 @@
-//! Running programs for plugins granted `exec`: the program is resolved when
+//! Running native programs. Every program corral starts, for plugins
+//! granted `exec` ([`Exec`]) and for itself ([`git`]), goes through one
+//! function, [`Launch::run`]. For plugins the program is resolved when
 //! the manifest is loaded, every call's arguments are checked against the
-//! grant's patterns, and the program runs without a shell, in the workspace,
+//! grant's patterns (an argument filling a `*` may not start with `-`), and
+//! the program runs without a shell, in the workspace,
 //! with an allow-listed environment, a timeout, an output cap and, on Linux,
 //! confinement. When the run ends, however it ends (exit, timeout, the
 //! call's future dropped), every process it started is killed, those that
@@ -19,6 +22,9 @@
 //! - A seccomp filter: no UNIX sockets (a session bus or a container daemon
 //!   would run commands outside the sandbox), no IPv4/IPv6 sockets unless
 //!   the grant says `network = true`, no `io_uring`.
+//! - The repository's `.git` and corral's `corral.toml` read-only: bind
+//!   mounts in a private mount namespace of the child (see `exec/launch.rs`),
+//!   which the seccomp filter keeps it from undoing.
 //! - No capabilities (a program run as root loses root's privileges), and
 //!   corral itself non-dumpable, so that a program cannot read its parent's
 //!   environment or memory, where the provider keys are.
@@ -75,7 +81,8 @@ pub struct ExecGrant {
     pub program: String,
     /// Where it was found when the manifest was loaded.
     pub path: PathBuf,
-    /// Argument patterns: literal tokens, `*` (one argument), `**` (the rest).
+    /// Argument patterns: literal tokens, `*` (one argument not starting
+    /// with `-`), `**` (the rest).
     pub args: Vec<String>,
     /// Wall-clock limit per run.
     pub timeout_ms: u64,
@@ -294,6 +301,7 @@ impl Exec {
         let timeout =
             Duration::from_millis(timeout_ms.unwrap_or(grant.timeout_ms).min(grant.timeout_ms));
         let mut launch = Launch::new(path, &dir)
+            .named(program)
             .args(args)
             .pass_env(BASE_ENV)
             .pass_env(&self.env)

@@ -428,3 +428,42 @@ fn git(launch: Launch, what: &str) -> Result<String, String> {
     }
     Ok(out.stdout)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::escaping_symlink;
+
+    fn link(path: &str, target: &str) -> String {
+        format!(
+            "diff --git a/{path} b/{path}\nnew file mode 120000\nindex 0000000..1111111\n\
+             --- /dev/null\n+++ b/{path}\n@@ -0,0 +1 @@\n+{target}\n\\ No newline at end of file\n"
+        )
+    }
+
+    #[test]
+    fn symlinks_leading_out_of_the_workspace_are_found() {
+        let ws = tempfile::tempdir().expect("tempdir");
+        let ws = ws.path().canonicalize().expect("canonical");
+        std::fs::create_dir(ws.join("sub")).expect("sub");
+        std::os::unix::fs::symlink("/etc", ws.join("etc-alias")).expect("symlink");
+        let text = "diff --git a/a.txt b/a.txt\nindex 1..2 100644\n--- a/a.txt\n+++ b/a.txt\n@@ -1 +1 @@\n-a\n+/etc/passwd\n";
+        assert_eq!(escaping_symlink(&ws, text), None);
+        assert_eq!(escaping_symlink(&ws, &link("sub/in", "../a.txt")), None);
+        assert_eq!(escaping_symlink(&ws, &link("in", "sub")), None);
+        for (path, target) in [
+            ("leak", "/etc/passwd"),
+            ("sub/up", "../../x"),
+            ("via", "etc-alias/passwd"),
+        ] {
+            let patch = format!("{text}{}", link(path, target));
+            assert_eq!(
+                escaping_symlink(&ws, &patch),
+                Some((path.to_owned(), target.to_owned())),
+                "{patch}"
+            );
+        }
+        // A file turned into a symlink whose target the diff does not show.
+        let hidden = "diff --git a/f b/f\nold mode 100644\nnew mode 120000\n";
+        assert!(escaping_symlink(&ws, hidden).is_some());
+    }
+}

@@ -82,10 +82,11 @@ after_tool = [{{ plugin = "format", tools = ["write_file"] }}]
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let log = std::fs::read_to_string(sb.ws().join("fmt.log")).expect("the formatter ran");
     let args: Vec<&str> = log.lines().filter_map(|l| l.strip_prefix("arg:")).collect();
+    let told = openai_tool_result(&mock.requests()[1], "w1");
     assert_eq!(
         args,
         ["--write", "./--plugin=./evil.mjs", "--write", "ok.mjs"],
-        "{log}"
+        "{log}\n{told}"
     );
     assert!(!log.contains("wrote-git-config"), "{log}");
     assert_eq!(log.matches("git-config-refused").count(), 2, "{log}");

@@ -1,7 +1,7 @@
 //! Confinement as a whole: whether this kernel can confine programs, and
 //! the steps prepared in corral and applied to a child between fork and exec
-//! (Landlock, no capabilities, the socket filter), for granted programs and
-//! for corral's own helpers.
+//! (Landlock, no capabilities, the seccomp filter), applied to every program
+//! by [`super::Launch`].
 
 use super::landlock::landlock_ruleset;
 use super::privileges::{drop_capabilities, hide_from_children};

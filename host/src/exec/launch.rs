@@ -32,6 +32,8 @@ use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 #[derive(Debug, Clone)]
 pub struct Launch {
     program: PathBuf,
+    /// The program as the caller named it, for messages.
+    shown: Option<String>,
     args: Vec<OsString>,
     cwd: PathBuf,
     env: Vec<(OsString, OsString)>,
@@ -50,6 +52,7 @@ impl Launch {
     pub fn new(program: impl Into<PathBuf>, cwd: impl Into<PathBuf>) -> Self {
         Self {
             program: program.into(),
+            shown: None,
             args: Vec::new(),
             cwd: cwd.into(),
             env: Vec::new(),
@@ -60,6 +63,12 @@ impl Launch {
             output_cap: 1 << 20,
             stdin: None,
         }
+    }
+
+    /// The program's name in messages (otherwise its path).
+    pub fn named(mut self, name: impl Into<String>) -> Self {
+        self.shown = Some(name.into());
+        self
     }
 
     /// Appends one argument.
@@ -171,11 +180,14 @@ impl Launch {
     /// returns what it did. Dropping the future kills every process of the
     /// run.
     pub async fn run(self) -> Result<ExecOutput, ExecError> {
-        let name = self.program.display().to_string();
+        let name = self
+            .shown
+            .clone()
+            .unwrap_or_else(|| self.program.display().to_string());
         let program = if self.program.components().count() > 1 {
             self.program.clone()
         } else {
-            super::resolve(&name).ok_or_else(|| {
+            super::resolve(&self.program.to_string_lossy()).ok_or_else(|| {
                 ExecError::SpawnFailed(format!(
                     "cannot start `{name}`: it is not installed (not found in PATH)"
                 ))
