@@ -321,7 +321,7 @@ pub fn apply(workspace: &Path, patch: &str) -> Result<(), String> {
     }
     let repo = Repo::find(&workspace).ok_or("the workspace is not in a git repository")?;
     git(
-        repo.git(
+        repo.git_with_attributes(
             &workspace,
             &["apply", "--binary", "--whitespace=nowarn", "-"],
         )
@@ -424,7 +424,12 @@ fn git(launch: Launch, what: &str) -> Result<String, String> {
         ));
     }
     if out.exit_code != Some(0) {
-        return Err(format!("git {what}: {}", out.stderr.trim()));
+        let why = out.stderr.trim();
+        return Err(match out.exit_code {
+            Some(code) if why.is_empty() => format!("git {what} failed (exit code {code})"),
+            None if why.is_empty() => format!("git {what} was killed by a signal"),
+            _ => format!("git {what}: {why}"),
+        });
     }
     Ok(out.stdout)
 }
@@ -438,6 +443,26 @@ mod tests {
             "diff --git a/{path} b/{path}\nnew file mode 120000\nindex 0000000..1111111\n\
              --- /dev/null\n+++ b/{path}\n@@ -0,0 +1 @@\n+{target}\n\\ No newline at end of file\n"
         )
+    }
+
+    #[test]
+    fn a_patch_applies() {
+        let ws = tempfile::tempdir().expect("tempdir");
+        let ws = ws.path().canonicalize().expect("canonical");
+        let git = |args: &[&str]| {
+            let o = crate::exec::Launch::new("git", &ws)
+                .pass_env(["PATH", "HOME"])
+                .writable(&ws)
+                .args(args)
+                .run_blocking()
+                .expect("git");
+            assert_eq!(o.exit_code, Some(0), "{}", o.stderr);
+        };
+        git(&["init", "-q"]);
+        std::fs::write(ws.join("a.txt"), "a\n").expect("a");
+        let patch = "diff --git a/a.txt b/a.txt\n--- a/a.txt\n+++ b/a.txt\n@@ -1 +1 @@\n-a\n+b\n";
+        super::apply(&ws, patch).expect("applies");
+        assert_eq!(std::fs::read_to_string(ws.join("a.txt")).expect("a"), "b\n");
     }
 
     #[test]

@@ -391,3 +391,46 @@ fn no_host_file_outside_exec_starts_a_process() {
         found.join("\n")
     );
 }
+
+/// Attack 2's second wall, behind the read-only mount: a worktree whose
+/// `.git` file was rewritten (by anything) gets no git from corral; the
+/// diff is refused, saying why, and the planted git directory's filter
+/// never runs.
+#[test]
+fn a_rewritten_worktree_git_file_stops_corrals_git() {
+    let sb = Sandbox::new();
+    repo(&sb);
+    let before = git_config(&sb);
+    let wt = corral::worktree::create(&sb.ws(), "t", "rewritten").expect("worktree");
+    let evil = wt.path().join("evil.git");
+    let o = std::process::Command::new("git")
+        .args(["init", "-q", "--bare"])
+        .arg(&evil)
+        .output()
+        .expect("git init");
+    assert!(o.status.success());
+    let marker = sb.ws().join(".git/FILTER-RAN");
+    std::fs::write(
+        evil.join("config"),
+        format!(
+            "[core]\n\tbare = false\n[filter \"x\"]\n\tclean = sh -c 'touch {}; cat'\n",
+            marker.display()
+        ),
+    )
+    .expect("config");
+    std::fs::write(wt.path().join(".gitattributes"), "* filter=x\n").expect("attributes");
+    std::fs::write(wt.path().join("new.txt"), "new\n").expect("new");
+    std::fs::write(
+        wt.path().join(".git"),
+        format!("gitdir: {}\n", evil.display()),
+    )
+    .expect(".git");
+    let err = wt.diff().expect_err("the diff is refused");
+    assert!(
+        err.contains("was changed after corral made it"),
+        "{err}"
+    );
+    assert!(!marker.exists(), "the planted filter ran");
+    drop(wt);
+    assert_eq!(git_config(&sb), before);
+}

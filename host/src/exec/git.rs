@@ -50,7 +50,25 @@ impl Repo {
     /// nothing but corral: see the module docs. Nothing is writable:
     /// callers that need git to write say where with [`Launch::writable`].
     pub fn git<S: AsRef<std::ffi::OsStr>>(&self, cwd: &Path, args: &[S]) -> Launch {
+        self.launch(cwd)
+            .arg("-c")
+            .arg(format!("attr.tree={}", self.empty_tree()))
+            .args(args)
+    }
+
+    /// [`Repo::git`] with the working tree's attributes read as usual, for
+    /// `git apply`, which git 2.47 crashes in when attributes come from a
+    /// tree. The filters attributes may name are only those the
+    /// repository's own configuration defines (no system or global
+    /// configuration is read), which programs corral starts cannot write.
+    pub fn git_with_attributes<S: AsRef<std::ffi::OsStr>>(&self, cwd: &Path, args: &[S]) -> Launch {
+        self.launch(cwd).args(args)
+    }
+
+    /// git in `cwd` with everything but the attributes' source set.
+    fn launch(&self, cwd: &Path) -> Launch {
         Launch::new("git", cwd)
+            .named("git")
             .pass_env(["PATH", "HOME", "LANG", "LC_ALL"])
             .env("GIT_CONFIG_NOSYSTEM", "1")
             .env("GIT_CONFIG_GLOBAL", "/dev/null")
@@ -68,10 +86,7 @@ impl Repo {
                 "core.pager=cat",
                 "-c",
                 "core.attributesFile=/dev/null",
-                "-c",
             ])
-            .arg(format!("attr.tree={}", self.empty_tree()))
-            .args(args)
     }
 
     /// The empty tree in this repository's object format.
