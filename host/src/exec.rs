@@ -361,7 +361,10 @@ mod tests {
         assert!(matches(&v("status *"), &v("status s")));
         assert!(matches(&v("status **"), &v("status -s")));
         assert!(!matches(&v("--write *"), &v("--write --plugin=./evil.mjs")));
-        assert!(matches(&v("--write *"), &v("--write ./--plugin=./evil.mjs")));
+        assert!(matches(
+            &v("--write *"),
+            &v("--write ./--plugin=./evil.mjs")
+        ));
         assert!(!matches(&v("status *"), &v("status")));
         assert!(!matches(&v("status *"), &v("status s -b")));
         assert!(matches(&v("--version"), &v("--version")));

@@ -106,7 +106,11 @@ pub fn create(workspace: &Path, tag: &str, name: &str) -> Result<Worktree, Strin
             repo.work_tree.display()
         ));
     }
-    git(repo.git(&workspace, &["rev-parse", "--verify", "HEAD"]), "rev-parse").map_err(|_| {
+    git(
+        repo.git(&workspace, &["rev-parse", "--verify", "HEAD"]),
+        "rev-parse",
+    )
+    .map_err(|_| {
         "worktrees need a commit to start from; commit the workspace first (git commit)".to_owned()
     })?;
     let common = git(
@@ -255,7 +259,10 @@ impl Worktree {
                 .writable(&self.common_dir)
                 .writable(&parent)
         };
-        let removed = git(at(&["worktree", "remove", "--force", &shown]), "worktree remove");
+        let removed = git(
+            at(&["worktree", "remove", "--force", &shown]),
+            "worktree remove",
+        );
         if removed.is_err() && self.path.exists() {
             let _ = std::fs::remove_dir_all(&self.path);
         }

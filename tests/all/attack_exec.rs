@@ -55,7 +55,11 @@ fn a_formatter_hook_gets_file_names_never_options_and_cannot_write_git_config() 
             "write_file",
             json!({"path": "--plugin=./evil.mjs", "content": "export default {}\n"}),
         ),
-        ("w2", "write_file", json!({"path": "ok.mjs", "content": "let a=1\n"})),
+        (
+            "w2",
+            "write_file",
+            json!({"path": "ok.mjs", "content": "let a=1\n"}),
+        ),
     ];
     let mock = MockServer::start(move |n, _| match n {
         0 => Reply::Sse(openai_sse("", &calls)),
@@ -166,10 +170,7 @@ fn a_granted_program_gets_no_option_through_a_star_and_cannot_write_protected_fi
 /// returns what it printed once it ends.
 fn run_approving(cli: &Cli, sb: &Sandbox) -> String {
     let mut child = cli
-        .command(
-            &sb.ws(),
-            &["run", "--json", "--approvals", "stdin", "go"],
-        )
+        .command(&sb.ws(), &["run", "--json", "--approvals", "stdin", "go"])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -183,7 +184,8 @@ fn run_approving(cli: &Cli, sb: &Sandbox) -> String {
         if let Ok(v) = serde_json::from_str::<Value>(&line)
             && v["type"] == "approval_requested"
         {
-            let answer = json!({"op": "approval", "call_id": v["call"]["id"], "decision": "approve"});
+            let answer =
+                json!({"op": "approval", "call_id": v["call"]["id"], "decision": "approve"});
             let _ = writeln!(stdin, "{answer}");
         }
         printed.push_str(&line);
@@ -426,10 +428,7 @@ fn a_rewritten_worktree_git_file_stops_corrals_git() {
     )
     .expect(".git");
     let err = wt.diff().expect_err("the diff is refused");
-    assert!(
-        err.contains("was changed after corral made it"),
-        "{err}"
-    );
+    assert!(err.contains("was changed after corral made it"), "{err}");
     assert!(!marker.exists(), "the planted filter ran");
     drop(wt);
     assert_eq!(git_config(&sb), before);

@@ -69,11 +69,7 @@ impl ChildConfinement {
 
     /// In the child: Landlock, then no capabilities, then the filter.
     pub(super) fn apply(&self) -> Result<(), Step> {
-        let rules = self
-            .ruleset
-            .lock()
-            .map_err(|_| Step::Landlock)?
-            .take();
+        let rules = self.ruleset.lock().map_err(|_| Step::Landlock)?.take();
         if let Some(rules) = rules {
             let status = rules.restrict_self().map_err(|_| Step::Landlock)?;
             // Prepared because the kernel has Landlock: not enforcing it is a failure.
@@ -143,4 +139,3 @@ impl Step {
         }
     }
 }
-

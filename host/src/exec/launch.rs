@@ -396,9 +396,8 @@ impl Mounts {
             return Ok(None);
         }
         let c = |p: &Path| {
-            CString::new(p.as_os_str().as_bytes()).map_err(|_| {
-                ExecError::SpawnFailed(format!("{} holds a NUL byte", p.display()))
-            })
+            CString::new(p.as_os_str().as_bytes())
+                .map_err(|_| ExecError::SpawnFailed(format!("{} holds a NUL byte", p.display())))
         };
         // SAFETY: getuid, getgid and geteuid take nothing and cannot fail.
         let (uid, gid, euid) = unsafe { (libc::getuid(), libc::getgid(), libc::geteuid()) };
