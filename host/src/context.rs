@@ -143,49 +143,24 @@ fn today() -> String {
     format!("{y:04}-{m:02}-{d:02}")
 }
 
-/// `git status --short --branch`, at most 20 lines, when the workspace is a
-/// repository and git answers within two seconds. Git runs confined (see
-/// [`crate::exec::confine_helper`]), without fsmonitor or hooks and without
-/// taking the index lock, since the repository's configuration may have
-/// been written by a tool.
+/// `git status --short --branch`, at most 20 lines, when the workspace is in
+/// a repository and git answers within two seconds. Git runs through
+/// [`crate::exec::git::Repo::git`] (confined, no fsmonitor, hooks or
+/// in-tree attributes), without taking the index lock, since the
+/// repository's configuration may have been written by a tool.
 fn git_status(workspace: &Path) -> Option<String> {
-    let mut cmd = std::process::Command::new("git");
-    cmd.arg("-C")
-        .arg(workspace)
-        .args([
-            "-c",
-            "core.fsmonitor=false",
-            "-c",
-            "core.hooksPath=/dev/null",
-            "--no-optional-locks",
-            "status",
-            "--short",
-            "--branch",
-        ])
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null());
-    crate::exec::confine_helper(&mut cmd).ok()?;
-    let mut child = cmd.spawn().ok()?;
-    // Waited for below: not an escaped process for a program run to kill.
-    let _tracked = crate::exec::HostChild::track(child.id());
-    let deadline = std::time::Instant::now() + Duration::from_secs(2);
-    loop {
-        match child.try_wait() {
-            Ok(Some(status)) if status.success() => break,
-            Ok(Some(_)) | Err(_) => return None,
-            Ok(None) if std::time::Instant::now() > deadline => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return None;
-            }
-            Ok(None) => std::thread::sleep(Duration::from_millis(10)),
-        }
-    }
-    let mut text = String::new();
-    use std::io::Read;
-    child.stdout.take()?.read_to_string(&mut text).ok()?;
-    let lines: Vec<&str> = text.lines().collect();
+    let repo = crate::exec::git::Repo::find(workspace)?;
+    let out = repo
+        .git(
+            workspace,
+            &["--no-optional-locks", "status", "--short", "--branch"],
+        )
+        .timeout(Duration::from_secs(2))
+        .output_cap(64 * 1024)
+        .run_blocking()
+        .ok()
+        .filter(|o| o.exit_code == Some(0))?;
+    let lines: Vec<&str> = out.stdout.lines().collect();
     let mut out: String = lines.iter().take(20).map(|l| format!("{l}\n")).collect();
     if lines.len() > 20 {
         let _ = writeln!(out, "... {} more", lines.len() - 20);

@@ -1,6 +1,9 @@
-//! Running programs for plugins granted `exec`: the program is resolved when
+//! Running native programs. Every program corral starts, for plugins
+//! granted `exec` ([`Exec`]) and for itself ([`git`]), goes through one
+//! function, [`Launch::run`]. For plugins the program is resolved when
 //! the manifest is loaded, every call's arguments are checked against the
-//! grant's patterns, and the program runs without a shell, in the workspace,
+//! grant's patterns (an argument filling a `*` may not start with `-`), and
+//! the program runs without a shell, in the workspace,
 //! with an allow-listed environment, a timeout, an output cap and, on Linux,
 //! confinement. When the run ends, however it ends (exit, timeout, the
 //! call's future dropped), every process it started is killed, those that
@@ -19,6 +22,9 @@
 //! - A seccomp filter: no UNIX sockets (a session bus or a container daemon
 //!   would run commands outside the sandbox), no IPv4/IPv6 sockets unless
 //!   the grant says `network = true`, no `io_uring`.
+//! - The repository's `.git` and corral's `corral.toml` read-only: bind
+//!   mounts in a private mount namespace of the child (see `exec/launch.rs`),
+//!   which the seccomp filter keeps it from undoing.
 //! - No capabilities (a program run as root loses root's privileges), and
 //!   corral itself non-dumpable, so that a program cannot read its parent's
 //!   environment or memory, where the provider keys are.
@@ -29,21 +35,21 @@
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
-use tokio::io::AsyncReadExt;
 
 mod cgroup;
 mod confine;
+pub mod git;
 mod landlock;
+mod launch;
 mod privileges;
 mod seccomp;
 mod tree;
 
-pub use confine::{Confinement, confine_helper, confine_helper_writing, confinement};
+pub use confine::{Confinement, confinement};
+pub use launch::{Launch, protected_paths};
 pub use tree::{HostChild, adopt_orphans};
 
-use cgroup::{PidsCgroup, join_cgroup};
-use confine::ChildConfinement;
-use privileges::nproc_limit;
+use cgroup::PidsCgroup;
 
 /// Default wall-clock limit of one program run.
 pub const DEFAULT_TIMEOUT_MS: u64 = 120_000;
@@ -75,7 +81,8 @@ pub struct ExecGrant {
     pub program: String,
     /// Where it was found when the manifest was loaded.
     pub path: PathBuf,
-    /// Argument patterns: literal tokens, `*` (one argument), `**` (the rest).
+    /// Argument patterns: literal tokens, `*` (one argument not starting
+    /// with `-`), `**` (the rest).
     pub args: Vec<String>,
     /// Wall-clock limit per run.
     pub timeout_ms: u64,
@@ -114,15 +121,38 @@ fn any_program(program: &str, dir: &Path) -> Result<PathBuf, ExecError> {
     })
 }
 
-/// Whether `args` fit `pattern` (`*` one argument, `**` the rest).
+/// Whether `args` fit `pattern` (`*` one argument that is not an option,
+/// `**` the rest). An argument filling a `*` is text the model or a hook
+/// chose, a file name say, so one starting with `-` does not fit: the
+/// program would read it as an option (`--plugin=./evil.mjs`).
 pub fn matches(pattern: &[String], args: &[String]) -> bool {
     match (pattern.first().map(String::as_str), args.first()) {
         (Some("**"), _) => true,
-        (Some("*"), Some(_)) => matches(&pattern[1..], &args[1..]),
+        (Some("*"), Some(a)) => !a.starts_with('-') && matches(&pattern[1..], &args[1..]),
         (Some(p), Some(a)) => p == a && matches(&pattern[1..], &args[1..]),
         (None, None) => true,
         _ => false,
     }
+}
+
+/// The argument starting with `-` that keeps `args` from fitting
+/// `pattern` only because it fills a `*`, if that is why.
+fn option_in_slot<'a>(pattern: &[String], args: &'a [String]) -> Option<&'a str> {
+    let mut slot = None;
+    let loosened: Vec<String> = pattern
+        .iter()
+        .zip(args)
+        .map(|(p, a)| {
+            if p == "*" && a.starts_with('-') && slot.is_none() {
+                slot = Some(a.as_str());
+                a.clone()
+            } else {
+                p.clone()
+            }
+        })
+        .chain(pattern.iter().skip(args.len()).cloned())
+        .collect();
+    slot.filter(|_| matches(&loosened, args))
 }
 
 /// Finds `program` the way a shell would (`PATH`), or checks the path given.
@@ -188,6 +218,10 @@ pub struct Exec {
     pub output_cap: usize,
     /// Refuse to run programs when the kernel cannot confine them.
     pub require_os_sandbox: bool,
+    /// Make the workspace's `.git` read-only for the programs (corral's
+    /// manifest is read-only for them always); false only for the built-in
+    /// git plugin, whose tools change the repository by design.
+    pub protect_git: bool,
 }
 
 impl Exec {
@@ -230,11 +264,23 @@ impl Exec {
                 .iter()
                 .map(|g| format!("{program} {}", g.args.join(" ")))
                 .collect();
-            return Err(ExecError::NotGranted(format!(
-                "plugin `{plugin}` may not run `{program} {}`; granted: {}",
-                args.join(" "),
-                patterns.join("; ")
-            )));
+            let option = candidates
+                .iter()
+                .find_map(|g| option_in_slot(&g.args, args));
+            return Err(ExecError::NotGranted(match option {
+                Some(arg) => format!(
+                    "plugin `{plugin}` may not run `{program} {}`: `{}` fills a `*` of the grant but starts with `-`, so `{program}` would read it as an option. A file named like that can be passed as `./{}`; a grant that means to allow options says `**`. Granted: {}",
+                    args.join(" "),
+                    arg.escape_debug(),
+                    arg.escape_debug(),
+                    patterns.join("; ")
+                ),
+                None => format!(
+                    "plugin `{plugin}` may not run `{program} {}`; granted: {}",
+                    args.join(" "),
+                    patterns.join("; ")
+                ),
+            }));
         };
         let confined = confinement();
         if confined == Confinement::Unavailable && self.require_os_sandbox {
@@ -254,138 +300,24 @@ impl Exec {
             .map_err(|e| ExecError::SpawnFailed(format!("cannot create a temp directory: {e}")))?;
         let timeout =
             Duration::from_millis(timeout_ms.unwrap_or(grant.timeout_ms).min(grant.timeout_ms));
-
-        let mut cmd = tokio::process::Command::new(&path);
-        cmd.args(args)
-            .current_dir(&dir)
-            .env_clear()
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .process_group(0)
-            .kill_on_drop(true);
-        for var in BASE_ENV
-            .iter()
-            .map(|v| v.to_string())
-            .chain(self.env.iter().cloned())
-        {
-            if let Some(value) = std::env::var_os(&var) {
-                cmd.env(&var, value);
-            }
+        let mut launch = Launch::new(path, &dir)
+            .named(program)
+            .args(args)
+            .pass_env(BASE_ENV)
+            .pass_env(&self.env)
+            .env("TMPDIR", tmp.path())
+            .writable(&self.workspace)
+            .writable(tmp.path())
+            .network(grant.network)
+            .timeout(timeout)
+            .output_cap(self.output_cap);
+        for p in protected_paths(&self.workspace, self.protect_git) {
+            launch = launch.read_only(p);
         }
-        cmd.env("TMPDIR", tmp.path());
-
-        let confine = ChildConfinement::prepare(&[&self.workspace, tmp.path()], grant.network)
-            .map_err(|e| {
-                ExecError::SpawnFailed(format!("cannot prepare the Landlock ruleset: {e}"))
-            })?;
-        tree::Tree::prepare();
-        let cgroup = PidsCgroup::create();
-        let cgroup_tasks = cgroup.as_ref().map(|c| c.tasks.clone());
-        // Root is exempt from RLIMIT_NPROC, so without a cgroup corral
-        // counts the run's processes itself.
-        // SAFETY: getuid takes nothing and cannot fail.
-        let watch_budget = cgroup.is_none() && unsafe { libc::getuid() } == 0;
-        let nproc = nproc_limit();
-        // SAFETY: the closure runs in the forked child before exec. It only
-        // makes syscalls (setrlimit, open/write of a path prepared in the
-        // parent, then `ChildConfinement::apply`'s), and fails the spawn
-        // when any of them fails.
-        unsafe {
-            cmd.pre_exec(move || {
-                let limit = libc::rlimit {
-                    rlim_cur: nproc,
-                    rlim_max: nproc,
-                };
-                if libc::setrlimit(libc::RLIMIT_NPROC, &limit) != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                if let Some(tasks) = &cgroup_tasks {
-                    join_cgroup(tasks)?;
-                }
-                confine.apply()
-            });
-        }
-        let mut child = cmd.spawn().map_err(|e| {
-            ExecError::SpawnFailed(if e.kind() == std::io::ErrorKind::NotFound {
-                format!("cannot start `{program}`: it is not installed (not found in PATH)")
-            } else {
-                format!("cannot start `{program}`: {e}")
-            })
-        })?;
-        let Some(pid) = child.id() else {
-            return Err(ExecError::SpawnFailed(format!(
-                "`{program}` exited before it could be followed"
-            )));
-        };
-        // From here on, dropping this (a cancelled call) kills the whole run.
-        let mut tree = tree::Tree::new(pid, cgroup);
-        let cap = self.output_cap;
-        let out = tokio::spawn(read_capped(child.stdout.take(), cap));
-        let err = tokio::spawn(read_capped(child.stderr.take(), cap));
-        let (watchdog, budget) = if watch_budget {
-            let (guard, fired) = tree.watch(MAX_PROCESSES as usize);
-            (Some(guard), Some(fired))
-        } else {
-            (None, None)
-        };
-        let budget = async {
-            if let Some(fired) = budget
-                && fired.await.is_ok()
-            {
-                return;
-            }
-            std::future::pending().await
-        };
-        let (status, over_budget) = tokio::select! {
-            s = tokio::time::timeout(timeout, child.wait()) => (s, false),
-            () = budget => (Ok(Err(std::io::Error::other("process budget"))), true),
-        };
-        // The program may have died of the budget's kill before the budget's
-        // message arrived.
-        let over_budget = over_budget || watchdog.as_ref().is_some_and(|w| w.fired());
-        // Whatever happened, nothing the program started may outlive the run.
-        tree.kill_all();
-        let (exit_code, timed_out) = match status {
-            Ok(Ok(s)) => (s.code(), false),
-            Ok(Err(_)) if over_budget => {
-                let _ = child.wait().await;
-                (None, false)
-            }
-            Ok(Err(e)) => {
-                return Err(ExecError::SpawnFailed(format!(
-                    "waiting for `{program}`: {e}"
-                )));
-            }
-            Err(_) => {
-                let _ = child.kill().await;
-                (None, true)
-            }
-        };
-        let grace = Duration::from_secs(2);
-        let (stdout, t1) = tokio::time::timeout(grace, out)
-            .await
-            .ok()
-            .and_then(Result::ok)
-            .unwrap_or_default();
-        let (mut stderr, t2) = tokio::time::timeout(grace, err)
-            .await
-            .ok()
-            .and_then(Result::ok)
-            .unwrap_or_default();
-        drop(tree);
-        if over_budget {
-            stderr.push_str(&format!(
-                "\n[corral: the program had more than {MAX_PROCESSES} processes at once; all of them were killed]"
-            ));
-        }
-        Ok(ExecOutput {
-            exit_code,
-            stdout,
-            stderr,
-            truncated: t1 || t2,
-            timed_out,
-        })
+        let out = launch.run().await;
+        // The program is gone: its temp directory may go too.
+        drop(tmp);
+        out
     }
 
     /// The working directory: inside the workspace, symlinks resolved.
@@ -412,34 +344,6 @@ impl Exec {
     }
 }
 
-/// Reads a pipe to the end, keeping at most `cap` bytes.
-async fn read_capped<R: tokio::io::AsyncRead + Unpin>(
-    pipe: Option<R>,
-    cap: usize,
-) -> (String, bool) {
-    let Some(mut pipe) = pipe else {
-        return (String::new(), false);
-    };
-    let mut kept = Vec::new();
-    let mut buf = vec![0u8; 64 * 1024];
-    let mut cut = false;
-    loop {
-        match pipe.read(&mut buf).await {
-            Ok(0) | Err(_) => break,
-            Ok(n) => {
-                let room = cap.saturating_sub(kept.len());
-                kept.extend_from_slice(&buf[..n.min(room)]);
-                cut |= n > room;
-            }
-        }
-    }
-    let mut text = String::from_utf8_lossy(&kept).into_owned();
-    if cut {
-        text.push_str(&format!("\n[output cut at {cap} bytes]"));
-    }
-    (text, cut)
-}
-
 #[cfg(test)]
 mod tests {
     use super::matches;
@@ -453,9 +357,16 @@ mod tests {
         assert!(matches(&v("test **"), &v("test")));
         assert!(matches(&v("test **"), &v("test --release -p x")));
         assert!(!matches(&v("test **"), &v("build")));
-        assert!(matches(&v("status *"), &v("status -s")));
+        assert!(!matches(&v("status *"), &v("status -s")));
+        assert!(matches(&v("status *"), &v("status s")));
+        assert!(matches(&v("status **"), &v("status -s")));
+        assert!(!matches(&v("--write *"), &v("--write --plugin=./evil.mjs")));
+        assert!(matches(
+            &v("--write *"),
+            &v("--write ./--plugin=./evil.mjs")
+        ));
         assert!(!matches(&v("status *"), &v("status")));
-        assert!(!matches(&v("status *"), &v("status -s -b")));
+        assert!(!matches(&v("status *"), &v("status s -b")));
         assert!(matches(&v("--version"), &v("--version")));
         assert!(!matches(&v(""), &v("x")));
         assert!(matches(&v(""), &v("")));

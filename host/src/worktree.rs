@@ -5,25 +5,38 @@
 //! the worktree is removed afterwards. Nothing is merged silently: an
 //! unapproved diff is kept as a patch file.
 //!
-//! Git runs confined like every helper of the host
-//! ([`crate::exec::confine_helper_writing`]): a scrubbed environment, no
-//! hooks, no fsmonitor, writes only beneath the repository's git directory
-//! and the worktree, and a deadline.
+//! Git runs like every program corral starts ([`crate::exec::git::Repo::git`]):
+//! confined, writing only beneath the repository's git directory and the
+//! worktree (the repository's configuration, hooks and `info` read-only),
+//! with `GIT_DIR` and `GIT_WORK_TREE` set by corral, no hooks, fsmonitor,
+//! filters or textconv, and a deadline. An agent in the worktree may
+//! rewrite the worktree's `.git` file only where its programs' read-only
+//! mount does not stop it; corral checks that file says what git wrote
+//! there before any git runs in the worktree, and never follows it.
 
-use std::io::Write as _;
-use std::path::{Path, PathBuf};
+use crate::exec::git::Repo;
+use crate::exec::{ExecOutput, Launch};
+use std::path::{Component, Path, PathBuf};
 use std::time::Duration;
 
 /// How long one git command may take.
 const DEADLINE: Duration = Duration::from_secs(60);
+/// The largest diff taken from a worktree (a cut one would be wrong).
+const MAX_DIFF: usize = 64 << 20;
 
 /// A worktree of a workspace's repository, made by [`create`]. Dropped
 /// without [`Worktree::remove`] (a cancelled agent), it removes itself.
 #[derive(Debug)]
 pub struct Worktree {
     workspace: PathBuf,
+    /// The workspace's repository.
+    repo: Repo,
     common_dir: PathBuf,
     path: PathBuf,
+    /// The worktree's own git directory (beneath `common_dir/worktrees`).
+    git_dir: PathBuf,
+    /// What git wrote in the worktree's `.git` file.
+    dot_git: String,
     name: String,
     removed: bool,
 }
@@ -85,24 +98,31 @@ pub fn create(workspace: &Path, tag: &str, name: &str) -> Result<Worktree, Strin
             workspace.display()
         )
     })?;
-    let top = git(&workspace, &["rev-parse", "--show-toplevel"], &[], None)
-        .map_err(|e| format!("worktrees need the workspace to be a git repository: {e}"))?;
-    if Path::new(top.trim()) != workspace {
+    let repo = Repo::find(&workspace)
+        .ok_or("worktrees need the workspace to be a git repository (no .git found)")?;
+    if repo.work_tree != workspace {
         return Err(format!(
             "worktrees need the workspace to be the top of its git repository ({})",
-            top.trim()
+            repo.work_tree.display()
         ));
     }
-    git(&workspace, &["rev-parse", "--verify", "HEAD"], &[], None).map_err(|_| {
+    git(
+        repo.git(&workspace, &["rev-parse", "--verify", "HEAD"]),
+        "rev-parse",
+    )
+    .map_err(|_| {
         "worktrees need a commit to start from; commit the workspace first (git commit)".to_owned()
     })?;
     let common = git(
-        &workspace,
-        &["rev-parse", "--path-format=absolute", "--git-common-dir"],
-        &[],
-        None,
+        repo.git(
+            &workspace,
+            &["rev-parse", "--path-format=absolute", "--git-common-dir"],
+        ),
+        "rev-parse",
     )?;
-    let common_dir = PathBuf::from(common.trim());
+    let common_dir = PathBuf::from(common.trim())
+        .canonicalize()
+        .map_err(|e| format!("the repository's git directory cannot be opened: {e}"))?;
     let root = root().map_err(|e| format!("cannot make the worktrees directory: {e}"))?;
     let path = root.join(format!("{tag}-{name}"));
     if path.exists() {
@@ -110,19 +130,56 @@ pub fn create(workspace: &Path, tag: &str, name: &str) -> Result<Worktree, Strin
     }
     let shown = path.display().to_string();
     git(
-        &workspace,
-        &["worktree", "add", "--detach", "--quiet", &shown, "HEAD"],
-        &[&common_dir, &root],
-        None,
+        steady(
+            repo.git(
+                &workspace,
+                &["worktree", "add", "--detach", "--quiet", &shown, "HEAD"],
+            ),
+            &common_dir,
+        )
+        .writable(&common_dir)
+        .writable(&root),
+        "worktree add",
     )
     .map_err(|e| format!("cannot make the worktree {shown}: {e}"))?;
+    let dot = path.join(".git");
+    let made = std::fs::read_to_string(&dot)
+        .map_err(|e| format!("the new worktree's {} cannot be read: {e}", dot.display()))
+        .and_then(|text| Ok((crate::exec::git::gitdir_of(&dot)?, text)));
+    let (git_dir, dot_git) = match made {
+        Ok((dir, text)) if dir.starts_with(common_dir.join("worktrees")) => (dir, text),
+        Ok((dir, _)) => {
+            return Err(format!(
+                "git made the worktree {shown} with its git directory at {}, outside {}",
+                dir.display(),
+                common_dir.display()
+            ));
+        }
+        Err(e) => return Err(e),
+    };
     Ok(Worktree {
         workspace,
+        repo,
         common_dir,
         path,
+        git_dir,
+        dot_git,
         name: name.to_owned(),
         removed: false,
     })
+}
+
+/// `launch` with the repository's configuration, hooks and `info`
+/// (attributes, excludes) read-only, so that git writing the repository's
+/// objects and worktrees cannot change what the next git runs.
+fn steady(mut launch: Launch, common_dir: &Path) -> Launch {
+    for name in ["config", "hooks", "info"] {
+        let p = common_dir.join(name);
+        if p.exists() {
+            launch = launch.read_only(p);
+        }
+    }
+    launch
 }
 
 impl Worktree {
@@ -138,23 +195,54 @@ impl Worktree {
 
     /// Everything changed in the worktree since it was made (new files
     /// included, ignored files not), as a binary-safe unified diff; empty
-    /// when nothing changed.
+    /// when nothing changed. Refused when the worktree's `.git` file no
+    /// longer says what git wrote there.
     pub fn diff(&self) -> Result<String, String> {
-        let writable = [self.common_dir.as_path(), self.path.as_path()];
-        git(&self.path, &["add", "--all"], &writable, None)?;
+        let tree = self.checked()?;
+        let at = |args: &[&str]| {
+            steady(tree.git(&self.path, args), &self.common_dir)
+                .read_only(self.path.join(".git"))
+                .writable(&self.common_dir)
+                .writable(&self.path)
+        };
+        git(at(&["add", "--all"]), "add")?;
         git(
-            &self.path,
-            &[
+            at(&[
                 "diff",
                 "--cached",
                 "--binary",
                 "--no-color",
                 "--no-ext-diff",
+                "--no-textconv",
+                "--no-renames",
                 "HEAD",
-            ],
-            &writable,
-            None,
+            ])
+            .output_cap(MAX_DIFF),
+            "diff",
         )
+    }
+
+    /// The worktree as git must see it, once its `.git` file is checked:
+    /// still a regular file saying what git wrote when corral made it.
+    fn checked(&self) -> Result<Repo, String> {
+        let dot = self.path.join(".git");
+        let now = std::fs::symlink_metadata(&dot)
+            .ok()
+            .filter(std::fs::Metadata::is_file)
+            .and_then(|_| std::fs::read_to_string(&dot).ok());
+        if now.as_deref() != Some(self.dot_git.as_str()) {
+            return Err(format!(
+                "the worktree's .git file ({}) was changed after corral made it (it said `{}`); \
+                 corral runs no git in a worktree whose .git file may point elsewhere, so its \
+                 changes were not taken",
+                dot.display(),
+                self.dot_git.trim().escape_debug()
+            ));
+        }
+        Ok(Repo {
+            git_dir: self.git_dir.clone(),
+            work_tree: self.path.clone(),
+        })
     }
 
     /// Removes the worktree and its directory.
@@ -166,17 +254,19 @@ impl Worktree {
         self.removed = true;
         let shown = self.path.display().to_string();
         let parent = self.path.parent().unwrap_or(&self.path).to_path_buf();
-        let writable = [self.common_dir.as_path(), parent.as_path()];
+        let at = |args: &[&str]| {
+            steady(self.repo.git(&self.workspace, args), &self.common_dir)
+                .writable(&self.common_dir)
+                .writable(&parent)
+        };
         let removed = git(
-            &self.workspace,
-            &["worktree", "remove", "--force", &shown],
-            &writable,
-            None,
+            at(&["worktree", "remove", "--force", &shown]),
+            "worktree remove",
         );
         if removed.is_err() && self.path.exists() {
             let _ = std::fs::remove_dir_all(&self.path);
         }
-        git(&self.workspace, &["worktree", "prune"], &writable, None)?;
+        git(at(&["worktree", "prune"]), "worktree prune")?;
         removed.map(|_| ())
     }
 }
@@ -220,80 +310,192 @@ pub fn rebase(manifest: &crate::manifest::Manifest, tree: &Path) -> crate::manif
 }
 
 /// Applies `patch` (from [`Worktree::diff`]) to `workspace`'s files. Fails,
-/// changing nothing, when it does not apply cleanly.
+/// changing nothing, when it does not apply cleanly, or when it carries a
+/// symlink that points outside the workspace (see [`escaping_symlink`]).
 pub fn apply(workspace: &Path, patch: &str) -> Result<(), String> {
+    let workspace = workspace
+        .canonicalize()
+        .map_err(|e| format!("the workspace cannot be opened: {e}"))?;
+    if let Some((link, target)) = escaping_symlink(&workspace, patch) {
+        return Err(format!(
+            "the diff makes `{}` a symlink to `{}`, which is outside the workspace; corral does \
+             not apply diffs carrying such symlinks (whatever is later written or read through \
+             it would be outside). Remove the symlink from the worktree's changes, or make it \
+             yourself if you mean it",
+            link.escape_debug(),
+            target.escape_debug()
+        ));
+    }
+    let repo = Repo::find(&workspace).ok_or("the workspace is not in a git repository")?;
     git(
-        workspace,
-        &["apply", "--binary", "--whitespace=nowarn", "-"],
-        &[workspace],
-        Some(patch.as_bytes()),
+        repo.git_with_attributes(
+            &workspace,
+            &["apply", "--binary", "--whitespace=nowarn", "-"],
+        )
+        .protect(&workspace)
+        .writable(&workspace)
+        .stdin(patch.as_bytes().to_vec()),
+        "apply",
     )
     .map(|_| ())
 }
 
-/// Runs git in `dir`, confined, and returns its standard output.
-fn git(
-    dir: &Path,
-    args: &[&str],
-    writable: &[&Path],
-    input: Option<&[u8]>,
-) -> Result<String, String> {
-    let mut cmd = std::process::Command::new("git");
-    cmd.arg("-C")
-        .arg(dir)
-        .args([
-            "-c",
-            "core.fsmonitor=false",
-            "-c",
-            "core.hooksPath=/dev/null",
-            "-c",
-            "diff.external=",
-            "-c",
-            "core.pager=cat",
-        ])
-        .args(args)
-        .stdin(if input.is_some() {
-            std::process::Stdio::piped()
-        } else {
-            std::process::Stdio::null()
-        })
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped());
-    crate::exec::confine_helper_writing(&mut cmd, writable)
-        .map_err(|e| format!("cannot confine git: {e}"))?;
-    let mut child = cmd.spawn().map_err(|e| format!("cannot run git: {e}"))?;
-    let pid = child.id();
-    // Waited for below: not an escaped process for a program run to kill.
-    let _tracked = crate::exec::HostChild::track(pid);
-    if let (Some(bytes), Some(mut stdin)) = (input, child.stdin.take()) {
-        let bytes = bytes.to_vec();
-        std::thread::spawn(move || {
-            let _ = stdin.write_all(&bytes);
-        });
-    }
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(child.wait_with_output());
-    });
-    let output = match rx.recv_timeout(DEADLINE) {
-        Ok(Ok(o)) => o,
-        Ok(Err(e)) => return Err(format!("git failed: {e}")),
-        Err(_) => {
-            // SAFETY: kill(2) on the child we started and have not reaped.
-            unsafe { libc::kill(pid as i32, libc::SIGKILL) };
-            return Err(format!(
-                "git {} took longer than {DEADLINE:?}",
-                args.join(" ")
-            ));
+/// The first symlink `patch` creates (or turns a file into) whose target
+/// leaves `workspace`, as (path, target): an absolute target outside it,
+/// one whose `..` climb out of it, or one that resolves out of it through
+/// a symlink the workspace has. A symlink whose path or target the patch
+/// does not show plainly counts as leaving.
+pub fn escaping_symlink(workspace: &Path, patch: &str) -> Option<(String, String)> {
+    let mut sections: Vec<Vec<&str>> = Vec::new();
+    for line in patch.lines() {
+        if line.starts_with("diff --git ") || sections.is_empty() {
+            sections.push(Vec::new());
         }
-    };
-    if !output.status.success() {
-        let err = String::from_utf8_lossy(&output.stderr);
+        if let Some(s) = sections.last_mut() {
+            s.push(line);
+        }
+    }
+    for section in sections {
+        let link = section.iter().any(|l| {
+            l.starts_with("new file mode 120000")
+                || l.starts_with("new mode 120000")
+                || (l.starts_with("index ") && l.ends_with(" 120000"))
+        });
+        if !link {
+            continue;
+        }
+        let path = section
+            .iter()
+            .find_map(|l| l.strip_prefix("+++ b/"))
+            .or_else(|| {
+                section
+                    .first()
+                    .and_then(|l| l.rsplit_once(" b/"))
+                    .map(|(_, p)| p)
+            });
+        let target = section
+            .iter()
+            .skip_while(|l| !l.starts_with("@@"))
+            .find_map(|l| l.strip_prefix('+').filter(|_| !l.starts_with("+++")));
+        let (Some(path), Some(target)) = (path, target) else {
+            return Some((
+                path.unwrap_or("?").to_owned(),
+                "(not shown in the diff)".to_owned(),
+            ));
+        };
+        if path.starts_with('"') || !inside(workspace, path, target) {
+            return Some((path.to_owned(), target.to_owned()));
+        }
+    }
+    None
+}
+
+/// Whether a symlink at `path` (relative to `workspace`) pointing at
+/// `target` stays inside `workspace`.
+fn inside(workspace: &Path, path: &str, target: &str) -> bool {
+    let base = workspace.join(Path::new(path).parent().unwrap_or(Path::new("")));
+    let joined = base.join(target);
+    let mut resolved = PathBuf::new();
+    for part in joined.components() {
+        match part {
+            Component::ParentDir => {
+                resolved.pop();
+            }
+            Component::CurDir => {}
+            other => resolved.push(other),
+        }
+    }
+    if !resolved.starts_with(workspace) {
+        return false;
+    }
+    // Through the workspace's own symlinks: the longest prefix that exists.
+    let existing = resolved
+        .ancestors()
+        .find_map(|a| a.canonicalize().ok())
+        .unwrap_or_else(|| workspace.to_path_buf());
+    existing.starts_with(workspace)
+}
+
+/// Runs a git launch and returns its standard output, or why it failed.
+fn git(launch: Launch, what: &str) -> Result<String, String> {
+    let out: ExecOutput = launch
+        .timeout(DEADLINE)
+        .run_blocking()
+        .map_err(|e| format!("git {what}: {e}"))?;
+    if out.timed_out {
+        return Err(format!("git {what} took longer than {DEADLINE:?}"));
+    }
+    if out.truncated {
         return Err(format!(
-            "git {}: {}",
-            args.first().unwrap_or(&""),
-            err.trim()
+            "git {what}: its output is larger than corral takes ({MAX_DIFF} bytes)"
         ));
     }
-    Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+    if out.exit_code != Some(0) {
+        let why = out.stderr.trim();
+        return Err(match out.exit_code {
+            Some(code) if why.is_empty() => format!("git {what} failed (exit code {code})"),
+            None if why.is_empty() => format!("git {what} was killed by a signal"),
+            _ => format!("git {what}: {why}"),
+        });
+    }
+    Ok(out.stdout)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::escaping_symlink;
+
+    fn link(path: &str, target: &str) -> String {
+        format!(
+            "diff --git a/{path} b/{path}\nnew file mode 120000\nindex 0000000..1111111\n\
+             --- /dev/null\n+++ b/{path}\n@@ -0,0 +1 @@\n+{target}\n\\ No newline at end of file\n"
+        )
+    }
+
+    #[test]
+    fn a_patch_applies() {
+        let ws = tempfile::tempdir().expect("tempdir");
+        let ws = ws.path().canonicalize().expect("canonical");
+        let git = |args: &[&str]| {
+            let o = crate::exec::Launch::new("git", &ws)
+                .pass_env(["PATH", "HOME"])
+                .writable(&ws)
+                .args(args)
+                .run_blocking()
+                .expect("git");
+            assert_eq!(o.exit_code, Some(0), "{}", o.stderr);
+        };
+        git(&["init", "-q"]);
+        std::fs::write(ws.join("a.txt"), "a\n").expect("a");
+        let patch = "diff --git a/a.txt b/a.txt\n--- a/a.txt\n+++ b/a.txt\n@@ -1 +1 @@\n-a\n+b\n";
+        super::apply(&ws, patch).expect("applies");
+        assert_eq!(std::fs::read_to_string(ws.join("a.txt")).expect("a"), "b\n");
+    }
+
+    #[test]
+    fn symlinks_leading_out_of_the_workspace_are_found() {
+        let ws = tempfile::tempdir().expect("tempdir");
+        let ws = ws.path().canonicalize().expect("canonical");
+        std::fs::create_dir(ws.join("sub")).expect("sub");
+        std::os::unix::fs::symlink("/etc", ws.join("etc-alias")).expect("symlink");
+        let text = "diff --git a/a.txt b/a.txt\nindex 1..2 100644\n--- a/a.txt\n+++ b/a.txt\n@@ -1 +1 @@\n-a\n+/etc/passwd\n";
+        assert_eq!(escaping_symlink(&ws, text), None);
+        assert_eq!(escaping_symlink(&ws, &link("sub/in", "../a.txt")), None);
+        assert_eq!(escaping_symlink(&ws, &link("in", "sub")), None);
+        for (path, target) in [
+            ("leak", "/etc/passwd"),
+            ("sub/up", "../../x"),
+            ("via", "etc-alias/passwd"),
+        ] {
+            let patch = format!("{text}{}", link(path, target));
+            assert_eq!(
+                escaping_symlink(&ws, &patch),
+                Some((path.to_owned(), target.to_owned())),
+                "{patch}"
+            );
+        }
+        // A file turned into a symlink whose target the diff does not show.
+        let hidden = "diff --git a/f b/f\nold mode 100644\nnew mode 120000\n";
+        assert!(escaping_symlink(&ws, hidden).is_some());
+    }
 }

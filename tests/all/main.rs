@@ -10,6 +10,7 @@
 
 mod agent;
 mod attack_approvals;
+mod attack_exec;
 mod attack_guard;
 mod attack_paths;
 mod attack_trust;

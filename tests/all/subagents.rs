@@ -490,7 +490,7 @@ fn ctrl_c_stops_the_parent_and_every_child() {
     }
 }
 
-fn git(sb: &Sandbox, args: &[&str]) {
+pub(crate) fn git(sb: &Sandbox, args: &[&str]) {
     let o = std::process::Command::new("git")
         .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
         .args(args)
@@ -505,7 +505,7 @@ fn git(sb: &Sandbox, args: &[&str]) {
 }
 
 /// A git repository with `notes.txt` committed.
-fn repo(sb: &Sandbox) {
+pub(crate) fn repo(sb: &Sandbox) {
     sb.write("notes.txt", "- TODO: ship it\n");
     sb.write(".gitignore", "corral.toml\n*.cassette.json\n");
     git(sb, &["init", "-q"]);

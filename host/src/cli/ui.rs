@@ -289,19 +289,34 @@ fn workspace_files(root: &Path) -> Vec<String> {
     out
 }
 
+/// `git diff` of the workspace for `/diff`, through
+/// [`corral::exec::git::Repo::git`]: confined, and nothing the repository
+/// holds (fsmonitor, an external diff, a textconv) runs.
 fn git_diff(workspace: &Path) -> Result<String, String> {
-    let out = std::process::Command::new("git")
-        .args(["diff", "--no-color", "--no-ext-diff"])
-        .current_dir(workspace)
-        .output()
+    let repo = corral::exec::git::Repo::find(workspace)
+        .ok_or("the workspace is not in a git repository")?;
+    let out = repo
+        .git(
+            workspace,
+            &[
+                "--no-optional-locks",
+                "diff",
+                "--no-color",
+                "--no-ext-diff",
+                "--no-textconv",
+            ],
+        )
+        .timeout(Duration::from_secs(30))
+        .output_cap(16 << 20)
+        .run_blocking()
         .map_err(|e| format!("cannot run git: {e}"))?;
-    if !out.status.success() {
-        return Err(format!(
-            "git diff failed: {}",
-            String::from_utf8_lossy(&out.stderr).trim()
-        ));
+    if out.timed_out {
+        return Err("git diff took longer than 30 s".into());
     }
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    if out.exit_code != Some(0) {
+        return Err(format!("git diff failed: {}", out.stderr.trim()));
+    }
+    Ok(out.stdout)
 }
 
 fn pickable(workspace: &Path) -> Result<Vec<Picked>, String> {

@@ -1,7 +1,7 @@
 //! Confinement as a whole: whether this kernel can confine programs, and
 //! the steps prepared in corral and applied to a child between fork and exec
-//! (Landlock, no capabilities, the socket filter), for granted programs and
-//! for corral's own helpers.
+//! (Landlock, no capabilities, the seccomp filter), applied to every program
+//! by [`super::Launch`].
 
 use super::landlock::landlock_ruleset;
 use super::privileges::{drop_capabilities, hide_from_children};
@@ -68,53 +68,74 @@ impl ChildConfinement {
     }
 
     /// In the child: Landlock, then no capabilities, then the filter.
-    pub(super) fn apply(&self) -> std::io::Result<()> {
-        let denied = || std::io::Error::from_raw_os_error(libc::EPERM);
-        let rules = self.ruleset.lock().map_err(|_| denied())?.take();
+    pub(super) fn apply(&self) -> Result<(), Step> {
+        let rules = self.ruleset.lock().map_err(|_| Step::Landlock)?.take();
         if let Some(rules) = rules {
-            let status = rules.restrict_self().map_err(|_| denied())?;
+            let status = rules.restrict_self().map_err(|_| Step::Landlock)?;
             // Prepared because the kernel has Landlock: not enforcing it is a failure.
             if status.ruleset == landlock::RulesetStatus::NotEnforced {
-                return Err(denied());
+                return Err(Step::Landlock);
             }
         } else if self.landlock {
             // Taken already: this confinement was applied to another child.
-            return Err(denied());
+            return Err(Step::Landlock);
         }
-        drop_capabilities()?;
-        install_filter(&self.filter)
+        drop_capabilities().map_err(|_| Step::Capabilities)?;
+        install_filter(&self.filter).map_err(|_| Step::Seccomp)
     }
 }
 
-/// Confines a helper program corral runs for itself (`git status` for the
-/// model's context): an environment of only `PATH`, `HOME`, `LANG` and
-/// `LC_ALL`, no capabilities, the socket filter, and where the kernel has
-/// Landlock, reads as for granted programs, writes nowhere (but
-/// `/dev/null`) and no TCP. A repository's configuration is the
-/// workspace's to set, and a tool may have written it: whatever command it
-/// names runs confined. Fails, so that the caller runs nothing, when the
-/// confinement cannot be prepared.
-pub fn confine_helper(cmd: &mut std::process::Command) -> Result<(), String> {
-    confine_helper_writing(cmd, &[])
+/// A confinement step that failed in the child, sent to the parent as one
+/// byte so that the error can name it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Step {
+    Rlimit,
+    Cgroup,
+    Namespace,
+    UserMap,
+    Private,
+    /// Making the n-th read-only path read-only.
+    Mount(u8),
+    Cwd,
+    Landlock,
+    Capabilities,
+    Seccomp,
 }
 
-/// [`confine_helper`], with writes allowed beneath `writable` too (git
-/// making a worktree writes the repository's `.git` and the new tree).
-pub fn confine_helper_writing(
-    cmd: &mut std::process::Command,
-    writable: &[&Path],
-) -> Result<(), String> {
-    use std::os::unix::process::CommandExt as _;
-    cmd.env_clear();
-    for var in ["PATH", "HOME", "LANG", "LC_ALL"] {
-        if let Some(value) = std::env::var_os(var) {
-            cmd.env(var, value);
+impl Step {
+    /// The byte sent for this step.
+    pub(super) fn code(self) -> u8 {
+        match self {
+            Self::Rlimit => 1,
+            Self::Cgroup => 2,
+            Self::Namespace => 3,
+            Self::UserMap => 4,
+            Self::Private => 5,
+            Self::Cwd => 6,
+            Self::Landlock => 7,
+            Self::Capabilities => 8,
+            Self::Seccomp => 9,
+            Self::Mount(i) => 50 + i.min(200),
         }
     }
-    let confine = ChildConfinement::prepare(writable, false).map_err(|e| e.to_string())?;
-    // SAFETY: `apply` only makes system calls.
-    unsafe {
-        cmd.pre_exec(move || confine.apply());
+
+    /// What failed, in words, for the step sent as `code`.
+    pub(super) fn describe(code: u8, read_only: &[std::path::PathBuf]) -> String {
+        match code {
+            1 => "the process limit (RLIMIT_NPROC) could not be set".into(),
+            2 => "it could not join its pids cgroup".into(),
+            3 => "a private mount namespace could not be made (unshare failed; user namespaces may be disabled on this system)".into(),
+            4 => "the user namespace's uid and gid maps could not be written".into(),
+            5 => "the mounts of its namespace could not be made private".into(),
+            6 => "its working directory could not be entered again".into(),
+            7 => "Landlock could not be enforced".into(),
+            8 => "its capabilities could not be dropped".into(),
+            9 => "the seccomp filter could not be installed".into(),
+            n if n >= 50 => match read_only.get(usize::from(n - 50)) {
+                Some(p) => format!("{} could not be made read-only", p.display()),
+                None => "a protected path could not be made read-only".into(),
+            },
+            _ => "a confinement step failed".into(),
+        }
     }
-    Ok(())
 }

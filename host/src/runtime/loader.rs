@@ -431,6 +431,7 @@ fn entry(
                     output_cap: usize::try_from(decl.limits.output_kb.saturating_mul(1024) / 4)
                         .unwrap_or(usize::MAX),
                     require_os_sandbox: manifest.require_os_sandbox,
+                    protect_git: !matches!(&decl.source, Source::Builtin(b) if b == "git"),
                 })
             }),
         }),

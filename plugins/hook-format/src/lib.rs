@@ -12,7 +12,8 @@
 //! ```
 //!
 //! The formatter of each extension can be changed with `config`, e.g.
-//! `config = { py = ["black", "-q"] }`; the file's path is added last.
+//! `config = { py = ["black", "-q"] }`; the file's path is added last
+//! (`./` before a path starting with `-`, so that it is never an option).
 //! Defaults: `rs` → `rustfmt --edition 2024`, `js`/`ts`/`jsx`/`tsx`/`mjs` →
 //! `prettier --write`, `py` → `ruff format`.
 
@@ -51,7 +52,13 @@ pub fn formatter(path: &str, config: Option<&str>) -> Result<Option<Vec<String>>
     if argv.is_empty() {
         return Ok(None);
     }
-    argv.push(path.to_owned());
+    // A name the model chose is a file, never an option: `--plugin=x.mjs`
+    // would make prettier load the model's code.
+    argv.push(if path.starts_with('-') {
+        format!("./{path}")
+    } else {
+        path.to_owned()
+    });
     Ok(Some(argv))
 }
 
@@ -113,6 +120,10 @@ mod tests {
                 .unwrap()
                 .unwrap(),
             ["black", "-q", "x.py"]
+        );
+        assert_eq!(
+            formatter("--plugin=./evil.mjs", None).unwrap().unwrap(),
+            ["prettier", "--write", "./--plugin=./evil.mjs"]
         );
         assert_eq!(formatter("README.md", None).unwrap(), None);
         assert_eq!(formatter("Makefile", None).unwrap(), None);

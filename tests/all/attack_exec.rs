@@ -1,0 +1,435 @@
+//! One confined path for every native program corral starts, attacked
+//! through the binary: a file name never becomes a program's option, a
+//! granted program cannot write `.git/config` or `corral.toml`, a worktree
+//! agent cannot steer corral's own git, `/diff` runs nothing the repository
+//! names, a worktree diff cannot plant a symlink leading out, and no host
+//! file outside `exec/` starts a process.
+
+use crate::mock::*;
+use crate::policy::manifest;
+use crate::subagents::{answer_turn, call_turn, git, project, repo};
+use crate::tui::{Pane, quote};
+use crate::*;
+use serde_json::{Value, json};
+use std::io::{BufRead as _, Write as _};
+use std::path::Path;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+const KEY: (&str, &str) = ("TEST_OPENAI_KEY", "sk-attack-exec");
+
+/// A stand-in formatter outside the workspace: records each argument in
+/// `fmt.log`, then tries what the model's prettier plugin did, appending
+/// `core.fsmonitor` to `.git/config`.
+fn fake_formatter(sb: &Sandbox) -> String {
+    use std::os::unix::fs::PermissionsExt as _;
+    let path = sb.outside().join("fmt");
+    std::fs::write(
+        &path,
+        "#!/bin/sh\nfor a in \"$@\"; do printf 'arg:%s\\n' \"$a\" >> fmt.log; done\n\
+         if printf '[core]\\n\\tfsmonitor = touch PWNED\\n' >> .git/config 2>/dev/null; \
+         then echo wrote-git-config >> fmt.log; else echo git-config-refused >> fmt.log; fi\n",
+    )
+    .expect("formatter");
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    path.display().to_string()
+}
+
+fn git_config(sb: &Sandbox) -> String {
+    std::fs::read_to_string(sb.ws().join(".git/config")).expect(".git/config")
+}
+
+/// Attack 1: the model names a file `--plugin=./evil.mjs`; the format hook
+/// (prettier-like, granted `--write *`) must not hand it over as an option,
+/// and the formatter, which may write the workspace, cannot write
+/// `.git/config`.
+#[test]
+fn a_formatter_hook_gets_file_names_never_options_and_cannot_write_git_config() {
+    let sb = Sandbox::new();
+    repo(&sb);
+    let before = git_config(&sb);
+    let fmt = fake_formatter(&sb);
+    let calls: Vec<Call> = vec![
+        (
+            "w1",
+            "write_file",
+            json!({"path": "--plugin=./evil.mjs", "content": "export default {}\n"}),
+        ),
+        (
+            "w2",
+            "write_file",
+            json!({"path": "ok.mjs", "content": "let a=1\n"}),
+        ),
+    ];
+    let mock = MockServer::start(move |n, _| match n {
+        0 => Reply::Sse(openai_sse("", &calls)),
+        _ => Reply::Sse(openai_sse("Done.", &[])),
+    });
+    let hooks = format!(
+        r#"
+[plugins.format]
+source = "builtin:hook-format"
+grants.exec = [{{ program = {fmt:?}, args = ["--write", "*"] }}]
+config = {{ mjs = '[{fmt:?}, "--write"]' }}
+
+[hooks]
+after_tool = [{{ plugin = "format", tools = ["write_file"] }}]
+"#
+    );
+    sb.write("corral.toml", &manifest(mock.port, &hooks));
+    let cli = Cli::new();
+    let o = cli.run_env(
+        &sb.ws(),
+        &["run", "--provider", "openai", "--mode", "full-auto", "go"],
+        &[KEY],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let log = std::fs::read_to_string(sb.ws().join("fmt.log")).expect("the formatter ran");
+    let args: Vec<&str> = log.lines().filter_map(|l| l.strip_prefix("arg:")).collect();
+    let told = openai_tool_result(&mock.requests()[1], "w1");
+    assert_eq!(
+        args,
+        ["--write", "./--plugin=./evil.mjs", "--write", "ok.mjs"],
+        "{log}\n{told}"
+    );
+    assert!(!log.contains("wrote-git-config"), "{log}");
+    assert_eq!(log.matches("git-config-refused").count(), 2, "{log}");
+    assert_eq!(git_config(&sb), before, ".git/config was changed");
+}
+
+fn tool_call(cli: &Cli, sb: &Sandbox, args: Value) -> String {
+    let o = cli.run(
+        &sb.ws(),
+        &["tool", "call", "run_command", "--args", &args.to_string()],
+    );
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// The host's side of attack 1, through `corral tool call`: an argument
+/// starting with `-` does not fill a `*` of a grant (the program never
+/// runs, and the error says why and what to do), and a program allowed to
+/// write the workspace cannot write `.git/config` or `corral.toml`, not
+/// even from a working directory inside `.git`.
+#[test]
+fn a_granted_program_gets_no_option_through_a_star_and_cannot_write_protected_files() {
+    let sb = Sandbox::new();
+    repo(&sb);
+    let before = git_config(&sb);
+    let fmt = fake_formatter(&sb);
+    let toml = format!(
+        "[plugins.shell]\nsource = \"builtin:shell\"\ngrants.exec = [\
+         {{ program = {fmt:?}, args = [\"--write\", \"*\"] }}, \
+         {{ program = \"sh\", args = [\"-c\", \"*\"] }}]\n"
+    );
+    sb.write("corral.toml", &toml);
+    let manifest_text = std::fs::read_to_string(sb.ws().join("corral.toml")).expect("toml");
+    let cli = Cli::new();
+
+    let out = tool_call(
+        &cli,
+        &sb,
+        json!({"argv": [fmt, "--write", "--plugin=./evil.mjs"]}),
+    );
+    assert!(
+        out.contains("`--plugin=./evil.mjs` fills a `*` of the grant but starts with `-`"),
+        "{out}"
+    );
+    assert!(out.contains("./--plugin=./evil.mjs"), "{out}");
+    assert!(!sb.ws().join("fmt.log").exists(), "the program ran");
+
+    let out = tool_call(
+        &cli,
+        &sb,
+        json!({"argv": ["sh", "-c", "echo '[core] fsmonitor = touch PWNED' >> .git/config; \
+                 echo x >> corral.toml; echo made > made.txt; echo done"]}),
+    );
+    assert!(out.contains("done"), "{out}");
+    assert!(out.contains("Read-only file system"), "{out}");
+    assert_eq!(
+        std::fs::read_to_string(sb.ws().join("made.txt")).expect("the workspace is writable"),
+        "made\n"
+    );
+    let out = tool_call(
+        &cli,
+        &sb,
+        json!({"argv": ["sh", "-c", "echo '[core] fsmonitor = touch PWNED' >> config"], "cwd": ".git"}),
+    );
+    assert!(out.contains("Read-only file system"), "{out}");
+    assert_eq!(git_config(&sb), before, ".git/config was changed");
+    assert_eq!(
+        std::fs::read_to_string(sb.ws().join("corral.toml")).expect("toml"),
+        manifest_text
+    );
+}
+
+/// Runs `corral run --json --approvals stdin` and approves every request;
+/// returns what it printed once it ends.
+fn run_approving(cli: &Cli, sb: &Sandbox) -> String {
+    let mut child = cli
+        .command(&sb.ws(), &["run", "--json", "--approvals", "stdin", "go"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let out = child.stdout.take().expect("stdout");
+    let mut printed = String::new();
+    for line in std::io::BufReader::new(out).lines() {
+        let Ok(line) = line else { break };
+        if let Ok(v) = serde_json::from_str::<Value>(&line)
+            && v["type"] == "approval_requested"
+        {
+            let answer =
+                json!({"op": "approval", "call_id": v["call"]["id"], "decision": "approve"});
+            let _ = writeln!(stdin, "{answer}");
+        }
+        printed.push_str(&line);
+        printed.push('\n');
+    }
+    drop(stdin);
+    let deadline = Instant::now() + Duration::from_secs(90);
+    while child.try_wait().expect("wait").is_none() {
+        assert!(Instant::now() < deadline, "corral run did not end");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    printed
+}
+
+/// A project whose subagent (in a worktree, allowed `run_command`) runs
+/// `script` with `sh -c`.
+fn worktree_child_runs(sb: &Sandbox, script: &str) {
+    const TASK: &str = "Do the thing in your worktree.";
+    project(
+        sb,
+        "full-auto",
+        0,
+        json!([
+            call_turn(&[(
+                "call_t",
+                "task",
+                json!({"prompt": TASK, "tools": ["run_command"], "worktree": "w"})
+            )]),
+            answer_turn("The subagent is done."),
+        ]),
+        json!([{"prompt": TASK, "turns": [
+            call_turn(&[("r1", "run_command", json!({"argv": ["sh", "-c", script]}))]),
+            answer_turn("Done."),
+        ]}]),
+    );
+}
+
+/// Attack 2: the child points its worktree's `.git` file at a git
+/// directory it made, with a `filter.x.clean` that appends to the real
+/// `.git/config` and `* filter=x` in `.gitattributes`. corral's own
+/// `git add --all` for the diff must not run that filter.
+#[test]
+fn a_worktree_agent_cannot_point_corrals_git_at_its_own_config() {
+    let sb = Sandbox::new();
+    repo(&sb);
+    let real = sb.ws().join(".git/config").canonicalize().expect("config");
+    let before = git_config(&sb);
+    let script = format!(
+        "git init -q --bare evil.git; git config --file evil.git/config core.bare false; \
+         git config --file evil.git/config filter.x.clean 'tee -a {}'; \
+         printf '* filter=x\\n' > .gitattributes; \
+         printf '[core]\\n\\tfsmonitor = touch PWNED\\n' > payload.txt; \
+         printf 'gitdir: %s/evil.git\\n' \"$PWD\" > .git; echo planted",
+        real.display()
+    );
+    worktree_child_runs(&sb, &script);
+    let cli = Cli::new();
+    let o = cli.run(&sb.ws(), &["run", "--json", "go"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let after = git_config(&sb);
+    assert!(
+        after == before && !after.contains("fsmonitor"),
+        "the planted filter ran: .git/config went from {} to {} bytes",
+        before.len(),
+        after.len()
+    );
+}
+
+/// Attack 12, last part: an approved worktree diff that adds a symlink
+/// pointing outside the workspace is refused, with the reason, and kept as
+/// a patch; nothing of it reaches the workspace.
+#[test]
+fn an_approved_worktree_diff_with_a_symlink_leading_out_is_refused() {
+    let sb = Sandbox::new();
+    repo(&sb);
+    worktree_child_runs(
+        &sb,
+        "ln -s /etc/passwd leak; ln -s ../../../../../../../../etc/hostname up; echo linked",
+    );
+    let cli = Cli::new();
+    let printed = run_approving(&cli, &sb);
+    assert!(
+        printed.contains("a symlink to `/etc/passwd`, which is outside the workspace"),
+        "{printed}"
+    );
+    for name in ["leak", "up"] {
+        assert!(
+            std::fs::symlink_metadata(sb.ws().join(name)).is_err(),
+            "{name} was applied"
+        );
+    }
+    let end: Value = printed
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|e| e["type"] == "tool_call_end" && e["call_id"] == "call_t")
+        .expect("the task's end");
+    assert_ne!(end["outcome"]["data"]["applied"], true, "{end}");
+}
+
+/// Attack 3: `/diff` in the UI, with a textconv and an fsmonitor planted in
+/// the repository's configuration (as any granted program could before),
+/// shows the diff and runs neither.
+#[test]
+fn diff_in_the_ui_runs_nothing_the_repository_names() {
+    let sb = Sandbox::new();
+    repo(&sb);
+    let ws = sb.ws().canonicalize().expect("ws");
+    let textconv = ws.join("TEXTCONV-RAN");
+    let fsmonitor = ws.join("FSMONITOR-RAN");
+    sb.write(".gitattributes", "*.txt diff=x\n");
+    git(
+        &sb,
+        &[
+            "config",
+            "diff.x.textconv",
+            &format!("sh -c 'touch {}; cat \"$1\"' -", textconv.display()),
+        ],
+    );
+    git(
+        &sb,
+        &[
+            "config",
+            "core.fsmonitor",
+            &format!("touch {}; false", fsmonitor.display()),
+        ],
+    );
+    sb.write("notes.txt", "- TODO: ship it\n- a changed line\n");
+    sb.write("c.json", &json!({"version": 1, "turns": []}).to_string());
+    sb.write(
+        "corral.toml",
+        "[agent]\nprovider = \"replay\"\n\n[plugins.replay]\nsource = \"builtin:replay\"\n\
+         grants.fs = [{ path = \".\", access = \"ro\" }]\nconfig = { cassette = \"c.json\" }\n",
+    );
+    let cli = Cli::new();
+    let o = cli.run(&sb.ws(), &["sessions"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let home = cli.home.path();
+    let command = format!(
+        "env -u CORRAL_LOG -u OPENAI_API_KEY -u ANTHROPIC_API_KEY TERM=xterm-256color \
+         XDG_CONFIG_HOME={} XDG_CACHE_HOME={} XDG_DATA_HOME={} {} --workspace {}; sleep 600",
+        quote(&home.join("config")),
+        quote(&cache_home()),
+        quote(&home.join("data")),
+        quote(Path::new(env!("CARGO_BIN_EXE_corral"))),
+        quote(&sb.ws()),
+    );
+    let Some(pane) = Pane::start(&command) else {
+        return;
+    };
+    pane.wait_for("ask anything");
+    pane.type_text("/diff");
+    pane.press("Enter");
+    let screen = pane.wait_for("+- a changed line");
+    assert!(screen.contains("notes.txt"), "{screen}");
+    pane.press("Escape");
+    pane.press("C-c");
+    pane.press("C-c");
+    drop(pane);
+    assert!(!textconv.exists(), "the planted textconv ran");
+    assert!(!fsmonitor.exists(), "the planted fsmonitor ran");
+}
+
+/// The CI check: only `host/src/exec.rs` and `host/src/exec/` start
+/// processes; any other host source that names `Command::new` (std or
+/// tokio), a `process::Command` or a raw fork/exec fails this test.
+#[test]
+fn no_host_file_outside_exec_starts_a_process() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut found = Vec::new();
+    let mut dirs = vec![src.clone()];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).expect("read_dir").flatten() {
+            let path = entry.path();
+            if path == src.join("exec") || path == src.join("exec.rs") {
+                continue;
+            }
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                let text = std::fs::read_to_string(&path).expect("source");
+                for (n, line) in text.lines().enumerate() {
+                    let code = line.trim_start();
+                    if code.starts_with("//") {
+                        continue;
+                    }
+                    for needle in [
+                        "Command::new",
+                        "process::Command",
+                        "libc::fork",
+                        "libc::vfork",
+                        "libc::exec",
+                        "posix_spawn",
+                    ] {
+                        if code.contains(needle) {
+                            found.push(format!("{}:{}: {}", path.display(), n + 1, code));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "programs are started only through corral::exec::Launch (host/src/exec/); found:\n{}",
+        found.join("\n")
+    );
+}
+
+/// Attack 2's second wall, behind the read-only mount: a worktree whose
+/// `.git` file was rewritten (by anything) gets no git from corral; the
+/// diff is refused, saying why, and the planted git directory's filter
+/// never runs.
+#[test]
+fn a_rewritten_worktree_git_file_stops_corrals_git() {
+    let sb = Sandbox::new();
+    repo(&sb);
+    let before = git_config(&sb);
+    let wt = corral::worktree::create(&sb.ws(), "t", "rewritten").expect("worktree");
+    let evil = wt.path().join("evil.git");
+    let o = std::process::Command::new("git")
+        .args(["init", "-q", "--bare"])
+        .arg(&evil)
+        .output()
+        .expect("git init");
+    assert!(o.status.success());
+    let marker = sb.ws().join(".git/FILTER-RAN");
+    std::fs::write(
+        evil.join("config"),
+        format!(
+            "[core]\n\tbare = false\n[filter \"x\"]\n\tclean = sh -c 'touch {}; cat'\n",
+            marker.display()
+        ),
+    )
+    .expect("config");
+    std::fs::write(wt.path().join(".gitattributes"), "* filter=x\n").expect("attributes");
+    std::fs::write(wt.path().join("new.txt"), "new\n").expect("new");
+    std::fs::write(
+        wt.path().join(".git"),
+        format!("gitdir: {}\n", evil.display()),
+    )
+    .expect(".git");
+    let err = wt.diff().expect_err("the diff is refused");
+    assert!(err.contains("was changed after corral made it"), "{err}");
+    assert!(!marker.exists(), "the planted filter ran");
+    drop(wt);
+    assert_eq!(git_config(&sb), before);
+}
