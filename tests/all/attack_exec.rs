@@ -277,9 +277,12 @@ fn an_approved_worktree_diff_with_a_symlink_leading_out_is_refused() {
             "{name} was applied"
         );
     }
-    let end: Value = printed
+    let events: Vec<Value> = printed
         .lines()
         .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .collect();
+    let end: Value = crate::with_model_ids(events)
+        .into_iter()
         .find(|e| e["type"] == "tool_call_end" && e["call_id"] == "call_t")
         .expect("the task's end");
     assert_ne!(end["outcome"]["data"]["applied"], true, "{end}");

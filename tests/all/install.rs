@@ -544,7 +544,9 @@ fn an_oci_round_trip_reviews_updates_and_refuses_tampering() {
     assert!(o.status.success(), "{}", text(&o));
     let m = read_user_manifest(&cli);
     assert!(
-        m.contains("access = \"rw\"") && !m.contains("api.example.com"),
+        m.contains("access = \"rw\"")
+            && m.contains("denied = [\"net:https://api.example.com:443\"]")
+            && !m.contains("net = [\"https://api.example.com"),
         "{m}"
     );
     assert!(m.contains("version = \"2.0.0\""), "{m}");

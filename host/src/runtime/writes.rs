@@ -319,7 +319,13 @@ impl CallState {
             for (root, dir) in dirs.iter().rev() {
                 let _ = cap_primitives::fs::remove_dir(root, Path::new(dir));
             }
-            Err(format!("{why}\nNo file was changed."))
+            if dirs.is_empty() {
+                Err(format!("{why}\nNo file was changed."))
+            } else {
+                Err(format!(
+                    "{why}\nNo file was changed; the directories it had created removed again."
+                ))
+            }
         };
         if let Err(why) = self.check(&mut steps, &mut made_dirs) {
             return undo(&temps, &made_dirs, why);
