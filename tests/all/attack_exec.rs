@@ -436,3 +436,41 @@ fn a_rewritten_worktree_git_file_stops_corrals_git() {
     drop(wt);
     assert_eq!(git_config(&sb), before);
 }
+
+/// A submodule's `.git` file is read-only for programs too: rewritten to
+/// name a git directory a program made (with an fsmonitor in its config),
+/// it would hand that configuration to the user's next `git status`, which
+/// enters every submodule.
+#[test]
+fn a_granted_program_cannot_redirect_a_submodules_git_file() {
+    let sb = Sandbox::new();
+    repo(&sb);
+    sb.write(
+        ".gitmodules",
+        "[submodule \"lib\"]\n\tpath = vendor/lib\n\turl = ../lib\n",
+    );
+    sb.write("vendor/lib/.git", "gitdir: ../../.git/modules/lib\n");
+    sb.write(
+        "corral.toml",
+        "[plugins.shell]\nsource = \"builtin:shell\"\ngrants.exec = [\
+         { program = \"sh\", args = [\"-c\", \"*\"] }]\n",
+    );
+    let cli = Cli::new();
+    let out = tool_call(
+        &cli,
+        &sb,
+        json!({"argv": ["sh", "-c", "echo 'gitdir: ../../.evil' > vendor/lib/.git; \
+                 echo made > vendor/lib/made.txt; echo done"]}),
+    );
+    assert!(out.contains("done"), "{out}");
+    assert!(out.contains("Read-only file system"), "{out}");
+    assert_eq!(
+        std::fs::read_to_string(sb.ws().join("vendor/lib/.git")).expect("gitfile"),
+        "gitdir: ../../.git/modules/lib\n",
+        "the submodule's .git file was rewritten"
+    );
+    assert_eq!(
+        std::fs::read_to_string(sb.ws().join("vendor/lib/made.txt")).expect("writable"),
+        "made\n"
+    );
+}

@@ -359,13 +359,43 @@ impl Launch {
 /// manifest `corral.toml`. Configuration, hooks and attributes planted
 /// there would run the next time the user or corral runs git.
 pub fn protected_paths(root: &Path, with_git: bool) -> Vec<PathBuf> {
-    let mut names = vec!["corral.toml"];
+    let mut names = vec![PathBuf::from("corral.toml")];
     if with_git {
-        names.push(".git");
+        names.push(PathBuf::from(".git"));
+        names.extend(submodule_git_files(root));
     }
+    let inside = root.canonicalize().ok();
     names
         .iter()
         .filter_map(|n| root.join(n).canonicalize().ok())
+        .filter(|p| inside.as_ref().is_some_and(|r| p.starts_with(r)))
+        .collect()
+}
+
+/// Submodules the repository lists in `.gitmodules`, at most this many.
+const MAX_SUBMODULES: usize = 64;
+
+/// The `.git` of each submodule `.gitmodules` lists (`path = vendor/lib`
+/// gives `vendor/lib/.git`): a submodule's `.git` is a file naming its git
+/// directory, and one rewritten to name a directory a program made would
+/// hand that directory's configuration to the user's next `git status`,
+/// which enters every submodule. `.gitmodules` is the repository's own
+/// text, but it can only add paths to make read-only, never take one away.
+fn submodule_git_files(root: &Path) -> Vec<PathBuf> {
+    // Regular files only, without blocking: a FIFO named `.gitmodules`
+    // must not hang every program run.
+    let Ok(bytes) = crate::fsread::read_regular(&root.join(".gitmodules"), 64 * 1024) else {
+        return Vec::new();
+    };
+    let text = String::from_utf8_lossy(&bytes);
+    text.lines()
+        .filter_map(|line| {
+            let (key, value) = line.split_once('=')?;
+            (key.trim() == "path").then(|| value.trim().trim_matches('"').to_owned())
+        })
+        .filter(|path| !path.is_empty() && !Path::new(path).is_absolute())
+        .take(MAX_SUBMODULES)
+        .map(|path| Path::new(&path).join(".git"))
         .collect()
 }
 
