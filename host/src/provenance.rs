@@ -428,6 +428,28 @@ mod tests {
     }
 
     #[test]
+    fn diff_headers_naming_a_secret_label_the_output() {
+        let c = classifier(&GuardSettings::default());
+        let shown = vec![label(
+            LabelKind::Sensitive,
+            "`git_show` output shows a diff of `.env`",
+        )];
+        let added = "commit 1\n\ndiff --git a/.env b/.env\nnew file mode 100644\n\
+                     --- /dev/null\n+++ b/.env\n@@ -0,0 +1 @@\n+K=v\n";
+        assert_eq!(c.diff_labels("git_show", added), shown);
+        // No `a/` prefix (`--no-prefix`), a quoted name, a nested secret.
+        assert_eq!(c.diff_labels("git_show", "--- .env\n"), shown);
+        assert_eq!(c.diff_labels("git_show", "+++ \"b/.env\"\n"), shown);
+        assert_eq!(
+            c.diff_labels("x", "diff --git a/keys/id.pem b/keys/id.pem\n")[0].kind,
+            LabelKind::Sensitive
+        );
+        let plain = "diff --git a/src/main.rs b/src/main.rs\n--- a/src/main.rs\n\
+                     +++ b/src/main.rs\n+mention .env in a line\n";
+        assert_eq!(c.diff_labels("git_diff", plain), vec![]);
+    }
+
+    #[test]
     fn files_by_where_they_are() {
         let c = classifier(&GuardSettings::default());
         let kind = |p: &str| c.file(Path::new(p));
