@@ -220,6 +220,41 @@ impl Classifier {
             .collect()
     }
 
+    /// Sensitive labels for the secret paths that diff headers in `text`
+    /// (`diff --git a/X b/Y`, `--- a/X`, `+++ b/X`) name: git can return a
+    /// secret file's content as a diff (`git_show HEAD`, `git_diff`) although
+    /// no argument names it and no file is opened. Checked for any tool's
+    /// output, since any tool can run git or relay a patch.
+    pub fn diff_labels(&self, tool: &str, text: &str) -> Vec<Label> {
+        let mut labels = Labels::default();
+        for line in text.lines() {
+            let paths = if let Some(rest) = line.strip_prefix("diff --git ") {
+                rest
+            } else if let Some(rest) = line
+                .strip_prefix("--- ")
+                .or_else(|| line.strip_prefix("+++ "))
+            {
+                rest
+            } else {
+                continue;
+            };
+            // Git quotes unusual names and may use another prefix than
+            // `a/`/`b/` (or none): each word is tried as it is and without
+            // its first component, so no spelling of the header hides it.
+            for word in paths.split_whitespace() {
+                let word = word.trim_matches('"');
+                let stripped = word.split_once('/').map_or(word, |(_, rest)| rest);
+                if word != "/dev/null" && (self.names_secret(word) || self.names_secret(stripped)) {
+                    labels.push(
+                        LabelKind::Sensitive,
+                        format!("`{tool}` output shows a diff of `{}`", shown_arg(stripped)),
+                    );
+                }
+            }
+        }
+        labels.finish()
+    }
+
     /// The labels of a call of `tool` that touched `touched`; `reads_secrets`
     /// when the manifest declares that the tool reads secrets.
     pub fn labels(&self, tool: &str, touched: &Touched, reads_secrets: bool) -> Vec<Label> {
@@ -390,6 +425,28 @@ mod tests {
 
     fn classifier(settings: &GuardSettings) -> Classifier {
         Classifier::new(Path::new("/w"), settings).unwrap()
+    }
+
+    #[test]
+    fn diff_headers_naming_a_secret_label_the_output() {
+        let c = classifier(&GuardSettings::default());
+        let shown = vec![label(
+            LabelKind::Sensitive,
+            "`git_show` output shows a diff of `.env`",
+        )];
+        let added = "commit 1\n\ndiff --git a/.env b/.env\nnew file mode 100644\n\
+                     --- /dev/null\n+++ b/.env\n@@ -0,0 +1 @@\n+K=v\n";
+        assert_eq!(c.diff_labels("git_show", added), shown);
+        // No `a/` prefix (`--no-prefix`), a quoted name, a nested secret.
+        assert_eq!(c.diff_labels("git_show", "--- .env\n"), shown);
+        assert_eq!(c.diff_labels("git_show", "+++ \"b/.env\"\n"), shown);
+        assert_eq!(
+            c.diff_labels("x", "diff --git a/keys/id.pem b/keys/id.pem\n")[0].kind,
+            LabelKind::Sensitive
+        );
+        let plain = "diff --git a/src/main.rs b/src/main.rs\n--- a/src/main.rs\n\
+                     +++ b/src/main.rs\n+mention .env in a line\n";
+        assert_eq!(c.diff_labels("git_diff", plain), vec![]);
     }
 
     #[test]

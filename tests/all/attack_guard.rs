@@ -12,7 +12,7 @@ use corral_test_programs::{HOOK, HTTP_CLIENT};
 use serde_json::{Value, json};
 
 /// `corral run` with the replay provider in full-auto mode; its events.
-fn run_full_auto(cli: &Cli, sb: &Sandbox) -> Vec<Value> {
+pub(crate) fn run_full_auto(cli: &Cli, sb: &Sandbox) -> Vec<Value> {
     let o = cli.run(
         &sb.ws(),
         &[
@@ -46,7 +46,7 @@ fn leaked(server: &crate::mock::MockServer, secret: &str) -> Vec<String> {
         .collect()
 }
 
-fn git(ws: &std::path::Path, args: &[&str]) {
+pub(crate) fn git(ws: &std::path::Path, args: &[&str]) {
     let o = std::process::Command::new("git")
         .args([
             "-c",

@@ -12,6 +12,7 @@ mod agent;
 mod attack_approvals;
 mod attack_exec;
 mod attack_guard;
+mod attack_guard_diff;
 mod attack_paths;
 mod attack_trust;
 mod bounded_stream;

@@ -64,6 +64,16 @@ pub enum CallOutcome {
 }
 
 impl CallOutcome {
+    /// The text a result of this outcome carries back from the tool, if
+    /// it ran.
+    fn text(&self) -> Option<&str> {
+        match self {
+            CallOutcome::Output { content, .. } => Some(content),
+            CallOutcome::Failed(m) | CallOutcome::Fatal(m) => Some(m),
+            _ => None,
+        }
+    }
+
     /// The text the model reads and whether it is an error.
     fn into_parts(self) -> (String, bool, Option<serde_json::Value>) {
         match self {
@@ -678,6 +688,18 @@ impl Dispatcher {
                 && let Ok(args) = serde_json::from_str(&call.arguments)
             {
                 for label in tracker.classifier.argument_labels(&call.name, &args, true) {
+                    if !labels.contains(&label) {
+                        labels.push(label);
+                    }
+                }
+            }
+            // A diff can carry a secret file's content with no argument
+            // naming it (`git_show HEAD` of a commit that added `.env`).
+            let sensitive = labels
+                .iter()
+                .any(|l| l.kind == crate::protocol::LabelKind::Sensitive);
+            if !sensitive && let Some(text) = outcome.text() {
+                for label in tracker.classifier.diff_labels(&call.name, text) {
                     if !labels.contains(&label) {
                         labels.push(label);
                     }

@@ -194,10 +194,10 @@ pub fn hold(settings: &GuardSettings, held: &Held, tool: &str, reach: &Reach) ->
 }
 
 /// Why the guard holds one call of `tool` whose arguments name the secret
-/// files `named` and which could reach the network (`reach`): it could read
-/// and send them in one go (`upload {path: ".env", url}`), before any label
-/// of its result exists. Writes outside the workspace do not count here: a
-/// secret path named by a write is where it writes, not what it sends.
+/// files `named` and which could carry data out (`reach`): it could read
+/// and send them in one go (`upload {path: ".env", url}`), or copy them
+/// outside the workspace (`copy {from: ".env", to: "/elsewhere/x"}`),
+/// before any label of its result exists.
 pub fn hold_named(
     settings: &GuardSettings,
     named: &[String],
@@ -207,11 +207,7 @@ pub fn hold_named(
     if !settings.enabled || named.is_empty() {
         return None;
     }
-    let network = Reach {
-        outside_writes: Vec::new(),
-        ..reach.clone()
-    };
-    let ways = ways(settings, &network);
+    let ways = ways(settings, reach);
     if ways.is_empty() {
         return None;
     }
@@ -379,9 +375,22 @@ mod tests {
             )
         );
         assert_eq!(hold_named(&settings, &[], "upload", &net), None);
-        // A write outside is where the call writes, not what it sends.
-        let write = Reach::of(&[Effect::Write], vec![], vec![], vec!["/tmp/out".into()]);
-        assert_eq!(hold_named(&settings, &named, "out_write", &write), None);
+        // A copy out of the workspace carries the secret as surely as a send.
+        let write = Reach::of(
+            &[Effect::Read, Effect::Write],
+            vec![],
+            vec![],
+            vec!["/elsewhere".into()],
+        );
+        assert_eq!(
+            hold_named(&settings, &named, "copy", &write).as_deref(),
+            Some(
+                "exfiltration guard: this call names sensitive data (`.env`); \
+                 `copy` could write outside the workspace (`/elsewhere`)"
+            )
+        );
+        let inside = Reach::of(&[Effect::Read, Effect::Write], vec![], vec![], vec![]);
+        assert_eq!(hold_named(&settings, &named, "copy", &inside), None);
         let allowed = GuardSettings {
             allow_hosts: vec!["127.0.0.1".into()],
             ..GuardSettings::default()
