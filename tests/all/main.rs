@@ -34,6 +34,7 @@ mod mock;
 mod policy;
 mod registry_bounds;
 mod sandbox;
+mod speed_windows;
 mod stubs;
 mod subagents;
 mod templates;
