@@ -111,3 +111,22 @@ impl Touched {
         self.reads.is_empty() && self.hosts.is_empty() && self.programs.is_empty()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_are_listed_once_up_to_the_cap_and_counted_once_beyond() {
+        let mut rec = Recording::default();
+        for _ in 0..2 {
+            for i in 0..MAX_ENTRIES + 10 {
+                rec.read_path(PathBuf::from(format!("/ws/f{i}")));
+            }
+        }
+        let touched = rec.finish();
+        assert_eq!(touched.reads.len(), MAX_ENTRIES);
+        assert_eq!(touched.reads[0], PathBuf::from("/ws/f0"));
+        assert_eq!(touched.reads_dropped, 10);
+    }
+}
