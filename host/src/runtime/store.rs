@@ -56,7 +56,7 @@ pub(crate) struct CallState {
     /// `wasi:filesystem` (set by `fsguard`).
     pub(super) looked_at_files: bool,
     /// What the call touched: files read, hosts reached, programs run.
-    pub(super) touched: super::touched::Touched,
+    pub(super) touched: super::touched::Recording,
 }
 
 impl CallState {
@@ -297,7 +297,7 @@ impl Plugin {
         let outcome = tokio::time::timeout(deadline + TICK * 5, call).await;
         if let Some(touched) = touched {
             let state = store.data_mut();
-            *touched = std::mem::take(&mut state.touched);
+            *touched = std::mem::take(&mut state.touched).finish();
             for (scheme, host, port) in &state.egress.contacted {
                 touched.host(scheme, host, *port);
             }

@@ -4,6 +4,8 @@
 //! and whether they had the network. Provenance labels are derived from
 //! this record, never from what a tool says about itself.
 
+use std::collections::HashSet;
+use std::hash::{BuildHasher, RandomState};
 use std::os::fd::AsRawFd;
 use std::path::PathBuf;
 
@@ -35,7 +37,22 @@ pub struct ProgramRun {
     pub network: bool,
 }
 
-impl Touched {
+/// [`Touched`] while the call runs, with what makes recording O(1) per
+/// effect: a grep opens tens of thousands of files, and comparing each with
+/// every path recorded so far made the bookkeeping cost more than the grep.
+#[derive(Debug, Default)]
+pub(crate) struct Recording {
+    touched: Touched,
+    /// The listed reads, to know a file already recorded without a scan.
+    listed: HashSet<PathBuf>,
+    /// Keyed hashes of the paths counted in `reads_dropped`: only a count
+    /// depends on them, so a tree of a million files does not keep a
+    /// million paths (a collision under a random key only undercounts).
+    dropped: HashSet<u64>,
+    hasher: RandomState,
+}
+
+impl Recording {
     /// Records a file opened for reading through `fd`, by the path the
     /// kernel knows it by (so a symlink counts as what it points to).
     pub(crate) fn read_fd(&mut self, fd: &impl AsRawFd) {
@@ -51,16 +68,29 @@ impl Touched {
     }
 
     fn read_path(&mut self, path: PathBuf) {
-        if self.reads.contains(&path) {
+        if self.listed.contains(&path) {
             return;
         }
-        if self.reads.len() >= MAX_ENTRIES {
-            self.reads_dropped += 1;
-        } else {
-            self.reads.push(path);
+        if self.touched.reads.len() < MAX_ENTRIES {
+            self.listed.insert(path.clone());
+            self.touched.reads.push(path);
+        } else if self.dropped.insert(self.hasher.hash_one(&path)) {
+            self.touched.reads_dropped += 1;
         }
     }
 
+    /// Records a program run.
+    pub(crate) fn program(&mut self, run: ProgramRun) {
+        self.touched.program(run);
+    }
+
+    /// What the call touched.
+    pub(crate) fn finish(self) -> Touched {
+        self.touched
+    }
+}
+
+impl Touched {
     /// Records a request that went out to `scheme://host:port`.
     pub(crate) fn host(&mut self, scheme: &str, host: &str, port: u16) {
         let dest = format!("{scheme}://{host}:{port}");
@@ -79,5 +109,24 @@ impl Touched {
     /// Whether the call touched nothing this records.
     pub fn is_empty(&self) -> bool {
         self.reads.is_empty() && self.hosts.is_empty() && self.programs.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_are_listed_once_up_to_the_cap_and_counted_once_beyond() {
+        let mut rec = Recording::default();
+        for _ in 0..2 {
+            for i in 0..MAX_ENTRIES + 10 {
+                rec.read_path(PathBuf::from(format!("/ws/f{i}")));
+            }
+        }
+        let touched = rec.finish();
+        assert_eq!(touched.reads.len(), MAX_ENTRIES);
+        assert_eq!(touched.reads[0], PathBuf::from("/ws/f0"));
+        assert_eq!(touched.reads_dropped, 10);
     }
 }

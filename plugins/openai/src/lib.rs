@@ -20,7 +20,7 @@
 //! | `max_tokens_param` | body field for the token limit | `max_completion_tokens` for api.openai.com, else `max_tokens` |
 //! | `response_timeout_ms` | wait for the response headers | 120000 |
 //! | `stall_timeout_ms` | longest silence inside the stream | 120000 |
-//! | `models_endpoint` | `true`: `models()` also asks the server's `GET /models`, whose entries (with a context length, as vLLM, llama.cpp, LM Studio and OpenRouter report it) win over the built-in table | `false` (the table only: OpenAI's own list carries no limits) |
+//! | `models_endpoint` | `true`: `models()` also asks the server's `GET /models`, whose entries (with a context length, as vLLM, llama.cpp, LM Studio and OpenRouter report it) win over the built-in table; the server's runtime context is read first (llama.cpp `n_ctx` before `meta.n_ctx_train`; Ollama's `POST /api/show` `num_ctx`, else its 4,096 default, for the configured `model`) | `false` (the table only: OpenAI's own list carries no limits) |
 //!
 //! The plugin never reads an API key: the host adds the `authorization`
 //! header configured in `grants.secrets` when the request leaves.
@@ -49,6 +49,25 @@ const MODELS: &[(&str, u32, u32, bool)] = &[
     ("o4-mini", 200_000, 100_000, true),
 ];
 
+/// The runtime context of `model` from the Ollama server at `root`, or
+/// `None` when the server does not answer Ollama's way.
+fn ollama_context(root: &str, model: &str) -> Option<u32> {
+    let request = Request::post_json(
+        format!("{root}/api/show"),
+        &serde_json::json!({ "model": model }),
+    )
+    .timeouts(provider::timeouts_from_config());
+    // Not retried: a server that is not Ollama answers 404 or an error,
+    // and the model list must not wait seconds on that.
+    let once = provider::Retry {
+        max_retries: 0,
+        ..provider::Retry::default()
+    };
+    let mut response = provider::send_with(&request, &once).ok()?;
+    let body = response.read_to_end(8 * 1024 * 1024).ok()?;
+    stream::parse_ollama_show(&body)
+}
+
 /// The provider exported by this component.
 pub struct OpenAi;
 
@@ -63,7 +82,18 @@ impl Provider for OpenAi {
         let mut response =
             provider::send(&Request::get(url).timeouts(provider::timeouts_from_config()))?;
         let body = response.read_to_end(8 * 1024 * 1024)?;
-        Ok(provider::merge_models(table, parse_models(&body)?))
+        let mut listed = parse_models(&body)?;
+        // Ollama's `/v1/models` gives ids only; its native `/api/show`
+        // tells the context the model runs with. Asked for the configured
+        // model only, so a server with many models costs one request.
+        if let Some(m) = listed
+            .iter_mut()
+            .find(|m| m.context_window.is_none() && m.id == settings.model)
+            && let Some(root) = settings.base_url.strip_suffix("/v1")
+        {
+            m.context_window = ollama_context(root, &m.id);
+        }
+        Ok(provider::merge_models(table, listed))
     }
 
     fn complete(request: ChatRequest) -> Result<ChatResponse, ProviderError> {

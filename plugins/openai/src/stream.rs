@@ -349,10 +349,12 @@ fn stream_error(error: &Value) -> ProviderError {
 
 /// The models of a `GET /models` answer (`{"data": [{"id": …}, …]}`), with
 /// the limits the server reports. OpenAI's own API lists ids only; local and
-/// routing servers add the context length under one of several names:
-/// `max_model_len` (vLLM), `context_length` (OpenRouter, LiteLLM),
-/// `max_context_length` (LM Studio), `context_window`, `meta.n_ctx_train`
-/// (llama.cpp's training context, used when nothing else is given).
+/// routing servers add the context length under one of several names, the
+/// server's runtime context first: `n_ctx` or `meta.n_ctx` (llama.cpp's
+/// `-c`), `max_model_len` (vLLM), `context_length` (OpenRouter, LiteLLM),
+/// `max_context_length` (LM Studio), `context_window`, and last
+/// `meta.n_ctx_train` (llama.cpp's training context: the server may run with
+/// less, so it is used only when nothing else is given).
 pub fn parse_models(body: &[u8]) -> Result<Vec<ModelInfo>, ProviderError> {
     let json: Value = serde_json::from_slice(body)
         .map_err(|e| ProviderError::Protocol(format!("the model list is not JSON ({e})")))?;
@@ -383,6 +385,8 @@ pub fn parse_models(body: &[u8]) -> Result<Vec<ModelInfo>, ProviderError> {
                 context_window: number(
                     m,
                     &[
+                        &["meta", "n_ctx"],
+                        &["n_ctx"],
                         &["max_model_len"],
                         &["context_length"],
                         &["max_context_length"],
@@ -403,6 +407,44 @@ pub fn parse_models(body: &[u8]) -> Result<Vec<ModelInfo>, ProviderError> {
             })
         })
         .collect())
+}
+
+/// Ollama's context when nothing else is set (`num_ctx`,
+/// `OLLAMA_CONTEXT_LENGTH`): the server truncates a longer prompt.
+pub const OLLAMA_DEFAULT_CONTEXT: u32 = 4096;
+
+/// The runtime context of a model from Ollama's `POST /api/show` answer:
+/// its `num_ctx` parameter (a `parameters` line such as `num_ctx 8192`, or a
+/// number in `model_info`), else Ollama's default context
+/// ([`OLLAMA_DEFAULT_CONTEXT`]), never above the model's own
+/// `<architecture>.context_length`. `None` when the answer is not Ollama's.
+pub fn parse_ollama_show(body: &[u8]) -> Option<u32> {
+    let json: Value = serde_json::from_slice(body).ok()?;
+    let info = json.get("model_info").and_then(Value::as_object);
+    let trained = info.and_then(|info| {
+        info.iter()
+            .find(|(k, _)| k.ends_with(".context_length"))
+            .and_then(|(_, v)| v.as_u64())
+    });
+    let from_params = json
+        .get("parameters")
+        .and_then(Value::as_str)
+        .and_then(|p| {
+            p.lines().find_map(|line| {
+                let mut words = line.split_whitespace();
+                (words.next() == Some("num_ctx"))
+                    .then(|| words.next()?.parse::<u64>().ok())
+                    .flatten()
+            })
+        })
+        .or_else(|| info?.get("num_ctx")?.as_u64());
+    if info.is_none() && from_params.is_none() {
+        return None;
+    }
+    let window = from_params
+        .unwrap_or(u64::from(OLLAMA_DEFAULT_CONTEXT))
+        .min(trained.unwrap_or(u64::MAX));
+    u32::try_from(window).ok().filter(|n| *n > 0)
 }
 
 /// The fields of a `chat.completion.chunk` this plugin reads; the rest is
@@ -850,5 +892,22 @@ mod tests {
             parse_models(br#"{"error":{"message":"nope"}}"#),
             Err(ProviderError::Protocol(m)) if m.contains("nope")
         ));
+        let llama = br#"{"data":[{"id":"m","meta":{"n_ctx_train":32768,"n_ctx":2048}},{"id":"old","meta":{"n_ctx_train":4096}}]}"#;
+        let got = parse_models(llama).unwrap();
+        assert_eq!(got[0].context_window, Some(2048));
+        assert_eq!(got[1].context_window, Some(4096));
+    }
+
+    #[test]
+    fn ollama_show() {
+        let with = br#"{"parameters":"stop \"x\"\nnum_ctx 8192","model_info":{"general.architecture":"llama","llama.context_length":131072}}"#;
+        assert_eq!(parse_ollama_show(with), Some(8192));
+        let default =
+            br#"{"model_info":{"general.architecture":"llama","llama.context_length":131072}}"#;
+        assert_eq!(parse_ollama_show(default), Some(OLLAMA_DEFAULT_CONTEXT));
+        let small = br#"{"model_info":{"general.architecture":"tiny","tiny.context_length":1024}}"#;
+        assert_eq!(parse_ollama_show(small), Some(1024));
+        assert_eq!(parse_ollama_show(br#"{"error":"not found"}"#), None);
+        assert_eq!(parse_ollama_show(b"404 page not found"), None);
     }
 }
