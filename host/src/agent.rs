@@ -100,16 +100,13 @@ impl CallIds {
         format!("c-{n}")
     }
 
-    /// Goes on after every `c-N` a resumed session's log already holds.
+    /// Goes on after every `c-N` a resumed session's log already holds,
+    /// its subagents' wrapped events included: a child's calls took ids
+    /// from the same counter, and their artifacts are named by them.
     fn continue_after(&self, records: &[Record]) {
         let highest = records
             .iter()
-            .filter_map(|r| match &r.event {
-                Event::ToolCallBegin { call } => Some(call.id.as_str()),
-                Event::ToolCallEnd { call_id, .. } => Some(call_id.as_str()),
-                _ => None,
-            })
-            .filter_map(|id| id.strip_prefix("c-")?.parse::<u64>().ok())
+            .map(|r| highest_call_id(&r.event))
             .max()
             .unwrap_or(0);
         self.0
@@ -120,6 +117,10 @@ impl CallIds {
     /// kept as [`ToolCall::model_id`] for the provider when it names one
     /// call only; an empty or repeated one is dropped, and corral's id goes
     /// back in its place.
+    ///
+    /// A model id shaped like corral's own (`c-5`) is dropped too: corral's
+    /// `c-5` may go back for another call of the same response, and the
+    /// provider would then see two calls with one id.
     fn assign(&self, message: &mut crate::protocol::AssistantMessage) {
         let mut uses: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
         for call in &message.tool_calls {
@@ -128,10 +129,42 @@ impl CallIds {
         for call in &mut message.tool_calls {
             let model = std::mem::take(&mut call.id);
             let unique = uses.get(&model) == Some(&1);
-            call.model_id = (unique && !model.is_empty()).then_some(model);
+            let keep = unique && !model.is_empty() && !looks_like_call_id(&model);
+            call.model_id = keep.then_some(model);
             call.id = self.next();
         }
     }
+}
+
+/// Whether `id` is shaped like corral's `c-N` (`^c-[0-9]+$`), however
+/// many digits.
+fn looks_like_call_id(id: &str) -> bool {
+    id.strip_prefix("c-")
+        .is_some_and(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// `N` of corral's id `c-N`; `None` for other ids, and for a number no
+/// counter reaches (it must not push the counter to overflow).
+fn call_number(id: &str) -> Option<u64> {
+    if !looks_like_call_id(id) {
+        return None;
+    }
+    id.get(2..)?.parse::<u64>().ok()
+}
+
+/// The highest `c-N` an event names, looking inside subagent wrappers.
+fn highest_call_id(event: &Event) -> u64 {
+    let id = match event {
+        Event::ToolCallBegin { call } => call.id.as_str(),
+        Event::ToolCallEnd { call_id, .. } => call_id.as_str(),
+        Event::Subagent { call_id, event, .. } => {
+            return call_number(call_id)
+                .unwrap_or(0)
+                .max(highest_call_id(event));
+        }
+        _ => return 0,
+    };
+    call_number(id).unwrap_or(0)
 }
 
 impl std::fmt::Debug for AgentOptions {
@@ -959,4 +992,74 @@ async fn forward(
     }
     let _ = ui.send(event);
     true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::AssistantMessage;
+
+    fn call(id: &str) -> ToolCall {
+        ToolCall {
+            id: id.to_owned(),
+            name: "read".to_owned(),
+            arguments: "{}".to_owned(),
+            model_id: None,
+        }
+    }
+
+    fn record(event: Event) -> Record {
+        Record {
+            seq: 1,
+            ts_ms: 0,
+            event,
+        }
+    }
+
+    #[test]
+    fn resume_counts_the_ids_of_wrapped_subagent_events() {
+        let ids = CallIds::default();
+        let child = Event::ToolCallBegin { call: call("c-7") };
+        let nested = Event::Subagent {
+            call_id: "c-2".to_owned(),
+            session_id: "s".to_owned(),
+            event: Box::new(Event::Subagent {
+                call_id: "c-3".to_owned(),
+                session_id: "t".to_owned(),
+                event: Box::new(child),
+            }),
+        };
+        ids.continue_after(&[
+            record(Event::ToolCallBegin { call: call("c-2") }),
+            record(nested),
+        ]);
+        assert_eq!(ids.next(), "c-8");
+    }
+
+    #[test]
+    fn resume_ignores_an_id_past_the_counter() {
+        let ids = CallIds::default();
+        ids.continue_after(&[record(Event::ToolCallBegin {
+            call: call("c-99999999999999999999999"),
+        })]);
+        assert_eq!(ids.next(), "c-1");
+    }
+
+    #[test]
+    fn a_model_id_shaped_like_corrals_is_not_kept() {
+        let ids = CallIds::default();
+        let mut message = AssistantMessage {
+            text: String::new(),
+            tool_calls: vec![call("c-2"), call("toolu_1"), call("c-0099"), call("c-")],
+        };
+        ids.assign(&mut message);
+        let wire: Vec<&str> = message.tool_calls.iter().map(|c| c.wire_id()).collect();
+        assert_eq!(wire, ["c-1", "toolu_1", "c-3", "c-"]);
+        let mut unique = wire.clone();
+        unique.sort_unstable();
+        unique.dedup();
+        assert_eq!(unique.len(), wire.len(), "wire ids repeat: {wire:?}");
+        assert_eq!(message.tool_calls[0].model_id, None);
+        assert_eq!(message.tool_calls[1].model_id.as_deref(), Some("toolu_1"));
+    }
 }

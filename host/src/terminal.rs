@@ -75,12 +75,15 @@ const NEWLINE_RUN: usize = 3;
 /// tabs as `\t`, carriage returns as `\r`, spaces that are not U+0020 as
 /// `\u{a0}`, long runs of spaces as `␠×N` and of newlines as `↵×N` (so a
 /// tail pushed past the edge of the screen comes back into view), and the
-/// two marks themselves escaped so that no text can fake them. Nothing is
+/// two marks themselves escaped so that no text can fake them, and a
+/// backslash doubled so that no text can fake an escape. Nothing is
 /// dropped: the result is as long as it must be, and wraps where it is shown.
 ///
 /// ```
 /// let shown = corral::terminal::visible(&format!("echo hi{}; touch PWNED\t\u{202e}", " ".repeat(300)));
 /// assert_eq!(shown, "echo hi␠×300; touch PWNED\\t\\u{202e}");
+/// // The text `\t` (a backslash, then `t`) is not a tab.
+/// assert_eq!(corral::terminal::visible(r"a\tb"), r"a\\tb");
 /// ```
 pub fn visible(text: &str) -> String {
     let mut out = String::with_capacity(text.len() + 16);
@@ -104,6 +107,9 @@ pub fn visible(text: &str) -> String {
             continue;
         }
         match c {
+            // Doubled so that a literal `\t` in the text cannot pass for an
+            // escaped tab.
+            '\\' => out.push_str("\\\\"),
             '\t' => out.push_str("\\t"),
             '\r' => out.push_str("\\r"),
             c if (c as u32) < 0x80 && needs_escape(c) => {
@@ -277,5 +283,14 @@ mod tests {
         assert_eq!(visible("fake ␠×3 ↵×9"), "fake \\u{2420}×3 \\u{21b5}×9");
         assert_eq!(visible("\x1b[2J\u{202e}"), "\\x1b[2J\\u{202e}");
         assert_eq!(visible("héllo ✓"), "héllo ✓");
+    }
+
+    #[test]
+    fn a_literal_escape_in_the_text_is_not_an_escape() {
+        use super::visible;
+        assert_ne!(visible("a\\tb"), visible("a\tb"));
+        assert_eq!(visible("a\\tb"), "a\\\\tb");
+        assert_eq!(visible("\\u{202e}"), "\\\\u{202e}");
+        assert_eq!(visible("\\\t"), "\\\\\\t");
     }
 }

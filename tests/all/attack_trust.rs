@@ -78,10 +78,10 @@ fn trust_lists_every_line_that_would_loosen_the_users_settings() {
     );
     for (line, setting) in [
         (2, "policy.mode = \"full-auto\""),
-        (3, "policy.allow = [\"write_file\"]"),
+        (3, "policy.allow = [`write_file`]"),
         (6, "guard.enabled = false"),
-        (7, "guard.trusted = [\"**\"]"),
-        (8, "guard.allow_hosts = [\"evil.example\"]"),
+        (7, "guard.trusted = [`**`]"),
+        (8, "guard.allow_hosts = [`evil.example`]"),
         (11, "sandbox.require_os_sandbox = false"),
     ] {
         assert!(

@@ -132,8 +132,10 @@ fn withheld(registry: &str) -> Option<String> {
     match std::env::var(REGISTRY_ENV) {
         Ok(bound) if same_registry(&bound, registry) => None,
         Ok(bound) => Some(format!(
-            " (CORRAL_REGISTRY_USERNAME was not sent: it belongs to {REGISTRY_ENV}={bound:?}, \
-             not {registry}; set {REGISTRY_ENV}={registry} if you mean to log in there)"
+            " (CORRAL_REGISTRY_USERNAME was not sent: it belongs to `{REGISTRY_ENV}={}`, \
+             not `{registry}`; set {REGISTRY_ENV}={registry} if you mean to log in there)",
+            crate::terminal::inert_line(&bound),
+            registry = crate::terminal::inert_line(registry),
         )),
         Err(_) => Some(format!(
             " (CORRAL_REGISTRY_USERNAME was not sent: credentials go only to the registry \
@@ -175,8 +177,9 @@ pub fn layer_limit() -> Result<u64, String> {
             .map(|kb| kb.saturating_mul(1024).min(max))
             .map_err(|_| {
                 format!(
-                    "{LAYER_LIMIT_ENV}={v:?} is not a whole number of KiB; \
+                    "`{LAYER_LIMIT_ENV}={}` is not a whole number of KiB; \
                      set it to e.g. 65536 (64 MiB), or unset it for {} MiB",
+                    crate::terminal::inert_line(&v),
                     max >> 20
                 )
             }),

@@ -250,7 +250,10 @@ pub fn from_layers(workspace: &Path, layers: &[Layer]) -> Result<Manifest, Manif
                 if action == Action::Allow
                     && !loosens(
                         text.span(),
-                        format!("policy.allow = [{:?}]", text.get_ref()),
+                        format!(
+                            "policy.allow = [`{}`]",
+                            crate::terminal::inert_line(text.get_ref())
+                        ),
                         "would run matching calls without asking, whatever the mode",
                     )
                 {
@@ -290,7 +293,10 @@ pub fn from_layers(workspace: &Path, layers: &[Layer]) -> Result<Manifest, Manif
                 if key == "trusted"
                     && !loosens(
                         pattern.span(),
-                        format!("guard.trusted = [{:?}]", pattern.get_ref()),
+                        format!(
+                            "guard.trusted = [`{}`]",
+                            crate::terminal::inert_line(pattern.get_ref())
+                        ),
                         "would make what those files say count as trusted, so an instruction \
                          planted there no longer holds network calls",
                     )
@@ -314,7 +320,7 @@ pub fn from_layers(workspace: &Path, layers: &[Layer]) -> Result<Manifest, Manif
             }
             if !loosens(
                 host.span(),
-                format!("guard.allow_hosts = [{h:?}]"),
+                format!("guard.allow_hosts = [`{}`]", crate::terminal::inert_line(h)),
                 "would let a session the guard holds send data to that host unasked",
             ) {
                 continue;

@@ -26,7 +26,9 @@ fn centered(area: Rect, width: u16, height: u16) -> Rect {
 /// ([`crate::terminal::visible_arguments`]) and its diff — wrapped to the
 /// modal's width and scrolled when it cannot fit. The frame that shows the
 /// last line marks the modal seen; until then `y` and `a` do nothing (see
-/// [`App`]), so nothing is approved that was not on the screen.
+/// [`App`]), so nothing is approved that was not on the screen. A call of
+/// more rows than a `u16` counts can never be scrolled to its end, so it is
+/// never marked seen and the modal says it can only be refused.
 pub(crate) fn approval(frame: &mut Frame<'_>, area: Rect, modal: &Modal) {
     let req = &modal.request;
     let width = area.width.saturating_sub(4).min(100);
@@ -45,6 +47,9 @@ pub(crate) fn approval(frame: &mut Frame<'_>, area: Rect, modal: &Modal) {
     let guard_rows = req.guard.as_deref().map_or(0, |g| {
         (g.chars().count() / usize::from(width.saturating_sub(2).max(1)) + 1) as u16
     });
+    // Rows are counted and scrolled in u16: past that the end of the call
+    // can never come into view, so it cannot be approved here.
+    let too_long = u16::try_from(body.len()).is_err();
     let body_len = u16::try_from(body.len()).unwrap_or(u16::MAX);
     let rect = centered(
         area,
@@ -99,11 +104,28 @@ pub(crate) fn approval(frame: &mut Frame<'_>, area: Rect, modal: &Modal) {
     let max_scroll = total.saturating_sub(body_h);
     let scroll = modal.scroll.min(max_scroll);
     modal.max_scroll.set(max_scroll);
-    if body_h > 0 && scroll >= max_scroll {
+    if body_h > 0 && scroll >= max_scroll && !too_long {
         modal.seen_all.set(true);
     }
     let seen = modal.seen_all.get();
     let answers = match &modal.reason {
+        None if too_long => vec![
+            Line::from(vec![
+                Span::styled(
+                    format!(
+                        "this call is {} lines, too long to review here: it cannot be approved   ",
+                        body.len()
+                    ),
+                    bold.fg(Color::Red),
+                ),
+                Span::styled("[n]", bold.fg(Color::Red)),
+                Span::raw(" no"),
+            ]),
+            Line::styled(
+                "answer no, or run it yourself after reading it elsewhere",
+                dim,
+            ),
+        ],
         Some(reason) => vec![
             Line::from(vec![
                 Span::styled("deny, reason: ", Style::default().fg(Color::Red)),
@@ -147,8 +169,15 @@ pub(crate) fn approval(frame: &mut Frame<'_>, area: Rect, modal: &Modal) {
         Rect::new(inner.x, inner.y, inner.width, head_h.min(inner.height)),
     );
     if body_h > 0 {
+        // Only the rows in view go to the paragraph: it counts rows in u16
+        // and overflows on a body longer than that.
+        let shown: Vec<Line<'static>> = body
+            .into_iter()
+            .skip(usize::from(scroll))
+            .take(usize::from(body_h))
+            .collect();
         frame.render_widget(
-            Paragraph::new(body).scroll((scroll, 0)),
+            Paragraph::new(shown),
             Rect::new(inner.x, inner.y + head_h, inner.width, body_h),
         );
     }

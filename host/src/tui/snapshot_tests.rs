@@ -327,6 +327,40 @@ fn approval_keys_wait_until_the_whole_call_was_shown() {
     );
 }
 
+/// A call of more wrapped lines than the modal can count (65,535) could be
+/// scrolled only that far, short of its end: it is never approvable, and
+/// the modal says so.
+#[test]
+fn a_call_too_long_to_scroll_to_its_end_cannot_be_approved() {
+    let mut app = started();
+    user_turn(&mut app, "run it");
+    let steps: Vec<String> = (1..=70_000).map(|i| format!("echo {i}")).collect();
+    let command = format!("{}\ntouch PWNED", steps.join("\n"));
+    let args = serde_json::json!({ "command": command }).to_string();
+    let run = call("r1", "run_command", &args);
+    request_end(&mut app, "", vec![run.clone()]);
+    app.apply(&Event::ApprovalRequested(ApprovalRequest::new(
+        run,
+        "mode ask: execute needs approval".into(),
+        None,
+        "this command".into(),
+        None,
+    )));
+    app.set_clock(1_000);
+    let _ = screen(&mut app, 80, 24);
+    // As far down as the keys could ever take it.
+    if let Some(modal) = app.modal.as_mut() {
+        modal.scroll = u16::MAX;
+    }
+    let last = screen(&mut app, 80, 24);
+    assert!(!last.contains("touch PWNED"), "{last}");
+    assert!(last.contains("too long to review here"), "{last}");
+    app.key(key(KeyCode::Char('y')));
+    app.key(key(KeyCode::Char('a')));
+    assert!(app.drain_actions().is_empty());
+    assert!(app.modal_open());
+}
+
 #[test]
 fn status_line() {
     let mut app = started();
