@@ -10,7 +10,11 @@
 //!
 //! 1. every target is resolved: a symlink is followed to the file it leads
 //!    to inside the grant (a link leading out of it is refused), and that
-//!    file is what gets replaced, never the link;
+//!    file is what gets replaced, never the link; its parent directory is
+//!    opened once and judged as that descriptor, and everything after
+//!    works relative to it by single names, so a directory swapped for a
+//!    symlink (into `.git`) by a concurrent call after the check cannot
+//!    redirect the write;
 //! 2. a journal naming every temporary file and target is written to the
 //!    host's data directory (`$XDG_DATA_HOME/corral/journal/<workspace>/`),
 //!    outside every grant, so no plugin can write or forge it;
