@@ -780,6 +780,32 @@ mod tests {
     }
 
     #[test]
+    fn a_parent_swapped_between_the_path_check_and_its_open_is_refused() {
+        let (_tmp, root, ws) = workspace();
+        let guard = Guard::new(Some(&ws), &Source::Builtin("fs".into())).unwrap();
+        let swapped = std::cell::Cell::new(false);
+        // The path passes its check; the swap lands right after it, before
+        // the parent is opened: the descriptor's own judgement must refuse.
+        let protected = |dir: &File, rel: &str| {
+            if !swapped.replace(true) {
+                assert_eq!(rel, "d/pre-commit");
+                swap(&ws);
+                return Ok(());
+            }
+            match guard.refusal(dir, rel) {
+                None => Ok(()),
+                Some(why) => Err(why),
+            }
+        };
+        let steps = vec![step(&root, &ws, "d/pre-commit", Some(b"#!/bin/sh\n"))];
+        let err = commit(steps, None, &protected, &mut || {}).unwrap_err();
+        assert!(err.contains("its directory changed"), "{err}");
+        assert!(err.contains("No file was changed"), "{err}");
+        let left: Vec<_> = std::fs::read_dir(ws.join(".git/hooks")).unwrap().collect();
+        assert!(left.is_empty(), "{left:?}");
+    }
+
+    #[test]
     fn a_removal_whose_parent_is_swapped_after_the_check_spares_git() {
         let (_tmp, root, ws) = workspace();
         std::fs::write(ws.join("d/config"), "mine").unwrap();
