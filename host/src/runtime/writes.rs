@@ -10,7 +10,11 @@
 //!
 //! 1. every target is resolved: a symlink is followed to the file it leads
 //!    to inside the grant (a link leading out of it is refused), and that
-//!    file is what gets replaced, never the link;
+//!    file is what gets replaced, never the link; its parent directory is
+//!    opened once and judged as that descriptor, and everything after
+//!    works relative to it by single names, so a directory swapped for a
+//!    symlink (into `.git`) by a concurrent call after the check cannot
+//!    redirect the write;
 //! 2. a journal naming every temporary file and target is written to the
 //!    host's data directory (`$XDG_DATA_HOME/corral/journal/<workspace>/`),
 //!    outside every grant, so no plugin can write or forge it;
@@ -95,6 +99,11 @@ struct Step {
     content: Option<Vec<u8>>,
     /// The temporary file's name (beside the target), when writing.
     temp_name: Option<String>,
+    /// The target's parent directory, opened once and judged by the
+    /// protected paths as that descriptor: every later step works
+    /// relative to it by single names, so no directory or symlink swapped
+    /// in after the check can redirect the write (into `.git`, say).
+    dir: Option<Arc<File>>,
 }
 
 impl Step {
@@ -282,10 +291,12 @@ impl CallState {
                 target,
                 content: change.content,
                 temp_name: None,
+                dir: None,
             });
         }
         let journal = self.plugin.journal.clone();
-        Ok(self.commit(steps, journal.as_deref()))
+        let protected = |root: &File, rel: &str| self.protected(root, rel);
+        Ok(commit(steps, journal.as_deref(), &protected, &mut || {}))
     }
 
     /// Refuses what the protected paths refuse, in the words of `fsguard`.
@@ -305,111 +316,134 @@ impl CallState {
             }
         }
     }
+}
 
-    fn commit(&self, mut steps: Vec<Step>, journal_dir: Option<&Path>) -> Result<(), String> {
-        let mut made_dirs: Vec<(Arc<File>, String)> = Vec::new();
-        let mut temps: Vec<(Arc<File>, String)> = Vec::new();
-        // Nothing is replaced before the journal says committed; until
-        // then a failure takes back what was made, the journal last, so a
-        // kill in between still finds every temporary file in it.
-        let undo = |temps: &[(Arc<File>, String)], dirs: &[(Arc<File>, String)], why: String| {
-            for (root, temp) in temps.iter().rev() {
-                let _ = cap_primitives::fs::remove_file(root, Path::new(temp));
-            }
-            for (root, dir) in dirs.iter().rev() {
-                let _ = cap_primitives::fs::remove_dir(root, Path::new(dir));
-            }
-            if dirs.is_empty() {
-                Err(format!("{why}\nNo file was changed."))
-            } else {
-                Err(format!(
-                    "{why}\nNo file was changed; the directories it had created removed again."
-                ))
-            }
-        };
-        if let Err(why) = self.check(&mut steps, &mut made_dirs) {
-            return undo(&temps, &made_dirs, why);
+/// What judges a path (relative to a directory) by the protected paths.
+type Protected<'a> = dyn Fn(&File, &str) -> Result<(), String> + 'a;
+
+/// Writes `steps` through the journal in `journal_dir`. `after_check` runs
+/// once every step is checked, before anything is written: a seam for the
+/// tests that swap a directory there.
+fn commit(
+    mut steps: Vec<Step>,
+    journal_dir: Option<&Path>,
+    protected: &Protected<'_>,
+    after_check: &mut dyn FnMut(),
+) -> Result<(), String> {
+    let mut made_dirs: Vec<(Arc<File>, String)> = Vec::new();
+    let mut temps: Vec<(Arc<File>, String)> = Vec::new();
+    // Nothing is replaced before the journal says committed; until
+    // then a failure takes back what was made, the journal last, so a
+    // kill in between still finds every temporary file in it.
+    let undo = |temps: &[(Arc<File>, String)], dirs: &[(Arc<File>, String)], why: String| {
+        for (dir, temp) in temps.iter().rev() {
+            let _ = rustix::fs::unlinkat(&**dir, temp.as_str(), AtFlags::empty());
         }
-        let mut held = match journal_dir.map(|dir| start_journal(dir, &steps)) {
-            Some(Ok(held)) => Some(held),
-            Some(Err(e)) => {
-                // Without a journal each file is still replaced whole; only
-                // the all-or-none of several files across a crash is lost.
-                tracing::warn!("file changes go on without a journal: {e}");
-                None
-            }
-            None => None,
-        };
-        let written = write_temps(&steps, &mut temps).and_then(|()| match &held {
-            Some(held) => held
-                .write(&Journal {
-                    state: State::Committed,
-                    entries: steps.iter().map(entry_of).collect(),
-                })
-                .map_err(|e| format!("cannot write the journal: {e}")),
-            None => Ok(()),
-        });
-        if let Err(why) = written {
-            let r = undo(&temps, &made_dirs, why);
-            drop(held);
-            return r;
+        for (root, dir) in dirs.iter().rev() {
+            let _ = cap_primitives::fs::remove_dir(root, Path::new(dir));
         }
-        let mut failed = Vec::new();
-        for entry in steps.iter().map(entry_of) {
-            if let Err(e) = apply(&entry) {
-                failed.push(format!("`{}` ({e})", crate::terminal::inert(&entry.target)));
-            }
+        if dirs.is_empty() {
+            Err(format!("{why}\nNo file was changed."))
+        } else {
+            Err(format!(
+                "{why}\nNo file was changed; the directories it had created removed again."
+            ))
         }
-        if failed.is_empty() {
-            return Ok(());
-        }
-        // The journal stays, committed: the next start finishes it.
-        if let Some(held) = &mut held {
-            held.keep = true;
-        }
-        Err(format!(
-            "these changes could not be made now and will be retried when corral next starts \
-             in this workspace: {}",
-            failed.join(", ")
-        ))
+    };
+    if let Err(why) = check(&mut steps, &mut made_dirs, protected) {
+        return undo(&temps, &made_dirs, why);
     }
+    after_check();
+    let mut held = match journal_dir.map(|dir| start_journal(dir, &steps)) {
+        Some(Ok(held)) => Some(held),
+        Some(Err(e)) => {
+            // Without a journal each file is still replaced whole; only
+            // the all-or-none of several files across a crash is lost.
+            tracing::warn!("file changes go on without a journal: {e}");
+            None
+        }
+        None => None,
+    };
+    let written = write_temps(&steps, &mut temps).and_then(|()| match &held {
+        Some(held) => held
+            .write(&Journal {
+                state: State::Committed,
+                entries: steps.iter().map(entry_of).collect(),
+            })
+            .map_err(|e| format!("cannot write the journal: {e}")),
+        None => Ok(()),
+    });
+    if let Err(why) = written {
+        let r = undo(&temps, &made_dirs, why);
+        drop(held);
+        return r;
+    }
+    let mut failed = Vec::new();
+    for step in &steps {
+        if let Err(e) = apply_step(step) {
+            failed.push(format!("`{}` ({e})", crate::terminal::inert(&step.target)));
+        }
+    }
+    if failed.is_empty() {
+        return Ok(());
+    }
+    // The journal stays, committed: the next start finishes it.
+    if let Some(held) = &mut held {
+        held.keep = true;
+    }
+    Err(format!(
+        "these changes could not be made now and will be retried when corral next starts \
+         in this workspace: {}",
+        failed.join(", ")
+    ))
+}
 
-    /// Resolves parents and kinds: creates missing directories (each judged
-    /// by the protected paths), refuses protected targets and anything but
-    /// regular files, and names each temporary file.
-    fn check(
-        &self,
-        steps: &mut [Step],
-        made_dirs: &mut Vec<(Arc<File>, String)>,
-    ) -> Result<(), String> {
-        for step in steps.iter_mut() {
-            let shown = crate::terminal::inert(&step.target);
-            if step.content.is_some() {
-                create_parents(self, &step.root, &step.target, made_dirs)?;
-            }
-            self.protected(&step.root, &step.target)?;
-            let (parent, name) = step.parent_and_name();
-            let dir = open_dir(&step.root, parent).map_err(|e| outside(&shown, &e))?;
-            match rustix::fs::statat(&dir, name, AtFlags::SYMLINK_NOFOLLOW) {
-                Ok(st) => {
-                    let kind = FileType::from_raw_mode(st.st_mode);
-                    if kind != FileType::RegularFile {
-                        return Err(format!(
-                            "`{shown}` is not a regular file ({}); only files can be written",
-                            kind_name(kind)
-                        ));
-                    }
+/// Resolves parents and kinds: creates missing directories (each judged
+/// by the protected paths), refuses protected targets and anything but
+/// regular files, and names each temporary file.
+fn check(
+    steps: &mut [Step],
+    made_dirs: &mut Vec<(Arc<File>, String)>,
+    protected: &Protected<'_>,
+) -> Result<(), String> {
+    for step in steps.iter_mut() {
+        let shown = crate::terminal::inert(&step.target);
+        if step.content.is_some() {
+            create_parents(protected, &step.root, &step.target, made_dirs)?;
+        }
+        protected(&step.root, &step.target)?;
+        let (parent, name) = step.parent_and_name();
+        let dir = open_dir(&step.root, parent).map_err(|e| outside(&shown, &e))?;
+        // The path was judged above, but its parent may have been swapped
+        // (for a symlink into `.git`) since: judge the directory actually
+        // opened, by its descriptor, and use only it from here on.
+        protected(&dir, name).map_err(|_| {
+            format!(
+                "`{shown}` was refused: its directory changed while it was checked and now \
+                 resolves to a place the host protects (.git, or corral.toml at the \
+                 workspace root)"
+            )
+        })?;
+        match rustix::fs::statat(&dir, name, AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(st) => {
+                let kind = FileType::from_raw_mode(st.st_mode);
+                if kind != FileType::RegularFile {
+                    return Err(format!(
+                        "`{shown}` is not a regular file ({}); only files can be written",
+                        kind_name(kind)
+                    ));
                 }
-                // Removing what is not there leaves it not there.
-                Err(rustix::io::Errno::NOENT) => {}
-                Err(e) => return Err(format!("`{shown}`: {}", errno(e))),
             }
-            if step.content.is_some() {
-                step.temp_name = Some(temp_name(name));
-            }
+            // Removing what is not there leaves it not there.
+            Err(rustix::io::Errno::NOENT) => {}
+            Err(e) => return Err(format!("`{shown}`: {}", errno(e))),
         }
-        Ok(())
+        if step.content.is_some() {
+            step.temp_name = Some(temp_name(name));
+        }
+        step.dir = Some(Arc::new(dir));
     }
+    Ok(())
 }
 
 /// Starts the journal of `steps`: locked, then written as preparing.
@@ -432,20 +466,23 @@ fn write_temps(steps: &[Step], temps: &mut Vec<(Arc<File>, String)>) -> Result<(
             continue;
         };
         let shown = crate::terminal::inert(&step.target);
-        let (parent, name) = step.parent_and_name();
-        let dir = open_dir(&step.root, parent).map_err(|e| outside(&shown, &e))?;
-        let mode = rustix::fs::statat(&dir, name, AtFlags::SYMLINK_NOFOLLOW)
+        let (_, name) = step.parent_and_name();
+        let dir = step
+            .dir
+            .as_ref()
+            .ok_or_else(|| format!("cannot write `{shown}`: its directory was not checked"))?;
+        let mode = rustix::fs::statat(&**dir, name, AtFlags::SYMLINK_NOFOLLOW)
             .ok()
             .map(|st| Mode::from_raw_mode(st.st_mode & 0o7777));
         let (_, temp_file_name) = split(&temp);
         let fd = rustix::fs::openat(
-            &dir,
+            &**dir,
             temp_file_name,
             OFlags::CREATE | OFlags::EXCL | OFlags::WRONLY | OFlags::CLOEXEC | OFlags::NOFOLLOW,
             Mode::from_raw_mode(0o666),
         )
         .map_err(|e| format!("cannot write `{shown}`: {}", errno(e)))?;
-        temps.push((step.root.clone(), temp.clone()));
+        temps.push((dir.clone(), temp_file_name.to_owned()));
         let mut file = File::from(fd);
         file.write_all(content)
             .map_err(|e| format!("cannot write `{shown}`: {e}"))?;
@@ -482,7 +519,7 @@ fn entry_of(step: &Step) -> Entry {
 /// Creates the missing directories above `target`, outermost first, each
 /// judged by the protected paths before it is made.
 fn create_parents(
-    state: &CallState,
+    protected: &Protected<'_>,
     root: &Arc<File>,
     target: &str,
     made: &mut Vec<(Arc<File>, String)>,
@@ -499,7 +536,7 @@ fn create_parents(
         if matches!(part, "" | ".") || open_dir(root, dir).is_ok() {
             continue;
         }
-        state.protected(root, dir)?;
+        protected(root, dir)?;
         let options = cap_primitives::fs::DirOptions::new();
         match cap_primitives::fs::create_dir(root, Path::new(dir), &options) {
             Ok(()) => made.push((root.clone(), dir.to_owned())),
@@ -521,27 +558,47 @@ fn create_parents(
 fn apply(entry: &Entry) -> std::io::Result<()> {
     let root = File::from(super::files::open_root(&entry.root)?);
     let (parent, name) = split(&entry.target);
-    match &entry.temp {
+    let temp = match &entry.temp {
         Some(temp) => {
             let (temp_parent, temp_name) = split(temp);
             if temp_parent != parent || !temp_name.contains(TEMP_MARK) {
                 return Err(std::io::Error::other("the journal names a foreign file"));
             }
-            let dir = open_dir(&root, parent)?;
-            match rustix::fs::renameat(&dir, temp_name, &dir, name) {
+            Some(temp_name)
+        }
+        None => None,
+    };
+    apply_at(&open_dir(&root, parent)?, name, temp)
+}
+
+/// Makes the change of a step just written, in the directory its check
+/// opened and judged.
+fn apply_step(step: &Step) -> std::io::Result<()> {
+    let dir = step
+        .dir
+        .as_ref()
+        .ok_or_else(|| std::io::Error::other("its directory was not checked"))?;
+    apply_at(dir, step.parent_and_name().1, step.temp_name.as_deref())
+}
+
+/// Renames `temp` over `name` in `dir`, or removes `name` when there is no
+/// `temp`: single names only, so nothing is resolved again.
+fn apply_at(dir: &File, name: &str, temp: Option<&str>) -> std::io::Result<()> {
+    match temp {
+        Some(temp_name) => {
+            match rustix::fs::renameat(dir, temp_name, dir, name) {
                 Ok(()) => {}
                 Err(rustix::io::Errno::NOENT) => return Ok(()),
                 Err(e) => return Err(errno(e)),
             }
-            rustix::fs::fsync(dir_fd(&dir)?.as_fd()).map_err(errno)
+            rustix::fs::fsync(dir_fd(dir)?.as_fd()).map_err(errno)
         }
         None => {
-            let dir = open_dir(&root, parent)?;
-            match rustix::fs::unlinkat(&dir, name, AtFlags::empty()) {
+            match rustix::fs::unlinkat(dir, name, AtFlags::empty()) {
                 Ok(()) | Err(rustix::io::Errno::NOENT) => {}
                 Err(e) => return Err(errno(e)),
             }
-            rustix::fs::fsync(dir_fd(&dir)?.as_fd()).map_err(errno)
+            rustix::fs::fsync(dir_fd(dir)?.as_fd()).map_err(errno)
         }
     }
 }
@@ -661,5 +718,104 @@ fn recover_one(dir: &Path, id: &str) -> Option<String> {
                 ))
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::manifest::Source;
+    use crate::runtime::fsguard::Guard;
+
+    /// A workspace with `.git/hooks/` and a plain directory `d/`.
+    fn workspace() -> (tempfile::TempDir, Arc<File>, PathBuf) {
+        let tmp = tempfile::tempdir().unwrap();
+        let ws = tmp.path().canonicalize().unwrap();
+        std::fs::create_dir_all(ws.join(".git/hooks")).unwrap();
+        std::fs::create_dir(ws.join("d")).unwrap();
+        let root = Arc::new(File::from(super::super::files::open_root(&ws).unwrap()));
+        (tmp, root, ws)
+    }
+
+    fn step(root: &Arc<File>, ws: &Path, target: &str, content: Option<&[u8]>) -> Step {
+        Step {
+            root: root.clone(),
+            root_path: ws.to_path_buf(),
+            target: target.into(),
+            content: content.map(<[u8]>::to_vec),
+            temp_name: None,
+            dir: None,
+        }
+    }
+
+    /// Replaces `d/` by a symlink into `.git/hooks`, keeping the old
+    /// directory as `d.old/`: the move a racing call would make.
+    fn swap(ws: &Path) {
+        std::fs::rename(ws.join("d"), ws.join("d.old")).unwrap();
+        std::os::unix::fs::symlink(".git/hooks", ws.join("d")).unwrap();
+    }
+
+    fn run(ws: &Path, steps: Vec<Step>) -> Result<(), String> {
+        let guard = Guard::new(Some(ws), &Source::Builtin("fs".into())).unwrap();
+        let protected = |root: &File, rel: &str| match guard.refusal(root, rel) {
+            None => Ok(()),
+            Some(why) => Err(why),
+        };
+        commit(steps, None, &protected, &mut || swap(ws))
+    }
+
+    #[test]
+    fn a_parent_swapped_for_a_link_into_git_after_the_check_is_not_followed() {
+        let (_tmp, root, ws) = workspace();
+        let hook = b"#!/bin/sh\necho pwned\n";
+        let r = run(&ws, vec![step(&root, &ws, "d/pre-commit", Some(hook))]);
+        assert!(
+            !ws.join(".git/hooks/pre-commit").exists(),
+            "the write went into .git: {r:?}"
+        );
+        // The write stays in the directory that was checked.
+        assert_eq!(std::fs::read(ws.join("d.old/pre-commit")).unwrap(), hook);
+        let left: Vec<_> = std::fs::read_dir(ws.join(".git/hooks")).unwrap().collect();
+        assert!(left.is_empty(), "{left:?}");
+    }
+
+    #[test]
+    fn a_parent_swapped_between_the_path_check_and_its_open_is_refused() {
+        let (_tmp, root, ws) = workspace();
+        let guard = Guard::new(Some(&ws), &Source::Builtin("fs".into())).unwrap();
+        let swapped = std::cell::Cell::new(false);
+        // The path passes its check; the swap lands right after it, before
+        // the parent is opened: the descriptor's own judgement must refuse.
+        let protected = |dir: &File, rel: &str| {
+            if !swapped.replace(true) {
+                assert_eq!(rel, "d/pre-commit");
+                swap(&ws);
+                return Ok(());
+            }
+            match guard.refusal(dir, rel) {
+                None => Ok(()),
+                Some(why) => Err(why),
+            }
+        };
+        let steps = vec![step(&root, &ws, "d/pre-commit", Some(b"#!/bin/sh\n"))];
+        let err = commit(steps, None, &protected, &mut || {}).unwrap_err();
+        assert!(err.contains("its directory changed"), "{err}");
+        assert!(err.contains("No file was changed"), "{err}");
+        let left: Vec<_> = std::fs::read_dir(ws.join(".git/hooks")).unwrap().collect();
+        assert!(left.is_empty(), "{left:?}");
+    }
+
+    #[test]
+    fn a_removal_whose_parent_is_swapped_after_the_check_spares_git() {
+        let (_tmp, root, ws) = workspace();
+        std::fs::write(ws.join("d/config"), "mine").unwrap();
+        std::fs::write(ws.join(".git/hooks/config"), "git's").unwrap();
+        let r = run(&ws, vec![step(&root, &ws, "d/config", None)]);
+        assert_eq!(
+            std::fs::read_to_string(ws.join(".git/hooks/config")).unwrap(),
+            "git's",
+            "{r:?}"
+        );
+        assert!(!ws.join("d.old/config").exists());
     }
 }
