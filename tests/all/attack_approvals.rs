@@ -177,7 +177,7 @@ fn mcp_elicitations_show_the_whole_call_made_visible() {
 
 #[test]
 fn the_ui_modal_wraps_the_call_and_approves_only_once_all_of_it_was_shown() {
-    use crate::tui::{Pane, SCREEN_TIMEOUT, quote, turn};
+    use crate::tui::{Pane, SCREEN_TIMEOUT, turn};
     let sb = Sandbox::new();
     // Longer than the modal: the tail is below its last row.
     let mut script: Vec<String> = (1..=40).map(|i| format!("echo step {i}")).collect();
@@ -201,16 +201,7 @@ fn the_ui_modal_wraps_the_call_and_approves_only_once_all_of_it_was_shown() {
     let cli = Cli::new();
     let o = cli.run(&sb.ws(), &["sessions"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let home = cli.home.path();
-    let command = format!(
-        "env -u CORRAL_LOG -u OPENAI_API_KEY -u ANTHROPIC_API_KEY TERM=xterm-256color \
-         XDG_CONFIG_HOME={} XDG_CACHE_HOME={} XDG_DATA_HOME={} {} --workspace {}; sleep 600",
-        quote(&home.join("config")),
-        quote(&cache_home()),
-        quote(&home.join("data")),
-        quote(std::path::Path::new(env!("CARGO_BIN_EXE_corral"))),
-        quote(&sb.ws()),
-    );
+    let command = crate::tui::ui_command(&cli, &sb.ws(), "sleep 600");
     let Some(pane) = Pane::start(&command) else {
         return;
     };

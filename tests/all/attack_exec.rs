@@ -8,7 +8,7 @@
 use crate::mock::*;
 use crate::policy::manifest;
 use crate::subagents::{answer_turn, call_turn, git, project, repo};
-use crate::tui::{Pane, quote};
+use crate::tui::Pane;
 use crate::*;
 use serde_json::{Value, json};
 use std::io::{BufRead as _, Write as _};
@@ -325,16 +325,7 @@ fn diff_in_the_ui_runs_nothing_the_repository_names() {
     let cli = Cli::new();
     let o = cli.run(&sb.ws(), &["sessions"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let home = cli.home.path();
-    let command = format!(
-        "env -u CORRAL_LOG -u OPENAI_API_KEY -u ANTHROPIC_API_KEY TERM=xterm-256color \
-         XDG_CONFIG_HOME={} XDG_CACHE_HOME={} XDG_DATA_HOME={} {} --workspace {}; sleep 600",
-        quote(&home.join("config")),
-        quote(&cache_home()),
-        quote(&home.join("data")),
-        quote(Path::new(env!("CARGO_BIN_EXE_corral"))),
-        quote(&sb.ws()),
-    );
+    let command = crate::tui::ui_command(&cli, &sb.ws(), "sleep 600");
     let Some(pane) = Pane::start(&command) else {
         return;
     };

@@ -128,6 +128,22 @@ pub(crate) fn assert_restored(pane: &Pane) {
     }
 }
 
+/// The shell command that starts the UI of the binary under test in
+/// `workspace` with `cli`'s homes and no provider keys, then runs `after`
+/// (`sleep 600` keeps the pane open, so the screen can be read after exit).
+pub(crate) fn ui_command(cli: &Cli, workspace: &Path, after: &str) -> String {
+    let home = cli.home.path();
+    format!(
+        "env -u CORRAL_LOG -u OPENAI_API_KEY -u ANTHROPIC_API_KEY TERM=xterm-256color \
+         XDG_CONFIG_HOME={} XDG_CACHE_HOME={} XDG_DATA_HOME={} {} --workspace {}; {after}",
+        quote(&home.join("config")),
+        quote(&cache_home()),
+        quote(&home.join("data")),
+        quote(Path::new(env!("CARGO_BIN_EXE_corral"))),
+        quote(workspace),
+    )
+}
+
 pub(crate) fn quote(p: &Path) -> String {
     format!("'{}'", p.display().to_string().replace('\'', r"'\''"))
 }
@@ -188,17 +204,7 @@ fn a_session_in_the_terminal_ui() {
     let o = cli.run(&sb.ws(), &["sessions"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
 
-    let home = cli.home.path();
-    let command = format!(
-        "env -u CORRAL_LOG -u OPENAI_API_KEY -u ANTHROPIC_API_KEY TERM=xterm-256color \
-         XDG_CONFIG_HOME={} XDG_CACHE_HOME={} XDG_DATA_HOME={} {} --workspace {}; \
-         echo CORRAL-EXIT=$?; stty -a; sleep 600",
-        quote(&home.join("config")),
-        quote(&cache_home()),
-        quote(&home.join("data")),
-        quote(Path::new(env!("CARGO_BIN_EXE_corral"))),
-        quote(&sb.ws()),
-    );
+    let command = crate::tui::ui_command(&cli, &sb.ws(), "echo CORRAL-EXIT=$?; stty -a; sleep 600");
     let Some(pane) = Pane::start(&command) else {
         return;
     };

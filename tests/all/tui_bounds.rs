@@ -2,7 +2,7 @@
 //! answer does not hang the UI, Ctrl-C interrupts it while it streams, and
 //! closing the terminal ends corral with the session closed as interrupted.
 
-use crate::tui::{Pane, quote, turn};
+use crate::tui::{Pane, turn};
 use crate::*;
 use serde_json::json;
 use std::path::Path;
@@ -28,17 +28,7 @@ fn ui_streaming(text: &str, chunk: usize, delay_ms: u64) -> Option<(Sandbox, Cli
     let cli = Cli::new();
     let o = cli.run(&sb.ws(), &["sessions"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let home = cli.home.path();
-    let command = format!(
-        "env -u CORRAL_LOG -u OPENAI_API_KEY -u ANTHROPIC_API_KEY TERM=xterm-256color \
-         XDG_CONFIG_HOME={} XDG_CACHE_HOME={} XDG_DATA_HOME={} {} --workspace {}; \
-         echo CORRAL-EXIT=$?; sleep 600",
-        quote(&home.join("config")),
-        quote(&cache_home()),
-        quote(&home.join("data")),
-        quote(Path::new(env!("CARGO_BIN_EXE_corral"))),
-        quote(&sb.ws()),
-    );
+    let command = crate::tui::ui_command(&cli, &sb.ws(), "echo CORRAL-EXIT=$?; sleep 600");
     let pane = Pane::start(&command)?;
     pane.wait_for("ask anything");
     Some((sb, cli, pane))
