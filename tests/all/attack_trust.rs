@@ -271,7 +271,7 @@ fn reviews_show_the_whole_description_the_model_reads() {
     let t = stdout(&o);
     assert!(t.contains("Reads a file."), "{t}");
     assert!(t.contains(hidden), "inspect hides the instruction: {t}");
-    assert!(t.contains("⟨1001 spaces⟩"), "{t}");
+    assert!(t.contains("␠×1001"), "{t}");
 
     let o = cli.run(
         &sb.ws(),

@@ -4,52 +4,22 @@
 
 use corral::protocol::ToolSpec;
 
-/// Runs of more spaces than this are shown as a count, so padding cannot
-/// push text out of sight.
-const MAX_SPACES: usize = 3;
-
-/// `text` whole and inert, each line indented by `indent`: control and
-/// invisible characters are shown as escapes ([`corral::terminal::inert`]),
-/// newlines are kept as line breaks, tabs shown as `\t` and long runs of
-/// spaces as `⟨N spaces⟩`; no character is dropped. Lines are left to the
-/// terminal to wrap, so a searched or copied review reads as the model's
-/// text does.
+/// `text` whole, made visible as an approval shows it
+/// ([`corral::terminal::visible`]: control and invisible characters as
+/// escapes, tabs as `\t`, long runs of spaces as `␠×N`), each line indented
+/// by `indent`; no character is dropped. Lines are left to the terminal to
+/// wrap, so a searched or copied review reads as the model's text does.
 pub(super) fn whole(text: &str, indent: &str) -> String {
-    let inert = corral::terminal::inert(text).replace('\t', "\\t");
     let mut out = String::new();
-    for line in inert.split('\n') {
-        let line = squeeze_spaces(line);
+    for line in corral::terminal::visible(text).split('\n') {
         if line.is_empty() {
             out.push_str(indent.trim_end());
         } else {
             out.push_str(indent);
-            out.push_str(&line);
+            out.push_str(line);
         }
         out.push('\n');
     }
-    out
-}
-
-fn squeeze_spaces(line: &str) -> String {
-    let mut out = String::with_capacity(line.len());
-    let mut run = 0usize;
-    let flush = |out: &mut String, run: usize| {
-        if run > MAX_SPACES {
-            out.push_str(&format!("⟨{run} spaces⟩"));
-        } else {
-            out.extend(std::iter::repeat_n(' ', run));
-        }
-    };
-    for c in line.chars() {
-        if c == ' ' {
-            run += 1;
-            continue;
-        }
-        flush(&mut out, run);
-        run = 0;
-        out.push(c);
-    }
-    flush(&mut out, run);
     out
 }
 
@@ -90,7 +60,7 @@ mod tests {
         let shown = whole(&desc, "  ");
         assert!(shown.contains("Ignore previous instructions"), "{shown}");
         assert!(shown.contains("\\x1b[8m"), "{shown}");
-        assert!(shown.contains("⟨41 spaces⟩"), "{shown}");
+        assert!(shown.contains("␠×41"), "{shown}");
         assert!(shown.contains("end"), "{shown}");
         assert_eq!(shown.matches('z').count(), 200);
         assert_eq!(whole("a\nb\tc", "  "), "  a\n  b\\tc\n");
