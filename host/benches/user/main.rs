@@ -166,6 +166,13 @@ fn fmt_d(d: Duration) -> String {
     }
 }
 
+/// "CPU, wall" medians of (cpu, wall) samples.
+fn cpu_wall(samples: &[(Duration, Duration)]) -> String {
+    let cpu = median_d(&samples.iter().map(|s| s.0).collect::<Vec<_>>());
+    let wall = median_d(&samples.iter().map(|s| s.1).collect::<Vec<_>>());
+    format!("{} CPU, {} wall", fmt_d(cpu), fmt_d(wall))
+}
+
 /// Runs `f(candidate)` for `rounds` rounds over `k` candidates, each round
 /// starting one candidate later (A B C, B C A, …), so that drift on a shared
 /// machine falls on every candidate alike.
@@ -281,6 +288,12 @@ fn print_table(rows: &[Row], labels: &[&str]) {
 // ---------------------------------------------------------------- main
 
 fn main() {
+    // `cargo test --benches` runs this without `--bench`; the bench takes
+    // minutes, so it runs only under `cargo bench`.
+    if !std::env::args().any(|a| a == "--bench") {
+        note("the user bench runs under `cargo bench -p corral --bench user`; skipped");
+        return;
+    }
     let quick = std::env::var_os("CORRAL_BENCH_QUICK").is_some_and(|v| v != "0" && !v.is_empty());
     let cfg = if quick {
         Cfg {
@@ -333,21 +346,35 @@ fn main() {
         cfg.first
     ));
 
+    // CORRAL_BENCH_ONLY=grep,hook runs only those rows (to look at one).
+    let only: Option<Vec<String>> = std::env::var("CORRAL_BENCH_ONLY")
+        .ok()
+        .map(|v| v.split(',').map(|s| s.trim().to_owned()).collect());
+    let want = |key: &str| only.as_ref().is_none_or(|o| o.iter().any(|k| k == key));
     let mut rows = Vec::new();
-    rows.extend(first_run(&cfg, &bins, root.path()));
-    note("unpacking the search tree…");
-    let tree = tree::crates(files);
-    match &tree {
-        Ok(t) => note(&format!(
-            "  {} files, {:.0} MB, from {} crate archives, in {}",
-            t.files,
-            t.bytes as f64 / 1e6,
-            t.crates,
-            t.dir.path().display()
-        )),
-        Err(e) => note(&format!("  no tree: {e}")),
+    if want("first") {
+        rows.extend(first_run(&cfg, &bins, root.path()));
     }
-    rows.push(grep(&cfg, &bins, &tree));
+    let tree = if want("grep") || want("list") {
+        note("unpacking the search tree…");
+        let tree = tree::crates(files);
+        match &tree {
+            Ok(t) => note(&format!(
+                "  {} files, {:.0} MB, from {} crate archives, in {}",
+                t.files,
+                t.bytes as f64 / 1e6,
+                t.crates,
+                t.dir.path().display()
+            )),
+            Err(e) => note(&format!("  no tree: {e}")),
+        }
+        tree
+    } else {
+        Err("not asked for".into())
+    };
+    if want("grep") {
+        rows.push(grep(&cfg, &bins, &tree));
+    }
     let rt = ok(tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build());
@@ -355,14 +382,30 @@ fn main() {
     let runtime = ok(Runtime::new(RuntimeOptions {
         cache_dir: Some(cache.path().to_path_buf()),
     }));
-    rows.extend(sandboxed_call(&cfg, &rt, &runtime));
-    rows.push(first_token(&cfg, &bins, root.path()));
-    rows.push(loop_overhead(&cfg, &bins, root.path()));
-    rows.push(resume(&cfg, &bins, root.path()));
-    rows.push(sse(&cfg, &bins, root.path()));
-    rows.extend(python(&cfg, &bins, root.path()));
-    rows.push(list_files(&cfg, &bins, &tree));
-    rows.push(hook(&cfg, &rt, &runtime));
+    if want("call") {
+        rows.extend(sandboxed_call(&cfg, &rt, &runtime));
+    }
+    if want("ttft") {
+        rows.push(first_token(&cfg, &bins, root.path()));
+    }
+    if want("loop") {
+        rows.push(loop_overhead(&cfg, &bins, root.path()));
+    }
+    if want("resume") {
+        rows.push(resume(&cfg, &bins, root.path()));
+    }
+    if want("sse") {
+        rows.push(sse(&cfg, &bins, root.path()));
+    }
+    if want("python") {
+        rows.extend(python(&cfg, &bins, root.path()));
+    }
+    if want("list") {
+        rows.push(list_files(&cfg, &bins, &tree));
+    }
+    if want("hook") {
+        rows.push(hook(&cfg, &rt, &runtime));
+    }
 
     let (y, mo, d, h, mi, _) = corral::log::civil(
         std::time::SystemTime::now()
@@ -554,13 +597,19 @@ fn grep(cfg: &Cfg, bins: &[Bin], tree: &Result<tree::Tree, String>) -> Row {
         }
     });
     let cpu = |i: usize| median_d(&runs[i].iter().map(|f| f.cpu).collect::<Vec<_>>());
+    let cell = |i: usize| {
+        cpu_wall(
+            &runs[i]
+                .iter()
+                .map(|f| (f.cpu, f.wall()))
+                .collect::<Vec<_>>(),
+        )
+    };
     let peer = cpu(bins.len());
     Row {
         what: format!("{WHAT}, {} files, {} matches", t.files, peer_matches),
-        bins: (0..bins.len())
-            .map(|i| format!("{} CPU", fmt_d(cpu(i))))
-            .collect(),
-        peer: format!("{} CPU", fmt_d(peer)),
+        bins: (0..bins.len()).map(cell).collect(),
+        peer: format!("rg {}", cell(bins.len())),
         figures: (0..bins.len())
             .map(|i| {
                 let r = cpu(i).as_secs_f64() / peer.as_secs_f64();
@@ -617,11 +666,15 @@ fn sandboxed_call(cfg: &Cfg, rt: &tokio::runtime::Runtime, runtime: &Runtime) ->
     per(200, &mut sandboxed);
     per(200, &mut native);
     per(5, &mut spawn);
+    // Single calls, alternated, and the median of each: on a loaded machine
+    // a preempted call is an outlier of one sample, not of a whole batch.
     let (mut s, mut n, mut p) = (Vec::new(), Vec::new(), Vec::new());
-    for _ in 0..cfg.inproc {
-        s.push(per(300, &mut sandboxed));
-        n.push(per(3000, &mut native));
-        p.push(per(20, &mut spawn));
+    for _ in 0..cfg.inproc * 20 {
+        for _ in 0..10 {
+            s.push(per(1, &mut sandboxed));
+            n.push(per(1, &mut native));
+        }
+        p.push(per(1, &mut spawn));
     }
     ok(std::env::set_current_dir(here));
     let (s, n, p) = (median_d(&s), median_d(&n), median_d(&p));
@@ -705,16 +758,21 @@ fn first_token(cfg: &Cfg, bins: &[Bin], root: &Path) -> Row {
         let at = f
             .marker_at
             .unwrap_or_else(|| panic!("no first token on stdout: {}", f.out()));
-        at - f.started
+        (at - f.started, f.cpu)
     });
-    let peer = median_d(&runs[bins.len()]);
+    let token = |i: usize| median_d(&runs[i].iter().map(|r| r.0).collect::<Vec<_>>());
+    let cell = |i: usize| {
+        let cpu = median_d(&runs[i].iter().map(|r| r.1).collect::<Vec<_>>());
+        format!("{} to the token ({} CPU)", fmt_d(token(i)), fmt_d(cpu))
+    };
+    let peer = token(bins.len());
     Row {
         what: WHAT.into(),
-        bins: (0..bins.len()).map(|i| fmt_d(median_d(&runs[i]))).collect(),
-        peer: format!("curl {}", fmt_d(peer)),
+        bins: (0..bins.len()).map(cell).collect(),
+        peer: format!("curl {}", cell(bins.len())),
         figures: (0..bins.len())
             .map(|i| {
-                let added = median_d(&runs[i]).as_secs_f64() - peer.as_secs_f64();
+                let added = token(i).as_secs_f64() - peer.as_secs_f64();
                 (format!("{:+.1} ms", added * 1e3), added * 1e3)
             })
             .collect(),
@@ -761,7 +819,7 @@ fn loop_overhead(cfg: &Cfg, bins: &[Bin], root: &Path) -> Row {
     ));
     let session = |b: &Bin| {
         mock.clear();
-        proc::run(&mut b.cmd(&ws, &["run", "go"])).ok("loop run");
+        let f = proc::run(&mut b.cmd(&ws, &["run", "go"])).ok("loop run");
         let hits = mock.hits();
         assert_eq!(
             hits.len(),
@@ -773,7 +831,7 @@ fn loop_overhead(cfg: &Cfg, bins: &[Bin], root: &Path) -> Row {
             .windows(2)
             .map(|w| w[1].received.saturating_duration_since(w[0].answered))
             .collect();
-        median_d(&gaps)
+        (median_d(&gaps), (f.cpu, f.wall()))
     };
     for b in bins {
         session(b);
@@ -781,14 +839,18 @@ fn loop_overhead(cfg: &Cfg, bins: &[Bin], root: &Path) -> Row {
     let runs = interleave(cfg.rounds, bins.len(), |i| session(&bins[i]));
     Row {
         what: WHAT.into(),
-        bins: (0..bins.len())
-            .map(|_| format!("{STEPS} iterations"))
+        bins: runs
+            .iter()
+            .map(|r| {
+                let s: Vec<_> = r.iter().map(|x| x.1).collect();
+                format!("session of {STEPS} calls: {}", cpu_wall(&s))
+            })
             .collect(),
         peer: "—".into(),
         figures: runs
             .iter()
             .map(|r| {
-                let m = median_d(r);
+                let m = median_d(&r.iter().map(|x| x.0).collect::<Vec<_>>());
                 (fmt_d(m), m.as_secs_f64() * 1e3)
             })
             .collect(),
@@ -1058,18 +1120,20 @@ fn sse(cfg: &Cfg, bins: &[Bin], root: &Path) -> Row {
             .next()
             .unwrap_or_else(|| panic!("no request reached the mock"));
         let took = f.exited.saturating_duration_since(hit.received);
-        bytes as f64 / 1e6 / took.as_secs_f64()
+        (bytes as f64 / 1e6 / took.as_secs_f64(), f.cpu)
     });
-    let peer = median_f(&runs[bins.len()]);
+    let rate = |i: usize| median_f(&runs[i].iter().map(|r| r.0).collect::<Vec<_>>());
+    let cpu = |i: usize| fmt_d(median_d(&runs[i].iter().map(|r| r.1).collect::<Vec<_>>()));
+    let peer = rate(bins.len());
     Row {
         what: format!("{WHAT}, {:.0} MB", bytes as f64 / 1e6),
         bins: (0..bins.len())
-            .map(|i| format!("{:.0} MB/s", median_f(&runs[i])))
+            .map(|i| format!("{:.0} MB/s, {} CPU", rate(i), cpu(i)))
             .collect(),
-        peer: format!("curl {peer:.0} MB/s"),
+        peer: format!("curl {peer:.0} MB/s, {} CPU", cpu(bins.len())),
         figures: (0..bins.len())
             .map(|i| {
-                let v = median_f(&runs[i]);
+                let v = rate(i);
                 (format!("{v:.0} MB/s"), v)
             })
             .collect(),
@@ -1192,7 +1256,7 @@ fn python(cfg: &Cfg, bins: &[Bin], root: &Path) -> Vec<Row> {
         ))
         .ok(tool);
         assert_eq!(f.out().trim(), "5", "{}: {tool}", b.label);
-        f.cpu
+        (f.cpu, f.wall())
     };
     for b in bins {
         for c in 0..cases.len() {
@@ -1201,15 +1265,17 @@ fn python(cfg: &Cfg, bins: &[Bin], root: &Path) -> Vec<Row> {
     }
     let k = cases.len();
     let runs = interleave(cfg.rounds, bins.len() * k, |i| call(&bins[i / k], i % k));
-    let cpu = |b: usize, c: usize| median_d(&runs[b * k + c]);
+    let cpu =
+        |b: usize, c: usize| median_d(&runs[b * k + c].iter().map(|r| r.0).collect::<Vec<_>>());
+    let cell = |b: usize, c: usize| cpu_wall(&runs[b * k + c]);
     let ratio = |b: usize, c: usize| cpu(b, c).as_secs_f64() / cpu(b, 0).as_secs_f64();
     vec![
         Row {
             what: WHAT.into(),
             bins: (0..bins.len())
-                .map(|b| format!("Python {} CPU", fmt_d(cpu(b, 1))))
+                .map(|b| format!("Python {}", cell(b, 1)))
                 .collect(),
-            peer: format!("Rust {} CPU", fmt_d(cpu(0, 0))),
+            peer: format!("Rust {}", cell(0, 0)),
             figures: (0..bins.len())
                 .map(|b| (format!("{:.2}×", ratio(b, 1)), ratio(b, 1)))
                 .collect(),
@@ -1219,10 +1285,8 @@ fn python(cfg: &Cfg, bins: &[Bin], root: &Path) -> Vec<Row> {
         },
         Row {
             what: UNUSED.into(),
-            bins: (0..bins.len())
-                .map(|b| format!("{} CPU", fmt_d(cpu(b, 2))))
-                .collect(),
-            peer: format!("alone {} CPU", fmt_d(cpu(0, 0))),
+            bins: (0..bins.len()).map(|b| cell(b, 2)).collect(),
+            peer: format!("alone {}", cell(0, 0)),
             figures: (0..bins.len())
                 .map(|b| (format!("{:.2}×", ratio(b, 2)), ratio(b, 2)))
                 .collect(),
@@ -1267,24 +1331,23 @@ fn list_files(cfg: &Cfg, bins: &[Bin], tree: &Result<tree::Tree, String>) -> Row
         );
     }
     let runs = interleave(cfg.rounds, bins.len() + 1, |i| {
-        if i == bins.len() {
-            proc::run(&mut find()).cpu
+        let f = if i == bins.len() {
+            proc::run(&mut find())
         } else {
             proc::run(&mut bins[i].cmd(ws, &["tool", "call", "list_files", "--args", &args]))
                 .ok("list_files")
-                .cpu
-        }
+        };
+        (f.cpu, f.wall())
     });
-    let peer = median_d(&runs[bins.len()]);
+    let cpu = |i: usize| median_d(&runs[i].iter().map(|r| r.0).collect::<Vec<_>>());
+    let peer = cpu(bins.len());
     Row {
         what: format!("{WHAT}, {peer_entries} entries"),
-        bins: (0..bins.len())
-            .map(|i| format!("{} CPU", fmt_d(median_d(&runs[i]))))
-            .collect(),
-        peer: format!("find {} CPU", fmt_d(peer)),
+        bins: (0..bins.len()).map(|i| cpu_wall(&runs[i])).collect(),
+        peer: format!("find {}", cpu_wall(&runs[bins.len()])),
         figures: (0..bins.len())
             .map(|i| {
-                let r = median_d(&runs[i]).as_secs_f64() / peer.as_secs_f64();
+                let r = cpu(i).as_secs_f64() / peer.as_secs_f64();
                 (format!("{r:.1}×"), r)
             })
             .collect(),
@@ -1362,10 +1425,11 @@ fn hook(cfg: &Cfg, rt: &tokio::runtime::Runtime, runtime: &Runtime) -> Row {
     };
     per(&plain, 20);
     per(&hooked, 20);
+    // Single calls, alternated, and the median of each (see sandboxed_call).
     let (mut a, mut b) = (Vec::new(), Vec::new());
-    for _ in 0..cfg.inproc {
-        a.push(per(&plain, 100));
-        b.push(per(&hooked, 100));
+    for _ in 0..cfg.inproc * 200 {
+        a.push(per(&plain, 1));
+        b.push(per(&hooked, 1));
     }
     let (a, b) = (median_d(&a), median_d(&b));
     let ratio = b.saturating_sub(a).as_secs_f64() / a.as_secs_f64();
