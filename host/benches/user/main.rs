@@ -477,17 +477,17 @@ fn first_run(cfg: &Cfg, bins: &[Bin], root: &Path) -> Vec<Row> {
             };
             cmd.env("XDG_CACHE_HOME", cache.path());
             mock.clear();
-            let (wall, cpu) = match kind {
+            let (wall, f) = match kind {
                 0 => {
                     let f = proc::run(&mut cmd).ok(what);
-                    (f.wall(), f.cpu)
+                    (f.wall(), f)
                 }
                 1 => {
                     let r = proc::start(&mut cmd, None, false);
                     let at = mock.wait_arrival(1, Duration::from_secs(170));
                     let f = r.finish().ok(what);
                     let at = at.unwrap_or_else(|| panic!("{what}: no request reached the mock"));
-                    (at - f.started, f.cpu)
+                    (at - f.started, f)
                 }
                 _ => {
                     let mut r = proc::start(&mut cmd, Some(b"\"protocolVersion\""), true);
@@ -501,10 +501,12 @@ fn first_run(cfg: &Cfg, bins: &[Bin], root: &Path) -> Vec<Row> {
                             String::from_utf8_lossy(&f.stderr)
                         )
                     });
-                    (at - started, f.cpu)
+                    (at - started, f)
                 }
             };
-            (wall, cpu)
+            // Until the first byte on stdout or stderr the screen is blank.
+            let blank = f.first_output.map_or(f.wall(), |t| t - f.started);
+            (wall, f.cpu, blank)
         });
         let figures: Vec<(String, f64)> = times
             .iter()
@@ -517,7 +519,8 @@ fn first_run(cfg: &Cfg, bins: &[Bin], root: &Path) -> Vec<Row> {
             .iter()
             .map(|t| {
                 let c = median_d(&t.iter().map(|x| x.1).collect::<Vec<_>>());
-                format!("{} CPU", fmt_d(c))
+                let blank = median_d(&t.iter().map(|x| x.2).collect::<Vec<_>>());
+                format!("{} CPU, first output at {}", fmt_d(c), fmt_d(blank))
             })
             .collect();
         rows.push(Row {

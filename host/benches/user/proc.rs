@@ -32,6 +32,9 @@ pub struct Finished {
     pub stderr: Vec<u8>,
     /// When the marker first appeared on stdout.
     pub marker_at: Option<Instant>,
+    /// When the first byte appeared on stdout or stderr (the end of a
+    /// blank screen).
+    pub first_output: Option<Instant>,
 }
 
 impl Finished {
@@ -62,6 +65,12 @@ impl Finished {
 #[derive(Default)]
 struct Seen {
     at: Option<Instant>,
+    first_output: Option<Instant>,
+}
+
+fn first_byte(seen: &(Mutex<Seen>, Condvar)) {
+    let mut s = seen.0.lock().unwrap_or_else(|e| e.into_inner());
+    s.first_output.get_or_insert_with(Instant::now);
 }
 
 /// A running command.
@@ -106,6 +115,9 @@ pub fn start(cmd: &mut Command, marker: Option<&[u8]>, with_stdin: bool) -> Runn
                     Ok(0) | Err(_) => break,
                     Ok(n) => n,
                 };
+                if total == 0 {
+                    first_byte(&seen);
+                }
                 total += n;
                 if kept.len() < KEEP {
                     let room = KEEP - kept.len();
@@ -128,6 +140,7 @@ pub fn start(cmd: &mut Command, marker: Option<&[u8]>, with_stdin: bool) -> Runn
             (kept, total)
         })
     };
+    let seen_err = seen.clone();
     let err = std::thread::spawn(move || {
         let mut kept = Vec::new();
         let mut buf = vec![0u8; 64 * 1024];
@@ -135,6 +148,9 @@ pub fn start(cmd: &mut Command, marker: Option<&[u8]>, with_stdin: bool) -> Runn
             match stderr.read(&mut buf) {
                 Ok(0) | Err(_) => break,
                 Ok(n) => {
+                    if kept.is_empty() {
+                        first_byte(&seen_err);
+                    }
                     if kept.len() < KEEP {
                         kept.extend_from_slice(&buf[..n.min(KEEP - kept.len())]);
                     }
@@ -227,7 +243,10 @@ impl Running {
         let code = libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status));
         let (stdout, stdout_len) = self.out.join().unwrap_or_default();
         let stderr = self.err.join().unwrap_or_default();
-        let marker_at = self.seen.0.lock().unwrap_or_else(|e| e.into_inner()).at;
+        let (marker_at, first_output) = {
+            let s = self.seen.0.lock().unwrap_or_else(|e| e.into_inner());
+            (s.at, s.first_output)
+        };
         Finished {
             started: self.started,
             exited,
@@ -237,6 +256,7 @@ impl Running {
             stdout_len,
             stderr,
             marker_at,
+            first_output,
         }
     }
 }
