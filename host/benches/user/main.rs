@@ -1091,6 +1091,13 @@ fn sse(cfg: &Cfg, bins: &[Bin], root: &Path) -> Row {
     let Some(request) = request else {
         return Row::skipped(WHAT, GOAL, "corral sent no request to the mock".into());
     };
+    if Command::new("curl").arg("--version").output().is_err() {
+        return Row::skipped(
+            WHAT,
+            GOAL,
+            "no `curl` in PATH: apt-get install -y curl".into(),
+        );
+    }
     let file = root.join("sse-request.json");
     ok(std::fs::write(&file, &*request.body));
     let url = format!("http://127.0.0.1:{}{}", mock.port, request.path);
