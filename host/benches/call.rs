@@ -99,13 +99,23 @@ fn main() {
         assert!(out.is_ok_and(|o| o.status.success()));
     };
     round(200, &mut call);
+    // `CALL_BENCH_PROFILE=N`: only N calls, for a profiler to look at.
+    if let Some(n) = std::env::var("CALL_BENCH_PROFILE")
+        .ok()
+        .and_then(|n| n.parse().ok())
+    {
+        report(&format!("{n} calls: {:.2?} each", round(n, &mut call)));
+        return;
+    }
     let (mut calls, mut spawns) = (Vec::new(), Vec::new());
     for _ in 0..15 {
         calls.push(round(400, &mut call));
         spawns.push(round(20, spawn));
     }
     let (sandboxed, spawned) = (median(calls), median(spawns));
-    report("trivial sandboxed call (word_count of a 5-word file, fresh store + instance + call + drop):");
+    report(
+        "trivial sandboxed call (word_count of a 5-word file, fresh store + instance + call + drop):",
+    );
     report(&format!(
         "  sandboxed call         {sandboxed:>10.2?}   (goal <= 10 µs)"
     ));
@@ -156,7 +166,9 @@ fn main() {
     }
     let (base, with) = (median(base), median(with));
     let hook = with.saturating_sub(base);
-    report("before_tool hook (trivial Rust hook) guarding read_file of a 24-byte file, events dropped:");
+    report(
+        "before_tool hook (trivial Rust hook) guarding read_file of a 24-byte file, events dropped:",
+    );
     report(&format!("  call without the hook  {base:>10.2?}"));
     report(&format!("  call with the hook     {with:>10.2?}"));
     report(&format!(
