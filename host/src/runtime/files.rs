@@ -41,6 +41,9 @@ pub(crate) struct GrantDir {
 pub(crate) struct Dirs {
     grants: Arc<[FsGrant]>,
     opened: Option<Result<Vec<GrantDir>, String>>,
+    /// Why a granted directory could not be opened: the call ends with
+    /// this as its error, whatever the plugin made of the refusal.
+    pub(crate) refused: Option<String>,
 }
 
 impl Dirs {
@@ -49,6 +52,7 @@ impl Dirs {
         Self {
             grants,
             opened: None,
+            refused: None,
         }
     }
 
@@ -60,8 +64,9 @@ impl Dirs {
 
     fn opened(&mut self) -> Result<&[GrantDir], FileError> {
         let grants = &self.grants;
+        let refused = &mut self.refused;
         let opened = self.opened.get_or_insert_with(|| {
-            grants
+            let opened: Result<Vec<GrantDir>, String> = grants
                 .iter()
                 .map(|g| {
                     open_unmoved(&g.host_path)
@@ -71,9 +76,19 @@ impl Dirs {
                             host_path: g.host_path.clone(),
                             writable: g.access == Access::Rw,
                         })
-                        .map_err(|e| format!("cannot open granted directory {}: {e}", g.path))
+                        .map_err(|e| {
+                            if g.path == "." {
+                                format!("cannot open granted directory {}: {e}", g.path)
+                            } else {
+                                super::fsguard::moved(g, &std::io::Error::from(e))
+                            }
+                        })
                 })
-                .collect()
+                .collect();
+            if let Err(why) = &opened {
+                *refused = Some(why.clone());
+            }
+            opened
         });
         opened.as_deref().map_err(|e| FileError::Other(e.clone()))
     }
@@ -108,6 +123,15 @@ impl Dirs {
         }
     }
 
+    /// Opens `path` for reading beneath the granted directory that holds
+    /// it when it is a regular file reached without a symlink, with its
+    /// exact host path; `None` for the rest, which [`Dirs::open`] handles.
+    fn open_plain(&mut self, path: &str) -> Option<(OwnedFd, std::path::PathBuf)> {
+        let (dir, rel) = self.holder(path).ok()?;
+        let (file, rel) = super::fsguard::open_plain_file(&dir.dir, rel)?;
+        Some((OwnedFd::from(file), dir.host_path.join(rel)))
+    }
+
     /// Opens `path` beneath the granted directory that holds it.
     fn open(&mut self, path: &str, directory: bool) -> Result<OwnedFd, FileError> {
         let (dir, rel) = self.holder(path)?;
@@ -139,17 +163,6 @@ fn open_unmoved(path: &std::path::Path) -> rustix::io::Result<OwnedFd> {
 /// (for finishing a journal after a crash).
 pub(crate) fn open_root(path: &std::path::Path) -> std::io::Result<OwnedFd> {
     open_unmoved(path).map_err(std::io::Error::from)
-}
-
-/// Checks that a granted directory is still reachable by its canonical
-/// path without following a symlink.
-pub(crate) fn check_unmoved(path: &std::path::Path) -> std::io::Result<()> {
-    match open_unmoved(path) {
-        Ok(_) => Ok(()),
-        // No openat2 (Linux before 5.6): nothing to check with.
-        Err(rustix::io::Errno::NOSYS) => Ok(()),
-        Err(e) => Err(e.into()),
-    }
 }
 
 /// `path` without a leading `./` or a trailing `/`; `.` for the root.
@@ -280,8 +293,17 @@ impl CallState {
         if *left == 0 {
             return Err(FileError::OverBudget);
         }
-        let fd = self.dirs.open(path, false)?;
-        self.touched.read_fd(&fd);
+        let fd = match self.dirs.open_plain(path) {
+            Some((fd, read)) => {
+                self.touched.read_path(read);
+                fd
+            }
+            None => {
+                let fd = self.dirs.open(path, false)?;
+                self.touched.read_fd(&fd);
+                fd
+            }
+        };
         let stat = rustix::fs::fstat(&fd).map_err(error)?;
         if FileType::from_raw_mode(stat.st_mode) != FileType::RegularFile {
             return Err(FileError::WrongKind);

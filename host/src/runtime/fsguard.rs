@@ -31,7 +31,7 @@ use std::sync::Arc;
 use wasmtime::StoreContextMut;
 use wasmtime::component::{Linker, Resource};
 use wasmtime_wasi::FsPerms;
-use wasmtime_wasi::filesystem::{Descriptor, WasiFilesystemView as _};
+use wasmtime_wasi::filesystem::{Descriptor, Dir, OpenMode, WasiFilesystemView as _};
 use wasmtime_wasi::p2::FsResult;
 use wasmtime_wasi::p2::bindings::filesystem::types::{
     DescriptorFlags, ErrorCode, HostDescriptor, NewTimestamp, OpenFlags, PathFlags,
@@ -282,9 +282,163 @@ fn check_kind(start: &File, path: &str, follow: bool) -> Result<(), Refusal> {
     })
 }
 
+/// Opens `path` beneath `dir` for reading in one system call when it is a
+/// plain case: a regular file reached without any symlink (`..` may not
+/// leave `dir`). Returns the file and its path relative to `dir`, which is
+/// then exact: with no symlink on the way, the path as written is where
+/// the kernel went, so the provenance record needs no `readlink`. `None`
+/// for everything else (a symlink anywhere on the path, a directory, a
+/// FIFO, an error), which the caller hands to the full checks and
+/// wasmtime-wasi's own open, so their errors and refusals are unchanged.
+///
+/// The file is opened non-blocking (a FIFO swapped in cannot stall the
+/// open); for a regular file that flag changes nothing.
+pub(crate) fn open_plain_file(dir: &File, path: &str) -> Option<(File, PathBuf)> {
+    let fd = rustix::fs::openat2(
+        dir,
+        path,
+        OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC,
+        Mode::empty(),
+        rustix::fs::ResolveFlags::BENEATH
+            | rustix::fs::ResolveFlags::NO_SYMLINKS
+            | rustix::fs::ResolveFlags::NO_MAGICLINKS,
+    )
+    .ok()?;
+    let st = rustix::fs::fstat(&fd).ok()?;
+    if rustix::fs::FileType::from_raw_mode(st.st_mode) != rustix::fs::FileType::RegularFile {
+        return None;
+    }
+    let rel = lexical(path)?;
+    Some((File::from(fd), rel))
+}
+
+/// `path` with `.` and `..` resolved by its text: exact for a path the
+/// kernel resolved beneath its directory without following a symlink.
+/// `None` if it climbs above its start (the kernel refused that already).
+fn lexical(path: &str) -> Option<PathBuf> {
+    let mut parts: Vec<&str> = Vec::new();
+    for part in path.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => {
+                parts.pop()?;
+            }
+            name => parts.push(name),
+        }
+    }
+    Some(parts.iter().collect())
+}
+
+/// The granted directories of one call as `wasi:filesystem` preopens,
+/// opened when the plugin first asks for them: a call that never looks at
+/// its files pays nothing for them.
+pub(crate) struct Preopens {
+    grants: Arc<[crate::manifest::FsGrant]>,
+    /// The call may write where its grant does.
+    writes: bool,
+    opened: Option<Vec<(Dir, String, PathBuf)>>,
+    /// Why a granted directory could not be opened, for the call's error.
+    pub(crate) refused: Option<String>,
+}
+
+impl Preopens {
+    /// The preopens of `grants`, not opened yet; `writes` is whether this
+    /// call may write where a grant is `rw`.
+    pub(crate) fn new(grants: Arc<[crate::manifest::FsGrant]>, writes: bool) -> Self {
+        Self {
+            grants,
+            writes,
+            opened: None,
+            refused: None,
+        }
+    }
+
+    /// Each granted directory with the path the plugin names it by and its
+    /// host path, opened on the first call.
+    fn opened(&mut self) -> wasmtime::Result<&[(Dir, String, PathBuf)]> {
+        if self.opened.is_none() {
+            let mut dirs = Vec::with_capacity(self.grants.len());
+            for grant in self.grants.iter() {
+                match open_grant(grant) {
+                    Ok(fd) => {
+                        let perms = if !self.writes || grant.access == crate::manifest::Access::Ro {
+                            FsPerms::ReadOnly
+                        } else {
+                            FsPerms::ReadWrite
+                        };
+                        let mode = match perms {
+                            FsPerms::ReadOnly => OpenMode::READ,
+                            FsPerms::ReadWrite => OpenMode::READ | OpenMode::WRITE,
+                        };
+                        let dir = Dir::new(File::from(fd), perms, mode, true);
+                        dirs.push((dir, grant.guest_path.clone(), grant.host_path.clone()));
+                    }
+                    Err(why) => {
+                        self.refused = Some(why.clone());
+                        return Err(wasmtime::format_err!("{why}"));
+                    }
+                }
+            }
+            self.opened = Some(dirs);
+        }
+        Ok(self.opened.as_deref().unwrap_or_default())
+    }
+
+    /// The host path of `dir` if it is one of these preopens.
+    fn host_path(&self, dir: &Arc<File>) -> Option<&Path> {
+        self.opened
+            .as_deref()?
+            .iter()
+            .find(|(d, ..)| Arc::ptr_eq(&d.dir, dir))
+            .map(|(.., host)| host.as_path())
+    }
+}
+
+/// Why a granted directory that no longer opens by its canonical path
+/// without a symlink is refused.
+pub(crate) fn moved(grant: &crate::manifest::FsGrant, e: &io::Error) -> String {
+    format!(
+        "granted directory {} ({}) is no longer what the manifest granted: {e}; \
+         restore it or reload corral",
+        grant.path,
+        grant.host_path.display()
+    )
+}
+
+/// Opens a granted directory by its canonical path. The path was canonical
+/// when the manifest loaded; if a directory on it has since become a
+/// symlink (a program run by a plugin can do that inside the workspace),
+/// it may lead anywhere, so it is refused. The workspace root itself is
+/// out of their reach.
+fn open_grant(grant: &crate::manifest::FsGrant) -> Result<OwnedFd, String> {
+    let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC;
+    if grant.path != "." {
+        match rustix::fs::openat2(
+            rustix::fs::CWD,
+            &grant.host_path,
+            flags,
+            Mode::empty(),
+            rustix::fs::ResolveFlags::NO_SYMLINKS,
+        ) {
+            Ok(fd) => return Ok(fd),
+            // No openat2 (Linux before 5.6): nothing to check with.
+            Err(rustix::io::Errno::NOSYS) => {}
+            Err(e) => return Err(moved(grant, &io::Error::from(e))),
+        }
+    }
+    rustix::fs::open(&grant.host_path, flags, Mode::empty()).map_err(|e| {
+        format!(
+            "cannot open granted directory {}: {}",
+            grant.host_path.display(),
+            io::Error::from(e)
+        )
+    })
+}
+
 /// What a guarded call needs from its directory descriptor.
 struct Target {
     dir: Arc<File>,
+    perms: FsPerms,
     writable: bool,
 }
 
@@ -293,6 +447,7 @@ fn target(state: &mut CallState, fd: &Resource<Descriptor>) -> wasmtime::Result<
     Ok(match view.table.get(fd)? {
         Descriptor::Dir(d) => Some(Target {
             dir: d.dir.clone(),
+            perms: d.perms,
             writable: d.perms == FsPerms::ReadWrite,
         }),
         // Not a directory: wasmtime-wasi answers with its own error.
@@ -361,9 +516,12 @@ pub(crate) fn add_to_linker(linker: &mut Linker<CallState>) -> wasmtime::Result<
         .instance(PREOPENS)?
         .func_wrap("get-directories", |mut store: Store<'_>, (): ()| {
             let state = store.data_mut();
-            let dirs = wasmtime_wasi::p2::bindings::filesystem::preopens::Host::get_directories(
-                &mut state.filesystem(),
-            )?;
+            let opened = state.preopens.opened()?;
+            let mut dirs = Vec::with_capacity(opened.len());
+            for (dir, guest, _) in opened {
+                let fd = state.table.push(Descriptor::Dir(dir.clone()))?;
+                dirs.push((fd, guest.clone()));
+            }
             if !dirs.is_empty() {
                 state.looked_at_files = true;
             }
@@ -384,6 +542,22 @@ pub(crate) fn add_to_linker(linker: &mut Linker<CallState>) -> wasmtime::Result<
                 let state = store.data_mut();
                 let follow = pf.contains(PathFlags::SYMLINK_FOLLOW);
                 if let Some(t) = target(state, &fd)? {
+                    if of == OpenFlags::empty()
+                        && fl == DescriptorFlags::READ
+                        && let Some(root) = state.preopens.host_path(&t.dir)
+                        && let Some((file, rel)) = open_plain_file(&t.dir, &path)
+                    {
+                        let read = root.join(rel);
+                        state.touched.read_path(read);
+                        let file = wasmtime_wasi::filesystem::File::new(
+                            file,
+                            t.perms,
+                            wasmtime_wasi::filesystem::OpenMode::READ,
+                            true,
+                        );
+                        let new = state.table.push(Descriptor::File(file))?;
+                        return Ok((Ok(new),));
+                    }
                     if let Err(r) = check_kind(&t.dir, &path, follow) {
                         return Ok((Err(state.refuse("open", &path, r)),));
                     }

@@ -9,14 +9,13 @@ use super::bindings::{
 };
 use super::engine::TICK;
 use super::{Plugin, StreamEvent, ToolError, budget, effects, files, fsguard, http, limits, stdio};
-use crate::manifest::Access;
 use std::collections::BTreeMap;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use wasmtime::component::ResourceTable;
 use wasmtime::{CallHook, Store, Trap};
-use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
+use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
 /// What the host-side imports of a call can see of their plugin.
@@ -40,7 +39,7 @@ pub(crate) struct CallState {
     wasi: WasiCtx,
     http: WasiHttpCtx,
     egress: http::Egress,
-    table: ResourceTable,
+    pub(super) table: ResourceTable,
     pub(super) plugin: Arc<PluginShared>,
     limiter: limits::CallLimiter,
     pub(super) host_calls_left: u64,
@@ -57,6 +56,8 @@ pub(crate) struct CallState {
     pub(super) looked_at_files: bool,
     /// What the call touched: files read, hosts reached, programs run.
     pub(super) touched: super::touched::Recording,
+    /// Its granted directories as `wasi:filesystem` preopens.
+    pub(super) preopens: fsguard::Preopens,
 }
 
 impl CallState {
@@ -189,34 +190,8 @@ impl Plugin {
         // hopping to tokio's blocking pool per syscall is what makes a
         // sandboxed grep close to a native one.
         wasi.allow_blocking_current_thread(true);
-        for grant in &self.decl.fs {
-            // The path was canonical when the manifest loaded; if a directory
-            // on it has since become a symlink (a program run by a plugin can
-            // do that inside the workspace), it may lead anywhere. The
-            // workspace root itself is out of their reach.
-            if grant.path != "." {
-                files::check_unmoved(&grant.host_path).map_err(|e| {
-                ToolError::Sandbox(format!(
-                    "plugin `{name}`: granted directory {} ({}) is no longer what the manifest granted: {e}; \
-                     restore it or reload corral",
-                    grant.path,
-                    grant.host_path.display()
-                ))
-                })?;
-            }
-            let perms = if !caps.writes() || grant.access == Access::Ro {
-                FsPerms::ReadOnly
-            } else {
-                FsPerms::ReadWrite
-            };
-            wasi.preopened_dir(&grant.host_path, &grant.guest_path, perms)
-                .map_err(|e| {
-                    ToolError::Sandbox(format!(
-                        "plugin `{name}`: cannot open granted directory {}: {e}",
-                        grant.host_path.display()
-                    ))
-                })?;
-        }
+        // The granted directories are opened when the plugin first asks for
+        // them (`fsguard::Preopens`), not for every call.
         // Raw sockets and name lookups are never granted: grants.net names
         // HTTP destinations, checked per request, and a socket would go
         // around that check. wasmtime-wasi denies them by default; saying so
@@ -259,6 +234,7 @@ impl Plugin {
             timed_out: false,
             events,
             dirs: files::Dirs::new(self.shared.fs.clone()),
+            preopens: fsguard::Preopens::new(self.shared.fs.clone(), caps.writes()),
             caps,
             looked_at_files: false,
             touched: Default::default(),
@@ -327,6 +303,17 @@ impl Plugin {
             host_calls = limits.host_calls - store.data().host_calls_left,
             "call finished"
         );
+        // A granted directory that moved ends the call, whatever the plugin
+        // made of the refusal.
+        let state = store.data();
+        if let Some(why) = state
+            .preopens
+            .refused
+            .as_ref()
+            .or(state.dirs.refused.as_ref())
+        {
+            return Err(ToolError::Sandbox(format!("plugin `{name}`: {why}")));
+        }
         let err = match outcome {
             Err(_elapsed) => {
                 return Err(ToolError::Sandbox(format!(

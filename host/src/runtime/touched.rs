@@ -67,7 +67,9 @@ impl Recording {
         }
     }
 
-    fn read_path(&mut self, path: PathBuf) {
+    /// Records a file opened for reading by the host path it was opened
+    /// by, when that path is exact (no symlink on the way).
+    pub(crate) fn read_path(&mut self, path: PathBuf) {
         if self.listed.contains(&path) {
             return;
         }

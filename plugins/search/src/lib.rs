@@ -15,7 +15,6 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 mod sys;
-mod walk;
 
 fn default_dot() -> String {
     ".".to_owned()
@@ -180,14 +179,7 @@ pub fn grep(args: &GrepArgs) -> Result<Output> {
     let mut files_found: Vec<String> = Vec::new();
     let mut total = 0usize;
     let mut truncated = false;
-    let paths = walk(
-        &fs,
-        &root,
-        root_is_dir,
-        &args.include,
-        &args.exclude,
-        args.all,
-    )?;
+    let paths = walk(&root, root_is_dir, &args.include, &args.exclude, args.all)?;
     'files: for batch in paths.chunks(fs.batch()) {
         for (entry, content) in batch.iter().zip(fs.read_many(batch)) {
             if total >= max {
@@ -253,7 +245,6 @@ pub fn grep(args: &GrepArgs) -> Result<Output> {
 
 /// Files under `root` in path order, honouring ignore files and the globs.
 fn walk(
-    fs: &sys::Fs,
     root: &Path,
     root_is_dir: bool,
     include: &[String],
@@ -274,7 +265,7 @@ fn walk(
     let overrides = overrides
         .build()
         .map_err(|e| Error::InvalidArguments(format!("globs: {e}")))?;
-    Ok(walk::files(fs, root, root_is_dir, overrides, all))
+    Ok(corral_walk::files(root, root_is_dir, overrides, all))
 }
 
 /// Arguments of `glob`.
@@ -317,7 +308,7 @@ impl Tool for Glob {
         let limit = args.limit.unwrap_or(500).max(1);
         let mut found = Vec::new();
         let mut truncated = false;
-        for path in walk(&sys::Fs, &root, root_is_dir, &[], &[], args.all)? {
+        for path in walk(&root, root_is_dir, &[], &[], args.all)? {
             let rel = path.strip_prefix(&root).unwrap_or(&path);
             if glob.is_match(rel) {
                 if found.len() >= limit {

@@ -1,22 +1,110 @@
-//! The file walk behind `grep` and `glob`: depth first in path order, with
-//! ripgrep's ignore rules (`.ignore`, `.gitignore`, `.git/info/exclude`,
-//! hidden files, include/exclude globs), matched by the `ignore` crate's
-//! own matchers.
+//! The directory walk behind corral's file tools (`grep`, `glob`,
+//! `list_files`): depth first in path order, with ripgrep's ignore rules
+//! (`.ignore`, `.gitignore`, `.git/info/exclude`, hidden files,
+//! include/exclude globs), matched by the `ignore` crate's own matchers.
 //!
-//! `ignore::Walk` would do the same, but it finds ignore files by trying to
-//! open them in every directory and reads each directory through `std::fs`;
-//! in the sandbox every such attempt is a WASI call. This walk lists each
-//! directory once through [`Fs`] and loads only the ignore files that the
-//! listing shows. The rules and their precedence follow `ignore::Walk`
-//! (checked against it by the tests below), with one difference: the ignore
-//! files of the directories above the search root are read only up to the
-//! workspace root, never outside it.
+//! `ignore::Walk` would do the same, but in the sandbox it is slow: it reads
+//! each directory through `std::fs`, which wasi-libc turns into two host
+//! calls per entry (the entry, then a metadata hash it turns into an inode
+//! number; the host stats every entry for both), and it finds ignore files
+//! by trying to open them in every directory. This walk lists each
+//! directory in one call of corral's `files` interface
+//! ([`corral_sdk::files::list_directory`], the kernel's own entry types, no
+//! stat per entry) and loads only the ignore files that the listing shows.
+//! The rules and their precedence follow `ignore::Walk` (checked against it
+//! by the tests below), with one difference: the ignore files of the
+//! directories above the walk's root are read only up to the workspace
+//! root, never outside it. Natively (and for a name the host cannot list),
+//! directories are read through `std::fs`.
 
-use crate::sys::{Fs, Kind};
 use ignore::Match;
 use ignore::gitignore::{Gitignore, GitignoreBuilder};
 use ignore::overrides::Override;
+use std::ffi::OsString;
+use std::io;
+use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
+
+/// What a directory entry is, as far as a walk cares.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// A directory, to descend into.
+    Dir,
+    /// A regular file.
+    File,
+    /// Anything else: symlinks (never followed), devices, sockets.
+    Other,
+}
+
+/// One entry of a directory listing.
+#[derive(Debug)]
+struct Entry {
+    name: OsString,
+    kind: Kind,
+}
+
+/// Lists `dir` with `std::fs` (the file type comes from the listing itself,
+/// no `stat` per entry).
+fn list_std(dir: &Path) -> io::Result<Vec<Entry>> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir)? {
+        let entry = entry?;
+        let kind = match entry.file_type() {
+            Ok(t) if t.is_dir() => Kind::Dir,
+            Ok(t) if t.is_file() => Kind::File,
+            _ => Kind::Other,
+        };
+        out.push(Entry {
+            name: entry.file_name(),
+            kind,
+        });
+    }
+    Ok(out)
+}
+
+/// The entries of `dir`, in no particular order, without `.` and `..`.
+fn list(dir: &Path) -> io::Result<Vec<Entry>> {
+    #[cfg(target_family = "wasm")]
+    if let Some(entries) = list_host(dir) {
+        return Ok(entries);
+    }
+    list_std(dir)
+}
+
+/// Lists `dir` through the host's `files` interface.
+#[cfg(target_family = "wasm")]
+fn list_host(dir: &Path) -> Option<Vec<Entry>> {
+    use corral_sdk::files::{EntryKind, list_directory};
+    let entries = list_directory(dir.to_str()?).ok()?;
+    Some(
+        entries
+            .into_iter()
+            .map(|e| Entry {
+                kind: match e.kind {
+                    EntryKind::Directory => Kind::Dir,
+                    EntryKind::File => Kind::File,
+                    EntryKind::Symlink | EntryKind::Other => Kind::Other,
+                },
+                name: e.name.into(),
+            })
+            .collect(),
+    )
+}
+
+/// What a walk visits and leaves out.
+pub struct Options {
+    /// Include/exclude globs (an empty `Override` for none).
+    pub overrides: Override,
+    /// Turns off ignore files and hidden-entry skipping.
+    pub all: bool,
+    /// Levels below the root to visit (1: only its entries); `None`: all.
+    pub max_depth: Option<usize>,
+    /// Visit directories too, each before what it holds.
+    pub dirs: bool,
+    /// Visit entries that are neither files nor directories (symlinks,
+    /// devices), without following them.
+    pub others: bool,
+}
 
 /// The ignore files of one directory on the way down.
 struct Level {
@@ -52,25 +140,23 @@ impl Level {
 
 /// A walk in progress.
 struct Walker<'a> {
-    fs: &'a Fs,
-    overrides: Override,
-    /// Apply ignore files and skip hidden entries (false for `all`).
-    filter: bool,
+    options: &'a Options,
     levels: Vec<Level>,
-    out: Vec<PathBuf>,
+    visit: &'a mut dyn FnMut(&Path, Kind) -> ControlFlow<()>,
 }
 
 impl Walker<'_> {
     /// Whether `path` is left out, as `ignore::Walk` decides it.
     fn skip(&self, path: &Path, name: &std::ffi::OsStr, is_dir: bool) -> bool {
         let path = path.strip_prefix("./").unwrap_or(path);
-        if !self.overrides.is_empty() {
-            let m = self.overrides.matched(path, is_dir);
+        let overrides = &self.options.overrides;
+        if !overrides.is_empty() {
+            let m = overrides.matched(path, is_dir);
             if !m.is_none() {
                 return m.is_ignore();
             }
         }
-        if !self.filter {
+        if self.options.all {
             return false;
         }
         let m = self.matched_ignore_files(path, is_dir);
@@ -103,14 +189,15 @@ impl Walker<'_> {
         m_ignore.or(m_git_ignore).or(m_git_exclude)
     }
 
-    fn visit(&mut self, dir: &Path) {
+    /// Walks the entries of `dir`, which is `depth` levels below the root.
+    fn walk_dir(&mut self, dir: &Path, depth: usize) -> ControlFlow<()> {
         // An unreadable directory is skipped, as ripgrep skips it.
-        let Ok(mut entries) = self.fs.list(dir) else {
-            return;
+        let Ok(mut entries) = list(dir) else {
+            return ControlFlow::Continue(());
         };
         entries.sort_unstable_by(|a, b| a.name.cmp(&b.name));
-        let pushed = self.filter;
-        if pushed {
+        let filter = !self.options.all;
+        if filter {
             let has = |n: &str| entries.iter().any(|e| e.name == n);
             self.levels.push(Level::load(
                 dir,
@@ -119,8 +206,17 @@ impl Walker<'_> {
                 has(".git"),
             ));
         }
-        for entry in &entries {
-            if entry.kind == Kind::Other {
+        let flow = self.entries(dir, depth + 1, &entries);
+        if filter {
+            self.levels.pop();
+        }
+        flow
+    }
+
+    fn entries(&mut self, dir: &Path, depth: usize, entries: &[Entry]) -> ControlFlow<()> {
+        let deeper = self.options.max_depth.is_none_or(|max| depth < max);
+        for entry in entries {
+            if entry.kind == Kind::Other && !self.options.others {
                 continue;
             }
             let path = dir.join(&entry.name);
@@ -128,41 +224,40 @@ impl Walker<'_> {
             if self.skip(&path, &entry.name, is_dir) {
                 continue;
             }
-            if is_dir {
-                self.visit(&path);
-            } else {
-                self.out.push(path);
+            if entry.kind != Kind::Dir || self.options.dirs {
+                (self.visit)(&path, entry.kind)?;
+            }
+            if is_dir && deeper {
+                self.walk_dir(&path, depth)?;
             }
         }
-        if pushed {
-            self.levels.pop();
-        }
+        ControlFlow::Continue(())
     }
 }
 
-/// The files to search under `root` (a workspace-relative path, `.` for the
-/// root) in path order. A file given as `root` is returned as is.
-/// `overrides` holds the include/exclude globs; `all` turns off ignore
-/// files and hidden-file skipping.
-pub(crate) fn files(
-    fs: &Fs,
+/// Visits what lies under `root` (a workspace-relative path, `.` for the
+/// root) in path order, directories before what they hold, until `visit`
+/// breaks. A file given as `root` is visited as is, even if ignored.
+pub fn walk(
     root: &Path,
     root_is_dir: bool,
-    overrides: Override,
-    all: bool,
-) -> Vec<PathBuf> {
+    options: &Options,
+    visit: &mut dyn FnMut(&Path, Kind) -> ControlFlow<()>,
+) {
     if !root_is_dir {
-        return vec![root.to_path_buf()];
+        let _ = visit(root, Kind::File);
+        return;
+    }
+    if options.max_depth == Some(0) {
+        return;
     }
     let mut walker = Walker {
-        fs,
-        overrides,
-        filter: !all,
+        options,
         levels: Vec::new(),
-        out: Vec::new(),
+        visit,
     };
-    if walker.filter && root.is_relative() && root != Path::new(".") {
-        // The directories from the workspace root down to the search root's
+    if !options.all && root.is_relative() && root != Path::new(".") {
+        // The directories from the workspace root down to the walk root's
         // parent: their rules apply below them too.
         walker.levels.push(load_probing(Path::new(".")));
         let mut above = PathBuf::new();
@@ -171,11 +266,29 @@ pub(crate) fn files(
             walker.levels.push(load_probing(&above));
         }
     }
-    walker.visit(root);
-    walker.out
+    let _ = walker.walk_dir(root, 0);
 }
 
-/// The ignore files of a directory above the search root, found by trying
+/// The files under `root` in path order, honouring ignore files and the
+/// globs of `overrides`; `all` turns off ignore files and hidden-file
+/// skipping. A file given as `root` is returned as is.
+pub fn files(root: &Path, root_is_dir: bool, overrides: Override, all: bool) -> Vec<PathBuf> {
+    let options = Options {
+        overrides,
+        all,
+        max_depth: None,
+        dirs: false,
+        others: false,
+    };
+    let mut out = Vec::new();
+    walk(root, root_is_dir, &options, &mut |path, _| {
+        out.push(path.to_path_buf());
+        ControlFlow::Continue(())
+    });
+    out
+}
+
+/// The ignore files of a directory above the walk's root, found by trying
 /// to open them (its listing would cost more).
 fn load_probing(dir: &Path) -> Level {
     Level::load(
@@ -271,7 +384,7 @@ mod tests {
     }
 
     fn ours(root: &Path, include: &[&str], exclude: &[&str], all: bool) -> Vec<PathBuf> {
-        files(&Fs, root, true, overrides(root, include, exclude), all)
+        files(root, true, overrides(root, include, exclude), all)
     }
 
     fn names(root: &Path, paths: &[PathBuf]) -> Vec<String> {
@@ -355,11 +468,83 @@ mod tests {
         );
     }
 
+    /// What `ignore::Walk` lists as `list_files` configured it before this
+    /// walk existed: every entry up to `depth`, directories included.
+    fn reference_listing(root: &Path, depth: usize, all: bool) -> Vec<(PathBuf, bool)> {
+        ignore::WalkBuilder::new(root)
+            .max_depth(Some(depth))
+            .hidden(!all)
+            .git_ignore(!all)
+            .git_exclude(!all)
+            .git_global(false)
+            .ignore(!all)
+            .parents(false)
+            .require_git(false)
+            .sort_by_file_path(|a, b| a.cmp(b))
+            .build()
+            .filter_map(|e| e.ok())
+            .filter(|e| e.depth() > 0)
+            .map(|e| {
+                let is_dir = e.file_type().is_some_and(|t| t.is_dir());
+                (e.into_path(), is_dir)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn same_listing_as_ignore_walk_at_every_depth() {
+        let dir = tree();
+        let root = dir.path();
+        for all in [false, true] {
+            for depth in 1..=5 {
+                let options = Options {
+                    overrides: Override::empty(),
+                    all,
+                    max_depth: Some(depth),
+                    dirs: true,
+                    others: true,
+                };
+                let mut got = Vec::new();
+                walk(root, true, &options, &mut |path, kind| {
+                    got.push((path.to_path_buf(), kind == Kind::Dir));
+                    ControlFlow::Continue(())
+                });
+                assert_eq!(
+                    got,
+                    reference_listing(root, depth, all),
+                    "depth {depth} all {all}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_walk_stops_when_told() {
+        let dir = tree();
+        let options = Options {
+            overrides: Override::empty(),
+            all: true,
+            max_depth: None,
+            dirs: true,
+            others: true,
+        };
+        let mut seen = 0;
+        walk(dir.path(), true, &options, &mut |_, _| {
+            seen += 1;
+            if seen == 3 {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            }
+        });
+        assert_eq!(seen, 3);
+    }
+
     #[test]
     fn a_file_root_is_searched_even_when_ignored() {
         let dir = tree();
         let file = dir.path().join("debug.log");
-        let got = files(&Fs, &file, false, Override::empty(), false);
+        let got = files(&file, false, Override::empty(), false);
         assert_eq!(got, [file]);
     }
 }
