@@ -48,7 +48,7 @@ impl Stream {
     /// `Break` at `[DONE]`.
     pub fn on_event(
         &mut self,
-        event: &sse::Event,
+        event: &sse::EventRef<'_>,
         sink: &mut dyn FnMut(Event),
     ) -> Result<ControlFlow<()>, ProviderError> {
         let data = event.data.trim();
@@ -484,7 +484,7 @@ struct Delta<'a> {
 impl provider::TurnStream for Stream {
     fn on_event(
         &mut self,
-        event: &sse::Event,
+        event: &sse::EventRef<'_>,
         sink: &mut dyn FnMut(Event),
     ) -> Result<ControlFlow<()>, ProviderError> {
         Stream::on_event(self, event, sink)
@@ -739,7 +739,7 @@ mod tests {
         let mut sink = |_| {};
         let mut seen = Vec::new();
         provider::replay_sse([TEXT.as_bytes()], |event| {
-            let flow = stream.on_event(&event, &mut sink);
+            let flow = stream.on_event(&event.as_ref(), &mut sink);
             seen.push((
                 event.data.contains("finish_reason\":\"stop"),
                 stream.is_complete(),
