@@ -829,6 +829,50 @@ mod tests {
     }
 
     #[test]
+    fn coalesce_merges_runs_of_deltas_in_order_and_within_the_cap() {
+        let mut out = Vec::new();
+        let mut sink = Coalesce::new(|e| out.push(e));
+        let delta = |index, id: Option<&str>, args: &str| {
+            Event::ToolCallDelta(ToolCallDelta {
+                index,
+                id: id.map(Into::into),
+                name: id.map(|_| "read".into()),
+                arguments_delta: args.into(),
+            })
+        };
+        sink.push(Event::MessageStarted);
+        sink.push(Event::TextDelta("a".into()));
+        sink.push(Event::TextDelta("é".into()));
+        sink.push(delta(0, Some("c1"), ""));
+        sink.push(delta(0, None, "{\"p"));
+        sink.push(delta(0, None, "\":1}"));
+        sink.push(delta(1, Some("c2"), "{}"));
+        sink.push(Event::TextDelta("x".repeat(COALESCE_BYTES - 1)));
+        sink.push(Event::TextDelta("yz".into()));
+        sink.flush();
+        sink.push(Event::TextDelta("after".into()));
+        sink.flush();
+        sink.flush();
+        assert_eq!(
+            out,
+            vec![
+                Event::MessageStarted,
+                Event::TextDelta("aé".into()),
+                Event::ToolCallDelta(ToolCallDelta {
+                    index: 0,
+                    id: Some("c1".into()),
+                    name: Some("read".into()),
+                    arguments_delta: "{\"p\":1}".into(),
+                }),
+                delta(1, Some("c2"), "{}"),
+                Event::TextDelta("x".repeat(COALESCE_BYTES - 1)),
+                Event::TextDelta("yz".into()),
+                Event::TextDelta("after".into()),
+            ]
+        );
+    }
+
+    #[test]
     fn tool_arguments_are_checked() {
         assert_eq!(tool_arguments("").unwrap(), "{}");
         assert_eq!(tool_arguments(" null ").unwrap(), "{}");
