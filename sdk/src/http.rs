@@ -225,7 +225,12 @@ fn write_body(body: OutgoingBody, bytes: &[u8]) -> Result<(), String> {
             stream.write(now).map_err(|e| stream_error_text(&e))?;
             rest = later;
         }
-        stream.blocking_flush().map_err(|e| stream_error_text(&e))?;
+        // Once the host has taken `content-length` bytes it may close the
+        // stream: that is the body complete, not a failure.
+        match stream.blocking_flush() {
+            Ok(()) | Err(StreamError::Closed) => {}
+            Err(e) => return Err(stream_error_text(&e)),
+        }
         // The stream is a child of the body and must go before `finish`.
     }
     OutgoingBody::finish(body, None).map_err(|code| format!("{code:?}"))

@@ -25,6 +25,7 @@
 //! The plugin never reads an API key: the host adds the `authorization`
 //! header configured in `grants.secrets` when the request leaves.
 
+mod fast;
 mod request;
 mod stream;
 
