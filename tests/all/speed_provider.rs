@@ -158,10 +158,8 @@ fn tool_call_arguments_in_many_fragments_are_merged_and_whole() {
         2,
         "the tool ran and the model was asked again"
     );
-    assert_eq!(
-        openai_tool_result(&requests[1], "call_big"),
-        "hello from the workspace\n"
-    );
+    let result = openai_tool_result(&requests[1], "call_big");
+    assert!(result.contains("hello from the workspace"), "{result}");
 }
 
 /// Events of a long session appended to the log at `path`: `n` events in
