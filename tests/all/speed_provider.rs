@@ -225,7 +225,22 @@ fn a_200k_event_conversation_passes_through_the_provider_plugin() {
             "[agent.models.\"big\"]\ncontext_window = 4000000000\n",
         ),
     );
-    let cli = Cli::new();
+    // The log is ~60 MB written at once; on a disk, the resumed run's first
+    // fsync would wait for all of it, which a session written as it went
+    // never does. Memory keeps the test about the provider.
+    let cli = Cli {
+        home: tempfile::tempdir_in("/dev/shm")
+            .or_else(|_| tempfile::tempdir())
+            .expect("home"),
+        trust_project: true,
+    };
+    let config = cli.home.path().join("config/corral");
+    std::fs::create_dir_all(&config).expect("config dir");
+    std::fs::write(
+        config.join("corral.toml"),
+        "[trust]\nproject_may_loosen = true\n",
+    )
+    .expect("user manifest");
     let out = cli.run(&sb.ws(), &["run", "--provider", "openai", "hi"]);
     assert!(
         out.status.success(),
