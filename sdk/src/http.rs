@@ -34,8 +34,11 @@ use wasip2::http::types::{
 use wasip2::io::poll;
 use wasip2::io::streams::{InputStream, StreamError};
 
-/// Most bytes asked of the host per read; the host may return fewer.
-const READ_SIZE: u64 = 64 * 1024;
+/// Most bytes asked of the host per read; the host returns what it has (one
+/// network read's worth at most), so this only bounds a read, it reserves
+/// nothing. Large enough that a fast stream is not cut into more host calls
+/// than the network delivered.
+const READ_SIZE: u64 = 1024 * 1024;
 /// Most bytes handed to the host per `write` of a request body, whatever
 /// larger permit the host gives (wasmtime's HTTP body takes 1 MiB): a
 /// multi-megabyte conversation goes out in a few dozen writes instead of
