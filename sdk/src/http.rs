@@ -34,10 +34,16 @@ use wasip2::http::types::{
 use wasip2::io::poll;
 use wasip2::io::streams::{InputStream, StreamError};
 
-/// Most bytes asked of the host per read; the host may return fewer.
-const READ_SIZE: u64 = 64 * 1024;
-/// Most bytes per `blocking-write-and-flush`, a limit set by `wasi:io`.
-const WRITE_SIZE: usize = 4096;
+/// Most bytes asked of the host per read; the host returns what it has (one
+/// network read's worth at most), so this only bounds a read, it reserves
+/// nothing. Large enough that a fast stream is not cut into more host calls
+/// than the network delivered.
+const READ_SIZE: u64 = 1024 * 1024;
+/// Most bytes handed to the host per `write` of a request body, whatever
+/// larger permit the host gives (wasmtime's HTTP body takes 1 MiB): a
+/// multi-megabyte conversation goes out in a few dozen writes instead of
+/// thousands of 4 KiB `blocking-write-and-flush` round trips.
+const WRITE_SIZE: usize = 1024 * 1024;
 
 /// The HTTP method of a [`Request`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -98,9 +104,17 @@ impl Request {
 
     /// A `POST` request with a JSON body and `content-type: application/json`.
     pub fn post_json(url: impl Into<String>, body: &serde_json::Value) -> Self {
+        Self::post_json_bytes(url, body.to_string().into_bytes())
+    }
+
+    /// A `POST` request with a body that is already JSON text, and
+    /// `content-type: application/json`: how a provider sends a body it
+    /// serialised straight from the conversation, without a
+    /// [`serde_json::Value`] copy of it.
+    pub fn post_json_bytes(url: impl Into<String>, body: Vec<u8>) -> Self {
         Self {
             method: Method::Post,
-            body: body.to_string().into_bytes(),
+            body,
             ..Self::get(url)
         }
         .header("content-type", "application/json")
@@ -200,10 +214,25 @@ fn nanos(duration: Duration) -> u64 {
 fn write_body(body: OutgoingBody, bytes: &[u8]) -> Result<(), String> {
     {
         let stream = body.write().map_err(|()| "body stream unavailable")?;
-        for chunk in bytes.chunks(WRITE_SIZE) {
-            stream
-                .blocking_write_and_flush(chunk)
-                .map_err(|e| stream_error_text(&e))?;
+        let mut rest = bytes;
+        while !rest.is_empty() {
+            // `check-write` says how much the host takes now; zero means
+            // its buffer is full until the connection drains it.
+            let permit = stream.check_write().map_err(|e| stream_error_text(&e))?;
+            let permit = usize::try_from(permit).unwrap_or(usize::MAX);
+            if permit == 0 {
+                stream.subscribe().block();
+                continue;
+            }
+            let (now, later) = rest.split_at(rest.len().min(permit).min(WRITE_SIZE));
+            stream.write(now).map_err(|e| stream_error_text(&e))?;
+            rest = later;
+        }
+        // Once the host has taken `content-length` bytes it may close the
+        // stream: that is the body complete, not a failure.
+        match stream.blocking_flush() {
+            Ok(()) | Err(StreamError::Closed) => {}
+            Err(e) => return Err(stream_error_text(&e)),
         }
         // The stream is a child of the body and must go before `finish`.
     }

@@ -348,10 +348,12 @@ impl From<http::Error> for ProviderError {
 /// arrive and knows when its protocol's final event has been seen.
 pub trait TurnStream {
     /// Folds in one SSE event, sending streaming events to `sink`; `Break`
-    /// ends the stream early (e.g. at OpenAI's `[DONE]`).
+    /// ends the stream early (e.g. at OpenAI's `[DONE]`). The event is
+    /// borrowed from the parser: a long answer is hundreds of thousands of
+    /// them.
     fn on_event(
         &mut self,
-        event: &sse::Event,
+        event: &sse::EventRef<'_>,
         sink: &mut dyn FnMut(Event),
     ) -> Result<ControlFlow<()>, ProviderError>;
     /// Whether the protocol's final event has been seen.
@@ -363,34 +365,163 @@ pub trait TurnStream {
 /// Reads the streamed answer in `response` into `stream`, forwarding its
 /// events to the host as they come, and returns the turn.
 ///
+/// Deltas that arrive in the same piece of the body are sent as one event
+/// (see [`Coalesce`]): a long answer streams one event per network read
+/// instead of one per token, and each is sent before the next read waits.
+///
 /// A connection that drops or lingers after the final event has already said
 /// everything: that network error is logged and ignored.
 pub fn stream_turn<S: TurnStream>(
     response: &mut Response,
     mut stream: S,
 ) -> Result<ChatResponse, ProviderError> {
-    let mut sink = emit;
-    match read_sse(response, |event| stream.on_event(&event, &mut sink)) {
+    let mut out = Coalesce::new(emit);
+    let read = {
+        let out = std::cell::RefCell::new(&mut out);
+        read_sse_ref(
+            response,
+            |event| stream.on_event(event, &mut |e| out.borrow_mut().push(e)),
+            || out.borrow_mut().flush(),
+        )
+    };
+    match read {
         Err(ProviderError::Network(why)) if stream.is_complete() => crate::log(
             crate::Level::Debug,
             &format!("ignoring a network error after the end of the message: {why}"),
         ),
         read => read?,
     }
-    stream.finish(&mut sink)
+    let turn = stream.finish(&mut |e| out.push(e));
+    out.flush();
+    turn
+}
+
+/// Most bytes of text (or of tool-call arguments) [`Coalesce`] puts in one
+/// event. Far below the host's per-event limit (`limits.output_kb`, 1 MiB
+/// by default), and big enough that a fast stream sends a few events per
+/// network read.
+pub const COALESCE_BYTES: usize = 16 * 1024;
+
+/// An event sink that merges consecutive text deltas, and consecutive
+/// argument deltas of the same tool call, into one event of at most
+/// [`COALESCE_BYTES`], until [`flush`](Coalesce::flush) (or any other kind of
+/// event) sends it on. Order is kept: an event of another kind first sends
+/// what is pending.
+pub struct Coalesce<F: FnMut(Event)> {
+    out: F,
+    pending: Option<Event>,
+}
+
+impl<F: FnMut(Event)> std::fmt::Debug for Coalesce<F> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Coalesce")
+            .field("pending", &self.pending)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<F: FnMut(Event)> Coalesce<F> {
+    /// A sink that sends merged events to `out`.
+    pub fn new(out: F) -> Self {
+        Self { out, pending: None }
+    }
+
+    /// Takes one event: merged into the pending one where it can be, else
+    /// the pending one is sent and this one waits (deltas) or goes too.
+    pub fn push(&mut self, event: Event) {
+        match (&mut self.pending, event) {
+            (Some(Event::TextDelta(text)), Event::TextDelta(more))
+                if text.len() + more.len() <= COALESCE_BYTES =>
+            {
+                text.push_str(&more);
+            }
+            (Some(Event::ToolCallDelta(call)), Event::ToolCallDelta(more))
+                if more.index == call.index
+                    && more.id.is_none()
+                    && more.name.is_none()
+                    && call.arguments_delta.len() + more.arguments_delta.len()
+                        <= COALESCE_BYTES =>
+            {
+                call.arguments_delta.push_str(&more.arguments_delta);
+            }
+            (_, event) => {
+                self.flush();
+                match event {
+                    Event::TextDelta(text) if text.len() < COALESCE_BYTES => {
+                        // Room for what follows, so that merging does not
+                        // reallocate at every token.
+                        let mut buffer = String::with_capacity(COALESCE_BYTES.min(4096));
+                        buffer.push_str(&text);
+                        self.pending = Some(Event::TextDelta(buffer));
+                    }
+                    event @ Event::ToolCallDelta(_) => self.pending = Some(event),
+                    event => (self.out)(event),
+                }
+            }
+        }
+    }
+
+    /// Sends the pending event, if any.
+    pub fn flush(&mut self) {
+        if let Some(event) = self.pending.take() {
+            (self.out)(event);
+        }
+    }
 }
 
 /// [`stream_turn`] over chunks in memory, collecting the events instead of
-/// sending them: how a provider's tests replay a wire transcript.
+/// sending them: how a provider's tests replay a wire transcript. Events
+/// are collected as the stream makes them, not merged.
 pub fn replay_turn<'a, S: TurnStream>(
     chunks: impl IntoIterator<Item = &'a [u8]>,
     mut stream: S,
 ) -> (Result<ChatResponse, ProviderError>, Vec<Event>) {
     let mut events = Vec::new();
     let mut sink = |e| events.push(e);
-    let result = replay_sse(chunks, |event| stream.on_event(&event, &mut sink))
-        .and_then(|()| stream.finish(&mut sink));
+    let mut chunks = chunks.into_iter();
+    let result = drive_sse(
+        || Ok(chunks.next().map(<[u8]>::to_vec)),
+        |event| stream.on_event(event, &mut sink),
+        || {},
+    )
+    .and_then(|()| stream.finish(&mut sink));
     (result, events)
+}
+
+/// About how many bytes `request` takes as a JSON request body: what its
+/// strings hold plus a little per message, for reserving the body's buffer
+/// once instead of growing (and copying) it step by step. Escapes can make
+/// the body longer; the buffer then grows as usual.
+pub fn json_size_hint(request: &ChatRequest) -> usize {
+    /// Keys, quotes and punctuation around one message or call.
+    const PER_ITEM: usize = 64;
+    let messages: usize = request
+        .messages
+        .iter()
+        .map(|m| {
+            PER_ITEM
+                + match m {
+                    Message::System(text) | Message::User(text) => text.len(),
+                    Message::Assistant(turn) => {
+                        turn.text.len()
+                            + turn
+                                .tool_calls
+                                .iter()
+                                .map(|c| PER_ITEM + c.id.len() + c.name.len() + c.arguments.len())
+                                .sum::<usize>()
+                    }
+                    Message::ToolResult(r) => r.call_id.len() + r.content.len(),
+                }
+        })
+        .sum();
+    let tools: usize = request
+        .tools
+        .iter()
+        .map(|t| PER_ITEM + t.name.len() + t.description.len() + t.input_schema.len())
+        .sum();
+    let total = messages + tools + 1024;
+    // Room for some escaping (quotes and newlines in code).
+    total.saturating_add(total / 16)
 }
 
 /// A tool's JSON Schema as a JSON value, for a provider's request body.
@@ -414,7 +545,18 @@ pub fn tool_schema(tool: &ToolSpec) -> Result<serde_json::Value, ProviderError> 
 /// status 200, say) is a [`ProviderError::Protocol`].
 pub fn read_sse(
     response: &mut Response,
-    on_event: impl FnMut(sse::Event) -> Result<ControlFlow<()>, ProviderError>,
+    mut on_event: impl FnMut(sse::Event) -> Result<ControlFlow<()>, ProviderError>,
+) -> Result<(), ProviderError> {
+    read_sse_ref(response, |event| on_event(event.to_owned()), || {})
+}
+
+/// [`read_sse`] with borrowed events, and `after_chunk` called once the
+/// events of each piece of the body are handled (before the next read may
+/// wait): where a sink that batches events sends them.
+pub fn read_sse_ref(
+    response: &mut Response,
+    on_event: impl FnMut(&sse::EventRef<'_>) -> Result<ControlFlow<()>, ProviderError>,
+    after_chunk: impl FnMut(),
 ) -> Result<(), ProviderError> {
     let content_type = response.header("content-type").unwrap_or("");
     if content_type.contains("json") || content_type.contains("html") {
@@ -425,7 +567,7 @@ pub fn read_sse(
             error_message(&String::from_utf8_lossy(&body))
         )));
     }
-    drive_sse(|| Ok(response.chunk()?), on_event)
+    drive_sse(|| Ok(response.chunk()?), on_event, after_chunk)
 }
 
 /// [`read_sse`] over chunks already in memory: feed it a recorded
@@ -433,24 +575,34 @@ pub fn read_sse(
 /// handling natively exactly as it runs on a live response.
 pub fn replay_sse<'a>(
     chunks: impl IntoIterator<Item = &'a [u8]>,
-    on_event: impl FnMut(sse::Event) -> Result<ControlFlow<()>, ProviderError>,
+    mut on_event: impl FnMut(sse::Event) -> Result<ControlFlow<()>, ProviderError>,
 ) -> Result<(), ProviderError> {
     let mut chunks = chunks.into_iter();
-    drive_sse(|| Ok(chunks.next().map(<[u8]>::to_vec)), on_event)
+    drive_sse(
+        || Ok(chunks.next().map(<[u8]>::to_vec)),
+        |event| on_event(event.to_owned()),
+        || {},
+    )
 }
 
 fn drive_sse(
     mut next_chunk: impl FnMut() -> Result<Option<Vec<u8>>, ProviderError>,
-    mut on_event: impl FnMut(sse::Event) -> Result<ControlFlow<()>, ProviderError>,
+    mut on_event: impl FnMut(&sse::EventRef<'_>) -> Result<ControlFlow<()>, ProviderError>,
+    mut after_chunk: impl FnMut(),
 ) -> Result<(), ProviderError> {
     let mut parser = sse::Parser::new();
-    let mut events = Vec::new();
     while let Some(chunk) = next_chunk()? {
-        parser.feed(&chunk, &mut |event| events.push(event));
-        for event in events.drain(..) {
-            if on_event(event)?.is_break() {
-                return Ok(());
+        // Events after a `Break` or an error in the same chunk are not
+        // looked at, as if the stream had ended there.
+        let mut flow = Ok(ControlFlow::Continue(()));
+        parser.feed_ref(&chunk, &mut |event| {
+            if matches!(flow, Ok(ControlFlow::Continue(()))) {
+                flow = on_event(&event);
             }
+        });
+        after_chunk();
+        if flow?.is_break() {
+            return Ok(());
         }
     }
     Ok(())
@@ -674,6 +826,50 @@ mod tests {
     fn f32_keeps_its_decimal_form() {
         assert_eq!(serde_json::json!(f32_to_json(0.7)).to_string(), "0.7");
         assert_eq!(serde_json::json!(f32_to_json(1.0)).to_string(), "1.0");
+    }
+
+    #[test]
+    fn coalesce_merges_runs_of_deltas_in_order_and_within_the_cap() {
+        let mut out = Vec::new();
+        let mut sink = Coalesce::new(|e| out.push(e));
+        let delta = |index, id: Option<&str>, args: &str| {
+            Event::ToolCallDelta(ToolCallDelta {
+                index,
+                id: id.map(Into::into),
+                name: id.map(|_| "read".into()),
+                arguments_delta: args.into(),
+            })
+        };
+        sink.push(Event::MessageStarted);
+        sink.push(Event::TextDelta("a".into()));
+        sink.push(Event::TextDelta("é".into()));
+        sink.push(delta(0, Some("c1"), ""));
+        sink.push(delta(0, None, "{\"p"));
+        sink.push(delta(0, None, "\":1}"));
+        sink.push(delta(1, Some("c2"), "{}"));
+        sink.push(Event::TextDelta("x".repeat(COALESCE_BYTES - 1)));
+        sink.push(Event::TextDelta("yz".into()));
+        sink.flush();
+        sink.push(Event::TextDelta("after".into()));
+        sink.flush();
+        sink.flush();
+        assert_eq!(
+            out,
+            vec![
+                Event::MessageStarted,
+                Event::TextDelta("aé".into()),
+                Event::ToolCallDelta(ToolCallDelta {
+                    index: 0,
+                    id: Some("c1".into()),
+                    name: Some("read".into()),
+                    arguments_delta: "{\"p\":1}".into(),
+                }),
+                delta(1, Some("c2"), "{}"),
+                Event::TextDelta("x".repeat(COALESCE_BYTES - 1)),
+                Event::TextDelta("yz".into()),
+                Event::TextDelta("after".into()),
+            ]
+        );
     }
 
     #[test]

@@ -37,6 +37,41 @@ pub struct Event {
     pub id: String,
 }
 
+impl Event {
+    /// The event as an [`EventRef`].
+    pub fn as_ref(&self) -> EventRef<'_> {
+        EventRef {
+            event: &self.event,
+            data: &self.data,
+            id: &self.id,
+        }
+    }
+}
+
+/// One dispatched event, borrowed from the parser: what
+/// [`Parser::feed_ref`] hands out, so that a stream of many small events
+/// costs no allocation per event. [`EventRef::to_owned`] makes an [`Event`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EventRef<'a> {
+    /// The `event:` field, or `message` when the event had none.
+    pub event: &'a str,
+    /// The `data:` lines, joined with `\n`.
+    pub data: &'a str,
+    /// The last `id:` seen on the stream so far (empty if none).
+    pub id: &'a str,
+}
+
+impl EventRef<'_> {
+    /// An owned copy.
+    pub fn to_owned(&self) -> Event {
+        Event {
+            event: self.event.to_owned(),
+            data: self.data.to_owned(),
+            id: self.id.to_owned(),
+        }
+    }
+}
+
 /// The incremental parser. One per response body.
 #[derive(Debug, Default)]
 pub struct Parser {
@@ -50,9 +85,12 @@ pub struct Parser {
     at_start: bool,
     event: String,
     /// Raw bytes, each data line followed by `\n`; decoded once per event.
+    /// Cleared, never freed, between events: its capacity serves the next.
     data: Vec<u8>,
     has_data: bool,
     last_id: String,
+    /// The decoded data of an event that was not valid UTF-8.
+    lossy: String,
 }
 
 impl Parser {
@@ -66,14 +104,22 @@ impl Parser {
 
     /// Parses one chunk of the body, calling `on_event` for every event it
     /// completes.
-    pub fn feed(&mut self, mut chunk: &[u8], on_event: &mut impl FnMut(Event)) {
+    pub fn feed(&mut self, chunk: &[u8], on_event: &mut impl FnMut(Event)) {
+        self.feed_ref(chunk, &mut |event| on_event(event.to_owned()));
+    }
+
+    /// [`feed`](Parser::feed) with borrowed events: nothing is allocated per
+    /// event once the parser's buffers have grown to the stream's event size.
+    pub fn feed_ref(&mut self, mut chunk: &[u8], on_event: &mut impl FnMut(EventRef<'_>)) {
         if self.after_cr && !chunk.is_empty() {
             self.after_cr = false;
             if chunk[0] == b'\n' {
                 chunk = &chunk[1..];
             }
         }
-        while let Some(end) = chunk.iter().position(|&b| b == b'\n' || b == b'\r') {
+        // `memchr2` scans a word at a time; a byte loop was the parser's
+        // main cost inside a wasm component.
+        while let Some(end) = memchr::memchr2(b'\n', b'\r', chunk) {
             let line = &chunk[..end];
             if self.partial.is_empty() {
                 self.line(line, on_event);
@@ -109,7 +155,7 @@ impl Parser {
         unfinished
     }
 
-    fn line(&mut self, mut line: &[u8], on_event: &mut impl FnMut(Event)) {
+    fn line(&mut self, mut line: &[u8], on_event: &mut impl FnMut(EventRef<'_>)) {
         if self.at_start {
             self.at_start = false;
             line = line.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(line);
@@ -118,7 +164,7 @@ impl Parser {
             self.dispatch(on_event);
             return;
         }
-        let (field, value) = match line.iter().position(|&b| b == b':') {
+        let (field, value) = match memchr::memchr(b':', line) {
             Some(0) => return, // a comment, e.g. a keep-alive
             Some(colon) => {
                 let value = &line[colon + 1..];
@@ -132,7 +178,10 @@ impl Parser {
                 self.data.push(b'\n');
                 self.has_data = true;
             }
-            b"event" => self.event = String::from_utf8_lossy(value).into_owned(),
+            b"event" => {
+                self.event.clear();
+                self.event.push_str(&String::from_utf8_lossy(value));
+            }
             b"id" if !value.contains(&0) => {
                 self.last_id = String::from_utf8_lossy(value).into_owned();
             }
@@ -142,26 +191,30 @@ impl Parser {
         }
     }
 
-    fn dispatch(&mut self, on_event: &mut impl FnMut(Event)) {
+    fn dispatch(&mut self, on_event: &mut impl FnMut(EventRef<'_>)) {
         if !self.has_data {
             self.reset_event();
             return;
         }
         self.data.pop(); // the `\n` after the last data line
-        let data = match String::from_utf8(std::mem::take(&mut self.data)) {
+        let data = match std::str::from_utf8(&self.data) {
             Ok(text) => text,
-            Err(err) => String::from_utf8_lossy(err.as_bytes()).into_owned(),
+            Err(_) => {
+                self.lossy = String::from_utf8_lossy(&self.data).into_owned();
+                &self.lossy
+            }
         };
-        let event = match std::mem::take(&mut self.event) {
-            name if name.is_empty() => "message".to_owned(),
-            name => name,
+        let event = if self.event.is_empty() {
+            "message"
+        } else {
+            &self.event
         };
-        self.has_data = false;
-        on_event(Event {
+        on_event(EventRef {
             event,
             data,
-            id: self.last_id.clone(),
+            id: &self.last_id,
         });
+        self.reset_event();
     }
 
     fn reset_event(&mut self) {

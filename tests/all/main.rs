@@ -40,6 +40,7 @@ mod policy;
 mod registry_bounds;
 mod sandbox;
 mod speed_call;
+mod speed_provider;
 mod speed_windows;
 mod stubs;
 mod subagents;

@@ -33,6 +33,9 @@ pub enum Reply {
     Sse(Vec<u8>),
     /// 200 with an SSE body cut after this many bytes (connection closed).
     SseCut(Vec<u8>, usize),
+    /// 200 with an SSE body written in pieces of this many bytes, without
+    /// pauses: a fast model, or a network that delivers many events per read.
+    SseFast(Vec<u8>, usize),
     /// Any status with headers and a JSON body.
     Status(u16, Vec<(&'static str, String)>, String),
     /// Accept the request and never answer (until the test ends).
@@ -117,6 +120,17 @@ fn serve(
     match script(n, &request) {
         Reply::Sse(bytes) => write_sse(&mut out, &bytes, bytes.len()),
         Reply::SseCut(bytes, at) => write_sse(&mut out, &bytes, at),
+        Reply::SseFast(bytes, piece) => {
+            let head =
+                "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n";
+            if out.write_all(head.as_bytes()).is_ok() {
+                for part in bytes.chunks(piece.max(1)) {
+                    if out.write_all(part).is_err() {
+                        break;
+                    }
+                }
+            }
+        }
         Reply::Status(code, headers, body) => {
             let mut head = format!(
                 "HTTP/1.1 {code} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n",

@@ -123,9 +123,11 @@ fn to_wit_message(m: &Message, wire: &std::collections::HashMap<&str, &str>) -> 
     }
 }
 
-/// Whether `text` is a JSON object, as tool-call arguments must be.
+/// Whether `text` is a JSON object, as tool-call arguments must be. Checked
+/// without building it: a resumed session asks this of every call it holds.
 fn is_json_object(text: &str) -> bool {
-    serde_json::from_str::<serde_json::Value>(text).is_ok_and(|v| v.is_object())
+    text.trim_start().starts_with('{')
+        && serde_json::from_str::<serde::de::IgnoredAny>(text).is_ok()
 }
 
 fn from_wit_error(e: wit::ProviderError) -> ProviderError {
@@ -271,5 +273,19 @@ impl Plugin {
                 accepts_images: m.accepts_images,
             })
             .collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_json_object;
+
+    #[test]
+    fn json_objects_are_told_from_other_text() {
+        assert!(is_json_object(r#" {"a": [1, {"b": null}]}"#));
+        assert!(is_json_object("{}"));
+        for other in ["", "[]", "\"{}\"", "{\"a\":", "{} x", "null", "{\"a\" 1}"] {
+            assert!(!is_json_object(other), "{other}");
+        }
     }
 }

@@ -69,9 +69,11 @@ impl Provider for Anthropic {
     fn complete(request: ChatRequest) -> Result<ChatResponse, ProviderError> {
         let settings = Settings::from_lookup(corral_sdk::config);
         let body = request_body(&request, &settings)?;
+        // The conversation is in the body now; its memory serves the answer.
+        drop(request);
         let url = format!("{}/messages", settings.base_url);
         let mut response = provider::send(
-            &Request::post_json(url, &body)
+            &Request::post_json_bytes(url, body)
                 .header("anthropic-version", API_VERSION)
                 .header("accept", "text/event-stream")
                 .timeouts(provider::timeouts_from_config()),

@@ -1,6 +1,7 @@
 //! From a corral [`ChatRequest`] to a Messages API request body.
 
-use corral_sdk::provider::{self, ChatRequest, Message, ProviderError};
+use corral_sdk::provider::{self, ChatRequest, Message, ProviderError, ToolCall, ToolResult};
+use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::{Value, json};
 
 /// The `anthropic-version` header every request carries.
@@ -36,8 +37,12 @@ impl Settings {
     }
 }
 
-/// The JSON body of a streaming `POST /messages`.
-pub fn request_body(request: &ChatRequest, settings: &Settings) -> Result<Value, ProviderError> {
+/// The JSON body of a streaming `POST /messages`, as bytes.
+///
+/// Serialised straight from the borrowed conversation (only tool-call
+/// arguments, which go out as objects, are parsed), so a long conversation
+/// is not held again as a [`Value`] tree and then as a string.
+pub fn request_body(request: &ChatRequest, settings: &Settings) -> Result<Vec<u8>, ProviderError> {
     let model = if request.model.is_empty() {
         &settings.model
     } else {
@@ -50,25 +55,15 @@ pub fn request_body(request: &ChatRequest, settings: &Settings) -> Result<Value,
         ));
     }
     let mut system = Vec::new();
-    let mut messages = Messages::default();
+    let mut turns = Turns::default();
     for message in &request.messages {
         match message {
             // The API takes instructions only at the top level.
             Message::System(text) => system.push(text.as_str()),
-            Message::User(text) => messages.push("user", text_block(text)),
-            Message::ToolResult(result) => {
-                let mut block = json!({
-                    "type": "tool_result",
-                    "tool_use_id": result.call_id,
-                    "content": result.content,
-                });
-                if result.is_error {
-                    block["is_error"] = Value::Bool(true);
-                }
-                messages.push("user", Some(block));
-            }
+            Message::User(text) => turns.push("user", text_block(text)),
+            Message::ToolResult(result) => turns.push("user", Some(Block::ToolResult(result))),
             Message::Assistant(turn) => {
-                messages.push("assistant", text_block(&turn.text));
+                turns.push("assistant", text_block(&turn.text));
                 for call in &turn.tool_calls {
                     let input: Value = serde_json::from_str(&call.arguments).map_err(|e| {
                         ProviderError::Protocol(format!(
@@ -76,78 +71,148 @@ pub fn request_body(request: &ChatRequest, settings: &Settings) -> Result<Value,
                             call.name, call.id
                         ))
                     })?;
-                    messages.push(
-                        "assistant",
-                        Some(json!({
-                            "type": "tool_use",
-                            "id": call.id,
-                            "name": call.name,
-                            "input": input,
-                        })),
-                    );
+                    turns.push("assistant", Some(Block::ToolUse(call, input)));
                 }
             }
         }
     }
-    let mut body = json!({
-        "model": model,
-        "max_tokens": request.max_tokens.unwrap_or(settings.max_tokens),
-        "stream": true,
-        "messages": messages.0,
-    });
     let system: Vec<&str> = system.into_iter().filter(|s| !s.is_empty()).collect();
-    if !system.is_empty() {
-        body["system"] = Value::String(system.join("\n\n"));
+    let tools = request
+        .tools
+        .iter()
+        .map(|tool| {
+            let schema = provider::tool_schema(tool)?;
+            Ok(json!({
+                "name": tool.name,
+                "description": tool.description,
+                "input_schema": schema,
+            }))
+        })
+        .collect::<Result<Vec<_>, ProviderError>>()?;
+    let body = Body {
+        model,
+        max_tokens: request.max_tokens.unwrap_or(settings.max_tokens),
+        turns: &turns.0,
+        system: (!system.is_empty()).then(|| system.join("\n\n")),
+        tools: &tools,
+        temperature: request.temperature.map(provider::f32_to_json),
+    };
+    let mut out = Vec::with_capacity(provider::json_size_hint(request));
+    serde_json::to_writer(&mut out, &body).map_err(|e| {
+        ProviderError::Protocol(format!("the request could not be serialised: {e}"))
+    })?;
+    Ok(out)
+}
+
+/// The request body, borrowing the conversation.
+struct Body<'a> {
+    model: &'a str,
+    max_tokens: u32,
+    turns: &'a [Turn<'a>],
+    system: Option<String>,
+    tools: &'a [Value],
+    temperature: Option<f64>,
+}
+
+impl Serialize for Body<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("model", self.model)?;
+        map.serialize_entry("max_tokens", &self.max_tokens)?;
+        map.serialize_entry("stream", &true)?;
+        map.serialize_entry("messages", self.turns)?;
+        if let Some(system) = &self.system {
+            map.serialize_entry("system", system)?;
+        }
+        if !self.tools.is_empty() {
+            map.serialize_entry("tools", self.tools)?;
+        }
+        if let Some(temperature) = self.temperature {
+            map.serialize_entry("temperature", &temperature)?;
+        }
+        map.end()
     }
-    if !request.tools.is_empty() {
-        let tools = request
-            .tools
-            .iter()
-            .map(|tool| {
-                let schema = provider::tool_schema(tool)?;
-                Ok(json!({
-                    "name": tool.name,
-                    "description": tool.description,
-                    "input_schema": schema,
-                }))
-            })
-            .collect::<Result<Vec<_>, ProviderError>>()?;
-        body["tools"] = Value::Array(tools);
+}
+
+/// One content block of a message, borrowed from the conversation.
+enum Block<'a> {
+    Text(&'a str),
+    ToolResult(&'a ToolResult),
+    /// A call with its arguments parsed: the API wants an object.
+    ToolUse(&'a ToolCall, Value),
+}
+
+impl Serialize for Block<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(None)?;
+        match self {
+            Block::Text(text) => {
+                map.serialize_entry("type", "text")?;
+                map.serialize_entry("text", text)?;
+            }
+            Block::ToolResult(result) => {
+                map.serialize_entry("type", "tool_result")?;
+                map.serialize_entry("tool_use_id", &result.call_id)?;
+                map.serialize_entry("content", &result.content)?;
+                if result.is_error {
+                    map.serialize_entry("is_error", &true)?;
+                }
+            }
+            Block::ToolUse(call, input) => {
+                map.serialize_entry("type", "tool_use")?;
+                map.serialize_entry("id", &call.id)?;
+                map.serialize_entry("name", &call.name)?;
+                map.serialize_entry("input", input)?;
+            }
+        }
+        map.end()
     }
-    if let Some(temperature) = request.temperature {
-        body["temperature"] = json!(provider::f32_to_json(temperature));
-    }
-    Ok(body)
 }
 
 /// The API rejects empty text blocks.
-fn text_block(text: &str) -> Option<Value> {
-    (!text.is_empty()).then(|| json!({ "type": "text", "text": text }))
+fn text_block(text: &str) -> Option<Block<'_>> {
+    (!text.is_empty()).then_some(Block::Text(text))
+}
+
+/// One message: a role and its blocks.
+struct Turn<'a> {
+    role: &'static str,
+    blocks: Vec<Block<'a>>,
+}
+
+impl Serialize for Turn<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(2))?;
+        map.serialize_entry("role", self.role)?;
+        map.serialize_entry("content", &self.blocks)?;
+        map.end()
+    }
 }
 
 /// Messages under construction: blocks of consecutive messages with the
 /// same role go into one message, which keeps tool results that answer one
 /// turn together and keeps the roles alternating as the API wants.
 #[derive(Default)]
-struct Messages(Vec<Value>);
+struct Turns<'a>(Vec<Turn<'a>>);
 
-impl Messages {
-    fn push(&mut self, role: &str, block: Option<Value>) {
+impl<'a> Turns<'a> {
+    fn push(&mut self, role: &'static str, block: Option<Block<'a>>) {
         let Some(block) = block else { return };
-        if let Some(last) = self.0.last_mut().filter(|m| m["role"] == role)
-            && let Some(content) = last["content"].as_array_mut()
-        {
-            content.push(block);
+        if let Some(last) = self.0.last_mut().filter(|m| m.role == role) {
+            last.blocks.push(block);
             return;
         }
-        self.0.push(json!({ "role": role, "content": [block] }));
+        self.0.push(Turn {
+            role,
+            blocks: vec![block],
+        });
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use corral_sdk::provider::{AssistantMessage, Effect, ToolCall, ToolResult, ToolSpec};
+    use corral_sdk::provider::{AssistantMessage, Effect, ToolSpec};
     use pretty_assertions::assert_eq;
 
     fn settings(pairs: &[(&str, &str)]) -> Settings {
@@ -157,6 +222,10 @@ mod tests {
                 .find(|(k, _)| *k == key)
                 .map(|(_, v)| (*v).to_owned())
         })
+    }
+
+    fn parsed(body: Result<Vec<u8>, ProviderError>) -> Value {
+        serde_json::from_slice(&body.unwrap()).unwrap()
     }
 
     fn call(id: &str, name: &str, arguments: &str) -> ToolCall {
@@ -229,7 +298,7 @@ mod tests {
             temperature: Some(0.2),
         };
         assert_eq!(
-            request_body(&request, &settings(&[])).unwrap(),
+            parsed(request_body(&request, &settings(&[]))),
             json!({
                 "model": "claude-sonnet-4-5",
                 "max_tokens": 4096,
@@ -273,7 +342,10 @@ mod tests {
             max_tokens: Some(100),
             temperature: None,
         };
-        let body = request_body(&request, &settings(&[("model", "claude-haiku-4-5")])).unwrap();
+        let body = parsed(request_body(
+            &request,
+            &settings(&[("model", "claude-haiku-4-5")]),
+        ));
         assert_eq!(body["model"], "claude-haiku-4-5");
         assert_eq!(body["max_tokens"], 100);
         for absent in ["system", "tools", "temperature"] {

@@ -48,14 +48,14 @@ impl Stream {
     /// `Break` at `message_stop`.
     pub fn on_event(
         &mut self,
-        event: &sse::Event,
+        event: &sse::EventRef<'_>,
         sink: &mut dyn FnMut(Event),
     ) -> Result<ControlFlow<()>, ProviderError> {
-        let data: Value = serde_json::from_str(&event.data).map_err(|e| {
+        let data: Value = serde_json::from_str(event.data).map_err(|e| {
             ProviderError::Protocol(format!(
                 "a `{}` event is not JSON ({e}): {}",
                 event.event,
-                provider::error_message(&event.data)
+                provider::error_message(event.data)
             ))
         })?;
         // The `type` inside the data repeats the SSE event name; it is the
@@ -63,7 +63,7 @@ impl Stream {
         let kind = data
             .get("type")
             .and_then(Value::as_str)
-            .unwrap_or(event.event.as_str());
+            .unwrap_or(event.event);
         match kind {
             "message_start" => {
                 self.started = true;
@@ -362,7 +362,7 @@ pub fn parse_models(body: &[u8]) -> Result<Vec<ModelInfo>, ProviderError> {
 impl provider::TurnStream for Stream {
     fn on_event(
         &mut self,
-        event: &sse::Event,
+        event: &sse::EventRef<'_>,
         sink: &mut dyn FnMut(Event),
     ) -> Result<ControlFlow<()>, ProviderError> {
         Stream::on_event(self, event, sink)
@@ -581,7 +581,7 @@ mod tests {
         let mut sink = |_| {};
         let mut seen = Vec::new();
         provider::replay_sse([TRANSCRIPT.as_bytes()], |event| {
-            let flow = stream.on_event(&event, &mut sink);
+            let flow = stream.on_event(&event.as_ref(), &mut sink);
             seen.push((event.event.clone(), stream.is_complete()));
             flow
         })

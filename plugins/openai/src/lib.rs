@@ -25,6 +25,7 @@
 //! The plugin never reads an API key: the host adds the `authorization`
 //! header configured in `grants.secrets` when the request leaves.
 
+mod fast;
 mod request;
 mod stream;
 
@@ -99,9 +100,11 @@ impl Provider for OpenAi {
     fn complete(request: ChatRequest) -> Result<ChatResponse, ProviderError> {
         let settings = Settings::from_lookup(corral_sdk::config);
         let body = request_body(&request, &settings)?;
+        // The conversation is in the body now; its memory serves the answer.
+        drop(request);
         let url = format!("{}/chat/completions", settings.base_url);
         let mut response = provider::send(
-            &Request::post_json(url, &body)
+            &Request::post_json_bytes(url, body)
                 .header("accept", "text/event-stream")
                 .timeouts(provider::timeouts_from_config()),
         )?;

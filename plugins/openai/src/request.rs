@@ -1,6 +1,7 @@
 //! From a corral [`ChatRequest`] to a Chat Completions request body.
 
-use corral_sdk::provider::{self, ChatRequest, Message, ProviderError};
+use corral_sdk::provider::{self, ChatRequest, Message, ProviderError, ToolCall, ToolResult};
+use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::{Value, json};
 
 /// The plugin's settings, read from its config.
@@ -41,8 +42,13 @@ impl Settings {
     }
 }
 
-/// The JSON body of a streaming `POST /chat/completions`.
-pub fn request_body(request: &ChatRequest, settings: &Settings) -> Result<Value, ProviderError> {
+/// The JSON body of a streaming `POST /chat/completions`, as bytes.
+///
+/// Serialised straight from the borrowed conversation: no
+/// [`serde_json::Value`] tree and no second string of it, so a
+/// conversation of tens of megabytes takes about its own size again in the
+/// plugin's memory, once.
+pub fn request_body(request: &ChatRequest, settings: &Settings) -> Result<Vec<u8>, ProviderError> {
     let model = if request.model.is_empty() {
         &settings.model
     } else {
@@ -54,74 +60,153 @@ pub fn request_body(request: &ChatRequest, settings: &Settings) -> Result<Value,
                 .to_owned(),
         ));
     }
-    let messages: Vec<Value> = request.messages.iter().map(message).collect();
-    let mut body = json!({
-        "model": model,
-        "messages": messages,
-        "stream": true,
-        "stream_options": { "include_usage": true },
-    });
-    if !request.tools.is_empty() {
-        let tools = request
-            .tools
-            .iter()
-            .map(|tool| {
-                let parameters = provider::tool_schema(tool)?;
-                Ok(json!({
-                    "type": "function",
-                    "function": {
-                        "name": tool.name,
-                        "description": tool.description,
-                        "parameters": parameters,
-                    },
-                }))
-            })
-            .collect::<Result<Vec<_>, ProviderError>>()?;
-        body["tools"] = Value::Array(tools);
-    }
-    if let Some(max) = request.max_tokens {
-        body[settings.max_tokens_param.as_str()] = json!(max);
-    }
-    if let Some(temperature) = request.temperature {
-        body["temperature"] = json!(corral_sdk::provider::f32_to_json(temperature));
-    }
-    Ok(body)
+    let tools = request
+        .tools
+        .iter()
+        .map(|tool| {
+            let parameters = provider::tool_schema(tool)?;
+            Ok(json!({
+                "type": "function",
+                "function": {
+                    "name": tool.name,
+                    "description": tool.description,
+                    "parameters": parameters,
+                },
+            }))
+        })
+        .collect::<Result<Vec<_>, ProviderError>>()?;
+    let body = Body {
+        model,
+        messages: &request.messages,
+        tools: &tools,
+        max_tokens: request
+            .max_tokens
+            .map(|max| (settings.max_tokens_param.as_str(), max)),
+        temperature: request.temperature.map(provider::f32_to_json),
+    };
+    let mut out = Vec::with_capacity(provider::json_size_hint(request));
+    serde_json::to_writer(&mut out, &body).map_err(|e| {
+        ProviderError::Protocol(format!("the request could not be serialised: {e}"))
+    })?;
+    Ok(out)
 }
 
-fn message(message: &Message) -> Value {
-    match message {
-        Message::System(text) => json!({ "role": "system", "content": text }),
-        Message::User(text) => json!({ "role": "user", "content": text }),
-        Message::Assistant(turn) => {
-            let mut out = json!({ "role": "assistant", "content": turn.text });
-            if !turn.tool_calls.is_empty() {
-                if turn.text.is_empty() {
-                    // Some compatible servers reject `""` next to tool calls.
-                    out["content"] = Value::Null;
-                }
-                out["tool_calls"] = turn
-                    .tool_calls
-                    .iter()
-                    .map(|call| {
-                        json!({
-                            "id": call.id,
-                            "type": "function",
-                            "function": { "name": call.name, "arguments": call.arguments },
-                        })
-                    })
-                    .collect();
-            }
-            out
+/// The request body, borrowing everything it writes.
+struct Body<'a> {
+    model: &'a str,
+    messages: &'a [Message],
+    /// Already in the API's shape (a few small objects).
+    tools: &'a [Value],
+    /// The configured field name and the limit.
+    max_tokens: Option<(&'a str, u32)>,
+    temperature: Option<f64>,
+}
+
+impl Serialize for Body<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("model", self.model)?;
+        map.serialize_entry("messages", &Messages(self.messages))?;
+        map.serialize_entry("stream", &true)?;
+        map.serialize_entry("stream_options", &json!({ "include_usage": true }))?;
+        if !self.tools.is_empty() {
+            map.serialize_entry("tools", self.tools)?;
         }
-        Message::ToolResult(result) => {
-            // The API has no error flag on tool results; the model reads it
-            // from the text.
-            let content = if result.is_error {
-                format!("Error: {}", result.content)
-            } else {
-                result.content.clone()
-            };
-            json!({ "role": "tool", "tool_call_id": result.call_id, "content": content })
+        if let Some((field, max)) = self.max_tokens {
+            map.serialize_entry(field, &max)?;
+        }
+        if let Some(temperature) = self.temperature {
+            map.serialize_entry("temperature", &temperature)?;
+        }
+        map.end()
+    }
+}
+
+struct Messages<'a>(&'a [Message]);
+
+impl Serialize for Messages<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.0.iter().map(Wire))
+    }
+}
+
+/// One message in the API's shape.
+struct Wire<'a>(&'a Message);
+
+impl Serialize for Wire<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(None)?;
+        match self.0 {
+            Message::System(text) => {
+                map.serialize_entry("role", "system")?;
+                map.serialize_entry("content", text)?;
+            }
+            Message::User(text) => {
+                map.serialize_entry("role", "user")?;
+                map.serialize_entry("content", text)?;
+            }
+            Message::Assistant(turn) => {
+                map.serialize_entry("role", "assistant")?;
+                if turn.tool_calls.is_empty() {
+                    map.serialize_entry("content", &turn.text)?;
+                } else {
+                    // Some compatible servers reject `""` next to tool calls.
+                    let text = Some(&turn.text).filter(|t| !t.is_empty());
+                    map.serialize_entry("content", &text)?;
+                    map.serialize_entry("tool_calls", &Calls(&turn.tool_calls))?;
+                }
+            }
+            Message::ToolResult(result) => {
+                map.serialize_entry("role", "tool")?;
+                map.serialize_entry("tool_call_id", &result.call_id)?;
+                // The API has no error flag on tool results; the model reads
+                // it from the text.
+                map.serialize_entry("content", &ResultText(result))?;
+            }
+        }
+        map.end()
+    }
+}
+
+struct Calls<'a>(&'a [ToolCall]);
+
+impl Serialize for Calls<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.0.iter().map(|call| WireCall {
+            id: &call.id,
+            kind: "function",
+            function: WireFunction {
+                name: &call.name,
+                arguments: &call.arguments,
+            },
+        }))
+    }
+}
+
+#[derive(serde::Serialize)]
+struct WireCall<'a> {
+    id: &'a str,
+    #[serde(rename = "type")]
+    kind: &'static str,
+    function: WireFunction<'a>,
+}
+
+#[derive(serde::Serialize)]
+struct WireFunction<'a> {
+    name: &'a str,
+    arguments: &'a str,
+}
+
+/// A tool result's text, marked when it is an error, written without a
+/// copy of it.
+struct ResultText<'a>(&'a ToolResult);
+
+impl Serialize for ResultText<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        if self.0.is_error {
+            serializer.collect_str(&format_args!("Error: {}", self.0.content))
+        } else {
+            serializer.serialize_str(&self.0.content)
         }
     }
 }
@@ -139,6 +224,10 @@ mod tests {
                 .find(|(k, _)| *k == key)
                 .map(|(_, v)| (*v).to_owned())
         })
+    }
+
+    fn parsed(body: Result<Vec<u8>, ProviderError>) -> Value {
+        serde_json::from_slice(&body.unwrap()).unwrap()
     }
 
     fn conversation() -> ChatRequest {
@@ -201,7 +290,10 @@ mod tests {
 
     #[test]
     fn full_conversation_maps_to_chat_completions() {
-        let body = request_body(&conversation(), &settings(&[("model", "gpt-4.1")])).unwrap();
+        let body = parsed(request_body(
+            &conversation(),
+            &settings(&[("model", "gpt-4.1")]),
+        ));
         assert_eq!(
             body,
             json!({
@@ -238,7 +330,7 @@ mod tests {
         request.tools.clear();
         request.max_tokens = None;
         request.temperature = None;
-        let body = request_body(&request, &settings(&[("model", "gpt-4.1")])).unwrap();
+        let body = parsed(request_body(&request, &settings(&[("model", "gpt-4.1")])));
         assert_eq!(body["model"], "llama3.2");
         for absent in [
             "tools",
