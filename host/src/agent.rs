@@ -86,6 +86,10 @@ pub struct AgentOptions {
     /// session's subagents; `None` when no front-end gives room back (a
     /// test driving the agent directly).
     pub backlog: Option<Backlog>,
+    /// The workspace's `git status`, started early (see
+    /// [`crate::context::GitStatus`]); one for another workspace, or
+    /// `None`, is taken when the first prompt is built.
+    pub git_status: Option<crate::context::GitStatus>,
 }
 
 /// corral's ids for the model's tool calls, `c-1`, `c-2`, …: the model's
@@ -197,6 +201,7 @@ impl Default for AgentOptions {
             models: std::collections::BTreeMap::new(),
             call_ids: CallIds::default(),
             backlog: None,
+            git_status: None,
         }
     }
 }
@@ -211,7 +216,7 @@ impl Sink for Out<'_> {
     fn emit(&mut self, event: Event) -> anyhow::Result<()> {
         if event.is_logged() {
             self.log
-                .append(&event, event.is_durable())
+                .append(&event, false)
                 .context("cannot write the session log")?;
         }
         let _ = self.ui.send(event);
@@ -246,6 +251,20 @@ pub struct Agent {
     /// The plan as the model last set it (`update_plan`), carried by the
     /// summary when the history is compacted.
     plan: Vec<crate::protocol::PlanStep>,
+    /// The workspace's `git status` for the system prompt.
+    git_status: crate::context::GitStatus,
+}
+
+/// `options`' git status if it is `workspace`'s, else one taken later.
+fn git_status_for(
+    options: &AgentOptions,
+    workspace: &std::path::Path,
+) -> crate::context::GitStatus {
+    options
+        .git_status
+        .clone()
+        .filter(|g| g.workspace() == workspace)
+        .unwrap_or_else(|| crate::context::GitStatus::later(workspace))
 }
 
 impl Agent {
@@ -264,7 +283,7 @@ impl Agent {
             provider: provider.decl().name.clone(),
             model: options.model.clone(),
         };
-        log.append(&started, true)
+        log.append(&started, false)
             .context("cannot write the session log")?;
         if let Some((parent, parent_call)) = &options.subagents.parent {
             let linked = Event::SubagentStarted {
@@ -273,7 +292,7 @@ impl Agent {
                 depth: options.subagents.depth,
                 worktree: options.subagents.worktree.clone(),
             };
-            log.append(&linked, true)
+            log.append(&linked, false)
                 .context("cannot write the session log")?;
         }
         let tracker = match options.subagents.held.clone() {
@@ -282,7 +301,9 @@ impl Agent {
         }
         .map_err(anyhow::Error::msg)?;
         let dispatcher = dispatcher(plugins, &mut options, tracker);
+        let git_status = git_status_for(&options, &workspace);
         Ok(Self {
+            git_status,
             dispatcher,
             provider,
             options,
@@ -323,7 +344,9 @@ impl Agent {
             Tracker::new(&workspace, options.guard.clone(), held).map_err(anyhow::Error::msg)?;
         let dispatcher = dispatcher(plugins, &mut options, tracker);
         let hooks = crate::hooks::SessionHooks::new(options.hooks.clone(), true);
+        let git_status = git_status_for(&options, &workspace);
         let mut agent = Self {
+            git_status,
             dispatcher,
             provider,
             options,
@@ -373,7 +396,7 @@ impl Agent {
                     outcome,
                     duration_ms: 0,
                 },
-                true,
+                false,
             )?;
             closed.push(call.id);
         }
@@ -387,7 +410,7 @@ impl Agent {
             session_id: agent.log.id().to_owned(),
             closed_calls: closed,
         };
-        agent.log.append(&resumed, true)?;
+        agent.log.append(&resumed, false)?;
         agent.announce = Some(resumed);
         Ok(agent)
     }
@@ -400,6 +423,22 @@ impl Agent {
     /// The session log's path.
     pub fn log_path(&self) -> PathBuf {
         self.log.path().to_path_buf()
+    }
+
+    /// What of the session log is on disk, for a front-end that shows its
+    /// events through [`crate::log::acknowledge`].
+    pub fn durability(&self) -> crate::log::Durable {
+        self.log.durability()
+    }
+
+    /// Puts the log on disk, off the async runtime's threads: before a
+    /// tool's effects happen and at the end of a turn.
+    async fn sync_log(&self) -> anyhow::Result<()> {
+        let durable = self.log.durability();
+        tokio::task::spawn_blocking(move || durable.sync())
+            .await
+            .context("the session-log sync thread panicked")?
+            .context("cannot write the session log to disk")
     }
 
     /// The conversation so far.
@@ -467,8 +506,22 @@ impl Agent {
     }
 
     /// Runs one prompt to a stop. Without a prompt, the model goes on from
-    /// the history as it is (after `resume`).
+    /// the history as it is (after `resume`). The turn's end is on disk
+    /// when this returns.
     pub async fn run(
+        &mut self,
+        prompt: Option<&str>,
+        ui: &UnboundedSender<Event>,
+        cancel: &CancellationToken,
+    ) -> anyhow::Result<StopReason> {
+        let stop = self.run_turn(prompt, ui, cancel).await;
+        let synced = self.sync_log().await;
+        let stop = stop?;
+        synced?;
+        Ok(stop)
+    }
+
+    async fn run_turn(
         &mut self,
         prompt: Option<&str>,
         ui: &UnboundedSender<Event>,
@@ -511,10 +564,12 @@ impl Agent {
             .iter()
             .map(|t| t.spec())
             .collect();
+        let git_status = self.git_status.clone();
         let mut system = self.hooks.system_prompt(crate::context::system_prompt(
             &self.workspace,
             &self.options.cwd,
             self.plugins(),
+            git_status.get().await,
         ));
         system.push_str(&crate::context::host_tools_section(&host));
         if let Some(offered) = &self.options.tools {
@@ -794,6 +849,13 @@ impl Agent {
                         call: checked.call.clone(),
                     },
                 )?;
+            }
+            // A call with effects changes the world: the log says so first,
+            // on disk (the answer that asked for it, its permission, its
+            // begin), so a crash from here on cannot forget it ran. Calls
+            // that only read wait for nothing.
+            if group.iter().any(|c| !c.is_read_only()) {
+                self.sync_log().await?;
             }
             let started = std::time::Instant::now();
             let host = self.host_call(ui, cancel);

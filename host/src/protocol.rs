@@ -466,24 +466,19 @@ impl Event {
         )
     }
 
-    /// Whether the log must be on disk before going on: tool results and turn
-    /// boundaries.
-    pub fn is_durable(&self) -> bool {
+    /// Whether showing this event tells the user something is done — a
+    /// tool's result, a changed mode or model, a plan, a compaction, the
+    /// end of a turn — so the log must hold it on disk before a front-end
+    /// shows it (see [`crate::log::acknowledge`]).
+    pub fn acknowledges(&self) -> bool {
         matches!(
             self,
             Event::ToolCallEnd { .. }
-                | Event::Permission { .. }
-                | Event::RequestEnd { .. }
-                | Event::UserMessage { .. }
                 | Event::Stop { .. }
-                | Event::SessionStarted { .. }
-                | Event::SessionResumed { .. }
-                | Event::ApprovalRequested(_)
                 | Event::ModeChanged { .. }
                 | Event::ModelChanged { .. }
                 | Event::ProviderChanged { .. }
                 | Event::PlanUpdated { .. }
-                | Event::SubagentStarted { .. }
                 | Event::Compacted { .. }
                 | Event::CompactionFailed { .. }
         )
