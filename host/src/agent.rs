@@ -21,7 +21,7 @@ mod subagent;
 
 pub use approval::{Answer, Approver, NoApprover, OpApprover, YesApprover};
 pub use backlog::{BACKLOG_BYTES, Backlog};
-pub use budget::{BYTES_PER_TOKEN, Budget, DEFAULT_COMPACT_AT, request_bytes};
+pub use budget::{BYTES_PER_TOKEN, Budget, DEFAULT_COMPACT_AT, DEFAULT_WINDOW, request_bytes};
 pub use cassette::write as write_cassette;
 pub use compact::{SUMMARY_PROMPT, apply as apply_compaction, summary_request};
 pub use dispatch::{CallOutcome, Checked, Dispatcher, Sink};

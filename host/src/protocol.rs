@@ -406,6 +406,16 @@ pub enum Event {
         #[serde(default)]
         detail: String,
     },
+    /// The provider does not know the model's context window, so corral
+    /// assumes `window` tokens (the smallest window of the current models
+    /// it knows) and compacts against it; said once per model.
+    /// `[agent.models."MODEL"] context_window` in the manifest sets it.
+    WindowAssumed {
+        /// The model id.
+        model: String,
+        /// The window assumed, in tokens.
+        window: u32,
+    },
     /// How much of the model's context window the next request takes, sent
     /// before each request.
     Context {
@@ -483,6 +493,20 @@ impl Event {
                 | Event::CompactionFailed { .. }
         )
     }
+}
+
+/// What a front-end says of [`Event::WindowAssumed`].
+pub fn window_assumed(model: &str, window: u32) -> String {
+    let shown = if model.is_empty() {
+        "the configured model"
+    } else {
+        model
+    };
+    format!(
+        "the context window of {shown} is not known; corral assumes {window} tokens and \
+         compacts the history against it. Set the real one in corral.toml: \
+         [agent.models.\"{model}\"] context_window = N"
+    )
 }
 
 /// One step of the model's plan.

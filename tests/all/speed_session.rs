@@ -247,3 +247,147 @@ fn sigkill_at_every_event_boundary_loses_nothing_shown_and_resumes() {
         started.elapsed().as_secs_f64()
     );
 }
+
+/// Writes a session log of about `n` events straight to where `corral
+/// resume` finds it: a prompt, then turns of one `read_file` call with a
+/// 300-byte result, as a long session leaves them.
+fn write_big_session(cli: &Cli, ws: &std::path::Path, n: usize) -> std::path::PathBuf {
+    use corral::protocol::{AssistantMessage, Event, FinishReason, ToolCall, ToolOutcome};
+    let root = cli.home.path().join("data/corral/sessions");
+    let dir = corral::session::workspace_dir(&root, &ws.canonicalize().expect("ws"));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let id = "20261201-000000-b1g000";
+    let path = dir.join(format!("{id}.jsonl"));
+    let line = |seq: usize, event: &Event| {
+        let mut l = serde_json::to_string(&json!({"seq": seq, "ts_ms": 1, "event": event}))
+            .expect("record");
+        l.push('\n');
+        l
+    };
+    let mut out = String::with_capacity(n * 200);
+    let head = [
+        Event::SessionStarted {
+            session_id: id.into(),
+            workspace: ws.display().to_string(),
+            provider: "openai".into(),
+            model: String::new(),
+        },
+        Event::TurnBegin { turn: 1 },
+        Event::UserMessage {
+            text: "Read main.rs again and again".into(),
+        },
+    ];
+    for e in &head {
+        out.push_str(&line(out.lines().count() + 1, e));
+    }
+    // One turn as a template; its seqs and ids are filled in per turn.
+    let call = ToolCall {
+        id: "c-IDX".into(),
+        name: "read_file".into(),
+        arguments: "{\"path\":\"src/main.rs\"}".into(),
+        model_id: Some("call_IDX".into()),
+    };
+    let turn = [
+        Event::RequestEnd {
+            message: AssistantMessage {
+                text: "Reading the file to see what it does.".into(),
+                tool_calls: vec![call.clone()],
+            },
+            finish_reason: FinishReason::ToolCalls,
+            usage: None,
+        },
+        Event::ToolCallBegin { call },
+        Event::ToolCallEnd {
+            call_id: "c-IDX".into(),
+            name: "read_file".into(),
+            outcome: ToolOutcome {
+                content: "x".repeat(300),
+                is_error: false,
+                data: None,
+                truncated_from: None,
+                artifact: None,
+                labels: Vec::new(),
+            },
+            duration_ms: 3,
+        },
+    ];
+    let templates: Vec<String> = turn.iter().map(|e| line(0, e)).collect();
+    let mut seq = head.len();
+    let mut i = 0;
+    while seq < n {
+        i += 1;
+        for t in &templates {
+            seq += 1;
+            out.push_str(
+                &t.replacen("\"seq\":0", &format!("\"seq\":{seq}"), 1)
+                    .replace("IDX", &i.to_string()),
+            );
+        }
+    }
+    std::fs::write(&path, out).expect("log");
+    path
+}
+
+/// Resumes a session of `n` events against a model whose window nobody
+/// reports, and checks it compacts and finishes with every request small.
+fn resume_big_session_with_an_unknown_window(n: usize) {
+    let server = MockServer::start(|_, req| {
+        let system = req.body["messages"][0]["content"].as_str().unwrap_or("");
+        if system.starts_with("You are summarising") {
+            Reply::Sse(openai_sse("Task: read main.rs. Remaining: answer.", &[]))
+        } else {
+            Reply::Sse(openai_sse("Read it many times; done.", &[]))
+        }
+    });
+    let (sb, cli) = setup(server.port);
+    let log = write_big_session(&cli, &sb.ws(), n);
+    let bytes = std::fs::metadata(&log).expect("log").len();
+    let started = Instant::now();
+    let o = cli.run_env(&sb.ws(), &["resume", "--last", "--json"], &KEYS);
+    let took = started.elapsed();
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    let tail = |s: &str| s.lines().rev().take(12).collect::<Vec<_>>().join("\n");
+    assert_eq!(o.status.code(), Some(0), "{}\n{}", tail(&out), tail(&err));
+    let events: Vec<Value> = out
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let assumed: Vec<&Value> = events
+        .iter()
+        .filter(|e| kind(e) == "window_assumed")
+        .collect();
+    assert_eq!(assumed.len(), 1, "said once: {}", tail(&out));
+    assert_eq!(assumed[0]["window"], corral::agent::DEFAULT_WINDOW);
+    assert!(
+        events.iter().any(|e| kind(e) == "compacted"),
+        "no compaction: {}",
+        tail(&out)
+    );
+    assert!(out.contains("Read it many times; done."), "{}", tail(&out));
+    // Every request the provider built stayed within the assumed window
+    // (at three bytes a token at most), far from a plugin's memory limit.
+    let requests = server.requests();
+    assert!(requests.len() >= 2, "{} requests", requests.len());
+    for r in &requests {
+        let size = r.body.to_string().len();
+        assert!(
+            size < 3 * corral::agent::DEFAULT_WINDOW as usize,
+            "a {size}-byte request"
+        );
+        // The summary request offers no tools; the others are checked whole.
+        if r.body.get("tools").is_some() {
+            check_openai_request(r, OPENAI_KEY);
+        }
+    }
+    eprintln!(
+        "{n} events ({:.1} MiB) resumed and compacted in {:.1} s",
+        bytes as f64 / f64::from(1 << 20),
+        took.as_secs_f64()
+    );
+}
+
+#[test]
+fn a_replayed_200k_event_session_with_an_unknown_window_compacts_instead_of_dying() {
+    resume_big_session_with_an_unknown_window(200_000);
+}

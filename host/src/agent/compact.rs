@@ -42,6 +42,10 @@ const KEEP_SHARE: f64 = 0.3;
 /// Longest piece of a transcript when the window is unknown.
 const PIECE_CEILING: usize = 8 * 1024;
 
+/// What each message kept in a transcript too long for its headings is
+/// counted at, at least.
+const MIN_PIECE: usize = 64;
+
 /// How a compaction went.
 #[derive(Debug)]
 pub(super) enum Compaction {
@@ -185,6 +189,32 @@ pub fn transcript(messages: &[Message], room: Option<usize>) -> String {
             }
         }
     }
+    // A history of many short messages may not fit even as headings: keep
+    // the first (the task) and as many of the newest as take half the room
+    // with a short piece each, and say how many were left out between.
+    if let Some(room) = room {
+        let fixed: usize = heads.iter().map(|h| h.len() + 2).sum();
+        if fixed > room / 2 && heads.len() > 2 {
+            let mut used = heads[0].len() + MIN_PIECE;
+            let mut from = heads.len();
+            while from > 1 {
+                let cost = heads[from - 1].len() + 2 + bodies[from - 1].len().min(MIN_PIECE);
+                if used + cost > room / 2 {
+                    break;
+                }
+                used += cost;
+                from -= 1;
+            }
+            let left_out = from - 1;
+            if left_out > 0 {
+                heads.splice(
+                    1..from,
+                    [format!("[… {left_out} earlier entries left out …]")],
+                );
+                bodies.splice(1..from, [String::new()]);
+            }
+        }
+    }
     let fixed: usize = heads.iter().map(|h| h.len() + 2).sum();
     let cap = match room {
         Some(room) => water_level(&bodies, room.saturating_sub(fixed)),
@@ -268,21 +298,40 @@ pub(super) fn last_calibration(records: &[crate::log::Record]) -> Option<(usize,
 
 impl Agent {
     /// The model's limits, asked of the provider once (and again after the
-    /// model or the provider changes). A provider that cannot answer leaves
-    /// the window unknown: no compaction before the provider itself says
-    /// the context is exceeded.
-    pub(super) async fn ensure_budget(&mut self) {
+    /// model or the provider changes). A window nobody reports is taken to
+    /// be [`budget::DEFAULT_WINDOW`], said once with
+    /// [`Event::WindowAssumed`], so the request stays bounded by
+    /// compaction rather than by a plugin's memory.
+    pub(super) async fn ensure_budget(
+        &mut self,
+        ui: &UnboundedSender<Event>,
+    ) -> anyhow::Result<()> {
         if self.budget.is_some() {
-            return;
+            return Ok(());
         }
         let model = self.effective_model();
         let models = self.provider.models().await.unwrap_or_default();
-        let info = budget::resolve(&models, &model, &self.options.models);
+        let mut info = budget::resolve(&models, &model, &self.options.models);
+        if info.as_ref().and_then(|i| i.context_window).is_none() {
+            info.get_or_insert_with(|| crate::protocol::ModelInfo {
+                id: model.clone(),
+                ..crate::protocol::ModelInfo::default()
+            })
+            .context_window = Some(budget::DEFAULT_WINDOW);
+            self.emit(
+                ui,
+                Event::WindowAssumed {
+                    model,
+                    window: budget::DEFAULT_WINDOW,
+                },
+            )?;
+        }
         let mut b = Budget::new(info, self.options.compact_at);
         if let Some((bytes, tokens)) = self.calibration {
             b.calibrate(bytes, tokens);
         }
         self.budget = Some(b);
+        Ok(())
     }
 
     /// The model the request names, or the provider's configured one.
@@ -329,7 +378,7 @@ impl Agent {
         ui: &UnboundedSender<Event>,
         cancel: &CancellationToken,
     ) -> anyhow::Result<Result<(ChatRequest, usize), (StopReason, String)>> {
-        self.ensure_budget().await;
+        self.ensure_budget(ui).await?;
         let mut request = self.build_request(system, tools);
         let mut bytes = budget::request_bytes(&request);
         let b = self
@@ -390,7 +439,7 @@ impl Agent {
     /// Compacts the history now (`/compact`, `corral compact`), outside a
     /// turn.
     pub async fn compact_now(&mut self, ui: &UnboundedSender<Event>) -> anyhow::Result<bool> {
-        self.ensure_budget().await;
+        self.ensure_budget(ui).await?;
         let cancel = CancellationToken::new();
         Ok(matches!(
             self.compact("manual", ui, &cancel).await?,
@@ -638,5 +687,22 @@ mod tests {
         assert!(t.contains("[tool call c19 read_file]"));
         assert!(t.contains("bytes left out"));
         assert_eq!(transcript(&h[..1], Some(100)), "[user]\ngo\n");
+    }
+
+    #[test]
+    fn a_transcript_of_more_messages_than_its_room_holds_keeps_the_task_and_the_newest() {
+        // 200k events' worth of turns: their headings alone are megabytes.
+        let mut h = vec![Message::User {
+            text: "the task".into(),
+        }];
+        for i in 0..70_000 {
+            h.extend(turn(i, 300));
+        }
+        let room = 300_000;
+        let t = transcript(&h, Some(room));
+        assert!(t.len() <= room, "{}", t.len());
+        assert!(t.starts_with("[user]\nthe task\n"), "{}", &t[..100]);
+        assert!(t.contains("earlier entries left out"));
+        assert!(t.contains("[tool call c69999 read_file]"));
     }
 }
