@@ -236,6 +236,9 @@ pub struct Agent {
     workspace: PathBuf,
     log: SessionLog,
     history: Vec<Message>,
+    /// The JSON size of the history's first messages
+    /// ([`Agent::history_sizes`]).
+    sizes: Vec<usize>,
     turn: u32,
     recorded: Vec<corral_sdk::cassette::Turn>,
     /// Logged when the session opened; shown to the front-end with the first run.
@@ -310,6 +313,7 @@ impl Agent {
             workspace,
             log,
             history: Vec::new(),
+            sizes: Vec::new(),
             turn: 0,
             recorded: Vec::new(),
             announce: Some(started),
@@ -353,6 +357,7 @@ impl Agent {
             workspace,
             log,
             history,
+            sizes: Vec::new(),
             turn,
             recorded: Vec::new(),
             announce: None,
@@ -589,9 +594,11 @@ impl Agent {
                 let limit = b.tool_output_limit(self.options.tool_output_limit);
                 self.dispatcher.set_output_limit(Some(limit));
             }
-            let prompt_hash = hex::encode(Sha256::digest(
-                serde_json::to_vec(&request).unwrap_or_default(),
-            ));
+            let prompt_hash = {
+                let mut hasher = HashWriter(Sha256::new());
+                let _ = serde_json::to_writer(&mut hasher, &request);
+                hex::encode(hasher.0.finalize())
+            };
             self.emit(
                 ui,
                 Event::RequestBegin {
@@ -1021,6 +1028,21 @@ fn dispatcher(plugins: Arc<Plugins>, options: &mut AgentOptions, tracker: Tracke
     .with_hooks(options.hooks.clone());
     dispatcher.set_tracker(Arc::new(tracker));
     dispatcher
+}
+
+/// Hashes what is written to it, so a request is hashed as it is
+/// serialised, without a copy of its JSON.
+struct HashWriter(Sha256);
+
+impl std::io::Write for HashWriter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.update(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 /// Sends a stream event on to the front-end, first waiting for room in the

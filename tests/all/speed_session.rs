@@ -60,12 +60,18 @@ fn logged(e: &Value) -> bool {
     )
 }
 
+/// The events of a log as its lines hold them (as the front-end was sent
+/// them, floats included), after checking corral reads it.
 fn log_events(path: &std::path::Path) -> Vec<Value> {
-    corral::session::read(path)
-        .expect("the log reads after a kill")
-        .iter()
-        .map(|r| serde_json::to_value(&r.event).expect("event"))
-        .collect()
+    let records = corral::session::read(path).expect("the log reads after a kill");
+    let text = std::fs::read_to_string(path).expect("log");
+    let events: Vec<Value> = text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .map(|r| r["event"].clone())
+        .collect();
+    assert_eq!(events.len(), records.len());
+    events
 }
 
 /// The debug lines saying the session log was synced, as the record count
@@ -238,8 +244,9 @@ fn sigkill_at_every_event_boundary_loses_nothing_shown_and_resumes() {
             .map(|r| r.seq)
             .collect();
         assert_eq!(seqs, (1..=seqs.len() as u64).collect::<Vec<_>>());
-        for req in server.requests() {
-            check_openai_request(&req, OPENAI_KEY);
+        // A request the kill cut off while it was being sent is not whole.
+        for req in server.requests().iter().filter(|r| r.body.is_object()) {
+            check_openai_request(req, OPENAI_KEY);
         }
     }
     eprintln!(

@@ -163,8 +163,13 @@ pub fn resolve(
 /// The size of `request` as the estimate counts it: its messages and tool
 /// schemas as JSON.
 pub fn request_bytes(request: &ChatRequest) -> usize {
+    json_size(request)
+}
+
+/// The size of `value` as JSON, counted without keeping the bytes.
+pub fn json_size<T: serde::Serialize + ?Sized>(value: &T) -> usize {
     let mut counter = Counter(0);
-    let _ = serde_json::to_writer(&mut counter, request);
+    let _ = serde_json::to_writer(&mut counter, value);
     counter.0
 }
 

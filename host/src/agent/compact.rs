@@ -93,11 +93,14 @@ pub fn plan_text(plan: &[crate::protocol::PlanStep]) -> Option<String> {
 /// (after at least one message to summarise) from which the rest fits in
 /// `keep` bytes; else the last assistant message. `None` when there is
 /// nothing older than the last assistant turn.
+#[cfg(test)]
 pub fn cut_point(history: &[Message], keep: usize) -> Option<usize> {
-    let sizes: Vec<usize> = history
-        .iter()
-        .map(|m| serde_json::to_vec(m).map_or(0, |v| v.len()))
-        .collect();
+    let sizes: Vec<usize> = history.iter().map(budget::json_size).collect();
+    cut_point_sized(history, &sizes, keep)
+}
+
+/// [`cut_point`] with the JSON size of each message already known.
+fn cut_point_sized(history: &[Message], sizes: &[usize], keep: usize) -> Option<usize> {
     let mut tail = vec![0usize; history.len() + 1];
     for i in (0..history.len()).rev() {
         tail[i] = tail[i + 1] + sizes[i];
@@ -348,6 +351,37 @@ impl Agent {
         }
     }
 
+    /// The JSON size of each message of the history. Each message is
+    /// measured once, when first asked about: the history only grows
+    /// between requests, and a compaction starts the measure again.
+    pub(super) fn history_sizes(&mut self) -> &[usize] {
+        if self.sizes.len() > self.history.len() {
+            self.sizes.clear();
+        }
+        let known = self.sizes.len();
+        self.sizes
+            .extend(self.history[known..].iter().map(budget::json_size));
+        &self.sizes
+    }
+
+    /// The size of the request [`Agent::build_request`] would build, as
+    /// [`budget::request_bytes`] counts it, without building it: the
+    /// request with the system prompt alone, plus each message of the
+    /// history and the comma before it.
+    fn request_size(&mut self, system: &str, tools: &[crate::protocol::ToolSpec]) -> usize {
+        let frame = budget::request_bytes(&ChatRequest {
+            model: self.options.model.clone(),
+            messages: vec![Message::System {
+                text: system.to_owned(),
+            }],
+            tools: tools.to_vec(),
+            max_tokens: self.options.max_tokens,
+            temperature: self.options.temperature,
+        });
+        let sizes = self.history_sizes();
+        frame + sizes.iter().sum::<usize>() + sizes.len()
+    }
+
     /// The request for the history as it is.
     pub(super) fn build_request(
         &self,
@@ -379,8 +413,9 @@ impl Agent {
         cancel: &CancellationToken,
     ) -> anyhow::Result<Result<(ChatRequest, usize), (StopReason, String)>> {
         self.ensure_budget(ui).await?;
-        let mut request = self.build_request(system, tools);
-        let mut bytes = budget::request_bytes(&request);
+        // Measured before it is built: a history far over the window is
+        // compacted without being copied into a request first.
+        let mut bytes = self.request_size(system, tools);
         let b = self
             .budget
             .clone()
@@ -389,10 +424,7 @@ impl Agent {
             && b.estimate(bytes) > limit
         {
             match self.compact("auto", ui, cancel).await? {
-                Compaction::Done => {
-                    request = self.build_request(system, tools);
-                    bytes = budget::request_bytes(&request);
-                }
+                Compaction::Done => bytes = self.request_size(system, tools),
                 Compaction::Interrupted => {
                     return Ok(Err((
                         StopReason::Interrupted,
@@ -414,6 +446,8 @@ impl Agent {
                 ),
             )));
         }
+        let request = self.build_request(system, tools);
+        debug_assert_eq!(bytes, budget::request_bytes(&request));
         self.emit(
             ui,
             Event::Context {
@@ -469,7 +503,8 @@ impl Agent {
             }
             _ => 0,
         };
-        let Some(cut) = cut_point(&self.history, keep) else {
+        self.history_sizes();
+        let Some(cut) = cut_point_sized(&self.history, &self.sizes, keep) else {
             return self.compaction_failed(
                 ui,
                 "there is nothing older than the last turn to summarise; the history is unchanged",
@@ -491,12 +526,7 @@ impl Agent {
                 &format!("a before_compact hook kept the history as it is: {why}"),
             );
         }
-        let before = b.estimate(
-            self.history
-                .iter()
-                .map(|m| serde_json::to_vec(m).map_or(0, |v| v.len()))
-                .sum(),
-        );
+        let before = b.estimate(self.sizes.iter().sum());
         let mut request = summary_request(&self.effective_model(), &self.history[..cut], &b);
         // What `before_compact` hooks added is guidance for the summary.
         if let Some(guidance) = hooked.context_text()
@@ -554,12 +584,8 @@ impl Agent {
             None => summary,
         };
         apply(&mut self.history, cut, &summary);
-        let after = b.estimate(
-            self.history
-                .iter()
-                .map(|m| serde_json::to_vec(m).map_or(0, |v| v.len()))
-                .sum(),
-        );
+        self.sizes.clear();
+        let after = b.estimate(self.history_sizes().iter().sum());
         self.emit(
             ui,
             Event::Compacted {
