@@ -153,7 +153,7 @@ impl Durable {
     /// Whether every record written so far is on disk.
     pub fn is_synced(&self) -> bool {
         let written = self.0.written.load(Ordering::Acquire);
-        self.0.synced.lock().map_or(false, |s| *s >= written)
+        self.0.synced.lock().is_ok_and(|s| *s >= written)
     }
 
     /// Puts every record written so far on disk (one fsync for all of
