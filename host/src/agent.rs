@@ -239,6 +239,8 @@ pub struct Agent {
     /// The JSON size of the history's first messages
     /// ([`Agent::history_sizes`]).
     sizes: Vec<usize>,
+    /// The JSON size of this turn's request without its history.
+    frame: Option<usize>,
     turn: u32,
     recorded: Vec<corral_sdk::cassette::Turn>,
     /// Logged when the session opened; shown to the front-end with the first run.
@@ -314,6 +316,7 @@ impl Agent {
             log,
             history: Vec::new(),
             sizes: Vec::new(),
+            frame: None,
             turn: 0,
             recorded: Vec::new(),
             announce: Some(started),
@@ -358,6 +361,7 @@ impl Agent {
             log,
             history,
             sizes: Vec::new(),
+            frame: None,
             turn,
             recorded: Vec::new(),
             announce: None,
@@ -532,6 +536,7 @@ impl Agent {
         ui: &UnboundedSender<Event>,
         cancel: &CancellationToken,
     ) -> anyhow::Result<StopReason> {
+        self.frame = None;
         if let Some(event) = self.announce.take() {
             let _ = ui.send(event);
         }

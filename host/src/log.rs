@@ -526,9 +526,16 @@ fn summarise(path: &Path) -> std::io::Result<Summary> {
             (_, Some(i)) => &buf[i + 1..],
             (_, None) => &buf[..0],
         };
+        // Only a line that names one of the two events can be one: the
+        // others are not parsed, so a long turn costs a scan, not a parse
+        // of every record.
         let status = body
             .split(|&b| b == b'\n')
             .rev()
+            .filter(|l| {
+                memchr::memmem::find(l, b"\"type\":\"stop\"").is_some()
+                    || memchr::memmem::find(l, b"\"type\":\"turn_begin\"").is_some()
+            })
             .filter_map(|l| serde_json::from_slice::<Record>(l).ok())
             .find_map(|r| match r.event {
                 Event::TurnBegin { .. } => Some("incomplete".to_owned()),

@@ -368,16 +368,25 @@ impl Agent {
     /// [`budget::request_bytes`] counts it, without building it: the
     /// request with the system prompt alone, plus each message of the
     /// history and the comma before it.
+    /// The frame is measured once per turn: the system prompt, the tools
+    /// and the settings do not change within one.
     fn request_size(&mut self, system: &str, tools: &[crate::protocol::ToolSpec]) -> usize {
-        let frame = budget::request_bytes(&ChatRequest {
-            model: self.options.model.clone(),
-            messages: vec![Message::System {
-                text: system.to_owned(),
-            }],
-            tools: tools.to_vec(),
-            max_tokens: self.options.max_tokens,
-            temperature: self.options.temperature,
-        });
+        let frame = match self.frame {
+            Some(f) => f,
+            None => {
+                let f = budget::request_bytes(&ChatRequest {
+                    model: self.options.model.clone(),
+                    messages: vec![Message::System {
+                        text: system.to_owned(),
+                    }],
+                    tools: tools.to_vec(),
+                    max_tokens: self.options.max_tokens,
+                    temperature: self.options.temperature,
+                });
+                self.frame = Some(f);
+                f
+            }
+        };
         let sizes = self.history_sizes();
         frame + sizes.iter().sum::<usize>() + sizes.len()
     }
