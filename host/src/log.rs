@@ -527,21 +527,9 @@ fn summarise(path: &Path) -> std::io::Result<Summary> {
             (_, None) => &buf[..0],
         };
         // Only a line that names one of the two events can be one: the
-        // others are not parsed, so a long turn costs a scan, not a parse
-        // of every record.
-        let status = body
-            .split(|&b| b == b'\n')
-            .rev()
-            .filter(|l| {
-                memchr::memmem::find(l, b"\"type\":\"stop\"").is_some()
-                    || memchr::memmem::find(l, b"\"type\":\"turn_begin\"").is_some()
-            })
-            .filter_map(|l| serde_json::from_slice::<Record>(l).ok())
-            .find_map(|r| match r.event {
-                Event::TurnBegin { .. } => Some("incomplete".to_owned()),
-                Event::Stop { reason, .. } => Some(reason.as_str().to_owned()),
-                _ => None,
-            });
+        // last such line is found by a backward search, so a long turn
+        // costs a scan, not a parse of every record.
+        let status = last_boundary(body);
         if let Some(status) = status {
             s.status = status;
             break;
@@ -552,6 +540,30 @@ fn summarise(path: &Path) -> std::io::Result<Summary> {
         window = window.saturating_mul(4);
     }
     Ok(s)
+}
+
+/// How the last run in `body` (whole lines of a log) ended: `incomplete`
+/// after a turn's begin, else the reason of its stop; `None` when it has
+/// neither.
+fn last_boundary(body: &[u8]) -> Option<String> {
+    let finders = [
+        memchr::memmem::FinderRev::new(b"\"type\":\"stop\""),
+        memchr::memmem::FinderRev::new(b"\"type\":\"turn_begin\""),
+    ];
+    let mut end = body.len();
+    loop {
+        let at = finders.iter().filter_map(|f| f.rfind(&body[..end])).max()?;
+        let start = memchr::memrchr(b'\n', &body[..at]).map_or(0, |i| i + 1);
+        let stop = memchr::memchr(b'\n', &body[at..]).map_or(body.len(), |i| at + i);
+        if let Ok(r) = serde_json::from_slice::<Record>(&body[start..stop]) {
+            match r.event {
+                Event::TurnBegin { .. } => return Some("incomplete".to_owned()),
+                Event::Stop { reason, .. } => return Some(reason.as_str().to_owned()),
+                _ => {}
+            }
+        }
+        end = start;
+    }
 }
 
 /// Ends the logs of `session`'s subagents, and of theirs, that a kill of
