@@ -79,10 +79,14 @@ pub fn new_id() -> String {
     let ms = now_ms();
     let secs = ms / 1000;
     let (y, mo, d, h, mi, s) = civil(secs);
+    // Two sessions opened in the same millisecond by one thread (parallel
+    // subagents) differ by the counter.
+    static OPENED: AtomicU64 = AtomicU64::new(0);
     let salt = Sha256::digest(format!(
-        "{ms}-{}-{:?}",
+        "{ms}-{}-{:?}-{}",
         std::process::id(),
-        std::thread::current().id()
+        std::thread::current().id(),
+        OPENED.fetch_add(1, Ordering::Relaxed)
     ));
     format!(
         "{y:04}{mo:02}{d:02}-{h:02}{mi:02}{s:02}-{}",
