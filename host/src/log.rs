@@ -550,13 +550,14 @@ fn summarise(path: &Path) -> std::io::Result<Summary> {
 /// after a turn's begin, else the reason of its stop; `None` when it has
 /// neither.
 fn last_boundary(body: &[u8]) -> Option<String> {
-    let finders = [
-        memchr::memmem::FinderRev::new(b"\"type\":\"stop\""),
-        memchr::memmem::FinderRev::new(b"\"type\":\"turn_begin\""),
-    ];
-    let mut end = body.len();
-    loop {
-        let at = finders.iter().filter_map(|f| f.rfind(&body[..end])).max()?;
+    // A forward search is the fast one; the lines that name either event
+    // are few, and tried from the last.
+    let mut hits: Vec<usize> = [&b"\"type\":\"stop\""[..], b"\"type\":\"turn_begin\""]
+        .iter()
+        .flat_map(|pattern| memchr::memmem::find_iter(body, pattern))
+        .collect();
+    hits.sort_unstable();
+    for &at in hits.iter().rev() {
         let start = memchr::memrchr(b'\n', &body[..at]).map_or(0, |i| i + 1);
         let stop = memchr::memchr(b'\n', &body[at..]).map_or(body.len(), |i| at + i);
         if let Ok(r) = serde_json::from_slice::<Record>(&body[start..stop]) {
@@ -566,8 +567,8 @@ fn last_boundary(body: &[u8]) -> Option<String> {
                 _ => {}
             }
         }
-        end = start;
     }
+    None
 }
 
 /// Ends the logs of `session`'s subagents, and of theirs, that a kill of

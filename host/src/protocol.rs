@@ -476,6 +476,31 @@ impl Event {
         )
     }
 
+    /// Whether the event is a tool result, a decision or a turn boundary:
+    /// the events the log was once fsynced at one by one. The loop now
+    /// syncs by group commit ([`crate::log`]); kept for callers that
+    /// write logs themselves and sync at these.
+    pub fn is_durable(&self) -> bool {
+        matches!(
+            self,
+            Event::ToolCallEnd { .. }
+                | Event::Permission { .. }
+                | Event::RequestEnd { .. }
+                | Event::UserMessage { .. }
+                | Event::Stop { .. }
+                | Event::SessionStarted { .. }
+                | Event::SessionResumed { .. }
+                | Event::ApprovalRequested(_)
+                | Event::ModeChanged { .. }
+                | Event::ModelChanged { .. }
+                | Event::ProviderChanged { .. }
+                | Event::PlanUpdated { .. }
+                | Event::SubagentStarted { .. }
+                | Event::Compacted { .. }
+                | Event::CompactionFailed { .. }
+        )
+    }
+
     /// Whether showing this event tells the user something is done — a
     /// tool's result, a changed mode or model, a plan, a compaction, the
     /// end of a turn — so the log must hold it on disk before a front-end
