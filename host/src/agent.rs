@@ -21,7 +21,7 @@ mod subagent;
 
 pub use approval::{Answer, Approver, NoApprover, OpApprover, YesApprover};
 pub use backlog::{BACKLOG_BYTES, Backlog};
-pub use budget::{BYTES_PER_TOKEN, Budget, DEFAULT_COMPACT_AT, request_bytes};
+pub use budget::{BYTES_PER_TOKEN, Budget, DEFAULT_COMPACT_AT, DEFAULT_WINDOW, request_bytes};
 pub use cassette::write as write_cassette;
 pub use compact::{SUMMARY_PROMPT, apply as apply_compaction, summary_request};
 pub use dispatch::{CallOutcome, Checked, Dispatcher, Sink};
@@ -86,6 +86,10 @@ pub struct AgentOptions {
     /// session's subagents; `None` when no front-end gives room back (a
     /// test driving the agent directly).
     pub backlog: Option<Backlog>,
+    /// The workspace's `git status`, started early (see
+    /// [`crate::context::GitStatus`]); one for another workspace, or
+    /// `None`, is taken when the first prompt is built.
+    pub git_status: Option<crate::context::GitStatus>,
 }
 
 /// corral's ids for the model's tool calls, `c-1`, `c-2`, …: the model's
@@ -197,6 +201,7 @@ impl Default for AgentOptions {
             models: std::collections::BTreeMap::new(),
             call_ids: CallIds::default(),
             backlog: None,
+            git_status: None,
         }
     }
 }
@@ -211,7 +216,7 @@ impl Sink for Out<'_> {
     fn emit(&mut self, event: Event) -> anyhow::Result<()> {
         if event.is_logged() {
             self.log
-                .append(&event, event.is_durable())
+                .append(&event, false)
                 .context("cannot write the session log")?;
         }
         let _ = self.ui.send(event);
@@ -231,6 +236,11 @@ pub struct Agent {
     workspace: PathBuf,
     log: SessionLog,
     history: Vec<Message>,
+    /// The JSON size of the history's first messages
+    /// ([`Agent::history_sizes`]).
+    sizes: Vec<usize>,
+    /// The JSON size of this turn's request without its history.
+    frame: Option<usize>,
     turn: u32,
     recorded: Vec<corral_sdk::cassette::Turn>,
     /// Logged when the session opened; shown to the front-end with the first run.
@@ -246,6 +256,20 @@ pub struct Agent {
     /// The plan as the model last set it (`update_plan`), carried by the
     /// summary when the history is compacted.
     plan: Vec<crate::protocol::PlanStep>,
+    /// The workspace's `git status` for the system prompt.
+    git_status: crate::context::GitStatus,
+}
+
+/// `options`' git status if it is `workspace`'s, else one taken later.
+fn git_status_for(
+    options: &AgentOptions,
+    workspace: &std::path::Path,
+) -> crate::context::GitStatus {
+    options
+        .git_status
+        .clone()
+        .filter(|g| g.workspace() == workspace)
+        .unwrap_or_else(|| crate::context::GitStatus::later(workspace))
 }
 
 impl Agent {
@@ -264,7 +288,7 @@ impl Agent {
             provider: provider.decl().name.clone(),
             model: options.model.clone(),
         };
-        log.append(&started, true)
+        log.append(&started, false)
             .context("cannot write the session log")?;
         if let Some((parent, parent_call)) = &options.subagents.parent {
             let linked = Event::SubagentStarted {
@@ -273,7 +297,7 @@ impl Agent {
                 depth: options.subagents.depth,
                 worktree: options.subagents.worktree.clone(),
             };
-            log.append(&linked, true)
+            log.append(&linked, false)
                 .context("cannot write the session log")?;
         }
         let tracker = match options.subagents.held.clone() {
@@ -282,13 +306,17 @@ impl Agent {
         }
         .map_err(anyhow::Error::msg)?;
         let dispatcher = dispatcher(plugins, &mut options, tracker);
+        let git_status = git_status_for(&options, &workspace);
         Ok(Self {
+            git_status,
             dispatcher,
             provider,
             options,
             workspace,
             log,
             history: Vec::new(),
+            sizes: Vec::new(),
+            frame: None,
             turn: 0,
             recorded: Vec::new(),
             announce: Some(started),
@@ -323,13 +351,17 @@ impl Agent {
             Tracker::new(&workspace, options.guard.clone(), held).map_err(anyhow::Error::msg)?;
         let dispatcher = dispatcher(plugins, &mut options, tracker);
         let hooks = crate::hooks::SessionHooks::new(options.hooks.clone(), true);
+        let git_status = git_status_for(&options, &workspace);
         let mut agent = Self {
+            git_status,
             dispatcher,
             provider,
             options,
             workspace,
             log,
             history,
+            sizes: Vec::new(),
+            frame: None,
             turn,
             recorded: Vec::new(),
             announce: None,
@@ -373,7 +405,7 @@ impl Agent {
                     outcome,
                     duration_ms: 0,
                 },
-                true,
+                false,
             )?;
             closed.push(call.id);
         }
@@ -387,7 +419,7 @@ impl Agent {
             session_id: agent.log.id().to_owned(),
             closed_calls: closed,
         };
-        agent.log.append(&resumed, true)?;
+        agent.log.append(&resumed, false)?;
         agent.announce = Some(resumed);
         Ok(agent)
     }
@@ -400,6 +432,22 @@ impl Agent {
     /// The session log's path.
     pub fn log_path(&self) -> PathBuf {
         self.log.path().to_path_buf()
+    }
+
+    /// What of the session log is on disk, for a front-end that shows its
+    /// events through [`crate::log::acknowledge`].
+    pub fn durability(&self) -> crate::log::Durable {
+        self.log.durability()
+    }
+
+    /// Puts the log on disk, off the async runtime's threads: before a
+    /// tool's effects happen and at the end of a turn.
+    async fn sync_log(&self) -> anyhow::Result<()> {
+        let durable = self.log.durability();
+        tokio::task::spawn_blocking(move || durable.sync())
+            .await
+            .context("the session-log sync thread panicked")?
+            .context("cannot write the session log to disk")
     }
 
     /// The conversation so far.
@@ -467,13 +515,28 @@ impl Agent {
     }
 
     /// Runs one prompt to a stop. Without a prompt, the model goes on from
-    /// the history as it is (after `resume`).
+    /// the history as it is (after `resume`). The turn's end is on disk
+    /// when this returns.
     pub async fn run(
         &mut self,
         prompt: Option<&str>,
         ui: &UnboundedSender<Event>,
         cancel: &CancellationToken,
     ) -> anyhow::Result<StopReason> {
+        let stop = self.run_turn(prompt, ui, cancel).await;
+        let synced = self.sync_log().await;
+        let stop = stop?;
+        synced?;
+        Ok(stop)
+    }
+
+    async fn run_turn(
+        &mut self,
+        prompt: Option<&str>,
+        ui: &UnboundedSender<Event>,
+        cancel: &CancellationToken,
+    ) -> anyhow::Result<StopReason> {
+        self.frame = None;
         if let Some(event) = self.announce.take() {
             let _ = ui.send(event);
         }
@@ -511,10 +574,12 @@ impl Agent {
             .iter()
             .map(|t| t.spec())
             .collect();
+        let git_status = self.git_status.clone();
         let mut system = self.hooks.system_prompt(crate::context::system_prompt(
             &self.workspace,
             &self.options.cwd,
             self.plugins(),
+            git_status.get().await,
         ));
         system.push_str(&crate::context::host_tools_section(&host));
         if let Some(offered) = &self.options.tools {
@@ -534,9 +599,11 @@ impl Agent {
                 let limit = b.tool_output_limit(self.options.tool_output_limit);
                 self.dispatcher.set_output_limit(Some(limit));
             }
-            let prompt_hash = hex::encode(Sha256::digest(
-                serde_json::to_vec(&request).unwrap_or_default(),
-            ));
+            let prompt_hash = {
+                let mut hasher = HashWriter(Sha256::new());
+                let _ = serde_json::to_writer(&mut hasher, &request);
+                hex::encode(hasher.0.finalize())
+            };
             self.emit(
                 ui,
                 Event::RequestBegin {
@@ -795,6 +862,13 @@ impl Agent {
                     },
                 )?;
             }
+            // A call with effects changes the world: the log says so first,
+            // on disk (the answer that asked for it, its permission, its
+            // begin), so a crash from here on cannot forget it ran. Calls
+            // that only read wait for nothing.
+            if group.iter().any(|c| !c.is_read_only()) {
+                self.sync_log().await?;
+            }
             let started = std::time::Instant::now();
             let host = self.host_call(ui, cancel);
             let work = futures::future::join_all(group.iter().map(|c| host_tools::call(c, &host)));
@@ -959,6 +1033,21 @@ fn dispatcher(plugins: Arc<Plugins>, options: &mut AgentOptions, tracker: Tracke
     .with_hooks(options.hooks.clone());
     dispatcher.set_tracker(Arc::new(tracker));
     dispatcher
+}
+
+/// Hashes what is written to it, so a request is hashed as it is
+/// serialised, without a copy of its JSON.
+struct HashWriter(Sha256);
+
+impl std::io::Write for HashWriter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.update(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 /// Sends a stream event on to the front-end, first waiting for room in the

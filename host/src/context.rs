@@ -4,7 +4,8 @@
 
 use crate::runtime::Plugins;
 use std::fmt::Write as _;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// What every session starts from.
@@ -17,8 +18,14 @@ done, answer with a short summary of what you did and what you found.";
 /// Longest `AGENTS.md` text included, per file.
 const MAX_AGENTS_MD: usize = 32 * 1024;
 
-/// Builds the system prompt for `workspace`, seen from `cwd`.
-pub fn system_prompt(workspace: &Path, cwd: &Path, plugins: &Plugins) -> String {
+/// Builds the system prompt for `workspace`, seen from `cwd`, with the
+/// workspace's `git status` when it has one ([`GitStatus`]).
+pub fn system_prompt(
+    workspace: &Path,
+    cwd: &Path,
+    plugins: &Plugins,
+    git_status: Option<&str>,
+) -> String {
     let mut out = String::from(BASE_INSTRUCTIONS);
     out.push_str("\n\n# Environment\n");
     let _ = writeln!(out, "- workspace: {}", workspace.display());
@@ -29,7 +36,7 @@ pub fn system_prompt(workspace: &Path, cwd: &Path, plugins: &Plugins) -> String 
         std::env::consts::ARCH
     );
     let _ = writeln!(out, "- date: {}", today());
-    if let Some(status) = git_status(workspace) {
+    if let Some(status) = git_status {
         let _ = writeln!(out, "- git status:\n```\n{status}```");
     }
     for (path, text) in agents_md(workspace, cwd) {
@@ -143,12 +150,79 @@ fn today() -> String {
     format!("{y:04}-{m:02}-{d:02}")
 }
 
+/// The workspace's `git status` for the system prompt, taken once per
+/// session: started when the session opens, in parallel with loading the
+/// plugins, and awaited when the first prompt is built, so the first
+/// request does not wait for git. Every turn then gets the same status
+/// (and the same system prompt, which keeps a provider's prompt cache
+/// matching); the model has tools to look again. Clones share the one
+/// status.
+#[derive(Clone)]
+pub struct GitStatus(Arc<GitStatusState>);
+
+struct GitStatusState {
+    workspace: PathBuf,
+    running: Mutex<Option<tokio::task::JoinHandle<Option<String>>>>,
+    done: tokio::sync::OnceCell<Option<String>>,
+}
+
+impl std::fmt::Debug for GitStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GitStatus")
+            .field("workspace", &self.0.workspace)
+            .finish_non_exhaustive()
+    }
+}
+
+impl GitStatus {
+    /// Starts `git status` in `workspace` now, in the background (within a
+    /// Tokio runtime); outside a repository nothing runs.
+    pub fn start(workspace: &Path) -> Self {
+        let status = Self::later(workspace);
+        let ws = workspace.to_path_buf();
+        if let Ok(mut running) = status.0.running.lock() {
+            *running = Some(tokio::spawn(async move { git_status(&ws).await }));
+        }
+        status
+    }
+
+    /// A status taken when it is first asked for.
+    pub fn later(workspace: &Path) -> Self {
+        Self(Arc::new(GitStatusState {
+            workspace: workspace.to_path_buf(),
+            running: Mutex::new(None),
+            done: tokio::sync::OnceCell::new(),
+        }))
+    }
+
+    /// The workspace it is the status of.
+    pub fn workspace(&self) -> &Path {
+        &self.0.workspace
+    }
+
+    /// The status, waiting for git if it is still running.
+    pub async fn get(&self) -> Option<&str> {
+        self.0
+            .done
+            .get_or_init(|| async {
+                let running = self.0.running.lock().ok().and_then(|mut r| r.take());
+                match running {
+                    Some(task) => task.await.ok().flatten(),
+                    None => git_status(&self.0.workspace).await,
+                }
+            })
+            .await
+            .as_deref()
+    }
+}
+
 /// `git status --short --branch`, at most 20 lines, when the workspace is in
 /// a repository and git answers within two seconds. Git runs through
 /// [`crate::exec::git::Repo::git`] (confined, no fsmonitor, hooks or
 /// in-tree attributes), without taking the index lock, since the
-/// repository's configuration may have been written by a tool.
-fn git_status(workspace: &Path) -> Option<String> {
+/// repository's configuration may have been written by a tool. Waited for
+/// without polling, its output read while it runs.
+async fn git_status(workspace: &Path) -> Option<String> {
     let repo = crate::exec::git::Repo::find(workspace)?;
     let out = repo
         .git(
@@ -157,7 +231,8 @@ fn git_status(workspace: &Path) -> Option<String> {
         )
         .timeout(Duration::from_secs(2))
         .output_cap(64 * 1024)
-        .run_blocking()
+        .run()
+        .await
         .ok()
         .filter(|o| o.exit_code == Some(0))?;
     let lines: Vec<&str> = out.stdout.lines().collect();

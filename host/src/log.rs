@@ -2,11 +2,17 @@
 //! line with a sequence number, in `$XDG_DATA_HOME/corral/sessions/<workspace
 //! key>/<id>.jsonl`.
 //!
-//! Durability: every line is written whole with a single `write`; the file is
-//! fsynced at every tool result and turn boundary (the caller says which
-//! events are boundaries). After a crash the last line may be torn; readers
-//! skip a final line that does not parse, and the next writer starts on a
-//! fresh line. Tool outputs cut for the model are saved whole as artifacts
+//! Durability: every line is written whole with a single `write`, so a
+//! killed process loses nothing it wrote. The file is fsynced by group
+//! commit, where losing an event would lose work, not per event: before a
+//! tool's effects happen ([`SessionLog::sync`] from the loop), at the end of
+//! a turn, and before the front-end is shown an event that acknowledges
+//! something to the user ([`Event::acknowledges`]: a tool's result, a
+//! changed mode), which [`acknowledge`] holds back until the log is on disk
+//! while the loop goes on. One fsync covers every line written before it,
+//! so the events of an iteration share one; none happens before the first
+//! request. After a crash the last line may be torn; readers skip a final
+//! line that does not parse, and the next writer starts on a fresh line. Tool outputs cut for the model are saved whole as artifacts
 //! beside the log.
 
 use crate::protocol::Event;
@@ -15,6 +21,8 @@ use sha2::{Digest, Sha256};
 use std::fs::{File, OpenOptions};
 use std::io::{Seek, Write};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 /// One line of the log.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -25,6 +33,14 @@ pub struct Record {
     pub ts_ms: u64,
     /// What happened.
     pub event: Event,
+}
+
+/// A [`Record`] as it is written, borrowing its event.
+#[derive(Serialize)]
+struct RecordRef<'a> {
+    seq: u64,
+    ts_ms: u64,
+    event: &'a Event,
 }
 
 /// Where the sessions of every workspace live.
@@ -63,10 +79,14 @@ pub fn new_id() -> String {
     let ms = now_ms();
     let secs = ms / 1000;
     let (y, mo, d, h, mi, s) = civil(secs);
+    // Two sessions opened in the same millisecond by one thread (parallel
+    // subagents) differ by the counter.
+    static OPENED: AtomicU64 = AtomicU64::new(0);
     let salt = Sha256::digest(format!(
-        "{ms}-{}-{:?}",
+        "{ms}-{}-{:?}-{}",
         std::process::id(),
-        std::thread::current().id()
+        std::thread::current().id(),
+        OPENED.fetch_add(1, Ordering::Relaxed)
     ));
     format!(
         "{y:04}{mo:02}{d:02}-{h:02}{mi:02}{s:02}-{}",
@@ -104,6 +124,97 @@ pub struct SessionLog {
     path: PathBuf,
     file: File,
     next_seq: u64,
+    durable: Durable,
+}
+
+/// What of a session log is on disk, shared by the log and whoever makes
+/// it durable off the loop's path ([`acknowledge`]).
+#[derive(Clone)]
+pub struct Durable(Arc<DurableState>);
+
+struct DurableState {
+    /// A descriptor of the log's file, for fsync from any thread.
+    file: File,
+    /// The directory of a newly created log, synced with its first fsync
+    /// so that the file's entry is durable too.
+    dir: Mutex<Option<PathBuf>>,
+    /// Records written (the last one's sequence number).
+    written: AtomicU64,
+    /// Records on disk; the lock also keeps two syncs from racing.
+    synced: Mutex<u64>,
+}
+
+impl Durable {
+    fn new(file: &File, written: u64, dir: Option<PathBuf>) -> std::io::Result<Self> {
+        Ok(Self(Arc::new(DurableState {
+            file: file.try_clone()?,
+            dir: Mutex::new(dir),
+            written: AtomicU64::new(written),
+            synced: Mutex::new(written),
+        })))
+    }
+
+    /// Whether every record written so far is on disk.
+    pub fn is_synced(&self) -> bool {
+        let written = self.0.written.load(Ordering::Acquire);
+        self.0.synced.lock().is_ok_and(|s| *s >= written)
+    }
+
+    /// Puts every record written so far on disk (one fsync for all of
+    /// them; none when they already are). Blocks: call it off the async
+    /// runtime's threads, or where waiting is the point.
+    pub fn sync(&self) -> std::io::Result<()> {
+        let mut synced = self
+            .0
+            .synced
+            .lock()
+            .map_err(|_| std::io::Error::other("a session-log sync panicked"))?;
+        let written = self.0.written.load(Ordering::Acquire);
+        if *synced >= written {
+            return Ok(());
+        }
+        self.0.file.sync_data()?;
+        let dir = self.0.dir.lock().ok().and_then(|mut d| d.take());
+        if let Some(dir) = dir {
+            File::open(&dir)?.sync_all()?;
+        }
+        *synced = written;
+        tracing::debug!(records = written, "session log synced");
+        Ok(())
+    }
+}
+
+/// Sends `events` on to `ui` in order, holding back each event that
+/// acknowledges something to the user ([`Event::acknowledges`]) until the
+/// log behind `durable` is on disk, so what the user was shown survives a
+/// crash of the machine, not only of the process. The sync runs on a
+/// blocking thread while the loop goes on (the next request is on its way
+/// meanwhile); one sync covers everything written before it. Ends when
+/// `events` closes or `ui` does.
+pub async fn acknowledge(
+    mut events: tokio::sync::mpsc::UnboundedReceiver<Event>,
+    ui: tokio::sync::mpsc::UnboundedSender<Event>,
+    durable: Durable,
+) {
+    while let Some(event) = events.recv().await {
+        if event.acknowledges() && !durable.is_synced() {
+            let d = durable.clone();
+            let synced = tokio::task::spawn_blocking(move || d.sync())
+                .await
+                .unwrap_or_else(|_| Err(std::io::Error::other("the sync thread panicked")));
+            if let Err(e) = synced {
+                let _ = ui.send(Event::Error {
+                    message: format!(
+                        "the session log cannot be written to disk ({e}); what follows may be \
+                         lost if the machine stops. Check the disk holding the session logs"
+                    ),
+                });
+            }
+        }
+        if ui.send(event).is_err() {
+            break;
+        }
+    }
 }
 
 impl SessionLog {
@@ -116,13 +227,16 @@ impl SessionLog {
             .create_new(true)
             .append(true)
             .open(&path)?;
-        // Make the new file's directory entry durable too.
-        File::open(dir)?.sync_all()?;
+        // The directory entry is made durable with the first sync, which
+        // comes before anything is acknowledged; a session that dies
+        // before it has nothing to lose.
+        let durable = Durable::new(&file, 0, Some(dir.to_path_buf()))?;
         Ok(Self {
             id,
             path,
             file,
             next_seq: 1,
+            durable,
         })
     }
 
@@ -136,12 +250,14 @@ impl SessionLog {
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_default();
         let next_seq = records.last().map_or(1, |r| r.seq + 1);
+        let durable = Durable::new(&file, next_seq - 1, None)?;
         Ok((
             Self {
                 id,
                 path: path.to_path_buf(),
                 file,
                 next_seq,
+                durable,
             },
             records,
         ))
@@ -162,22 +278,39 @@ impl SessionLog {
         self.path.with_extension("artifacts")
     }
 
-    /// Appends one event; `durable` fsyncs before returning.
+    /// Appends one event, written whole before this returns; `durable`
+    /// also puts it (and everything before it) on disk before returning.
     pub fn append(&mut self, event: &Event, durable: bool) -> std::io::Result<u64> {
         let seq = self.next_seq;
-        let record = Record {
-            seq,
-            ts_ms: now_ms(),
-            event: event.clone(),
-        };
-        let mut line = serde_json::to_vec(&record).map_err(std::io::Error::other)?;
+        let mut line = Vec::with_capacity(256);
+        serde_json::to_writer(
+            &mut line,
+            &RecordRef {
+                seq,
+                ts_ms: now_ms(),
+                event,
+            },
+        )
+        .map_err(std::io::Error::other)?;
         line.push(b'\n');
         self.file.write_all(&line)?;
-        if durable {
-            self.file.sync_data()?;
-        }
         self.next_seq += 1;
+        self.durable.0.written.store(seq, Ordering::Release);
+        if durable {
+            self.durable.sync()?;
+        }
         Ok(seq)
+    }
+
+    /// Puts every event appended so far on disk: before a tool's effects
+    /// happen and at the end of a turn.
+    pub fn sync(&self) -> std::io::Result<()> {
+        self.durable.sync()
+    }
+
+    /// The log's durability, for [`acknowledge`].
+    pub fn durability(&self) -> Durable {
+        self.durable.clone()
     }
 
     /// Saves `content` as an artifact named `name`, durably, and returns its path.
@@ -199,6 +332,19 @@ impl SessionLog {
         f.write_all(content.as_bytes())?;
         f.sync_all()?;
         Ok(path)
+    }
+}
+
+impl Drop for SessionLog {
+    /// What a closing session wrote last (its `session_end` hooks, say)
+    /// reaches the disk too.
+    fn drop(&mut self) {
+        if let Err(e) = self.durable.sync() {
+            tracing::warn!(
+                "the session log {} cannot be synced: {e}",
+                self.path.display()
+            );
+        }
     }
 }
 
@@ -384,15 +530,10 @@ fn summarise(path: &Path) -> std::io::Result<Summary> {
             (_, Some(i)) => &buf[i + 1..],
             (_, None) => &buf[..0],
         };
-        let status = body
-            .split(|&b| b == b'\n')
-            .rev()
-            .filter_map(|l| serde_json::from_slice::<Record>(l).ok())
-            .find_map(|r| match r.event {
-                Event::TurnBegin { .. } => Some("incomplete".to_owned()),
-                Event::Stop { reason, .. } => Some(reason.as_str().to_owned()),
-                _ => None,
-            });
+        // Only a line that names one of the two events can be one: the
+        // last such line is found by a backward search, so a long turn
+        // costs a scan, not a parse of every record.
+        let status = last_boundary(body);
         if let Some(status) = status {
             s.status = status;
             break;
@@ -403,6 +544,31 @@ fn summarise(path: &Path) -> std::io::Result<Summary> {
         window = window.saturating_mul(4);
     }
     Ok(s)
+}
+
+/// How the last run in `body` (whole lines of a log) ended: `incomplete`
+/// after a turn's begin, else the reason of its stop; `None` when it has
+/// neither.
+fn last_boundary(body: &[u8]) -> Option<String> {
+    // A forward search is the fast one; the lines that name either event
+    // are few, and tried from the last.
+    let mut hits: Vec<usize> = [&b"\"type\":\"stop\""[..], b"\"type\":\"turn_begin\""]
+        .iter()
+        .flat_map(|pattern| memchr::memmem::find_iter(body, pattern))
+        .collect();
+    hits.sort_unstable();
+    for &at in hits.iter().rev() {
+        let start = memchr::memrchr(b'\n', &body[..at]).map_or(0, |i| i + 1);
+        let stop = memchr::memchr(b'\n', &body[at..]).map_or(body.len(), |i| at + i);
+        if let Ok(r) = serde_json::from_slice::<Record>(&body[start..stop]) {
+            match r.event {
+                Event::TurnBegin { .. } => return Some("incomplete".to_owned()),
+                Event::Stop { reason, .. } => return Some(reason.as_str().to_owned()),
+                _ => {}
+            }
+        }
+    }
+    None
 }
 
 /// Ends the logs of `session`'s subagents, and of theirs, that a kill of

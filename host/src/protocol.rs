@@ -406,6 +406,16 @@ pub enum Event {
         #[serde(default)]
         detail: String,
     },
+    /// The provider does not know the model's context window, so corral
+    /// assumes `window` tokens (the smallest window of the current models
+    /// it knows) and compacts against it; said once per model.
+    /// `[agent.models."MODEL"] context_window` in the manifest sets it.
+    WindowAssumed {
+        /// The model id.
+        model: String,
+        /// The window assumed, in tokens.
+        window: u32,
+    },
     /// How much of the model's context window the next request takes, sent
     /// before each request.
     Context {
@@ -466,8 +476,10 @@ impl Event {
         )
     }
 
-    /// Whether the log must be on disk before going on: tool results and turn
-    /// boundaries.
+    /// Whether the event is a tool result, a decision or a turn boundary:
+    /// the events the log was once fsynced at one by one. The loop now
+    /// syncs by group commit ([`crate::log`]); kept for callers that
+    /// write logs themselves and sync at these.
     pub fn is_durable(&self) -> bool {
         matches!(
             self,
@@ -488,6 +500,38 @@ impl Event {
                 | Event::CompactionFailed { .. }
         )
     }
+
+    /// Whether showing this event tells the user something is done — a
+    /// tool's result, a changed mode or model, a plan, a compaction, the
+    /// end of a turn — so the log must hold it on disk before a front-end
+    /// shows it (see [`crate::log::acknowledge`]).
+    pub fn acknowledges(&self) -> bool {
+        matches!(
+            self,
+            Event::ToolCallEnd { .. }
+                | Event::Stop { .. }
+                | Event::ModeChanged { .. }
+                | Event::ModelChanged { .. }
+                | Event::ProviderChanged { .. }
+                | Event::PlanUpdated { .. }
+                | Event::Compacted { .. }
+                | Event::CompactionFailed { .. }
+        )
+    }
+}
+
+/// What a front-end says of [`Event::WindowAssumed`].
+pub fn window_assumed(model: &str, window: u32) -> String {
+    let shown = if model.is_empty() {
+        "the configured model"
+    } else {
+        model
+    };
+    format!(
+        "the context window of {shown} is not known; corral assumes {window} tokens and \
+         compacts the history against it. Set the real one in corral.toml: \
+         [agent.models.\"{model}\"] context_window = N"
+    )
 }
 
 /// One step of the model's plan.

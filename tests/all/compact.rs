@@ -356,9 +356,20 @@ fn the_window_comes_from_the_table_the_models_endpoint_or_the_manifest() {
     );
     assert_eq!(windows(&o), vec![json!(20_000)]);
 
-    // A model nobody knows has no window: no share, no compaction.
+    // A model nobody knows gets the default window, said once, so its
+    // requests stay bounded by compaction.
     let o = run("model = \"mystery\"", "");
-    assert_eq!(windows(&o), vec![Value::Null]);
+    assert_eq!(windows(&o), vec![json!(corral::agent::DEFAULT_WINDOW)]);
+    let assumed: Vec<Value> = json_events(&o)
+        .into_iter()
+        .filter(|e| kind(e) == "window_assumed")
+        .collect();
+    assert_eq!(
+        assumed,
+        vec![
+            json!({"type": "window_assumed", "model": "mystery", "window": corral::agent::DEFAULT_WINDOW})
+        ]
+    );
 }
 
 /// A user message's text, whether the API got a string or text blocks.

@@ -41,6 +41,7 @@ mod registry_bounds;
 mod sandbox;
 mod speed_call;
 mod speed_provider;
+mod speed_session;
 mod speed_windows;
 mod stubs;
 mod subagents;

@@ -21,6 +21,13 @@ use std::collections::BTreeMap;
 /// early rather than late.
 pub const BYTES_PER_TOKEN: f64 = 3.0;
 
+/// The context window assumed for a model whose window nobody reports:
+/// the smallest window among the current models the built-in providers
+/// know (gpt-4o's 128k). Compacting against it keeps every request far
+/// below what a provider plugin's memory limit holds; a model with a
+/// smaller window says so by refusing a request, which compacts again.
+pub const DEFAULT_WINDOW: u32 = 128_000;
+
 /// Default share of the window past which the history is compacted.
 pub const DEFAULT_COMPACT_AT: f64 = 0.8;
 
@@ -156,8 +163,13 @@ pub fn resolve(
 /// The size of `request` as the estimate counts it: its messages and tool
 /// schemas as JSON.
 pub fn request_bytes(request: &ChatRequest) -> usize {
+    json_size(request)
+}
+
+/// The size of `value` as JSON, counted without keeping the bytes.
+pub fn json_size<T: serde::Serialize + ?Sized>(value: &T) -> usize {
     let mut counter = Counter(0);
-    let _ = serde_json::to_writer(&mut counter, request);
+    let _ = serde_json::to_writer(&mut counter, value);
     counter.0
 }
 

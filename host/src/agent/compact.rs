@@ -42,6 +42,10 @@ const KEEP_SHARE: f64 = 0.3;
 /// Longest piece of a transcript when the window is unknown.
 const PIECE_CEILING: usize = 8 * 1024;
 
+/// What each message kept in a transcript too long for its headings is
+/// counted at, at least.
+const MIN_PIECE: usize = 64;
+
 /// How a compaction went.
 #[derive(Debug)]
 pub(super) enum Compaction {
@@ -89,11 +93,14 @@ pub fn plan_text(plan: &[crate::protocol::PlanStep]) -> Option<String> {
 /// (after at least one message to summarise) from which the rest fits in
 /// `keep` bytes; else the last assistant message. `None` when there is
 /// nothing older than the last assistant turn.
+#[cfg(test)]
 pub fn cut_point(history: &[Message], keep: usize) -> Option<usize> {
-    let sizes: Vec<usize> = history
-        .iter()
-        .map(|m| serde_json::to_vec(m).map_or(0, |v| v.len()))
-        .collect();
+    let sizes: Vec<usize> = history.iter().map(budget::json_size).collect();
+    cut_point_sized(history, &sizes, keep)
+}
+
+/// [`cut_point`] with the JSON size of each message already known.
+fn cut_point_sized(history: &[Message], sizes: &[usize], keep: usize) -> Option<usize> {
     let mut tail = vec![0usize; history.len() + 1];
     for i in (0..history.len()).rev() {
         tail[i] = tail[i + 1] + sizes[i];
@@ -185,6 +192,32 @@ pub fn transcript(messages: &[Message], room: Option<usize>) -> String {
             }
         }
     }
+    // A history of many short messages may not fit even as headings: keep
+    // the first (the task) and as many of the newest as take half the room
+    // with a short piece each, and say how many were left out between.
+    if let Some(room) = room {
+        let fixed: usize = heads.iter().map(|h| h.len() + 2).sum();
+        if fixed > room / 2 && heads.len() > 2 {
+            let mut used = heads[0].len() + MIN_PIECE;
+            let mut from = heads.len();
+            while from > 1 {
+                let cost = heads[from - 1].len() + 2 + bodies[from - 1].len().min(MIN_PIECE);
+                if used + cost > room / 2 {
+                    break;
+                }
+                used += cost;
+                from -= 1;
+            }
+            let left_out = from - 1;
+            if left_out > 0 {
+                heads.splice(
+                    1..from,
+                    [format!("[… {left_out} earlier entries left out …]")],
+                );
+                bodies.splice(1..from, [String::new()]);
+            }
+        }
+    }
     let fixed: usize = heads.iter().map(|h| h.len() + 2).sum();
     let cap = match room {
         Some(room) => water_level(&bodies, room.saturating_sub(fixed)),
@@ -268,21 +301,40 @@ pub(super) fn last_calibration(records: &[crate::log::Record]) -> Option<(usize,
 
 impl Agent {
     /// The model's limits, asked of the provider once (and again after the
-    /// model or the provider changes). A provider that cannot answer leaves
-    /// the window unknown: no compaction before the provider itself says
-    /// the context is exceeded.
-    pub(super) async fn ensure_budget(&mut self) {
+    /// model or the provider changes). A window nobody reports is taken to
+    /// be [`budget::DEFAULT_WINDOW`], said once with
+    /// [`Event::WindowAssumed`], so the request stays bounded by
+    /// compaction rather than by a plugin's memory.
+    pub(super) async fn ensure_budget(
+        &mut self,
+        ui: &UnboundedSender<Event>,
+    ) -> anyhow::Result<()> {
         if self.budget.is_some() {
-            return;
+            return Ok(());
         }
         let model = self.effective_model();
         let models = self.provider.models().await.unwrap_or_default();
-        let info = budget::resolve(&models, &model, &self.options.models);
+        let mut info = budget::resolve(&models, &model, &self.options.models);
+        if info.as_ref().and_then(|i| i.context_window).is_none() {
+            info.get_or_insert_with(|| crate::protocol::ModelInfo {
+                id: model.clone(),
+                ..crate::protocol::ModelInfo::default()
+            })
+            .context_window = Some(budget::DEFAULT_WINDOW);
+            self.emit(
+                ui,
+                Event::WindowAssumed {
+                    model,
+                    window: budget::DEFAULT_WINDOW,
+                },
+            )?;
+        }
         let mut b = Budget::new(info, self.options.compact_at);
         if let Some((bytes, tokens)) = self.calibration {
             b.calibrate(bytes, tokens);
         }
         self.budget = Some(b);
+        Ok(())
     }
 
     /// The model the request names, or the provider's configured one.
@@ -297,6 +349,46 @@ impl Agent {
         } else {
             self.options.model.clone()
         }
+    }
+
+    /// The JSON size of each message of the history. Each message is
+    /// measured once, when first asked about: the history only grows
+    /// between requests, and a compaction starts the measure again.
+    pub(super) fn history_sizes(&mut self) -> &[usize] {
+        if self.sizes.len() > self.history.len() {
+            self.sizes.clear();
+        }
+        let known = self.sizes.len();
+        self.sizes
+            .extend(self.history[known..].iter().map(budget::json_size));
+        &self.sizes
+    }
+
+    /// The size of the request [`Agent::build_request`] would build, as
+    /// [`budget::request_bytes`] counts it, without building it: the
+    /// request with the system prompt alone, plus each message of the
+    /// history and the comma before it.
+    /// The frame is measured once per turn: the system prompt, the tools
+    /// and the settings do not change within one.
+    fn request_size(&mut self, system: &str, tools: &[crate::protocol::ToolSpec]) -> usize {
+        let frame = match self.frame {
+            Some(f) => f,
+            None => {
+                let f = budget::request_bytes(&ChatRequest {
+                    model: self.options.model.clone(),
+                    messages: vec![Message::System {
+                        text: system.to_owned(),
+                    }],
+                    tools: tools.to_vec(),
+                    max_tokens: self.options.max_tokens,
+                    temperature: self.options.temperature,
+                });
+                self.frame = Some(f);
+                f
+            }
+        };
+        let sizes = self.history_sizes();
+        frame + sizes.iter().sum::<usize>() + sizes.len()
     }
 
     /// The request for the history as it is.
@@ -329,9 +421,10 @@ impl Agent {
         ui: &UnboundedSender<Event>,
         cancel: &CancellationToken,
     ) -> anyhow::Result<Result<(ChatRequest, usize), (StopReason, String)>> {
-        self.ensure_budget().await;
-        let mut request = self.build_request(system, tools);
-        let mut bytes = budget::request_bytes(&request);
+        self.ensure_budget(ui).await?;
+        // Measured before it is built: a history far over the window is
+        // compacted without being copied into a request first.
+        let mut bytes = self.request_size(system, tools);
         let b = self
             .budget
             .clone()
@@ -340,10 +433,7 @@ impl Agent {
             && b.estimate(bytes) > limit
         {
             match self.compact("auto", ui, cancel).await? {
-                Compaction::Done => {
-                    request = self.build_request(system, tools);
-                    bytes = budget::request_bytes(&request);
-                }
+                Compaction::Done => bytes = self.request_size(system, tools),
                 Compaction::Interrupted => {
                     return Ok(Err((
                         StopReason::Interrupted,
@@ -365,6 +455,8 @@ impl Agent {
                 ),
             )));
         }
+        let request = self.build_request(system, tools);
+        debug_assert_eq!(bytes, budget::request_bytes(&request));
         self.emit(
             ui,
             Event::Context {
@@ -390,7 +482,7 @@ impl Agent {
     /// Compacts the history now (`/compact`, `corral compact`), outside a
     /// turn.
     pub async fn compact_now(&mut self, ui: &UnboundedSender<Event>) -> anyhow::Result<bool> {
-        self.ensure_budget().await;
+        self.ensure_budget(ui).await?;
         let cancel = CancellationToken::new();
         Ok(matches!(
             self.compact("manual", ui, &cancel).await?,
@@ -420,7 +512,8 @@ impl Agent {
             }
             _ => 0,
         };
-        let Some(cut) = cut_point(&self.history, keep) else {
+        self.history_sizes();
+        let Some(cut) = cut_point_sized(&self.history, &self.sizes, keep) else {
             return self.compaction_failed(
                 ui,
                 "there is nothing older than the last turn to summarise; the history is unchanged",
@@ -442,12 +535,7 @@ impl Agent {
                 &format!("a before_compact hook kept the history as it is: {why}"),
             );
         }
-        let before = b.estimate(
-            self.history
-                .iter()
-                .map(|m| serde_json::to_vec(m).map_or(0, |v| v.len()))
-                .sum(),
-        );
+        let before = b.estimate(self.sizes.iter().sum());
         let mut request = summary_request(&self.effective_model(), &self.history[..cut], &b);
         // What `before_compact` hooks added is guidance for the summary.
         if let Some(guidance) = hooked.context_text()
@@ -505,12 +593,8 @@ impl Agent {
             None => summary,
         };
         apply(&mut self.history, cut, &summary);
-        let after = b.estimate(
-            self.history
-                .iter()
-                .map(|m| serde_json::to_vec(m).map_or(0, |v| v.len()))
-                .sum(),
-        );
+        self.sizes.clear();
+        let after = b.estimate(self.history_sizes().iter().sum());
         self.emit(
             ui,
             Event::Compacted {
@@ -638,5 +722,22 @@ mod tests {
         assert!(t.contains("[tool call c19 read_file]"));
         assert!(t.contains("bytes left out"));
         assert_eq!(transcript(&h[..1], Some(100)), "[user]\ngo\n");
+    }
+
+    #[test]
+    fn a_transcript_of_more_messages_than_its_room_holds_keeps_the_task_and_the_newest() {
+        // 200k events' worth of turns: their headings alone are megabytes.
+        let mut h = vec![Message::User {
+            text: "the task".into(),
+        }];
+        for i in 0..70_000 {
+            h.extend(turn(i, 300));
+        }
+        let room = 300_000;
+        let t = transcript(&h, Some(room));
+        assert!(t.len() <= room, "{}", t.len());
+        assert!(t.starts_with("[user]\nthe task\n"), "{}", &t[..100]);
+        assert!(t.contains("earlier entries left out"));
+        assert!(t.contains("[tool call c69999 read_file]"));
     }
 }

@@ -375,12 +375,16 @@ impl Child {
         parent: Parent<'_>,
     ) -> CallOutcome {
         let session_id = self.agent.session_id().to_owned();
-        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Event>();
+        let (tx, rx_child) = tokio::sync::mpsc::unbounded_channel::<Event>();
         let forward = {
             let ui = parent.ui.clone();
             let call_id = parent.call.id.clone();
             let session_id = session_id.clone();
-            async move {
+            // The child's own log holds what its events acknowledge before
+            // the parent's front-end shows them.
+            let (durable_tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Event>();
+            let hold = crate::log::acknowledge(rx_child, durable_tx, self.agent.durability());
+            let wrap = async move {
                 while let Some(event) = rx.recv().await {
                     // The front-end answers the child's approvals as its own.
                     let event = match event {
@@ -393,6 +397,9 @@ impl Child {
                     };
                     let _ = ui.send(event);
                 }
+            };
+            async move {
+                tokio::join!(hold, wrap);
             }
         };
         let agent = &mut self.agent;

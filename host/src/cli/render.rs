@@ -244,6 +244,13 @@ impl Renderer {
                 self.newline();
                 eprintln!("warning: {}", corral::terminal::inert(message));
             }
+            Event::WindowAssumed { model, window } => {
+                self.newline();
+                eprintln!(
+                    "note: {}",
+                    corral::terminal::inert(&corral::protocol::window_assumed(model, *window))
+                );
+            }
             Event::Stop { reason, message } => {
                 waiting.store(false, Ordering::Relaxed);
                 self.newline();

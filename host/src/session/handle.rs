@@ -134,6 +134,8 @@ pub async fn open(config: SessionConfig) -> Result<Session, String> {
         Some(m) => m.clone(),
         None => crate::manifest::load(&config.workspace).map_err(|e| e.to_string())?,
     };
+    // git runs while the plugins load; the first prompt waits for it.
+    let git_status = crate::context::GitStatus::start(&manifest.workspace);
     let runtime = Runtime::new(config.runtime.clone().unwrap_or_else(RuntimeOptions::user))
         .map(Arc::new)
         .map_err(|e| format!("{e:#}"))?;
@@ -189,6 +191,7 @@ pub async fn open(config: SessionConfig) -> Result<Session, String> {
             .unwrap_or(crate::agent::DEFAULT_COMPACT_AT),
         models: manifest.agent.models.clone(),
         backlog: Some(backlog.clone()),
+        git_status: Some(git_status),
         ..AgentOptions::default()
     };
 
@@ -228,7 +231,15 @@ pub async fn open(config: SessionConfig) -> Result<Session, String> {
     let log_path = agent.log_path();
     let (ops_tx, ops_rx) = unbounded_channel();
     let (events_tx, events_rx) = unbounded_channel();
-    let task = tokio::spawn(drive(agent, op_approver, ops_rx, events_tx));
+    // What the front-end is shown as done is on disk first; the loop does
+    // not wait for it.
+    let (agent_tx, agent_rx) = unbounded_channel();
+    tokio::spawn(crate::log::acknowledge(
+        agent_rx,
+        events_tx,
+        agent.durability(),
+    ));
+    let task = tokio::spawn(drive(agent, op_approver, ops_rx, agent_tx));
     Ok(Session {
         id,
         log_path,

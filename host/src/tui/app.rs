@@ -4,7 +4,9 @@
 use super::cards::{ToolCard, ToolState};
 use super::input::Input;
 use super::text::clean;
-use crate::protocol::{ApprovalAnswer, ApprovalRequest, Event, Mode, Op, StopReason, ToolCall};
+use crate::protocol::{
+    ApprovalAnswer, ApprovalRequest, Event, Mode, Op, StopReason, ToolCall, window_assumed,
+};
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use ratatui::text::Line;
 use std::collections::{HashMap, HashSet, VecDeque};
@@ -595,6 +597,9 @@ impl App {
                 false,
             ),
             Event::CompactionFailed { message } => self.notice(message, true),
+            Event::WindowAssumed { model, window } => {
+                self.notice(&window_assumed(model, *window), false);
+            }
             Event::ShutdownComplete => {}
             Event::Hook {
                 event,
