@@ -39,6 +39,7 @@ mod mock;
 mod policy;
 mod registry_bounds;
 mod sandbox;
+mod speed_start;
 mod speed_windows;
 mod stubs;
 mod subagents;
