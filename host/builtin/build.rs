@@ -47,7 +47,11 @@ fn main() {
     let mut code = String::from("/// Every built-in plugin: `(name, component bytes)`.\n");
     code.push_str("pub static PLUGINS: &[(&str, &[u8])] = &[\n");
     for (name, path) in &paths {
-        let _ = writeln!(code, "    ({name:?}, include_bytes!({:?})),", path.display().to_string());
+        let _ = writeln!(
+            code,
+            "    ({name:?}, include_bytes!({:?})),",
+            path.display().to_string()
+        );
     }
     code.push_str("];\n");
     match precompiled {
@@ -119,7 +123,10 @@ fn precompile(paths: &[(&str, &Path)], out_dir: &Path) -> Result<(u64, Vec<Entry
             .collect();
         handles
             .into_iter()
-            .map(|h| h.join().unwrap_or_else(|_| Err("a compile thread panicked".into())))
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err("a compile thread panicked".into()))
+            })
             .collect()
     });
     let entries = results.into_iter().collect::<Result<Vec<_>, _>>()?;

@@ -49,10 +49,14 @@ use crate::protocol::{
 use crate::runtime::{Runtime, RuntimeOptions};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ElicitRequestParams,
-    ElicitationAction, ElicitationSchema, Implementation, ListToolsResult, LoggingLevel,
-    LoggingMessageNotificationParam, PaginatedRequestParams, ProtocolVersion, ServerCapabilities,
-    ServerConfig, SetLevelRequestParams, Tool, ToolAnnotations,
+    ElicitationAction, ElicitationSchema, Implementation, ListToolsResult, PaginatedRequestParams,
+    ProtocolVersion, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
 };
+// MCP logging is deprecated after 2025-11-25 (SEP-2577), the newest
+// version this server speaks; it is how a server tells the client's user
+// about slow start-up work before any request carries a progress token.
+#[allow(deprecated, reason = "MCP 2025-11-25 has logging; see above")]
+use rmcp::model::{LoggingLevel, LoggingMessageNotificationParam, SetLevelRequestParams};
 use rmcp::service::{ElicitationMode, NotificationContext, RequestContext};
 use rmcp::{ErrorData, Peer, RoleServer, ServerHandler, ServiceExt as _};
 use std::borrow::Cow;
@@ -217,7 +221,6 @@ async fn serve_stdio<H: ServerHandler>(handler: H) -> Result<(), String> {
 }
 
 impl Server {
-
     /// One `tools/call`, the whole way through the dispatcher.
     async fn call(
         &self,
@@ -246,7 +249,12 @@ impl Server {
     }
 }
 
-/// What the server says about itself in `initialize`.
+/// What the server says about itself in `initialize`: tools, and logging
+/// (how slow start-up work is told to the client).
+#[allow(
+    deprecated,
+    reason = "MCP 2025-11-25 has logging (SEP-2577 deprecates it later)"
+)]
 fn server_info() -> ServerConfig {
     let capabilities = ServerCapabilities::builder()
         .enable_tools()
@@ -268,6 +276,10 @@ impl ServerHandler for Server {
         server_info()
     }
 
+    #[allow(
+        deprecated,
+        reason = "MCP 2025-11-25 has logging (SEP-2577 deprecates it later)"
+    )]
     async fn set_level(
         &self,
         _request: SetLevelRequestParams,
@@ -303,7 +315,8 @@ impl ServerHandler for Server {
 
 /// The server while its plugins load: `initialize` needs none of them.
 struct Loading {
-    loaded: futures::future::Shared<futures::future::BoxFuture<'static, Result<Arc<Server>, String>>>,
+    loaded:
+        futures::future::Shared<futures::future::BoxFuture<'static, Result<Arc<Server>, String>>>,
     client: Arc<Mutex<Client>>,
 }
 
@@ -332,11 +345,15 @@ impl Client {
     }
 
     /// Sends `text` to the client as an `info` log notification.
+    #[allow(
+        deprecated,
+        reason = "MCP 2025-11-25 has logging (SEP-2577 deprecates it later)"
+    )]
     fn notify(&self, peer: Peer<RoleServer>, text: String) {
         let Some(handle) = &self.handle else { return };
         handle.spawn(async move {
-        let param =
-            LoggingMessageNotificationParam::new(LoggingLevel::Info, text.into()).with_logger("corral");
+            let param = LoggingMessageNotificationParam::new(LoggingLevel::Info, text.into())
+                .with_logger("corral");
             let _ = peer.notify_logging_message(param).await;
         });
     }
@@ -356,6 +373,10 @@ impl ServerHandler for Loading {
         server_info()
     }
 
+    #[allow(
+        deprecated,
+        reason = "MCP 2025-11-25 has logging (SEP-2577 deprecates it later)"
+    )]
     async fn set_level(
         &self,
         _request: SetLevelRequestParams,

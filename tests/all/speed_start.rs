@@ -43,7 +43,11 @@ fn a_first_tools_list_on_an_empty_cache_compiles_no_builtin() {
     let sb = Sandbox::new();
     let cache = tempfile::tempdir().expect("cache home");
     let home = cache.path().to_str().expect("utf-8 path");
-    let o = cli.run_env(&sb.ws(), &["-v", "tools", "list"], &[("XDG_CACHE_HOME", home)]);
+    let o = cli.run_env(
+        &sb.ws(),
+        &["-v", "tools", "list"],
+        &[("XDG_CACHE_HOME", home)],
+    );
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(stdout(&o).contains("read_file"), "{}", stdout(&o));
     let log = stderr(&o);
@@ -127,8 +131,14 @@ fn a_first_mcp_initialize_on_an_empty_cache_compiles_no_builtin() {
     let sb = Sandbox::new();
     let cache = tempfile::tempdir().expect("cache home");
     let (answers, log) = mcp_first_contact(&cli, &sb.ws(), cache.path(), &[]);
-    assert_eq!(answers[0]["result"]["serverInfo"]["name"], "corral", "{answers:?}");
-    let listed = answers.iter().find(|m| m["id"] == 2).expect("tools/list answer");
+    assert_eq!(
+        answers[0]["result"]["serverInfo"]["name"], "corral",
+        "{answers:?}"
+    );
+    let listed = answers
+        .iter()
+        .find(|m| m["id"] == 2)
+        .expect("tools/list answer");
     assert!(
         listed["result"]["tools"]
             .as_array()
@@ -153,7 +163,10 @@ fn mcp_serve_tells_the_client_when_it_compiles_a_plugin() {
         p.cache.path(),
         &[("CORRAL_PROGRESS_AFTER_MS", "0")],
     );
-    let listed = seen.iter().find(|m| m["id"] == 2).expect("tools/list answer");
+    let listed = seen
+        .iter()
+        .find(|m| m["id"] == 2)
+        .expect("tools/list answer");
     assert!(
         listed["result"]["tools"]
             .as_array()
@@ -277,9 +290,14 @@ fn a_declared_but_unused_plugin_is_not_read_by_another_call() {
     assert_eq!(stdout(&o), "hi\n", "{}", stderr(&o));
     let log = stderr(&o);
     let unused = p.file("unused").display().to_string();
-    let lines: Vec<&str> = log.lines().filter(|l| l.contains("plugin=unused")).collect();
+    let lines: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("plugin=unused"))
+        .collect();
     assert!(
-        lines.iter().any(|l| l.contains("from the verified-hash cache")),
+        lines
+            .iter()
+            .any(|l| l.contains("from the verified-hash cache")),
         "{log}"
     );
     assert!(

@@ -19,12 +19,12 @@
 //! same directory, with its own bound (see `descriptions`); clearing the
 //! cache clears it too.
 
+use super::hashes::Identity;
 use std::collections::HashSet;
 use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{Duration, SystemTime};
-use super::hashes::Identity;
 use wasmtime::Engine;
 use wasmtime::component::Component;
 

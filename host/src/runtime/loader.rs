@@ -319,8 +319,8 @@ fn read_file(
         .map_err(|e| cannot(&e))?;
     let before = file.metadata().map_err(|e| cannot(&e))?;
     let reader = file.try_clone().map_err(|e| cannot(&e))?;
-    let bytes = crate::fsread::read_open(reader, crate::trust::MAX_PLUGIN_FILE)
-        .map_err(|e| cannot(&e))?;
+    let bytes =
+        crate::fsread::read_open(reader, crate::trust::MAX_PLUGIN_FILE).map_err(|e| cannot(&e))?;
     let after = file.metadata().map_err(|e| cannot(&e))?;
     let (before, after) = (
         super::hashes::Identity::of(&before),
