@@ -60,6 +60,7 @@ use rmcp::model::{LoggingLevel, LoggingMessageNotificationParam, SetLevelRequest
 use rmcp::service::{ElicitationMode, NotificationContext, RequestContext};
 use rmcp::{ErrorData, Peer, RoleServer, ServerHandler, ServiceExt as _};
 use std::borrow::Cow;
+use std::io::Write as _;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -163,7 +164,7 @@ impl Server {
             let text = p.to_string();
             // stderr as in every other command (the client may show it);
             // the text's names are made visible by its `Display`.
-            eprintln!("corral: {text}");
+            let _ = writeln!(std::io::stderr(), "corral: {text}");
             if let Ok(mut client) = to_client.lock() {
                 client.log(text);
             }

@@ -215,6 +215,9 @@ impl Compiler {
     }
 }
 
+/// A component's SHA-256 and, when they were read to hash them, its bytes.
+type Identified = (String, Option<Cow<'static, [u8]>>);
+
 /// Tells `decl`'s component by its SHA-256 and checks that hash against
 /// the manifest's pin and the project's trust record. Returns the hash and,
 /// when they had to be read for it, the bytes.
@@ -223,11 +226,7 @@ impl Compiler {
 /// verified-hash cache when the file still has the identity it had when it
 /// was hashed (see `hashes`); otherwise the file is read and hashed now.
 /// Either way nothing compiles bytes without hashing them there (`reread`).
-fn identify(
-    rt: &Runtime,
-    decl: &PluginDecl,
-    manifest: &Manifest,
-) -> Result<(String, Option<Cow<'static, [u8]>>), LoadError> {
+fn identify(rt: &Runtime, decl: &PluginDecl, manifest: &Manifest) -> Result<Identified, LoadError> {
     let name = &decl.name;
     let (sha256, bytes) = match &decl.source {
         Source::Builtin(b) => match super::precompiled::sha256(b) {
