@@ -296,6 +296,9 @@ const EXIT_USAGE: u8 = 2;
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     init_logging(cli.verbose);
+    // A plugin compiled on its first use takes seconds: say so on stderr
+    // (the interactive UI takes this over while it owns the terminal).
+    corral::runtime::progress::set_sink(std::sync::Arc::new(|p| eprintln!("corral: {p}")));
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -52,9 +52,15 @@ use rmcp::model::{
     ElicitationAction, ElicitationSchema, Implementation, ListToolsResult, PaginatedRequestParams,
     ProtocolVersion, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
 };
-use rmcp::service::{ElicitationMode, RequestContext};
+// MCP logging is deprecated after 2025-11-25 (SEP-2577), the newest
+// version this server speaks; it is how a server tells the client's user
+// about slow start-up work before any request carries a progress token.
+#[allow(deprecated, reason = "MCP 2025-11-25 has logging; see above")]
+use rmcp::model::{LoggingLevel, LoggingMessageNotificationParam, SetLevelRequestParams};
+use rmcp::service::{ElicitationMode, NotificationContext, RequestContext};
 use rmcp::{ErrorData, Peer, RoleServer, ServerHandler, ServiceExt as _};
 use std::borrow::Cow;
+use std::io::Write as _;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -138,6 +144,53 @@ impl Server {
     /// Serves MCP on stdin and stdout until the client closes the
     /// connection.
     pub async fn serve_stdio(self) -> Result<(), String> {
+        serve_stdio(self).await
+    }
+
+    /// Serves MCP on stdin and stdout at once while the plugins of
+    /// `manifest` load: `initialize` is answered without waiting, and
+    /// `tools/list` and `tools/call` wait for the load (a plugin compiled
+    /// meanwhile says so in a log notification, as on stderr). A load that
+    /// fails answers every such request with its message.
+    pub async fn serve_stdio_loading(options: ServeOptions) -> Result<(), String> {
+        // The progress line comes from a thread of its own: the
+        // notification is sent on this runtime.
+        let client = Arc::new(Mutex::new(Client {
+            handle: tokio::runtime::Handle::try_current().ok(),
+            ..Client::default()
+        }));
+        let to_client = client.clone();
+        crate::runtime::progress::set_sink(Arc::new(move |p| {
+            let text = p.to_string();
+            // stderr as in every other command (the client may show it);
+            // the text's names are made visible by its `Display`.
+            let _ = writeln!(std::io::stderr(), "corral: {text}");
+            if let Ok(mut client) = to_client.lock() {
+                client.log(text);
+            }
+        }));
+        let load = tokio::spawn(async move { Server::load(options).await.map(Arc::new) });
+        let loaded = futures::FutureExt::shared(futures::FutureExt::boxed(async move {
+            match load.await {
+                Ok(Ok(server)) => {
+                    tracing::info!(tools = server.tools().len(), "serving MCP on stdio");
+                    Ok(server)
+                }
+                Ok(Err(e)) => {
+                    tracing::error!("{e}");
+                    Err(e)
+                }
+                Err(e) => Err(format!("loading the plugins failed: {e}")),
+            }
+        }));
+        serve_stdio(Loading { loaded, client }).await
+    }
+}
+
+/// Serves `handler` on stdin and stdout until the client closes the
+/// connection.
+async fn serve_stdio<H: ServerHandler>(handler: H) -> Result<(), String> {
+    {
         // The service speaks through two in-memory pipes; [`framing::guard`]
         // sits between them and the real stdin and stdout, so that an
         // oversized request gets an answer.
@@ -150,7 +203,7 @@ impl Server {
             from_service,
         ));
         let served = async {
-            let running = self
+            let running = handler
                 .serve((service_in, service_out))
                 .await
                 .map_err(|e| format!("the MCP client did not complete the handshake: {e}"))?;
@@ -166,7 +219,9 @@ impl Server {
         let _ = framing.await;
         served
     }
+}
 
+impl Server {
     /// One `tools/call`, the whole way through the dispatcher.
     async fn call(
         &self,
@@ -195,17 +250,43 @@ impl Server {
     }
 }
 
+/// What the server says about itself in `initialize`: tools, and logging
+/// (how slow start-up work is told to the client).
+#[allow(
+    deprecated,
+    reason = "MCP 2025-11-25 has logging (SEP-2577 deprecates it later)"
+)]
+fn server_info() -> ServerConfig {
+    let capabilities = ServerCapabilities::builder()
+        .enable_tools()
+        .enable_logging()
+        .build();
+    let mut info = ServerConfig::new(capabilities)
+        .with_server_info(Implementation::new("corral", env!("CARGO_PKG_VERSION")))
+        .with_instructions(
+            "corral's tools, each run in a WebAssembly sandbox that grants it only what its \
+             manifest entry names. Paths are relative to the workspace root. corral's permission \
+             policy decides every call; a refused call says why and how to allow it.",
+        );
+    info.protocol_version = ProtocolVersion::V_2025_11_25;
+    info
+}
+
 impl ServerHandler for Server {
     fn get_info(&self) -> ServerConfig {
-        let mut info = ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-            .with_server_info(Implementation::new("corral", env!("CARGO_PKG_VERSION")))
-            .with_instructions(
-                "corral's tools, each run in a WebAssembly sandbox that grants it only what its \
-                 manifest entry names. Paths are relative to the workspace root. corral's permission \
-                 policy decides every call; a refused call says why and how to allow it.",
-            );
-        info.protocol_version = ProtocolVersion::V_2025_11_25;
-        info
+        server_info()
+    }
+
+    #[allow(
+        deprecated,
+        reason = "MCP 2025-11-25 has logging (SEP-2577 deprecates it later)"
+    )]
+    async fn set_level(
+        &self,
+        _request: SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        Ok(())
     }
 
     fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
@@ -230,6 +311,108 @@ impl ServerHandler for Server {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         self.call(request, context).await.map(Into::into)
+    }
+}
+
+/// The server while its plugins load: `initialize` needs none of them.
+struct Loading {
+    loaded:
+        futures::future::Shared<futures::future::BoxFuture<'static, Result<Arc<Server>, String>>>,
+    client: Arc<Mutex<Client>>,
+}
+
+/// Where log notifications go: the client once it has initialized; until
+/// then they wait (one or two per plugin compiled, no more).
+#[derive(Default)]
+struct Client {
+    handle: Option<tokio::runtime::Handle>,
+    peer: Option<Peer<RoleServer>>,
+    pending: Vec<String>,
+}
+
+impl Client {
+    fn log(&mut self, text: String) {
+        match &self.peer {
+            Some(peer) => self.notify(peer.clone(), text),
+            None => self.pending.push(text),
+        }
+    }
+
+    fn connect(&mut self, peer: Peer<RoleServer>) {
+        for text in std::mem::take(&mut self.pending) {
+            self.notify(peer.clone(), text);
+        }
+        self.peer = Some(peer);
+    }
+
+    /// Sends `text` to the client as an `info` log notification.
+    #[allow(
+        deprecated,
+        reason = "MCP 2025-11-25 has logging (SEP-2577 deprecates it later)"
+    )]
+    fn notify(&self, peer: Peer<RoleServer>, text: String) {
+        let Some(handle) = &self.handle else { return };
+        handle.spawn(async move {
+            let param = LoggingMessageNotificationParam::new(LoggingLevel::Info, text.into())
+                .with_logger("corral");
+            let _ = peer.notify_logging_message(param).await;
+        });
+    }
+}
+
+impl Loading {
+    async fn server(&self) -> Result<Arc<Server>, ErrorData> {
+        self.loaded
+            .clone()
+            .await
+            .map_err(|e| ErrorData::internal_error(e, None))
+    }
+}
+
+impl ServerHandler for Loading {
+    fn get_info(&self) -> ServerConfig {
+        server_info()
+    }
+
+    #[allow(
+        deprecated,
+        reason = "MCP 2025-11-25 has logging (SEP-2577 deprecates it later)"
+    )]
+    async fn set_level(
+        &self,
+        _request: SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        Ok(())
+    }
+
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        if let Ok(mut client) = self.client.lock() {
+            client.connect(context.peer);
+        }
+    }
+
+    async fn list_tools(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        self.server().await?.list_tools(request, context).await
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        // Before the load ends nothing is known; `call_tool` waits for it.
+        futures::FutureExt::now_or_never(self.loaded.clone())
+            .and_then(Result::ok)
+            .and_then(|s| s.get_tool(name))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        self.server().await?.call_tool(request, context).await
     }
 }
 

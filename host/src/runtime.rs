@@ -37,6 +37,7 @@ mod effects;
 mod engine;
 mod files;
 mod fsguard;
+mod hashes;
 mod hook;
 mod host;
 mod http;
@@ -45,7 +46,9 @@ mod limits;
 mod linker;
 mod loader;
 mod plugin;
+mod precompiled;
 mod process;
+pub mod progress;
 mod provider;
 mod registry;
 mod stdio;
@@ -65,6 +68,7 @@ pub use descriptions::TOOL_CACHE_VAR;
 pub use imports::{Capability, ImportReview, Status as ImportStatus, classify, review};
 pub use loader::{Inspection, LoadError};
 pub use plugin::{Plugin, ToolError, ToolOutput};
+pub use precompiled::PRECOMPILED_VAR;
 pub use registry::Plugins;
 pub use touched::{ProgramRun, Touched};
 pub use vetting::Withheld;
@@ -105,6 +109,7 @@ pub struct Runtime {
     linker: Arc<Linker<CallState>>,
     cache: Arc<cache::Cache>,
     descriptions: descriptions::Descriptions,
+    hashes: hashes::Hashes,
 }
 
 impl Runtime {
@@ -116,11 +121,13 @@ impl Runtime {
         engine::start_epoch_ticker(&engine)?;
         let cache = cache::Cache::new(&engine, options.cache_dir);
         let descriptions = descriptions::Descriptions::new(cache.dir());
+        let hashes = hashes::Hashes::new(cache.dir());
         Ok(Self {
             engine,
             linker: Arc::new(linker),
             cache: Arc::new(cache),
             descriptions,
+            hashes,
         })
     }
 

@@ -54,7 +54,13 @@ impl Env {
         let home = self.cache_home.path().to_str().expect("utf-8 path");
         // Every plugin loaded by each command, as these tests count on:
         // with the description cache a command loads only what it calls.
-        let mut env = vec![("XDG_CACHE_HOME", home), ("CORRAL_TOOL_CACHE", "off")];
+        // The built-ins go through the compile cache like any plugin
+        // instead of coming compiled by the build.
+        let mut env = vec![
+            ("XDG_CACHE_HOME", home),
+            ("CORRAL_TOOL_CACHE", "off"),
+            ("CORRAL_PRECOMPILED", "off"),
+        ];
         if let Some(cap) = cap_mb {
             env.push(("CORRAL_CACHE_MAX_MB", cap));
         }

@@ -189,30 +189,53 @@ fn warm_tools_list_compiles_nothing() {
     let own_cache = cli.home.path().join("cache");
     let own = own_cache.to_str().expect("utf-8 path");
     let run = |args: &[&str]| cli.run_env(&sb.ws(), args, &[("XDG_CACHE_HOME", own)]);
+    // Cold, the built-ins come compiled by the build: nothing is compiled.
     let cold = run(&["-v", "tools", "list"]);
     assert!(cold.status.success(), "{}", stderr(&cold));
     let cold_log = stderr(&cold);
     let n = corral::manifest::DEFAULTS.matches("[plugins.").count();
-    assert_eq!(cold_log.matches("compiled (").count(), n, "{cold_log}");
+    assert_eq!(
+        cold_log.matches("precompiled by the build").count(),
+        n,
+        "{cold_log}"
+    );
+    assert!(!cold_log.contains("compiled ("), "{cold_log}");
     // Warm, the tools come from the description cache: no component is
-    // compiled or even loaded from the compile cache.
+    // compiled or even loaded.
     let warm = run(&["-v", "tools", "list"]);
     let warm_log = stderr(&warm);
     assert!(!warm_log.contains("compile cache hit"), "{warm_log}");
+    assert!(!warm_log.contains("precompiled by the build"), "{warm_log}");
     assert!(!warm_log.contains("compiled ("), "{warm_log}");
     assert_eq!(stdout(&cold), stdout(&warm));
     assert!(stdout(&warm).contains("read_file"), "{}", stdout(&warm));
-    // Without that cache every component is loaded, and from the compile cache.
+    // Without that cache every component is loaded, compiled by the build.
     let off = [("XDG_CACHE_HOME", own), ("CORRAL_TOOL_CACHE", "off")];
     let loaded = cli.run_env(&sb.ws(), &["-v", "tools", "list"], &off);
     let loaded_log = stderr(&loaded);
     assert_eq!(
-        loaded_log.matches("compile cache hit").count(),
+        loaded_log.matches("precompiled by the build").count(),
         n,
         "{loaded_log}"
     );
     assert!(!loaded_log.contains("compiled ("), "{loaded_log}");
     assert_eq!(stdout(&loaded), stdout(&warm));
+    // Without the build's code, every built-in is compiled once, then
+    // loaded from the compile cache.
+    let own_code = [
+        ("XDG_CACHE_HOME", own),
+        ("CORRAL_TOOL_CACHE", "off"),
+        ("CORRAL_PRECOMPILED", "off"),
+    ];
+    let compiled = cli.run_env(&sb.ws(), &["-v", "tools", "list"], &own_code);
+    let log = stderr(&compiled);
+    assert!(log.contains("CORRAL_PRECOMPILED=off"), "{log}");
+    assert_eq!(log.matches("compiled (").count(), n, "{log}");
+    assert_eq!(stdout(&compiled), stdout(&warm));
+    let hit = cli.run_env(&sb.ws(), &["-v", "tools", "list"], &own_code);
+    let log = stderr(&hit);
+    assert_eq!(log.matches("compile cache hit").count(), n, "{log}");
+    assert!(!log.contains("compiled ("), "{log}");
     // A damaged cache entry is recompiled, not trusted.
     let dir = cli.home.path().join("cache/corral/components");
     for entry in std::fs::read_dir(&dir).expect("cache dir") {
@@ -224,7 +247,7 @@ fn warm_tools_list_compiles_nothing() {
             std::fs::write(&path, data).expect("write");
         }
     }
-    let again = cli.run_env(&sb.ws(), &["-v", "tools", "list"], &off);
+    let again = cli.run_env(&sb.ws(), &["-v", "tools", "list"], &own_code);
     assert!(again.status.success());
     let log = stderr(&again);
     assert!(log.contains("damaged; recompiling"), "{log}");

@@ -42,6 +42,7 @@ mod sandbox;
 mod speed_call;
 mod speed_provider;
 mod speed_session;
+mod speed_start;
 mod speed_windows;
 mod stubs;
 mod subagents;

@@ -32,12 +32,17 @@ pub async fn mcp(workspace: &Path, cmd: McpCmd) -> ExitCode {
                 mode,
                 ..ServeOptions::default()
             };
-            let server = match Server::load(options).await {
-                Ok(s) => s,
-                Err(e) => return fail(&e),
+            // The manifest is read first: a mistake in it stops the server
+            // before any client talks to it. The plugins load while it serves.
+            let manifest = match corral::manifest::load(workspace) {
+                Ok(m) => m,
+                Err(e) => return fail(&e.to_string()),
             };
-            tracing::info!(tools = server.tools().len(), "serving MCP on stdio");
-            match server.serve_stdio().await {
+            let options = ServeOptions {
+                manifest: Some(manifest),
+                ..options
+            };
+            match Server::serve_stdio_loading(options).await {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => fail(&e),
             }

@@ -389,6 +389,12 @@ async fn drive(
     // nobody can see or answer the session any more, so it is closed as
     // interrupted, whatever disposition of SIGHUP corral inherited.
     let mut sighup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()).ok();
+    // A plugin compiled on its first use (a call's, the catalog's) says so
+    // in the transcript: stderr is under the UI now.
+    let (progress_tx, mut progress) = tokio::sync::mpsc::unbounded_channel::<String>();
+    corral::runtime::progress::set_sink(std::sync::Arc::new(move |p| {
+        let _ = progress_tx.send(p.to_string());
+    }));
     let ws = opener.workspace.clone();
     let mut catalog_task = Some(tokio::spawn(catalog(ws.clone())));
     let mut catalog: Option<Catalog> = None;
@@ -455,6 +461,7 @@ async fn drive(
                 }
             }
             _ = tick.tick() => dirty = false,
+            Some(text) = progress.recv() => app.notice(&text, false),
             Some(()) = async { match &mut sigterm { Some(s) => s.recv().await, None => None } } => {
                 close(session).await;
                 return ExitCode::from(EXIT_TERMINATED);

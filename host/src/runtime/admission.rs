@@ -15,7 +15,7 @@ use std::sync::LazyLock;
 use tokio::sync::{Semaphore, SemaphorePermit};
 
 /// Stores that may be alive at once (the pooling allocator's slots).
-pub(super) const MAX_CONCURRENT_CALLS: u32 = 64;
+pub(super) const MAX_CONCURRENT_CALLS: u32 = corral_engine::MAX_CONCURRENT_CALLS;
 
 /// The `memory_mb` that running calls may hold together. A plugin whose
 /// own cap is larger runs alone.

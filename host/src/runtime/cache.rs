@@ -19,6 +19,7 @@
 //! same directory, with its own bound (see `descriptions`); clearing the
 //! cache clears it too.
 
+use super::hashes::Identity;
 use std::collections::HashSet;
 use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
@@ -30,6 +31,9 @@ use wasmtime::component::Component;
 /// How a component was obtained.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CacheOutcome {
+    /// A built-in plugin, loaded from the code the build compiled; nothing
+    /// was compiled or read from the cache.
+    Precompiled,
     /// Loaded from the cache; nothing was compiled.
     Hit,
     /// Compiled now (and stored when the cache is writable).
@@ -152,6 +156,7 @@ pub fn clear_cache(dir: &Path) -> std::io::Result<Vec<CacheEntry>> {
     }
     remove_stale_temporaries(dir);
     super::descriptions::clear(dir)?;
+    super::hashes::clear(dir)?;
     Ok(entries)
 }
 
@@ -196,10 +201,11 @@ fn list(dir: &Path) -> std::io::Result<Vec<CacheEntry>> {
                 last_used: SystemTime::UNIX_EPOCH,
             });
         entry.bytes += meta.len();
-        // An artifact's time is its entry's: a hit touches the artifact.
-        if ext == "cwasm" {
-            entry.last_used = meta.modified().unwrap_or(SystemTime::UNIX_EPOCH);
-        }
+        // A hit touches the checksum (the artifact's own times are part of
+        // its identity); an entry of an older corral had its artifact
+        // touched. The later of the two is its last use.
+        let modified = meta.modified().unwrap_or(SystemTime::UNIX_EPOCH);
+        entry.last_used = entry.last_used.max(modified);
     }
     let mut entries: Vec<CacheEntry> = by_stem.into_values().collect();
     entries.sort_by(|a, b| a.last_used.cmp(&b.last_used).then(a.sha256.cmp(&b.sha256)));
@@ -337,45 +343,58 @@ impl Cache {
     }
 
     fn try_read(&self, engine: &Engine, artifact: &Path, check: &Path) -> Option<Component> {
-        use std::os::unix::fs::MetadataExt;
         let started = std::time::Instant::now();
-        let expected = std::fs::read_to_string(check).ok()?;
-        let Some(expected) = expected.trim().strip_prefix(SUM_PREFIX) else {
+        let stored = std::fs::read_to_string(check).ok()?;
+        let mut lines = stored.lines();
+        let Some(expected) = lines.next().and_then(|l| l.trim().strip_prefix(SUM_PREFIX)) else {
             tracing::debug!(
                 "{} has a checksum of an older corral; recompiling",
                 artifact.display()
             );
             return None;
         };
+        let verified = lines.next().and_then(|l| l.strip_prefix(VERIFIED_PREFIX));
         let file = std::fs::File::open(artifact).ok()?;
-        let identity = file.metadata().ok().map(|m| (m.dev(), m.ino()))?;
-        // Pruning removes the entries used longest ago; this use counts.
-        if let Err(e) = file.set_modified(SystemTime::now()) {
-            tracing::debug!("cannot record the use of {}: {e}", artifact.display());
-        }
-        let sum = match super::checksum::xxh64(&file) {
-            Ok(sum) => sum,
-            Err(e) => {
-                tracing::warn!("cannot read {}: {e}; recompiling", artifact.display());
+        let identity = Identity::of(&file.metadata().ok()?);
+        // Pruning removes the entries used longest ago; this use counts. It
+        // is recorded on the checksum file: touching the artifact would
+        // change its identity and cost the next load a full check.
+        touch(check);
+        let stamp = identity.stamp();
+        let checked = if verified == Some(stamp.as_str()) {
+            None
+        } else {
+            let sum = match super::checksum::xxh64(&file) {
+                Ok(sum) => sum,
+                Err(e) => {
+                    tracing::warn!("cannot read {}: {e}; recompiling", artifact.display());
+                    return None;
+                }
+            };
+            if format!("{sum:016x}") != expected {
+                tracing::warn!(
+                    "cached artifact {} is damaged; recompiling",
+                    artifact.display()
+                );
                 return None;
             }
+            // Checked once for this identity: later loads map it unread.
+            let record = format!("{SUM_PREFIX}{expected}\n{VERIFIED_PREFIX}{stamp}\n");
+            if let Err(e) = atomic_write(check, record.as_bytes()) {
+                tracing::debug!("cannot record the check of {}: {e}", artifact.display());
+            }
+            Some(started.elapsed())
         };
-        let checked = started.elapsed();
-        if format!("{sum:016x}") != expected {
-            tracing::warn!(
-                "cached artifact {} is damaged; recompiling",
-                artifact.display()
-            );
-            return None;
-        }
         // SAFETY: the file was produced by `Component::serialize` of an
         // engine with the same compatibility hash (it is in the file name),
         // written by this host into a directory only the current user can
-        // write, and checked against the checksum stored with it just now.
-        // Files there are only ever replaced by a rename or removed, never
-        // written in place, so what is mapped does not change under the
-        // component. Deserialization re-checks the engine configuration and
-        // version.
+        // write, and checked against the checksum stored with it, now or
+        // by an earlier load of the file with this very identity (device,
+        // inode, size, modification and change times: any write since
+        // changes the change time). Files there are only ever replaced by a
+        // rename or removed, never written in place, so what is mapped does
+        // not change under the component. Deserialization re-checks the
+        // engine configuration and version.
         let component = match unsafe { Component::deserialize_file(engine, artifact) } {
             Ok(c) => c,
             Err(e) => {
@@ -388,7 +407,7 @@ impl Cache {
         };
         // It was opened again by path: if another corral replaced the file
         // in between, what was mapped is not what was checked.
-        let now = std::fs::metadata(artifact).ok().map(|m| (m.dev(), m.ino()));
+        let now = std::fs::metadata(artifact).ok().map(|m| Identity::of(&m));
         if now != Some(identity) {
             tracing::debug!(
                 "{} was replaced while it was loaded; recompiling",
@@ -396,12 +415,30 @@ impl Cache {
             );
             return None;
         }
-        tracing::debug!(
-            "{}: checked {checked:.1?}, mapped {:.1?}",
-            artifact.display(),
-            started.elapsed() - checked
-        );
+        match checked {
+            Some(checked) => tracing::debug!(
+                "{}: checked {checked:.1?}, mapped {:.1?}",
+                artifact.display(),
+                started.elapsed() - checked
+            ),
+            None => tracing::debug!(
+                "{}: checked before with this identity, mapped {:.1?}",
+                artifact.display(),
+                started.elapsed()
+            ),
+        }
         Some(component)
+    }
+}
+
+/// Sets the modification time of `path` to now.
+fn touch(path: &Path) {
+    let set = std::fs::File::options()
+        .write(true)
+        .open(path)
+        .and_then(|f| f.set_modified(SystemTime::now()));
+    if let Err(e) = set {
+        tracing::debug!("cannot record the use of {}: {e}", path.display());
     }
 }
 
@@ -409,10 +446,16 @@ impl Cache {
 /// (SHA-256 in hex) do not, and their entries are compiled again.
 const SUM_PREFIX: &str = "xxh64 ";
 
+/// How the checksum file's second line starts, when there is one: the
+/// identity of the artifact as it was when it matched the checksum.
+const VERIFIED_PREFIX: &str = "verified ";
+
 fn write(component: &Component, artifact: &Path, check: &Path) -> wasmtime::Result<()> {
     let data = component.serialize()?;
     let sum = format!("{SUM_PREFIX}{:016x}", super::checksum::xxh64(&data[..])?);
     atomic_write(artifact, &data)?;
+    // Not marked verified: the next load reads what the disk holds and
+    // checks it once.
     atomic_write(check, sum.as_bytes())?;
     Ok(())
 }

@@ -103,26 +103,12 @@ impl Compiler {
             }
             None => {
                 let started = Instant::now();
-                let mut changed = None;
-                let loaded = self.cache.load_with(&self.engine, sha256, || match bytes {
-                    Some(b) => Ok(Cow::Borrowed(b)),
-                    None => reread(decl, sha256).map_err(|why| {
-                        changed = Some(why.clone());
-                        wasmtime::format_err!("{why}")
-                    }),
-                });
-                let (component, outcome) = match (loaded, changed) {
-                    (Ok(loaded), _) => loaded,
-                    (Err(_), Some(why)) => return Err(LoadError(why)),
-                    (Err(e), None) => {
-                        return Err(LoadError(format!(
-                            "plugin `{name}` ({}): not a valid component: {e:#}",
-                            decl.origin
-                        )));
-                    }
-                };
+                let (component, outcome) = self.compile_new(decl, sha256, bytes)?;
                 let elapsed = started.elapsed();
                 match outcome {
+                    CacheOutcome::Precompiled => {
+                        tracing::info!(plugin = %name, "precompiled by the build ({elapsed:.1?})")
+                    }
                     CacheOutcome::Hit => {
                         tracing::info!(plugin = %name, "compile cache hit ({elapsed:.1?})")
                     }
@@ -146,6 +132,51 @@ impl Compiler {
             imports,
             code: Code { kind, outcome },
         })
+    }
+
+    /// `decl`'s component, not yet loaded by this load: a built-in from the
+    /// code the build compiled, else from the compile cache or compiled now
+    /// (with a progress line when that takes a while).
+    fn compile_new(
+        &self,
+        decl: &PluginDecl,
+        sha256: &str,
+        bytes: Option<&[u8]>,
+    ) -> Result<(Component, CacheOutcome), LoadError> {
+        let name = &decl.name;
+        let mut why_compiled = None;
+        if let Source::Builtin(b) = &decl.source {
+            match super::precompiled::load(&self.engine, b, sha256) {
+                Ok(component) => return Ok((component, CacheOutcome::Precompiled)),
+                Err(why) => {
+                    tracing::info!(plugin = %name, "built-in `{b}` not precompiled for this engine ({why}); compiling it");
+                    why_compiled = Some(why);
+                }
+            }
+        }
+        let mut changed = None;
+        // Started only on a miss, just before the compile; dropped (which
+        // reports the end) when the component is ready.
+        let mut progress = None;
+        let loaded = self.cache.load_with(&self.engine, sha256, || {
+            progress = Some(super::progress::Watch::start(name, why_compiled));
+            match bytes {
+                Some(b) => Ok(Cow::Borrowed(b)),
+                None => reread(decl, sha256).map_err(|why| {
+                    changed = Some(why.clone());
+                    wasmtime::format_err!("{why}")
+                }),
+            }
+        });
+        drop(progress);
+        match (loaded, changed) {
+            (Ok(loaded), _) => Ok(loaded),
+            (Err(_), Some(why)) => Err(LoadError(why)),
+            (Err(e), None) => Err(LoadError(format!(
+                "plugin `{name}` ({}): not a valid component: {e:#}",
+                decl.origin
+            ))),
+        }
     }
 
     /// Links `component` against the host's imports (once per component)
@@ -184,15 +215,50 @@ impl Compiler {
     }
 }
 
-/// Reads `decl`'s component and checks its hash against the manifest's pin
-/// and the project's trust record. Returns the hash and the bytes.
-fn identify(
-    decl: &PluginDecl,
-    manifest: &Manifest,
-) -> Result<(String, Cow<'static, [u8]>), LoadError> {
+/// A component's SHA-256 and, when they were read to hash them, its bytes.
+type Identified = (String, Option<Cow<'static, [u8]>>);
+
+/// Tells `decl`'s component by its SHA-256 and checks that hash against
+/// the manifest's pin and the project's trust record. Returns the hash and,
+/// when they had to be read for it, the bytes.
+///
+/// A built-in's hash was recorded by the build. A file's comes from the
+/// verified-hash cache when the file still has the identity it had when it
+/// was hashed (see `hashes`); otherwise the file is read and hashed now.
+/// Either way nothing compiles bytes without hashing them there (`reread`).
+fn identify(rt: &Runtime, decl: &PluginDecl, manifest: &Manifest) -> Result<Identified, LoadError> {
     let name = &decl.name;
-    let bytes = source_bytes(decl).map_err(LoadError)?;
-    let sha256 = crate::trust::sha256_hex(&bytes);
+    let (sha256, bytes) = match &decl.source {
+        Source::Builtin(b) => match super::precompiled::sha256(b) {
+            Some(sha256) => (sha256.to_owned(), None),
+            None => {
+                let bytes = source_bytes(decl).map_err(LoadError)?;
+                (crate::trust::sha256_hex(&bytes), Some(bytes))
+            }
+        },
+        Source::File { path, .. } => match rt.hashes.get(path) {
+            Some(sha256) => {
+                tracing::debug!(plugin = %name, "hash of {} from the verified-hash cache", path.display());
+                (sha256, None)
+            }
+            None => {
+                let started = Instant::now();
+                let (bytes, identity) = read_file(decl, path).map_err(LoadError)?;
+                let sha256 = crate::trust::sha256_hex(&bytes);
+                if let Some(identity) = identity {
+                    rt.hashes.put(&identity, &sha256);
+                }
+                tracing::debug!(
+                    plugin = %name,
+                    "read and hashed {} ({} bytes, {:.1?})",
+                    path.display(),
+                    bytes.len(),
+                    started.elapsed()
+                );
+                (sha256, Some(Cow::Owned(bytes)))
+            }
+        },
+    };
     if let Source::File {
         sha256: Some(pin),
         path,
@@ -229,6 +295,39 @@ fn source_bytes(decl: &PluginDecl) -> Result<Cow<'static, [u8]>, String> {
     }
 }
 
+/// Reads the plugin file `path` of `decl` whole, with its identity when it
+/// kept the same one while it was read (else `None`: it is being written,
+/// and its hash must not be remembered).
+fn read_file(
+    decl: &PluginDecl,
+    path: &std::path::Path,
+) -> Result<(Vec<u8>, Option<super::hashes::Identity>), String> {
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let cannot = |e: &dyn std::fmt::Display| {
+        format!(
+            "plugin `{}` ({}): cannot read {}: {e}",
+            decl.name,
+            decl.origin,
+            path.display()
+        )
+    };
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(crate::fsread::OPEN_FLAGS)
+        .open(path)
+        .map_err(|e| cannot(&e))?;
+    let before = file.metadata().map_err(|e| cannot(&e))?;
+    let reader = file.try_clone().map_err(|e| cannot(&e))?;
+    let bytes =
+        crate::fsread::read_open(reader, crate::trust::MAX_PLUGIN_FILE).map_err(|e| cannot(&e))?;
+    let after = file.metadata().map_err(|e| cannot(&e))?;
+    let (before, after) = (
+        super::hashes::Identity::of(&before),
+        super::hashes::Identity::of(&after),
+    );
+    Ok((bytes, (before == after).then_some(after)))
+}
+
 /// `decl`'s component read again to be compiled, refused unless it still
 /// has the hash `sha256` that its pin and trust record were checked
 /// against when the manifest loaded.
@@ -256,7 +355,7 @@ pub(super) async fn load(rt: &Runtime, manifest: &Manifest) -> Result<Plugins, L
     // Whether each plugin's tools are known (from the description cache).
     let mut described = Vec::with_capacity(manifest.plugins.len());
     for decl in &manifest.plugins {
-        let (sha256, bytes) = identify(decl, manifest)?;
+        let (sha256, bytes) = identify(rt, decl, manifest)?;
         let key = Descriptions::key(decl, manifest, &sha256);
         let plugin = match rt.descriptions.get(&key, &sha256) {
             Some(cached) => {
@@ -276,7 +375,7 @@ pub(super) async fn load(rt: &Runtime, manifest: &Manifest) -> Result<Plugins, L
                 plugin
             }
             None => {
-                let compiled = compiler.compile(decl, &sha256, Some(&bytes))?;
+                let compiled = compiler.compile(decl, &sha256, bytes.as_deref())?;
                 let provider = compiled.code.kind.is_provider();
                 described.push(false);
                 entry(
@@ -375,8 +474,8 @@ pub(super) async fn load_one(
     manifest: &Manifest,
 ) -> Result<Plugin, LoadError> {
     let compiler = Arc::new(Compiler::new(rt));
-    let (sha256, bytes) = identify(decl, manifest)?;
-    let compiled = compiler.compile(decl, &sha256, Some(&bytes))?;
+    let (sha256, bytes) = identify(rt, decl, manifest)?;
+    let compiled = compiler.compile(decl, &sha256, bytes.as_deref())?;
     let provider = compiled.code.kind.is_provider();
     let mut plugin = entry(
         &compiler,

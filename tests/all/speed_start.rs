@@ -1,0 +1,331 @@
+//! Start-up that costs only what the command uses, through the real binary:
+//! the built-in plugins come compiled by the build (a first command on an
+//! empty compile cache compiles none of them, and neither does the MCP
+//! server before it answers `initialize`), a plugin file is hashed when its
+//! identity changed (and a swapped file is still refused), a declared but
+//! unused plugin is not read by a call of another one, and compiling a
+//! plugin on its first use says so on stderr.
+
+use crate::*;
+use corral_test_programs::{ECHO, TRUSTPIN};
+use std::io::{BufRead as _, Write as _};
+use std::path::Path;
+use std::process::{Output, Stdio};
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Names of the files (not directories) directly in `dir`; none when it
+/// does not exist.
+fn files_in(dir: &Path) -> Vec<String> {
+    let Ok(read) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    read.map(|e| e.expect("entry"))
+        .filter(|e| e.path().is_file())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect()
+}
+
+/// The built-ins `corral` loads with no manifest of the project's own.
+fn builtin_count() -> usize {
+    corral::manifest::DEFAULTS.matches("[plugins.").count()
+}
+
+#[test]
+fn a_first_tools_list_on_an_empty_cache_compiles_no_builtin() {
+    let cli = Cli::new();
+    let sb = Sandbox::new();
+    let cache = tempfile::tempdir().expect("cache home");
+    let home = cache.path().to_str().expect("utf-8 path");
+    let o = cli.run_env(
+        &sb.ws(),
+        &["-v", "tools", "list"],
+        &[("XDG_CACHE_HOME", home)],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("read_file"), "{}", stdout(&o));
+    let log = stderr(&o);
+    assert!(!log.contains("compiled ("), "{log}");
+    assert!(!log.contains("compiling"), "{log}");
+    assert_eq!(
+        log.matches("precompiled by the build").count(),
+        builtin_count(),
+        "{log}"
+    );
+    // Nothing was compiled into the compile cache either.
+    let compiled: Vec<String> = files_in(&cache.path().join("corral/components"))
+        .into_iter()
+        .filter(|f| f.ends_with(".cwasm"))
+        .collect();
+    assert_eq!(compiled, Vec::<String>::new());
+}
+
+/// `corral mcp serve` in `ws` with the compile cache `cache` and `env`,
+/// spoken to in raw JSON-RPC: `initialize`, `initialized`, `tools/list`.
+/// Returns every message it wrote until the answer to a `ping` sent after
+/// the `tools/list` answer, and its stderr.
+fn mcp_first_contact(
+    cli: &Cli,
+    ws: &Path,
+    cache: &Path,
+    env: &[(&str, &str)],
+) -> (Vec<serde_json::Value>, String) {
+    let log = ws.join("../mcp-stderr.log");
+    let mut cmd = cli.command(ws, &["mcp", "serve"]);
+    cmd.env("XDG_CACHE_HOME", cache)
+        .env("CORRAL_LOG", "info")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(std::fs::File::create(&log).expect("log file"));
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let mut child = cmd.spawn().expect("start corral mcp serve");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let mut send = |line: &str| {
+        stdin
+            .write_all(format!("{line}\n").as_bytes())
+            .expect("write to the server");
+    };
+    send(
+        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"first-run","version":"0"}}}"#,
+    );
+    let mut lines = std::io::BufReader::new(child.stdout.take().expect("stdout")).lines();
+    let mut next = || -> serde_json::Value {
+        let line = lines.next().expect("the server answers").expect("line");
+        serde_json::from_str(&line).expect("JSON-RPC on stdout")
+    };
+    // The answer to `initialize` comes first, whatever is still loading.
+    let first = next();
+    assert_eq!(first["id"], 1, "{first}");
+    let mut seen = vec![first];
+    send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+    send(r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#);
+    let mut until = |id: u64, seen: &mut Vec<serde_json::Value>| loop {
+        let msg = next();
+        let done = msg["id"] == id;
+        seen.push(msg);
+        if done {
+            break;
+        }
+    };
+    until(2, &mut seen);
+    // A ping answered means that what was sent before it has gone out.
+    send(r#"{"jsonrpc":"2.0","id":3,"method":"ping"}"#);
+    until(3, &mut seen);
+    drop(stdin);
+    let status = child.wait().expect("wait");
+    assert!(status.success(), "{status:?}");
+    (seen, std::fs::read_to_string(&log).expect("log"))
+}
+
+#[test]
+fn a_first_mcp_initialize_on_an_empty_cache_compiles_no_builtin() {
+    let cli = Cli::new();
+    let sb = Sandbox::new();
+    let cache = tempfile::tempdir().expect("cache home");
+    let (answers, log) = mcp_first_contact(&cli, &sb.ws(), cache.path(), &[]);
+    assert_eq!(
+        answers[0]["result"]["serverInfo"]["name"], "corral",
+        "{answers:?}"
+    );
+    let listed = answers
+        .iter()
+        .find(|m| m["id"] == 2)
+        .expect("tools/list answer");
+    assert!(
+        listed["result"]["tools"]
+            .as_array()
+            .is_some_and(|t| t.iter().any(|t| t["name"] == "grep")),
+        "{listed}"
+    );
+    assert!(!log.contains("compiled ("), "{log}");
+    assert!(log.contains("precompiled by the build"), "{log}");
+    let compiled: Vec<String> = files_in(&cache.path().join("corral/components"))
+        .into_iter()
+        .filter(|f| f.ends_with(".cwasm"))
+        .collect();
+    assert_eq!(compiled, Vec::<String>::new());
+}
+
+#[test]
+fn mcp_serve_tells_the_client_when_it_compiles_a_plugin() {
+    let p = Pinned::new(&[("echo", ECHO)]);
+    let (seen, log) = mcp_first_contact(
+        &p.cli,
+        &p.sb.ws(),
+        p.cache.path(),
+        &[("CORRAL_PROGRESS_AFTER_MS", "0")],
+    );
+    let listed = seen
+        .iter()
+        .find(|m| m["id"] == 2)
+        .expect("tools/list answer");
+    assert!(
+        listed["result"]["tools"]
+            .as_array()
+            .is_some_and(|t| t.iter().any(|t| t["name"] == "echo")),
+        "{listed}"
+    );
+    let notes: Vec<String> = seen
+        .iter()
+        .filter(|m| m["method"] == "notifications/message")
+        .filter_map(|m| m["params"]["data"].as_str().map(str::to_owned))
+        .collect();
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.contains("compiling plugin `echo` for its first use")),
+        "{seen:?}\n{log}"
+    );
+    assert!(log.contains("compiling plugin `echo`"), "{log}");
+    assert_eq!(
+        seen[0]["result"]["capabilities"]["logging"],
+        serde_json::json!({}),
+        "{seen:?}"
+    );
+}
+
+/// A workspace whose manifest declares the test program `wasm` as plugin
+/// `name` at `tools/<name>.wasm`, pinned by its SHA-256, with a compile
+/// cache of its own.
+struct Pinned {
+    cli: Cli,
+    sb: Sandbox,
+    cache: tempfile::TempDir,
+}
+
+impl Pinned {
+    fn new(plugins: &[(&str, &str)]) -> Self {
+        let sb = Sandbox::new();
+        let mut toml = String::new();
+        for (name, wasm) in plugins {
+            let to = sb.ws().join(format!("tools/{name}.wasm"));
+            std::fs::create_dir_all(to.parent().expect("parent")).expect("mkdir");
+            std::fs::copy(wasm, &to).expect("copy component");
+            let sha = hex::encode(sha2::Sha256::digest(std::fs::read(&to).expect("read")));
+            toml.push_str(&format!(
+                "[plugins.{name}]\nsource = \"tools/{name}.wasm\"\nsha256 = \"{sha}\"\n\n"
+            ));
+        }
+        sb.write("corral.toml", &toml);
+        Self {
+            cli: Cli::new(),
+            sb,
+            cache: tempfile::tempdir().expect("cache home"),
+        }
+    }
+
+    fn run(&self, args: &[&str], env: &[(&str, &str)]) -> Output {
+        let home = self.cache.path().to_str().expect("utf-8 path");
+        let mut all = vec![("XDG_CACHE_HOME", home)];
+        all.extend_from_slice(env);
+        self.cli.run_env(&self.sb.ws(), args, &all)
+    }
+
+    fn file(&self, name: &str) -> std::path::PathBuf {
+        self.sb.ws().join(format!("tools/{name}.wasm"))
+    }
+}
+
+use sha2::Digest as _;
+
+#[test]
+fn a_swapped_file_is_refused_even_with_its_size_and_mtime_kept() {
+    let p = Pinned::new(&[("echo", ECHO)]);
+    let call = ["-vv", "tool", "call", "echo", "--args", r#"{"text":"hi"}"#];
+    let o = p.run(&call, &[]);
+    assert_eq!(stdout(&o), "hi\n", "{}", stderr(&o));
+    assert!(stderr(&o).contains("read and hashed"), "{}", stderr(&o));
+    // Unchanged, the file is not read again to be told apart.
+    let o = p.run(&call, &[]);
+    assert_eq!(stdout(&o), "hi\n", "{}", stderr(&o));
+    let log = stderr(&o);
+    assert!(log.contains("from the verified-hash cache"), "{log}");
+    assert!(!log.contains("read and hashed"), "{log}");
+
+    // Other bytes in place: same inode, same size, the old modification
+    // time put back. Only the change time tells.
+    let file = p.file("echo");
+    let before = std::fs::metadata(&file).expect("metadata");
+    let mut bytes = std::fs::read(&file).expect("read");
+    let last = bytes.len() - 1;
+    bytes[last] ^= 0x55;
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    std::fs::write(&file, &bytes).expect("rewrite");
+    std::fs::File::options()
+        .write(true)
+        .open(&file)
+        .expect("open")
+        .set_modified(before.modified().expect("mtime"))
+        .expect("set mtime");
+    let after = std::fs::metadata(&file).expect("metadata");
+    assert_eq!(after.len(), before.len());
+    assert_eq!(after.modified().ok(), before.modified().ok());
+    let o = p.run(&call, &[]);
+    assert!(!o.status.success(), "{}", stdout(&o));
+    let err = stderr(&o);
+    assert!(err.contains("but the manifest pins"), "{err}");
+    assert!(err.contains("the file changed"), "{err}");
+}
+
+#[test]
+fn a_declared_but_unused_plugin_is_not_read_by_another_call() {
+    let p = Pinned::new(&[("echo", ECHO), ("unused", TRUSTPIN)]);
+    // The first command reads and hashes both to learn their tools.
+    let o = p.run(&["-vv", "tools", "list"], &[]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let log = stderr(&o);
+    assert_eq!(log.matches("read and hashed").count(), 2, "{log}");
+    let o = p.run(
+        &["-vv", "tool", "call", "echo", "--args", r#"{"text":"hi"}"#],
+        &[],
+    );
+    assert_eq!(stdout(&o), "hi\n", "{}", stderr(&o));
+    let log = stderr(&o);
+    let unused = p.file("unused").display().to_string();
+    let lines: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("plugin=unused"))
+        .collect();
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("from the verified-hash cache")),
+        "{log}"
+    );
+    assert!(
+        !lines
+            .iter()
+            .any(|l| l.contains("read and hashed") || l.contains("compile")),
+        "{log}"
+    );
+    assert!(!log.contains(&format!("read and hashed {unused}")), "{log}");
+}
+
+#[test]
+fn compiling_a_plugin_on_its_first_use_says_so_on_stderr() {
+    let p = Pinned::new(&[("echo", ECHO)]);
+    // Any compile counts as slow here, so the line shows whatever the
+    // machine's speed; normally only one past 200 ms does.
+    let slow = [("CORRAL_PROGRESS_AFTER_MS", "0")];
+    let call = ["tool", "call", "echo", "--args", r#"{"text":"hi"}"#];
+    let o = p.run(&call, &slow);
+    assert_eq!(stdout(&o), "hi\n", "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains("corral: compiling plugin `echo` for its first use"),
+        "{err}"
+    );
+    assert!(err.contains("corral: compiled plugin `echo` in "), "{err}");
+    // From the compile cache: nothing to say.
+    let o = p.run(&call, &slow);
+    assert_eq!(stdout(&o), "hi\n", "{}", stderr(&o));
+    assert_eq!(stderr(&o), "");
+}
