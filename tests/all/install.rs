@@ -600,8 +600,13 @@ fn on_a_terminal(cli: &Cli, sb: &Sandbox, args: &[&str], answer: &str) -> Option
         eprintln!("skipped: tmux is not installed");
         return None;
     }
-    let session = format!("corral-install-{}", std::process::id());
-    let socket = sb.root.path().join("tmux.sock");
+    // A server per call: a second `new-session` on the socket of a server
+    // that `kill-server` is still shutting down fails with "server exited
+    // unexpectedly".
+    static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let session = format!("corral-install-{}-{call}", std::process::id());
+    let socket = sb.root.path().join(format!("tmux-{call}.sock"));
     let home = cli.home.path();
     let mut command = format!(
         "env XDG_CONFIG_HOME={} XDG_DATA_HOME={} XDG_CACHE_HOME={} {}",
