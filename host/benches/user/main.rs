@@ -727,23 +727,7 @@ fn first_token(cfg: &Cfg, bins: &[Bin], root: &Path) -> Row {
     let body = root.join("ttft-request.json");
     ok(std::fs::write(&body, &*request.body));
     let url = format!("http://127.0.0.1:{}{}", mock.port, request.path);
-    let curl = || {
-        let mut c = Command::new("curl");
-        c.args([
-            "-sS",
-            "-N",
-            "-X",
-            "POST",
-            "-H",
-            "content-type: application/json",
-        ])
-        .arg("-H")
-        .arg(format!("authorization: Bearer {KEY}"))
-        .arg("--data-binary")
-        .arg(format!("@{}", body.display()))
-        .arg(&url);
-        c
-    };
+    let curl = || curl_replay(&body, &url);
     if Command::new("curl").arg("--version").output().is_err() {
         return Row::skipped(
             WHAT,
@@ -1104,21 +1088,7 @@ fn sse(cfg: &Cfg, bins: &[Bin], root: &Path) -> Row {
     let runs = interleave(cfg.rounds, bins.len() + 1, |i| {
         mock.clear();
         let f = if i == bins.len() {
-            let mut c = Command::new("curl");
-            c.args([
-                "-sS",
-                "-N",
-                "-X",
-                "POST",
-                "-H",
-                "content-type: application/json",
-            ])
-            .arg("-H")
-            .arg(format!("authorization: Bearer {KEY}"))
-            .arg("--data-binary")
-            .arg(format!("@{}", file.display()))
-            .arg(&url);
-            proc::run(&mut c).ok("curl")
+            proc::run(&mut curl_replay(&file, &url)).ok("curl")
         } else {
             let f = proc::run(&mut bins[i].cmd(&ws, &["run", "go"])).ok("sse run");
             clean(&bins[i]);
@@ -1452,4 +1422,24 @@ fn hook(cfg: &Cfg, rt: &tokio::runtime::Runtime, runtime: &Runtime) -> Row {
         goal: Goal::AtMost(0.3),
         skipped: None,
     }
+}
+
+/// curl sending the request body in `body` (what corral sent) to `url` on
+/// the mock, with the same headers, streaming the answer.
+fn curl_replay(body: &Path, url: &str) -> Command {
+    let mut c = Command::new("curl");
+    c.args([
+        "-sS",
+        "-N",
+        "-X",
+        "POST",
+        "-H",
+        "content-type: application/json",
+    ])
+    .arg("-H")
+    .arg(format!("authorization: Bearer {KEY}"))
+    .arg("--data-binary")
+    .arg(format!("@{}", body.display()))
+    .arg(url);
+    c
 }
