@@ -19,12 +19,13 @@ mod history;
 mod host_tools;
 mod subagent;
 
+pub use crate::call::{CallOutcome, Sink};
 pub use approval::{Answer, Approver, NoApprover, OpApprover, YesApprover};
 pub use backlog::{BACKLOG_BYTES, Backlog};
 pub use budget::{BYTES_PER_TOKEN, Budget, DEFAULT_COMPACT_AT, DEFAULT_WINDOW, request_bytes};
 pub use cassette::write as write_cassette;
 pub use compact::{SUMMARY_PROMPT, apply as apply_compaction, summary_request};
-pub use dispatch::{CallOutcome, Checked, Dispatcher, Sink};
+pub use dispatch::{Checked, Dispatcher};
 pub use history::replay_history;
 pub use host_tools::{HOST_TOOLS, HostTool};
 pub use subagent::{SubagentEnv, SubagentOptions};

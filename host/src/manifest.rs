@@ -17,6 +17,7 @@ use std::path::PathBuf;
 
 mod check;
 mod error;
+mod hook;
 mod layers;
 mod loosen;
 mod raw;
@@ -25,6 +26,7 @@ mod secret;
 pub mod trust;
 
 pub use error::{ManifestError, Origin};
+pub use hook::HookBinding;
 pub use layers::{Layer, from_layers, layers, load, read_manifest, user_file};
 pub use loosen::{Loosening, MAY_LOOSEN_KEY, wide_grants};
 
@@ -236,7 +238,7 @@ pub struct Manifest {
     /// `[guard]`: the exfiltration guard's settings.
     pub guard: crate::policy::GuardSettings,
     /// `[hooks]`: hook plugins bound to events, in the order they run.
-    pub hooks: Vec<crate::hooks::HookBinding>,
+    pub hooks: Vec<HookBinding>,
     /// For each plugin of a trusted project manifest that loads an unpinned
     /// `.wasm` file: what `corral trust` approved of that file, which the
     /// runtime checks before compiling it. Filled by [`load`] only.

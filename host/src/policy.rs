@@ -46,6 +46,7 @@ mod rules;
 pub use crate::protocol::Mode;
 pub use command::shell_split;
 pub use guard::{DEFAULT_SECRETS, DEFAULT_UNTRUSTED, GuardSettings, Held, Reach, hold, hold_named};
+pub use patterns::globs;
 pub use protected::{path_arguments, protected_target, protected_target_at};
 pub use rules::{Action, Rule, Subject, parse_rule, session_scope, subject};
 

@@ -7,6 +7,7 @@
 //! module; none of them reaches into the loop.
 
 mod chat;
+mod hook;
 mod mode;
 mod tool;
 
@@ -14,6 +15,7 @@ pub use chat::{
     AssistantMessage, ChatRequest, ChatResponse, FinishReason, Message, ModelInfo, ProviderError,
     StreamEvent, ToolCall, ToolResult, Usage,
 };
+pub use hook::{HookInput, Verdict, summary};
 pub use mode::Mode;
 pub use tool::{Effect, ToolSpec};
 
@@ -478,7 +480,7 @@ impl Event {
 
     /// Whether the event is a tool result, a decision or a turn boundary:
     /// the events the log was once fsynced at one by one. The loop now
-    /// syncs by group commit ([`crate::log`]); kept for callers that
+    /// syncs by group commit (the session log); kept for callers that
     /// write logs themselves and sync at these.
     pub fn is_durable(&self) -> bool {
         matches!(
@@ -504,7 +506,7 @@ impl Event {
     /// Whether showing this event tells the user something is done — a
     /// tool's result, a changed mode or model, a plan, a compaction, the
     /// end of a turn — so the log must hold it on disk before a front-end
-    /// shows it (see [`crate::log::acknowledge`]).
+    /// shows it (see the session log's `acknowledge`).
     pub fn acknowledges(&self) -> bool {
         matches!(
             self,

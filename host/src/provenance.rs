@@ -28,10 +28,10 @@
 //! keeps from one call to the next outside the files the host tracks.
 
 use crate::log::Record;
-use crate::policy::{DEFAULT_SECRETS, DEFAULT_UNTRUSTED, GuardSettings, Held};
+use crate::policy::{DEFAULT_SECRETS, DEFAULT_UNTRUSTED, GuardSettings, Held, globs};
 use crate::protocol::{Event, Label, LabelKind};
 use crate::runtime::Touched;
-use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
+use globset::GlobSet;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -79,23 +79,6 @@ pub struct Classifier {
     untrusted: GlobSet,
     trusted: GlobSet,
     stores: Vec<PathBuf>,
-}
-
-/// Compiles `patterns` (workspace-relative globs); the error names `key`.
-pub fn globs<'a>(
-    key: &str,
-    patterns: impl IntoIterator<Item = &'a str>,
-) -> Result<GlobSet, String> {
-    let mut set = GlobSetBuilder::new();
-    for p in patterns {
-        let p = p.trim_start_matches("./");
-        let glob = GlobBuilder::new(p)
-            .literal_separator(true)
-            .build()
-            .map_err(|e| format!("guard.{key}: `{p}` is not a valid glob: {e}"))?;
-        set.add(glob);
-    }
-    set.build().map_err(|e| format!("guard.{key}: {e}"))
 }
 
 impl Classifier {

@@ -10,6 +10,7 @@
 
 use super::approval::Approver;
 use super::host_tools::HostTool;
+use crate::call::{CallOutcome, Sink};
 use crate::manifest::Source;
 use crate::policy::{Decision, Policy};
 use crate::protocol::{
@@ -22,74 +23,6 @@ use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use tokio_util::sync::CancellationToken;
-
-/// Where the dispatcher's events go: the session log and the front-end.
-pub trait Sink: Send {
-    /// Records one event.
-    fn emit(&mut self, event: Event) -> anyhow::Result<()>;
-
-    /// Saves a long output whole; `None` when there is nowhere to save it.
-    fn save_artifact(&self, name: &str, content: &str) -> Option<std::io::Result<PathBuf>>;
-}
-
-/// What became of a call, before it is cut for the model.
-#[derive(Debug, Clone, PartialEq)]
-pub enum CallOutcome {
-    /// The tool ran; `is_error` when it reported a failure itself.
-    Output {
-        /// Its text.
-        content: String,
-        /// Whether the tool reported a failure.
-        is_error: bool,
-        /// Its structured result.
-        data: Option<serde_json::Value>,
-    },
-    /// The call cannot run: unknown tool or invalid arguments.
-    Invalid(String),
-    /// Refused before running: a protected path, the policy or the user.
-    Refused {
-        /// Why, for the model.
-        message: String,
-        /// A deny-and-stop rule matched: the run ends.
-        stop: bool,
-    },
-    /// The tool or its sandbox failed (trap, timeout, limit, tool error).
-    Failed(String),
-    /// The tool failed and asks the agent to stop.
-    Fatal(String),
-    /// The user interrupted the call.
-    Interrupted,
-    /// Not run because an earlier call of the turn stopped the run.
-    Skipped(String),
-}
-
-impl CallOutcome {
-    /// The text a result of this outcome carries back from the tool, if
-    /// it ran.
-    fn text(&self) -> Option<&str> {
-        match self {
-            CallOutcome::Output { content, .. } => Some(content),
-            CallOutcome::Failed(m) | CallOutcome::Fatal(m) => Some(m),
-            _ => None,
-        }
-    }
-
-    /// The text the model reads and whether it is an error.
-    fn into_parts(self) -> (String, bool, Option<serde_json::Value>) {
-        match self {
-            CallOutcome::Output {
-                content,
-                is_error,
-                data,
-            } => (content, is_error, data),
-            CallOutcome::Invalid(m) | CallOutcome::Failed(m) => (m, true, None),
-            CallOutcome::Refused { message, .. } => (message, true, None),
-            CallOutcome::Fatal(m) => (m, true, None),
-            CallOutcome::Interrupted => ("interrupted by the user".into(), true, None),
-            CallOutcome::Skipped(why) => (format!("not run: {why}"), true, None),
-        }
-    }
-}
 
 /// A call that passed look-up and validation.
 #[derive(Clone)]
@@ -515,7 +448,7 @@ impl Dispatcher {
         if !self.hooks.has(crate::protocol::HookEvent::BeforeTool) {
             return Ok(Ok(crate::hooks::BeforeTool::default()));
         }
-        let input = crate::hooks::HookInput::BeforeTool {
+        let input = crate::protocol::HookInput::BeforeTool {
             call: checked.call.clone(),
             effects: checked.spec.effects.clone(),
         };
@@ -763,8 +696,8 @@ impl Dispatcher {
         labels: &[crate::protocol::Label],
         sink: &mut dyn Sink,
     ) -> anyhow::Result<CallOutcome> {
-        use crate::hooks::HookInput;
         use crate::protocol::HookEvent;
+        use crate::protocol::HookInput;
         let input = match &outcome {
             CallOutcome::Output {
                 content, is_error, ..

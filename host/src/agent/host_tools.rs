@@ -9,8 +9,9 @@
 //! declares `write`), and logs the begin and the end. Only their call is the
 //! host's own. The MCP server does not serve them: they need a session.
 
-use super::dispatch::{CallOutcome, Checked, Dispatcher};
+use super::dispatch::{Checked, Dispatcher};
 use super::subagent::Spawner;
+use crate::call::CallOutcome;
 use crate::protocol::{Effect, Event, PlanStatus, PlanStep, ToolSpec};
 use crate::runtime::Plugins;
 use serde_json::{Value, json};

@@ -274,7 +274,7 @@ impl Renderer {
                 ..
             } if *decision != corral::protocol::HookDecision::Continue => {
                 self.newline();
-                let line = corral::hooks::summary(*event, plugin, *decision, detail);
+                let line = corral::protocol::summary(*event, plugin, *decision, detail);
                 self.print(&format!("  ⚑ {line}\n"));
             }
             _ => {}

@@ -1,7 +1,7 @@
 //! Where a plugin comes from, and getting its bytes: a local file, an
 //! `https://` URL pinned with `--sha256`, or an OCI reference.
 
-use super::oci;
+use super::oci::{self, is_loopback};
 use crate::trust::{read_plugin_file, sha256_hex};
 use std::path::{Path, PathBuf};
 
@@ -145,14 +145,6 @@ fn url_host(url: &str) -> String {
         return v6.split(']').next().unwrap_or("").to_owned();
     }
     authority.split(':').next().unwrap_or("").to_owned()
-}
-
-/// Whether `host` names this machine: `localhost`, 127.0.0.0/8 or `::1`.
-pub fn is_loopback(host: &str) -> bool {
-    host.eq_ignore_ascii_case("localhost")
-        || host
-            .parse::<std::net::IpAddr>()
-            .is_ok_and(|ip| ip.is_loopback())
 }
 
 #[cfg(test)]

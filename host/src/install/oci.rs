@@ -106,7 +106,7 @@ fn client(r: &OciRef) -> WasmClient {
     let host = r.registry().to_owned();
     let name = host.rsplit_once(':').map_or(host.as_str(), |(h, _)| h);
     let name = name.trim_start_matches('[').trim_end_matches(']');
-    let protocol = if super::fetch::is_loopback(name) {
+    let protocol = if is_loopback(name) {
         ClientProtocol::HttpsExcept(vec![host])
     } else {
         ClientProtocol::Https
@@ -331,6 +331,14 @@ pub async fn push(
             )
         })?;
     Ok(pushed.manifest_url)
+}
+
+/// Whether `host` names this machine: `localhost`, 127.0.0.0/8 or `::1`.
+pub fn is_loopback(host: &str) -> bool {
+    host.eq_ignore_ascii_case("localhost")
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
 }
 
 #[cfg(test)]

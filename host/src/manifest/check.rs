@@ -436,7 +436,7 @@ impl Checker<'_> {
     pub(super) fn hooks(
         &self,
         raw: &super::raw::RawHooks,
-        out: &mut Vec<crate::hooks::HookBinding>,
+        out: &mut Vec<super::HookBinding>,
     ) -> Result<(), ManifestError> {
         use crate::protocol::HookEvent as E;
         for (event, list) in [
@@ -481,7 +481,7 @@ impl Checker<'_> {
                         Some("write a tool name; `*` matches any run of characters".into()),
                     ));
                 }
-                out.push(crate::hooks::HookBinding {
+                out.push(super::HookBinding {
                     event,
                     plugin: hook.get_ref().plugin.clone(),
                     tools: tools.clone(),
@@ -498,7 +498,7 @@ impl Checker<'_> {
 
 /// Refuses a `[hooks]` binding that names no plugin of the merged manifest.
 pub(super) fn hook_plugin_exists(
-    binding: &crate::hooks::HookBinding,
+    binding: &super::HookBinding,
     plugins: &std::collections::BTreeMap<String, super::PluginDecl>,
 ) -> Result<(), ManifestError> {
     if plugins.contains_key(&binding.plugin) {

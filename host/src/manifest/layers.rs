@@ -280,7 +280,7 @@ pub fn from_layers(workspace: &Path, layers: &[Layer]) -> Result<Manifest, Manif
             ("secrets", &raw.guard.secrets, &mut guard.secrets),
         ] {
             for pattern in list {
-                crate::provenance::globs(key, [pattern.get_ref().as_str()]).map_err(|e| {
+                crate::policy::globs(key, [pattern.get_ref().as_str()]).map_err(|e| {
                     at.err(
                         pattern.span(),
                         e,

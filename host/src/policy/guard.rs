@@ -13,7 +13,7 @@
 //!
 //! Pure functions over what the session holds ([`Held`]) and what the call
 //! could reach ([`Reach`]); the dispatcher supplies both. Where the content
-//! came from is decided by [`crate::provenance`].
+//! came from is decided by the provenance tracker of the core.
 
 use crate::protocol::{Effect, Label, LabelKind};
 

@@ -1,7 +1,7 @@
 //! Path and text patterns: lexical path normalisation, canonical JSON,
 //! globs and `*` wildcards.
 
-use globset::GlobBuilder;
+use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 
 /// Lexically normalises a path: drops `.` and empty segments (so `./` and
 /// `//` go), resolves `..` against the segment before it, and keeps a
@@ -84,6 +84,23 @@ pub(super) fn wildcard(pattern: &str, text: &str) -> bool {
         }
     }
     p[pi..].iter().all(|c| *c == '*')
+}
+
+/// Compiles `patterns` (workspace-relative globs); the error names `key`.
+pub fn globs<'a>(
+    key: &str,
+    patterns: impl IntoIterator<Item = &'a str>,
+) -> Result<GlobSet, String> {
+    let mut set = GlobSetBuilder::new();
+    for p in patterns {
+        let p = p.trim_start_matches("./");
+        let glob = GlobBuilder::new(p)
+            .literal_separator(true)
+            .build()
+            .map_err(|e| format!("guard.{key}: `{p}` is not a valid glob: {e}"))?;
+        set.add(glob);
+    }
+    set.build().map_err(|e| format!("guard.{key}: {e}"))
 }
 
 #[cfg(test)]

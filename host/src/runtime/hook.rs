@@ -1,11 +1,11 @@
 //! Hook plugins (`corral:plugin/hook`): the conversions between
-//! [`crate::hooks`]' events and decisions and the WIT types, and the call of
+//! the hooks' events and decisions and the WIT types, and the call of
 //! `handle` in a fresh sandbox under the plugin's own grants and limits.
 
 use super::bindings::{hook as wit, types as wit_types};
 use super::effects::CallCaps;
 use super::{Effect, Plugin, PluginKind, ToolError, budget};
-use crate::hooks::{HookInput, Verdict};
+use crate::protocol::{HookInput, Verdict};
 
 fn effect(e: Effect) -> wit_types::Effect {
     match e {

@@ -611,7 +611,7 @@ impl App {
                 if *decision != crate::protocol::HookDecision::Continue {
                     let failed = *decision == crate::protocol::HookDecision::Failed;
                     self.notice(
-                        &crate::hooks::summary(*event, plugin, *decision, detail),
+                        &crate::protocol::summary(*event, plugin, *decision, detail),
                         failed,
                     );
                 }
