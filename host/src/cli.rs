@@ -13,9 +13,9 @@ mod trust;
 mod ui;
 
 use clap::{Args, Parser, Subcommand};
-use corral::manifest::{self, Manifest};
-use corral::runtime::{Plugins, Runtime, RuntimeOptions};
-use corral::terminal::inert;
+use corral_core::manifest::Manifest;
+use corral_core::plugins::Plugins;
+use corral_protocol::terminal::inert;
 use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -56,7 +56,7 @@ struct UiFlags {
     max_iterations: Option<u32>,
     /// Permission mode: read-only, ask (default), auto-edit, full-auto.
     #[arg(long)]
-    mode: Option<corral::policy::Mode>,
+    mode: Option<corral_protocol::Mode>,
 }
 
 impl From<UiFlags> for run::Flags {
@@ -271,7 +271,7 @@ struct AgentFlags {
     json: bool,
     /// Permission mode: read-only, ask (default), auto-edit, full-auto.
     #[arg(long)]
-    mode: Option<corral::policy::Mode>,
+    mode: Option<corral_protocol::Mode>,
     /// Approve every call that would ask (deny rules and read-only mode still hold).
     #[arg(long, short)]
     yes: bool,
@@ -298,7 +298,7 @@ pub fn main() -> ExitCode {
     init_logging(cli.verbose);
     // A plugin compiled on its first use takes seconds: say so on stderr
     // (the interactive UI takes this over while it owns the terminal).
-    corral::runtime::progress::set_sink(std::sync::Arc::new(|p| eprintln!("corral: {p}")));
+    corral_core::plugins::progress::set_sink(std::sync::Arc::new(|p| eprintln!("corral: {p}")));
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -327,7 +327,7 @@ fn init_logging(verbose: u8) {
         // Every record is made inert on its way out: fields carry paths,
         // names and lines that a model, a client or a plugin chose. Colour
         // would be escaped with the rest, so there is none.
-        .with_writer(|| corral::terminal::InertLog(std::io::stderr()))
+        .with_writer(|| corral_protocol::terminal::InertLog(std::io::stderr()))
         .with_ansi(false)
         .with_target(false)
         .without_time()
@@ -398,8 +398,8 @@ async fn run(cli: Cli) -> ExitCode {
         } => {
             if prompt.is_none() && !agent.json && !agent.yes && ui::interactive() {
                 let resume = match id {
-                    Some(id) if !last => corral::session::Resume::Id(id),
-                    _ => corral::session::Resume::Last,
+                    Some(id) if !last => corral_core::session::Resume::Id(id),
+                    _ => corral_core::session::Resume::Last,
                 };
                 return ui::ui(&workspace, Some(resume), agent.into()).await;
             }
@@ -450,14 +450,13 @@ async fn run(cli: Cli) -> ExitCode {
     }
 }
 
-pub(crate) async fn load(workspace: &std::path::Path) -> Result<(Manifest, Plugins), ExitCode> {
-    let manifest = manifest::load(workspace).map_err(|e| fail(&e.to_string()))?;
-    let runtime = Runtime::new(RuntimeOptions::user()).map_err(|e| fail(&format!("{e:#}")))?;
-    let plugins = runtime
-        .load(&manifest)
+pub(crate) async fn load(
+    workspace: &std::path::Path,
+) -> Result<(Manifest, std::sync::Arc<Plugins>), ExitCode> {
+    let loaded = corral_core::load::load(workspace, None, None)
         .await
-        .map_err(|e| fail(&e.to_string()))?;
-    Ok((manifest, plugins))
+        .map_err(|e| fail(&e))?;
+    Ok((loaded.manifest, loaded.plugins))
 }
 
 /// Prints `text` (which may hold what a plugin or a model wrote) with its
@@ -468,7 +467,7 @@ pub(crate) fn out(text: &str) {
 
 /// Prints JSON text, with the characters serde_json leaves raw escaped.
 pub(crate) fn out_json(text: &str) {
-    write_out(&corral::terminal::inert_json(text));
+    write_out(&corral_protocol::terminal::inert_json(text));
 }
 
 fn write_out(text: &str) {

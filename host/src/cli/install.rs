@@ -4,13 +4,13 @@
 
 use super::{EXIT_TOOL_ERROR, fail, out};
 use clap::Args;
-use corral::install::fetch::PluginSource;
-use corral::install::requests::{self, Requests};
-use corral::install::review::{self, Grant, ToolDiff};
-use corral::install::{Candidate, edit, oci, store};
-use corral::manifest::{self, Layer, Manifest, PluginDecl, Source};
-use corral::protocol::ToolSpec;
-use corral::runtime::{ImportStatus, Runtime, RuntimeOptions};
+use corral_core::install::fetch::PluginSource;
+use corral_core::install::requests::{self, Requests};
+use corral_core::install::review::{self, Grant, ToolDiff};
+use corral_core::install::{Candidate, edit, oci, store};
+use corral_core::manifest::{self, Layer, Manifest, PluginDecl, Source};
+use corral_core::plugins::{ImportStatus, Runtime, RuntimeOptions};
+use corral_protocol::ToolSpec;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -162,7 +162,7 @@ fn review_text(c: &Candidate, name: &str, granted: &[Grant], decl: Option<&Plugi
     if let Some(decl) = decl {
         text.push_str("\nImports, with these grants:\n");
         for i in &c.inspection.imports {
-            let r = corral::runtime::review(decl, &i.name);
+            let r = corral_core::plugins::review(decl, &i.name);
             let status = match r.status {
                 ImportStatus::Live => "live".to_owned(),
                 ImportStatus::Denied => format!("denied: {}", r.note),
@@ -196,7 +196,7 @@ fn approved(question: &str, yes: bool) -> Result<(), String> {
 
 /// Tools of `c` whose names another plugin of `manifest` (other than
 /// `except`) already uses, as `tool (plugin)`; then those whose names only
-/// look like one of theirs (see [`corral::manifest::reviewed`]), as
+/// look like one of theirs (see [`corral_core::manifest::reviewed`]), as
 /// `` `new` looks like `old` (plugin `p`) ``.
 async fn clashes(
     rt: &Runtime,
@@ -204,7 +204,7 @@ async fn clashes(
     c: &Candidate,
     except: &str,
 ) -> Result<(Vec<String>, Vec<String>), String> {
-    use corral::manifest::reviewed::lookalike_key;
+    use corral_core::manifest::reviewed::lookalike_key;
     let mut others = manifest.clone();
     others.plugins.retain(|p| p.name != except);
     let plugins = rt.load(&others).await.map_err(|e| e.to_string())?;
@@ -512,7 +512,7 @@ async fn update_inner(workspace: &Path, args: UpdateArgs) -> Result<ExitCode, St
         return Ok(ExitCode::SUCCESS);
     }
     let old_tools = match &decl.source {
-        Source::File { path, .. } => match corral::trust::read_plugin_file(path) {
+        Source::File { path, .. } => match corral_core::manifest::trust::read_plugin_file(path) {
             Ok(bytes) => rt
                 .inspect(&bytes)
                 .await
@@ -715,10 +715,10 @@ pub(super) fn verify(workspace: &Path, json: bool) -> ExitCode {
         let Source::File { path, sha256 } = &decl.source else {
             continue;
         };
-        let (status, detail) = match corral::trust::read_plugin_file(path) {
+        let (status, detail) = match corral_core::manifest::trust::read_plugin_file(path) {
             Err(e) => ("missing", format!("cannot read {}: {e}", path.display())),
             Ok(bytes) => {
-                let now = corral::trust::sha256_hex(&bytes);
+                let now = corral_core::manifest::trust::sha256_hex(&bytes);
                 let claimed = dir.as_deref().and_then(|d| store::claimed_hash(d, path));
                 match (sha256, claimed) {
                     (Some(pin), _) if *pin != now => (
@@ -777,7 +777,7 @@ pub(super) fn pack(file: &Path, requests_file: &Path, output: Option<&Path>) -> 
         Ok(r) => r,
         Err(e) => return fail(&format!("{}: {e}", requests_file.display())),
     };
-    let bytes = match corral::trust::read_plugin_file(file) {
+    let bytes = match corral_core::manifest::trust::read_plugin_file(file) {
         Ok(b) => b,
         Err(e) => return fail(&format!("cannot read {}: {e}", file.display())),
     };
@@ -793,7 +793,7 @@ pub(super) fn pack(file: &Path, requests_file: &Path, output: Option<&Path>) -> 
         "Wrote {} ({} KB, sha256 {}) with its requests:\n{}",
         target.display(),
         packed.len().div_ceil(1024),
-        corral::trust::sha256_hex(&packed),
+        corral_core::manifest::trust::sha256_hex(&packed),
         review::grants_of(&requests.requests)
             .iter()
             .map(|g| format!("  {g}\n"))
@@ -821,7 +821,7 @@ async fn publish_inner(
         ));
     };
     let reference = oci::OciRef::parse(reference)?;
-    let mut bytes = corral::trust::read_plugin_file(file)
+    let mut bytes = corral_core::manifest::trust::read_plugin_file(file)
         .map_err(|e| format!("cannot read {}: {e}", file.display()))?;
     let requests = match requests_file {
         Some(f) => {
@@ -856,7 +856,7 @@ async fn publish_inner(
             annotations.insert(oci::DESCRIPTION_ANNOTATION.to_owned(), d.clone());
         }
     }
-    let sha256 = corral::trust::sha256_hex(&bytes);
+    let sha256 = corral_core::manifest::trust::sha256_hex(&bytes);
     let url = oci::push(&reference, bytes, annotations).await?;
     out(&format!(
         "Published {} (sha256 {sha256}) as oci://{reference}\n  {url}{}",

@@ -1,11 +1,11 @@
 //! `corral mcp serve`: the tool plugins' tools served to an MCP client over
-//! stdio. The server is [`corral::mcp`]; stdout belongs to the protocol, so
+//! stdio. The server is [`corral_mcp`]; stdout belongs to the protocol, so
 //! everything else (errors, logs) goes to stderr.
 
 use super::fail;
 use clap::Subcommand;
-use corral::mcp::{ServeOptions, Server};
-use corral::policy::Mode;
+use corral_mcp::{ServeOptions, Server};
+use corral_protocol::Mode;
 use std::path::Path;
 use std::process::ExitCode;
 
@@ -34,7 +34,7 @@ pub async fn mcp(workspace: &Path, cmd: McpCmd) -> ExitCode {
             };
             // The manifest is read first: a mistake in it stops the server
             // before any client talks to it. The plugins load while it serves.
-            let manifest = match corral::manifest::load(workspace) {
+            let manifest = match corral_core::manifest::load(workspace) {
                 Ok(m) => m,
                 Err(e) => return fail(&e.to_string()),
             };

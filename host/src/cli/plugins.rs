@@ -3,9 +3,10 @@
 //! hand.
 
 use super::{EXIT_TOOL_ERROR, fail, inert, out, out_json, with_newline};
-use corral::manifest::{self, Access, Manifest, Source};
-use corral::runtime::{
-    self, Capability, ImportReview, ImportStatus, Plugins, Runtime, RuntimeOptions, ToolError,
+use corral_core::manifest::{self, Access, Manifest, Source};
+use corral_core::plugins::{
+    self as runtime, Capability, ImportReview, ImportStatus, Plugins, Runtime, RuntimeOptions,
+    ToolError,
 };
 use std::process::ExitCode;
 
@@ -51,9 +52,9 @@ fn installed(decl: &manifest::PluginDecl) -> (Option<String>, Option<String>) {
     if decl.origin.file == manifest::DEFAULTS_NAME {
         return (None, None);
     }
-    let text =
-        corral::install::edit::read(std::path::Path::new(&decl.origin.file)).unwrap_or_default();
-    let get = |key| corral::install::edit::entry_string(&text, &decl.name, key);
+    let text = corral_core::install::edit::read(std::path::Path::new(&decl.origin.file))
+        .unwrap_or_default();
+    let get = |key| corral_core::install::edit::entry_string(&text, &decl.name, key);
     (get("from"), get("version"))
 }
 
@@ -208,7 +209,7 @@ fn grouped(names: &[&str]) -> Vec<String> {
 }
 
 /// What is suspicious about how a plugin's tools describe themselves.
-fn tool_warnings(p: &corral::runtime::Plugin) -> Vec<String> {
+fn tool_warnings(p: &corral_core::plugins::Plugin) -> Vec<String> {
     p.tools()
         .iter()
         .flat_map(|t| t.warnings.iter().map(move |w| format!("`{}`: {w}", t.name)))
@@ -216,15 +217,15 @@ fn tool_warnings(p: &corral::runtime::Plugin) -> Vec<String> {
 }
 
 pub(super) fn tools_list(plugins: &Plugins, json: bool) -> ExitCode {
-    let host: Vec<corral::protocol::ToolSpec> = corral::agent::HostTool::ALL
+    let host: Vec<corral_protocol::ToolSpec> = corral_core::agent::HostTool::ALL
         .iter()
         .map(|t| t.spec())
         .collect();
-    let tools: Vec<(&str, &corral::protocol::ToolSpec)> = plugins
+    let tools: Vec<(&str, &corral_protocol::ToolSpec)> = plugins
         .tools()
         .into_iter()
         .map(|(p, t)| (p.decl().name.as_str(), t))
-        .chain(host.iter().map(|t| (corral::agent::HOST_TOOLS, t)))
+        .chain(host.iter().map(|t| (corral_core::agent::HOST_TOOLS, t)))
         .collect();
     if json {
         let list: Vec<serde_json::Value> = tools
@@ -335,7 +336,10 @@ fn describe_error(e: &ToolError) -> String {
 }
 
 pub(super) async fn inspect(file: &std::path::Path, json: bool) -> ExitCode {
-    let bytes = match corral::fsread::read_regular(file, corral::trust::MAX_PLUGIN_FILE) {
+    let bytes = match corral_core::native::read_regular(
+        file,
+        corral_core::manifest::trust::MAX_PLUGIN_FILE,
+    ) {
         Ok(b) => b,
         Err(e) => {
             return fail(&format!(
@@ -352,7 +356,7 @@ pub(super) async fn inspect(file: &std::path::Path, json: bool) -> ExitCode {
         Ok(i) => i,
         Err(e) => return fail(&format!("{}: {e}", file.display())),
     };
-    let requests = corral::install::requests::embedded(&bytes);
+    let requests = corral_core::install::requests::embedded(&bytes);
     if json {
         let value = serde_json::json!({
             "file": file.display().to_string(),
@@ -392,7 +396,7 @@ pub(super) async fn inspect(file: &std::path::Path, json: bool) -> ExitCode {
     text.push_str("\nrequests (what it asks to be granted; nothing is until you approve):\n");
     match &requests {
         Ok(Some(r)) => {
-            let grants = corral::install::review::grants_of(&r.requests);
+            let grants = corral_core::install::review::grants_of(&r.requests);
             if grants.is_empty() {
                 text.push_str("  nothing\n");
             }
@@ -470,7 +474,7 @@ pub(super) async fn review(workspace: &std::path::Path, only: Option<&str>, yes:
         if matches!(decl.source, Source::Builtin(_)) || only.is_some_and(|n| n != decl.name) {
             continue;
         }
-        let mut tools: Vec<corral::protocol::ToolSpec> = p.tools().to_vec();
+        let mut tools: Vec<corral_protocol::ToolSpec> = p.tools().to_vec();
         tools.extend(
             plugins
                 .withheld()
@@ -486,7 +490,7 @@ pub(super) async fn review(workspace: &std::path::Path, only: Option<&str>, yes:
                     "plugin `{}` ({}) changed since it was reviewed:\n{}",
                     decl.name,
                     decl.origin,
-                    corral::manifest::reviewed::changes_text(&changes).trim_end()
+                    corral_core::manifest::reviewed::changes_text(&changes).trim_end()
                 ),
             },
         };

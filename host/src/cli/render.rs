@@ -2,7 +2,7 @@
 //! line per tool call, a spinner while the model thinks, and the approval
 //! prompt.
 
-use corral::protocol::{ApprovalAnswer, ApprovalRequest, Event, StopReason};
+use corral_protocol::{ApprovalAnswer, ApprovalRequest, Event, StopReason};
 use std::io::{IsTerminal as _, Write as _};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -43,7 +43,7 @@ pub(super) async fn ask_terminal(request: &ApprovalRequest) -> ApprovalAnswer {
         request.reason
     );
     text.push_str("  the whole call:\n");
-    for line in corral::terminal::visible_arguments(&request.call.arguments).lines() {
+    for line in corral_protocol::terminal::visible_arguments(&request.call.arguments).lines() {
         text.push_str("  │ ");
         text.push_str(line);
         text.push('\n');
@@ -59,7 +59,7 @@ pub(super) async fn ask_terminal(request: &ApprovalRequest) -> ApprovalAnswer {
         request.session_covers
     ));
     let answer = tokio::task::spawn_blocking(move || {
-        eprint!("{}", corral::terminal::inert(&text));
+        eprint!("{}", corral_protocol::terminal::inert(&text));
         let mut line = String::new();
         std::io::stdin().read_line(&mut line).map(|_| line)
     })
@@ -116,7 +116,7 @@ pub(super) fn short(args: &str) -> String {
 
 impl Renderer {
     fn print(&mut self, text: &str) {
-        let text = corral::terminal::inert(text);
+        let text = corral_protocol::terminal::inert(text);
         let mut stdout = std::io::stdout().lock();
         let _ = stdout.write_all(text.as_bytes());
         let _ = stdout.flush();
@@ -153,7 +153,7 @@ impl Renderer {
                     self.print(&message.text);
                 }
                 self.newline();
-                if *finish_reason == corral::protocol::FinishReason::ContentFilter {
+                if *finish_reason == corral_protocol::FinishReason::ContentFilter {
                     eprintln!("[the model refused, or the provider filtered its answer]");
                 }
             }
@@ -173,9 +173,9 @@ impl Renderer {
                 let held: Vec<String> = outcome
                     .labels
                     .iter()
-                    .filter(|l| l.kind != corral::protocol::LabelKind::Workspace)
+                    .filter(|l| l.kind != corral_protocol::LabelKind::Workspace)
                     .map(|l| {
-                        let kind = if l.kind == corral::protocol::LabelKind::Sensitive {
+                        let kind = if l.kind == corral_protocol::LabelKind::Sensitive {
                             "sensitive"
                         } else {
                             "untrusted"
@@ -199,9 +199,9 @@ impl Renderer {
                 self.print("plan:\n");
                 for step in steps {
                     let mark = match step.status {
-                        corral::protocol::PlanStatus::Done => "✓",
-                        corral::protocol::PlanStatus::InProgress => "▸",
-                        corral::protocol::PlanStatus::Pending => "○",
+                        corral_protocol::PlanStatus::Done => "✓",
+                        corral_protocol::PlanStatus::InProgress => "▸",
+                        corral_protocol::PlanStatus::Pending => "○",
                     };
                     self.print(&format!("  {mark} {}\n", step.step));
                 }
@@ -223,11 +223,14 @@ impl Renderer {
             Event::ProviderFailed { error } => {
                 waiting.store(false, Ordering::Relaxed);
                 self.newline();
-                eprintln!("error: {}", corral::terminal::inert(&error.to_string()));
+                eprintln!(
+                    "error: {}",
+                    corral_protocol::terminal::inert(&error.to_string())
+                );
             }
             Event::Error { message } => {
                 self.newline();
-                eprintln!("error: {}", corral::terminal::inert(message));
+                eprintln!("error: {}", corral_protocol::terminal::inert(message));
             }
             Event::Compacted {
                 replaced,
@@ -242,13 +245,15 @@ impl Renderer {
             }
             Event::CompactionFailed { message } => {
                 self.newline();
-                eprintln!("warning: {}", corral::terminal::inert(message));
+                eprintln!("warning: {}", corral_protocol::terminal::inert(message));
             }
             Event::WindowAssumed { model, window } => {
                 self.newline();
                 eprintln!(
                     "note: {}",
-                    corral::terminal::inert(&corral::protocol::window_assumed(model, *window))
+                    corral_protocol::terminal::inert(&corral_protocol::window_assumed(
+                        model, *window
+                    ))
                 );
             }
             Event::Stop { reason, message } => {
@@ -262,7 +267,7 @@ impl Renderer {
                     eprintln!(
                         "[stopped: {}{}]",
                         reason.as_str(),
-                        corral::terminal::inert(&why)
+                        corral_protocol::terminal::inert(&why)
                     );
                 }
             }
@@ -272,9 +277,9 @@ impl Renderer {
                 decision,
                 detail,
                 ..
-            } if *decision != corral::protocol::HookDecision::Continue => {
+            } if *decision != corral_protocol::HookDecision::Continue => {
                 self.newline();
-                let line = corral::protocol::summary(*event, plugin, *decision, detail);
+                let line = corral_protocol::summary(*event, plugin, *decision, detail);
                 self.print(&format!("  ⚑ {line}\n"));
             }
             _ => {}

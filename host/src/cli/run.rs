@@ -4,8 +4,8 @@
 
 use super::fail;
 use super::render::{Renderer, ask_terminal, spinner};
-use corral::protocol::{ApprovalAnswer, Event, Mode, Op, StopReason};
-use corral::session::{self, Approvals, Resume, SessionConfig};
+use corral_core::session::{self, Approvals, Resume, SessionConfig};
+use corral_protocol::{ApprovalAnswer, Event, Mode, Op, StopReason};
 use std::collections::HashSet;
 use std::io::{BufRead as _, IsTerminal as _};
 use std::path::{Path, PathBuf};
@@ -108,7 +108,7 @@ pub async fn run_in_worktree(
         Ok(d) => d,
         Err(e) => return fail(&e),
     };
-    let mut manifest = match corral::manifest::load(workspace) {
+    let mut manifest = match corral_core::manifest::load(workspace) {
         Ok(m) => m,
         Err(e) => return fail(&e.to_string()),
     };
@@ -116,7 +116,8 @@ pub async fn run_in_worktree(
     let ws = manifest.workspace.clone();
     let wt = {
         let (ws, tag, name) = (ws.clone(), tag.clone(), name.to_owned());
-        match tokio::task::spawn_blocking(move || corral::worktree::create(&ws, &tag, &name)).await
+        match tokio::task::spawn_blocking(move || corral_core::worktree::create(&ws, &tag, &name))
+            .await
         {
             Ok(Ok(wt)) => wt,
             Ok(Err(e)) => return fail(&e),
@@ -126,7 +127,7 @@ pub async fn run_in_worktree(
     if !flags.json {
         eprintln!("working in the worktree {}", wt.path().display());
     }
-    manifest = corral::worktree::rebase(&manifest, wt.path());
+    manifest = corral_core::worktree::rebase(&manifest, wt.path());
     let (mut config, answering) = config(wt.path(), &flags);
     config.record = record.is_some();
     config.manifest = Some(manifest);
@@ -156,8 +157,8 @@ pub async fn run_in_worktree(
             let answer = if flags.yes {
                 ApprovalAnswer::Approve
             } else if answering == Answering::Terminal {
-                let request = corral::protocol::ApprovalRequest::new(
-                    corral::protocol::ToolCall {
+                let request = corral_protocol::ApprovalRequest::new(
+                    corral_protocol::ToolCall {
                         id: "worktree".into(),
                         name: "worktree".into(),
                         arguments: serde_json::json!({ "name": wt.name() }).to_string(),
@@ -189,7 +190,7 @@ pub async fn run_in_worktree(
                         )),
                     }
                 }
-                _ => match corral::worktree::apply(&ws, &diff) {
+                _ => match corral_core::worktree::apply(&ws, &diff) {
                     Ok(()) => Ok("the changes were applied to the workspace".to_owned()),
                     Err(e) => Err(format!("the changes did not apply to the workspace: {e}")),
                 },
@@ -200,12 +201,12 @@ pub async fn run_in_worktree(
     if let Ok(Err(e)) = removed {
         eprintln!(
             "warning: the worktree could not be removed: {}",
-            corral::terminal::inert(&e)
+            corral_protocol::terminal::inert(&e)
         );
     }
     match note {
         Ok(note) => {
-            eprintln!("{}", corral::terminal::inert(&note));
+            eprintln!("{}", corral_protocol::terminal::inert(&note));
             code
         }
         Err(e) => fail(&e),
@@ -324,7 +325,7 @@ async fn drive(
         Err(e) => return fail(&format!("{e:#}")),
     };
     if let Some(file) = record
-        && let Err(e) = corral::agent::write_cassette(&file, &finished.recorded)
+        && let Err(e) = corral_core::agent::write_cassette(&file, &finished.recorded)
     {
         eprintln!("error: cannot write the cassette {}: {e}", file.display());
     }
@@ -359,7 +360,7 @@ const QUOTED_CHARS: usize = 200;
 fn quoted(text: &str) -> String {
     let total = text.chars().count();
     let head: String = text.chars().take(QUOTED_CHARS).collect();
-    let head = corral::terminal::visible(&head);
+    let head = corral_protocol::terminal::visible(&head);
     if total > QUOTED_CHARS {
         format!("`{head}` … ({} more characters)", total - QUOTED_CHARS)
     } else {

@@ -3,8 +3,8 @@
 
 use super::render::short;
 use super::{fail, out, out_json};
-use corral::protocol::Event;
-use corral::session;
+use corral_core::session;
+use corral_protocol::Event;
 use std::path::Path;
 use std::process::ExitCode;
 
@@ -161,8 +161,8 @@ pub async fn compact(workspace: &Path, id: &str, json: bool) -> ExitCode {
         Ok(s) => s,
         Err(e) => return fail(&e),
     };
-    s.submit(corral::protocol::Op::Compact);
-    s.submit(corral::protocol::Op::Shutdown);
+    s.submit(corral_protocol::Op::Compact);
+    s.submit(corral_protocol::Op::Shutdown);
     let mut result: Result<String, String> = Err("the session ended before compacting".into());
     while let Some(event) = s.next_event().await {
         if json {

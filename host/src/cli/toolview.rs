@@ -2,16 +2,16 @@
 //! every character accounted for. A summary (the first sentence) would let
 //! a plugin hide an instruction after it, so reviews never cut.
 
-use corral::protocol::ToolSpec;
+use corral_protocol::ToolSpec;
 
 /// `text` whole, made visible as an approval shows it
-/// ([`corral::terminal::visible`]: control and invisible characters as
+/// ([`corral_protocol::terminal::visible`]: control and invisible characters as
 /// escapes, tabs as `\t`, long runs of spaces as `␠×N`), each line indented
 /// by `indent`; no character is dropped. Lines are left to the terminal to
 /// wrap, so a searched or copied review reads as the model's text does.
 pub(super) fn whole(text: &str, indent: &str) -> String {
     let mut out = String::new();
-    for line in corral::terminal::visible(text).split('\n') {
+    for line in corral_protocol::terminal::visible(text).split('\n') {
         if line.is_empty() {
             out.push_str(indent.trim_end());
         } else {
@@ -31,7 +31,7 @@ pub(super) fn tool(t: &ToolSpec) -> String {
     let mut text = format!(
         "  {} [{}] {}\n",
         t.name,
-        corral::install::review::effects_text(t),
+        corral_core::install::review::effects_text(t),
         lines.next().unwrap_or("").trim_start()
     );
     for line in lines {

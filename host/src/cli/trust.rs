@@ -2,11 +2,11 @@
 //! names, then trust them.
 
 use super::{fail, out};
-use corral::manifest;
+use corral_core::manifest;
 use std::process::ExitCode;
 
 pub(super) async fn trust(workspace: &std::path::Path, yes: bool) -> ExitCode {
-    use corral::trust;
+    use corral_core::manifest::trust;
     let file = workspace.join("corral.toml");
     let text = match manifest::read_manifest(&file) {
         Ok(t) => t,
@@ -99,7 +99,7 @@ pub(super) async fn trust(workspace: &std::path::Path, yes: bool) -> ExitCode {
         .filter_map(|f| Some((f.plugin.clone(), f.record()?)))
         .collect();
     if let Some(reviews) =
-        corral::manifest::reviewed::ToolReviews::for_workspace(&checked.workspace)
+        corral_core::manifest::reviewed::ToolReviews::for_workspace(&checked.workspace)
     {
         for (plugin, tools) in &described {
             if let Ok((sha256, tools)) = tools
@@ -126,7 +126,7 @@ async fn project_tools(
     name: &str,
 ) -> Vec<(
     String,
-    Result<(String, Vec<corral::protocol::ToolSpec>), String>,
+    Result<(String, Vec<corral_protocol::ToolSpec>), String>,
 )> {
     let decls: Vec<&manifest::PluginDecl> = checked
         .plugins
@@ -136,7 +136,8 @@ async fn project_tools(
     if decls.is_empty() {
         return Vec::new();
     }
-    let rt = match corral::runtime::Runtime::new(corral::runtime::RuntimeOptions::user()) {
+    let rt = match corral_core::plugins::Runtime::new(corral_core::plugins::RuntimeOptions::user())
+    {
         Ok(rt) => rt,
         Err(e) => {
             return decls
@@ -220,8 +221,8 @@ fn loosening_text(checked: &manifest::Manifest, name: &str) -> String {
 }
 
 /// The plugin files trusting a manifest approves, for review.
-fn files_text(files: &[corral::trust::Reviewed]) -> String {
-    use corral::trust::FileState;
+fn files_text(files: &[corral_core::manifest::trust::Reviewed]) -> String {
+    use corral_core::manifest::trust::FileState;
     if files.is_empty() {
         return String::new();
     }
@@ -253,8 +254,8 @@ fn files_text(files: &[corral::trust::Reviewed]) -> String {
 /// Each unpinned plugin file whose content differs from what was approved:
 /// the plugin, the file, the old and the new hash.
 fn files_changed(
-    files: &[corral::trust::Reviewed],
-    recorded: &std::collections::BTreeMap<String, corral::trust::PluginFile>,
+    files: &[corral_core::manifest::trust::Reviewed],
+    recorded: &std::collections::BTreeMap<String, corral_core::manifest::trust::PluginFile>,
 ) -> String {
     let mut text = String::new();
     for f in files {
@@ -270,7 +271,8 @@ fn files_changed(
             shown(&f.path),
             hash(&was),
             match &f.state {
-                corral::trust::FileState::Unreadable(e) => format!("unreadable ({e})"),
+                corral_core::manifest::trust::FileState::Unreadable(e) =>
+                    format!("unreadable ({e})"),
                 _ => hash(&now.sha256),
             }
         ));

@@ -1,13 +1,13 @@
 //! The interactive front-end: owns the terminal and the session, feeds
-//! session events and terminal input to [`corral::tui::App`], and carries
+//! session events and terminal input to [`corral_tui::App`], and carries
 //! out the actions it asks for. Everything shown is drawn by the library's
 //! `tui` module; this file only moves data between the two.
 
 use super::fail;
 use super::run::Flags;
-use corral::protocol::{Event, Op};
-use corral::session::{self, Approvals, Resume, Session, SessionConfig};
-use corral::tui::{Action, App, Picked};
+use corral_core::session::{self, Approvals, Resume, Session, SessionConfig};
+use corral_protocol::{Event, Op};
+use corral_tui::{Action, App, Picked};
 use crossterm::event::{
     DisableBracketedPaste, DisableMouseCapture, EnableBracketedPaste, EnableMouseCapture,
     Event as TermEvent, KeyboardEnhancementFlags, MouseEventKind, PopKeyboardEnhancementFlags,
@@ -88,7 +88,7 @@ fn release_stderr() {
     if let Some(mut file) = file {
         let mut text = String::new();
         if file.seek(SeekFrom::Start(0)).is_ok() && file.read_to_string(&mut text).is_ok() {
-            let _ = std::io::stderr().write_all(corral::terminal::inert(&text).as_bytes());
+            let _ = std::io::stderr().write_all(corral_protocol::terminal::inert(&text).as_bytes());
         }
     }
 }
@@ -188,7 +188,7 @@ impl Opener {
         let session = session::open(self.config(resume)).await?;
         // The session takes its mode from the flag, else from the manifest.
         let mode = self.flags.mode.unwrap_or_else(|| {
-            corral::manifest::load(&self.workspace)
+            corral_core::manifest::load(&self.workspace)
                 .map(|m| m.policy.mode)
                 .unwrap_or_default()
         });
@@ -213,10 +213,8 @@ struct Catalog {
 }
 
 async fn catalog(workspace: PathBuf) -> Result<Catalog, String> {
-    let manifest = corral::manifest::load(&workspace).map_err(|e| e.to_string())?;
-    let runtime = corral::runtime::Runtime::new(corral::runtime::RuntimeOptions::user())
-        .map_err(|e| format!("{e:#}"))?;
-    let plugins = runtime.load(&manifest).await.map_err(|e| e.to_string())?;
+    let loaded = corral_core::load::load(&workspace, None, None).await?;
+    let plugins = loaded.plugins;
     let mut tools = Vec::new();
     let mut tools_text = String::from("tools:\n");
     for (plugin, spec) in plugins.tools() {
@@ -290,10 +288,10 @@ fn workspace_files(root: &Path) -> Vec<String> {
 }
 
 /// `git diff` of the workspace for `/diff`, through
-/// [`corral::exec::git::Repo::git`]: confined, and nothing the repository
+/// [`corral_core::native::git::Repo::git`]: confined, and nothing the repository
 /// holds (fsmonitor, an external diff, a textconv) runs.
 fn git_diff(workspace: &Path) -> Result<String, String> {
-    let repo = corral::exec::git::Repo::find(workspace)
+    let repo = corral_core::native::git::Repo::find(workspace)
         .ok_or("the workspace is not in a git repository")?;
     let out = repo
         .git(
@@ -392,7 +390,7 @@ async fn drive(
     // A plugin compiled on its first use (a call's, the catalog's) says so
     // in the transcript: stderr is under the UI now.
     let (progress_tx, mut progress) = tokio::sync::mpsc::unbounded_channel::<String>();
-    corral::runtime::progress::set_sink(std::sync::Arc::new(move |p| {
+    corral_core::plugins::progress::set_sink(std::sync::Arc::new(move |p| {
         let _ = progress_tx.send(p.to_string());
     }));
     let ws = opener.workspace.clone();
@@ -421,7 +419,7 @@ async fn drive(
         }
         // Idle ticks draw nothing; spinners and elapsed times need them.
         if (dirty || app.is_animating())
-            && terminal.draw(|f| corral::tui::render(f, &mut app)).is_err()
+            && terminal.draw(|f| corral_tui::render(f, &mut app)).is_err()
         {
             break;
         }

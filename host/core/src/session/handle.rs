@@ -1,0 +1,417 @@
+//! The one way into a running session: [`open`] loads the manifest and the
+//! plugins, picks the provider, opens or resumes the log, and returns a
+//! [`Session`] — a submission sender and an event receiver around a task
+//! that runs the loop. Every front-end (the terminal, `run --json`, a UI)
+//! goes through it.
+
+use super::open::{choose_provider, find_session, sessions_dir};
+use crate::agent::{Agent, AgentOptions, Approver, Backlog, NoApprover, OpApprover, YesApprover};
+use crate::log::SessionLog;
+use crate::manifest::Manifest;
+use crate::protocol::{Event, Mode, Op, StopReason};
+use crate::runtime::RuntimeOptions;
+use std::collections::VecDeque;
+use std::path::PathBuf;
+use std::sync::Arc;
+use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
+use tokio_util::sync::CancellationToken;
+
+/// Which session to reopen.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Resume {
+    /// The most recent session of the workspace.
+    Last,
+    /// The session whose id starts with this.
+    Id(String),
+}
+
+/// Who answers calls the permission policy puts to the user.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Approvals {
+    /// Nobody: each becomes a denial the model can read (non-interactive runs).
+    #[default]
+    Refuse,
+    /// Every one is approved (`--yes`); deny rules and read-only mode still hold.
+    Approve,
+    /// The front-end: an [`Event::ApprovalRequested`] for each, answered with
+    /// [`Op::Approval`].
+    FrontEnd,
+}
+
+/// What a session is opened with. Unset fields come from the manifest.
+#[derive(Debug, Clone, Default)]
+pub struct SessionConfig {
+    /// The workspace root.
+    pub workspace: PathBuf,
+    /// The directory the user is in (for `AGENTS.md` discovery); default the
+    /// process's current directory.
+    pub cwd: Option<PathBuf>,
+    /// Reopen this session instead of starting one.
+    pub resume: Option<Resume>,
+    /// The provider plugin; default `[agent] provider`, the logged provider
+    /// on resume, else the first built-in provider whose key is set.
+    pub provider: Option<String>,
+    /// The model.
+    pub model: Option<String>,
+    /// Provider round trips per turn.
+    pub max_iterations: Option<u32>,
+    /// The permission mode.
+    pub mode: Option<Mode>,
+    /// Who answers approvals.
+    pub approvals: Approvals,
+    /// Keep the provider's answers for a cassette ([`Finished::recorded`]).
+    pub record: bool,
+    /// Settings of the runtime; default [`RuntimeOptions::user`].
+    pub runtime: Option<RuntimeOptions>,
+    /// A manifest already loaded; default: [`crate::manifest::load`] of the
+    /// workspace (the user's layers, the project's if trusted, the defaults).
+    pub manifest: Option<Manifest>,
+    /// Where the workspace's session logs are; default: under the user's
+    /// data directory ([`sessions_dir`]).
+    pub sessions_dir: Option<PathBuf>,
+}
+
+/// How a session ended.
+#[derive(Debug)]
+pub struct Finished {
+    /// The stop reason of the last turn, if a turn ran.
+    pub last_stop: Option<StopReason>,
+    /// The provider's answers, when recording.
+    pub recorded: Vec<corral_sdk::cassette::Turn>,
+}
+
+/// An open session: submit [`Op`]s, read [`Event`]s. Dropping the handle
+/// ends the session after the running turn is interrupted.
+pub struct Session {
+    id: String,
+    log_path: PathBuf,
+    resumed_messages: Option<usize>,
+    ops: UnboundedSender<Op>,
+    events: UnboundedReceiver<Event>,
+    /// Room for deltas, given back as [`Session::next_event`] takes them.
+    backlog: BacklogGuard,
+    task: tokio::task::JoinHandle<anyhow::Result<Finished>>,
+}
+
+/// Closes the backlog when the receiving end goes, so that a turn still
+/// streaming does not wait for room nobody will give back.
+#[derive(Debug)]
+struct BacklogGuard(Backlog);
+
+impl Drop for BacklogGuard {
+    fn drop(&mut self) {
+        self.0.close();
+    }
+}
+
+impl std::fmt::Debug for Session {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Session")
+            .field("id", &self.id)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Opens (or, with [`SessionConfig::resume`], reopens) a session and starts
+/// its task. The error is a message for the user: what failed and what to do.
+pub async fn open(config: SessionConfig) -> Result<Session, String> {
+    let dir = || match &config.sessions_dir {
+        Some(d) => Ok(d.clone()),
+        None => sessions_dir(&config.workspace),
+    };
+    let resume_path = match &config.resume {
+        Some(which) => {
+            let dir = dir()?;
+            let id = match which {
+                Resume::Last => None,
+                Resume::Id(id) => Some(id.as_str()),
+            };
+            Some(find_session(&dir, id)?)
+        }
+        None => None,
+    };
+    let manifest = crate::load::manifest(&config.workspace, config.manifest.clone())?;
+    // git runs while the plugins load; the first prompt waits for it.
+    let git_status = crate::context::GitStatus::start(&manifest.workspace);
+    let loaded = crate::load::plugins(manifest, config.runtime.clone()).await?;
+    let hooks = loaded.hooks().await?;
+    let crate::load::Loaded {
+        manifest,
+        runtime,
+        plugins,
+    } = loaded;
+
+    let mut policy = manifest.policy.clone();
+    if let Some(mode) = config.mode {
+        policy.mode = mode;
+    }
+    let op_approver = OpApprover::default();
+    let approver: Arc<dyn Approver> = match config.approvals {
+        Approvals::Refuse => Arc::new(NoApprover),
+        Approvals::Approve => Arc::new(YesApprover),
+        Approvals::FrontEnd => Arc::new(op_approver.clone()),
+    };
+    let backlog = Backlog::default();
+    let options = AgentOptions {
+        hooks: Arc::new(hooks),
+        policy,
+        approver,
+        model: config
+            .model
+            .clone()
+            .or_else(|| manifest.agent.model.clone())
+            .unwrap_or_default(),
+        max_iterations: config
+            .max_iterations
+            .or(manifest.agent.max_iterations)
+            .unwrap_or(50),
+        max_tokens: manifest.agent.max_tokens,
+        temperature: manifest.agent.temperature,
+        cwd: config
+            .cwd
+            .clone()
+            .unwrap_or_else(|| std::env::current_dir().unwrap_or_default()),
+        record: config.record,
+        guard: manifest.guard.clone(),
+        subagents: crate::agent::SubagentOptions {
+            env: Some(crate::agent::SubagentEnv {
+                runtime: runtime.clone(),
+                manifest: manifest.clone(),
+            }),
+            ..crate::agent::SubagentOptions::new(
+                manifest.agent.max_subagent_depth.unwrap_or(1),
+                manifest.agent.max_parallel_subagents.unwrap_or(4) as usize,
+                manifest.agent.subagent_max_iterations.unwrap_or(20),
+            )
+        },
+        compact_at: manifest
+            .agent
+            .compact_at
+            .unwrap_or(crate::agent::DEFAULT_COMPACT_AT),
+        models: manifest.agent.models.clone(),
+        backlog: Some(backlog.clone()),
+        git_status: Some(git_status),
+        ..AgentOptions::default()
+    };
+
+    let (agent, resumed_messages) = match resume_path {
+        Some(path) => {
+            let (log, records) = SessionLog::open(&path)
+                .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+            let logged_provider = records.iter().find_map(|r| match &r.event {
+                Event::SessionStarted { provider, .. } => Some(provider.clone()),
+                _ => None,
+            });
+            let wanted = config.provider.clone().or(logged_provider);
+            let provider = choose_provider(&manifest, &plugins, wanted.as_deref())?;
+            let agent = Agent::resume(
+                plugins,
+                provider,
+                options,
+                manifest.workspace.clone(),
+                log,
+                &records,
+            )
+            .map_err(|e| format!("{e:#}"))?;
+            let n = agent.history().len();
+            (agent, Some(n))
+        }
+        None => {
+            let provider = choose_provider(&manifest, &plugins, config.provider.as_deref())?;
+            let dir = dir()?;
+            let log = SessionLog::create(&dir)
+                .map_err(|e| format!("cannot create the session log in {}: {e}", dir.display()))?;
+            let agent = Agent::new(plugins, provider, options, manifest.workspace.clone(), log)
+                .map_err(|e| format!("{e:#}"))?;
+            (agent, None)
+        }
+    };
+    let id = agent.session_id().to_owned();
+    let log_path = agent.log_path();
+    let (ops_tx, ops_rx) = unbounded_channel();
+    let (events_tx, events_rx) = unbounded_channel();
+    // What the front-end is shown as done is on disk first; the loop does
+    // not wait for it.
+    let (agent_tx, agent_rx) = unbounded_channel();
+    tokio::spawn(crate::log::acknowledge(
+        agent_rx,
+        events_tx,
+        agent.durability(),
+    ));
+    let task = tokio::spawn(drive(agent, op_approver, ops_rx, agent_tx));
+    Ok(Session {
+        id,
+        log_path,
+        resumed_messages,
+        ops: ops_tx,
+        events: events_rx,
+        backlog: BacklogGuard(backlog),
+        task,
+    })
+}
+
+impl Session {
+    /// The session id.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// The session log's path.
+    pub fn log_path(&self) -> &std::path::Path {
+        &self.log_path
+    }
+
+    /// For a resumed session, the messages of its history.
+    pub fn resumed_messages(&self) -> Option<usize> {
+        self.resumed_messages
+    }
+
+    /// Submits an op. `false` when the session has ended.
+    pub fn submit(&self, op: Op) -> bool {
+        self.ops.send(op).is_ok()
+    }
+
+    /// A sender for ops, for another task (a key handler, a stdin reader).
+    pub fn sender(&self) -> UnboundedSender<Op> {
+        self.ops.clone()
+    }
+
+    /// The next event; `None` once the session has ended.
+    pub async fn next_event(&mut self) -> Option<Event> {
+        let event = self.events.recv().await;
+        if let Some(e) = &event {
+            self.backlog.0.release(e);
+        }
+        event
+    }
+
+    /// The next event if one is waiting, without waiting for one: a
+    /// front-end takes everything queued before it draws a frame.
+    pub fn try_next_event(&mut self) -> Option<Event> {
+        let event = self.events.try_recv().ok();
+        if let Some(e) = &event {
+            self.backlog.0.release(e);
+        }
+        event
+    }
+
+    /// Waits for the session to end (submit [`Op::Shutdown`] first, or drop
+    /// every sender) and says how it ended. `Err` when the session log could
+    /// not be written.
+    pub async fn finish(self) -> anyhow::Result<Finished> {
+        drop(self.ops);
+        drop(self.events);
+        drop(self.backlog);
+        self.task.await?
+    }
+}
+
+/// The session's task: runs turns one at a time; while one runs, routes
+/// interrupts and approval answers to it and queues the rest.
+async fn drive(
+    mut agent: Agent,
+    approvals: OpApprover,
+    mut ops: UnboundedReceiver<Op>,
+    ui: UnboundedSender<Event>,
+) -> anyhow::Result<Finished> {
+    let mut queue: VecDeque<Op> = VecDeque::new();
+    let mut last_stop = None;
+    loop {
+        let op = match queue.pop_front() {
+            Some(op) => op,
+            None => match ops.recv().await {
+                Some(op) => op,
+                None => break,
+            },
+        };
+        let prompt = match op {
+            Op::UserTurn { text } => Some(text),
+            Op::Continue => None,
+            Op::Shutdown => break,
+            Op::Interrupt => continue,
+            Op::Approval { call_id, .. } => {
+                let _ = ui.send(Event::Error {
+                    message: format!("no approval is pending for the call `{call_id}`"),
+                });
+                continue;
+            }
+            Op::SetMode { mode } => {
+                agent.set_mode(mode, &ui)?;
+                continue;
+            }
+            Op::SetModel { model } => {
+                agent.set_model(model, &ui)?;
+                continue;
+            }
+            Op::SetProvider { provider } => {
+                let found = agent
+                    .plugins()
+                    .plugins()
+                    .iter()
+                    .find(|p| p.decl().name == provider && p.is_provider())
+                    .cloned();
+                match found {
+                    Some(p) => agent.set_provider(p, &ui)?,
+                    None => {
+                        let _ = ui.send(Event::Error {
+                            message: format!(
+                                "there is no provider plugin `{provider}`; the provider is unchanged"
+                            ),
+                        });
+                    }
+                }
+                continue;
+            }
+            Op::Compact => {
+                agent.compact_now(&ui).await?;
+                continue;
+            }
+        };
+        let cancel = CancellationToken::new();
+        let mut shutdown = false;
+        let result = {
+            let turn = agent.run(prompt.as_deref(), &ui, &cancel);
+            tokio::pin!(turn);
+            loop {
+                tokio::select! {
+                    r = &mut turn => break r,
+                    op = ops.recv(), if !shutdown => match op {
+                        Some(Op::Interrupt) => cancel.cancel(),
+                        Some(Op::Approval { call_id, answer }) => {
+                            if let Err(message) = approvals.answer(&call_id, answer) {
+                                let _ = ui.send(Event::Error { message });
+                            }
+                        }
+                        Some(Op::Shutdown) | None => {
+                            shutdown = true;
+                            cancel.cancel();
+                        }
+                        Some(other) => queue.push_back(other),
+                    },
+                }
+            }
+        };
+        match result {
+            Ok(stop) => last_stop = Some(stop),
+            Err(e) => {
+                let _ = ui.send(Event::Error {
+                    message: format!("{e:#}"),
+                });
+                return Err(e);
+            }
+        }
+        if shutdown {
+            break;
+        }
+    }
+    if let Err(e) = agent.end(&ui).await {
+        let _ = ui.send(Event::Error {
+            message: format!("{e:#}"),
+        });
+    }
+    let _ = ui.send(Event::ShutdownComplete);
+    Ok(Finished {
+        last_stop,
+        recorded: agent.recorded().to_vec(),
+    })
+}

@@ -1,0 +1,113 @@
+//! Files the host reads for itself: plugin components, manifests and
+//! `AGENTS.md`. Each is opened non-blocking and read only when it is a
+//! regular file, up to a size cap, so a FIFO cannot hang a command and a
+//! device such as `/dev/zero` cannot make it allocate without bound.
+
+use std::io::Read as _;
+use std::os::unix::fs::OpenOptionsExt as _;
+use std::path::Path;
+
+/// Why a file was not read.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    /// Opening or reading failed.
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+    /// It is not a regular file.
+    #[error("it is {0}, not a regular file")]
+    NotRegular(&'static str),
+    /// It is larger than the cap.
+    #[error("it is larger than the limit of {} MiB", .0 >> 20)]
+    TooLarge(u64),
+}
+
+impl ReadError {
+    /// Whether the file does not exist.
+    pub fn is_not_found(&self) -> bool {
+        matches!(self, ReadError::Io(e) if e.kind() == std::io::ErrorKind::NotFound)
+    }
+}
+
+/// Flags for every file the host opens to read: a FIFO opens at once
+/// instead of waiting for a writer, and a terminal never becomes ours.
+pub const OPEN_FLAGS: i32 = libc::O_NONBLOCK | libc::O_NOCTTY;
+
+/// Reads `path` if it is a regular file of at most `max` bytes.
+pub fn read_regular(path: &Path, max: u64) -> Result<Vec<u8>, ReadError> {
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(OPEN_FLAGS)
+        .open(path)?;
+    read_open(file, max)
+}
+
+/// Reads an already opened file if it is a regular file of at most `max`
+/// bytes.
+pub fn read_open(file: std::fs::File, max: u64) -> Result<Vec<u8>, ReadError> {
+    let meta = file.metadata()?;
+    let kind = kind(&meta.file_type());
+    if let Some(kind) = kind {
+        return Err(ReadError::NotRegular(kind));
+    }
+    if meta.len() > max {
+        return Err(ReadError::TooLarge(max));
+    }
+    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
+    // It may have grown since: one byte past the cap tells.
+    file.take(max.saturating_add(1)).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > max {
+        return Err(ReadError::TooLarge(max));
+    }
+    Ok(bytes)
+}
+
+/// What a file that is not regular is, for messages; `None` for a regular
+/// file.
+pub fn kind(ft: &std::fs::FileType) -> Option<&'static str> {
+    use std::os::unix::fs::FileTypeExt as _;
+    Some(if ft.is_file() {
+        return None;
+    } else if ft.is_dir() {
+        "a directory"
+    } else if ft.is_fifo() {
+        "a FIFO (named pipe)"
+    } else if ft.is_socket() {
+        "a socket"
+    } else if ft.is_char_device() {
+        "a character device"
+    } else if ft.is_block_device() {
+        "a block device"
+    } else {
+        "not a regular file"
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_regular_files_within_the_cap_are_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("a.txt");
+        std::fs::write(&file, "12345").unwrap();
+        assert_eq!(read_regular(&file, 5).unwrap(), b"12345");
+        assert!(matches!(
+            read_regular(&file, 4),
+            Err(ReadError::TooLarge(4))
+        ));
+        assert!(matches!(
+            read_regular(dir.path(), 4),
+            Err(ReadError::NotRegular("a directory"))
+        ));
+        assert!(matches!(
+            read_regular(Path::new("/dev/zero"), 4),
+            Err(ReadError::NotRegular("a character device"))
+        ));
+        assert!(
+            read_regular(&dir.path().join("missing"), 4)
+                .unwrap_err()
+                .is_not_found()
+        );
+    }
+}

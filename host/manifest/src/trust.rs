@@ -1,0 +1,399 @@
+//! Project trust. A project's `corral.toml` comes with the code, so a
+//! cloned repository could add plugins, grants or allow rules. It takes
+//! effect only after the user runs `corral trust`, which records the file's
+//! SHA-256 (and a copy, to show what changed next time); a changed file is
+//! untrusted again until reviewed.
+//!
+//! Trust also covers the code: for every plugin of the project manifest
+//! whose `.wasm` file has no `sha256` pin, `corral trust` records the
+//! SHA-256 of the file it showed, and a load refuses that plugin once the
+//! file differs, until `corral trust` approves the new one. The runtime
+//! compares the hash of the very bytes it compiles ([`read_plugin_file`]
+//! reads a file once), so a file swapped after the check never runs.
+
+use crate::{Manifest, PluginDecl, Source};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// Where trust decisions live: `$XDG_DATA_HOME/corral/trust`.
+pub fn store_dir() -> Option<PathBuf> {
+    dirs::data_dir().map(|d| d.join("corral").join("trust"))
+}
+
+#[derive(Default, Serialize, Deserialize)]
+struct Index {
+    /// Canonical manifest path → what was trusted.
+    trusted: BTreeMap<String, Record>,
+}
+
+/// One trust decision.
+#[derive(Serialize, Deserialize)]
+#[serde(untagged)]
+enum Record {
+    /// The manifest and the plugin files it named.
+    Full {
+        /// SHA-256 of the trusted manifest text.
+        manifest: String,
+        /// Plugin name → its file as approved.
+        #[serde(default)]
+        plugins: BTreeMap<String, PluginFile>,
+    },
+    /// Written before plugin files were recorded: it approves no file, so a
+    /// manifest that names unpinned files must be trusted again.
+    ManifestOnly(String),
+}
+
+impl Record {
+    fn manifest_hash(&self) -> &str {
+        match self {
+            Record::Full { manifest, .. } | Record::ManifestOnly(manifest) => manifest,
+        }
+    }
+}
+
+/// What trusting a project manifest approved of one plugin file it names.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PluginFile {
+    /// The file, as the manifest's `source` resolved when it was trusted
+    /// (shown in messages; the check is by content).
+    pub path: String,
+    /// Its SHA-256 when trusted; `None` when it could not be read then, which
+    /// approves nothing.
+    pub sha256: Option<String>,
+}
+
+/// Largest plugin file corral reads (the biggest real components, built
+/// from Python or JavaScript, are under 20 MiB).
+pub const MAX_PLUGIN_FILE: u64 = 256 << 20;
+
+/// The trust state of one project manifest.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Status {
+    /// Trusted as it is.
+    Trusted,
+    /// Never trusted.
+    New,
+    /// Trusted once, changed since; the trusted text is given when kept.
+    Changed {
+        /// The text that was trusted.
+        previous: Option<String>,
+    },
+}
+
+/// Hex SHA-256 of a manifest's text.
+pub fn hash(text: &str) -> String {
+    hex::encode(Sha256::digest(text.as_bytes()))
+}
+
+fn index_path(dir: &Path) -> PathBuf {
+    dir.join("index.json")
+}
+
+fn read_index(dir: &Path) -> Index {
+    std::fs::read(index_path(dir))
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or_default()
+}
+
+/// Whether `text`, read from `manifest`, is trusted.
+pub fn status(dir: &Path, manifest: &Path, text: &str) -> Status {
+    let key = manifest.display().to_string();
+    match read_index(dir).trusted.get(&key).map(Record::manifest_hash) {
+        Some(h) if *h == hash(text) => Status::Trusted,
+        Some(h) => Status::Changed {
+            previous: std::fs::read_to_string(dir.join(format!("{h}.toml"))).ok(),
+        },
+        None => Status::New,
+    }
+}
+
+/// The plugin files approved with `text` of `manifest`, by plugin name, or
+/// `None` when that text is not trusted.
+pub fn recorded_files(
+    dir: &Path,
+    manifest: &Path,
+    text: &str,
+) -> Option<BTreeMap<String, PluginFile>> {
+    let key = manifest.display().to_string();
+    let index = read_index(dir);
+    let record = index.trusted.get(&key)?;
+    if record.manifest_hash() != hash(text) {
+        return None;
+    }
+    Some(match record {
+        Record::Full { plugins, .. } => plugins.clone(),
+        Record::ManifestOnly(_) => BTreeMap::new(),
+    })
+}
+
+/// Records `text` of `manifest` as trusted, with the plugin files it names
+/// as they were reviewed.
+pub fn trust(
+    dir: &Path,
+    manifest: &Path,
+    text: &str,
+    plugins: &BTreeMap<String, PluginFile>,
+) -> std::io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)?;
+    let h = hash(text);
+    std::fs::write(dir.join(format!("{h}.toml")), text)?;
+    let mut index = read_index(dir);
+    index.trusted.insert(
+        manifest.display().to_string(),
+        Record::Full {
+            manifest: h,
+            plugins: plugins.clone(),
+        },
+    );
+    let tmp = index_path(dir).with_extension("tmp");
+    std::fs::write(
+        &tmp,
+        serde_json::to_vec_pretty(&index).map_err(std::io::Error::other)?,
+    )?;
+    std::fs::rename(tmp, index_path(dir))
+}
+
+/// Reads a plugin's component file whole, once: what is hashed is what is
+/// compiled. Refuses anything but a regular file (a FIFO or a device would
+/// block or never end) and files over [`MAX_PLUGIN_FILE`]. A symlink is
+/// followed; its target's content is what gets checked.
+pub fn read_plugin_file(path: &Path) -> std::io::Result<Vec<u8>> {
+    crate::fsread::read_regular(path, MAX_PLUGIN_FILE).map_err(|e| match e {
+        crate::fsread::ReadError::Io(e) => e,
+        other => std::io::Error::new(std::io::ErrorKind::InvalidInput, other.to_string()),
+    })
+}
+
+/// Hex SHA-256 of a component's bytes.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    hex::encode(Sha256::digest(bytes))
+}
+
+/// One plugin file of a project manifest, as `corral trust` shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reviewed {
+    /// The plugin's name.
+    pub plugin: String,
+    /// The file its `source` names.
+    pub path: PathBuf,
+    /// Where the path leads when that differs from `path` (a symlink, `..`).
+    pub resolved: Option<PathBuf>,
+    /// The file is outside the workspace.
+    pub outside_workspace: bool,
+    /// Its content, as far as trust is concerned.
+    pub state: FileState,
+}
+
+/// What trusting a manifest does about one plugin file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FileState {
+    /// The manifest pins it with `sha256 = "…"`; trusting the text covers it.
+    Pinned(String),
+    /// Its SHA-256 now, which trusting records.
+    Hashed(String),
+    /// It cannot be read now; trusting approves no content for it.
+    Unreadable(String),
+}
+
+impl Reviewed {
+    /// What trusting records for this file, `None` for a pinned one.
+    pub fn record(&self) -> Option<PluginFile> {
+        let sha256 = match &self.state {
+            FileState::Pinned(_) => return None,
+            FileState::Hashed(h) => Some(h.clone()),
+            FileState::Unreadable(_) => None,
+        };
+        Some(PluginFile {
+            path: self.path.display().to_string(),
+            sha256,
+        })
+    }
+}
+
+/// The `.wasm` file of `decl` and its `sha256` pin, when `decl` was declared
+/// in the project manifest named `project` and loads one.
+fn from_project<'a>(decl: &'a PluginDecl, project: &str) -> Option<(&'a Path, Option<&'a str>)> {
+    match &decl.source {
+        Source::File { path, sha256 } if decl.origin.file == project => {
+            Some((path.as_path(), sha256.as_deref()))
+        }
+        _ => None,
+    }
+}
+
+/// The plugin files that the project manifest named `project` brings into
+/// `manifest`, each read and hashed now, for review.
+pub fn review_files(manifest: &Manifest, project: &str) -> Vec<Reviewed> {
+    let mut out = Vec::new();
+    for decl in &manifest.plugins {
+        let Some((path, pin)) = from_project(decl, project) else {
+            continue;
+        };
+        let canonical = path.canonicalize().ok();
+        let state = match pin {
+            Some(pin) => FileState::Pinned(pin.to_owned()),
+            None => match read_plugin_file(path) {
+                Ok(bytes) => FileState::Hashed(sha256_hex(&bytes)),
+                Err(e) => FileState::Unreadable(e.to_string()),
+            },
+        };
+        let absolute = if path.is_absolute() {
+            path.to_path_buf()
+        } else {
+            std::env::current_dir().unwrap_or_default().join(path)
+        };
+        out.push(Reviewed {
+            plugin: decl.name.clone(),
+            path: path.to_path_buf(),
+            outside_workspace: canonical
+                .as_deref()
+                .is_some_and(|c| !c.starts_with(&manifest.workspace)),
+            resolved: canonical.filter(|c| *c != absolute),
+            state,
+        });
+    }
+    out
+}
+
+/// Binds every unpinned plugin file of the trusted project manifest
+/// `project` (its path and its text) to what trusting it approved, so the
+/// runtime refuses a file that changed since. A file the record does not
+/// cover is bound to no content, which the runtime refuses too.
+pub fn bind(manifest: &mut Manifest, project: &Path, text: &str) {
+    let name = project.display().to_string();
+    let canonical = project
+        .canonicalize()
+        .unwrap_or_else(|_| project.to_path_buf());
+    let recorded = store_dir()
+        .and_then(|dir| recorded_files(&dir, &canonical, text))
+        .unwrap_or_default();
+    let mut bound = BTreeMap::new();
+    for decl in &manifest.plugins {
+        let Some((path, None)) = from_project(decl, &name) else {
+            continue;
+        };
+        let file = recorded.get(&decl.name).cloned().unwrap_or(PluginFile {
+            path: path.display().to_string(),
+            sha256: None,
+        });
+        bound.insert(decl.name.clone(), file);
+    }
+    manifest.trusted_files = bound;
+}
+
+/// Checks the SHA-256 of the bytes about to be compiled for `decl` against
+/// what trusting its manifest approved; the error names the plugin, both
+/// hashes and the fix.
+pub fn check_file(decl: &PluginDecl, manifest: &Manifest, sha256: &str) -> Result<(), String> {
+    let Some(approved) = manifest.trusted_files.get(&decl.name) else {
+        return Ok(());
+    };
+    let file = decl.source.to_string();
+    match &approved.sha256 {
+        Some(h) if h == sha256 => Ok(()),
+        Some(h) => Err(format!(
+            "plugin `{}` ({}): {file} changed since you trusted {}: its sha256 was {h} and is now \
+             {sha256}. Check where the new file came from, then run `corral trust` to review and \
+             approve it (or pin it with `sha256`)",
+            decl.name, decl.origin, decl.origin.file
+        )),
+        None => Err(format!(
+            "plugin `{}` ({}): {file} (sha256 {sha256}) was not approved when you trusted {} \
+             (it could not be read then, or was trusted by an older corral); run `corral trust` \
+             to review and approve it",
+            decl.name, decl.origin, decl.origin.file
+        )),
+    }
+}
+
+/// A line diff of two manifests, for review (`-` removed, `+` added).
+pub fn diff(old: &str, new: &str) -> String {
+    let mut out = String::new();
+    for change in similar::TextDiff::from_lines(old, new).iter_all_changes() {
+        let sign = match change.tag() {
+            similar::ChangeTag::Equal => ' ',
+            similar::ChangeTag::Delete => '-',
+            similar::ChangeTag::Insert => '+',
+        };
+        out.push(sign);
+        out.push(' ');
+        out.push_str(change.value().trim_end_matches('\n'));
+        out.push('\n');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn trust_is_by_content() {
+        let dir = tempfile::tempdir().unwrap();
+        let m = Path::new("/p/corral.toml");
+        assert_eq!(status(dir.path(), m, "a = 1\n"), Status::New);
+        trust(dir.path(), m, "a = 1\n", &BTreeMap::new()).unwrap();
+        assert_eq!(status(dir.path(), m, "a = 1\n"), Status::Trusted);
+        assert_eq!(
+            status(dir.path(), m, "a = 2\n"),
+            Status::Changed {
+                previous: Some("a = 1\n".into())
+            }
+        );
+        assert_eq!(
+            recorded_files(dir.path(), m, "a = 1\n"),
+            Some(BTreeMap::new())
+        );
+        assert_eq!(recorded_files(dir.path(), m, "a = 2\n"), None);
+        assert_eq!(
+            diff("a = 1\nb = 2\n", "a = 1\nb = 3\nc = 4\n"),
+            "  a = 1\n- b = 2\n+ b = 3\n+ c = 4\n"
+        );
+    }
+
+    #[test]
+    fn plugin_files_are_recorded_with_the_manifest() {
+        let dir = tempfile::tempdir().unwrap();
+        let m = Path::new("/p/corral.toml");
+        let files = BTreeMap::from([(
+            "wc".to_owned(),
+            PluginFile {
+                path: "/p/wc.wasm".into(),
+                sha256: Some("ab".repeat(32)),
+            },
+        )]);
+        trust(dir.path(), m, "x = 1\n", &files).unwrap();
+        assert_eq!(recorded_files(dir.path(), m, "x = 1\n"), Some(files));
+        // An index written before plugin files were recorded still reads.
+        std::fs::write(
+            dir.path().join("index.json"),
+            format!(
+                r#"{{"trusted":{{"/p/corral.toml":"{}"}}}}"#,
+                hash("x = 1\n")
+            ),
+        )
+        .unwrap();
+        assert_eq!(status(dir.path(), m, "x = 1\n"), Status::Trusted);
+        assert_eq!(
+            recorded_files(dir.path(), m, "x = 1\n"),
+            Some(BTreeMap::new())
+        );
+    }
+
+    #[test]
+    fn only_regular_files_are_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let err = read_plugin_file(dir.path()).unwrap_err();
+        assert_eq!(err.to_string(), "it is a directory, not a regular file");
+        let file = dir.path().join("x.wasm");
+        std::fs::write(&file, b"\0asm").unwrap();
+        assert_eq!(read_plugin_file(&file).unwrap(), b"\0asm");
+    }
+}

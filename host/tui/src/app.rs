@@ -1,0 +1,965 @@
+//! The UI's state: the transcript, the prompt editor, the approval modal
+//! and pickers, and the status figures; events in, actions out.
+
+use super::cards::{ToolCard, ToolState};
+use super::input::Input;
+use super::text::clean;
+use crate::protocol::{
+    ApprovalAnswer, ApprovalRequest, Event, Mode, Op, StopReason, ToolCall, window_assumed,
+};
+use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
+use ratatui::text::Line;
+use std::collections::{HashMap, HashSet, VecDeque};
+
+/// Keys that reach an approval modal sooner than this after it opened are
+/// dropped: they were typed for something else.
+pub(crate) const MODAL_GUARD_MS: u64 = 300;
+
+/// The slash commands, with what each does.
+pub const SLASH_COMMANDS: &[(&str, &str)] = &[
+    ("/help", "keys and commands"),
+    ("/new", "start a new session"),
+    ("/sessions", "pick a session of this workspace to open"),
+    ("/model", "NAME: use another model from the next request"),
+    ("/provider", "NAME: use another provider plugin"),
+    ("/mode", "MODE: read-only, ask, auto-edit or full-auto"),
+    ("/tools", "list the tools"),
+    ("/plugins", "list the plugins"),
+    ("/diff", "show the workspace's git diff"),
+    ("/quit", "end the session and leave"),
+    ("/compact", "summarise the older turns to free context"),
+];
+
+/// What the front-end must do for the UI.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Action {
+    /// Submit this op to the session.
+    Submit(Op),
+    /// End the session and leave.
+    Quit,
+    /// Start a new session in the workspace.
+    NewSession,
+    /// List the sessions and call [`App::open_picker`].
+    ListSessions,
+    /// Open this session.
+    OpenSession(String),
+    /// Show the workspace's git diff ([`App::notice`]).
+    Diff,
+    /// Show the tools.
+    Tools,
+    /// Show the plugins.
+    Plugins,
+}
+
+/// A session offered by the picker.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Picked {
+    /// The session id.
+    pub id: String,
+    /// What the picker shows (date, first prompt…).
+    pub label: String,
+}
+
+/// What the user is waiting for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Working {
+    Idle,
+    Thinking,
+    Answering,
+    Tools,
+    Asking,
+}
+
+#[derive(Debug)]
+pub(crate) enum Body {
+    User(String),
+    Assistant(String),
+    Tools(Vec<ToolCard>),
+    Notice { text: String, error: bool },
+    Diff(String),
+}
+
+#[derive(Debug)]
+pub(crate) struct Entry {
+    pub(crate) body: Body,
+    /// Bumped on every change, so cached lines can tell they are stale.
+    pub(crate) version: u64,
+    /// Rendered lines: (width, version, expanded, lines).
+    pub(crate) cache: Option<(u16, u64, bool, Vec<Line<'static>>)>,
+    /// For an answer still streaming: its lines, rendered a block at a
+    /// time, so a frame's work does not grow with the answer.
+    pub(crate) live: Option<super::markdown::Streaming>,
+}
+
+impl Entry {
+    fn new(body: Body) -> Self {
+        Self {
+            body,
+            version: 0,
+            cache: None,
+            live: None,
+        }
+    }
+}
+
+/// The approval modal.
+#[derive(Debug)]
+pub(crate) struct Modal {
+    pub(crate) request: ApprovalRequest,
+    pub(crate) opened_ms: u64,
+    pub(crate) scroll: u16,
+    /// The reason being typed after `n`, when it is.
+    pub(crate) reason: Option<String>,
+    /// Set by the first frame that showed the call's last line: until then
+    /// `y` and `a` do nothing, since what is approved must have been seen.
+    pub(crate) seen_all: std::cell::Cell<bool>,
+    /// How far the call can scroll, as the last frame laid it out.
+    pub(crate) max_scroll: std::cell::Cell<u16>,
+    /// Whether `y` or `a` was pressed before the whole call was shown.
+    pub(crate) refused: bool,
+}
+
+impl Modal {
+    fn new(request: ApprovalRequest, opened_ms: u64) -> Self {
+        Self {
+            request,
+            opened_ms,
+            scroll: 0,
+            reason: None,
+            seen_all: std::cell::Cell::new(false),
+            max_scroll: std::cell::Cell::new(0),
+            refused: false,
+        }
+    }
+}
+
+/// The session picker.
+#[derive(Debug)]
+pub(crate) struct Picker {
+    pub(crate) items: Vec<Picked>,
+    pub(crate) selected: usize,
+}
+
+/// The whole UI state. See the [module docs](crate).
+#[derive(Debug)]
+pub struct App {
+    pub(crate) entries: Vec<Entry>,
+    /// Lines scrolled up from the bottom of the transcript.
+    pub(crate) scroll: usize,
+    /// While scrolled up: the topmost entry laid out in the last frame, the
+    /// lines from it to the end, and the width they were laid out at.
+    pub(crate) anchor: Option<(usize, usize, u16)>,
+    pub(crate) input: Input,
+    pub(crate) modal: Option<Modal>,
+    pub(crate) picker: Option<Picker>,
+    /// Completion choices for the word at the cursor, and the selected one.
+    pub(crate) completion: Vec<(String, String)>,
+    pub(crate) completion_sel: usize,
+    pub(crate) queued: VecDeque<String>,
+    pub(crate) expanded: bool,
+    /// Whether colours are shown (NO_COLOR turns them off).
+    pub color: bool,
+    pub(crate) now_ms: u64,
+    pub(crate) working: Working,
+    pub(crate) turn_running: bool,
+    pub(crate) session_id: String,
+    pub(crate) provider: String,
+    pub(crate) model: String,
+    pub(crate) mode: String,
+    pub(crate) tokens_in: u64,
+    pub(crate) tokens_out: u64,
+    pub(crate) last_in: u32,
+    pub(crate) last_out: u32,
+    /// The model's context window in tokens, when known.
+    pub context_window: Option<u64>,
+    /// Ctrl-C once on an idle, empty prompt arms quitting.
+    pub(crate) quit_armed: bool,
+    pub(crate) actions: Vec<Action>,
+    /// The assistant entry text deltas go to in this request.
+    streaming: Option<usize>,
+    /// Where each call's card is: (entry, card).
+    cards: HashMap<String, (usize, usize)>,
+    /// Calls of the last assistant message, by id.
+    pending_calls: HashMap<String, ToolCall>,
+    /// Tools whose only effect is reading (their calls are grouped).
+    read_only: HashSet<String>,
+    /// Which plugin provides each tool.
+    plugins: HashMap<String, String>,
+    /// Workspace files offered by `@` completion.
+    files: Vec<String>,
+    /// The request the last tool group belongs to.
+    request_seq: u64,
+    group_seq: u64,
+    replaying: bool,
+}
+
+impl App {
+    /// An empty UI for a session on `provider` in permission mode `mode`.
+    pub fn new(provider: &str, mode: &str) -> Self {
+        Self {
+            entries: Vec::new(),
+            scroll: 0,
+            anchor: None,
+            input: Input::default(),
+            modal: None,
+            picker: None,
+            completion: Vec::new(),
+            completion_sel: 0,
+            queued: VecDeque::new(),
+            expanded: false,
+            color: true,
+            now_ms: 0,
+            working: Working::Idle,
+            turn_running: false,
+            session_id: String::new(),
+            provider: provider.to_owned(),
+            model: String::new(),
+            mode: mode.to_owned(),
+            tokens_in: 0,
+            tokens_out: 0,
+            last_in: 0,
+            last_out: 0,
+            context_window: None,
+            quit_armed: false,
+            actions: Vec::new(),
+            streaming: None,
+            cards: HashMap::new(),
+            pending_calls: HashMap::new(),
+            read_only: HashSet::new(),
+            plugins: HashMap::new(),
+            files: Vec::new(),
+            request_seq: 0,
+            group_seq: 0,
+            replaying: false,
+        }
+    }
+
+    /// Tells the UI about the tools: `(name, plugin, read_only)`.
+    pub fn set_tools(&mut self, tools: impl IntoIterator<Item = (String, String, bool)>) {
+        for (name, plugin, read_only) in tools {
+            if read_only {
+                self.read_only.insert(name.clone());
+            }
+            self.plugins.insert(name, plugin);
+        }
+        // Cards drawn before the list arrived (a resumed transcript) get
+        // their plugin now.
+        for entry in &mut self.entries {
+            if let Body::Tools(cards) = &mut entry.body {
+                for card in cards.iter_mut().filter(|c| c.plugin.is_none()) {
+                    card.plugin = self.plugins.get(&card.call.name).cloned();
+                }
+                entry.version += 1;
+            }
+        }
+    }
+
+    /// The workspace files `@` completes to.
+    pub fn set_files(&mut self, files: Vec<String>) {
+        self.files = files;
+    }
+
+    /// Sets the app clock (milliseconds from any fixed start): spinners,
+    /// elapsed times and the modal's input guard read it.
+    pub fn set_clock(&mut self, now_ms: u64) {
+        self.now_ms = now_ms;
+    }
+
+    /// Whether the approval modal is open.
+    pub fn modal_open(&self) -> bool {
+        self.modal.is_some()
+    }
+
+    /// Whether something moves on screen with the clock.
+    pub fn is_animating(&self) -> bool {
+        self.working != Working::Idle
+    }
+
+    /// The actions asked for since the last call.
+    pub fn drain_actions(&mut self) -> Vec<Action> {
+        std::mem::take(&mut self.actions)
+    }
+
+    /// Adds a line of information (or an error) to the transcript.
+    pub fn notice(&mut self, text: &str, error: bool) {
+        self.push(Body::Notice {
+            text: text.to_owned(),
+            error,
+        });
+    }
+
+    /// Adds a unified diff (of the workspace) to the transcript, in colour.
+    pub fn diff(&mut self, diff: &str) {
+        self.push(Body::Diff(diff.to_owned()));
+    }
+
+    /// Opens the session picker on `items`.
+    pub fn open_picker(&mut self, items: Vec<Picked>) {
+        if items.is_empty() {
+            self.notice("this workspace has no other sessions", false);
+        } else {
+            let selected = items.len() - 1;
+            self.picker = Some(Picker { items, selected });
+        }
+    }
+
+    /// Applies an event from a session log: like [`App::apply`], but no
+    /// approval is put to the user.
+    pub fn replay(&mut self, event: &Event) {
+        self.replaying = true;
+        self.apply(event);
+        self.replaying = false;
+        self.working = Working::Idle;
+        self.turn_running = false;
+    }
+
+    fn push(&mut self, body: Body) -> usize {
+        self.entries.push(Entry::new(body));
+        self.entries.len() - 1
+    }
+
+    /// The streaming answer, if any, is over (a new request, or the turn
+    /// ended without one): it is rendered whole from now on.
+    fn end_stream(&mut self) {
+        if let Some(i) = self.streaming.take()
+            && let Some(e) = self.entries.get_mut(i)
+        {
+            e.live = None;
+            e.version += 1;
+        }
+    }
+
+    fn touch(&mut self, i: usize) {
+        if let Some(e) = self.entries.get_mut(i) {
+            e.version += 1;
+        }
+    }
+
+    fn card(&mut self, id: &str) -> Option<&mut ToolCard> {
+        let (e, c) = *self.cards.get(id)?;
+        self.entries[e].version += 1;
+        match &mut self.entries[e].body {
+            Body::Tools(cards) => cards.get_mut(c),
+            _ => None,
+        }
+    }
+
+    fn add_card(&mut self, call: ToolCall, state: ToolState) {
+        let read_only = self.read_only.contains(&call.name);
+        let plugin = self.plugins.get(&call.name).cloned();
+        let id = call.id.clone();
+        let card = ToolCard::new(call, plugin, state);
+        let last = self.entries.len().wrapping_sub(1);
+        let join = read_only
+            && self.group_seq == self.request_seq
+            && matches!(self.entries.last().map(|e| &e.body), Some(Body::Tools(cards))
+                if cards.iter().all(|c| self.read_only.contains(&c.call.name)));
+        if join {
+            if let Some(Body::Tools(cards)) = self.entries.last_mut().map(|e| &mut e.body) {
+                cards.push(card);
+                self.cards.insert(id, (last, cards.len() - 1));
+            }
+            self.touch(last);
+        } else {
+            let i = self.push(Body::Tools(vec![card]));
+            self.cards.insert(id, (i, 0));
+            self.group_seq = self.request_seq;
+        }
+    }
+
+    /// Applies one session event.
+    pub fn apply(&mut self, event: &Event) {
+        match event {
+            Event::SessionStarted {
+                session_id,
+                provider,
+                model,
+                ..
+            } => {
+                self.session_id = session_id.clone();
+                self.provider = provider.clone();
+                self.model = model.clone();
+            }
+            Event::SessionResumed { session_id, .. } => {
+                self.session_id = session_id.clone();
+                let text = format!("resumed session {session_id}");
+                // The log read on resume and the live session both report it.
+                let repeated = matches!(self.entries.last().map(|e| &e.body),
+                    Some(Body::Notice { text: t, .. }) if *t == text);
+                if !repeated {
+                    self.notice(&text, false);
+                }
+            }
+            Event::TurnBegin { .. } => {
+                self.turn_running = true;
+                self.working = Working::Thinking;
+            }
+            Event::UserMessage { text } => {
+                self.push(Body::User(text.clone()));
+                self.scroll = 0;
+            }
+            Event::RequestBegin { .. } => {
+                self.end_stream();
+                self.request_seq += 1;
+                self.working = Working::Thinking;
+            }
+            Event::TextDelta { text } => {
+                self.working = Working::Answering;
+                match self.streaming {
+                    Some(i) => {
+                        if let Body::Assistant(t) = &mut self.entries[i].body {
+                            t.push_str(text);
+                        }
+                        self.touch(i);
+                    }
+                    None => {
+                        let i = self.push(Body::Assistant(text.clone()));
+                        self.entries[i].live = Some(Default::default());
+                        self.streaming = Some(i);
+                    }
+                }
+            }
+            Event::ToolCallDelta { .. } => self.working = Working::Answering,
+            Event::RequestEnd { message, usage, .. } => {
+                match self.streaming.take() {
+                    Some(i) => {
+                        if let Body::Assistant(t) = &mut self.entries[i].body {
+                            t.clone_from(&message.text);
+                        }
+                        // Finished: rendered whole, once.
+                        self.entries[i].live = None;
+                        self.touch(i);
+                    }
+                    None if !message.text.trim().is_empty() => {
+                        self.push(Body::Assistant(message.text.clone()));
+                    }
+                    None => {}
+                }
+                for call in &message.tool_calls {
+                    self.pending_calls.insert(call.id.clone(), call.clone());
+                }
+                if !message.tool_calls.is_empty() {
+                    self.working = Working::Tools;
+                }
+                if let Some(u) = usage {
+                    self.last_in = u.input_tokens;
+                    self.last_out = u.output_tokens;
+                    self.tokens_in += u64::from(u.input_tokens);
+                    self.tokens_out += u64::from(u.output_tokens);
+                }
+            }
+            Event::ApprovalRequested(request) => {
+                if !self.cards.contains_key(&request.call.id) {
+                    self.add_card(request.call.clone(), ToolState::Asking);
+                }
+                if let Some(card) = self.card(&request.call.id) {
+                    card.state = ToolState::Asking;
+                    card.diff = request.preview.clone();
+                }
+                if !self.replaying {
+                    self.working = Working::Asking;
+                    self.modal = Some(Modal::new(request.clone(), self.now_ms));
+                }
+            }
+            Event::Permission {
+                call_id,
+                decision,
+                reason,
+                ..
+            } => {
+                if self
+                    .modal
+                    .as_ref()
+                    .is_some_and(|m| &m.request.call.id == call_id)
+                {
+                    self.modal = None;
+                    self.working = Working::Tools;
+                }
+                if !decision.runs() {
+                    if !self.cards.contains_key(call_id)
+                        && let Some(call) = self.pending_calls.get(call_id).cloned()
+                    {
+                        self.add_card(call, ToolState::Queued);
+                    }
+                    let reason = reason.clone();
+                    if let Some(card) = self.card(call_id) {
+                        card.state = ToolState::Denied { reason };
+                    }
+                } else if let Some(card) = self.card(call_id) {
+                    card.state = ToolState::Queued;
+                }
+            }
+            Event::ToolCallBegin { call } => {
+                self.working = Working::Tools;
+                let since_ms = self.now_ms;
+                if self.cards.contains_key(&call.id) {
+                    if let Some(card) = self.card(&call.id) {
+                        card.state = ToolState::Running { since_ms };
+                    }
+                } else {
+                    self.add_card(call.clone(), ToolState::Running { since_ms });
+                }
+            }
+            Event::ToolCallEnd {
+                call_id,
+                outcome,
+                duration_ms,
+                ..
+            } => {
+                if let Some(card) = self.card(call_id) {
+                    card.state = if outcome.is_error {
+                        ToolState::Failed {
+                            duration_ms: *duration_ms,
+                        }
+                    } else {
+                        ToolState::Done {
+                            duration_ms: *duration_ms,
+                        }
+                    };
+                    card.output = clean(&outcome.content);
+                    card.provenance = super::cards::provenance_marker(&outcome.labels);
+                    card.exit_code = outcome
+                        .data
+                        .as_ref()
+                        .and_then(|d| d.get("exit_code"))
+                        .and_then(serde_json::Value::as_i64);
+                    if let Some(diff) = outcome
+                        .data
+                        .as_ref()
+                        .and_then(|d| d.get("diff"))
+                        .and_then(serde_json::Value::as_str)
+                    {
+                        card.diff = Some(diff.to_owned());
+                    }
+                }
+            }
+            Event::ProviderFailed { error } => self.notice(&error.to_string(), true),
+            Event::Error { message } => self.notice(message, true),
+            Event::ModeChanged { mode } => {
+                self.mode = mode.to_string();
+                self.notice(&format!("mode: {mode}"), false);
+            }
+            Event::ModelChanged { model } => {
+                self.model = model.clone();
+                self.notice(&format!("model: {model}"), false);
+            }
+            Event::ProviderChanged { provider } => {
+                self.provider = provider.clone();
+                self.notice(&format!("provider: {provider}"), false);
+            }
+            Event::PlanUpdated { steps, .. } => {
+                let mut text = String::from("plan");
+                for step in steps {
+                    let mark = match step.status {
+                        crate::protocol::PlanStatus::Done => "✓",
+                        crate::protocol::PlanStatus::InProgress => "▸",
+                        crate::protocol::PlanStatus::Pending => "○",
+                    };
+                    text.push_str(&format!("\n  {mark} {}", clean(&step.step)));
+                }
+                self.notice(&text, false);
+            }
+            Event::SubagentStarted { .. } => {}
+            Event::Subagent { call_id, event, .. } => {
+                let line = match event.as_ref() {
+                    Event::ToolCallBegin { call } => Some(format!(
+                        "{} {}",
+                        call.name,
+                        super::cards::summary(&call.arguments)
+                    )),
+                    Event::Permission { decision, tool, .. } if !decision.runs() => {
+                        Some(format!("{tool}: denied"))
+                    }
+                    Event::Stop { reason, .. } => Some(format!("stopped: {}", reason.as_str())),
+                    _ => None,
+                };
+                if let Some(line) = line
+                    && let Some(card) = self.card(call_id)
+                {
+                    card.nested.push(clean(&line));
+                    let over = card.nested.len().saturating_sub(super::cards::NESTED_LINES);
+                    card.nested.drain(..over);
+                }
+            }
+            Event::Context { tokens, window, .. } => {
+                self.context_window = window.map(u64::from);
+                self.last_in = *tokens;
+            }
+            Event::Compacted {
+                replaced,
+                tokens_before,
+                tokens_after,
+                ..
+            } => self.notice(
+                &format!(
+                    "history compacted: {replaced} messages summarised (about {tokens_before} → {tokens_after} tokens)"
+                ),
+                false,
+            ),
+            Event::CompactionFailed { message } => self.notice(message, true),
+            Event::WindowAssumed { model, window } => {
+                self.notice(&window_assumed(model, *window), false);
+            }
+            Event::ShutdownComplete => {}
+            Event::Hook {
+                event,
+                plugin,
+                decision,
+                detail,
+                ..
+            } => {
+                if *decision != crate::protocol::HookDecision::Continue {
+                    let failed = *decision == crate::protocol::HookDecision::Failed;
+                    self.notice(
+                        &crate::protocol::summary(*event, plugin, *decision, detail),
+                        failed,
+                    );
+                }
+            }
+            Event::Stop { reason, message } => {
+                self.turn_running = false;
+                self.working = Working::Idle;
+                self.end_stream();
+                self.modal = None;
+                if *reason != StopReason::FinalAnswer {
+                    let why = message
+                        .as_deref()
+                        .map(|m| format!(": {m}"))
+                        .unwrap_or_default();
+                    self.notice(&format!("stopped: {}{why}", reason.as_str()), true);
+                }
+                if !self.replaying
+                    && let Some(next) = self.queued.pop_front()
+                {
+                    self.turn_running = true;
+                    self.working = Working::Thinking;
+                    self.actions
+                        .push(Action::Submit(Op::UserTurn { text: next }));
+                }
+            }
+        }
+    }
+
+    /// Scrolls the transcript by `lines` (positive = up, towards older).
+    pub fn scroll_by(&mut self, lines: i64) {
+        self.scroll = if lines >= 0 {
+            self.scroll.saturating_add(lines as usize)
+        } else {
+            self.scroll.saturating_sub(lines.unsigned_abs() as usize)
+        };
+    }
+
+    /// Handles a paste (bracketed paste from the terminal).
+    pub fn paste(&mut self, text: &str) {
+        if let Some(modal) = &mut self.modal {
+            if let Some(reason) = &mut modal.reason {
+                reason.push_str(&text.replace(['\n', '\r'], " "));
+            }
+            return;
+        }
+        self.input.paste(text);
+        self.update_completion();
+    }
+
+    /// Handles one key.
+    pub fn key(&mut self, key: KeyEvent) {
+        if key.kind == KeyEventKind::Release {
+            return;
+        }
+        let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+        if self.modal.is_some() {
+            self.modal_key(key);
+            return;
+        }
+        if let Some(picker) = &mut self.picker {
+            match key.code {
+                KeyCode::Up => picker.selected = picker.selected.saturating_sub(1),
+                KeyCode::Down => {
+                    picker.selected = (picker.selected + 1).min(picker.items.len() - 1)
+                }
+                KeyCode::Enter => {
+                    let id = picker.items[picker.selected].id.clone();
+                    self.picker = None;
+                    self.actions.push(Action::OpenSession(id));
+                }
+                KeyCode::Esc => self.picker = None,
+                KeyCode::Char('c') if ctrl => self.picker = None,
+                _ => {}
+            }
+            return;
+        }
+        if !(ctrl && key.code == KeyCode::Char('c')) {
+            self.quit_armed = false;
+        }
+        match key.code {
+            KeyCode::Char('c') if ctrl => {
+                if self.turn_running {
+                    self.actions.push(Action::Submit(Op::Interrupt));
+                    self.queued.clear();
+                } else if !self.input.is_empty() {
+                    self.input.clear();
+                } else if self.quit_armed {
+                    self.actions.push(Action::Quit);
+                } else {
+                    self.quit_armed = true;
+                }
+            }
+            KeyCode::Char('d') if ctrl => {
+                if self.input.is_empty() {
+                    self.actions.push(Action::Quit);
+                } else {
+                    self.input.delete();
+                }
+            }
+            KeyCode::Esc => {
+                if !self.completion.is_empty() {
+                    self.completion.clear();
+                } else if self.turn_running {
+                    self.actions.push(Action::Submit(Op::Interrupt));
+                    self.queued.clear();
+                }
+            }
+            KeyCode::Char('o') if ctrl => {
+                self.expanded = !self.expanded;
+            }
+            KeyCode::Char('j') if ctrl => self.input.insert('\n'),
+            KeyCode::Enter
+                if key
+                    .modifiers
+                    .intersects(KeyModifiers::SHIFT | KeyModifiers::ALT) =>
+            {
+                self.input.insert('\n')
+            }
+            KeyCode::Enter => {
+                if !self.completion.is_empty() && self.accept_completion() {
+                    return;
+                }
+                self.send();
+            }
+            KeyCode::Tab if !self.completion.is_empty() => {
+                self.accept_completion();
+            }
+            KeyCode::Char('w') if ctrl => self.input.delete_word(),
+            KeyCode::Char('u') if ctrl => self.input.clear(),
+            KeyCode::Char('a') if ctrl => self.input.home(),
+            KeyCode::Char('e') if ctrl => self.input.end(),
+            KeyCode::Char(c) if !ctrl => self.input.insert(c),
+            KeyCode::Backspace => self.input.backspace(),
+            KeyCode::Delete => self.input.delete(),
+            KeyCode::Left => self.input.left(),
+            KeyCode::Right => self.input.right(),
+            KeyCode::Up if !self.completion.is_empty() => {
+                self.completion_sel = self.completion_sel.saturating_sub(1);
+                return;
+            }
+            KeyCode::Down if !self.completion.is_empty() => {
+                self.completion_sel = (self.completion_sel + 1).min(self.completion.len() - 1);
+                return;
+            }
+            KeyCode::Up if self.input.on_first_line() => self.input.history_up(),
+            KeyCode::Down if self.input.on_last_line() => self.input.history_down(),
+            KeyCode::Up => self.input_line_move(-1),
+            KeyCode::Down => self.input_line_move(1),
+            KeyCode::PageUp => self.scroll_by(10),
+            KeyCode::PageDown => self.scroll_by(-10),
+            KeyCode::Home if ctrl || self.input.is_empty() => self.scroll = usize::MAX,
+            KeyCode::End if ctrl || self.input.is_empty() => self.scroll = 0,
+            KeyCode::Home => self.input.home(),
+            KeyCode::End => self.input.end(),
+            _ => {}
+        }
+        self.update_completion();
+    }
+
+    fn input_line_move(&mut self, dir: i32) {
+        if dir < 0 {
+            self.input.home();
+            self.input.left();
+        } else {
+            self.input.end();
+            self.input.right();
+        }
+    }
+
+    fn modal_key(&mut self, key: KeyEvent) {
+        let Some(modal) = &mut self.modal else {
+            return;
+        };
+        if self.now_ms.saturating_sub(modal.opened_ms) < MODAL_GUARD_MS {
+            return;
+        }
+        let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+        let call_id = modal.request.call.id.clone();
+        if let Some(reason) = &mut modal.reason {
+            match key.code {
+                KeyCode::Enter => {
+                    let reason = reason.trim().to_owned();
+                    let answer = ApprovalAnswer::Deny {
+                        reason: Some(if reason.is_empty() {
+                            "the user declined".to_owned()
+                        } else {
+                            format!("the user declined: {reason}")
+                        }),
+                    };
+                    self.answer(call_id, answer);
+                }
+                KeyCode::Esc => modal.reason = None,
+                KeyCode::Backspace => {
+                    reason.pop();
+                }
+                KeyCode::Char(c) if !ctrl => reason.push(c),
+                _ => {}
+            }
+            return;
+        }
+        // Scrolling stops at the last line, so `↑` answers at once after `↓`s.
+        let max = modal.max_scroll.get();
+        match key.code {
+            KeyCode::Char('y' | 'a') if !modal.seen_all.get() => modal.refused = true,
+            KeyCode::Char('y') => self.answer(call_id, ApprovalAnswer::Approve),
+            KeyCode::Char('a') => self.answer(call_id, ApprovalAnswer::ApproveForSession),
+            KeyCode::Char('n') => modal.reason = Some(String::new()),
+            KeyCode::Up | KeyCode::Char('k') => {
+                modal.scroll = modal.scroll.min(max).saturating_sub(1)
+            }
+            KeyCode::Down | KeyCode::Char('j') => {
+                modal.scroll = modal.scroll.saturating_add(1).min(max)
+            }
+            KeyCode::PageUp => modal.scroll = modal.scroll.min(max).saturating_sub(10),
+            KeyCode::PageDown => modal.scroll = modal.scroll.saturating_add(10).min(max),
+            KeyCode::Char('c') if ctrl => {
+                self.actions.push(Action::Submit(Op::Interrupt));
+            }
+            _ => {}
+        }
+    }
+
+    fn answer(&mut self, call_id: String, answer: ApprovalAnswer) {
+        self.modal = None;
+        self.working = Working::Tools;
+        self.actions
+            .push(Action::Submit(Op::Approval { call_id, answer }));
+    }
+
+    fn send(&mut self) {
+        let text = self.input.text.trim().to_owned();
+        if text.is_empty() {
+            return;
+        }
+        if text.starts_with('/') {
+            self.input.take();
+            self.slash(&text);
+            return;
+        }
+        let text = self.input.take();
+        self.scroll = 0;
+        if self.turn_running {
+            self.queued.push_back(text);
+        } else {
+            self.turn_running = true;
+            self.working = Working::Thinking;
+            self.actions.push(Action::Submit(Op::UserTurn { text }));
+        }
+    }
+
+    fn slash(&mut self, line: &str) {
+        let (cmd, arg) = line.split_once(' ').unwrap_or((line, ""));
+        let arg = arg.trim();
+        let action = match cmd {
+            "/help" => {
+                self.notice(&help(), false);
+                return;
+            }
+            "/quit" | "/exit" => Action::Quit,
+            "/new" => Action::NewSession,
+            "/sessions" => Action::ListSessions,
+            "/diff" => Action::Diff,
+            "/tools" => Action::Tools,
+            "/plugins" => Action::Plugins,
+            "/compact" => Action::Submit(Op::Compact),
+            "/model" => Action::Submit(Op::SetModel {
+                model: arg.to_owned(),
+            }),
+            "/provider" if !arg.is_empty() => Action::Submit(Op::SetProvider {
+                provider: arg.to_owned(),
+            }),
+            "/mode" => match arg.parse::<Mode>() {
+                Ok(mode) => Action::Submit(Op::SetMode { mode }),
+                Err(e) => {
+                    self.notice(&e, true);
+                    return;
+                }
+            },
+            _ => {
+                self.notice(
+                    &format!("unknown command `{cmd}`; /help lists them (with their arguments)"),
+                    true,
+                );
+                return;
+            }
+        };
+        self.actions.push(action);
+    }
+
+    fn update_completion(&mut self) {
+        let old = std::mem::take(&mut self.completion);
+        let text = &self.input.text;
+        if text.starts_with('/') && !text.contains(' ') {
+            self.completion = SLASH_COMMANDS
+                .iter()
+                .filter(|(c, _)| c.starts_with(text.as_str()))
+                .map(|(c, d)| ((*c).to_owned(), (*d).to_owned()))
+                .collect();
+        } else {
+            let (_, word) = self.input.current_word();
+            if let Some(prefix) = word.strip_prefix('@') {
+                self.completion = self
+                    .files
+                    .iter()
+                    .filter(|f| f.contains(prefix))
+                    .take(8)
+                    .map(|f| (format!("@{f}"), String::new()))
+                    .collect();
+            }
+        }
+        if self.completion.len() == 1 && self.completion[0].0 == self.input.current_word().1 {
+            self.completion.clear();
+        }
+        if old != self.completion {
+            self.completion_sel = 0;
+        }
+    }
+
+    /// Puts the selected completion in; false when it was already there.
+    fn accept_completion(&mut self) -> bool {
+        let Some((choice, _)) = self.completion.get(self.completion_sel).cloned() else {
+            return false;
+        };
+        self.completion.clear();
+        if self.input.current_word().1 == choice {
+            return false;
+        }
+        let slash = choice.starts_with('/');
+        self.input.replace_word(&choice);
+        if !slash || ["/model", "/provider", "/mode"].contains(&choice.as_str()) {
+            self.input.insert(' ');
+        } else {
+            return false;
+        }
+        true
+    }
+}
+
+/// The text of `/help`.
+pub(crate) fn help() -> String {
+    let mut text = String::from(
+        "keys: Enter send · Shift+Enter or Ctrl+J newline · Up/Down history · @ complete a file\n\
+         Esc or Ctrl+C interrupt · Ctrl+C twice or Ctrl+D quit · PageUp/PageDown/wheel scroll · \
+         Home/End top/bottom · Ctrl+O expand tool output\n\
+         approvals: y once · a for the session · n deny (type a reason, Enter)\n",
+    );
+    for (cmd, what) in SLASH_COMMANDS {
+        text.push_str(&format!("{cmd:<10} {what}\n"));
+    }
+    text
+}
