@@ -31,6 +31,7 @@ mod guard;
 mod handle;
 mod hooks;
 mod install;
+mod layers;
 mod lazy;
 mod manifest;
 mod mcp;

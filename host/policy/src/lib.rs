@@ -38,7 +38,7 @@
 use corral_exec as exec;
 use corral_protocol as protocol;
 
-use crate::protocol::Effect;
+use crate::protocol::{Effect, Mode};
 use serde::Serialize;
 
 mod command;
@@ -48,7 +48,6 @@ mod patterns;
 mod protected;
 mod rules;
 
-pub use crate::protocol::Mode;
 pub use command::shell_split;
 pub use guard::{DEFAULT_SECRETS, DEFAULT_UNTRUSTED, GuardSettings, Held, Reach, hold, hold_named};
 pub use patterns::globs;

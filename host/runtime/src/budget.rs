@@ -7,7 +7,8 @@
 //! plugin with no grants cannot grow the host without bound, and each
 //! overrun ends the call (or the load) with an error that names the limit.
 
-use super::{LoadError, ToolSpec};
+use super::loader::LoadError;
+use crate::protocol::ToolSpec;
 use std::fmt::Write as _;
 
 /// Live resources (open files and directories, streams, pollables, HTTP

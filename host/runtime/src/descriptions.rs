@@ -22,8 +22,8 @@
 //! plugin described again, never trusted. The directory is bounded by a
 //! number of entries; the least recently written are removed first.
 
-use super::ToolSpec;
 use crate::manifest::{Manifest, PluginDecl};
+use crate::protocol::ToolSpec;
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;

@@ -16,7 +16,7 @@
 //! network (that is its job) but runs no programs, which its world does not
 //! offer.
 
-use super::Effect;
+use crate::protocol::Effect;
 
 /// The kind of call a store is built for, with what each allows.
 #[derive(Debug, Clone, PartialEq, Eq)]

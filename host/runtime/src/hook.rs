@@ -3,8 +3,10 @@
 //! `handle` in a fresh sandbox under the plugin's own grants and limits.
 
 use super::bindings::{hook as wit, types as wit_types};
+use super::budget;
 use super::effects::CallCaps;
-use super::{Effect, Plugin, PluginKind, ToolError, budget};
+use super::plugin::{Plugin, PluginKind, ToolError};
+use crate::protocol::Effect;
 use crate::protocol::{HookInput, Verdict};
 
 fn effect(e: Effect) -> wit_types::Effect {

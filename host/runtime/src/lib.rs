@@ -84,13 +84,7 @@ pub use registry::Plugins;
 pub use touched::{ProgramRun, Touched};
 pub use vetting::Withheld;
 
-pub use crate::protocol::{
-    AssistantMessage, ChatRequest, ChatResponse, Effect, FinishReason, Message, ProviderError,
-    StreamEvent, ToolCall, ToolResult, ToolSpec, Usage,
-};
-
 use crate::manifest::{Manifest, PluginDecl};
-use plugin::PluginKind;
 use std::path::PathBuf;
 use std::sync::Arc;
 use store::CallState;

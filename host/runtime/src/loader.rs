@@ -25,12 +25,16 @@
 //! plugins run. Everything else is described once per entry, the tool names
 //! checked as each answers.
 
+use super::cache::CacheOutcome;
 use super::descriptions::{Described, Descriptions};
 use super::imports::ImportReview;
 use super::plugin::Code;
+use super::plugin::{Plugin, PluginKind};
+use super::registry::Plugins;
 use super::store::{CallState, PluginShared};
-use super::{CacheOutcome, Plugin, PluginKind, Plugins, Runtime, ToolSpec, cache, fsguard};
+use super::{Runtime, cache, fsguard};
 use crate::manifest::{Manifest, Origin, PluginDecl, Source};
+use crate::protocol::ToolSpec;
 use sha2::{Digest, Sha256};
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};

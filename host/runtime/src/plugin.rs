@@ -3,10 +3,13 @@
 //! ([`ToolOutput`], [`ToolError`]). A provider's calls are in `provider`.
 
 use super::bindings::{HookPluginPre, ProviderPluginPre, ToolPluginPre, tool as wit, types};
+use super::cache::CacheOutcome;
 use super::loader::Compiler;
+use super::loader::LoadError;
 use super::store::{CallState, PluginShared};
-use super::{CacheOutcome, Effect, LoadError, ToolSpec, budget, effects};
+use super::{budget, effects};
 use crate::manifest::PluginDecl;
+use crate::protocol::{Effect, ToolSpec};
 use std::sync::Arc;
 use wasmtime::Engine;
 

@@ -4,7 +4,7 @@
 //! while it runs.
 
 use super::bindings::{chat as wit, stream, types as wit_types};
-use super::{Plugin, PluginKind};
+use super::plugin::{Plugin, PluginKind};
 use crate::protocol::{
     AssistantMessage, ChatRequest, ChatResponse, Effect, FinishReason, Message, ModelInfo,
     ProviderError, StreamEvent, ToolCall, ToolSpec, Usage,

@@ -1,6 +1,9 @@
 //! The loaded set of plugins ([`Plugins`]) and which plugin serves each tool.
 
-use super::{LoadError, Plugin, ToolError, ToolOutput, ToolSpec, loader, vetting::Withheld};
+use super::loader::LoadError;
+use super::plugin::{Plugin, ToolError, ToolOutput};
+use super::{loader, vetting::Withheld};
+use crate::protocol::ToolSpec;
 use std::collections::HashMap;
 use std::sync::Arc;
 

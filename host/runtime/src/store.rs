@@ -8,7 +8,9 @@ use super::bindings::{
     HookPlugin, HookPluginPre, ProviderPlugin, ProviderPluginPre, ToolPlugin, ToolPluginPre,
 };
 use super::engine::TICK;
-use super::{Plugin, StreamEvent, ToolError, budget, effects, files, fsguard, http, limits, stdio};
+use super::plugin::{Plugin, ToolError};
+use super::{budget, effects, files, fsguard, http, limits, stdio};
+use crate::protocol::StreamEvent;
 use std::collections::BTreeMap;
 use std::pin::Pin;
 use std::sync::Arc;

@@ -3,7 +3,7 @@
 //! a tool whose name imitates another plugin's is withheld alone (see
 //! [`crate::manifest::reviewed`]).
 
-use super::Plugin;
+use super::plugin::Plugin;
 use crate::manifest::reviewed::{changes_text, lookalike_key};
 use crate::manifest::{DEFAULTS_NAME, Manifest, Source};
 use std::collections::HashMap;
