@@ -28,6 +28,7 @@ use serde::{Deserialize, Serialize};
 /// A submission from a front-end to a session.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "op", rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum Op {
     /// A prompt: runs one turn to a [`Event::Stop`]. Turns submitted while
     /// one runs wait their turn.
@@ -249,6 +250,7 @@ pub struct ToolOutcome {
 /// An event from the core.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum Event {
     /// A session was created.
     SessionStarted {

@@ -637,6 +637,8 @@ impl App {
                         .push(Action::Submit(Op::UserTurn { text: next }));
                 }
             }
+            // Events a newer core adds are not shown until this UI knows them.
+            _ => {}
         }
     }
 

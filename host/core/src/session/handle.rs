@@ -366,6 +366,14 @@ async fn drive(
                 agent.compact_now(&ui).await?;
                 continue;
             }
+            // `Op` is non-exhaustive for the front-ends' sake; every op of
+            // this crate's protocol version is handled above.
+            _ => {
+                let _ = ui.send(Event::Error {
+                    message: "this session does not know the submitted op".into(),
+                });
+                continue;
+            }
         };
         let cancel = CancellationToken::new();
         let mut shutdown = false;
