@@ -32,6 +32,7 @@ mod handle;
 mod hooks;
 mod install;
 mod layers;
+mod layers;
 mod lazy;
 mod manifest;
 mod mcp;
