@@ -32,7 +32,6 @@ mod handle;
 mod hooks;
 mod install;
 mod layers;
-mod layers;
 mod lazy;
 mod manifest;
 mod mcp;

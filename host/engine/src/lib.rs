@@ -1,6 +1,6 @@
 //! The one wasmtime configuration of corral.
 //!
-//! Both the runtime (`corral::runtime`) and the build script of
+//! Both the runtime (`corral-runtime`) and the build script of
 //! `corral-builtin`, which precompiles the built-in plugins, build their
 //! engine with [`config`]: code compiled by the build is only ever loaded by
 //! an engine whose [`compatibility_key`] is the one recorded beside it, and

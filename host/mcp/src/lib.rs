@@ -26,9 +26,9 @@
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), String> {
-//! let server = corral::mcp::Server::load(corral::mcp::ServeOptions {
+//! let server = corral_mcp::Server::load(corral_mcp::ServeOptions {
 //!     workspace: ".".into(),
-//!     mode: Some(corral::protocol::Mode::ReadOnly),
+//!     mode: Some(corral_protocol::Mode::ReadOnly),
 //!     ..Default::default()
 //! })
 //! .await?;

@@ -19,8 +19,8 @@
 //! any doubt ends in asking rather than running.
 //!
 //! ```
-//! use corral::policy::{Action, Decision, Mode, Policy, parse_rule};
-//! use corral::protocol::Effect;
+//! use corral_policy::{Action, Decision, Policy, parse_rule};
+//! use corral_protocol::{Effect, Mode};
 //!
 //! let policy = Policy {
 //!     mode: Mode::FullAuto,

@@ -16,7 +16,7 @@ use std::fmt::Write as _;
 /// differently from what it is.
 ///
 /// ```
-/// assert_eq!(corral::terminal::inert("a\x1b[31mred\tb\n"), "a\\x1b[31mred\tb\n");
+/// assert_eq!(corral_protocol::terminal::inert("a\x1b[31mred\tb\n"), "a\\x1b[31mred\tb\n");
 /// ```
 pub fn inert(text: &str) -> Cow<'_, str> {
     if !text.chars().any(needs_escape) {
@@ -43,7 +43,7 @@ pub fn inert(text: &str) -> Cow<'_, str> {
 ///
 /// ```
 /// let json = serde_json::to_string("a\u{9b}b").unwrap();
-/// let safe = corral::terminal::inert_json(&json);
+/// let safe = corral_protocol::terminal::inert_json(&json);
 /// assert_eq!(safe, r#""a\u009bb""#);
 /// assert_eq!(serde_json::from_str::<String>(&safe).unwrap(), "a\u{9b}b");
 /// ```
@@ -80,10 +80,10 @@ const NEWLINE_RUN: usize = 3;
 /// dropped: the result is as long as it must be, and wraps where it is shown.
 ///
 /// ```
-/// let shown = corral::terminal::visible(&format!("echo hi{}; touch PWNED\t\u{202e}", " ".repeat(300)));
+/// let shown = corral_protocol::terminal::visible(&format!("echo hi{}; touch PWNED\t\u{202e}", " ".repeat(300)));
 /// assert_eq!(shown, "echo hi␠×300; touch PWNED\\t\\u{202e}");
 /// // The text `\t` (a backslash, then `t`) is not a tab.
-/// assert_eq!(corral::terminal::visible(r"a\tb"), r"a\\tb");
+/// assert_eq!(corral_protocol::terminal::visible(r"a\tb"), r"a\\tb");
 /// ```
 pub fn visible(text: &str) -> String {
     let mut out = String::with_capacity(text.len() + 16);
@@ -130,7 +130,7 @@ pub fn visible(text: &str) -> String {
 /// [`visible`].
 ///
 /// ```
-/// let shown = corral::terminal::visible_arguments(r#"{"command":"ls\t-l","n":2}"#);
+/// let shown = corral_protocol::terminal::visible_arguments(r#"{"command":"ls\t-l","n":2}"#);
 /// assert_eq!(shown, "command: ls\\t-l\nn: 2");
 /// ```
 pub fn visible_arguments(arguments: &str) -> String {
@@ -156,7 +156,7 @@ pub fn visible_arguments(arguments: &str) -> String {
 ///
 /// ```
 /// assert_eq!(
-///     corral::terminal::inert_line("a\nWARN forged\r\u{202e}"),
+///     corral_protocol::terminal::inert_line("a\nWARN forged\r\u{202e}"),
 ///     "a\\nWARN forged\\r\\u{202e}"
 /// );
 /// ```

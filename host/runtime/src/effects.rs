@@ -130,7 +130,8 @@ fn declared(effects: &[Effect]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::policy::{Decision, Mode, Policy};
+    use crate::policy::{Decision, Policy};
+    use crate::protocol::Mode;
     use Effect::{Execute as X, Network as N, Read as R, Write as W};
 
     fn invoke(effects: &[Effect]) -> CallCaps {

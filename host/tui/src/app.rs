@@ -607,14 +607,12 @@ impl App {
                 decision,
                 detail,
                 ..
-            } => {
-                if *decision != crate::protocol::HookDecision::Continue {
-                    let failed = *decision == crate::protocol::HookDecision::Failed;
-                    self.notice(
-                        &crate::protocol::summary(*event, plugin, *decision, detail),
-                        failed,
-                    );
-                }
+            } if *decision != crate::protocol::HookDecision::Continue => {
+                let failed = *decision == crate::protocol::HookDecision::Failed;
+                self.notice(
+                    &crate::protocol::summary(*event, plugin, *decision, detail),
+                    failed,
+                );
             }
             Event::Stop { reason, message } => {
                 self.turn_running = false;

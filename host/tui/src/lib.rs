@@ -6,14 +6,14 @@
 //! `corral` binary owns the terminal and the session.
 //!
 //! ```
-//! use corral::protocol::Event;
-//! use corral::tui::App;
+//! use corral_protocol::Event;
+//! use corral_tui::App;
 //! use ratatui::{Terminal, backend::TestBackend};
 //!
 //! let mut app = App::new("replay", "ask");
 //! app.apply(&Event::UserMessage { text: "hello".into() });
 //! let mut term = Terminal::new(TestBackend::new(40, 10)).unwrap();
-//! term.draw(|f| corral::tui::render(f, &mut app)).unwrap();
+//! term.draw(|f| corral_tui::render(f, &mut app)).unwrap();
 //! ```
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 #![warn(missing_docs)]
