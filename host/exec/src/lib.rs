@@ -1,3 +1,9 @@
+//! # corral-exec
+//!
+//! A bottom layer, beside the protocol: the one confined path for native programs
+//! (exports [`Launch`], [`Exec`] grants, [`git`]) and bounded reads of
+//! regular files ([`fsread`]).
+//!
 //! Running native programs. Every program corral starts, for plugins
 //! granted `exec` ([`Exec`]) and for itself ([`git`]), goes through one
 //! function, [`Launch::run`]. For plugins the program is resolved when

@@ -1,3 +1,8 @@
+//! # corral-manifest
+//!
+//! Above the policy: exports [`Manifest`], [`load`], the layers, checked
+//! grants, [`HookBinding`]s and [`trust`].
+//!
 //! The plugin manifest: which plugins to load and what each may touch.
 //!
 //! Three layers, later ones replacing earlier entries of the same name:

@@ -1,3 +1,8 @@
+//! # corral-mcp
+//!
+//! A front-end: depends on corral-core and the protocol only (exports
+//! [`Server`] and [`ServeOptions`]).
+//!
 //! The MCP server: the tool plugins' tools served to an MCP client (Claude
 //! Code, Codex, an IDE) over stdio, with the same guarantees the agent loop
 //! gives its model.

@@ -1,3 +1,9 @@
+//! # corral-policy
+//!
+//! Pure decisions, above the protocol and exec: exports [`Policy`],
+//! [`Decision`], the rules, protected paths, the guard's holds and the glob
+//! compiler [`globs`].
+//!
 //! The permission policy: whether a tool call runs, asks the user, or is
 //! denied.
 //!

@@ -1,3 +1,9 @@
+//! # corral-protocol
+//!
+//! The bottom layer: plain data that every crate above and every front-end
+//! shares (exports [`Op`], [`Event`], the chat and tool types, [`HookInput`]
+//! and [`Verdict`], and [`terminal`], the inert-text helpers).
+//!
 //! What the core and every front-end say to each other: plain serde data,
 //! no logic, and nothing else of corral. Submissions ([`Op`]) go in; events
 //! ([`Event`]) come out, grouped as Begin/Delta/End. The session log stores

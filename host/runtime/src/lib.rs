@@ -1,3 +1,8 @@
+//! # corral-runtime
+//!
+//! Above the manifest, below the core: exports [`Runtime`], [`Plugins`],
+//! [`Plugin`] and what a call touched ([`Touched`]).
+//!
 //! The plugin runtime: one wasmtime [`Engine`], components compiled once and
 //! cached on disk, their tool descriptions cached beside them, an
 //! `InstancePre` per plugin prepared when it is first needed, and a fresh

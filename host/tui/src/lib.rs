@@ -1,3 +1,8 @@
+//! # corral-tui
+//!
+//! A front-end: depends on the protocol only (exports [`App`], [`Action`],
+//! [`render`]).
+//!
 //! The interactive terminal UI, as state and rendering only: an [`App`] is
 //! fed the session's [`Event`](crate::protocol::Event)s with [`App::apply`]
 //! and the user's keys with [`App::key`], and answers with [`Action`]s
