@@ -11,9 +11,9 @@
 //! (a summary and the last ten turns go out): the host's work per request,
 //! what `resume` does before its first request.
 
-use corral::agent::{replay_history, request_bytes};
-use corral::log::Record;
-use corral::protocol::{
+use corral_core::agent::{replay_history, request_bytes};
+use corral_core::log::Record;
+use corral_protocol::{
     AssistantMessage, ChatRequest, Event, FinishReason, Message, ToolCall, ToolOutcome, ToolSpec,
 };
 use sha2::{Digest, Sha256};

@@ -7,7 +7,7 @@
 //! that the machine's drift hits all three alike, medians reported:
 //! - plain: `std::process::Command` spawn and wait, what a tool without a
 //!   sandbox costs;
-//! - confined: [`corral::exec::Launch`] without read-only paths, the
+//! - confined: [`corral_exec::Launch`] without read-only paths, the
 //!   confinement programs had before (Landlock, seccomp, no capabilities,
 //!   process budget, process-tree kill);
 //! - confined + read-only: the same with the workspace's `.git` and
@@ -17,7 +17,7 @@
 //! Target: the mount namespace adds under 2 ms per run, small beside the
 //! programs an agent runs (a `cargo check` is seconds).
 
-use corral::exec::Launch;
+use corral_exec::Launch;
 use std::time::{Duration, Instant};
 
 /// Prints one line of the report.
@@ -38,7 +38,7 @@ fn main() {
     std::fs::write(ws.join(".git/config"), "[core]\n").unwrap_or_else(|e| panic!("{e}"));
     std::fs::write(ws.join("corral.toml"), "").unwrap_or_else(|e| panic!("{e}"));
     let rt = tokio::runtime::Runtime::new().unwrap_or_else(|e| panic!("{e}"));
-    let program = corral::exec::resolve("true").unwrap_or_else(|| panic!("no `true` in PATH"));
+    let program = corral_exec::resolve("true").unwrap_or_else(|| panic!("no `true` in PATH"));
 
     let plain = || {
         let started = Instant::now();

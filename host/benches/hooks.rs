@@ -16,13 +16,13 @@
 mod common;
 
 use common::{load, report};
-use corral::agent::{Dispatcher, NoApprover, Sink};
-use corral::hooks::Hooks;
-use corral::log::SessionLog;
-use corral::manifest::{DEFAULTS, DEFAULTS_NAME, Layer, from_layers};
-use corral::policy::Policy;
-use corral::protocol::{Event, Mode, ToolCall};
-use corral::runtime::{Runtime, RuntimeOptions};
+use corral_core::agent::{Dispatcher, NoApprover, Sink};
+use corral_core::hooks::Hooks;
+use corral_core::log::SessionLog;
+use corral_manifest::{DEFAULTS, DEFAULTS_NAME, Layer, from_layers};
+use corral_policy::Policy;
+use corral_protocol::{Event, Mode, ToolCall};
+use corral_runtime::{Runtime, RuntimeOptions};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};

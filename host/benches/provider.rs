@@ -9,9 +9,8 @@
 mod common;
 
 use common::{load, report};
-use corral::runtime::{
-    AssistantMessage, ChatRequest, Message, Runtime, RuntimeOptions, ToolCall, ToolResult,
-};
+use corral_protocol::{AssistantMessage, ChatRequest, Message, ToolCall, ToolResult};
+use corral_runtime::{Runtime, RuntimeOptions};
 use std::io::{Read, Write};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -144,7 +143,7 @@ fn main() {
         let mut samples: Vec<(Duration, Duration, usize)> = (0..5)
             .map(|_| {
                 let (tx, mut rx) =
-                    tokio::sync::mpsc::channel(corral::runtime::EVENT_CHANNEL_CAPACITY);
+                    tokio::sync::mpsc::channel(corral_runtime::EVENT_CHANNEL_CAPACITY);
                 let drain = rt.spawn(async move { while rx.recv().await.is_some() {} });
                 let start = Instant::now();
                 let out = rt.block_on(provider.complete(&request, tx));

@@ -8,8 +8,8 @@
 //! per frame). A frame must cost about the same however long the session
 //! is: the target is a ratio under 2 and a frame under 16 ms.
 
-use corral::protocol::{AssistantMessage, Event, FinishReason, ToolCall, ToolOutcome, Usage};
-use corral::tui::{App, render};
+use corral_protocol::{AssistantMessage, Event, FinishReason, ToolCall, ToolOutcome, Usage};
+use corral_tui::{App, render};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use std::time::{Duration, Instant};
@@ -62,7 +62,7 @@ fn transcript(messages: usize) -> App {
         });
         i += 1;
         app.apply(&Event::Stop {
-            reason: corral::protocol::StopReason::FinalAnswer,
+            reason: corral_protocol::StopReason::FinalAnswer,
             message: None,
         });
     }

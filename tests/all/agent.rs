@@ -475,7 +475,7 @@ fn sigkill_mid_turn_then_resume_loses_nothing() {
     let _ = child.wait();
 
     let log = session_log(&cli);
-    let before = corral::session::read(&log).expect("log readable after SIGKILL");
+    let before = corral_core::session::read(&log).expect("log readable after SIGKILL");
     let kinds: Vec<String> = before
         .iter()
         .map(|r| {
@@ -518,7 +518,7 @@ fn sigkill_mid_turn_then_resume_loses_nothing() {
     );
 
     // Nothing logged before the kill was lost or rewritten.
-    let after = corral::session::read(&log).expect("log");
+    let after = corral_core::session::read(&log).expect("log");
     assert_eq!(&after[..before.len()], &before[..]);
     let seqs: Vec<u64> = after.iter().map(|r| r.seq).collect();
     assert_eq!(seqs, (1..=after.len() as u64).collect::<Vec<_>>());
@@ -643,11 +643,11 @@ fn ctrl_c_interrupts_and_leaves_the_log_consistent() {
     let (_, err) = text(&o);
     assert_eq!(o.status.code(), Some(130), "{err}");
     assert!(err.contains("[stopped: interrupted"), "{err}");
-    let records = corral::session::read(&session_log(&cli)).expect("log");
+    let records = corral_core::session::read(&session_log(&cli)).expect("log");
     let last = serde_json::to_value(&records.last().expect("records").event).expect("v");
     assert_eq!(last["type"], "stop");
     assert_eq!(last["reason"], "interrupted");
-    let (history, _, open) = corral::agent::replay_history(&records);
+    let (history, _, open) = corral_core::agent::replay_history(&records);
     assert!(open.is_empty(), "{open:?}");
     assert_eq!(history.len(), 3, "{history:?}");
 }
@@ -682,11 +682,11 @@ fn long_tool_output_is_cut_for_the_model_and_saved_whole() {
         "{}",
         &sent[sent.len() - 200..]
     );
-    let records = corral::session::read(&session_log(&cli)).expect("log");
+    let records = corral_core::session::read(&session_log(&cli)).expect("log");
     let artifact = records
         .iter()
         .find_map(|r| match &r.event {
-            corral::protocol::Event::ToolCallEnd { outcome, .. } => outcome.artifact.clone(),
+            corral_protocol::Event::ToolCallEnd { outcome, .. } => outcome.artifact.clone(),
             _ => None,
         })
         .expect("artifact recorded");

@@ -409,7 +409,7 @@ fn a_rewritten_worktree_git_file_stops_corrals_git() {
     let sb = Sandbox::new();
     repo(&sb);
     let before = git_config(&sb);
-    let wt = corral::worktree::create(&sb.ws(), "t", "rewritten").expect("worktree");
+    let wt = corral_core::worktree::create(&sb.ws(), "t", "rewritten").expect("worktree");
     let evil = wt.path().join("evil.git");
     let o = std::process::Command::new("git")
         .args(["init", "-q", "--bare"])

@@ -193,7 +193,7 @@ fn warm_tools_list_compiles_nothing() {
     let cold = run(&["-v", "tools", "list"]);
     assert!(cold.status.success(), "{}", stderr(&cold));
     let cold_log = stderr(&cold);
-    let n = corral::manifest::DEFAULTS.matches("[plugins.").count();
+    let n = corral_manifest::DEFAULTS.matches("[plugins.").count();
     assert_eq!(
         cold_log.matches("precompiled by the build").count(),
         n,

@@ -70,7 +70,7 @@ fn find_log(cli: &Cli) -> Option<std::path::PathBuf> {
 }
 
 fn events(log: &std::path::Path) -> Vec<Value> {
-    corral::session::read(log)
+    corral_core::session::read(log)
         .expect("log")
         .iter()
         .map(|r| serde_json::to_value(&r.event).expect("event"))
@@ -112,7 +112,7 @@ fn a_long_session_compacts_fits_its_window_and_resumes_to_the_same_request() {
         let Some(log) = find_log(&cli) else {
             continue;
         };
-        let Ok(records) = corral::session::read(&log) else {
+        let Ok(records) = corral_core::session::read(&log) else {
             continue;
         };
         let ev: Vec<Value> = records
@@ -195,7 +195,7 @@ fn a_long_session_compacts_fits_its_window_and_resumes_to_the_same_request() {
         .map(|e| e["outcome"]["content"].as_str().expect("content").len() as u64)
         .sum();
     assert!(
-        bytes_sent as f64 / corral::agent::BYTES_PER_TOKEN > WINDOW as f64 * 5.0,
+        bytes_sent as f64 / corral_core::agent::BYTES_PER_TOKEN > WINDOW as f64 * 5.0,
         "the tool outputs alone ({bytes_sent} bytes) are many windows"
     );
     for s in &sizes {
@@ -207,7 +207,7 @@ fn a_long_session_compacts_fits_its_window_and_resumes_to_the_same_request() {
         // replay reports no usage).
         assert_eq!(
             tokens,
-            (bytes as f64 / corral::agent::BYTES_PER_TOKEN).ceil() as u64
+            (bytes as f64 / corral_core::agent::BYTES_PER_TOKEN).ceil() as u64
         );
     }
 
@@ -359,7 +359,7 @@ fn the_window_comes_from_the_table_the_models_endpoint_or_the_manifest() {
     // A model nobody knows gets the default window, said once, so its
     // requests stay bounded by compaction.
     let o = run("model = \"mystery\"", "");
-    assert_eq!(windows(&o), vec![json!(corral::agent::DEFAULT_WINDOW)]);
+    assert_eq!(windows(&o), vec![json!(corral_core::agent::DEFAULT_WINDOW)]);
     let assumed: Vec<Value> = json_events(&o)
         .into_iter()
         .filter(|e| kind(e) == "window_assumed")
@@ -367,7 +367,7 @@ fn the_window_comes_from_the_table_the_models_endpoint_or_the_manifest() {
     assert_eq!(
         assumed,
         vec![
-            json!({"type": "window_assumed", "model": "mystery", "window": corral::agent::DEFAULT_WINDOW})
+            json!({"type": "window_assumed", "model": "mystery", "window": corral_core::agent::DEFAULT_WINDOW})
         ]
     );
 }
@@ -489,7 +489,7 @@ fn the_summary_request_has_its_documented_shape() {
     // The summary request: the summary prompt as system, one user message
     // holding the older part as a transcript, no tools, a bounded answer.
     let s = &reqs[2].body;
-    assert_eq!(s["system"], corral::agent::SUMMARY_PROMPT);
+    assert_eq!(s["system"], corral_core::agent::SUMMARY_PROMPT);
     assert!(s.get("tools").is_none(), "{s}");
     let max = s["max_tokens"].as_u64().expect("max_tokens");
     assert!(max <= window / 4 && max <= 4096, "{max}");

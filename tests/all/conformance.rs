@@ -455,7 +455,7 @@ fn a_damaged_last_log_line_is_cut_before_resume_appends() {
         .to_str()
         .expect("utf-8")
         .to_owned();
-    let records = corral::session::read(&log).expect("log").len();
+    let records = corral_core::session::read(&log).expect("log").len();
     {
         use std::io::Write;
         let mut f = std::fs::OpenOptions::new()
@@ -480,7 +480,7 @@ fn a_damaged_last_log_line_is_cut_before_resume_appends() {
         "{}",
         stdout(&o)
     );
-    let after = corral::session::read(&log).expect("readable after resume");
+    let after = corral_core::session::read(&log).expect("readable after resume");
     let seqs: Vec<u64> = after.iter().map(|r| r.seq).collect();
     assert_eq!(seqs, (1..=after.len() as u64).collect::<Vec<_>>());
     assert!(after.len() > records);

@@ -216,7 +216,7 @@ fn interrupt_spin(cli: &Cli, ws: &Path, args: &[&str]) -> (Option<i32>, Vec<Valu
 /// run stops as interrupted, and `show` reads it all.
 fn assert_log_closed(cli: &Cli, ws: &Path) {
     let log = crate::agent::session_log(cli);
-    let records = corral::session::read(&log).expect("the log reads back");
+    let records = corral_core::session::read(&log).expect("the log reads back");
     let events: Vec<Value> = records
         .iter()
         .map(|r| serde_json::to_value(&r.event).expect("event"))
@@ -236,7 +236,7 @@ fn assert_log_closed(cli: &Cli, ws: &Path) {
     let stop = events.last().expect("events");
     assert_eq!(stop["type"], "stop", "{stop}");
     assert_eq!(stop["reason"], "interrupted", "{stop}");
-    let (_, _, open) = corral::agent::replay_history(&records);
+    let (_, _, open) = corral_core::agent::replay_history(&records);
     assert!(open.is_empty(), "calls left open: {open:?}");
     let id = log
         .file_stem()
@@ -330,7 +330,7 @@ fn ctrl_c_at_an_approval_prompt_exits_at_once() {
     let screen = pty.screen();
     assert_eq!(code, Some(130), "{screen}");
     assert!(!sb.ws().join("new.txt").exists(), "{screen}");
-    let records = corral::session::read(&crate::agent::session_log(&cli)).expect("log");
-    let (_, _, open) = corral::agent::replay_history(&records);
+    let records = corral_core::session::read(&crate::agent::session_log(&cli)).expect("log");
+    let (_, _, open) = corral_core::agent::replay_history(&records);
     assert!(open.is_empty(), "calls left open: {open:?}");
 }

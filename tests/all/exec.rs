@@ -671,8 +671,8 @@ fn credentials_stay_closed_when_the_workspace_is_the_home() {
 #[tokio::test]
 async fn a_granted_program_cannot_signal_corral() {
     // Landlock's signal scope needs ABI 6 (Linux 6.12).
-    match corral::exec::confinement() {
-        corral::exec::Confinement::Landlock(abi) if abi >= 6 => {}
+    match corral_exec::confinement() {
+        corral_exec::Confinement::Landlock(abi) if abi >= 6 => {}
         other => {
             eprintln!("skipped: this kernel's Landlock ({other:?}) has no signal scope");
             return;

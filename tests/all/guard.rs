@@ -182,8 +182,8 @@ fn a_session_holding_secrets_and_injected_text_cannot_send_unasked() {
     );
 
     // The log keeps the labels.
-    let records = corral::session::read(&crate::agent::session_log(&cli)).expect("log");
-    let held = corral::provenance::held_from(&records);
+    let records = corral_core::session::read(&crate::agent::session_log(&cli)).expect("log");
+    let held = corral_core::provenance::held_from(&records);
     assert_eq!(held.sensitive, vec![".env".to_owned()]);
     assert_eq!(held.untrusted, vec!["vendor/lib/README.md".to_owned()]);
 }

@@ -2,8 +2,8 @@
 //! events out, approvals answered with an op, an interrupt mid-stream.
 
 use crate::*;
-use corral::protocol::{ApprovalAnswer, Event, Op, PermissionDecision, StopReason};
-use corral::session::{Approvals, SessionConfig};
+use corral_core::session::{Approvals, SessionConfig};
+use corral_protocol::{ApprovalAnswer, Event, Op, PermissionDecision, StopReason};
 use corral_sdk::cassette::{Call, Cassette, Event as Recorded, Message, Response, Turn};
 use std::time::Duration;
 
@@ -46,7 +46,7 @@ fn workspace(turns: Vec<Turn>, delay_ms: u64) -> (Sandbox, SessionConfig, tempfi
         cwd: Some(sb.ws()),
         provider: Some("replay".into()),
         approvals: Approvals::FrontEnd,
-        runtime: Some(corral::runtime::RuntimeOptions {
+        runtime: Some(corral_runtime::RuntimeOptions {
             cache_dir: Some(cache_dir()),
         }),
         manifest: Some(manifest),
@@ -56,7 +56,7 @@ fn workspace(turns: Vec<Turn>, delay_ms: u64) -> (Sandbox, SessionConfig, tempfi
     (sb, config, data)
 }
 
-async fn next(session: &mut corral::session::Session) -> Event {
+async fn next(session: &mut corral_core::session::Session) -> Event {
     tokio::time::timeout(Duration::from_secs(60), session.next_event())
         .await
         .expect("an event within a minute")
@@ -77,7 +77,7 @@ async fn an_approval_is_an_event_answered_by_an_op() {
         ],
         0,
     );
-    let mut session = corral::session::open(config).await.expect("open");
+    let mut session = corral_core::session::open(config).await.expect("open");
     assert!(session.submit(Op::UserTurn {
         text: "write it".into()
     }));
@@ -133,7 +133,7 @@ async fn an_approval_is_an_event_answered_by_an_op() {
     let finished = session.finish().await.expect("finish");
     assert_eq!(finished.last_stop, Some(StopReason::FinalAnswer));
     // The request is in the log, before the decision that settled it.
-    let events: Vec<Event> = corral::session::read(&log)
+    let events: Vec<Event> = corral_core::session::read(&log)
         .unwrap()
         .into_iter()
         .map(|r| r.event)
@@ -163,7 +163,7 @@ async fn an_interrupt_mid_stream_stops_the_turn_and_keeps_the_log_whole() {
         ],
         50,
     );
-    let mut session = corral::session::open(config).await.expect("open");
+    let mut session = corral_core::session::open(config).await.expect("open");
     session.submit(Op::UserTurn {
         text: "talk a lot".into(),
     });
@@ -202,7 +202,7 @@ async fn an_interrupt_mid_stream_stops_the_turn_and_keeps_the_log_whole() {
     session.submit(Op::Shutdown);
     session.finish().await.expect("finish");
 
-    let records = corral::session::read(&log).expect("the log parses whole");
+    let records = corral_core::session::read(&log).expect("the log parses whole");
     let seqs: Vec<u64> = records.iter().map(|r| r.seq).collect();
     assert_eq!(seqs, (1..=records.len() as u64).collect::<Vec<_>>());
     let stops: Vec<StopReason> = records
@@ -213,13 +213,13 @@ async fn an_interrupt_mid_stream_stops_the_turn_and_keeps_the_log_whole() {
         })
         .collect();
     assert_eq!(stops, [StopReason::Interrupted, StopReason::FinalAnswer]);
-    let (history, turns, open) = corral::agent::replay_history(&records);
+    let (history, turns, open) = corral_core::agent::replay_history(&records);
     assert_eq!(turns, 2);
     assert!(open.is_empty());
     // The interrupted answer is not in the history; both prompts are.
     let users = history
         .iter()
-        .filter(|m| matches!(m, corral::protocol::Message::User { .. }))
+        .filter(|m| matches!(m, corral_protocol::Message::User { .. }))
         .count();
     assert_eq!(users, 2);
 }
@@ -227,7 +227,7 @@ async fn an_interrupt_mid_stream_stops_the_turn_and_keeps_the_log_whole() {
 #[tokio::test(flavor = "multi_thread")]
 async fn ops_that_cannot_be_done_are_errors_and_the_session_goes_on() {
     let (_sb, config, _data) = workspace(vec![turn(vec![], "Hi.", vec![])], 0);
-    let mut session = corral::session::open(config).await.expect("open");
+    let mut session = corral_core::session::open(config).await.expect("open");
     session.submit(Op::SetProvider {
         provider: "nope".into(),
     });
@@ -244,12 +244,12 @@ async fn ops_that_cannot_be_done_are_errors_and_the_session_goes_on() {
         other => panic!("expected an error, got {other:?}"),
     }
     session.submit(Op::SetMode {
-        mode: corral::protocol::Mode::ReadOnly,
+        mode: corral_protocol::Mode::ReadOnly,
     });
     assert_eq!(
         next(&mut session).await,
         Event::ModeChanged {
-            mode: corral::protocol::Mode::ReadOnly
+            mode: corral_protocol::Mode::ReadOnly
         }
     );
     session.submit(Op::UserTurn { text: "hi".into() });

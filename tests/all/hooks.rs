@@ -8,7 +8,7 @@
 use crate::mock::*;
 use crate::policy::manifest;
 use crate::*;
-use corral::protocol::{Event, HookDecision, HookEvent};
+use corral_protocol::{Event, HookDecision, HookEvent};
 use serde_json::json;
 
 const KEY: (&str, &str) = ("TEST_OPENAI_KEY", "sk-hooks-test");
@@ -43,7 +43,7 @@ fn run(cli: &Cli, sb: &Sandbox, args: &[&str]) -> (Option<i32>, String) {
 
 /// The hook events of the session's log: (event, plugin, decision, detail).
 fn hook_events(cli: &Cli) -> Vec<(HookEvent, String, HookDecision, String)> {
-    let records = corral::session::read(&crate::agent::session_log(cli)).expect("log");
+    let records = corral_core::session::read(&crate::agent::session_log(cli)).expect("log");
     records
         .into_iter()
         .filter_map(|r| match r.event {
@@ -370,7 +370,7 @@ after_tool = [{{ plugin = "format", tools = ["write_file", "edit_file"] }}]
 #[derive(Default)]
 struct Kept(Vec<Event>);
 
-impl corral::agent::Sink for Kept {
+impl corral_core::agent::Sink for Kept {
     fn emit(&mut self, event: Event) -> anyhow::Result<()> {
         self.0.push(event);
         Ok(())
@@ -403,7 +403,7 @@ async fn compaction_and_subagent_hooks_decide_through_their_entry_points() {
     );
     let manifest = sb.manifest(&toml).expect("manifest");
     let plugins = runtime().load(&manifest).await.expect("load");
-    let hooks = corral::hooks::Hooks::new(&manifest.hooks, &plugins)
+    let hooks = corral_core::hooks::Hooks::new(&manifest.hooks, &plugins)
         .await
         .expect("hooks");
 

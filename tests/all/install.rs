@@ -32,7 +32,7 @@ pub(crate) fn store_dir(cli: &Cli) -> PathBuf {
 }
 
 fn sha256_of(path: &str) -> String {
-    corral::trust::sha256_hex(&std::fs::read(path).expect("read component"))
+    corral_manifest::trust::sha256_hex(&std::fs::read(path).expect("read component"))
 }
 
 fn word_count(cli: &Cli, sb: &Sandbox) -> Output {

@@ -312,7 +312,7 @@ fn tools_that_follow_files_are_never_cached() {
 /// tools are known, compiled only when first called.
 #[tokio::test]
 async fn a_plugin_is_compiled_at_its_first_call() {
-    use corral::runtime::CacheOutcome;
+    use corral_runtime::CacheOutcome;
     let sb = Sandbox::new();
     let toml = format!(
         "{}{}",
@@ -325,7 +325,7 @@ async fn a_plugin_is_compiled_at_its_first_call() {
         cold.plugins().iter().all(|p| p.cache_outcome().is_some()),
         "{cold:?}"
     );
-    let outcome = |plugins: &corral::runtime::Plugins, name: &str| {
+    let outcome = |plugins: &corral_runtime::Plugins, name: &str| {
         plugins
             .plugins()
             .iter()
@@ -335,7 +335,7 @@ async fn a_plugin_is_compiled_at_its_first_call() {
     };
     // Warm: the same tools, nothing compiled until a call needs it.
     let warm = sb.load(&toml).await.expect("load");
-    let names = |p: &corral::runtime::Plugins| {
+    let names = |p: &corral_runtime::Plugins| {
         p.tools()
             .iter()
             .map(|(_, t)| t.name.clone())

@@ -53,8 +53,8 @@ mod trustpin;
 mod tui;
 mod tui_bounds;
 
-use corral::manifest::{Layer, Manifest, from_layers};
-use corral::runtime::{Plugins, Runtime, RuntimeOptions, ToolError, ToolOutput};
+use corral_manifest::{Layer, Manifest, from_layers};
+use corral_runtime::{Plugins, Runtime, RuntimeOptions, ToolError, ToolOutput};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
@@ -126,8 +126,8 @@ impl Sandbox {
     /// The manifest with the built-in defaults under `toml`.
     pub fn manifest_with_defaults(&self, toml: &str) -> Result<Manifest, String> {
         let defaults = Layer {
-            name: corral::manifest::DEFAULTS_NAME.into(),
-            text: corral::manifest::DEFAULTS.into(),
+            name: corral_manifest::DEFAULTS_NAME.into(),
+            text: corral_manifest::DEFAULTS.into(),
             base: self.ws(),
         };
         from_layers(&self.ws(), &[defaults, layer(&self.ws(), toml)]).map_err(|e| e.to_string())

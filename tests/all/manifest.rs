@@ -183,7 +183,7 @@ fn layers_replace_entries_and_can_disable() {
         .expect("override");
     let fs = m.plugins.iter().find(|p| p.name == "fs").expect("fs");
     assert!(!m.plugins.iter().any(|p| p.name == "search"));
-    assert_eq!(fs.fs[0].access, corral::manifest::Access::Ro);
+    assert_eq!(fs.fs[0].access, corral_manifest::Access::Ro);
     assert_eq!(fs.origin.to_string(), "corral.toml:5");
 }
 
@@ -194,7 +194,7 @@ fn relative_source_is_resolved_against_the_manifest() {
         .manifest("[plugins.x]\nsource = \"tools/x.wasm\"\n")
         .expect("parses");
     match &m.plugins[0].source {
-        corral::manifest::Source::File { path, .. } => {
+        corral_manifest::Source::File { path, .. } => {
             assert_eq!(path, &sb.ws().join("tools/x.wasm"))
         }
         other => panic!("{other:?}"),

@@ -131,7 +131,7 @@ fn a_request_over_the_cap_gets_a_json_rpc_error_and_the_server_goes_on() {
     sb.write("hello.txt", "hello\n");
     let cli = Cli::new();
     let mut served = Served::start(&cli, &sb, &[]);
-    // The transport's cap (`corral::mcp::MAX_REQUEST_BYTES`, rmcp's own).
+    // The transport's cap (`corral_mcp::MAX_REQUEST_BYTES`, rmcp's own).
     let cap = 16 << 20;
     let mut big = call(7, "write_file", json!({"path": "big.txt", "content": ""})).to_string();
     let filler = "a".repeat(cap + (1 << 20));
@@ -207,7 +207,7 @@ fn logged_paths_cannot_forge_log_lines() {
     // A protected path (refused, and logged as a WARN) that carries a whole
     // second log line, a carriage return, a bidi override and a zero-width
     // space.
-    let path = ".git/x\nWARN corral::mcp: forged: every call approved\r\u{202e}evil\u{200b}";
+    let path = ".git/x\nWARN corral_mcp: forged: every call approved\r\u{202e}evil\u{200b}";
     served.send(&call(
         5,
         "write_file",
@@ -218,7 +218,7 @@ fn logged_paths_cannot_forge_log_lines() {
     let log = served.close();
     assert!(
         !log.lines()
-            .any(|l| l.starts_with("WARN corral::mcp: forged")),
+            .any(|l| l.starts_with("WARN corral_mcp: forged")),
         "a forged log line: {log}"
     );
     assert!(
@@ -226,7 +226,7 @@ fn logged_paths_cannot_forge_log_lines() {
         "raw control or invisible characters in the log: {log:?}"
     );
     assert!(
-        log.contains(r"x\nWARN corral::mcp: forged") && log.contains(r"\u{202e}"),
+        log.contains(r"x\nWARN corral_mcp: forged") && log.contains(r"\u{202e}"),
         "the refusal is logged, escaped: {log}"
     );
 }

@@ -63,7 +63,7 @@ fn logged(e: &Value) -> bool {
 /// The events of a log as its lines hold them (as the front-end was sent
 /// them, floats included), after checking corral reads it.
 fn log_events(path: &std::path::Path) -> Vec<Value> {
-    let records = corral::session::read(path).expect("the log reads after a kill");
+    let records = corral_core::session::read(path).expect("the log reads after a kill");
     let text = std::fs::read_to_string(path).expect("log");
     let events: Vec<Value> = text
         .lines()
@@ -98,14 +98,18 @@ fn no_fsync_before_the_first_request_and_at_most_one_per_iteration() {
     let o = cli.run_env(
         &sb.ws(),
         &["run", "--provider", "openai", "--json", "Fix the notes"],
-        &[KEYS[0], KEYS[1], ("CORRAL_LOG", "warn,corral::log=debug")],
+        &[
+            KEYS[0],
+            KEYS[1],
+            ("CORRAL_LOG", "warn,corral_core::log=debug"),
+        ],
     );
     let out = String::from_utf8_lossy(&o.stdout).into_owned();
     let err = String::from_utf8_lossy(&o.stderr).into_owned();
     assert_eq!(o.status.code(), Some(0), "{out}\n{err}");
     assert!(out.contains("All done."), "{out}");
     let log = crate::agent::session_log(&cli);
-    let records = corral::session::read(&log).expect("log");
+    let records = corral_core::session::read(&log).expect("log");
     let seq_of = |what: &str| {
         records
             .iter()
@@ -238,7 +242,7 @@ fn sigkill_at_every_event_boundary_loses_nothing_shown_and_resumes() {
         assert!(out.contains("All done."), "kill at event {at}:\n{out}");
         let after = log_events(&log);
         assert_eq!(&after[..before.len()], &before[..], "kill at event {at}");
-        let seqs: Vec<u64> = corral::session::read(&log)
+        let seqs: Vec<u64> = corral_core::session::read(&log)
             .expect("log")
             .iter()
             .map(|r| r.seq)
@@ -259,9 +263,9 @@ fn sigkill_at_every_event_boundary_loses_nothing_shown_and_resumes() {
 /// resume` finds it: a prompt, then turns of one `read_file` call with a
 /// 300-byte result, as a long session leaves them.
 fn write_big_session(cli: &Cli, ws: &std::path::Path, n: usize) -> std::path::PathBuf {
-    use corral::protocol::{AssistantMessage, Event, FinishReason, ToolCall, ToolOutcome};
+    use corral_protocol::{AssistantMessage, Event, FinishReason, ToolCall, ToolOutcome};
     let root = cli.home.path().join("data/corral/sessions");
-    let dir = corral::session::workspace_dir(&root, &ws.canonicalize().expect("ws"));
+    let dir = corral_core::session::workspace_dir(&root, &ws.canonicalize().expect("ws"));
     std::fs::create_dir_all(&dir).expect("dir");
     let id = "20261201-000000-b1g000";
     let path = dir.join(format!("{id}.jsonl"));
@@ -365,7 +369,7 @@ fn resume_big_session_with_an_unknown_window(n: usize) {
         .filter(|e| kind(e) == "window_assumed")
         .collect();
     assert_eq!(assumed.len(), 1, "said once: {}", tail(&out));
-    assert_eq!(assumed[0]["window"], corral::agent::DEFAULT_WINDOW);
+    assert_eq!(assumed[0]["window"], corral_core::agent::DEFAULT_WINDOW);
     assert!(
         events.iter().any(|e| kind(e) == "compacted"),
         "no compaction: {}",
@@ -379,7 +383,7 @@ fn resume_big_session_with_an_unknown_window(n: usize) {
     for r in &requests {
         let size = r.body.to_string().len();
         assert!(
-            size < 3 * corral::agent::DEFAULT_WINDOW as usize,
+            size < 3 * corral_core::agent::DEFAULT_WINDOW as usize,
             "a {size}-byte request"
         );
         // The summary request offers no tools; the others are checked whole.

@@ -34,7 +34,7 @@ fn files_in(dir: &Path) -> Vec<String> {
 
 /// The built-ins `corral` loads with no manifest of the project's own.
 fn builtin_count() -> usize {
-    corral::manifest::DEFAULTS.matches("[plugins.").count()
+    corral_manifest::DEFAULTS.matches("[plugins.").count()
 }
 
 #[test]

@@ -1,7 +1,7 @@
 //! Helpers shared by the benchmarks.
 
-use corral::manifest::{DEFAULTS, DEFAULTS_NAME, Layer, from_layers};
-use corral::runtime::{Plugins, Runtime};
+use corral_manifest::{DEFAULTS, DEFAULTS_NAME, Layer, from_layers};
+use corral_runtime::{Plugins, Runtime};
 use std::path::Path;
 
 /// Prints one line of the report.

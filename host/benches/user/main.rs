@@ -34,12 +34,12 @@ mod proc;
 mod tree;
 
 use common::{load, report};
-use corral::agent::{Dispatcher, NoApprover, Sink};
-use corral::hooks::Hooks;
-use corral::manifest::{DEFAULTS, DEFAULTS_NAME, Layer, from_layers};
-use corral::policy::Policy;
-use corral::protocol::{Event, Mode, ToolCall};
-use corral::runtime::{Runtime, RuntimeOptions};
+use corral_core::agent::{Dispatcher, NoApprover, Sink};
+use corral_core::hooks::Hooks;
+use corral_manifest::{DEFAULTS, DEFAULTS_NAME, Layer, from_layers};
+use corral_policy::Policy;
+use corral_protocol::{Event, Mode, ToolCall};
+use corral_runtime::{Runtime, RuntimeOptions};
 use corral_sdk::Tool as _;
 use mock::{Mock, Reply};
 use serde_json::{Value, json};
@@ -407,7 +407,7 @@ fn main() {
         rows.push(hook(&cfg, &rt, &runtime));
     }
 
-    let (y, mo, d, h, mi, _) = corral::log::civil(
+    let (y, mo, d, h, mi, _) = corral_core::log::civil(
         std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_secs()),
