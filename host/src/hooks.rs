@@ -24,7 +24,7 @@
 //! call by the stricter of the verdicts on the original and the rewritten
 //! arguments ([`stricter`]).
 
-use crate::agent::{CallOutcome, Sink};
+use crate::call::Sink;
 use crate::manifest::Origin;
 use crate::policy::{Decision, Verdict as PolicyVerdict};
 use crate::protocol::{Effect, Event, HookDecision, HookEvent, ToolCall};
@@ -609,70 +609,6 @@ impl SessionHooks {
             self.hooks.run(input, sink).await?;
         }
         Ok(())
-    }
-}
-
-/// What the `before_tool` hooks of a call left for the policy step.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct BeforeTool {
-    /// The original arguments, when a hook rewrote them (the call now
-    /// carries the new ones).
-    pub original: Option<serde_json::Value>,
-    /// Hooks that asked for the user's approval, with their reasons.
-    pub ask: Vec<String>,
-}
-
-impl BeforeTool {
-    /// Adjusts the policy's verdict on the call as it will run: judged
-    /// again on the original arguments when they were rewritten (the
-    /// stricter verdict wins, see [`stricter`]), and asked rather than
-    /// allowed when a hook asked.
-    pub fn judge(
-        &self,
-        verdict: &mut PolicyVerdict,
-        decide: impl FnOnce(&serde_json::Value) -> PolicyVerdict,
-    ) {
-        if let Some(original) = &self.original {
-            *verdict = stricter(verdict.clone(), decide(original));
-        }
-        if !self.ask.is_empty() && verdict.decision == Decision::Allow {
-            *verdict = PolicyVerdict {
-                decision: Decision::Ask,
-                reason: format!("{}; but {}", verdict.reason, self.ask.join("; ")),
-            };
-        }
-    }
-}
-
-/// What the model reads of a call after its `after_tool` (or
-/// `after_tool_failure`) hooks: a block withholds the output, and the
-/// reason takes its place; context is added after the output.
-pub fn after_tool(outcome: CallOutcome, hooked: Outcome) -> CallOutcome {
-    if let Some(why) = hooked.blocked {
-        return CallOutcome::Output {
-            content: format!("{why}\n(the call ran; its output was withheld)"),
-            is_error: true,
-            data: None,
-        };
-    }
-    let Some(context) = hooked.context_text() else {
-        return outcome;
-    };
-    let add = |text: String| format!("{text}\n\n{context}");
-    match outcome {
-        CallOutcome::Output {
-            content,
-            is_error,
-            data,
-        } => CallOutcome::Output {
-            content: add(content),
-            is_error,
-            data,
-        },
-        CallOutcome::Invalid(m) => CallOutcome::Invalid(add(m)),
-        CallOutcome::Failed(m) => CallOutcome::Failed(add(m)),
-        CallOutcome::Fatal(m) => CallOutcome::Fatal(add(m)),
-        other => other,
     }
 }
 

@@ -21,6 +21,7 @@
 #![warn(missing_docs)]
 
 pub mod agent;
+pub mod call;
 pub mod context;
 pub mod exec;
 pub mod fsread;

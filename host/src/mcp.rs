@@ -2,7 +2,7 @@
 //! Code, Codex, an IDE) over stdio, with the same guarantees the agent loop
 //! gives its model.
 //!
-//! Every `tools/call` takes the one path of [`Dispatcher::dispatch`]: look
+//! Every `tools/call` takes the one path of [`Dispatcher::run_batch`]: look
 //! up → validate against the schema → protected paths → permission policy →
 //! approval → sandboxed call → events. The manifest's grants and the
 //! permission policy hold for the client as they do for corral's own model;
@@ -40,13 +40,14 @@ mod framing;
 
 pub use framing::MAX_REQUEST_BYTES;
 
-use crate::agent::{Answer, Approver, Dispatcher, Sink};
+use crate::call::{Approver, Dispatcher, PluginRunner, Sink};
 use crate::manifest::Manifest;
 use crate::protocol::{
     ApprovalAnswer, ApprovalRequest, Effect, Event, Mode, PermissionDecision, ToolCall,
     ToolOutcome, ToolSpec,
 };
 use crate::runtime::{Runtime, RuntimeOptions};
+use futures::future::BoxFuture;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ElicitRequestParams,
     ElicitationAction, ElicitationSchema, Implementation, ListToolsResult, PaginatedRequestParams,
@@ -125,9 +126,17 @@ impl Server {
         let hooks = crate::hooks::Hooks::new(&manifest.hooks, &plugins).await?;
         let workspace =
             std::fs::canonicalize(&manifest.workspace).unwrap_or(manifest.workspace.clone());
-        let dispatcher = Dispatcher::new(plugins, policy, approver.clone(), None)
+        // The guard holds what it holds for a session: what a client's calls
+        // read labels what its later calls may send out.
+        let tracker = crate::provenance::Tracker::new(
+            &workspace,
+            manifest.guard.clone(),
+            Default::default(),
+        )?;
+        let mut dispatcher = Dispatcher::new(plugins, policy, approver.clone(), None)
             .with_hooks(Arc::new(hooks))
             .with_workspace(workspace);
+        dispatcher.set_tracker(Arc::new(tracker));
         Ok(Self {
             dispatcher: Arc::new(dispatcher),
             approver,
@@ -241,11 +250,20 @@ impl Server {
             model_id: None,
         };
         let mut sink = LogSink;
-        let (outcome, _stop) = self
+        let ran = self
             .dispatcher
-            .dispatch(&call, &mut sink, &context.ct)
+            .run_batch(
+                std::slice::from_ref(&call),
+                None,
+                &PluginRunner,
+                &mut sink,
+                &context.ct,
+            )
             .await
             .map_err(|e| ErrorData::internal_error(format!("{e:#}"), None))?;
+        let outcome = ran.outcomes.into_iter().next().ok_or_else(|| {
+            ErrorData::internal_error("the call pipeline gave no result".to_owned(), None)
+        })?;
         Ok(call_result(outcome))
     }
 }
@@ -458,6 +476,12 @@ struct LogSink;
 
 impl Sink for LogSink {
     fn emit(&mut self, event: Event) -> anyhow::Result<()> {
+        // What a session would log, whole, for whoever debugs a client's
+        // calls (`CORRAL_LOG=corral::event=debug`).
+        if event.is_logged() && tracing::enabled!(target: "corral::event", tracing::Level::DEBUG) {
+            let json = serde_json::to_string(&event).unwrap_or_default();
+            tracing::debug!(target: "corral::event", "event {json}");
+        }
         match event {
             Event::Permission {
                 call_id,
@@ -538,7 +562,7 @@ impl Approver for ElicitApprover {
         })
     }
 
-    fn approve(&self, request: &ApprovalRequest) -> Answer<'static> {
+    fn approve(&self, request: &ApprovalRequest) -> BoxFuture<'static, ApprovalAnswer> {
         let peer = self.peer().filter(|p| {
             p.supported_elicitation_modes()
                 .contains(&ElicitationMode::Form)

@@ -370,7 +370,7 @@ after_tool = [{{ plugin = "format", tools = ["write_file", "edit_file"] }}]
 #[derive(Default)]
 struct Kept(Vec<Event>);
 
-impl corral::agent::Sink for Kept {
+impl corral::call::Sink for Kept {
     fn emit(&mut self, event: Event) -> anyhow::Result<()> {
         self.0.push(event);
         Ok(())

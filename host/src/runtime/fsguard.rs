@@ -52,6 +52,13 @@ const MAX_DEPTH: u32 = 4096;
 /// File names (at the workspace root) that no tool may create or change.
 const PROTECTED_AT_ROOT: &[&str] = &["corral.toml"];
 
+/// Whether a plugin loaded from `source` may change `.git`: `builtin:git`
+/// only, by its source, since any plugin may be named "git". The one place
+/// this exemption is decided, for the sandbox and for the call pipeline.
+pub fn may_write_git(source: &Source) -> bool {
+    matches!(source, Source::Builtin(b) if b == "git")
+}
+
 /// What one plugin's calls are checked against.
 #[derive(Debug)]
 pub(crate) struct Guard {
@@ -115,7 +122,7 @@ impl Guard {
         };
         Ok(Self {
             root,
-            exempt: matches!(source, Source::Builtin(b) if b == "git"),
+            exempt: may_write_git(source),
         })
     }
 

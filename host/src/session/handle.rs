@@ -5,7 +5,8 @@
 //! goes through it.
 
 use super::open::{choose_provider, find_session, sessions_dir};
-use crate::agent::{Agent, AgentOptions, Approver, Backlog, NoApprover, OpApprover, YesApprover};
+use crate::agent::{Agent, AgentOptions, Backlog};
+use crate::call::{Approver, NoApprover, OpApprover, YesApprover};
 use crate::log::SessionLog;
 use crate::manifest::Manifest;
 use crate::protocol::{Event, Mode, Op, StopReason};
