@@ -176,6 +176,13 @@ fn the_loop_and_the_mcp_server_take_a_call_through_one_pipeline() {
     else {
         return;
     };
+    // The guard held the call for the client as it did for the model.
+    assert_eq!(answered["calls"][1]["is_error"], true, "{answered}");
+    assert!(
+        sink.requests().is_empty(),
+        "the collector received: {:?}",
+        sink.requests().len()
+    );
     let served: Vec<Value> = stderr
         .lines()
         .filter_map(|l| l.split_once("event ").map(|(_, json)| json))
@@ -210,12 +217,6 @@ fn the_loop_and_the_mcp_server_take_a_call_through_one_pipeline() {
         reason.starts_with("exfiltration guard: this session read sensitive data (`.env`)")
             && reason.contains("allow rule \"http_get\""),
         "{reason}"
-    );
-    assert_eq!(answered["calls"][1]["is_error"], true, "{answered}");
-    assert!(
-        sink.requests().is_empty(),
-        "the collector received: {:?}",
-        sink.requests().len()
     );
     // Both front-ends took each call through the one orchestrator.
     assert_eq!(batches(&loop_log), 2, "the loop's batches: {loop_log}");
