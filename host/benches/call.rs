@@ -16,7 +16,7 @@
 mod common;
 
 use common::{load, report};
-use corral::agent::{Dispatcher, NoApprover, Sink};
+use corral::call::{Dispatcher, NoApprover, Sink};
 use corral::hooks::Hooks;
 use corral::manifest::{DEFAULTS, DEFAULTS_NAME, Layer, from_layers};
 use corral::policy::Policy;
@@ -154,7 +154,7 @@ fn main() {
     };
     let cancel = CancellationToken::new();
     let dispatch = |d: &Dispatcher| {
-        let (outcome, _) = or_die(rt.block_on(d.dispatch(&read, &mut Discard, &cancel)));
+        let outcome = or_die(rt.block_on(d.run_one(&read, &mut Discard, &cancel)));
         assert!(!outcome.is_error, "{}", outcome.content);
     };
     round(50, || dispatch(&plain));

@@ -16,7 +16,7 @@
 mod common;
 
 use common::{load, report};
-use corral::agent::{Dispatcher, NoApprover, Sink};
+use corral::call::{Dispatcher, NoApprover, Sink};
 use corral::hooks::Hooks;
 use corral::log::SessionLog;
 use corral::manifest::{DEFAULTS, DEFAULTS_NAME, Layer, from_layers};
@@ -69,7 +69,7 @@ fn measure(
         .map(|_| {
             let started = Instant::now();
             for _ in 0..iters {
-                let (outcome, _) = or_die(rt.block_on(dispatcher.dispatch(call, sink, &cancel)));
+                let outcome = or_die(rt.block_on(dispatcher.run_one(call, sink, &cancel)));
                 assert!(!outcome.is_error, "{}", outcome.content);
             }
             started.elapsed() / iters as u32

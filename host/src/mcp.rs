@@ -40,7 +40,7 @@ mod framing;
 
 pub use framing::MAX_REQUEST_BYTES;
 
-use crate::call::{Approver, Dispatcher, PluginRunner, Sink};
+use crate::call::{Approver, Dispatcher, Sink};
 use crate::manifest::Manifest;
 use crate::protocol::{
     ApprovalAnswer, ApprovalRequest, Effect, Event, Mode, PermissionDecision, ToolCall,
@@ -250,20 +250,11 @@ impl Server {
             model_id: None,
         };
         let mut sink = LogSink;
-        let ran = self
+        let outcome = self
             .dispatcher
-            .run_batch(
-                std::slice::from_ref(&call),
-                None,
-                &PluginRunner,
-                &mut sink,
-                &context.ct,
-            )
+            .run_one(&call, &mut sink, &context.ct)
             .await
             .map_err(|e| ErrorData::internal_error(format!("{e:#}"), None))?;
-        let outcome = ran.outcomes.into_iter().next().ok_or_else(|| {
-            ErrorData::internal_error("the call pipeline gave no result".to_owned(), None)
-        })?;
         Ok(call_result(outcome))
     }
 }

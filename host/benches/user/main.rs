@@ -34,7 +34,7 @@ mod proc;
 mod tree;
 
 use common::{load, report};
-use corral::agent::{Dispatcher, NoApprover, Sink};
+use corral::call::{Dispatcher, NoApprover, Sink};
 use corral::hooks::Hooks;
 use corral::manifest::{DEFAULTS, DEFAULTS_NAME, Layer, from_layers};
 use corral::policy::Policy;
@@ -1398,7 +1398,7 @@ fn hook(cfg: &Cfg, rt: &tokio::runtime::Runtime, runtime: &Runtime) -> Row {
     let per = |d: &Dispatcher, iters: u32| {
         let t = Instant::now();
         for _ in 0..iters {
-            let (outcome, _) = ok(rt.block_on(d.dispatch(&call, &mut Discard, &cancel)));
+            let outcome = ok(rt.block_on(d.run_one(&call, &mut Discard, &cancel)));
             assert!(!outcome.is_error, "{}", outcome.content);
         }
         t.elapsed() / iters

@@ -5,7 +5,7 @@
 //! gets one begin and one end event, in call order, and its result comes
 //! back in call order.
 
-use super::{CallOutcome, Checked, Dispatcher, Runner, Sink};
+use super::{CallOutcome, Checked, Dispatcher, PluginRunner, Runner, Sink};
 use crate::protocol::{Event, FinishReason, StopReason, ToolCall, ToolOutcome};
 use tokio_util::sync::CancellationToken;
 
@@ -69,6 +69,29 @@ impl Dispatcher {
             i = end;
         }
         Ok(Ran { outcomes, stop })
+    }
+
+    /// One call through [`Dispatcher::run_batch`] with plugin tools only
+    /// (the MCP server's `tools/call`): its result as the client reads it.
+    pub async fn run_one(
+        &self,
+        call: &ToolCall,
+        sink: &mut dyn Sink,
+        cancel: &CancellationToken,
+    ) -> anyhow::Result<ToolOutcome> {
+        let ran = self
+            .run_batch(
+                std::slice::from_ref(call),
+                None,
+                &PluginRunner,
+                sink,
+                cancel,
+            )
+            .await?;
+        ran.outcomes
+            .into_iter()
+            .next()
+            .ok_or_else(|| anyhow::anyhow!("the call pipeline gave no result for `{}`", call.name))
     }
 
     /// Checks and admits each call in order; a deny-and-stop skips the rest.
