@@ -40,7 +40,7 @@ enum Events {
     Log(SessionLog),
 }
 
-impl Sink for Events {
+impl corral::hooks::Emit for Events {
     fn emit(&mut self, event: Event) -> anyhow::Result<()> {
         if let Events::Log(log) = self
             && event.is_logged()
@@ -49,7 +49,9 @@ impl Sink for Events {
         }
         Ok(())
     }
+}
 
+impl Sink for Events {
     fn save_artifact(&self, _: &str, _: &str) -> Option<std::io::Result<PathBuf>> {
         None
     }

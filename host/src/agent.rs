@@ -25,7 +25,7 @@ pub use history::replay_history;
 pub use host_tools::{HOST_TOOLS, HostTool};
 pub use subagent::{SubagentEnv, SubagentOptions};
 
-use crate::call::{Approver, Dispatcher, NoApprover, Sink};
+use crate::call::{Approver, Dispatcher, Emit, NoApprover, Sink};
 use crate::log::{Record, SessionLog};
 use crate::protocol::{
     ChatRequest, ChatResponse, Event, FinishReason, Message, Mode, ProviderError, StopReason,
@@ -209,7 +209,7 @@ struct Out<'a> {
     ui: &'a UnboundedSender<Event>,
 }
 
-impl Sink for Out<'_> {
+impl Emit for Out<'_> {
     fn emit(&mut self, event: Event) -> anyhow::Result<()> {
         if event.is_logged() {
             self.log
@@ -219,7 +219,9 @@ impl Sink for Out<'_> {
         let _ = self.ui.send(event);
         Ok(())
     }
+}
 
+impl Sink for Out<'_> {
     fn save_artifact(&self, name: &str, content: &str) -> Option<std::io::Result<PathBuf>> {
         Some(self.log.save_artifact(name, content))
     }

@@ -24,12 +24,19 @@
 //! call by the stricter of the verdicts on the original and the rewritten
 //! arguments ([`stricter`]).
 
-use crate::call::Sink;
 use crate::manifest::Origin;
 use crate::policy::{Decision, Verdict as PolicyVerdict};
 use crate::protocol::{Effect, Event, HookDecision, HookEvent, ToolCall};
 use crate::runtime::{Plugin, Plugins};
 use std::sync::Arc;
+
+/// Where the hooks' decisions are recorded, an [`Event::Hook`] each: the
+/// session log and the front-end, or the MCP server's host log. A call's
+/// [`crate::call::Sink`] is one.
+pub trait Emit: Send {
+    /// Records one event.
+    fn emit(&mut self, event: Event) -> anyhow::Result<()>;
+}
 
 /// One binding of the manifest's `[hooks]` table.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -395,7 +402,7 @@ impl Hooks {
     /// Runs the hooks bound to `input`'s event (and, for tool events,
     /// matching its tool) in order, logs each decision to `sink`, and folds
     /// them; see the module documentation.
-    pub async fn run(&self, input: HookInput, sink: &mut dyn Sink) -> anyhow::Result<Outcome> {
+    pub async fn run(&self, input: HookInput, sink: &mut dyn Emit) -> anyhow::Result<Outcome> {
         self.run_withholding(input, &[], sink).await
     }
 
@@ -410,7 +417,7 @@ impl Hooks {
         &self,
         input: HookInput,
         sensitive: &[String],
-        sink: &mut dyn Sink,
+        sink: &mut dyn Emit,
     ) -> anyhow::Result<Outcome> {
         let event = input.event();
         let withheld = (!sensitive.is_empty()).then(|| input.withheld(sensitive));
@@ -499,7 +506,7 @@ impl Hooks {
         &self,
         manual: bool,
         messages: u32,
-        sink: &mut dyn Sink,
+        sink: &mut dyn Emit,
     ) -> anyhow::Result<Outcome> {
         self.run(HookInput::BeforeCompact { manual, messages }, sink)
             .await
@@ -511,7 +518,7 @@ impl Hooks {
         &self,
         task: &str,
         text: &str,
-        sink: &mut dyn Sink,
+        sink: &mut dyn Emit,
     ) -> anyhow::Result<Outcome> {
         self.run(
             HookInput::SubagentStop {
@@ -545,7 +552,7 @@ impl SessionHooks {
     }
 
     /// Runs the `session_start` hooks, once per session (or resume).
-    pub async fn start(&mut self, session_id: &str, sink: &mut dyn Sink) -> anyhow::Result<()> {
+    pub async fn start(&mut self, session_id: &str, sink: &mut dyn Emit) -> anyhow::Result<()> {
         let Some(resumed) = self.pending_start.take() else {
             return Ok(());
         };
@@ -573,7 +580,7 @@ impl SessionHooks {
     pub async fn prompt(
         &self,
         prompt: &str,
-        sink: &mut dyn Sink,
+        sink: &mut dyn Emit,
     ) -> anyhow::Result<Result<String, String>> {
         if !self.hooks.has(HookEvent::UserPrompt) {
             return Ok(Ok(prompt.to_owned()));
@@ -590,7 +597,7 @@ impl SessionHooks {
 
     /// Runs the `stop` hooks on a final answer: `Some` is the prompt the
     /// run goes on with when one blocked the stop.
-    pub async fn stop(&self, text: &str, sink: &mut dyn Sink) -> anyhow::Result<Option<String>> {
+    pub async fn stop(&self, text: &str, sink: &mut dyn Emit) -> anyhow::Result<Option<String>> {
         if !self.hooks.has(HookEvent::Stop) {
             return Ok(None);
         }
@@ -601,7 +608,7 @@ impl SessionHooks {
     }
 
     /// Runs the `session_end` hooks.
-    pub async fn end(&self, session_id: &str, sink: &mut dyn Sink) -> anyhow::Result<()> {
+    pub async fn end(&self, session_id: &str, sink: &mut dyn Emit) -> anyhow::Result<()> {
         if self.hooks.has(HookEvent::SessionEnd) {
             let input = HookInput::SessionEnd {
                 session_id: session_id.to_owned(),
@@ -785,14 +792,10 @@ mod tests {
     #[derive(Default)]
     struct Kept(Vec<Event>);
 
-    impl Sink for Kept {
+    impl Emit for Kept {
         fn emit(&mut self, event: Event) -> anyhow::Result<()> {
             self.0.push(event);
             Ok(())
-        }
-
-        fn save_artifact(&self, _: &str, _: &str) -> Option<std::io::Result<std::path::PathBuf>> {
-            None
         }
     }
 

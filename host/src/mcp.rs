@@ -465,7 +465,7 @@ pub fn call_result(outcome: ToolOutcome) -> CallToolResult {
 /// decided.
 struct LogSink;
 
-impl Sink for LogSink {
+impl crate::hooks::Emit for LogSink {
     fn emit(&mut self, event: Event) -> anyhow::Result<()> {
         // What a session would log, whole, for whoever debugs a client's
         // calls (`CORRAL_LOG=corral::event=debug`).
@@ -503,7 +503,9 @@ impl Sink for LogSink {
         }
         Ok(())
     }
+}
 
+impl Sink for LogSink {
     fn save_artifact(&self, _name: &str, _content: &str) -> Option<std::io::Result<PathBuf>> {
         None
     }

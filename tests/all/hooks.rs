@@ -370,14 +370,10 @@ after_tool = [{{ plugin = "format", tools = ["write_file", "edit_file"] }}]
 #[derive(Default)]
 struct Kept(Vec<Event>);
 
-impl corral::call::Sink for Kept {
+impl corral::hooks::Emit for Kept {
     fn emit(&mut self, event: Event) -> anyhow::Result<()> {
         self.0.push(event);
         Ok(())
-    }
-
-    fn save_artifact(&self, _: &str, _: &str) -> Option<std::io::Result<std::path::PathBuf>> {
-        None
     }
 }
 

@@ -1340,11 +1340,13 @@ fn list_files(cfg: &Cfg, bins: &[Bin], tree: &Result<tree::Tree, String>) -> Row
 /// Events of a measured dispatch, dropped.
 struct Discard;
 
-impl Sink for Discard {
+impl corral::hooks::Emit for Discard {
     fn emit(&mut self, _: Event) -> anyhow::Result<()> {
         Ok(())
     }
+}
 
+impl Sink for Discard {
     fn save_artifact(&self, _: &str, _: &str) -> Option<std::io::Result<PathBuf>> {
         None
     }

@@ -15,7 +15,8 @@
 //! transcript (long pieces cut in the middle to fit the window), no tools.
 
 use super::budget::{self, Budget};
-use super::{Agent, Out, Sink as _};
+use super::{Agent, Out};
+use crate::call::Emit as _;
 use crate::protocol::{ChatRequest, ChatResponse, Event, Message, StopReason, StreamEvent};
 use corral_sdk::cassette::SUMMARY_MESSAGE_MARK;
 use tokio::sync::mpsc::UnboundedSender;

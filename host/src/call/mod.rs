@@ -34,8 +34,9 @@ pub use approve::{Approver, NoApprover, OpApprover, Scope, YesApprover};
 pub use batch::Ran;
 pub use run::{PluginRunner, Runner, sandbox};
 
+pub use crate::hooks::Emit;
 use crate::policy::Policy;
-use crate::protocol::{Effect, Event, Mode, ToolCall, ToolSpec};
+use crate::protocol::{Effect, Mode, ToolCall, ToolSpec};
 use crate::provenance::Tracker;
 use crate::runtime::{Plugin, Plugins, Touched};
 use futures::future::BoxFuture;
@@ -43,11 +44,9 @@ use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-/// Where a call's events go: the session log and the front-end.
-pub trait Sink: Send {
-    /// Records one event.
-    fn emit(&mut self, event: Event) -> anyhow::Result<()>;
-
+/// Where a call's events go: the session log and the front-end; besides
+/// recording them ([`Emit`]), it keeps whole outputs and syncs.
+pub trait Sink: Emit {
     /// Saves a long output whole; `None` when there is nowhere to save it.
     fn save_artifact(&self, name: &str, content: &str) -> Option<std::io::Result<PathBuf>>;
 
