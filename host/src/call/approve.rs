@@ -283,3 +283,29 @@ impl Approver for OpApprover {
         true
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::Scope;
+    use serde_json::json;
+
+    #[test]
+    fn a_scope_names_a_command_or_a_tool_and_the_guard_keeps_its_own() {
+        let command = Scope::of("run_command", &json!({ "argv": ["git", "status"] }));
+        assert_eq!(
+            command,
+            Scope::Command {
+                tool: "run_command".into(),
+                argv: vec!["git".into(), "status".into()],
+            }
+        );
+        assert_eq!(command.covers(), "this command");
+        let tool = Scope::of("write_file", &json!({ "path": "a.txt", "content": "" }));
+        assert_eq!(tool, Scope::Tool("write_file".into()));
+        assert_eq!(tool.covers(), "every write_file call");
+        // An approval the guard asked for covers no call the policy alone asks about.
+        let guarded = Scope::Guarded(Box::new(tool.clone()));
+        assert_ne!(guarded, tool);
+        assert_eq!(guarded.covers(), "this command");
+    }
+}
