@@ -1,19 +1,19 @@
 //! One tool call's path, the same for the agent loop, its subagents and the
 //! MCP server. A call takes these steps, one file each:
 //!
-//! 1. [`check`]: the tool exists and the arguments are a JSON object its
+//! 1. `check`: the tool exists and the arguments are a JSON object its
 //!    schema accepts (nobody is asked about a call that cannot run);
-//! 2. [`judge`] asks the `before_tool` hooks first, since a rewrite changes
+//! 2. `judge` asks the `before_tool` hooks first, since a rewrite changes
 //!    the call every later step judges;
-//! 3. [`protect`]: protected paths (`.git` internals, the manifest);
-//! 4. [`judge`]: the permission policy (on the original arguments too when a
+//! 3. `protect`: protected paths (`.git` internals, the manifest);
+//! 4. `judge`: the permission policy (on the original arguments too when a
 //!    hook rewrote them), a hook's ask, then the exfiltration guard: each
-//!    consulted once, in this order, into one [`judge::Judgement`];
-//! 5. [`approve`]: an `ask` becomes an [`Event::ApprovalRequested`] answered
+//!    consulted once, in this order, into one judgement;
+//! 5. `approve`: an `ask` becomes an `approval_requested` event answered
 //!    by the [`Approver`] (an op, `--yes`, an MCP elicitation, or nobody);
-//! 6. [`run`]: the call in its plugin's sandbox (or the host's own tool,
+//! 6. `run`: the call in its plugin's sandbox (or the host's own tool,
 //!    through the caller's [`Runner`]);
-//! 7. [`finish`]: provenance labels, `after_tool` hooks, truncation (the
+//! 7. `finish`: provenance labels, `after_tool` hooks, truncation (the
 //!    whole output saved as an artifact) and the end event that logs it.
 //!
 //! [`Dispatcher::run_batch`] is the one orchestrator of these steps: every
