@@ -3,6 +3,7 @@
 //! log, and resume after SIGKILL.
 
 use crate::mock::*;
+use crate::support::log::session_log;
 use crate::*;
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
@@ -422,23 +423,6 @@ fn record_then_replay_gives_the_same_run() {
             .join("\n")
     };
     assert_eq!(timeless(text(&o).0), timeless(text(&replayed).0));
-}
-
-pub fn session_log(cli: &Cli) -> std::path::PathBuf {
-    let root = cli.home.path().join("data/corral/sessions");
-    let ws_dir = std::fs::read_dir(&root)
-        .expect("sessions")
-        .next()
-        .expect("one workspace")
-        .expect("entry")
-        .path();
-    let mut logs: Vec<_> = std::fs::read_dir(&ws_dir)
-        .expect("logs")
-        .map(|e| e.expect("entry").path())
-        .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
-        .collect();
-    logs.sort();
-    logs.pop().expect("a log")
 }
 
 #[test]

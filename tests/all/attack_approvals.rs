@@ -5,6 +5,7 @@
 //! labels; a rejected stdin line is quoted inert and cut.
 
 use crate::mock::*;
+use crate::support::log::of_type;
 use crate::*;
 use corral_test_programs::HTTP_CLIENT;
 use serde_json::{Value, json};
@@ -99,10 +100,6 @@ fn deny(id: &str) -> String {
     json!({"op": "approval", "call_id": id, "decision": "deny", "reason": "no"}).to_string()
 }
 
-fn of<'a>(events: &'a [Value], kind: &str) -> Vec<&'a Value> {
-    events.iter().filter(|e| e["type"] == kind).collect()
-}
-
 // ---- attack 4: approvals show everything that will run ----
 
 #[test]
@@ -134,7 +131,7 @@ fn json_approval_events_carry_the_whole_call_made_visible() {
             vec![]
         }
     });
-    let asked = of(&events, "approval_requested");
+    let asked = of_type(&events, "approval_requested");
     assert_eq!(asked.len(), 1, "{stderr}\n{events:#?}");
     assert_eq!(
         asked[0]["shown"],
@@ -280,7 +277,7 @@ fn two_writes_sharing(id: &'static str) {
             vec![deny(own)]
         }
     });
-    let requests = of(&events, "approval_requested");
+    let requests = of_type(&events, "approval_requested");
     assert_eq!(requests.len(), 2, "{stderr}\n{events:#?}");
     let ids: Vec<&str> = requests
         .iter()
@@ -307,7 +304,7 @@ fn two_writes_sharing(id: &'static str) {
             .expect("shown")
             .contains("b.txt")
     );
-    let refused: Vec<&Value> = of(&events, "error")
+    let refused: Vec<&Value> = of_type(&events, "error")
         .into_iter()
         .filter(|e| {
             e["message"]
@@ -316,7 +313,7 @@ fn two_writes_sharing(id: &'static str) {
         })
         .collect();
     assert_eq!(refused.len(), 2, "{events:#?}");
-    let decisions: Vec<(&str, &str)> = of(&events, "permission")
+    let decisions: Vec<(&str, &str)> = of_type(&events, "permission")
         .iter()
         .map(|p| {
             (
@@ -411,14 +408,14 @@ fn empty_model_ids_cannot_share_an_approval() {
             vec![deny(own)]
         }
     });
-    let ids: Vec<&str> = of(&events, "approval_requested")
+    let ids: Vec<&str> = of_type(&events, "approval_requested")
         .iter()
         .map(|r| r["call"]["id"].as_str().expect("id"))
         .collect();
     assert_eq!(ids.len(), 2, "{stderr}\n{events:#?}");
     assert_ne!(ids[0], ids[1], "two calls shared one approval id");
     assert!(ids.iter().all(|id| id.starts_with("c-")), "{ids:?}");
-    let decisions: Vec<(&str, &str)> = of(&events, "permission")
+    let decisions: Vec<(&str, &str)> = of_type(&events, "permission")
         .iter()
         .map(|p| {
             (
@@ -430,7 +427,7 @@ fn empty_model_ids_cannot_share_an_approval() {
     assert_eq!(decisions, [(ids[0], "approved"), (ids[1], "refused")]);
     assert!(sb.ws().join("a.txt").exists());
     assert!(!sb.ws().join("b.txt").exists(), "the refused write ran");
-    let ends: Vec<&str> = of(&events, "tool_call_end")
+    let ends: Vec<&str> = of_type(&events, "tool_call_end")
         .iter()
         .map(|e| e["call_id"].as_str().unwrap_or(""))
         .collect();
@@ -451,12 +448,12 @@ fn the_provider_gets_back_the_models_own_unique_ids() {
     let sb = openai_project(mock.port, "");
     let cli = Cli::new();
     let (events, stderr) = drive(answering(&cli, &sb, "read it"), |_| vec![]);
-    let begin = of(&events, "tool_call_begin");
+    let begin = of_type(&events, "tool_call_begin");
     assert_eq!(begin.len(), 1, "{stderr}");
     assert_eq!(begin[0]["call"]["model_id"], "call_r");
     let own = begin[0]["call"]["id"].as_str().expect("id");
     assert!(own.starts_with("c-"), "{own}");
-    assert_eq!(of(&events, "tool_call_end")[0]["call_id"], own);
+    assert_eq!(of_type(&events, "tool_call_end")[0]["call_id"], own);
     let second = &mock.requests()[1];
     check_openai_request(second, "sk-policy-test");
     assert!(openai_tool_result(second, "call_r").contains("hello from the workspace"));
@@ -512,7 +509,7 @@ fn parallel_reads_sharing_an_id_keep_their_own_labels() {
             vec![]
         }
     });
-    let begins = of(&events, "tool_call_begin");
+    let begins = of_type(&events, "tool_call_begin");
     let own = |path: &str| {
         begins
             .iter()
@@ -528,7 +525,7 @@ fn parallel_reads_sharing_an_id_keep_their_own_labels() {
     let (env, big) = (own(".env"), own("big.txt"));
     assert_ne!(env, big);
     let labels = |id: &str| -> Vec<(String, String)> {
-        let end = of(&events, "tool_call_end")
+        let end = of_type(&events, "tool_call_end")
             .into_iter()
             .find(|e| e["call_id"] == id)
             .expect("an end");
@@ -554,7 +551,7 @@ fn parallel_reads_sharing_an_id_keep_their_own_labels() {
         labels(&big)
     );
     // The guard held the send, and the user refused it.
-    let asked = of(&events, "approval_requested");
+    let asked = of_type(&events, "approval_requested");
     assert_eq!(asked.len(), 1, "{events:#?}");
     assert_eq!(asked[0]["call"]["name"], "http_get");
     assert!(
@@ -595,7 +592,7 @@ fn a_rejected_stdin_line_is_quoted_inert_and_cut() {
             vec![]
         }
     });
-    assert_eq!(of(&events, "permission")[0]["decision"], "approved");
+    assert_eq!(of_type(&events, "permission")[0]["decision"], "approved");
     let complaint = stderr
         .lines()
         .find(|l| l.contains("stdin line 1 is not an op"))

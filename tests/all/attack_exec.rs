@@ -7,7 +7,8 @@
 
 use crate::mock::*;
 use crate::policy::manifest;
-use crate::subagents::{answer_turn, call_turn, git, project, repo};
+use crate::subagents::{git, project, repo};
+use crate::support::cassette::{answer_turn, calls_turn};
 use crate::tui::Pane;
 use crate::*;
 use serde_json::{Value, json};
@@ -209,7 +210,7 @@ fn worktree_child_runs(sb: &Sandbox, script: &str) {
         "full-auto",
         0,
         json!([
-            call_turn(&[(
+            calls_turn(&[(
                 "call_t",
                 "task",
                 json!({"prompt": TASK, "tools": ["run_command"], "worktree": "w"})
@@ -217,7 +218,7 @@ fn worktree_child_runs(sb: &Sandbox, script: &str) {
             answer_turn("The subagent is done."),
         ]),
         json!([{"prompt": TASK, "turns": [
-            call_turn(&[("r1", "run_command", json!({"argv": ["sh", "-c", script]}))]),
+            calls_turn(&[("r1", "run_command", json!({"argv": ["sh", "-c", script]}))]),
             answer_turn("Done."),
         ]}]),
     );

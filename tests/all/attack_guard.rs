@@ -4,9 +4,8 @@
 //! sends a secret, an audit hook with the network) and rules that judge the
 //! path a call touches once symlinks are resolved.
 
-use crate::guard::{
-    SECRET, answer_turn, call_turn, cassette, collector, events, find, label, labels, project,
-};
+use crate::guard::{SECRET, cassette, collector, events, find, label, labels, project};
+use crate::support::cassette::{answer_turn, call_turn};
 use crate::*;
 use corral_test_programs::{HOOK, HTTP_CLIENT};
 use serde_json::{Value, json};

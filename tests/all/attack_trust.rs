@@ -6,20 +6,12 @@
 //! look-alike tool names are flagged. Driven through the `corral` binary.
 
 use crate::mock::*;
+use crate::support::output::{stderr, stdout};
 use crate::*;
 use corral_test_programs::{DESCRIBE_READS, LOOKALIKE, SNEAKY};
 use serde_json::json;
-use std::process::Output;
 
 const KEY: (&str, &str) = ("TEST_OPENAI_KEY", "sk-trust-test");
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
 
 fn user_file(cli: &Cli) -> PathBuf {
     cli.home.path().join("config/corral/corral.toml")

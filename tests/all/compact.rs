@@ -6,6 +6,8 @@
 //! summary request looks like.
 
 use crate::mock::*;
+use crate::support::log::{kind, read_events, try_session_logs};
+use crate::support::output::json_events;
 use crate::*;
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
@@ -59,28 +61,6 @@ fn project(delay_ms: u64) -> String {
     )
 }
 
-/// The session log, once there is one.
-fn find_log(cli: &Cli) -> Option<std::path::PathBuf> {
-    let root = cli.home.path().join("data/corral/sessions");
-    let ws = std::fs::read_dir(root).ok()?.next()?.ok()?.path();
-    std::fs::read_dir(ws)
-        .ok()?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .find(|p| p.extension().is_some_and(|e| e == "jsonl"))
-}
-
-fn events(log: &std::path::Path) -> Vec<Value> {
-    corral::session::read(log)
-        .expect("log")
-        .iter()
-        .map(|r| serde_json::to_value(&r.event).expect("event"))
-        .collect()
-}
-
-fn kind(e: &Value) -> &str {
-    e["type"].as_str().unwrap_or("")
-}
-
 #[test]
 fn a_long_session_compacts_fits_its_window_and_resumes_to_the_same_request() {
     let sb = Sandbox::new();
@@ -109,7 +89,7 @@ fn a_long_session_compacts_fits_its_window_and_resumes_to_the_same_request() {
             break None;
         }
         std::thread::sleep(Duration::from_millis(10));
-        let Some(log) = find_log(&cli) else {
+        let Some(log) = try_session_logs(&cli).into_iter().next() else {
             continue;
         };
         let Ok(records) = corral::session::read(&log) else {
@@ -127,7 +107,7 @@ fn a_long_session_compacts_fits_its_window_and_resumes_to_the_same_request() {
     let _ = child.kill();
     let _ = child.wait();
     let log = log.expect("no compaction within 120 s");
-    let before = events(&log);
+    let before = read_events(&log);
     let last = before.last().expect("events");
     assert_eq!(
         kind(last),
@@ -150,7 +130,7 @@ fn a_long_session_compacts_fits_its_window_and_resumes_to_the_same_request() {
     assert_eq!(o.status.code(), Some(0), "{out}\n{err}");
     assert!(out.contains("All files read."), "{out}");
 
-    let all = events(&log);
+    let all = read_events(&log);
     assert_eq!(
         &all[..before.len()],
         &before[..],
@@ -222,7 +202,7 @@ fn a_long_session_compacts_fits_its_window_and_resumes_to_the_same_request() {
     );
     assert_eq!(o.status.code(), Some(0), "{out}\n{err}");
     assert!(out.contains("messages summarised"), "{out}");
-    let last = events(&log)
+    let last = read_events(&log)
         .into_iter()
         .rfind(|e| kind(e) == "compacted")
         .expect("compacted");
@@ -261,14 +241,6 @@ config = {{ base_url = "http://127.0.0.1:{port}/v1", stall_timeout_ms = 2000, {a
 {extra}
 "#
     )
-}
-
-/// The JSON events of a `--json` run.
-fn json_events(o: &std::process::Output) -> Vec<Value> {
-    String::from_utf8_lossy(&o.stdout)
-        .lines()
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .collect()
 }
 
 fn windows(o: &std::process::Output) -> Vec<Value> {

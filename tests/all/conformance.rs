@@ -5,6 +5,8 @@
 //! logs with a damaged last line.
 
 use crate::mock::*;
+use crate::support::log::{of_type, session_log};
+use crate::support::output::{stderr, stdout};
 use crate::*;
 use serde_json::{Value, json};
 use std::process::Output;
@@ -41,14 +43,6 @@ config = {{ base_url = "http://127.0.0.1:{anthropic_port}/v1", model = "mock-cla
     )
 }
 
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
 /// `corral run --json` against the mocks; returns the output and its events.
 fn run_json(sb: &Sandbox, cli: &Cli, provider: &str, prompt: &str) -> (Output, Vec<Value>) {
     let o = cli.run_env(
@@ -61,10 +55,6 @@ fn run_json(sb: &Sandbox, cli: &Cli, provider: &str, prompt: &str) -> (Output, V
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
         .collect();
     (o, events)
-}
-
-fn of_type<'a>(events: &'a [Value], kind: &str) -> Vec<&'a Value> {
-    events.iter().filter(|e| e["type"] == kind).collect()
 }
 
 /// One OpenAI `chat.completion.chunk` as an SSE event.
@@ -429,11 +419,6 @@ limits = { timeout_ms = 5000 }
     assert_eq!(limits("quick")["timeout_ms"], 5000);
     // Tools keep the tool budget.
     assert_eq!(limits("fs")["timeout_ms"], 30_000);
-}
-
-/// The newest session log of `cli`'s data directory.
-fn session_log(cli: &Cli) -> std::path::PathBuf {
-    crate::agent::session_log(cli)
 }
 
 /// A log whose last line is damaged but ends in a newline: `show` reads

@@ -9,9 +9,10 @@
 
 use crate::agent::{KEYS, manifest};
 use crate::mock::*;
-use crate::subagents::{
-    call_turn, events, family, of_type, project, slow_answer_turn, wait_bounded, wait_for,
-};
+use crate::subagents::{family, project};
+use crate::support::cassette::{answer_turn, calls_turn, slow_answer_turn};
+use crate::support::log::of_type;
+use crate::support::process::{self, events, wait_bounded, wait_for};
 use crate::*;
 use serde_json::{Value, json};
 use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
@@ -333,8 +334,8 @@ fn a_subagent_log_left_open_by_sigkill_is_closed_when_its_parent_resumes() {
         "ask",
         100,
         json!([
-            call_turn(&[("call_a", "task", json!({"prompt": "Count to a thousand."}))]),
-            crate::subagents::answer_turn("parent done"),
+            calls_turn(&[("call_a", "task", json!({"prompt": "Count to a thousand."}))]),
+            answer_turn("parent done"),
         ]),
         json!([
             {"prompt": "Count to a thousand.", "turns": [slow_answer_turn("never", 600)]},
@@ -348,7 +349,7 @@ fn a_subagent_log_left_open_by_sigkill_is_closed_when_its_parent_resumes() {
         .spawn()
         .expect("spawn");
     let rx = events(&mut child);
-    wait_for(&rx, "the child streaming", |e| {
+    wait_for(&rx, process::HANG, "the child streaming", |e| {
         e["type"] == "subagent" && e["event"]["type"] == "request_begin"
     });
     child.kill().expect("SIGKILL");
@@ -367,7 +368,7 @@ fn a_subagent_log_left_open_by_sigkill_is_closed_when_its_parent_resumes() {
         .stderr(Stdio::null())
         .spawn()
         .expect("spawn");
-    wait_bounded(&mut resumed);
+    wait_bounded(&mut resumed, process::HANG);
     let (_, children) = family(&cli);
     let log = &children[0].1;
     let last = log.last().expect("event");

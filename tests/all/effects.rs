@@ -3,6 +3,7 @@
 //! plugin is granted both, a preview gets no program, no network and no
 //! writes, and a secret goes only to the scheme, host and port it is bound to.
 
+use crate::support::output::{stderr, stdout};
 use crate::*;
 use corral_test_programs::EFFECTS_GUEST;
 use serde_json::{Value, json};
@@ -11,14 +12,6 @@ use std::net::TcpListener;
 use std::process::Output;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
 
 /// A request's headers, names lowercase.
 type Headers = Vec<(String, String)>;

@@ -4,6 +4,7 @@
 //! server on loopback that counts what it receives.
 
 use crate::mock::*;
+use crate::support::cassette::{answer_turn, call_turn};
 use crate::*;
 use corral_test_programs::{ADVERSARY, HTTP_CLIENT};
 use serde_json::{Value, json};
@@ -36,26 +37,9 @@ pub(crate) fn project(port: u16, extra: &str) -> Sandbox {
     sb
 }
 
-pub(crate) fn call_turn(id: &str, tool: &str, args: Value) -> Value {
-    let call = json!({"id": id, "name": tool, "arguments": args.to_string()});
-    json!({
-        "events": [{"type": "tool_call_completed", "call": call}],
-        "response": {"message": {"text": "", "tool_calls": [call]}, "finish_reason": "tool_calls"}
-    })
-}
-
-pub(crate) fn answer_turn(text: &str) -> Value {
-    json!({
-        "events": [{"type": "text_delta", "text": text}],
-        "response": {"message": {"text": text, "tool_calls": []}, "finish_reason": "stop"}
-    })
-}
-
+/// Writes the cassette that [`project`]'s replay provider plays.
 pub(crate) fn cassette(sb: &Sandbox, turns: &[Value]) {
-    sb.write(
-        "guard.cassette.json",
-        &json!({"version": 1, "turns": turns}).to_string(),
-    );
+    crate::support::cassette::write(sb, "guard.cassette.json", turns);
 }
 
 /// The model's turns: read the README, (read `.env`), send the secret out.
@@ -182,7 +166,7 @@ fn a_session_holding_secrets_and_injected_text_cannot_send_unasked() {
     );
 
     // The log keeps the labels.
-    let records = corral::session::read(&crate::agent::session_log(&cli)).expect("log");
+    let records = corral::session::read(&crate::support::log::session_log(&cli)).expect("log");
     let held = corral::provenance::held_from(&records);
     assert_eq!(held.sensitive, vec![".env".to_owned()]);
     assert_eq!(held.untrusted, vec!["vendor/lib/README.md".to_owned()]);

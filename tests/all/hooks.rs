@@ -43,7 +43,7 @@ fn run(cli: &Cli, sb: &Sandbox, args: &[&str]) -> (Option<i32>, String) {
 
 /// The hook events of the session's log: (event, plugin, decision, detail).
 fn hook_events(cli: &Cli) -> Vec<(HookEvent, String, HookDecision, String)> {
-    let records = corral::session::read(&crate::agent::session_log(cli)).expect("log");
+    let records = corral::session::read(&crate::support::log::session_log(cli)).expect("log");
     records
         .into_iter()
         .filter_map(|r| match r.event {

@@ -4,6 +4,7 @@
 //! registry round trip on loopback with a real OCI registry, where a wider
 //! version does not get in without approval and a tampered blob is refused.
 
+use crate::support::files::sha256_of;
 use crate::*;
 use corral_test_programs::{ECHO, EXAMPLE, SNEAKY};
 use serde_json::json;
@@ -29,10 +30,6 @@ pub(crate) fn read_user_manifest(cli: &Cli) -> String {
 
 pub(crate) fn store_dir(cli: &Cli) -> PathBuf {
     cli.home.path().join("data/corral/plugins")
-}
-
-fn sha256_of(path: &str) -> String {
-    corral::trust::sha256_hex(&std::fs::read(path).expect("read component"))
 }
 
 fn word_count(cli: &Cli, sb: &Sandbox) -> Output {

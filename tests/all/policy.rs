@@ -197,7 +197,7 @@ fn ask_mode_shows_the_diff_and_waits_for_yes() {
         "fresh line\n"
     );
     // The diff was computed without writing: the file appeared only after "y".
-    let records = corral::session::read(&crate::agent::session_log(&cli)).expect("log");
+    let records = corral::session::read(&crate::support::log::session_log(&cli)).expect("log");
     let decisions: Vec<Value> = records
         .iter()
         .map(|r| serde_json::to_value(&r.event).expect("v"))
@@ -411,7 +411,7 @@ fn a_stop_rule_ends_the_run() {
     assert!(!sb.ws().join("x.txt").exists());
     assert_eq!(mock.requests().len(), 1);
     // The log still pairs both calls with a result.
-    let records = corral::session::read(&crate::agent::session_log(&cli)).expect("log");
+    let records = corral::session::read(&crate::support::log::session_log(&cli)).expect("log");
     let (_, _, open) = corral::agent::replay_history(&records);
     assert!(open.is_empty());
 }
@@ -504,7 +504,7 @@ fn yes_for_the_session_covers_that_command_only() {
     // Two prompts: `echo one` (approved for the session, so its second
     // spelling ran without asking) and `echo two` (asked again, refused).
     assert_eq!(screen.matches(PROMPT).count(), 2, "{screen}");
-    let records = corral::session::read(&crate::agent::session_log(&cli)).expect("log");
+    let records = corral::session::read(&crate::support::log::session_log(&cli)).expect("log");
     let decisions: Vec<(String, String)> = with_model_ids(
         records
             .iter()

@@ -5,7 +5,8 @@
 //! and `list_files` lists a directory in one host call with the same
 //! entries and rules as before.
 
-use crate::guard::{answer_turn, call_turn, cassette, events, find, label, labels};
+use crate::guard::{cassette, events, find, label, labels};
+use crate::support::cassette::{answer_turn, call_turn};
 use crate::*;
 use corral_test_programs::{ADVERSARY, ECHO};
 use serde_json::json;

@@ -5,6 +5,7 @@
 //! within its default 256 MiB memory limit.
 
 use crate::mock::*;
+use crate::support::output::json_events;
 use crate::*;
 use serde_json::{Value, json};
 use std::io::Write as _;
@@ -16,14 +17,6 @@ fn manifest(port: u16, extra: &str) -> String {
          config = {{ base_url = \"http://127.0.0.1:{port}/v1\", model = \"big\", stall_timeout_ms = 20000 }}\n\
          {extra}"
     )
-}
-
-/// The JSON events a `corral run --json` printed.
-fn json_events(out: &std::process::Output) -> Vec<Value> {
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .collect()
 }
 
 fn chunk(delta: &Value, finish: &Value) -> String {

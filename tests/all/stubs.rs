@@ -7,19 +7,12 @@
 //! Interfaces corral does not know are still refused at load, with the
 //! likely cause.
 
+use crate::support::output::{stderr, stdout};
 use crate::*;
 use corral_test_programs::{ECHO, STUBS, STUBS_UNKNOWN};
 use serde_json::{Value, json};
 use std::net::TcpListener;
 use std::process::Output;
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
 
 /// The stubs guest as plugin `stubs`, granted only the workspace, read-only.
 /// Its `source` is on line 2 of the file.

@@ -382,27 +382,14 @@ mod tests {
     use super::*;
     use pretty_assertions::assert_eq;
 
-    type Run = (Result<ChatResponse, ProviderError>, Vec<Event>);
-
-    fn run(chunks: &[&[u8]]) -> Run {
-        provider::replay_turn(chunks.iter().copied(), Stream::new())
-    }
+    use corral_sdk::testing::{self, Run};
 
     fn run_whole(transcript: &str) -> Run {
-        run(&[transcript.as_bytes()])
+        testing::run_whole(transcript, Stream::new)
     }
 
-    /// Every way to cut the transcript in two, plus one byte at a time,
-    /// must give exactly the events and response of the uncut transcript.
     fn assert_split_invariant(transcript: &str) {
-        let whole = run_whole(transcript);
-        let bytes = transcript.as_bytes();
-        for at in 0..=bytes.len() {
-            let (a, b) = bytes.split_at(at);
-            assert_eq!(run(&[a, b]), whole, "split at byte {at}");
-        }
-        let singles: Vec<&[u8]> = bytes.chunks(1).collect();
-        assert_eq!(run(&singles), whole, "one byte at a time");
+        testing::assert_split_invariant(transcript, Stream::new);
     }
 
     /// A text block, then two tool_use blocks (the second without

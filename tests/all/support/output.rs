@@ -1,0 +1,22 @@
+//! Reading what a finished `corral` command printed.
+
+use std::process::Output;
+
+/// The command's stdout as text (invalid UTF-8 replaced, never a panic).
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// The command's stderr as text (invalid UTF-8 replaced, never a panic).
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// The JSON events a `corral run --json` printed: each stdout line that
+/// parses, as it came (corral's call ids kept; see [`crate::with_model_ids`]).
+pub fn json_events(o: &Output) -> Vec<serde_json::Value> {
+    String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
