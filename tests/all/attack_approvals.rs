@@ -6,6 +6,7 @@
 
 use crate::mock::*;
 use crate::support::log::of_type;
+use crate::support::run::{answering, openai_workspace};
 use crate::*;
 use corral_test_programs::HTTP_CLIENT;
 use serde_json::{Value, json};
@@ -34,34 +35,6 @@ fn hiding_model() -> MockServer {
         )),
         _ => Reply::Sse(openai_sse("Done.", &[])),
     })
-}
-
-fn openai_project(port: u16, extra: &str) -> Sandbox {
-    let sb = Sandbox::new();
-    sb.write("corral.toml", &crate::policy::manifest(port, extra));
-    sb
-}
-
-/// `corral run --json --approvals stdin PROMPT` against the mock.
-fn answering(cli: &Cli, sb: &Sandbox, prompt: &str) -> std::process::Child {
-    cli.command(
-        &sb.ws(),
-        &[
-            "run",
-            "--provider",
-            "openai",
-            "--json",
-            "--approvals",
-            "stdin",
-            prompt,
-        ],
-    )
-    .env("TEST_OPENAI_KEY", "sk-policy-test")
-    .stdin(Stdio::piped())
-    .stdout(Stdio::piped())
-    .stderr(Stdio::piped())
-    .spawn()
-    .expect("spawn")
 }
 
 /// Drives `child`: every event line is kept; `answer` is asked for the op
@@ -105,7 +78,7 @@ fn deny(id: &str) -> String {
 #[test]
 fn the_line_prompt_shows_the_whole_command() {
     let mock = hiding_model();
-    let sb = openai_project(mock.port, "");
+    let sb = openai_workspace(mock.port, "");
     let cli = Cli::new();
     let (code, screen) = crate::policy::run_on_pty(
         &cli,
@@ -122,15 +95,18 @@ fn the_line_prompt_shows_the_whole_command() {
 #[test]
 fn json_approval_events_carry_the_whole_call_made_visible() {
     let mock = hiding_model();
-    let sb = openai_project(mock.port, "");
+    let sb = openai_workspace(mock.port, "");
     let cli = Cli::new();
-    let (events, stderr) = drive(answering(&cli, &sb, "check the build"), |e| {
-        if e["type"] == "approval_requested" {
-            vec![deny(e["call"]["id"].as_str().expect("id"))]
-        } else {
-            vec![]
-        }
-    });
+    let (events, stderr) = drive(
+        answering(&cli, &sb, "check the build", "sk-policy-test"),
+        |e| {
+            if e["type"] == "approval_requested" {
+                vec![deny(e["call"]["id"].as_str().expect("id"))]
+            } else {
+                vec![]
+            }
+        },
+    );
     let asked = of_type(&events, "approval_requested");
     assert_eq!(asked.len(), 1, "{stderr}\n{events:#?}");
     assert_eq!(
@@ -261,10 +237,10 @@ fn two_writes_sharing(id: &'static str) {
         )),
         _ => Reply::Sse(openai_sse("Done.", &[])),
     });
-    let sb = openai_project(mock.port, "");
+    let sb = openai_workspace(mock.port, "");
     let cli = Cli::new();
     let mut asked = 0;
-    let (events, stderr) = drive(answering(&cli, &sb, "write them"), |e| {
+    let (events, stderr) = drive(answering(&cli, &sb, "write them", "sk-policy-test"), |e| {
         if e["type"] != "approval_requested" {
             return vec![];
         }
@@ -445,9 +421,12 @@ fn the_provider_gets_back_the_models_own_unique_ids() {
         )),
         _ => Reply::Sse(openai_sse("Done.", &[])),
     });
-    let sb = openai_project(mock.port, "");
+    let sb = openai_workspace(mock.port, "");
     let cli = Cli::new();
-    let (events, stderr) = drive(answering(&cli, &sb, "read it"), |_| vec![]);
+    let (events, stderr) = drive(
+        answering(&cli, &sb, "read it", "sk-policy-test"),
+        |_| vec![],
+    );
     let begin = of_type(&events, "tool_call_begin");
     assert_eq!(begin.len(), 1, "{stderr}");
     assert_eq!(begin[0]["call"]["model_id"], "call_r");
@@ -488,7 +467,7 @@ fn parallel_reads_sharing_an_id_keep_their_own_labels() {
         )),
         _ => Reply::Sse(openai_sse("Done.", &[])),
     });
-    let sb = openai_project(
+    let sb = openai_workspace(
         mock.port,
         &format!(
             "[plugins.web]\nsource = {HTTP_CLIENT:?}\ngrants.net = [\"http://127.0.0.1:{port}\"]\n\n\
@@ -502,13 +481,16 @@ fn parallel_reads_sharing_an_id_keep_their_own_labels() {
     sb.write(".env", &format!("API_KEY={KEY}\n"));
     sb.write("big.txt", &"nothing secret here\n".repeat(200_000));
     let cli = Cli::new();
-    let (events, stderr) = drive(answering(&cli, &sb, "summarise the lib"), |e| {
-        if e["type"] == "approval_requested" {
-            vec![deny(e["call"]["id"].as_str().expect("id"))]
-        } else {
-            vec![]
-        }
-    });
+    let (events, stderr) = drive(
+        answering(&cli, &sb, "summarise the lib", "sk-policy-test"),
+        |e| {
+            if e["type"] == "approval_requested" {
+                vec![deny(e["call"]["id"].as_str().expect("id"))]
+            } else {
+                vec![]
+            }
+        },
+    );
     let begins = of_type(&events, "tool_call_begin");
     let own = |path: &str| {
         begins
@@ -577,7 +559,7 @@ fn a_rejected_stdin_line_is_quoted_inert_and_cut() {
         )),
         _ => Reply::Sse(openai_sse("Done.", &[])),
     });
-    let sb = openai_project(mock.port, "");
+    let sb = openai_workspace(mock.port, "");
     let cli = Cli::new();
     // A variant name is echoed by the JSON error: escape sequences and a
     // megabyte of it.
@@ -585,7 +567,7 @@ fn a_rejected_stdin_line_is_quoted_inert_and_cut() {
         "{{\"op\":\"\\u001b]52;c;SGVsbG8=\\u0007\\u001b[2J{}\"}}",
         "A".repeat(1 << 20)
     );
-    let (events, stderr) = drive(answering(&cli, &sb, "write it"), |e| {
+    let (events, stderr) = drive(answering(&cli, &sb, "write it", "sk-policy-test"), |e| {
         if e["type"] == "approval_requested" {
             vec![junk.clone(), approve(e["call"]["id"].as_str().expect("id"))]
         } else {

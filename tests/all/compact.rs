@@ -7,6 +7,7 @@
 
 use crate::mock::*;
 use crate::support::log::{kind, read_events, try_session_logs};
+use crate::support::manifest::Providers;
 use crate::support::output::json_events;
 use crate::*;
 use serde_json::{Value, json};
@@ -219,28 +220,16 @@ const KEYS: [(&str, &str); 2] = [
 /// Both providers against the mocks; `openai` and `anthropic` are extra
 /// config entries, `extra` more manifest.
 fn mock_manifest(port: u16, openai: &str, anthropic: &str, extra: &str) -> String {
-    format!(
-        r#"
-[agent]
-max_iterations = 8
-
-[policy]
-mode = "auto-edit"
-
-[plugins.openai]
-source = "builtin:openai"
-grants.net = ["http://127.0.0.1:{port}"]
-grants.secrets = [{{ origin = "http://127.0.0.1:{port}", header = "authorization", value = "Bearer ${{env:TEST_OPENAI_KEY}}" }}]
-config = {{ base_url = "http://127.0.0.1:{port}/v1", stall_timeout_ms = 2000, {openai} }}
-
-[plugins.anthropic]
-source = "builtin:anthropic"
-grants.net = ["http://127.0.0.1:{port}"]
-grants.secrets = [{{ origin = "http://127.0.0.1:{port}", header = "x-api-key", value = "${{env:TEST_ANTHROPIC_KEY}}" }}]
-config = {{ base_url = "http://127.0.0.1:{port}/v1", stall_timeout_ms = 2000, {anthropic} }}
-{extra}
-"#
-    )
+    Providers {
+        openai_port: port,
+        anthropic_port: port,
+        max_iterations: 8,
+        openai: &format!("stall_timeout_ms = 2000, {openai}"),
+        anthropic: &format!("stall_timeout_ms = 2000, {anthropic}"),
+        rest: "",
+        extra,
+    }
+    .toml()
 }
 
 fn windows(o: &std::process::Output) -> Vec<Value> {

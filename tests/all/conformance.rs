@@ -6,6 +6,7 @@
 
 use crate::mock::*;
 use crate::support::log::{of_type, session_log};
+use crate::support::manifest::Providers;
 use crate::support::output::{stderr, stdout};
 use crate::*;
 use serde_json::{Value, json};
@@ -20,27 +21,16 @@ const KEYS: [(&str, &str); 2] = [
 
 /// A project manifest with both providers pointed at loopback mocks.
 fn manifest(openai_port: u16, anthropic_port: u16) -> String {
-    format!(
-        r#"
-[agent]
-max_iterations = 6
-
-[policy]
-mode = "auto-edit"
-
-[plugins.openai]
-source = "builtin:openai"
-grants.net = ["http://127.0.0.1:{openai_port}"]
-grants.secrets = [{{ origin = "http://127.0.0.1:{openai_port}", header = "authorization", value = "Bearer ${{env:TEST_OPENAI_KEY}}" }}]
-config = {{ base_url = "http://127.0.0.1:{openai_port}/v1", model = "mock-gpt", stall_timeout_ms = 5000 }}
-
-[plugins.anthropic]
-source = "builtin:anthropic"
-grants.net = ["http://127.0.0.1:{anthropic_port}"]
-grants.secrets = [{{ origin = "http://127.0.0.1:{anthropic_port}", header = "x-api-key", value = "${{env:TEST_ANTHROPIC_KEY}}" }}]
-config = {{ base_url = "http://127.0.0.1:{anthropic_port}/v1", model = "mock-claude", stall_timeout_ms = 5000 }}
-"#
-    )
+    Providers {
+        openai_port,
+        anthropic_port,
+        max_iterations: 6,
+        openai: r#"model = "mock-gpt", stall_timeout_ms = 5000"#,
+        anthropic: r#"model = "mock-claude", stall_timeout_ms = 5000"#,
+        rest: "",
+        extra: "",
+    }
+    .toml()
 }
 
 /// `corral run --json` against the mocks; returns the output and its events.

@@ -3,6 +3,8 @@
 //! spacing or quoting.
 
 use crate::mock::*;
+use crate::support::manifest::openai_plugin;
+use crate::support::model::writer;
 use crate::*;
 use serde_json::{Value, json};
 use std::io::{Read, Write};
@@ -16,30 +18,9 @@ const KEY: (&str, &str) = ("TEST_OPENAI_KEY", "sk-policy-test");
 /// `extra` lines.
 pub fn manifest(port: u16, extra: &str) -> String {
     format!(
-        r#"
-[plugins.openai]
-source = "builtin:openai"
-grants.net = ["http://127.0.0.1:{port}"]
-grants.secrets = [{{ origin = "http://127.0.0.1:{port}", header = "authorization", value = "Bearer ${{env:TEST_OPENAI_KEY}}" }}]
-config = {{ base_url = "http://127.0.0.1:{port}/v1", model = "mock" }}
-{extra}
-"#
+        "\n{}{extra}\n",
+        openai_plugin(port, r#"model = "mock""#, "")
     )
-}
-
-/// The model writes `new.txt`, then answers with what the tool said.
-fn writer() -> MockServer {
-    MockServer::start(|n, _| match n {
-        0 => Reply::Sse(openai_sse(
-            "Writing. ",
-            &[(
-                "w1",
-                "write_file",
-                json!({"path": "new.txt", "content": "fresh line\n"}),
-            )],
-        )),
-        _ => Reply::Sse(openai_sse("Done.", &[])),
-    })
 }
 
 /// The line every approval prompt shows.

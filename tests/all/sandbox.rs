@@ -23,6 +23,14 @@ async fn assert_healthy(plugins: &Plugins) {
     assert_eq!(out.content, "hello from the workspace\n");
 }
 
+/// The output of a call that must succeed.
+async fn output(plugins: &Plugins, tool: &str, args: Value) -> String {
+    call(plugins, tool, args)
+        .await
+        .unwrap_or_else(|e| panic!("{tool}: {e:?}"))
+        .content
+}
+
 fn assert_no_secret(msg: &str) {
     assert!(!msg.contains(SECRET), "the secret leaked: {msg}");
 }
@@ -671,10 +679,7 @@ async fn sha256_pin_is_enforced() {
         .await
         .expect("matching pin loads");
     assert_eq!(
-        call(&p, "echo", json!({"text": "pinned"}))
-            .await
-            .expect("call")
-            .content,
+        output(&p, "echo", json!({"text": "pinned"})).await,
         "pinned"
     );
 }
@@ -690,27 +695,10 @@ async fn plugin_config_is_readable_and_private() {
         ))
         .await
         .expect("load");
-    assert_eq!(
-        call(&p, "config_get", json!({"key": "model"}))
-            .await
-            .expect("c")
-            .content,
-        "m1"
-    );
-    assert_eq!(
-        call(&p, "config_get", json!({"key": "depth"}))
-            .await
-            .expect("c")
-            .content,
-        "3"
-    );
-    assert_eq!(
-        call(&p, "config_get", json!({"key": "other"}))
-            .await
-            .expect("c")
-            .content,
-        "<unset>"
-    );
+    for (key, value) in [("model", "m1"), ("depth", "3"), ("other", "<unset>")] {
+        let got = output(&p, "config_get", json!({ "key": key })).await;
+        assert_eq!(got, value, "{key}");
+    }
 }
 
 #[tokio::test]
@@ -767,14 +755,12 @@ async fn files_interface_is_confined_like_wasi() {
         "sub",
         "missing.txt",
     ]);
-    let out = call(
+    let out = output(
         &p,
         "files_read",
         json!({"paths": paths, "max_bytes": 1 << 20}),
     )
-    .await
-    .expect("files_read")
-    .content;
+    .await;
     assert_no_secret(&out);
     assert!(!out.contains("root:"), "{out}");
     for path in escapes {
@@ -800,10 +786,7 @@ async fn files_interface_is_confined_like_wasi() {
     assert_eq!(line_for(&out, "missing.txt"), "missing.txt: error NotFound");
 
     // Listing: the workspace yes, a symlinked directory outside no.
-    let listed = call(&p, "files_list", json!({"path": "."}))
-        .await
-        .expect("list")
-        .content;
+    let listed = output(&p, "files_list", json!({"path": "."})).await;
     assert!(listed.contains("hello.txt:File"), "{listed}");
     assert!(listed.contains("sub:Directory"), "{listed}");
     assert!(listed.contains("dir-link:Symlink"), "{listed}");
@@ -821,14 +804,7 @@ async fn files_interface_serves_only_the_granted_directory() {
     let sb = Sandbox::new();
     sb.write("docs/guide.md", "the guide\n");
     let p = adversary(&sb, r#"grants.fs = [{ path = "docs", access = "ro" }]"#).await;
-    let out = call(
-        &p,
-        "files_read",
-        json!({"paths": ["docs/guide.md", "hello.txt", "docs/../hello.txt", "docs2/x"], "max_bytes": 1 << 20}),
-    )
-    .await
-    .expect("files_read")
-    .content;
+    let out = output(&p, "files_read", json!({"paths": ["docs/guide.md", "hello.txt", "docs/../hello.txt", "docs2/x"], "max_bytes": 1 << 20})).await;
     assert_eq!(line_for(&out, "docs/guide.md"), "docs/guide.md: the guide");
     assert_eq!(line_for(&out, "hello.txt"), "hello.txt: error Denied");
     assert_eq!(
@@ -840,14 +816,12 @@ async fn files_interface_serves_only_the_granted_directory() {
 
     // No grant at all: nothing is served.
     let none = adversary(&sb, "").await;
-    let out = call(
+    let out = output(
         &none,
         "files_read",
         json!({"paths": ["hello.txt"], "max_bytes": 100}),
     )
-    .await
-    .expect("files_read")
-    .content;
+    .await;
     assert_eq!(out, "hello.txt: error Denied");
 }
 
@@ -863,14 +837,12 @@ async fn files_interface_does_not_hang_on_a_fifo() {
     let p = adversary(&sb, RW).await;
     // Opening a FIFO for reading would block until a writer came; the host
     // opens non-blocking and reads only regular files.
-    let out = call(
+    let out = output(
         &p,
         "files_read",
         json!({"paths": ["pipe"], "max_bytes": 100}),
     )
-    .await
-    .expect("files_read")
-    .content;
+    .await;
     assert_eq!(out, "pipe: error WrongKind");
     assert_healthy(&p).await;
 }
@@ -880,14 +852,12 @@ async fn files_interface_keeps_to_its_budgets() {
     let sb = Sandbox::new();
     let p = adversary(&sb, &format!("{RW}\nlimits = {{ host_calls = 1000 }}")).await;
     // Bytes: "hello from the workspace\n" is 25 bytes; 40 allow one copy.
-    let out = call(
+    let out = output(
         &p,
         "files_read",
         json!({"paths": ["hello.txt", "hello.txt"], "max_bytes": 40}),
     )
-    .await
-    .expect("files_read")
-    .content;
+    .await;
     assert_eq!(
         out,
         "hello.txt: hello from the workspace\nhello.txt: error OverBudget"
@@ -911,36 +881,30 @@ async fn memory_is_wiped_between_calls() {
     let sb = Sandbox::new();
     let p = adversary(&sb, RW).await;
     // The scan works: a marker planted in the same call is found.
-    let control = call(
+    let control = output(
         &p,
         "scan_memory",
         json!({"key": 7, "mib": 1, "plant": true}),
     )
-    .await
-    .expect("control scan")
-    .content;
+    .await;
     assert!(control.starts_with("found 1 in"), "{control}");
     for _ in 0..3 {
         // One call fills 8 MiB with the marker; the next, in a fresh
         // instance that may reuse the same memory slot, grows its memory
         // past that and finds nothing.
-        let wrote = call(
+        let wrote = output(
             &p,
             "mark_memory",
             json!({"key": 7, "mib": 8, "plant": false}),
         )
-        .await
-        .expect("mark")
-        .content;
+        .await;
         assert!(wrote.starts_with("wrote"), "{wrote}");
-        let scan = call(
+        let scan = output(
             &p,
             "scan_memory",
             json!({"key": 7, "mib": 16, "plant": false}),
         )
-        .await
-        .expect("scan")
-        .content;
+        .await;
         assert!(scan.starts_with("found 0 in"), "{scan}");
         // It looked at least where the marks were.
         let scanned: usize = scan

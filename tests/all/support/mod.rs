@@ -5,5 +5,8 @@
 pub mod cassette;
 pub mod files;
 pub mod log;
+pub mod manifest;
+pub mod model;
 pub mod output;
 pub mod process;
+pub mod run;
