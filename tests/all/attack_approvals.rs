@@ -150,7 +150,8 @@ fn mcp_elicitations_show_the_whole_call_made_visible() {
 
 #[test]
 fn the_ui_modal_wraps_the_call_and_approves_only_once_all_of_it_was_shown() {
-    use crate::tui::{Pane, SCREEN_TIMEOUT, turn};
+    use crate::support::cassette::streamed_turn;
+    use crate::tui::{Pane, SCREEN_TIMEOUT};
     let sb = Sandbox::new();
     // Longer than the modal: the tail is below its last row.
     let mut script: Vec<String> = (1..=40).map(|i| format!("echo step {i}")).collect();
@@ -161,10 +162,10 @@ fn the_ui_modal_wraps_the_call_and_approves_only_once_all_of_it_was_shown() {
         "arguments": json!({ "command": format!("sh -c '{}'", script.join("\n")) }).to_string(),
     });
     let turns = json!([
-        turn("Running the steps.", vec![call], 4),
-        turn("Ran them.", vec![], 4)
+        streamed_turn("Running the steps.", vec![call], 4),
+        streamed_turn("Ran them.", vec![], 4)
     ]);
-    sb.write("c.json", &json!({"version": 1, "turns": turns}).to_string());
+    crate::support::cassette::write(&sb, "c.json", &turns);
     sb.write(
         "corral.toml",
         "[agent]\nprovider = \"replay\"\n\n[plugins.replay]\nsource = \"builtin:replay\"\n\
@@ -344,7 +345,7 @@ fn empty_model_ids_cannot_share_an_approval() {
         "events": [],
         "response": {"message": {"text": "", "tool_calls": calls}, "finish_reason": "tool_calls"}
     }]);
-    sb.write("c.json", &json!({"version": 1, "turns": turns}).to_string());
+    crate::support::cassette::write(&sb, "c.json", &turns);
     sb.write(
         "corral.toml",
         "[plugins.replay]\nsource = \"builtin:replay\"\n\

@@ -4,6 +4,7 @@
 //! replayed model.
 
 use crate::support::output::{stderr, stdout};
+use crate::support::run::tool_call;
 use crate::*;
 use corral_test_programs::BUDGETS;
 use std::process::Output;
@@ -39,10 +40,6 @@ fn workspace(mode: &str, rest: &str) -> Sandbox {
         ),
     );
     sb
-}
-
-fn tool_call(cli: &Cli, sb: &Sandbox, tool: &str, args: &str) -> Output {
-    cli.run(&sb.ws(), &["tool", "call", tool, "--args", args])
 }
 
 #[test]

@@ -6,6 +6,7 @@
 //! summary request looks like.
 
 use crate::mock::*;
+use crate::support::cassette::{self, answer_turn, call_turn};
 use crate::support::log::{kind, read_events, try_session_logs};
 use crate::support::manifest::Providers;
 use crate::support::output::json_events;
@@ -28,27 +29,18 @@ fn id(i: usize) -> String {
 fn long_cassette() -> String {
     let mut turns = Vec::new();
     for i in 0..TURNS {
-        let call = json!({"id": id(i), "name": "read_file",
-            "arguments": json!({"path": format!("f{}.txt", i % 5)}).to_string()});
-        turns.push(json!({
-            "events": [{"type": "tool_call_completed", "call": call}],
-            "response": {"message": {"text": "", "tool_calls": [call]}, "finish_reason": "tool_calls"}
-        }));
+        let args = json!({"path": format!("f{}.txt", i % 5)});
+        turns.push(call_turn(&id(i), "read_file", args));
         let summary = format!(
             "Task: read the five files over and over.\nDecisions: none.\nFiles: f0.txt to f4.txt, read {} times.\nRemaining: keep reading until told to stop.",
             i + 1
         );
-        turns.push(json!({
-            "summary": true,
-            "events": [{"type": "text_delta", "text": summary}],
-            "response": {"message": {"text": summary, "tool_calls": []}, "finish_reason": "stop"}
-        }));
+        let mut summary = answer_turn(&summary);
+        summary["summary"] = json!(true);
+        turns.push(summary);
     }
-    turns.push(json!({
-        "events": [{"type": "text_delta", "text": "All files read."}],
-        "response": {"message": {"text": "All files read.", "tool_calls": []}, "finish_reason": "stop"}
-    }));
-    json!({"version": 1, "turns": turns}).to_string()
+    turns.push(answer_turn("All files read."));
+    cassette::text(&turns)
 }
 
 fn project(delay_ms: u64) -> String {

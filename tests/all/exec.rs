@@ -5,6 +5,7 @@
 //! and TCP closed.
 
 use crate::mock::{MockServer, Reply, openai_sse};
+use crate::support::output::printed;
 use crate::*;
 use serde_json::json;
 use std::time::{Duration, Instant};
@@ -492,11 +493,7 @@ fn a_granted_program_cannot_read_the_users_credentials() {
             &["tool", "call", "run_command", "--args", &args.to_string()],
             &[("HOME", home_env.as_str())],
         );
-        format!(
-            "{}{}",
-            String::from_utf8_lossy(&o.stdout),
-            String::from_utf8_lossy(&o.stderr)
-        )
+        printed(&o)
     };
     for (path, secret) in [
         (".ssh/id_ed25519", "ssh-secret-91c2"),
@@ -655,11 +652,7 @@ fn credentials_stay_closed_when_the_workspace_is_the_home() {
         &["tool", "call", "run_command", "--args", &args.to_string()],
         &[("HOME", home.as_str())],
     );
-    let out = format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    );
+    let out = printed(&o);
     assert!(!out.contains("ssh-secret-40aa"), "{out}");
     assert!(!sb.ws().join(".ssh/authorized_keys").exists(), "{out}");
     // The rest of the workspace stays writable (Landlock cannot subtract,

@@ -502,10 +502,11 @@ fn what_a_subagent_read_arms_its_parents_guard() {
         ),
         answer_turn("Done."),
     ];
-    sb.write(
+    crate::support::cassette::write_with_agents(
+        &sb,
         "guard.cassette.json",
-        &json!({"version": 1, "turns": parent, "agents": [{"prompt": ASK, "turns": child}]})
-            .to_string(),
+        &parent,
+        &json!([{"prompt": ASK, "turns": child}]),
     );
     let cli = Cli::new();
     let o = cli.run(

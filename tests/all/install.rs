@@ -5,20 +5,13 @@
 //! version does not get in without approval and a tampered blob is refused.
 
 use crate::support::files::sha256_of;
+use crate::support::output::printed as text;
 use crate::*;
 use corral_test_programs::{ECHO, EXAMPLE, SNEAKY};
 use serde_json::json;
 use std::io::{Read as _, Write as _};
 use std::net::TcpListener;
 use std::process::{Child, Output};
-
-pub(crate) fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
 
 fn user_manifest(cli: &Cli) -> PathBuf {
     cli.home.path().join("config/corral/corral.toml")

@@ -24,10 +24,7 @@ pub(crate) fn project(sb: &Sandbox, mode: &str, delay_ms: u64, turns: Value, age
              limits = {{ timeout_ms = 120000 }}\n"
         ),
     );
-    sb.write(
-        "c.cassette.json",
-        &json!({"version": 1, "turns": turns, "agents": agents}).to_string(),
-    );
+    crate::support::cassette::write_with_agents(sb, "c.cassette.json", &turns, &agents);
 }
 
 /// The parent's log and its children's, by the call that started each.

@@ -388,10 +388,6 @@ mod tests {
         testing::run_whole(transcript, Stream::new)
     }
 
-    fn assert_split_invariant(transcript: &str) {
-        testing::assert_split_invariant(transcript, Stream::new);
-    }
-
     /// A text block, then two tool_use blocks (the second without
     /// arguments), as the API sends them.
     const TRANSCRIPT: &str = concat!(
@@ -496,7 +492,7 @@ mod tests {
                 ]
             )
         );
-        assert_split_invariant(TRANSCRIPT);
+        testing::assert_split_invariant(TRANSCRIPT, Stream::new);
     }
 
     #[test]
@@ -627,7 +623,7 @@ mod tests {
         // The same when the connection closes right after the stop reason.
         let end = transcript.find("event: message_stop").unwrap();
         assert_eq!(run_whole(&transcript[..end]).0, Ok(whole));
-        assert_split_invariant(transcript);
+        testing::assert_split_invariant(transcript, Stream::new);
     }
 
     /// A server tool (web search) streams its input like a tool_use block;
@@ -676,7 +672,7 @@ mod tests {
         assert_eq!(response.message.text, "Found it.");
         assert!(response.message.tool_calls.is_empty());
         assert_eq!(response.finish_reason, FinishReason::Stop);
-        assert_split_invariant(transcript);
+        testing::assert_split_invariant(transcript, Stream::new);
     }
 
     #[test]

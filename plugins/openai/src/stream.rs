@@ -550,10 +550,6 @@ mod tests {
         testing::run_whole(transcript, Stream::new)
     }
 
-    fn assert_split_invariant(transcript: &str) {
-        testing::assert_split_invariant(transcript, Stream::new);
-    }
-
     const TEXT: &str = concat!(
         r#"data: {"id":"chatcmpl-Bx1","object":"chat.completion.chunk","created":1752000000,"model":"gpt-4.1-2025-04-14","service_tier":"default","system_fingerprint":"fp_b3f1157249","choices":[{"index":0,"delta":{"role":"assistant","content":"","refusal":null},"logprobs":null,"finish_reason":null}],"usage":null}"#,
         "\n\n",
@@ -593,7 +589,7 @@ mod tests {
                 ]
             )
         );
-        assert_split_invariant(TEXT);
+        testing::assert_split_invariant(TEXT, Stream::new);
     }
 
     #[test]
@@ -667,7 +663,7 @@ mod tests {
                 ]
             )
         );
-        assert_split_invariant(TOOLS);
+        testing::assert_split_invariant(TOOLS, Stream::new);
     }
 
     /// A call cut by the output token limit is handed on as it came, with
@@ -699,7 +695,7 @@ mod tests {
                 .any(|e| matches!(e, Event::ToolCallCompleted(_))),
             "an invalid call must not be reported complete: {events:?}"
         );
-        assert_split_invariant(transcript);
+        testing::assert_split_invariant(transcript, Stream::new);
     }
 
     /// gpt-4o's refusal, as streamed: `refusal` deltas, `content` null, and
@@ -737,7 +733,7 @@ mod tests {
                 Event::TextDelta("I can't help with that.".into()),
             ]
         );
-        assert_split_invariant(transcript);
+        testing::assert_split_invariant(transcript, Stream::new);
     }
 
     /// Wherever the one-pass reader takes a chunk, it reads what serde
@@ -841,7 +837,7 @@ mod tests {
                 usage: None,
             })
         );
-        assert_split_invariant(transcript);
+        testing::assert_split_invariant(transcript, Stream::new);
     }
 
     #[test]

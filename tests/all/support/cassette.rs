@@ -2,6 +2,7 @@
 //! out as the events it streams and the response it ends with.
 
 use crate::Sandbox;
+use serde::Serialize;
 use serde_json::{Value, json};
 
 /// A recorded turn that calls `tool` with `args` (the call's id is `id`).
@@ -46,7 +47,52 @@ pub fn slow_answer_turn(text: &str, n: usize) -> Value {
     })
 }
 
+/// A recorded turn that streams `text` in pieces of `chunk` characters,
+/// then makes `calls` (stopping if there are none), and reports usage.
+pub fn streamed_turn(text: &str, calls: Vec<Value>, chunk: usize) -> Value {
+    let chars: Vec<char> = text.chars().collect();
+    let mut events: Vec<Value> = chars
+        .chunks(chunk)
+        .map(|c| json!({"type": "text_delta", "text": c.iter().collect::<String>()}))
+        .collect();
+    for call in &calls {
+        events.push(json!({"type": "tool_call_completed", "call": call}));
+    }
+    let finish = if calls.is_empty() {
+        "stop"
+    } else {
+        "tool_calls"
+    };
+    json!({
+        "events": events,
+        "response": {
+            "message": {"text": text, "tool_calls": calls},
+            "finish_reason": finish,
+            "usage": {"input_tokens": 1200, "output_tokens": 40}
+        }
+    })
+}
+
+/// The cassette's text: the main agent's `turns`.
+pub fn text<T: Serialize + ?Sized>(turns: &T) -> String {
+    json!({"version": 1, "turns": turns}).to_string()
+}
+
 /// Writes the cassette of `turns` at `rel` in the workspace.
-pub fn write(sb: &Sandbox, rel: &str, turns: &[Value]) {
-    sb.write(rel, &json!({"version": 1, "turns": turns}).to_string());
+pub fn write<T: Serialize + ?Sized>(sb: &Sandbox, rel: &str, turns: &T) {
+    sb.write(rel, &text(turns));
+}
+
+/// Writes the cassette of the main agent's `turns` and the subagents'
+/// scripts (`agents`: each a prompt and its turns) at `rel`.
+pub fn write_with_agents<T: Serialize + ?Sized, A: Serialize + ?Sized>(
+    sb: &Sandbox,
+    rel: &str,
+    turns: &T,
+    agents: &A,
+) {
+    sb.write(
+        rel,
+        &json!({"version": 1, "turns": turns, "agents": agents}).to_string(),
+    );
 }

@@ -18,3 +18,11 @@ pub fn writer() -> MockServer {
         _ => Reply::Sse(openai_sse("Done.", &[])),
     })
 }
+
+/// An OpenAI model that makes `calls` at once, then answers "Done.".
+pub fn calls_then_done(calls: Vec<crate::mock::Call>) -> MockServer {
+    MockServer::start(move |n, _| match n {
+        0 => Reply::Sse(openai_sse("", &calls)),
+        _ => Reply::Sse(openai_sse("Done.", &[])),
+    })
+}

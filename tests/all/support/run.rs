@@ -1,7 +1,7 @@
 //! Starting `corral run` the ways several modules drive it.
 
 use crate::{Cli, Sandbox};
-use std::process::{Child, Stdio};
+use std::process::{Child, Output, Stdio};
 
 /// A workspace whose `openai` provider talks to the mock on `port` (see
 /// [`crate::policy::manifest`]), with `extra` manifest lines.
@@ -32,4 +32,13 @@ pub fn answering(cli: &Cli, sb: &Sandbox, prompt: &str, key: &str) -> Child {
     .stderr(Stdio::piped())
     .spawn()
     .expect("spawn")
+}
+
+/// `corral tool call TOOL --args ARGS` (the JSON text of `args`), run to
+/// its end.
+pub fn tool_call(cli: &Cli, sb: &Sandbox, tool: &str, args: impl std::fmt::Display) -> Output {
+    cli.run(
+        &sb.ws(),
+        &["tool", "call", tool, "--args", &args.to_string()],
+    )
 }
