@@ -6,6 +6,7 @@
 
 use crate::guard::{SECRET, cassette, collector, events, find, label, labels, project};
 use crate::support::cassette::{answer_turn, call_turn};
+use crate::support::output::assert_exit;
 use crate::*;
 use corral_test_programs::{HOOK, HTTP_CLIENT};
 use serde_json::{Value, json};
@@ -24,12 +25,7 @@ pub(crate) fn run_full_auto(cli: &Cli, sb: &Sandbox) -> Vec<Value> {
             "Summarise the project",
         ],
     );
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    assert_exit(&o, 0);
     events(&o)
 }
 

@@ -8,6 +8,7 @@ use crate::guard::{events, find};
 use crate::mock::*;
 use crate::policy::manifest;
 use crate::support::model::calls_then_done;
+use crate::support::output::assert_exit;
 use crate::*;
 use serde_json::{Value, json};
 
@@ -62,12 +63,7 @@ fn run(sb: &Sandbox) -> Vec<Value> {
         ],
         &[KEY],
     );
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    assert_exit(&o, 0);
     events(&o)
 }
 

@@ -9,6 +9,7 @@ use crate::mock::*;
 use crate::support::cassette::{self, answer_turn, call_turn};
 use crate::support::log::{kind, read_events, try_session_logs};
 use crate::support::manifest::Providers;
+use crate::support::output::assert_exit;
 use crate::support::output::json_events;
 use crate::*;
 use serde_json::{Value, json};
@@ -261,12 +262,7 @@ fn the_window_comes_from_the_table_the_models_endpoint_or_the_manifest() {
             &["run", "--provider", "openai", "--json", "hi"],
             &KEYS,
         );
-        assert_eq!(
-            o.status.code(),
-            Some(0),
-            "{}",
-            String::from_utf8_lossy(&o.stderr)
-        );
+        assert_exit(&o, 0);
         o
     };
     let gets = || {
@@ -406,12 +402,7 @@ fn the_summary_request_has_its_documented_shape() {
             &["run", "--provider", "anthropic", "--json", "Read the files"],
             &KEYS,
         );
-        assert_eq!(
-            o.status.code(),
-            Some(0),
-            "{}",
-            String::from_utf8_lossy(&o.stderr)
-        );
+        assert_exit(&o, 0);
         o
     };
     // A first run in a wide window measures the fixed part of a request
@@ -540,12 +531,7 @@ fn a_context_length_error_compacts_once_and_retries() {
         &["run", "--provider", "openai", "--json", "Read hello.txt"],
         &KEYS,
     );
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    assert_exit(&o, 0);
     let ev = json_events(&o);
     let kinds: Vec<&str> = ev.iter().map(kind).collect();
     let failed = kinds

@@ -12,6 +12,7 @@ use crate::mock::*;
 use crate::subagents::{family, project};
 use crate::support::cassette::{answer_turn, calls_turn, slow_answer_turn};
 use crate::support::log::of_type;
+use crate::support::output::assert_exit;
 use crate::support::process::{self, events, wait_bounded, wait_for};
 use crate::*;
 use serde_json::{Value, json};
@@ -303,12 +304,7 @@ fn sigkill_during_a_multi_file_apply_patch_then_resume_leaves_all_or_none() {
         let left = journals(&cli);
 
         let o = cli.run_env(&sb.ws(), &["resume", "--last"], &KEYS);
-        assert_eq!(
-            o.status.code(),
-            Some(0),
-            "{}",
-            String::from_utf8_lossy(&o.stderr)
-        );
+        assert_exit(&o, 0);
         let made = state("after resume");
         assert_eq!(temps(&sb.ws()), Vec::<String>::new(), "delay {delay} ms");
         assert!(journals(&cli).is_empty(), "{:?}", journals(&cli));

@@ -5,6 +5,7 @@
 //! and TCP closed.
 
 use crate::mock::{MockServer, Reply, openai_sse};
+use crate::support::output::assert_exit;
 use crate::support::output::printed;
 use crate::*;
 use serde_json::json;
@@ -552,12 +553,7 @@ fn the_git_status_in_the_context_runs_confined() {
             ("HOME", &home.path().display().to_string()),
         ],
     );
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    assert_exit(&o, 0);
     let reqs = mock.requests();
     let sent = reqs[0].body.to_string();
     // The stand-in ran (its output reached the context) ...

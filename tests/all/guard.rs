@@ -5,6 +5,7 @@
 
 use crate::mock::*;
 use crate::support::cassette::{answer_turn, call_turn};
+use crate::support::output::assert_exit;
 use crate::*;
 use corral_test_programs::{ADVERSARY, HTTP_CLIENT};
 use serde_json::{Value, json};
@@ -188,12 +189,7 @@ fn without_the_sensitive_read_the_call_runs_unasked() {
             "Summarise the vendored lib",
         ],
     );
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    assert_exit(&o, 0);
     let events = events(&o);
     assert_eq!(
         labels(find(&events, "tool_call_end", "c2")),
@@ -236,12 +232,7 @@ fn allowed_hosts_and_a_disabled_guard_let_the_call_through() {
                 "Summarise the vendored lib",
             ],
         );
-        assert_eq!(
-            o.status.code(),
-            Some(0),
-            "{}",
-            String::from_utf8_lossy(&o.stderr)
-        );
+        assert_exit(&o, 0);
         let events = events(&o);
         assert_eq!(
             find(&events, "permission", "c3")["decision"],
@@ -302,12 +293,7 @@ fn a_resumed_session_still_holds_what_it_read() {
     let _ = child.wait();
 
     let o = cli.run(&sb.ws(), &["resume", "--last", "--json"]);
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    assert_exit(&o, 0);
     let events = events(&o);
     let permission = find(&events, "permission", "c3");
     assert_eq!(permission["decision"], "refused", "{permission}");
@@ -362,12 +348,7 @@ fn programs_with_the_network_and_writes_outside_are_held_too() {
             "Summarise the vendored lib",
         ],
     );
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    assert_exit(&o, 0);
     let events = events(&o);
     for (id, why) in [
         (
@@ -513,12 +494,7 @@ fn what_a_subagent_read_arms_its_parents_guard() {
         &sb.ws(),
         &["run", "--provider", "replay", "--json", "Summarise the lib"],
     );
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    assert_exit(&o, 0);
     let events = events(&o);
     let task = find(&events, "tool_call_end", "c1");
     assert_eq!(task["outcome"]["is_error"], false, "{task}");

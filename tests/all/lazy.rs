@@ -134,7 +134,7 @@ fn a_tool_call_loads_only_the_plugin_that_serves_it() {
     );
     assert_eq!(
         l.compiled(),
-        vec![sha256_of(&l.sb.ws().join("tools/echo.wasm"))]
+        vec![sha256_of(l.sb.ws().join("tools/echo.wasm"))]
     );
 
     // And the other plugin still works when it is the one called.
@@ -230,7 +230,7 @@ fn the_cache_can_be_turned_off() {
 #[test]
 fn a_pin_is_checked_when_the_description_is_cached() {
     let l = Lazy::new("");
-    let pin = sha256_of(&l.sb.ws().join("tools/named.wasm"));
+    let pin = sha256_of(l.sb.ws().join("tools/named.wasm"));
     l.sb.write(
         "corral.toml",
         &format!(

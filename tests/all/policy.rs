@@ -5,6 +5,7 @@
 use crate::mock::*;
 use crate::support::manifest::openai_plugin;
 use crate::support::model::writer;
+use crate::support::output::assert_exit;
 use crate::*;
 use serde_json::{Value, json};
 use std::io::{Read, Write};
@@ -220,12 +221,7 @@ fn non_interactive_ask_is_a_denial_the_model_sees() {
         &["run", "--provider", "openai", "write it"],
         &[KEY],
     );
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    assert_exit(&o, 0);
     assert!(!sb.ws().join("new.txt").exists());
     let result = openai_tool_result(&mock.requests()[1], "w1");
     assert!(
@@ -283,12 +279,7 @@ fn read_only_refuses_writes_with_a_message_for_the_model() {
         ],
         &[KEY],
     );
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    assert_exit(&o, 0);
     assert!(!sb.ws().join("new.txt").exists());
     let result = openai_tool_result(&mock.requests()[1], "w1");
     assert!(
@@ -344,12 +335,7 @@ fn a_deny_rule_holds_whatever_the_spacing_or_quoting() {
         ],
         &[KEY],
     );
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    assert_exit(&o, 0);
     assert_eq!(
         std::fs::read_to_string(sb.ws().join("victim/keep.txt")).expect("kept"),
         "precious\n"
@@ -429,12 +415,7 @@ fn writes_to_protected_paths_are_refused_even_in_full_auto() {
         &["run", "--provider", "openai", "--mode", "full-auto", "go"],
         &[KEY],
     );
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    assert_exit(&o, 0);
     assert_eq!(
         std::fs::read_to_string(sb.ws().join(".git/config")).expect("config"),
         "[core]\n"

@@ -5,6 +5,7 @@
 
 use crate::support::cassette::{answer_turn, calls_turn, slow_answer_turn};
 use crate::support::log::{all_events, of_type};
+use crate::support::output::assert_exit;
 use crate::support::process::{HANG, events, wait_bounded, wait_for};
 use crate::*;
 use serde_json::{Value, json};
@@ -266,12 +267,7 @@ fn a_child_asking_for_more_than_its_parent_gets_nothing() {
     );
     let cli = Cli::new();
     let o = cli.run(&sb.ws(), &["run", "--json", "go"]);
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    assert_exit(&o, 0);
     let (parent, children) = family(&cli);
     assert!(children.is_empty(), "{children:?}");
     let perm = of_type(&parent, "permission")
@@ -482,12 +478,7 @@ fn an_unapproved_worktree_diff_is_kept_as_a_patch() {
     fixer(&sb);
     let cli = Cli::new();
     let o = cli.run(&sb.ws(), &["run", "--json", "fix it"]);
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    assert_exit(&o, 0);
     assert_eq!(
         std::fs::read_to_string(sb.ws().join("notes.txt")).expect("notes"),
         "- TODO: ship it\n"
@@ -580,12 +571,7 @@ fn the_plan_and_cut_outputs_through_the_host_tools() {
     );
     let cli = Cli::new();
     let o = cli.run(&sb.ws(), &["run", "--json", "go"]);
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    assert_exit(&o, 0);
     let (log, _) = family(&cli);
     let plan = of_type(&log, "plan_updated");
     assert_eq!(plan.len(), 1);
