@@ -65,6 +65,23 @@ pub(crate) fn collector() -> MockServer {
     MockServer::start(|_, _| Reply::Status(200, vec![], "stored".into()))
 }
 
+/// `corral run --provider replay --json` asked to summarise the project,
+/// which must end well; its JSON events.
+fn summarised(cli: &Cli, sb: &Sandbox) -> Vec<Value> {
+    let o = cli.run(
+        &sb.ws(),
+        &[
+            "run",
+            "--provider",
+            "replay",
+            "--json",
+            "Summarise the vendored lib",
+        ],
+    );
+    assert_exit(&o, 0);
+    events(&o)
+}
+
 /// The JSON events of a `run --json`.
 pub(crate) fn events(o: &std::process::Output) -> Vec<Value> {
     with_model_ids(
@@ -109,19 +126,7 @@ fn a_session_holding_secrets_and_injected_text_cannot_send_unasked() {
     let sb = project(server.port, "");
     cassette(&sb, &injected_run(server.port, true));
     let cli = Cli::new();
-    let o = cli.run(
-        &sb.ws(),
-        &[
-            "run",
-            "--provider",
-            "replay",
-            "--json",
-            "Summarise the vendored lib",
-        ],
-    );
-    let stderr = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(0), "{stderr}");
-    let events = events(&o);
+    let events = summarised(&cli, &sb);
 
     // Each result is labelled by what the call opened.
     assert_eq!(
@@ -179,18 +184,7 @@ fn without_the_sensitive_read_the_call_runs_unasked() {
     let sb = project(server.port, "");
     cassette(&sb, &injected_run(server.port, false));
     let cli = Cli::new();
-    let o = cli.run(
-        &sb.ws(),
-        &[
-            "run",
-            "--provider",
-            "replay",
-            "--json",
-            "Summarise the vendored lib",
-        ],
-    );
-    assert_exit(&o, 0);
-    let events = events(&o);
+    let events = summarised(&cli, &sb);
     assert_eq!(
         labels(find(&events, "tool_call_end", "c2")),
         vec![label("workspace", "notes.txt")]
@@ -222,18 +216,7 @@ fn allowed_hosts_and_a_disabled_guard_let_the_call_through() {
         let server = collector();
         let sb = project(server.port, &extra);
         cassette(&sb, &injected_run(server.port, true));
-        let o = Cli::new().run(
-            &sb.ws(),
-            &[
-                "run",
-                "--provider",
-                "replay",
-                "--json",
-                "Summarise the vendored lib",
-            ],
-        );
-        assert_exit(&o, 0);
-        let events = events(&o);
+        let events = summarised(&Cli::new(), &sb);
         assert_eq!(
             find(&events, "permission", "c3")["decision"],
             "allow",
@@ -338,18 +321,7 @@ fn programs_with_the_network_and_writes_outside_are_held_too() {
             answer_turn("Done."),
         ],
     );
-    let o = Cli::new().run(
-        &sb.ws(),
-        &[
-            "run",
-            "--provider",
-            "replay",
-            "--json",
-            "Summarise the vendored lib",
-        ],
-    );
-    assert_exit(&o, 0);
-    let events = events(&o);
+    let events = summarised(&Cli::new(), &sb);
     for (id, why) in [
         (
             "c3",
