@@ -6,6 +6,7 @@ use crate::mock::*;
 use crate::support::manifest::openai_plugin;
 use crate::support::model::writer;
 use crate::support::output::assert_exit;
+use crate::support::run::openai_workspace;
 use crate::*;
 use serde_json::{Value, json};
 use std::io::{Read, Write};
@@ -160,8 +161,7 @@ pub(crate) fn run_on_pty(
 #[test]
 fn ask_mode_shows_the_diff_and_waits_for_yes() {
     let mock = writer();
-    let sb = Sandbox::new();
-    sb.write("corral.toml", &manifest(mock.port, ""));
+    let sb = openai_workspace(mock.port, "");
     let cli = Cli::new();
     let (code, screen) = run_on_pty(
         &cli,
@@ -192,8 +192,7 @@ fn ask_mode_shows_the_diff_and_waits_for_yes() {
 #[test]
 fn saying_no_tells_the_model_why() {
     let mock = writer();
-    let sb = Sandbox::new();
-    sb.write("corral.toml", &manifest(mock.port, ""));
+    let sb = openai_workspace(mock.port, "");
     let cli = Cli::new();
     let (code, screen) = run_on_pty(
         &cli,
@@ -213,8 +212,7 @@ fn saying_no_tells_the_model_why() {
 #[test]
 fn non_interactive_ask_is_a_denial_the_model_sees() {
     let mock = writer();
-    let sb = Sandbox::new();
-    sb.write("corral.toml", &manifest(mock.port, ""));
+    let sb = openai_workspace(mock.port, "");
     let cli = Cli::new();
     let o = cli.run_env(
         &sb.ws(),
@@ -239,8 +237,7 @@ fn yes_and_full_auto_run_the_write() {
         &["--mode", "auto-edit"][..],
     ] {
         let mock = writer();
-        let sb = Sandbox::new();
-        sb.write("corral.toml", &manifest(mock.port, ""));
+        let sb = openai_workspace(mock.port, "");
         let cli = Cli::new();
         let mut args = vec!["run", "--provider", "openai"];
         args.extend_from_slice(flags);
@@ -263,8 +260,7 @@ fn yes_and_full_auto_run_the_write() {
 #[test]
 fn read_only_refuses_writes_with_a_message_for_the_model() {
     let mock = writer();
-    let sb = Sandbox::new();
-    sb.write("corral.toml", &manifest(mock.port, ""));
+    let sb = openai_workspace(mock.port, "");
     let cli = Cli::new();
     let o = cli.run_env(
         &sb.ws(),
