@@ -542,9 +542,8 @@ impl provider::TurnStream for Stream {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use pretty_assertions::assert_eq;
-
     use corral_sdk::testing::{self, Run};
+    use pretty_assertions::assert_eq;
 
     fn run_whole(transcript: &str) -> Run {
         testing::run_whole(transcript, Stream::new)
