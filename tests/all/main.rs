@@ -47,6 +47,7 @@ mod speed_start;
 mod speed_windows;
 mod stubs;
 mod subagents;
+mod support;
 mod templates;
 mod tools;
 mod trustpin;
