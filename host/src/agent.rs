@@ -628,7 +628,10 @@ impl Agent {
                     self.emit(ui, Event::ProviderFailed { error })?;
                     if exceeded && !retried {
                         retried = true;
-                        match self.compact("context_length", ui, cancel).await? {
+                        match self
+                            .compact(crate::protocol::CompactTrigger::ContextLength, ui, cancel)
+                            .await?
+                        {
                             compact::Compaction::Done => continue,
                             compact::Compaction::Interrupted => {
                                 return self.stop(

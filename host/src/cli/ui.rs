@@ -192,7 +192,7 @@ impl Opener {
                 .map(|m| m.policy.mode)
                 .unwrap_or_default()
         });
-        let mut app = App::new(self.flags.provider.as_deref().unwrap_or(""), mode.as_str());
+        let mut app = App::new(self.flags.provider.as_deref().unwrap_or(""), mode);
         app.color = std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
         // The log already holds the session's start (its id and provider),
         // and a resumed session's whole transcript.
