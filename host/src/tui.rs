@@ -26,6 +26,7 @@ mod text;
 mod view;
 
 pub use app::{Action, App, Picked, SLASH_COMMANDS};
+pub use cards::plan_mark;
 pub use markdown::markdown;
 pub use view::render;
 

@@ -546,6 +546,7 @@ async fn update_inner(workspace: &Path, args: UpdateArgs) -> Result<ExitCode, St
             clashing.join(", ")
         ));
     }
+    // Planned as `add` plans a new entry, but the entry keeps its prefix.
     let plan = Plan::new(
         workspace,
         &file,

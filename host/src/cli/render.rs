@@ -284,11 +284,7 @@ fn result_line(outcome: &corral::protocol::ToolOutcome, duration_ms: u64) -> Str
 fn plan_lines(steps: &[corral::protocol::PlanStep]) -> String {
     let mut text = String::from("plan:\n");
     for step in steps {
-        let mark = match step.status {
-            corral::protocol::PlanStatus::Done => "✓",
-            corral::protocol::PlanStatus::InProgress => "▸",
-            corral::protocol::PlanStatus::Pending => "○",
-        };
+        let mark = corral::tui::plan_mark(step.status);
         text.push_str(&format!("  {mark} {}\n", step.step));
     }
     text

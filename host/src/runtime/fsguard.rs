@@ -265,6 +265,8 @@ fn check_kind(start: &File, path: &str, follow: bool) -> Result<(), Refusal> {
         return Ok(());
     }
     use cap_primitives::fs::FileTypeExt as _;
+    // The words of `fsread::kind`, over cap-std's `FileType`, which has no
+    // conversion to std's.
     let kind = if ft.is_fifo() {
         "a FIFO (named pipe)"
     } else if ft.is_socket() {
@@ -543,6 +545,8 @@ fn link_preopens(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
 
 /// `open-at`: a plain read opened directly (and recorded for provenance);
 /// anything that may write judged first.
+// Each wrapper below spells out its WIT function's parameters: where they
+// look alike, the interface's functions do.
 fn link_open_at(inst: &mut LinkerInstance<'_, CallState>) -> wasmtime::Result<()> {
     inst.func_wrap_async(
         "[method]descriptor.open-at",

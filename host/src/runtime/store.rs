@@ -99,37 +99,26 @@ pub(super) trait Instantiate: Sync {
     ) -> impl Future<Output = wasmtime::Result<Self::Instance>> + Send;
 }
 
-impl Instantiate for ToolPluginPre<CallState> {
-    type Instance = ToolPlugin;
+// The three worlds' pre-instances differ only in their types.
+macro_rules! instantiate {
+    ($($pre:ident => $instance:ident),* $(,)?) => {$(
+        impl Instantiate for $pre<CallState> {
+            type Instance = $instance;
 
-    fn instantiate(
-        &self,
-        store: &mut Store<CallState>,
-    ) -> impl Future<Output = wasmtime::Result<ToolPlugin>> + Send {
-        self.instantiate_async(store)
-    }
+            fn instantiate(
+                &self,
+                store: &mut Store<CallState>,
+            ) -> impl Future<Output = wasmtime::Result<$instance>> + Send {
+                self.instantiate_async(store)
+            }
+        }
+    )*};
 }
 
-impl Instantiate for ProviderPluginPre<CallState> {
-    type Instance = ProviderPlugin;
-
-    fn instantiate(
-        &self,
-        store: &mut Store<CallState>,
-    ) -> impl Future<Output = wasmtime::Result<ProviderPlugin>> + Send {
-        self.instantiate_async(store)
-    }
-}
-
-impl Instantiate for HookPluginPre<CallState> {
-    type Instance = HookPlugin;
-
-    fn instantiate(
-        &self,
-        store: &mut Store<CallState>,
-    ) -> impl Future<Output = wasmtime::Result<HookPlugin>> + Send {
-        self.instantiate_async(store)
-    }
+instantiate! {
+    ToolPluginPre => ToolPlugin,
+    ProviderPluginPre => ProviderPlugin,
+    HookPluginPre => HookPlugin,
 }
 
 /// A call of one export of an instance, borrowing the instance and its store.
@@ -156,6 +145,8 @@ impl Plugin {
             .await
     }
 
+    // The same generic signature as `call_in_sandbox`, with `touched`: the
+    // bounds must be spelled out on both.
     /// [`Plugin::call_in_sandbox`], also filling `touched` with what the
     /// call touched (files read, hosts reached, programs run), whether it
     /// succeeded or not.

@@ -630,11 +630,7 @@ impl App {
             Event::PlanUpdated { steps, .. } => {
                 let mut text = String::from("plan");
                 for step in steps {
-                    let mark = match step.status {
-                        crate::protocol::PlanStatus::Done => "✓",
-                        crate::protocol::PlanStatus::InProgress => "▸",
-                        crate::protocol::PlanStatus::Pending => "○",
-                    };
+                    let mark = super::cards::plan_mark(step.status);
                     text.push_str(&format!("\n  {mark} {}", clean(&step.step)));
                 }
                 self.notice(&text, false);

@@ -212,6 +212,15 @@ impl ToolCard {
     }
 }
 
+/// A plan step's mark, the same in the UI and the line renderer.
+pub fn plan_mark(status: crate::protocol::PlanStatus) -> &'static str {
+    match status {
+        crate::protocol::PlanStatus::Done => "✓",
+        crate::protocol::PlanStatus::InProgress => "▸",
+        crate::protocol::PlanStatus::Pending => "○",
+    }
+}
+
 /// `1.2s` or `340ms`.
 fn seconds(ms: u64) -> String {
     if ms < 1000 {
