@@ -106,3 +106,29 @@ fn an_old_log_with_each_compaction_trigger_still_resumes() {
         );
     }
 }
+
+/// The UI's mode is the session's: the manifest's at start, then what
+/// `/mode` chose, in the status line.
+#[test]
+fn the_status_line_shows_the_mode_and_follows_mode_changes() {
+    use crate::tui::{Pane, ui_command};
+    let sb = Sandbox::new();
+    sb.write(
+        "corral.toml",
+        "[agent]\nprovider = \"replay\"\n\n[policy]\nmode = \"read-only\"\n\n\
+         [plugins.replay]\nsource = \"builtin:replay\"\n",
+    );
+    let cli = Cli::new();
+    let o = cli.run(&sb.ws(), &["sessions"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let Some(pane) = Pane::start(&ui_command(&cli, &sb.ws(), "sleep 600")) else {
+        return;
+    };
+    pane.wait_for("ask anything");
+    pane.wait_for(" · read-only · ");
+    pane.type_text("/mode auto-edit");
+    pane.press("Enter");
+    let screen = pane.wait_for(" · auto-edit · ");
+    assert!(screen.contains("mode: auto-edit"), "{screen}");
+    assert!(!screen.contains(" · read-only · "), "{screen}");
+}
