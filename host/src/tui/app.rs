@@ -656,14 +656,12 @@ impl App {
                 decision,
                 detail,
                 ..
-            } => {
-                if *decision != crate::protocol::HookDecision::Continue {
-                    let failed = *decision == crate::protocol::HookDecision::Failed;
-                    self.notice(
-                        &crate::hooks::summary(*event, plugin, *decision, detail),
-                        failed,
-                    );
-                }
+            } if *decision != crate::protocol::HookDecision::Continue => {
+                let failed = *decision == crate::protocol::HookDecision::Failed;
+                self.notice(
+                    &crate::hooks::summary(*event, plugin, *decision, detail),
+                    failed,
+                );
             }
             _ => {}
         }
