@@ -696,7 +696,7 @@ impl Agent {
         let message = error.to_string();
         self.emit(ui, Event::ProviderFailed { error })?;
         if exceeded && !retried {
-            match self.compact("context_length", ui, cancel).await? {
+            match self.compact(crate::protocol::CompactTrigger::ContextLength, ui, cancel).await? {
                 compact::Compaction::Done => return Ok(Ok(())),
                 compact::Compaction::Interrupted => {
                     return Ok(Err((

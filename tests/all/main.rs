@@ -27,6 +27,7 @@ mod deadline;
 mod effects;
 mod exec;
 mod fsguard;
+mod function_length;
 mod guard;
 mod handle;
 mod hooks;
@@ -53,6 +54,7 @@ mod tools;
 mod trustpin;
 mod tui;
 mod tui_bounds;
+mod typed_state;
 
 use corral::manifest::{Layer, Manifest, from_layers};
 use corral::runtime::{Plugins, Runtime, RuntimeOptions, ToolError, ToolOutput};

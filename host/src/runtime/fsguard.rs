@@ -29,7 +29,7 @@ use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use wasmtime::StoreContextMut;
-use wasmtime::component::{Linker, Resource};
+use wasmtime::component::{Linker, LinkerInstance, Resource};
 use wasmtime_wasi::FsPerms;
 use wasmtime_wasi::filesystem::{Descriptor, Dir, OpenMode, WasiFilesystemView as _};
 use wasmtime_wasi::p2::FsResult;
@@ -272,6 +272,8 @@ fn check_kind(start: &File, path: &str, follow: bool) -> Result<(), Refusal> {
         return Ok(());
     }
     use cap_primitives::fs::FileTypeExt as _;
+    // The words of `fsread::kind`, over cap-std's `FileType`, which has no
+    // conversion to std's.
     let kind = if ft.is_fifo() {
         "a FIFO (named pipe)"
     } else if ft.is_socket() {
@@ -516,6 +518,17 @@ type Store<'a> = StoreContextMut<'a, CallState>;
 /// after wasmtime-wasi's `add_to_linker`.
 pub(crate) fn add_to_linker(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
     linker.allow_shadowing(true);
+    link_preopens(linker)?;
+    let mut inst = linker.instance(TYPES)?;
+    link_open_at(&mut inst)?;
+    link_one_path_calls(&mut inst)?;
+    link_two_path_calls(&mut inst)?;
+    linker.allow_shadowing(false);
+    Ok(())
+}
+
+/// `get-directories`, recording that the plugin asked for its directories.
+fn link_preopens(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
     // Every file a plugin reaches through `wasi:filesystem` is reached from
     // a directory this returns; a `describe` that asked for a non-empty list
     // may have read files, so its answer is not cached.
@@ -534,7 +547,14 @@ pub(crate) fn add_to_linker(linker: &mut Linker<CallState>) -> wasmtime::Result<
             }
             Ok((dirs,))
         })?;
-    let mut inst = linker.instance(TYPES)?;
+    Ok(())
+}
+
+/// `open-at`: a plain read opened directly (and recorded for provenance);
+/// anything that may write judged first.
+// Each wrapper below spells out its WIT function's parameters: where they
+// look alike, the interface's functions do.
+fn link_open_at(inst: &mut LinkerInstance<'_, CallState>) -> wasmtime::Result<()> {
     inst.func_wrap_async(
         "[method]descriptor.open-at",
         |mut store: Store<'_>,
@@ -591,7 +611,12 @@ pub(crate) fn add_to_linker(linker: &mut Linker<CallState>) -> wasmtime::Result<
             })
         },
     )?;
-    // The calls that take one path and change it: judged, then handed on.
+    Ok(())
+}
+
+/// The calls that take one path and change it.
+fn link_one_path_calls(inst: &mut LinkerInstance<'_, CallState>) -> wasmtime::Result<()> {
+    // Judged, then handed on.
     macro_rules! guarded_path_call {
         ($name:literal, $verb:literal, $method:ident) => {
             inst.func_wrap_async(
@@ -639,6 +664,12 @@ pub(crate) fn add_to_linker(linker: &mut Linker<CallState>) -> wasmtime::Result<
             })
         },
     )?;
+    Ok(())
+}
+
+/// Rename and hard link, which name two paths, and `set-times-at`, which
+/// may follow a link.
+fn link_two_path_calls(inst: &mut LinkerInstance<'_, CallState>) -> wasmtime::Result<()> {
     inst.func_wrap_async(
         "[method]descriptor.rename-at",
         |mut store: Store<'_>,
@@ -702,6 +733,5 @@ pub(crate) fn add_to_linker(linker: &mut Linker<CallState>) -> wasmtime::Result<
             })
         },
     )?;
-    linker.allow_shadowing(false);
     Ok(())
 }
