@@ -153,7 +153,7 @@ fn the_loop_and_the_mcp_server_take_a_call_through_one_pipeline() {
         .filter(|l| l.starts_with('{'))
         .map(|l| serde_json::from_str(l).expect("a JSON event"))
         .collect();
-    let logged: Vec<Value> = corral::session::read(&crate::agent::session_log(&cli))
+    let logged: Vec<Value> = corral::session::read(&crate::support::log::session_log(&cli))
         .expect("the session log")
         .into_iter()
         .map(|r| serde_json::to_value(r.event).expect("an event as JSON"))

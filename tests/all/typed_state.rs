@@ -3,7 +3,8 @@
 //! names it held, still resumes through the real `corral` binary, shows its
 //! trigger, and gives the model the summary it logged.
 
-use crate::agent::{KEYS, OPENAI_KEY, manifest, session_log};
+use crate::agent::{KEYS, OPENAI_KEY, manifest};
+use crate::support::log::session_log;
 use crate::mock::*;
 use crate::*;
 use serde_json::{Value, json};
