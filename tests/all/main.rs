@@ -36,6 +36,7 @@ mod manifest;
 mod mcp;
 mod mcp_bounds;
 mod mock;
+mod parsers;
 mod policy;
 mod registry_bounds;
 mod sandbox;
