@@ -124,7 +124,7 @@ fn the_policy_and_the_shell_plugin_read_every_command_line_alike() {
         let policy = corral::policy::shell_split(&line);
         let plugin = plugin_run(&cli, &sb, &line);
         let prefixed = |words: &[&str]| {
-            ["printf", "[%s]\n"]
+            ["printf", "[%s]\\n"]
                 .into_iter()
                 .chain(words.iter().copied())
                 .map(str::to_owned)
