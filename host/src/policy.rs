@@ -429,9 +429,8 @@ mod tests {
         (Ask, CARGO_TEST, "run_command", &[X], r#"{"command":"cargo test $HOME"}"#, ASK),
         (Ask, CARGO_TEST, "run_command", &[X], r#"{"command":"cargo test *.rs"}"#, ASK),
         (Ask, CARGO_TEST, "run_command", &[X], r#"{"command":"cargo test x # y"}"#, ASK),
-        (Ask, CARGO_TEST, "run_command", &[X], r#"{"command":"cargo test x\"}"#, ASK),
-        (Ask, CARGO_TEST, "run_command", &[X], r#"{"command":"cargo test \
-x"}"#, ALLOW),
+        (Ask, CARGO_TEST, "run_command", &[X], r#"{"command":"cargo test x\\"}"#, ASK),
+        (Ask, CARGO_TEST, "run_command", &[X], r#"{"command":"cargo test \\\nx"}"#, ALLOW),
         (Ask, CARGO_TEST, "run_command", &[X], r#"{"argv":["cargo","test","x;","rm","-rf","/"]}"#, ALLOW),
         // Path globs after normalisation.
         (AutoEdit, DOCS, "write_file", &[W], r#"{"path":"docs/x.md"}"#, DENY),
