@@ -72,7 +72,7 @@ pub(super) fn loose_forms(words: &[String], depth: usize, out: &mut Vec<Vec<Stri
 }
 
 pub(super) fn line_forms(line: &str, depth: usize, out: &mut Vec<Vec<String>>) {
-    for segment in shell::segments(line).parts {
+    for segment in shell::segments(line) {
         loose_forms(&split_or_whitespace(segment), depth, out);
     }
 }

@@ -227,48 +227,24 @@ pub fn words(line: &str) -> Result<Vec<String>, Incomplete> {
     })
 }
 
-/// A command line cut at its unquoted control operators (`;`, `&`, `|`,
-/// newline), and whether it also does something a plain word list hides.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Segments<'a> {
-    /// The text of each command, blank ones left out.
-    pub parts: Vec<&'a str>,
-    /// Redirection, a subshell or command substitution is present.
-    pub hidden: bool,
-}
-
-/// Cuts `line` at its unquoted control operators, with the quoting of
-/// [`argv`]. An incomplete line is cut as far as it goes.
-pub fn segments(line: &str) -> Segments<'_> {
+/// The commands of a compound line: `line` cut at its unquoted control
+/// operators (`;`, `&`, `|`, newline) with the quoting of [`argv`], blank
+/// ones left out. An incomplete line is cut as far as it goes. (Whether a
+/// line needs a shell at all, redirection and substitution included, is
+/// [`argv`]'s answer.)
+pub fn segments(line: &str) -> Vec<&str> {
     let mut parts = Vec::new();
-    let mut hidden = false;
     let mut start = 0;
-    let substitution = |i: usize| line[i + 1..].starts_with('(');
     let _ = lex(line, |i, lex| {
-        match lex {
-            Lex::Plain(c @ (';' | '&' | '|')) | Lex::Blank(c @ '\n') => {
-                parts.push(&line[start..i]);
-                start = i + c.len_utf8();
-            }
-            Lex::Plain('<' | '>' | '(' | ')' | '`') => hidden = true,
-            Lex::Plain('$')
-            | Lex::Literal {
-                c: '$',
-                expands: true,
-            } if substitution(i) => {
-                hidden = true;
-            }
-            Lex::Literal {
-                c: '`',
-                expands: true,
-            } => hidden = true,
-            _ => {}
+        if let Lex::Plain(c @ (';' | '&' | '|')) | Lex::Blank(c @ '\n') = lex {
+            parts.push(&line[start..i]);
+            start = i + c.len_utf8();
         }
         Ok(())
     });
     parts.push(&line[start..]);
     parts.retain(|s| !s.trim().is_empty());
-    Segments { parts, hidden }
+    parts
 }
 
 #[cfg(test)]
@@ -381,17 +357,11 @@ mod tests {
 
     #[test]
     fn segments_cut_at_unquoted_operators() {
-        let cut = |line| segments(line);
-        assert_eq!(cut("a; b && c | d").parts, ["a", " b ", " c ", " d"]);
-        assert_eq!(cut("a ';' \"|\" \\&").parts, ["a ';' \"|\" \\&"]);
-        assert_eq!(cut("a\nb").parts, ["a", "b"]);
-        assert_eq!(cut("a\\\nb").parts, ["a\\\nb"]);
-        assert!(!cut("echo hi").hidden);
-        assert!(cut("echo hi > f").hidden);
-        assert!(cut("echo $(id)").hidden);
-        assert!(cut("echo \"$(id)\"").hidden);
-        assert!(cut("echo \"`id`\"").hidden);
-        assert!(!cut("echo \"\\$(id)\" '$(id)' $HOME").hidden);
-        assert_eq!(cut("a 'open; b").parts, ["a 'open; b"]);
+        assert_eq!(segments("a; b && c | d"), ["a", " b ", " c ", " d"]);
+        assert_eq!(segments("a ';' \"|\" \\&"), ["a ';' \"|\" \\&"]);
+        assert_eq!(segments("a\nb"), ["a", "b"]);
+        assert_eq!(segments("a\\\nb"), ["a\\\nb"]);
+        assert_eq!(segments("a 'open; b"), ["a 'open; b"]);
+        assert!(segments(" ;\n ").is_empty());
     }
 }
