@@ -248,7 +248,13 @@ impl<'a> Call<'a> {
                 // Only a line the `shell` plugin runs as these very words
                 // (no shell syntax, complete) is what an allow pattern sees;
                 // the same function decides it there.
-                simple = corral_syntax::shell::argv(line).is_ok();
+                let split = corral_syntax::shell::argv(line);
+                simple = split.is_ok();
+                // Shell syntax runs as `sh -c LINE`: a rule about `sh`
+                // meets it too.
+                if let Err(corral_syntax::shell::Refusal::NeedsShell(_)) = split {
+                    loose.push(vec!["sh".to_owned(), "-c".to_owned(), line.to_owned()]);
+                }
                 line_forms(line, 0, &mut loose);
             }
         }
@@ -431,6 +437,9 @@ mod tests {
         (Ask, CARGO_TEST, "run_command", &[X], r#"{"command":"cargo test x # y"}"#, ASK),
         (Ask, CARGO_TEST, "run_command", &[X], r#"{"command":"cargo test x\\"}"#, ASK),
         (Ask, CARGO_TEST, "run_command", &[X], r#"{"command":"cargo test \\\nx"}"#, ALLOW),
+        (FullAuto, &[(D, "run_command(sh **)")], "run_command", &[X], r#"{"command":"ls | wc"}"#, DENY),
+        (FullAuto, &[(D, "run_command(sh **)")], "run_command", &[X], r#"{"command":"ls *.rs"}"#, DENY),
+        (FullAuto, &[(D, "run_command(sh **)")], "run_command", &[X], r#"{"command":"ls '*.rs'"}"#, ALLOW),
         (Ask, CARGO_TEST, "run_command", &[X], r#"{"argv":["cargo","test","x;","rm","-rf","/"]}"#, ALLOW),
         // Path globs after normalisation.
         (AutoEdit, DOCS, "write_file", &[W], r#"{"path":"docs/x.md"}"#, DENY),
