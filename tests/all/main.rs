@@ -38,6 +38,7 @@ mod mcp;
 mod mcp_bounds;
 mod mock;
 mod pipeline;
+mod parsers;
 mod policy;
 mod registry_bounds;
 mod sandbox;

@@ -334,17 +334,7 @@ fn artifact_name(call_id: &str) -> Result<String, String> {
             call_id.escape_debug()
         ));
     }
-    let safe: String = call_id
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    Ok(format!("{safe}.txt"))
+    Ok(crate::log::artifact_file(call_id))
 }
 
 fn read_output(args: &Value, artifacts: &std::path::Path) -> CallOutcome {

@@ -323,19 +323,11 @@ pub(crate) fn open_plain_file(dir: &File, path: &str) -> Option<(File, PathBuf)>
 
 /// `path` with `.` and `..` resolved by its text: exact for a path the
 /// kernel resolved beneath its directory without following a symlink.
-/// `None` if it climbs above its start (the kernel refused that already).
+/// `None` if it is absolute or climbs above its start (`RESOLVE_BENEATH`
+/// refused both already).
 fn lexical(path: &str) -> Option<PathBuf> {
-    let mut parts: Vec<&str> = Vec::new();
-    for part in path.split('/') {
-        match part {
-            "" | "." => {}
-            ".." => {
-                parts.pop()?;
-            }
-            name => parts.push(name),
-        }
-    }
-    Some(parts.iter().collect())
+    let lexical = corral_syntax::path::lexical(path);
+    (!lexical.absolute && !lexical.climbs()).then(|| lexical.parts.iter().collect())
 }
 
 /// The granted directories of one call as `wasi:filesystem` preopens,
