@@ -205,9 +205,6 @@ mod tests {
 }
 
 #[test]
-#[ignore = "agent.rs (`Agent::run_turn`, `Agent::run_tools`) and agent/dispatch.rs \
-            (`Dispatcher::permit`) still hold long functions; the call-pipeline rewrite \
-            (issue 21, part *call*) replaces them: drop this line when it lands"]
 fn no_host_function_is_long_without_a_reason() {
     let all = host_functions();
     assert!(
