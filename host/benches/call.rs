@@ -16,7 +16,7 @@
 mod common;
 
 use common::{load, report};
-use corral_core::agent::{Dispatcher, NoApprover, Sink};
+use corral_core::call::{Dispatcher, NoApprover, Sink};
 use corral_core::hooks::Hooks;
 use corral_manifest::{DEFAULTS, DEFAULTS_NAME, Layer, from_layers};
 use corral_policy::Policy;
@@ -48,11 +48,13 @@ fn median(mut v: Vec<Duration>) -> Duration {
 /// Events of a dispatched call, dropped.
 struct Discard;
 
-impl Sink for Discard {
+impl corral_core::hooks::Emit for Discard {
     fn emit(&mut self, _: Event) -> anyhow::Result<()> {
         Ok(())
     }
+}
 
+impl Sink for Discard {
     fn save_artifact(&self, _: &str, _: &str) -> Option<std::io::Result<PathBuf>> {
         None
     }
@@ -154,7 +156,7 @@ fn main() {
     };
     let cancel = CancellationToken::new();
     let dispatch = |d: &Dispatcher| {
-        let (outcome, _) = or_die(rt.block_on(d.dispatch(&read, &mut Discard, &cancel)));
+        let outcome = or_die(rt.block_on(d.run_one(&read, &mut Discard, &cancel)));
         assert!(!outcome.is_error, "{}", outcome.content);
     };
     round(50, || dispatch(&plain));

@@ -180,7 +180,7 @@ fn session(compact: bool) -> Vec<Record> {
                     .into(),
                 replaced,
                 kept: 2 * KEEP,
-                trigger: "auto".into(),
+                trigger: corral_protocol::CompactTrigger::Auto,
                 tokens_before: 0,
                 tokens_after: 0,
             });

@@ -16,7 +16,7 @@
 mod common;
 
 use common::{load, report};
-use corral_core::agent::{Dispatcher, NoApprover, Sink};
+use corral_core::call::{Dispatcher, NoApprover, Sink};
 use corral_core::hooks::Hooks;
 use corral_core::log::SessionLog;
 use corral_manifest::{DEFAULTS, DEFAULTS_NAME, Layer, from_layers};
@@ -40,7 +40,7 @@ enum Events {
     Log(SessionLog),
 }
 
-impl Sink for Events {
+impl corral_core::hooks::Emit for Events {
     fn emit(&mut self, event: Event) -> anyhow::Result<()> {
         if let Events::Log(log) = self
             && event.is_logged()
@@ -49,7 +49,9 @@ impl Sink for Events {
         }
         Ok(())
     }
+}
 
+impl Sink for Events {
     fn save_artifact(&self, _: &str, _: &str) -> Option<std::io::Result<PathBuf>> {
         None
     }
@@ -69,7 +71,7 @@ fn measure(
         .map(|_| {
             let started = Instant::now();
             for _ in 0..iters {
-                let (outcome, _) = or_die(rt.block_on(dispatcher.dispatch(call, sink, &cancel)));
+                let outcome = or_die(rt.block_on(dispatcher.run_one(call, sink, &cancel)));
                 assert!(!outcome.is_error, "{}", outcome.content);
             }
             started.elapsed() / iters as u32

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 const FRAMES: u32 = 200;
 
 fn transcript(messages: usize) -> App {
-    let mut app = App::new("replay", "ask");
+    let mut app = App::new("replay", corral_protocol::Mode::Ask);
     app.set_tools([("read_file".to_owned(), "fs".to_owned(), true)]);
     let answer = "## Step\n\nThe *parser* reads `tokens` one at a time:\n\n- first\n- second\n\n```rust\nfn main() {\n    let n = 42; // answer\n}\n```\n";
     let mut i = 0;

@@ -31,6 +31,7 @@ fn main() {
         root.join("wit"),
         root.join("sdk/src"),
         root.join("sdk/Cargo.toml"),
+        root.join("sdk/syntax"),
         root.join("host/engine/src"),
     ];
     for (name, _) in PLUGINS {

@@ -255,6 +255,8 @@ struct RunArgs {
     agent: AgentFlags,
 }
 
+// The session flags repeat `UiFlags`' rather than flatten them: the help of
+// `run` and `resume` counts round trips per run, the UI's per prompt.
 #[derive(Args, Clone)]
 struct AgentFlags {
     /// The provider plugin (default: [agent] provider, else the one whose key is set).

@@ -74,6 +74,8 @@ pub mod http;
 pub mod process;
 pub mod provider;
 pub mod sse;
+#[cfg(feature = "testing")]
+pub mod testing;
 
 #[doc(hidden)]
 pub mod __bindings {

@@ -3,6 +3,8 @@
 //! log, and resume after SIGKILL.
 
 use crate::mock::*;
+use crate::support::log::session_log;
+use crate::support::manifest::Providers;
 use crate::*;
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
@@ -12,30 +14,16 @@ const ANTHROPIC_KEY: &str = "sk-ant-test-9876543210";
 
 /// A project manifest declaring both providers against the given mocks.
 pub(crate) fn manifest(openai_port: u16, anthropic_port: u16, extra: &str) -> String {
-    format!(
-        r#"
-[agent]
-max_iterations = 8
-
-[policy]
-mode = "auto-edit"
-
-[plugins.openai]
-source = "builtin:openai"
-grants.net = ["http://127.0.0.1:{openai_port}"]
-grants.secrets = [{{ origin = "http://127.0.0.1:{openai_port}", header = "authorization", value = "Bearer ${{env:TEST_OPENAI_KEY}}" }}]
-config = {{ base_url = "http://127.0.0.1:{openai_port}/v1", model = "mock-gpt", stall_timeout_ms = 2000 }}
-limits = {{ timeout_ms = 60000 }}
-
-[plugins.anthropic]
-source = "builtin:anthropic"
-grants.net = ["http://127.0.0.1:{anthropic_port}"]
-grants.secrets = [{{ origin = "http://127.0.0.1:{anthropic_port}", header = "x-api-key", value = "${{env:TEST_ANTHROPIC_KEY}}" }}]
-config = {{ base_url = "http://127.0.0.1:{anthropic_port}/v1", model = "mock-claude", stall_timeout_ms = 2000 }}
-limits = {{ timeout_ms = 60000 }}
-{extra}
-"#
-    )
+    Providers {
+        openai_port,
+        anthropic_port,
+        max_iterations: 8,
+        openai: r#"model = "mock-gpt", stall_timeout_ms = 2000"#,
+        anthropic: r#"model = "mock-claude", stall_timeout_ms = 2000"#,
+        rest: "limits = { timeout_ms = 60000 }",
+        extra,
+    }
+    .toml()
 }
 
 pub(crate) const KEYS: [(&str, &str); 2] = [
@@ -422,23 +410,6 @@ fn record_then_replay_gives_the_same_run() {
             .join("\n")
     };
     assert_eq!(timeless(text(&o).0), timeless(text(&replayed).0));
-}
-
-pub fn session_log(cli: &Cli) -> std::path::PathBuf {
-    let root = cli.home.path().join("data/corral/sessions");
-    let ws_dir = std::fs::read_dir(&root)
-        .expect("sessions")
-        .next()
-        .expect("one workspace")
-        .expect("entry")
-        .path();
-    let mut logs: Vec<_> = std::fs::read_dir(&ws_dir)
-        .expect("logs")
-        .map(|e| e.expect("entry").path())
-        .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
-        .collect();
-    logs.sort();
-    logs.pop().expect("a log")
 }
 
 #[test]

@@ -5,6 +5,8 @@
 //! labels; a rejected stdin line is quoted inert and cut.
 
 use crate::mock::*;
+use crate::support::log::of_type;
+use crate::support::run::{answering, openai_workspace};
 use crate::*;
 use corral_test_programs::HTTP_CLIENT;
 use serde_json::{Value, json};
@@ -33,34 +35,6 @@ fn hiding_model() -> MockServer {
         )),
         _ => Reply::Sse(openai_sse("Done.", &[])),
     })
-}
-
-fn openai_project(port: u16, extra: &str) -> Sandbox {
-    let sb = Sandbox::new();
-    sb.write("corral.toml", &crate::policy::manifest(port, extra));
-    sb
-}
-
-/// `corral run --json --approvals stdin PROMPT` against the mock.
-fn answering(cli: &Cli, sb: &Sandbox, prompt: &str) -> std::process::Child {
-    cli.command(
-        &sb.ws(),
-        &[
-            "run",
-            "--provider",
-            "openai",
-            "--json",
-            "--approvals",
-            "stdin",
-            prompt,
-        ],
-    )
-    .env("TEST_OPENAI_KEY", "sk-policy-test")
-    .stdin(Stdio::piped())
-    .stdout(Stdio::piped())
-    .stderr(Stdio::piped())
-    .spawn()
-    .expect("spawn")
 }
 
 /// Drives `child`: every event line is kept; `answer` is asked for the op
@@ -99,16 +73,12 @@ fn deny(id: &str) -> String {
     json!({"op": "approval", "call_id": id, "decision": "deny", "reason": "no"}).to_string()
 }
 
-fn of<'a>(events: &'a [Value], kind: &str) -> Vec<&'a Value> {
-    events.iter().filter(|e| e["type"] == kind).collect()
-}
-
 // ---- attack 4: approvals show everything that will run ----
 
 #[test]
 fn the_line_prompt_shows_the_whole_command() {
     let mock = hiding_model();
-    let sb = openai_project(mock.port, "");
+    let sb = openai_workspace(mock.port, "");
     let cli = Cli::new();
     let (code, screen) = crate::policy::run_on_pty(
         &cli,
@@ -125,16 +95,19 @@ fn the_line_prompt_shows_the_whole_command() {
 #[test]
 fn json_approval_events_carry_the_whole_call_made_visible() {
     let mock = hiding_model();
-    let sb = openai_project(mock.port, "");
+    let sb = openai_workspace(mock.port, "");
     let cli = Cli::new();
-    let (events, stderr) = drive(answering(&cli, &sb, "check the build"), |e| {
-        if e["type"] == "approval_requested" {
-            vec![deny(e["call"]["id"].as_str().expect("id"))]
-        } else {
-            vec![]
-        }
-    });
-    let asked = of(&events, "approval_requested");
+    let (events, stderr) = drive(
+        answering(&cli, &sb, "check the build", "sk-policy-test"),
+        |e| {
+            if e["type"] == "approval_requested" {
+                vec![deny(e["call"]["id"].as_str().expect("id"))]
+            } else {
+                vec![]
+            }
+        },
+    );
+    let asked = of_type(&events, "approval_requested");
     assert_eq!(asked.len(), 1, "{stderr}\n{events:#?}");
     assert_eq!(
         asked[0]["shown"],
@@ -177,7 +150,8 @@ fn mcp_elicitations_show_the_whole_call_made_visible() {
 
 #[test]
 fn the_ui_modal_wraps_the_call_and_approves_only_once_all_of_it_was_shown() {
-    use crate::tui::{Pane, SCREEN_TIMEOUT, turn};
+    use crate::support::cassette::streamed_turn;
+    use crate::tui::{Pane, SCREEN_TIMEOUT};
     let sb = Sandbox::new();
     // Longer than the modal: the tail is below its last row.
     let mut script: Vec<String> = (1..=40).map(|i| format!("echo step {i}")).collect();
@@ -188,10 +162,10 @@ fn the_ui_modal_wraps_the_call_and_approves_only_once_all_of_it_was_shown() {
         "arguments": json!({ "command": format!("sh -c '{}'", script.join("\n")) }).to_string(),
     });
     let turns = json!([
-        turn("Running the steps.", vec![call], 4),
-        turn("Ran them.", vec![], 4)
+        streamed_turn("Running the steps.", vec![call], 4),
+        streamed_turn("Ran them.", vec![], 4)
     ]);
-    sb.write("c.json", &json!({"version": 1, "turns": turns}).to_string());
+    crate::support::cassette::write(&sb, "c.json", &turns);
     sb.write(
         "corral.toml",
         "[agent]\nprovider = \"replay\"\n\n[plugins.replay]\nsource = \"builtin:replay\"\n\
@@ -264,10 +238,10 @@ fn two_writes_sharing(id: &'static str) {
         )),
         _ => Reply::Sse(openai_sse("Done.", &[])),
     });
-    let sb = openai_project(mock.port, "");
+    let sb = openai_workspace(mock.port, "");
     let cli = Cli::new();
     let mut asked = 0;
-    let (events, stderr) = drive(answering(&cli, &sb, "write them"), |e| {
+    let (events, stderr) = drive(answering(&cli, &sb, "write them", "sk-policy-test"), |e| {
         if e["type"] != "approval_requested" {
             return vec![];
         }
@@ -280,7 +254,7 @@ fn two_writes_sharing(id: &'static str) {
             vec![deny(own)]
         }
     });
-    let requests = of(&events, "approval_requested");
+    let requests = of_type(&events, "approval_requested");
     assert_eq!(requests.len(), 2, "{stderr}\n{events:#?}");
     let ids: Vec<&str> = requests
         .iter()
@@ -307,7 +281,7 @@ fn two_writes_sharing(id: &'static str) {
             .expect("shown")
             .contains("b.txt")
     );
-    let refused: Vec<&Value> = of(&events, "error")
+    let refused: Vec<&Value> = of_type(&events, "error")
         .into_iter()
         .filter(|e| {
             e["message"]
@@ -316,7 +290,7 @@ fn two_writes_sharing(id: &'static str) {
         })
         .collect();
     assert_eq!(refused.len(), 2, "{events:#?}");
-    let decisions: Vec<(&str, &str)> = of(&events, "permission")
+    let decisions: Vec<(&str, &str)> = of_type(&events, "permission")
         .iter()
         .map(|p| {
             (
@@ -371,7 +345,7 @@ fn empty_model_ids_cannot_share_an_approval() {
         "events": [],
         "response": {"message": {"text": "", "tool_calls": calls}, "finish_reason": "tool_calls"}
     }]);
-    sb.write("c.json", &json!({"version": 1, "turns": turns}).to_string());
+    crate::support::cassette::write(&sb, "c.json", &turns);
     sb.write(
         "corral.toml",
         "[plugins.replay]\nsource = \"builtin:replay\"\n\
@@ -411,14 +385,14 @@ fn empty_model_ids_cannot_share_an_approval() {
             vec![deny(own)]
         }
     });
-    let ids: Vec<&str> = of(&events, "approval_requested")
+    let ids: Vec<&str> = of_type(&events, "approval_requested")
         .iter()
         .map(|r| r["call"]["id"].as_str().expect("id"))
         .collect();
     assert_eq!(ids.len(), 2, "{stderr}\n{events:#?}");
     assert_ne!(ids[0], ids[1], "two calls shared one approval id");
     assert!(ids.iter().all(|id| id.starts_with("c-")), "{ids:?}");
-    let decisions: Vec<(&str, &str)> = of(&events, "permission")
+    let decisions: Vec<(&str, &str)> = of_type(&events, "permission")
         .iter()
         .map(|p| {
             (
@@ -430,7 +404,7 @@ fn empty_model_ids_cannot_share_an_approval() {
     assert_eq!(decisions, [(ids[0], "approved"), (ids[1], "refused")]);
     assert!(sb.ws().join("a.txt").exists());
     assert!(!sb.ws().join("b.txt").exists(), "the refused write ran");
-    let ends: Vec<&str> = of(&events, "tool_call_end")
+    let ends: Vec<&str> = of_type(&events, "tool_call_end")
         .iter()
         .map(|e| e["call_id"].as_str().unwrap_or(""))
         .collect();
@@ -448,15 +422,18 @@ fn the_provider_gets_back_the_models_own_unique_ids() {
         )),
         _ => Reply::Sse(openai_sse("Done.", &[])),
     });
-    let sb = openai_project(mock.port, "");
+    let sb = openai_workspace(mock.port, "");
     let cli = Cli::new();
-    let (events, stderr) = drive(answering(&cli, &sb, "read it"), |_| vec![]);
-    let begin = of(&events, "tool_call_begin");
+    let (events, stderr) = drive(
+        answering(&cli, &sb, "read it", "sk-policy-test"),
+        |_| vec![],
+    );
+    let begin = of_type(&events, "tool_call_begin");
     assert_eq!(begin.len(), 1, "{stderr}");
     assert_eq!(begin[0]["call"]["model_id"], "call_r");
     let own = begin[0]["call"]["id"].as_str().expect("id");
     assert!(own.starts_with("c-"), "{own}");
-    assert_eq!(of(&events, "tool_call_end")[0]["call_id"], own);
+    assert_eq!(of_type(&events, "tool_call_end")[0]["call_id"], own);
     let second = &mock.requests()[1];
     check_openai_request(second, "sk-policy-test");
     assert!(openai_tool_result(second, "call_r").contains("hello from the workspace"));
@@ -491,7 +468,7 @@ fn parallel_reads_sharing_an_id_keep_their_own_labels() {
         )),
         _ => Reply::Sse(openai_sse("Done.", &[])),
     });
-    let sb = openai_project(
+    let sb = openai_workspace(
         mock.port,
         &format!(
             "[plugins.web]\nsource = {HTTP_CLIENT:?}\ngrants.net = [\"http://127.0.0.1:{port}\"]\n\n\
@@ -505,14 +482,17 @@ fn parallel_reads_sharing_an_id_keep_their_own_labels() {
     sb.write(".env", &format!("API_KEY={KEY}\n"));
     sb.write("big.txt", &"nothing secret here\n".repeat(200_000));
     let cli = Cli::new();
-    let (events, stderr) = drive(answering(&cli, &sb, "summarise the lib"), |e| {
-        if e["type"] == "approval_requested" {
-            vec![deny(e["call"]["id"].as_str().expect("id"))]
-        } else {
-            vec![]
-        }
-    });
-    let begins = of(&events, "tool_call_begin");
+    let (events, stderr) = drive(
+        answering(&cli, &sb, "summarise the lib", "sk-policy-test"),
+        |e| {
+            if e["type"] == "approval_requested" {
+                vec![deny(e["call"]["id"].as_str().expect("id"))]
+            } else {
+                vec![]
+            }
+        },
+    );
+    let begins = of_type(&events, "tool_call_begin");
     let own = |path: &str| {
         begins
             .iter()
@@ -528,7 +508,7 @@ fn parallel_reads_sharing_an_id_keep_their_own_labels() {
     let (env, big) = (own(".env"), own("big.txt"));
     assert_ne!(env, big);
     let labels = |id: &str| -> Vec<(String, String)> {
-        let end = of(&events, "tool_call_end")
+        let end = of_type(&events, "tool_call_end")
             .into_iter()
             .find(|e| e["call_id"] == id)
             .expect("an end");
@@ -554,7 +534,7 @@ fn parallel_reads_sharing_an_id_keep_their_own_labels() {
         labels(&big)
     );
     // The guard held the send, and the user refused it.
-    let asked = of(&events, "approval_requested");
+    let asked = of_type(&events, "approval_requested");
     assert_eq!(asked.len(), 1, "{events:#?}");
     assert_eq!(asked[0]["call"]["name"], "http_get");
     assert!(
@@ -580,7 +560,7 @@ fn a_rejected_stdin_line_is_quoted_inert_and_cut() {
         )),
         _ => Reply::Sse(openai_sse("Done.", &[])),
     });
-    let sb = openai_project(mock.port, "");
+    let sb = openai_workspace(mock.port, "");
     let cli = Cli::new();
     // A variant name is echoed by the JSON error: escape sequences and a
     // megabyte of it.
@@ -588,14 +568,14 @@ fn a_rejected_stdin_line_is_quoted_inert_and_cut() {
         "{{\"op\":\"\\u001b]52;c;SGVsbG8=\\u0007\\u001b[2J{}\"}}",
         "A".repeat(1 << 20)
     );
-    let (events, stderr) = drive(answering(&cli, &sb, "write it"), |e| {
+    let (events, stderr) = drive(answering(&cli, &sb, "write it", "sk-policy-test"), |e| {
         if e["type"] == "approval_requested" {
             vec![junk.clone(), approve(e["call"]["id"].as_str().expect("id"))]
         } else {
             vec![]
         }
     });
-    assert_eq!(of(&events, "permission")[0]["decision"], "approved");
+    assert_eq!(of_type(&events, "permission")[0]["decision"], "approved");
     let complaint = stderr
         .lines()
         .find(|l| l.contains("stdin line 1 is not an op"))

@@ -7,7 +7,9 @@
 
 use crate::mock::*;
 use crate::policy::manifest;
-use crate::subagents::{answer_turn, call_turn, git, project, repo};
+use crate::subagents::{git, project, repo};
+use crate::support::cassette::{answer_turn, calls_turn};
+use crate::support::output::printed;
 use crate::tui::Pane;
 use crate::*;
 use serde_json::{Value, json};
@@ -102,11 +104,7 @@ fn tool_call(cli: &Cli, sb: &Sandbox, args: Value) -> String {
         &sb.ws(),
         &["tool", "call", "run_command", "--args", &args.to_string()],
     );
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
+    printed(&o)
 }
 
 /// The host's side of attack 1, through `corral tool call`: an argument
@@ -209,7 +207,7 @@ fn worktree_child_runs(sb: &Sandbox, script: &str) {
         "full-auto",
         0,
         json!([
-            call_turn(&[(
+            calls_turn(&[(
                 "call_t",
                 "task",
                 json!({"prompt": TASK, "tools": ["run_command"], "worktree": "w"})
@@ -217,7 +215,7 @@ fn worktree_child_runs(sb: &Sandbox, script: &str) {
             answer_turn("The subagent is done."),
         ]),
         json!([{"prompt": TASK, "turns": [
-            call_turn(&[("r1", "run_command", json!({"argv": ["sh", "-c", script]}))]),
+            calls_turn(&[("r1", "run_command", json!({"argv": ["sh", "-c", script]}))]),
             answer_turn("Done."),
         ]}]),
     );
@@ -316,7 +314,7 @@ fn diff_in_the_ui_runs_nothing_the_repository_names() {
         ],
     );
     sb.write("notes.txt", "- TODO: ship it\n- a changed line\n");
-    sb.write("c.json", &json!({"version": 1, "turns": []}).to_string());
+    crate::support::cassette::write(&sb, "c.json", &[] as &[Value]);
     sb.write(
         "corral.toml",
         "[agent]\nprovider = \"replay\"\n\n[plugins.replay]\nsource = \"builtin:replay\"\n\

@@ -4,9 +4,9 @@
 //! sends a secret, an audit hook with the network) and rules that judge the
 //! path a call touches once symlinks are resolved.
 
-use crate::guard::{
-    SECRET, answer_turn, call_turn, cassette, collector, events, find, label, labels, project,
-};
+use crate::guard::{SECRET, cassette, collector, events, find, label, labels, project};
+use crate::support::cassette::{answer_turn, call_turn};
+use crate::support::output::assert_exit;
 use crate::*;
 use corral_test_programs::{HOOK, HTTP_CLIENT};
 use serde_json::{Value, json};
@@ -25,12 +25,7 @@ pub(crate) fn run_full_auto(cli: &Cli, sb: &Sandbox) -> Vec<Value> {
             "Summarise the project",
         ],
     );
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    assert_exit(&o, 0);
     events(&o)
 }
 

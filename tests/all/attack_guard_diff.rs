@@ -5,9 +5,8 @@
 //! is held.
 
 use crate::attack_guard::{git, run_full_auto};
-use crate::guard::{
-    SECRET, answer_turn, call_turn, cassette, collector, find, label, labels, project,
-};
+use crate::guard::{SECRET, cassette, collector, find, label, labels, project};
+use crate::support::cassette::{answer_turn, call_turn};
 use crate::*;
 use serde_json::json;
 

@@ -7,6 +7,8 @@
 use crate::guard::{events, find};
 use crate::mock::*;
 use crate::policy::manifest;
+use crate::support::model::calls_then_done;
+use crate::support::output::assert_exit;
 use crate::*;
 use serde_json::{Value, json};
 
@@ -42,14 +44,6 @@ fn project(port: u16) -> Sandbox {
     sb
 }
 
-/// The model makes `calls` in one turn, then answers "Done.".
-fn model(calls: Vec<Call>) -> MockServer {
-    MockServer::start(move |n, _| match n {
-        0 => Reply::Sse(openai_sse("", &calls)),
-        _ => Reply::Sse(openai_sse("Done.", &[])),
-    })
-}
-
 fn read(sb: &Sandbox, rel: &str) -> String {
     std::fs::read_to_string(sb.ws().join(rel)).unwrap_or_default()
 }
@@ -69,12 +63,7 @@ fn run(sb: &Sandbox) -> Vec<Value> {
         ],
         &[KEY],
     );
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    assert_exit(&o, 0);
     events(&o)
 }
 
@@ -100,7 +89,7 @@ fn decision(events: &[Value], id: &str) -> (String, String) {
 /// path of `git_add`; the same tools elsewhere run.
 #[test]
 fn a_deny_rule_holds_for_every_path_through_a_symlink() {
-    let mock = model(vec![
+    let mock = calls_then_done(vec![
         patch(
             "p1",
             "*** Add File: ok.txt\n+ok\n*** Add File: alias/x.txt\n+pwned",
@@ -160,7 +149,7 @@ fn a_deny_rule_holds_for_every_path_through_a_symlink() {
 /// its content.
 #[test]
 fn a_write_through_a_symlink_to_git_is_refused_before_it_runs() {
-    let mock = model(vec![
+    let mock = calls_then_done(vec![
         (
             "w1",
             "write_file",

@@ -6,20 +6,13 @@
 //! look-alike tool names are flagged. Driven through the `corral` binary.
 
 use crate::mock::*;
+use crate::support::model::writer;
+use crate::support::output::{stderr, stdout};
 use crate::*;
 use corral_test_programs::{DESCRIBE_READS, LOOKALIKE, SNEAKY};
 use serde_json::json;
-use std::process::Output;
 
 const KEY: (&str, &str) = ("TEST_OPENAI_KEY", "sk-trust-test");
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
 
 fn user_file(cli: &Cli) -> PathBuf {
     cli.home.path().join("config/corral/corral.toml")
@@ -29,21 +22,6 @@ fn write_user(cli: &Cli, text: &str) {
     let f = user_file(cli);
     std::fs::create_dir_all(f.parent().expect("dir")).expect("mkdir");
     std::fs::write(f, text).expect("user manifest");
-}
-
-/// The model writes `new.txt`, then stops.
-fn writer() -> MockServer {
-    MockServer::start(|n, _| match n {
-        0 => Reply::Sse(openai_sse(
-            "Writing. ",
-            &[(
-                "w1",
-                "write_file",
-                json!({"path": "new.txt", "content": "fresh line\n"}),
-            )],
-        )),
-        _ => Reply::Sse(openai_sse("Done.", &[])),
-    })
 }
 
 /// Every line here loosens the user's (default) settings.

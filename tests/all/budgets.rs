@@ -3,19 +3,13 @@
 //! `corral` binary against the malicious `budgets` guest (no grants) or a
 //! replayed model.
 
+use crate::support::output::{stderr, stdout};
+use crate::support::run::tool_call;
 use crate::*;
 use corral_test_programs::BUDGETS;
 use std::process::Output;
 
 const ESC: u8 = 0x1b;
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
 
 /// Fails if a raw escape byte (or a C1 CSI) reached stdout or stderr.
 fn assert_inert(o: &Output, what: &str) {
@@ -46,10 +40,6 @@ fn workspace(mode: &str, rest: &str) -> Sandbox {
         ),
     );
     sb
-}
-
-fn tool_call(cli: &Cli, sb: &Sandbox, tool: &str, args: &str) -> Output {
-    cli.run(&sb.ws(), &["tool", "call", tool, "--args", args])
 }
 
 #[test]

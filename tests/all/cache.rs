@@ -3,6 +3,7 @@
 //! cache`) with a cache directory of its own per test, and the crash report
 //! `corral tool call` gives when a plugin panics amid other output.
 
+use crate::support::output::{stderr, stdout};
 use crate::*;
 use corral_test_programs::{BUDGETS, CRASH, ECHO, TRUSTPIN};
 use std::collections::BTreeMap;
@@ -18,14 +19,6 @@ const BUILTINS: &[&str] = &[
     "git",
 ];
 const MIB: u64 = 1 << 20;
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
 
 /// A workspace and a `corral` whose compile cache is its own, not the one
 /// the other CLI tests share.

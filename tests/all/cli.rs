@@ -1,17 +1,9 @@
 //! The `corral` binary, run as a user would, with its own config and cache
 //! directories.
 
+use crate::support::output::{stderr, stdout};
 use crate::*;
 use corral_test_programs::EXAMPLE;
-use std::process::Output;
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
 
 #[test]
 fn read_file_prints_the_file() {

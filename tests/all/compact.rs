@@ -6,6 +6,10 @@
 //! summary request looks like.
 
 use crate::mock::*;
+use crate::support::cassette::{self, answer_turn, call_turn};
+use crate::support::log::{kind, read_events, try_session_logs};
+use crate::support::manifest::Providers;
+use crate::support::output::{assert_exit, json_events};
 use crate::*;
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
@@ -25,27 +29,18 @@ fn id(i: usize) -> String {
 fn long_cassette() -> String {
     let mut turns = Vec::new();
     for i in 0..TURNS {
-        let call = json!({"id": id(i), "name": "read_file",
-            "arguments": json!({"path": format!("f{}.txt", i % 5)}).to_string()});
-        turns.push(json!({
-            "events": [{"type": "tool_call_completed", "call": call}],
-            "response": {"message": {"text": "", "tool_calls": [call]}, "finish_reason": "tool_calls"}
-        }));
+        let args = json!({"path": format!("f{}.txt", i % 5)});
+        turns.push(call_turn(&id(i), "read_file", args));
         let summary = format!(
             "Task: read the five files over and over.\nDecisions: none.\nFiles: f0.txt to f4.txt, read {} times.\nRemaining: keep reading until told to stop.",
             i + 1
         );
-        turns.push(json!({
-            "summary": true,
-            "events": [{"type": "text_delta", "text": summary}],
-            "response": {"message": {"text": summary, "tool_calls": []}, "finish_reason": "stop"}
-        }));
+        let mut summary = answer_turn(&summary);
+        summary["summary"] = json!(true);
+        turns.push(summary);
     }
-    turns.push(json!({
-        "events": [{"type": "text_delta", "text": "All files read."}],
-        "response": {"message": {"text": "All files read.", "tool_calls": []}, "finish_reason": "stop"}
-    }));
-    json!({"version": 1, "turns": turns}).to_string()
+    turns.push(answer_turn("All files read."));
+    cassette::text(&turns)
 }
 
 fn project(delay_ms: u64) -> String {
@@ -57,28 +52,6 @@ fn project(delay_ms: u64) -> String {
          grants.fs = [{{ path = \".\", access = \"ro\" }}]\n\
          config = {{ cassette = \"long.cassette.json\", delay_ms = {delay_ms} }}\n"
     )
-}
-
-/// The session log, once there is one.
-fn find_log(cli: &Cli) -> Option<std::path::PathBuf> {
-    let root = cli.home.path().join("data/corral/sessions");
-    let ws = std::fs::read_dir(root).ok()?.next()?.ok()?.path();
-    std::fs::read_dir(ws)
-        .ok()?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .find(|p| p.extension().is_some_and(|e| e == "jsonl"))
-}
-
-fn events(log: &std::path::Path) -> Vec<Value> {
-    corral_core::session::read(log)
-        .expect("log")
-        .iter()
-        .map(|r| serde_json::to_value(&r.event).expect("event"))
-        .collect()
-}
-
-fn kind(e: &Value) -> &str {
-    e["type"].as_str().unwrap_or("")
 }
 
 #[test]
@@ -109,7 +82,7 @@ fn a_long_session_compacts_fits_its_window_and_resumes_to_the_same_request() {
             break None;
         }
         std::thread::sleep(Duration::from_millis(10));
-        let Some(log) = find_log(&cli) else {
+        let Some(log) = try_session_logs(&cli).into_iter().next() else {
             continue;
         };
         let Ok(records) = corral_core::session::read(&log) else {
@@ -127,7 +100,7 @@ fn a_long_session_compacts_fits_its_window_and_resumes_to_the_same_request() {
     let _ = child.kill();
     let _ = child.wait();
     let log = log.expect("no compaction within 120 s");
-    let before = events(&log);
+    let before = read_events(&log);
     let last = before.last().expect("events");
     assert_eq!(
         kind(last),
@@ -150,7 +123,7 @@ fn a_long_session_compacts_fits_its_window_and_resumes_to_the_same_request() {
     assert_eq!(o.status.code(), Some(0), "{out}\n{err}");
     assert!(out.contains("All files read."), "{out}");
 
-    let all = events(&log);
+    let all = read_events(&log);
     assert_eq!(
         &all[..before.len()],
         &before[..],
@@ -222,7 +195,7 @@ fn a_long_session_compacts_fits_its_window_and_resumes_to_the_same_request() {
     );
     assert_eq!(o.status.code(), Some(0), "{out}\n{err}");
     assert!(out.contains("messages summarised"), "{out}");
-    let last = events(&log)
+    let last = read_events(&log)
         .into_iter()
         .rfind(|e| kind(e) == "compacted")
         .expect("compacted");
@@ -239,36 +212,16 @@ const KEYS: [(&str, &str); 2] = [
 /// Both providers against the mocks; `openai` and `anthropic` are extra
 /// config entries, `extra` more manifest.
 fn mock_manifest(port: u16, openai: &str, anthropic: &str, extra: &str) -> String {
-    format!(
-        r#"
-[agent]
-max_iterations = 8
-
-[policy]
-mode = "auto-edit"
-
-[plugins.openai]
-source = "builtin:openai"
-grants.net = ["http://127.0.0.1:{port}"]
-grants.secrets = [{{ origin = "http://127.0.0.1:{port}", header = "authorization", value = "Bearer ${{env:TEST_OPENAI_KEY}}" }}]
-config = {{ base_url = "http://127.0.0.1:{port}/v1", stall_timeout_ms = 2000, {openai} }}
-
-[plugins.anthropic]
-source = "builtin:anthropic"
-grants.net = ["http://127.0.0.1:{port}"]
-grants.secrets = [{{ origin = "http://127.0.0.1:{port}", header = "x-api-key", value = "${{env:TEST_ANTHROPIC_KEY}}" }}]
-config = {{ base_url = "http://127.0.0.1:{port}/v1", stall_timeout_ms = 2000, {anthropic} }}
-{extra}
-"#
-    )
-}
-
-/// The JSON events of a `--json` run.
-fn json_events(o: &std::process::Output) -> Vec<Value> {
-    String::from_utf8_lossy(&o.stdout)
-        .lines()
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .collect()
+    Providers {
+        openai_port: port,
+        anthropic_port: port,
+        max_iterations: 8,
+        openai: &format!("stall_timeout_ms = 2000, {openai}"),
+        anthropic: &format!("stall_timeout_ms = 2000, {anthropic}"),
+        rest: "",
+        extra,
+    }
+    .toml()
 }
 
 fn windows(o: &std::process::Output) -> Vec<Value> {
@@ -308,12 +261,7 @@ fn the_window_comes_from_the_table_the_models_endpoint_or_the_manifest() {
             &["run", "--provider", "openai", "--json", "hi"],
             &KEYS,
         );
-        assert_eq!(
-            o.status.code(),
-            Some(0),
-            "{}",
-            String::from_utf8_lossy(&o.stderr)
-        );
+        assert_exit(&o, 0);
         o
     };
     let gets = || {
@@ -453,12 +401,7 @@ fn the_summary_request_has_its_documented_shape() {
             &["run", "--provider", "anthropic", "--json", "Read the files"],
             &KEYS,
         );
-        assert_eq!(
-            o.status.code(),
-            Some(0),
-            "{}",
-            String::from_utf8_lossy(&o.stderr)
-        );
+        assert_exit(&o, 0);
         o
     };
     // A first run in a wide window measures the fixed part of a request
@@ -587,12 +530,7 @@ fn a_context_length_error_compacts_once_and_retries() {
         &["run", "--provider", "openai", "--json", "Read hello.txt"],
         &KEYS,
     );
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    assert_exit(&o, 0);
     let ev = json_events(&o);
     let kinds: Vec<&str> = ev.iter().map(kind).collect();
     let failed = kinds

@@ -5,6 +5,9 @@
 //! logs with a damaged last line.
 
 use crate::mock::*;
+use crate::support::log::{of_type, session_log};
+use crate::support::manifest::Providers;
+use crate::support::output::{stderr, stdout};
 use crate::*;
 use serde_json::{Value, json};
 use std::process::Output;
@@ -18,35 +21,16 @@ const KEYS: [(&str, &str); 2] = [
 
 /// A project manifest with both providers pointed at loopback mocks.
 fn manifest(openai_port: u16, anthropic_port: u16) -> String {
-    format!(
-        r#"
-[agent]
-max_iterations = 6
-
-[policy]
-mode = "auto-edit"
-
-[plugins.openai]
-source = "builtin:openai"
-grants.net = ["http://127.0.0.1:{openai_port}"]
-grants.secrets = [{{ origin = "http://127.0.0.1:{openai_port}", header = "authorization", value = "Bearer ${{env:TEST_OPENAI_KEY}}" }}]
-config = {{ base_url = "http://127.0.0.1:{openai_port}/v1", model = "mock-gpt", stall_timeout_ms = 5000 }}
-
-[plugins.anthropic]
-source = "builtin:anthropic"
-grants.net = ["http://127.0.0.1:{anthropic_port}"]
-grants.secrets = [{{ origin = "http://127.0.0.1:{anthropic_port}", header = "x-api-key", value = "${{env:TEST_ANTHROPIC_KEY}}" }}]
-config = {{ base_url = "http://127.0.0.1:{anthropic_port}/v1", model = "mock-claude", stall_timeout_ms = 5000 }}
-"#
-    )
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
+    Providers {
+        openai_port,
+        anthropic_port,
+        max_iterations: 6,
+        openai: r#"model = "mock-gpt", stall_timeout_ms = 5000"#,
+        anthropic: r#"model = "mock-claude", stall_timeout_ms = 5000"#,
+        rest: "",
+        extra: "",
+    }
+    .toml()
 }
 
 /// `corral run --json` against the mocks; returns the output and its events.
@@ -61,10 +45,6 @@ fn run_json(sb: &Sandbox, cli: &Cli, provider: &str, prompt: &str) -> (Output, V
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
         .collect();
     (o, events)
-}
-
-fn of_type<'a>(events: &'a [Value], kind: &str) -> Vec<&'a Value> {
-    events.iter().filter(|e| e["type"] == kind).collect()
 }
 
 /// One OpenAI `chat.completion.chunk` as an SSE event.
@@ -429,11 +409,6 @@ limits = { timeout_ms = 5000 }
     assert_eq!(limits("quick")["timeout_ms"], 5000);
     // Tools keep the tool budget.
     assert_eq!(limits("fs")["timeout_ms"], 30_000);
-}
-
-/// The newest session log of `cli`'s data directory.
-fn session_log(cli: &Cli) -> std::path::PathBuf {
-    crate::agent::session_log(cli)
 }
 
 /// A log whose last line is damaged but ends in a newline: `show` reads

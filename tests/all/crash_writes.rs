@@ -9,9 +9,11 @@
 
 use crate::agent::{KEYS, manifest};
 use crate::mock::*;
-use crate::subagents::{
-    call_turn, events, family, of_type, project, slow_answer_turn, wait_bounded, wait_for,
-};
+use crate::subagents::{family, project};
+use crate::support::cassette::{answer_turn, calls_turn, slow_answer_turn};
+use crate::support::log::of_type;
+use crate::support::output::assert_exit;
+use crate::support::process::{self, events, wait_bounded, wait_for};
 use crate::*;
 use serde_json::{Value, json};
 use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
@@ -302,12 +304,7 @@ fn sigkill_during_a_multi_file_apply_patch_then_resume_leaves_all_or_none() {
         let left = journals(&cli);
 
         let o = cli.run_env(&sb.ws(), &["resume", "--last"], &KEYS);
-        assert_eq!(
-            o.status.code(),
-            Some(0),
-            "{}",
-            String::from_utf8_lossy(&o.stderr)
-        );
+        assert_exit(&o, 0);
         let made = state("after resume");
         assert_eq!(temps(&sb.ws()), Vec::<String>::new(), "delay {delay} ms");
         assert!(journals(&cli).is_empty(), "{:?}", journals(&cli));
@@ -333,8 +330,8 @@ fn a_subagent_log_left_open_by_sigkill_is_closed_when_its_parent_resumes() {
         "ask",
         100,
         json!([
-            call_turn(&[("call_a", "task", json!({"prompt": "Count to a thousand."}))]),
-            crate::subagents::answer_turn("parent done"),
+            calls_turn(&[("call_a", "task", json!({"prompt": "Count to a thousand."}))]),
+            answer_turn("parent done"),
         ]),
         json!([
             {"prompt": "Count to a thousand.", "turns": [slow_answer_turn("never", 600)]},
@@ -348,7 +345,7 @@ fn a_subagent_log_left_open_by_sigkill_is_closed_when_its_parent_resumes() {
         .spawn()
         .expect("spawn");
     let rx = events(&mut child);
-    wait_for(&rx, "the child streaming", |e| {
+    wait_for(&rx, process::HANG, "the child streaming", |e| {
         e["type"] == "subagent" && e["event"]["type"] == "request_begin"
     });
     child.kill().expect("SIGKILL");
@@ -367,7 +364,7 @@ fn a_subagent_log_left_open_by_sigkill_is_closed_when_its_parent_resumes() {
         .stderr(Stdio::null())
         .spawn()
         .expect("spawn");
-    wait_bounded(&mut resumed);
+    wait_bounded(&mut resumed, process::HANG);
     let (_, children) = family(&cli);
     let log = &children[0].1;
     let last = log.last().expect("event");

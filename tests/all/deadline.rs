@@ -3,6 +3,8 @@
 //! once in `tool call`, `run` and `resume`, or while an approval prompt waits,
 //! with the session log left whole.
 
+use crate::support::cassette::{answer_turn, call_turn};
+use crate::support::process::wait_bounded;
 use crate::*;
 use corral_test_programs::ADVERSARY;
 use serde_json::{Value, json};
@@ -23,44 +25,9 @@ fn project(timeout_ms: u64) -> String {
     )
 }
 
-/// A recorded turn that calls `tool` with `args`.
-fn call_turn(id: &str, tool: &str, args: Value) -> Value {
-    let call = json!({"id": id, "name": tool, "arguments": args.to_string()});
-    json!({
-        "events": [{"type": "tool_call_completed", "call": call}],
-        "response": {"message": {"text": "", "tool_calls": [call]}, "finish_reason": "tool_calls"}
-    })
-}
-
-fn answer_turn(text: &str) -> Value {
-    json!({
-        "events": [{"type": "text_delta", "text": text}],
-        "response": {"message": {"text": text, "tool_calls": []}, "finish_reason": "stop"}
-    })
-}
-
 fn cassette(sb: &Sandbox, turns: &[Value]) {
-    sb.write(
-        "spin.cassette.json",
-        &json!({"version": 1, "turns": turns}).to_string(),
-    );
+    crate::support::cassette::write(sb, "spin.cassette.json", turns);
     sb.write(".gitignore", "*.cassette.json\n");
-}
-
-/// Waits for `child` at most [`HANG`]; kills it and fails the test otherwise.
-fn wait_bounded(child: &mut Child) -> (Option<i32>, Duration) {
-    let started = Instant::now();
-    loop {
-        if let Some(status) = child.try_wait().expect("wait") {
-            return (status.code(), started.elapsed());
-        }
-        if started.elapsed() > HANG {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("corral still running after {HANG:?}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 /// Lines of a child's pipe, as they come.
@@ -112,7 +79,7 @@ fn tool_call_stops_a_busy_loop_at_its_deadline() {
         .stderr(Stdio::piped())
         .spawn()
         .expect("spawn");
-    let (code, _) = wait_bounded(&mut child);
+    let code = wait_bounded(&mut child, HANG);
     let mut err = String::new();
     child
         .stderr
@@ -142,7 +109,7 @@ fn run_stops_a_busy_loop_at_its_deadline_and_goes_on() {
         .stderr(Stdio::piped())
         .spawn()
         .expect("spawn");
-    let (code, _) = wait_bounded(&mut child);
+    let code = wait_bounded(&mut child, HANG);
     let mut out = String::new();
     child
         .stdout
@@ -179,7 +146,7 @@ fn ctrl_c_stops_a_tool_call_at_once() {
     // Let the guest get into its loop before the signal.
     std::thread::sleep(Duration::from_millis(300));
     interrupt(&child);
-    let (code, _) = wait_bounded(&mut child);
+    let code = wait_bounded(&mut child, HANG);
     seen.extend(err.iter());
     assert_eq!(code, Some(130), "{}", seen.join("\n"));
     assert!(
@@ -203,7 +170,7 @@ fn interrupt_spin(cli: &Cli, ws: &Path, args: &[&str]) -> (Option<i32>, Vec<Valu
     wait_for_line(&out, r#""name":"spin""#, &mut seen);
     std::thread::sleep(Duration::from_millis(300));
     interrupt(&child);
-    let (code, _) = wait_bounded(&mut child);
+    let code = wait_bounded(&mut child, HANG);
     seen.extend(out.iter());
     let events = seen
         .iter()
@@ -215,7 +182,7 @@ fn interrupt_spin(cli: &Cli, ws: &Path, args: &[&str]) -> (Option<i32>, Vec<Valu
 /// The log after an interrupted spin: the call is closed as interrupted, the
 /// run stops as interrupted, and `show` reads it all.
 fn assert_log_closed(cli: &Cli, ws: &Path) {
-    let log = crate::agent::session_log(cli);
+    let log = crate::support::log::session_log(cli);
     let records = corral_core::session::read(&log).expect("the log reads back");
     let events: Vec<Value> = records
         .iter()
@@ -326,11 +293,11 @@ fn ctrl_c_at_an_approval_prompt_exits_at_once() {
     drop(cmd);
     pty.wait_for("[y] yes, once", HANG);
     interrupt(&child);
-    let (code, _) = wait_bounded(&mut child);
+    let code = wait_bounded(&mut child, HANG);
     let screen = pty.screen();
     assert_eq!(code, Some(130), "{screen}");
     assert!(!sb.ws().join("new.txt").exists(), "{screen}");
-    let records = corral_core::session::read(&crate::agent::session_log(&cli)).expect("log");
+    let records = corral_core::session::read(&crate::support::log::session_log(&cli)).expect("log");
     let (_, _, open) = corral_core::agent::replay_history(&records);
     assert!(open.is_empty(), "calls left open: {open:?}");
 }

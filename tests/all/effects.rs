@@ -3,6 +3,8 @@
 //! plugin is granted both, a preview gets no program, no network and no
 //! writes, and a secret goes only to the scheme, host and port it is bound to.
 
+use crate::support::cassette::{self, answer_turn, calls_turn};
+use crate::support::output::{stderr, stdout};
 use crate::*;
 use corral_test_programs::EFFECTS_GUEST;
 use serde_json::{Value, json};
@@ -11,14 +13,6 @@ use std::net::TcpListener;
 use std::process::Output;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
 
 /// A request's headers, names lowercase.
 type Headers = Vec<(String, String)>;
@@ -111,27 +105,10 @@ const REPLAY: &str = "[plugins.replay]\nsource = \"builtin:replay\"\n\
 
 /// A cassette whose model makes `calls` in one turn, then answers.
 fn cassette(sb: &Sandbox, calls: &[(&str, &str, Value)]) {
-    let calls: Vec<Value> = calls
-        .iter()
-        .map(|(id, name, args)| json!({"id": id, "name": name, "arguments": args.to_string()}))
-        .collect();
-    let events: Vec<Value> = calls
-        .iter()
-        .map(|c| json!({"type": "tool_call_completed", "call": c}))
-        .collect();
-    let turns = json!([
-        {
-            "events": events,
-            "response": {"message": {"text": "", "tool_calls": calls}, "finish_reason": "tool_calls"}
-        },
-        {
-            "events": [{"type": "text_delta", "text": "Done."}],
-            "response": {"message": {"text": "Done.", "tool_calls": []}, "finish_reason": "stop"}
-        }
-    ]);
-    sb.write(
+    cassette::write(
+        sb,
         "effects.cassette.json",
-        &json!({"version": 1, "turns": turns}).to_string(),
+        &[calls_turn(calls), answer_turn("Done.")],
     );
 }
 

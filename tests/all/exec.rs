@@ -5,6 +5,7 @@
 //! and TCP closed.
 
 use crate::mock::{MockServer, Reply, openai_sse};
+use crate::support::output::{assert_exit, printed};
 use crate::*;
 use serde_json::json;
 use std::time::{Duration, Instant};
@@ -15,6 +16,11 @@ fn shell_toml(grants: &str, extra: &str) -> String {
 
 async fn shell(sb: &Sandbox, grants: &str) -> Plugins {
     sb.load(&shell_toml(grants, "")).await.expect("shell loads")
+}
+
+/// What `run_command` with `args` answered, and whether it is an error.
+async fn run_command(p: &Plugins, args: serde_json::Value) -> (String, bool) {
+    content(call(p, "run_command", args).await)
 }
 
 fn content(r: Result<ToolOutput, ToolError>) -> (String, bool) {
@@ -34,7 +40,7 @@ async fn shell_without_exec_grant_loads_and_runs_nothing() {
         .load("[plugins.shell]\nsource = \"builtin:shell\"\n")
         .await
         .expect("loads without grants.exec");
-    let (out, err) = content(call(&p, "run_command", json!({"command": "touch made"})).await);
+    let (out, err) = run_command(&p, json!({"command": "touch made"})).await;
     assert!(err, "{out}");
     assert!(
         out.contains("not granted: this plugin (`shell`) has no grants.exec entry in [plugins.shell] (corral.toml:2)"),
@@ -48,11 +54,11 @@ async fn shell_without_exec_grant_loads_and_runs_nothing() {
 async fn a_granted_program_runs_in_the_workspace() {
     let sb = Sandbox::new();
     let p = shell(&sb, r#"{ program = "ls", args = ["**"] }"#).await;
-    let (out, err) = content(call(&p, "run_command", json!({"command": "ls -1"})).await);
+    let (out, err) = run_command(&p, json!({"command": "ls -1"})).await;
     assert!(!err, "{out}");
     assert!(out.starts_with("exit code 0\n"), "{out}");
     assert!(out.contains("hello.txt"), "{out}");
-    let (out, _) = content(call(&p, "run_command", json!({"argv": ["ls", "-1", "nope"]})).await);
+    let (out, _) = run_command(&p, json!({"argv": ["ls", "-1", "nope"]})).await;
     assert!(
         out.contains("exit code 2") && out.contains("--- stderr ---"),
         "{out}"
@@ -77,18 +83,11 @@ async fn a_granted_cargo_test_runs() {
         ))
         .await
         .expect("load");
-    let (out, err) = content(
-        call(
-            &p,
-            "run_command",
-            json!({"command": "cargo test --offline"}),
-        )
-        .await,
-    );
+    let (out, err) = run_command(&p, json!({"command": "cargo test --offline"})).await;
     assert!(!err, "{out}");
     assert!(out.contains("test adds ... ok"), "{out}");
     // Only `cargo test` is granted.
-    let (out, err) = content(call(&p, "run_command", json!({"command": "cargo build"})).await);
+    let (out, err) = run_command(&p, json!({"command": "cargo build"})).await;
     assert!(err && out.contains("may not run `cargo build`"), "{out}");
 }
 
@@ -97,7 +96,7 @@ async fn programs_outside_the_grant_are_refused() {
     let sb = Sandbox::new();
     let p = shell(&sb, r#"{ program = "ls", args = ["**"] }"#).await;
     for cmd in ["curl http://127.0.0.1:9/", "rm -rf .", "/bin/ls -1"] {
-        let (out, err) = content(call(&p, "run_command", json!({ "command": cmd })).await);
+        let (out, err) = run_command(&p, json!({ "command": cmd })).await;
         assert!(err, "{cmd}: {out}");
         assert!(out.contains("may not run"), "{cmd}: {out}");
     }
@@ -108,17 +107,10 @@ async fn programs_outside_the_grant_are_refused() {
         "ls && rm hello.txt",
         "ls $(id)",
     ] {
-        let (out, err) = content(call(&p, "run_command", json!({ "command": cmd })).await);
+        let (out, err) = run_command(&p, json!({ "command": cmd })).await;
         assert!(err && out.contains("needs `sh`"), "{cmd}: {out}");
     }
-    let (out, err) = content(
-        call(
-            &p,
-            "run_command",
-            json!({"argv": ["sh", "-c", "echo pwned > pwned.txt"]}),
-        )
-        .await,
-    );
+    let (out, err) = run_command(&p, json!({"argv": ["sh", "-c", "echo pwned > pwned.txt"]})).await;
     assert!(err && out.contains("may not run `sh`"), "{out}");
     assert!(!sb.ws().join("pwned.txt").exists());
     assert!(!sb.ws().join("out.txt").exists());
@@ -128,23 +120,13 @@ async fn programs_outside_the_grant_are_refused() {
 async fn find_exec_is_refused_by_the_argument_patterns() {
     let sb = Sandbox::new();
     let p = shell(&sb, r#"{ program = "find", args = [".", "-name", "*"] }"#).await;
-    let (out, err) = content(
-        call(
-            &p,
-            "run_command",
-            json!({"command": "find . -name hello.txt"}),
-        )
-        .await,
-    );
+    let (out, err) = run_command(&p, json!({"command": "find . -name hello.txt"})).await;
     assert!(!err && out.contains("./hello.txt"), "{out}");
-    let (out, err) = content(
-        call(
-            &p,
-            "run_command",
-            json!({"argv": ["find", ".", "-exec", "touch", "pwned", ";"]}),
-        )
-        .await,
-    );
+    let (out, err) = run_command(
+        &p,
+        json!({"argv": ["find", ".", "-exec", "touch", "pwned", ";"]}),
+    )
+    .await;
     assert!(err && out.contains("may not run `find . -exec"), "{out}");
     assert!(!sb.ws().join("pwned").exists());
 }
@@ -158,14 +140,11 @@ async fn a_granted_program_cannot_write_outside_the_workspace() {
     )
     .await;
     let outside = sb.outside().join("pwned.txt");
-    let (out, err) = content(
-        call(
-            &p,
-            "run_command",
-            json!({"argv": ["touch", outside.to_str().expect("utf-8")]}),
-        )
-        .await,
-    );
+    let (out, err) = run_command(
+        &p,
+        json!({"argv": ["touch", outside.to_str().expect("utf-8")]}),
+    )
+    .await;
     assert!(err, "{out}");
     assert!(out.contains("Permission denied"), "{out}");
     assert!(
@@ -174,13 +153,10 @@ async fn a_granted_program_cannot_write_outside_the_workspace() {
     );
     // Even through a program that runs others.
     let tmp_target = sb.outside().join("via-find");
-    let (out, _) = content(
-        call(&p, "run_command", json!({"argv": ["find", "hello.txt", "-exec", "touch", tmp_target.to_str().expect("utf-8"), ";"]})).await,
-    );
+    let (out, _) = run_command(&p, json!({"argv": ["find", "hello.txt", "-exec", "touch", tmp_target.to_str().expect("utf-8"), ";"]})).await;
     assert!(!tmp_target.exists(), "{out}");
     // Inside the workspace it works.
-    let (out, err) =
-        content(call(&p, "run_command", json!({"argv": ["touch", "inside.txt"]})).await);
+    let (out, err) = run_command(&p, json!({"argv": ["touch", "inside.txt"]})).await;
     assert!(!err, "{out}");
     assert!(sb.ws().join("inside.txt").exists());
 }
@@ -195,14 +171,7 @@ async fn tcp_is_closed_unless_granted() {
         "import socket; socket.create_connection(('127.0.0.1', {port}), timeout=3); print('connected')"
     );
     let p = shell(&sb, r#"{ program = "python3", args = ["-c", "*"] }"#).await;
-    let (out, err) = content(
-        call(
-            &p,
-            "run_command",
-            json!({"argv": ["python3", "-c", script]}),
-        )
-        .await,
-    );
+    let (out, err) = run_command(&p, json!({"argv": ["python3", "-c", script]})).await;
     assert!(err, "{out}");
     assert!(
         out.contains("PermissionError") || out.contains("Permission denied"),
@@ -214,36 +183,24 @@ async fn tcp_is_closed_unless_granted() {
         r#"{ program = "python3", args = ["-c", "*"], network = true }"#,
     )
     .await;
-    let (out, err) = content(
-        call(
-            &p,
-            "run_command",
-            json!({"argv": ["python3", "-c", script]}),
-        )
-        .await,
-    );
+    let (out, err) = run_command(&p, json!({"argv": ["python3", "-c", script]})).await;
     assert!(!err && out.contains("connected"), "{out}");
 }
 
 #[tokio::test]
 async fn children_that_outlive_the_timeout_are_killed() {
     let sb = Sandbox::new();
-    let p = sb
-        .load(&shell_toml(
-            r#"{ program = "sh", args = ["-c", "*"], timeout_ms = 500 }"#,
-            "",
-        ))
-        .await
-        .expect("load");
+    let p = shell(
+        &sb,
+        r#"{ program = "sh", args = ["-c", "*"], timeout_ms = 500 }"#,
+    )
+    .await;
     let started = Instant::now();
-    let (out, err) = content(
-        call(
-            &p,
-            "run_command",
-            json!({"command": "sleep 1007 & sleep 1008; echo never"}),
-        )
-        .await,
-    );
+    let (out, err) = run_command(
+        &p,
+        json!({"command": "sleep 1007 & sleep 1008; echo never"}),
+    )
+    .await;
     assert!(err && out.starts_with("timed out"), "{out}");
     assert!(started.elapsed() < Duration::from_secs(10));
     std::thread::sleep(Duration::from_millis(200));
@@ -257,14 +214,7 @@ async fn children_that_outlive_the_timeout_are_killed() {
         "survivors:\n{ps}"
     );
     // A background child of a program that exits is killed too.
-    let (out, _) = content(
-        call(
-            &p,
-            "run_command",
-            json!({"command": "sleep 1009 & echo started"}),
-        )
-        .await,
-    );
+    let (out, _) = run_command(&p, json!({"command": "sleep 1009 & echo started"})).await;
     assert!(out.contains("started"), "{out}");
     std::thread::sleep(Duration::from_millis(200));
     let ps = std::process::Command::new("ps")
@@ -277,22 +227,17 @@ async fn children_that_outlive_the_timeout_are_killed() {
 #[tokio::test]
 async fn a_fork_bomb_hits_the_process_budget() {
     let sb = Sandbox::new();
-    let p = sb
-        .load(&shell_toml(
-            r#"{ program = "sh", args = ["-c", "*"], timeout_ms = 3000 }"#,
-            "",
-        ))
-        .await
-        .expect("load");
+    let p = shell(
+        &sb,
+        r#"{ program = "sh", args = ["-c", "*"], timeout_ms = 3000 }"#,
+    )
+    .await;
     let started = Instant::now();
-    let (out, err) = content(
-        call(
-            &p,
-            "run_command",
-            json!({"command": "bomb_7f() { bomb_7f | bomb_7f; }; bomb_7f"}),
-        )
-        .await,
-    );
+    let (out, err) = run_command(
+        &p,
+        json!({"command": "bomb_7f() { bomb_7f | bomb_7f; }; bomb_7f"}),
+    )
+    .await;
     assert!(err, "{out}");
     assert!(
         out.starts_with("timed out") || out.contains("fork") || out.contains("Resource"),
@@ -423,14 +368,11 @@ async fn output_is_capped_with_a_notice() {
         ))
         .await
         .expect("load");
-    let (out, err) = content(
-        call(
-            &p,
-            "run_command",
-            json!({"argv": ["python3", "-c", "print('x' * 3_000_000)"]}),
-        )
-        .await,
-    );
+    let (out, err) = run_command(
+        &p,
+        json!({"argv": ["python3", "-c", "print('x' * 3_000_000)"]}),
+    )
+    .await;
     assert!(!err, "{}", &out[..200.min(out.len())]);
     assert!(
         out.contains("[output cut at 16384 bytes]"),
@@ -492,11 +434,7 @@ fn a_granted_program_cannot_read_the_users_credentials() {
             &["tool", "call", "run_command", "--args", &args.to_string()],
             &[("HOME", home_env.as_str())],
         );
-        format!(
-            "{}{}",
-            String::from_utf8_lossy(&o.stdout),
-            String::from_utf8_lossy(&o.stderr)
-        )
+        printed(&o)
     };
     for (path, secret) in [
         (".ssh/id_ed25519", "ssh-secret-91c2"),
@@ -555,12 +493,7 @@ fn the_git_status_in_the_context_runs_confined() {
             ("HOME", &home.path().display().to_string()),
         ],
     );
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    assert_exit(&o, 0);
     let reqs = mock.requests();
     let sent = reqs[0].body.to_string();
     // The stand-in ran (its output reached the context) ...
@@ -586,23 +519,13 @@ async fn a_granted_program_cannot_reach_unix_sockets_or_udp() {
     udp.set_nonblocking(true).expect("nonblocking");
     let port = udp.local_addr().expect("addr").port();
     let p = shell(&sb, r#"{ program = "curl", args = ["**"] }"#).await;
-    let (out, err) = content(
-        call(
-            &p,
-            "run_command",
-            json!({"argv": ["curl", "-sS", "--max-time", "3", "--unix-socket", sock.display().to_string(), "http://localhost/"]}),
-        )
-        .await,
-    );
+    let (out, err) = run_command(&p, json!({"argv": ["curl", "-sS", "--max-time", "3", "--unix-socket", sock.display().to_string(), "http://localhost/"]})).await;
     assert!(err, "{out}");
-    let (out2, err2) = content(
-        call(
-            &p,
-            "run_command",
-            json!({"argv": ["curl", "-sS", "--max-time", "2", format!("tftp://127.0.0.1:{port}/x")]}),
-        )
-        .await,
-    );
+    let (out2, err2) = run_command(
+        &p,
+        json!({"argv": ["curl", "-sS", "--max-time", "2", format!("tftp://127.0.0.1:{port}/x")]}),
+    )
+    .await;
     assert!(err2, "{out2}");
     // Neither side heard anything.
     assert!(listener.accept().is_err(), "unix socket reached: {out}");
@@ -655,11 +578,7 @@ fn credentials_stay_closed_when_the_workspace_is_the_home() {
         &["tool", "call", "run_command", "--args", &args.to_string()],
         &[("HOME", home.as_str())],
     );
-    let out = format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    );
+    let out = printed(&o);
     assert!(!out.contains("ssh-secret-40aa"), "{out}");
     assert!(!sb.ws().join(".ssh/authorized_keys").exists(), "{out}");
     // The rest of the workspace stays writable (Landlock cannot subtract,
@@ -681,14 +600,7 @@ async fn a_granted_program_cannot_signal_corral() {
     let sb = Sandbox::new();
     let p = shell(&sb, r#"{ program = "sh", args = ["**"] }"#).await;
     // `kill -0` only asks whether the signal could be sent.
-    let (out, _) = content(
-        call(
-            &p,
-            "run_command",
-            json!({"argv": ["sh", "-c", "kill -0 $PPID && echo reached-parent; kill -0 $$ && echo reached-self"]}),
-        )
-        .await,
-    );
+    let (out, _) = run_command(&p, json!({"argv": ["sh", "-c", "kill -0 $PPID && echo reached-parent; kill -0 $$ && echo reached-self"]})).await;
     assert!(!out.contains("reached-parent"), "{out}");
     // Its own processes it may still signal.
     assert!(out.contains("reached-self"), "{out}");

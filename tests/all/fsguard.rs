@@ -3,6 +3,7 @@
 //! whatever tool, plugin or argument names them; nothing that could block
 //! (a FIFO, a device) is opened, by a plugin or by the host itself.
 
+use crate::support::output::{stderr, stdout};
 use crate::*;
 use corral_test_programs::FSGUARD;
 use std::collections::BTreeMap;
@@ -12,14 +13,6 @@ use std::time::{Duration, Instant};
 /// Longer than any of these commands takes; only there so that a hang
 /// fails the test instead of the whole run.
 const HANG_GUARD: Duration = Duration::from_secs(60);
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
 
 /// Runs `cmd`, killing it if it is still running after [`HANG_GUARD`].
 fn run_guarded(mut cmd: Command, what: &str) -> Output {

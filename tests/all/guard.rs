@@ -4,6 +4,8 @@
 //! server on loopback that counts what it receives.
 
 use crate::mock::*;
+use crate::support::cassette::{answer_turn, call_turn};
+use crate::support::output::assert_exit;
 use crate::*;
 use corral_test_programs::{ADVERSARY, HTTP_CLIENT};
 use serde_json::{Value, json};
@@ -36,26 +38,9 @@ pub(crate) fn project(port: u16, extra: &str) -> Sandbox {
     sb
 }
 
-pub(crate) fn call_turn(id: &str, tool: &str, args: Value) -> Value {
-    let call = json!({"id": id, "name": tool, "arguments": args.to_string()});
-    json!({
-        "events": [{"type": "tool_call_completed", "call": call}],
-        "response": {"message": {"text": "", "tool_calls": [call]}, "finish_reason": "tool_calls"}
-    })
-}
-
-pub(crate) fn answer_turn(text: &str) -> Value {
-    json!({
-        "events": [{"type": "text_delta", "text": text}],
-        "response": {"message": {"text": text, "tool_calls": []}, "finish_reason": "stop"}
-    })
-}
-
+/// Writes the cassette that [`project`]'s replay provider plays.
 pub(crate) fn cassette(sb: &Sandbox, turns: &[Value]) {
-    sb.write(
-        "guard.cassette.json",
-        &json!({"version": 1, "turns": turns}).to_string(),
-    );
+    crate::support::cassette::write(sb, "guard.cassette.json", turns);
 }
 
 /// The model's turns: read the README, (read `.env`), send the secret out.
@@ -78,6 +63,23 @@ fn injected_run(port: u16, read_secret: bool) -> Vec<Value> {
 
 pub(crate) fn collector() -> MockServer {
     MockServer::start(|_, _| Reply::Status(200, vec![], "stored".into()))
+}
+
+/// `corral run --provider replay --json` asked to summarise the project,
+/// which must end well; its JSON events.
+fn summarised(cli: &Cli, sb: &Sandbox) -> Vec<Value> {
+    let o = cli.run(
+        &sb.ws(),
+        &[
+            "run",
+            "--provider",
+            "replay",
+            "--json",
+            "Summarise the vendored lib",
+        ],
+    );
+    assert_exit(&o, 0);
+    events(&o)
 }
 
 /// The JSON events of a `run --json`.
@@ -124,19 +126,7 @@ fn a_session_holding_secrets_and_injected_text_cannot_send_unasked() {
     let sb = project(server.port, "");
     cassette(&sb, &injected_run(server.port, true));
     let cli = Cli::new();
-    let o = cli.run(
-        &sb.ws(),
-        &[
-            "run",
-            "--provider",
-            "replay",
-            "--json",
-            "Summarise the vendored lib",
-        ],
-    );
-    let stderr = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(0), "{stderr}");
-    let events = events(&o);
+    let events = summarised(&cli, &sb);
 
     // Each result is labelled by what the call opened.
     assert_eq!(
@@ -182,7 +172,7 @@ fn a_session_holding_secrets_and_injected_text_cannot_send_unasked() {
     );
 
     // The log keeps the labels.
-    let records = corral_core::session::read(&crate::agent::session_log(&cli)).expect("log");
+    let records = corral_core::session::read(&crate::support::log::session_log(&cli)).expect("log");
     let held = corral_core::provenance::held_from(&records);
     assert_eq!(held.sensitive, vec![".env".to_owned()]);
     assert_eq!(held.untrusted, vec!["vendor/lib/README.md".to_owned()]);
@@ -194,23 +184,7 @@ fn without_the_sensitive_read_the_call_runs_unasked() {
     let sb = project(server.port, "");
     cassette(&sb, &injected_run(server.port, false));
     let cli = Cli::new();
-    let o = cli.run(
-        &sb.ws(),
-        &[
-            "run",
-            "--provider",
-            "replay",
-            "--json",
-            "Summarise the vendored lib",
-        ],
-    );
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    let events = events(&o);
+    let events = summarised(&cli, &sb);
     assert_eq!(
         labels(find(&events, "tool_call_end", "c2")),
         vec![label("workspace", "notes.txt")]
@@ -242,23 +216,7 @@ fn allowed_hosts_and_a_disabled_guard_let_the_call_through() {
         let server = collector();
         let sb = project(server.port, &extra);
         cassette(&sb, &injected_run(server.port, true));
-        let o = Cli::new().run(
-            &sb.ws(),
-            &[
-                "run",
-                "--provider",
-                "replay",
-                "--json",
-                "Summarise the vendored lib",
-            ],
-        );
-        assert_eq!(
-            o.status.code(),
-            Some(0),
-            "{}",
-            String::from_utf8_lossy(&o.stderr)
-        );
-        let events = events(&o);
+        let events = summarised(&Cli::new(), &sb);
         assert_eq!(
             find(&events, "permission", "c3")["decision"],
             "allow",
@@ -318,12 +276,7 @@ fn a_resumed_session_still_holds_what_it_read() {
     let _ = child.wait();
 
     let o = cli.run(&sb.ws(), &["resume", "--last", "--json"]);
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    assert_exit(&o, 0);
     let events = events(&o);
     let permission = find(&events, "permission", "c3");
     assert_eq!(permission["decision"], "refused", "{permission}");
@@ -368,23 +321,7 @@ fn programs_with_the_network_and_writes_outside_are_held_too() {
             answer_turn("Done."),
         ],
     );
-    let o = Cli::new().run(
-        &sb.ws(),
-        &[
-            "run",
-            "--provider",
-            "replay",
-            "--json",
-            "Summarise the vendored lib",
-        ],
-    );
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    let events = events(&o);
+    let events = summarised(&Cli::new(), &sb);
     for (id, why) in [
         (
             "c3",
@@ -518,22 +455,18 @@ fn what_a_subagent_read_arms_its_parents_guard() {
         ),
         answer_turn("Done."),
     ];
-    sb.write(
+    crate::support::cassette::write_with_agents(
+        &sb,
         "guard.cassette.json",
-        &json!({"version": 1, "turns": parent, "agents": [{"prompt": ASK, "turns": child}]})
-            .to_string(),
+        &parent,
+        &json!([{"prompt": ASK, "turns": child}]),
     );
     let cli = Cli::new();
     let o = cli.run(
         &sb.ws(),
         &["run", "--provider", "replay", "--json", "Summarise the lib"],
     );
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    assert_exit(&o, 0);
     let events = events(&o);
     let task = find(&events, "tool_call_end", "c1");
     assert_eq!(task["outcome"]["is_error"], false, "{task}");

@@ -1,6 +1,7 @@
 //! A session driven through the library's handle alone — no CLI: ops in,
 //! events out, approvals answered with an op, an interrupt mid-stream.
 
+use crate::support::run::{answering, openai_workspace};
 use crate::*;
 use corral_core::session::{Approvals, SessionConfig};
 use corral_protocol::{ApprovalAnswer, Event, Op, PermissionDecision, StopReason};
@@ -263,37 +264,6 @@ async fn ops_that_cannot_be_done_are_errors_and_the_session_goes_on() {
     session.finish().await.expect("finish");
 }
 
-/// A workspace whose `openai` provider talks to the mock on `port`, with
-/// `extra` manifest lines.
-fn openai_workspace(port: u16, extra: &str) -> Sandbox {
-    let sb = Sandbox::new();
-    sb.write("corral.toml", &crate::policy::manifest(port, extra));
-    sb
-}
-
-/// `corral run --json --approvals stdin PROMPT`, with stdin, stdout and
-/// stderr piped.
-fn answering_run(cli: &Cli, sb: &Sandbox, prompt: &str) -> std::process::Child {
-    cli.command(
-        &sb.ws(),
-        &[
-            "run",
-            "--provider",
-            "openai",
-            "--json",
-            "--approvals",
-            "stdin",
-            prompt,
-        ],
-    )
-    .env("TEST_OPENAI_KEY", "sk-test")
-    .stdin(std::process::Stdio::piped())
-    .stdout(std::process::Stdio::piped())
-    .stderr(std::process::Stdio::piped())
-    .spawn()
-    .expect("spawn")
-}
-
 /// `run --json --approvals stdin`: each `approval_requested` line is answered
 /// by an op line on stdin; a denial's reason reaches the model.
 #[test]
@@ -322,7 +292,7 @@ fn json_runs_answer_approvals_on_stdin() {
     });
     let sb = openai_workspace(mock.port, "");
     let cli = Cli::new();
-    let mut child = answering_run(&cli, &sb, "write them");
+    let mut child = answering(&cli, &sb, "write them", "sk-test");
     let mut stdin = child.stdin.take().expect("stdin");
     let stdout = std::io::BufReader::new(child.stdout.take().expect("stdout"));
     let mut events: Vec<Value> = Vec::new();
@@ -408,7 +378,7 @@ fn json_approvals_survive_bad_lines_and_a_closed_stdin() {
     });
     let sb = openai_workspace(mock.port, "");
     let cli = Cli::new();
-    let mut child = answering_run(&cli, &sb, "write it");
+    let mut child = answering(&cli, &sb, "write it", "sk-test");
     let mut stdin = Some(child.stdin.take().expect("stdin"));
     let stdout = std::io::BufReader::new(child.stdout.take().expect("stdout"));
     for line in stdout.lines() {

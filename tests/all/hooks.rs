@@ -7,19 +7,13 @@
 
 use crate::mock::*;
 use crate::policy::manifest;
+use crate::support::model::calls_then_done;
+use crate::support::output::printed;
 use crate::*;
 use corral_protocol::{Event, HookDecision, HookEvent};
 use serde_json::json;
 
 const KEY: (&str, &str) = ("TEST_OPENAI_KEY", "sk-hooks-test");
-
-/// The model makes `calls`, then answers "Done.".
-fn model(calls: Vec<Call>) -> MockServer {
-    MockServer::start(move |n, _| match n {
-        0 => Reply::Sse(openai_sse("", &calls)),
-        _ => Reply::Sse(openai_sse("Done.", &[])),
-    })
-}
 
 fn run_command(id: &'static str, command: &str) -> Call {
     (id, "run_command", json!({ "command": command }))
@@ -33,17 +27,12 @@ fn run(cli: &Cli, sb: &Sandbox, args: &[&str]) -> (Option<i32>, String) {
     all.extend_from_slice(args);
     all.push("go");
     let o = cli.run_env(&sb.ws(), &all, &[KEY]);
-    let printed = format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    );
-    (o.status.code(), printed)
+    (o.status.code(), printed(&o))
 }
 
 /// The hook events of the session's log: (event, plugin, decision, detail).
 fn hook_events(cli: &Cli) -> Vec<(HookEvent, String, HookDecision, String)> {
-    let records = corral_core::session::read(&crate::agent::session_log(cli)).expect("log");
+    let records = corral_core::session::read(&crate::support::log::session_log(cli)).expect("log");
     records
         .into_iter()
         .filter_map(|r| match r.event {
@@ -65,7 +54,7 @@ fn test_hook(name: &str, rest: &str) -> String {
 
 #[test]
 fn a_before_tool_hook_blocks_a_command_and_the_model_reads_why() {
-    let mock = model(vec![
+    let mock = calls_then_done(vec![
         run_command("c1", "touch pwned"),
         run_command("c2", "git push --force origin main"),
         run_command("c3", "touch fine"),
@@ -109,7 +98,7 @@ before_tool = [{ plugin = "no-push", tools = ["run_*"] }]
 
 #[test]
 fn a_rewrite_cannot_turn_a_denied_call_into_an_allowed_one() {
-    let mock = model(vec![
+    let mock = calls_then_done(vec![
         run_command("c1", "touch denied"),
         run_command("c2", "touch ok"),
         (
@@ -154,7 +143,7 @@ fn a_rewrite_cannot_turn_a_denied_call_into_an_allowed_one() {
 
 #[test]
 fn a_hook_that_loops_is_stopped_at_its_limit_and_the_call_is_blocked() {
-    let mock = model(vec![run_command("c1", "touch looped")]);
+    let mock = calls_then_done(vec![run_command("c1", "touch looped")]);
     let sb = Sandbox::new();
     let hooks = format!(
         "{}\n[hooks]\nbefore_tool = [{{ plugin = \"spin\" }}]\n",
@@ -185,7 +174,7 @@ fn a_hook_with_no_grants_reaches_no_file_and_no_network() {
     let target = MockServer::start(|_, _| Reply::Status(200, Vec::new(), "{}".into()));
     let url = format!("http://127.0.0.1:{}/steal", target.port);
     for granted in [true, false] {
-        let mock = model(vec![run_command("c1", "touch x")]);
+        let mock = calls_then_done(vec![run_command("c1", "touch x")]);
         let sb = Sandbox::new();
         let (path, grants) = if granted {
             (
@@ -280,7 +269,7 @@ before_tool = [{ plugin = "no-touch" }]
 
 #[test]
 fn session_start_context_from_a_granted_command_reaches_the_model() {
-    let mock = model(Vec::new());
+    let mock = calls_then_done(Vec::new());
     let sb = Sandbox::new();
     let git = |args: &[&str]| {
         let o = std::process::Command::new("git")
@@ -334,7 +323,7 @@ fn the_formatter_runs_after_an_edit_through_a_granted_program() {
     let rustfmt = String::from_utf8(rustfmt.stdout).expect("utf-8");
     let rustfmt = rustfmt.trim();
     assert!(!rustfmt.is_empty(), "rustfmt is needed for this test");
-    let mock = model(vec![(
+    let mock = calls_then_done(vec![(
         "w1",
         "write_file",
         json!({ "path": "src/lib.rs", "content": "pub fn  f( )->u8{1}" }),
@@ -370,14 +359,10 @@ after_tool = [{{ plugin = "format", tools = ["write_file", "edit_file"] }}]
 #[derive(Default)]
 struct Kept(Vec<Event>);
 
-impl corral_core::agent::Sink for Kept {
+impl corral_core::hooks::Emit for Kept {
     fn emit(&mut self, event: Event) -> anyhow::Result<()> {
         self.0.push(event);
         Ok(())
-    }
-
-    fn save_artifact(&self, _: &str, _: &str) -> Option<std::io::Result<std::path::PathBuf>> {
-        None
     }
 }
 
@@ -499,7 +484,7 @@ fn a_python_hook_built_from_the_served_wit_blocks_a_call() {
         .expect("componentize-py");
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
 
-    let mock = model(vec![
+    let mock = calls_then_done(vec![
         run_command("c1", "touch .env"),
         run_command("c2", "touch fine"),
     ]);
@@ -522,7 +507,7 @@ fn a_python_hook_built_from_the_served_wit_blocks_a_call() {
 
 #[test]
 fn a_hook_can_ask_before_a_call_and_withhold_an_output() {
-    let mock = model(vec![
+    let mock = calls_then_done(vec![
         run_command("c1", "touch asked"),
         ("c2", "read_file", json!({ "path": "hello.txt" })),
     ]);
@@ -564,7 +549,7 @@ fn a_hook_can_ask_before_a_call_and_withhold_an_output() {
 #[test]
 fn prompt_and_stop_hooks_block_a_prompt_and_keep_a_run_going() {
     // A blocked prompt never reaches the model.
-    let mock = model(Vec::new());
+    let mock = calls_then_done(Vec::new());
     let sb = Sandbox::new();
     let hooks = format!(
         "{}\n[hooks]\nuser_prompt = [{{ plugin = \"gate\" }}]\n",
@@ -584,7 +569,7 @@ fn prompt_and_stop_hooks_block_a_prompt_and_keep_a_run_going() {
     assert!(mock.requests().is_empty());
 
     // A stop hook that blocks sends the model on with its reason.
-    let mock = model(Vec::new());
+    let mock = calls_then_done(Vec::new());
     let sb = Sandbox::new();
     let hooks = format!(
         "{}\n[hooks]\nstop = [{{ plugin = \"more\" }}]\n",
@@ -646,7 +631,7 @@ fn bad_hook_bindings_are_refused_with_the_line_and_the_fix() {
 
 #[test]
 fn a_binding_to_a_plugin_that_is_not_a_hook_is_refused_when_the_session_opens() {
-    let mock = model(Vec::new());
+    let mock = calls_then_done(Vec::new());
     let sb = Sandbox::new();
     sb.write(
         "corral.toml",

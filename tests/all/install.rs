@@ -4,20 +4,14 @@
 //! registry round trip on loopback with a real OCI registry, where a wider
 //! version does not get in without approval and a tampered blob is refused.
 
+use crate::support::files::sha256_of;
+use crate::support::output::printed as text;
 use crate::*;
 use corral_test_programs::{ECHO, EXAMPLE, SNEAKY};
 use serde_json::json;
 use std::io::{Read as _, Write as _};
 use std::net::TcpListener;
 use std::process::{Child, Output};
-
-pub(crate) fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
 
 fn user_manifest(cli: &Cli) -> PathBuf {
     cli.home.path().join("config/corral/corral.toml")
@@ -29,10 +23,6 @@ pub(crate) fn read_user_manifest(cli: &Cli) -> String {
 
 pub(crate) fn store_dir(cli: &Cli) -> PathBuf {
     cli.home.path().join("data/corral/plugins")
-}
-
-fn sha256_of(path: &str) -> String {
-    corral_manifest::trust::sha256_hex(&std::fs::read(path).expect("read component"))
 }
 
 fn word_count(cli: &Cli, sb: &Sandbox) -> Output {

@@ -3,33 +3,11 @@
 //! tools is called. Each test gives the `corral` binary its own cache
 //! directory, so what it observes there is its own doing.
 
+use crate::support::files::{place, sha256_of};
+use crate::support::output::{stderr, stdout};
 use crate::*;
 use corral_test_programs::{DESCRIBE_READS, ECHO, TRUSTPIN};
-use sha2::Digest as _;
 use std::process::Output;
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn sha256_of(path: &Path) -> String {
-    hex::encode(sha2::Sha256::digest(
-        std::fs::read(path).expect("read component"),
-    ))
-}
-
-/// Puts a copy of the component `from` at `rel` in the workspace.
-fn place(sb: &Sandbox, from: &str, rel: &str) {
-    let to = sb.ws().join(rel);
-    std::fs::create_dir_all(to.parent().expect("parent")).expect("mkdir");
-    let tmp = to.with_extension("new");
-    std::fs::copy(from, &tmp).expect("copy component");
-    std::fs::rename(&tmp, &to).expect("rename component");
-}
 
 /// The `corral` binary with a cache directory of its own.
 struct Lazy {
@@ -156,7 +134,7 @@ fn a_tool_call_loads_only_the_plugin_that_serves_it() {
     );
     assert_eq!(
         l.compiled(),
-        vec![sha256_of(&l.sb.ws().join("tools/echo.wasm"))]
+        vec![sha256_of(l.sb.ws().join("tools/echo.wasm"))]
     );
 
     // And the other plugin still works when it is the one called.
@@ -252,7 +230,7 @@ fn the_cache_can_be_turned_off() {
 #[test]
 fn a_pin_is_checked_when_the_description_is_cached() {
     let l = Lazy::new("");
-    let pin = sha256_of(&l.sb.ws().join("tools/named.wasm"));
+    let pin = sha256_of(l.sb.ws().join("tools/named.wasm"));
     l.sb.write(
         "corral.toml",
         &format!(

@@ -38,6 +38,18 @@ fn python() -> Result<PathBuf, String> {
 /// `ws` (with `serve_args` after `serve`) and returns what it printed.
 /// `None` when there is no Python client (the reason is printed).
 pub(crate) fn client(cli: &Cli, ws: &Path, serve_args: &[&str], scenario: Value) -> Option<Value> {
+    client_env(cli, ws, serve_args, scenario, &[]).map(|(out, _)| out)
+}
+
+/// [`client`] with `env` set for the server (e.g. `CORRAL_LOG`); also
+/// returns what the server logged (stderr).
+pub(crate) fn client_env(
+    cli: &Cli,
+    ws: &Path,
+    serve_args: &[&str],
+    scenario: Value,
+    env: &[(&str, &str)],
+) -> Option<(Value, String)> {
     let python = match python() {
         Ok(p) => p,
         Err(why) => {
@@ -63,6 +75,7 @@ pub(crate) fn client(cli: &Cli, ws: &Path, serve_args: &[&str], scenario: Value)
         .env_remove("CORRAL_LOG")
         .env_remove("OPENAI_API_KEY")
         .env_remove("ANTHROPIC_API_KEY")
+        .envs(env.iter().copied())
         .stdin(Stdio::null())
         .output()
         .expect("run the Python MCP client");
@@ -72,12 +85,13 @@ pub(crate) fn client(cli: &Cli, ws: &Path, serve_args: &[&str], scenario: Value)
         String::from_utf8_lossy(&out.stderr),
         String::from_utf8_lossy(&out.stdout)
     );
-    Some(serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+    let answered = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
         panic!(
             "the client's output is not JSON ({e}): {}",
             String::from_utf8_lossy(&out.stdout)
         )
-    }))
+    });
+    Some((answered, String::from_utf8_lossy(&out.stderr).into_owned()))
 }
 
 fn tool<'a>(listed: &'a Value, name: &str) -> &'a Value {

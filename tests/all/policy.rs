@@ -3,6 +3,10 @@
 //! spacing or quoting.
 
 use crate::mock::*;
+use crate::support::manifest::openai_plugin;
+use crate::support::model::writer;
+use crate::support::output::assert_exit;
+use crate::support::run::openai_workspace;
 use crate::*;
 use serde_json::{Value, json};
 use std::io::{Read, Write};
@@ -16,30 +20,9 @@ const KEY: (&str, &str) = ("TEST_OPENAI_KEY", "sk-policy-test");
 /// `extra` lines.
 pub fn manifest(port: u16, extra: &str) -> String {
     format!(
-        r#"
-[plugins.openai]
-source = "builtin:openai"
-grants.net = ["http://127.0.0.1:{port}"]
-grants.secrets = [{{ origin = "http://127.0.0.1:{port}", header = "authorization", value = "Bearer ${{env:TEST_OPENAI_KEY}}" }}]
-config = {{ base_url = "http://127.0.0.1:{port}/v1", model = "mock" }}
-{extra}
-"#
+        "\n{}{extra}\n",
+        openai_plugin(port, r#"model = "mock""#, "")
     )
-}
-
-/// The model writes `new.txt`, then answers with what the tool said.
-fn writer() -> MockServer {
-    MockServer::start(|n, _| match n {
-        0 => Reply::Sse(openai_sse(
-            "Writing. ",
-            &[(
-                "w1",
-                "write_file",
-                json!({"path": "new.txt", "content": "fresh line\n"}),
-            )],
-        )),
-        _ => Reply::Sse(openai_sse("Done.", &[])),
-    })
 }
 
 /// The line every approval prompt shows.
@@ -178,8 +161,7 @@ pub(crate) fn run_on_pty(
 #[test]
 fn ask_mode_shows_the_diff_and_waits_for_yes() {
     let mock = writer();
-    let sb = Sandbox::new();
-    sb.write("corral.toml", &manifest(mock.port, ""));
+    let sb = openai_workspace(mock.port, "");
     let cli = Cli::new();
     let (code, screen) = run_on_pty(
         &cli,
@@ -197,7 +179,7 @@ fn ask_mode_shows_the_diff_and_waits_for_yes() {
         "fresh line\n"
     );
     // The diff was computed without writing: the file appeared only after "y".
-    let records = corral_core::session::read(&crate::agent::session_log(&cli)).expect("log");
+    let records = corral_core::session::read(&crate::support::log::session_log(&cli)).expect("log");
     let decisions: Vec<Value> = records
         .iter()
         .map(|r| serde_json::to_value(&r.event).expect("v"))
@@ -210,8 +192,7 @@ fn ask_mode_shows_the_diff_and_waits_for_yes() {
 #[test]
 fn saying_no_tells_the_model_why() {
     let mock = writer();
-    let sb = Sandbox::new();
-    sb.write("corral.toml", &manifest(mock.port, ""));
+    let sb = openai_workspace(mock.port, "");
     let cli = Cli::new();
     let (code, screen) = run_on_pty(
         &cli,
@@ -231,20 +212,14 @@ fn saying_no_tells_the_model_why() {
 #[test]
 fn non_interactive_ask_is_a_denial_the_model_sees() {
     let mock = writer();
-    let sb = Sandbox::new();
-    sb.write("corral.toml", &manifest(mock.port, ""));
+    let sb = openai_workspace(mock.port, "");
     let cli = Cli::new();
     let o = cli.run_env(
         &sb.ws(),
         &["run", "--provider", "openai", "write it"],
         &[KEY],
     );
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    assert_exit(&o, 0);
     assert!(!sb.ws().join("new.txt").exists());
     let result = openai_tool_result(&mock.requests()[1], "w1");
     assert!(
@@ -262,8 +237,7 @@ fn yes_and_full_auto_run_the_write() {
         &["--mode", "auto-edit"][..],
     ] {
         let mock = writer();
-        let sb = Sandbox::new();
-        sb.write("corral.toml", &manifest(mock.port, ""));
+        let sb = openai_workspace(mock.port, "");
         let cli = Cli::new();
         let mut args = vec!["run", "--provider", "openai"];
         args.extend_from_slice(flags);
@@ -286,8 +260,7 @@ fn yes_and_full_auto_run_the_write() {
 #[test]
 fn read_only_refuses_writes_with_a_message_for_the_model() {
     let mock = writer();
-    let sb = Sandbox::new();
-    sb.write("corral.toml", &manifest(mock.port, ""));
+    let sb = openai_workspace(mock.port, "");
     let cli = Cli::new();
     let o = cli.run_env(
         &sb.ws(),
@@ -302,12 +275,7 @@ fn read_only_refuses_writes_with_a_message_for_the_model() {
         ],
         &[KEY],
     );
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    assert_exit(&o, 0);
     assert!(!sb.ws().join("new.txt").exists());
     let result = openai_tool_result(&mock.requests()[1], "w1");
     assert!(
@@ -363,12 +331,7 @@ fn a_deny_rule_holds_whatever_the_spacing_or_quoting() {
         ],
         &[KEY],
     );
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    assert_exit(&o, 0);
     assert_eq!(
         std::fs::read_to_string(sb.ws().join("victim/keep.txt")).expect("kept"),
         "precious\n"
@@ -411,7 +374,7 @@ fn a_stop_rule_ends_the_run() {
     assert!(!sb.ws().join("x.txt").exists());
     assert_eq!(mock.requests().len(), 1);
     // The log still pairs both calls with a result.
-    let records = corral_core::session::read(&crate::agent::session_log(&cli)).expect("log");
+    let records = corral_core::session::read(&crate::support::log::session_log(&cli)).expect("log");
     let (_, _, open) = corral_core::agent::replay_history(&records);
     assert!(open.is_empty());
 }
@@ -448,12 +411,7 @@ fn writes_to_protected_paths_are_refused_even_in_full_auto() {
         &["run", "--provider", "openai", "--mode", "full-auto", "go"],
         &[KEY],
     );
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    assert_exit(&o, 0);
     assert_eq!(
         std::fs::read_to_string(sb.ws().join(".git/config")).expect("config"),
         "[core]\n"
@@ -504,7 +462,7 @@ fn yes_for_the_session_covers_that_command_only() {
     // Two prompts: `echo one` (approved for the session, so its second
     // spelling ran without asking) and `echo two` (asked again, refused).
     assert_eq!(screen.matches(PROMPT).count(), 2, "{screen}");
-    let records = corral_core::session::read(&crate::agent::session_log(&cli)).expect("log");
+    let records = corral_core::session::read(&crate::support::log::session_log(&cli)).expect("log");
     let decisions: Vec<(String, String)> = with_model_ids(
         records
             .iter()

@@ -4,7 +4,7 @@
 
 use crate::*;
 use corral_test_programs::{ADVERSARY, ECHO, HTTP_CLIENT, RAW_SOCKET};
-use serde_json::json;
+use serde_json::{Value, json};
 use std::io::{Read, Write};
 
 const RW: &str = r#"grants.fs = [{ path = ".", access = "rw" }]"#;
@@ -23,128 +23,467 @@ async fn assert_healthy(plugins: &Plugins) {
     assert_eq!(out.content, "hello from the workspace\n");
 }
 
+/// The output of a call that must succeed.
+async fn output(plugins: &Plugins, tool: &str, args: Value) -> String {
+    call(plugins, tool, args)
+        .await
+        .unwrap_or_else(|e| panic!("{tool}: {e:?}"))
+        .content
+}
+
 fn assert_no_secret(msg: &str) {
     assert!(!msg.contains(SECRET), "the secret leaked: {msg}");
 }
 
-#[tokio::test]
-async fn read_etc_passwd_is_contained() {
-    let sb = Sandbox::new();
-    let p = adversary(&sb, RW).await;
-    let msg = failed(call(&p, "read_path", json!({"path": "/etc/passwd"})).await);
-    assert!(msg.contains("NotFound"), "{msg}");
-    assert!(!msg.contains("root:"), "{msg}");
-    assert_healthy(&p).await;
+/// How an attack's call must end.
+#[derive(Clone, Copy, Debug)]
+enum Ends {
+    /// The guest saw an error (`ToolError::Failed`).
+    Failed,
+    /// The sandbox stopped the call (`ToolError::Sandbox`).
+    Stopped,
 }
 
-#[tokio::test]
-async fn dotdot_escape_is_contained() {
-    let sb = Sandbox::new();
-    let p = adversary(&sb, RW).await;
-    for path in [
-        "../outside/secret.txt",
-        "sub/../../outside/secret.txt",
-        "./../outside/secret.txt",
-    ] {
-        let msg = failed(call(&p, "read_path", json!({ "path": path })).await);
-        assert_no_secret(&msg);
-        assert!(
-            msg.contains("PermissionDenied") || msg.contains("NotFound"),
-            "{path}: {msg}"
-        );
+/// One attempt to break a sandbox promise: the grant the adversary gets, the
+/// call it makes, how that call must end, and what must hold afterwards.
+struct Attack {
+    /// Named in every failure message.
+    name: &'static str,
+    /// The adversary's manifest lines (grants and limits).
+    grant: String,
+    /// Prepares the workspace before the plugin loads.
+    setup: fn(&Sandbox),
+    tool: &'static str,
+    args: fn(&Sandbox) -> Value,
+    ends: Ends,
+    /// The message holds every one of these ...
+    holds: &'static [&'static str],
+    /// ... at least one of these, when there are any ...
+    holds_one_of: &'static [&'static str],
+    /// ... and none of these.
+    lacks: &'static [&'static str],
+    /// A call the same plugin must then answer, with that output if given.
+    then: Option<(&'static str, Value, Option<String>)>,
+    /// What must be true of the files afterwards (given the attack's name).
+    after: fn(&Sandbox, &str),
+    /// Whether the same plugin then reads `hello.txt` as before.
+    healthy: bool,
+}
+
+fn attack(
+    name: &'static str,
+    grant: &str,
+    tool: &'static str,
+    args: fn(&Sandbox) -> Value,
+    ends: Ends,
+) -> Attack {
+    Attack {
+        name,
+        grant: grant.to_owned(),
+        setup: |_| {},
+        tool,
+        args,
+        ends,
+        holds: &[],
+        holds_one_of: &[],
+        lacks: &[],
+        then: None,
+        after: |_, _| {},
+        healthy: true,
     }
-    assert_healthy(&p).await;
 }
 
-#[tokio::test]
-async fn absolute_path_is_contained() {
-    let sb = Sandbox::new();
-    let p = adversary(&sb, RW).await;
-    let abs = sb.outside().join("secret.txt");
-    let msg = failed(call(&p, "read_path", json!({"path": abs.to_string_lossy()})).await);
-    assert_no_secret(&msg);
-    // Even the workspace's own absolute path is not a way in.
-    let abs_ws = sb.ws().join("hello.txt");
-    failed(call(&p, "read_path", json!({"path": abs_ws.to_string_lossy()})).await);
-    assert_healthy(&p).await;
+impl Attack {
+    fn holds(self, holds: &'static [&'static str]) -> Self {
+        Self { holds, ..self }
+    }
+    fn holds_one_of(self, holds_one_of: &'static [&'static str]) -> Self {
+        Self {
+            holds_one_of,
+            ..self
+        }
+    }
+    fn lacks(self, lacks: &'static [&'static str]) -> Self {
+        Self { lacks, ..self }
+    }
+    fn setup(self, setup: fn(&Sandbox)) -> Self {
+        Self { setup, ..self }
+    }
+    fn after(self, after: fn(&Sandbox, &str)) -> Self {
+        Self { after, ..self }
+    }
+    fn then(self, tool: &'static str, args: Value, output: Option<String>) -> Self {
+        Self {
+            then: Some((tool, args, output)),
+            ..self
+        }
+    }
+    fn unhealthy(self) -> Self {
+        Self {
+            healthy: false,
+            ..self
+        }
+    }
 }
 
-#[tokio::test]
-async fn symlinks_pointing_outside_are_contained() {
-    let sb = Sandbox::new();
+/// Links from the workspace to the secret and to the directory holding it.
+fn links_outside(sb: &Sandbox) {
     std::os::unix::fs::symlink(sb.outside().join("secret.txt"), sb.ws().join("file-link"))
         .expect("symlink");
     std::os::unix::fs::symlink(sb.outside(), sb.ws().join("dir-link")).expect("symlink");
     std::os::unix::fs::symlink("../outside/secret.txt", sb.ws().join("rel-link")).expect("symlink");
-    let p = adversary(&sb, RW).await;
-    for path in [
-        "file-link",
-        "file-link/",
-        "rel-link",
-        "rel-link/",
-        "dir-link/secret.txt",
-        "dir-link/./secret.txt",
-    ] {
-        let msg = failed(call(&p, "read_path", json!({ "path": path })).await);
-        assert_no_secret(&msg);
-    }
-    for path in ["dir-link", "dir-link/", "dir-link/."] {
-        let r = call(&p, "list_dir", json!({ "path": path })).await;
-        let msg = failed(r);
-        assert!(!msg.contains("secret.txt"), "{path}: {msg}");
-    }
-    // Writing through a link does not reach outside either.
-    failed(
-        call(
-            &p,
-            "write_path",
-            json!({"path": "dir-link/new.txt", "content": "x"}),
-        )
-        .await,
-    );
-    failed(
-        call(
-            &p,
-            "write_path",
-            json!({"path": "file-link", "content": "overwritten"}),
-        )
-        .await,
-    );
-    assert!(!sb.outside().join("new.txt").exists());
+}
+
+/// Writing through a link does not reach outside.
+fn outside_untouched(sb: &Sandbox, name: &str) {
+    assert!(!sb.outside().join("new.txt").exists(), "{name}");
     assert_eq!(
         std::fs::read_to_string(sb.outside().join("secret.txt")).expect("read"),
-        SECRET
+        SECRET,
+        "{name}"
     );
-    assert_healthy(&p).await;
 }
 
-#[tokio::test]
-async fn write_into_read_only_grant_is_refused() {
-    let sb = Sandbox::new();
-    let p = adversary(&sb, r#"grants.fs = [{ path = ".", access = "ro" }]"#).await;
-    let msg = failed(call(&p, "write_path", json!({"path": "new.txt", "content": "x"})).await);
-    assert!(
-        msg.contains("PermissionDenied") || msg.contains("ReadOnly"),
-        "{msg}"
-    );
-    failed(
-        call(
-            &p,
-            "write_path",
-            json!({"path": "hello.txt", "content": "x"}),
-        )
-        .await,
-    );
-    assert!(!sb.ws().join("new.txt").exists());
+/// A file in a read-only grant stays as it was and none is added.
+fn workspace_untouched(sb: &Sandbox, name: &str) {
+    assert!(!sb.ws().join("new.txt").exists(), "{name}");
     assert_eq!(
         std::fs::read_to_string(sb.ws().join("hello.txt")).expect("read"),
-        "hello from the workspace\n"
+        "hello from the workspace\n",
+        "{name}"
     );
-    assert_healthy(&p).await;
+}
+
+/// One writable and one read-only grant, a file in each.
+fn two_grants(sb: &Sandbox) {
+    sb.write("out/mine.txt", "rw data");
+    sb.write("src/data.txt", "ro data");
+}
+
+/// No alias or moved copy appeared across the grants; the sources stayed.
+fn nothing_crossed(sb: &Sandbox, name: &str) {
+    for gone in [
+        "src/linked.txt",
+        "src/moved.txt",
+        "out/alias.txt",
+        "out/stolen.txt",
+    ] {
+        assert!(!sb.ws().join(gone).exists(), "{name}: {gone}");
+    }
+    assert!(sb.ws().join("out/mine.txt").exists(), "{name}");
+    assert!(sb.ws().join("src/data.txt").exists(), "{name}");
+}
+
+const TWO_GRANTS: &str =
+    r#"grants.fs = [{ path = "out", access = "rw" }, { path = "src", access = "ro" }]"#;
+const RO: &str = r#"grants.fs = [{ path = ".", access = "ro" }]"#;
+const DENIED: &[&str] = &["PermissionDenied", "NotFound"];
+const READ_ONLY: &[&str] = &["PermissionDenied", "ReadOnly"];
+
+/// The attacks of one call each, every one with a fresh workspace and plugin.
+fn attacks() -> Vec<Attack> {
+    use Ends::{Failed, Stopped};
+    let rw_with = |limits: &str| format!("{RW}\nlimits = {{ {limits} }}");
+    let mut all = vec![
+        attack(
+            "read /etc/passwd",
+            RW,
+            "read_path",
+            |_| json!({"path": "/etc/passwd"}),
+            Failed,
+        )
+        .holds(&["NotFound"])
+        .lacks(&["root:"]),
+    ];
+    for (name, args) in [
+        (
+            "dotdot escape",
+            (|_| json!({"path": "../outside/secret.txt"})) as fn(&Sandbox) -> Value,
+        ),
+        (
+            "dotdot escape from a subdirectory",
+            |_| json!({"path": "sub/../../outside/secret.txt"}),
+        ),
+        (
+            "dotdot escape after ./",
+            |_| json!({"path": "./../outside/secret.txt"}),
+        ),
+    ] {
+        all.push(
+            attack(name, RW, "read_path", args, Failed)
+                .lacks(&[SECRET])
+                .holds_one_of(DENIED),
+        );
+    }
+    all.push(
+        attack(
+            "absolute path outside",
+            RW,
+            "read_path",
+            |sb| json!({"path": sb.outside().join("secret.txt").to_string_lossy()}),
+            Failed,
+        )
+        .lacks(&[SECRET]),
+    );
+    // Even the workspace's own absolute path is not a way in.
+    all.push(attack(
+        "absolute path of the workspace",
+        RW,
+        "read_path",
+        |sb| json!({"path": sb.ws().join("hello.txt").to_string_lossy()}),
+        Failed,
+    ));
+    for (name, args) in [
+        (
+            "read a file link",
+            (|_| json!({"path": "file-link"})) as fn(&Sandbox) -> Value,
+        ),
+        ("read a file link/", |_| json!({"path": "file-link/"})),
+        ("read a relative link", |_| json!({"path": "rel-link"})),
+        ("read a relative link/", |_| json!({"path": "rel-link/"})),
+        (
+            "read through a directory link",
+            |_| json!({"path": "dir-link/secret.txt"}),
+        ),
+        (
+            "read through a directory link/.",
+            |_| json!({"path": "dir-link/./secret.txt"}),
+        ),
+    ] {
+        all.push(
+            attack(name, RW, "read_path", args, Failed)
+                .setup(links_outside)
+                .lacks(&[SECRET]),
+        );
+    }
+    for (name, args) in [
+        (
+            "list a directory link",
+            (|_| json!({"path": "dir-link"})) as fn(&Sandbox) -> Value,
+        ),
+        ("list a directory link/", |_| json!({"path": "dir-link/"})),
+        ("list a directory link/.", |_| json!({"path": "dir-link/."})),
+    ] {
+        all.push(
+            attack(name, RW, "list_dir", args, Failed)
+                .setup(links_outside)
+                .lacks(&["secret.txt"]),
+        );
+    }
+    for (name, args) in [
+        (
+            "write through a directory link",
+            (|_| json!({"path": "dir-link/new.txt", "content": "x"})) as fn(&Sandbox) -> Value,
+        ),
+        (
+            "write through a file link",
+            |_| json!({"path": "file-link", "content": "overwritten"}),
+        ),
+    ] {
+        all.push(
+            attack(name, RW, "write_path", args, Failed)
+                .setup(links_outside)
+                .after(outside_untouched),
+        );
+    }
+    all.extend([
+        attack(
+            "write a new file in a read-only grant",
+            RO,
+            "write_path",
+            |_| json!({"path": "new.txt", "content": "x"}),
+            Failed,
+        )
+        .holds_one_of(READ_ONLY)
+        .after(workspace_untouched),
+        attack(
+            "overwrite a file in a read-only grant",
+            RO,
+            "write_path",
+            |_| json!({"path": "hello.txt", "content": "x"}),
+            Failed,
+        )
+        .after(workspace_untouched),
+        attack(
+            "an infinite loop",
+            &rw_with("timeout_ms = 300"),
+            "spin",
+            |_| json!({}),
+            Stopped,
+        )
+        .holds(&["timed out after 300 ms", "limits.timeout_ms"]),
+        attack(
+            "allocating 2 GiB",
+            RW,
+            "alloc",
+            |_| json!({"n": 2048}),
+            Stopped,
+        )
+        .holds(&["memory limit of 256 MiB"])
+        // A modest allocation still works afterwards.
+        .then(
+            "alloc",
+            json!({"n": 16}),
+            Some(format!("allocated {} bytes", 16 << 20)),
+        ),
+        attack(
+            "deep recursion",
+            RW,
+            "recurse",
+            |_| json!({"n": 100_000_000u64}),
+            Stopped,
+        )
+        .holds(&["stack"])
+        .then("recurse", json!({"n": 100}), Some("100".into())),
+        attack(
+            "returning 100 MiB",
+            RW,
+            "big_output",
+            |_| json!({"n": 100}),
+            Stopped,
+        )
+        .holds(&["exceeds the limit of 1024 KiB", "limits.output_kb"]),
+        attack("a panic", RW, "panic", |_| json!({}), Stopped)
+            .holds(&["crashed", "the adversary panicked on purpose"]),
+        attack(
+            "a chatty call",
+            &rw_with("host_calls = 1000"),
+            "stderr_spam",
+            |_| json!({"n": 100_000}),
+            Stopped,
+        )
+        .holds(&["limits.host_calls"]),
+        // Declares only `read`: its directories are mounted read-only for the
+        // call; the same write from a tool that declares `write` goes through.
+        attack(
+            "a read-only tool writing under an rw grant",
+            RW,
+            "sneaky_write",
+            |_| json!({"path": "sneaky.txt", "content": "x"}),
+            Failed,
+        )
+        .holds_one_of(READ_ONLY)
+        .then(
+            "write_path",
+            json!({"path": "honest.txt", "content": "x"}),
+            None,
+        )
+        .after(|sb, name| {
+            assert!(!sb.ws().join("sneaky.txt").exists(), "{name}");
+            assert_eq!(
+                std::fs::read_to_string(sb.ws().join("honest.txt")).expect("written"),
+                "x",
+                "{name}"
+            );
+        }),
+        attack(
+            "no grant: read",
+            "",
+            "read_path",
+            |_| json!({"path": "hello.txt"}),
+            Failed,
+        )
+        .holds(&["NotFound"])
+        .unhealthy(),
+        attack(
+            "no grant: list .",
+            "",
+            "list_dir",
+            |_| json!({"path": "."}),
+            Failed,
+        )
+        .unhealthy(),
+        attack(
+            "no grant: list /",
+            "",
+            "list_dir",
+            |_| json!({"path": "/"}),
+            Failed,
+        )
+        .unhealthy(),
+    ]);
+    for (name, tool, args) in [
+        // rw -> ro
+        (
+            "hard link from rw into ro",
+            "hard_link",
+            (|_| json!({"from": "out/mine.txt", "to": "src/linked.txt"})) as fn(&Sandbox) -> Value,
+        ),
+        (
+            "rename from rw into ro",
+            "rename",
+            |_| json!({"from": "out/mine.txt", "to": "src/moved.txt"}),
+        ),
+        // ro -> rw: a writable alias of a read-only file must not appear either.
+        (
+            "hard link from ro into rw",
+            "hard_link",
+            |_| json!({"from": "src/data.txt", "to": "out/alias.txt"}),
+        ),
+        (
+            "rename from ro into rw",
+            "rename",
+            |_| json!({"from": "src/data.txt", "to": "out/stolen.txt"}),
+        ),
+    ] {
+        all.push(
+            attack(name, TWO_GRANTS, tool, args, Failed)
+                .setup(two_grants)
+                .after(nothing_crossed)
+                .then(
+                    "read_path",
+                    json!({"path": "src/data.txt"}),
+                    Some("ro data".into()),
+                )
+                .unhealthy(),
+        );
+    }
+    all
 }
 
 #[tokio::test]
-async fn hard_link_and_rename_across_grants_are_refused() {
+async fn attacks_are_contained_and_the_host_serves_the_next_call() {
+    for a in attacks() {
+        let name = a.name;
+        let sb = Sandbox::new();
+        (a.setup)(&sb);
+        let p = adversary(&sb, &a.grant).await;
+        let msg = match (a.ends, call(&p, a.tool, (a.args)(&sb)).await) {
+            (Ends::Failed, Err(ToolError::Failed(m)))
+            | (Ends::Stopped, Err(ToolError::Sandbox(m))) => m,
+            (ends, other) => panic!("{name}: expected {ends:?}, got {other:?}"),
+        };
+        for h in a.holds {
+            assert!(msg.contains(h), "{name}: no {h:?} in {msg}");
+        }
+        assert!(
+            a.holds_one_of.is_empty() || a.holds_one_of.iter().any(|h| msg.contains(h)),
+            "{name}: none of {:?} in {msg}",
+            a.holds_one_of
+        );
+        for l in a.lacks {
+            assert!(!msg.contains(l), "{name}: {l:?} leaked: {msg}");
+        }
+        if let Some((tool, args, want)) = a.then {
+            let out = call(&p, tool, args)
+                .await
+                .unwrap_or_else(|e| panic!("{name}: the next call, {tool}: {e:?}"));
+            if let Some(want) = want {
+                assert_eq!(out.content, want, "{name}: the next call, {tool}");
+            }
+        }
+        (a.after)(&sb, name);
+        if a.healthy {
+            let out = call(&p, "read_path", json!({"path": "hello.txt"}))
+                .await
+                .unwrap_or_else(|e| panic!("{name}: the healthy call: {e:?}"));
+            assert_eq!(out.content, "hello from the workspace\n", "{name}");
+        }
+    }
+}
+
+#[tokio::test]
+async fn overlapping_grants_are_refused() {
     let sb = Sandbox::new();
     sb.write("out/mine.txt", "rw data");
     sb.write("src/data.txt", "ro data");
@@ -156,55 +495,6 @@ async fn hard_link_and_rename_across_grants_are_refused() {
         ))
         .expect_err("overlapping grants refused");
     assert!(err.contains("overlaps"), "{err}");
-    let p = adversary(
-        &sb,
-        r#"grants.fs = [{ path = "out", access = "rw" }, { path = "src", access = "ro" }]"#,
-    )
-    .await;
-    // rw -> ro
-    failed(
-        call(
-            &p,
-            "hard_link",
-            json!({"from": "out/mine.txt", "to": "src/linked.txt"}),
-        )
-        .await,
-    );
-    failed(
-        call(
-            &p,
-            "rename",
-            json!({"from": "out/mine.txt", "to": "src/moved.txt"}),
-        )
-        .await,
-    );
-    // ro -> rw: a writable alias of a read-only file must not appear either.
-    failed(
-        call(
-            &p,
-            "hard_link",
-            json!({"from": "src/data.txt", "to": "out/alias.txt"}),
-        )
-        .await,
-    );
-    failed(
-        call(
-            &p,
-            "rename",
-            json!({"from": "src/data.txt", "to": "out/stolen.txt"}),
-        )
-        .await,
-    );
-    assert!(!sb.ws().join("src/linked.txt").exists());
-    assert!(!sb.ws().join("src/moved.txt").exists());
-    assert!(!sb.ws().join("out/alias.txt").exists());
-    assert!(!sb.ws().join("out/stolen.txt").exists());
-    assert!(sb.ws().join("out/mine.txt").exists());
-    assert!(sb.ws().join("src/data.txt").exists());
-    let out = call(&p, "read_path", json!({"path": "src/data.txt"}))
-        .await
-        .expect("next call works");
-    assert_eq!(out.content, "ro data");
 }
 
 #[tokio::test]
@@ -363,66 +653,6 @@ async fn raw_socket_with_net_grant_is_still_denied() {
 }
 
 #[tokio::test]
-async fn infinite_loop_times_out() {
-    let sb = Sandbox::new();
-    let p = adversary(&sb, &format!("{RW}\nlimits = {{ timeout_ms = 300 }}")).await;
-    let msg = sandbox_err(call(&p, "spin", json!({})).await);
-    assert!(msg.contains("timed out after 300 ms"), "{msg}");
-    assert!(msg.contains("limits.timeout_ms"), "{msg}");
-    assert_healthy(&p).await;
-}
-
-#[tokio::test]
-async fn allocating_2_gib_hits_the_memory_cap() {
-    let sb = Sandbox::new();
-    let p = adversary(&sb, RW).await;
-    let msg = sandbox_err(call(&p, "alloc", json!({"n": 2048})).await);
-    assert!(msg.contains("memory limit of 256 MiB"), "{msg}");
-    // A modest allocation still works afterwards.
-    let out = call(&p, "alloc", json!({"n": 16}))
-        .await
-        .expect("16 MiB is fine");
-    assert_eq!(out.content, format!("allocated {} bytes", 16 << 20));
-    assert_healthy(&p).await;
-}
-
-#[tokio::test]
-async fn deep_recursion_overflows_cleanly() {
-    let sb = Sandbox::new();
-    let p = adversary(&sb, RW).await;
-    let msg = sandbox_err(call(&p, "recurse", json!({"n": 100_000_000u64})).await);
-    assert!(msg.contains("stack"), "{msg}");
-    assert_eq!(
-        call(&p, "recurse", json!({"n": 100}))
-            .await
-            .expect("shallow")
-            .content,
-        "100"
-    );
-    assert_healthy(&p).await;
-}
-
-#[tokio::test]
-async fn returning_100_mib_hits_the_output_cap() {
-    let sb = Sandbox::new();
-    let p = adversary(&sb, RW).await;
-    let msg = sandbox_err(call(&p, "big_output", json!({"n": 100})).await);
-    assert!(msg.contains("exceeds the limit of 1024 KiB"), "{msg}");
-    assert!(msg.contains("limits.output_kb"), "{msg}");
-    assert_healthy(&p).await;
-}
-
-#[tokio::test]
-async fn panic_is_a_tool_error_with_its_message() {
-    let sb = Sandbox::new();
-    let p = adversary(&sb, RW).await;
-    let msg = sandbox_err(call(&p, "panic", json!({})).await);
-    assert!(msg.contains("crashed"), "{msg}");
-    assert!(msg.contains("the adversary panicked on purpose"), "{msg}");
-    assert_healthy(&p).await;
-}
-
-#[tokio::test]
 async fn stderr_flood_is_capped_not_fatal() {
     let sb = Sandbox::new();
     let p = adversary(&sb, RW).await;
@@ -430,57 +660,6 @@ async fn stderr_flood_is_capped_not_fatal() {
         .await
         .expect("spam is dropped, not fatal");
     assert_eq!(out.content, "done");
-}
-
-#[tokio::test]
-async fn host_call_budget_ends_a_chatty_call() {
-    let sb = Sandbox::new();
-    let p = adversary(&sb, &format!("{RW}\nlimits = {{ host_calls = 1000 }}")).await;
-    let msg = sandbox_err(call(&p, "stderr_spam", json!({"n": 100_000})).await);
-    assert!(msg.contains("limits.host_calls"), "{msg}");
-    assert_healthy(&p).await;
-}
-
-#[tokio::test]
-async fn read_only_tool_cannot_write_even_under_rw_grant() {
-    let sb = Sandbox::new();
-    let p = adversary(&sb, RW).await;
-    // Declares only `read`: its directories are mounted read-only for the call.
-    let msg = failed(
-        call(
-            &p,
-            "sneaky_write",
-            json!({"path": "sneaky.txt", "content": "x"}),
-        )
-        .await,
-    );
-    assert!(
-        msg.contains("PermissionDenied") || msg.contains("ReadOnly"),
-        "{msg}"
-    );
-    assert!(!sb.ws().join("sneaky.txt").exists());
-    // The same write from a tool that declares `write` goes through.
-    call(
-        &p,
-        "write_path",
-        json!({"path": "honest.txt", "content": "x"}),
-    )
-    .await
-    .expect("declared write");
-    assert_eq!(
-        std::fs::read_to_string(sb.ws().join("honest.txt")).expect("written"),
-        "x"
-    );
-}
-
-#[tokio::test]
-async fn no_grant_means_no_files() {
-    let sb = Sandbox::new();
-    let p = adversary(&sb, "").await;
-    let msg = failed(call(&p, "read_path", json!({"path": "hello.txt"})).await);
-    assert!(msg.contains("NotFound"), "{msg}");
-    failed(call(&p, "list_dir", json!({"path": "."})).await);
-    failed(call(&p, "list_dir", json!({"path": "/"})).await);
 }
 
 #[tokio::test]
@@ -500,10 +679,7 @@ async fn sha256_pin_is_enforced() {
         .await
         .expect("matching pin loads");
     assert_eq!(
-        call(&p, "echo", json!({"text": "pinned"}))
-            .await
-            .expect("call")
-            .content,
+        output(&p, "echo", json!({"text": "pinned"})).await,
         "pinned"
     );
 }
@@ -519,27 +695,10 @@ async fn plugin_config_is_readable_and_private() {
         ))
         .await
         .expect("load");
-    assert_eq!(
-        call(&p, "config_get", json!({"key": "model"}))
-            .await
-            .expect("c")
-            .content,
-        "m1"
-    );
-    assert_eq!(
-        call(&p, "config_get", json!({"key": "depth"}))
-            .await
-            .expect("c")
-            .content,
-        "3"
-    );
-    assert_eq!(
-        call(&p, "config_get", json!({"key": "other"}))
-            .await
-            .expect("c")
-            .content,
-        "<unset>"
-    );
+    for (key, value) in [("model", "m1"), ("depth", "3"), ("other", "<unset>")] {
+        let got = output(&p, "config_get", json!({ "key": key })).await;
+        assert_eq!(got, value, "{key}");
+    }
 }
 
 #[tokio::test]
@@ -596,14 +755,12 @@ async fn files_interface_is_confined_like_wasi() {
         "sub",
         "missing.txt",
     ]);
-    let out = call(
+    let out = output(
         &p,
         "files_read",
         json!({"paths": paths, "max_bytes": 1 << 20}),
     )
-    .await
-    .expect("files_read")
-    .content;
+    .await;
     assert_no_secret(&out);
     assert!(!out.contains("root:"), "{out}");
     for path in escapes {
@@ -629,10 +786,7 @@ async fn files_interface_is_confined_like_wasi() {
     assert_eq!(line_for(&out, "missing.txt"), "missing.txt: error NotFound");
 
     // Listing: the workspace yes, a symlinked directory outside no.
-    let listed = call(&p, "files_list", json!({"path": "."}))
-        .await
-        .expect("list")
-        .content;
+    let listed = output(&p, "files_list", json!({"path": "."})).await;
     assert!(listed.contains("hello.txt:File"), "{listed}");
     assert!(listed.contains("sub:Directory"), "{listed}");
     assert!(listed.contains("dir-link:Symlink"), "{listed}");
@@ -650,14 +804,7 @@ async fn files_interface_serves_only_the_granted_directory() {
     let sb = Sandbox::new();
     sb.write("docs/guide.md", "the guide\n");
     let p = adversary(&sb, r#"grants.fs = [{ path = "docs", access = "ro" }]"#).await;
-    let out = call(
-        &p,
-        "files_read",
-        json!({"paths": ["docs/guide.md", "hello.txt", "docs/../hello.txt", "docs2/x"], "max_bytes": 1 << 20}),
-    )
-    .await
-    .expect("files_read")
-    .content;
+    let out = output(&p, "files_read", json!({"paths": ["docs/guide.md", "hello.txt", "docs/../hello.txt", "docs2/x"], "max_bytes": 1 << 20})).await;
     assert_eq!(line_for(&out, "docs/guide.md"), "docs/guide.md: the guide");
     assert_eq!(line_for(&out, "hello.txt"), "hello.txt: error Denied");
     assert_eq!(
@@ -669,14 +816,12 @@ async fn files_interface_serves_only_the_granted_directory() {
 
     // No grant at all: nothing is served.
     let none = adversary(&sb, "").await;
-    let out = call(
+    let out = output(
         &none,
         "files_read",
         json!({"paths": ["hello.txt"], "max_bytes": 100}),
     )
-    .await
-    .expect("files_read")
-    .content;
+    .await;
     assert_eq!(out, "hello.txt: error Denied");
 }
 
@@ -692,14 +837,12 @@ async fn files_interface_does_not_hang_on_a_fifo() {
     let p = adversary(&sb, RW).await;
     // Opening a FIFO for reading would block until a writer came; the host
     // opens non-blocking and reads only regular files.
-    let out = call(
+    let out = output(
         &p,
         "files_read",
         json!({"paths": ["pipe"], "max_bytes": 100}),
     )
-    .await
-    .expect("files_read")
-    .content;
+    .await;
     assert_eq!(out, "pipe: error WrongKind");
     assert_healthy(&p).await;
 }
@@ -709,14 +852,12 @@ async fn files_interface_keeps_to_its_budgets() {
     let sb = Sandbox::new();
     let p = adversary(&sb, &format!("{RW}\nlimits = {{ host_calls = 1000 }}")).await;
     // Bytes: "hello from the workspace\n" is 25 bytes; 40 allow one copy.
-    let out = call(
+    let out = output(
         &p,
         "files_read",
         json!({"paths": ["hello.txt", "hello.txt"], "max_bytes": 40}),
     )
-    .await
-    .expect("files_read")
-    .content;
+    .await;
     assert_eq!(
         out,
         "hello.txt: hello from the workspace\nhello.txt: error OverBudget"
@@ -740,36 +881,30 @@ async fn memory_is_wiped_between_calls() {
     let sb = Sandbox::new();
     let p = adversary(&sb, RW).await;
     // The scan works: a marker planted in the same call is found.
-    let control = call(
+    let control = output(
         &p,
         "scan_memory",
         json!({"key": 7, "mib": 1, "plant": true}),
     )
-    .await
-    .expect("control scan")
-    .content;
+    .await;
     assert!(control.starts_with("found 1 in"), "{control}");
     for _ in 0..3 {
         // One call fills 8 MiB with the marker; the next, in a fresh
         // instance that may reuse the same memory slot, grows its memory
         // past that and finds nothing.
-        let wrote = call(
+        let wrote = output(
             &p,
             "mark_memory",
             json!({"key": 7, "mib": 8, "plant": false}),
         )
-        .await
-        .expect("mark")
-        .content;
+        .await;
         assert!(wrote.starts_with("wrote"), "{wrote}");
-        let scan = call(
+        let scan = output(
             &p,
             "scan_memory",
             json!({"key": 7, "mib": 16, "plant": false}),
         )
-        .await
-        .expect("scan")
-        .content;
+        .await;
         assert!(scan.starts_with("found 0 in"), "{scan}");
         // It looked at least where the marks were.
         let scanned: usize = scan

@@ -5,7 +5,9 @@
 //! and `list_files` lists a directory in one host call with the same
 //! entries and rules as before.
 
-use crate::guard::{answer_turn, call_turn, cassette, events, find, label, labels};
+use crate::guard::{cassette, events, find, label, labels};
+use crate::support::cassette::{answer_turn, call_turn};
+use crate::support::output::printed;
 use crate::*;
 use corral_test_programs::{ADVERSARY, ECHO};
 use serde_json::json;
@@ -103,11 +105,7 @@ fn list_files_still_refuses_what_it_refused() {
         &["tool", "call", "list_files", "--args", r#"{"path":"out"}"#],
     );
     assert_ne!(o.status.code(), Some(0));
-    let all = format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    );
+    let all = printed(&o);
     assert!(!all.contains("secret.txt"), "{all}");
 }
 

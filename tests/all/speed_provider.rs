@@ -5,6 +5,8 @@
 //! within its default 256 MiB memory limit.
 
 use crate::mock::*;
+use crate::support::log::session_log;
+use crate::support::output::json_events;
 use crate::*;
 use serde_json::{Value, json};
 use std::io::Write as _;
@@ -16,14 +18,6 @@ fn manifest(port: u16, extra: &str) -> String {
          config = {{ base_url = \"http://127.0.0.1:{port}/v1\", model = \"big\", stall_timeout_ms = 20000 }}\n\
          {extra}"
     )
-}
-
-/// The JSON events a `corral run --json` printed.
-fn json_events(out: &std::process::Output) -> Vec<Value> {
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .collect()
 }
 
 fn chunk(delta: &Value, finish: &Value) -> String {
@@ -247,18 +241,7 @@ fn a_200k_event_conversation_passes_through_the_provider_plugin() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let root = cli.home.path().join("data/corral/sessions");
-    let dir = std::fs::read_dir(root)
-        .expect("sessions")
-        .next()
-        .expect("a workspace")
-        .expect("entry")
-        .path();
-    let log = std::fs::read_dir(dir)
-        .expect("dir")
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .find(|p| p.extension().is_some_and(|e| e == "jsonl"))
-        .expect("the session log");
+    let log = session_log(&cli);
     grow_log(&log, EVENTS);
 
     let out = cli.run(

@@ -6,6 +6,7 @@
 
 use crate::agent::{KEYS, OPENAI_KEY, manifest};
 use crate::mock::*;
+use crate::support::log::kind;
 use crate::*;
 use serde_json::{Value, json};
 use std::io::BufRead;
@@ -46,10 +47,6 @@ fn setup(port: u16) -> (Sandbox, Cli) {
     text.push_str(&manifest(port, 9, ""));
     std::fs::write(&user, text).expect("user manifest");
     (sb, cli)
-}
-
-fn kind(e: &Value) -> &str {
-    e["type"].as_str().unwrap_or_default()
 }
 
 /// Events that are written to the log (the others only go to the screen).
@@ -108,7 +105,7 @@ fn no_fsync_before_the_first_request_and_at_most_one_per_iteration() {
     let err = String::from_utf8_lossy(&o.stderr).into_owned();
     assert_eq!(o.status.code(), Some(0), "{out}\n{err}");
     assert!(out.contains("All done."), "{out}");
-    let log = crate::agent::session_log(&cli);
+    let log = crate::support::log::session_log(&cli);
     let records = corral_core::session::read(&log).expect("log");
     let seq_of = |what: &str| {
         records
@@ -205,7 +202,7 @@ fn sigkill_at_every_event_boundary_loses_nothing_shown_and_resumes() {
         let server = MockServer::start(|_, req| scripted(req));
         let (sb, cli) = setup(server.port);
         let shown = run_and_kill_at(&cli, &sb, at);
-        let log = crate::agent::session_log(&cli);
+        let log = crate::support::log::session_log(&cli);
         let before = log_events(&log);
         // Everything shown that the log keeps is in it, in order: in
         // particular every result and the turn's end (what the user was

@@ -6,19 +6,12 @@
 //! unused plugin is not read by a call of another one, and compiling a
 //! plugin on its first use says so on stderr.
 
+use crate::support::output::{stderr, stdout};
 use crate::*;
 use corral_test_programs::{ECHO, TRUSTPIN};
 use std::io::{BufRead as _, Write as _};
 use std::path::Path;
 use std::process::{Output, Stdio};
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
 
 /// Names of the files (not directories) directly in `dir`; none when it
 /// does not exist.

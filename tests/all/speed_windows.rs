@@ -5,21 +5,15 @@
 //! refuses a request.
 
 use crate::mock::*;
+use crate::support::manifest::openai_plugin;
 use crate::*;
 use serde_json::{Value, json};
 
 const KEYS: [(&str, &str); 1] = [("TEST_OPENAI_KEY", "sk-test-openai-0123456789")];
 
 fn manifest(port: u16, model: &str) -> String {
-    format!(
-        r#"
-[plugins.openai]
-source = "builtin:openai"
-grants.net = ["http://127.0.0.1:{port}"]
-grants.secrets = [{{ origin = "http://127.0.0.1:{port}", header = "authorization", value = "Bearer ${{env:TEST_OPENAI_KEY}}" }}]
-config = {{ base_url = "http://127.0.0.1:{port}/v1", stall_timeout_ms = 2000, model = "{model}", models_endpoint = "true" }}
-"#
-    )
+    let config = format!(r#"stall_timeout_ms = 2000, model = "{model}", models_endpoint = "true""#);
+    format!("\n{}", openai_plugin(port, &config, ""))
 }
 
 /// The windows a `corral run --json` reported against a server that

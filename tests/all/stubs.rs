@@ -7,19 +7,12 @@
 //! Interfaces corral does not know are still refused at load, with the
 //! likely cause.
 
+use crate::support::output::{stderr, stdout};
+use crate::support::run::tool_call;
 use crate::*;
 use corral_test_programs::{ECHO, STUBS, STUBS_UNKNOWN};
 use serde_json::{Value, json};
 use std::net::TcpListener;
-use std::process::Output;
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
 
 /// The stubs guest as plugin `stubs`, granted only the workspace, read-only.
 /// Its `source` is on line 2 of the file.
@@ -36,13 +29,6 @@ fn project() -> (Sandbox, Cli) {
     let sb = Sandbox::new();
     sb.write("corral.toml", &fs_only());
     (sb, Cli::new())
-}
-
-fn tool_call(cli: &Cli, sb: &Sandbox, tool: &str, args: Value) -> Output {
-    cli.run(
-        &sb.ws(),
-        &["tool", "call", tool, "--args", &args.to_string()],
-    )
 }
 
 /// A listener on loopback that accepts nothing by itself, so any connection

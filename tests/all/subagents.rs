@@ -3,48 +3,15 @@
 //! `task` subagents — in parallel, read-only, linked logs, Ctrl-C — and
 //! subagents in git worktrees whose diff waits for the user's approval.
 
+use crate::support::cassette::{answer_turn, calls_turn, slow_answer_turn};
+use crate::support::log::{all_events, of_type};
+use crate::support::output::assert_exit;
+use crate::support::process::{HANG, events, wait_bounded, wait_for};
 use crate::*;
 use serde_json::{Value, json};
-use std::io::{BufRead as _, Write as _};
-use std::process::{Child, Stdio};
-use std::sync::mpsc;
+use std::io::Write as _;
+use std::process::Stdio;
 use std::time::{Duration, Instant};
-
-/// Longest a run may take before the test gives up on it.
-const HANG: Duration = Duration::from_secs(90);
-
-pub(crate) fn call_turn(calls: &[(&str, &str, Value)]) -> Value {
-    let calls: Vec<Value> = calls
-        .iter()
-        .map(|(id, tool, args)| json!({"id": id, "name": tool, "arguments": args.to_string()}))
-        .collect();
-    let events: Vec<Value> = calls
-        .iter()
-        .map(|c| json!({"type": "tool_call_completed", "call": c}))
-        .collect();
-    json!({
-        "events": events,
-        "response": {"message": {"text": "", "tool_calls": calls}, "finish_reason": "tool_calls"}
-    })
-}
-
-pub(crate) fn answer_turn(text: &str) -> Value {
-    json!({
-        "events": [{"type": "text_delta", "text": text}],
-        "response": {"message": {"text": text, "tool_calls": []}, "finish_reason": "stop"}
-    })
-}
-
-/// A slow answer: `n` streamed pieces (the replay plugin pauses between them).
-pub(crate) fn slow_answer_turn(text: &str, n: usize) -> Value {
-    let events: Vec<Value> = (0..n)
-        .map(|_| json!({"type": "text_delta", "text": "."}))
-        .collect();
-    json!({
-        "events": events,
-        "response": {"message": {"text": text, "tool_calls": []}, "finish_reason": "stop"}
-    })
-}
 
 /// A project whose replay provider plays `c.cassette.json`, in `mode`.
 pub(crate) fn project(sb: &Sandbox, mode: &str, delay_ms: u64, turns: Value, agents: Value) {
@@ -58,54 +25,14 @@ pub(crate) fn project(sb: &Sandbox, mode: &str, delay_ms: u64, turns: Value, age
              limits = {{ timeout_ms = 120000 }}\n"
         ),
     );
-    sb.write(
-        "c.cassette.json",
-        &json!({"version": 1, "turns": turns, "agents": agents}).to_string(),
-    );
-}
-
-/// Every session log of the workspace, oldest first, read as events.
-pub(crate) fn logs(cli: &Cli) -> Vec<Vec<Value>> {
-    let root = cli.home.path().join("data/corral/sessions");
-    let ws_dir = std::fs::read_dir(&root)
-        .expect("sessions")
-        .next()
-        .expect("one workspace")
-        .expect("entry")
-        .path();
-    let mut paths: Vec<_> = std::fs::read_dir(&ws_dir)
-        .expect("logs")
-        .map(|e| e.expect("entry").path())
-        .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
-        .collect();
-    paths.sort();
-    let logs: Vec<Vec<Value>> = paths
-        .iter()
-        .map(|p| {
-            std::fs::read_to_string(p)
-                .expect("log")
-                .lines()
-                .map(|l| serde_json::from_str::<Value>(l).expect("record")["event"].clone())
-                .collect()
-        })
-        .collect();
-    // A child's log names its parent's call by the parent's id for it.
-    let lens: Vec<usize> = logs.iter().map(Vec::len).collect();
-    let mut all = with_model_ids(logs.into_iter().flatten().collect()).into_iter();
-    lens.iter()
-        .map(|&n| all.by_ref().take(n).collect())
-        .collect()
-}
-
-pub(crate) fn of_type<'a>(log: &'a [Value], ty: &str) -> Vec<&'a Value> {
-    log.iter().filter(|e| e["type"] == ty).collect()
+    crate::support::cassette::write_with_agents(sb, "c.cassette.json", &turns, &agents);
 }
 
 /// The parent's log and its children's, by the call that started each.
 pub(crate) fn family(cli: &Cli) -> (Vec<Value>, Vec<(String, Vec<Value>)>) {
     let mut parent = None;
     let mut children = Vec::new();
-    for log in logs(cli) {
+    for log in all_events(cli) {
         match log.iter().find(|e| e["type"] == "subagent_started") {
             Some(linked) => children.push((
                 linked["parent_call"].as_str().expect("call").to_owned(),
@@ -116,57 +43,6 @@ pub(crate) fn family(cli: &Cli) -> (Vec<Value>, Vec<(String, Vec<Value>)>) {
     }
     children.sort_by(|a, b| a.0.cmp(&b.0));
     (parent.expect("the parent's log"), children)
-}
-
-pub(crate) fn wait_bounded(child: &mut Child) -> Option<i32> {
-    let started = Instant::now();
-    loop {
-        if let Some(status) = child.try_wait().expect("wait") {
-            return status.code();
-        }
-        if started.elapsed() > HANG {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("corral still running after {HANG:?}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-/// Stdout lines as JSON events, as they come.
-pub(crate) fn events(child: &mut Child) -> mpsc::Receiver<Value> {
-    let out = child.stdout.take().expect("stdout");
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let mut ids = ModelIds::default();
-        for line in std::io::BufReader::new(out).lines() {
-            let Ok(line) = line else { break };
-            if let Ok(v) = serde_json::from_str::<Value>(&line)
-                && tx.send(ids.apply(v)).is_err()
-            {
-                break;
-            }
-        }
-    });
-    rx
-}
-
-/// Waits for the first event `pred` accepts.
-pub(crate) fn wait_for(
-    rx: &mpsc::Receiver<Value>,
-    what: &str,
-    pred: impl Fn(&Value) -> bool,
-) -> Value {
-    let deadline = Instant::now() + HANG;
-    let mut seen = Vec::new();
-    loop {
-        let left = deadline.saturating_duration_since(Instant::now());
-        match rx.recv_timeout(left) {
-            Ok(v) if pred(&v) => return v,
-            Ok(v) => seen.push(v),
-            Err(e) => panic!("no {what} ({e}) in {seen:#?}"),
-        }
-    }
 }
 
 const ASK_A: &str = "Read a.txt and say what it holds.";
@@ -182,12 +58,12 @@ fn two_read_only_subagents_run_in_parallel_and_answer_in_call_order() {
         "ask",
         0,
         json!([
-            call_turn(&[
+            calls_turn(&[
                 ("call_a", "task", json!({"prompt": ASK_A})),
                 ("call_b", "task", json!({"prompt": ASK_B})),
             ]),
             // The parent itself may ask to write (and, not interactive, is refused).
-            call_turn(&[(
+            calls_turn(&[(
                 "call_w",
                 "write_file",
                 json!({"path": "p.txt", "content": "x"})
@@ -196,13 +72,13 @@ fn two_read_only_subagents_run_in_parallel_and_answer_in_call_order() {
         ]),
         json!([
             {"prompt": ASK_A, "turns": [
-                call_turn(&[("c1", "read_file", json!({"path": "a.txt"}))]),
-                call_turn(&[("c2", "write_file", json!({"path": "x.txt", "content": "pwned"}))]),
-                call_turn(&[("c3", "list_files", json!({}))]),
+                calls_turn(&[("c1", "read_file", json!({"path": "a.txt"}))]),
+                calls_turn(&[("c2", "write_file", json!({"path": "x.txt", "content": "pwned"}))]),
+                calls_turn(&[("c3", "list_files", json!({}))]),
                 answer_turn("a.txt holds alpha"),
             ]},
             {"prompt": ASK_B, "turns": [
-                call_turn(&[
+                calls_turn(&[
                     ("c0", "task", json!({"prompt": "go deeper"})),
                     ("c1", "read_file", json!({"path": "b.txt"})),
                 ]),
@@ -375,12 +251,12 @@ fn a_child_asking_for_more_than_its_parent_gets_nothing() {
         0,
         json!([
             // write_file is the parent's, but a read-only parent cannot hand out writes.
-            call_turn(&[(
+            calls_turn(&[(
                 "call_a",
                 "task",
                 json!({"prompt": ASK_A, "tools": ["read_file", "write_file"]})
             )]),
-            call_turn(&[(
+            calls_turn(&[(
                 "call_b",
                 "task",
                 json!({"prompt": ASK_B, "tools": ["no_such_tool"]})
@@ -391,12 +267,7 @@ fn a_child_asking_for_more_than_its_parent_gets_nothing() {
     );
     let cli = Cli::new();
     let o = cli.run(&sb.ws(), &["run", "--json", "go"]);
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    assert_exit(&o, 0);
     let (parent, children) = family(&cli);
     assert!(children.is_empty(), "{children:?}");
     let perm = of_type(&parent, "permission")
@@ -438,7 +309,7 @@ fn ctrl_c_stops_the_parent_and_every_child() {
         "ask",
         100,
         json!([
-            call_turn(&[
+            calls_turn(&[
                 ("call_a", "task", json!({"prompt": ASK_A})),
                 ("call_b", "task", json!({"prompt": ASK_B})),
             ]),
@@ -459,7 +330,7 @@ fn ctrl_c_stops_the_parent_and_every_child() {
     let rx = events(&mut child);
     // Both children are asking their model (in whichever order they started).
     let streaming = std::cell::RefCell::new(std::collections::BTreeSet::new());
-    wait_for(&rx, "both children streaming", |e| {
+    wait_for(&rx, HANG, "both children streaming", |e| {
         if e["type"] == "subagent" && e["event"]["type"] == "request_begin" {
             streaming.borrow_mut().insert(e["call_id"].to_string());
         }
@@ -469,7 +340,7 @@ fn ctrl_c_stops_the_parent_and_every_child() {
     let rc = unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
     assert_eq!(rc, 0);
     let started = Instant::now();
-    assert_eq!(wait_bounded(&mut child), Some(130));
+    assert_eq!(wait_bounded(&mut child, HANG), Some(130));
     assert!(started.elapsed() < Duration::from_secs(30));
 
     let (parent, children) = family(&cli);
@@ -521,7 +392,7 @@ fn fixer(sb: &Sandbox) {
         "auto-edit",
         0,
         json!([
-            call_turn(&[(
+            calls_turn(&[(
                 "call_t",
                 "task",
                 json!({"prompt": FIX, "tools": ["read_file", "edit_file"], "worktree": "fix"})
@@ -529,7 +400,7 @@ fn fixer(sb: &Sandbox) {
             answer_turn("The subagent fixed it."),
         ]),
         json!([{"prompt": FIX, "turns": [
-            call_turn(&[("e1", "edit_file", json!({"path": "notes.txt", "old_string": "TODO", "new_string": "DONE"}))]),
+            calls_turn(&[("e1", "edit_file", json!({"path": "notes.txt", "old_string": "TODO", "new_string": "DONE"}))]),
             answer_turn("Marked it DONE."),
         ]}]),
     );
@@ -552,7 +423,7 @@ fn a_worktree_subagent_changes_the_workspace_only_once_approved() {
         .spawn()
         .expect("spawn");
     let rx = events(&mut child);
-    let asked = wait_for(&rx, "the diff's approval", |e| {
+    let asked = wait_for(&rx, HANG, "the diff's approval", |e| {
         e["type"] == "approval_requested"
     });
     assert_eq!(asked["call"]["id"], "call_t");
@@ -574,7 +445,7 @@ fn a_worktree_subagent_changes_the_workspace_only_once_approved() {
     )
     .expect("answer");
     drop(stdin);
-    assert_eq!(wait_bounded(&mut child), Some(0));
+    assert_eq!(wait_bounded(&mut child, HANG), Some(0));
     assert_eq!(
         std::fs::read_to_string(sb.ws().join("notes.txt")).expect("notes"),
         "- DONE: ship it\n"
@@ -607,12 +478,7 @@ fn an_unapproved_worktree_diff_is_kept_as_a_patch() {
     fixer(&sb);
     let cli = Cli::new();
     let o = cli.run(&sb.ws(), &["run", "--json", "fix it"]);
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    assert_exit(&o, 0);
     assert_eq!(
         std::fs::read_to_string(sb.ws().join("notes.txt")).expect("notes"),
         "- TODO: ship it\n"
@@ -635,7 +501,7 @@ fn an_unapproved_worktree_diff_is_kept_as_a_patch() {
     );
     // `run --worktree` the same way: nothing applied without --yes, then applied with it.
     let plain = json!([
-        call_turn(&[(
+        calls_turn(&[(
             "e1",
             "edit_file",
             json!({"path": "notes.txt", "old_string": "TODO", "new_string": "DONE"})
@@ -677,7 +543,7 @@ fn the_plan_and_cut_outputs_through_the_host_tools() {
         "ask",
         0,
         json!([
-            call_turn(&[(
+            calls_turn(&[(
                 "p1",
                 "update_plan",
                 json!({"plan": [
@@ -685,8 +551,8 @@ fn the_plan_and_cut_outputs_through_the_host_tools() {
                     {"step": "report", "status": "pending"}
                 ]})
             )]),
-            call_turn(&[("r1", "read_file", json!({"path": "big.txt"}))]),
-            call_turn(&[
+            calls_turn(&[("r1", "read_file", json!({"path": "big.txt"}))]),
+            calls_turn(&[
                 (
                     "o1",
                     "read_output",
@@ -705,12 +571,7 @@ fn the_plan_and_cut_outputs_through_the_host_tools() {
     );
     let cli = Cli::new();
     let o = cli.run(&sb.ws(), &["run", "--json", "go"]);
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    assert_exit(&o, 0);
     let (log, _) = family(&cli);
     let plan = of_type(&log, "plan_updated");
     assert_eq!(plan.len(), 1);
@@ -769,7 +630,7 @@ fn ctrl_c_in_a_worktree_subagent_keeps_its_diff_and_removes_the_worktree() {
         "auto-edit",
         100,
         json!([
-            call_turn(&[(
+            calls_turn(&[(
                 "call_t",
                 "task",
                 json!({"prompt": FIX, "tools": ["edit_file"], "worktree": true})
@@ -777,7 +638,7 @@ fn ctrl_c_in_a_worktree_subagent_keeps_its_diff_and_removes_the_worktree() {
             answer_turn("never"),
         ]),
         json!([{"prompt": FIX, "turns": [
-            call_turn(&[("e1", "edit_file", json!({"path": "notes.txt", "old_string": "TODO", "new_string": "DONE"}))]),
+            calls_turn(&[("e1", "edit_file", json!({"path": "notes.txt", "old_string": "TODO", "new_string": "DONE"}))]),
             slow_answer_turn("never", 600),
         ]}]),
     );
@@ -789,7 +650,7 @@ fn ctrl_c_in_a_worktree_subagent_keeps_its_diff_and_removes_the_worktree() {
         .spawn()
         .expect("spawn");
     let rx = events(&mut child);
-    wait_for(&rx, "the child's second request", |e| {
+    wait_for(&rx, HANG, "the child's second request", |e| {
         e["type"] == "subagent"
             && e["event"]["type"] == "request_begin"
             && e["event"]["iteration"] == 2
@@ -797,7 +658,7 @@ fn ctrl_c_in_a_worktree_subagent_keeps_its_diff_and_removes_the_worktree() {
     // SAFETY: signalling the child we started.
     let rc = unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
     assert_eq!(rc, 0);
-    assert_eq!(wait_bounded(&mut child), Some(130));
+    assert_eq!(wait_bounded(&mut child, HANG), Some(130));
     assert_eq!(
         std::fs::read_to_string(sb.ws().join("notes.txt")).expect("notes"),
         "- TODO: ship it\n"

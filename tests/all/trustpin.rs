@@ -2,35 +2,13 @@
 //! files a project manifest names, and one component declared many times is
 //! loaded once. Driven through the `corral` binary.
 
+use crate::support::files::{place, sha256_of};
+use crate::support::output::{stderr, stdout};
 use crate::*;
 use corral_test_programs::{ECHO, TRUSTPIN};
 use sha2::Digest as _;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn sha256_of(path: &str) -> String {
-    hex::encode(sha2::Sha256::digest(
-        std::fs::read(path).expect("read component"),
-    ))
-}
-
-/// Puts a copy of the component `from` at `rel` in the workspace.
-fn place(sb: &Sandbox, from: &str, rel: &str) {
-    let to = sb.ws().join(rel);
-    std::fs::create_dir_all(to.parent().expect("parent")).expect("mkdir");
-    // Replaced, not rewritten in place, as a build or a checkout would.
-    let tmp = to.with_extension("new");
-    std::fs::copy(from, &tmp).expect("copy component");
-    std::fs::rename(&tmp, &to).expect("rename component");
-}
 
 /// Runs `cmd`, killing it if it is still running after `limit`: a guard
 /// against a hang, not a measurement.

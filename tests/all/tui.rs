@@ -2,6 +2,7 @@
 //! in a terminal (a tmux pane of its own server), the replay provider
 //! playing a cassette, keys sent and the screen read back.
 
+use crate::support::cassette::{self, streamed_turn};
 use crate::*;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
@@ -18,6 +19,23 @@ pub(crate) struct Pane {
 }
 
 impl Pane {
+    /// The pid of the program the pane's shell runs (corral).
+    pub(crate) fn corral_pid(&self) -> String {
+        let out = self
+            .tmux()
+            .args(["display", "-p", "-t", "ui", "#{pane_pid}"])
+            .output()
+            .expect("pane pid");
+        let shell = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+        let children = std::fs::read_to_string(format!("/proc/{shell}/task/{shell}/children"))
+            .expect("the shell's children");
+        children
+            .split_whitespace()
+            .next()
+            .expect("corral runs")
+            .to_owned()
+    }
+
     /// Starts `command` (a shell command line) in a 100×30 pane.
     pub(crate) fn start(command: &str) -> Option<Self> {
         if Command::new("tmux").arg("-V").output().is_err() {
@@ -148,30 +166,6 @@ pub(crate) fn quote(p: &Path) -> String {
     format!("'{}'", p.display().to_string().replace('\'', r"'\''"))
 }
 
-pub(crate) fn turn(text: &str, calls: Vec<Value>, chunk: usize) -> Value {
-    let chars: Vec<char> = text.chars().collect();
-    let mut events: Vec<Value> = chars
-        .chunks(chunk)
-        .map(|c| json!({"type": "text_delta", "text": c.iter().collect::<String>()}))
-        .collect();
-    for call in &calls {
-        events.push(json!({"type": "tool_call_completed", "call": call}));
-    }
-    let finish = if calls.is_empty() {
-        "stop"
-    } else {
-        "tool_calls"
-    };
-    json!({
-        "events": events,
-        "response": {
-            "message": {"text": text, "tool_calls": calls},
-            "finish_reason": finish,
-            "usage": {"input_tokens": 1200, "output_tokens": 40}
-        }
-    })
-}
-
 const PLAN: &str = "## Plan\n\nI will **write** `notes.txt`:\n\n```rust\nfn main() {}\n```\n";
 
 /// A prompt, a streamed answer, a write approved in the modal, a second
@@ -187,12 +181,12 @@ fn a_session_in_the_terminal_ui() {
     });
     let slow = "This answer streams slowly. ".repeat(60);
     let turns = json!([
-        turn(PLAN, vec![write], 3),
-        turn("Wrote notes.txt.", vec![], 3),
-        turn("Second answer.", vec![], 3),
-        turn(&slow, vec![], 2),
+        streamed_turn(PLAN, vec![write], 3),
+        streamed_turn("Wrote notes.txt.", vec![], 3),
+        streamed_turn("Second answer.", vec![], 3),
+        streamed_turn(&slow, vec![], 2),
     ]);
-    sb.write("c.json", &json!({"version": 1, "turns": turns}).to_string());
+    cassette::write(&sb, "c.json", &turns);
     sb.write(
         "corral.toml",
         "[agent]\nprovider = \"replay\"\n\n[plugins.replay]\nsource = \"builtin:replay\"\n\
@@ -333,7 +327,7 @@ fn sigterm_restores_the_terminal() {
     let sb = Sandbox::new();
     sb.write(
         "c.json",
-        &json!({"version": 1, "turns": [turn("Hi.", vec![], 3)]}).to_string(),
+        &cassette::text(&[streamed_turn("Hi.", vec![], 3)]),
     );
     sb.write(
         "corral.toml",
@@ -358,15 +352,7 @@ fn sigterm_restores_the_terminal() {
         return;
     };
     pane.wait_for("ask anything");
-    let out = pane
-        .tmux()
-        .args(["display", "-p", "-t", "ui", "#{pane_pid}"])
-        .output()
-        .expect("pane pid");
-    let shell = String::from_utf8_lossy(&out.stdout).trim().to_owned();
-    let children = std::fs::read_to_string(format!("/proc/{shell}/task/{shell}/children"))
-        .expect("the shell's children");
-    let corral = children.split_whitespace().next().expect("corral runs");
+    let corral = &pane.corral_pid();
     let ok = Command::new("kill")
         .args(["-TERM", corral])
         .status()

@@ -2,9 +2,9 @@
 //! answer does not hang the UI, Ctrl-C interrupts it while it streams, and
 //! closing the terminal ends corral with the session closed as interrupted.
 
-use crate::tui::{Pane, turn};
+use crate::support::cassette::{self, streamed_turn};
+use crate::tui::Pane;
 use crate::*;
-use serde_json::json;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -14,7 +14,7 @@ fn ui_streaming(text: &str, chunk: usize, delay_ms: u64) -> Option<(Sandbox, Cli
     let sb = Sandbox::new();
     sb.write(
         "c.json",
-        &json!({"version": 1, "turns": [turn(text, vec![], chunk)]}).to_string(),
+        &cassette::text(&[streamed_turn(text, vec![], chunk)]),
     );
     sb.write(
         "corral.toml",
@@ -50,23 +50,6 @@ fn long_answer(bytes: usize, last: &str) -> String {
     text.push_str(last);
     text.push('\n');
     text
-}
-
-/// The pid of the program the pane's shell runs (corral).
-fn corral_pid(pane: &Pane) -> String {
-    let out = pane
-        .tmux()
-        .args(["display", "-p", "-t", "ui", "#{pane_pid}"])
-        .output()
-        .expect("pane pid");
-    let shell = String::from_utf8_lossy(&out.stdout).trim().to_owned();
-    let children = std::fs::read_to_string(format!("/proc/{shell}/task/{shell}/children"))
-        .expect("the shell's children");
-    children
-        .split_whitespace()
-        .next()
-        .expect("corral runs")
-        .to_owned()
 }
 
 /// Every session log's text under the test's data directory.
@@ -152,7 +135,7 @@ fn closing_the_terminal_ends_corral_and_closes_the_session() {
     pane.press("Enter");
     pane.wait_for("of a long answer");
     std::thread::sleep(Duration::from_secs(2));
-    let pid = corral_pid(&pane);
+    let pid = pane.corral_pid();
     let ok = pane
         .tmux()
         .args(["kill-session", "-t", "ui"])

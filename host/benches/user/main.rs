@@ -34,7 +34,7 @@ mod proc;
 mod tree;
 
 use common::{load, report};
-use corral_core::agent::{Dispatcher, NoApprover, Sink};
+use corral_core::call::{Dispatcher, NoApprover, Sink};
 use corral_core::hooks::Hooks;
 use corral_manifest::{DEFAULTS, DEFAULTS_NAME, Layer, from_layers};
 use corral_policy::Policy;
@@ -1340,11 +1340,13 @@ fn list_files(cfg: &Cfg, bins: &[Bin], tree: &Result<tree::Tree, String>) -> Row
 /// Events of a measured dispatch, dropped.
 struct Discard;
 
-impl Sink for Discard {
+impl corral_core::hooks::Emit for Discard {
     fn emit(&mut self, _: Event) -> anyhow::Result<()> {
         Ok(())
     }
+}
 
+impl Sink for Discard {
     fn save_artifact(&self, _: &str, _: &str) -> Option<std::io::Result<PathBuf>> {
         None
     }
@@ -1398,7 +1400,7 @@ fn hook(cfg: &Cfg, rt: &tokio::runtime::Runtime, runtime: &Runtime) -> Row {
     let per = |d: &Dispatcher, iters: u32| {
         let t = Instant::now();
         for _ in 0..iters {
-            let (outcome, _) = ok(rt.block_on(d.dispatch(&call, &mut Discard, &cancel)));
+            let outcome = ok(rt.block_on(d.run_one(&call, &mut Discard, &cancel)));
             assert!(!outcome.is_error, "{}", outcome.content);
         }
         t.elapsed() / iters

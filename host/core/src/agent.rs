@@ -9,27 +9,23 @@
 //! model as tool errors; consecutive read-only calls run in parallel, and
 //! their results are recorded in call order.
 
-mod approval;
 mod backlog;
 mod budget;
 mod cassette;
 mod compact;
-mod dispatch;
 mod history;
 mod host_tools;
 mod subagent;
 
-pub use crate::call::{CallOutcome, Sink};
-pub use approval::{Answer, Approver, NoApprover, OpApprover, YesApprover};
 pub use backlog::{BACKLOG_BYTES, Backlog};
 pub use budget::{BYTES_PER_TOKEN, Budget, DEFAULT_COMPACT_AT, DEFAULT_WINDOW, request_bytes};
 pub use cassette::write as write_cassette;
 pub use compact::{SUMMARY_PROMPT, apply as apply_compaction, summary_request};
-pub use dispatch::{Checked, Dispatcher};
 pub use history::replay_history;
 pub use host_tools::{HOST_TOOLS, HostTool};
 pub use subagent::{SubagentEnv, SubagentOptions};
 
+use crate::call::{Approver, Dispatcher, Emit, NoApprover, Sink};
 use crate::log::{Record, SessionLog};
 use crate::protocol::{
     ChatRequest, ChatResponse, Event, FinishReason, Message, Mode, ProviderError, StopReason,
@@ -213,7 +209,7 @@ struct Out<'a> {
     ui: &'a UnboundedSender<Event>,
 }
 
-impl Sink for Out<'_> {
+impl Emit for Out<'_> {
     fn emit(&mut self, event: Event) -> anyhow::Result<()> {
         if event.is_logged() {
             self.log
@@ -223,9 +219,15 @@ impl Sink for Out<'_> {
         let _ = self.ui.send(event);
         Ok(())
     }
+}
 
+impl Sink for Out<'_> {
     fn save_artifact(&self, name: &str, content: &str) -> Option<std::io::Result<PathBuf>> {
         Some(self.log.save_artifact(name, content))
+    }
+
+    fn flush(&mut self) -> futures::future::BoxFuture<'_, anyhow::Result<()>> {
+        Box::pin(sync(self.log.durability()))
     }
 }
 
@@ -444,11 +446,7 @@ impl Agent {
     /// Puts the log on disk, off the async runtime's threads: before a
     /// tool's effects happen and at the end of a turn.
     async fn sync_log(&self) -> anyhow::Result<()> {
-        let durable = self.log.durability();
-        tokio::task::spawn_blocking(move || durable.sync())
-            .await
-            .context("the session-log sync thread panicked")?
-            .context("cannot write the session log to disk")
+        sync(self.log.durability()).await
     }
 
     /// The conversation so far.
@@ -537,57 +535,10 @@ impl Agent {
         ui: &UnboundedSender<Event>,
         cancel: &CancellationToken,
     ) -> anyhow::Result<StopReason> {
-        self.frame = None;
-        if let Some(event) = self.announce.take() {
-            let _ = ui.send(event);
+        if let Some(blocked) = self.begin_turn(prompt, ui).await? {
+            return self.stop(ui, StopReason::PermissionDenied, Some(blocked));
         }
-        self.turn += 1;
-        self.emit(ui, Event::TurnBegin { turn: self.turn })?;
-        let session_id = self.log.id().to_owned();
-        let mut out = Out {
-            log: &mut self.log,
-            ui,
-        };
-        self.hooks.start(&session_id, &mut out).await?;
-        if let Some(prompt) = prompt {
-            let text = match self.hooks.prompt(prompt, &mut out).await? {
-                Ok(text) => text,
-                Err(blocked) => return self.stop(ui, StopReason::PermissionDenied, Some(blocked)),
-            };
-            self.emit(
-                ui,
-                Event::UserMessage {
-                    text: prompt.to_owned(),
-                },
-            )?;
-            self.history.push(Message::User { text });
-        }
-        let mut tools: Vec<_> = self
-            .plugins()
-            .tools()
-            .into_iter()
-            .filter(|(_, t)| self.offers(&t.name))
-            .map(|(_, t)| t.clone())
-            .collect();
-        let host: Vec<_> = self
-            .dispatcher
-            .host_tools()
-            .iter()
-            .map(|t| t.spec())
-            .collect();
-        let git_status = self.git_status.clone();
-        let mut system = self.hooks.system_prompt(crate::context::system_prompt(
-            &self.workspace,
-            &self.options.cwd,
-            self.plugins(),
-            git_status.get().await,
-        ));
-        system.push_str(&crate::context::host_tools_section(&host));
-        if let Some(offered) = &self.options.tools {
-            system.push_str(&crate::context::subagent_section(offered));
-        }
-        tools.extend(host);
-
+        let (system, tools) = self.offer().await;
         // A provider that says the context is exceeded gets one compaction
         // and a retry before the run stops.
         let mut retried = false;
@@ -600,20 +551,14 @@ impl Agent {
                 let limit = b.tool_output_limit(self.options.tool_output_limit);
                 self.dispatcher.set_output_limit(Some(limit));
             }
-            let prompt_hash = {
-                let mut hasher = HashWriter(Sha256::new());
-                let _ = serde_json::to_writer(&mut hasher, &request);
-                hex::encode(hasher.0.finalize())
-            };
             self.emit(
                 ui,
                 Event::RequestBegin {
                     iteration,
-                    prompt_hash,
+                    prompt_hash: prompt_hash(&request),
                     messages: request.messages.len(),
                 },
             )?;
-
             let mut response = match self.ask(&request, ui, cancel).await? {
                 Ok(r) => r,
                 Err(None) => {
@@ -623,33 +568,13 @@ impl Agent {
                         Some("interrupted while the model was answering".into()),
                     );
                 }
-                Err(Some(error)) => {
-                    let exceeded = matches!(error, ProviderError::ContextLength { .. });
-                    let message = error.to_string();
-                    self.emit(ui, Event::ProviderFailed { error })?;
-                    if exceeded && !retried {
+                Err(Some(error)) => match self.provider_failed(error, retried, ui, cancel).await? {
+                    Ok(()) => {
                         retried = true;
-                        match self.compact("context_length", ui, cancel).await? {
-                            compact::Compaction::Done => continue,
-                            compact::Compaction::Interrupted => {
-                                return self.stop(
-                                    ui,
-                                    StopReason::Interrupted,
-                                    Some(
-                                        "interrupted while the history was being compacted".into(),
-                                    ),
-                                );
-                            }
-                            compact::Compaction::Failed => {}
-                        }
+                        continue;
                     }
-                    let reason = if exceeded {
-                        StopReason::ContextExhausted
-                    } else {
-                        StopReason::ProviderError
-                    };
-                    return self.stop(ui, reason, Some(message));
-                }
+                    Err((reason, message)) => return self.stop(ui, reason, Some(message)),
+                },
             };
             retried = false;
             // Before anything is keyed by them: the log, approvals, labels.
@@ -666,30 +591,7 @@ impl Agent {
             self.history
                 .push(Message::Assistant(response.message.clone()));
             if response.message.tool_calls.is_empty() {
-                let mut out = Out {
-                    log: &mut self.log,
-                    ui,
-                };
-                // A subagent's final answer runs `subagent_stop` (with the
-                // task it was given), a session's own runs `stop`.
-                let go_on = if self.options.subagents.parent.is_some() {
-                    let task = self
-                        .history
-                        .iter()
-                        .find_map(|m| match m {
-                            Message::User { text } => Some(text.as_str()),
-                            _ => None,
-                        })
-                        .unwrap_or_default();
-                    self.options
-                        .hooks
-                        .subagent_stop(task, &response.message.text, &mut out)
-                        .await?
-                        .blocked
-                } else {
-                    self.hooks.stop(&response.message.text, &mut out).await?
-                };
-                if let Some(go_on) = go_on {
+                if let Some(go_on) = self.final_answer(&response.message.text, ui).await? {
                     self.history.push(Message::User { text: go_on });
                     continue;
                 }
@@ -715,6 +617,136 @@ impl Agent {
                 "no final answer after {n} iterations (--max-iterations)"
             )),
         )
+    }
+
+    /// The turn's start: its event, the `session_start` hooks (first turn
+    /// only) and the prompt, through its hooks, into the history. `Some`
+    /// is why a hook blocked the prompt.
+    async fn begin_turn(
+        &mut self,
+        prompt: Option<&str>,
+        ui: &UnboundedSender<Event>,
+    ) -> anyhow::Result<Option<String>> {
+        self.frame = None;
+        if let Some(event) = self.announce.take() {
+            let _ = ui.send(event);
+        }
+        self.turn += 1;
+        self.emit(ui, Event::TurnBegin { turn: self.turn })?;
+        let session_id = self.log.id().to_owned();
+        let mut out = Out {
+            log: &mut self.log,
+            ui,
+        };
+        self.hooks.start(&session_id, &mut out).await?;
+        let Some(prompt) = prompt else {
+            return Ok(None);
+        };
+        let text = match self.hooks.prompt(prompt, &mut out).await? {
+            Ok(text) => text,
+            Err(blocked) => return Ok(Some(blocked)),
+        };
+        self.emit(
+            ui,
+            Event::UserMessage {
+                text: prompt.to_owned(),
+            },
+        )?;
+        self.history.push(Message::User { text });
+        Ok(None)
+    }
+
+    /// What the model is offered this turn: the system prompt and the
+    /// tools (the plugins' it may use, then the host's own).
+    async fn offer(&self) -> (String, Vec<crate::protocol::ToolSpec>) {
+        let mut tools: Vec<_> = self
+            .plugins()
+            .tools()
+            .into_iter()
+            .filter(|(_, t)| self.offers(&t.name))
+            .map(|(_, t)| t.clone())
+            .collect();
+        let host = self.dispatcher.host_specs();
+        let git_status = self.git_status.clone();
+        let mut system = self.hooks.system_prompt(crate::context::system_prompt(
+            &self.workspace,
+            &self.options.cwd,
+            self.plugins(),
+            git_status.get().await,
+        ));
+        system.push_str(&crate::context::host_tools_section(&host));
+        if let Some(offered) = &self.options.tools {
+            system.push_str(&crate::context::subagent_section(offered));
+        }
+        tools.extend(host);
+        (system, tools)
+    }
+
+    /// A provider's failure, logged. `Ok` when the history was compacted
+    /// for a retry (once per exceeded context, `retried` says whether it
+    /// was already); `Err` is the stop.
+    async fn provider_failed(
+        &mut self,
+        error: ProviderError,
+        retried: bool,
+        ui: &UnboundedSender<Event>,
+        cancel: &CancellationToken,
+    ) -> anyhow::Result<Result<(), (StopReason, String)>> {
+        let exceeded = matches!(error, ProviderError::ContextLength { .. });
+        let message = error.to_string();
+        self.emit(ui, Event::ProviderFailed { error })?;
+        if exceeded && !retried {
+            match self
+                .compact(crate::protocol::CompactTrigger::ContextLength, ui, cancel)
+                .await?
+            {
+                compact::Compaction::Done => return Ok(Ok(())),
+                compact::Compaction::Interrupted => {
+                    return Ok(Err((
+                        StopReason::Interrupted,
+                        "interrupted while the history was being compacted".into(),
+                    )));
+                }
+                compact::Compaction::Failed => {}
+            }
+        }
+        let reason = if exceeded {
+            StopReason::ContextExhausted
+        } else {
+            StopReason::ProviderError
+        };
+        Ok(Err((reason, message)))
+    }
+
+    /// The hooks of a final answer `text`: a subagent's runs
+    /// `subagent_stop` (with the task it was given), a session's own runs
+    /// `stop`. `Some` is a hook's reason to go on.
+    async fn final_answer(
+        &mut self,
+        text: &str,
+        ui: &UnboundedSender<Event>,
+    ) -> anyhow::Result<Option<String>> {
+        let mut out = Out {
+            log: &mut self.log,
+            ui,
+        };
+        if self.options.subagents.parent.is_none() {
+            return self.hooks.stop(text, &mut out).await;
+        }
+        let task = self
+            .history
+            .iter()
+            .find_map(|m| match m {
+                Message::User { text } => Some(text.as_str()),
+                _ => None,
+            })
+            .unwrap_or_default();
+        Ok(self
+            .options
+            .hooks
+            .subagent_stop(task, text, &mut out)
+            .await?
+            .blocked)
     }
 
     /// Runs the `session_end` hooks; called once when the session closes.
@@ -772,10 +804,9 @@ impl Agent {
         Ok(result.map_err(Some))
     }
 
-    /// Takes the calls of one assistant turn through the dispatcher: each is
-    /// checked and permitted in order (approvals are asked one at a time),
-    /// then they run, consecutive read-only calls together. Returns a stop
-    /// when the run must end.
+    /// Takes the calls of one assistant turn through the pipeline's one
+    /// orchestrator ([`Dispatcher::run_batch`]) and puts their results in
+    /// the history, in call order. Returns a stop when the run must end.
     async fn run_tools(
         &mut self,
         calls: &[ToolCall],
@@ -783,168 +814,26 @@ impl Agent {
         ui: &UnboundedSender<Event>,
         cancel: &CancellationToken,
     ) -> anyhow::Result<Option<(StopReason, String)>> {
-        let mut admitted: Vec<Result<Checked, CallOutcome>> = Vec::with_capacity(calls.len());
-        let mut stop: Option<(StopReason, String)> = None;
-        for call in calls {
-            if let Some((_, why)) = &stop {
-                admitted.push(Err(CallOutcome::Skipped(why.clone())));
-                continue;
-            }
-            let mut checked = match self.dispatcher.check(call, Some(finish)) {
-                Ok(c) => c,
-                Err(invalid) => {
-                    admitted.push(Err(invalid));
-                    continue;
-                }
-            };
-            let mut out = Out {
-                log: &mut self.log,
-                ui,
-            };
-            match self
-                .dispatcher
-                .permit(&mut checked, &mut out, cancel)
-                .await?
-            {
-                None => admitted.push(Ok(checked)),
-                Some(refused) => {
-                    if let CallOutcome::Refused {
-                        message,
-                        stop: true,
-                    } = &refused
-                    {
-                        stop = Some((StopReason::PermissionDenied, message.clone()));
-                    }
-                    admitted.push(Err(refused));
-                }
-            }
-        }
-        let mut i = 0;
-        while i < calls.len() {
-            if let Err(outcome) = &admitted[i] {
-                self.emit(
-                    ui,
-                    Event::ToolCallBegin {
-                        call: calls[i].clone(),
-                    },
-                )?;
-                self.finish_call(ui, &calls[i], outcome.clone(), 0).await?;
-                i += 1;
-                continue;
-            }
-            if let Some((_, why)) = &stop {
-                let why = why.clone();
-                self.emit(
-                    ui,
-                    Event::ToolCallBegin {
-                        call: calls[i].clone(),
-                    },
-                )?;
-                self.finish_call(ui, &calls[i], CallOutcome::Skipped(why), 0)
-                    .await?;
-                i += 1;
-                continue;
-            }
-            // A group: one call, or a run of consecutive read-only calls.
-            let read_only =
-                |a: &Result<Checked, CallOutcome>| a.as_ref().is_ok_and(|c| c.is_read_only());
-            let mut end = i + 1;
-            if read_only(&admitted[i]) {
-                while end < calls.len() && read_only(&admitted[end]) {
-                    end += 1;
-                }
-            }
-            let group: Vec<&Checked> = admitted[i..end].iter().flatten().collect();
-            for checked in &group {
-                self.emit(
-                    ui,
-                    Event::ToolCallBegin {
-                        call: checked.call.clone(),
-                    },
-                )?;
-            }
-            // A call with effects changes the world: the log says so first,
-            // on disk (the answer that asked for it, its permission, its
-            // begin), so a crash from here on cannot forget it ran. Calls
-            // that only read wait for nothing.
-            if group.iter().any(|c| !c.is_read_only()) {
-                self.sync_log().await?;
-            }
-            let started = std::time::Instant::now();
-            let host = self.host_call(ui, cancel);
-            let work = futures::future::join_all(group.iter().map(|c| host_tools::call(c, &host)));
-            let results = tokio::select! {
-                biased;
-                () = cancel.cancelled() => None,
-                r = work => Some(r),
-            };
-            // Interrupted subagents write their stop before this turn's.
-            if let Some(spawner) = &host.spawner {
-                spawner.wait().await;
-            }
-            let ms = started.elapsed().as_millis() as u64;
-            match results {
-                None => {
-                    for checked in &group {
-                        // An interrupted subagent may have said where its changes went.
-                        let outcome = host
-                            .spawner
-                            .as_ref()
-                            .and_then(|s| s.outcome(&checked.call.id))
-                            .unwrap_or(CallOutcome::Interrupted);
-                        self.finish_call(ui, &checked.call, outcome, ms).await?;
-                    }
-                    stop = Some((
-                        StopReason::Interrupted,
-                        "interrupted while tools were running".into(),
-                    ));
-                }
-                Some(results) => {
-                    for (checked, outcome) in group.iter().zip(results) {
-                        if let CallOutcome::Fatal(m) = &outcome {
-                            stop = Some((
-                                StopReason::FatalToolError,
-                                format!("`{}` failed fatally: {m}", checked.call.name),
-                            ));
-                        }
-                        self.finish_call(ui, &checked.call, outcome, ms).await?;
-                    }
-                }
-            }
-            i = end;
-        }
-        Ok(stop)
-    }
-
-    /// Records a call's result (cut for the model when long), durably.
-    async fn finish_call(
-        &mut self,
-        ui: &UnboundedSender<Event>,
-        call: &ToolCall,
-        outcome: CallOutcome,
-        duration_ms: u64,
-    ) -> anyhow::Result<()> {
+        let host = self.host_call(ui, cancel);
         let mut out = Out {
             log: &mut self.log,
             ui,
         };
-        let plan = host_tools::plan_event(&call.id, &outcome);
-        let outcome = self
+        let ran = self
             .dispatcher
-            .finish(call, outcome, duration_ms, &mut out)
+            .run_batch(calls, Some(finish), &host, &mut out, cancel)
             .await?;
-        if let Some(plan) = plan {
-            if let Event::PlanUpdated { steps, .. } = &plan {
-                self.plan = steps.clone();
-            }
-            out.emit(plan)?;
+        if let Some(plan) = host.plan() {
+            self.plan = plan;
         }
-        self.history.push(Message::ToolResult(ToolResult {
-            call_id: call.id.clone(),
-            content: outcome.content,
-            is_error: outcome.is_error,
-        }));
-        Ok(())
+        for (call, outcome) in calls.iter().zip(ran.outcomes) {
+            self.history.push(Message::ToolResult(ToolResult {
+                call_id: call.id.clone(),
+                content: outcome.content,
+                is_error: outcome.is_error,
+            }));
+        }
+        Ok(ran.stop)
     }
 }
 
@@ -983,9 +872,7 @@ impl Agent {
         ui: &UnboundedSender<Event>,
         cancel: &CancellationToken,
     ) -> host_tools::HostCall {
-        let spawner = self
-            .dispatcher
-            .host_tools()
+        let spawner = subagent::host_tools(&self.options)
             .contains(&HostTool::Task)
             .then(|| {
                 // The policy in force now: the mode may have changed since the start.
@@ -1015,6 +902,7 @@ impl Agent {
             cancel: cancel.clone(),
             spawner,
             model_ids: self.model_ids(),
+            plan: std::sync::Mutex::default(),
         }
     }
 }
@@ -1030,10 +918,30 @@ fn dispatcher(plugins: Arc<Plugins>, options: &mut AgentOptions, tracker: Tracke
         options.approver.clone(),
         Some(options.tool_output_limit),
     )
-    .with_host_tools(subagent::host_tools(options))
+    .with_host_tools(
+        subagent::host_tools(options)
+            .into_iter()
+            .map(|t| Arc::new(t) as Arc<dyn crate::call::HostSpec>)
+            .collect(),
+    )
     .with_hooks(options.hooks.clone());
     dispatcher.set_tracker(Arc::new(tracker));
     dispatcher
+}
+
+/// Puts the session log on disk, off the async runtime's threads.
+async fn sync(durable: crate::log::Durable) -> anyhow::Result<()> {
+    tokio::task::spawn_blocking(move || durable.sync())
+        .await
+        .context("the session-log sync thread panicked")?
+        .context("cannot write the session log to disk")
+}
+
+/// The hash of `request` as it is sent, for the log.
+fn prompt_hash(request: &ChatRequest) -> String {
+    let mut hasher = HashWriter(Sha256::new());
+    let _ = serde_json::to_writer(&mut hasher, request);
+    hex::encode(hasher.0.finalize())
 }
 
 /// Hashes what is written to it, so a request is hashed as it is

@@ -24,12 +24,19 @@
 //! call by the stricter of the verdicts on the original and the rewritten
 //! arguments ([`stricter`]).
 
-use crate::call::{CallOutcome, Sink};
 use crate::manifest::HookBinding;
 use crate::policy::{Decision, Verdict as PolicyVerdict};
 use crate::protocol::{Event, HookDecision, HookEvent, HookInput, Verdict};
 use crate::runtime::{Plugin, Plugins};
 use std::sync::Arc;
+
+/// Where the hooks' decisions are recorded, an [`Event::Hook`] each: the
+/// session log and the front-end, or the MCP server's host log. A call's
+/// [`crate::call::Sink`] is one.
+pub trait Emit: Send {
+    /// Records one event.
+    fn emit(&mut self, event: Event) -> anyhow::Result<()>;
+}
 
 /// What the hooks of one event decided together.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -156,7 +163,7 @@ impl Hooks {
     /// Runs the hooks bound to `input`'s event (and, for tool events,
     /// matching its tool) in order, logs each decision to `sink`, and folds
     /// them; see the module documentation.
-    pub async fn run(&self, input: HookInput, sink: &mut dyn Sink) -> anyhow::Result<Outcome> {
+    pub async fn run(&self, input: HookInput, sink: &mut dyn Emit) -> anyhow::Result<Outcome> {
         self.run_withholding(input, &[], sink).await
     }
 
@@ -171,7 +178,7 @@ impl Hooks {
         &self,
         input: HookInput,
         sensitive: &[String],
-        sink: &mut dyn Sink,
+        sink: &mut dyn Emit,
     ) -> anyhow::Result<Outcome> {
         let event = input.event();
         let withheld = (!sensitive.is_empty()).then(|| input.withheld(sensitive));
@@ -260,7 +267,7 @@ impl Hooks {
         &self,
         manual: bool,
         messages: u32,
-        sink: &mut dyn Sink,
+        sink: &mut dyn Emit,
     ) -> anyhow::Result<Outcome> {
         self.run(HookInput::BeforeCompact { manual, messages }, sink)
             .await
@@ -272,7 +279,7 @@ impl Hooks {
         &self,
         task: &str,
         text: &str,
-        sink: &mut dyn Sink,
+        sink: &mut dyn Emit,
     ) -> anyhow::Result<Outcome> {
         self.run(
             HookInput::SubagentStop {
@@ -306,7 +313,7 @@ impl SessionHooks {
     }
 
     /// Runs the `session_start` hooks, once per session (or resume).
-    pub async fn start(&mut self, session_id: &str, sink: &mut dyn Sink) -> anyhow::Result<()> {
+    pub async fn start(&mut self, session_id: &str, sink: &mut dyn Emit) -> anyhow::Result<()> {
         let Some(resumed) = self.pending_start.take() else {
             return Ok(());
         };
@@ -334,7 +341,7 @@ impl SessionHooks {
     pub async fn prompt(
         &self,
         prompt: &str,
-        sink: &mut dyn Sink,
+        sink: &mut dyn Emit,
     ) -> anyhow::Result<Result<String, String>> {
         if !self.hooks.has(HookEvent::UserPrompt) {
             return Ok(Ok(prompt.to_owned()));
@@ -351,7 +358,7 @@ impl SessionHooks {
 
     /// Runs the `stop` hooks on a final answer: `Some` is the prompt the
     /// run goes on with when one blocked the stop.
-    pub async fn stop(&self, text: &str, sink: &mut dyn Sink) -> anyhow::Result<Option<String>> {
+    pub async fn stop(&self, text: &str, sink: &mut dyn Emit) -> anyhow::Result<Option<String>> {
         if !self.hooks.has(HookEvent::Stop) {
             return Ok(None);
         }
@@ -362,7 +369,7 @@ impl SessionHooks {
     }
 
     /// Runs the `session_end` hooks.
-    pub async fn end(&self, session_id: &str, sink: &mut dyn Sink) -> anyhow::Result<()> {
+    pub async fn end(&self, session_id: &str, sink: &mut dyn Emit) -> anyhow::Result<()> {
         if self.hooks.has(HookEvent::SessionEnd) {
             let input = HookInput::SessionEnd {
                 session_id: session_id.to_owned(),
@@ -370,70 +377,6 @@ impl SessionHooks {
             self.hooks.run(input, sink).await?;
         }
         Ok(())
-    }
-}
-
-/// What the `before_tool` hooks of a call left for the policy step.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct BeforeTool {
-    /// The original arguments, when a hook rewrote them (the call now
-    /// carries the new ones).
-    pub original: Option<serde_json::Value>,
-    /// Hooks that asked for the user's approval, with their reasons.
-    pub ask: Vec<String>,
-}
-
-impl BeforeTool {
-    /// Adjusts the policy's verdict on the call as it will run: judged
-    /// again on the original arguments when they were rewritten (the
-    /// stricter verdict wins, see [`stricter`]), and asked rather than
-    /// allowed when a hook asked.
-    pub fn judge(
-        &self,
-        verdict: &mut PolicyVerdict,
-        decide: impl FnOnce(&serde_json::Value) -> PolicyVerdict,
-    ) {
-        if let Some(original) = &self.original {
-            *verdict = stricter(verdict.clone(), decide(original));
-        }
-        if !self.ask.is_empty() && verdict.decision == Decision::Allow {
-            *verdict = PolicyVerdict {
-                decision: Decision::Ask,
-                reason: format!("{}; but {}", verdict.reason, self.ask.join("; ")),
-            };
-        }
-    }
-}
-
-/// What the model reads of a call after its `after_tool` (or
-/// `after_tool_failure`) hooks: a block withholds the output, and the
-/// reason takes its place; context is added after the output.
-pub fn after_tool(outcome: CallOutcome, hooked: Outcome) -> CallOutcome {
-    if let Some(why) = hooked.blocked {
-        return CallOutcome::Output {
-            content: format!("{why}\n(the call ran; its output was withheld)"),
-            is_error: true,
-            data: None,
-        };
-    }
-    let Some(context) = hooked.context_text() else {
-        return outcome;
-    };
-    let add = |text: String| format!("{text}\n\n{context}");
-    match outcome {
-        CallOutcome::Output {
-            content,
-            is_error,
-            data,
-        } => CallOutcome::Output {
-            content: add(content),
-            is_error,
-            data,
-        },
-        CallOutcome::Invalid(m) => CallOutcome::Invalid(add(m)),
-        CallOutcome::Failed(m) => CallOutcome::Failed(add(m)),
-        CallOutcome::Fatal(m) => CallOutcome::Fatal(add(m)),
-        other => other,
     }
 }
 
@@ -579,14 +522,10 @@ mod tests {
     #[derive(Default)]
     struct Kept(Vec<Event>);
 
-    impl Sink for Kept {
+    impl Emit for Kept {
         fn emit(&mut self, event: Event) -> anyhow::Result<()> {
             self.0.push(event);
             Ok(())
-        }
-
-        fn save_artifact(&self, _: &str, _: &str) -> Option<std::io::Result<std::path::PathBuf>> {
-            None
         }
     }
 

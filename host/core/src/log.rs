@@ -43,6 +43,12 @@ struct RecordRef<'a> {
     event: &'a Event,
 }
 
+/// The file name [`SessionLog::save_artifact`] gives the artifact `name`:
+/// never a path, whatever `name` holds.
+pub fn artifact_file(name: &str) -> String {
+    format!("{}.txt", corral_syntax::file_name(name))
+}
+
 /// Where the sessions of every workspace live.
 pub fn sessions_root() -> Option<PathBuf> {
     dirs::data_dir().map(|d| d.join("corral").join("sessions"))
@@ -55,16 +61,7 @@ pub fn workspace_dir(root: &Path, workspace: &Path) -> PathBuf {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let safe: String = name
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
+    let safe = corral_syntax::file_name(&name);
     root.join(format!("{safe}-{}", &hash[..12]))
 }
 
@@ -317,17 +314,7 @@ impl SessionLog {
     pub fn save_artifact(&self, name: &str, content: &str) -> std::io::Result<PathBuf> {
         let dir = self.artifacts_dir();
         std::fs::create_dir_all(&dir)?;
-        let safe: String = name
-            .chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
-                    c
-                } else {
-                    '_'
-                }
-            })
-            .collect();
-        let path = dir.join(format!("{safe}.txt"));
+        let path = dir.join(artifact_file(name));
         let mut f = File::create(&path)?;
         f.write_all(content.as_bytes())?;
         f.sync_all()?;

@@ -184,95 +184,8 @@ impl Launch {
             .shown
             .clone()
             .unwrap_or_else(|| self.program.display().to_string());
-        let program = if self.program.components().count() > 1 {
-            self.program.clone()
-        } else {
-            super::resolve(&self.program.to_string_lossy()).ok_or_else(|| {
-                ExecError::SpawnFailed(format!(
-                    "cannot start `{name}`: it is not installed (not found in PATH)"
-                ))
-            })?
-        };
-        let mut cmd = tokio::process::Command::new(&program);
-        cmd.args(&self.args)
-            .current_dir(&self.cwd)
-            .env_clear()
-            .envs(self.env.iter().map(|(k, v)| (k, v)))
-            .stdin(if self.stdin.is_some() {
-                std::process::Stdio::piped()
-            } else {
-                std::process::Stdio::null()
-            })
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .process_group(0)
-            .kill_on_drop(true);
-
-        let writable: Vec<&Path> = self.writable.iter().map(PathBuf::as_path).collect();
-        let confine = ChildConfinement::prepare(&writable, self.network).map_err(|e| {
-            ExecError::SpawnFailed(format!(
-                "cannot confine `{name}`: the Landlock ruleset cannot be prepared: {e}"
-            ))
-        })?;
-        let mounts = Mounts::prepare(&self.read_only, &self.cwd)?;
-        let report = Report::new()?;
-        let report_fd = report.write_end();
-        tree::Tree::prepare();
-        let cgroup = PidsCgroup::create();
-        let cgroup_tasks = cgroup.as_ref().map(|c| c.tasks.clone());
-        // Root is exempt from RLIMIT_NPROC, so without a cgroup corral
-        // counts the run's processes itself.
-        // SAFETY: getuid takes nothing and cannot fail.
-        let watch_budget = cgroup.is_none() && unsafe { libc::getuid() } == 0;
-        let nproc = nproc_limit();
-        // SAFETY: the closure runs in the forked child before exec. It only
-        // makes system calls on data prepared in the parent (setrlimit, the
-        // cgroup's task file, the mounts, then `ChildConfinement::apply`),
-        // and fails the spawn when any of them fails, saying which.
-        unsafe {
-            cmd.pre_exec(move || {
-                let fail = |step: Step| {
-                    let err = std::io::Error::last_os_error();
-                    Report::send(report_fd, step.code());
-                    Err(err)
-                };
-                let limit = libc::rlimit {
-                    rlim_cur: nproc,
-                    rlim_max: nproc,
-                };
-                if libc::setrlimit(libc::RLIMIT_NPROC, &limit) != 0 {
-                    return fail(Step::Rlimit);
-                }
-                if let Some(tasks) = &cgroup_tasks
-                    && join_cgroup(tasks).is_err()
-                {
-                    return fail(Step::Cgroup);
-                }
-                if let Some(mounts) = &mounts
-                    && let Err(step) = mounts.apply()
-                {
-                    return fail(step);
-                }
-                if let Err(step) = confine.apply() {
-                    return fail(step);
-                }
-                Ok(())
-            });
-        }
-        let spawned = cmd.spawn();
-        let failed_step = report.received();
-        let mut child = spawned.map_err(|e| {
-            ExecError::SpawnFailed(match failed_step {
-                Some(step) => format!(
-                    "`{name}` did not run: {} ({e}); corral runs no program it cannot confine",
-                    Step::describe(step, &self.read_only)
-                ),
-                None if e.kind() == std::io::ErrorKind::NotFound => {
-                    format!("cannot start `{name}`: it is not installed (not found in PATH)")
-                }
-                None => format!("cannot start `{name}`: {e}"),
-            })
-        })?;
+        let mut cmd = self.command(&name)?;
+        let (mut child, cgroup, watch_budget) = self.spawn_confined(&mut cmd, &name)?;
         let Some(pid) = child.id() else {
             return Err(ExecError::SpawnFailed(format!(
                 "`{name}` exited before it could be followed"
@@ -350,6 +263,112 @@ impl Launch {
             truncated: t1 || t2,
             timed_out,
         })
+    }
+
+    /// The command, before confinement: the program found, its arguments,
+    /// working directory, environment and pipes.
+    fn command(&self, name: &str) -> Result<tokio::process::Command, ExecError> {
+        let program = if self.program.components().count() > 1 {
+            self.program.clone()
+        } else {
+            super::resolve(&self.program.to_string_lossy()).ok_or_else(|| {
+                ExecError::SpawnFailed(format!(
+                    "cannot start `{name}`: it is not installed (not found in PATH)"
+                ))
+            })?
+        };
+        let mut cmd = tokio::process::Command::new(&program);
+        cmd.args(&self.args)
+            .current_dir(&self.cwd)
+            .env_clear()
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
+            .stdin(if self.stdin.is_some() {
+                std::process::Stdio::piped()
+            } else {
+                std::process::Stdio::null()
+            })
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .process_group(0)
+            .kill_on_drop(true);
+        Ok(cmd)
+    }
+
+    /// Spawns `cmd` confined: the process limit, the cgroup, the mounts and
+    /// Landlock and seccomp applied in the child before exec; a step that
+    /// fails fails the spawn. Also returns the run's cgroup, and whether
+    /// corral must count the run's processes itself.
+    fn spawn_confined(
+        &self,
+        cmd: &mut tokio::process::Command,
+        name: &str,
+    ) -> Result<(tokio::process::Child, Option<PidsCgroup>, bool), ExecError> {
+        let writable: Vec<&Path> = self.writable.iter().map(PathBuf::as_path).collect();
+        let confine = ChildConfinement::prepare(&writable, self.network).map_err(|e| {
+            ExecError::SpawnFailed(format!(
+                "cannot confine `{name}`: the Landlock ruleset cannot be prepared: {e}"
+            ))
+        })?;
+        let mounts = Mounts::prepare(&self.read_only, &self.cwd)?;
+        let report = Report::new()?;
+        let report_fd = report.write_end();
+        tree::Tree::prepare();
+        let cgroup = PidsCgroup::create();
+        let cgroup_tasks = cgroup.as_ref().map(|c| c.tasks.clone());
+        // Root is exempt from RLIMIT_NPROC, so without a cgroup corral
+        // counts the run's processes itself.
+        // SAFETY: getuid takes nothing and cannot fail.
+        let watch_budget = cgroup.is_none() && unsafe { libc::getuid() } == 0;
+        let nproc = nproc_limit();
+        // SAFETY: the closure runs in the forked child before exec. It only
+        // makes system calls on data prepared in the parent (setrlimit, the
+        // cgroup's task file, the mounts, then `ChildConfinement::apply`),
+        // and fails the spawn when any of them fails, saying which.
+        unsafe {
+            cmd.pre_exec(move || {
+                let fail = |step: Step| {
+                    let err = std::io::Error::last_os_error();
+                    Report::send(report_fd, step.code());
+                    Err(err)
+                };
+                let limit = libc::rlimit {
+                    rlim_cur: nproc,
+                    rlim_max: nproc,
+                };
+                if libc::setrlimit(libc::RLIMIT_NPROC, &limit) != 0 {
+                    return fail(Step::Rlimit);
+                }
+                if let Some(tasks) = &cgroup_tasks
+                    && join_cgroup(tasks).is_err()
+                {
+                    return fail(Step::Cgroup);
+                }
+                if let Some(mounts) = &mounts
+                    && let Err(step) = mounts.apply()
+                {
+                    return fail(step);
+                }
+                if let Err(step) = confine.apply() {
+                    return fail(step);
+                }
+                Ok(())
+            });
+        }
+        let spawned = cmd.spawn();
+        let failed_step = report.received();
+        let child = spawned.map_err(|e| {
+            ExecError::SpawnFailed(match failed_step {
+                Some(step) => format!(
+                    "`{name}` did not run: {} ({e}); corral runs no program it cannot confine",
+                    Step::describe(step, &self.read_only)
+                ),
+                None if e.kind() == std::io::ErrorKind::NotFound => {
+                    format!("cannot start `{name}`: it is not installed (not found in PATH)")
+                }
+                None => format!("cannot start `{name}`: {e}"),
+            })
+        })?;
+        Ok((child, cgroup, watch_budget))
     }
 }
 

@@ -3,7 +3,7 @@
 
 use super::error::line_col;
 use super::layers::Layer;
-use super::raw::{RawFile, RawFsGrant, RawLimits, RawPlugin};
+use super::raw::{RawExec, RawFile, RawFsGrant, RawLimits, RawPlugin, RawSecret};
 use super::secret::split_origin;
 use super::{
     DEFAULTS, DEFAULTS_NAME, FsGrant, Limits, ManifestError, NetGrant, Origin, PluginDecl, Secret,
@@ -63,8 +63,57 @@ impl Checker<'_> {
             line: line_col(&self.layer.text, origin_span.start).0,
         };
         let source = self.source(name, &source, raw.sha256.as_ref())?;
+        let fs = self.fs_grants(name, &raw.grants.fs)?;
+        let mut net = Vec::new();
+        for pattern in &raw.grants.net {
+            net.push(self.net_grant(pattern)?);
+        }
+        let env = self.env_grants(&raw.grants.env)?;
+        let secrets = self.secret_grants(name, &raw.grants.secrets, &net)?;
+        let exec = self.exec_grants(name, &raw.grants.exec)?;
+        let limits = self.limits(&raw.limits, builtin_limits(&source))?;
+        let config = raw
+            .config
+            .into_iter()
+            .map(|(k, v)| {
+                let v = match v {
+                    toml::Value::String(s) => s,
+                    other => serde_json::to_string(&other).unwrap_or_default(),
+                };
+                (k, v)
+            })
+            .collect();
+        let tool_prefix = self.tool_prefix(name, raw.tool_prefix.as_ref())?;
+        // Named as the plugin names its tools; the model calls them prefixed.
+        let reads_secrets = raw
+            .reads_secrets
+            .iter()
+            .map(|t| format!("{tool_prefix}{t}"))
+            .collect();
+        Ok(PluginDecl {
+            name: name.to_owned(),
+            tool_prefix,
+            source,
+            fs,
+            net,
+            env,
+            secrets,
+            exec,
+            limits,
+            config,
+            origin,
+            reads_secrets,
+        })
+    }
+
+    /// `grants.fs`: each directory checked, and none nested in another.
+    fn fs_grants(
+        &self,
+        name: &str,
+        grants: &[Spanned<RawFsGrant>],
+    ) -> Result<Vec<FsGrant>, ManifestError> {
         let mut fs: Vec<FsGrant> = Vec::new();
-        for grant in &raw.grants.fs {
+        for grant in grants {
             let checked = self.fs_grant(name, grant)?;
             for other in &fs {
                 let nested = checked.host_path.starts_with(&other.host_path)
@@ -86,12 +135,13 @@ impl Checker<'_> {
             }
             fs.push(checked);
         }
-        let mut net = Vec::new();
-        for pattern in &raw.grants.net {
-            net.push(self.net_grant(pattern)?);
-        }
+        Ok(fs)
+    }
+
+    /// `grants.env`: variable names.
+    fn env_grants(&self, vars: &[Spanned<String>]) -> Result<Vec<String>, ManifestError> {
         let mut env = Vec::new();
-        for var in &raw.grants.env {
+        for var in vars {
             let v = var.get_ref();
             let ok = !v.is_empty()
                 && !v.starts_with(|c: char| c.is_ascii_digit())
@@ -105,10 +155,20 @@ impl Checker<'_> {
             }
             env.push(v.clone());
         }
+        Ok(env)
+    }
+
+    /// `grants.secrets`: each bound to a granted destination, with a header name and well-formed placeholders.
+    fn secret_grants(
+        &self,
+        name: &str,
+        raw: &[Spanned<RawSecret>],
+        net: &[NetGrant],
+    ) -> Result<Vec<Secret>, ManifestError> {
         let mut secrets = Vec::new();
-        for secret in &raw.grants.secrets {
+        for secret in raw {
             let raw_secret = secret.get_ref();
-            let (scheme, host, port) = self.secret_destination(name, secret, &net)?;
+            let (scheme, host, port) = self.secret_destination(name, secret, net)?;
             let header = raw_secret.header.to_ascii_lowercase();
             let header_ok = !header.is_empty()
                 && header
@@ -137,8 +197,17 @@ impl Checker<'_> {
             }
             secrets.push(parsed);
         }
+        Ok(secrets)
+    }
+
+    /// `grants.exec`: each program resolved in PATH, `**` only last.
+    fn exec_grants(
+        &self,
+        name: &str,
+        grants: &[Spanned<RawExec>],
+    ) -> Result<Vec<crate::exec::ExecGrant>, ManifestError> {
         let mut exec = Vec::new();
-        for grant in &raw.grants.exec {
+        for grant in grants {
             let g = grant.get_ref();
             let path = match crate::exec::resolve(&g.program) {
                 Some(path) => path,
@@ -177,19 +246,16 @@ impl Checker<'_> {
                 network: g.network,
             });
         }
-        let limits = self.limits(&raw.limits, builtin_limits(&source))?;
-        let config = raw
-            .config
-            .into_iter()
-            .map(|(k, v)| {
-                let v = match v {
-                    toml::Value::String(s) => s,
-                    other => serde_json::to_string(&other).unwrap_or_default(),
-                };
-                (k, v)
-            })
-            .collect();
-        let tool_prefix = match &raw.tool_prefix {
+        Ok(exec)
+    }
+
+    /// `tool_prefix`: what the plugin's tool names get in front.
+    fn tool_prefix(
+        &self,
+        name: &str,
+        prefix: Option<&Spanned<String>>,
+    ) -> Result<String, ManifestError> {
+        let tool_prefix = match prefix {
             Some(p) => {
                 let v = p.get_ref();
                 let ok = !v.is_empty()
@@ -207,26 +273,7 @@ impl Checker<'_> {
             }
             None => String::new(),
         };
-        // Named as the plugin names its tools; the model calls them prefixed.
-        let reads_secrets = raw
-            .reads_secrets
-            .iter()
-            .map(|t| format!("{tool_prefix}{t}"))
-            .collect();
-        Ok(PluginDecl {
-            name: name.to_owned(),
-            tool_prefix,
-            source,
-            fs,
-            net,
-            env,
-            secrets,
-            exec,
-            limits,
-            config,
-            origin,
-            reads_secrets,
-        })
+        Ok(tool_prefix)
     }
 
     fn source(

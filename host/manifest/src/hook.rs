@@ -32,24 +32,9 @@ impl HookBinding {
 }
 
 /// Whether `name` matches `pattern`, where `*` stands for any run of
-/// characters and everything else for itself.
+/// characters and everything else for itself: the policy's matcher.
 fn glob_match(pattern: &str, name: &str) -> bool {
-    let mut parts = pattern.split('*');
-    let first = parts.next().unwrap_or_default();
-    let Some(mut rest) = name.strip_prefix(first) else {
-        return false;
-    };
-    let parts: Vec<&str> = parts.collect();
-    let Some((last, middle)) = parts.split_last() else {
-        return rest.is_empty();
-    };
-    for part in middle {
-        match rest.find(part) {
-            Some(at) => rest = &rest[at + part.len()..],
-            None => return false,
-        }
-    }
-    rest.len() >= last.len() && rest.ends_with(last)
+    corral_syntax::wildcard(pattern, name)
 }
 
 #[cfg(test)]

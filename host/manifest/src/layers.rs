@@ -5,7 +5,7 @@
 use super::check::{Checker, valid_name};
 use super::error::line_col;
 use super::loosen::{self, Loosening};
-use super::raw::RawFile;
+use super::raw::{RawAgent, RawFile, RawGuard, RawPlugin, RawPolicy};
 use super::{AgentSettings, DEFAULTS, DEFAULTS_NAME, Manifest, ManifestError, PluginDecl};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -139,18 +139,9 @@ pub fn from_layers(workspace: &Path, layers: &[Layer]) -> Result<Manifest, Manif
         message: format!("the workspace directory cannot be opened: {e}"),
         help: Some("pass an existing directory with --workspace".into()),
     })?;
-    let mut plugins: BTreeMap<String, PluginDecl> = BTreeMap::new();
-    let mut agent = AgentSettings::default();
-    let mut require_os_sandbox = true;
-    let mut policy = crate::policy::Policy::default();
-    let mut guard = crate::policy::GuardSettings::default();
-    let mut hooks = Vec::new();
-    let mut may_loosen = false;
-    let mut loosening: Vec<Loosening> = Vec::new();
-    // Plugins a layer below the project's turned off with `enabled = false`.
-    let mut disabled: BTreeSet<String> = BTreeSet::new();
+    let mut fold = Fold::default();
     for layer in layers {
-        let raw: RawFile = toml::from_str(&layer.text).map_err(|e| {
+        let mut raw: RawFile = toml::from_str(&layer.text).map_err(|e| {
             let (line, column) = e.span().map_or((0, 0), |s| line_col(&layer.text, s.start));
             ManifestError {
                 file: layer.name.clone(),
@@ -164,91 +155,155 @@ pub fn from_layers(workspace: &Path, layers: &[Layer]) -> Result<Manifest, Manif
                 ),
             }
         })?;
-        let at = Checker {
-            layer,
-            workspace: &workspace,
+        let step = Step {
+            at: Checker {
+                layer,
+                workspace: &workspace,
+            },
+            is_project: layer.name == project_name,
         };
-        let is_project = layer.name == project_name;
-        if let Some(v) = &raw.trust.project_may_loosen
-            && !is_project
-        {
-            may_loosen = *v.get_ref();
+        fold.trust_and_sandbox(&step, &raw);
+        fold.policy(&step, &raw.policy)?;
+        fold.guard(&step, &raw.guard)?;
+        fold.agent(&step, &mut raw.agent)?;
+        step.at.hooks(&raw.hooks, &mut fold.hooks)?;
+        fold.models(&step, &mut raw.agent)?;
+        fold.plugins(&step, raw.plugins)?;
+    }
+    fold.finish(workspace, layers)
+}
+
+/// What the layers folded so far add up to.
+struct Fold {
+    plugins: BTreeMap<String, PluginDecl>,
+    agent: AgentSettings,
+    require_os_sandbox: bool,
+    policy: crate::policy::Policy,
+    guard: crate::policy::GuardSettings,
+    hooks: Vec<crate::HookBinding>,
+    /// Whether a layer below the project's lets it loosen settings.
+    may_loosen: bool,
+    loosening: Vec<Loosening>,
+    /// Plugins a layer below the project's turned off with `enabled = false`.
+    disabled: BTreeSet<String>,
+}
+
+impl Default for Fold {
+    fn default() -> Self {
+        Self {
+            plugins: BTreeMap::new(),
+            agent: AgentSettings::default(),
+            require_os_sandbox: true,
+            policy: crate::policy::Policy::default(),
+            guard: crate::policy::GuardSettings::default(),
+            hooks: Vec::new(),
+            may_loosen: false,
+            loosening: Vec::new(),
+            disabled: BTreeSet::new(),
         }
-        // Whether a loosening line of this layer takes effect; each one is
-        // recorded either way, for `corral trust` to list.
-        let mut loosens = |span: std::ops::Range<usize>, setting: String, what: &str| {
-            if !is_project {
-                return true;
+    }
+}
+
+/// The layer being folded in.
+struct Step<'a> {
+    at: Checker<'a>,
+    is_project: bool,
+}
+
+impl Fold {
+    /// Whether a loosening line of this layer takes effect; each one is
+    /// recorded either way, for `corral trust` to list.
+    fn loosens(
+        &mut self,
+        step: &Step<'_>,
+        span: std::ops::Range<usize>,
+        setting: String,
+        what: &str,
+    ) -> bool {
+        if !step.is_project {
+            return true;
+        }
+        self.loosening.push(Loosening {
+            file: step.at.layer.name.clone(),
+            line: line_col(&step.at.layer.text, span.start).0,
+            setting,
+            what: what.to_owned(),
+            applied: self.may_loosen,
+        });
+        self.may_loosen
+    }
+
+    /// `[trust]` and `[sandbox]`.
+    fn trust_and_sandbox(&mut self, step: &Step<'_>, raw: &RawFile) {
+        if let Some(v) = &raw.trust.project_may_loosen {
+            if !step.is_project {
+                self.may_loosen = *v.get_ref();
+            } else if *v.get_ref() {
+                self.loosens(
+                    step,
+                    v.span(),
+                    "trust.project_may_loosen = true".into(),
+                    "has no effect in a project's file: only your own config can let a project \
+                     loosen your settings",
+                );
             }
-            loosening.push(Loosening {
-                file: layer.name.clone(),
-                line: line_col(&layer.text, span.start).0,
-                setting,
-                what: what.to_owned(),
-                applied: may_loosen,
-            });
-            may_loosen
-        };
-        if let Some(v) = &raw.trust.project_may_loosen
-            && is_project
-            && *v.get_ref()
-        {
-            loosens(
-                v.span(),
-                "trust.project_may_loosen = true".into(),
-                "has no effect in a project's file: only your own config can let a project \
-                 loosen your settings",
-            );
         }
         if let Some(r) = &raw.sandbox.require_os_sandbox {
             let off = !*r.get_ref();
-            if !(off && require_os_sandbox)
-                || loosens(
+            if !(off && self.require_os_sandbox)
+                || self.loosens(
+                    step,
                     r.span(),
                     "sandbox.require_os_sandbox = false".into(),
                     "would run granted programs even where the kernel cannot confine them",
                 )
             {
-                require_os_sandbox = *r.get_ref();
+                self.require_os_sandbox = *r.get_ref();
             }
         }
-        if let Some(mode) = &raw.policy.mode {
+    }
+
+    /// `[policy]`: the mode and the rules.
+    fn policy(&mut self, step: &Step<'_>, raw: &RawPolicy) -> Result<(), ManifestError> {
+        if let Some(mode) = &raw.mode {
             let m: crate::protocol::Mode = mode
                 .get_ref()
                 .parse()
-                .map_err(|e: String| at.err(mode.span(), format!("policy.mode: {e}"), None))?;
-            if loosen::permissiveness(m) <= loosen::permissiveness(policy.mode)
-                || loosens(
+                .map_err(|e: String| step.at.err(mode.span(), format!("policy.mode: {e}"), None))?;
+            if loosen::permissiveness(m) <= loosen::permissiveness(self.policy.mode)
+                || self.loosens(
+                    step,
                     mode.span(),
                     format!("policy.mode = \"{}\"", m.as_str()),
                     &format!(
                         "would run more calls without asking than mode `{}`, which your \
                          settings give",
-                        policy.mode.as_str()
+                        self.policy.mode.as_str()
                     ),
                 )
             {
-                policy.mode = m;
+                self.policy.mode = m;
             }
         }
         use crate::policy::Action;
         for (key, list, action) in [
-            ("allow", &raw.policy.allow, Action::Allow),
-            ("ask", &raw.policy.ask, Action::Ask),
-            ("deny", &raw.policy.deny, Action::Deny),
-            ("stop", &raw.policy.stop, Action::DenyAndStop),
+            ("allow", &raw.allow, Action::Allow),
+            ("ask", &raw.ask, Action::Ask),
+            ("deny", &raw.deny, Action::Deny),
+            ("stop", &raw.stop, Action::DenyAndStop),
         ] {
             for (i, text) in list.iter().enumerate() {
-                let source = format!("{}: policy.{key}[{i}]", layer.name);
+                let source = format!("{}: policy.{key}[{i}]", step.at.layer.name);
                 let rule = crate::policy::parse_rule(text.get_ref(), action, &source).map_err(|e| {
-                    at.err(
+                    step.at.err(
                         text.span(),
                         format!("policy.{key}: {e}"),
                         Some("write a tool name, optionally with an argument pattern: `run_command(cargo test **)`, `write_file(docs/**)`".into()),
                     )
                 })?;
                 if action == Action::Allow
-                    && !loosens(
+                    && !self.loosens(
+                        step,
                         text.span(),
                         format!(
                             "policy.allow = [`{}`]",
@@ -259,29 +314,36 @@ pub fn from_layers(workspace: &Path, layers: &[Layer]) -> Result<Manifest, Manif
                 {
                     continue;
                 }
-                policy.rules.push(rule);
+                self.policy.rules.push(rule);
             }
         }
-        if let Some(enabled) = &raw.guard.enabled
+        Ok(())
+    }
+
+    /// `[guard]`: whether it is on, the file classes and the hosts it lets
+    /// through.
+    fn guard(&mut self, step: &Step<'_>, raw: &RawGuard) -> Result<(), ManifestError> {
+        if let Some(enabled) = &raw.enabled
             && (*enabled.get_ref()
-                || !guard.enabled
-                || loosens(
+                || !self.guard.enabled
+                || self.loosens(
+                    step,
                     enabled.span(),
                     "guard.enabled = false".into(),
                     "would turn the exfiltration guard off, so a session that read secrets or \
                      untrusted text could send data out unasked",
                 ))
         {
-            guard.enabled = *enabled.get_ref();
+            self.guard.enabled = *enabled.get_ref();
         }
-        for (key, list, into) in [
-            ("untrusted", &raw.guard.untrusted, &mut guard.untrusted),
-            ("trusted", &raw.guard.trusted, &mut guard.trusted),
-            ("secrets", &raw.guard.secrets, &mut guard.secrets),
+        for (key, list) in [
+            ("untrusted", &raw.untrusted),
+            ("trusted", &raw.trusted),
+            ("secrets", &raw.secrets),
         ] {
             for pattern in list {
                 crate::policy::globs(key, [pattern.get_ref().as_str()]).map_err(|e| {
-                    at.err(
+                    step.at.err(
                         pattern.span(),
                         e,
                         Some(
@@ -291,7 +353,8 @@ pub fn from_layers(workspace: &Path, layers: &[Layer]) -> Result<Manifest, Manif
                     )
                 })?;
                 if key == "trusted"
-                    && !loosens(
+                    && !self.loosens(
+                        step,
                         pattern.span(),
                         format!(
                             "guard.trusted = [`{}`]",
@@ -303,13 +366,18 @@ pub fn from_layers(workspace: &Path, layers: &[Layer]) -> Result<Manifest, Manif
                 {
                     continue;
                 }
+                let into = match key {
+                    "untrusted" => &mut self.guard.untrusted,
+                    "trusted" => &mut self.guard.trusted,
+                    _ => &mut self.guard.secrets,
+                };
                 into.push(pattern.get_ref().clone());
             }
         }
-        for host in &raw.guard.allow_hosts {
+        for host in &raw.allow_hosts {
             let h = host.get_ref();
             if h.is_empty() || h.contains('/') || h.contains(char::is_whitespace) {
-                return Err(at.err(
+                return Err(step.at.err(
                     host.span(),
                     format!("guard.allow_hosts: `{h}` is not a host"),
                     Some(
@@ -318,16 +386,24 @@ pub fn from_layers(workspace: &Path, layers: &[Layer]) -> Result<Manifest, Manif
                     ),
                 ));
             }
-            if !loosens(
+            if !self.loosens(
+                step,
                 host.span(),
                 format!("guard.allow_hosts = [`{}`]", crate::terminal::inert_line(h)),
                 "would let a session the guard holds send data to that host unasked",
             ) {
                 continue;
             }
-            guard.allow_hosts.push(h.to_ascii_lowercase());
+            self.guard.allow_hosts.push(h.to_ascii_lowercase());
         }
-        if let Some(p) = raw.agent.provider {
+        Ok(())
+    }
+
+    /// `[agent]`'s provider, model and limits.
+    fn agent(&mut self, step: &Step<'_>, raw: &mut RawAgent) -> Result<(), ManifestError> {
+        let at = &step.at;
+        let agent = &mut self.agent;
+        if let Some(p) = raw.provider.take() {
             if !valid_name(p.get_ref()) {
                 return Err(at.err(
                     p.span(),
@@ -337,36 +413,31 @@ pub fn from_layers(workspace: &Path, layers: &[Layer]) -> Result<Manifest, Manif
             }
             agent.provider = Some(p.into_inner());
         }
-        if let Some(m) = raw.agent.model {
+        if let Some(m) = raw.model.take() {
             agent.model = Some(m);
         }
-        if let Some(n) = raw.agent.max_iterations {
-            if *n.get_ref() == 0 {
-                return Err(at.err(
-                    n.span(),
-                    "agent.max_iterations must be at least 1".into(),
-                    None,
-                ));
-            }
-            agent.max_iterations = Some(n.into_inner());
-        }
-        if let Some(t) = raw.agent.max_tokens {
+        if let Some(t) = raw.max_tokens.take() {
             agent.max_tokens = Some(t);
         }
-        if let Some(t) = raw.agent.temperature {
+        if let Some(t) = raw.temperature.take() {
             agent.temperature = Some(t);
         }
-        if let Some(d) = raw.agent.max_subagent_depth {
+        if let Some(d) = raw.max_subagent_depth.take() {
             agent.max_subagent_depth = Some(d);
         }
         for (value, key, slot) in [
             (
-                raw.agent.max_parallel_subagents,
+                raw.max_iterations.take(),
+                "max_iterations",
+                &mut agent.max_iterations,
+            ),
+            (
+                raw.max_parallel_subagents.take(),
                 "max_parallel_subagents",
                 &mut agent.max_parallel_subagents,
             ),
             (
-                raw.agent.subagent_max_iterations,
+                raw.subagent_max_iterations.take(),
                 "subagent_max_iterations",
                 &mut agent.subagent_max_iterations,
             ),
@@ -378,8 +449,14 @@ pub fn from_layers(workspace: &Path, layers: &[Layer]) -> Result<Manifest, Manif
                 *slot = Some(n.into_inner());
             }
         }
-        at.hooks(&raw.hooks, &mut hooks)?;
-        if let Some(c) = raw.agent.compact_at {
+        Ok(())
+    }
+
+    /// `[agent]`'s compaction share and `[agent.models]`.
+    fn models(&mut self, step: &Step<'_>, raw: &mut RawAgent) -> Result<(), ManifestError> {
+        let at = &step.at;
+        let agent = &mut self.agent;
+        if let Some(c) = raw.compact_at.take() {
             let v = *c.get_ref();
             if !(v > 0.0 && v < 1.0) {
                 return Err(at.err(
@@ -390,7 +467,7 @@ pub fn from_layers(workspace: &Path, layers: &[Layer]) -> Result<Manifest, Manif
             }
             agent.compact_at = Some(v);
         }
-        for (id, m) in raw.agent.models {
+        for (id, m) in std::mem::take(&mut raw.models) {
             if let Some(w) = &m.context_window
                 && *w.get_ref() < 256
             {
@@ -417,23 +494,30 @@ pub fn from_layers(workspace: &Path, layers: &[Layer]) -> Result<Manifest, Manif
                 entry.accepts_images = m.accepts_images;
             }
         }
-        for (name, entry) in raw.plugins {
-            let at = Checker {
-                layer,
-                workspace: &workspace,
-            };
+        Ok(())
+    }
+
+    /// `[plugins.NAME]`: later layers replace earlier entries; the
+    /// project's may not widen or bring back what the layers below gave.
+    fn plugins(
+        &mut self,
+        step: &Step<'_>,
+        raw: BTreeMap<String, RawPlugin>,
+    ) -> Result<(), ManifestError> {
+        for (name, entry) in raw {
             if !entry.enabled {
-                plugins.remove(&name);
-                if !is_project {
-                    disabled.insert(name);
+                self.plugins.remove(&name);
+                if !step.is_project {
+                    self.disabled.insert(name);
                 }
                 continue;
             }
-            let decl = at.plugin(&name, entry)?;
-            if is_project {
-                let span = line_span(&layer.text, decl.origin.line);
-                if disabled.contains(&name)
-                    && !loosens(
+            let decl = step.at.plugin(&name, entry)?;
+            if step.is_project {
+                let span = line_span(&step.at.layer.text, decl.origin.line);
+                if self.disabled.contains(&name)
+                    && !self.loosens(
+                        step,
                         span.clone(),
                         format!("[plugins.{name}]"),
                         "would bring back a plugin your settings disable",
@@ -441,15 +525,16 @@ pub fn from_layers(workspace: &Path, layers: &[Layer]) -> Result<Manifest, Manif
                 {
                     continue;
                 }
-                if let Some(old) = plugins.get(&name) {
+                if let Some(old) = self.plugins.get(&name) {
                     let wider = loosen::widened(old, &decl);
+                    let file = old.origin.file.clone();
                     if !wider.is_empty()
-                        && !loosens(
+                        && !self.loosens(
+                            step,
                             span,
                             format!("[plugins.{name}]"),
                             &format!(
-                                "would replace the plugin `{name}` of {} with one that gets {}",
-                                old.origin.file,
+                                "would replace the plugin `{name}` of {file} with one that gets {}",
                                 wider.join(", ")
                             ),
                         )
@@ -458,12 +543,16 @@ pub fn from_layers(workspace: &Path, layers: &[Layer]) -> Result<Manifest, Manif
                     }
                 }
             }
-            plugins.insert(name, decl);
+            self.plugins.insert(name, decl);
         }
+        Ok(())
     }
-    if let Some(p) = &agent.provider
-        && !plugins.contains_key(p)
-    {
+
+    /// The manifest, once every layer is in and the names they refer to
+    /// are known to exist.
+    fn finish(self, workspace: PathBuf, layers: &[Layer]) -> Result<Manifest, ManifestError> {
+        if let Some(p) = &self.agent.provider
+            && !self.plugins.contains_key(p)
         {
             return Err(ManifestError {
                 file: layers.last().map(|l| l.name.clone()).unwrap_or_default(),
@@ -472,26 +561,26 @@ pub fn from_layers(workspace: &Path, layers: &[Layer]) -> Result<Manifest, Manif
                 message: format!("agent.provider = \"{p}\" names no plugin"),
                 help: Some(format!(
                     "declare [plugins.{p}] or choose one of: {}",
-                    plugins.keys().cloned().collect::<Vec<_>>().join(", ")
+                    self.plugins.keys().cloned().collect::<Vec<_>>().join(", ")
                 )),
             });
         }
+        for binding in &self.hooks {
+            super::check::hook_plugin_exists(binding, &self.plugins)?;
+        }
+        Ok(Manifest {
+            workspace,
+            hooks: self.hooks,
+            plugins: self.plugins.into_values().collect(),
+            agent: self.agent,
+            require_os_sandbox: self.require_os_sandbox,
+            policy: self.policy,
+            guard: self.guard,
+            trusted_files: BTreeMap::new(),
+            loosening: self.loosening,
+            tool_reviews: None,
+        })
     }
-    for binding in &hooks {
-        super::check::hook_plugin_exists(binding, &plugins)?;
-    }
-    Ok(Manifest {
-        workspace,
-        hooks,
-        plugins: plugins.into_values().collect(),
-        agent,
-        require_os_sandbox,
-        policy,
-        guard,
-        trusted_files: BTreeMap::new(),
-        loosening,
-        tool_reviews: None,
-    })
 }
 
 /// The byte range of the 1-based `line` of `text`, for [`line_col`].

@@ -50,6 +50,7 @@ pub fn valid_plugin_name(name: &str) -> bool {
 }
 
 /// The layer every manifest starts from.
+// Its entries look alike because they are data: one TOML table a plugin.
 pub const DEFAULTS: &str = r#"
 [plugins.fs]
 source = "builtin:fs"

@@ -7,7 +7,7 @@
 //! Code, Codex, an IDE) over stdio, with the same guarantees the agent loop
 //! gives its model.
 //!
-//! Every `tools/call` takes the one path of [`Dispatcher::dispatch`]: look
+//! Every `tools/call` takes the one path of [`Dispatcher::run_batch`]: look
 //! up → validate against the schema → protected paths → permission policy →
 //! approval → sandboxed call → events. The manifest's grants and the
 //! permission policy hold for the client as they do for corral's own model;
@@ -43,7 +43,7 @@
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 #![warn(missing_docs)]
 
-use corral_core::{agent, manifest};
+use corral_core::manifest;
 use corral_protocol as protocol;
 use corral_protocol::terminal;
 
@@ -51,13 +51,14 @@ mod framing;
 
 pub use framing::MAX_REQUEST_BYTES;
 
-use crate::agent::{Answer, Approver, Dispatcher, Sink};
 use crate::manifest::Manifest;
 use crate::protocol::{
     ApprovalAnswer, ApprovalRequest, Effect, Event, Mode, PermissionDecision, ToolCall,
     ToolOutcome, ToolSpec,
 };
+use corral_core::call::{Approver, Dispatcher, Sink};
 use corral_core::plugins::RuntimeOptions;
+use futures::future::BoxFuture;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ElicitRequestParams,
     ElicitationAction, ElicitationSchema, Implementation, ListToolsResult, PaginatedRequestParams,
@@ -132,9 +133,17 @@ impl Server {
         // log to keep a cut output in.
         let workspace =
             std::fs::canonicalize(&manifest.workspace).unwrap_or(manifest.workspace.clone());
-        let dispatcher = Dispatcher::new(plugins, policy, approver.clone(), None)
+        // The guard holds what it holds for a session: what a client's calls
+        // read labels what its later calls may send out.
+        let tracker = corral_core::provenance::Tracker::new(
+            &workspace,
+            manifest.guard.clone(),
+            Default::default(),
+        )?;
+        let mut dispatcher = Dispatcher::new(plugins, policy, approver.clone(), None)
             .with_hooks(Arc::new(hooks))
             .with_workspace(workspace);
+        dispatcher.set_tracker(Arc::new(tracker));
         Ok(Self {
             dispatcher: Arc::new(dispatcher),
             approver,
@@ -248,9 +257,9 @@ impl Server {
             model_id: None,
         };
         let mut sink = LogSink;
-        let (outcome, _stop) = self
+        let outcome = self
             .dispatcher
-            .dispatch(&call, &mut sink, &context.ct)
+            .run_one(&call, &mut sink, &context.ct)
             .await
             .map_err(|e| ErrorData::internal_error(format!("{e:#}"), None))?;
         Ok(call_result(outcome))
@@ -463,8 +472,14 @@ pub fn call_result(outcome: ToolOutcome) -> CallToolResult {
 /// decided.
 struct LogSink;
 
-impl Sink for LogSink {
+impl corral_core::hooks::Emit for LogSink {
     fn emit(&mut self, event: Event) -> anyhow::Result<()> {
+        // What a session would log, whole, for whoever debugs a client's
+        // calls (`CORRAL_LOG=corral::event=debug`).
+        if event.is_logged() && tracing::enabled!(target: "corral::event", tracing::Level::DEBUG) {
+            let json = serde_json::to_string(&event).unwrap_or_default();
+            tracing::debug!(target: "corral::event", "event {json}");
+        }
         match event {
             Event::Permission {
                 call_id,
@@ -495,7 +510,9 @@ impl Sink for LogSink {
         }
         Ok(())
     }
+}
 
+impl Sink for LogSink {
     fn save_artifact(&self, _name: &str, _content: &str) -> Option<std::io::Result<PathBuf>> {
         None
     }
@@ -545,7 +562,7 @@ impl Approver for ElicitApprover {
         })
     }
 
-    fn approve(&self, request: &ApprovalRequest) -> Answer<'static> {
+    fn approve(&self, request: &ApprovalRequest) -> BoxFuture<'static, ApprovalAnswer> {
         let peer = self.peer().filter(|p| {
             p.supported_elicitation_modes()
                 .contains(&ElicitationMode::Form)

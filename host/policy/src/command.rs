@@ -3,143 +3,21 @@
 //! command pattern word by word.
 
 use super::patterns::wildcard;
+use corral_syntax::shell;
 
 /// Splits a command line into words the way a POSIX shell would, without
-/// any expansion: whitespace separates words, single quotes are literal,
-/// double quotes honour `\"`, `\\`, `` \` `` and `\$`, and a backslash outside
-/// quotes makes the next character literal (a backslash-newline vanishes).
-/// Operators such as `;` or `|` are not special here: they stay in words.
+/// any expansion: [`corral_syntax::shell::words`], the lexer the `shell`
+/// plugin splits with, so the policy judges the words that run. Operators
+/// such as `;` or `|` are not special here: they stay in words.
 ///
 /// Returns `None` when a quote is left open or the line ends in a lone
-/// backslash.
+/// backslash (which the plugin refuses to run).
 pub fn shell_split(line: &str) -> Option<Vec<String>> {
-    #[derive(PartialEq)]
-    enum Quote {
-        None,
-        Single,
-        Double,
-    }
-    let mut words = Vec::new();
-    let mut word = String::new();
-    // Set by quotes too, so that `''` is an (empty) word.
-    let mut in_word = false;
-    let mut quote = Quote::None;
-    let mut chars = line.chars();
-    while let Some(c) = chars.next() {
-        match quote {
-            Quote::None => match c {
-                c if c.is_whitespace() => {
-                    if in_word {
-                        words.push(std::mem::take(&mut word));
-                        in_word = false;
-                    }
-                }
-                '\\' => match chars.next()? {
-                    '\n' => {}
-                    next => {
-                        word.push(next);
-                        in_word = true;
-                    }
-                },
-                '\'' => {
-                    quote = Quote::Single;
-                    in_word = true;
-                }
-                '"' => {
-                    quote = Quote::Double;
-                    in_word = true;
-                }
-                c => {
-                    word.push(c);
-                    in_word = true;
-                }
-            },
-            Quote::Single => match c {
-                '\'' => quote = Quote::None,
-                c => word.push(c),
-            },
-            Quote::Double => match c {
-                '"' => quote = Quote::None,
-                '\\' => match chars.next()? {
-                    next @ ('"' | '\\' | '`' | '$') => word.push(next),
-                    '\n' => {}
-                    next => {
-                        word.push('\\');
-                        word.push(next);
-                    }
-                },
-                c => word.push(c),
-            },
-        }
-    }
-    if quote != Quote::None {
-        return None;
-    }
-    if in_word {
-        words.push(word);
-    }
-    Some(words)
+    shell::words(line).ok()
 }
 
 pub(super) fn split_or_whitespace(line: &str) -> Vec<String> {
     shell_split(line).unwrap_or_else(|| line.split_whitespace().map(str::to_owned).collect())
-}
-
-/// A command line cut at its unquoted control operators (`;`, `&`, `|`,
-/// newline), and whether it also does something a plain word list hides:
-/// redirection, subshells, or command substitution.
-pub(super) struct Compound<'a> {
-    pub(super) segments: Vec<&'a str>,
-    pub(super) hidden: bool,
-}
-
-pub(super) fn compound(line: &str) -> Compound<'_> {
-    #[derive(PartialEq)]
-    enum Quote {
-        None,
-        Single,
-        Double,
-    }
-    let mut segments = Vec::new();
-    let mut hidden = false;
-    let mut quote = Quote::None;
-    let mut start = 0;
-    let mut chars = line.char_indices().peekable();
-    while let Some((i, c)) = chars.next() {
-        match quote {
-            Quote::None => match c {
-                '\\' => {
-                    chars.next();
-                }
-                '\'' => quote = Quote::Single,
-                '"' => quote = Quote::Double,
-                ';' | '&' | '|' | '\n' => {
-                    segments.push(&line[start..i]);
-                    start = i + c.len_utf8();
-                }
-                '<' | '>' | '(' | ')' | '`' => hidden = true,
-                '$' if chars.peek().is_some_and(|(_, n)| *n == '(') => hidden = true,
-                _ => {}
-            },
-            Quote::Single => {
-                if c == '\'' {
-                    quote = Quote::None;
-                }
-            }
-            Quote::Double => match c {
-                '\\' => {
-                    chars.next();
-                }
-                '"' => quote = Quote::None,
-                '`' => hidden = true,
-                '$' if chars.peek().is_some_and(|(_, n)| *n == '(') => hidden = true,
-                _ => {}
-            },
-        }
-    }
-    segments.push(&line[start..]);
-    segments.retain(|s| !s.trim().is_empty());
-    Compound { segments, hidden }
 }
 
 fn basename(word: &str) -> &str {
@@ -194,8 +72,7 @@ pub(super) fn loose_forms(words: &[String], depth: usize, out: &mut Vec<Vec<Stri
 }
 
 pub(super) fn line_forms(line: &str, depth: usize, out: &mut Vec<Vec<String>>) {
-    let parts = compound(line);
-    for segment in parts.segments {
+    for segment in shell::segments(line) {
         loose_forms(&split_or_whitespace(segment), depth, out);
     }
 }
@@ -235,37 +112,5 @@ fn words_match(pattern: &[String], words: &[String]) -> bool {
         p => words
             .split_first()
             .is_some_and(|(w, after)| wildcard(p, w) && words_match(rest, after)),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use pretty_assertions::assert_eq;
-
-    #[test]
-    fn shell_split_unquotes_without_expanding() {
-        let cases: &[(&str, Option<&[&str]>)] = &[
-            ("", Some(&[])),
-            ("   ", Some(&[])),
-            ("rm -rf /", Some(&["rm", "-rf", "/"])),
-            (" rm\t -rf \n / ", Some(&["rm", "-rf", "/"])),
-            ("'a b' c", Some(&["a b", "c"])),
-            (r#"'a\"b'"#, Some(&[r#"a\"b"#])),
-            (r#""a \"b\" \\ \$HOME \x""#, Some(&[r#"a "b" \ $HOME \x"#])),
-            (r"a\ b \'c\' \\", Some(&["a b", "'c'", "\\"])),
-            ("r''m \"\" ''", Some(&["rm", "", ""])),
-            ("a\"b c\"'d e'f", Some(&["ab cd ef"])),
-            ("$HOME *.rs ~ a;b", Some(&["$HOME", "*.rs", "~", "a;b"])),
-            ("a\\\nb", Some(&["ab"])),
-            ("'open", None),
-            ("\"open", None),
-            ("\"a\\\"", None),
-            ("trailing\\", None),
-        ];
-        for (line, expected) in cases {
-            let expected = expected.map(|ws| ws.iter().map(|w| w.to_string()).collect());
-            assert_eq!(shell_split(line), expected, "{line:?}");
-        }
     }
 }

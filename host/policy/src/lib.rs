@@ -60,7 +60,7 @@ pub use patterns::globs;
 pub use protected::{path_arguments, protected_target, protected_target_at};
 pub use rules::{Action, Rule, Subject, parse_rule, session_scope, subject};
 
-use command::{command_match, compound, line_forms, loose_forms, split_or_whitespace};
+use command::{command_match, line_forms, loose_forms, split_or_whitespace};
 use patterns::{canonical_json, glob, normalize_path, wildcard};
 use rules::argv;
 
@@ -256,9 +256,16 @@ impl<'a> Call<'a> {
             if argv(args).is_none()
                 && let Some(line) = args.get("command").and_then(|v| v.as_str())
             {
-                let parts = compound(line);
-                // An unbalanced line is not what its fallback words say.
-                simple = parts.segments.len() <= 1 && !parts.hidden && shell_split(line).is_some();
+                // Only a line the `shell` plugin runs as these very words
+                // (no shell syntax, complete) is what an allow pattern sees;
+                // the same function decides it there.
+                let split = corral_syntax::shell::argv(line);
+                simple = split.is_ok();
+                // Shell syntax runs as `sh -c LINE`: a rule about `sh`
+                // meets it too.
+                if let Err(corral_syntax::shell::Refusal::NeedsShell(_)) = split {
+                    loose.push(vec!["sh".to_owned(), "-c".to_owned(), line.to_owned()]);
+                }
                 line_forms(line, 0, &mut loose);
             }
         }
@@ -434,6 +441,16 @@ mod tests {
         (Ask, CARGO_TEST, "run_command", &[X], r#"{"command":"cargo test x > out.txt"}"#, ASK),
         (Ask, CARGO_TEST, "run_command", &[X], r#"{"command":"cargo test 'x; rm -rf /"}"#, ASK),
         (Ask, CARGO_TEST, "run_command", &[X], r#"{"command":"cargo test 'a;b|c'"}"#, ALLOW),
+        // An allow rule vouches only for what runs as its words, without a
+        // shell, as the `shell` plugin decides it.
+        (Ask, CARGO_TEST, "run_command", &[X], r#"{"command":"cargo test $HOME"}"#, ASK),
+        (Ask, CARGO_TEST, "run_command", &[X], r#"{"command":"cargo test *.rs"}"#, ASK),
+        (Ask, CARGO_TEST, "run_command", &[X], r#"{"command":"cargo test x # y"}"#, ASK),
+        (Ask, CARGO_TEST, "run_command", &[X], r#"{"command":"cargo test x\\"}"#, ASK),
+        (Ask, CARGO_TEST, "run_command", &[X], r#"{"command":"cargo test \\\nx"}"#, ALLOW),
+        (FullAuto, &[(D, "run_command(sh **)")], "run_command", &[X], r#"{"command":"ls | wc"}"#, DENY),
+        (FullAuto, &[(D, "run_command(sh **)")], "run_command", &[X], r#"{"command":"ls *.rs"}"#, DENY),
+        (FullAuto, &[(D, "run_command(sh **)")], "run_command", &[X], r#"{"command":"ls '*.rs'"}"#, ALLOW),
         (Ask, CARGO_TEST, "run_command", &[X], r#"{"argv":["cargo","test","x;","rm","-rf","/"]}"#, ALLOW),
         // Path globs after normalisation.
         (AutoEdit, DOCS, "write_file", &[W], r#"{"path":"docs/x.md"}"#, DENY),

@@ -7,29 +7,7 @@ use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 /// `//` go), resolves `..` against the segment before it, and keeps a
 /// leading `/`. Never touches the filesystem, so symlinks are not followed.
 pub(super) fn normalize_path(path: &str) -> String {
-    let absolute = path.starts_with('/');
-    let mut out: Vec<&str> = Vec::new();
-    for seg in path.split('/') {
-        match seg {
-            "" | "." => {}
-            ".." => {
-                if out.last().is_some_and(|s| *s != "..") {
-                    out.pop();
-                } else if !absolute {
-                    out.push("..");
-                }
-            }
-            s => out.push(s),
-        }
-    }
-    let body = out.join("/");
-    if absolute {
-        format!("/{body}")
-    } else if body.is_empty() {
-        ".".to_owned()
-    } else {
-        body
-    }
+    corral_syntax::path::normalize(path)
 }
 
 /// Sorts object keys so that a pattern sees the same text however the model
@@ -62,29 +40,7 @@ pub(super) fn glob(pattern: &str) -> Result<globset::GlobMatcher, globset::Error
 
 /// `*` matches any run of characters (including none); everything else is
 /// literal.
-pub(super) fn wildcard(pattern: &str, text: &str) -> bool {
-    let p: Vec<char> = pattern.chars().collect();
-    let t: Vec<char> = text.chars().collect();
-    let (mut pi, mut ti) = (0, 0);
-    // Where the last `*` was and how much text it has swallowed, to backtrack.
-    let mut star: Option<(usize, usize)> = None;
-    while ti < t.len() {
-        if pi < p.len() && p[pi] == '*' {
-            star = Some((pi, ti));
-            pi += 1;
-        } else if pi < p.len() && p[pi] == t[ti] {
-            pi += 1;
-            ti += 1;
-        } else if let Some((sp, st)) = star {
-            pi = sp + 1;
-            ti = st + 1;
-            star = Some((sp, st + 1));
-        } else {
-            return false;
-        }
-    }
-    p[pi..].iter().all(|c| *c == '*')
-}
+pub(super) use corral_syntax::wildcard;
 
 /// Compiles `patterns` (workspace-relative globs); the error names `key`.
 pub fn globs<'a>(

@@ -5,20 +5,12 @@
 /// The argument names that carry a single path.
 const PATH_KEYS: [&str; 4] = ["path", "from", "to", "destination"];
 
-/// The file headers of an `apply_patch` envelope, each followed by a path.
-const PATCH_HEADERS: [&str; 4] = [
-    "*** Add File:",
-    "*** Update File:",
-    "*** Delete File:",
-    "*** Move to:",
-];
-
 /// Every path a call's arguments name, as written, in argument order: the
 /// string arguments `path`, `from`, `to` and `destination`, the strings of a
 /// `paths` array (`git_add`), and the file headers of an `apply_patch`
-/// envelope in `patch` (a file added, updated, deleted or moved to). The
-/// headers are found on any line, more loosely than the patch tool parses
-/// them, so no path the tool would touch is missed.
+/// envelope in `patch` (a file added, updated, deleted or moved to), read
+/// by the parser the `fs` plugin applies the patch with. A patch that
+/// parser refuses names no path: the tool changes nothing with it.
 pub fn path_arguments(args: &serde_json::Value) -> Vec<String> {
     let mut paths: Vec<String> = Vec::new();
     for key in PATH_KEYS {
@@ -30,12 +22,9 @@ pub fn path_arguments(args: &serde_json::Value) -> Vec<String> {
         paths.extend(list.iter().filter_map(|v| v.as_str()).map(str::to_owned));
     }
     if let Some(patch) = args.get("patch").and_then(|v| v.as_str()) {
-        for line in patch.lines() {
-            for header in PATCH_HEADERS {
-                if let Some(p) = line.trim_start().strip_prefix(header) {
-                    paths.push(p.trim().to_owned());
-                }
-            }
+        let as_written = |raw: &str| Ok(raw.to_owned());
+        if let Ok(ops) = corral_syntax::patch::parse(patch, &as_written) {
+            paths.extend(ops.iter().flat_map(|op| op.paths()).map(str::to_owned));
         }
     }
     paths
@@ -70,16 +59,15 @@ pub fn protected_target_at(
 /// `.git` or anything beneath it (any case), or the workspace's
 /// `corral.toml`, after lexical normalisation.
 fn is_protected(path: &str) -> bool {
-    let mut parts: Vec<&str> = Vec::new();
-    for part in path.split(['/', '\\']) {
-        match part {
-            "" | "." => {}
-            ".." => {
-                parts.pop();
-            }
-            other => parts.push(other),
-        }
-    }
+    // Cautious on purpose: `\` counts as a separator and a climb above
+    // the start is dropped, so `..\.git` and `/.git` are protected too.
+    let path = path.replace('\\', "/");
+    let lexical = corral_syntax::path::lexical(&path);
+    let parts: Vec<&str> = lexical
+        .parts
+        .into_iter()
+        .skip_while(|p| *p == "..")
+        .collect();
     parts
         .first()
         .is_some_and(|first| first.eq_ignore_ascii_case(".git"))

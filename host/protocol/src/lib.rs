@@ -230,6 +230,36 @@ impl StopReason {
     }
 }
 
+/// What started a compaction. Logged in [`Event::Compacted`] by its
+/// snake_case name, the same text older logs hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CompactTrigger {
+    /// The next request would have gone over the budget's threshold.
+    Auto,
+    /// The user asked for it (`/compact`, `corral compact`).
+    Manual,
+    /// The provider refused a request as longer than the model's context.
+    ContextLength,
+}
+
+impl CompactTrigger {
+    /// The snake_case name (as logged).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CompactTrigger::Auto => "auto",
+            CompactTrigger::Manual => "manual",
+            CompactTrigger::ContextLength => "context_length",
+        }
+    }
+}
+
+impl std::fmt::Display for CompactTrigger {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// What a tool call produced, as the model saw it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolOutcome {
@@ -454,8 +484,8 @@ pub enum Event {
         replaced: usize,
         /// Messages kept whole after it.
         kept: usize,
-        /// What started it: `auto`, `manual` or `context_length`.
-        trigger: String,
+        /// What started it.
+        trigger: CompactTrigger,
         /// Estimated tokens of the history before and after.
         tokens_before: u32,
         /// Estimated tokens after.

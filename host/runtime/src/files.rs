@@ -166,6 +166,12 @@ pub(crate) fn open_root(path: &std::path::Path) -> std::io::Result<OwnedFd> {
 }
 
 /// `path` without a leading `./` or a trailing `/`; `.` for the root.
+///
+/// Deliberately not [`corral_syntax::path::normalize`]: this only picks the
+/// granted directory by the path's text, as wasi-libc picks a preopen, and
+/// the kernel then resolves the rest beneath it. Resolving `..` here by
+/// text would name another file than the kernel does when a symlink
+/// stands before it (`link/..` is the parent of the link's target).
 fn normalise(path: &str) -> &str {
     let mut p = path;
     while let Some(rest) = p.strip_prefix("./") {

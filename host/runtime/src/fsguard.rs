@@ -29,7 +29,7 @@ use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use wasmtime::StoreContextMut;
-use wasmtime::component::{Linker, Resource};
+use wasmtime::component::{Linker, LinkerInstance, Resource};
 use wasmtime_wasi::FsPerms;
 use wasmtime_wasi::filesystem::{Descriptor, Dir, OpenMode, WasiFilesystemView as _};
 use wasmtime_wasi::p2::FsResult;
@@ -51,6 +51,13 @@ const MAX_DEPTH: u32 = 4096;
 
 /// File names (at the workspace root) that no tool may create or change.
 const PROTECTED_AT_ROOT: &[&str] = &["corral.toml"];
+
+/// Whether a plugin loaded from `source` may change `.git`: `builtin:git`
+/// only, by its source, since any plugin may be named "git". The one place
+/// this exemption is decided, for the sandbox and for the call pipeline.
+pub fn may_write_git(source: &Source) -> bool {
+    matches!(source, Source::Builtin(b) if b == "git")
+}
 
 /// What one plugin's calls are checked against.
 #[derive(Debug)]
@@ -115,7 +122,7 @@ impl Guard {
         };
         Ok(Self {
             root,
-            exempt: matches!(source, Source::Builtin(b) if b == "git"),
+            exempt: may_write_git(source),
         })
     }
 
@@ -265,6 +272,8 @@ fn check_kind(start: &File, path: &str, follow: bool) -> Result<(), Refusal> {
         return Ok(());
     }
     use cap_primitives::fs::FileTypeExt as _;
+    // The words of `fsread::kind`, over cap-std's `FileType`, which has no
+    // conversion to std's.
     let kind = if ft.is_fifo() {
         "a FIFO (named pipe)"
     } else if ft.is_socket() {
@@ -314,19 +323,11 @@ pub(crate) fn open_plain_file(dir: &File, path: &str) -> Option<(File, PathBuf)>
 
 /// `path` with `.` and `..` resolved by its text: exact for a path the
 /// kernel resolved beneath its directory without following a symlink.
-/// `None` if it climbs above its start (the kernel refused that already).
+/// `None` if it is absolute or climbs above its start (`RESOLVE_BENEATH`
+/// refused both already).
 fn lexical(path: &str) -> Option<PathBuf> {
-    let mut parts: Vec<&str> = Vec::new();
-    for part in path.split('/') {
-        match part {
-            "" | "." => {}
-            ".." => {
-                parts.pop()?;
-            }
-            name => parts.push(name),
-        }
-    }
-    Some(parts.iter().collect())
+    let lexical = corral_syntax::path::lexical(path);
+    (!lexical.absolute && !lexical.climbs()).then(|| lexical.parts.iter().collect())
 }
 
 /// The granted directories of one call as `wasi:filesystem` preopens,
@@ -509,6 +510,17 @@ type Store<'a> = StoreContextMut<'a, CallState>;
 /// after wasmtime-wasi's `add_to_linker`.
 pub(crate) fn add_to_linker(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
     linker.allow_shadowing(true);
+    link_preopens(linker)?;
+    let mut inst = linker.instance(TYPES)?;
+    link_open_at(&mut inst)?;
+    link_one_path_calls(&mut inst)?;
+    link_two_path_calls(&mut inst)?;
+    linker.allow_shadowing(false);
+    Ok(())
+}
+
+/// `get-directories`, recording that the plugin asked for its directories.
+fn link_preopens(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
     // Every file a plugin reaches through `wasi:filesystem` is reached from
     // a directory this returns; a `describe` that asked for a non-empty list
     // may have read files, so its answer is not cached.
@@ -527,7 +539,14 @@ pub(crate) fn add_to_linker(linker: &mut Linker<CallState>) -> wasmtime::Result<
             }
             Ok((dirs,))
         })?;
-    let mut inst = linker.instance(TYPES)?;
+    Ok(())
+}
+
+/// `open-at`: a plain read opened directly (and recorded for provenance);
+/// anything that may write judged first.
+// Each wrapper below spells out its WIT function's parameters: where they
+// look alike, the interface's functions do.
+fn link_open_at(inst: &mut LinkerInstance<'_, CallState>) -> wasmtime::Result<()> {
     inst.func_wrap_async(
         "[method]descriptor.open-at",
         |mut store: Store<'_>,
@@ -584,7 +603,12 @@ pub(crate) fn add_to_linker(linker: &mut Linker<CallState>) -> wasmtime::Result<
             })
         },
     )?;
-    // The calls that take one path and change it: judged, then handed on.
+    Ok(())
+}
+
+/// The calls that take one path and change it.
+fn link_one_path_calls(inst: &mut LinkerInstance<'_, CallState>) -> wasmtime::Result<()> {
+    // Judged, then handed on.
     macro_rules! guarded_path_call {
         ($name:literal, $verb:literal, $method:ident) => {
             inst.func_wrap_async(
@@ -632,6 +656,12 @@ pub(crate) fn add_to_linker(linker: &mut Linker<CallState>) -> wasmtime::Result<
             })
         },
     )?;
+    Ok(())
+}
+
+/// Rename and hard link, which name two paths, and `set-times-at`, which
+/// may follow a link.
+fn link_two_path_calls(inst: &mut LinkerInstance<'_, CallState>) -> wasmtime::Result<()> {
     inst.func_wrap_async(
         "[method]descriptor.rename-at",
         |mut store: Store<'_>,
@@ -695,6 +725,5 @@ pub(crate) fn add_to_linker(linker: &mut Linker<CallState>) -> wasmtime::Result<
             })
         },
     )?;
-    linker.allow_shadowing(false);
     Ok(())
 }

@@ -81,6 +81,7 @@ pub use cache::{
     cache_report, clear_cache, prune_cache,
 };
 pub use descriptions::TOOL_CACHE_VAR;
+pub use fsguard::may_write_git;
 pub use imports::{Capability, ImportReview, Status as ImportStatus, classify, review};
 pub use loader::{Inspection, LoadError};
 pub use plugin::{Plugin, ToolError, ToolOutput};

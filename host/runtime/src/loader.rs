@@ -379,18 +379,8 @@ pub(super) async fn load(rt: &Runtime, manifest: &Manifest) -> Result<Plugins, L
                 plugin
             }
             None => {
-                let compiled = compiler.compile(decl, &sha256, bytes.as_deref())?;
-                let provider = compiled.code.kind.is_provider();
                 described.push(false);
-                entry(
-                    &compiler,
-                    decl,
-                    manifest,
-                    sha256,
-                    compiled.imports,
-                    provider,
-                    Some(compiled.code),
-                )?
+                compiled_entry(&compiler, decl, manifest, sha256, bytes.as_deref())?
             }
         };
         keys.push(key);
@@ -479,19 +469,31 @@ pub(super) async fn load_one(
 ) -> Result<Plugin, LoadError> {
     let compiler = Arc::new(Compiler::new(rt));
     let (sha256, bytes) = identify(rt, decl, manifest)?;
-    let compiled = compiler.compile(decl, &sha256, bytes.as_deref())?;
+    let mut plugin = compiled_entry(&compiler, decl, manifest, sha256, bytes.as_deref())?;
+    plugin.tools = plugin.describe().await?.0;
+    Ok(plugin)
+}
+
+/// Compiles `decl`'s component (or takes it from the cache) and makes its
+/// entry, code included.
+fn compiled_entry(
+    compiler: &Arc<Compiler>,
+    decl: &PluginDecl,
+    manifest: &Manifest,
+    sha256: String,
+    bytes: Option<&[u8]>,
+) -> Result<Plugin, LoadError> {
+    let compiled = compiler.compile(decl, &sha256, bytes)?;
     let provider = compiled.code.kind.is_provider();
-    let mut plugin = entry(
-        &compiler,
+    entry(
+        compiler,
         decl,
         manifest,
         sha256,
         compiled.imports,
         provider,
         Some(compiled.code),
-    )?;
-    plugin.tools = plugin.describe().await?.0;
-    Ok(plugin)
+    )
 }
 
 /// The plugin of `decl`, whose component has the SHA-256 `sha256`, with its

@@ -3,8 +3,10 @@
 //! asks a provider for the next assistant turn, forwarding its stream events
 //! while it runs.
 
+use super::bindings::ProviderPluginPre;
 use super::bindings::{chat as wit, stream, types as wit_types};
 use super::plugin::{Plugin, PluginKind};
+use super::store::CallState;
 use crate::protocol::{
     AssistantMessage, ChatRequest, ChatResponse, Effect, FinishReason, Message, ModelInfo,
     ProviderError, StreamEvent, ToolCall, ToolSpec, Usage,
@@ -169,15 +171,7 @@ impl Plugin {
         request: &ChatRequest,
         events: tokio::sync::mpsc::Sender<StreamEvent>,
     ) -> Result<ChatResponse, ProviderError> {
-        let kind = self
-            .kind()
-            .await
-            .map_err(|message| ProviderError::Plugin { message })?;
-        let PluginKind::Provider(pre) = kind else {
-            return Err(ProviderError::Plugin {
-                message: format!("plugin `{}` is not a provider", self.decl.name),
-            });
-        };
+        let pre = self.provider_pre().await?;
         let req = wit::ChatRequest {
             model: request.model.clone(),
             messages: {
@@ -236,8 +230,8 @@ impl Plugin {
         })
     }
 
-    /// The models this provider knows, with their limits.
-    pub async fn models(&self) -> Result<Vec<ModelInfo>, ProviderError> {
+    /// The plugin's provider export, compiled; an error when it has none.
+    async fn provider_pre(&self) -> Result<&ProviderPluginPre<CallState>, ProviderError> {
         let kind = self
             .kind()
             .await
@@ -247,6 +241,12 @@ impl Plugin {
                 message: format!("plugin `{}` is not a provider", self.decl.name),
             });
         };
+        Ok(pre)
+    }
+
+    /// The models this provider knows, with their limits.
+    pub async fn models(&self) -> Result<Vec<ModelInfo>, ProviderError> {
+        let pre = self.provider_pre().await?;
         let result = self
             .call_in_sandbox(
                 pre,

@@ -81,6 +81,7 @@ impl Plugins {
     }
 
     /// Runs one tool call in its plugin's sandbox.
+    // The same signature as `Plugin::call`, which it routes to.
     pub async fn call(
         &self,
         tool: &str,

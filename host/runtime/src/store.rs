@@ -101,37 +101,26 @@ pub(super) trait Instantiate: Sync {
     ) -> impl Future<Output = wasmtime::Result<Self::Instance>> + Send;
 }
 
-impl Instantiate for ToolPluginPre<CallState> {
-    type Instance = ToolPlugin;
+// The three worlds' pre-instances differ only in their types.
+macro_rules! instantiate {
+    ($($pre:ident => $instance:ident),* $(,)?) => {$(
+        impl Instantiate for $pre<CallState> {
+            type Instance = $instance;
 
-    fn instantiate(
-        &self,
-        store: &mut Store<CallState>,
-    ) -> impl Future<Output = wasmtime::Result<ToolPlugin>> + Send {
-        self.instantiate_async(store)
-    }
+            fn instantiate(
+                &self,
+                store: &mut Store<CallState>,
+            ) -> impl Future<Output = wasmtime::Result<$instance>> + Send {
+                self.instantiate_async(store)
+            }
+        }
+    )*};
 }
 
-impl Instantiate for ProviderPluginPre<CallState> {
-    type Instance = ProviderPlugin;
-
-    fn instantiate(
-        &self,
-        store: &mut Store<CallState>,
-    ) -> impl Future<Output = wasmtime::Result<ProviderPlugin>> + Send {
-        self.instantiate_async(store)
-    }
-}
-
-impl Instantiate for HookPluginPre<CallState> {
-    type Instance = HookPlugin;
-
-    fn instantiate(
-        &self,
-        store: &mut Store<CallState>,
-    ) -> impl Future<Output = wasmtime::Result<HookPlugin>> + Send {
-        self.instantiate_async(store)
-    }
+instantiate! {
+    ToolPluginPre => ToolPlugin,
+    ProviderPluginPre => ProviderPlugin,
+    HookPluginPre => HookPlugin,
 }
 
 /// A call of one export of an instance, borrowing the instance and its store.
@@ -158,6 +147,8 @@ impl Plugin {
             .await
     }
 
+    // The same generic signature as `call_in_sandbox`, with `touched`: the
+    // bounds must be spelled out on both.
     /// [`Plugin::call_in_sandbox`], also filling `touched` with what the
     /// call touched (files read, hosts reached, programs run), whether it
     /// succeeded or not.
@@ -186,34 +177,68 @@ impl Plugin {
             })?;
         let stdout = stdio::LogPipe::default();
         let stderr = stdio::LogPipe::default();
-        let mut wasi = WasiCtxBuilder::new();
-        wasi.stdout(stdout.clone()).stderr(stderr.clone());
-        // File operations are short; running them on this thread instead of
-        // hopping to tokio's blocking pool per syscall is what makes a
-        // sandboxed grep close to a native one.
-        wasi.allow_blocking_current_thread(true);
-        // The granted directories are opened when the plugin first asks for
-        // them (`fsguard::Preopens`), not for every call.
-        // Raw sockets and name lookups are never granted: grants.net names
-        // HTTP destinations, checked per request, and a socket would go
-        // around that check. wasmtime-wasi denies them by default; saying so
-        // here keeps a changed default from opening them. A denied socket is
-        // `access-denied` to the plugin, a lookup `permanent-resolver-failure`.
-        wasi.allow_tcp(false)
-            .allow_udp(false)
-            .allow_ip_name_lookup(false)
-            .socket_addr_check(|_, _| Box::pin(async { false }));
-        for var in &self.decl.env {
-            if let Ok(value) = std::env::var(var) {
-                wasi.env(var, value);
+        let mut store = self.call_store(caps, events, &stdout, &stderr);
+
+        let deadline = Duration::from_millis(limits.timeout_ms);
+        let call = async {
+            let instance = pre.instantiate(&mut store).await?;
+            export(&instance, &mut store).await
+        };
+        let outcome = tokio::time::timeout(deadline + TICK * 5, call).await;
+        if let Some(touched) = touched {
+            let state = store.data_mut();
+            *touched = std::mem::take(&mut state.touched).finish();
+            for (scheme, host, port) in &state.egress.contacted {
+                touched.host(scheme, host, *port);
             }
         }
+        self.log_call(&store, &stdout, &stderr);
+
+        // A granted directory that moved ends the call, whatever the plugin
+        // made of the refusal.
+        let state = store.data();
+        if let Some(why) = state
+            .preopens
+            .refused
+            .as_ref()
+            .or(state.dirs.refused.as_ref())
+        {
+            return Err(ToolError::Sandbox(format!("plugin `{name}`: {why}")));
+        }
+        let err = match outcome {
+            Err(_elapsed) => {
+                return Err(ToolError::Sandbox(format!(
+                    "plugin `{name}`: the call timed out after {} ms (limits.timeout_ms)",
+                    limits.timeout_ms
+                )));
+            }
+            Ok(Ok(value)) => return Ok(value),
+            Ok(Err(err)) => err,
+        };
+        let why = why_it_ended(state, &err, limits);
+        let detail = crash_detail(&stderr);
+        Err(ToolError::Sandbox(format!(
+            "plugin `{name}`: {why}{detail}"
+        )))
+    }
+
+    /// A fresh store for one call: the plugin's grants narrowed to `caps`,
+    /// its output into `stdout` and `stderr`, and its limits armed.
+    fn call_store(
+        &self,
+        caps: effects::CallCaps,
+        events: Option<tokio::sync::mpsc::Sender<StreamEvent>>,
+        stdout: &stdio::LogPipe,
+        stderr: &stdio::LogPipe,
+    ) -> Store<CallState> {
+        let name = &self.decl.name;
+        let limits = self.decl.limits;
         let mut http_ctx = WasiHttpCtx::new();
         http_ctx.set_field_size_limit(budget::FIELDS_SIZE_LIMIT);
         let mut table = ResourceTable::new();
         table.set_max_capacity(budget::MAX_HOST_OBJECTS);
         let state = CallState {
-            wasi: wasi.build(),
+            wasi: self.wasi_ctx(stdout, stderr),
             http: http_ctx,
             egress: http::Egress {
                 plugin: self.shared.name.clone(),
@@ -266,21 +291,41 @@ impl Plugin {
             }
             Ok(())
         });
+        store
+    }
 
-        let deadline = Duration::from_millis(limits.timeout_ms);
-        let call = async {
-            let instance = pre.instantiate(&mut store).await?;
-            export(&instance, &mut store).await
-        };
-        let outcome = tokio::time::timeout(deadline + TICK * 5, call).await;
-        if let Some(touched) = touched {
-            let state = store.data_mut();
-            *touched = std::mem::take(&mut state.touched).finish();
-            for (scheme, host, port) in &state.egress.contacted {
-                touched.host(scheme, host, *port);
+    /// The call's WASI context: its output piped to the log, its
+    /// environment as granted, and no sockets.
+    fn wasi_ctx(&self, stdout: &stdio::LogPipe, stderr: &stdio::LogPipe) -> WasiCtx {
+        let mut wasi = WasiCtxBuilder::new();
+        wasi.stdout(stdout.clone()).stderr(stderr.clone());
+        // File operations are short; running them on this thread instead of
+        // hopping to tokio's blocking pool per syscall is what makes a
+        // sandboxed grep close to a native one.
+        wasi.allow_blocking_current_thread(true);
+        // The granted directories are opened when the plugin first asks for
+        // them (`fsguard::Preopens`), not for every call.
+        // Raw sockets and name lookups are never granted: grants.net names
+        // HTTP destinations, checked per request, and a socket would go
+        // around that check. wasmtime-wasi denies them by default; saying so
+        // here keeps a changed default from opening them. A denied socket is
+        // `access-denied` to the plugin, a lookup `permanent-resolver-failure`.
+        wasi.allow_tcp(false)
+            .allow_udp(false)
+            .allow_ip_name_lookup(false)
+            .socket_addr_check(|_, _| Box::pin(async { false }));
+        for var in &self.decl.env {
+            if let Ok(value) = std::env::var(var) {
+                wasi.env(var, value);
             }
         }
+        wasi.build()
+    }
 
+    /// Logs what the plugin printed during the call, and how much of its
+    /// budgets it used.
+    fn log_call(&self, store: &Store<CallState>, stdout: &stdio::LogPipe, stderr: &stdio::LogPipe) {
+        let name = &self.decl.name;
         let log_text = |pipe: &stdio::LogPipe, stream: &str| {
             let text = pipe.text();
             for line in text.lines().filter(|l| !l.trim().is_empty()) {
@@ -288,8 +333,8 @@ impl Plugin {
                 tracing::info!(target: "corral::plugin", plugin = %name, stream, "{line}");
             }
         };
-        log_text(&stdout, "stdout");
-        log_text(&stderr, "stderr");
+        log_text(stdout, "stdout");
+        log_text(stderr, "stderr");
         if store.data().budget.log_dropped > 0 {
             tracing::warn!(
                 target: "corral::plugin",
@@ -302,82 +347,71 @@ impl Plugin {
 
         tracing::debug!(
             plugin = %name,
-            host_calls = limits.host_calls - store.data().host_calls_left,
+            host_calls = self.decl.limits.host_calls - store.data().host_calls_left,
             "call finished"
         );
-        // A granted directory that moved ends the call, whatever the plugin
-        // made of the refusal.
-        let state = store.data();
-        if let Some(why) = state
-            .preopens
-            .refused
-            .as_ref()
-            .or(state.dirs.refused.as_ref())
-        {
-            return Err(ToolError::Sandbox(format!("plugin `{name}`: {why}")));
-        }
-        let err = match outcome {
-            Err(_elapsed) => {
-                return Err(ToolError::Sandbox(format!(
-                    "plugin `{name}`: the call timed out after {} ms (limits.timeout_ms)",
-                    limits.timeout_ms
-                )));
-            }
-            Ok(Ok(value)) => return Ok(value),
-            Ok(Err(err)) => err,
-        };
-        let state = store.data();
-        let why = if state.timed_out {
-            format!(
+    }
+}
+
+/// Which limit or fault ended a call that failed with `err`.
+fn why_it_ended(
+    state: &CallState,
+    err: &wasmtime::Error,
+    limits: crate::manifest::Limits,
+) -> String {
+    if state.timed_out {
+        format!(
+            "the call timed out after {} ms (limits.timeout_ms)",
+            limits.timeout_ms
+        )
+    } else if let Some(why) = budget::explain(&state.budget, err, limits.output_kb) {
+        why
+    } else if state.limiter.memory_hit {
+        format!(
+            "the call exceeded the memory limit of {} MiB (limits.memory_mb)",
+            limits.memory_mb
+        )
+    } else if state.host_calls_hit {
+        format!(
+            "the call exceeded its budget of {} host calls (limits.host_calls)",
+            limits.host_calls
+        )
+    } else {
+        match err.downcast_ref::<Trap>() {
+            Some(Trap::Interrupt) => format!(
                 "the call timed out after {} ms (limits.timeout_ms)",
                 limits.timeout_ms
-            )
-        } else if let Some(why) = budget::explain(&state.budget, &err, limits.output_kb) {
-            why
-        } else if state.limiter.memory_hit {
-            format!(
-                "the call exceeded the memory limit of {} MiB (limits.memory_mb)",
-                limits.memory_mb
-            )
-        } else if state.host_calls_hit {
-            format!(
-                "the call exceeded its budget of {} host calls (limits.host_calls)",
-                limits.host_calls
-            )
-        } else {
-            match err.downcast_ref::<Trap>() {
-                Some(Trap::Interrupt) => format!(
-                    "the call timed out after {} ms (limits.timeout_ms)",
-                    limits.timeout_ms
-                ),
-                Some(Trap::StackOverflow) => {
-                    "the call overflowed its stack (deep recursion)".to_owned()
-                }
-                Some(trap) => format!("the plugin crashed ({trap})"),
-                None => format!("the call failed: {err:#}"),
+            ),
+            Some(Trap::StackOverflow) => {
+                "the call overflowed its stack (deep recursion)".to_owned()
             }
-        };
-        let stderr_text = stderr.text();
-        let reported = stdio::exception(&stderr_text);
-        let tail = budget::without_backtrace_hint(&stderr.tail(4));
-        // Lines the report already shows would only repeat it.
-        let tail: Vec<&str> = tail
-            .lines()
-            .filter(|l| {
-                reported
-                    .as_deref()
-                    .is_none_or(|r| !r.lines().any(|shown| shown.trim() == l.trim()))
-            })
-            .collect();
-        let mut detail = String::new();
-        if let Some(reported) = &reported {
-            detail.push_str(&format!("; it reported: {reported}"));
+            Some(trap) => format!("the plugin crashed ({trap})"),
+            None => format!("the call failed: {err:#}"),
         }
-        if !tail.is_empty() {
-            detail.push_str(&format!("; its last output: {}", tail.join("\n")));
-        }
-        Err(ToolError::Sandbox(format!(
-            "plugin `{name}`: {why}{detail}"
-        )))
     }
+}
+
+/// What the plugin said about its failure on stderr: the exception it
+/// reported and its last lines, for the end of the error.
+fn crash_detail(stderr: &stdio::LogPipe) -> String {
+    let stderr_text = stderr.text();
+    let reported = stdio::exception(&stderr_text);
+    let tail = budget::without_backtrace_hint(&stderr.tail(4));
+    // Lines the report already shows would only repeat it.
+    let tail: Vec<&str> = tail
+        .lines()
+        .filter(|l| {
+            reported
+                .as_deref()
+                .is_none_or(|r| !r.lines().any(|shown| shown.trim() == l.trim()))
+        })
+        .collect();
+    let mut detail = String::new();
+    if let Some(reported) = &reported {
+        detail.push_str(&format!("; it reported: {reported}"));
+    }
+    if !tail.is_empty() {
+        detail.push_str(&format!("; its last output: {}", tail.join("\n")));
+    }
+    detail
 }

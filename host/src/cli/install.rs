@@ -511,26 +511,7 @@ async fn update_inner(workspace: &Path, args: UpdateArgs) -> Result<ExitCode, St
         ));
         return Ok(ExitCode::SUCCESS);
     }
-    let old_tools = match &decl.source {
-        Source::File { path, .. } => match corral_core::manifest::trust::read_plugin_file(path) {
-            Ok(bytes) => rt
-                .inspect(&bytes)
-                .await
-                .ok()
-                .and_then(|i| i.tools.ok())
-                .map(|tools| {
-                    tools
-                        .into_iter()
-                        .map(|mut t| {
-                            t.name = format!("{}{}", decl.tool_prefix, t.name);
-                            t
-                        })
-                        .collect::<Vec<_>>()
-                }),
-            Err(_) => None,
-        },
-        Source::Builtin(_) => None,
-    };
+    let old_tools = installed_tools(&rt, &decl).await;
     let held = review::grants_held(&decl);
     let requested = review::grants_of(&c.requests.requests);
     // What the user refused before stays refused: only a `--grant` that
@@ -565,6 +546,7 @@ async fn update_inner(workspace: &Path, args: UpdateArgs) -> Result<ExitCode, St
             clashing.join(", ")
         ));
     }
+    // Planned as `add` plans a new entry, but the entry keeps its prefix.
     let plan = Plan::new(
         workspace,
         &file,
@@ -585,14 +567,61 @@ async fn update_inner(workspace: &Path, args: UpdateArgs) -> Result<ExitCode, St
         old_pin.as_deref().unwrap_or("(unpinned)"),
         c.fetched.sha256
     );
+    text.push_str(&capability_changes(
+        &wider, &dropped, &requested, &granted, &before,
+    ));
+    text.push_str(&tool_changes(&tools, c.tools()));
+    out(&text);
+    if let Some(what) = update_question(&wider, &tools) {
+        approved(&format!("{what} Update `{name}`?"), args.approval.yes)?;
+    }
+    plan.carry_out(&rt, &c, &file).await?;
+    record_reviewed(&current, &name, &c);
+    let mut done = format!("Updated `{name}` in {}.", file.display());
+    if file == workspace.join("corral.toml") {
+        done.push_str(" The project's corral.toml changed: run `corral trust` to use it.");
+    }
+    out(&done);
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The tools the installed version has, named as the model calls them;
+/// `None` when they cannot be read.
+async fn installed_tools(rt: &Runtime, decl: &PluginDecl) -> Option<Vec<ToolSpec>> {
+    let Source::File { path, .. } = &decl.source else {
+        return None;
+    };
+    let bytes = corral_core::manifest::trust::read_plugin_file(path).ok()?;
+    let tools = rt.inspect(&bytes).await.ok()?.tools.ok()?;
+    Some(
+        tools
+            .into_iter()
+            .map(|mut t| {
+                t.name = format!("{}{}", decl.tool_prefix, t.name);
+                t
+            })
+            .collect(),
+    )
+}
+
+/// The update's capability changes, as `corral plugin update` shows them:
+/// what it gains, what it loses, and what it asks for and does not get.
+fn capability_changes(
+    wider: &[&Grant],
+    dropped: &[&Grant],
+    requested: &[Grant],
+    granted: &[Grant],
+    before: &[String],
+) -> String {
+    let mut text = String::new();
     text.push_str("\nCapabilities:\n");
     if wider.is_empty() && dropped.is_empty() {
         text.push_str("  unchanged\n");
     }
-    for g in &wider {
+    for g in wider {
         text.push_str(&format!("  + NEW  {g}\n"));
     }
-    for g in &dropped {
+    for g in dropped {
         text.push_str(&format!("  - gone {g}\n"));
     }
     for g in requested.iter().filter(|g| !granted.contains(g)) {
@@ -603,6 +632,12 @@ async fn update_inner(workspace: &Path, args: UpdateArgs) -> Result<ExitCode, St
         };
         text.push_str(&format!("  DENY   {g} ({why})\n"));
     }
+    text
+}
+
+/// The update's tool changes, and the warnings of its tools.
+fn tool_changes(tools: &ToolDiff, new_tools: &[ToolSpec]) -> String {
+    let mut text = String::new();
     text.push_str("\nTools:\n");
     if tools.is_empty() {
         text.push_str("  unchanged\n");
@@ -616,38 +651,32 @@ async fn update_inner(workspace: &Path, args: UpdateArgs) -> Result<ExitCode, St
     for t in &tools.changed {
         text.push_str(&format!("  ~ {t}\n"));
     }
-    for t in c.tools().iter().filter(|t| !t.warnings.is_empty()) {
+    for t in new_tools.iter().filter(|t| !t.warnings.is_empty()) {
         text.push_str(&tool_lines(t));
     }
-    out(&text);
-    let needs_approval = !wider.is_empty() || !tools.added.is_empty() || !tools.changed.is_empty();
-    if needs_approval {
-        let what = if wider.is_empty() {
-            "Its tools changed.".to_owned()
-        } else {
-            format!(
-                "It asks for more than it has ({}).",
-                wider
-                    .iter()
-                    .map(|g| g
-                        .to_string()
-                        .split_whitespace()
-                        .collect::<Vec<_>>()
-                        .join(" "))
+    text
+}
+
+/// Why the update needs the user's approval, if it does: it asks for more
+/// than it has, or its tools changed.
+fn update_question(wider: &[&Grant], tools: &ToolDiff) -> Option<String> {
+    if !wider.is_empty() {
+        let asked: Vec<String> = wider
+            .iter()
+            .map(|g| {
+                g.to_string()
+                    .split_whitespace()
                     .collect::<Vec<_>>()
-                    .join("; ")
-            )
-        };
-        approved(&format!("{what} Update `{name}`?"), args.approval.yes)?;
+                    .join(" ")
+            })
+            .collect();
+        return Some(format!(
+            "It asks for more than it has ({}).",
+            asked.join("; ")
+        ));
     }
-    plan.carry_out(&rt, &c, &file).await?;
-    record_reviewed(&current, &name, &c);
-    let mut done = format!("Updated `{name}` in {}.", file.display());
-    if file == workspace.join("corral.toml") {
-        done.push_str(" The project's corral.toml changed: run `corral trust` to use it.");
-    }
-    out(&done);
-    Ok(ExitCode::SUCCESS)
+    let changed = !tools.added.is_empty() || !tools.changed.is_empty();
+    changed.then(|| "Its tools changed.".to_owned())
 }
 
 /// `corral plugin remove NAME`.

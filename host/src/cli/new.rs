@@ -49,6 +49,7 @@ const SDK_SOURCES: &[(&str, &str)] = &[
     ("process.rs", include_str!("../../../sdk/src/process.rs")),
     ("provider.rs", include_str!("../../../sdk/src/provider.rs")),
     ("sse.rs", include_str!("../../../sdk/src/sse.rs")),
+    ("testing.rs", include_str!("../../../sdk/src/testing.rs")),
 ];
 const SDK_MANIFEST: &str = include_str!("../../../sdk/Cargo.toml");
 /// The workspace manifest, whose `[workspace.dependencies]` give the SDK's

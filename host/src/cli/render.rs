@@ -166,45 +166,11 @@ impl Renderer {
                 duration_ms,
                 ..
             } => {
-                let first = outcome.content.lines().next().unwrap_or("").trim();
-                let lines = outcome.content.lines().count();
-                let first: String = first.chars().take(100).collect();
-                // What the exfiltration guard counts, when the result has it.
-                let held: Vec<String> = outcome
-                    .labels
-                    .iter()
-                    .filter(|l| l.kind != corral_protocol::LabelKind::Workspace)
-                    .map(|l| {
-                        let kind = if l.kind == corral_protocol::LabelKind::Sensitive {
-                            "sensitive"
-                        } else {
-                            "untrusted"
-                        };
-                        format!("{kind}: {}", l.source)
-                    })
-                    .collect();
-                let held = if held.is_empty() {
-                    String::new()
-                } else {
-                    format!(" [{}]", held.join(", "))
-                };
-                if outcome.is_error {
-                    self.print(&format!("  ⎿ error: {first}{held}\n"));
-                } else {
-                    self.print(&format!("  ⎿ {lines} lines ({duration_ms} ms){held}\n"));
-                }
+                self.print(&result_line(outcome, *duration_ms));
             }
             Event::PlanUpdated { steps, .. } => {
                 self.newline();
-                self.print("plan:\n");
-                for step in steps {
-                    let mark = match step.status {
-                        corral_protocol::PlanStatus::Done => "✓",
-                        corral_protocol::PlanStatus::InProgress => "▸",
-                        corral_protocol::PlanStatus::Pending => "○",
-                    };
-                    self.print(&format!("  {mark} {}\n", step.step));
-                }
+                self.print(&plan_lines(steps));
             }
             Event::Subagent { event, .. } => match event.as_ref() {
                 Event::ToolCallBegin { call } => {
@@ -285,4 +251,46 @@ impl Renderer {
             _ => {}
         }
     }
+}
+
+/// The line under a finished call: its first line when it failed, else its
+/// size and time; with the labels the exfiltration guard counts.
+fn result_line(outcome: &corral_protocol::ToolOutcome, duration_ms: u64) -> String {
+    let first = outcome.content.lines().next().unwrap_or("").trim();
+    let lines = outcome.content.lines().count();
+    let first: String = first.chars().take(100).collect();
+    // What the exfiltration guard counts, when the result has it.
+    let held: Vec<String> = outcome
+        .labels
+        .iter()
+        .filter(|l| l.kind != corral_protocol::LabelKind::Workspace)
+        .map(|l| {
+            let kind = if l.kind == corral_protocol::LabelKind::Sensitive {
+                "sensitive"
+            } else {
+                "untrusted"
+            };
+            format!("{kind}: {}", l.source)
+        })
+        .collect();
+    let held = if held.is_empty() {
+        String::new()
+    } else {
+        format!(" [{}]", held.join(", "))
+    };
+    if outcome.is_error {
+        format!("  ⎿ error: {first}{held}\n")
+    } else {
+        format!("  ⎿ {lines} lines ({duration_ms} ms){held}\n")
+    }
+}
+
+/// The plan as the model last set it, a step a line.
+fn plan_lines(steps: &[corral_protocol::PlanStep]) -> String {
+    let mut text = String::from("plan:\n");
+    for step in steps {
+        let mark = corral_tui::plan_mark(step.status);
+        text.push_str(&format!("  {mark} {}\n", step.step));
+    }
+    text
 }

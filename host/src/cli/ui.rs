@@ -192,7 +192,7 @@ impl Opener {
                 .map(|m| m.policy.mode)
                 .unwrap_or_default()
         });
-        let mut app = App::new(self.flags.provider.as_deref().unwrap_or(""), mode.as_str());
+        let mut app = App::new(self.flags.provider.as_deref().unwrap_or(""), mode);
         app.color = std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
         // The log already holds the session's start (its id and provider),
         // and a resumed session's whole transcript.
@@ -474,65 +474,90 @@ async fn drive(
             while input.try_recv().is_ok() {}
         }
         for action in app.drain_actions() {
-            match action {
-                Action::Submit(op) => {
-                    session.submit(op);
-                }
-                Action::Quit => {
-                    close(session).await;
-                    return ExitCode::SUCCESS;
-                }
-                Action::NewSession | Action::OpenSession(_) => {
-                    let resume = match action {
-                        Action::OpenSession(id) => Some(Resume::Id(id)),
-                        _ => None,
-                    };
-                    let color = app.color;
-                    close(session).await;
-                    match opener.open(resume).await {
-                        Ok((s, mut a)) => {
-                            a.color = color;
-                            a.set_files(files_kept.clone());
-                            if let Some(c) = &catalog {
-                                a.set_tools(c.tools.clone());
-                            }
-                            session = s;
-                            app = a;
-                        }
-                        Err(e) => {
-                            restore();
-                            return fail(&e);
-                        }
-                    }
-                }
-                Action::ListSessions => match pickable(&opener.workspace) {
-                    Ok(items) => app.open_picker(items),
-                    Err(e) => app.notice(&e, true),
-                },
-                Action::Diff => match git_diff(&opener.workspace) {
-                    Ok(d) if d.trim().is_empty() => {
-                        app.notice("no changes (git diff is empty)", false)
-                    }
-                    Ok(d) => app.diff(&d),
-                    Err(e) => app.notice(&e, true),
-                },
-                Action::Tools | Action::Plugins => match &catalog {
-                    Some(c) => {
-                        let text = if action == Action::Tools {
-                            &c.tools_text
-                        } else {
-                            &c.plugins_text
-                        };
-                        app.notice(text, false);
-                    }
-                    None => app.notice(
-                        "the plugins are still loading; try again in a moment",
-                        false,
-                    ),
-                },
-            }
+            session = match act(
+                opener,
+                session,
+                &mut app,
+                action,
+                &files_kept,
+                catalog.as_ref(),
+            )
+            .await
+            {
+                Ok(session) => session,
+                Err(code) => return code,
+            };
         }
     }
     close(session).await;
     ExitCode::SUCCESS
+}
+
+/// Carries out what the UI asked for, outside it: a turn submitted, a new
+/// or another session opened, sessions, the diff, tools or plugins listed.
+/// `Err` holds the exit code when the UI ends.
+async fn act(
+    opener: &Opener,
+    session: Session,
+    app: &mut App,
+    action: Action,
+    files: &[String],
+    catalog: Option<&Catalog>,
+) -> Result<Session, ExitCode> {
+    match action {
+        Action::Submit(op) => {
+            session.submit(op);
+        }
+        Action::Quit => {
+            close(session).await;
+            return Err(ExitCode::SUCCESS);
+        }
+        Action::NewSession | Action::OpenSession(_) => {
+            let resume = match action {
+                Action::OpenSession(id) => Some(Resume::Id(id)),
+                _ => None,
+            };
+            let color = app.color;
+            close(session).await;
+            match opener.open(resume).await {
+                Ok((s, mut a)) => {
+                    a.color = color;
+                    a.set_files(files.to_vec());
+                    if let Some(c) = catalog {
+                        a.set_tools(c.tools.clone());
+                    }
+                    *app = a;
+                    return Ok(s);
+                }
+                Err(e) => {
+                    restore();
+                    return Err(fail(&e));
+                }
+            }
+        }
+        Action::ListSessions => match pickable(&opener.workspace) {
+            Ok(items) => app.open_picker(items),
+            Err(e) => app.notice(&e, true),
+        },
+        Action::Diff => match git_diff(&opener.workspace) {
+            Ok(d) if d.trim().is_empty() => app.notice("no changes (git diff is empty)", false),
+            Ok(d) => app.diff(&d),
+            Err(e) => app.notice(&e, true),
+        },
+        Action::Tools | Action::Plugins => match catalog {
+            Some(c) => {
+                let text = if action == Action::Tools {
+                    &c.tools_text
+                } else {
+                    &c.plugins_text
+                };
+                app.notice(text, false);
+            }
+            None => app.notice(
+                "the plugins are still loading; try again in a moment",
+                false,
+            ),
+        },
+    }
+    Ok(session)
 }

@@ -165,7 +165,7 @@ pub struct App {
     pub(crate) session_id: String,
     pub(crate) provider: String,
     pub(crate) model: String,
-    pub(crate) mode: String,
+    pub(crate) mode: Mode,
     pub(crate) tokens_in: u64,
     pub(crate) tokens_out: u64,
     pub(crate) last_in: u32,
@@ -195,7 +195,7 @@ pub struct App {
 
 impl App {
     /// An empty UI for a session on `provider` in permission mode `mode`.
-    pub fn new(provider: &str, mode: &str) -> Self {
+    pub fn new(provider: &str, mode: Mode) -> Self {
         Self {
             entries: Vec::new(),
             scroll: 0,
@@ -214,7 +214,7 @@ impl App {
             session_id: String::new(),
             provider: provider.to_owned(),
             model: String::new(),
-            mode: mode.to_owned(),
+            mode,
             tokens_in: 0,
             tokens_out: 0,
             last_in: 0,
@@ -370,6 +370,41 @@ impl App {
     /// Applies one session event.
     pub fn apply(&mut self, event: &Event) {
         match event {
+            Event::SessionStarted { .. }
+            | Event::SessionResumed { .. }
+            | Event::ModeChanged { .. }
+            | Event::ModelChanged { .. }
+            | Event::ProviderChanged { .. }
+            | Event::Context { .. } => self.apply_session(event),
+            Event::TurnBegin { .. }
+            | Event::UserMessage { .. }
+            | Event::RequestBegin { .. }
+            | Event::TextDelta { .. }
+            | Event::ToolCallDelta { .. }
+            | Event::RequestEnd { .. } => self.apply_stream(event),
+            Event::ApprovalRequested { .. }
+            | Event::Permission { .. }
+            | Event::ToolCallBegin { .. }
+            | Event::ToolCallEnd { .. }
+            | Event::SubagentStarted { .. }
+            | Event::Subagent { .. } => self.apply_tools(event),
+            Event::ProviderFailed { .. }
+            | Event::Error { .. }
+            | Event::PlanUpdated { .. }
+            | Event::Compacted { .. }
+            | Event::CompactionFailed { .. }
+            | Event::WindowAssumed { .. }
+            | Event::Hook { .. } => self.apply_notice(event),
+            Event::Stop { reason, message } => self.apply_stop(*reason, message.as_deref()),
+            Event::ShutdownComplete => {}
+            // Events a newer core adds are not shown until this UI knows them.
+            _ => {}
+        }
+    }
+
+    /// Session facts the status line shows: ids, provider, model, mode and the context.
+    fn apply_session(&mut self, event: &Event) {
+        match event {
             Event::SessionStarted {
                 session_id,
                 provider,
@@ -390,6 +425,29 @@ impl App {
                     self.notice(&text, false);
                 }
             }
+            Event::ModeChanged { mode } => {
+                self.mode = *mode;
+                self.notice(&format!("mode: {mode}"), false);
+            }
+            Event::ModelChanged { model } => {
+                self.model = model.clone();
+                self.notice(&format!("model: {model}"), false);
+            }
+            Event::ProviderChanged { provider } => {
+                self.provider = provider.clone();
+                self.notice(&format!("provider: {provider}"), false);
+            }
+            Event::Context { tokens, window, .. } => {
+                self.context_window = window.map(u64::from);
+                self.last_in = *tokens;
+            }
+            _ => {}
+        }
+    }
+
+    /// The turn and the model's answer as it streams.
+    fn apply_stream(&mut self, event: &Event) {
+        match event {
             Event::TurnBegin { .. } => {
                 self.turn_running = true;
                 self.working = Working::Thinking;
@@ -448,6 +506,13 @@ impl App {
                     self.tokens_out += u64::from(u.output_tokens);
                 }
             }
+            _ => {}
+        }
+    }
+
+    /// Tool calls: their cards, approvals and subagents' lines.
+    fn apply_tools(&mut self, event: &Event) {
+        match event {
             Event::ApprovalRequested(request) => {
                 if !self.cards.contains_key(&request.call.id) {
                     self.add_card(request.call.clone(), ToolState::Asking);
@@ -533,32 +598,6 @@ impl App {
                     }
                 }
             }
-            Event::ProviderFailed { error } => self.notice(&error.to_string(), true),
-            Event::Error { message } => self.notice(message, true),
-            Event::ModeChanged { mode } => {
-                self.mode = mode.to_string();
-                self.notice(&format!("mode: {mode}"), false);
-            }
-            Event::ModelChanged { model } => {
-                self.model = model.clone();
-                self.notice(&format!("model: {model}"), false);
-            }
-            Event::ProviderChanged { provider } => {
-                self.provider = provider.clone();
-                self.notice(&format!("provider: {provider}"), false);
-            }
-            Event::PlanUpdated { steps, .. } => {
-                let mut text = String::from("plan");
-                for step in steps {
-                    let mark = match step.status {
-                        crate::protocol::PlanStatus::Done => "✓",
-                        crate::protocol::PlanStatus::InProgress => "▸",
-                        crate::protocol::PlanStatus::Pending => "○",
-                    };
-                    text.push_str(&format!("\n  {mark} {}", clean(&step.step)));
-                }
-                self.notice(&text, false);
-            }
             Event::SubagentStarted { .. } => {}
             Event::Subagent { call_id, event, .. } => {
                 let line = match event.as_ref() {
@@ -581,9 +620,22 @@ impl App {
                     card.nested.drain(..over);
                 }
             }
-            Event::Context { tokens, window, .. } => {
-                self.context_window = window.map(u64::from);
-                self.last_in = *tokens;
+            _ => {}
+        }
+    }
+
+    /// Events shown as a notice in the transcript.
+    fn apply_notice(&mut self, event: &Event) {
+        match event {
+            Event::ProviderFailed { error } => self.notice(&error.to_string(), true),
+            Event::Error { message } => self.notice(message, true),
+            Event::PlanUpdated { steps, .. } => {
+                let mut text = String::from("plan");
+                for step in steps {
+                    let mark = super::cards::plan_mark(step.status);
+                    text.push_str(&format!("\n  {mark} {}", clean(&step.step)));
+                }
+                self.notice(&text, false);
             }
             Event::Compacted {
                 replaced,
@@ -600,7 +652,6 @@ impl App {
             Event::WindowAssumed { model, window } => {
                 self.notice(&window_assumed(model, *window), false);
             }
-            Event::ShutdownComplete => {}
             Event::Hook {
                 event,
                 plugin,
@@ -614,29 +665,27 @@ impl App {
                     failed,
                 );
             }
-            Event::Stop { reason, message } => {
-                self.turn_running = false;
-                self.working = Working::Idle;
-                self.end_stream();
-                self.modal = None;
-                if *reason != StopReason::FinalAnswer {
-                    let why = message
-                        .as_deref()
-                        .map(|m| format!(": {m}"))
-                        .unwrap_or_default();
-                    self.notice(&format!("stopped: {}{why}", reason.as_str()), true);
-                }
-                if !self.replaying
-                    && let Some(next) = self.queued.pop_front()
-                {
-                    self.turn_running = true;
-                    self.working = Working::Thinking;
-                    self.actions
-                        .push(Action::Submit(Op::UserTurn { text: next }));
-                }
-            }
-            // Events a newer core adds are not shown until this UI knows them.
             _ => {}
+        }
+    }
+
+    /// The end of a turn, and the next queued prompt.
+    fn apply_stop(&mut self, reason: StopReason, message: Option<&str>) {
+        self.turn_running = false;
+        self.working = Working::Idle;
+        self.end_stream();
+        self.modal = None;
+        if reason != StopReason::FinalAnswer {
+            let why = message.map(|m| format!(": {m}")).unwrap_or_default();
+            self.notice(&format!("stopped: {}{why}", reason.as_str()), true);
+        }
+        if !self.replaying
+            && let Some(next) = self.queued.pop_front()
+        {
+            self.turn_running = true;
+            self.working = Working::Thinking;
+            self.actions
+                .push(Action::Submit(Op::UserTurn { text: next }));
         }
     }
 

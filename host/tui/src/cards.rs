@@ -81,9 +81,9 @@ impl ToolCard {
         matches!(self.state, ToolState::Running { .. })
     }
 
-    /// The card's lines at `width`, at app time `now_ms`.
-    pub(crate) fn lines(&self, width: usize, now_ms: u64, expanded: bool) -> Vec<Line<'static>> {
-        let (mark, mark_style, state) = match &self.state {
+    /// The card's state as its mark, the mark's colour and a word or two.
+    fn mark(&self, now_ms: u64) -> (String, Style, String) {
+        match &self.state {
             ToolState::Asking => (
                 "?".to_owned(),
                 Style::default().fg(Color::Yellow),
@@ -117,7 +117,12 @@ impl ToolCard {
                 Style::default().fg(Color::Red),
                 "denied".to_owned(),
             ),
-        };
+        }
+    }
+
+    /// The card's lines at `width`, at app time `now_ms`.
+    pub(crate) fn lines(&self, width: usize, now_ms: u64, expanded: bool) -> Vec<Line<'static>> {
+        let (mark, mark_style, state) = self.mark(now_ms);
         let mut right = state;
         if let Some(code) = self.exit_code {
             right = format!("exit {code} · {right}");
@@ -204,6 +209,15 @@ impl ToolCard {
             ));
         }
         out
+    }
+}
+
+/// A plan step's mark, the same in the UI and the line renderer.
+pub fn plan_mark(status: crate::protocol::PlanStatus) -> &'static str {
+    match status {
+        crate::protocol::PlanStatus::Done => "✓",
+        crate::protocol::PlanStatus::InProgress => "▸",
+        crate::protocol::PlanStatus::Pending => "○",
     }
 }
 

@@ -11,11 +11,11 @@
 //! `corral` binary owns the terminal and the session.
 //!
 //! ```
-//! use corral_protocol::Event;
+//! use corral_protocol::{Event, Mode};
 //! use corral_tui::App;
 //! use ratatui::{Terminal, backend::TestBackend};
 //!
-//! let mut app = App::new("replay", "ask");
+//! let mut app = App::new("replay", Mode::Ask);
 //! app.apply(&Event::UserMessage { text: "hello".into() });
 //! let mut term = Terminal::new(TestBackend::new(40, 10)).unwrap();
 //! term.draw(|f| corral_tui::render(f, &mut app)).unwrap();
@@ -36,6 +36,7 @@ mod text;
 mod view;
 
 pub use app::{Action, App, Picked, SLASH_COMMANDS};
+pub use cards::plan_mark;
 pub use markdown::markdown;
 pub use view::render;
 

@@ -33,16 +33,7 @@ pub(crate) fn approval(frame: &mut Frame<'_>, area: Rect, modal: &Modal) {
     let req = &modal.request;
     let width = area.width.saturating_sub(4).min(100);
     let inner_w = usize::from(width.saturating_sub(2)).max(1);
-    let mut body: Vec<Line<'static>> = Vec::new();
-    for line in crate::terminal::visible_arguments(&req.call.arguments).lines() {
-        body.extend(wrap(Line::raw(line.to_owned()), inner_w, ""));
-    }
-    if let Some(diff) = &req.preview {
-        body.push(Line::default());
-        for line in diff_lines(diff) {
-            body.extend(wrap(line, inner_w, ""));
-        }
-    }
+    let body = approval_body(req, inner_w);
     // The guard's reason is long; room for it wrapped.
     let guard_rows = req.guard.as_deref().map_or(0, |g| {
         (g.chars().count() / usize::from(width.saturating_sub(2).max(1)) + 1) as u16
@@ -61,31 +52,7 @@ pub(crate) fn approval(frame: &mut Frame<'_>, area: Rect, modal: &Modal) {
     frame.render_widget(Clear, rect);
     let bold = Style::default().add_modifier(Modifier::BOLD);
     let dim = Style::default().fg(Color::DarkGray);
-    let mut head = vec![
-        Line::from(vec![
-            Span::styled(clean(&req.call.name), bold),
-            Span::raw("  "),
-            Span::styled(
-                truncate(
-                    &clean(&summary(&req.call.arguments)),
-                    inner_w.saturating_sub(req.call.name.len() + 2),
-                ),
-                Style::default().fg(Color::Gray),
-            ),
-        ]),
-        match &req.guard {
-            // The guard's reason says what the session read and where the
-            // call could send it; the policy's own verdict follows it there.
-            Some(guard) => Line::from(vec![
-                Span::styled("held: ", bold.fg(Color::Red)),
-                Span::styled(clean(guard), Style::default().fg(Color::Red)),
-            ]),
-            None => Line::from(vec![
-                Span::styled("why: ", dim),
-                Span::raw(clean(&req.reason)),
-            ]),
-        },
-    ];
+    let mut head = approval_head(req, inner_w);
     let block = Block::default()
         .borders(Borders::ALL)
         .border_style(Style::default().fg(Color::Yellow))
@@ -108,62 +75,7 @@ pub(crate) fn approval(frame: &mut Frame<'_>, area: Rect, modal: &Modal) {
         modal.seen_all.set(true);
     }
     let seen = modal.seen_all.get();
-    let answers = match &modal.reason {
-        None if too_long => vec![
-            Line::from(vec![
-                Span::styled(
-                    format!(
-                        "this call is {} lines, too long to review here: it cannot be approved   ",
-                        body.len()
-                    ),
-                    bold.fg(Color::Red),
-                ),
-                Span::styled("[n]", bold.fg(Color::Red)),
-                Span::raw(" no"),
-            ]),
-            Line::styled(
-                "answer no, or run it yourself after reading it elsewhere",
-                dim,
-            ),
-        ],
-        Some(reason) => vec![
-            Line::from(vec![
-                Span::styled("deny, reason: ", Style::default().fg(Color::Red)),
-                Span::raw(clean(reason)),
-                Span::styled("█", dim),
-            ]),
-            Line::styled("Enter send · Esc back", dim),
-        ],
-        None if !seen => vec![
-            Line::from(vec![
-                Span::styled(
-                    "scroll to the end of the call to approve it (↓/PgDn)   ",
-                    if modal.refused {
-                        bold.fg(Color::Red)
-                    } else {
-                        bold.fg(Color::Yellow)
-                    },
-                ),
-                Span::styled("[n]", bold.fg(Color::Red)),
-                Span::raw(" no"),
-            ]),
-            Line::styled("↑/↓ scroll the call", dim),
-        ],
-        None => vec![
-            Line::from(vec![
-                Span::styled("[y]", bold.fg(Color::Green)),
-                Span::raw(" yes once   "),
-                Span::styled("[a]", bold.fg(Color::Green)),
-                Span::raw(format!(
-                    " yes, and {} this session   ",
-                    clean(&req.session_covers)
-                )),
-                Span::styled("[n]", bold.fg(Color::Red)),
-                Span::raw(" no"),
-            ]),
-            Line::styled("↑/↓ scroll the call", dim),
-        ],
-    };
+    let answers = approval_answers(modal, too_long.then_some(body.len()), seen);
     frame.render_widget(
         Paragraph::new(head).wrap(Wrap { trim: false }),
         Rect::new(inner.x, inner.y, inner.width, head_h.min(inner.height)),
@@ -197,6 +109,117 @@ pub(crate) fn approval(frame: &mut Frame<'_>, area: Rect, modal: &Modal) {
         Paragraph::new(answers),
         Rect::new(inner.x, ans_y, inner.width, ans_h.min(inner.height)),
     );
+}
+
+/// Everything the call will run: its arguments made visible, then its
+/// diff, wrapped to `inner_w` columns.
+fn approval_body(req: &crate::protocol::ApprovalRequest, inner_w: usize) -> Vec<Line<'static>> {
+    let mut body: Vec<Line<'static>> = Vec::new();
+    for line in crate::terminal::visible_arguments(&req.call.arguments).lines() {
+        body.extend(wrap(Line::raw(line.to_owned()), inner_w, ""));
+    }
+    if let Some(diff) = &req.preview {
+        body.push(Line::default());
+        for line in diff_lines(diff) {
+            body.extend(wrap(line, inner_w, ""));
+        }
+    }
+    body
+}
+
+/// The modal's first lines: the call's name and summary, and why it asks.
+fn approval_head(req: &crate::protocol::ApprovalRequest, inner_w: usize) -> Vec<Line<'static>> {
+    let bold = Style::default().add_modifier(Modifier::BOLD);
+    let dim = Style::default().fg(Color::DarkGray);
+    vec![
+        Line::from(vec![
+            Span::styled(clean(&req.call.name), bold),
+            Span::raw("  "),
+            Span::styled(
+                truncate(
+                    &clean(&summary(&req.call.arguments)),
+                    inner_w.saturating_sub(req.call.name.len() + 2),
+                ),
+                Style::default().fg(Color::Gray),
+            ),
+        ]),
+        match &req.guard {
+            // The guard's reason says what the session read and where the
+            // call could send it; the policy's own verdict follows it there.
+            Some(guard) => Line::from(vec![
+                Span::styled("held: ", bold.fg(Color::Red)),
+                Span::styled(clean(guard), Style::default().fg(Color::Red)),
+            ]),
+            None => Line::from(vec![
+                Span::styled("why: ", dim),
+                Span::raw(clean(&req.reason)),
+            ]),
+        },
+    ]
+}
+
+/// The answers the modal offers now: none but no for a call too long to
+/// review (`too_long` holds its line count), the reason being typed, a
+/// request to scroll to the end, or yes, yes for the session and no.
+fn approval_answers(modal: &Modal, too_long: Option<usize>, seen: bool) -> Vec<Line<'static>> {
+    let req = &modal.request;
+    let bold = Style::default().add_modifier(Modifier::BOLD);
+    let dim = Style::default().fg(Color::DarkGray);
+    match (&modal.reason, too_long) {
+        (None, Some(lines)) => vec![
+            Line::from(vec![
+                Span::styled(
+                    format!(
+                        "this call is {lines} lines, too long to review here: it cannot be approved   "
+                    ),
+                    bold.fg(Color::Red),
+                ),
+                Span::styled("[n]", bold.fg(Color::Red)),
+                Span::raw(" no"),
+            ]),
+            Line::styled(
+                "answer no, or run it yourself after reading it elsewhere",
+                dim,
+            ),
+        ],
+        (Some(reason), _) => vec![
+            Line::from(vec![
+                Span::styled("deny, reason: ", Style::default().fg(Color::Red)),
+                Span::raw(clean(reason)),
+                Span::styled("█", dim),
+            ]),
+            Line::styled("Enter send · Esc back", dim),
+        ],
+        (None, None) if !seen => vec![
+            Line::from(vec![
+                Span::styled(
+                    "scroll to the end of the call to approve it (↓/PgDn)   ",
+                    if modal.refused {
+                        bold.fg(Color::Red)
+                    } else {
+                        bold.fg(Color::Yellow)
+                    },
+                ),
+                Span::styled("[n]", bold.fg(Color::Red)),
+                Span::raw(" no"),
+            ]),
+            Line::styled("↑/↓ scroll the call", dim),
+        ],
+        (None, None) => vec![
+            Line::from(vec![
+                Span::styled("[y]", bold.fg(Color::Green)),
+                Span::raw(" yes once   "),
+                Span::styled("[a]", bold.fg(Color::Green)),
+                Span::raw(format!(
+                    " yes, and {} this session   ",
+                    clean(&req.session_covers)
+                )),
+                Span::styled("[n]", bold.fg(Color::Red)),
+                Span::raw(" no"),
+            ]),
+            Line::styled("↑/↓ scroll the call", dim),
+        ],
+    }
 }
 
 /// The session picker.

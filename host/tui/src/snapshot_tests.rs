@@ -31,7 +31,7 @@ fn buffer_text(buf: &ratatui::buffer::Buffer) -> String {
 }
 
 fn started() -> App {
-    let mut app = App::new("replay", "ask");
+    let mut app = App::new("replay", crate::protocol::Mode::Ask);
     app.apply(&Event::SessionStarted {
         session_id: "20261201-101500-abc123".into(),
         workspace: "/work/project".into(),
@@ -649,7 +649,7 @@ fn scrolled_up_the_view_stays_while_an_answer_streams() {
 
 #[test]
 fn a_replayed_log_shows_the_transcript_without_asking() {
-    let mut app = App::new("", "ask");
+    let mut app = App::new("", crate::protocol::Mode::Ask);
     let write = call("w1", "write_file", r#"{"path":"a.txt","content":"x"}"#);
     let events = [
         Event::SessionStarted {
@@ -815,7 +815,7 @@ fn compact_command_and_the_context_share() {
         summary: "Task: x".into(),
         replaced: 7,
         kept: 3,
-        trigger: "manual".into(),
+        trigger: crate::protocol::CompactTrigger::Manual,
         tokens_before: 9_000,
         tokens_after: 2_000,
     });

@@ -50,7 +50,7 @@ pub(crate) fn status_line(app: &App) -> Line<'static> {
             Style::default().add_modifier(Modifier::BOLD),
         ),
         Span::styled(" · ", dim),
-        Span::styled(app.mode.clone(), Style::default().fg(Color::Yellow)),
+        Span::styled(app.mode.as_str(), Style::default().fg(Color::Yellow)),
         Span::styled(" · ", dim),
         Span::raw(format!(
             "↑{} ↓{} (last ↑{} ↓{})",

@@ -380,29 +380,11 @@ impl provider::TurnStream for Stream {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use corral_sdk::testing::{self, Run};
     use pretty_assertions::assert_eq;
 
-    type Run = (Result<ChatResponse, ProviderError>, Vec<Event>);
-
-    fn run(chunks: &[&[u8]]) -> Run {
-        provider::replay_turn(chunks.iter().copied(), Stream::new())
-    }
-
     fn run_whole(transcript: &str) -> Run {
-        run(&[transcript.as_bytes()])
-    }
-
-    /// Every way to cut the transcript in two, plus one byte at a time,
-    /// must give exactly the events and response of the uncut transcript.
-    fn assert_split_invariant(transcript: &str) {
-        let whole = run_whole(transcript);
-        let bytes = transcript.as_bytes();
-        for at in 0..=bytes.len() {
-            let (a, b) = bytes.split_at(at);
-            assert_eq!(run(&[a, b]), whole, "split at byte {at}");
-        }
-        let singles: Vec<&[u8]> = bytes.chunks(1).collect();
-        assert_eq!(run(&singles), whole, "one byte at a time");
+        testing::run_whole(transcript, Stream::new)
     }
 
     /// A text block, then two tool_use blocks (the second without
@@ -509,7 +491,7 @@ mod tests {
                 ]
             )
         );
-        assert_split_invariant(TRANSCRIPT);
+        testing::assert_split_invariant(TRANSCRIPT, Stream::new);
     }
 
     #[test]
@@ -640,7 +622,7 @@ mod tests {
         // The same when the connection closes right after the stop reason.
         let end = transcript.find("event: message_stop").unwrap();
         assert_eq!(run_whole(&transcript[..end]).0, Ok(whole));
-        assert_split_invariant(transcript);
+        testing::assert_split_invariant(transcript, Stream::new);
     }
 
     /// A server tool (web search) streams its input like a tool_use block;
@@ -689,7 +671,7 @@ mod tests {
         assert_eq!(response.message.text, "Found it.");
         assert!(response.message.tool_calls.is_empty());
         assert_eq!(response.finish_reason, FinishReason::Stop);
-        assert_split_invariant(transcript);
+        testing::assert_split_invariant(transcript, Stream::new);
     }
 
     #[test]

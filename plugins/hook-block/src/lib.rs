@@ -31,7 +31,16 @@ pub const DEFAULT_PATTERNS: &[&str] = &[
 /// The words of the command a call's arguments describe.
 pub fn command_words(args: &serde_json::Value) -> Vec<String> {
     if let Some(command) = args.get("command").and_then(|c| c.as_str()) {
-        return command.split_whitespace().map(str::to_owned).collect();
+        // Read as `run_command` and the policy read it (quotes removed,
+        // each command of a compound line), so `git push '--force'` and
+        // `true;git push --force` are seen for what they run.
+        return corral_syntax::shell::segments(command)
+            .into_iter()
+            .flat_map(|segment| {
+                corral_syntax::shell::words(segment)
+                    .unwrap_or_else(|_| segment.split_whitespace().map(str::to_owned).collect())
+            })
+            .collect();
     }
     if let Some(argv) = args.get("argv").and_then(|a| a.as_array()) {
         return argv
@@ -129,6 +138,14 @@ mod tests {
         assert_eq!(
             blocked(json!({"nested": {"cmd": ["rm", "-rf", "~"]}})),
             Some("rm -rf ~")
+        );
+        assert_eq!(
+            blocked(json!({"command": "\"git\" push '--force'"})),
+            Some("git push --force")
+        );
+        assert_eq!(
+            blocked(json!({"command": "true;git push \\\n -f"})),
+            Some("git push -f")
         );
         assert_eq!(blocked(json!({"command": "git push origin main"})), None);
         assert_eq!(blocked(json!({"command": "rm -rf /tmp/build"})), None);

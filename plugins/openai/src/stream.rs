@@ -542,30 +542,11 @@ impl provider::TurnStream for Stream {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use corral_sdk::testing::{self, Run};
     use pretty_assertions::assert_eq;
 
-    type Run = (Result<ChatResponse, ProviderError>, Vec<Event>);
-
-    /// Replays `chunks` through the SDK's SSE driver into a fresh stream,
-    fn run(chunks: &[&[u8]]) -> Run {
-        provider::replay_turn(chunks.iter().copied(), Stream::new())
-    }
-
     fn run_whole(transcript: &str) -> Run {
-        run(&[transcript.as_bytes()])
-    }
-
-    /// Every way to cut the transcript in two, plus one byte at a time,
-    /// must give exactly the events and response of the uncut transcript.
-    fn assert_split_invariant(transcript: &str) {
-        let whole = run_whole(transcript);
-        let bytes = transcript.as_bytes();
-        for at in 0..=bytes.len() {
-            let (a, b) = bytes.split_at(at);
-            assert_eq!(run(&[a, b]), whole, "split at byte {at}");
-        }
-        let singles: Vec<&[u8]> = bytes.chunks(1).collect();
-        assert_eq!(run(&singles), whole, "one byte at a time");
+        testing::run_whole(transcript, Stream::new)
     }
 
     const TEXT: &str = concat!(
@@ -607,7 +588,7 @@ mod tests {
                 ]
             )
         );
-        assert_split_invariant(TEXT);
+        testing::assert_split_invariant(TEXT, Stream::new);
     }
 
     #[test]
@@ -681,7 +662,7 @@ mod tests {
                 ]
             )
         );
-        assert_split_invariant(TOOLS);
+        testing::assert_split_invariant(TOOLS, Stream::new);
     }
 
     /// A call cut by the output token limit is handed on as it came, with
@@ -713,7 +694,7 @@ mod tests {
                 .any(|e| matches!(e, Event::ToolCallCompleted(_))),
             "an invalid call must not be reported complete: {events:?}"
         );
-        assert_split_invariant(transcript);
+        testing::assert_split_invariant(transcript, Stream::new);
     }
 
     /// gpt-4o's refusal, as streamed: `refusal` deltas, `content` null, and
@@ -751,7 +732,7 @@ mod tests {
                 Event::TextDelta("I can't help with that.".into()),
             ]
         );
-        assert_split_invariant(transcript);
+        testing::assert_split_invariant(transcript, Stream::new);
     }
 
     /// Wherever the one-pass reader takes a chunk, it reads what serde
@@ -855,7 +836,7 @@ mod tests {
                 usage: None,
             })
         );
-        assert_split_invariant(transcript);
+        testing::assert_split_invariant(transcript, Stream::new);
     }
 
     #[test]

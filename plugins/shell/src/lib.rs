@@ -4,10 +4,14 @@
 //! a POSIX shell would (quotes, backslashes) and the first word is the
 //! program, which must be granted in the manifest (`grants.exec`). A command
 //! with shell syntax (pipes, redirections, `&&`, `;`, substitutions) runs
-//! through `sh -c` only when `sh` itself is granted.
+//! through `sh -c` only when `sh` itself is granted. The split is
+//! [`corral_syntax::shell::argv`], the very function whose words the host's
+//! permission policy judges; a line it calls incomplete (an unclosed quote,
+//! a trailing backslash) runs in no form.
 
 use corral_sdk::process::Command;
 use corral_sdk::{Effect, Error, Output, Result, Tool, tools};
+use corral_syntax::shell;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
@@ -29,72 +33,6 @@ pub struct Args {
     pub timeout_ms: Option<u64>,
 }
 
-/// Words of a command line, split like a POSIX shell without expansion, or
-/// `Err` with the shell syntax that needs a real shell.
-pub fn split(line: &str) -> std::result::Result<Vec<String>, String> {
-    let mut words = Vec::new();
-    let mut word = String::new();
-    let mut in_word = false;
-    let mut chars = line.chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
-            '\'' => {
-                in_word = true;
-                loop {
-                    match chars.next() {
-                        Some('\'') => break,
-                        Some(x) => word.push(x),
-                        None => return Err("an unclosed single quote".into()),
-                    }
-                }
-            }
-            '"' => {
-                in_word = true;
-                loop {
-                    match chars.next() {
-                        Some('"') => break,
-                        Some('\\') => match chars.next() {
-                            Some(x @ ('"' | '\\' | '$' | '`')) => word.push(x),
-                            Some(x) => {
-                                word.push('\\');
-                                word.push(x);
-                            }
-                            None => return Err("an unclosed double quote".into()),
-                        },
-                        Some(x @ ('$' | '`')) => return Err(format!("`{x}` (substitution)")),
-                        Some(x) => word.push(x),
-                        None => return Err("an unclosed double quote".into()),
-                    }
-                }
-            }
-            '\\' => {
-                in_word = true;
-                if let Some(x) = chars.next() {
-                    word.push(x);
-                }
-            }
-            c if c.is_whitespace() => {
-                if in_word {
-                    words.push(std::mem::take(&mut word));
-                    in_word = false;
-                }
-            }
-            '|' | '&' | ';' | '<' | '>' | '(' | ')' | '$' | '`' => return Err(format!("`{c}`")),
-            '*' | '?' | '[' | '~' | '{' if !in_word || c == '~' => {
-                return Err(format!("`{c}` (globbing or expansion)"));
-            }
-            c => {
-                in_word = true;
-                word.push(c);
-            }
-        }
-    }
-    if in_word {
-        words.push(word);
-    }
-    Ok(words)
-}
-
 /// `run_command`.
 pub struct RunCommand;
 
@@ -109,12 +47,18 @@ impl Tool for RunCommand {
     fn run(args: Args) -> Result<Output> {
         let (argv, shell_reason) = match (&args.argv, &args.command) {
             (Some(argv), None) => (argv.clone(), None),
-            (None, Some(line)) => match split(line) {
+            (None, Some(line)) => match shell::argv(line) {
                 Ok(words) => (words, None),
-                Err(syntax) => (
+                Err(shell::Refusal::NeedsShell(syntax)) => (
                     vec!["sh".to_owned(), "-c".to_owned(), line.clone()],
                     Some(syntax),
                 ),
+                Err(shell::Refusal::Incomplete(why)) => {
+                    return Err(Error::InvalidArguments(format!(
+                        "the command line is incomplete: {why}, so it is not run; {}",
+                        why.fix()
+                    )));
+                }
             },
             _ => {
                 return Err(Error::InvalidArguments(
@@ -173,32 +117,3 @@ impl Tool for RunCommand {
 }
 
 tools!(RunCommand);
-
-#[cfg(test)]
-mod tests {
-    use super::split;
-
-    #[test]
-    fn splits_like_a_shell_without_expansion() {
-        assert_eq!(
-            split("cargo  test   -p x").unwrap(),
-            ["cargo", "test", "-p", "x"]
-        );
-        assert_eq!(
-            split(r#"echo 'a b' "c \"d\"" e\ f"#).unwrap(),
-            ["echo", "a b", r#"c "d""#, "e f"]
-        );
-        assert_eq!(
-            split("git log --format=%H").unwrap(),
-            ["git", "log", "--format=%H"]
-        );
-        assert_eq!(split("ls src/*.rs").unwrap(), ["ls", "src/*.rs"]);
-        assert!(split("ls | wc").is_err());
-        assert!(split("a > b").is_err());
-        assert!(split("a && b").is_err());
-        assert!(split("echo $(id)").is_err());
-        assert!(split("echo \"$HOME\"").is_err());
-        assert!(split("echo 'unclosed").is_err());
-        assert!(split("echo ~/x").is_err());
-    }
-}

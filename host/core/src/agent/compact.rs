@@ -15,8 +15,11 @@
 //! transcript (long pieces cut in the middle to fit the window), no tools.
 
 use super::budget::{self, Budget};
-use super::{Agent, Out, Sink as _};
-use crate::protocol::{ChatRequest, ChatResponse, Event, Message, StopReason, StreamEvent};
+use super::{Agent, Out};
+use crate::call::Emit as _;
+use crate::protocol::{
+    ChatRequest, ChatResponse, CompactTrigger, Event, Message, StopReason, StreamEvent,
+};
 use corral_sdk::cassette::SUMMARY_MESSAGE_MARK;
 use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
@@ -432,7 +435,7 @@ impl Agent {
         if let Some(limit) = b.threshold()
             && b.estimate(bytes) > limit
         {
-            match self.compact("auto", ui, cancel).await? {
+            match self.compact(CompactTrigger::Auto, ui, cancel).await? {
                 Compaction::Done => bytes = self.request_size(system, tools),
                 Compaction::Interrupted => {
                     return Ok(Err((
@@ -485,7 +488,7 @@ impl Agent {
         self.ensure_budget(ui).await?;
         let cancel = CancellationToken::new();
         Ok(matches!(
-            self.compact("manual", ui, &cancel).await?,
+            self.compact(CompactTrigger::Manual, ui, &cancel).await?,
             Compaction::Done
         ))
     }
@@ -496,7 +499,7 @@ impl Agent {
     /// [`Event::CompactionFailed`] and leaves the history as it was.
     pub(super) async fn compact(
         &mut self,
-        trigger: &str,
+        trigger: CompactTrigger,
         ui: &UnboundedSender<Event>,
         cancel: &CancellationToken,
     ) -> anyhow::Result<Compaction> {
@@ -507,7 +510,7 @@ impl Agent {
         // When the provider refused the request as too long, the window it
         // was measured against is wrong: keep only the last turn.
         let keep = match b.window() {
-            Some(w) if trigger != "context_length" => {
+            Some(w) if trigger != CompactTrigger::ContextLength => {
                 b.bytes_for((f64::from(w) * KEEP_SHARE) as u32)
             }
             _ => 0,
@@ -527,7 +530,7 @@ impl Agent {
         let hooked = self
             .options
             .hooks
-            .pre_compact(trigger == "manual", cut as u32, &mut out)
+            .pre_compact(trigger == CompactTrigger::Manual, cut as u32, &mut out)
             .await?;
         if let Some(why) = hooked.blocked {
             return self.compaction_failed(
@@ -601,7 +604,7 @@ impl Agent {
                 summary,
                 replaced: cut,
                 kept: self.history.len() - 1,
-                trigger: trigger.to_owned(),
+                trigger,
                 tokens_before: before,
                 tokens_after: after,
             },

@@ -9,11 +9,11 @@
 //! declares `write`), and logs the begin and the end. Only their call is the
 //! host's own. The MCP server does not serve them: they need a session.
 
-use super::dispatch::{Checked, Dispatcher};
 use super::subagent::Spawner;
-use crate::call::CallOutcome;
-use crate::protocol::{Effect, Event, PlanStatus, PlanStep, ToolSpec};
+use crate::call::{CallOutcome, Checked, HostSpec, Runner};
+use crate::protocol::{Effect, Event, PlanStatus, PlanStep, ToolCall, ToolSpec};
 use crate::runtime::Plugins;
+use futures::future::BoxFuture;
 use serde_json::{Value, json};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -163,6 +163,16 @@ impl HostTool {
     }
 }
 
+impl HostSpec for HostTool {
+    fn spec(&self) -> ToolSpec {
+        HostTool::spec(*self)
+    }
+
+    fn effects(&self, args: &Value, plugins: &Plugins) -> Vec<Effect> {
+        HostTool::effects(*self, args, plugins)
+    }
+}
+
 /// What a host tool's call runs with, besides its arguments.
 pub(crate) struct HostCall {
     /// The session's artifacts directory (whole outputs of cut calls).
@@ -176,12 +186,56 @@ pub(crate) struct HostCall {
     /// corral's call ids by the model's own, for the model ids that name
     /// one call only in the session, so `read_output` takes either.
     pub model_ids: std::collections::HashMap<String, String>,
+    /// The plan the last `update_plan` of the batch set.
+    pub plan: std::sync::Mutex<Option<Vec<PlanStep>>>,
+}
+
+impl HostCall {
+    /// The plan the batch's last successful `update_plan` set, if any.
+    pub fn plan(&self) -> Option<Vec<PlanStep>> {
+        self.plan.lock().ok()?.take()
+    }
+}
+
+/// The loop's calls: host tools here, plugin tools in their sandboxes, and
+/// the subagents `task` started awaited before the turn goes on.
+impl Runner for HostCall {
+    fn run<'a>(&'a self, checked: &'a Checked) -> BoxFuture<'a, CallOutcome> {
+        Box::pin(call(checked, self))
+    }
+
+    fn settle(&self) -> BoxFuture<'_, ()> {
+        Box::pin(async {
+            if let Some(spawner) = &self.spawner {
+                spawner.wait().await;
+            }
+        })
+    }
+
+    fn interrupted(&self, call_id: &str) -> Option<CallOutcome> {
+        self.spawner.as_ref()?.outcome(call_id)
+    }
+
+    fn note(&self, call: &ToolCall, outcome: &CallOutcome) -> Option<Event> {
+        let event = plan_event(&call.id, outcome)?;
+        if let Event::PlanUpdated { steps, .. } = &event
+            && let Ok(mut plan) = self.plan.lock()
+        {
+            *plan = Some(steps.clone());
+        }
+        Some(event)
+    }
 }
 
 /// Runs one admitted call: a host tool here, a plugin's tool in its sandbox.
 pub(crate) async fn call(checked: &Checked, host: &HostCall) -> CallOutcome {
-    let Some(tool) = checked.host_tool() else {
-        return Dispatcher::call(checked).await;
+    let tool = if checked.is_host_tool() {
+        HostTool::by_name(&checked.call.name)
+    } else {
+        None
+    };
+    let Some(tool) = tool else {
+        return crate::call::sandbox(checked).await;
     };
     let args = checked.args();
     match tool {
@@ -208,7 +262,7 @@ pub(crate) async fn call(checked: &Checked, host: &HostCall) -> CallOutcome {
 }
 
 /// The plan a successful `update_plan` call set, to log as an event.
-pub(crate) fn plan_event(call_id: &str, outcome: &CallOutcome) -> Option<Event> {
+fn plan_event(call_id: &str, outcome: &CallOutcome) -> Option<Event> {
     let CallOutcome::Output {
         is_error: false,
         data: Some(data),
@@ -280,17 +334,7 @@ fn artifact_name(call_id: &str) -> Result<String, String> {
             call_id.escape_debug()
         ));
     }
-    let safe: String = call_id
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    Ok(format!("{safe}.txt"))
+    Ok(crate::log::artifact_file(call_id))
 }
 
 fn read_output(args: &Value, artifacts: &std::path::Path) -> CallOutcome {

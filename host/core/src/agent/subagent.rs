@@ -20,7 +20,8 @@
 //! otherwise kept as a patch file.
 
 use super::host_tools::{HostCall, HostTool};
-use super::{Agent, AgentOptions, CallOutcome};
+use super::{Agent, AgentOptions};
+use crate::call::CallOutcome;
 use crate::log::SessionLog;
 use crate::manifest::Manifest;
 use crate::policy::{Action, parse_rule};

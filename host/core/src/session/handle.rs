@@ -5,7 +5,8 @@
 //! goes through it.
 
 use super::open::{choose_provider, find_session, sessions_dir};
-use crate::agent::{Agent, AgentOptions, Approver, Backlog, NoApprover, OpApprover, YesApprover};
+use crate::agent::{Agent, AgentOptions, Backlog};
+use crate::call::{Approver, NoApprover, OpApprover, YesApprover};
 use crate::log::SessionLog;
 use crate::manifest::Manifest;
 use crate::protocol::{Event, Mode, Op, StopReason};
@@ -115,13 +116,9 @@ impl std::fmt::Debug for Session {
 /// Opens (or, with [`SessionConfig::resume`], reopens) a session and starts
 /// its task. The error is a message for the user: what failed and what to do.
 pub async fn open(config: SessionConfig) -> Result<Session, String> {
-    let dir = || match &config.sessions_dir {
-        Some(d) => Ok(d.clone()),
-        None => sessions_dir(&config.workspace),
-    };
     let resume_path = match &config.resume {
         Some(which) => {
-            let dir = dir()?;
+            let dir = log_dir(&config)?;
             let id = match which {
                 Resume::Last => None,
                 Resume::Id(id) => Some(id.as_str()),
@@ -194,38 +191,7 @@ pub async fn open(config: SessionConfig) -> Result<Session, String> {
         ..AgentOptions::default()
     };
 
-    let (agent, resumed_messages) = match resume_path {
-        Some(path) => {
-            let (log, records) = SessionLog::open(&path)
-                .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-            let logged_provider = records.iter().find_map(|r| match &r.event {
-                Event::SessionStarted { provider, .. } => Some(provider.clone()),
-                _ => None,
-            });
-            let wanted = config.provider.clone().or(logged_provider);
-            let provider = choose_provider(&manifest, &plugins, wanted.as_deref())?;
-            let agent = Agent::resume(
-                plugins,
-                provider,
-                options,
-                manifest.workspace.clone(),
-                log,
-                &records,
-            )
-            .map_err(|e| format!("{e:#}"))?;
-            let n = agent.history().len();
-            (agent, Some(n))
-        }
-        None => {
-            let provider = choose_provider(&manifest, &plugins, config.provider.as_deref())?;
-            let dir = dir()?;
-            let log = SessionLog::create(&dir)
-                .map_err(|e| format!("cannot create the session log in {}: {e}", dir.display()))?;
-            let agent = Agent::new(plugins, provider, options, manifest.workspace.clone(), log)
-                .map_err(|e| format!("{e:#}"))?;
-            (agent, None)
-        }
-    };
+    let (agent, resumed_messages) = start_agent(&config, &manifest, plugins, options, resume_path)?;
     let id = agent.session_id().to_owned();
     let log_path = agent.log_path();
     let (ops_tx, ops_rx) = unbounded_channel();
@@ -247,6 +213,57 @@ pub async fn open(config: SessionConfig) -> Result<Session, String> {
         events: events_rx,
         backlog: BacklogGuard(backlog),
         task,
+    })
+}
+
+/// Where `config`'s session logs go.
+fn log_dir(config: &SessionConfig) -> Result<PathBuf, String> {
+    match &config.sessions_dir {
+        Some(d) => Ok(d.clone()),
+        None => sessions_dir(&config.workspace),
+    }
+}
+
+/// The agent of a new session, or of the one logged at `resume_path` with
+/// its history replayed; and, when resumed, how many messages it replayed.
+fn start_agent(
+    config: &SessionConfig,
+    manifest: &Manifest,
+    plugins: Arc<crate::runtime::Plugins>,
+    options: AgentOptions,
+    resume_path: Option<PathBuf>,
+) -> Result<(Agent, Option<usize>), String> {
+    Ok(match resume_path {
+        Some(path) => {
+            let (log, records) = SessionLog::open(&path)
+                .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+            let logged_provider = records.iter().find_map(|r| match &r.event {
+                Event::SessionStarted { provider, .. } => Some(provider.clone()),
+                _ => None,
+            });
+            let wanted = config.provider.clone().or(logged_provider);
+            let provider = choose_provider(manifest, &plugins, wanted.as_deref())?;
+            let agent = Agent::resume(
+                plugins,
+                provider,
+                options,
+                manifest.workspace.clone(),
+                log,
+                &records,
+            )
+            .map_err(|e| format!("{e:#}"))?;
+            let n = agent.history().len();
+            (agent, Some(n))
+        }
+        None => {
+            let provider = choose_provider(manifest, &plugins, config.provider.as_deref())?;
+            let dir = log_dir(config)?;
+            let log = SessionLog::create(&dir)
+                .map_err(|e| format!("cannot create the session log in {}: {e}", dir.display()))?;
+            let agent = Agent::new(plugins, provider, options, manifest.workspace.clone(), log)
+                .map_err(|e| format!("{e:#}"))?;
+            (agent, None)
+        }
     })
 }
 

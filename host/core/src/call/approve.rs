@@ -1,0 +1,311 @@
+//! Step 5: an `ask` verdict put to whoever answers: the front-end through
+//! an [`Event::ApprovalRequested`] and the
+//! [`Op::Approval`](crate::protocol::Op::Approval) that answers it
+//! ([`OpApprover`]), `--yes` ([`YesApprover`]), an MCP client's user, or
+//! nobody in a non-interactive run ([`NoApprover`]). An approval for the
+//! session is kept by its [`Scope`].
+
+use super::judge::Judgement;
+use super::{CallOutcome, Checked, Dispatcher, Sink};
+use crate::policy::Decision;
+use crate::protocol::{ApprovalAnswer, ApprovalRequest, Effect, Event, PermissionDecision};
+use futures::future::BoxFuture;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use tokio::sync::oneshot;
+use tokio_util::sync::CancellationToken;
+
+/// What an approval for the rest of the session covers.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Scope {
+    /// Every call of a tool (one that runs no command).
+    Tool(String),
+    /// One command line of a tool that runs commands.
+    Command {
+        /// The tool.
+        tool: String,
+        /// The command, as the policy reads it.
+        argv: Vec<String>,
+    },
+    /// A call the exfiltration guard held: approving it for the session
+    /// covers only calls the guard holds, never the same call the policy
+    /// alone would ask about.
+    Guarded(Box<Scope>),
+}
+
+impl Scope {
+    /// The scope of a call of `tool` with `args`.
+    pub fn of(tool: &str, args: &serde_json::Value) -> Self {
+        match crate::policy::subject(tool, args) {
+            crate::policy::Subject::Command(argv) => Scope::Command {
+                tool: tool.to_owned(),
+                argv,
+            },
+            crate::policy::Subject::Paths(_) | crate::policy::Subject::Other(_) => {
+                Scope::Tool(tool.to_owned())
+            }
+        }
+    }
+
+    /// What the approval request says an approval for the session covers.
+    fn covers(&self) -> String {
+        match self {
+            Scope::Tool(tool) => format!("every {tool} call"),
+            Scope::Command { .. } | Scope::Guarded(_) => "this command".to_owned(),
+        }
+    }
+}
+
+impl Dispatcher {
+    /// Carries out `judged`: logs the decision, and for an `ask` puts the
+    /// call to the approver (unless approved for the session already).
+    /// `None` lets the call run.
+    pub(super) async fn approve(
+        &self,
+        checked: &Checked,
+        judged: Judgement,
+        sink: &mut dyn Sink,
+        cancel: &CancellationToken,
+    ) -> anyhow::Result<Option<CallOutcome>> {
+        let call = &checked.call;
+        let record = |decision: PermissionDecision, reason: String| Event::Permission {
+            call_id: call.id.clone(),
+            tool: call.name.clone(),
+            decision,
+            reason,
+        };
+        let Judgement {
+            verdict,
+            scope,
+            guard,
+        } = judged;
+        match verdict.decision {
+            Decision::Allow => {
+                sink.emit(record(PermissionDecision::Allow, verdict.reason))?;
+                return Ok(None);
+            }
+            Decision::Deny { stop } => {
+                let decision = if stop {
+                    PermissionDecision::DenyAndStop
+                } else {
+                    PermissionDecision::Deny
+                };
+                sink.emit(record(decision, verdict.reason.clone()))?;
+                return Ok(Some(CallOutcome::Refused {
+                    message: format!("denied by the permission policy: {}", verdict.reason),
+                    stop,
+                }));
+            }
+            Decision::Ask if self.approved_for_session(&scope) => {
+                sink.emit(record(
+                    PermissionDecision::ApprovedForSession,
+                    format!("{}; approved earlier in this session", verdict.reason),
+                ))?;
+                return Ok(None);
+            }
+            Decision::Ask => {}
+        }
+        let preview = self.preview(checked, cancel).await;
+        let request = ApprovalRequest::new(
+            call.clone(),
+            verdict.reason.clone(),
+            preview,
+            scope.covers(),
+            guard.clone(),
+        );
+        let pending = self.approver.approve(&request);
+        if self.approver.asks_front_end() {
+            sink.emit(Event::ApprovalRequested(request))?;
+        }
+        let answer = tokio::select! {
+            biased;
+            () = cancel.cancelled() => ApprovalAnswer::Deny { reason: Some("interrupted by the user".into()) },
+            a = pending => a,
+        };
+        let by = self.approver.approved_by();
+        match answer {
+            ApprovalAnswer::Approve => {
+                sink.emit(record(
+                    PermissionDecision::Approved,
+                    format!("{}; {by}", verdict.reason),
+                ))?;
+                Ok(None)
+            }
+            ApprovalAnswer::ApproveForSession => {
+                if let Ok(mut approved) = self.approved.lock() {
+                    approved.insert(scope);
+                }
+                sink.emit(record(
+                    PermissionDecision::ApprovedForSession,
+                    format!("{}; {by} for this session", verdict.reason),
+                ))?;
+                Ok(None)
+            }
+            ApprovalAnswer::Deny { reason } => {
+                let why = reason.unwrap_or_else(|| "the user declined".into());
+                sink.emit(record(
+                    PermissionDecision::Refused,
+                    format!("{}; {why}", verdict.reason),
+                ))?;
+                let message = match &guard {
+                    Some(held) => format!("not run: {why}; {held}"),
+                    None => format!("not run: {why}"),
+                };
+                Ok(Some(CallOutcome::Refused {
+                    message,
+                    stop: false,
+                }))
+            }
+        }
+    }
+
+    /// The diff a write would apply, for an approver someone reads.
+    async fn preview(&self, checked: &Checked, cancel: &CancellationToken) -> Option<String> {
+        let call = &checked.call;
+        let plugin = checked.plugin.as_ref().filter(|_| {
+            checked.spec.effects.contains(&Effect::Write) && self.approver.wants_preview()
+        })?;
+        tokio::select! {
+            biased;
+            () = cancel.cancelled() => None,
+            r = plugin.preview(&call.name, &call.arguments, &call.id) => r.ok().flatten(),
+        }
+    }
+
+    /// Whether the user approved `scope` for the rest of the session. A
+    /// poisoned table approves nothing: the user is asked again.
+    fn approved_for_session(&self, scope: &Scope) -> bool {
+        self.approved
+            .lock()
+            .is_ok_and(|approved| approved.contains(scope))
+    }
+}
+
+/// Answers approval requests. The library never prompts by itself.
+pub trait Approver: Send + Sync {
+    /// Asks about one call. Whatever must be in place before the front-end
+    /// sees the request (e.g. a slot for its answer) happens before this
+    /// returns; the future then waits for the answer.
+    fn approve(&self, request: &ApprovalRequest) -> BoxFuture<'static, ApprovalAnswer>;
+
+    /// Whether the front-end answers: then the dispatcher sends an
+    /// [`Event::ApprovalRequested`](crate::protocol::Event::ApprovalRequested)
+    /// for each request.
+    fn asks_front_end(&self) -> bool {
+        false
+    }
+
+    /// Whether someone will read the diff a write would apply: only then is
+    /// the tool's `preview` run.
+    fn wants_preview(&self) -> bool {
+        self.asks_front_end()
+    }
+
+    /// What approved calls are said to be approved by, in the permission log.
+    fn approved_by(&self) -> &'static str {
+        "approved by the user"
+    }
+}
+
+/// Non-interactive runs: every `ask` becomes a denial the model can read.
+#[derive(Debug, Default)]
+pub struct NoApprover;
+
+impl Approver for NoApprover {
+    fn approve(&self, _: &ApprovalRequest) -> BoxFuture<'static, ApprovalAnswer> {
+        Box::pin(async {
+            ApprovalAnswer::Deny {
+                reason: Some(
+                    "this call needs the user's approval and the run is not interactive; the user can allow it \
+                     with --yes, a permission mode (--mode auto-edit or full-auto), an allow rule, or by \
+                     answering approvals (--approvals stdin with --json)"
+                        .into(),
+                ),
+            }
+        })
+    }
+}
+
+/// `--yes`: every `ask` is approved (deny rules and read-only mode still hold).
+#[derive(Debug, Default)]
+pub struct YesApprover;
+
+impl Approver for YesApprover {
+    fn approve(&self, _: &ApprovalRequest) -> BoxFuture<'static, ApprovalAnswer> {
+        Box::pin(async { ApprovalAnswer::Approve })
+    }
+
+    fn approved_by(&self) -> &'static str {
+        "approved by --yes"
+    }
+}
+
+/// The front-end answers: each request waits for the
+/// [`Op::Approval`](crate::protocol::Op::Approval) with its call id.
+#[derive(Debug, Default, Clone)]
+pub struct OpApprover {
+    pending: Arc<Mutex<HashMap<String, oneshot::Sender<ApprovalAnswer>>>>,
+}
+
+impl OpApprover {
+    /// Delivers an answer. `Err` when no request with that call id waits.
+    pub fn answer(&self, call_id: &str, answer: ApprovalAnswer) -> Result<(), String> {
+        let slot = self
+            .pending
+            .lock()
+            .map_err(|_| "the approval table is poisoned".to_owned())?
+            .remove(call_id);
+        match slot {
+            Some(tx) => tx
+                .send(answer)
+                .map_err(|_| format!("the call `{call_id}` no longer waits for an answer")),
+            None => Err(format!(
+                "no approval is pending for the call `{call_id}`; answer the call_id of an approval_requested event"
+            )),
+        }
+    }
+}
+
+impl Approver for OpApprover {
+    fn approve(&self, request: &ApprovalRequest) -> BoxFuture<'static, ApprovalAnswer> {
+        let (tx, rx) = oneshot::channel();
+        if let Ok(mut pending) = self.pending.lock() {
+            pending.insert(request.call.id.clone(), tx);
+        }
+        Box::pin(async move {
+            rx.await.unwrap_or(ApprovalAnswer::Deny {
+                reason: Some("the front-end went away without answering".into()),
+            })
+        })
+    }
+
+    fn asks_front_end(&self) -> bool {
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Scope;
+    use serde_json::json;
+
+    #[test]
+    fn a_scope_names_a_command_or_a_tool_and_the_guard_keeps_its_own() {
+        let command = Scope::of("run_command", &json!({ "argv": ["git", "status"] }));
+        assert_eq!(
+            command,
+            Scope::Command {
+                tool: "run_command".into(),
+                argv: vec!["git".into(), "status".into()],
+            }
+        );
+        assert_eq!(command.covers(), "this command");
+        let tool = Scope::of("write_file", &json!({ "path": "a.txt", "content": "" }));
+        assert_eq!(tool, Scope::Tool("write_file".into()));
+        assert_eq!(tool.covers(), "every write_file call");
+        // An approval the guard asked for covers no call the policy alone asks about.
+        let guarded = Scope::Guarded(Box::new(tool.clone()));
+        assert_ne!(guarded, tool);
+        assert_eq!(guarded.covers(), "this command");
+    }
+}

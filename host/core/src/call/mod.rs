@@ -1,0 +1,268 @@
+//! One tool call's path, the same for the agent loop, its subagents and the
+//! MCP server. A call takes these steps, one file each:
+//!
+//! 1. `check`: the tool exists and the arguments are a JSON object its
+//!    schema accepts (nobody is asked about a call that cannot run);
+//! 2. `judge` asks the `before_tool` hooks first, since a rewrite changes
+//!    the call every later step judges;
+//! 3. `protect`: protected paths (`.git` internals, the manifest);
+//! 4. `judge`: the permission policy (on the original arguments too when a
+//!    hook rewrote them), a hook's ask, then the exfiltration guard: each
+//!    consulted once, in this order, into one judgement;
+//! 5. `approve`: an `ask` becomes an `approval_requested` event answered
+//!    by the [`Approver`] (an op, `--yes`, an MCP elicitation, or nobody);
+//! 6. `run`: the call in its plugin's sandbox (or the host's own tool,
+//!    through the caller's [`Runner`]);
+//! 7. `finish`: provenance labels, `after_tool` hooks, truncation (the
+//!    whole output saved as an artifact) and the end event that logs it.
+//!
+//! [`Dispatcher::run_batch`] is the one orchestrator of these steps: every
+//! front-end hands it the calls of one turn (the MCP server a turn of one).
+//!
+//! This module sits below the loop: it must not import `agent`, `mcp`,
+//! `session`, `tui` or `cli`.
+
+mod approve;
+mod batch;
+mod check;
+mod finish;
+mod judge;
+mod protect;
+mod run;
+
+pub use approve::{Approver, NoApprover, OpApprover, Scope, YesApprover};
+pub use batch::Ran;
+pub use run::{PluginRunner, Runner, sandbox};
+
+pub use crate::hooks::Emit;
+use crate::policy::Policy;
+use crate::protocol::{Effect, Mode, ToolCall, ToolSpec};
+use crate::provenance::Tracker;
+use crate::runtime::{Plugin, Plugins, Touched};
+use futures::future::BoxFuture;
+use std::collections::{HashMap, HashSet};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+/// Where a call's events go: the session log and the front-end; besides
+/// recording them ([`Emit`]), it keeps whole outputs and syncs.
+pub trait Sink: Emit {
+    /// Saves a long output whole; `None` when there is nowhere to save it.
+    fn save_artifact(&self, name: &str, content: &str) -> Option<std::io::Result<PathBuf>>;
+
+    /// Puts what was emitted so far on disk: called before a call with
+    /// effects runs, so a crash cannot forget it ran. Nothing by default.
+    fn flush(&mut self) -> BoxFuture<'_, anyhow::Result<()>> {
+        Box::pin(async { Ok(()) })
+    }
+}
+
+/// What became of a call, before it is cut for the model.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CallOutcome {
+    /// The tool ran; `is_error` when it reported a failure itself.
+    Output {
+        /// Its text.
+        content: String,
+        /// Whether the tool reported a failure.
+        is_error: bool,
+        /// Its structured result.
+        data: Option<serde_json::Value>,
+    },
+    /// The call cannot run: unknown tool or invalid arguments.
+    Invalid(String),
+    /// Refused before running: a protected path, the policy or the user.
+    Refused {
+        /// Why, for the model.
+        message: String,
+        /// A deny-and-stop rule matched: the run ends.
+        stop: bool,
+    },
+    /// The tool or its sandbox failed (trap, timeout, limit, tool error).
+    Failed(String),
+    /// The tool failed and asks the agent to stop.
+    Fatal(String),
+    /// The user interrupted the call.
+    Interrupted,
+    /// Not run because an earlier call of the turn stopped the run.
+    Skipped(String),
+}
+
+impl CallOutcome {
+    /// The text a result of this outcome carries back from the tool, if
+    /// it ran.
+    fn text(&self) -> Option<&str> {
+        match self {
+            CallOutcome::Output { content, .. } => Some(content),
+            CallOutcome::Failed(m) | CallOutcome::Fatal(m) => Some(m),
+            _ => None,
+        }
+    }
+
+    /// The text the model reads and whether it is an error.
+    fn into_parts(self) -> (String, bool, Option<serde_json::Value>) {
+        match self {
+            CallOutcome::Output {
+                content,
+                is_error,
+                data,
+            } => (content, is_error, data),
+            CallOutcome::Invalid(m) | CallOutcome::Failed(m) => (m, true, None),
+            CallOutcome::Refused { message, .. } => (message, true, None),
+            CallOutcome::Fatal(m) => (m, true, None),
+            CallOutcome::Interrupted => ("interrupted by the user".into(), true, None),
+            CallOutcome::Skipped(why) => (format!("not run: {why}"), true, None),
+        }
+    }
+}
+
+/// A tool the host runs itself (the loop's `update_plan`, `task`, …): the
+/// pipeline needs only how it is described and what one call of it does;
+/// the caller's [`Runner`] runs it.
+pub trait HostSpec: Send + Sync {
+    /// How the model sees it.
+    fn spec(&self) -> ToolSpec;
+
+    /// The effects of one call with `args`, which may depend on them.
+    fn effects(&self, args: &serde_json::Value, plugins: &Plugins) -> Vec<Effect>;
+}
+
+/// A call that passed look-up and validation.
+#[derive(Clone)]
+pub struct Checked {
+    /// The call.
+    pub call: ToolCall,
+    /// The plugin that runs it; `None` for a host tool.
+    plugin: Option<Arc<Plugin>>,
+    host: bool,
+    spec: ToolSpec,
+    args: serde_json::Value,
+    /// Where [`run::sandbox`] leaves what the call touched, by call id, for
+    /// [`finish`] to label.
+    touched: Arc<Mutex<HashMap<String, Touched>>>,
+}
+
+impl Checked {
+    /// Whether the tool only reads (such calls may run together).
+    pub fn is_read_only(&self) -> bool {
+        self.spec.is_read_only()
+    }
+
+    /// Whether it is one of the host's own tools.
+    pub fn is_host_tool(&self) -> bool {
+        self.host
+    }
+
+    /// The validated arguments.
+    pub fn args(&self) -> &serde_json::Value {
+        &self.args
+    }
+}
+
+/// Takes tool calls through their path; holds what the session approved.
+/// Calls may be dispatched concurrently (the MCP server takes each client
+/// request as it comes): one call waiting for its approval holds up no other.
+pub struct Dispatcher {
+    plugins: Arc<Plugins>,
+    policy: Policy,
+    approver: Arc<dyn Approver>,
+    /// What the user approved for the rest of the session. Locked only to
+    /// look up or insert, never across an await.
+    approved: Mutex<HashSet<Scope>>,
+    output_limit: Option<usize>,
+    /// Provenance labels and the exfiltration guard; `None` labels nothing.
+    tracker: Option<Arc<Tracker>>,
+    /// What each call touched, between its run and its end.
+    touched: Arc<Mutex<HashMap<String, Touched>>>,
+    /// The host's own tools this dispatcher takes (none for the MCP server).
+    host_tools: Vec<Arc<dyn HostSpec>>,
+    /// The session's hooks (`[hooks]`): before a call's policy check, after it.
+    hooks: Arc<crate::hooks::Hooks>,
+    /// The canonical workspace root, against which a `path` argument is
+    /// resolved for the rules; `None` judges the path as written only.
+    workspace: Option<PathBuf>,
+}
+
+impl Dispatcher {
+    /// A dispatcher for `plugins`' tools under `policy`. Output longer than
+    /// `output_limit` bytes is cut for the model and saved whole.
+    pub fn new(
+        plugins: Arc<Plugins>,
+        policy: Policy,
+        approver: Arc<dyn Approver>,
+        output_limit: Option<usize>,
+    ) -> Self {
+        Self {
+            plugins,
+            policy,
+            approver,
+            approved: Mutex::new(HashSet::new()),
+            output_limit,
+            tracker: None,
+            touched: Arc::default(),
+            host_tools: Vec::new(),
+            hooks: Arc::default(),
+            workspace: None,
+        }
+    }
+
+    /// Resolves `path` arguments beneath `workspace` (canonical) for the
+    /// rules; a tracker set later does not replace it.
+    pub fn with_workspace(mut self, workspace: PathBuf) -> Self {
+        self.workspace = Some(workspace);
+        self
+    }
+
+    /// Labels every result by where its content came from and holds risky
+    /// calls when the session holds sensitive content (see [`crate::policy::hold`]).
+    pub fn set_tracker(&mut self, tracker: Arc<Tracker>) {
+        if self.workspace.is_none() {
+            self.workspace = Some(tracker.classifier.workspace().to_path_buf());
+        }
+        self.tracker = Some(tracker);
+    }
+
+    /// Takes `tools`, the host's own, besides the plugins' (a host tool's
+    /// name shadows a plugin tool of the same name).
+    pub fn with_host_tools(mut self, tools: Vec<Arc<dyn HostSpec>>) -> Self {
+        self.host_tools = tools;
+        self
+    }
+
+    /// The specs of the host tools this dispatcher takes.
+    pub fn host_specs(&self) -> Vec<ToolSpec> {
+        self.host_tools.iter().map(|t| t.spec()).collect()
+    }
+
+    /// The dispatcher with `hooks` run around every call.
+    pub fn with_hooks(mut self, hooks: Arc<crate::hooks::Hooks>) -> Self {
+        self.hooks = hooks;
+        self
+    }
+
+    /// The session's hooks.
+    pub fn hooks(&self) -> &Arc<crate::hooks::Hooks> {
+        &self.hooks
+    }
+
+    /// Changes the output limit from the next call on (the agent sizes it
+    /// to the model's context window).
+    pub fn set_output_limit(&mut self, output_limit: Option<usize>) {
+        self.output_limit = output_limit;
+    }
+
+    /// The loaded plugins.
+    pub fn plugins(&self) -> &Arc<Plugins> {
+        &self.plugins
+    }
+
+    /// The permission policy in force.
+    pub fn policy(&self) -> &Policy {
+        &self.policy
+    }
+
+    /// Changes the permission mode from the next call on.
+    pub fn set_mode(&mut self, mode: Mode) {
+        self.policy.mode = mode;
+    }
+}

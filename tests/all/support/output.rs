@@ -1,0 +1,42 @@
+//! Reading what a finished `corral` command printed.
+
+use std::process::Output;
+
+/// The command's stdout as text (invalid UTF-8 replaced, never a panic).
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// The command's stderr as text (invalid UTF-8 replaced, never a panic).
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// The JSON events a `corral run --json` printed: each stdout line that
+/// parses, as it came (corral's call ids kept; see [`crate::with_model_ids`]).
+pub fn json_events(o: &Output) -> Vec<serde_json::Value> {
+    String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
+
+/// All the command printed: stdout, then stderr.
+pub fn printed(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// Fails the test, showing stderr, unless the command exited with `code`.
+#[track_caller]
+pub fn assert_exit(o: &Output, code: i32) {
+    assert_eq!(
+        o.status.code(),
+        Some(code),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}

@@ -1,0 +1,69 @@
+//! Running `corral` as a child process with a bound on how long it may take,
+//! and reading its `--json` events while it runs.
+
+use crate::ModelIds;
+use serde_json::Value;
+use std::io::BufRead as _;
+use std::process::Child;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+/// Longest a `corral run` with subagents may take before a test calls it a
+/// hang (the tests that need less say so).
+pub const HANG: Duration = Duration::from_secs(90);
+
+/// Waits for `child` at most `hang`; kills it and fails the test otherwise.
+/// Returns its exit code (none if a signal ended it).
+pub fn wait_bounded(child: &mut Child, hang: Duration) -> Option<i32> {
+    let started = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            return status.code();
+        }
+        if started.elapsed() > hang {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("corral still running after {hang:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The child's stdout lines as JSON events, as they come, with corral's call
+/// ids put back to the model's ([`ModelIds`]).
+pub fn events(child: &mut Child) -> mpsc::Receiver<Value> {
+    let out = child.stdout.take().expect("stdout");
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut ids = ModelIds::default();
+        for line in std::io::BufReader::new(out).lines() {
+            let Ok(line) = line else { break };
+            if let Ok(v) = serde_json::from_str::<Value>(&line)
+                && tx.send(ids.apply(v)).is_err()
+            {
+                break;
+            }
+        }
+    });
+    rx
+}
+
+/// Waits at most `hang` for the first event `pred` accepts; fails the test
+/// with the events seen otherwise.
+pub fn wait_for(
+    rx: &mpsc::Receiver<Value>,
+    hang: Duration,
+    what: &str,
+    pred: impl Fn(&Value) -> bool,
+) -> Value {
+    let deadline = Instant::now() + hang;
+    let mut seen = Vec::new();
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match rx.recv_timeout(left) {
+            Ok(v) if pred(&v) => return v,
+            Ok(v) => seen.push(v),
+            Err(e) => panic!("no {what} ({e}) in {seen:#?}"),
+        }
+    }
+}

@@ -1,0 +1,44 @@
+//! Starting `corral run` the ways several modules drive it.
+
+use crate::{Cli, Sandbox};
+use std::process::{Child, Output, Stdio};
+
+/// A workspace whose `openai` provider talks to the mock on `port` (see
+/// [`crate::policy::manifest`]), with `extra` manifest lines.
+pub fn openai_workspace(port: u16, extra: &str) -> Sandbox {
+    let sb = Sandbox::new();
+    sb.write("corral.toml", &crate::policy::manifest(port, extra));
+    sb
+}
+
+/// `corral run --provider openai --json --approvals stdin PROMPT` with `key`
+/// as `TEST_OPENAI_KEY`, and stdin, stdout and stderr piped.
+pub fn answering(cli: &Cli, sb: &Sandbox, prompt: &str, key: &str) -> Child {
+    cli.command(
+        &sb.ws(),
+        &[
+            "run",
+            "--provider",
+            "openai",
+            "--json",
+            "--approvals",
+            "stdin",
+            prompt,
+        ],
+    )
+    .env("TEST_OPENAI_KEY", key)
+    .stdin(Stdio::piped())
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .expect("spawn")
+}
+
+/// `corral tool call TOOL --args ARGS` (the JSON text of `args`), run to
+/// its end.
+pub fn tool_call(cli: &Cli, sb: &Sandbox, tool: &str, args: impl std::fmt::Display) -> Output {
+    cli.run(
+        &sb.ws(),
+        &["tool", "call", tool, "--args", &args.to_string()],
+    )
+}
