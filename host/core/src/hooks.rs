@@ -32,7 +32,7 @@ use std::sync::Arc;
 
 /// Where the hooks' decisions are recorded, an [`Event::Hook`] each: the
 /// session log and the front-end, or the MCP server's host log. A call's
-/// [`crate::call::Sink`] is one.
+/// `Sink` (the call pipeline's) is one.
 pub trait Emit: Send {
     /// Records one event.
     fn emit(&mut self, event: Event) -> anyhow::Result<()>;
