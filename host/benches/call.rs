@@ -18,18 +18,14 @@ mod common;
 use common::{load, report};
 use corral_core::call::{Dispatcher, NoApprover, Sink};
 use corral_core::hooks::Hooks;
-use corral_manifest::{DEFAULTS, DEFAULTS_NAME, Layer, from_layers};
 use corral_policy::Policy;
 use corral_protocol::{Event, Mode, ToolCall};
-use corral_runtime::{Runtime, RuntimeOptions};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
-fn or_die<T, E: std::fmt::Display>(r: Result<T, E>) -> T {
-    r.unwrap_or_else(|e| panic!("{e}"))
-}
+use common::or_die;
 
 /// Time per run of `iters` runs of `f`.
 fn round(iters: usize, mut f: impl FnMut()) -> Duration {
@@ -61,20 +57,8 @@ impl Sink for Discard {
 }
 
 fn main() {
-    let rt = or_die(
-        tokio::runtime::Builder::new_multi_thread()
-            .enable_all()
-            .build(),
-    );
-    let cache = or_die(tempfile::tempdir());
-    let runtime = or_die(Runtime::new(RuntimeOptions {
-        cache_dir: Some(cache.path().to_path_buf()),
-    }));
-    let ws = or_die(tempfile::tempdir());
-    or_die(std::fs::write(
-        ws.path().join("small.txt"),
-        "one two three four five\n",
-    ));
+    let (rt, _cache, runtime) = common::engine();
+    let ws = common::small_workspace();
     let extra = format!(
         "[plugins.example]\nsource = {:?}\ngrants.fs = [{{ path = \".\", access = \"ro\" }}]\n\n\
          [plugins.trivial]\nsource = {:?}\nconfig = {{ mode = \"continue\" }}\n\n\
@@ -128,19 +112,7 @@ fn main() {
     ));
 
     // ---- 2. a trivial before_tool hook vs the call it guards ----
-    let layers = [
-        Layer {
-            name: DEFAULTS_NAME.into(),
-            text: DEFAULTS.into(),
-            base: ws.path().to_path_buf(),
-        },
-        Layer {
-            name: "bench.toml".into(),
-            text: extra.clone(),
-            base: ws.path().to_path_buf(),
-        },
-    ];
-    let manifest = or_die(from_layers(ws.path(), &layers));
+    let manifest = common::manifest(ws.path(), &extra);
     let hooks = Arc::new(or_die(rt.block_on(Hooks::new(&manifest.hooks, &plugins))));
     let policy = Policy {
         mode: Mode::FullAuto,

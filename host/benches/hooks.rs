@@ -19,18 +19,14 @@ use common::{load, report};
 use corral_core::call::{Dispatcher, NoApprover, Sink};
 use corral_core::hooks::Hooks;
 use corral_core::log::SessionLog;
-use corral_manifest::{DEFAULTS, DEFAULTS_NAME, Layer, from_layers};
 use corral_policy::Policy;
 use corral_protocol::{Event, Mode, ToolCall};
-use corral_runtime::{Runtime, RuntimeOptions};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
-fn or_die<T, E: std::fmt::Display>(r: Result<T, E>) -> T {
-    r.unwrap_or_else(|e| panic!("{e}"))
-}
+use common::or_die;
 
 /// Where the events of a measured call go.
 enum Events {
@@ -82,39 +78,15 @@ fn measure(
 }
 
 fn main() {
-    let rt = or_die(
-        tokio::runtime::Builder::new_multi_thread()
-            .enable_all()
-            .build(),
-    );
-    let cache = or_die(tempfile::tempdir());
-    let runtime = or_die(Runtime::new(RuntimeOptions {
-        cache_dir: Some(cache.path().to_path_buf()),
-    }));
-    let ws = or_die(tempfile::tempdir());
-    or_die(std::fs::write(
-        ws.path().join("small.txt"),
-        "one two three four five\n",
-    ));
+    let (rt, _cache, runtime) = common::engine();
+    let ws = common::small_workspace();
     let hook = format!(
         "[plugins.trivial]\nsource = {:?}\nconfig = {{ mode = \"continue\" }}\n\n\
          [hooks]\nbefore_tool = [{{ plugin = \"trivial\" }}]\n",
         corral_test_programs::HOOK
     );
-    let layers = [
-        Layer {
-            name: DEFAULTS_NAME.into(),
-            text: DEFAULTS.into(),
-            base: ws.path().to_path_buf(),
-        },
-        Layer {
-            name: "bench.toml".into(),
-            text: hook,
-            base: ws.path().to_path_buf(),
-        },
-    ];
-    let manifest = or_die(from_layers(ws.path(), &layers));
-    let plugins = Arc::new(load(&rt, &runtime, ws.path(), &layers[1].text));
+    let manifest = common::manifest(ws.path(), &hook);
+    let plugins = Arc::new(load(&rt, &runtime, ws.path(), &hook));
     let hooks = Arc::new(or_die(rt.block_on(Hooks::new(&manifest.hooks, &plugins))));
     let policy = Policy {
         mode: Mode::FullAuto,

@@ -10,14 +10,11 @@ mod common;
 
 use common::{load, report};
 use corral_protocol::{AssistantMessage, ChatRequest, Message, ToolCall, ToolResult};
-use corral_runtime::{Runtime, RuntimeOptions};
 use std::io::{Read, Write};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-fn or_die<T, E: std::fmt::Display>(r: Result<T, E>) -> T {
-    r.unwrap_or_else(|e| panic!("{e}"))
-}
+use common::or_die;
 
 /// When the server last finished reading a request body, and its size.
 type Seen = Arc<Mutex<Option<(Instant, usize)>>>;
@@ -110,15 +107,7 @@ fn conversation(events: usize) -> ChatRequest {
 }
 
 fn main() {
-    let rt = or_die(
-        tokio::runtime::Builder::new_multi_thread()
-            .enable_all()
-            .build(),
-    );
-    let cache = or_die(tempfile::tempdir());
-    let runtime = or_die(Runtime::new(RuntimeOptions {
-        cache_dir: Some(cache.path().to_path_buf()),
-    }));
+    let (rt, _cache, runtime) = common::engine();
     let seen: Seen = Arc::default();
     let port = serve(seen.clone());
     let ws = or_die(tempfile::tempdir());

@@ -1,17 +1,44 @@
 //! Helpers shared by the benchmarks.
 
-use corral_manifest::{DEFAULTS, DEFAULTS_NAME, Layer, from_layers};
-use corral_runtime::{Plugins, Runtime};
+// Each bench compiles this module on its own and uses a part of it.
+#![allow(dead_code, reason = "each bench uses a part of the shared helpers")]
+
+use corral_manifest::{DEFAULTS, DEFAULTS_NAME, Layer, Manifest, from_layers};
+use corral_runtime::{Plugins, Runtime, RuntimeOptions};
 use std::path::Path;
 
-/// Prints one line of the report.
-#[expect(clippy::print_stdout, reason = "a benchmark reports on stdout")]
-pub fn report(line: &str) {
-    println!("{line}");
+/// The value, or the benchmark stops with the error.
+pub fn or_die<T, E: std::fmt::Display>(r: Result<T, E>) -> T {
+    r.unwrap_or_else(|e| panic!("{e}"))
 }
 
-/// Loads the built-in defaults plus `extra` for the workspace `ws`.
-pub fn load(rt: &tokio::runtime::Runtime, runtime: &Runtime, ws: &Path, extra: &str) -> Plugins {
+/// A tokio runtime and a corral runtime whose compile cache is a fresh
+/// temporary directory (kept alive by the returned guard).
+pub fn engine() -> (tokio::runtime::Runtime, tempfile::TempDir, Runtime) {
+    let rt = or_die(
+        tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build(),
+    );
+    let cache = or_die(tempfile::tempdir());
+    let runtime = or_die(Runtime::new(RuntimeOptions {
+        cache_dir: Some(cache.path().to_path_buf()),
+    }));
+    (rt, cache, runtime)
+}
+
+/// A workspace holding `small.txt`, five words: the cheapest call's input.
+pub fn small_workspace() -> tempfile::TempDir {
+    let ws = or_die(tempfile::tempdir());
+    or_die(std::fs::write(
+        ws.path().join("small.txt"),
+        "one two three four five\n",
+    ));
+    ws
+}
+
+/// The built-in defaults plus `extra`, as the manifest of the workspace `ws`.
+pub fn manifest(ws: &Path, extra: &str) -> Manifest {
     let layers = [
         Layer {
             name: DEFAULTS_NAME.into(),
@@ -24,7 +51,16 @@ pub fn load(rt: &tokio::runtime::Runtime, runtime: &Runtime, ws: &Path, extra: &
             base: ws.to_path_buf(),
         },
     ];
-    let manifest = from_layers(ws, &layers).unwrap_or_else(|e| panic!("{e}"));
-    rt.block_on(runtime.load(&manifest))
-        .unwrap_or_else(|e| panic!("{e}"))
+    or_die(from_layers(ws, &layers))
+}
+
+/// Prints one line of the report.
+#[expect(clippy::print_stdout, reason = "a benchmark reports on stdout")]
+pub fn report(line: &str) {
+    println!("{line}");
+}
+
+/// Loads the built-in defaults plus `extra` for the workspace `ws`.
+pub fn load(rt: &tokio::runtime::Runtime, runtime: &Runtime, ws: &Path, extra: &str) -> Plugins {
+    or_die(rt.block_on(runtime.load(&manifest(ws, extra))))
 }

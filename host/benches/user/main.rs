@@ -36,10 +36,9 @@ mod tree;
 use common::{load, report};
 use corral_core::call::{Dispatcher, NoApprover, Sink};
 use corral_core::hooks::Hooks;
-use corral_manifest::{DEFAULTS, DEFAULTS_NAME, Layer, from_layers};
 use corral_policy::Policy;
 use corral_protocol::{Event, Mode, ToolCall};
-use corral_runtime::{Runtime, RuntimeOptions};
+use corral_runtime::Runtime;
 use corral_sdk::Tool as _;
 use mock::{Mock, Reply};
 use serde_json::{Value, json};
@@ -54,9 +53,7 @@ fn note(line: &str) {
     eprintln!("{line}");
 }
 
-fn ok<T, E: std::fmt::Display>(r: Result<T, E>) -> T {
-    r.unwrap_or_else(|e| panic!("{e}"))
-}
+use common::or_die as ok;
 
 /// Rounds per row.
 struct Cfg {
@@ -375,13 +372,7 @@ fn main() {
     if want("grep") {
         rows.push(grep(&cfg, &bins, &tree));
     }
-    let rt = ok(tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build());
-    let cache = ok(tempfile::tempdir());
-    let runtime = ok(Runtime::new(RuntimeOptions {
-        cache_dir: Some(cache.path().to_path_buf()),
-    }));
+    let (rt, _cache, runtime) = common::engine();
     if want("call") {
         rows.extend(sandboxed_call(&cfg, &rt, &runtime));
     }
@@ -631,11 +622,7 @@ fn sandboxed_call(cfg: &Cfg, rt: &tokio::runtime::Runtime, runtime: &Runtime) ->
     const WHAT: &str = "trivial sandboxed call overhead, in process (fresh store + instance + call + drop, minus the native call)";
     const RATIO: &str = "process spawn per call ÷ sandboxed call (interleaved)";
     note(WHAT);
-    let ws = ok(tempfile::tempdir());
-    ok(std::fs::write(
-        ws.path().join("small.txt"),
-        "one two three four five\n",
-    ));
+    let ws = common::small_workspace();
     let example = format!(
         "[plugins.example]\nsource = {:?}\ngrants.fs = [{{ path = \".\", access = \"ro\" }}]\n",
         corral_test_programs::EXAMPLE
@@ -1359,29 +1346,13 @@ fn hook(cfg: &Cfg, rt: &tokio::runtime::Runtime, runtime: &Runtime) -> Row {
     const WHAT: &str =
         "a trivial `before_tool` hook vs the cheapest call it guards (`read_file`, in process)";
     note(WHAT);
-    let ws = ok(tempfile::tempdir());
-    ok(std::fs::write(
-        ws.path().join("small.txt"),
-        "one two three four five\n",
-    ));
+    let ws = common::small_workspace();
     let extra = format!(
         "[plugins.trivial]\nsource = {:?}\nconfig = {{ mode = \"continue\" }}\n\n\
          [hooks]\nbefore_tool = [{{ plugin = \"trivial\" }}]\n",
         corral_test_programs::HOOK
     );
-    let layers = [
-        Layer {
-            name: DEFAULTS_NAME.into(),
-            text: DEFAULTS.into(),
-            base: ws.path().to_path_buf(),
-        },
-        Layer {
-            name: "bench.toml".into(),
-            text: extra.clone(),
-            base: ws.path().to_path_buf(),
-        },
-    ];
-    let manifest = ok(from_layers(ws.path(), &layers));
+    let manifest = common::manifest(ws.path(), &extra);
     let plugins = Arc::new(load(rt, runtime, ws.path(), &extra));
     let hooks = Arc::new(ok(rt.block_on(Hooks::new(&manifest.hooks, &plugins))));
     let policy = Policy {
