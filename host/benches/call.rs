@@ -16,10 +16,9 @@
 mod common;
 
 use common::{load, report};
-use corral_core::call::{Dispatcher, NoApprover, Sink};
+use corral_core::call::{Dispatcher, Sink};
 use corral_core::hooks::Hooks;
-use corral_policy::Policy;
-use corral_protocol::{Event, Mode, ToolCall};
+use corral_protocol::Event;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -114,18 +113,8 @@ fn main() {
     // ---- 2. a trivial before_tool hook vs the call it guards ----
     let manifest = common::manifest(ws.path(), &extra);
     let hooks = Arc::new(or_die(rt.block_on(Hooks::new(&manifest.hooks, &plugins))));
-    let policy = Policy {
-        mode: Mode::FullAuto,
-        rules: Vec::new(),
-    };
-    let plain = Dispatcher::new(plugins.clone(), policy.clone(), Arc::new(NoApprover), None);
-    let hooked = Dispatcher::new(plugins, policy, Arc::new(NoApprover), None).with_hooks(hooks);
-    let read = ToolCall {
-        id: "b".into(),
-        name: "read_file".into(),
-        arguments: r#"{"path":"small.txt"}"#.into(),
-        model_id: None,
-    };
+    let (plain, hooked) = common::plain_and_hooked(plugins, hooks);
+    let read = common::read_small();
     let cancel = CancellationToken::new();
     let dispatch = |d: &Dispatcher| {
         let outcome = or_die(rt.block_on(d.run_one(&read, &mut Discard, &cancel)));

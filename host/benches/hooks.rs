@@ -16,11 +16,10 @@
 mod common;
 
 use common::{load, report};
-use corral_core::call::{Dispatcher, NoApprover, Sink};
+use corral_core::call::{Dispatcher, Sink};
 use corral_core::hooks::Hooks;
 use corral_core::log::SessionLog;
-use corral_policy::Policy;
-use corral_protocol::{Event, Mode, ToolCall};
+use corral_protocol::{Event, ToolCall};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -88,19 +87,9 @@ fn main() {
     let manifest = common::manifest(ws.path(), &hook);
     let plugins = Arc::new(load(&rt, &runtime, ws.path(), &hook));
     let hooks = Arc::new(or_die(rt.block_on(Hooks::new(&manifest.hooks, &plugins))));
-    let policy = Policy {
-        mode: Mode::FullAuto,
-        rules: Vec::new(),
-    };
-    let plain = Dispatcher::new(plugins.clone(), policy.clone(), Arc::new(NoApprover), None);
-    let hooked = Dispatcher::new(plugins, policy, Arc::new(NoApprover), None).with_hooks(hooks);
+    let (plain, hooked) = common::plain_and_hooked(plugins, hooks);
 
-    let read = ToolCall {
-        id: "b".into(),
-        name: "read_file".into(),
-        arguments: r#"{"path":"small.txt"}"#.into(),
-        model_id: None,
-    };
+    let read = common::read_small();
     compare(
         &rt,
         &plain,

@@ -3,9 +3,14 @@
 // Each bench compiles this module on its own and uses a part of it.
 #![allow(dead_code, reason = "each bench uses a part of the shared helpers")]
 
+use corral_core::call::{Dispatcher, NoApprover};
+use corral_core::hooks::Hooks;
 use corral_manifest::{DEFAULTS, DEFAULTS_NAME, Layer, Manifest, from_layers};
+use corral_policy::Policy;
+use corral_protocol::{Mode, ToolCall};
 use corral_runtime::{Plugins, Runtime, RuntimeOptions};
 use std::path::Path;
+use std::sync::Arc;
 
 /// The value, or the benchmark stops with the error.
 pub fn or_die<T, E: std::fmt::Display>(r: Result<T, E>) -> T {
@@ -63,4 +68,26 @@ pub fn report(line: &str) {
 /// Loads the built-in defaults plus `extra` for the workspace `ws`.
 pub fn load(rt: &tokio::runtime::Runtime, runtime: &Runtime, ws: &Path, extra: &str) -> Plugins {
     or_die(rt.block_on(runtime.load(&manifest(ws, extra))))
+}
+
+/// Two dispatchers over `plugins` that allow everything, the second with
+/// `hooks`: the pair the hook-cost rows compare.
+pub fn plain_and_hooked(plugins: Arc<Plugins>, hooks: Arc<Hooks>) -> (Dispatcher, Dispatcher) {
+    let policy = Policy {
+        mode: Mode::FullAuto,
+        rules: Vec::new(),
+    };
+    let plain = Dispatcher::new(plugins.clone(), policy.clone(), Arc::new(NoApprover), None);
+    let hooked = Dispatcher::new(plugins, policy, Arc::new(NoApprover), None).with_hooks(hooks);
+    (plain, hooked)
+}
+
+/// `read_file` of [`small_workspace`]'s file: the cheapest call.
+pub fn read_small() -> ToolCall {
+    ToolCall {
+        id: "b".into(),
+        name: "read_file".into(),
+        arguments: r#"{"path":"small.txt"}"#.into(),
+        model_id: None,
+    }
 }

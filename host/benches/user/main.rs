@@ -34,10 +34,9 @@ mod proc;
 mod tree;
 
 use common::{load, report};
-use corral_core::call::{Dispatcher, NoApprover, Sink};
+use corral_core::call::{Dispatcher, Sink};
 use corral_core::hooks::Hooks;
-use corral_policy::Policy;
-use corral_protocol::{Event, Mode, ToolCall};
+use corral_protocol::Event;
 use corral_runtime::Runtime;
 use corral_sdk::Tool as _;
 use mock::{Mock, Reply};
@@ -1355,18 +1354,8 @@ fn hook(cfg: &Cfg, rt: &tokio::runtime::Runtime, runtime: &Runtime) -> Row {
     let manifest = common::manifest(ws.path(), &extra);
     let plugins = Arc::new(load(rt, runtime, ws.path(), &extra));
     let hooks = Arc::new(ok(rt.block_on(Hooks::new(&manifest.hooks, &plugins))));
-    let policy = Policy {
-        mode: Mode::FullAuto,
-        rules: Vec::new(),
-    };
-    let plain = Dispatcher::new(plugins.clone(), policy.clone(), Arc::new(NoApprover), None);
-    let hooked = Dispatcher::new(plugins, policy, Arc::new(NoApprover), None).with_hooks(hooks);
-    let call = ToolCall {
-        id: "b".into(),
-        name: "read_file".into(),
-        arguments: r#"{"path":"small.txt"}"#.into(),
-        model_id: None,
-    };
+    let (plain, hooked) = common::plain_and_hooked(plugins, hooks);
+    let call = common::read_small();
     let cancel = tokio_util::sync::CancellationToken::new();
     let per = |d: &Dispatcher, iters: u32| {
         let t = Instant::now();
