@@ -48,6 +48,7 @@ use corral_protocol as protocol;
 use corral_protocol::terminal;
 
 mod framing;
+mod paths;
 
 pub use framing::MAX_REQUEST_BYTES;
 
@@ -100,6 +101,8 @@ pub struct Server {
     approver: Arc<ElicitApprover>,
     tools: Arc<Vec<Tool>>,
     next_id: Arc<AtomicU64>,
+    /// Where a client's absolute paths may lead.
+    roots: paths::Roots,
 }
 
 impl std::fmt::Debug for Server {
@@ -133,6 +136,7 @@ impl Server {
         // log to keep a cut output in.
         let workspace =
             std::fs::canonicalize(&manifest.workspace).unwrap_or(manifest.workspace.clone());
+        let roots = paths::Roots::new(&manifest.workspace, &workspace);
         // The guard holds what it holds for a session: what a client's calls
         // read labels what its later calls may send out.
         let tracker = corral_core::provenance::Tracker::new(
@@ -149,6 +153,7 @@ impl Server {
             approver,
             tools: Arc::new(tools),
             next_id: Arc::new(AtomicU64::new(1)),
+            roots,
         })
     }
 
@@ -245,11 +250,15 @@ impl Server {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
         self.approver.connect(&context.peer);
-        let arguments = match &request.arguments {
-            Some(args) => serde_json::to_string(args)
-                .map_err(|e| ErrorData::invalid_params(e.to_string(), None))?,
-            None => "{}".to_owned(),
-        };
+        let mut args = request.arguments.unwrap_or_default();
+        if let Err(why) = self.roots.rewrite(&mut args) {
+            tracing::warn!(tool = %request.name, "refused: {why}");
+            return Ok(CallToolResult::error(vec![ContentBlock::text(format!(
+                "denied: {why}"
+            ))]));
+        }
+        let arguments = serde_json::to_string(&args)
+            .map_err(|e| ErrorData::invalid_params(e.to_string(), None))?;
         let call = ToolCall {
             id: format!("mcp-{}", self.next_id.fetch_add(1, Ordering::Relaxed)),
             name: request.name.to_string(),
@@ -442,28 +451,54 @@ pub fn mcp_tool(spec: &ToolSpec) -> Tool {
         _ => serde_json::Map::from_iter([("type".to_owned(), "object".into())]),
     };
     let has = |e: Effect| spec.effects.contains(&e);
+    // A tool that runs programs and declares only that (`run_command`) says
+    // nothing about what they touch, so it may change anything; one that
+    // declares reading beside it and no writing (`git_status`) runs its
+    // program to read, as its grants hold it to.
+    let may_change = has(Effect::Write) || (has(Effect::Execute) && !has(Effect::Read));
     let annotations = ToolAnnotations::new()
-        .read_only(spec.is_read_only())
-        .destructive(has(Effect::Write) || has(Effect::Execute))
+        .read_only(!may_change)
+        .destructive(may_change)
         .open_world(has(Effect::Network));
     Tool::new(spec.name.clone(), spec.description.clone(), schema).with_annotations(annotations)
 }
 
-/// A dispatched call's outcome as a `tools/call` result: the text, the
-/// tool's structured data as `structuredContent` (MCP wants an object, so
-/// any other value is wrapped as `{"value": …}`), `isError` for a refusal,
-/// invalid arguments or a failure.
+/// The key of `structuredContent` that carries the tool's text.
+pub const STRUCTURED_TEXT: &str = "text";
+
+/// A dispatched call's outcome as a `tools/call` result: the text whole in
+/// `content`, `isError` for a refusal, invalid arguments or a failure, and
+/// the tool's structured data as `structuredContent` with the text under
+/// [`STRUCTURED_TEXT`] beside it. Some clients (Codex) hand the model
+/// `structuredContent` instead of `content`, and a tool's data alone is
+/// only about its text (`read_file`'s byte count, not the file), so the
+/// text goes in too; MCP wants an object, so any other value is wrapped as
+/// `{"value": …}`. Data that already holds another [`STRUCTURED_TEXT`] is
+/// left out rather than sent without the payload.
 pub fn call_result(outcome: ToolOutcome) -> CallToolResult {
+    let structured = outcome.data.and_then(|data| {
+        let mut object = match data {
+            serde_json::Value::Object(o) => o,
+            other => serde_json::Map::from_iter([("value".to_owned(), other)]),
+        };
+        match object.get(STRUCTURED_TEXT) {
+            None => {
+                object.insert(STRUCTURED_TEXT.to_owned(), outcome.content.clone().into());
+                Some(serde_json::Value::Object(object))
+            }
+            Some(text) if text.as_str() == Some(outcome.content.as_str()) => {
+                Some(serde_json::Value::Object(object))
+            }
+            Some(_) => None,
+        }
+    });
     let content = vec![ContentBlock::text(outcome.content)];
     let mut result = if outcome.is_error {
         CallToolResult::error(content)
     } else {
         CallToolResult::success(content)
     };
-    result.structured_content = outcome.data.map(|data| match data {
-        serde_json::Value::Object(_) => data,
-        other => serde_json::json!({ "value": other }),
-    });
+    result.structured_content = structured;
     result
 }
 
