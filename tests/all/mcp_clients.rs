@@ -227,3 +227,45 @@ fn every_malformed_request_is_answered_with_its_id() {
         .unwrap_or_default();
     assert!(text.contains("hello from the workspace"), "{}", got[5]);
 }
+
+#[test]
+fn the_roots_a_client_offers_narrow_what_it_may_name() {
+    let sb = Sandbox::new();
+    let cli = Cli::new();
+    sb.write("sub/inside.txt", "inside the root\n");
+    sb.write("notes.txt", NOTES);
+    let root = sb.ws().join("sub");
+    let scenario = json!({
+        "roots": [format!("file://{}", root.display()), "file:///"],
+        "calls": [
+            { "name": "read_file", "arguments": { "path": root.join("inside.txt") } },
+            { "name": "read_file", "arguments": { "path": "sub/inside.txt" } },
+            { "name": "read_file", "arguments": { "path": "notes.txt" } },
+            { "name": "read_file", "arguments": { "path": sb.outside().join("secret.txt") } },
+        ],
+    });
+    let Some(out) = typescript_client(&cli, &sb.ws(), &scenario) else {
+        return;
+    };
+    let calls = out["calls"].as_array().expect("calls");
+    for call in &calls[..2] {
+        assert_eq!(call["is_error"], false, "{call}");
+        assert!(
+            call["text"].as_str().unwrap().contains("inside the root"),
+            "{call}"
+        );
+    }
+    // Beneath the workspace but not beneath a root in it: refused.
+    let refused = &calls[2];
+    assert_eq!(refused["is_error"], true, "{refused}");
+    let text = refused["text"].as_str().unwrap();
+    assert!(text.contains("outside the roots"), "{text}");
+    assert!(!text.contains("the needle"), "{text}");
+    // A root wider than the workspace (`/`) widens nothing.
+    let outside = &calls[3];
+    assert_eq!(outside["is_error"], true, "{outside}");
+    assert!(
+        !outside["text"].as_str().unwrap().contains(SECRET),
+        "{outside}"
+    );
+}

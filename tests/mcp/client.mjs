@@ -8,7 +8,8 @@
 // test) as a stdio MCP server, runs the scenario against it and prints one
 // JSON object with what the server answered. The scenario is JSON:
 //
-//   {"list": true, "calls": [{"name": "read_file", "arguments": {...}}, ...]}
+//   {"list": true, "calls": [{"name": "read_file", "arguments": {...}}, ...],
+//    "roots": ["file:///dir", ...]}     // offer these roots (none: no roots capability)
 //
 // Output: {"tools": [{name, annotations}...], "calls": [{is_error, text,
 // structured}...]}. The server's environment is this process's.
@@ -24,10 +25,17 @@ const sdk = (p) =>
   import(pathToFileURL(path.join(sdkDir, "node_modules/@modelcontextprotocol/sdk/dist/esm", p)).href);
 const { Client } = await sdk("client/index.js");
 const { StdioClientTransport } = await sdk("client/stdio.js");
+const { ListRootsRequestSchema } = await sdk("types.js");
 
 const scenario = JSON.parse(scenarioText);
 const transport = new StdioClientTransport({ command, args, env: process.env, stderr: "inherit" });
-const client = new Client({ name: "corral-test-ts", version: "0" }, { capabilities: {} });
+const capabilities = scenario.roots ? { roots: { listChanged: true } } : {};
+const client = new Client({ name: "corral-test-ts", version: "0" }, { capabilities });
+if (scenario.roots) {
+  client.setRequestHandler(ListRootsRequestSchema, async () => ({
+    roots: scenario.roots.map((uri) => ({ uri })),
+  }));
+}
 await client.connect(transport);
 const out = { calls: [] };
 if (scenario.list) {

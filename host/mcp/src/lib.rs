@@ -103,7 +103,13 @@ pub struct Server {
     next_id: Arc<AtomicU64>,
     /// Where a client's absolute paths may lead.
     roots: paths::Roots,
+    /// The client's roots, once asked (`None` until then, and again after
+    /// the client says they changed).
+    client_roots: Arc<tokio::sync::Mutex<Option<Arc<Vec<PathBuf>>>>>,
 }
+
+/// How long a client that offers roots has to answer `roots/list`.
+const ROOTS_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 
 impl std::fmt::Debug for Server {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -154,6 +160,7 @@ impl Server {
             tools: Arc::new(tools),
             next_id: Arc::new(AtomicU64::new(1)),
             roots,
+            client_roots: Arc::default(),
         })
     }
 
@@ -251,7 +258,13 @@ impl Server {
     ) -> Result<CallToolResult, ErrorData> {
         self.approver.connect(&context.peer);
         let mut args = request.arguments.unwrap_or_default();
-        if let Err(why) = self.roots.rewrite(&mut args) {
+        let checked = match self.client_roots(&context.peer).await {
+            Ok(client) => self
+                .roots
+                .rewrite(&mut args, client.as_ref().map(|c| c.as_slice())),
+            Err(why) => Err(why),
+        };
+        if let Err(why) = checked {
             tracing::warn!(tool = %request.name, "refused: {why}");
             return Ok(CallToolResult::error(vec![ContentBlock::text(format!(
                 "denied: {why}"
@@ -272,6 +285,60 @@ impl Server {
             .await
             .map_err(|e| ErrorData::internal_error(format!("{e:#}"), None))?;
         Ok(call_result(outcome))
+    }
+}
+
+impl Server {
+    /// The client's roots when it offers them, asked once and kept until it
+    /// says they changed. A client that offers roots and cannot tell them
+    /// gets no call run: which paths it meant to allow is unknown.
+    #[allow(
+        deprecated,
+        reason = "MCP 2025-11-25 has roots (SEP-2577 deprecates them later)"
+    )]
+    async fn client_roots(
+        &self,
+        peer: &Peer<RoleServer>,
+    ) -> Result<Option<Arc<Vec<PathBuf>>>, String> {
+        let offers = peer
+            .peer_info()
+            .is_some_and(|info| info.capabilities.roots.is_some());
+        if !offers {
+            return Ok(None);
+        }
+        let mut cached = self.client_roots.lock().await;
+        if let Some(roots) = cached.as_ref() {
+            return Ok(Some(roots.clone()));
+        }
+        let listed = match tokio::time::timeout(ROOTS_WAIT, peer.list_roots()).await {
+            Ok(Ok(listed)) => listed,
+            Ok(Err(e)) => {
+                return Err(format!(
+                    "this MCP client offers roots but its answer to `roots/list` failed ({e}); \
+                     corral does not run a call without knowing which directories the client \
+                     allows. Fix the client's roots, or use a client that does not offer them"
+                ));
+            }
+            Err(_) => {
+                return Err(format!(
+                    "this MCP client offers roots but did not answer `roots/list` within {} s; \
+                     corral does not run a call without knowing which directories the client \
+                     allows",
+                    ROOTS_WAIT.as_secs()
+                ));
+            }
+        };
+        let dirs = Arc::new(paths::root_dirs(
+            listed.roots.iter().map(|r| r.uri.as_str()),
+        ));
+        let shown: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
+        tracing::info!("the MCP client's roots: {}", shown.join(", "));
+        *cached = Some(dirs.clone());
+        Ok(Some(dirs))
+    }
+
+    async fn forget_client_roots(&self) {
+        *self.client_roots.lock().await = None;
     }
 }
 
@@ -328,6 +395,10 @@ impl ServerHandler for Server {
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
         self.tools.iter().find(|t| t.name == name).cloned()
+    }
+
+    async fn on_roots_list_changed(&self, _context: NotificationContext<RoleServer>) {
+        self.forget_client_roots().await;
     }
 
     async fn call_tool(
@@ -423,6 +494,13 @@ impl ServerHandler for Loading {
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         self.server().await?.list_tools(request, context).await
+    }
+
+    async fn on_roots_list_changed(&self, _context: NotificationContext<RoleServer>) {
+        // Before the load ends no roots were asked for.
+        if let Some(Ok(server)) = futures::FutureExt::now_or_never(self.loaded.clone()) {
+            server.forget_client_roots().await;
+        }
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {

@@ -9,6 +9,12 @@
 //! path then goes through the same schema check, rules and sandbox as a
 //! relative one would, so a symlink inside the workspace leads where it
 //! would for corral's own model.
+//!
+//! A client that offers roots (`roots/list`) narrows this further, never
+//! widens it: the workspace and its grants stay those the server started
+//! with, and a path argument must also lie beneath one of the client's
+//! roots that lie in the workspace. A root outside the workspace grants
+//! nothing.
 
 use std::path::{Component, Path, PathBuf};
 
@@ -73,19 +79,41 @@ impl Roots {
 
     /// Rewrites the absolute path arguments of `args` that lie beneath the
     /// workspace; the error, for the client, names the first that does not.
+    /// With `client` (the client's roots, when it offers them) each path
+    /// must also lie beneath one of them.
     pub(crate) fn rewrite(
         &self,
         args: &mut serde_json::Map<String, serde_json::Value>,
+        client: Option<&[PathBuf]>,
     ) -> Result<(), String> {
+        let allowed: Option<Vec<PathBuf>> = client.map(|roots| {
+            roots
+                .iter()
+                .filter_map(|r| self.relative(&r.to_string_lossy()))
+                .map(|rel| lexical(Path::new(&rel)))
+                .collect()
+        });
+        let check = |p: &mut String| -> Result<(), String> {
+            let rel = self.inside(p)?;
+            if let (Some(allowed), Some(roots)) = (&allowed, client)
+                && !allowed
+                    .iter()
+                    .any(|a| lexical(Path::new(&rel)).starts_with(a))
+            {
+                return Err(outside_roots(p, roots, &self.shown()));
+            }
+            *p = rel;
+            Ok(())
+        };
         for key in PATH_KEYS {
             if let Some(serde_json::Value::String(p)) = args.get_mut(*key) {
-                *p = self.inside(p)?;
+                check(p)?;
             }
         }
         if let Some(serde_json::Value::Array(list)) = args.get_mut("paths") {
             for item in list {
                 if let serde_json::Value::String(p) = item {
-                    *p = self.inside(p)?;
+                    check(p)?;
                 }
             }
         }
@@ -103,6 +131,64 @@ impl Roots {
             )
         })
     }
+}
+
+fn outside_roots(path: &str, roots: &[PathBuf], workspace: &str) -> String {
+    let named: Vec<String> = roots
+        .iter()
+        .map(|r| {
+            format!(
+                "`{}`",
+                corral_protocol::terminal::visible(&r.to_string_lossy())
+            )
+        })
+        .collect();
+    let named = if named.is_empty() {
+        "none".to_owned()
+    } else {
+        named.join(", ")
+    };
+    format!(
+        "`{}` is outside the roots this MCP client offered ({named}); the server serves only \
+         paths beneath a client root that lies in its workspace `{}`. Open the directory you \
+         mean as a root in the client, or start `corral mcp serve --workspace DIR` on it",
+        corral_protocol::terminal::visible(path),
+        corral_protocol::terminal::visible(workspace),
+    )
+}
+
+/// The directories of a client's `roots/list` answer: its `file://` URIs,
+/// percent-decoded; any other URI names no directory here.
+pub(crate) fn root_dirs<'a>(uris: impl IntoIterator<Item = &'a str>) -> Vec<PathBuf> {
+    uris.into_iter()
+        .filter_map(|uri| {
+            let rest = uri.strip_prefix("file://")?;
+            // `file://localhost/…` and `file:///…` both name a local path.
+            let rest = rest.strip_prefix("localhost").unwrap_or(rest);
+            let bytes = percent_decode(rest)?;
+            let path = PathBuf::from(
+                <std::ffi::OsString as std::os::unix::ffi::OsStringExt>::from_vec(bytes),
+            );
+            path.is_absolute().then(|| lexical(&path))
+        })
+        .collect()
+}
+
+fn percent_decode(text: &str) -> Option<Vec<u8>> {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = text.get(i + 1..i + 3)?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    Some(out)
 }
 
 /// `path` with `.` dropped and `..` taken back lexically (never above `/`).
@@ -124,6 +210,34 @@ fn lexical(path: &Path) -> PathBuf {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn client_roots_narrow_and_never_widen() {
+        let r = roots();
+        let client = root_dirs(["file:///w/ws/sub%20dir", "file:///elsewhere", "https://x/"]);
+        assert_eq!(
+            client,
+            [PathBuf::from("/w/ws/sub dir"), PathBuf::from("/elsewhere")]
+        );
+        let args = |p: &str| {
+            json!({ "path": p })
+                .as_object()
+                .cloned()
+                .unwrap_or_default()
+        };
+        let mut a = args("/w/ws/sub dir/a.txt");
+        r.rewrite(&mut a, Some(&client)).unwrap();
+        assert_eq!(a["path"], "sub dir/a.txt");
+        let mut a = args("sub dir/b.txt");
+        r.rewrite(&mut a, Some(&client)).unwrap();
+        for outside in ["other/a.txt", "/w/ws/other", "/elsewhere/x", "."] {
+            let err = r.rewrite(&mut args(outside), Some(&client)).unwrap_err();
+            assert!(err.contains("outside"), "{outside}: {err}");
+        }
+        // No root in the workspace: no path at all.
+        let err = r.rewrite(&mut args("a"), Some(&[])).unwrap_err();
+        assert!(err.contains("(none)"), "{err}");
+    }
 
     fn roots() -> Roots {
         Roots::new(Path::new("/w/ws"), Path::new("/w/ws"))
@@ -150,7 +264,7 @@ mod tests {
             .as_object()
             .cloned()
             .unwrap_or_default();
-        let err = r.rewrite(&mut args).unwrap_err();
+        let err = r.rewrite(&mut args, None).unwrap_err();
         assert!(
             err.contains("`/etc/shadow` is outside the workspace `/w/ws`"),
             "{err}"
@@ -159,7 +273,7 @@ mod tests {
             .as_object()
             .cloned()
             .unwrap_or_default();
-        r.rewrite(&mut args).unwrap();
+        r.rewrite(&mut args, None).unwrap();
         assert_eq!(
             serde_json::Value::Object(args),
             json!({"path": "a", "cwd": "d", "paths": ["b"]})
