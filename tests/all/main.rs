@@ -37,6 +37,7 @@ mod lazy;
 mod manifest;
 mod mcp;
 mod mcp_bounds;
+mod mcp_clients;
 mod mock;
 mod parsers;
 mod pipeline;

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 /// `corral mcp serve` with its stderr in a file and its answers, parsed,
 /// on a channel.
-struct Served {
+pub(crate) struct Served {
     child: Child,
     stdin: Option<ChildStdin>,
     answers: Receiver<Value>,
@@ -24,7 +24,7 @@ struct Served {
 }
 
 impl Served {
-    fn start(cli: &Cli, sb: &Sandbox, args: &[&str]) -> Self {
+    pub(crate) fn start(cli: &Cli, sb: &Sandbox, args: &[&str]) -> Self {
         let log = sb.root.path().join("mcp-stderr.log");
         let mut all = vec!["mcp", "serve"];
         all.extend_from_slice(args);
@@ -66,7 +66,7 @@ impl Served {
         self.send_raw(format!("{msg}\n").as_bytes());
     }
 
-    fn send_raw(&mut self, line: &[u8]) {
+    pub(crate) fn send_raw(&mut self, line: &[u8]) {
         let stdin = self.stdin.as_mut().expect("stdin open");
         stdin.write_all(line).unwrap();
         stdin.flush().unwrap();
@@ -74,7 +74,7 @@ impl Served {
 
     /// The answers to `ids`, in that order; panics naming the missing ones
     /// after `limit`.
-    fn wait_for(&mut self, ids: &[Value], limit: Duration) -> Vec<Value> {
+    pub(crate) fn wait_for(&mut self, ids: &[Value], limit: Duration) -> Vec<Value> {
         let until = Instant::now() + limit;
         let got = &mut self.seen;
         while ids.iter().any(|id| !got.iter().any(|m| &m["id"] == id)) {

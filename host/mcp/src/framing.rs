@@ -9,6 +9,13 @@
 //! request's id when its first bytes name one (`null` otherwise), and the
 //! server goes on. The service's answers and these errors share stdout
 //! whole line by whole line, so they never interleave.
+//!
+//! rmcp also answers some malformed requests without their id, and others
+//! not at all: a request whose `params` is not an object (`""`, `1`, `[]`)
+//! got an error with `"id": null`, one holding a lone surrogate escape
+//! (`"\ud800"`, not valid JSON) no answer, so its client waited forever.
+//! [`malformed`] finds both before the service sees them and answers them
+//! here, with their id.
 
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt as _, AsyncRead, AsyncWrite, AsyncWriteExt as _, BufReader};
@@ -103,6 +110,12 @@ where
         match read_line(&mut input, MAX_REQUEST_BYTES).await {
             Line::End => break,
             Line::Whole(bytes) => {
+                if let Some(error) = malformed(&bytes) {
+                    if errors.send(error).is_err() {
+                        break;
+                    }
+                    continue;
+                }
                 if to_service.write_all(&bytes).await.is_err() || to_service.flush().await.is_err()
                 {
                     break;
@@ -123,6 +136,79 @@ where
         }
     }
     // Dropping `to_service` tells the service the client is gone.
+}
+
+/// The error answer for a line the service would answer without its id or
+/// not at all, `None` for one it can take. A notification (no `id`) gets
+/// no answer, as JSON-RPC wants, and is dropped.
+fn malformed(line: &[u8]) -> Option<String> {
+    let text = line.trim_ascii();
+    if text.is_empty() {
+        return None;
+    }
+    let message: Value = match serde_json::from_slice(text) {
+        Ok(m) => m,
+        Err(e) => {
+            let id = leading_id(text);
+            tracing::warn!(id = %crate::terminal::inert_line(&id.to_string()), "a request that is not JSON was refused: {e}");
+            if id.is_null() && !looks_like_a_request(text) {
+                // Nothing to answer to; rmcp drops such lines too.
+                return None;
+            }
+            return Some(error_line(
+                id,
+                -32700,
+                format!(
+                    "the request is not valid JSON ({e}); it was not read. Send UTF-8 JSON, with \
+                     any character outside the Basic Multilingual Plane escaped as a surrogate \
+                     pair (a lone `\\ud800` is not a character)"
+                ),
+            ));
+        }
+    };
+    let object = message.as_object()?;
+    let id = object.get("id")?;
+    if !object.contains_key("method") {
+        // An answer to one of the server's own requests (elicitation).
+        return None;
+    }
+    match object.get("params") {
+        None | Some(Value::Object(_) | Value::Null) => None,
+        Some(other) => Some(error_line(
+            id.clone(),
+            -32602,
+            format!(
+                "the request's `params` is {}, not an object; MCP requests take their parameters \
+                 as a JSON object (e.g. `\"params\": {{}}`)",
+                json_kind(other)
+            ),
+        )),
+    }
+}
+
+/// Whether a line that is not JSON starts as a JSON-RPC message would.
+fn looks_like_a_request(text: &[u8]) -> bool {
+    text.first() == Some(&b'{')
+}
+
+fn json_kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+fn error_line(id: Value, code: i64, message: String) -> String {
+    serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": id,
+        "error": { "code": code, "message": message },
+    })
+    .to_string()
 }
 
 /// The error answer for an oversized request.

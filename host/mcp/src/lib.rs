@@ -48,6 +48,7 @@ use corral_protocol as protocol;
 use corral_protocol::terminal;
 
 mod framing;
+mod paths;
 
 pub use framing::MAX_REQUEST_BYTES;
 
@@ -100,7 +101,15 @@ pub struct Server {
     approver: Arc<ElicitApprover>,
     tools: Arc<Vec<Tool>>,
     next_id: Arc<AtomicU64>,
+    /// Where a client's absolute paths may lead.
+    roots: paths::Roots,
+    /// The client's roots, once asked (`None` until then, and again after
+    /// the client says they changed).
+    client_roots: Arc<tokio::sync::Mutex<Option<Arc<Vec<PathBuf>>>>>,
 }
+
+/// How long a client that offers roots has to answer `roots/list`.
+const ROOTS_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 
 impl std::fmt::Debug for Server {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -133,6 +142,7 @@ impl Server {
         // log to keep a cut output in.
         let workspace =
             std::fs::canonicalize(&manifest.workspace).unwrap_or(manifest.workspace.clone());
+        let roots = paths::Roots::new(&manifest.workspace, &workspace);
         // The guard holds what it holds for a session: what a client's calls
         // read labels what its later calls may send out.
         let tracker = corral_core::provenance::Tracker::new(
@@ -149,6 +159,8 @@ impl Server {
             approver,
             tools: Arc::new(tools),
             next_id: Arc::new(AtomicU64::new(1)),
+            roots,
+            client_roots: Arc::default(),
         })
     }
 
@@ -245,11 +257,21 @@ impl Server {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
         self.approver.connect(&context.peer);
-        let arguments = match &request.arguments {
-            Some(args) => serde_json::to_string(args)
-                .map_err(|e| ErrorData::invalid_params(e.to_string(), None))?,
-            None => "{}".to_owned(),
+        let mut args = request.arguments.unwrap_or_default();
+        let checked = match self.client_roots(&context.peer).await {
+            Ok(client) => self
+                .roots
+                .rewrite(&mut args, client.as_ref().map(|c| c.as_slice())),
+            Err(why) => Err(why),
         };
+        if let Err(why) = checked {
+            tracing::warn!(tool = %request.name, "refused: {why}");
+            return Ok(CallToolResult::error(vec![ContentBlock::text(format!(
+                "denied: {why}"
+            ))]));
+        }
+        let arguments = serde_json::to_string(&args)
+            .map_err(|e| ErrorData::invalid_params(e.to_string(), None))?;
         let call = ToolCall {
             id: format!("mcp-{}", self.next_id.fetch_add(1, Ordering::Relaxed)),
             name: request.name.to_string(),
@@ -263,6 +285,60 @@ impl Server {
             .await
             .map_err(|e| ErrorData::internal_error(format!("{e:#}"), None))?;
         Ok(call_result(outcome))
+    }
+}
+
+impl Server {
+    /// The client's roots when it offers them, asked once and kept until it
+    /// says they changed. A client that offers roots and cannot tell them
+    /// gets no call run: which paths it meant to allow is unknown.
+    #[allow(
+        deprecated,
+        reason = "MCP 2025-11-25 has roots (SEP-2577 deprecates them later)"
+    )]
+    async fn client_roots(
+        &self,
+        peer: &Peer<RoleServer>,
+    ) -> Result<Option<Arc<Vec<PathBuf>>>, String> {
+        let offers = peer
+            .peer_info()
+            .is_some_and(|info| info.capabilities.roots.is_some());
+        if !offers {
+            return Ok(None);
+        }
+        let mut cached = self.client_roots.lock().await;
+        if let Some(roots) = cached.as_ref() {
+            return Ok(Some(roots.clone()));
+        }
+        let listed = match tokio::time::timeout(ROOTS_WAIT, peer.list_roots()).await {
+            Ok(Ok(listed)) => listed,
+            Ok(Err(e)) => {
+                return Err(format!(
+                    "this MCP client offers roots but its answer to `roots/list` failed ({e}); \
+                     corral does not run a call without knowing which directories the client \
+                     allows. Fix the client's roots, or use a client that does not offer them"
+                ));
+            }
+            Err(_) => {
+                return Err(format!(
+                    "this MCP client offers roots but did not answer `roots/list` within {} s; \
+                     corral does not run a call without knowing which directories the client \
+                     allows",
+                    ROOTS_WAIT.as_secs()
+                ));
+            }
+        };
+        let dirs = Arc::new(paths::root_dirs(
+            listed.roots.iter().map(|r| r.uri.as_str()),
+        ));
+        let shown: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
+        tracing::info!("the MCP client's roots: {}", shown.join(", "));
+        *cached = Some(dirs.clone());
+        Ok(Some(dirs))
+    }
+
+    async fn forget_client_roots(&self) {
+        *self.client_roots.lock().await = None;
     }
 }
 
@@ -319,6 +395,10 @@ impl ServerHandler for Server {
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
         self.tools.iter().find(|t| t.name == name).cloned()
+    }
+
+    async fn on_roots_list_changed(&self, _context: NotificationContext<RoleServer>) {
+        self.forget_client_roots().await;
     }
 
     async fn call_tool(
@@ -416,6 +496,13 @@ impl ServerHandler for Loading {
         self.server().await?.list_tools(request, context).await
     }
 
+    async fn on_roots_list_changed(&self, _context: NotificationContext<RoleServer>) {
+        // Before the load ends no roots were asked for.
+        if let Some(Ok(server)) = futures::FutureExt::now_or_never(self.loaded.clone()) {
+            server.forget_client_roots().await;
+        }
+    }
+
     fn get_tool(&self, name: &str) -> Option<Tool> {
         // Before the load ends nothing is known; `call_tool` waits for it.
         futures::FutureExt::now_or_never(self.loaded.clone())
@@ -442,28 +529,54 @@ pub fn mcp_tool(spec: &ToolSpec) -> Tool {
         _ => serde_json::Map::from_iter([("type".to_owned(), "object".into())]),
     };
     let has = |e: Effect| spec.effects.contains(&e);
+    // A tool that runs programs and declares only that (`run_command`) says
+    // nothing about what they touch, so it may change anything; one that
+    // declares reading beside it and no writing (`git_status`) runs its
+    // program to read, as its grants hold it to.
+    let may_change = has(Effect::Write) || (has(Effect::Execute) && !has(Effect::Read));
     let annotations = ToolAnnotations::new()
-        .read_only(spec.is_read_only())
-        .destructive(has(Effect::Write) || has(Effect::Execute))
+        .read_only(!may_change)
+        .destructive(may_change)
         .open_world(has(Effect::Network));
     Tool::new(spec.name.clone(), spec.description.clone(), schema).with_annotations(annotations)
 }
 
-/// A dispatched call's outcome as a `tools/call` result: the text, the
-/// tool's structured data as `structuredContent` (MCP wants an object, so
-/// any other value is wrapped as `{"value": …}`), `isError` for a refusal,
-/// invalid arguments or a failure.
+/// The key of `structuredContent` that carries the tool's text.
+pub const STRUCTURED_TEXT: &str = "text";
+
+/// A dispatched call's outcome as a `tools/call` result: the text whole in
+/// `content`, `isError` for a refusal, invalid arguments or a failure, and
+/// the tool's structured data as `structuredContent` with the text under
+/// [`STRUCTURED_TEXT`] beside it. Some clients (Codex) hand the model
+/// `structuredContent` instead of `content`, and a tool's data alone is
+/// only about its text (`read_file`'s byte count, not the file), so the
+/// text goes in too; MCP wants an object, so any other value is wrapped as
+/// `{"value": …}`. Data that already holds another [`STRUCTURED_TEXT`] is
+/// left out rather than sent without the payload.
 pub fn call_result(outcome: ToolOutcome) -> CallToolResult {
+    let structured = outcome.data.and_then(|data| {
+        let mut object = match data {
+            serde_json::Value::Object(o) => o,
+            other => serde_json::Map::from_iter([("value".to_owned(), other)]),
+        };
+        match object.get(STRUCTURED_TEXT) {
+            None => {
+                object.insert(STRUCTURED_TEXT.to_owned(), outcome.content.clone().into());
+                Some(serde_json::Value::Object(object))
+            }
+            Some(text) if text.as_str() == Some(outcome.content.as_str()) => {
+                Some(serde_json::Value::Object(object))
+            }
+            Some(_) => None,
+        }
+    });
     let content = vec![ContentBlock::text(outcome.content)];
     let mut result = if outcome.is_error {
         CallToolResult::error(content)
     } else {
         CallToolResult::success(content)
     };
-    result.structured_content = outcome.data.map(|data| match data {
-        serde_json::Value::Object(_) => data,
-        other => serde_json::json!({ "value": other }),
-    });
+    result.structured_content = structured;
     result
 }
 

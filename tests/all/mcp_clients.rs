@@ -1,0 +1,271 @@
+//! Issue 22, point 5: `corral mcp serve` read correctly by other agents.
+//! Through two real clients, the official Python SDK (tests/mcp/client.py)
+//! and the official TypeScript SDK (tests/mcp/client.mjs, run with node on
+//! the SDK `.ci/run` caches, `CORRAL_TEST_MCP_JS`): `read_file`'s text is in
+//! both `content` and `structuredContent` (Codex hands the model the
+//! latter), `grep`'s lines likewise, an absolute path inside the workspace
+//! reads while one outside is refused, and the read-only git tools say so in
+//! their annotations. Through raw JSON lines on the server's stdin: every
+//! malformed request gets an answer carrying its id.
+
+use crate::mcp_bounds::Served;
+use crate::*;
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+const NOTES: &str = "first line\nthe needle is on line two\nthird line\n";
+
+/// The directory holding the TypeScript SDK in its `node_modules`, or why
+/// there is none (a failure under CI, which always installs it).
+fn typescript_sdk() -> Option<PathBuf> {
+    let why = match std::env::var_os("CORRAL_TEST_MCP_JS").map(PathBuf::from) {
+        Some(dir) if dir.join("node_modules/@modelcontextprotocol/sdk").is_dir() => {
+            return Some(dir);
+        }
+        Some(dir) => format!(
+            "CORRAL_TEST_MCP_JS is {} but it holds no node_modules/@modelcontextprotocol/sdk \
+             (.ci/run installs it)",
+            dir.display()
+        ),
+        None => "CORRAL_TEST_MCP_JS is unset (.ci/run installs the TypeScript MCP SDK and sets it)"
+            .to_owned(),
+    };
+    assert!(
+        std::env::var_os("CORRAL_CI").is_none(),
+        "CORRAL_CI is set but {why}"
+    );
+    eprintln!("skipped: no TypeScript MCP client: {why}");
+    None
+}
+
+/// Runs tests/mcp/client.mjs with `scenario` against `corral mcp serve` in
+/// `ws`; `None` when there is no TypeScript SDK (the reason is printed).
+fn typescript_client(cli: &Cli, ws: &Path, scenario: &Value) -> Option<Value> {
+    let sdk = typescript_sdk()?;
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/mcp/client.mjs");
+    let out = std::process::Command::new("node")
+        .arg(script)
+        .arg(sdk)
+        .arg(scenario.to_string())
+        .arg("--")
+        .arg(env!("CARGO_BIN_EXE_corral"))
+        .args(["mcp", "serve", "--workspace"])
+        .arg(ws)
+        .current_dir(ws)
+        .env("XDG_CONFIG_HOME", cli.home.path().join("config"))
+        .env("XDG_CACHE_HOME", cache_home())
+        .env("XDG_DATA_HOME", cli.home.path().join("data"))
+        .env_remove("CORRAL_LOG")
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("ANTHROPIC_API_KEY")
+        .stdin(Stdio::null())
+        .output()
+        .expect("run node with the TypeScript MCP client");
+    assert!(
+        out.status.success(),
+        "the TypeScript MCP client failed: {}\nstdout: {}",
+        String::from_utf8_lossy(&out.stderr),
+        String::from_utf8_lossy(&out.stdout)
+    );
+    Some(serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "the client's output is not JSON ({e}): {}",
+            String::from_utf8_lossy(&out.stdout)
+        )
+    }))
+}
+
+/// The workspace with `notes.txt`, and the scenario both clients run: list
+/// the tools, read relative, absolute inside, absolute outside, grep by
+/// absolute path.
+fn scenario(sb: &Sandbox) -> Value {
+    sb.write("notes.txt", NOTES);
+    let ws = sb.ws();
+    let inside = ws.join("notes.txt");
+    let outside = sb.outside().join("secret.txt");
+    json!({
+        "list": true,
+        "calls": [
+            { "name": "read_file", "arguments": { "path": "notes.txt" } },
+            { "name": "read_file", "arguments": { "path": inside } },
+            { "name": "read_file", "arguments": { "path": outside } },
+            { "name": "grep", "arguments": { "pattern": "needle", "path": ws } },
+        ],
+    })
+}
+
+/// What both clients must have been answered.
+fn check(client: &str, out: &Value, sb: &Sandbox) {
+    let calls = out["calls"].as_array().expect("calls");
+    for (i, call) in calls[..2].iter().enumerate() {
+        assert_eq!(call["is_error"], false, "{client}, read {i}: {call}");
+        let text = call["text"].as_str().unwrap();
+        assert!(
+            text.contains("the needle is on line two"),
+            "{client}, read {i}: {call}"
+        );
+        let structured = call["structured"]["text"].as_str().unwrap_or_default();
+        assert!(
+            structured.contains("the needle is on line two"),
+            "{client}: read {i}'s structuredContent lacks the file's text: {call}"
+        );
+        // The data stays beside the payload.
+        assert_eq!(call["structured"]["lines_shown"], 3, "{client}: {call}");
+    }
+    let refused = &calls[2];
+    assert_eq!(refused["is_error"], true, "{client}: {refused}");
+    let text = refused["text"].as_str().unwrap();
+    assert!(!text.contains(SECRET), "{client}: {refused}");
+    assert!(
+        text.contains("outside the workspace") && text.contains(&*sb.ws().to_string_lossy()),
+        "{client}: {refused}"
+    );
+    let grep = &calls[3];
+    assert_eq!(grep["is_error"], false, "{client}: {grep}");
+    let lines = grep["structured"]["text"].as_str().unwrap_or_default();
+    assert!(
+        lines.contains("notes.txt") && lines.contains("the needle is on line two"),
+        "{client}: grep's structuredContent lacks its lines: {grep}"
+    );
+    let annotations = |name: &str| {
+        out["tools"]
+            .as_array()
+            .expect("tools")
+            .iter()
+            .find(|t| t["name"] == name)
+            .unwrap_or_else(|| panic!("{client}: `{name}` is not listed"))["annotations"]
+            .clone()
+    };
+    for name in ["git_status", "git_diff", "git_log", "git_show"] {
+        let a = annotations(name);
+        assert_eq!(a["readOnlyHint"], true, "{client}: {name}: {a}");
+        assert_eq!(a["destructiveHint"], false, "{client}: {name}: {a}");
+    }
+    for name in [
+        "git_add",
+        "git_commit",
+        "git_branch",
+        "run_command",
+        "write_file",
+    ] {
+        let a = annotations(name);
+        assert_eq!(a["readOnlyHint"], false, "{client}: {name}: {a}");
+        assert_eq!(a["destructiveHint"], true, "{client}: {name}: {a}");
+    }
+}
+
+#[test]
+fn the_typescript_client_gets_the_payload_absolute_paths_and_git_hints() {
+    let sb = Sandbox::new();
+    let cli = Cli::new();
+    let scenario = scenario(&sb);
+    let Some(out) = typescript_client(&cli, &sb.ws(), &scenario) else {
+        return;
+    };
+    check("typescript", &out, &sb);
+}
+
+#[test]
+fn the_python_client_gets_the_payload_absolute_paths_and_git_hints() {
+    let sb = Sandbox::new();
+    let cli = Cli::new();
+    let scenario = scenario(&sb);
+    let Some(out) = crate::mcp::client(&cli, &sb.ws(), &[], scenario) else {
+        return;
+    };
+    check("python", &out, &sb);
+}
+
+#[test]
+fn every_malformed_request_is_answered_with_its_id() {
+    let sb = Sandbox::new();
+    let cli = Cli::new();
+    let mut served = Served::start(&cli, &sb, &[]);
+    let lines = [
+        r#"{"jsonrpc":"2.0","id":11,"method":"tools/call","params":""}"#,
+        r#"{"jsonrpc":"2.0","id":12,"method":"tools/call","params":1}"#,
+        r#"{"jsonrpc":"2.0","id":13,"method":"tools/list","params":[]}"#,
+        r#"{"jsonrpc":"2.0","id":"s-14","method":"tools/call","params":"x"}"#,
+        r#"{"jsonrpc":"2.0","id":15,"method":"tools/call","params":{"name":"read_file","arguments":{"path":"\ud800"}}}"#,
+        r#"{"jsonrpc":"2.0","id":16,"method":"tools/call","params":{"name":"read_file","arguments":{"path":"hello.txt"}}}"#,
+    ];
+    for line in lines {
+        served.send_raw(format!("{line}\n").as_bytes());
+    }
+    let ids = [
+        json!(11),
+        json!(12),
+        json!(13),
+        json!("s-14"),
+        json!(15),
+        json!(16),
+    ];
+    let got = served.wait_for(&ids, Duration::from_secs(60));
+    for answer in &got[..5] {
+        let message = answer["error"]["message"].as_str().unwrap_or_default();
+        assert!(!message.is_empty(), "not an error: {answer}");
+    }
+    for answer in &got[..4] {
+        assert_eq!(answer["error"]["code"], -32602, "{answer}");
+        let message = answer["error"]["message"].as_str().unwrap();
+        assert!(message.contains("not an object"), "{message}");
+    }
+    assert_eq!(got[4]["error"]["code"], -32700, "{}", got[4]);
+    assert!(
+        got[4]["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("surrogate"),
+        "{}",
+        got[4]
+    );
+    // The server goes on.
+    let text = got[5]["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(text.contains("hello from the workspace"), "{}", got[5]);
+}
+
+#[test]
+fn the_roots_a_client_offers_narrow_what_it_may_name() {
+    let sb = Sandbox::new();
+    let cli = Cli::new();
+    sb.write("sub/inside.txt", "inside the root\n");
+    sb.write("notes.txt", NOTES);
+    let root = sb.ws().join("sub");
+    let scenario = json!({
+        "roots": [format!("file://{}", root.display()), "file:///"],
+        "calls": [
+            { "name": "read_file", "arguments": { "path": root.join("inside.txt") } },
+            { "name": "read_file", "arguments": { "path": "sub/inside.txt" } },
+            { "name": "read_file", "arguments": { "path": "notes.txt" } },
+            { "name": "read_file", "arguments": { "path": sb.outside().join("secret.txt") } },
+        ],
+    });
+    let Some(out) = typescript_client(&cli, &sb.ws(), &scenario) else {
+        return;
+    };
+    let calls = out["calls"].as_array().expect("calls");
+    for call in &calls[..2] {
+        assert_eq!(call["is_error"], false, "{call}");
+        assert!(
+            call["text"].as_str().unwrap().contains("inside the root"),
+            "{call}"
+        );
+    }
+    // Beneath the workspace but not beneath a root in it: refused.
+    let refused = &calls[2];
+    assert_eq!(refused["is_error"], true, "{refused}");
+    let text = refused["text"].as_str().unwrap();
+    assert!(text.contains("outside the roots"), "{text}");
+    assert!(!text.contains("the needle"), "{text}");
+    // A root wider than the workspace (`/`) widens nothing.
+    let outside = &calls[3];
+    assert_eq!(outside["is_error"], true, "{outside}");
+    assert!(
+        !outside["text"].as_str().unwrap().contains(SECRET),
+        "{outside}"
+    );
+}
