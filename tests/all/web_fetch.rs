@@ -147,9 +147,7 @@ fn granted(origins: &[String]) -> Sandbox {
     let sb = Sandbox::new();
     sb.write(
         "corral.toml",
-        &format!(
-            "[plugins.web-fetch]\nsource = \"builtin:web-fetch\"\ngrants.net = {origins:?}\n"
-        ),
+        &format!("[plugins.web-fetch]\nsource = \"builtin:web-fetch\"\ngrants.net = {origins:?}\n"),
     );
     sb
 }
@@ -180,7 +178,13 @@ fn an_html_page_comes_back_as_markdown_without_scripts() {
         "{text}"
     );
     assert!(text.contains("faster"), "{text}");
-    for noise in ["SCRIPT-TEXT", "STYLE-TEXT", "NAV-TEXT", "FOOTER-TEXT", "<p>"] {
+    for noise in [
+        "SCRIPT-TEXT",
+        "STYLE-TEXT",
+        "NAV-TEXT",
+        "FOOTER-TEXT",
+        "<p>",
+    ] {
         assert!(!text.contains(noise), "{noise} in:\n{text}");
     }
 }
@@ -195,11 +199,21 @@ fn json_and_text_pass_through_and_other_types_are_refused() {
     });
     let sb = granted(&[origin(&site)]);
     let cli = Cli::new();
-    let o = tool_call(&cli, &sb, "web_fetch", json!({"url": site.url("/data.json")}));
+    let o = tool_call(
+        &cli,
+        &sb,
+        "web_fetch",
+        json!({"url": site.url("/data.json")}),
+    );
     assert_exit(&o, 0);
     assert!(stdout(&o).contains(body), "{}", stdout(&o));
 
-    let o = tool_call(&cli, &sb, "web_fetch", json!({"url": site.url("/notes.txt")}));
+    let o = tool_call(
+        &cli,
+        &sb,
+        "web_fetch",
+        json!({"url": site.url("/notes.txt")}),
+    );
     assert_exit(&o, 0);
     assert!(
         stdout(&o).contains("# not a heading\n<b>kept as is</b>"),
@@ -207,7 +221,12 @@ fn json_and_text_pass_through_and_other_types_are_refused() {
         stdout(&o)
     );
 
-    let o = tool_call(&cli, &sb, "web_fetch", json!({"url": site.url("/logo.png")}));
+    let o = tool_call(
+        &cli,
+        &sb,
+        "web_fetch",
+        json!({"url": site.url("/logo.png")}),
+    );
     assert_exit(&o, 1);
     assert!(
         stderr(&o).contains("is `image/png`, which web_fetch does not read"),

@@ -161,7 +161,9 @@ fn fetch(start: &str, limits: &Limits) -> Result<Fetched> {
         let status = response.status();
         if (300..400).contains(&status) {
             let Some(location) = response.header("location") else {
-                return Err(format!("{url} answered HTTP {status} without a Location to go to").into());
+                return Err(
+                    format!("{url} answered HTTP {status} without a Location to go to").into(),
+                );
             };
             if redirects.len() >= limits.max_redirects {
                 return Err(format!(

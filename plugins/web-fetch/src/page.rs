@@ -132,7 +132,10 @@ pub fn cut(text: &str, max: usize) -> (&str, Option<String>) {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, reason = "a test fails loudly at the first surprise")]
+    #![allow(
+        clippy::unwrap_used,
+        reason = "a test fails loudly at the first surprise"
+    )]
     use super::*;
 
     #[test]

@@ -66,10 +66,13 @@ impl Tool for WebSearch {
                     .into(),
             )
         })?;
-        let mut url = url::Url::parse(base.trim_end_matches('/'))
-            .map_err(|e| Error::Fatal(format!("web-search's base_url `{base}` is not a URL: {e}")))?;
+        let mut url = url::Url::parse(base.trim_end_matches('/')).map_err(|e| {
+            Error::Fatal(format!("web-search's base_url `{base}` is not a URL: {e}"))
+        })?;
         url.path_segments_mut()
-            .map_err(|()| Error::Fatal(format!("web-search's base_url `{base}` cannot have a path")))?
+            .map_err(|()| {
+                Error::Fatal(format!("web-search's base_url `{base}` cannot have a path"))
+            })?
             .pop_if_empty()
             .push("search");
         url.query_pairs_mut()
@@ -95,10 +98,12 @@ impl Tool for WebSearch {
             )));
         }
         let results = parse(&body, count)?;
-        Ok(Output::text(render(query, &results)).with_data(serde_json::json!({
-            "query": query,
-            "results": results,
-        })))
+        Ok(
+            Output::text(render(query, &results)).with_data(serde_json::json!({
+                "query": query,
+                "results": results,
+            })),
+        )
     }
 }
 
@@ -175,7 +180,10 @@ mod tests {
         let hits = parse(body, 8).unwrap();
         assert_eq!(hits.len(), 2);
         let text = render("q", &hits);
-        assert!(text.contains("1. Rust\n   https://rust-lang.org\n   A language"), "{text}");
+        assert!(
+            text.contains("1. Rust\n   https://rust-lang.org\n   A language"),
+            "{text}"
+        );
         assert!(text.contains("2. Docs"), "{text}");
         assert!(parse(b"<html>", 8).is_err());
     }
