@@ -20,6 +20,8 @@ const PLUGINS: &[(&str, &str)] = &[
     ("hook-block", "corral-plugin-hook-block"),
     ("hook-format", "corral-plugin-hook-format"),
     ("hook-context", "corral-plugin-hook-context"),
+    ("web-fetch", "corral-plugin-web-fetch"),
+    ("web-search", "corral-plugin-web-search"),
 ];
 
 fn main() {

@@ -17,6 +17,7 @@ const BUILTINS: &[&str] = &[
     "anthropic",
     "shell",
     "git",
+    "web-fetch",
 ];
 const MIB: u64 = 1 << 20;
 

@@ -58,6 +58,7 @@ mod trustpin;
 mod tui;
 mod tui_bounds;
 mod typed_state;
+mod web_fetch;
 
 use corral_manifest::{Layer, Manifest, from_layers};
 use corral_runtime::{Plugins, Runtime, RuntimeOptions, ToolError, ToolOutput};

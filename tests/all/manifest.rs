@@ -175,7 +175,8 @@ fn layers_replace_entries_and_can_disable() {
             "openai",
             "replay",
             "search",
-            "shell"
+            "shell",
+            "web-fetch"
         ]
     );
     let m = sb

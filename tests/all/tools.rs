@@ -366,6 +366,7 @@ async fn tool_schemas_are_json_schema_objects() {
             "list_files",
             "read_file",
             "run_command",
+            "web_fetch",
             "write_file"
         ]
     );

@@ -86,6 +86,10 @@ limits = { timeout_ms = 600000 }
 [plugins.git]
 source = "builtin:git"
 grants.exec = [{ program = "git", args = ["**"] }]
+
+# No origin is granted: the user adds the hosts it may fetch from.
+[plugins.web-fetch]
+source = "builtin:web-fetch"
 "#;
 
 /// Name given to the built-in layer in messages.
