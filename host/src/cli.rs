@@ -466,7 +466,14 @@ async fn run(cli: Cli) -> ExitCode {
 async fn run_command(workspace: &std::path::Path, args: RunArgs) -> ExitCode {
     match args.worktree {
         Some(name) => {
-            run::run_in_worktree(workspace, &name, args.prompt, args.record, args.agent.into()).await
+            run::run_in_worktree(
+                workspace,
+                &name,
+                args.prompt,
+                args.record,
+                args.agent.into(),
+            )
+            .await
         }
         None => run::run(workspace, args.prompt, args.record, args.agent.into()).await,
     }

@@ -42,8 +42,8 @@ pub mod trust;
 pub use error::{ManifestError, Origin};
 pub use hook::HookBinding;
 pub use layers::{Layer, from_layers, layers, load, load_with, read_manifest, user_file};
-pub use overrides::{OVERRIDES_NAME, Overrides};
 pub use loosen::{Loosening, MAY_LOOSEN_KEY, wide_grants};
+pub use overrides::{OVERRIDES_NAME, Overrides};
 
 /// Whether `name` can name a plugin: lowercase letters, digits, `-` and
 /// `_`, starting with a letter.

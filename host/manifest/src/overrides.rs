@@ -255,7 +255,11 @@ fn profile(
 }
 
 /// Every value of `table` that is not a table, with its path.
-fn flatten(table: &toml::Table, prefix: &mut Vec<String>, out: &mut Vec<(Vec<String>, toml::Value)>) {
+fn flatten(
+    table: &toml::Table,
+    prefix: &mut Vec<String>,
+    out: &mut Vec<(Vec<String>, toml::Value)>,
+) {
     for (k, v) in table {
         prefix.push(k.clone());
         match v.as_table() {

@@ -33,7 +33,10 @@ pub(super) struct RawFile {
     pub(super) trust: RawTrust,
     /// `[profiles.NAME]`: settings `--profile NAME` applies (read from the
     /// user's file only, by `overrides`).
-    #[allow(dead_code, reason = "read as TOML by the overrides, before this schema")]
+    #[allow(
+        dead_code,
+        reason = "read as TOML by the overrides, before this schema"
+    )]
     #[serde(default)]
     pub(super) profiles: BTreeMap<String, toml::Table>,
 }

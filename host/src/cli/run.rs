@@ -4,8 +4,8 @@
 
 use super::fail;
 use super::render::{Renderer, ask_terminal, spinner};
-use corral_core::session::{self, Approvals, Resume, SessionConfig};
 use corral_core::manifest::{Manifest, Overrides};
+use corral_core::session::{self, Approvals, Resume, SessionConfig};
 use corral_protocol::{ApprovalAnswer, Event, Mode, Op, RunResult, StopReason, UsageTotals};
 use std::collections::{HashMap, HashSet};
 use std::io::{BufRead as _, IsTerminal as _, Read as _};
@@ -484,7 +484,10 @@ struct Tally {
     /// The model of the next request (empty: the provider's configured one).
     model: String,
     usage: UsageTotals,
+    /// The cost so far; `None` once a request could not be priced.
     cost: Option<f64>,
+    /// Requests counted (the run's and its subagents').
+    counted: u32,
     answer: String,
     turns: u32,
     requests: u32,
@@ -494,13 +497,17 @@ struct Tally {
 impl Tally {
     fn new(config: &SessionConfig) -> Self {
         let manifest = config.manifest.clone();
-        let agent = manifest.as_ref().map(|m| m.agent.clone()).unwrap_or_default();
+        let agent = manifest
+            .as_ref()
+            .map(|m| m.agent.clone())
+            .unwrap_or_default();
         Self {
             provider: config.provider.clone().or(agent.provider),
             model: config.model.clone().or(agent.model).unwrap_or_default(),
             manifest,
             usage: UsageTotals::default(),
             cost: Some(0.0),
+            counted: 0,
             answer: String::new(),
             turns: 0,
             requests: 0,
@@ -537,11 +544,12 @@ impl Tally {
     /// Adds a request's tokens, and their cost at the current model's price.
     fn count(&mut self, usage: Option<corral_protocol::Usage>) {
         self.usage.add(usage);
+        self.counted += 1;
         let price = self.price();
         self.cost = match (self.cost, usage, price) {
-            (Some(sum), Some(u), Some(p)) => Some(
-                sum + p.cost(u64::from(u.input_tokens), u64::from(u.output_tokens)),
-            ),
+            (Some(sum), Some(u), Some(p)) => {
+                Some(sum + p.cost(u64::from(u.input_tokens), u64::from(u.output_tokens)))
+            }
             _ => None,
         };
     }
@@ -560,12 +568,17 @@ impl Tally {
     }
 
     fn result(self, session_id: String, stop: StopReason, took: std::time::Duration) -> RunResult {
+        // Nothing was asked: free if the price is known, unknown otherwise.
+        let cost_usd = match self.counted {
+            0 => self.price().map(|_| 0.0),
+            _ => self.cost,
+        };
         RunResult {
             session_id,
             stop_reason: stop,
             answer: self.answer,
             usage: self.usage,
-            cost_usd: self.cost,
+            cost_usd,
             duration_ms: u64::try_from(took.as_millis()).unwrap_or(u64::MAX),
             turns: self.turns,
             requests: self.requests,
