@@ -9,12 +9,12 @@
 
 use crate::mock::{MockServer, Reply, anthropic_sse};
 use crate::support::manifest::{anthropic_plugin, openai_plugin};
-use crate::support::model::writer;
+use crate::support::model::{calls_then_done, writer};
 use crate::support::output::{assert_exit, json_events, stderr};
 use crate::support::process::{HANG, events, wait_bounded, wait_for};
 use crate::support::run::{answering, openai_workspace};
 use crate::*;
-use serde_json::Value;
+use serde_json::{Value, json};
 use std::io::Write as _;
 use std::process::Stdio;
 
@@ -347,14 +347,25 @@ fn the_sdk_base_url_variables_are_honoured_within_the_grants() {
     );
 }
 
-/// Runs the writer model with `--approvals stdin`, writes `answer` on stdin
-/// (once the approval is requested if `wait`, else at once), then closes
-/// stdin.
-fn answer_then_close(answer: &str, wait: bool) -> (Vec<Value>, String, Sandbox) {
-    let server = writer();
+/// Runs a model that writes `a.txt` and `b.txt` (calls `c-1` and `c-2`)
+/// with `--approvals stdin`; writes `answers` on stdin (once the first
+/// approval is requested if `wait`, else at once), then closes stdin.
+fn answer_then_close(answers: &[&str], wait: bool) -> (Vec<Value>, String, Sandbox) {
+    let server = calls_then_done(vec![
+        (
+            "w1",
+            "write_file",
+            json!({"path": "a.txt", "content": "a\n"}),
+        ),
+        (
+            "w2",
+            "write_file",
+            json!({"path": "b.txt", "content": "b\n"}),
+        ),
+    ]);
     let sb = openai_workspace(server.port, "");
     let cli = Cli::new();
-    let mut child = answering(&cli, &sb, "Write it", KEY.1);
+    let mut child = answering(&cli, &sb, "Write them", KEY.1);
     let rx = events(&mut child);
     let mut seen = Vec::new();
     if wait {
@@ -363,9 +374,15 @@ fn answer_then_close(answer: &str, wait: bool) -> (Vec<Value>, String, Sandbox) 
         }));
     }
     let mut stdin = child.stdin.take().expect("stdin");
-    stdin.write_all(answer.as_bytes()).expect("answer");
+    for id in answers {
+        writeln!(
+            stdin,
+            "{{\"op\":\"approval\",\"call_id\":\"{id}\",\"decision\":\"approve\"}}"
+        )
+        .expect("answer");
+    }
     drop(stdin);
-    seen.push(wait_for(&rx, HANG, "result", |e| e["type"] == "result"));
+    seen.push(wait_for(&rx, HANG, "stop", |e| e["type"] == "stop"));
     wait_bounded(&mut child, HANG);
     let mut err = String::new();
     std::io::Read::read_to_string(&mut child.stderr.take().expect("stderr"), &mut err)
@@ -374,27 +391,34 @@ fn answer_then_close(answer: &str, wait: bool) -> (Vec<Value>, String, Sandbox) 
     (seen, err, sb)
 }
 
+fn written(sb: &Sandbox) -> Vec<String> {
+    ["a.txt", "b.txt"]
+        .into_iter()
+        .filter(|f| sb.ws().join(f).exists())
+        .map(str::to_owned)
+        .collect()
+}
+
 #[test]
 fn an_answer_before_its_request_waits_for_it() {
-    let (_, err, sb) = answer_then_close(
-        "{\"op\":\"approval\",\"call_id\":\"c-1\",\"decision\":\"approve\"}\n",
-        false,
-    );
-    assert_eq!(
-        std::fs::read_to_string(sb.ws().join("new.txt")).expect("the call ran"),
-        "fresh line\n"
-    );
+    let (seen, err, sb) = answer_then_close(&["c-1", "c-2"], false);
+    assert_eq!(written(&sb), ["a.txt", "b.txt"], "{err}\n{seen:#?}");
     assert!(!err.contains("error"), "{err}");
 }
 
 #[test]
-fn closing_stdin_after_an_answer_reports_no_error() {
-    let (seen, err, sb) = answer_then_close(
-        "{\"op\":\"approval\",\"call_id\":\"c-1\",\"decision\":\"approve\"}\n",
-        true,
-    );
-    assert!(sb.ws().join("new.txt").exists(), "{seen:#?}");
+fn closing_stdin_after_answering_reports_no_error() {
+    // Both answers are given when the first call asks, and stdin closes
+    // before the second asks: it was answered, so it is not refused.
+    let (seen, err, sb) = answer_then_close(&["c-1", "c-2"], true);
+    assert_eq!(written(&sb), ["a.txt", "b.txt"], "{err}\n{seen:#?}");
     assert!(!seen.iter().any(|e| e["type"] == "error"), "{seen:#?}");
     assert!(!err.contains("no approval is pending"), "{err}");
     assert!(!err.contains("stdin closed"), "{err}");
+    assert!(
+        !seen.iter().any(|e| e["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("stdin closed"))),
+        "{seen:#?}"
+    );
 }
