@@ -553,19 +553,6 @@ pub struct UsageTotals {
     pub unreported: u32,
 }
 
-impl UsageTotals {
-    /// Adds one request's usage (`None`: the provider reported none).
-    pub fn add(&mut self, usage: Option<Usage>) {
-        match usage {
-            Some(u) => {
-                self.input_tokens += u64::from(u.input_tokens);
-                self.output_tokens += u64::from(u.output_tokens);
-            }
-            None => self.unreported += 1,
-        }
-    }
-}
-
 impl Event {
     /// Whether the session log keeps this event (deltas are for the UI only).
     pub fn is_logged(&self) -> bool {

@@ -543,7 +543,13 @@ impl Tally {
 
     /// Adds a request's tokens, and their cost at the current model's price.
     fn count(&mut self, usage: Option<corral_protocol::Usage>) {
-        self.usage.add(usage);
+        match usage {
+            Some(u) => {
+                self.usage.input_tokens += u64::from(u.input_tokens);
+                self.usage.output_tokens += u64::from(u.output_tokens);
+            }
+            None => self.usage.unreported += 1,
+        }
         self.counted += 1;
         let price = self.price();
         self.cost = match (self.cost, usage, price) {
