@@ -422,3 +422,18 @@ fn closing_stdin_after_answering_reports_no_error() {
         "{seen:#?}"
     );
 }
+
+#[test]
+fn the_schema_refuses_what_it_does_not_describe() {
+    use crate::support::schema::check_event;
+    check_event(&json!({"type": "stop", "reason": "final_answer", "message": null}));
+    for bad in [
+        json!({"type": "stop", "message": null}),
+        json!({"type": "stop", "reason": "tired", "message": null}),
+        json!({"type": "result", "session_id": "s"}),
+        json!({"type": "no_such_event"}),
+    ] {
+        let refused = std::panic::catch_unwind(|| check_event(&bad)).is_err();
+        assert!(refused, "the schema let {bad} through");
+    }
+}
