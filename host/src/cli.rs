@@ -69,6 +69,7 @@ impl From<UiFlags> for run::Flags {
             mode: f.mode,
             yes: false,
             approvals: None,
+            overrides: Default::default(),
         }
     }
 }
@@ -242,7 +243,7 @@ enum ToolCmd {
 
 #[derive(Args)]
 struct RunArgs {
-    /// What to ask.
+    /// What to ask; `-` reads it from stdin.
     prompt: String,
     /// Write the provider's responses to a replay cassette.
     #[arg(long, value_name = "FILE")]
@@ -282,6 +283,15 @@ struct AgentFlags {
     /// {"op":"approval","call_id":"…","decision":"approve"}.
     #[arg(long, value_name = "SOURCE", requires = "json", conflicts_with = "yes")]
     approvals: Option<run::ApprovalSource>,
+    /// Apply `[profiles.NAME]` of your config (provider, model, mode, and any
+    /// manifest key) over the manifest.
+    #[arg(long, value_name = "NAME")]
+    profile: Option<String>,
+    /// Override one manifest setting for this run, e.g. `-c model=gpt-4.1`,
+    /// `-c providers.openai.base_url=http://127.0.0.1:8080/v1` (repeatable;
+    /// the value is TOML, else text).
+    #[arg(short = 'c', long = "config", value_name = "KEY=VALUE")]
+    config: Vec<String>,
 }
 
 #[derive(Args)]
@@ -346,6 +356,10 @@ impl From<AgentFlags> for run::Flags {
             mode: f.mode,
             yes: f.yes,
             approvals: f.approvals,
+            overrides: corral_core::manifest::Overrides {
+                profile: f.profile,
+                settings: f.config,
+            },
         }
     }
 }
@@ -379,19 +393,15 @@ async fn run(cli: Cli) -> ExitCode {
         );
     }
     match command {
-        Command::Run(args) => match args.worktree {
-            Some(name) => {
-                run::run_in_worktree(
-                    &workspace,
-                    &name,
-                    args.prompt,
-                    args.record,
-                    args.agent.into(),
-                )
-                .await
+        Command::Run(mut args) => {
+            if args.prompt == "-" {
+                match run::prompt_from_stdin(args.agent.approvals.is_some()) {
+                    Ok(p) => args.prompt = p,
+                    Err(e) => return fail(&e),
+                }
             }
-            None => run::run(&workspace, args.prompt, args.record, args.agent.into()).await,
-        },
+            run_command(&workspace, args).await
+        }
         Command::Resume {
             id,
             last,
@@ -449,6 +459,23 @@ async fn run(cli: Cli) -> ExitCode {
             Err(code) => code,
         },
         Command::Mcp(cmd) => mcp::mcp(&workspace, cmd).await,
+    }
+}
+
+/// `corral run`, in a worktree or not.
+async fn run_command(workspace: &std::path::Path, args: RunArgs) -> ExitCode {
+    match args.worktree {
+        Some(name) => {
+            run::run_in_worktree(
+                workspace,
+                &name,
+                args.prompt,
+                args.record,
+                args.agent.into(),
+            )
+            .await
+        }
+        None => run::run(workspace, args.prompt, args.record, args.agent.into()).await,
     }
 }
 

@@ -174,8 +174,9 @@ fn provider_chosen_by_manifest() {
         .map(|e| e["type"].as_str().expect("type"))
         .collect();
     assert_eq!(types.first(), Some(&"session_started"));
-    assert_eq!(types.last(), Some(&"stop"));
-    assert_eq!(events.last().expect("stop")["reason"], "final_answer");
+    // A run ends with its stop, then the result that sums it up.
+    assert_eq!(types[types.len() - 2..], ["stop", "result"]);
+    assert_eq!(events[events.len() - 2]["reason"], "final_answer");
     assert_eq!(types.iter().filter(|t| **t == "tool_call_begin").count(), 3);
     assert_eq!(types.iter().filter(|t| **t == "tool_call_end").count(), 3);
     assert!(types.contains(&"text_delta"));

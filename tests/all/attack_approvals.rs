@@ -281,15 +281,15 @@ fn two_writes_sharing(id: &'static str) {
             .expect("shown")
             .contains("b.txt")
     );
-    let refused: Vec<&Value> = of_type(&events, "error")
-        .into_iter()
-        .filter(|e| {
-            e["message"]
-                .as_str()
-                .is_some_and(|m| m.contains(&format!("`{id}`")))
-        })
-        .collect();
-    assert_eq!(refused.len(), 2, "{events:#?}");
+    // The answers naming the model's id wait for a request of that id
+    // (an answer may come before its request), which never comes: they
+    // approve nothing, and stderr says so at the end.
+    assert!(
+        stderr.contains(&format!(
+            "the answer on stdin for the call `{id}` was not used"
+        )),
+        "{stderr}"
+    );
     let decisions: Vec<(&str, &str)> = of_type(&events, "permission")
         .iter()
         .map(|p| {

@@ -543,7 +543,7 @@ fn a_context_length_error_compacts_once_and_retries() {
         .expect("compacted");
     assert!(failed < compacted, "{kinds:?}");
     assert_eq!(ev[compacted]["trigger"], "context_length");
-    assert_eq!(ev.last().expect("stop")["reason"], "final_answer");
+    assert_eq!(ev.last().expect("result")["stop_reason"], "final_answer");
     // The retry sent the summary and the kept turn.
     let reqs = server.requests();
     let retry = &reqs.last().expect("retry").body;

@@ -89,6 +89,7 @@ pub(crate) fn events(o: &std::process::Output) -> Vec<Value> {
             .lines()
             .filter(|l| l.starts_with('{'))
             .map(|l| serde_json::from_str(l).expect("a JSON event"))
+            .inspect(crate::support::schema::check_event)
             .collect(),
     )
 }

@@ -32,6 +32,7 @@ mod guard;
 mod handle;
 mod hooks;
 mod install;
+mod json_result;
 mod layers;
 mod lazy;
 mod manifest;

@@ -98,7 +98,16 @@ pub fn read_manifest(file: &Path) -> std::io::Result<String> {
 
 /// Loads and checks the manifest of `workspace` from its usual layers.
 pub fn load(workspace: &Path) -> Result<Manifest, ManifestError> {
-    let (layers, untrusted) = layers(workspace).map_err(|e| ManifestError {
+    load_with(workspace, &super::Overrides::default())
+}
+
+/// [`load`], with a profile and `-c` overrides applied over the files (and
+/// the SDKs' base-URL variables under them; see [`super::Overrides`]).
+pub fn load_with(
+    workspace: &Path,
+    overrides: &super::Overrides,
+) -> Result<Manifest, ManifestError> {
+    let (mut layers, untrusted) = layers(workspace).map_err(|e| ManifestError {
         file: workspace.display().to_string(),
         line: 0,
         column: 0,
@@ -111,15 +120,35 @@ pub fn load(workspace: &Path) -> Result<Manifest, ManifestError> {
             file.display()
         );
     }
+    let project = workspace.join("corral.toml");
+    let project_name = project.display().to_string();
+    // Trust is bound to the project's file as written, not as overridden.
+    let project_text = layers
+        .iter()
+        .rev()
+        .find(|l| l.name == project_name)
+        .map(|l| l.text.clone());
+    let user = user_file().map(|f| f.display().to_string());
+    let from_env = super::overrides::apply(
+        &mut layers,
+        user.as_deref(),
+        overrides,
+        &super::overrides::process_env,
+    )?;
     let mut manifest = from_layers(workspace, &layers)?;
+    for env in &from_env {
+        if let Some(decl) = manifest.plugins.iter().find(|p| p.name == env.plugin)
+            && let Some(why) = super::overrides::ungranted(env, decl)
+        {
+            manifest.provider_errors.insert(env.plugin.clone(), why);
+        }
+    }
     manifest.tool_reviews = super::reviewed::ToolReviews::for_workspace(&manifest.workspace);
     for l in manifest.loosening.iter().filter(|l| !l.applied) {
         tracing::warn!("{}", l.warning());
     }
-    let project = workspace.join("corral.toml");
-    let project_name = project.display().to_string();
-    if let Some(layer) = layers.iter().rev().find(|l| l.name == project_name) {
-        crate::trust::bind(&mut manifest, &project, &layer.text);
+    if let Some(text) = project_text {
+        crate::trust::bind(&mut manifest, &project, &text);
     }
     Ok(manifest)
 }
@@ -483,7 +512,7 @@ impl Fold {
                     ),
                 ));
             }
-            let entry = agent.models.entry(id).or_default();
+            let entry = agent.models.entry(id.clone()).or_default();
             if let Some(w) = m.context_window {
                 entry.context_window = Some(w.into_inner());
             }
@@ -492,6 +521,27 @@ impl Fold {
             }
             if m.accepts_images.is_some() {
                 entry.accepts_images = m.accepts_images;
+            }
+            if let Some(p) = m.price {
+                let raw = *p.get_ref();
+                if ![raw.input_per_mtok, raw.output_per_mtok]
+                    .iter()
+                    .all(|v| v.is_finite() && *v >= 0.0)
+                {
+                    return Err(at.err(
+                        p.span(),
+                        format!("agent.models.\"{id}\".price is not a price"),
+                        Some(
+                            "give US dollars per million tokens, e.g. \
+                             `price = { input_per_mtok = 2.0, output_per_mtok = 8.0 }`"
+                                .into(),
+                        ),
+                    ));
+                }
+                entry.price = Some(crate::Price {
+                    input_per_mtok: raw.input_per_mtok,
+                    output_per_mtok: raw.output_per_mtok,
+                });
             }
         }
         Ok(())
@@ -579,6 +629,7 @@ impl Fold {
             trusted_files: BTreeMap::new(),
             loosening: self.loosening,
             tool_reviews: None,
+            provider_errors: BTreeMap::new(),
         })
     }
 }

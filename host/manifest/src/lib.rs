@@ -33,6 +33,7 @@ mod error;
 mod hook;
 mod layers;
 mod loosen;
+mod overrides;
 mod raw;
 pub mod reviewed;
 mod secret;
@@ -40,8 +41,9 @@ pub mod trust;
 
 pub use error::{ManifestError, Origin};
 pub use hook::HookBinding;
-pub use layers::{Layer, from_layers, layers, load, read_manifest, user_file};
+pub use layers::{Layer, from_layers, layers, load, load_with, read_manifest, user_file};
 pub use loosen::{Loosening, MAY_LOOSEN_KEY, wide_grants};
+pub use overrides::{OVERRIDES_NAME, Overrides};
 
 /// Whether `name` can name a plugin: lowercase letters, digits, `-` and
 /// `_`, starting with a letter.
@@ -270,6 +272,10 @@ pub struct Manifest {
     /// plugin whose tools differ is withheld at load (see [`reviewed`]).
     /// Set by [`load`] only.
     pub tool_reviews: Option<reviewed::ToolReviews>,
+    /// Provider plugins that may not start, and why: their base URL came
+    /// from `OPENAI_BASE_URL` or `ANTHROPIC_BASE_URL` but their grants do not
+    /// reach it (see [`Overrides`]). Set by [`load`] only.
+    pub provider_errors: BTreeMap<String, String>,
 }
 
 /// A credential the host adds to requests to one destination (scheme, host
@@ -365,7 +371,7 @@ pub struct AgentSettings {
 
 /// A model's limits as the manifest sets them; unset fields keep what the
 /// provider reports.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct ModelOverride {
     /// Tokens of one request, prompt and answer together.
     pub context_window: Option<u32>,
@@ -373,4 +379,25 @@ pub struct ModelOverride {
     pub max_output_tokens: Option<u32>,
     /// Whether it takes images.
     pub accepts_images: Option<bool>,
+    /// What its tokens cost (`price`), when the manifest says.
+    pub price: Option<Price>,
+}
+
+/// A model's price in US dollars per million tokens (`[agent.models."ID"]
+/// price = { input_per_mtok = 2.0, output_per_mtok = 8.0 }`). corral ships
+/// no price list: prices change, and a made-up cost is worse than none.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Price {
+    /// Dollars per million prompt tokens.
+    pub input_per_mtok: f64,
+    /// Dollars per million generated tokens.
+    pub output_per_mtok: f64,
+}
+
+impl Price {
+    /// The cost of `input` prompt and `output` generated tokens, in dollars.
+    pub fn cost(&self, input: u64, output: u64) -> f64 {
+        // Token counts stay far below 2^53, where f64 is exact.
+        (input as f64 * self.input_per_mtok + output as f64 * self.output_per_mtok) / 1e6
+    }
 }

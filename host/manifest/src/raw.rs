@@ -31,6 +31,22 @@ pub(super) struct RawFile {
     /// `[trust]`
     #[serde(default)]
     pub(super) trust: RawTrust,
+    /// `[profiles.NAME]`: settings `--profile NAME` applies (read from the
+    /// user's file only, by `overrides`).
+    #[allow(
+        dead_code,
+        reason = "read as TOML by the overrides, before this schema"
+    )]
+    #[serde(default)]
+    pub(super) profiles: BTreeMap<String, toml::Table>,
+}
+
+/// Whether `text` is a manifest this schema accepts; the parser's message
+/// otherwise.
+pub(super) fn check_text(text: &str) -> Result<(), String> {
+    toml::from_str::<RawFile>(text)
+        .map(drop)
+        .map_err(|e| e.message().trim().to_owned())
 }
 
 /// `[trust]`: what the user lets a trusted project manifest do. Read from
@@ -182,6 +198,19 @@ pub(super) struct RawModel {
     pub(super) max_output_tokens: Option<u32>,
     /// `accepts_images = true`
     pub(super) accepts_images: Option<bool>,
+    /// `price = { input_per_mtok = 2.0, output_per_mtok = 8.0 }`: US dollars
+    /// per million tokens, for the cost `run --json` reports.
+    pub(super) price: Option<Spanned<RawPrice>>,
+}
+
+/// `price` of `[agent.models."ID"]`.
+#[derive(Deserialize, Clone, Copy)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawPrice {
+    /// Dollars per million prompt tokens.
+    pub(super) input_per_mtok: f64,
+    /// Dollars per million generated tokens.
+    pub(super) output_per_mtok: f64,
 }
 
 /// `[plugins.NAME]`

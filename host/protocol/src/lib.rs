@@ -29,6 +29,10 @@ pub use hook::{HookInput, Verdict, summary};
 pub use mode::Mode;
 pub use tool::{Effect, ToolSpec};
 
+/// The JSON Schema (draft 2020-12) of every line `corral run --json` prints:
+/// one [`Event`] each, the last one [`Event::Result`].
+pub const EVENTS_SCHEMA: &str = include_str!("../events.schema.json");
+
 use serde::{Deserialize, Serialize};
 
 /// A submission from a front-end to a session.
@@ -505,6 +509,48 @@ pub enum Event {
         /// Details for the user.
         message: Option<String>,
     },
+    /// How a whole run went: the last line of `corral run --json`, made by
+    /// the front-end from the events before it (the log does not hold it).
+    Result(RunResult),
+}
+
+/// What [`Event::Result`] says of a run: what a script or a CI job reads
+/// instead of folding the event stream itself.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunResult {
+    /// The session's id (`corral resume ID` goes on from it).
+    pub session_id: String,
+    /// Why the last turn stopped.
+    pub stop_reason: StopReason,
+    /// The text of the model's last answer (empty if it said nothing).
+    pub answer: String,
+    /// Tokens of every provider request of the run (its subagents'
+    /// included), summed as the provider reported them.
+    pub usage: UsageTotals,
+    /// What the run cost in US dollars, from the price the manifest gives
+    /// for the model (`[agent.models."ID"] price`); `None` when a model of
+    /// the run has no known price or a request reported no usage.
+    pub cost_usd: Option<f64>,
+    /// Wall time of the run, from start-up to its end.
+    pub duration_ms: u64,
+    /// Turns run (one per prompt, or one for a resumed session's `Continue`).
+    pub turns: u32,
+    /// Provider requests (round trips) of the run's own session.
+    pub requests: u32,
+    /// Tool calls started by the run's own session.
+    pub tool_calls: u32,
+}
+
+/// Token counts summed over several requests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct UsageTotals {
+    /// Prompt tokens.
+    pub input_tokens: u64,
+    /// Generated tokens.
+    pub output_tokens: u64,
+    /// Requests whose provider reported no usage (their tokens are missing
+    /// from the sums).
+    pub unreported: u32,
 }
 
 impl Event {
@@ -517,6 +563,7 @@ impl Event {
                 | Event::Error { .. }
                 | Event::Subagent { .. }
                 | Event::ShutdownComplete
+                | Event::Result(_)
         )
     }
 

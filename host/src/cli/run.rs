@@ -4,10 +4,11 @@
 
 use super::fail;
 use super::render::{Renderer, ask_terminal, spinner};
+use corral_core::manifest::{Manifest, Overrides};
 use corral_core::session::{self, Approvals, Resume, SessionConfig};
-use corral_protocol::{ApprovalAnswer, Event, Mode, Op, StopReason};
-use std::collections::HashSet;
-use std::io::{BufRead as _, IsTerminal as _};
+use corral_protocol::{ApprovalAnswer, Event, Mode, Op, RunResult, StopReason, UsageTotals};
+use std::collections::{HashMap, HashSet};
+use std::io::{BufRead as _, IsTerminal as _, Read as _};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -35,6 +36,8 @@ pub struct Flags {
     pub mode: Option<Mode>,
     pub yes: bool,
     pub approvals: Option<ApprovalSource>,
+    /// `--profile` and `-c`.
+    pub overrides: Overrides,
 }
 
 /// How approvals are answered in this process.
@@ -48,7 +51,11 @@ enum Answering {
     Stdin,
 }
 
-fn config(workspace: &Path, flags: &Flags) -> (SessionConfig, Answering) {
+fn config(
+    workspace: &Path,
+    flags: &Flags,
+    manifest: Option<Manifest>,
+) -> Result<(SessionConfig, Answering), ExitCode> {
     let answering = if flags.yes {
         Answering::Library
     } else if flags.approvals == Some(ApprovalSource::Stdin) {
@@ -63,6 +70,13 @@ fn config(workspace: &Path, flags: &Flags) -> (SessionConfig, Answering) {
         (false, Answering::Library) => Approvals::Refuse,
         (false, _) => Approvals::FrontEnd,
     };
+    // Loaded here rather than by the session so that the run knows the
+    // prices its result reports, and so that `--profile` and `-c` apply.
+    let manifest = match manifest {
+        Some(m) => m,
+        None => corral_core::manifest::load_with(workspace, &flags.overrides)
+            .map_err(|e| fail(&e.to_string()))?,
+    };
     let config = SessionConfig {
         workspace: workspace.to_path_buf(),
         provider: flags.provider.clone(),
@@ -70,9 +84,27 @@ fn config(workspace: &Path, flags: &Flags) -> (SessionConfig, Answering) {
         max_iterations: flags.max_iterations,
         mode: flags.mode,
         approvals,
+        manifest: Some(manifest),
         ..SessionConfig::default()
     };
-    (config, answering)
+    Ok((config, answering))
+}
+
+/// The prompt of `corral run -`: all of stdin.
+pub fn prompt_from_stdin(approvals_on_stdin: bool) -> Result<String, String> {
+    if approvals_on_stdin {
+        return Err("`corral run -` reads the prompt from stdin, which --approvals stdin needs                     for the answers; pass the prompt as an argument instead"
+            .into());
+    }
+    let mut text = String::new();
+    std::io::stdin()
+        .read_to_string(&mut text)
+        .map_err(|e| format!("cannot read the prompt from stdin: {e}"))?;
+    if text.trim().is_empty() {
+        return Err("`corral run -` read no prompt from stdin; pipe one in, e.g.                     `echo \"What does this project do?\" | corral run -`"
+            .into());
+    }
+    Ok(text)
 }
 
 pub async fn run(
@@ -81,7 +113,10 @@ pub async fn run(
     record: Option<PathBuf>,
     flags: Flags,
 ) -> ExitCode {
-    let (mut config, answering) = config(workspace, &flags);
+    let (mut config, answering) = match config(workspace, &flags, None) {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
     config.record = record.is_some();
     drive(
         config,
@@ -108,7 +143,7 @@ pub async fn run_in_worktree(
         Ok(d) => d,
         Err(e) => return fail(&e),
     };
-    let mut manifest = match corral_core::manifest::load(workspace) {
+    let mut manifest = match corral_core::manifest::load_with(workspace, &flags.overrides) {
         Ok(m) => m,
         Err(e) => return fail(&e.to_string()),
     };
@@ -128,9 +163,11 @@ pub async fn run_in_worktree(
         eprintln!("working in the worktree {}", wt.path().display());
     }
     manifest = corral_core::worktree::rebase(&manifest, wt.path());
-    let (mut config, answering) = config(wt.path(), &flags);
+    let (mut config, answering) = match config(wt.path(), &flags, Some(manifest)) {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
     config.record = record.is_some();
-    config.manifest = Some(manifest);
     config.sessions_dir = Some(sessions.clone());
     config.cwd = Some(wt.path().to_path_buf());
     let code = drive(
@@ -220,7 +257,10 @@ pub async fn resume(
     prompt: Option<String>,
     flags: Flags,
 ) -> ExitCode {
-    let (mut config, answering) = config(workspace, &flags);
+    let (mut config, answering) = match config(workspace, &flags, None) {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
     config.resume = Some(match id {
         Some(id) if !last => Resume::Id(id),
         _ => Resume::Last,
@@ -239,6 +279,8 @@ async fn drive(
     json: bool,
     answering: Answering,
 ) -> ExitCode {
+    let started = std::time::Instant::now();
+    let mut tally = Tally::new(&config);
     let mut session = match session::open(config).await {
         Ok(s) => s,
         Err(e) => return fail(&e),
@@ -257,12 +299,11 @@ async fn drive(
             }
         }
     });
-    let (eof_tx, mut eof_rx) = tokio::sync::mpsc::unbounded_channel::<()>();
+    let (stdin_tx, mut stdin_rx) = tokio::sync::mpsc::unbounded_channel::<Option<Op>>();
     if answering == Answering::Stdin {
-        read_ops(session.sender(), eof_tx);
+        read_ops(stdin_tx);
     }
-    let mut stdin_closed = false;
-    let mut pending: HashSet<String> = HashSet::new();
+    let mut answers = StdinAnswers::default();
 
     let waiting = Arc::new(AtomicBool::new(false));
     let spinner = spinner(waiting.clone(), json);
@@ -271,24 +312,22 @@ async fn drive(
     loop {
         let event = tokio::select! {
             e = session.next_event() => e,
-            Some(()) = eof_rx.recv() => {
-                stdin_closed = true;
-                for call_id in pending.drain() {
-                    session.submit(stdin_closed_answer(call_id));
+            Some(line) = stdin_rx.recv() => {
+                for op in answers.take(line) {
+                    session.submit(op);
                 }
                 continue;
             }
         };
         let Some(event) = event else { break };
+        tally.see(&event);
         match &event {
             Event::ShutdownComplete => break,
             Event::Stop { reason, .. } => {
                 last_stop = Some(*reason);
                 session.submit(Op::Shutdown);
             }
-            Event::Permission { call_id, .. } => {
-                pending.remove(call_id);
-            }
+            Event::Permission { call_id, .. } => answers.settled(call_id),
             Event::ApprovalRequested(request) => match answering {
                 Answering::Terminal => {
                     let ops = session.sender();
@@ -303,12 +342,12 @@ async fn drive(
                         });
                     });
                 }
-                Answering::Stdin if stdin_closed => {
-                    session.submit(stdin_closed_answer(request.call.id.clone()));
+                Answering::Stdin => {
+                    if let Some(op) = answers.requested(&request.call.id) {
+                        session.submit(op);
+                    }
                 }
-                _ => {
-                    pending.insert(request.call.id.clone());
-                }
+                Answering::Library => {}
             },
             _ => {}
         }
@@ -319,6 +358,8 @@ async fn drive(
         }
     }
     spinner.abort();
+    answers.warn_unused();
+    let session_id = session.id().to_owned();
     let finished = session.finish().await;
     let finished = match finished {
         Ok(f) => f,
@@ -329,7 +370,16 @@ async fn drive(
     {
         eprintln!("error: cannot write the cassette {}: {e}", file.display());
     }
-    match last_stop.or(finished.last_stop) {
+    let stop = last_stop.or(finished.last_stop);
+    if json && let Some(reason) = stop {
+        let result = tally.result(session_id, reason, started.elapsed());
+        super::out_json(&serde_json::to_string(&Event::Result(result)).unwrap_or_default());
+    }
+    exit_code(stop)
+}
+
+fn exit_code(stop: Option<StopReason>) -> ExitCode {
+    match stop {
         Some(StopReason::FinalAnswer) => ExitCode::SUCCESS,
         Some(StopReason::ProviderError | StopReason::ContextExhausted) => {
             ExitCode::from(EXIT_PROVIDER)
@@ -340,6 +390,206 @@ async fn drive(
         }
         Some(StopReason::PermissionDenied) => ExitCode::from(EXIT_DENIED),
         None => fail("the session ended before its turn stopped"),
+    }
+}
+
+/// Approval answers read from stdin, matched with the requests they answer.
+/// A script may answer a call before its `approval_requested` arrives (it
+/// knows corral's ids are `c-1`, `c-2`, …): such an answer waits for it.
+#[derive(Default)]
+struct StdinAnswers {
+    /// Requested calls not answered yet.
+    pending: HashSet<String>,
+    /// Answers that came before their request.
+    early: HashMap<String, Op>,
+    /// Calls answered or settled: a later line about them goes to the
+    /// session as it is, which says it has no such approval.
+    done: HashSet<String>,
+    closed: bool,
+}
+
+impl StdinAnswers {
+    /// What to submit for a line of stdin (`None`: it closed).
+    fn take(&mut self, line: Option<Op>) -> Vec<Op> {
+        match line {
+            None => {
+                self.closed = true;
+                // Only calls still waiting are refused: an answer already
+                // given stands.
+                let mut ids: Vec<String> = self.pending.drain().collect();
+                ids.sort();
+                ids.into_iter()
+                    .map(|id| {
+                        self.done.insert(id.clone());
+                        stdin_closed_answer(id)
+                    })
+                    .collect()
+            }
+            Some(Op::Approval { call_id, answer }) => {
+                let op = Op::Approval {
+                    call_id: call_id.clone(),
+                    answer,
+                };
+                if self.pending.remove(&call_id) || self.done.contains(&call_id) {
+                    self.done.insert(call_id);
+                    vec![op]
+                } else {
+                    self.early.insert(call_id, op);
+                    Vec::new()
+                }
+            }
+            Some(op) => vec![op],
+        }
+    }
+
+    /// A call's request arrived: its early answer, a refusal if stdin is
+    /// closed, or nothing until an answer comes.
+    fn requested(&mut self, call_id: &str) -> Option<Op> {
+        if let Some(op) = self.early.remove(call_id) {
+            self.done.insert(call_id.to_owned());
+            return Some(op);
+        }
+        if self.closed {
+            self.done.insert(call_id.to_owned());
+            return Some(stdin_closed_answer(call_id.to_owned()));
+        }
+        self.pending.insert(call_id.to_owned());
+        None
+    }
+
+    /// A call's permission was decided.
+    fn settled(&mut self, call_id: &str) {
+        self.pending.remove(call_id);
+        self.done.insert(call_id.to_owned());
+    }
+
+    /// Says which answers on stdin matched no request.
+    fn warn_unused(&self) {
+        let mut ids: Vec<&String> = self.early.keys().collect();
+        ids.sort();
+        for id in ids {
+            eprintln!(
+                "warning: the answer on stdin for the call {} was not used: no approval was \
+                 requested for it (ids come from approval_requested events: call.id)",
+                quoted(id)
+            );
+        }
+    }
+}
+
+/// What the run's `result` event counts, folded from its events.
+struct Tally {
+    manifest: Option<Manifest>,
+    provider: Option<String>,
+    /// The model of the next request (empty: the provider's configured one).
+    model: String,
+    usage: UsageTotals,
+    /// The cost so far; `None` once a request could not be priced.
+    cost: Option<f64>,
+    /// Requests counted (the run's and its subagents').
+    counted: u32,
+    answer: String,
+    turns: u32,
+    requests: u32,
+    tool_calls: u32,
+}
+
+impl Tally {
+    fn new(config: &SessionConfig) -> Self {
+        let manifest = config.manifest.clone();
+        let agent = manifest
+            .as_ref()
+            .map(|m| m.agent.clone())
+            .unwrap_or_default();
+        Self {
+            provider: config.provider.clone().or(agent.provider),
+            model: config.model.clone().or(agent.model).unwrap_or_default(),
+            manifest,
+            usage: UsageTotals::default(),
+            cost: Some(0.0),
+            counted: 0,
+            answer: String::new(),
+            turns: 0,
+            requests: 0,
+            tool_calls: 0,
+        }
+    }
+
+    fn see(&mut self, event: &Event) {
+        match event {
+            Event::SessionStarted {
+                provider, model, ..
+            } => {
+                self.provider = Some(provider.clone());
+                self.model = model.clone();
+            }
+            Event::ProviderChanged { provider } => self.provider = Some(provider.clone()),
+            Event::ModelChanged { model } => self.model = model.clone(),
+            Event::TurnBegin { .. } => self.turns += 1,
+            Event::ToolCallBegin { .. } => self.tool_calls += 1,
+            Event::RequestEnd { message, usage, .. } => {
+                self.requests += 1;
+                self.answer = message.text.clone();
+                self.count(*usage);
+            }
+            Event::Subagent { event, .. } => {
+                if let Event::RequestEnd { usage, .. } = event.as_ref() {
+                    self.count(*usage);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Adds a request's tokens, and their cost at the current model's price.
+    fn count(&mut self, usage: Option<corral_protocol::Usage>) {
+        match usage {
+            Some(u) => {
+                self.usage.input_tokens += u64::from(u.input_tokens);
+                self.usage.output_tokens += u64::from(u.output_tokens);
+            }
+            None => self.usage.unreported += 1,
+        }
+        self.counted += 1;
+        let price = self.price();
+        self.cost = match (self.cost, usage, price) {
+            (Some(sum), Some(u), Some(p)) => {
+                Some(sum + p.cost(u64::from(u.input_tokens), u64::from(u.output_tokens)))
+            }
+            _ => None,
+        };
+    }
+
+    /// The price of the model in use, if the manifest gives one.
+    fn price(&self) -> Option<corral_core::manifest::Price> {
+        let manifest = self.manifest.as_ref()?;
+        let model = if self.model.is_empty() {
+            let provider = self.provider.as_deref()?;
+            let decl = manifest.plugins.iter().find(|p| p.name == provider)?;
+            decl.config.get("model")?.clone()
+        } else {
+            self.model.clone()
+        };
+        manifest.agent.models.get(&model)?.price
+    }
+
+    fn result(self, session_id: String, stop: StopReason, took: std::time::Duration) -> RunResult {
+        // Nothing was asked: free if the price is known, unknown otherwise.
+        let cost_usd = match self.counted {
+            0 => self.price().map(|_| 0.0),
+            _ => self.cost,
+        };
+        RunResult {
+            session_id,
+            stop_reason: stop,
+            answer: self.answer,
+            usage: self.usage,
+            cost_usd,
+            duration_ms: u64::try_from(took.as_millis()).unwrap_or(u64::MAX),
+            turns: self.turns,
+            requests: self.requests,
+            tool_calls: self.tool_calls,
+        }
     }
 }
 
@@ -370,11 +620,8 @@ fn quoted(text: &str) -> String {
 
 /// Reads ops from stdin, one JSON object per line, on a thread of its own
 /// (stdin has no async reader that can be abandoned). Bad lines are
-/// reported on stderr and skipped; end of input is signalled on `eof`.
-fn read_ops(
-    ops: tokio::sync::mpsc::UnboundedSender<Op>,
-    eof: tokio::sync::mpsc::UnboundedSender<()>,
-) {
+/// reported on stderr and skipped; end of input is sent as `None`.
+fn read_ops(ops: tokio::sync::mpsc::UnboundedSender<Option<Op>>) {
     std::thread::spawn(move || {
         for (n, line) in std::io::stdin().lock().lines().enumerate() {
             let Ok(line) = line else { break };
@@ -383,7 +630,7 @@ fn read_ops(
             }
             match serde_json::from_str::<Op>(&line) {
                 Ok(op) => {
-                    if ops.send(op).is_err() {
+                    if ops.send(Some(op)).is_err() {
                         return;
                     }
                 }
@@ -397,6 +644,6 @@ fn read_ops(
                 ),
             }
         }
-        let _ = eof.send(());
+        let _ = ops.send(None);
     });
 }

@@ -10,3 +10,4 @@ pub mod model;
 pub mod output;
 pub mod process;
 pub mod run;
+pub mod schema;

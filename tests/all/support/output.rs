@@ -13,11 +13,13 @@ pub fn stderr(o: &Output) -> String {
 }
 
 /// The JSON events a `corral run --json` printed: each stdout line that
-/// parses, as it came (corral's call ids kept; see [`crate::with_model_ids`]).
+/// parses, as it came (corral's call ids kept; see [`crate::with_model_ids`]),
+/// each checked against the events schema ([`super::schema`]).
 pub fn json_events(o: &Output) -> Vec<serde_json::Value> {
     String::from_utf8_lossy(&o.stdout)
         .lines()
         .filter_map(|l| serde_json::from_str(l).ok())
+        .inspect(super::schema::check_event)
         .collect()
 }
 

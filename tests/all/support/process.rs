@@ -38,9 +38,16 @@ pub fn events(child: &mut Child) -> mpsc::Receiver<Value> {
         let mut ids = ModelIds::default();
         for line in std::io::BufReader::new(out).lines() {
             let Ok(line) = line else { break };
-            if let Ok(v) = serde_json::from_str::<Value>(&line)
-                && tx.send(ids.apply(v)).is_err()
-            {
+            let Ok(v) = serde_json::from_str::<Value>(&line) else {
+                continue;
+            };
+            // A reader thread cannot fail the test: a bad event is sent on
+            // as a `schema_violation` the test's wait reports.
+            let v = match std::panic::catch_unwind(|| super::schema::check_event(&v)) {
+                Ok(()) => ids.apply(v),
+                Err(_) => serde_json::json!({"type": "schema_violation", "event": v}),
+            };
+            if tx.send(v).is_err() {
                 break;
             }
         }
@@ -61,6 +68,9 @@ pub fn wait_for(
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
         match rx.recv_timeout(left) {
+            Ok(v) if v["type"] == "schema_violation" => {
+                panic!("an event does not fit the events schema: {}", v["event"])
+            }
             Ok(v) if pred(&v) => return v,
             Ok(v) => seen.push(v),
             Err(e) => panic!("no {what} ({e}) in {seen:#?}"),

@@ -92,6 +92,9 @@ pub fn choose_provider(
     if !plugin.is_provider() {
         return Err(format!("plugin `{name}` provides tools, not a model"));
     }
+    if let Some(why) = manifest.provider_errors.get(&name) {
+        return Err(why.clone());
+    }
     for secret in &plugin.decl().secrets {
         if let Err(var) = secret.resolve() {
             return Err(format!(
