@@ -53,7 +53,7 @@ fn setup(port: u16) -> (Sandbox, Cli) {
 fn logged(e: &Value) -> bool {
     !matches!(
         kind(e),
-        "text_delta" | "tool_call_delta" | "error" | "subagent" | "shutdown_complete"
+        "text_delta" | "tool_call_delta" | "error" | "subagent" | "shutdown_complete" | "result"
     )
 }
 
