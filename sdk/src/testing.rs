@@ -2,9 +2,11 @@
 //! plugin's `[dev-dependencies]`): replays a recorded SSE transcript through
 //! the SDK's own driver into a provider's [`TurnStream`], whole or cut into
 //! pieces, so a test can check that how the network splits the body never
-//! changes the turn.
+//! changes the turn. In a plugin's tests (the sketch names the plugin's own
+//! `Stream` and a recorded `TRANSCRIPT`, so it is not compiled here; both
+//! provider plugins' tests run it):
 //!
-//! ```ignore
+//! ```text
 //! use corral_sdk::testing;
 //! testing::assert_split_invariant(TRANSCRIPT, Stream::new);
 //! ```
