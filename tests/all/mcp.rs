@@ -58,10 +58,28 @@ pub(crate) fn client_env(
         }
     };
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/mcp/client.py");
-    // The client starts the server with its own environment: the test's
-    // config, cache and data directories reach corral through it.
-    let out = std::process::Command::new(python)
-        .arg(script)
+    let mut cmd = std::process::Command::new(python);
+    cmd.arg(script);
+    Some(run_client(
+        cmd, "Python", cli, ws, serve_args, scenario, env,
+    ))
+}
+
+/// Runs an MCP client program `cmd` (its script and leading arguments
+/// given) with `scenario` against `corral mcp serve` in `ws`: what it
+/// printed, as JSON, and what the server logged (stderr). The client starts
+/// the server with its own environment: the test's config, cache and data
+/// directories reach corral through it, and `env` is added.
+pub(crate) fn run_client(
+    mut cmd: std::process::Command,
+    name: &str,
+    cli: &Cli,
+    ws: &Path,
+    serve_args: &[&str],
+    scenario: Value,
+    env: &[(&str, &str)],
+) -> (Value, String) {
+    let out = cmd
         .arg(scenario.to_string())
         .arg("--")
         .arg(env!("CARGO_BIN_EXE_corral"))
@@ -78,10 +96,10 @@ pub(crate) fn client_env(
         .envs(env.iter().copied())
         .stdin(Stdio::null())
         .output()
-        .expect("run the Python MCP client");
+        .unwrap_or_else(|e| panic!("run the {name} MCP client: {e}"));
     assert!(
         out.status.success(),
-        "the MCP client failed: {}\nstdout: {}",
+        "the {name} MCP client failed: {}\nstdout: {}",
         String::from_utf8_lossy(&out.stderr),
         String::from_utf8_lossy(&out.stdout)
     );
@@ -91,7 +109,7 @@ pub(crate) fn client_env(
             String::from_utf8_lossy(&out.stdout)
         )
     });
-    Some((answered, String::from_utf8_lossy(&out.stderr).into_owned()))
+    (answered, String::from_utf8_lossy(&out.stderr).into_owned())
 }
 
 fn tool<'a>(listed: &'a Value, name: &str) -> &'a Value {

@@ -12,7 +12,6 @@ use crate::mcp_bounds::Served;
 use crate::*;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::time::Duration;
 
 const NOTES: &str = "first line\nthe needle is on line two\nthird line\n";
@@ -45,36 +44,11 @@ fn typescript_sdk() -> Option<PathBuf> {
 fn typescript_client(cli: &Cli, ws: &Path, scenario: &Value) -> Option<Value> {
     let sdk = typescript_sdk()?;
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/mcp/client.mjs");
-    let out = std::process::Command::new("node")
-        .arg(script)
-        .arg(sdk)
-        .arg(scenario.to_string())
-        .arg("--")
-        .arg(env!("CARGO_BIN_EXE_corral"))
-        .args(["mcp", "serve", "--workspace"])
-        .arg(ws)
-        .current_dir(ws)
-        .env("XDG_CONFIG_HOME", cli.home.path().join("config"))
-        .env("XDG_CACHE_HOME", cache_home())
-        .env("XDG_DATA_HOME", cli.home.path().join("data"))
-        .env_remove("CORRAL_LOG")
-        .env_remove("OPENAI_API_KEY")
-        .env_remove("ANTHROPIC_API_KEY")
-        .stdin(Stdio::null())
-        .output()
-        .expect("run node with the TypeScript MCP client");
-    assert!(
-        out.status.success(),
-        "the TypeScript MCP client failed: {}\nstdout: {}",
-        String::from_utf8_lossy(&out.stderr),
-        String::from_utf8_lossy(&out.stdout)
-    );
-    Some(serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "the client's output is not JSON ({e}): {}",
-            String::from_utf8_lossy(&out.stdout)
-        )
-    }))
+    let mut cmd = std::process::Command::new("node");
+    cmd.arg(script).arg(sdk);
+    let (answered, _) =
+        crate::mcp::run_client(cmd, "TypeScript", cli, ws, &[], scenario.clone(), &[]);
+    Some(answered)
 }
 
 /// The workspace with `notes.txt`, and the scenario both clients run: list

@@ -58,26 +58,3 @@ pub fn globs<'a>(
     }
     set.build().map_err(|e| format!("guard.{key}: {e}"))
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use pretty_assertions::assert_eq;
-
-    #[test]
-    fn wildcards() {
-        let cases = [
-            ("*", "", true),
-            ("a*", "abc", true),
-            ("*c", "abc", true),
-            ("a*c*e", "abcde", true),
-            ("a*c", "ab", false),
-            ("abc", "abc", true),
-            ("abc", "abcd", false),
-            ("--package=corral*", "--package=corral-sdk", true),
-        ];
-        for (pattern, text, expected) in cases {
-            assert_eq!(wildcard(pattern, text), expected, "{pattern} ~ {text}");
-        }
-    }
-}
