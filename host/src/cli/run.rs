@@ -93,16 +93,22 @@ fn config(
 /// The prompt of `corral run -`: all of stdin.
 pub fn prompt_from_stdin(approvals_on_stdin: bool) -> Result<String, String> {
     if approvals_on_stdin {
-        return Err("`corral run -` reads the prompt from stdin, which --approvals stdin needs                     for the answers; pass the prompt as an argument instead"
-            .into());
+        return Err(
+            "`corral run -` reads the prompt from stdin, which --approvals stdin needs \
+                    for the answers; pass the prompt as an argument instead"
+                .into(),
+        );
     }
     let mut text = String::new();
     std::io::stdin()
         .read_to_string(&mut text)
         .map_err(|e| format!("cannot read the prompt from stdin: {e}"))?;
     if text.trim().is_empty() {
-        return Err("`corral run -` read no prompt from stdin; pipe one in, e.g.                     `echo \"What does this project do?\" | corral run -`"
-            .into());
+        return Err(
+            "`corral run -` read no prompt from stdin; pipe one in, e.g. \
+                    `echo \"What does this project do?\" | corral run -`"
+                .into(),
+        );
     }
     Ok(text)
 }
