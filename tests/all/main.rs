@@ -24,6 +24,7 @@ mod compact;
 mod conformance;
 mod crash_writes;
 mod deadline;
+mod docs;
 mod effects;
 mod exec;
 mod fsguard;

@@ -178,7 +178,7 @@ pub fn from_layers(workspace: &Path, layers: &[Layer]) -> Result<Manifest, Manif
                 column,
                 message: e.message().trim().to_owned(),
                 help: Some(
-                    "see the manifest reference in README.md (plugins.NAME: source, sha256, \
+                    "see the manifest reference in host/README.md (plugins.NAME: source, sha256, \
                      enabled, grants.fs/net/env, limits, config)"
                         .into(),
                 ),

@@ -1,0 +1,252 @@
+//! The documentation cannot drift: every fenced block marked `sh runnable`
+//! in the READMEs is run against a scratch workspace with the built binary,
+//! every relative link leads somewhere that exists, and the top-level README
+//! stays short enough to read.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The READMEs the project ships, relative to the repository root.
+const DOCS: &[&str] = &[
+    "README.md",
+    "host/README.md",
+    "sdk/README.md",
+    "wit/README.md",
+    "plugins/README.md",
+    "tests/README.md",
+];
+
+/// The most lines the top-level README may have.
+const README_MAX_LINES: usize = 350;
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("the host crate has a parent")
+        .to_path_buf()
+}
+
+fn read(rel: &str) -> String {
+    std::fs::read_to_string(root().join(rel)).unwrap_or_else(|e| panic!("{rel}: {e}"))
+}
+
+/// The fenced blocks of `text`: (info string, body, line of the fence).
+fn blocks(text: &str) -> Vec<(String, String, usize)> {
+    let mut out = Vec::new();
+    let mut open: Option<(String, String, usize)> = None;
+    for (n, line) in text.lines().enumerate() {
+        match &mut open {
+            None if line.starts_with("```") => {
+                open = Some((line[3..].trim().to_owned(), String::new(), n + 1));
+            }
+            Some(_) if line.starts_with("```") => out.extend(open.take()),
+            Some((_, body, _)) => {
+                body.push_str(line);
+                body.push('\n');
+            }
+            None => {}
+        }
+    }
+    assert!(open.is_none(), "a fenced block is never closed");
+    out
+}
+
+/// The lines of `text` outside fenced blocks, with inline code removed.
+fn prose(text: &str) -> Vec<(usize, String)> {
+    let mut fenced = false;
+    let mut out = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        if line.starts_with("```") {
+            fenced = !fenced;
+            continue;
+        }
+        if !fenced {
+            let mut kept = String::new();
+            for (i, part) in line.split('`').enumerate() {
+                if i % 2 == 0 {
+                    kept.push_str(part);
+                }
+            }
+            out.push((n + 1, kept));
+        }
+    }
+    out
+}
+
+/// GitHub's anchor for a heading: lower case, punctuation other than `-`
+/// and `_` dropped, spaces made `-`.
+fn slug(heading: &str) -> String {
+    heading
+        .trim()
+        .to_lowercase()
+        .chars()
+        .filter_map(|c| match c {
+            ' ' => Some('-'),
+            c if c.is_alphanumeric() || c == '-' || c == '_' => Some(c),
+            _ => None,
+        })
+        .collect()
+}
+
+fn anchors(text: &str) -> HashSet<String> {
+    let mut fenced = false;
+    let mut seen = HashSet::new();
+    for line in text.lines() {
+        if line.starts_with("```") {
+            fenced = !fenced;
+        } else if !fenced && line.starts_with('#') {
+            let base = slug(line.trim_start_matches('#'));
+            let mut anchor = base.clone();
+            let mut n = 0;
+            while !seen.insert(anchor.clone()) {
+                n += 1;
+                anchor = format!("{base}-{n}");
+            }
+        }
+    }
+    seen
+}
+
+/// The targets of the Markdown links on a line: `[text](target)`.
+fn links(line: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut rest = line;
+    while let Some(at) = rest.find("](") {
+        let after = &rest[at + 2..];
+        match after.find(')') {
+            Some(end) => {
+                out.push(after[..end].to_owned());
+                rest = &after[end..];
+            }
+            None => break,
+        }
+    }
+    out
+}
+
+#[test]
+fn the_readme_is_short_and_the_references_exist() {
+    let lines = read("README.md").lines().count();
+    assert!(
+        lines <= README_MAX_LINES,
+        "README.md has {lines} lines; keep it under {README_MAX_LINES} and move references \
+         into the README of the crate they describe"
+    );
+    for doc in DOCS {
+        assert!(root().join(doc).is_file(), "{doc} is missing");
+    }
+}
+
+#[test]
+fn every_relative_link_leads_somewhere() {
+    let mut broken = Vec::new();
+    for doc in DOCS {
+        let text = read(doc);
+        let dir = root().join(doc).parent().expect("a file has a parent").to_path_buf();
+        for (n, line) in prose(&text) {
+            for target in links(&line) {
+                if target.contains("://") || target.starts_with("mailto:") {
+                    continue;
+                }
+                let (path, anchor) = match target.split_once('#') {
+                    Some((p, a)) => (p, Some(a)),
+                    None => (target.as_str(), None),
+                };
+                let file = if path.is_empty() {
+                    root().join(doc)
+                } else {
+                    dir.join(path)
+                };
+                if !file.exists() {
+                    broken.push(format!("{doc}:{n}: `{target}`: no such file"));
+                    continue;
+                }
+                if let Some(anchor) = anchor {
+                    let heads = anchors(&std::fs::read_to_string(&file).unwrap_or_default());
+                    if !heads.contains(anchor) {
+                        broken.push(format!("{doc}:{n}: `{target}`: no such heading"));
+                    }
+                }
+            }
+        }
+    }
+    assert!(broken.is_empty(), "broken links:\n{}", broken.join("\n"));
+}
+
+/// A workspace like a user's project: a README, a source file, a repository.
+fn scratch() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(
+        dir.path().join("README.md"),
+        "# hello\n\nA tiny project that greets.\n",
+    )
+    .expect("readme");
+    std::fs::create_dir(dir.path().join("src")).expect("src");
+    std::fs::write(
+        dir.path().join("src/main.rs"),
+        "fn main() {\n    println!(\"hello\");\n}\n",
+    )
+    .expect("main.rs");
+    let git = Command::new("git")
+        .args(["init", "-q"])
+        .current_dir(dir.path())
+        .status();
+    assert!(git.is_ok_and(|s| s.success()), "git init in the scratch workspace");
+    dir
+}
+
+#[test]
+fn every_runnable_command_runs() {
+    let bin = tempfile::tempdir().expect("bin dir");
+    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_corral"), bin.path().join("corral"))
+        .expect("link corral");
+    let path = format!(
+        "{}:{}",
+        bin.path().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let mut ran = 0;
+    for doc in DOCS {
+        for (info, body, line) in blocks(&read(doc)) {
+            if info != "sh runnable" {
+                continue;
+            }
+            let ws = scratch();
+            let home = tempfile::tempdir().expect("home");
+            let out = Command::new("sh")
+                .args(["-e", "-c", &body])
+                .current_dir(ws.path())
+                .env("PATH", &path)
+                .env("HOME", home.path())
+                .env("XDG_CONFIG_HOME", home.path().join("config"))
+                .env("XDG_DATA_HOME", home.path().join("data"))
+                .env("XDG_CACHE_HOME", crate::cache_home())
+                .env_remove("OPENAI_API_KEY")
+                .env_remove("ANTHROPIC_API_KEY")
+                .env_remove("CORRAL_LOG")
+                .stdin(std::process::Stdio::null())
+                .output()
+                .expect("run sh");
+            assert!(
+                out.status.success(),
+                "{doc}:{line}: the runnable block failed ({}):\n{body}\nstdout:\n{}\nstderr:\n{}",
+                out.status,
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+            ran += 1;
+        }
+    }
+    assert!(ran > 0, "no `sh runnable` block found in {DOCS:?}");
+}
+
+#[test]
+fn the_slugs_follow_github() {
+    assert_eq!(slug(" `run` and `--json`"), "run-and---json");
+    assert_eq!(
+        slug(" Running programs: `shell` and `git`"),
+        "running-programs-shell-and-git"
+    );
+    assert_eq!(links("see [a](b.md#c) and [d](e)"), vec!["b.md#c", "e"]);
+}
