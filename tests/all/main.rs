@@ -26,6 +26,7 @@ mod crash_writes;
 mod deadline;
 mod effects;
 mod exec;
+mod exec_network;
 mod fsguard;
 mod function_length;
 mod guard;
