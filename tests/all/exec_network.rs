@@ -227,3 +227,82 @@ print('idle:', first_line(idle[0]), round(time.time() - t))
     );
     assert!(out.contains("idle: HTTP/1.1 408 Request Timeout"), "{out}");
 }
+
+/// The same grant for a user other than root, whose namespaces are made
+/// inside a user namespace of its own: run as `nobody` when the tests run
+/// as root (skipped otherwise, or where `setpriv` is missing).
+#[test]
+fn a_user_other_than_root_gets_the_same_confinement() {
+    // SAFETY: getuid takes nothing and cannot fail.
+    if unsafe { libc::getuid() } != 0 || corral_exec::resolve("setpriv").is_none() {
+        eprintln!("skipped: needs root (to become nobody) and setpriv");
+        return;
+    }
+    if corral_exec::resolve("curl").is_none() {
+        eprintln!("skipped: curl is not installed");
+        return;
+    }
+    let (a, hits_a) = server("server-a-answered");
+    let (b, hits_b) = server("server-b-answered");
+    let root = tempfile::tempdir().expect("tempdir");
+    let (ws, home) = (root.path().join("ws"), root.path().join("home"));
+    let config = home.join("config/corral");
+    std::fs::create_dir_all(&ws).expect("ws");
+    std::fs::create_dir_all(&config).expect("config");
+    // The user's own manifest: a project's may not widen the shell plugin.
+    std::fs::write(
+        config.join("corral.toml"),
+        format!(
+            "[plugins.shell]\nsource = \"builtin:shell\"\ngrants.exec = [{{ program = \"curl\", args = [\"**\"], network = [\"http://127.0.0.1:{a}\"] }}]\n"
+        ),
+    )
+    .expect("manifest");
+    let chown = std::process::Command::new("chown")
+        .args(["-R", "65534:65534"])
+        .arg(root.path())
+        .status()
+        .expect("chown");
+    assert!(chown.success());
+    std::fs::set_permissions(
+        root.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .expect("chmod");
+    let call = |url: &str, extra: &[&str]| {
+        let mut argv = vec!["curl", "-sS", "--max-time", "5"];
+        argv.extend(extra);
+        argv.push(url);
+        let o = std::process::Command::new("setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+            .arg(env!("CARGO_BIN_EXE_corral"))
+            .args(["tool", "call", "run_command", "--args"])
+            .arg(json!({ "argv": argv }).to_string())
+            .arg("--workspace")
+            .arg(&ws)
+            .current_dir(&ws)
+            .env("HOME", &home)
+            .env("XDG_CONFIG_HOME", home.join("config"))
+            .env("XDG_CACHE_HOME", home.join("cache"))
+            .env("XDG_DATA_HOME", home.join("data"))
+            .env_remove("CORRAL_LOG")
+            .stdin(std::process::Stdio::null())
+            .output()
+            .expect("corral as nobody");
+        printed(&o)
+    };
+    let out = call(&format!("http://127.0.0.1:{a}/"), &[]);
+    if out.contains("Permission denied") && out.contains("corral_") {
+        eprintln!("skipped: nobody cannot run the test binary here: {out}");
+        return;
+    }
+    assert!(out.contains("server-a-answered"), "{out}");
+    let out = call(&format!("http://127.0.0.1:{b}/"), &[]);
+    assert!(
+        out.contains("is not a destination this program is granted"),
+        "{out}"
+    );
+    let out = call(&format!("http://127.0.0.1:{a}/"), &["--noproxy", "*"]);
+    assert!(out.contains("exit code 7"), "{out}");
+    assert_eq!(hits_a.load(Ordering::SeqCst), 1);
+    assert_eq!(hits_b.load(Ordering::SeqCst), 0);
+}

@@ -546,10 +546,17 @@ impl Mounts {
                 if libc::unshare(libc::CLONE_NEWUSER | spaces) != 0 {
                     return Err(Step::Namespace);
                 }
-                if !write_file(SETGROUPS, b"deny")
-                    || !write_file(UID_MAP, self.uid_map.as_bytes())
-                    || !write_file(GID_MAP, self.gid_map.as_bytes())
-                {
+                // A non-dumpable process's `/proc/self` files belong to
+                // root, so a user other than root could not write its maps:
+                // dumpable for these three writes only, so that nothing
+                // outside gets to attach while the child still holds a copy
+                // of corral's memory (provider keys among it).
+                let dumpable = libc::prctl(libc::PR_SET_DUMPABLE, 1, 0, 0, 0) == 0;
+                let mapped = dumpable
+                    && write_file(SETGROUPS, b"deny")
+                    && write_file(UID_MAP, self.uid_map.as_bytes())
+                    && write_file(GID_MAP, self.gid_map.as_bytes());
+                if libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0) != 0 || !mapped {
                     return Err(Step::UserMap);
                 }
             }
