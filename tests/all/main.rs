@@ -27,6 +27,7 @@ mod deadline;
 mod docs;
 mod effects;
 mod exec;
+mod exec_network;
 mod fsguard;
 mod function_length;
 mod guard;

@@ -90,7 +90,7 @@ impl Bound {
     /// the network, or a program that has it.
     fn networked(&self) -> bool {
         let decl = self.plugin.decl();
-        !decl.net.is_empty() || decl.exec.iter().any(|g| g.network)
+        !decl.net.is_empty() || decl.exec.iter().any(|g| g.network.reaches())
     }
 }
 

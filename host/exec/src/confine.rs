@@ -53,7 +53,7 @@ impl ChildConfinement {
     /// and the socket filter; makes corral non-dumpable first.
     pub(super) fn prepare(
         writable: &[&Path],
-        network: bool,
+        network: &super::Network,
     ) -> Result<Self, landlock::RulesetError> {
         hide_from_children();
         let ruleset = match confinement() {
@@ -100,6 +100,10 @@ pub(super) enum Step {
     Landlock,
     Capabilities,
     Seccomp,
+    /// Bringing up `lo` in the program's network namespace.
+    Loopback,
+    /// Making or handing over the proxy's listener.
+    Listener,
 }
 
 impl Step {
@@ -115,6 +119,8 @@ impl Step {
             Self::Landlock => 7,
             Self::Capabilities => 8,
             Self::Seccomp => 9,
+            Self::Loopback => 10,
+            Self::Listener => 11,
             Self::Mount(i) => 50 + i.min(200),
         }
     }
@@ -124,13 +130,15 @@ impl Step {
         match code {
             1 => "the process limit (RLIMIT_NPROC) could not be set".into(),
             2 => "it could not join its pids cgroup".into(),
-            3 => "a private mount namespace could not be made (unshare failed; user namespaces may be disabled on this system)".into(),
+            3 => "a private mount (and, for a grant naming destinations, network) namespace could not be made (unshare failed; user namespaces may be disabled on this system, and corral does not give such a program the host's network instead)".into(),
             4 => "the user namespace's uid and gid maps could not be written".into(),
             5 => "the mounts of its namespace could not be made private".into(),
             6 => "its working directory could not be entered again".into(),
             7 => "Landlock could not be enforced".into(),
             8 => "its capabilities could not be dropped".into(),
             9 => "the seccomp filter could not be installed".into(),
+            10 => "the loopback interface of its private network namespace could not be brought up".into(),
+            11 => "the listener of its network proxy could not be made or handed to corral".into(),
             n if n >= 50 => match read_only.get(usize::from(n - 50)) {
                 Some(p) => format!("{} could not be made read-only", p.display()),
                 None => "a protected path could not be made read-only".into(),

@@ -94,13 +94,14 @@ fn cover(root: &Path, denied: &[PathBuf]) -> Vec<PathBuf> {
 }
 
 /// Reads everywhere but [`secret_paths`], everything beneath `writable`,
-/// `/dev/null`, and TCP only with `network`.
+/// `/dev/null`, and TCP: none when `network` is off, connect to the
+/// proxy's port only when it names destinations.
 pub(super) fn landlock_ruleset(
     writable: &[&Path],
-    network: bool,
+    network: &super::Network,
 ) -> Result<landlock::RulesetCreated, landlock::RulesetError> {
     use landlock::{
-        ABI, Access, AccessFs, AccessNet, Ruleset, RulesetAttr, RulesetCreatedAttr, Scope,
+        ABI, Access, AccessFs, AccessNet, NetPort, Ruleset, RulesetAttr, RulesetCreatedAttr, Scope,
         path_beneath_rules,
     };
     // Best effort: what this kernel's Landlock lacks is left out. On 6.12
@@ -113,11 +114,18 @@ pub(super) fn landlock_ruleset(
     let mut ruleset = Ruleset::default()
         .handle_access(AccessFs::from_all(abi))?
         .scope(Scope::from_all(abi))?;
-    if !network {
+    if !matches!(network, super::Network::Any) {
         ruleset = ruleset.handle_access(AccessNet::from_all(abi))?;
     }
-    ruleset
-        .create()?
+    let mut created = ruleset.create()?;
+    if matches!(network, super::Network::Only(_)) {
+        // The proxy's port, the one thing in the program's namespace; no bind.
+        created = created.add_rule(NetPort::new(
+            super::netns::PROXY_PORT,
+            AccessNet::ConnectTcp,
+        ))?;
+    }
+    created
         .add_rules(path_beneath_rules(
             readable_except(&secrets),
             AccessFs::from_read(abi),

@@ -17,8 +17,10 @@
 
 use super::cgroup::{PidsCgroup, join_cgroup};
 use super::confine::{ChildConfinement, Step};
+use super::netns::{Handoff, PROXY_URL};
 use super::privileges::nproc_limit;
-use super::{ExecError, ExecOutput, MAX_PROCESSES, tree};
+use super::proxy::Proxy;
+use super::{ExecError, ExecOutput, MAX_PROCESSES, Network, tree};
 use std::ffi::{CString, OsStr, OsString};
 use std::os::fd::{AsRawFd as _, FromRawFd as _, OwnedFd};
 use std::os::unix::ffi::OsStrExt as _;
@@ -39,7 +41,7 @@ pub struct Launch {
     env: Vec<(OsString, OsString)>,
     writable: Vec<PathBuf>,
     read_only: Vec<PathBuf>,
-    network: bool,
+    network: Network,
     timeout: Duration,
     output_cap: usize,
     stdin: Option<Vec<u8>>,
@@ -58,7 +60,7 @@ impl Launch {
             env: Vec::new(),
             writable: Vec::new(),
             read_only: Vec::new(),
-            network: false,
+            network: Network::Off,
             timeout: Duration::from_millis(super::DEFAULT_TIMEOUT_MS),
             output_cap: 1 << 20,
             stdin: None,
@@ -129,9 +131,10 @@ impl Launch {
         self
     }
 
-    /// Lets the program open TCP connections.
-    pub fn network(mut self, network: bool) -> Self {
-        self.network = network;
+    /// The program's network: `false` none, `true` any, or only some
+    /// destinations through corral's proxy ([`Network::Only`]).
+    pub fn network(mut self, network: impl Into<Network>) -> Self {
+        self.network = network.into();
         self
     }
 
@@ -185,7 +188,12 @@ impl Launch {
             .clone()
             .unwrap_or_else(|| self.program.display().to_string());
         let mut cmd = self.command(&name)?;
-        let (mut child, cgroup, watch_budget) = self.spawn_confined(&mut cmd, &name)?;
+        let Spawned {
+            mut child,
+            cgroup,
+            watch_budget,
+            proxy,
+        } = self.spawn_confined(&mut cmd, &name)?;
         let Some(pid) = child.id() else {
             return Err(ExecError::SpawnFailed(format!(
                 "`{name}` exited before it could be followed"
@@ -251,6 +259,8 @@ impl Launch {
             .and_then(Result::ok)
             .unwrap_or_default();
         drop(tree);
+        // The program is gone: so are its connections.
+        drop(proxy);
         if over_budget {
             stderr.push_str(&format!(
                 "\n[corral: the program had more than {MAX_PROCESSES} processes at once; all of them were killed]"
@@ -281,16 +291,23 @@ impl Launch {
         cmd.args(&self.args)
             .current_dir(&self.cwd)
             .env_clear()
-            .envs(self.env.iter().map(|(k, v)| (k, v)))
-            .stdin(if self.stdin.is_some() {
-                std::process::Stdio::piped()
-            } else {
-                std::process::Stdio::null()
-            })
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .process_group(0)
-            .kill_on_drop(true);
+            .envs(self.env.iter().map(|(k, v)| (k, v)));
+        if matches!(self.network, Network::Only(_)) {
+            // The way out of the program's namespace, for every client
+            // that reads these; one that does not reaches nothing.
+            for (key, value) in PROXY_ENV {
+                cmd.env(key, value);
+            }
+        }
+        cmd.stdin(if self.stdin.is_some() {
+            std::process::Stdio::piped()
+        } else {
+            std::process::Stdio::null()
+        })
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true);
         Ok(cmd)
     }
 
@@ -302,14 +319,20 @@ impl Launch {
         &self,
         cmd: &mut tokio::process::Command,
         name: &str,
-    ) -> Result<(tokio::process::Child, Option<PidsCgroup>, bool), ExecError> {
+    ) -> Result<Spawned, ExecError> {
         let writable: Vec<&Path> = self.writable.iter().map(PathBuf::as_path).collect();
-        let confine = ChildConfinement::prepare(&writable, self.network).map_err(|e| {
+        let confine = ChildConfinement::prepare(&writable, &self.network).map_err(|e| {
             ExecError::SpawnFailed(format!(
                 "cannot confine `{name}`: the Landlock ruleset cannot be prepared: {e}"
             ))
         })?;
-        let mounts = Mounts::prepare(&self.read_only, &self.cwd)?;
+        let only = match &self.network {
+            Network::Only(d) => Some(d.clone()),
+            _ => None,
+        };
+        let handoff = only.as_ref().map(|_| Handoff::new()).transpose()?;
+        let handoff_fd = handoff.as_ref().map(Handoff::child_end);
+        let mounts = Mounts::prepare(&self.read_only, &self.cwd, only.is_some())?;
         let report = Report::new()?;
         let report_fd = report.write_end();
         tree::Tree::prepare();
@@ -348,6 +371,11 @@ impl Launch {
                 {
                     return fail(step);
                 }
+                if let Some(fd) = handoff_fd
+                    && let Err(step) = Handoff::send_listener(fd)
+                {
+                    return fail(step);
+                }
                 if let Err(step) = confine.apply() {
                     return fail(step);
                 }
@@ -368,8 +396,50 @@ impl Launch {
                 None => format!("cannot start `{name}`: {e}"),
             })
         })?;
-        Ok((child, cgroup, watch_budget))
+        // The child is stopped by `kill_on_drop` if its proxy cannot run.
+        let proxy = match (handoff, only) {
+            (Some(handoff), Some(grant)) => {
+                let listener = handoff.receive()?;
+                Some(Proxy::serve(listener, grant).map_err(|e| {
+                    ExecError::SpawnFailed(format!(
+                        "`{name}` did not run: its network proxy could not start ({e})"
+                    ))
+                })?)
+            }
+            _ => None,
+        };
+        Ok(Spawned {
+            child,
+            cgroup,
+            watch_budget,
+            proxy,
+        })
     }
+}
+
+/// The variables that point a program granted some destinations at
+/// corral's proxy, in both spellings clients read; `NO_PROXY` empty, so
+/// that nothing is meant to go around it.
+const PROXY_ENV: [(&str, &str); 8] = [
+    ("HTTP_PROXY", PROXY_URL),
+    ("HTTPS_PROXY", PROXY_URL),
+    ("ALL_PROXY", PROXY_URL),
+    ("http_proxy", PROXY_URL),
+    ("https_proxy", PROXY_URL),
+    ("all_proxy", PROXY_URL),
+    ("NO_PROXY", ""),
+    ("no_proxy", ""),
+];
+
+/// A confined child just started, and what lives as long as it.
+pub(super) struct Spawned {
+    pub(super) child: tokio::process::Child,
+    /// Its pids cgroup, when corral could make one.
+    pub(super) cgroup: Option<PidsCgroup>,
+    /// Whether corral must count its processes itself.
+    pub(super) watch_budget: bool,
+    /// Its proxy, for a grant naming destinations; to be dropped with it.
+    pub(super) proxy: Option<Proxy>,
 }
 
 /// The paths of the repository at `root` that no program corral starts may
@@ -431,6 +501,8 @@ struct Mounts {
     uid_map: CString,
     gid_map: CString,
     root: bool,
+    /// A network namespace of its own too ([`Network::Only`]).
+    net: bool,
 }
 
 /// `/proc/self/…` paths written in the child.
@@ -439,9 +511,9 @@ const UID_MAP: &std::ffi::CStr = c"/proc/self/uid_map";
 const GID_MAP: &std::ffi::CStr = c"/proc/self/gid_map";
 
 impl Mounts {
-    /// Nothing when there is nothing to protect.
-    fn prepare(paths: &[PathBuf], cwd: &Path) -> Result<Option<Self>, ExecError> {
-        if paths.is_empty() {
+    /// Nothing when there is nothing to protect and no network namespace to make.
+    fn prepare(paths: &[PathBuf], cwd: &Path, net: bool) -> Result<Option<Self>, ExecError> {
+        if paths.is_empty() && !net {
             return Ok(None);
         }
         let c = |p: &Path| {
@@ -457,6 +529,7 @@ impl Mounts {
             uid_map: to_c(format!("{uid} {uid} 1\n")),
             gid_map: to_c(format!("{gid} {gid} 1\n")),
             root: euid == 0,
+            net,
         }))
     }
 
@@ -467,15 +540,23 @@ impl Mounts {
         // parent, which outlive them; the forked child is single-threaded,
         // as unshare(CLONE_NEWUSER) requires.
         unsafe {
-            let own_ns = self.root && libc::unshare(libc::CLONE_NEWNS) == 0;
+            let spaces = libc::CLONE_NEWNS | if self.net { libc::CLONE_NEWNET } else { 0 };
+            let own_ns = self.root && libc::unshare(spaces) == 0;
             if !own_ns {
-                if libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNS) != 0 {
+                if libc::unshare(libc::CLONE_NEWUSER | spaces) != 0 {
                     return Err(Step::Namespace);
                 }
-                if !write_file(SETGROUPS, b"deny")
-                    || !write_file(UID_MAP, self.uid_map.as_bytes())
-                    || !write_file(GID_MAP, self.gid_map.as_bytes())
-                {
+                // A non-dumpable process's `/proc/self` files belong to
+                // root, so a user other than root could not write its maps:
+                // dumpable for these three writes only, so that nothing
+                // outside gets to attach while the child still holds a copy
+                // of corral's memory (provider keys among it).
+                let dumpable = libc::prctl(libc::PR_SET_DUMPABLE, 1, 0, 0, 0) == 0;
+                let mapped = dumpable
+                    && write_file(SETGROUPS, b"deny")
+                    && write_file(UID_MAP, self.uid_map.as_bytes())
+                    && write_file(GID_MAP, self.gid_map.as_bytes());
+                if libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0) != 0 || !mapped {
                     return Err(Step::UserMap);
                 }
             }

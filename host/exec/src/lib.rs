@@ -20,7 +20,10 @@
 //!   user's home (`~/.ssh`, `~/.aws`, ...) and corral's session logs, and
 //!   write only beneath the workspace and a private temp directory (and
 //!   `/dev/null`); TCP connect and bind are denied unless the grant says
-//!   `network = true`.
+//!   `network = true`, and limited to corral's proxy when it names
+//!   destinations (`network = ["https://crates.io:443"]`, see [`Network`]):
+//!   then the program runs in a network namespace of its own whose only way
+//!   out is that proxy ([`Proxy`]), which checks every connection.
 //! - A process budget: a `pids` cgroup when the host may create one,
 //!   `RLIMIT_NPROC` otherwise, and for root without a cgroup (whom
 //!   `RLIMIT_NPROC` does not bind) a count of the run's processes, so a fork
@@ -51,12 +54,18 @@ mod confine;
 pub mod git;
 mod landlock;
 mod launch;
+mod netns;
+mod network;
 mod privileges;
+mod proxy;
 mod seccomp;
 mod tree;
 
 pub use confine::{Confinement, confinement};
 pub use launch::{Launch, protected_paths};
+pub use netns::PROXY_PORT;
+pub use network::{Destination, Network, Scheme};
+pub use proxy::{HEAD_TIMEOUT, MAX_CONNECTIONS, MAX_HEAD, Proxy};
 pub use tree::{HostChild, adopt_orphans};
 
 use cgroup::PidsCgroup;
@@ -96,8 +105,8 @@ pub struct ExecGrant {
     pub args: Vec<String>,
     /// Wall-clock limit per run.
     pub timeout_ms: u64,
-    /// Whether the program may open TCP connections.
-    pub network: bool,
+    /// The network the program gets: none, any, or only some destinations.
+    pub network: Network,
 }
 
 impl ExecGrant {
@@ -318,7 +327,7 @@ impl Exec {
             .env("TMPDIR", tmp.path())
             .writable(&self.workspace)
             .writable(tmp.path())
-            .network(grant.network)
+            .network(grant.network.clone())
             .timeout(timeout)
             .output_cap(self.output_cap);
         for p in protected_paths(&self.workspace, self.protect_git) {

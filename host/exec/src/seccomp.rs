@@ -5,12 +5,13 @@
 /// A seccomp filter for programs: `socket()` for UNIX sockets is refused
 /// (a session bus, an ssh or gpg agent, a container daemon could each run
 /// commands outside the sandbox for it), and without `network` so is
-/// `socket()` for IPv4 and IPv6 (Landlock stops TCP, not UDP); `io_uring`,
+/// `socket()` for IPv4 and IPv6 (Landlock stops TCP, not UDP), and with
+/// only some destinations, reached through the proxy on `127.0.0.1`, IPv6; `io_uring`,
 /// which could open sockets past the filter, is refused too, and so are
 /// `mount`, `umount2`, `pivot_root`, `unshare`, `setns` and the new mount
 /// API, which could undo the run's read-only mounts. Anything for
 /// another architecture (32-bit or x32 system calls) is refused.
-pub(super) fn socket_filter(network: bool) -> Vec<libc::sock_filter> {
+pub(super) fn socket_filter(network: &super::Network) -> Vec<libc::sock_filter> {
     const LD_W_ABS: u16 = 0x20;
     const JEQ: u16 = 0x15;
     const JGE: u16 = 0x35;
@@ -61,8 +62,11 @@ pub(super) fn socket_filter(network: bool) -> Vec<libc::sock_filter> {
         op(LD_W_ABS, 0, 0, 16),
     ]);
     let mut denied = vec![libc::AF_UNIX as u32];
-    if !network {
-        denied.extend([libc::AF_INET as u32, libc::AF_INET6 as u32]);
+    match network {
+        super::Network::Off => denied.extend([libc::AF_INET as u32, libc::AF_INET6 as u32]),
+        // IPv4 reaches the proxy on 127.0.0.1; nothing needs IPv6.
+        super::Network::Only(_) => denied.push(libc::AF_INET6 as u32),
+        super::Network::Any => {}
     }
     for domain in denied {
         prog.push(op(JEQ, 0, 1, domain));

@@ -243,10 +243,60 @@ impl Checker<'_> {
                 path,
                 args: g.args.clone(),
                 timeout_ms: g.timeout_ms.unwrap_or(crate::exec::DEFAULT_TIMEOUT_MS),
-                network: g.network,
+                network: self.exec_network(name, g)?,
             });
         }
         Ok(exec)
+    }
+
+    /// `network` of a `grants.exec` entry: `true`, `false`, or a list of
+    /// `scheme://host:port` destinations.
+    fn exec_network(&self, name: &str, g: &RawExec) -> Result<crate::exec::Network, ManifestError> {
+        use crate::exec::{Destination, Network};
+        let Some(value) = &g.network else {
+            return Ok(Network::Off);
+        };
+        let help = || {
+            Some(
+                "write `network = true` (any destination), `false` (none), or a list of destinations such as [\"https://crates.io:443\", \"http://127.0.0.1:8080\"]"
+                    .into(),
+            )
+        };
+        let program = &g.program;
+        match value.get_ref() {
+            toml::Value::Boolean(any) => Ok(Network::from(*any)),
+            toml::Value::Array(items) => {
+                let mut only = Vec::new();
+                for item in items {
+                    let parsed = match item {
+                        toml::Value::String(text) => Destination::parse(text).map_err(|why| {
+                            format!(
+                                "plugin `{name}`: the network destination `{}` of program `{program}` is not valid: {why}",
+                                text.escape_debug()
+                            )
+                        }),
+                        other => Err(format!(
+                            "plugin `{name}`: a network destination of program `{program}` is a {}, not a string",
+                            other.type_str()
+                        )),
+                    };
+                    only.push(parsed.map_err(|m| self.err(value.span(), m, help()))?);
+                }
+                Ok(if only.is_empty() {
+                    Network::Off
+                } else {
+                    Network::Only(only)
+                })
+            }
+            other => Err(self.err(
+                value.span(),
+                format!(
+                    "plugin `{name}`: `network` of program `{program}` is a {}; it must be true, false or a list of destinations",
+                    other.type_str()
+                ),
+                help(),
+            )),
+        }
     }
 
     /// `tool_prefix`: what the plugin's tool names get in front.

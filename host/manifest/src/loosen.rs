@@ -91,10 +91,14 @@ pub(super) fn widened(old: &PluginDecl, new: &PluginDecl) -> Vec<String> {
         let same = old.exec.iter().any(|o| {
             (o.program == "*" || o.program == x.program)
                 && (o.args == ["**"] || o.args == x.args)
-                && (o.network || !x.network)
+                && o.network.covers(&x.network)
         });
         if !same {
-            out.push(format!("running `{} {}`", x.program, x.args.join(" ")));
+            let mut line = format!("running `{} {}`", x.program, x.args.join(" "));
+            if x.network.reaches() {
+                line.push_str(&format!(" with {}", x.network.describe()));
+            }
+            out.push(line);
         }
     }
     for s in &new.secrets {
@@ -146,8 +150,8 @@ pub fn wide_grants(decl: &PluginDecl, workspace: &std::path::Path) -> Vec<String
     }
     for x in &decl.exec {
         let mut line = format!("runs native programs: `{} {}`", x.program, x.args.join(" "));
-        if x.network {
-            line.push_str(" with network access");
+        if x.network.reaches() {
+            line.push_str(&format!(" with {}", x.network.describe()));
         }
         out.push(line);
     }

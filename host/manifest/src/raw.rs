@@ -290,9 +290,11 @@ pub(super) struct RawExec {
     pub(super) args: Vec<String>,
     /// `timeout_ms = 120000`
     pub(super) timeout_ms: Option<u64>,
-    /// `network = true` lets the program open TCP connections.
+    /// `network = true` lets the program open TCP connections;
+    /// `network = ["https://crates.io:443"]` only to those destinations,
+    /// through corral's proxy. Read by `Check::exec_network`.
     #[serde(default)]
-    pub(super) network: bool,
+    pub(super) network: Option<Spanned<toml::Value>>,
 }
 
 /// One entry of `grants.secrets`.

@@ -44,7 +44,7 @@ impl Host for CallState {
             args: command.args.clone(),
             network: exec
                 .grant_for(&command.program, &command.args)
-                .is_some_and(|g| g.network),
+                .is_some_and(|g| g.network.reaches()),
         });
         let started = std::time::Instant::now();
         let result = exec

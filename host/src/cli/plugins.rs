@@ -28,7 +28,11 @@ fn grants_text(decl: &manifest::PluginDecl) -> String {
         parts.push(format!("env {e}"));
     }
     for x in &decl.exec {
-        let network = if x.network { ", network" } else { "" };
+        let network = match x.network.listed() {
+            Some(list) => format!(", network to {}", list.join(", ")),
+            None if x.network.reaches() => ", network".to_owned(),
+            None => String::new(),
+        };
         parts.push(format!(
             "exec {} [{}] ({} ms{network})",
             x.program,
@@ -82,7 +86,10 @@ pub(super) fn plugins_list(manifest: &Manifest, plugins: &Plugins, json: bool) -
                             "program": x.program,
                             "args": x.args,
                             "timeout_ms": x.timeout_ms,
-                            "network": x.network,
+                            "network": x.network.listed().map_or_else(
+                                || serde_json::json!(x.network.reaches()),
+                                |list| serde_json::json!(list),
+                            ),
                         })).collect::<Vec<_>>(),
                         "secrets": d.secrets.iter().map(|s| serde_json::json!({
                             "origin": s.origin(),

@@ -165,7 +165,7 @@ fn reach(
     let programs = decl
         .exec
         .iter()
-        .map(|g| (g.program.clone(), g.network))
+        .map(|g| (g.program.clone(), g.network.reaches()))
         .collect();
     let outside = decl
         .fs

@@ -160,7 +160,7 @@ pub fn grants_held(decl: &PluginDecl) -> Vec<Grant> {
         Grant::Exec(ExecRequest {
             program: e.program.clone(),
             args: e.args.clone(),
-            network: e.network,
+            network: e.network.reaches(),
         })
     }));
     out.extend(decl.secrets.iter().map(|s| {
