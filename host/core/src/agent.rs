@@ -233,6 +233,8 @@ impl Sink for Out<'_> {
 
 /// A session in progress.
 pub struct Agent {
+    /// Before-images of the files each turn changes, for undo.
+    checkpoints: Arc<crate::checkpoint::Checkpoints>,
     dispatcher: Dispatcher,
     provider: Arc<Plugin>,
     options: AgentOptions,
@@ -308,9 +310,12 @@ impl Agent {
             None => Tracker::new(&workspace, options.guard.clone(), Default::default()),
         }
         .map_err(anyhow::Error::msg)?;
-        let dispatcher = dispatcher(plugins, &mut options, tracker);
+        let mut dispatcher = dispatcher(plugins, &mut options, tracker);
+        let checkpoints = Arc::new(crate::checkpoint::Checkpoints::for_log(log.path()));
+        dispatcher.set_checkpoint(checkpoints.clone());
         let git_status = git_status_for(&options, &workspace);
         Ok(Self {
+            checkpoints,
             git_status,
             dispatcher,
             provider,
@@ -352,10 +357,14 @@ impl Agent {
         let held = crate::provenance::held_from(records);
         let tracker =
             Tracker::new(&workspace, options.guard.clone(), held).map_err(anyhow::Error::msg)?;
-        let dispatcher = dispatcher(plugins, &mut options, tracker);
+        let mut dispatcher = dispatcher(plugins, &mut options, tracker);
+        let checkpoints = Arc::new(crate::checkpoint::Checkpoints::for_log(log.path()));
+        checkpoints.set_turn(turn);
+        dispatcher.set_checkpoint(checkpoints.clone());
         let hooks = crate::hooks::SessionHooks::new(options.hooks.clone(), true);
         let git_status = git_status_for(&options, &workspace);
         let mut agent = Self {
+            checkpoints,
             git_status,
             dispatcher,
             provider,
@@ -632,6 +641,7 @@ impl Agent {
             let _ = ui.send(event);
         }
         self.turn += 1;
+        self.checkpoints.set_turn(self.turn);
         self.emit(ui, Event::TurnBegin { turn: self.turn })?;
         let session_id = self.log.id().to_owned();
         let mut out = Out {
