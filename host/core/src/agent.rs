@@ -261,6 +261,8 @@ pub struct Agent {
     /// The plan as the model last set it (`update_plan`), carried by the
     /// summary when the history is compacted.
     plan: Vec<crate::protocol::PlanStep>,
+    /// Undos logged since the last prompt, told to the model with the next.
+    undone: Vec<String>,
     /// The workspace's `git status` for the system prompt.
     git_status: crate::context::GitStatus,
 }
@@ -332,6 +334,7 @@ impl Agent {
             budget: None,
             calibration: None,
             plan: Vec::new(),
+            undone: Vec::new(),
         })
     }
 
@@ -388,6 +391,7 @@ impl Agent {
                     _ => None,
                 })
                 .unwrap_or_default(),
+            undone: history::pending_undos(records),
         };
         let mut closed = Vec::new();
         for call in open {
@@ -662,6 +666,7 @@ impl Agent {
                 text: prompt.to_owned(),
             },
         )?;
+        let text = crate::hooks::with_context(&text, &std::mem::take(&mut self.undone));
         self.history.push(Message::User { text });
         Ok(None)
     }

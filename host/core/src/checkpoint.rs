@@ -102,7 +102,10 @@ impl Checkpoints {
     }
 
     fn append(&self, lines: &[Line]) -> std::io::Result<()> {
-        let _held = self.lock.lock().map_err(|_| std::io::Error::other("poisoned"))?;
+        let _held = self
+            .lock
+            .lock()
+            .map_err(|_| std::io::Error::other("poisoned"))?;
         if let Some(dir) = self.record.parent() {
             std::fs::create_dir_all(dir)?;
         }
@@ -226,12 +229,23 @@ pub fn plan(log: &Path, workspace: &Path) -> Result<Plan, String> {
                 .to_owned()
         })?;
     let workspace = workspace.canonicalize().map_err(|e| {
-        format!("the workspace {} cannot be opened: {e}", workspace.display())
+        format!(
+            "the workspace {} cannot be opened: {e}",
+            workspace.display()
+        )
     })?;
     let root = open_root(&workspace)?;
     let mut files: Vec<(PathBuf, Stored, Stored)> = Vec::new();
     for line in lines {
-        let Line::Change { turn: t, path, before, after } = line else { continue };
+        let Line::Change {
+            turn: t,
+            path,
+            before,
+            after,
+        } = line
+        else {
+            continue;
+        };
         if t != turn {
             continue;
         }
@@ -245,14 +259,25 @@ pub fn plan(log: &Path, workspace: &Path) -> Result<Plan, String> {
     for (path, before, after) in files {
         out.push(compare(&root, &workspace, &path, before, &after)?);
     }
-    Ok(Plan { turn, files: out, workspace, objects, record })
+    Ok(Plan {
+        turn,
+        files: out,
+        workspace,
+        objects,
+        record,
+    })
 }
 
 fn read_lines(record: &Path) -> Result<Vec<Line>, String> {
     let text = match std::fs::read_to_string(record) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
-        Err(e) => return Err(format!("cannot read the checkpoints {}: {e}", record.display())),
+        Err(e) => {
+            return Err(format!(
+                "cannot read the checkpoints {}: {e}",
+                record.display()
+            ));
+        }
     };
     // A line torn by a crash is skipped, as the session log does.
     Ok(text
@@ -262,8 +287,12 @@ fn read_lines(record: &Path) -> Result<Vec<Line>, String> {
 }
 
 fn open_root(workspace: &Path) -> Result<cap_std::fs::Dir, String> {
-    cap_std::fs::Dir::open_ambient_dir(workspace, cap_std::ambient_authority())
-        .map_err(|e| format!("the workspace {} cannot be opened: {e}", workspace.display()))
+    cap_std::fs::Dir::open_ambient_dir(workspace, cap_std::ambient_authority()).map_err(|e| {
+        format!(
+            "the workspace {} cannot be opened: {e}",
+            workspace.display()
+        )
+    })
 }
 
 /// `path` relative to `workspace`, refused when it leaves it.
@@ -300,9 +329,13 @@ fn compare(
         Ok(m) if m.is_symlink() => (None, Some("it is now a symlink".to_owned())),
         Ok(m) if m.is_dir() => (None, Some("it is now a directory".to_owned())),
         Ok(m) if !m.is_file() => (None, Some("it is no longer a regular file".to_owned())),
-        Ok(m) if m.len() > MAX_CHECKPOINT_BYTES => {
-            (None, Some(format!("it is now {} bytes, more than undo compares", m.len())))
-        }
+        Ok(m) if m.len() > MAX_CHECKPOINT_BYTES => (
+            None,
+            Some(format!(
+                "it is now {} bytes, more than undo compares",
+                m.len()
+            )),
+        ),
         Ok(_) => match root.read(&rel) {
             Ok(bytes) => (Some(bytes), None),
             Err(e) => (None, Some(format!("it cannot be read ({e})"))),
@@ -326,7 +359,12 @@ fn compare(
             kind.as_deref().unwrap_or("its content differs")
         ))
     };
-    Ok(FileUndo { path: rel, before, now, conflict })
+    Ok(FileUndo {
+        path: rel,
+        before,
+        now,
+        conflict,
+    })
 }
 
 impl Plan {
@@ -340,14 +378,29 @@ impl Plan {
                 Stored::File { sha256, .. } => get_object(&self.objects, sha256).ok(),
                 _ => None,
             };
-            let old = file.now.as_deref().map(String::from_utf8_lossy).unwrap_or_default();
-            let new = before.as_deref().map(String::from_utf8_lossy).unwrap_or_default();
+            let old = file
+                .now
+                .as_deref()
+                .map(String::from_utf8_lossy)
+                .unwrap_or_default();
+            let new = before
+                .as_deref()
+                .map(String::from_utf8_lossy)
+                .unwrap_or_default();
             if file.now.is_none() && before.is_none() {
                 continue;
             }
             let diff = similar::TextDiff::from_lines(old.as_ref(), new.as_ref());
-            let a = if file.now.is_some() { format!("a/{shown}") } else { "/dev/null".into() };
-            let b = if before.is_some() { format!("b/{shown}") } else { "/dev/null".into() };
+            let a = if file.now.is_some() {
+                format!("a/{shown}")
+            } else {
+                "/dev/null".into()
+            };
+            let b = if before.is_some() {
+                format!("b/{shown}")
+            } else {
+                "/dev/null".into()
+            };
             text.push_str(&crate::protocol::terminal::inert(
                 &diff.unified_diff().header(&a, &b).to_string(),
             ));
@@ -357,7 +410,10 @@ impl Plan {
 
     /// The files that changed since the turn, one sentence each.
     pub fn conflicts(&self) -> Vec<&str> {
-        self.files.iter().filter_map(|f| f.conflict.as_deref()).collect()
+        self.files
+            .iter()
+            .filter_map(|f| f.conflict.as_deref())
+            .collect()
     }
 
     /// Restores every file (over the conflicts too when `force`) and
@@ -418,13 +474,14 @@ fn restore(root: &cap_std::fs::Dir, objects: &Path, file: &FileUndo) -> Result<(
             let name = file.path.file_name().unwrap_or_default().to_string_lossy();
             let temp = parent.join(format!(".{name}.corral-undo-{:08x}", fastrand::u32(..)));
             let mut out = root
-                .open_with(&temp, cap_std::fs::OpenOptions::new().write(true).create_new(true))
+                .open_with(
+                    &temp,
+                    cap_std::fs::OpenOptions::new().write(true).create_new(true),
+                )
                 .map_err(fail)?;
             let written = out
                 .write_all(&content)
-                .and_then(|()| {
-                    out.set_permissions(cap_std::fs::Permissions::from_mode(*mode))
-                })
+                .and_then(|()| out.set_permissions(cap_std::fs::Permissions::from_mode(*mode)))
                 .and_then(|()| out.sync_all())
                 .and_then(|()| root.rename(&temp, root, &file.path));
             if let Err(e) = written {

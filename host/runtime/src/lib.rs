@@ -77,10 +77,12 @@ mod writes;
 
 pub use admission::CALLS_MEMORY_MB;
 pub use budget::EVENT_CHANNEL_CAPACITY;
-pub use checkpoint::{Change as CheckpointChange, Checkpoint, Image as CheckpointImage, scope as checkpoint_scope};
 pub use cache::{
     CACHE_DEFAULT_MAX_MB, CACHE_MAX_MB_VAR, CacheEntry, CacheOutcome, CacheReport, cache_max_bytes,
     cache_report, clear_cache, prune_cache,
+};
+pub use checkpoint::{
+    Change as CheckpointChange, Checkpoint, Image as CheckpointImage, scope as checkpoint_scope,
 };
 pub use descriptions::TOOL_CACHE_VAR;
 pub use fsguard::may_write_git;

@@ -13,6 +13,21 @@ pub fn undo_note(turn: u32, files: &[String]) -> String {
     )
 }
 
+/// The undos logged after the last prompt, for the next one.
+pub fn pending_undos(records: &[Record]) -> Vec<String> {
+    let mut notes: Vec<String> = records
+        .iter()
+        .rev()
+        .take_while(|r| !matches!(r.event, Event::UserMessage { .. }))
+        .filter_map(|r| match &r.event {
+            Event::Undone { turn, files } => Some(undo_note(*turn, files)),
+            _ => None,
+        })
+        .collect();
+    notes.reverse();
+    notes
+}
+
 /// Rebuilds the conversation from a log: the history, the last turn number,
 /// and the tool calls that have no result.
 pub fn replay_history(records: &[Record]) -> (Vec<Message>, u32, Vec<ToolCall>) {
