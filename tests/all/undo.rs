@@ -130,6 +130,7 @@ fn undo_restores_a_write_an_edit_and_an_apply_patch_and_is_logged() {
     let events = read_events(&session_log(&cli));
     let undone = of_type(&events, "undone");
     assert_eq!(undone.len(), 1, "the undo is in the session log");
+    crate::support::schema::check_event(undone[0]);
     // Nothing is left of that turn: a second undo says so.
     let o = cli.run(&sb.ws(), &["undo", "--yes"]);
     assert!(!o.status.success(), "{}", stderr(&o));

@@ -300,14 +300,14 @@ fn relative(workspace: &Path, path: &Path) -> Result<PathBuf, String> {
     let rel = path.strip_prefix(workspace).map_err(|_| {
         format!(
             "{} is outside the workspace {}; corral undoes only changes inside it",
-            shown(&path),
+            shown(path),
             workspace.display()
         )
     })?;
     if rel.as_os_str().is_empty() || rel.components().any(|c| !matches!(c, Component::Normal(_))) {
         return Err(format!(
             "the checkpoint names `{}`, which is not a file inside the workspace",
-            shown(&path)
+            shown(path)
         ));
     }
     Ok(rel.to_path_buf())
