@@ -11,6 +11,7 @@ mod sessions;
 mod toolview;
 mod trust;
 mod ui;
+mod undo;
 
 use clap::{Args, Parser, Subcommand};
 use corral_core::manifest::Manifest;
@@ -109,6 +110,19 @@ enum Command {
         prompt: Option<String>,
         #[command(flatten)]
         agent: AgentFlags,
+    },
+    /// Put back the files the latest turn of a session changed (again: the
+    /// turn before), after showing the diff.
+    Undo {
+        /// The session id (a unique prefix is enough); the latest session
+        /// of this workspace by default.
+        id: Option<String>,
+        /// Restore without asking.
+        #[arg(long)]
+        yes: bool,
+        /// Overwrite files edited since the turn.
+        #[arg(long)]
+        force: bool,
     },
     /// Review the project's corral.toml and trust it (it is ignored until then).
     Trust {
@@ -417,6 +431,7 @@ async fn run(cli: Cli) -> ExitCode {
             }
             run::resume(&workspace, id, last, prompt, agent.into()).await
         }
+        Command::Undo { id, yes, force } => undo::undo(&workspace, id.as_deref(), yes, force),
         Command::Sessions(json) => sessions::sessions(&workspace, json.json),
         Command::Trust { yes } => trust::trust(&workspace, yes).await,
         Command::Show { id, json } => sessions::show(&workspace, &id, json.json),

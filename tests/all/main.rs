@@ -61,6 +61,7 @@ mod trustpin;
 mod tui;
 mod tui_bounds;
 mod typed_state;
+mod undo;
 mod web_fetch;
 
 use corral_manifest::{Layer, Manifest, from_layers};

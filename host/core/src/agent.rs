@@ -233,6 +233,8 @@ impl Sink for Out<'_> {
 
 /// A session in progress.
 pub struct Agent {
+    /// Before-images of the files each turn changes, for undo.
+    checkpoints: Arc<crate::checkpoint::Checkpoints>,
     dispatcher: Dispatcher,
     provider: Arc<Plugin>,
     options: AgentOptions,
@@ -259,6 +261,8 @@ pub struct Agent {
     /// The plan as the model last set it (`update_plan`), carried by the
     /// summary when the history is compacted.
     plan: Vec<crate::protocol::PlanStep>,
+    /// Undos logged since the last prompt, told to the model with the next.
+    undone: Vec<String>,
     /// The workspace's `git status` for the system prompt.
     git_status: crate::context::GitStatus,
 }
@@ -308,9 +312,12 @@ impl Agent {
             None => Tracker::new(&workspace, options.guard.clone(), Default::default()),
         }
         .map_err(anyhow::Error::msg)?;
-        let dispatcher = dispatcher(plugins, &mut options, tracker);
+        let mut dispatcher = dispatcher(plugins, &mut options, tracker);
+        let checkpoints = Arc::new(crate::checkpoint::Checkpoints::for_log(log.path()));
+        dispatcher.set_checkpoint(checkpoints.clone());
         let git_status = git_status_for(&options, &workspace);
         Ok(Self {
+            checkpoints,
             git_status,
             dispatcher,
             provider,
@@ -327,6 +334,7 @@ impl Agent {
             budget: None,
             calibration: None,
             plan: Vec::new(),
+            undone: Vec::new(),
         })
     }
 
@@ -352,10 +360,14 @@ impl Agent {
         let held = crate::provenance::held_from(records);
         let tracker =
             Tracker::new(&workspace, options.guard.clone(), held).map_err(anyhow::Error::msg)?;
-        let dispatcher = dispatcher(plugins, &mut options, tracker);
+        let mut dispatcher = dispatcher(plugins, &mut options, tracker);
+        let checkpoints = Arc::new(crate::checkpoint::Checkpoints::for_log(log.path()));
+        checkpoints.set_turn(turn);
+        dispatcher.set_checkpoint(checkpoints.clone());
         let hooks = crate::hooks::SessionHooks::new(options.hooks.clone(), true);
         let git_status = git_status_for(&options, &workspace);
         let mut agent = Self {
+            checkpoints,
             git_status,
             dispatcher,
             provider,
@@ -379,6 +391,7 @@ impl Agent {
                     _ => None,
                 })
                 .unwrap_or_default(),
+            undone: history::pending_undos(records),
         };
         let mut closed = Vec::new();
         for call in open {
@@ -632,6 +645,7 @@ impl Agent {
             let _ = ui.send(event);
         }
         self.turn += 1;
+        self.checkpoints.set_turn(self.turn);
         self.emit(ui, Event::TurnBegin { turn: self.turn })?;
         let session_id = self.log.id().to_owned();
         let mut out = Out {
@@ -652,6 +666,7 @@ impl Agent {
                 text: prompt.to_owned(),
             },
         )?;
+        let text = crate::hooks::with_context(&text, &std::mem::take(&mut self.undone));
         self.history.push(Message::User { text });
         Ok(None)
     }

@@ -43,6 +43,7 @@ pub use corral_manifest as manifest;
 
 pub mod agent;
 pub mod call;
+pub mod checkpoint;
 pub mod context;
 pub mod hooks;
 pub mod install;

@@ -414,6 +414,14 @@ pub enum Event {
         /// The steps.
         steps: Vec<PlanStep>,
     },
+    /// The user undid the file changes of a turn (`corral undo`, `/undo`):
+    /// the files are back as they were before it.
+    Undone {
+        /// The turn whose changes were undone.
+        turn: u32,
+        /// The files restored, relative to the workspace.
+        files: Vec<String>,
+    },
     /// This session is a subagent: logged after its
     /// [`Event::SessionStarted`], linking it to its parent.
     SubagentStarted {
@@ -586,6 +594,7 @@ impl Event {
                 | Event::ModelChanged { .. }
                 | Event::ProviderChanged { .. }
                 | Event::PlanUpdated { .. }
+                | Event::Undone { .. }
                 | Event::SubagentStarted { .. }
                 | Event::Compacted { .. }
                 | Event::CompactionFailed { .. }

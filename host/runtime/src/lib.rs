@@ -47,6 +47,7 @@ mod admission;
 mod bindings;
 mod budget;
 mod cache;
+mod checkpoint;
 mod checksum;
 mod descriptions;
 mod effects;
@@ -79,6 +80,9 @@ pub use budget::EVENT_CHANNEL_CAPACITY;
 pub use cache::{
     CACHE_DEFAULT_MAX_MB, CACHE_MAX_MB_VAR, CacheEntry, CacheOutcome, CacheReport, cache_max_bytes,
     cache_report, clear_cache, prune_cache,
+};
+pub use checkpoint::{
+    Change as CheckpointChange, Checkpoint, Image as CheckpointImage, scope as checkpoint_scope,
 };
 pub use descriptions::TOOL_CACHE_VAR;
 pub use fsguard::may_write_git;

@@ -354,6 +354,9 @@ fn commit(
         return undo(&temps, &made_dirs, why);
     }
     after_check();
+    if let Err(why) = keep_checkpoint(&steps) {
+        return undo(&temps, &made_dirs, why);
+    }
     let mut held = match journal_dir.map(|dir| start_journal(dir, &steps)) {
         Some(Ok(held)) => Some(held),
         Some(Err(e)) => {
@@ -444,6 +447,83 @@ fn check(
         step.dir = Some(Arc::new(dir));
     }
     Ok(())
+}
+
+/// Gives the checkpoint in scope (the session's) the before- and
+/// after-image of every target, read through the directory its check
+/// opened, so what is kept is the file that is about to be replaced.
+fn keep_checkpoint(steps: &[Step]) -> Result<(), String> {
+    let Some(checkpoint) = super::checkpoint::current() else {
+        return Ok(());
+    };
+    let cap = checkpoint.cap();
+    let mut changes = Vec::with_capacity(steps.len());
+    for step in steps {
+        let (_, name) = step.parent_and_name();
+        let shown = crate::terminal::inert(&step.target);
+        let dir = step
+            .dir
+            .as_ref()
+            .ok_or_else(|| format!("cannot checkpoint `{shown}`: its directory was not checked"))?;
+        let before = image_at(dir, name, cap)
+            .map_err(|e| format!("cannot keep a checkpoint of `{shown}` to undo: {e}"))?;
+        let after = match &step.content {
+            None => super::checkpoint::Image::Absent,
+            Some(c) if c.len() as u64 > cap => super::checkpoint::Image::TooBig {
+                size: c.len() as u64,
+            },
+            Some(c) => super::checkpoint::Image::File {
+                content: c.clone(),
+                mode: match &before {
+                    super::checkpoint::Image::File { mode, .. } => *mode,
+                    _ => 0o644,
+                },
+            },
+        };
+        changes.push(super::checkpoint::Change {
+            path: step.root_path.join(&step.target),
+            before,
+            after,
+        });
+    }
+    checkpoint.keep(&changes).map_err(|e| {
+        format!("cannot keep the checkpoint that would let this change be undone: {e}")
+    })
+}
+
+/// What `name` in `dir` holds now: never through a symlink (the check
+/// refused anything but a regular file), at most `cap` bytes read.
+fn image_at(dir: &File, name: &str, cap: u64) -> std::io::Result<super::checkpoint::Image> {
+    use std::io::Read as _;
+    let fd = match rustix::fs::openat(
+        dir,
+        name,
+        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK,
+        Mode::empty(),
+    ) {
+        Ok(fd) => fd,
+        Err(rustix::io::Errno::NOENT) => return Ok(super::checkpoint::Image::Absent),
+        Err(e) => return Err(errno(e)),
+    };
+    let st = rustix::fs::fstat(&fd).map_err(errno)?;
+    if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile {
+        return Err(std::io::Error::other("it is not a regular file"));
+    }
+    let size = u64::try_from(st.st_size).unwrap_or(u64::MAX);
+    if size > cap {
+        return Ok(super::checkpoint::Image::TooBig { size });
+    }
+    let mut content = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
+    File::from(fd).take(cap + 1).read_to_end(&mut content)?;
+    if content.len() as u64 > cap {
+        return Ok(super::checkpoint::Image::TooBig {
+            size: content.len() as u64,
+        });
+    }
+    Ok(super::checkpoint::Image::File {
+        content,
+        mode: st.st_mode & 0o7777,
+    })
 }
 
 /// Starts the journal of `steps`: locked, then written as preparing.

@@ -4,6 +4,30 @@
 use crate::log::Record;
 use crate::protocol::{Event, HookDecision, HookEvent, Message, ToolCall, ToolResult};
 
+/// What the model reads of an undo, with the next prompt.
+pub fn undo_note(turn: u32, files: &[String]) -> String {
+    format!(
+        "[corral] The user undid the file changes of turn {turn}: {} are back as they were \
+         before that turn.",
+        files.join(", ")
+    )
+}
+
+/// The undos logged after the last prompt, for the next one.
+pub fn pending_undos(records: &[Record]) -> Vec<String> {
+    let mut notes: Vec<String> = records
+        .iter()
+        .rev()
+        .take_while(|r| !matches!(r.event, Event::UserMessage { .. }))
+        .filter_map(|r| match &r.event {
+            Event::Undone { turn, files } => Some(undo_note(*turn, files)),
+            _ => None,
+        })
+        .collect();
+    notes.reverse();
+    notes
+}
+
 /// Rebuilds the conversation from a log: the history, the last turn number,
 /// and the tool calls that have no result.
 pub fn replay_history(records: &[Record]) -> (Vec<Message>, u32, Vec<ToolCall>) {
@@ -12,6 +36,8 @@ pub fn replay_history(records: &[Record]) -> (Vec<Message>, u32, Vec<ToolCall>) 
     let mut open: Vec<ToolCall> = Vec::new();
     // Context `user_prompt` hooks added to the prompt logged next.
     let mut context: Vec<String> = Vec::new();
+    // Undos since the last prompt, told with the next one.
+    let mut undone: Vec<String> = Vec::new();
     for r in records {
         match &r.event {
             Event::TurnBegin { turn: t } => {
@@ -20,6 +46,7 @@ pub fn replay_history(records: &[Record]) -> (Vec<Message>, u32, Vec<ToolCall>) 
             }
             Event::UserMessage { text } => {
                 close_open(&mut history, &mut open);
+                context.append(&mut undone);
                 let text = crate::hooks::with_context(text, &context);
                 context.clear();
                 history.push(Message::User { text });
@@ -59,6 +86,7 @@ pub fn replay_history(records: &[Record]) -> (Vec<Message>, u32, Vec<ToolCall>) 
                     }));
                 }
             }
+            Event::Undone { turn, files } => undone.push(undo_note(*turn, files)),
             // The same projection the live session made: the summary in place
             // of the messages it replaced (the events stay in the log).
             Event::Compacted {

@@ -49,6 +49,7 @@ impl Dispatcher {
             spec,
             args,
             touched: self.touched.clone(),
+            checkpoint: self.checkpoint.clone(),
         })
     }
 

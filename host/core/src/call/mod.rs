@@ -140,6 +140,8 @@ pub struct Checked {
     /// Where [`run::sandbox`] leaves what the call touched, by call id, for
     /// [`finish`] to label.
     touched: Arc<Mutex<HashMap<String, Touched>>>,
+    /// Keeps the before-images of the files the call changes.
+    checkpoint: Option<Arc<dyn crate::runtime::Checkpoint>>,
 }
 
 impl Checked {
@@ -181,6 +183,8 @@ pub struct Dispatcher {
     /// The canonical workspace root, against which a `path` argument is
     /// resolved for the rules; `None` judges the path as written only.
     workspace: Option<PathBuf>,
+    /// The session's checkpoints; `None` keeps none (the MCP server).
+    checkpoint: Option<Arc<dyn crate::runtime::Checkpoint>>,
 }
 
 impl Dispatcher {
@@ -203,7 +207,13 @@ impl Dispatcher {
             host_tools: Vec::new(),
             hooks: Arc::default(),
             workspace: None,
+            checkpoint: None,
         }
+    }
+
+    /// Keeps the before-image of every file a call changes in `checkpoint`.
+    pub fn set_checkpoint(&mut self, checkpoint: Arc<dyn crate::runtime::Checkpoint>) {
+        self.checkpoint = Some(checkpoint);
     }
 
     /// Resolves `path` arguments beneath `workspace` (canonical) for the

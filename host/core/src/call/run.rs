@@ -52,9 +52,11 @@ pub async fn sandbox(checked: &Checked) -> CallOutcome {
             call.name
         ));
     };
-    let (result, touched) = plugin
-        .call_touched(&call.name, &call.arguments, &call.id)
-        .await;
+    let run = plugin.call_touched(&call.name, &call.arguments, &call.id);
+    let (result, touched) = match &checked.checkpoint {
+        Some(checkpoint) => crate::runtime::checkpoint_scope(checkpoint.clone(), run).await,
+        None => run.await,
+    };
     if !touched.is_empty()
         && let Ok(mut all) = checked.touched.lock()
     {

@@ -1,0 +1,499 @@
+//! Checkpoints of a session's file changes, and undoing them.
+//!
+//! Before a call changes files, `write-files` hands this store each
+//! target's before- and after-image ([`crate::runtime::Checkpoint`]); the
+//! contents go, named by their SHA-256, to the workspace's `objects/`
+//! directory beside the session logs (so a file checkpointed twice is
+//! stored once), and one line per file, tagged with the turn, to the
+//! session's `checkpoints.jsonl` artifact, synced before the change is
+//! made: a crash mid-turn leaves every before-image on disk.
+//!
+//! [`plan`] finds the latest turn not undone yet and compares each of its
+//! files with the after-image it recorded, so an edit made since is never
+//! clobbered unless forced; [`Plan::apply`] restores the before-images
+//! beneath the workspace (a symlink planted since is replaced, never
+//! followed) and records the undo.
+
+use crate::runtime::{CheckpointChange, CheckpointImage};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest as _, Sha256};
+use std::collections::HashSet;
+use std::io::Write as _;
+use std::path::{Component, Path, PathBuf};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+/// Files larger than this are recorded by size only: undo says it cannot
+/// restore them instead of keeping a copy of every large file a turn wrote.
+pub const MAX_CHECKPOINT_BYTES: u64 = 16 * 1024 * 1024;
+
+/// The name of a session's checkpoint record, in its artifacts directory.
+const RECORD: &str = "checkpoints.jsonl";
+
+/// A file's state as recorded.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum Stored {
+    /// It did not exist.
+    Absent,
+    /// A regular file, its content in `objects/<sha256>`.
+    File {
+        /// SHA-256 of the content, hex.
+        sha256: String,
+        /// Permission bits.
+        mode: u32,
+    },
+    /// Too big to keep.
+    TooBig {
+        /// Its size in bytes.
+        size: u64,
+    },
+}
+
+/// One line of `checkpoints.jsonl`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+enum Line {
+    /// A file a turn changed.
+    Change {
+        turn: u32,
+        path: PathBuf,
+        before: Stored,
+        after: Stored,
+    },
+    /// The changes of a turn were undone.
+    Undo { turn: u32 },
+}
+
+/// The checkpoint store of one session.
+pub struct Checkpoints {
+    record: PathBuf,
+    objects: PathBuf,
+    turn: AtomicU32,
+    /// Appends of concurrent calls do not interleave.
+    lock: Mutex<()>,
+}
+
+impl Checkpoints {
+    /// The store of the session whose log is `log`.
+    pub fn for_log(log: &Path) -> Self {
+        Self {
+            record: log.with_extension("artifacts").join(RECORD),
+            objects: objects_dir(log),
+            turn: AtomicU32::new(0),
+            lock: Mutex::new(()),
+        }
+    }
+
+    /// Tags the changes from now on with `turn`.
+    pub fn set_turn(&self, turn: u32) {
+        self.turn.store(turn, Ordering::Relaxed);
+    }
+
+    fn store(&self, image: &CheckpointImage) -> std::io::Result<Stored> {
+        Ok(match image {
+            CheckpointImage::Absent => Stored::Absent,
+            CheckpointImage::TooBig { size } => Stored::TooBig { size: *size },
+            CheckpointImage::File { content, mode } => Stored::File {
+                sha256: put_object(&self.objects, content)?,
+                mode: *mode,
+            },
+        })
+    }
+
+    fn append(&self, lines: &[Line]) -> std::io::Result<()> {
+        let _held = self
+            .lock
+            .lock()
+            .map_err(|_| std::io::Error::other("poisoned"))?;
+        if let Some(dir) = self.record.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        let mut text = String::new();
+        for line in lines {
+            text.push_str(&serde_json::to_string(line).map_err(std::io::Error::other)?);
+            text.push('\n');
+        }
+        let mut file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.record)?;
+        file.write_all(text.as_bytes())?;
+        file.sync_all()
+    }
+}
+
+impl crate::runtime::Checkpoint for Checkpoints {
+    fn keep(&self, changes: &[CheckpointChange]) -> Result<(), String> {
+        let turn = self.turn.load(Ordering::Relaxed);
+        let mut lines = Vec::with_capacity(changes.len());
+        for change in changes {
+            let stored = |image| {
+                self.store(image)
+                    .map_err(|e| format!("{}: {e}", self.objects.display()))
+            };
+            lines.push(Line::Change {
+                turn,
+                path: change.path.clone(),
+                before: stored(&change.before)?,
+                after: stored(&change.after)?,
+            });
+        }
+        self.append(&lines)
+            .map_err(|e| format!("{}: {e}", self.record.display()))
+    }
+
+    fn cap(&self) -> u64 {
+        MAX_CHECKPOINT_BYTES
+    }
+}
+
+/// The content-addressed objects of the sessions beside `log`.
+fn objects_dir(log: &Path) -> PathBuf {
+    log.parent().unwrap_or(Path::new(".")).join("objects")
+}
+
+/// Stores `content` under its hash (once), synced; returns the hash.
+fn put_object(dir: &Path, content: &[u8]) -> std::io::Result<String> {
+    let sha = hex::encode(Sha256::digest(content));
+    let path = dir.join(&sha);
+    if path.exists() {
+        return Ok(sha);
+    }
+    std::fs::create_dir_all(dir)?;
+    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
+    tmp.write_all(content)?;
+    tmp.as_file().sync_all()?;
+    tmp.persist(&path).map_err(|e| e.error)?;
+    Ok(sha)
+}
+
+fn get_object(dir: &Path, sha: &str) -> Result<Vec<u8>, String> {
+    if sha.len() != 64 || !sha.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(format!("the checkpoint names a malformed object `{sha}`"));
+    }
+    let bytes = std::fs::read(dir.join(sha))
+        .map_err(|e| format!("the checkpointed copy {sha} cannot be read: {e}"))?;
+    if hex::encode(Sha256::digest(&bytes)) != sha {
+        return Err(format!("the checkpointed copy {sha} is damaged"));
+    }
+    Ok(bytes)
+}
+
+/// One file of an undo.
+#[derive(Debug, Clone)]
+pub struct FileUndo {
+    /// Relative to the workspace.
+    pub path: PathBuf,
+    /// What it goes back to.
+    before: Stored,
+    /// Its content now (`None`: absent), for the diff.
+    now: Option<Vec<u8>>,
+    /// What it holds now differs from what the turn left.
+    pub conflict: Option<String>,
+}
+
+/// What undoing the latest turn would do.
+#[derive(Debug)]
+pub struct Plan {
+    /// The turn undone.
+    pub turn: u32,
+    /// Its files, in the order they were first changed.
+    pub files: Vec<FileUndo>,
+    workspace: PathBuf,
+    objects: PathBuf,
+    record: PathBuf,
+}
+
+/// The undo of the latest turn of the session logged at `log` whose
+/// changes are not undone yet, checked against `workspace` as it is now.
+pub fn plan(log: &Path, workspace: &Path) -> Result<Plan, String> {
+    let record = log.with_extension("artifacts").join(RECORD);
+    let lines = read_lines(&record)?;
+    let undone: HashSet<u32> = lines
+        .iter()
+        .filter_map(|l| match l {
+            Line::Undo { turn } => Some(*turn),
+            Line::Change { .. } => None,
+        })
+        .collect();
+    let turn = lines
+        .iter()
+        .filter_map(|l| match l {
+            Line::Change { turn, .. } if !undone.contains(turn) => Some(*turn),
+            _ => None,
+        })
+        .max()
+        .ok_or_else(|| {
+            "nothing to undo: no turn of this session changed a file that is not undone yet"
+                .to_owned()
+        })?;
+    let workspace = workspace.canonicalize().map_err(|e| {
+        format!(
+            "the workspace {} cannot be opened: {e}",
+            workspace.display()
+        )
+    })?;
+    let root = open_root(&workspace)?;
+    let mut files: Vec<(PathBuf, Stored, Stored)> = Vec::new();
+    for line in lines {
+        let Line::Change {
+            turn: t,
+            path,
+            before,
+            after,
+        } = line
+        else {
+            continue;
+        };
+        if t != turn {
+            continue;
+        }
+        match files.iter_mut().find(|(p, _, _)| *p == path) {
+            Some(entry) => entry.2 = after,
+            None => files.push((path, before, after)),
+        }
+    }
+    let objects = objects_dir(log);
+    let mut out = Vec::with_capacity(files.len());
+    for (path, before, after) in files {
+        out.push(compare(&root, &workspace, &path, before, &after)?);
+    }
+    Ok(Plan {
+        turn,
+        files: out,
+        workspace,
+        objects,
+        record,
+    })
+}
+
+fn read_lines(record: &Path) -> Result<Vec<Line>, String> {
+    let text = match std::fs::read_to_string(record) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(e) => {
+            return Err(format!(
+                "cannot read the checkpoints {}: {e}",
+                record.display()
+            ));
+        }
+    };
+    // A line torn by a crash is skipped, as the session log does.
+    Ok(text
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect())
+}
+
+fn open_root(workspace: &Path) -> Result<cap_std::fs::Dir, String> {
+    cap_std::fs::Dir::open_ambient_dir(workspace, cap_std::ambient_authority()).map_err(|e| {
+        format!(
+            "the workspace {} cannot be opened: {e}",
+            workspace.display()
+        )
+    })
+}
+
+/// `path` relative to `workspace`, refused when it leaves it.
+fn relative(workspace: &Path, path: &Path) -> Result<PathBuf, String> {
+    let rel = path.strip_prefix(workspace).map_err(|_| {
+        format!(
+            "{} is outside the workspace {}; corral undoes only changes inside it",
+            shown(path),
+            workspace.display()
+        )
+    })?;
+    if rel.as_os_str().is_empty() || rel.components().any(|c| !matches!(c, Component::Normal(_))) {
+        return Err(format!(
+            "the checkpoint names `{}`, which is not a file inside the workspace",
+            shown(path)
+        ));
+    }
+    Ok(rel.to_path_buf())
+}
+
+/// The undo of one file: what it holds now against what the turn left.
+fn compare(
+    root: &cap_std::fs::Dir,
+    workspace: &Path,
+    path: &Path,
+    before: Stored,
+    after: &Stored,
+) -> Result<FileUndo, String> {
+    let rel = relative(workspace, path)?;
+    let shown = shown(&rel);
+    let (now, kind) = match root.symlink_metadata(&rel) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => (None, None),
+        Err(e) => (None, Some(format!("it cannot be examined ({e})"))),
+        Ok(m) if m.is_symlink() => (None, Some("it is now a symlink".to_owned())),
+        Ok(m) if m.is_dir() => (None, Some("it is now a directory".to_owned())),
+        Ok(m) if !m.is_file() => (None, Some("it is no longer a regular file".to_owned())),
+        Ok(m) if m.len() > MAX_CHECKPOINT_BYTES => (
+            None,
+            Some(format!(
+                "it is now {} bytes, more than undo compares",
+                m.len()
+            )),
+        ),
+        Ok(_) => match root.read(&rel) {
+            Ok(bytes) => (Some(bytes), None),
+            Err(e) => (None, Some(format!("it cannot be read ({e})"))),
+        },
+    };
+    let matches = |stored: &Stored| match (stored, &now) {
+        (Stored::Absent, None) => kind.is_none(),
+        (Stored::File { sha256, .. }, Some(bytes)) => hex::encode(Sha256::digest(bytes)) == *sha256,
+        _ => false,
+    };
+    let conflict = if let Stored::TooBig { size } = &before {
+        Some(format!(
+            "`{shown}` was {size} bytes before the turn, more than the {MAX_CHECKPOINT_BYTES} \
+             bytes a checkpoint keeps; it cannot be restored"
+        ))
+    } else if matches(after) || matches(&before) {
+        None
+    } else {
+        Some(format!(
+            "`{shown}` changed since the turn wrote it ({}); undo would overwrite that",
+            kind.as_deref().unwrap_or("its content differs")
+        ))
+    };
+    Ok(FileUndo {
+        path: rel,
+        before,
+        now,
+        conflict,
+    })
+}
+
+impl Plan {
+    /// A unified diff of every file from what it holds now to what it
+    /// goes back to.
+    pub fn diff(&self) -> String {
+        let mut text = String::new();
+        for file in &self.files {
+            let shown = shown(&file.path);
+            let before = match &file.before {
+                Stored::File { sha256, .. } => get_object(&self.objects, sha256).ok(),
+                _ => None,
+            };
+            let old = file
+                .now
+                .as_deref()
+                .map(String::from_utf8_lossy)
+                .unwrap_or_default();
+            let new = before
+                .as_deref()
+                .map(String::from_utf8_lossy)
+                .unwrap_or_default();
+            if file.now.is_none() && before.is_none() {
+                continue;
+            }
+            let diff = similar::TextDiff::from_lines(old.as_ref(), new.as_ref());
+            let a = if file.now.is_some() {
+                format!("a/{shown}")
+            } else {
+                "/dev/null".into()
+            };
+            let b = if before.is_some() {
+                format!("b/{shown}")
+            } else {
+                "/dev/null".into()
+            };
+            text.push_str(&crate::protocol::terminal::inert(
+                &diff.unified_diff().header(&a, &b).to_string(),
+            ));
+        }
+        text
+    }
+
+    /// The files that changed since the turn, one sentence each.
+    pub fn conflicts(&self) -> Vec<&str> {
+        self.files
+            .iter()
+            .filter_map(|f| f.conflict.as_deref())
+            .collect()
+    }
+
+    /// Restores every file (over the conflicts too when `force`) and
+    /// records the undo; returns the files restored.
+    pub fn apply(&self, force: bool) -> Result<Vec<PathBuf>, String> {
+        let conflicts = self.conflicts();
+        if !conflicts.is_empty() && !force {
+            return Err(format!(
+                "{}\nNothing was restored. Look at the file, then run undo again with --force \
+                 to overwrite it with the checkpoint.",
+                conflicts.join("\n")
+            ));
+        }
+        let root = open_root(&self.workspace)?;
+        let mut restored = Vec::new();
+        for file in &self.files {
+            restore(&root, &self.objects, file)?;
+            restored.push(file.path.clone());
+        }
+        let store = Checkpoints {
+            record: self.record.clone(),
+            objects: self.objects.clone(),
+            turn: AtomicU32::new(self.turn),
+            lock: Mutex::new(()),
+        };
+        store
+            .append(&[Line::Undo { turn: self.turn }])
+            .map_err(|e| format!("the files were restored but the undo cannot be recorded: {e}"))?;
+        Ok(restored)
+    }
+}
+
+/// Puts one file back, beneath `root`: a link or file in its place is
+/// replaced by a rename (never written through), its directories made.
+fn restore(root: &cap_std::fs::Dir, objects: &Path, file: &FileUndo) -> Result<(), String> {
+    use cap_std::fs::PermissionsExt as _;
+    let shown = shown(&file.path);
+    let fail = |e: std::io::Error| format!("cannot restore `{shown}`: {e}");
+    let is_dir = root.symlink_metadata(&file.path).is_ok_and(|m| m.is_dir());
+    if is_dir {
+        return Err(format!(
+            "cannot restore `{shown}`: a directory is there now; move it away and undo again"
+        ));
+    }
+    match &file.before {
+        Stored::TooBig { .. } => Err(file.conflict.clone().unwrap_or_default()),
+        Stored::Absent => match root.remove_file(&file.path) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(fail(e)),
+        },
+        Stored::File { sha256, mode } => {
+            let content = get_object(objects, sha256)?;
+            let parent = file.path.parent().unwrap_or(Path::new(""));
+            if !parent.as_os_str().is_empty() {
+                root.create_dir_all(parent).map_err(fail)?;
+            }
+            let name = file.path.file_name().unwrap_or_default().to_string_lossy();
+            let temp = parent.join(format!(".{name}.corral-undo-{:08x}", fastrand::u32(..)));
+            let mut out = root
+                .open_with(
+                    &temp,
+                    cap_std::fs::OpenOptions::new().write(true).create_new(true),
+                )
+                .map_err(fail)?;
+            let written = out
+                .write_all(&content)
+                .and_then(|()| out.set_permissions(cap_std::fs::Permissions::from_mode(*mode)))
+                .and_then(|()| out.sync_all())
+                .and_then(|()| root.rename(&temp, root, &file.path));
+            if let Err(e) = written {
+                let _ = root.remove_file(&temp);
+                return Err(fail(e));
+            }
+            Ok(())
+        }
+    }
+}
+
+/// A path as a terminal may show it.
+fn shown(path: &Path) -> String {
+    crate::protocol::terminal::inert(&path.display().to_string()).into_owned()
+}
