@@ -48,6 +48,7 @@ mod policy;
 mod registry_bounds;
 mod sandbox;
 mod speed_call;
+mod speed_grep;
 mod speed_provider;
 mod speed_session;
 mod speed_start;

@@ -125,11 +125,12 @@ impl Dirs {
 
     /// Opens `path` for reading beneath the granted directory that holds
     /// it when it is a regular file reached without a symlink, with its
-    /// exact host path; `None` for the rest, which [`Dirs::open`] handles.
-    fn open_plain(&mut self, path: &str) -> Option<(OwnedFd, std::path::PathBuf)> {
+    /// exact host path and its size; `None` for the rest, which
+    /// [`Dirs::open`] handles.
+    fn open_plain(&mut self, path: &str) -> Option<(OwnedFd, std::path::PathBuf, u64)> {
         let (dir, rel) = self.holder(path).ok()?;
-        let (file, rel) = super::fsguard::open_plain_file(&dir.dir, rel)?;
-        Some((OwnedFd::from(file), dir.host_path.join(rel)))
+        let (file, rel, size) = super::fsguard::open_plain_file(&dir.dir, rel)?;
+        Some((OwnedFd::from(file), dir.host_path.join(rel), size))
     }
 
     /// Opens `path` beneath the granted directory that holds it.
@@ -299,48 +300,36 @@ impl CallState {
         if *left == 0 {
             return Err(FileError::OverBudget);
         }
-        let fd = match self.dirs.open_plain(path) {
-            Some((fd, read)) => {
+        // A plain file was checked to be regular by the `fstat` of its
+        // open; only the rest needs another one.
+        let (fd, size) = match self.dirs.open_plain(path) {
+            Some((fd, read, size)) => {
                 self.touched.read_path(read);
-                fd
+                (fd, size)
             }
             None => {
                 let fd = self.dirs.open(path, false)?;
                 self.touched.read_fd(&fd);
-                fd
+                let stat = rustix::fs::fstat(&fd).map_err(error)?;
+                if FileType::from_raw_mode(stat.st_mode) != FileType::RegularFile {
+                    return Err(FileError::WrongKind);
+                }
+                (fd, u64::try_from(stat.st_size).unwrap_or(0))
             }
         };
-        let stat = rustix::fs::fstat(&fd).map_err(error)?;
-        if FileType::from_raw_mode(stat.st_mode) != FileType::RegularFile {
-            return Err(FileError::WrongKind);
-        }
-        let size = u64::try_from(stat.st_size).unwrap_or(0);
         if size > *left {
             return Err(FileError::OverBudget);
         }
-        let mut file = std::fs::File::from(fd);
-        let mut bytes = Vec::new();
-        if size > 0 {
-            // The file as large as it was when opened: one read, not a
-            // second one to find the end.
-            bytes.resize(usize::try_from(size).unwrap_or(0), 0);
-            let mut filled = 0;
-            while filled < bytes.len() {
-                match file.read(&mut bytes[filled..]) {
-                    Ok(0) => break,
-                    Ok(n) => filled += n,
-                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                    Err(e) => return Err(FileError::Other(e.to_string())),
-                }
-            }
-            bytes.truncate(filled);
-        } else {
-            // Size unknown (0 from stat): read to the end, one byte past the
-            // budget telling a file too large.
-            file.take(*left + 1)
-                .read_to_end(&mut bytes)
-                .map_err(|e| FileError::Other(e.to_string()))?;
-        }
+        let file = std::fs::File::from(fd);
+        // The file as large as it was when opened, into spare capacity (no
+        // zeroing first) and with no read past it to find the end; size 0
+        // (unknown, as for some special files) reads to the end, one byte
+        // past the budget telling a file too large.
+        let limit = if size > 0 { size } else { *left + 1 };
+        let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
+        file.take(limit)
+            .read_to_end(&mut bytes)
+            .map_err(|e| FileError::Other(e.to_string()))?;
         let n = bytes.len() as u64;
         if n > *left {
             return Err(FileError::OverBudget);

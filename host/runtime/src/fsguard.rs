@@ -295,14 +295,15 @@ fn check_kind(start: &File, path: &str, follow: bool) -> Result<(), Refusal> {
 /// plain case: a regular file reached without any symlink (`..` may not
 /// leave `dir`). Returns the file and its path relative to `dir`, which is
 /// then exact: with no symlink on the way, the path as written is where
-/// the kernel went, so the provenance record needs no `readlink`. `None`
+/// the kernel went, so the provenance record needs no `readlink`; and its
+/// size when opened, from the `fstat` that checked its kind. `None`
 /// for everything else (a symlink anywhere on the path, a directory, a
 /// FIFO, an error), which the caller hands to the full checks and
 /// wasmtime-wasi's own open, so their errors and refusals are unchanged.
 ///
 /// The file is opened non-blocking (a FIFO swapped in cannot stall the
 /// open); for a regular file that flag changes nothing.
-pub(crate) fn open_plain_file(dir: &File, path: &str) -> Option<(File, PathBuf)> {
+pub(crate) fn open_plain_file(dir: &File, path: &str) -> Option<(File, PathBuf, u64)> {
     let fd = rustix::fs::openat2(
         dir,
         path,
@@ -318,7 +319,7 @@ pub(crate) fn open_plain_file(dir: &File, path: &str) -> Option<(File, PathBuf)>
         return None;
     }
     let rel = lexical(path)?;
-    Some((File::from(fd), rel))
+    Some((File::from(fd), rel, u64::try_from(st.st_size).unwrap_or(0)))
 }
 
 /// `path` with `.` and `..` resolved by its text: exact for a path the
@@ -564,7 +565,7 @@ fn link_open_at(inst: &mut LinkerInstance<'_, CallState>) -> wasmtime::Result<()
                     if of == OpenFlags::empty()
                         && fl == DescriptorFlags::READ
                         && let Some(root) = state.preopens.host_path(&t.dir)
-                        && let Some((file, rel)) = open_plain_file(&t.dir, &path)
+                        && let Some((file, rel, _)) = open_plain_file(&t.dir, &path)
                     {
                         let read = root.join(rel);
                         state.touched.read_path(read);

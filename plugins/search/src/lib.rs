@@ -14,6 +14,7 @@ use serde::Deserialize;
 use std::fmt::Write as _;
 use std::path::Path;
 
+mod prefilter;
 mod sys;
 
 fn default_dot() -> String {
@@ -166,6 +167,12 @@ pub fn grep(args: &GrepArgs) -> Result<Output> {
         .map_err(|e| io_error(&args.path, &e))?
         .is_dir();
     let matcher = matcher(args)?;
+    let fast = prefilter::Prefiltered::new(
+        &matcher,
+        &args.pattern,
+        args.ignore_case,
+        args.fixed_strings,
+    );
     let mut searcher = SearcherBuilder::new()
         .line_number(true)
         .before_context(args.context)
@@ -193,7 +200,13 @@ pub fn grep(args: &GrepArgs) -> Result<Output> {
                 budget: if args.files_only { 1 } else { max - total },
             };
             let searched = match content {
-                Some(bytes) => searcher.search_slice(&matcher, &bytes, &mut sink),
+                Some(bytes) => match &fast {
+                    Some(fast) => {
+                        fast.start();
+                        searcher.search_slice(fast, &bytes, &mut sink)
+                    }
+                    None => searcher.search_slice(&matcher, &bytes, &mut sink),
+                },
                 None => searcher.search_path(&matcher, entry, &mut sink),
             };
             if searched.is_err() {
