@@ -93,11 +93,13 @@ fn cover(root: &Path, denied: &[PathBuf]) -> Vec<PathBuf> {
     out
 }
 
-/// Reads everywhere but [`secret_paths`], everything beneath `writable`,
+/// Reads everywhere but [`secret_paths`] (or only beneath `readable` when
+/// given, secrets still left out), everything beneath `writable`,
 /// `/dev/null`, and TCP only with `network`.
 pub(super) fn landlock_ruleset(
     writable: &[&Path],
     network: bool,
+    readable: Option<&[PathBuf]>,
 ) -> Result<landlock::RulesetCreated, landlock::RulesetError> {
     use landlock::{
         ABI, Access, AccessFs, AccessNet, Ruleset, RulesetAttr, RulesetCreatedAttr, Scope,
@@ -119,7 +121,10 @@ pub(super) fn landlock_ruleset(
     ruleset
         .create()?
         .add_rules(path_beneath_rules(
-            readable_except(&secrets),
+            match readable {
+                Some(dirs) => dirs.iter().flat_map(|d| cover(d, &secrets)).collect(),
+                None => readable_except(&secrets),
+            },
             AccessFs::from_read(abi),
         ))?
         // A secret beneath a writable directory (a workspace that is the

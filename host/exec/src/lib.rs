@@ -53,10 +53,12 @@ mod landlock;
 mod launch;
 mod privileges;
 mod seccomp;
+mod serve;
 mod tree;
 
 pub use confine::{Confinement, confinement};
 pub use launch::{Launch, protected_paths};
+pub use serve::Served;
 pub use tree::{HostChild, adopt_orphans};
 
 use cgroup::PidsCgroup;

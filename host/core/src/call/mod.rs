@@ -134,6 +134,8 @@ pub struct Checked {
     pub call: ToolCall,
     /// The plugin that runs it; `None` for a host tool.
     plugin: Option<Arc<Plugin>>,
+    /// The MCP servers, when one of their tools runs it.
+    mcp: Option<Arc<crate::mcp_client::McpTools>>,
     host: bool,
     spec: ToolSpec,
     args: serde_json::Value,
@@ -181,6 +183,8 @@ pub struct Dispatcher {
     /// The canonical workspace root, against which a `path` argument is
     /// resolved for the rules; `None` judges the path as written only.
     workspace: Option<PathBuf>,
+    /// The `[mcp.NAME]` servers' tools, after the plugins'.
+    mcp: Arc<crate::mcp_client::McpTools>,
 }
 
 impl Dispatcher {
@@ -203,7 +207,19 @@ impl Dispatcher {
             host_tools: Vec::new(),
             hooks: Arc::default(),
             workspace: None,
+            mcp: Arc::default(),
         }
+    }
+
+    /// Takes the tools of `mcp`'s servers besides the plugins'.
+    pub fn with_mcp(mut self, mcp: Arc<crate::mcp_client::McpTools>) -> Self {
+        self.mcp = mcp;
+        self
+    }
+
+    /// The MCP servers' tools this dispatcher takes.
+    pub fn mcp(&self) -> &Arc<crate::mcp_client::McpTools> {
+        &self.mcp
     }
 
     /// Resolves `path` arguments beneath `workspace` (canonical) for the
