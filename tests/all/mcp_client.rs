@@ -314,6 +314,13 @@ fn the_guard_holds_a_server_tool_that_would_send_a_secret_read_earlier() {
         &turns,
         "[policy]\nmode = \"auto-edit\"\nallow = [\"hostile__*\"]\n",
     );
+    // The server may use the network: what it is sent could leave.
+    let text = std::fs::read_to_string(sb.ws().join("corral.toml")).expect("manifest");
+    let text = text.replace(
+        "grants = { fs = [\".\"] }",
+        "grants = { fs = [\".\"], net = true }",
+    );
+    sb.write("corral.toml", &text);
     sb.write(".env", &format!("API_KEY={SECRET}\n"));
     let cli = Cli::new();
     let events = run_events(&cli, &sb);

@@ -61,6 +61,28 @@ impl McpTool {
     pub fn server(&self) -> &str {
         &self.server.decl.name
     }
+
+    /// Where a call could carry data to, for the guard: the server is a
+    /// program that keeps what it is sent, so whatever the tool's declared
+    /// effects, a server with the network could send it anywhere, and one
+    /// granted a directory outside `workspace` could write it there.
+    pub fn reach(&self, workspace: &Path) -> crate::policy::Reach {
+        let decl = &self.server.decl;
+        crate::policy::Reach {
+            hosts: Vec::new(),
+            networked_programs: if decl.net {
+                vec![format!("the MCP server `{}`", decl.name)]
+            } else {
+                Vec::new()
+            },
+            outside_writes: decl
+                .fs
+                .iter()
+                .filter(|d| !d.starts_with(workspace))
+                .map(|d| d.display().to_string())
+                .collect(),
+        }
+    }
 }
 
 /// One server: how to start it, and its running instance.
