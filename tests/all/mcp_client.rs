@@ -337,3 +337,79 @@ fn the_guard_holds_a_server_tool_that_would_send_a_secret_read_earlier() {
         "{end}"
     );
 }
+
+/// A program of the MCP servers `.ci/run` installs, or why there is none.
+fn installed(rel: &str) -> Option<PathBuf> {
+    let Some(root) = std::env::var_os("CORRAL_TEST_MCP_SERVERS") else {
+        eprintln!("skipped: CORRAL_TEST_MCP_SERVERS is unset (.ci/run installs the servers)");
+        return None;
+    };
+    let p = PathBuf::from(root).join(rel);
+    if p.exists() {
+        Some(p)
+    } else {
+        eprintln!("skipped: {} is not installed", p.display());
+        None
+    }
+}
+
+#[test]
+fn the_reference_servers_tools_are_listed_and_called_confined() {
+    let (Some(fs), Some(everything), Some(fetch)) = (
+        installed("npm/node_modules/.bin/mcp-server-filesystem"),
+        installed("npm/node_modules/.bin/mcp-server-everything"),
+        installed("py/bin/mcp-server-fetch"),
+    ) else {
+        return;
+    };
+    let sb = Sandbox::new();
+    let ws = sb.ws().canonicalize().expect("ws");
+    sb.write(
+        "corral.toml",
+        &format!(
+            "[mcp.files]\ncommand = {:?}\nargs = [{:?}]\ngrants = {{ fs = [\".\"] }}\ntimeout_ms = 20000\n\n\
+             [mcp.everything]\ncommand = {:?}\ntimeout_ms = 20000\n\n\
+             [mcp.fetch]\ncommand = {:?}\nargs = [\"--ignore-robots-txt\", \"--allow-private-ips\"]\ngrants = {{ net = true }}\ntimeout_ms = 20000\n",
+            fs.display().to_string(),
+            ws.display().to_string(),
+            everything.display().to_string(),
+            fetch.display().to_string(),
+        ),
+    );
+    let cli = Cli::new();
+    let o = cli.run(&sb.ws(), &["tools", "list"]);
+    let listed = stdout(&o);
+    for tool in ["files__read_text_file", "everything__echo", "fetch__fetch"] {
+        assert!(
+            listed.contains(tool),
+            "{tool} missing: {listed}{}",
+            stderr(&o)
+        );
+    }
+    let read = call(
+        &cli,
+        &sb,
+        "files__read_text_file",
+        json!({"path": ws.join("hello.txt")}),
+        &[],
+    );
+    assert!(
+        stdout(&read).contains("hello from the workspace"),
+        "{}{}",
+        stdout(&read),
+        stderr(&read)
+    );
+    let echoed = call(
+        &cli,
+        &sb,
+        "everything__echo",
+        json!({"message": "hi from corral"}),
+        &[],
+    );
+    assert!(
+        stdout(&echoed).contains("hi from corral"),
+        "{}{}",
+        stdout(&echoed),
+        stderr(&echoed)
+    );
+}

@@ -419,9 +419,9 @@ impl Server {
 /// variables (and a system `PATH` unless given one, so `#!/usr/bin/env
 /// node` works), and TCP only with `grants.net` (`Launch::network`).
 pub fn launch(decl: &McpServerDecl, home: &Path) -> Result<Launch, String> {
+    // As written, not resolved: `node_modules/.bin/x` says where the install is.
     let program = if decl.command.contains('/') {
-        let p = decl.cwd.join(&decl.command);
-        p.canonicalize().unwrap_or(p)
+        decl.cwd.join(&decl.command)
     } else {
         crate::exec::resolve(&decl.command).ok_or_else(|| {
             format!(

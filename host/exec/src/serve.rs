@@ -120,11 +120,21 @@ impl Launch {
 /// the grandparent of its path (`venv/bin/x` → `venv`, `node_modules/.bin/x`
 /// → `node_modules`).
 fn install_roots(program: &Path) -> Vec<PathBuf> {
-    [Some(program.to_path_buf()), program.canonicalize().ok()]
+    let mut out = Vec::new();
+    for p in [Some(program.to_path_buf()), program.canonicalize().ok()]
         .into_iter()
         .flatten()
-        .filter_map(|p| p.parent().and_then(Path::parent).map(Path::to_path_buf))
-        .collect()
+    {
+        out.extend(p.parent().and_then(Path::parent).map(Path::to_path_buf));
+        // A package inside `node_modules` imports its siblings.
+        out.extend(
+            p.ancestors()
+                .filter(|a| a.file_name().is_some_and(|n| n == "node_modules"))
+                .last()
+                .map(Path::to_path_buf),
+        );
+    }
+    out
 }
 
 /// The interpreter a script's `#!` line names (through `env`, looked up
