@@ -14,6 +14,9 @@ pub const DEFAULT_MCP_TIMEOUT_MS: u64 = 60_000;
 /// Default bytes kept of one result.
 pub const DEFAULT_MCP_OUTPUT_KB: usize = 1024;
 
+/// Effects by tool name.
+type ToolEffects = BTreeMap<String, Vec<Effect>>;
+
 /// `[mcp.NAME]` as written.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -216,7 +219,7 @@ impl Checker<'_> {
         &self,
         here: &str,
         spanned: &Spanned<RawEffects>,
-    ) -> Result<(Vec<Effect>, BTreeMap<String, Vec<Effect>>), ManifestError> {
+    ) -> Result<(Vec<Effect>, ToolEffects), ManifestError> {
         let parse = |list: &[String]| -> Result<Vec<Effect>, ManifestError> {
             list.iter()
                 .map(|e| match e.as_str() {
