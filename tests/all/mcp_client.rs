@@ -413,3 +413,92 @@ fn the_reference_servers_tools_are_listed_and_called_confined() {
         stderr(&echoed)
     );
 }
+
+#[test]
+fn mcp_add_list_remove_and_import_edit_the_users_manifest() {
+    let sb = Sandbox::new();
+    let cli = Cli::new();
+    // `--workspace` before `--`: what follows is the server's command line.
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_corral"))
+        .args(["--workspace", &sb.ws().display().to_string()])
+        .args([
+            "mcp",
+            "add",
+            "files",
+            "--grant",
+            "fs:docs",
+            "--grant",
+            "env:TOKEN",
+        ])
+        .args(["--", "npx", "server", "docs"])
+        .env("XDG_CONFIG_HOME", cli.home.path().join("config"))
+        .env("XDG_DATA_HOME", cli.home.path().join("data"))
+        .output()
+        .expect("run corral");
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("read and write beneath docs; the variables TOKEN; no network"),
+        "{}",
+        stdout(&o)
+    );
+    let bad = cli.run(
+        &sb.ws(),
+        &["mcp", "add", "x", "--grant", "everything", "--", "x"],
+    );
+    assert!(!bad.status.success());
+    assert!(stderr(&bad).contains("use fs:DIR"), "{}", stderr(&bad));
+
+    let listed = cli.run(&sb.ws(), &["mcp", "list", "--json"]);
+    let list: Vec<Value> = serde_json::from_str(&stdout(&listed)).expect("JSON");
+    assert_eq!(list[0]["name"], "files", "{list:?}");
+    assert_eq!(list[0]["args"], json!(["server", "docs"]));
+    assert_eq!(list[0]["grants"]["env"], json!(["TOKEN"]));
+
+    // Claude Code's file: shown, written only with --yes.
+    let claude = sb.outside().join(".mcp.json");
+    std::fs::write(
+        &claude,
+        r#"{"mcpServers": {"GitHub": {"command": "gh-mcp", "args": ["stdio"], "env": {"GH_HOST": "x"}}, "web": {"type": "http", "url": "https://x"}}}"#,
+    )
+    .expect("write");
+    let claude_s = claude.display().to_string();
+    let shown = cli.run(&sb.ws(), &["mcp", "import", &claude_s]);
+    assert!(
+        stdout(&shown)
+            .contains("[mcp.github] runs `gh-mcp stdio` with GH_HOST set; it gets no files"),
+        "{}",
+        stdout(&shown)
+    );
+    assert!(
+        stdout(&shown).contains("Nothing was written"),
+        "{}",
+        stdout(&shown)
+    );
+    let names = |cli: &Cli| -> Vec<String> {
+        let o = cli.run(&sb.ws(), &["mcp", "list", "--json"]);
+        let list: Vec<Value> = serde_json::from_str(&stdout(&o)).expect("JSON");
+        list.iter()
+            .map(|s| s["name"].as_str().unwrap_or_default().to_owned())
+            .collect()
+    };
+    assert_eq!(names(&cli), vec!["files"]);
+    // Codex's table.
+    let codex = sb.outside().join("config.toml");
+    std::fs::write(
+        &codex,
+        "[mcp_servers.docs]\ncommand = \"docs-mcp\"\nargs = [\"-q\"]\n",
+    )
+    .expect("write");
+    let o = cli.run(
+        &sb.ws(),
+        &["mcp", "import", &codex.display().to_string(), "--yes"],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = cli.run(&sb.ws(), &["mcp", "import", &claude_s, "--yes"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(names(&cli), vec!["docs", "files", "github"]);
+
+    let o = cli.run(&sb.ws(), &["mcp", "remove", "files"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(names(&cli), vec!["docs", "github"]);
+}
