@@ -466,11 +466,17 @@ async fn run(cli: Cli) -> ExitCode {
             Err(code) => code,
         },
         Command::Tools(ToolsCmd::List(json)) => match load(&workspace).await {
-            Ok((_, plugins)) => plugins::tools_list(&plugins, json.json),
+            Ok((manifest, plugins)) => {
+                let mcp = start_mcp(&manifest).await;
+                plugins::tools_list(&plugins, &mcp, json.json)
+            }
             Err(code) => code,
         },
         Command::Tool(ToolCmd::Call { name, args, json }) => match load(&workspace).await {
-            Ok((_, plugins)) => plugins::tool_call(&plugins, &name, &args, json.json).await,
+            Ok((manifest, plugins)) => {
+                let mcp = start_mcp(&manifest).await;
+                plugins::tool_call(&plugins, &mcp, &name, &args, json.json).await
+            }
             Err(code) => code,
         },
         Command::Mcp(cmd) => mcp::mcp(&workspace, cmd).await,
@@ -501,6 +507,18 @@ pub(crate) async fn load(
         .await
         .map_err(|e| fail(&e))?;
     Ok((loaded.manifest, loaded.plugins))
+}
+
+/// The manifest's MCP servers started, their logs beside the workspace's
+/// sessions.
+pub(crate) async fn start_mcp(manifest: &Manifest) -> corral_core::mcp_client::McpTools {
+    if manifest.mcp.is_empty() {
+        return corral_core::mcp_client::McpTools::default();
+    }
+    let dir = corral_core::session::sessions_dir(&manifest.workspace)
+        .unwrap_or_else(|_| std::env::temp_dir().join("corral-mcp"))
+        .join("mcp");
+    corral_core::mcp_client::McpTools::start(&manifest.mcp, &dir).await
 }
 
 /// Prints `text` (which may hold what a plugin or a model wrote) with its

@@ -40,6 +40,7 @@ mod lazy;
 mod manifest;
 mod mcp;
 mod mcp_bounds;
+mod mcp_client;
 mod mcp_clients;
 mod mock;
 mod parsers;

@@ -87,6 +87,8 @@ pub struct AgentOptions {
     /// [`crate::context::GitStatus`]); one for another workspace, or
     /// `None`, is taken when the first prompt is built.
     pub git_status: Option<crate::context::GitStatus>,
+    /// The `[mcp.NAME]` servers, started, whose tools the session offers.
+    pub mcp: Arc<crate::mcp_client::McpTools>,
 }
 
 /// corral's ids for the model's tool calls, `c-1`, `c-2`, …: the model's
@@ -199,6 +201,7 @@ impl Default for AgentOptions {
             call_ids: CallIds::default(),
             backlog: None,
             git_status: None,
+            mcp: Arc::default(),
         }
     }
 }
@@ -681,6 +684,15 @@ impl Agent {
             .filter(|(_, t)| self.offers(&t.name))
             .map(|(_, t)| t.clone())
             .collect();
+        self.dispatcher.mcp().refresh().await;
+        tools.extend(
+            self.dispatcher
+                .mcp()
+                .tools()
+                .into_iter()
+                .filter(|t| self.offers(&t.spec.name))
+                .map(|t| t.spec),
+        );
         let host = self.dispatcher.host_specs();
         let git_status = self.git_status.clone();
         let mut system = self.hooks.system_prompt(crate::context::system_prompt(
@@ -939,7 +951,8 @@ fn dispatcher(plugins: Arc<Plugins>, options: &mut AgentOptions, tracker: Tracke
             .map(|t| Arc::new(t) as Arc<dyn crate::call::HostSpec>)
             .collect(),
     )
-    .with_hooks(options.hooks.clone());
+    .with_hooks(options.hooks.clone())
+    .with_mcp(options.mcp.clone());
     dispatcher.set_tracker(Arc::new(tracker));
     dispatcher
 }

@@ -49,6 +49,7 @@ pub mod hooks;
 pub mod install;
 pub mod load;
 pub mod log;
+pub mod mcp_client;
 pub mod plugins;
 pub mod provenance;
 mod schema;
@@ -59,5 +60,5 @@ pub mod worktree;
 /// (`corral-exec`).
 pub mod native {
     pub use corral_exec::fsread::read_regular;
-    pub use corral_exec::{adopt_orphans, git};
+    pub use corral_exec::{adopt_orphans, git, resolve};
 }

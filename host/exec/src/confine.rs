@@ -54,10 +54,11 @@ impl ChildConfinement {
     pub(super) fn prepare(
         writable: &[&Path],
         network: &super::Network,
+        readable: Option<&[std::path::PathBuf]>,
     ) -> Result<Self, landlock::RulesetError> {
         hide_from_children();
         let ruleset = match confinement() {
-            Confinement::Landlock(_) => Some(landlock_ruleset(writable, network)?),
+            Confinement::Landlock(_) => Some(landlock_ruleset(writable, network, readable)?),
             Confinement::Unavailable => None,
         };
         Ok(Self {

@@ -93,12 +93,14 @@ fn cover(root: &Path, denied: &[PathBuf]) -> Vec<PathBuf> {
     out
 }
 
-/// Reads everywhere but [`secret_paths`], everything beneath `writable`,
+/// Reads everywhere but [`secret_paths`] (or only beneath `readable` when
+/// given, secrets still left out), everything beneath `writable`,
 /// `/dev/null`, and TCP: none when `network` is off, connect to the
 /// proxy's port only when it names destinations.
 pub(super) fn landlock_ruleset(
     writable: &[&Path],
     network: &super::Network,
+    readable: Option<&[PathBuf]>,
 ) -> Result<landlock::RulesetCreated, landlock::RulesetError> {
     use landlock::{
         ABI, Access, AccessFs, AccessNet, NetPort, Ruleset, RulesetAttr, RulesetCreatedAttr, Scope,
@@ -127,7 +129,10 @@ pub(super) fn landlock_ruleset(
     }
     created
         .add_rules(path_beneath_rules(
-            readable_except(&secrets),
+            match readable {
+                Some(dirs) => dirs.iter().flat_map(|d| cover(d, &secrets)).collect(),
+                None => readable_except(&secrets),
+            },
             AccessFs::from_read(abi),
         ))?
         // A secret beneath a writable directory (a workspace that is the

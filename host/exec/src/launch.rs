@@ -33,9 +33,9 @@ use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 /// [`Launch::run_blocking`] from code that is not async).
 #[derive(Debug, Clone)]
 pub struct Launch {
-    program: PathBuf,
+    pub(super) program: PathBuf,
     /// The program as the caller named it, for messages.
-    shown: Option<String>,
+    pub(super) shown: Option<String>,
     args: Vec<OsString>,
     cwd: PathBuf,
     env: Vec<(OsString, OsString)>,
@@ -45,6 +45,8 @@ pub struct Launch {
     timeout: Duration,
     output_cap: usize,
     stdin: Option<Vec<u8>>,
+    /// What it may read, when narrower than everywhere (see `serve.rs`).
+    pub(super) readable: Option<Vec<PathBuf>>,
 }
 
 impl Launch {
@@ -64,6 +66,7 @@ impl Launch {
             timeout: Duration::from_millis(super::DEFAULT_TIMEOUT_MS),
             output_cap: 1 << 20,
             stdin: None,
+            readable: None,
         }
     }
 
@@ -277,7 +280,7 @@ impl Launch {
 
     /// The command, before confinement: the program found, its arguments,
     /// working directory, environment and pipes.
-    fn command(&self, name: &str) -> Result<tokio::process::Command, ExecError> {
+    pub(super) fn command(&self, name: &str) -> Result<tokio::process::Command, ExecError> {
         let program = if self.program.components().count() > 1 {
             self.program.clone()
         } else {
@@ -315,13 +318,13 @@ impl Launch {
     /// Landlock and seccomp applied in the child before exec; a step that
     /// fails fails the spawn. Also returns the run's cgroup, and whether
     /// corral must count the run's processes itself.
-    fn spawn_confined(
+    pub(super) fn spawn_confined(
         &self,
         cmd: &mut tokio::process::Command,
         name: &str,
     ) -> Result<Spawned, ExecError> {
         let writable: Vec<&Path> = self.writable.iter().map(PathBuf::as_path).collect();
-        let confine = ChildConfinement::prepare(&writable, &self.network).map_err(|e| {
+        let confine = ChildConfinement::prepare(&writable, &self.network, self.readable.as_deref()).map_err(|e| {
             ExecError::SpawnFailed(format!(
                 "cannot confine `{name}`: the Landlock ruleset cannot be prepared: {e}"
             ))

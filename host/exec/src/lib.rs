@@ -59,6 +59,7 @@ mod network;
 mod privileges;
 mod proxy;
 mod seccomp;
+mod serve;
 mod tree;
 
 pub use confine::{Confinement, confinement};
@@ -66,6 +67,7 @@ pub use launch::{Launch, protected_paths};
 pub use netns::PROXY_PORT;
 pub use network::{Destination, Network, Scheme};
 pub use proxy::{HEAD_TIMEOUT, MAX_CONNECTIONS, MAX_HEAD, Proxy};
+pub use serve::Served;
 pub use tree::{HostChild, adopt_orphans};
 
 use cgroup::PidsCgroup;

@@ -252,17 +252,30 @@ impl Checker<'_> {
     /// `network` of a `grants.exec` entry: `true`, `false`, or a list of
     /// `scheme://host:port` destinations.
     fn exec_network(&self, name: &str, g: &RawExec) -> Result<crate::exec::Network, ManifestError> {
+        match &g.network {
+            None => Ok(crate::exec::Network::Off),
+            Some(value) => self.network(
+                value,
+                &format!("plugin `{name}`: `network` of program `{}`", g.program),
+            ),
+        }
+    }
+
+    /// A native program's network: `true` (any destination), `false`
+    /// (none), or a list of `scheme://host:port` destinations, reached only
+    /// through corral's proxy. `what` names the key in errors.
+    pub(super) fn network(
+        &self,
+        value: &Spanned<toml::Value>,
+        what: &str,
+    ) -> Result<crate::exec::Network, ManifestError> {
         use crate::exec::{Destination, Network};
-        let Some(value) = &g.network else {
-            return Ok(Network::Off);
-        };
         let help = || {
             Some(
-                "write `network = true` (any destination), `false` (none), or a list of destinations such as [\"https://crates.io:443\", \"http://127.0.0.1:8080\"]"
+                "write `true` (any destination), `false` (none), or a list of destinations such as [\"https://crates.io:443\", \"http://127.0.0.1:8080\"]"
                     .into(),
             )
         };
-        let program = &g.program;
         match value.get_ref() {
             toml::Value::Boolean(any) => Ok(Network::from(*any)),
             toml::Value::Array(items) => {
@@ -271,12 +284,12 @@ impl Checker<'_> {
                     let parsed = match item {
                         toml::Value::String(text) => Destination::parse(text).map_err(|why| {
                             format!(
-                                "plugin `{name}`: the network destination `{}` of program `{program}` is not valid: {why}",
+                                "{what}: the network destination `{}` is not valid: {why}",
                                 text.escape_debug()
                             )
                         }),
                         other => Err(format!(
-                            "plugin `{name}`: a network destination of program `{program}` is a {}, not a string",
+                            "{what}: a network destination is a {}, not a string",
                             other.type_str()
                         )),
                     };
@@ -291,7 +304,7 @@ impl Checker<'_> {
             other => Err(self.err(
                 value.span(),
                 format!(
-                    "plugin `{name}`: `network` of program `{program}` is a {}; it must be true, false or a list of destinations",
+                    "{what} is a {}; it must be true, false or a list of destinations",
                     other.type_str()
                 ),
                 help(),

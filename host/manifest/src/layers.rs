@@ -198,6 +198,14 @@ pub fn from_layers(workspace: &Path, layers: &[Layer]) -> Result<Manifest, Manif
         step.at.hooks(&raw.hooks, &mut fold.hooks)?;
         fold.models(&step, &mut raw.agent)?;
         fold.plugins(&step, raw.plugins)?;
+        for (name, entry) in std::mem::take(&mut raw.mcp) {
+            if entry.enabled {
+                let decl = step.at.mcp(&name, entry)?;
+                fold.mcp.insert(name, decl);
+            } else {
+                fold.mcp.remove(&name);
+            }
+        }
     }
     fold.finish(workspace, layers)
 }
@@ -210,6 +218,8 @@ struct Fold {
     policy: crate::policy::Policy,
     guard: crate::policy::GuardSettings,
     hooks: Vec<crate::HookBinding>,
+    /// `[mcp.NAME]`, later layers replacing earlier entries.
+    mcp: BTreeMap<String, crate::McpServerDecl>,
     /// Whether a layer below the project's lets it loosen settings.
     may_loosen: bool,
     loosening: Vec<Loosening>,
@@ -226,6 +236,7 @@ impl Default for Fold {
             policy: crate::policy::Policy::default(),
             guard: crate::policy::GuardSettings::default(),
             hooks: Vec::new(),
+            mcp: BTreeMap::new(),
             may_loosen: false,
             loosening: Vec::new(),
             disabled: BTreeSet::new(),
@@ -621,6 +632,7 @@ impl Fold {
         Ok(Manifest {
             workspace,
             hooks: self.hooks,
+            mcp: self.mcp.into_values().collect(),
             plugins: self.plugins.into_values().collect(),
             agent: self.agent,
             require_os_sandbox: self.require_os_sandbox,

@@ -33,6 +33,7 @@ mod error;
 mod hook;
 mod layers;
 mod loosen;
+mod mcp;
 mod overrides;
 mod raw;
 pub mod reviewed;
@@ -43,6 +44,7 @@ pub use error::{ManifestError, Origin};
 pub use hook::HookBinding;
 pub use layers::{Layer, from_layers, layers, load, load_with, read_manifest, user_file};
 pub use loosen::{Loosening, MAY_LOOSEN_KEY, wide_grants};
+pub use mcp::{DEFAULT_MCP_OUTPUT_KB, DEFAULT_MCP_TIMEOUT_MS, McpServerDecl};
 pub use overrides::{OVERRIDES_NAME, Overrides};
 
 /// Whether `name` can name a plugin: lowercase letters, digits, `-` and
@@ -259,6 +261,8 @@ pub struct Manifest {
     pub guard: crate::policy::GuardSettings,
     /// `[hooks]`: hook plugins bound to events, in the order they run.
     pub hooks: Vec<HookBinding>,
+    /// `[mcp.NAME]`: the MCP servers whose tools join the session.
+    pub mcp: Vec<McpServerDecl>,
     /// For each plugin of a trusted project manifest that loads an unpinned
     /// `.wasm` file: what `corral trust` approved of that file, which the
     /// runtime checks before compiling it. Filled by [`load`] only.

@@ -31,6 +31,9 @@ pub(super) struct RawFile {
     /// `[trust]`
     #[serde(default)]
     pub(super) trust: RawTrust,
+    /// `[mcp.NAME]`
+    #[serde(default)]
+    pub(super) mcp: BTreeMap<String, super::mcp::RawMcp>,
     /// `[profiles.NAME]`: settings `--profile NAME` applies (read from the
     /// user's file only, by `overrides`).
     #[allow(

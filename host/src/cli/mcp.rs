@@ -1,6 +1,9 @@
 //! `corral mcp serve`: the tool plugins' tools served to an MCP client over
 //! stdio. The server is [`corral_mcp`]; stdout belongs to the protocol, so
 //! everything else (errors, logs) goes to stderr.
+//!
+//! `corral mcp add | list | remove | import`: the `[mcp.NAME]` servers whose
+//! tools corral uses (see [`corral_core::mcp_client`]).
 
 use super::fail;
 use clap::Subcommand;
@@ -8,6 +11,20 @@ use corral_mcp::{ServeOptions, Server};
 use corral_protocol::Mode;
 use std::path::Path;
 use std::process::ExitCode;
+
+#[path = "mcp_servers.rs"]
+mod servers;
+
+/// A message printed on success, or the error.
+fn finish(result: Result<String, String>) -> ExitCode {
+    match result {
+        Ok(done) => {
+            super::out(&done);
+            ExitCode::SUCCESS
+        }
+        Err(e) => fail(&e),
+    }
+}
 
 /// `corral mcp …`.
 #[derive(Subcommand)]
@@ -22,10 +39,73 @@ pub enum McpCmd {
         #[arg(long)]
         mode: Option<Mode>,
     },
+    /// Add an MCP server: `corral mcp add NAME [--grant …] -- CMD ARGS…`.
+    /// It runs confined: it may read and write only the directories granted
+    /// (`--grant fs:DIR`), gets only the variables granted (`--grant
+    /// env:NAME`) and no network unless granted (`--grant net`).
+    Add {
+        /// The entry's name; its tools are offered as `NAME__tool`.
+        name: String,
+        /// `fs:DIR` (read and write beneath DIR), `env:NAME` (pass the
+        /// variable through), `net` (TCP connections). Repeatable.
+        #[arg(long = "grant", value_name = "GRANT")]
+        grants: Vec<String>,
+        /// `KEY=VALUE` set for the server. Repeatable.
+        #[arg(long = "env", value_name = "KEY=VALUE")]
+        env: Vec<String>,
+        /// Write to the project's corral.toml (which then needs `corral
+        /// trust`) instead of the user's.
+        #[arg(long)]
+        project: bool,
+        /// The command that starts the server, and its arguments.
+        #[arg(last = true, required = true, value_name = "CMD")]
+        command: Vec<String>,
+    },
+    /// List the MCP servers of the manifest, with their grants.
+    List {
+        /// One JSON array.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Remove an MCP server's entry.
+    Remove {
+        /// The entry's name.
+        name: String,
+        /// From the project's corral.toml instead of the user's.
+        #[arg(long)]
+        project: bool,
+    },
+    /// Import the servers of a Claude Code `.mcp.json` or of a Codex
+    /// `config.toml` (`[mcp_servers]`): shows what each entry would be
+    /// granted, and writes only with `--yes`.
+    Import {
+        /// The file to import.
+        file: std::path::PathBuf,
+        /// Write to the project's corral.toml instead of the user's.
+        #[arg(long)]
+        project: bool,
+        /// Write the entries (otherwise only show them).
+        #[arg(long)]
+        yes: bool,
+    },
 }
 
 pub async fn mcp(workspace: &Path, cmd: McpCmd) -> ExitCode {
     match cmd {
+        McpCmd::Add {
+            name,
+            grants,
+            env,
+            project,
+            command,
+        } => finish(servers::add(
+            workspace, &name, &grants, &env, project, &command,
+        )),
+        McpCmd::List { json } => servers::list(workspace, json),
+        McpCmd::Remove { name, project } => finish(servers::remove(workspace, &name, project)),
+        McpCmd::Import { file, project, yes } => {
+            finish(servers::import(workspace, &file, project, yes))
+        }
         McpCmd::Serve { mode } => {
             let options = ServeOptions {
                 workspace: workspace.to_path_buf(),

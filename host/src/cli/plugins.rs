@@ -4,6 +4,7 @@
 
 use super::{EXIT_TOOL_ERROR, fail, inert, out, out_json, with_newline};
 use corral_core::manifest::{self, Access, Manifest, Source};
+use corral_core::mcp_client::McpTools;
 use corral_core::plugins::{
     self as runtime, Capability, ImportReview, ImportStatus, Plugins, Runtime, RuntimeOptions,
     ToolError,
@@ -223,17 +224,34 @@ fn tool_warnings(p: &corral_core::plugins::Plugin) -> Vec<String> {
         .collect()
 }
 
-pub(super) fn tools_list(plugins: &Plugins, json: bool) -> ExitCode {
+pub(super) fn tools_list(plugins: &Plugins, mcp: &McpTools, json: bool) -> ExitCode {
     let host: Vec<corral_protocol::ToolSpec> = corral_core::agent::HostTool::ALL
         .iter()
         .map(|t| t.spec())
+        .collect();
+    let mcp_tools = mcp.tools();
+    let servers: Vec<String> = mcp_tools
+        .iter()
+        .map(|t| format!("mcp:{}", t.server()))
         .collect();
     let tools: Vec<(&str, &corral_protocol::ToolSpec)> = plugins
         .tools()
         .into_iter()
         .map(|(p, t)| (p.decl().name.as_str(), t))
+        .chain(
+            servers
+                .iter()
+                .zip(&mcp_tools)
+                .map(|(s, t)| (s.as_str(), &t.spec)),
+        )
         .chain(host.iter().map(|t| (corral_core::agent::HOST_TOOLS, t)))
         .collect();
+    for (server, why) in mcp.failed() {
+        eprintln!(
+            "warning: the tools of [mcp.{server}] are missing: {}",
+            inert(why)
+        );
+    }
     if json {
         let list: Vec<serde_json::Value> = tools
             .iter()
@@ -276,7 +294,13 @@ pub(super) fn tools_list(plugins: &Plugins, json: bool) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-pub(super) async fn tool_call(plugins: &Plugins, name: &str, args: &str, json: bool) -> ExitCode {
+pub(super) async fn tool_call(
+    plugins: &Plugins,
+    mcp: &McpTools,
+    name: &str,
+    args: &str,
+    json: bool,
+) -> ExitCode {
     // One command-line argument holds at most 128 KiB on Linux; larger
     // arguments (a whole file's content) come from a file.
     let read;
@@ -301,11 +325,15 @@ pub(super) async fn tool_call(plugins: &Plugins, name: &str, args: &str, json: b
     if let Some(w) = plugins.withheld().iter().find(|w| w.tool == name) {
         return fail(&format!("tool `{name}` is not offered: {}", w.reason));
     }
+    if plugins.plugin_for(name).is_none() && mcp.get(name).is_some() {
+        return mcp_call(mcp, name, args, json).await;
+    }
     if plugins.plugin_for(name).is_none() {
         let known: Vec<String> = plugins
             .tools()
             .iter()
             .map(|(_, t)| t.name.clone())
+            .chain(mcp.tools().iter().map(|t| t.spec.name.clone()))
             .collect();
         return fail(&format!(
             "no tool named `{name}`; available: {}",
@@ -619,5 +647,48 @@ fn ago(secs: u64) -> String {
         120..7200 => format!("{} min", secs / 60),
         7200..172_800 => format!("{} h", secs / 3600),
         _ => format!("{} days", secs / 86_400),
+    }
+}
+
+/// `corral tool call` of an MCP server's tool: its schema checked, then
+/// called on the server.
+async fn mcp_call(mcp: &McpTools, name: &str, args: &str, json: bool) -> ExitCode {
+    let Ok(value) = serde_json::from_str::<serde_json::Value>(args) else {
+        return fail("--args must be a JSON object");
+    };
+    let result = tokio::select! {
+        r = mcp.call(name, &value) => r,
+        _ = tokio::signal::ctrl_c() => {
+            eprintln!("interrupted: `{name}` was stopped");
+            return ExitCode::from(super::run::EXIT_INTERRUPTED);
+        }
+    };
+    match result {
+        Ok((content, is_error, data)) => {
+            if json {
+                let value = serde_json::json!({"ok": {"content": content, "is_error": is_error, "data": data}});
+                out_json(&serde_json::to_string_pretty(&value).unwrap_or_default());
+            } else if is_error {
+                eprint!("{}", inert(&with_newline(&content)));
+            } else {
+                out(&content);
+            }
+            if is_error {
+                ExitCode::from(EXIT_TOOL_ERROR)
+            } else {
+                ExitCode::SUCCESS
+            }
+        }
+        Err(e) => {
+            if json {
+                out_json(
+                    &serde_json::to_string_pretty(&serde_json::json!({"error": e}))
+                        .unwrap_or_default(),
+                );
+            } else {
+                eprintln!("error: {}: {}", inert(name), inert(&e));
+            }
+            ExitCode::from(EXIT_TOOL_ERROR)
+        }
     }
 }

@@ -21,11 +21,16 @@ impl Dispatcher {
             Some(_) => None,
             None => self.plugins.plugin_for(&call.name).cloned(),
         };
-        let spec = match (&host, &plugin) {
-            (Some(tool), _) => Some(tool.spec()),
-            (None, Some(plugin)) => plugin.tools().iter().find(|t| t.name == call.name).cloned(),
-            (None, None) => return Err(self.unknown(call)),
+        let mcp = (host.is_none() && plugin.is_none())
+            .then(|| self.mcp.get(&call.name).map(|t| t.spec.clone()))
+            .flatten();
+        let spec = match (&host, &plugin, mcp) {
+            (Some(tool), _, _) => Some(tool.spec()),
+            (None, Some(plugin), _) => plugin.tools().iter().find(|t| t.name == call.name).cloned(),
+            (None, None, Some(spec)) => Some(spec),
+            (None, None, None) => return Err(self.unknown(call)),
         };
+        let is_mcp = host.is_none() && plugin.is_none();
         let Some(mut spec) = spec else {
             return Err(CallOutcome::Invalid(format!(
                 "unknown tool `{}`",
@@ -45,6 +50,7 @@ impl Dispatcher {
         Ok(Checked {
             call: call.clone(),
             plugin,
+            mcp: is_mcp.then(|| self.mcp.clone()),
             host: host.is_some(),
             spec,
             args,
@@ -60,6 +66,7 @@ impl Dispatcher {
             .tools()
             .iter()
             .map(|(_, t)| t.name.clone())
+            .chain(self.mcp.tools().iter().map(|t| t.spec.name.clone()))
             .chain(self.host_tools.iter().map(|t| t.spec().name))
             .collect();
         CallOutcome::Invalid(format!(

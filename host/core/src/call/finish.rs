@@ -62,6 +62,18 @@ impl Dispatcher {
                 }
             }
         };
+        // Whatever an MCP server answers is its own content: untrusted.
+        if plugin.is_none()
+            && let Some(tool) = self.mcp.get(&call.name)
+        {
+            add(
+                vec![Label {
+                    kind: LabelKind::Untrusted,
+                    source: format!("mcp:{}", tool.server()),
+                }],
+                &mut labels,
+            );
+        }
         // What a reading tool was asked for may come back from where no
         // file is opened (`git_show HEAD:.env` reads a git object); a
         // result already sensitive by what it opened needs no more.

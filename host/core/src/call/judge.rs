@@ -140,8 +140,17 @@ impl Dispatcher {
         }
         // A host tool sends nothing itself; a subagent's calls are judged by
         // its own dispatcher, which shares this tracker.
-        let decl = checked.plugin.as_ref()?.decl();
-        let reach = reach(&checked.spec.effects, decl, tracker.classifier.workspace());
+        let reach = match (&checked.plugin, &checked.mcp) {
+            (Some(plugin), _) => reach(
+                &checked.spec.effects,
+                plugin.decl(),
+                tracker.classifier.workspace(),
+            ),
+            (None, Some(mcp)) => mcp
+                .get(&checked.call.name)?
+                .reach(tracker.classifier.workspace()),
+            (None, None) => return None,
+        };
         let tool = &checked.call.name;
         crate::policy::hold(&tracker.settings, &tracker.held(), tool, &reach).or_else(|| {
             let named = tracker.classifier.secret_args(&checked.args);

@@ -134,6 +134,8 @@ pub struct Checked {
     pub call: ToolCall,
     /// The plugin that runs it; `None` for a host tool.
     plugin: Option<Arc<Plugin>>,
+    /// The MCP servers, when one of their tools runs it.
+    mcp: Option<Arc<crate::mcp_client::McpTools>>,
     host: bool,
     spec: ToolSpec,
     args: serde_json::Value,
@@ -185,6 +187,8 @@ pub struct Dispatcher {
     workspace: Option<PathBuf>,
     /// The session's checkpoints; `None` keeps none (the MCP server).
     checkpoint: Option<Arc<dyn crate::runtime::Checkpoint>>,
+    /// The `[mcp.NAME]` servers' tools, after the plugins'.
+    mcp: Arc<crate::mcp_client::McpTools>,
 }
 
 impl Dispatcher {
@@ -208,12 +212,24 @@ impl Dispatcher {
             hooks: Arc::default(),
             workspace: None,
             checkpoint: None,
+            mcp: Arc::default(),
         }
     }
 
     /// Keeps the before-image of every file a call changes in `checkpoint`.
     pub fn set_checkpoint(&mut self, checkpoint: Arc<dyn crate::runtime::Checkpoint>) {
         self.checkpoint = Some(checkpoint);
+    }
+
+    /// Takes the tools of `mcp`'s servers besides the plugins'.
+    pub fn with_mcp(mut self, mcp: Arc<crate::mcp_client::McpTools>) -> Self {
+        self.mcp = mcp;
+        self
+    }
+
+    /// The MCP servers' tools this dispatcher takes.
+    pub fn mcp(&self) -> &Arc<crate::mcp_client::McpTools> {
+        &self.mcp
     }
 
     /// Resolves `path` arguments beneath `workspace` (canonical) for the

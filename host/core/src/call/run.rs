@@ -46,6 +46,16 @@ impl Runner for PluginRunner {
 /// The call in its plugin's sandbox; what it touched is kept for its end.
 pub async fn sandbox(checked: &Checked) -> CallOutcome {
     let call = &checked.call;
+    if let Some(mcp) = &checked.mcp {
+        return match mcp.call(&call.name, &checked.args).await {
+            Ok((content, is_error, data)) => CallOutcome::Output {
+                content,
+                is_error,
+                data,
+            },
+            Err(why) => CallOutcome::Failed(why),
+        };
+    }
     let Some(plugin) = &checked.plugin else {
         return CallOutcome::Failed(format!(
             "`{}` is the host's own tool and runs only in a session",

@@ -149,7 +149,11 @@ pub async fn open(config: SessionConfig) -> Result<Session, String> {
         Approvals::FrontEnd => Arc::new(op_approver.clone()),
     };
     let backlog = Backlog::default();
+    // The servers start with the session, each within its own timeout.
+    let mcp =
+        crate::mcp_client::McpTools::start(&manifest.mcp, &log_dir(&config)?.join("mcp")).await;
     let options = AgentOptions {
+        mcp: Arc::new(mcp),
         hooks: Arc::new(hooks),
         policy,
         approver,

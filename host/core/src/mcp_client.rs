@@ -1,0 +1,507 @@
+//! corral as an MCP client: the `[mcp.NAME]` servers of the manifest, each
+//! started through corral-exec's one confined path ([`launch`]), their
+//! tools offered under the server's prefix and called through the one
+//! call pipeline (`call`), like a plugin's.
+//!
+//! Lifecycle: every server starts when the tools are loaded, with a bounded
+//! wait (its `timeout_ms`); it is killed, its whole process tree, when the
+//! [`McpTools`] drop (with the session); it is restarted once after it
+//! crashed; each call has the server's timeout and output cap, and no
+//! message longer than the cap is read into memory. Its standard error goes
+//! to a file, never the terminal. Names and descriptions the server gives
+//! are made inert before anything shows or logs them, and what it says of
+//! its tools (annotations) is shown, never trusted: effects come from the
+//! manifest.
+
+use crate::exec::{Launch, Served};
+use crate::manifest::McpServerDecl;
+use crate::protocol::ToolSpec;
+use crate::protocol::terminal::inert;
+use rmcp::model::CallToolRequestParams;
+use rmcp::service::{NotificationContext, RoleClient, RunningService, ServiceExt as _};
+use rmcp::transport::async_rw::AsyncRwTransport;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::time::Duration;
+
+/// The slack over a server's output cap allowed for one message's framing.
+const FRAMING_SLACK: usize = 64 << 10;
+
+/// The MCP servers of a session and the tools they offer.
+#[derive(Default)]
+pub struct McpTools {
+    /// Locked only to read or replace, never across an await.
+    tools: std::sync::RwLock<Vec<McpTool>>,
+    /// Servers that could not start or list their tools, and why.
+    failed: Vec<(String, String)>,
+}
+
+impl std::fmt::Debug for McpTools {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list()
+            .entries(self.tools().iter().map(|t| t.spec.name.clone()))
+            .finish()
+    }
+}
+
+/// One tool of a server.
+#[derive(Clone)]
+pub struct McpTool {
+    /// How the model sees it: prefixed name, inert description, the
+    /// manifest's effects.
+    pub spec: ToolSpec,
+    /// The server's own name for it.
+    remote: String,
+    server: Arc<Server>,
+}
+
+impl McpTool {
+    /// The `[mcp.NAME]` entry serving it.
+    pub fn server(&self) -> &str {
+        &self.server.decl.name
+    }
+
+    /// Where a call could carry data to, for the guard: the server is a
+    /// program that keeps what it is sent, so whatever the tool's declared
+    /// effects, a server with the network could send it anywhere, and one
+    /// granted a directory outside `workspace` could write it there.
+    pub fn reach(&self, workspace: &Path) -> crate::policy::Reach {
+        let decl = &self.server.decl;
+        crate::policy::Reach {
+            hosts: Vec::new(),
+            networked_programs: if decl.net.reaches() {
+                vec![format!("the MCP server `{}`", decl.name)]
+            } else {
+                Vec::new()
+            },
+            outside_writes: decl
+                .fs
+                .iter()
+                .filter(|d| !d.starts_with(workspace))
+                .map(|d| d.display().to_string())
+                .collect(),
+        }
+    }
+}
+
+/// One server: how to start it, and its running instance.
+struct Server {
+    decl: McpServerDecl,
+    /// Where its standard error and its private home and temp directory go.
+    dir: PathBuf,
+    running: tokio::sync::Mutex<Option<Running>>,
+    restarts: AtomicU32,
+    /// Set by `notifications/tools/list_changed`.
+    changed: Arc<AtomicBool>,
+}
+
+/// A started server: dropping it kills its whole process tree.
+struct Running {
+    client: RunningService<RoleClient, Handler>,
+    served: Served,
+}
+
+/// What the client answers a server: nothing but noticing a changed list.
+#[derive(Clone)]
+struct Handler {
+    changed: Arc<AtomicBool>,
+}
+
+impl rmcp::ClientHandler for Handler {
+    fn on_tool_list_changed(
+        &self,
+        _context: NotificationContext<RoleClient>,
+    ) -> impl Future<Output = ()> + Send + '_ {
+        self.changed.store(true, Ordering::SeqCst);
+        std::future::ready(())
+    }
+}
+
+impl McpTools {
+    /// Starts the servers of `servers` (each with its bounded wait) and lists
+    /// their tools; `dir` holds their logs and private directories. A server
+    /// that fails is reported by [`McpTools::failed`], not fatal.
+    pub async fn start(servers: &[McpServerDecl], dir: &Path) -> Self {
+        let mut out = McpTools::default();
+        let mut all = Vec::new();
+        for decl in servers {
+            let server = Arc::new(Server {
+                decl: decl.clone(),
+                dir: dir.join(&decl.name),
+                running: tokio::sync::Mutex::new(None),
+                restarts: AtomicU32::new(0),
+                changed: Arc::default(),
+            });
+            match server.list().await {
+                Ok(tools) => all.extend(tools.into_iter().map(|t| McpTool {
+                    spec: spec_of(&server.decl, &t),
+                    remote: t.name.to_string(),
+                    server: server.clone(),
+                })),
+                Err(why) => {
+                    tracing::warn!("{why}");
+                    out.failed.push((decl.name.clone(), why));
+                }
+            }
+        }
+        all.sort_by(|a, b| a.spec.name.cmp(&b.spec.name));
+        out.tools = std::sync::RwLock::new(all);
+        out
+    }
+
+    /// The tools, sorted by name.
+    pub fn tools(&self) -> Vec<McpTool> {
+        self.tools.read().map(|t| t.clone()).unwrap_or_default()
+    }
+
+    /// The tool named `name` (as the model sees it).
+    pub fn get(&self, name: &str) -> Option<McpTool> {
+        self.tools
+            .read()
+            .ok()
+            .and_then(|t| t.iter().find(|t| t.spec.name == name).cloned())
+    }
+
+    /// Reads again the tools of the servers that sent
+    /// `notifications/tools/list_changed`: a tool that is new or whose
+    /// description or schema changed since the session started is offered
+    /// with a warning saying so; a removed one is gone.
+    pub async fn refresh(&self) {
+        let before = self.tools();
+        let mut servers: Vec<Arc<Server>> = Vec::new();
+        for t in &before {
+            if !servers.iter().any(|s| Arc::ptr_eq(s, &t.server))
+                && t.server.changed.swap(false, Ordering::SeqCst)
+            {
+                servers.push(t.server.clone());
+            }
+        }
+        if servers.is_empty() {
+            return;
+        }
+        let mut after: Vec<McpTool> = before
+            .iter()
+            .filter(|t| !servers.iter().any(|s| Arc::ptr_eq(s, &t.server)))
+            .cloned()
+            .collect();
+        for server in servers {
+            let Ok(listed) = server.list().await else {
+                continue;
+            };
+            for t in listed {
+                let mut spec = spec_of(&server.decl, &t);
+                match before.iter().find(|b| b.spec.name == spec.name) {
+                    None => spec
+                        .warnings
+                        .push("new: the server added it during the session (not reviewed)".into()),
+                    Some(old)
+                        if old.spec.description != spec.description
+                            || old.spec.input_schema != spec.input_schema =>
+                    {
+                        spec.warnings.push(
+                            "changed: the server changed its description or schema during the session"
+                                .into(),
+                        );
+                    }
+                    Some(_) => {}
+                }
+                if !spec.warnings.is_empty() {
+                    tracing::warn!(
+                        "MCP tool `{}` of [mcp.{}]: {}",
+                        spec.name,
+                        server.decl.name,
+                        spec.warnings.join("; ")
+                    );
+                }
+                after.push(McpTool {
+                    spec,
+                    remote: t.name.to_string(),
+                    server: server.clone(),
+                });
+            }
+        }
+        after.sort_by(|a, b| a.spec.name.cmp(&b.spec.name));
+        if let Ok(mut tools) = self.tools.write() {
+            *tools = after;
+        }
+    }
+
+    /// Servers that could not start or list their tools, and why.
+    pub fn failed(&self) -> &[(String, String)] {
+        &self.failed
+    }
+
+    /// Calls `name` with `args` (a JSON object): its text, whether the
+    /// server said it failed, and its structured result; `Err` when the call
+    /// could not be made or timed out.
+    pub async fn call(
+        &self,
+        name: &str,
+        args: &serde_json::Value,
+    ) -> Result<(String, bool, Option<serde_json::Value>), String> {
+        let tool = self
+            .get(name)
+            .ok_or_else(|| format!("no MCP tool named `{name}`"))?;
+        tool.server.call(&tool.remote, args).await
+    }
+}
+
+impl Server {
+    /// The running instance, started (or restarted once after a crash) if
+    /// needed.
+    async fn ensure(&self) -> Result<tokio::sync::MutexGuard<'_, Option<Running>>, String> {
+        let mut running = self.running.lock().await;
+        let dead = match running.as_mut() {
+            Some(r) => r.served.exited() || r.client.is_closed(),
+            None => true,
+        };
+        if dead {
+            let crashed = running.take().is_some();
+            if crashed && self.restarts.fetch_add(1, Ordering::SeqCst) >= 1 {
+                return Err(format!(
+                    "the MCP server `{}` crashed again after its restart; its standard error is in {}",
+                    self.decl.name,
+                    self.stderr_path().display()
+                ));
+            }
+            *running = Some(self.spawn().await?);
+        }
+        Ok(running)
+    }
+
+    fn stderr_path(&self) -> PathBuf {
+        self.dir.join("stderr.log")
+    }
+
+    /// Starts the server and completes the MCP handshake, within its timeout.
+    async fn spawn(&self) -> Result<Running, String> {
+        let name = &self.decl.name;
+        let home = self.dir.join("home");
+        std::fs::create_dir_all(&home).map_err(|e| {
+            format!(
+                "cannot make the MCP server `{name}`'s directory {}: {e}",
+                home.display()
+            )
+        })?;
+        let stderr = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.stderr_path())
+            .map_err(|e| format!("cannot open the MCP server `{name}`'s log: {e}"))?;
+        let mut served = launch(&self.decl, &home)?
+            .serve(stderr)
+            .map_err(|e| format!("the MCP server `{name}` did not start: {e}"))?;
+        let Some((stdout, stdin)) = served.take_pipes() else {
+            return Err(format!("the MCP server `{name}` started without its pipes"));
+        };
+        let transport = AsyncRwTransport::new_client(stdout, stdin)
+            .with_max_line_length(self.decl.output_cap.saturating_add(FRAMING_SLACK));
+        let handler = Handler {
+            changed: self.changed.clone(),
+        };
+        let wait = Duration::from_millis(self.decl.timeout_ms);
+        let client = match tokio::time::timeout(wait, handler.serve(transport)).await {
+            Ok(Ok(client)) => client,
+            Ok(Err(e)) => {
+                return Err(format!(
+                    "the MCP server `{name}` did not complete the MCP handshake: {e}; its \
+                     standard error is in {}",
+                    self.stderr_path().display()
+                ));
+            }
+            Err(_) => {
+                return Err(format!(
+                    "the MCP server `{name}` did not answer `initialize` within {} ms; raise \
+                     `timeout_ms` of [mcp.{name}] if it is slow to start (its standard error is \
+                     in {})",
+                    self.decl.timeout_ms,
+                    self.stderr_path().display()
+                ));
+            }
+        };
+        Ok(Running { client, served })
+    }
+
+    /// The server's tools, as it lists them.
+    async fn list(&self) -> Result<Vec<rmcp::model::Tool>, String> {
+        let running = self.ensure().await?;
+        let Some(r) = running.as_ref() else {
+            return Err(format!(
+                "the MCP server `{}` is not running",
+                self.decl.name
+            ));
+        };
+        let wait = Duration::from_millis(self.decl.timeout_ms);
+        match tokio::time::timeout(wait, r.client.peer().list_all_tools()).await {
+            Ok(Ok(tools)) => Ok(tools),
+            Ok(Err(e)) => Err(format!(
+                "the MCP server `{}` could not list its tools: {e}",
+                self.decl.name
+            )),
+            Err(_) => Err(format!(
+                "the MCP server `{}` did not list its tools within {} ms",
+                self.decl.name, self.decl.timeout_ms
+            )),
+        }
+    }
+
+    /// One `tools/call`, within the server's timeout, its text cut to the cap.
+    async fn call(
+        &self,
+        remote: &str,
+        args: &serde_json::Value,
+    ) -> Result<(String, bool, Option<serde_json::Value>), String> {
+        let name = &self.decl.name;
+        let params = CallToolRequestParams::new(remote.to_owned())
+            .with_arguments(args.as_object().cloned().unwrap_or_default());
+        let wait = Duration::from_millis(self.decl.timeout_ms);
+        let mut running = self.ensure().await?;
+        let Some(r) = running.as_ref() else {
+            return Err(format!("the MCP server `{name}` is not running"));
+        };
+        let result = match tokio::time::timeout(wait, r.client.peer().call_tool(params)).await {
+            Ok(Ok(result)) => result,
+            Ok(Err(e)) => {
+                // A dead server is restarted at the next call.
+                return Err(format!("the MCP server `{name}` failed the call: {e}"));
+            }
+            Err(_) => {
+                // A server that does not answer in time may be stuck or
+                // flooding: kill it; the next call starts it again.
+                running.take();
+                return Err(format!(
+                    "the MCP server `{name}` did not answer within {} ms (or sent a message \
+                     larger than its {} KiB cap); it was stopped",
+                    self.decl.timeout_ms,
+                    self.decl.output_cap / 1024
+                ));
+            }
+        };
+        let mut text = String::new();
+        for block in &result.content {
+            if let Some(t) = block.as_text() {
+                if !text.is_empty() {
+                    text.push('\n');
+                }
+                text.push_str(&t.text);
+            }
+        }
+        if text.is_empty()
+            && let Some(data) = &result.structured_content
+        {
+            text = data.to_string();
+        }
+        let cap = self.decl.output_cap;
+        if text.len() > cap {
+            let mut end = cap;
+            while !text.is_char_boundary(end) {
+                end -= 1;
+            }
+            text.truncate(end);
+            text.push_str(&format!(
+                "\n[corral: cut at the server's {} KiB output cap]",
+                cap / 1024
+            ));
+        }
+        Ok((
+            text,
+            result.is_error.unwrap_or(false),
+            result.structured_content,
+        ))
+    }
+}
+
+/// How the server `decl` is started: the one place its confinement is
+/// chosen. It reads and writes only beneath its `grants.fs` directories and
+/// its private `home` (also its `HOME` and `TMPDIR`), reads the system's
+/// directories and its own install, gets only its `env` and `grants.env`
+/// variables (and a system `PATH` unless given one, so `#!/usr/bin/env
+/// node` works), and the network of `grants.net`: none, any, or only the destinations it
+/// names, through corral's proxy (`Launch::network`).
+pub fn launch(decl: &McpServerDecl, home: &Path) -> Result<Launch, String> {
+    // As written, not resolved: `node_modules/.bin/x` says where the install is.
+    let program = if decl.command.contains('/') {
+        decl.cwd.join(&decl.command)
+    } else {
+        crate::exec::resolve(&decl.command).ok_or_else(|| {
+            format!(
+                "[mcp.{}]: `{}` is not installed (not found in PATH)",
+                decl.name,
+                inert(&decl.command)
+            )
+        })?
+    };
+    let mut dirs = decl.fs.clone();
+    dirs.push(home.to_path_buf());
+    let mut launch = Launch::new(&program, &decl.cwd)
+        .named(format!("mcp.{}", decl.name))
+        .args(&decl.args)
+        .env("HOME", home)
+        .env("TMPDIR", home)
+        .pass_env(&decl.env_grants)
+        .strict(&dirs, Some(&program))
+        .network(decl.net.clone())
+        .writable(home);
+    if !decl.env.contains_key("PATH") && !decl.env_grants.iter().any(|v| v == "PATH") {
+        launch = launch.env("PATH", "/usr/local/bin:/usr/bin:/bin");
+    }
+    for (key, value) in &decl.env {
+        launch = launch.env(key, value);
+    }
+    for dir in &decl.fs {
+        launch = launch.writable(dir).protect(dir);
+    }
+    Ok(launch)
+}
+
+/// The spec the model sees of the server's `tool`: a name of safe
+/// characters under the prefix, an inert description, the manifest's
+/// effects, and what the server claims of it as warnings, not as facts.
+fn spec_of(decl: &McpServerDecl, tool: &rmcp::model::Tool) -> ToolSpec {
+    let safe: String = tool
+        .name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    let mut warnings = Vec::new();
+    if safe != tool.name {
+        warnings.push(format!(
+            "the server names it `{}`, which holds characters a tool name may not",
+            inert(&tool.name)
+        ));
+    }
+    if let Some(a) = &tool.annotations {
+        let mut claims = Vec::new();
+        if let Some(v) = a.read_only_hint {
+            claims.push(format!("readOnlyHint={v}"));
+        }
+        if let Some(v) = a.destructive_hint {
+            claims.push(format!("destructiveHint={v}"));
+        }
+        if let Some(v) = a.open_world_hint {
+            claims.push(format!("openWorldHint={v}"));
+        }
+        if !claims.is_empty() {
+            warnings.push(format!(
+                "the server says {} (not trusted: its effects come from [mcp.{}])",
+                claims.join(", "),
+                decl.name
+            ));
+        }
+    }
+    let description = tool.description.as_deref().unwrap_or_default();
+    ToolSpec {
+        name: format!("{}{safe}", decl.tool_prefix),
+        description: format!("[MCP server `{}`] {}", decl.name, inert(description)),
+        input_schema: serde_json::Value::Object((*tool.input_schema).clone()),
+        effects: decl.effects_of(&tool.name),
+        warnings,
+    }
+}

@@ -1,0 +1,437 @@
+//! `corral mcp add | list | remove | import`: the `[mcp.NAME]` entries of a
+//! manifest file, edited in place (comments and layout kept).
+
+use corral_core::manifest::{self, McpServerDecl};
+use corral_protocol::terminal::inert;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use toml_edit::{Array, DocumentMut, InlineTable, Item, Table, value};
+
+/// What an entry is granted, as `--grant` says it.
+#[derive(Default)]
+struct Grants {
+    fs: Vec<String>,
+    env: Vec<String>,
+    /// `net`: any destination (`Some(empty)`), or only those listed.
+    net: Option<Vec<String>>,
+}
+
+impl Grants {
+    fn parse(given: &[String]) -> Result<Self, String> {
+        let mut out = Grants::default();
+        for g in given {
+            if let Some(dir) = g.strip_prefix("fs:") {
+                out.fs.push(dir.to_owned());
+            } else if let Some(var) = g.strip_prefix("env:") {
+                out.env.push(var.to_owned());
+            } else if g == "net" {
+                out.net = Some(Vec::new());
+            } else if let Some(dest) = g.strip_prefix("net:") {
+                match &mut out.net {
+                    Some(list) if list.is_empty() => {}
+                    Some(list) => list.push(dest.to_owned()),
+                    None => out.net = Some(vec![dest.to_owned()]),
+                }
+            } else {
+                return Err(format!(
+                    "--grant {}: not a grant; use fs:DIR (read and write beneath DIR), env:NAME \
+                     (pass that variable through), net (any destination) or net:https://HOST:PORT \
+                     (only that destination, through corral's proxy)",
+                    inert(g)
+                ));
+            }
+        }
+        Ok(out)
+    }
+
+    fn describe(&self) -> String {
+        let fs = if self.fs.is_empty() {
+            "no files (only the system's directories, read-only)".to_owned()
+        } else {
+            format!("read and write beneath {}", self.fs.join(", "))
+        };
+        let env = if self.env.is_empty() {
+            "no variables of yours".to_owned()
+        } else {
+            format!("the variables {}", self.env.join(", "))
+        };
+        let net = match &self.net {
+            None => "no network".to_owned(),
+            Some(list) if list.is_empty() => "the network (any destination)".to_owned(),
+            Some(list) => format!("the network only to {}", list.join(", ")),
+        };
+        format!("{fs}; {env}; {net}")
+    }
+}
+
+/// One server to write.
+struct Entry {
+    name: String,
+    command: Vec<String>,
+    env: Vec<(String, String)>,
+    grants: Grants,
+}
+
+impl Entry {
+    fn table(&self) -> Table {
+        let mut t = Table::new();
+        t["command"] = value(self.command[0].as_str());
+        let mut args = Array::new();
+        for a in &self.command[1..] {
+            args.push(a.as_str());
+        }
+        t["args"] = value(args);
+        if !self.env.is_empty() {
+            let mut env = InlineTable::new();
+            for (k, v) in &self.env {
+                env.insert(k, v.as_str().into());
+            }
+            t["env"] = value(env);
+        }
+        let mut grants = InlineTable::new();
+        if !self.grants.fs.is_empty() {
+            grants.insert(
+                "fs",
+                Array::from_iter(self.grants.fs.iter().map(String::as_str)).into(),
+            );
+        }
+        if !self.grants.env.is_empty() {
+            grants.insert(
+                "env",
+                Array::from_iter(self.grants.env.iter().map(String::as_str)).into(),
+            );
+        }
+        match &self.grants.net {
+            None => {}
+            Some(list) if list.is_empty() => {
+                grants.insert("net", true.into());
+            }
+            Some(list) => {
+                grants.insert("net", Array::from_iter(list.iter().map(String::as_str)).into());
+            }
+        }
+        if !grants.is_empty() {
+            t["grants"] = value(grants);
+        }
+        t
+    }
+
+    fn shown(&self) -> String {
+        format!(
+            "[mcp.{}] runs `{}`{}; it gets {}",
+            self.name,
+            inert(&self.command.join(" ")),
+            if self.env.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    " with {} set",
+                    self.env
+                        .iter()
+                        .map(|(k, _)| k.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            },
+            self.grants.describe()
+        )
+    }
+}
+
+fn target(workspace: &Path, project: bool) -> Result<PathBuf, String> {
+    if project {
+        Ok(workspace.join("corral.toml"))
+    } else {
+        manifest::user_file().ok_or_else(|| {
+            "no configuration directory for the user's manifest (set XDG_CONFIG_HOME or HOME)"
+                .to_owned()
+        })
+    }
+}
+
+fn read(file: &Path) -> Result<DocumentMut, String> {
+    let text = match manifest::read_manifest(file) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(e) => return Err(format!("cannot read {}: {e}", file.display())),
+    };
+    text.parse::<DocumentMut>()
+        .map_err(|e| format!("{} is not valid TOML: {}", file.display(), e.message()))
+}
+
+fn write(file: &Path, doc: &DocumentMut) -> Result<(), String> {
+    if let Some(dir) = file.parent() {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    }
+    std::fs::write(file, doc.to_string())
+        .map_err(|e| format!("cannot write {}: {e}", file.display()))
+}
+
+fn insert(doc: &mut DocumentMut, entry: &Entry) {
+    let mcp = doc.entry("mcp").or_insert_with(|| {
+        let mut t = Table::new();
+        t.set_implicit(true);
+        Item::Table(t)
+    });
+    if let Some(t) = mcp.as_table_mut() {
+        t.insert(&entry.name, Item::Table(entry.table()));
+    }
+}
+
+fn trust_note(workspace: &Path, file: &Path) -> &'static str {
+    if file == workspace.join("corral.toml") {
+        " The project's corral.toml changed: run `corral trust` to use it."
+    } else {
+        ""
+    }
+}
+
+/// `corral mcp add`.
+pub(super) fn add(
+    workspace: &Path,
+    name: &str,
+    grants: &[String],
+    env: &[String],
+    project: bool,
+    command: &[String],
+) -> Result<String, String> {
+    if !manifest::valid_plugin_name(name) {
+        return Err(format!(
+            "`{}` is not a valid server name; use lowercase letters, digits, `-` and `_`, starting with a letter",
+            inert(name)
+        ));
+    }
+    if command.is_empty() {
+        return Err(
+            "no command: give it after `--`, e.g. `corral mcp add fs -- npx server`".into(),
+        );
+    }
+    let env = env
+        .iter()
+        .map(|kv| {
+            kv.split_once('=')
+                .map(|(k, v)| (k.to_owned(), v.to_owned()))
+                .ok_or_else(|| format!("--env {}: write KEY=VALUE", inert(kv)))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let entry = Entry {
+        name: name.to_owned(),
+        command: command.to_vec(),
+        env,
+        grants: Grants::parse(grants)?,
+    };
+    let file = target(workspace, project)?;
+    let mut doc = read(&file)?;
+    insert(&mut doc, &entry);
+    write(&file, &doc)?;
+    Ok(format!(
+        "Added to {}: {}.{}",
+        file.display(),
+        entry.shown(),
+        trust_note(workspace, &file)
+    ))
+}
+
+/// `corral mcp remove`.
+pub(super) fn remove(workspace: &Path, name: &str, project: bool) -> Result<String, String> {
+    let file = target(workspace, project)?;
+    let mut doc = read(&file)?;
+    let removed = doc
+        .get_mut("mcp")
+        .and_then(Item::as_table_mut)
+        .and_then(|t| t.remove(name));
+    if removed.is_none() {
+        return Err(format!(
+            "{} has no [mcp.{}]; `corral mcp list` shows the servers",
+            file.display(),
+            inert(name)
+        ));
+    }
+    write(&file, &doc)?;
+    Ok(format!(
+        "Removed [mcp.{}] from {}.{}",
+        inert(name),
+        file.display(),
+        trust_note(workspace, &file)
+    ))
+}
+
+/// `corral mcp list`.
+pub(super) fn list(workspace: &Path, json: bool) -> ExitCode {
+    let m = match manifest::load(workspace) {
+        Ok(m) => m,
+        Err(e) => return super::fail(&e.to_string()),
+    };
+    let status = |d: &McpServerDecl| {
+        let found = if d.command.contains('/') {
+            d.cwd.join(&d.command).exists()
+        } else {
+            corral_core::native::resolve(&d.command).is_some()
+        };
+        if found {
+            "ready (starts with a session)"
+        } else {
+            "not installed"
+        }
+    };
+    if json {
+        let list: Vec<serde_json::Value> = m
+            .mcp
+            .iter()
+            .map(|d| {
+                serde_json::json!({
+                    "name": d.name,
+                    "command": d.command,
+                    "args": d.args,
+                    "env": d.env.keys().collect::<Vec<_>>(),
+                    "grants": {"fs": d.fs, "env": d.env_grants, "net": match d.net.listed() {
+                        Some(list) => serde_json::json!(list),
+                        None => serde_json::json!(d.net.reaches()),
+                    }},
+                    "tool_prefix": d.tool_prefix,
+                    "file": d.file,
+                    "status": status(d),
+                })
+            })
+            .collect();
+        crate::cli::out_json(&serde_json::to_string_pretty(&list).unwrap_or_default());
+        return ExitCode::SUCCESS;
+    }
+    if m.mcp.is_empty() {
+        crate::cli::out("No MCP servers. Add one with `corral mcp add NAME -- CMD ARGS…`.");
+        return ExitCode::SUCCESS;
+    }
+    let mut text = String::new();
+    for d in &m.mcp {
+        let grants = Grants {
+            fs: d.fs.iter().map(|p| p.display().to_string()).collect(),
+            env: d.env_grants.clone(),
+            net: match d.net.listed() {
+                Some(list) => Some(list),
+                None => d.net.reaches().then(Vec::new),
+            },
+        };
+        text.push_str(&format!(
+            "{}  {}  {}\n    {} {}\n    gets {}\n",
+            d.name,
+            status(d),
+            d.file,
+            d.command,
+            d.args.join(" "),
+            grants.describe()
+        ));
+    }
+    crate::cli::out(&text);
+    ExitCode::SUCCESS
+}
+
+/// The servers of a Claude Code `.mcp.json` (`mcpServers`) or a Codex
+/// `config.toml` (`[mcp_servers]`), each as `(name, command+args, env)`,
+/// or why one cannot be imported.
+fn servers_of(file: &Path) -> Result<Vec<Result<Entry, String>>, String> {
+    let text = manifest::read_manifest(file)
+        .map_err(|e| format!("cannot read {}: {e}", file.display()))?;
+    let table: serde_json::Value = if file.extension().is_some_and(|e| e == "json") {
+        let v: serde_json::Value = serde_json::from_str(&text)
+            .map_err(|e| format!("{} is not JSON: {e}", file.display()))?;
+        v.get("mcpServers")
+            .cloned()
+            .unwrap_or(serde_json::Value::Null)
+    } else {
+        let v: toml::Value = toml::from_str(&text)
+            .map_err(|e| format!("{} is not TOML: {}", file.display(), e.message()))?;
+        serde_json::to_value(
+            v.get("mcp_servers")
+                .cloned()
+                .unwrap_or(toml::Value::Table(Default::default())),
+        )
+        .unwrap_or_default()
+    };
+    let Some(servers) = table.as_object().filter(|t| !t.is_empty()) else {
+        return Err(format!(
+            "{} has no MCP servers (a Claude Code `.mcp.json` has `mcpServers`, a Codex config.toml `[mcp_servers]`)",
+            file.display()
+        ));
+    };
+    Ok(servers
+        .iter()
+        .map(|(name, s)| {
+            let safe: String = name
+                .to_lowercase()
+                .chars()
+                .map(|c| {
+                    if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                        c
+                    } else {
+                        '-'
+                    }
+                })
+                .collect();
+            let Some(command) = s.get("command").and_then(|c| c.as_str()) else {
+                return Err(format!(
+                    "`{}`: no `command` (a URL server is not supported yet); skipped",
+                    inert(name)
+                ));
+            };
+            let mut all = vec![command.to_owned()];
+            all.extend(
+                s.get("args")
+                    .and_then(|a| a.as_array())
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|a| a.as_str().map(str::to_owned)),
+            );
+            let env = s
+                .get("env")
+                .and_then(|e| e.as_object())
+                .into_iter()
+                .flatten()
+                .filter_map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_owned())))
+                .collect();
+            Ok(Entry {
+                name: safe,
+                command: all,
+                env,
+                grants: Grants::default(),
+            })
+        })
+        .collect())
+}
+
+/// `corral mcp import`.
+pub(super) fn import(
+    workspace: &Path,
+    file: &Path,
+    project: bool,
+    yes: bool,
+) -> Result<String, String> {
+    let found = servers_of(file)?;
+    let target = target(workspace, project)?;
+    let mut text = String::new();
+    let mut doc = read(&target)?;
+    let mut n = 0;
+    for entry in &found {
+        match entry {
+            Ok(e) => {
+                text.push_str(&format!("  {}\n", e.shown()));
+                insert(&mut doc, e);
+                n += 1;
+            }
+            Err(why) => text.push_str(&format!("  {why}\n")),
+        }
+    }
+    if !yes {
+        return Ok(format!(
+            "Would add to {}:\n{text}Nothing was written. Grant each server what it needs \
+             with `corral mcp add NAME --grant fs:DIR -- CMD…`, or run again with --yes.",
+            target.display()
+        ));
+    }
+    write(&target, &doc)?;
+    Ok(format!(
+        "Added {n} server(s) to {}:\n{text}{}",
+        target.display(),
+        trust_note(workspace, &target)
+    ))
+}
