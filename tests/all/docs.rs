@@ -143,7 +143,11 @@ fn every_relative_link_leads_somewhere() {
     let mut broken = Vec::new();
     for doc in DOCS {
         let text = read(doc);
-        let dir = root().join(doc).parent().expect("a file has a parent").to_path_buf();
+        let dir = root()
+            .join(doc)
+            .parent()
+            .expect("a file has a parent")
+            .to_path_buf();
         for (n, line) in prose(&text) {
             for target in links(&line) {
                 if target.contains("://") || target.starts_with("mailto:") {
@@ -192,7 +196,10 @@ fn scratch() -> tempfile::TempDir {
         .args(["init", "-q"])
         .current_dir(dir.path())
         .status();
-    assert!(git.is_ok_and(|s| s.success()), "git init in the scratch workspace");
+    assert!(
+        git.is_ok_and(|s| s.success()),
+        "git init in the scratch workspace"
+    );
     dir
 }
 

@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// A loopback HTTP server answering every request with `marker`; counts
 /// the connections it got.
-fn server(marker: &'static str) -> (u16, Arc<AtomicUsize>) {
+pub(crate) fn server(marker: &'static str) -> (u16, Arc<AtomicUsize>) {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
     let port = listener.local_addr().expect("addr").port();
     let hits = Arc::new(AtomicUsize::new(0));

@@ -13,10 +13,10 @@ use std::time::{Duration, Instant};
 
 /// The interpreter that runs the hostile server: the system's, so that
 /// nothing in the user's home is needed to run it.
-const PYTHON: &str = "/usr/bin/python3";
+pub(crate) const PYTHON: &str = "/usr/bin/python3";
 
 /// Whether the hostile server can run here; says why not.
-fn runnable() -> bool {
+pub(crate) fn runnable() -> bool {
     if Path::new(PYTHON).exists() {
         return true;
     }
@@ -26,7 +26,7 @@ fn runnable() -> bool {
 
 /// The hostile server's script, copied into the workspace (which the
 /// server is granted), so that it can read its own code.
-fn script(sb: &Sandbox) -> PathBuf {
+pub(crate) fn script(sb: &Sandbox) -> PathBuf {
     let from = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/mcp/hostile_server.py");
     let to = sb.ws().join("hostile_server.py");
     std::fs::copy(from, &to).expect("copy the hostile server");

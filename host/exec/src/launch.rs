@@ -324,11 +324,12 @@ impl Launch {
         name: &str,
     ) -> Result<Spawned, ExecError> {
         let writable: Vec<&Path> = self.writable.iter().map(PathBuf::as_path).collect();
-        let confine = ChildConfinement::prepare(&writable, &self.network, self.readable.as_deref()).map_err(|e| {
-            ExecError::SpawnFailed(format!(
-                "cannot confine `{name}`: the Landlock ruleset cannot be prepared: {e}"
-            ))
-        })?;
+        let confine = ChildConfinement::prepare(&writable, &self.network, self.readable.as_deref())
+            .map_err(|e| {
+                ExecError::SpawnFailed(format!(
+                    "cannot confine `{name}`: the Landlock ruleset cannot be prepared: {e}"
+                ))
+            })?;
         let only = match &self.network {
             Network::Only(d) => Some(d.clone()),
             _ => None,

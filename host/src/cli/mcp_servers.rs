@@ -107,7 +107,10 @@ impl Entry {
                 grants.insert("net", true.into());
             }
             Some(list) => {
-                grants.insert("net", Array::from_iter(list.iter().map(String::as_str)).into());
+                grants.insert(
+                    "net",
+                    Array::from_iter(list.iter().map(String::as_str)).into(),
+                );
             }
         }
         if !grants.is_empty() {
