@@ -25,6 +25,7 @@ mod conformance;
 mod crash_writes;
 mod deadline;
 mod effects;
+mod errors_ux;
 mod exec;
 mod fsguard;
 mod function_length;
@@ -59,6 +60,7 @@ mod trustpin;
 mod tui;
 mod tui_bounds;
 mod typed_state;
+mod ui_errors;
 mod web_fetch;
 
 use corral_manifest::{Layer, Manifest, from_layers};

@@ -107,6 +107,7 @@ fn restore() {
         LeaveAlternateScreen,
         crossterm::cursor::Show
     );
+    super::logsink::release();
     release_stderr();
 }
 
@@ -393,6 +394,10 @@ async fn drive(
     corral_core::plugins::progress::set_sink(std::sync::Arc::new(move |p| {
         let _ = progress_tx.send(p.to_string());
     }));
+    // Log records too: a warning raised now (a request denied for a
+    // missing key) is shown beside what it explains.
+    let (log_tx, mut log_lines) = unbounded_channel::<super::logsink::Line>();
+    super::logsink::capture(log_tx);
     let ws = opener.workspace.clone();
     let mut catalog_task = Some(tokio::spawn(catalog(ws.clone())));
     let mut catalog: Option<Catalog> = None;
@@ -460,6 +465,7 @@ async fn drive(
             }
             _ = tick.tick() => dirty = false,
             Some(text) = progress.recv() => app.notice(&text, false),
+            Some((text, alarm)) = log_lines.recv() => app.notice(&text, alarm),
             Some(()) = async { match &mut sigterm { Some(s) => s.recv().await, None => None } } => {
                 close(session).await;
                 return ExitCode::from(EXIT_TERMINATED);
