@@ -61,6 +61,7 @@ mod tui;
 mod tui_bounds;
 mod typed_state;
 mod ui_errors;
+mod ui_habits;
 mod web_fetch;
 
 use corral_manifest::{Layer, Manifest, from_layers};

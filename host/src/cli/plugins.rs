@@ -12,7 +12,7 @@ use std::process::ExitCode;
 
 /// Every grant of `decl` on one line. A secret shows where it goes and in
 /// which header, never its value.
-fn grants_text(decl: &manifest::PluginDecl) -> String {
+pub(super) fn grants_text(decl: &manifest::PluginDecl) -> String {
     let mut parts = Vec::new();
     for g in &decl.fs {
         let access = match g.access {
