@@ -441,6 +441,25 @@ pub async fn ui(workspace: &Path, resume: Option<Resume>, flags: Flags) -> ExitC
     code
 }
 
+/// Progress lines and log records, taken into the transcript while the UI
+/// owns the terminal (stderr is under it now).
+fn capture_messages() -> (
+    UnboundedReceiver<String>,
+    UnboundedReceiver<super::logsink::Line>,
+) {
+    // A plugin compiled on its first use (a call's, the catalog's) says so
+    // in the transcript: stderr is under the UI now.
+    let (progress_tx, progress) = tokio::sync::mpsc::unbounded_channel::<String>();
+    corral_core::plugins::progress::set_sink(std::sync::Arc::new(move |p| {
+        let _ = progress_tx.send(p.to_string());
+    }));
+    // Log records too: a warning raised now (a request denied for a
+    // missing key) is shown beside what it explains.
+    let (log_tx, log_lines) = unbounded_channel::<super::logsink::Line>();
+    super::logsink::capture(log_tx);
+    (progress, log_lines)
+}
+
 async fn drive(
     opener: &Opener,
     mut session: Session,
@@ -456,16 +475,7 @@ async fn drive(
     // nobody can see or answer the session any more, so it is closed as
     // interrupted, whatever disposition of SIGHUP corral inherited.
     let mut sighup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()).ok();
-    // A plugin compiled on its first use (a call's, the catalog's) says so
-    // in the transcript: stderr is under the UI now.
-    let (progress_tx, mut progress) = tokio::sync::mpsc::unbounded_channel::<String>();
-    corral_core::plugins::progress::set_sink(std::sync::Arc::new(move |p| {
-        let _ = progress_tx.send(p.to_string());
-    }));
-    // Log records too: a warning raised now (a request denied for a
-    // missing key) is shown beside what it explains.
-    let (log_tx, mut log_lines) = unbounded_channel::<super::logsink::Line>();
-    super::logsink::capture(log_tx);
+    let (mut progress, mut log_lines) = capture_messages();
     let ws = opener.workspace.clone();
     let mut catalog_task = Some(tokio::spawn(catalog(ws.clone())));
     let mut catalog: Option<Catalog> = None;
