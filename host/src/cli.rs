@@ -2,6 +2,7 @@
 //! results. Nothing here decides policy; it only shows what the library did.
 
 mod install;
+mod logsink;
 mod mcp;
 mod new;
 mod plugins;
@@ -99,8 +100,7 @@ enum Command {
     /// Continue a session: in the interactive UI on a terminal, or with
     /// -p (or without a terminal) from the command line.
     Resume {
-        /// The session id (a unique prefix is enough).
-        #[arg(required_unless_present = "last")]
+        /// The session id (a unique prefix is enough); or --last.
         id: Option<String>,
         /// Resume the most recent session of this workspace.
         #[arg(long, conflicts_with = "id")]
@@ -352,8 +352,9 @@ fn init_logging(verbose: u8) {
         .with_env_filter(filter)
         // Every record is made inert on its way out: fields carry paths,
         // names and lines that a model, a client or a plugin chose. Colour
-        // would be escaped with the rest, so there is none.
-        .with_writer(|| corral_protocol::terminal::InertLog(std::io::stderr()))
+        // would be escaped with the rest, so there is none; the UI styles
+        // the records it shows.
+        .with_writer(|| logsink::Record)
         .with_ansi(false)
         .with_target(false)
         .without_time()
@@ -422,6 +423,13 @@ async fn run(cli: Cli) -> ExitCode {
             prompt,
             agent,
         } => {
+            if id.is_none() && !last {
+                return fail(
+                    "`corral resume` needs the session to continue: `corral resume --last` \
+                     continues the most recent one of this workspace, and `corral resume ID` \
+                     the one with that id (`corral sessions` lists them)",
+                );
+            }
             if prompt.is_none() && !agent.json && !agent.yes && ui::interactive() {
                 let resume = match id {
                     Some(id) if !last => corral_core::session::Resume::Id(id),

@@ -155,8 +155,12 @@ impl Request {
                 self.body.len().to_string().into_bytes(),
             ));
         }
-        let headers = Fields::from_list(&entries)
-            .map_err(|e| fail(format!("a header was refused: {e:?}")))?;
+        let headers = Fields::from_list(&entries).map_err(|e| {
+            fail(format!(
+                "a header was refused ({}): header names are tokens and values hold no line breaks",
+                header_error_text(&e)
+            ))
+        })?;
         let request = OutgoingRequest::new(headers);
         let method = match self.method {
             Method::Get => WasiMethod::Get,
@@ -236,7 +240,7 @@ fn write_body(body: OutgoingBody, bytes: &[u8]) -> Result<(), String> {
         }
         // The stream is a child of the body and must go before `finish`.
     }
-    OutgoingBody::finish(body, None).map_err(|code| format!("{code:?}"))
+    OutgoingBody::finish(body, None).map_err(|code| code_text(&code))
 }
 
 fn wait_response(
@@ -280,16 +284,69 @@ fn transport_error(url: &str, code: &ErrorCode) -> Error {
         },
         code => Error::Transport {
             url: url.to_owned(),
-            message: format!("{code:?}"),
+            message: code_text(code),
         },
     }
+}
+
+/// Why the host refused a header, in words.
+fn header_error_text(e: &wasip2::http::types::HeaderError) -> &'static str {
+    use wasip2::http::types::HeaderError;
+    match e {
+        HeaderError::InvalidSyntax => "its name or value is not valid HTTP",
+        HeaderError::Forbidden => "the host sets that header itself",
+        HeaderError::Immutable => "the headers can no longer be changed",
+    }
+}
+
+/// What an HTTP error code means, in words a user can act on (the code's
+/// `Debug` text names a Rust enum variant).
+fn code_text(code: &ErrorCode) -> String {
+    let fixed = match code {
+        ErrorCode::DnsTimeout => "the DNS lookup of the host timed out",
+        ErrorCode::DnsError(p) => {
+            return match &p.rcode {
+                Some(r) => format!("the host name could not be resolved ({r}); check the URL"),
+                None => "the host name could not be resolved; check the URL".to_owned(),
+            };
+        }
+        ErrorCode::DestinationNotFound => "the host was not found; check the URL",
+        ErrorCode::DestinationUnavailable => "the host is unavailable",
+        ErrorCode::DestinationIpProhibited => "connecting to that IP address is not allowed",
+        ErrorCode::DestinationIpUnroutable => "that IP address cannot be reached",
+        ErrorCode::ConnectionRefused => {
+            "the connection was refused: nothing accepts connections at that address and port; \
+             check the URL (and `base_url` in the plugin's config) and that the server is running"
+        }
+        ErrorCode::ConnectionTerminated => "the server closed the connection",
+        ErrorCode::ConnectionTimeout => "connecting timed out",
+        ErrorCode::ConnectionReadTimeout => "reading from the connection timed out",
+        ErrorCode::ConnectionWriteTimeout => "writing to the connection timed out",
+        ErrorCode::ConnectionLimitReached => "too many connections are open",
+        ErrorCode::TlsProtocolError => "the TLS handshake failed (is the URL's scheme right?)",
+        ErrorCode::TlsCertificateError => "the server's TLS certificate was not accepted",
+        ErrorCode::TlsAlertReceived(_) => "the server ended the TLS handshake with an alert",
+        ErrorCode::HttpRequestDenied => "the host refused to send the request",
+        ErrorCode::HttpRequestUriInvalid => "the URL is not valid",
+        ErrorCode::HttpRequestUriTooLong => "the URL is too long",
+        ErrorCode::HttpRequestMethodInvalid => "the request method is not valid",
+        ErrorCode::HttpResponseIncomplete => "the response ended early",
+        ErrorCode::HttpResponseTimeout => "no response arrived in time",
+        ErrorCode::HttpProtocolError => "the server did not speak valid HTTP",
+        ErrorCode::LoopDetected => "the request loops back on itself",
+        ErrorCode::ConfigurationError => "the host's HTTP client is misconfigured",
+        ErrorCode::InternalError(Some(m)) => return format!("the host's HTTP client failed: {m}"),
+        ErrorCode::InternalError(None) => "the host's HTTP client failed",
+        _ => "the request or the response exceeds a size limit, or uses an unsupported coding",
+    };
+    fixed.to_owned()
 }
 
 fn stream_error_text(err: &StreamError) -> String {
     match err {
         StreamError::Closed => "the stream was closed".to_owned(),
         StreamError::LastOperationFailed(io) => match wasip2::http::types::http_error_code(io) {
-            Some(code) => format!("{code:?}"),
+            Some(code) => code_text(&code),
             None => first_line(&io.to_debug_string()),
         },
     }
@@ -449,7 +506,7 @@ impl Body {
                         },
                         Some(code) => Error::Dropped {
                             url: self.url.clone(),
-                            message: format!("{code:?}"),
+                            message: code_text(&code),
                         },
                         None => Error::Dropped {
                             url: self.url.clone(),
@@ -544,7 +601,9 @@ impl std::fmt::Display for Error {
             Error::Invalid { url, reason } => write!(f, "invalid request to {url}: {reason}"),
             Error::Denied { url } => write!(
                 f,
-                "the host refused the request to {url}; add its origin to this plugin's grants.net in the manifest"
+                "the host refused the request to {url}: either its origin is not in this plugin's \
+                 grants.net in the manifest (add it there), or a secret the request carries, such \
+                 as an API key variable, is not set (export it); corral's warning names which"
             ),
             Error::Transport { url, message } => write!(f, "request to {url} failed: {message}"),
             Error::Timeout { url, after } => {

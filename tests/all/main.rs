@@ -26,6 +26,7 @@ mod crash_writes;
 mod deadline;
 mod docs;
 mod effects;
+mod errors_ux;
 mod exec;
 mod exec_network;
 mod fsguard;
@@ -64,6 +65,8 @@ mod trustpin;
 mod tui;
 mod tui_bounds;
 mod typed_state;
+mod ui_errors;
+mod ui_habits;
 mod undo;
 mod web_fetch;
 

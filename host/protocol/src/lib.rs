@@ -622,13 +622,17 @@ impl Event {
 
 /// What a front-end says of [`Event::WindowAssumed`].
 pub fn window_assumed(model: &str, window: u32) -> String {
-    let shown = if model.is_empty() {
-        "the configured model"
-    } else {
-        model
-    };
+    if model.is_empty() {
+        // `[agent.models.""]` would be no advice: name the key to set.
+        return format!(
+            "the context window of the provider's default model is not known; corral assumes \
+             {window} tokens and compacts the history against it. Name the model (`[agent] \
+             model = \"NAME\"` or --model NAME) and set its window in corral.toml: \
+             [agent.models.\"NAME\"] context_window = N"
+        );
+    }
     format!(
-        "the context window of {shown} is not known; corral assumes {window} tokens and \
+        "the context window of {model} is not known; corral assumes {window} tokens and \
          compacts the history against it. Set the real one in corral.toml: \
          [agent.models.\"{model}\"] context_window = N"
     )

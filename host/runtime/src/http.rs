@@ -17,6 +17,7 @@ use super::store::CallState;
 use crate::manifest::{NetGrant, Secret};
 use std::sync::Arc;
 use wasmtime::component::Linker;
+use wasmtime_wasi_http::p2::bindings::http::types::ErrorCode as HttpErrorCode;
 use wasmtime_wasi_http::{Error as HttpError, RequestOptions, WasiBody, WasiHttpHooks};
 
 /// Adds `wasi:http`'s own interfaces (WASI's, which it builds on, are added
@@ -93,6 +94,24 @@ type SendResult = Result<
 >;
 
 impl WasiHttpHooks for Egress {
+    // wasmtime's own hooks log these errors with `Debug` (`Os { code: 111,
+    // kind: ConnectionRefused, .. }`); the guest gets the error code and
+    // says what failed, so the log line only adds where, in words.
+    fn p2_error_from_connect(&mut self, err: &std::io::Error) -> HttpErrorCode {
+        tracing::debug!(target: "corral::egress", plugin = &*self.plugin, "cannot connect: {err}");
+        HttpErrorCode::ConnectionRefused
+    }
+
+    fn p2_error_from_tls(&mut self, err: &std::io::Error) -> HttpErrorCode {
+        tracing::debug!(target: "corral::egress", plugin = &*self.plugin, "TLS failed: {err}");
+        HttpErrorCode::TlsProtocolError
+    }
+
+    fn p2_error_from_hyper(&mut self, err: &hyper::Error) -> HttpErrorCode {
+        tracing::debug!(target: "corral::egress", plugin = &*self.plugin, "HTTP failed: {err}");
+        HttpErrorCode::HttpProtocolError
+    }
+
     fn send_request(
         &mut self,
         mut request: http::Request<WasiBody>,

@@ -163,14 +163,22 @@ impl Compiler {
         // reports the end) when the component is ready.
         let mut progress = None;
         let loaded = self.cache.load_with(&self.engine, sha256, || {
-            progress = Some(super::progress::Watch::start(name, why_compiled));
-            match bytes {
-                Some(b) => Ok(Cow::Borrowed(b)),
+            let bytes = match bytes {
+                Some(b) => Cow::Borrowed(b),
                 None => reread(decl, sha256).map_err(|why| {
                     changed = Some(why.clone());
                     wasmtime::format_err!("{why}")
-                }),
+                })?,
+            };
+            // A file that is no component says what it is and how to make
+            // one, instead of the compiler's account of its first bytes.
+            if let Some(why) = not_a_component(&bytes) {
+                let why = format!("plugin `{name}` ({}): {why}", decl.origin);
+                changed = Some(why.clone());
+                return Err(wasmtime::format_err!("{why}"));
             }
+            progress = Some(super::progress::Watch::start(name, why_compiled));
+            Ok(bytes)
         });
         drop(progress);
         match (loaded, changed) {
@@ -364,7 +372,11 @@ pub(super) async fn load(rt: &Runtime, manifest: &Manifest) -> Result<Plugins, L
         let plugin = match rt.descriptions.get(&key, &sha256) {
             Some(cached) => {
                 super::imports::check(decl, &cached.imports).map_err(LoadError)?;
-                tracing::debug!(plugin = %decl.name, "tools from the description cache");
+                tracing::info!(
+                    plugin = %decl.name,
+                    "tools from the description cache; the component is loaded (from the compile \
+                     cache, or compiled) when a call first needs it"
+                );
                 let mut plugin = entry(
                     &compiler,
                     decl,
@@ -419,13 +431,17 @@ pub(super) async fn load(rt: &Runtime, manifest: &Manifest) -> Result<Plugins, L
             return Err(LoadError(format!(
                 "tool `{}` is exported by two plugins: `{}` ({}) and `{}` ({}), which run the same \
                  component (sha256 {}) with the same settings, so they export the same tools; \
-                 remove one or set `enabled = false` on it, or give each its own `config`",
+                 give one of them a `tool_prefix` (e.g. `tool_prefix = \"{}_\"` in \
+                 [plugins.{}], which renames its tools), or remove one or set `enabled = false` \
+                 on it",
                 tool.name,
                 first.decl.name,
                 first.decl.origin,
                 second.decl.name,
                 second.decl.origin,
                 first.sha256,
+                suggested_prefix(&second.decl.name),
+                second.decl.name,
             )));
         }
         // It would answer as its twin did: no tools.
@@ -553,10 +569,72 @@ fn entry(
 /// The error for `tool` exported by both `first` and `second`.
 pub(super) fn clash(tool: &str, first: &Plugin, second: &Plugin) -> LoadError {
     LoadError(format!(
-        "tool `{tool}` is exported by two plugins: `{}` ({}) and `{}` ({}); \
-         remove one or set `enabled = false` on it",
-        first.decl.name, first.decl.origin, second.decl.name, second.decl.origin
+        "tool `{tool}` is exported by two plugins: `{}` ({}) and `{}` ({}), and a model \
+         can only call one tool by that name; give one of them a `tool_prefix` (e.g. \
+         `tool_prefix = \"{}_\"` in [plugins.{}], which renames its tools), or set \
+         `enabled = false` on one, or remove it",
+        first.decl.name,
+        first.decl.origin,
+        second.decl.name,
+        second.decl.origin,
+        suggested_prefix(&second.decl.name),
+        second.decl.name,
     ))
+}
+
+/// Why `bytes` cannot be a WebAssembly component, told so that the user
+/// can act on it: not WebAssembly at all, or a core module that must first
+/// become a component. `None` when the header is a component's.
+pub(super) fn not_a_component(bytes: &[u8]) -> Option<String> {
+    const MAGIC: &[u8] = b"\0asm";
+    const MAKE: &str = "build the plugin for the `wasm32-wasip2` target (`cargo build --target \
+                        wasm32-wasip2 --release`, or `corral new` and the SDK for Python or \
+                        JavaScript), or turn a core module into a component with `wasm-tools \
+                        component new MODULE.wasm -o COMPONENT.wasm` (add `--adapt` with the WASI \
+                        preview-1 adapter for a wasip1 module)";
+    if bytes.get(..4) != Some(MAGIC) {
+        let kind = if bytes.is_empty() {
+            "the file is empty".to_owned()
+        } else if std::str::from_utf8(&bytes[..bytes.len().min(512)]).is_ok() {
+            "the file is text, not WebAssembly".to_owned()
+        } else {
+            "the file does not start with the WebAssembly magic bytes `\\0asm`".to_owned()
+        };
+        return Some(format!(
+            "`source` must be a WebAssembly component (.wasm), but {kind}; {MAKE}"
+        ));
+    }
+    // Bytes 4..8: a core module has version 1 and layer 0; a component
+    // has layer 1.
+    match bytes.get(4..8) {
+        Some([1, 0, 0, 0]) => Some(format!(
+            "`source` is a core WebAssembly module, and corral runs only components (the \
+             component model's wasm, which declares its imports and exports by interface); \
+             {MAKE}"
+        )),
+        Some([_, _, 1, 0]) => None,
+        _ => Some(format!(
+            "`source` is WebAssembly of an unknown version or layer, not a component corral \
+             can run; {MAKE}"
+        )),
+    }
+}
+
+/// A `tool_prefix` to suggest for plugin `name`: its name with the
+/// characters a prefix may not hold replaced.
+fn suggested_prefix(name: &str) -> String {
+    let safe: String = name
+        .chars()
+        .take(31)
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    safe
 }
 
 /// Whether `a` and `b` give the same component the same inputs, so that

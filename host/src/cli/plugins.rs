@@ -13,7 +13,7 @@ use std::process::ExitCode;
 
 /// Every grant of `decl` on one line. A secret shows where it goes and in
 /// which header, never its value.
-fn grants_text(decl: &manifest::PluginDecl) -> String {
+pub(super) fn grants_text(decl: &manifest::PluginDecl) -> String {
     let mut parts = Vec::new();
     for g in &decl.fs {
         let access = match g.access {
@@ -224,6 +224,23 @@ fn tool_warnings(p: &corral_core::plugins::Plugin) -> Vec<String> {
         .collect()
 }
 
+/// The first sentence of `text` for a one-line listing: it ends at a full
+/// stop followed by a space, unless the word before it is an abbreviation
+/// ("e.g.", "i.e.", "etc.") that a description uses mid-sentence.
+fn first_sentence(text: &str) -> &str {
+    const ABBREVIATIONS: [&str; 5] = ["e.g", "i.e", "etc", "vs", "cf"];
+    let line = text.lines().next().unwrap_or("");
+    let mut from = 0;
+    while let Some(at) = line[from..].find(". ").map(|i| from + i) {
+        let word = line[..at].rsplit([' ', '(', '`']).next().unwrap_or("");
+        if !ABBREVIATIONS.iter().any(|a| word.eq_ignore_ascii_case(a)) {
+            return &line[..at];
+        }
+        from = at + 2;
+    }
+    line.trim_end_matches('.')
+}
+
 pub(super) fn tools_list(plugins: &Plugins, mcp: &McpTools, json: bool) -> ExitCode {
     let host: Vec<corral_protocol::ToolSpec> = corral_core::agent::HostTool::ALL
         .iter()
@@ -274,12 +291,7 @@ pub(super) fn tools_list(plugins: &Plugins, mcp: &McpTools, json: bool) -> ExitC
     let mut text = String::new();
     for (p, t) in tools {
         let effects: Vec<&str> = t.effects.iter().map(|e| e.as_str()).collect();
-        let summary = t
-            .description
-            .split(". ")
-            .next()
-            .unwrap_or("")
-            .trim_end_matches('.');
+        let summary = first_sentence(&t.description);
         text.push_str(&format!(
             "{:width$}  {:pwidth$}  {:12}  {summary}\n",
             t.name,

@@ -107,6 +107,7 @@ fn restore() {
         LeaveAlternateScreen,
         crossterm::cursor::Show
     );
+    super::logsink::release();
     release_stderr();
 }
 
@@ -243,7 +244,12 @@ async fn catalog(workspace: PathBuf) -> Result<Catalog, String> {
         } else {
             format!("{} tools", p.tools().len())
         };
-        plugins_text.push_str(&format!("  {:<16} {kind}\n", p.decl().name));
+        // What each may touch is what a user checks a plugin for.
+        plugins_text.push_str(&format!(
+            "  {:<16} {kind}\n    grants: {}\n",
+            p.decl().name,
+            super::plugins::grants_text(p.decl())
+        ));
     }
     Ok(Catalog {
         tools,
@@ -287,7 +293,7 @@ fn workspace_files(root: &Path) -> Vec<String> {
     out
 }
 
-/// `git diff` of the workspace for `/diff`, through
+/// `git diff` of the workspace for `/diff`, untracked files included, through
 /// [`corral_core::native::git::Repo::git`]: confined, and nothing the repository
 /// holds (fsmonitor, an external diff, a textconv) runs.
 fn git_diff(workspace: &Path) -> Result<String, String> {
@@ -314,7 +320,70 @@ fn git_diff(workspace: &Path) -> Result<String, String> {
     if out.exit_code != Some(0) {
         return Err(format!("git diff failed: {}", out.stderr.trim()));
     }
-    Ok(out.stdout)
+    let mut diff = out.stdout;
+    diff.push_str(&untracked_diff(&repo, workspace)?);
+    Ok(diff)
+}
+
+/// Untracked files shown at most by `/diff`, each as its own `git diff`.
+const MAX_UNTRACKED: usize = 100;
+
+/// New files git does not track yet (and does not ignore), as additions:
+/// what the model created belongs in `/diff` as much as what it changed.
+/// The index is left alone (no `git add -N`), so the user's next commit is
+/// what it would have been.
+fn untracked_diff(
+    repo: &corral_core::native::git::Repo,
+    workspace: &Path,
+) -> Result<String, String> {
+    let run = |args: &[&str]| {
+        repo.git(workspace, args)
+            .timeout(Duration::from_secs(30))
+            .output_cap(16 << 20)
+            .run_blocking()
+            .map_err(|e| format!("cannot run git: {e}"))
+    };
+    let listed = run(&[
+        "--no-optional-locks",
+        "ls-files",
+        "--others",
+        "--exclude-standard",
+        "-z",
+    ])?;
+    if listed.exit_code != Some(0) {
+        return Err(format!("git ls-files failed: {}", listed.stderr.trim()));
+    }
+    let files: Vec<&str> = listed
+        .stdout
+        .split('\0')
+        .filter(|f| !f.is_empty())
+        .collect();
+    let mut text = String::new();
+    for file in files.iter().take(MAX_UNTRACKED) {
+        // `--no-index` compares two paths; exit 1 means they differ. The
+        // name comes after `--`, so no file name reads as an option.
+        let out = run(&[
+            "--no-optional-locks",
+            "diff",
+            "--no-index",
+            "--no-color",
+            "--no-ext-diff",
+            "--no-textconv",
+            "--",
+            "/dev/null",
+            file,
+        ])?;
+        if matches!(out.exit_code, Some(0 | 1)) {
+            text.push_str(&out.stdout);
+        }
+    }
+    if files.len() > MAX_UNTRACKED {
+        text.push_str(&format!(
+            "… and {} more untracked files (`git status` lists them)\n",
+            files.len() - MAX_UNTRACKED
+        ));
+    }
+    Ok(text)
 }
 
 fn pickable(workspace: &Path) -> Result<Vec<Picked>, String> {
@@ -372,6 +441,25 @@ pub async fn ui(workspace: &Path, resume: Option<Resume>, flags: Flags) -> ExitC
     code
 }
 
+/// Progress lines and log records, taken into the transcript while the UI
+/// owns the terminal (stderr is under it now).
+fn capture_messages() -> (
+    UnboundedReceiver<String>,
+    UnboundedReceiver<super::logsink::Line>,
+) {
+    // A plugin compiled on its first use (a call's, the catalog's) says so
+    // in the transcript: stderr is under the UI now.
+    let (progress_tx, progress) = tokio::sync::mpsc::unbounded_channel::<String>();
+    corral_core::plugins::progress::set_sink(std::sync::Arc::new(move |p| {
+        let _ = progress_tx.send(p.to_string());
+    }));
+    // Log records too: a warning raised now (a request denied for a
+    // missing key) is shown beside what it explains.
+    let (log_tx, log_lines) = unbounded_channel::<super::logsink::Line>();
+    super::logsink::capture(log_tx);
+    (progress, log_lines)
+}
+
 async fn drive(
     opener: &Opener,
     mut session: Session,
@@ -387,12 +475,7 @@ async fn drive(
     // nobody can see or answer the session any more, so it is closed as
     // interrupted, whatever disposition of SIGHUP corral inherited.
     let mut sighup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()).ok();
-    // A plugin compiled on its first use (a call's, the catalog's) says so
-    // in the transcript: stderr is under the UI now.
-    let (progress_tx, mut progress) = tokio::sync::mpsc::unbounded_channel::<String>();
-    corral_core::plugins::progress::set_sink(std::sync::Arc::new(move |p| {
-        let _ = progress_tx.send(p.to_string());
-    }));
+    let (mut progress, mut log_lines) = capture_messages();
     let ws = opener.workspace.clone();
     let mut catalog_task = Some(tokio::spawn(catalog(ws.clone())));
     let mut catalog: Option<Catalog> = None;
@@ -460,6 +543,7 @@ async fn drive(
             }
             _ = tick.tick() => dirty = false,
             Some(text) = progress.recv() => app.notice(&text, false),
+            Some((text, alarm)) = log_lines.recv() => app.notice(&text, alarm),
             Some(()) = async { match &mut sigterm { Some(s) => s.recv().await, None => None } } => {
                 close(session).await;
                 return ExitCode::from(EXIT_TERMINATED);
@@ -540,7 +624,10 @@ async fn act(
             Err(e) => app.notice(&e, true),
         },
         Action::Diff => match git_diff(&opener.workspace) {
-            Ok(d) if d.trim().is_empty() => app.notice("no changes (git diff is empty)", false),
+            Ok(d) if d.trim().is_empty() => app.notice(
+                "no changes (git diff is empty and nothing is untracked)",
+                false,
+            ),
             Ok(d) => app.diff(&d),
             Err(e) => app.notice(&e, true),
         },

@@ -549,6 +549,9 @@ impl App {
                     let reason = reason.clone();
                     if let Some(card) = self.card(call_id) {
                         card.state = ToolState::Denied { reason };
+                        // Nothing was changed: the preview of what would
+                        // have been is no longer the news, the reason is.
+                        card.diff = None;
                     }
                 } else if let Some(card) = self.card(call_id) {
                     card.state = ToolState::Queued;
@@ -571,7 +574,9 @@ impl App {
                 duration_ms,
                 ..
             } => {
-                if let Some(card) = self.card(call_id) {
+                if let Some(card) = self.card(call_id)
+                    && !matches!(card.state, ToolState::Denied { .. })
+                {
                     card.state = if outcome.is_error {
                         ToolState::Failed {
                             duration_ms: *duration_ms,

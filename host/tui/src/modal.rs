@@ -257,10 +257,15 @@ pub(crate) fn picker(frame: &mut Frame<'_>, area: Rect, picker: &Picker) {
 
 /// The completion popup, just above the prompt at `input`.
 pub(crate) fn completion(frame: &mut Frame<'_>, input: Rect, app: &App) {
-    let n = app.completion.len().min(10) as u16;
-    if n == 0 || input.y < n + 2 {
+    // As many entries as fit above the input, so that every slash command
+    // is in the popup on a usual terminal; beyond that the window follows
+    // the selection.
+    let room = usize::from(input.y.saturating_sub(2));
+    let n = app.completion.len().min(room) as u16;
+    if n == 0 {
         return;
     }
+    let first = (app.completion_sel + 1).saturating_sub(usize::from(n));
     let cmd_w = app
         .completion
         .iter()
@@ -280,8 +285,9 @@ pub(crate) fn completion(frame: &mut Frame<'_>, input: Rect, app: &App) {
     let lines: Vec<Line<'static>> = app
         .completion
         .iter()
-        .take(10)
         .enumerate()
+        .skip(first)
+        .take(usize::from(n))
         .map(|(i, (c, d))| {
             let style = if i == app.completion_sel {
                 Style::default().add_modifier(Modifier::REVERSED)

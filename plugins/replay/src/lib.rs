@@ -99,7 +99,10 @@ pub fn position(request: &ChatRequest, turns: &[Turn]) -> Result<usize, Provider
             .map(|(i, _)| i)
             .ok_or_else(|| {
                 ProviderError::Protocol(format!(
-                    "the cassette has {} responses and the conversation asks for response {}",
+                    "the replay cassette has {} recorded responses and the conversation asks \
+                     for response {}: a cassette plays back only what it recorded. To go on, \
+                     continue with a live provider (`corral resume --last --provider openai -p \
+                     ...`), or record a longer cassette (`corral run --record FILE`)",
                     turns.iter().filter(|t| !t.summary).count(),
                     n + 1
                 ))
@@ -135,9 +138,16 @@ pub fn position(request: &ChatRequest, turns: &[Turn]) -> Result<usize, Provider
         .map(|i| from + i)
         .ok_or_else(|| {
             ProviderError::Protocol(format!(
-                "the cassette has no recorded {} after response {}",
+                "the replay cassette has no recorded {} after response {from}: a cassette plays \
+                 back only what it recorded{}",
                 if summary { "summary" } else { "response" },
-                from
+                if summary {
+                    ". Compact with a live provider, or add a turn with `\"summary\": true` to \
+                     the cassette (its format is `corral_sdk::cassette`)"
+                } else {
+                    ". To go on, continue with a live provider (`corral resume --last --provider \
+                     openai -p ...`)"
+                }
             ))
         })
 }

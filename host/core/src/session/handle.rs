@@ -247,6 +247,7 @@ fn start_agent(
             });
             let wanted = config.provider.clone().or(logged_provider);
             let provider = choose_provider(manifest, &plugins, wanted.as_deref())?;
+            super::open::check_model(&provider, &options.model)?;
             let agent = Agent::resume(
                 plugins,
                 provider,
@@ -261,6 +262,7 @@ fn start_agent(
         }
         None => {
             let provider = choose_provider(manifest, &plugins, config.provider.as_deref())?;
+            super::open::check_model(&provider, &options.model)?;
             let dir = log_dir(config)?;
             let log = SessionLog::create(&dir)
                 .map_err(|e| format!("cannot create the session log in {}: {e}", dir.display()))?;
@@ -327,6 +329,47 @@ impl Session {
     }
 }
 
+/// Switches the session to the provider plugin `provider`, or says why not
+/// (no such provider, or its key is not set) and leaves it unchanged.
+fn set_provider(
+    agent: &mut Agent,
+    provider: &str,
+    ui: &UnboundedSender<Event>,
+) -> anyhow::Result<()> {
+    let found = agent
+        .plugins()
+        .plugins()
+        .iter()
+        .find(|p| p.decl().name == provider && p.is_provider())
+        .cloned();
+    // A provider whose key is not set would fail its first
+    // request with an egress denial; the missing variable is
+    // the cause the user can fix, so it is said now.
+    let missing = found
+        .as_ref()
+        .and_then(|p| p.decl().secrets.iter().find_map(|s| s.resolve().err()));
+    match (found, missing) {
+        (Some(_), Some(var)) => {
+            let _ = ui.send(Event::Error {
+                message: format!(
+                    "provider `{provider}` needs the environment variable {var} (its \
+                                 API key), which is not set; the provider is unchanged. Export \
+                                 {var} and start corral again, or pick another provider"
+                ),
+            });
+        }
+        (Some(p), None) => agent.set_provider(p, ui)?,
+        (None, _) => {
+            let _ = ui.send(Event::Error {
+                message: format!(
+                    "there is no provider plugin `{provider}`; the provider is unchanged"
+                ),
+            });
+        }
+    }
+    Ok(())
+}
+
 /// The session's task: runs turns one at a time; while one runs, routes
 /// interrupts and approval answers to it and queues the rest.
 async fn drive(
@@ -365,22 +408,7 @@ async fn drive(
                 continue;
             }
             Op::SetProvider { provider } => {
-                let found = agent
-                    .plugins()
-                    .plugins()
-                    .iter()
-                    .find(|p| p.decl().name == provider && p.is_provider())
-                    .cloned();
-                match found {
-                    Some(p) => agent.set_provider(p, &ui)?,
-                    None => {
-                        let _ = ui.send(Event::Error {
-                            message: format!(
-                                "there is no provider plugin `{provider}`; the provider is unchanged"
-                            ),
-                        });
-                    }
-                }
+                set_provider(&mut agent, &provider, &ui)?;
                 continue;
             }
             Op::Compact => {

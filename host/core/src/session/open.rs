@@ -105,3 +105,34 @@ pub fn choose_provider(
     }
     Ok(plugin)
 }
+
+/// Refuses, as a configuration error, to start with a built-in HTTP
+/// provider that has no model to ask for: neither `--model`, `[agent]
+/// model` (`model`, empty when neither is set) nor its `config.model`
+/// names one. Its first request would otherwise fail as a protocol error.
+pub(super) fn check_model(provider: &Plugin, model: &str) -> Result<(), String> {
+    let decl = provider.decl();
+    let needs_one = matches!(
+        &decl.source,
+        crate::manifest::Source::Builtin(b) if b == "openai" || b == "anthropic"
+    );
+    let configured = decl
+        .config
+        .get("model")
+        .is_some_and(|m| !m.trim().is_empty());
+    if !needs_one || !model.trim().is_empty() || configured {
+        return Ok(());
+    }
+    let name = &decl.name;
+    let example = if decl.source == crate::manifest::Source::Builtin("anthropic".into()) {
+        "claude-sonnet-4-5"
+    } else {
+        "gpt-4.1"
+    };
+    Err(format!(
+        "configuration error: provider `{name}` ({}) has no model to ask for: its config has no \
+         `model`, and neither `[agent] model` nor `--model` names one. Add `model = \"{example}\"` \
+         to the `config` of [plugins.{name}] (or set `[agent] model`, or pass `--model NAME`)",
+        decl.origin
+    ))
+}

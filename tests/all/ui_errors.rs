@@ -1,0 +1,51 @@
+//! Errors and warnings in the interactive UI (issue 23, point 4), in a real
+//! terminal (tmux): a warning raised while the UI is up is shown in it, and
+//! a provider without its key names the variable.
+
+use crate::tui::{Pane, ui_command};
+use crate::*;
+use corral_test_programs::LOOKALIKE;
+
+/// The replay provider as the session's, so the UI starts with no key.
+const REPLAY: &str = "[agent]\nprovider = \"replay\"\n";
+
+fn start(cli: &Cli, sb: &Sandbox) -> Option<Pane> {
+    // Trusts the manifest, as a user would before the first run.
+    let o = cli.run(&sb.ws(), &["sessions"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let pane = Pane::start(&ui_command(cli, &sb.ws(), "sleep 600"))?;
+    pane.wait_for("ask anything");
+    Some(pane)
+}
+
+#[test]
+fn provider_without_its_key_names_the_variable_in_the_ui() {
+    let sb = Sandbox::new();
+    sb.write("corral.toml", REPLAY);
+    let cli = Cli::new();
+    let Some(pane) = start(&cli, &sb) else {
+        return;
+    };
+    pane.type_text("/provider openai");
+    pane.press("Enter");
+    let screen = pane.wait_for("OPENAI_API_KEY");
+    assert!(screen.contains("provider is unchanged"), "{screen}");
+    assert!(!screen.contains("grants.net"), "{screen}");
+}
+
+#[test]
+fn a_warning_raised_while_the_ui_runs_is_shown_in_it() {
+    let sb = Sandbox::new();
+    sb.write(
+        "corral.toml",
+        &format!("{REPLAY}\n[plugins.look]\nsource = {LOOKALIKE:?}\n"),
+    );
+    let cli = Cli::new();
+    let Some(pane) = start(&cli, &sb) else {
+        return;
+    };
+    // The UI lists the tools once it is up; that load warns again.
+    let screen = pane.wait_for("looks like tool");
+    assert!(!screen.contains("\\x1b["), "{screen}");
+    assert!(!screen.contains("\u{1b}["), "{screen}");
+}
