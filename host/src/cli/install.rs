@@ -81,7 +81,7 @@ fn cwd() -> PathBuf {
 }
 
 /// The manifest file an entry goes to.
-fn target_file(workspace: &Path, project: bool) -> Result<PathBuf, String> {
+pub(super) fn target_file(workspace: &Path, project: bool) -> Result<PathBuf, String> {
     if project {
         Ok(workspace.join("corral.toml"))
     } else {

@@ -3,7 +3,7 @@
 
 use corral_core::manifest::{self, McpServerDecl};
 use corral_protocol::terminal::inert;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::ExitCode;
 use toml_edit::{Array, DocumentMut, InlineTable, Item, Table, value};
 
@@ -141,17 +141,6 @@ impl Entry {
     }
 }
 
-fn target(workspace: &Path, project: bool) -> Result<PathBuf, String> {
-    if project {
-        Ok(workspace.join("corral.toml"))
-    } else {
-        manifest::user_file().ok_or_else(|| {
-            "no configuration directory for the user's manifest (set XDG_CONFIG_HOME or HOME)"
-                .to_owned()
-        })
-    }
-}
-
 fn read(file: &Path) -> Result<DocumentMut, String> {
     let text = match manifest::read_manifest(file) {
         Ok(t) => t,
@@ -224,7 +213,7 @@ pub(super) fn add(
         env,
         grants: Grants::parse(grants)?,
     };
-    let file = target(workspace, project)?;
+    let file = super::install::target_file(workspace, project)?;
     let mut doc = read(&file)?;
     insert(&mut doc, &entry);
     write(&file, &doc)?;
@@ -238,7 +227,7 @@ pub(super) fn add(
 
 /// `corral mcp remove`.
 pub(super) fn remove(workspace: &Path, name: &str, project: bool) -> Result<String, String> {
-    let file = target(workspace, project)?;
+    let file = super::install::target_file(workspace, project)?;
     let mut doc = read(&file)?;
     let removed = doc
         .get_mut("mcp")
@@ -410,7 +399,7 @@ pub(super) fn import(
     yes: bool,
 ) -> Result<String, String> {
     let found = servers_of(file)?;
-    let target = target(workspace, project)?;
+    let target = super::install::target_file(workspace, project)?;
     let mut text = String::new();
     let mut doc = read(&target)?;
     let mut n = 0;
