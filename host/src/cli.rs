@@ -1,6 +1,7 @@
 //! Command-line interface: parses arguments, calls the library, renders
 //! results. Nothing here decides policy; it only shows what the library did.
 
+mod history;
 mod install;
 mod logsink;
 mod mcp;

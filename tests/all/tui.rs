@@ -86,6 +86,16 @@ impl Pane {
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
+    /// What the pane shows now and its scrollback above it.
+    pub(crate) fn scrollback(&self) -> String {
+        let out = self
+            .tmux()
+            .args(["capture-pane", "-p", "-S", "-", "-t", "ui"])
+            .output()
+            .expect("capture-pane");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
     /// Types `text` literally.
     pub(crate) fn type_text(&self, text: &str) {
         let ok = self
@@ -252,6 +262,16 @@ fn a_session_in_the_terminal_ui() {
     pane.press("C-c");
     let screen = pane.wait_for("CORRAL-EXIT=");
     assert!(screen.contains("CORRAL-EXIT=0"), "{screen}");
+    // The transcript stays in the terminal after the UI's alternate screen
+    // is gone, in order, above the shell's next line.
+    let back = pane.scrollback();
+    let mut rest: &str = &back;
+    for expected in ["> hello there", "Second answer.", "> slow one", "CORRAL-EXIT=0"] {
+        let at = rest
+            .find(expected)
+            .unwrap_or_else(|| panic!("`{expected}` missing or out of order after exit:\n{back}"));
+        rest = &rest[at + expected.len()..];
+    }
     drop(pane);
 
     // `resume --last` on a terminal opens the UI on the session, its
@@ -270,6 +290,21 @@ fn a_session_in_the_terminal_ui() {
     let screen = pane.wait_for("CORRAL-EXIT=");
     assert!(screen.contains("CORRAL-EXIT=0"), "{screen}");
     assert_restored(&pane);
+    drop(pane);
+
+    // A new session of the same workspace recalls the earlier prompts: Up
+    // puts the last one in the empty input.
+    let pane = Pane::start(&command).expect("tmux");
+    let screen = pane.wait_for("ask anything");
+    assert!(!screen.contains("slow one"), "{screen}");
+    pane.press("Up");
+    pane.wait_for("slow one");
+    pane.press("Up");
+    pane.wait_for("second");
+    pane.press("C-c");
+    pane.press("C-d");
+    let screen = pane.wait_for("CORRAL-EXIT=");
+    assert!(screen.contains("CORRAL-EXIT=0"), "{screen}");
     drop(pane);
 
     // The log is whole: every event numbered without gaps, the approval and

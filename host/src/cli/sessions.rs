@@ -61,8 +61,16 @@ pub fn show(workspace: &Path, id: &str, json: bool) -> ExitCode {
         }
         return ExitCode::SUCCESS;
     }
+    out(&transcript(&records));
+    ExitCode::SUCCESS
+}
+
+/// A session's transcript as `corral show` prints it: prompts, answers,
+/// tool calls with the first line of their output, plans, compactions and
+/// stops (not yet made inert: the caller prints it through `out`).
+fn transcript(records: &[session::Record]) -> String {
     let mut text = String::new();
-    for r in &records {
+    for r in records {
         match &r.event {
             Event::SessionStarted {
                 session_id,
@@ -146,8 +154,25 @@ pub fn show(workspace: &Path, id: &str, json: bool) -> ExitCode {
             _ => {}
         }
     }
-    out(&text);
-    ExitCode::SUCCESS
+    text
+}
+
+/// Prints the transcript of session `id` of `workspace`, so that it stays
+/// in the terminal's scrollback after the UI leaves its alternate screen.
+/// Prints nothing when the session cannot be read (it may never have
+/// started).
+pub(super) fn print_transcript(workspace: &Path, id: &str) {
+    let Ok(dir) = session::sessions_dir(workspace) else {
+        return;
+    };
+    let Ok(path) = session::find_session(&dir, Some(id)) else {
+        return;
+    };
+    if let Ok(records) = session::read(&path)
+        && !records.is_empty()
+    {
+        out(&transcript(&records));
+    }
 }
 
 /// `corral compact ID`: reopens the session and compacts its history.

@@ -195,6 +195,7 @@ impl Opener {
         });
         let mut app = App::new(self.flags.provider.as_deref().unwrap_or(""), mode);
         app.color = std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
+        app.set_history(super::history::load(&self.workspace));
         // The log already holds the session's start (its id and provider),
         // and a resumed session's whole transcript.
         if let Ok(records) = session::read(session.log_path()) {
@@ -436,8 +437,15 @@ pub async fn ui(workspace: &Path, resume: Option<Resume>, flags: Flags) -> ExitC
             return fail(&format!("cannot set up the terminal: {e}"));
         }
     };
-    let code = drive(&opener, session, app, &mut terminal).await;
+    let mut last = session.id().to_owned();
+    let code = drive(&opener, session, app, &mut terminal, &mut last).await;
     drop(guard);
+    // The UI drew on the alternate screen, which goes with it: the
+    // transcript is printed on the normal screen, where it stays in the
+    // terminal's scrollback. Not after SIGTERM or SIGHUP: nobody reads it.
+    if code == ExitCode::SUCCESS {
+        super::sessions::print_transcript(workspace, &last);
+    }
     code
 }
 
@@ -465,6 +473,7 @@ async fn drive(
     mut session: Session,
     mut app: App,
     terminal: &mut Terminal<CrosstermBackend<Stdout>>,
+    last: &mut String,
 ) -> ExitCode {
     let start = Instant::now();
     let mut input = input_thread();
@@ -571,6 +580,7 @@ async fn drive(
                 Ok(session) => session,
                 Err(code) => return code,
             };
+            session.id().clone_into(last);
         }
     }
     close(session).await;
@@ -590,6 +600,9 @@ async fn act(
 ) -> Result<Session, ExitCode> {
     match action {
         Action::Submit(op) => {
+            if let corral_protocol::Op::UserTurn { text } = &op {
+                super::history::add(&opener.workspace, text);
+            }
             session.submit(op);
         }
         Action::Quit => {

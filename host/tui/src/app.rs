@@ -254,6 +254,12 @@ impl App {
         }
     }
 
+    /// The prompts Up and Down walk through before any of this session's
+    /// (the workspace's earlier ones, oldest first).
+    pub fn set_history(&mut self, prompts: Vec<String>) {
+        self.input.set_history(prompts);
+    }
+
     /// The workspace files `@` completes to.
     pub fn set_files(&mut self, files: Vec<String>) {
         self.files = files;

@@ -107,6 +107,13 @@ impl Input {
         !self.text[self.cursor..].contains('\n')
     }
 
+    /// Starts the history with `prompts` (oldest first), as a new session
+    /// of the same workspace remembers them.
+    pub(crate) fn set_history(&mut self, prompts: Vec<String>) {
+        self.history = prompts;
+        self.walk = self.history.len();
+    }
+
     pub(crate) fn history_up(&mut self) {
         if self.walk > 0 {
             self.walk -= 1;
