@@ -28,6 +28,9 @@ pub struct Served {
     /// The proxy of a grant naming destinations: it lives as long as the
     /// program does.
     _proxy: Option<super::Proxy>,
+    /// For root without a pids cgroup: the count of the program's
+    /// processes, which kills them all past the budget, as for a run.
+    _watchdog: Option<tree::Watchdog>,
 }
 
 impl std::fmt::Debug for Served {
@@ -103,7 +106,7 @@ impl Launch {
             mut child,
             cgroup,
             proxy,
-            ..
+            watch_budget,
         } = self.spawn_confined(&mut cmd, &name)?;
         let Some(pid) = child.id() else {
             return Err(ExecError::SpawnFailed(format!(
@@ -111,6 +114,8 @@ impl Launch {
             )));
         };
         let tree = tree::Tree::new(pid, cgroup);
+        let watchdog =
+            watch_budget.then(|| tree.watch(super::MAX_PROCESSES as usize).0);
         let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
             return Err(ExecError::SpawnFailed(format!(
                 "`{name}` started without its pipes"
@@ -121,6 +126,7 @@ impl Launch {
             child,
             tree,
             _proxy: proxy,
+            _watchdog: watchdog,
         })
     }
 }
