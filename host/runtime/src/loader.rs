@@ -374,8 +374,8 @@ pub(super) async fn load(rt: &Runtime, manifest: &Manifest) -> Result<Plugins, L
                 super::imports::check(decl, &cached.imports).map_err(LoadError)?;
                 tracing::info!(
                     plugin = %decl.name,
-                    "tools from the description cache; the component is loaded (from the compile \
-                     cache, or compiled) when a call first needs it"
+                    "tools from the description cache; the component is loaded only when a call \
+                     first needs it"
                 );
                 let mut plugin = entry(
                     &compiler,

@@ -213,7 +213,7 @@ pub(super) fn add(
         env,
         grants: Grants::parse(grants)?,
     };
-    let file = super::install::target_file(workspace, project)?;
+    let file = crate::cli::install::target_file(workspace, project)?;
     let mut doc = read(&file)?;
     insert(&mut doc, &entry);
     write(&file, &doc)?;
@@ -227,7 +227,7 @@ pub(super) fn add(
 
 /// `corral mcp remove`.
 pub(super) fn remove(workspace: &Path, name: &str, project: bool) -> Result<String, String> {
-    let file = super::install::target_file(workspace, project)?;
+    let file = crate::cli::install::target_file(workspace, project)?;
     let mut doc = read(&file)?;
     let removed = doc
         .get_mut("mcp")
@@ -399,7 +399,7 @@ pub(super) fn import(
     yes: bool,
 ) -> Result<String, String> {
     let found = servers_of(file)?;
-    let target = super::install::target_file(workspace, project)?;
+    let target = crate::cli::install::target_file(workspace, project)?;
     let mut text = String::new();
     let mut doc = read(&target)?;
     let mut n = 0;
