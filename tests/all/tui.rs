@@ -266,7 +266,12 @@ fn a_session_in_the_terminal_ui() {
     // is gone, in order, above the shell's next line.
     let back = pane.scrollback();
     let mut rest: &str = &back;
-    for expected in ["> hello there", "Second answer.", "> slow one", "CORRAL-EXIT=0"] {
+    for expected in [
+        "> hello there",
+        "Second answer.",
+        "> slow one",
+        "CORRAL-EXIT=0",
+    ] {
         let at = rest
             .find(expected)
             .unwrap_or_else(|| panic!("`{expected}` missing or out of order after exit:\n{back}"));

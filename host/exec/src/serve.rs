@@ -114,8 +114,7 @@ impl Launch {
             )));
         };
         let tree = tree::Tree::new(pid, cgroup);
-        let watchdog =
-            watch_budget.then(|| tree.watch(super::MAX_PROCESSES as usize).0);
+        let watchdog = watch_budget.then(|| tree.watch(super::MAX_PROCESSES as usize).0);
         let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
             return Err(ExecError::SpawnFailed(format!(
                 "`{name}` started without its pipes"
