@@ -42,6 +42,7 @@ mod manifest;
 mod mcp;
 mod mcp_bounds;
 mod mcp_client;
+mod mcp_client_memory;
 mod mcp_client_net;
 mod mcp_clients;
 mod mock;

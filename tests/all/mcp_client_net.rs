@@ -98,3 +98,132 @@ fn a_server_without_net_reaches_nothing_and_a_bad_destination_is_an_error() {
         "{out}"
     );
 }
+
+/// A program of the MCP servers `.ci/run` installs, or why there is none
+/// (under `CORRAL_CI=1` it must be there).
+fn installed(rel: &str) -> Option<std::path::PathBuf> {
+    let Some(root) = std::env::var_os("CORRAL_TEST_MCP_SERVERS") else {
+        assert!(
+            std::env::var_os("CORRAL_CI").is_none(),
+            "CORRAL_TEST_MCP_SERVERS must be set under CORRAL_CI (.ci/run installs the servers)"
+        );
+        eprintln!("skipped: CORRAL_TEST_MCP_SERVERS is unset (.ci/run installs the servers)");
+        return None;
+    };
+    let p = std::path::PathBuf::from(root).join(rel);
+    if p.exists() {
+        Some(p)
+    } else {
+        eprintln!("skipped: {} is not installed", p.display());
+        None
+    }
+}
+
+/// A loopback HTTP server answering every path with `text/plain` `marker`
+/// but `/robots.txt`, which is 404; the targets it was asked for.
+fn plain_site(marker: &'static str) -> (u16, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
+    use std::io::{Read as _, Write as _};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    let seen: std::sync::Arc<std::sync::Mutex<Vec<String>>> = Default::default();
+    let log = seen.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut s) = stream else { continue };
+            let mut head = Vec::new();
+            let mut buf = [0u8; 1024];
+            while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                match s.read(&mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => head.extend_from_slice(&buf[..n]),
+                }
+            }
+            let text = String::from_utf8_lossy(&head).into_owned();
+            let target = text.split_whitespace().nth(1).unwrap_or("").to_owned();
+            log.lock().expect("lock").push(target.clone());
+            let (status, body) = if target == "/robots.txt" {
+                ("404 Not Found", "no robots here")
+            } else {
+                ("200 OK", marker)
+            };
+            let _ = write!(
+                s,
+                "HTTP/1.1 {status}\r\nContent-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    (port, seen)
+}
+
+/// PyPI's `mcp-server-fetch`, granted one loopback origin, run by
+/// `corral run` from a cassette: it fetches that origin through corral's
+/// proxy (its robots.txt check included), the result is logged and
+/// labelled untrusted, and another loopback port is refused by the proxy
+/// without being reached. `--allow-private-ips` turns off the server's own
+/// refusal of loopback addresses: here the grant is what limits it.
+#[test]
+fn the_pypi_fetch_server_fetches_its_granted_loopback_origin_and_no_other() {
+    let Some(fetch) = installed("py/bin/mcp-server-fetch") else {
+        return;
+    };
+    let (a, seen_a) = plain_site("fetched-from-site-a");
+    let (b, seen_b) = plain_site("fetched-from-site-b");
+    let sb = Sandbox::new();
+    sb.write(".gitignore", "*.cassette.json\n");
+    sb.write(
+        "corral.toml",
+        &format!(
+            "[policy]\nmode = \"full-auto\"\n\n\
+             [mcp.fetch]\ncommand = {:?}\nargs = [\"--allow-private-ips\"]\n\
+             grants = {{ net = [\"http://127.0.0.1:{a}\"] }}\ntimeout_ms = 30000\n\n\
+             [plugins.replay]\nsource = \"builtin:replay\"\n\
+             grants.fs = [{{ path = \".\", access = \"ro\" }}]\n\
+             config = {{ cassette = \"guard.cassette.json\" }}\n",
+            fetch.display().to_string()
+        ),
+    );
+    crate::guard::cassette(
+        &sb,
+        &[
+            crate::support::cassette::call_turn(
+                "f1",
+                "fetch__fetch",
+                json!({"url": format!("http://127.0.0.1:{a}/page")}),
+            ),
+            crate::support::cassette::call_turn(
+                "f2",
+                "fetch__fetch",
+                json!({"url": format!("http://127.0.0.1:{b}/page")}),
+            ),
+            crate::support::cassette::answer_turn("Fetched."),
+        ],
+    );
+    let cli = Cli::new();
+    let o = cli.run(&sb.ws(), &["run", "--provider", "replay", "--json", "go"]);
+    assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
+    let events = crate::guard::events(&o);
+    let end = crate::guard::find(&events, "tool_call_end", "f1");
+    let text = end["outcome"]["content"].as_str().unwrap_or_default();
+    assert!(text.contains("fetched-from-site-a"), "{end}");
+    assert_eq!(end["outcome"]["is_error"], false, "{end}");
+    assert_eq!(
+        crate::guard::labels(end),
+        vec![crate::guard::label("untrusted", "mcp:fetch")]
+    );
+    assert_eq!(
+        *seen_a.lock().expect("lock"),
+        ["/robots.txt", "/page"],
+        "{end}"
+    );
+    let end = crate::guard::find(&events, "tool_call_end", "f2");
+    let text = end["outcome"]["content"].as_str().unwrap_or_default();
+    assert_eq!(end["outcome"]["is_error"], true, "{end}");
+    assert!(!text.contains("fetched-from-site-b"), "{end}");
+    assert!(seen_b.lock().expect("lock").is_empty(), "{end}");
+    let log = std::fs::read_to_string(crate::support::log::session_log(&cli)).expect("log");
+    assert!(
+        log.contains("fetch__fetch") && log.contains("fetched-from-site-a"),
+        "the session log lacks the call"
+    );
+}

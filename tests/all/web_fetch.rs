@@ -443,3 +443,232 @@ fn web_search_lists_results_and_only_the_server_sees_the_key() {
         .collect();
     assert_eq!(auth, [format!("Bearer {SEARCH_KEY}")]);
 }
+
+// ---- a new origin asks through the policy unless granted ----
+
+/// A workspace where the policy allows `web_fetch` (and the same plugin
+/// under a second name, `two_web_fetch`) outright, so that only an
+/// origin outside `grants.net` asks; `granted` is web-fetch's grant.
+fn asking(granted: &[String], mode: &str, turns: &[serde_json::Value]) -> Sandbox {
+    let sb = Sandbox::new();
+    sb.write(".gitignore", "*.cassette.json\n");
+    sb.write(
+        "corral.toml",
+        &format!(
+            "[policy]\nmode = {mode:?}\nallow = [\"web_fetch\", \"two_web_fetch\"]\n\n\
+             [plugins.web-fetch]\nsource = \"builtin:web-fetch\"\ngrants.net = {granted:?}\n\n\
+             [plugins.two]\nsource = \"builtin:web-fetch\"\ntool_prefix = \"two_\"\n\n\
+             [plugins.replay]\nsource = \"builtin:replay\"\n\
+             grants.fs = [{{ path = \".\", access = \"ro\" }}]\n\
+             config = {{ cassette = \"guard.cassette.json\" }}\n"
+        ),
+    );
+    crate::guard::cassette(&sb, turns);
+    sb
+}
+
+/// `corral run --json --approvals stdin`: each approval request is
+/// answered by `answer` (the request, with the model's call id); `check`
+/// runs before each answer, while the call waits. The events, with model
+/// ids.
+fn run_answering(
+    cli: &Cli,
+    sb: &Sandbox,
+    answer: impl Fn(&serde_json::Value) -> serde_json::Value,
+    check: impl Fn(&str),
+) -> Vec<serde_json::Value> {
+    use std::process::Stdio;
+    let mut child = cli
+        .command(
+            &sb.ws(),
+            &[
+                "run",
+                "--provider",
+                "replay",
+                "--json",
+                "--approvals",
+                "stdin",
+                "Fetch the pages",
+            ],
+        )
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let out = BufReader::new(child.stdout.take().expect("stdout"));
+    let mut events = Vec::new();
+    for line in out.lines() {
+        let event: serde_json::Value =
+            serde_json::from_str(&line.expect("line")).expect("a JSON event");
+        if event["type"] == "approval_requested" {
+            let model_id = event["call"]["model_id"].as_str().unwrap_or_default();
+            check(model_id);
+            let mut reply = answer(&event);
+            reply["op"] = json!("approval");
+            reply["call_id"] = event["call"]["id"].clone();
+            writeln!(stdin, "{reply}").expect("answer");
+            stdin.flush().expect("flush");
+        }
+        events.push(event);
+    }
+    assert!(child.wait().expect("wait").success(), "{events:#?}");
+    crate::with_model_ids(events)
+}
+
+fn content(end: &serde_json::Value) -> String {
+    end["outcome"]["content"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+#[test]
+fn an_ungranted_origin_asks_and_an_approval_widens_that_call_only() {
+    let site = Site::start(|target| page("text/plain", &format!("page {target}")));
+    let url = |p: &str| site.url(p);
+    let turns = [
+        call_turn("w1", "web_fetch", json!({"url": url("/one")})),
+        call_turn("w2", "web_fetch", json!({"url": url("/two")})),
+        call_turn("w3", "web_fetch", json!({"url": url("/three")})),
+        call_turn("w4", "web_fetch", json!({"url": url("/four")})),
+        call_turn("w5", "two_web_fetch", json!({"url": url("/five")})),
+        answer_turn("Fetched."),
+    ];
+    let sb = asking(&[], "ask", &turns);
+    let cli = Cli::new();
+    let hits = |n: usize| {
+        let seen = site.seen();
+        assert_eq!(seen.len(), n, "{seen:?}");
+    };
+    let events = run_answering(
+        &cli,
+        &sb,
+        |event| match event["call"]["model_id"].as_str() {
+            Some("w1") => json!({"decision": "approve"}),
+            Some("w2") => json!({"decision": "deny"}),
+            Some("w3") => json!({"decision": "approve_for_session"}),
+            Some("w5") => json!({"decision": "deny"}),
+            other => panic!("asked about {other:?}: {event}"),
+        },
+        // Nothing is sent while a call waits for its answer.
+        |id| match id {
+            "w1" | "w2" => hits(0),
+            "w3" => hits(1),
+            "w5" => hits(3),
+            other => panic!("asked about {other}"),
+        },
+    );
+    let o = origin(&site);
+    let asked = find(&events, "approval_requested", "w1");
+    let reason = asked["reason"].as_str().unwrap_or_default();
+    assert!(
+        reason.contains(&format!(
+            "`web_fetch` would reach {o}, which grants.net of [plugins.web-fetch] does not name"
+        )),
+        "{reason}"
+    );
+    assert_eq!(
+        asked["session_covers"],
+        format!("every web_fetch call, and web-fetch reaching {o}")
+    );
+    assert!(content(find(&events, "tool_call_end", "w1")).contains("page /one"));
+    // Approved once: the next call to the same origin asks again, and a
+    // denial sends nothing.
+    let denied = content(find(&events, "tool_call_end", "w2"));
+    assert!(
+        denied.contains(&format!(
+            "add \"{o}\" to grants.net in [plugins.web-fetch] of corral.toml"
+        )),
+        "{denied}"
+    );
+    assert!(content(find(&events, "tool_call_end", "w3")).contains("page /three"));
+    // Approved for the session: no prompt for web-fetch's next call…
+    assert!(
+        !events
+            .iter()
+            .any(|e| e["type"] == "approval_requested" && e["call"]["id"] == "w4"),
+        "{events:#?}"
+    );
+    assert_eq!(
+        find(&events, "permission", "w4")["decision"],
+        "allow",
+        "{events:#?}"
+    );
+    assert!(content(find(&events, "tool_call_end", "w4")).contains("page /four"));
+    // …but never for another plugin.
+    find(&events, "approval_requested", "w5");
+    let targets: Vec<String> = site.seen().into_iter().map(|s| s.target).collect();
+    assert_eq!(targets, ["/one", "/three", "/four"]);
+}
+
+#[test]
+fn a_granted_origin_runs_unasked_and_an_approval_does_not_cover_a_redirect() {
+    // Nothing may reach this port: it is neither granted nor approved.
+    let elsewhere = TcpListener::bind("127.0.0.1:0").expect("bind");
+    elsewhere.set_nonblocking(true).expect("nonblocking");
+    let ungranted = elsewhere.local_addr().expect("addr").port();
+    let granted_site = Site::start(|_| page("text/plain", "granted page"));
+    let asked_site = Site::start(move |_| redirect(format!("http://127.0.0.1:{ungranted}/steal")));
+    let turns = [
+        call_turn("g1", "web_fetch", json!({"url": granted_site.url("/")})),
+        call_turn("r1", "web_fetch", json!({"url": asked_site.url("/away")})),
+        answer_turn("Done."),
+    ];
+    let sb = asking(&[origin(&granted_site)], "ask", &turns);
+    let cli = Cli::new();
+    let events = run_answering(
+        &cli,
+        &sb,
+        |event| {
+            assert_eq!(event["call"]["model_id"], "r1", "{event}");
+            json!({"decision": "approve"})
+        },
+        |_| {},
+    );
+    assert!(content(find(&events, "tool_call_end", "g1")).contains("granted page"));
+    let r1 = content(find(&events, "tool_call_end", "r1"));
+    assert!(
+        r1.contains(&format!(
+            "redirected to http://127.0.0.1:{ungranted}/steal, whose origin http://127.0.0.1:{ungranted} is not granted"
+        )),
+        "{r1}"
+    );
+    assert_eq!(asked_site.seen().len(), 1);
+    match elsewhere.accept() {
+        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+        other => panic!("the redirect's origin was reached: {other:?}"),
+    }
+}
+
+#[test]
+fn without_anyone_to_ask_an_ungranted_origin_is_refused_with_how_to_grant_it() {
+    let site = Site::start(|_| page("text/plain", "nobody should read this"));
+    let o = origin(&site);
+    for mode in ["ask", "read-only"] {
+        let sb = asking(
+            &[],
+            mode,
+            &[
+                call_turn("w1", "web_fetch", json!({"url": site.url("/")})),
+                answer_turn("Could not."),
+            ],
+        );
+        let cli = Cli::new();
+        let out = cli.run(
+            &sb.ws(),
+            &["run", "--provider", "replay", "--json", "Fetch it"],
+        );
+        assert_exit(&out, 0);
+        let events = events(&out);
+        let end = content(find(&events, "tool_call_end", "w1"));
+        assert!(
+            end.contains(&format!(
+                "{o} is not granted to web-fetch: to allow it without asking, add \"{o}\" to grants.net in [plugins.web-fetch] of corral.toml"
+            )),
+            "{mode}: {end}"
+        );
+        assert!(site.seen().is_empty(), "{mode}: the site was reached");
+    }
+}

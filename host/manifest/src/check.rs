@@ -90,6 +90,8 @@ impl Checker<'_> {
             .iter()
             .map(|t| format!("{tool_prefix}{t}"))
             .collect();
+        let destination_args =
+            self.destination_args(name, &source, &tool_prefix, raw.destination_args.as_ref())?;
         Ok(PluginDecl {
             name: name.to_owned(),
             tool_prefix,
@@ -103,7 +105,48 @@ impl Checker<'_> {
             config,
             origin,
             reads_secrets,
+            destination_args,
         })
+    }
+
+    /// `destination_args`, keyed by the names the model calls the tools;
+    /// `builtin:web-fetch` names its `url` unless the entry says otherwise.
+    fn destination_args(
+        &self,
+        name: &str,
+        source: &Source,
+        tool_prefix: &str,
+        raw: Option<&BTreeMap<String, Spanned<String>>>,
+    ) -> Result<BTreeMap<String, String>, ManifestError> {
+        let Some(raw) = raw else {
+            return Ok(match source {
+                Source::Builtin(b) if b == "web-fetch" => {
+                    BTreeMap::from([(format!("{tool_prefix}web_fetch"), "url".to_owned())])
+                }
+                _ => BTreeMap::new(),
+            });
+        };
+        let mut out = BTreeMap::new();
+        for (tool, arg) in raw {
+            let plain = |s: &str| {
+                !s.is_empty()
+                    && s.chars()
+                        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-'))
+            };
+            if !plain(tool) || !plain(arg.get_ref()) {
+                return Err(self.err(
+                    arg.span(),
+                    format!(
+                        "destination_args of plugin `{name}`: `{}` = `{}` is not a tool name and an argument name",
+                        tool.escape_debug(),
+                        arg.get_ref().escape_debug()
+                    ),
+                    Some("write `destination_args = { TOOL = \"ARGUMENT\" }`, e.g. `{ web_fetch = \"url\" }`".into()),
+                ));
+            }
+            out.insert(format!("{tool_prefix}{tool}"), arg.get_ref().clone());
+        }
+        Ok(out)
     }
 
     /// `grants.fs`: each directory checked, and none nested in another.

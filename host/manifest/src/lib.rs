@@ -242,6 +242,10 @@ pub struct PluginDecl {
     /// Its tools whose output is sensitive (`reads_secrets`), by the names
     /// the model calls them.
     pub reads_secrets: Vec<String>,
+    /// Its tools whose calls name their destination (`destination_args`):
+    /// the tool, by the name the model calls it, and the argument holding
+    /// the URL. Such a call to an origin `net` does not name asks first.
+    pub destination_args: BTreeMap<String, String>,
 }
 
 /// The checked manifest of one workspace.

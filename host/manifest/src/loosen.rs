@@ -110,6 +110,13 @@ pub(super) fn widened(old: &PluginDecl, new: &PluginDecl) -> Vec<String> {
             ));
         }
     }
+    for (tool, arg) in &new.destination_args {
+        if old.destination_args.get(tool) != Some(arg) {
+            out.push(format!(
+                "asking to let a `{tool}` call reach the origin of its `{arg}` argument"
+            ));
+        }
+    }
     for t in &old.reads_secrets {
         if !new.reads_secrets.contains(t) {
             out.push(format!(

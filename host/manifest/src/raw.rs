@@ -247,6 +247,11 @@ pub(super) struct RawPlugin {
     /// sensitive to the exfiltration guard.
     #[serde(default)]
     pub(super) reads_secrets: Vec<String>,
+    /// `destination_args = { web_fetch = "url" }`: the argument of a tool
+    /// that holds the URL a call goes to; a call whose URL's origin is not
+    /// in `grants.net` asks through the policy, and an approval lets that
+    /// one call reach it.
+    pub(super) destination_args: Option<BTreeMap<String, Spanned<String>>>,
     /// `denied = ["net:https://x:443"]`: what the user refused when the
     /// plugin was added or updated; `corral plugin update` keeps refusing it.
     #[allow(dead_code, reason = "read by `corral plugin update` from the file")]

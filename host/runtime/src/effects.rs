@@ -27,6 +27,9 @@ pub(crate) enum CallCaps {
         tool: String,
         /// Its declared effects.
         effects: Vec<Effect>,
+        /// Origins the user approved for this one call beyond the plugin's
+        /// `grants.net` (its `destination_args` URL).
+        widened: Vec<crate::manifest::NetGrant>,
     },
     /// A tool's `preview`: reads only.
     Preview {
@@ -61,7 +64,7 @@ impl CallCaps {
         match self {
             CallCaps::Invoke { effects, .. } if effects.contains(&Effect::Execute) => Ok(()),
             CallCaps::Hook => Ok(()),
-            CallCaps::Invoke { tool, effects } => Err(format!(
+            CallCaps::Invoke { tool, effects, .. } => Err(format!(
                 "tool `{tool}` (plugin `{plugin}`) may not run programs: it declares {}, and corral \
                  runs programs only for tools that declare the `execute` effect; declare `execute` \
                  in the tool's effects so that the permission policy judges its calls as running programs",
@@ -88,7 +91,7 @@ impl CallCaps {
         match self {
             CallCaps::Invoke { effects, .. } if effects.contains(&Effect::Network) => Ok(()),
             CallCaps::Provider | CallCaps::Hook => Ok(()),
-            CallCaps::Invoke { tool, effects } => Err(format!(
+            CallCaps::Invoke { tool, effects, .. } => Err(format!(
                 "tool `{tool}` (plugin `{plugin}`) may not reach the network: it declares {}, \
                  and corral sends requests only for tools that declare the `network` effect; \
                  declare `network` in the tool's effects so that the permission policy judges \
@@ -103,6 +106,16 @@ impl CallCaps {
                 "`describe` of plugin `{plugin}` may not reach the network: it runs at load time \
                  with no programs, no network and read-only directories"
             )),
+        }
+    }
+}
+
+impl CallCaps {
+    /// The origins approved for this call beyond `grants.net`.
+    pub(crate) fn widened(&self) -> &[crate::manifest::NetGrant] {
+        match self {
+            CallCaps::Invoke { widened, .. } => widened,
+            _ => &[],
         }
     }
 }
@@ -138,6 +151,7 @@ mod tests {
         CallCaps::Invoke {
             tool: "t".into(),
             effects: effects.to_vec(),
+            widened: Vec::new(),
         }
     }
 

@@ -283,20 +283,24 @@ impl Plugin {
         arguments: &str,
         call_id: &str,
     ) -> Result<ToolOutput, ToolError> {
-        self.call_touched(tool, arguments, call_id).await.0
+        self.call_touched(tool, arguments, call_id, Vec::new())
+            .await
+            .0
     }
 
     /// [`Plugin::call`], and what the call touched (files read, hosts
-    /// reached, programs run), whatever its outcome.
+    /// reached, programs run), whatever its outcome. `widened` are origins
+    /// the user approved for this one call beyond the plugin's `grants.net`.
     pub async fn call_touched(
         &self,
         tool: &str,
         arguments: &str,
         call_id: &str,
+        widened: Vec<crate::manifest::NetGrant>,
     ) -> (Result<ToolOutput, ToolError>, super::Touched) {
         let mut touched = super::Touched::default();
         let result = self
-            .call_recording(tool, arguments, call_id, &mut touched)
+            .call_recording(tool, arguments, call_id, widened, &mut touched)
             .await;
         (result, touched)
     }
@@ -306,6 +310,7 @@ impl Plugin {
         tool: &str,
         arguments: &str,
         call_id: &str,
+        widened: Vec<crate::manifest::NetGrant>,
         touched: &mut super::Touched,
     ) -> Result<ToolOutput, ToolError> {
         let spec = self
@@ -327,6 +332,7 @@ impl Plugin {
         let caps = effects::CallCaps::Invoke {
             tool: tool.to_owned(),
             effects: spec.effects.clone(),
+            widened,
         };
         let result = self
             .call_in_sandbox_touched(pre, caps, None, Some(touched), move |instance, store| {

@@ -243,7 +243,14 @@ impl Plugin {
             egress: http::Egress {
                 plugin: self.shared.name.clone(),
                 origin: self.shared.origin.clone(),
-                allow: self.decl.net.clone().into(),
+                // The grant, and what the user approved for this one call.
+                allow: self
+                    .decl
+                    .net
+                    .iter()
+                    .chain(caps.widened())
+                    .cloned()
+                    .collect(),
                 secrets: self.decl.secrets.clone().into(),
                 refused: caps.network(name).err(),
                 contacted: Vec::new(),

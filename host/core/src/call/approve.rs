@@ -31,6 +31,14 @@ pub enum Scope {
     /// covers only calls the guard holds, never the same call the policy
     /// alone would ask about.
     Guarded(Box<Scope>),
+    /// An origin a plugin's `grants.net` does not name, approved for the
+    /// calls of that plugin only (see [`super::egress`]).
+    Origin {
+        /// The plugin.
+        plugin: String,
+        /// `scheme://host:port`.
+        origin: String,
+    },
 }
 
 impl Scope {
@@ -52,6 +60,7 @@ impl Scope {
         match self {
             Scope::Tool(tool) => format!("every {tool} call"),
             Scope::Command { .. } | Scope::Guarded(_) => "this command".to_owned(),
+            Scope::Origin { plugin, origin } => format!("{plugin} reaching {origin}"),
         }
     }
 }
@@ -78,6 +87,8 @@ impl Dispatcher {
             verdict,
             scope,
             guard,
+            also,
+            hint,
         } = judged;
         match verdict.decision {
             Decision::Allow => {
@@ -96,7 +107,10 @@ impl Dispatcher {
                     stop,
                 }));
             }
-            Decision::Ask if self.approved_for_session(&scope) => {
+            Decision::Ask
+                if self.approved_for_session(&scope)
+                    && also.as_ref().is_none_or(|s| self.approved_for_session(s)) =>
+            {
                 sink.emit(record(
                     PermissionDecision::ApprovedForSession,
                     format!("{}; approved earlier in this session", verdict.reason),
@@ -106,11 +120,15 @@ impl Dispatcher {
             Decision::Ask => {}
         }
         let preview = self.preview(checked, cancel).await;
+        let covers = match &also {
+            Some(more) => format!("{}, and {}", scope.covers(), more.covers()),
+            None => scope.covers(),
+        };
         let request = ApprovalRequest::new(
             call.clone(),
             verdict.reason.clone(),
             preview,
-            scope.covers(),
+            covers,
             guard.clone(),
         );
         let pending = self.approver.approve(&request);
@@ -134,6 +152,7 @@ impl Dispatcher {
             ApprovalAnswer::ApproveForSession => {
                 if let Ok(mut approved) = self.approved.lock() {
                     approved.insert(scope);
+                    approved.extend(also);
                 }
                 sink.emit(record(
                     PermissionDecision::ApprovedForSession,
@@ -147,10 +166,14 @@ impl Dispatcher {
                     PermissionDecision::Refused,
                     format!("{}; {why}", verdict.reason),
                 ))?;
-                let message = match &guard {
+                let mut message = match &guard {
                     Some(held) => format!("not run: {why}; {held}"),
                     None => format!("not run: {why}"),
                 };
+                if let Some(hint) = hint {
+                    message.push_str("; ");
+                    message.push_str(&hint);
+                }
                 Ok(Some(CallOutcome::Refused {
                     message,
                     stop: false,
@@ -174,7 +197,7 @@ impl Dispatcher {
 
     /// Whether the user approved `scope` for the rest of the session. A
     /// poisoned table approves nothing: the user is asked again.
-    fn approved_for_session(&self, scope: &Scope) -> bool {
+    pub(super) fn approved_for_session(&self, scope: &Scope) -> bool {
         self.approved
             .lock()
             .is_ok_and(|approved| approved.contains(scope))

@@ -152,7 +152,12 @@ impl Dispatcher {
             return Ok(Some(refused));
         }
         let judged = self.judge(checked, &hooked);
-        self.approve(checked, judged, sink, cancel).await
+        let (judged, widening) = self.egress(checked, judged);
+        let refused = self.approve(checked, judged, sink, cancel).await?;
+        if refused.is_none() {
+            checked.widened = widening.map(|w| w.grant);
+        }
+        Ok(refused)
     }
 
     /// Runs the admitted calls of one group together and ends each, in

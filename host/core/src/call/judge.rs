@@ -36,6 +36,11 @@ pub(super) struct Judgement {
     pub scope: Scope,
     /// Why the guard holds the call, when it does.
     pub guard: Option<String>,
+    /// A second scope the call asks about and an approval for the session
+    /// also covers: the origin of its destination ([`super::egress`]).
+    pub also: Option<Scope>,
+    /// How to allow the call without asking, added to its refusal.
+    pub hint: Option<String>,
 }
 
 impl Dispatcher {
@@ -109,11 +114,15 @@ impl Dispatcher {
                 },
                 scope: Scope::Guarded(Box::new(scope)),
                 guard: Some(why),
+                also: None,
+                hint: None,
             },
             None => Judgement {
                 verdict,
                 scope,
                 guard: None,
+                also: None,
+                hint: None,
             },
         }
     }
@@ -141,11 +150,24 @@ impl Dispatcher {
         // A host tool sends nothing itself; a subagent's calls are judged by
         // its own dispatcher, which shares this tracker.
         let reach = match (&checked.plugin, &checked.mcp) {
-            (Some(plugin), _) => reach(
-                &checked.spec.effects,
-                plugin.decl(),
-                tracker.classifier.workspace(),
-            ),
+            (Some(plugin), _) => {
+                let mut reach = reach(
+                    &checked.spec.effects,
+                    plugin.decl(),
+                    tracker.classifier.workspace(),
+                );
+                // An origin the call names may be approved beyond the grant.
+                if let Some(dest) = super::egress::destination(checked)
+                    && checked
+                        .spec
+                        .effects
+                        .contains(&crate::protocol::Effect::Network)
+                    && !reach.hosts.contains(&dest)
+                {
+                    reach.hosts.push(dest);
+                }
+                reach
+            }
             (None, Some(mcp)) => mcp
                 .get(&checked.call.name)?
                 .reach(tracker.classifier.workspace()),

@@ -25,6 +25,7 @@
 mod approve;
 mod batch;
 mod check;
+mod egress;
 mod finish;
 mod judge;
 mod protect;
@@ -144,6 +145,9 @@ pub struct Checked {
     touched: Arc<Mutex<HashMap<String, Touched>>>,
     /// Keeps the before-images of the files the call changes.
     checkpoint: Option<Arc<dyn crate::runtime::Checkpoint>>,
+    /// The origin the user approved for this call beyond its plugin's
+    /// `grants.net` ([`egress`]).
+    widened: Option<crate::manifest::NetGrant>,
 }
 
 impl Checked {

@@ -62,7 +62,8 @@ pub async fn sandbox(checked: &Checked) -> CallOutcome {
             call.name
         ));
     };
-    let run = plugin.call_touched(&call.name, &call.arguments, &call.id);
+    let widened = checked.widened.iter().cloned().collect();
+    let run = plugin.call_touched(&call.name, &call.arguments, &call.id, widened);
     let (result, touched) = match &checked.checkpoint {
         Some(checkpoint) => crate::runtime::checkpoint_scope(checkpoint.clone(), run).await,
         None => run.await,
