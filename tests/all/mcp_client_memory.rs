@@ -12,6 +12,10 @@ use std::process::Stdio;
 /// The peak resident memory of `corral tool call TOOL` in the workspace,
 /// in KiB, and whether it exited successfully.
 fn peak_kib(cli: &Cli, sb: &Sandbox, tool: &str) -> (i64, bool) {
+    #[allow(
+        clippy::zombie_processes,
+        reason = "reaped by wait4 below, which also reads its peak memory"
+    )]
     let child = cli
         .command(
             &sb.ws(),

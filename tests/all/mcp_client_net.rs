@@ -119,8 +119,9 @@ fn installed(rel: &str) -> Option<std::path::PathBuf> {
     }
 }
 
-/// A loopback HTTP server answering every path with `text/plain` `marker`
-/// but `/robots.txt`, which is 404; the targets it was asked for.
+/// A loopback HTTP server answering every path with an HTML article
+/// headed `marker` but `/robots.txt`, which is 404; the targets it was
+/// asked for.
 fn plain_site(marker: &'static str) -> (u16, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
     use std::io::{Read as _, Write as _};
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
@@ -142,13 +143,20 @@ fn plain_site(marker: &'static str) -> (u16, std::sync::Arc<std::sync::Mutex<Vec
             let target = text.split_whitespace().nth(1).unwrap_or("").to_owned();
             log.lock().expect("lock").push(target.clone());
             let (status, body) = if target == "/robots.txt" {
-                ("404 Not Found", "no robots here")
+                ("404 Not Found", "no robots here".to_owned())
             } else {
-                ("200 OK", marker)
+                (
+                    "200 OK",
+                    format!(
+                        "<html><head><title>t</title><script>var x = 'SCRIPT-TEXT';</script></head>\
+                         <body><main><h1>{marker}</h1><p>The article text of this page, long \
+                         enough to be kept by the extractor as its content.</p></main></body></html>"
+                    ),
+                )
             };
             let _ = write!(
                 s,
-                "HTTP/1.1 {status}\r\nContent-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                "HTTP/1.1 {status}\r\nContent-Type: text/html\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
                 body.len()
             );
         }
@@ -161,7 +169,10 @@ fn plain_site(marker: &'static str) -> (u16, std::sync::Arc<std::sync::Mutex<Vec
 /// proxy (its robots.txt check included), the result is logged and
 /// labelled untrusted, and another loopback port is refused by the proxy
 /// without being reached. `--allow-private-ips` turns off the server's own
-/// refusal of loopback addresses: here the grant is what limits it.
+/// refusal of loopback addresses: here the grant is what limits it. Its
+/// `PATH` is its venv's `bin`: with `node` in `PATH`, readabilipy (which
+/// turns the page into Markdown) runs `npm install` into its own install
+/// at first use, which a confined server may not write, and fails.
 #[test]
 fn the_pypi_fetch_server_fetches_its_granted_loopback_origin_and_no_other() {
     let Some(fetch) = installed("py/bin/mcp-server-fetch") else {
@@ -176,11 +187,17 @@ fn the_pypi_fetch_server_fetches_its_granted_loopback_origin_and_no_other() {
         &format!(
             "[policy]\nmode = \"full-auto\"\n\n\
              [mcp.fetch]\ncommand = {:?}\nargs = [\"--allow-private-ips\"]\n\
+             env = {{ PATH = {:?} }}\n\
              grants = {{ net = [\"http://127.0.0.1:{a}\"] }}\ntimeout_ms = 30000\n\n\
              [plugins.replay]\nsource = \"builtin:replay\"\n\
              grants.fs = [{{ path = \".\", access = \"ro\" }}]\n\
              config = {{ cassette = \"guard.cassette.json\" }}\n",
-            fetch.display().to_string()
+            fetch.display().to_string(),
+            fetch
+                .parent()
+                .expect("the venv's bin")
+                .display()
+                .to_string(),
         ),
     );
     crate::guard::cassette(
@@ -205,7 +222,8 @@ fn the_pypi_fetch_server_fetches_its_granted_loopback_origin_and_no_other() {
     let events = crate::guard::events(&o);
     let end = crate::guard::find(&events, "tool_call_end", "f1");
     let text = end["outcome"]["content"].as_str().unwrap_or_default();
-    assert!(text.contains("fetched-from-site-a"), "{end}");
+    assert!(text.contains("# fetched-from-site-a"), "{end}");
+    assert!(!text.contains("SCRIPT-TEXT"), "{end}");
     assert_eq!(end["outcome"]["is_error"], false, "{end}");
     assert_eq!(
         crate::guard::labels(end),

@@ -554,8 +554,8 @@ fn an_ungranted_origin_asks_and_an_approval_widens_that_call_only() {
         },
         // Nothing is sent while a call waits for its answer.
         |id| match id {
-            "w1" | "w2" => hits(0),
-            "w3" => hits(1),
+            "w1" => hits(0),
+            "w2" | "w3" => hits(1),
             "w5" => hits(3),
             other => panic!("asked about {other}"),
         },
