@@ -19,7 +19,7 @@ use std::fmt::Write as _;
 /// assert_eq!(corral_protocol::terminal::inert("a\x1b[31mred\tb\n"), "a\\x1b[31mred\tb\n");
 /// ```
 pub fn inert(text: &str) -> Cow<'_, str> {
-    if !text.chars().any(needs_escape) {
+    if is_clean(text) {
         return Cow::Borrowed(text);
     }
     let mut out = String::with_capacity(text.len() + 16);
@@ -48,7 +48,7 @@ pub fn inert(text: &str) -> Cow<'_, str> {
 /// assert_eq!(serde_json::from_str::<String>(&safe).unwrap(), "a\u{9b}b");
 /// ```
 pub fn inert_json(json: &str) -> Cow<'_, str> {
-    if !json.chars().any(needs_escape) {
+    if is_clean(json) {
         return Cow::Borrowed(json);
     }
     let mut out = String::with_capacity(json.len() + 16);
@@ -205,6 +205,33 @@ impl<W: std::io::Write> std::io::Write for InertLog<W> {
     }
 }
 
+/// Whether no character of `text` [needs an escape](needs_escape). Printable
+/// ASCII, newline and tab (almost all of a model's answer) are checked 16
+/// bytes at a time; only from the first other byte on is the text decoded
+/// and checked character by character. A streamed answer goes through here
+/// on its way to stdout, and the character-wise check alone was several
+/// times the cost of writing it.
+fn is_clean(text: &str) -> bool {
+    const LANES: usize = 16;
+    let plain = |b: u8| (b' '..=b'~').contains(&b) || b == b'\n' || b == b'\t';
+    let bytes = text.as_bytes();
+    let mut at = 0;
+    for chunk in bytes.chunks_exact(LANES) {
+        // `fold`, not `all`: no early exit, so the compiler checks the 16
+        // bytes as one vector.
+        if !chunk.iter().fold(true, |ok, &b| ok & plain(b)) {
+            break;
+        }
+        at += LANES;
+    }
+    let rest = &bytes[at..];
+    match rest.iter().position(|&b| !plain(b)) {
+        None => true,
+        // Every byte before `first` is ASCII, so it is a character boundary.
+        Some(first) => !text[at + first..].chars().any(needs_escape),
+    }
+}
+
 fn needs_escape(c: char) -> bool {
     (c.is_control() && c != '\n' && c != '\t') || is_invisible(c)
 }
@@ -264,6 +291,37 @@ mod tests {
         assert_eq!(inert("rtl\u{202e}txt"), "rtl\\u{202e}txt");
         assert_eq!(inert("tag\u{e0041}"), "tag\\u{e0041}");
         assert_eq!(inert("héllo wörld ✓"), "héllo wörld ✓");
+    }
+
+    #[test]
+    fn the_fast_scan_finds_an_escape_wherever_it_sits() {
+        // The 16-byte scan, its tail and the character-wise check after the
+        // first non-ASCII byte must each catch every kind of character.
+        let bad = [
+            "\x1b",
+            "\r",
+            "\x7f",
+            "\0",
+            "\u{9b}",
+            "\u{202e}",
+            "\u{200b}",
+            "\u{e0041}",
+        ];
+        for len in [0, 1, 15, 16, 17, 31, 32, 40] {
+            let clean = "a".repeat(len);
+            assert!(super::is_clean(&clean), "{len}");
+            assert!(super::is_clean(&format!("{clean}é✓\t\n{clean}")), "{len}");
+            for at in 0..=len {
+                for b in bad {
+                    let text = format!("{}{b}{}", &clean[..at], &clean[at..]);
+                    assert!(!super::is_clean(&text), "{text:?}");
+                    assert!(inert(&text).contains('\\'), "{text:?}");
+                    // Behind a non-ASCII character, in the character-wise part.
+                    let text = format!("{}é{b}{}", &clean[..at], &clean[at..]);
+                    assert!(!super::is_clean(&text), "{text:?}");
+                }
+            }
+        }
     }
 
     #[test]

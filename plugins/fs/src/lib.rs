@@ -140,8 +140,10 @@ impl Tool for ReadFile {
     fn run(args: ReadArgs) -> Result<Output> {
         let path = workspace_path(&args.path)?;
         let file = std::fs::File::open(&path).map_err(|e| io_error(&args.path, &e))?;
-        let size = file.metadata().map_err(|e| io_error(&args.path, &e))?.len();
-        if file.metadata().is_ok_and(|m| m.is_dir()) {
+        // One `stat` for both: in the sandbox each is a host call.
+        let meta = file.metadata().map_err(|e| io_error(&args.path, &e))?;
+        let size = meta.len();
+        if meta.is_dir() {
             return Err(Error::Failed(format!(
                 "`{}` is a directory; use list_files",
                 args.path
