@@ -1,6 +1,7 @@
 //! Command-line interface: parses arguments, calls the library, renders
 //! results. Nothing here decides policy; it only shows what the library did.
 
+mod commands;
 mod history;
 mod install;
 mod logsink;
@@ -10,8 +11,10 @@ mod plugins;
 mod render;
 mod run;
 mod sessions;
+mod tally;
 mod toolview;
 mod trust;
+mod trust_commands;
 mod ui;
 mod undo;
 
