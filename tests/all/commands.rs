@@ -20,9 +20,14 @@ const REPLAY: &str = "[agent]\nprovider = \"replay\"\n\n[plugins.replay]\nsource
 const FIX: &str = "---\ndescription: Fix an issue\nargument-hint: [issue]\n---\n\
                    Fix issue $ARGUMENTS, starting with $1.\n";
 
-/// The text of the newest session's (first) user message.
+/// The text of the newest session's user message (newest by the time its
+/// log was written: two ids of one second do not sort by time).
 fn last_prompt(cli: &Cli) -> String {
-    let events = read_events(&session_log(cli));
+    let newest = crate::support::log::session_logs(cli)
+        .into_iter()
+        .max_by_key(|p| std::fs::metadata(p).and_then(|m| m.modified()).ok())
+        .expect("a log");
+    let events = read_events(&newest);
     of_type(&events, "user_message")
         .last()
         .and_then(|e| e["text"].as_str())

@@ -269,16 +269,16 @@ pub fn discover(workspace: &Path, user: Option<&Path>, builtins: &[&str]) -> Com
             let hash = sha256(&b);
             match trusted.get(&found.rel) {
                 Some(h) if *h == hash => command(&found, &b, Scope::Project),
-                Some(_) => Err(format!(
-                    "{PROJECT_DIR}/{} changed since you trusted this project; run `corral trust` \
-                     to review it",
-                    found.rel
-                )),
-                None => Err(format!(
-                    "{PROJECT_DIR}/{} is not trusted yet: a project's commands are offered \
-                     once you review them; run `corral trust`",
-                    found.rel
-                )),
+                Some(_) => Err(
+                    "it changed since you trusted this project; run `corral trust` \
+                     to review it"
+                        .to_owned(),
+                ),
+                None => Err(
+                    "it is not trusted yet: a project's commands are offered once you \
+                     review them; run `corral trust`"
+                        .to_owned(),
+                ),
             }
         });
         add(&mut all, &mut seen, &found, loaded, builtins);

@@ -6,7 +6,7 @@ use super::fail;
 use super::render::{Renderer, ask_terminal, spinner};
 use corral_core::manifest::{Manifest, Overrides};
 use corral_core::session::{self, Approvals, Resume, SessionConfig};
-use corral_protocol::{ApprovalAnswer, Event, Mode, Op, RunResult, StopReason, UsageTotals};
+use corral_protocol::{ApprovalAnswer, Event, Mode, Op, StopReason};
 use std::collections::{HashMap, HashSet};
 use std::io::{BufRead as _, IsTerminal as _, Read as _};
 use std::path::{Path, PathBuf};

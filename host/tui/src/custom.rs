@@ -127,3 +127,75 @@ impl App {
         }));
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::{Event, Mode};
+    use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+
+    fn typed(app: &mut App, text: &str) {
+        for c in text.chars() {
+            app.key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE));
+        }
+    }
+
+    fn enter(app: &mut App) {
+        app.key(KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE));
+    }
+
+    #[test]
+    fn custom_commands_are_offered_and_asked_for() {
+        let mut app = App::new("replay", Mode::Ask);
+        app.set_commands(
+            vec![CustomCommand {
+                name: "/fix".into(),
+                description: "Fix it\u{1b}[2J\nnow".into(),
+                argument_hint: "[issue]".into(),
+            }],
+            vec!["/later".into()],
+        );
+        typed(&mut app, "/fi");
+        assert_eq!(app.completion.len(), 1);
+        assert_eq!(app.completion[0].0, "/fix");
+        assert!(!app.completion[0].1.contains('\u{1b}'));
+        assert!(!app.completion[0].1.contains('\n'));
+        // A command with an argument hint takes the arguments next.
+        enter(&mut app);
+        assert_eq!(app.input.text, "/fix ");
+        typed(&mut app, "12");
+        enter(&mut app);
+        assert_eq!(app.drain_actions(), [Action::Command("/fix 12".into())]);
+        typed(&mut app, "/later");
+        enter(&mut app);
+        assert_eq!(app.drain_actions(), [Action::Command("/later".into())]);
+        typed(&mut app, "/nope");
+        enter(&mut app);
+        assert!(app.drain_actions().is_empty());
+        assert!(super::super::app::help(&app.custom).contains("/fix"));
+    }
+
+    #[test]
+    fn a_bang_line_runs_through_the_session_and_not_during_a_turn() {
+        let mut app = App::new("replay", Mode::Ask);
+        typed(&mut app, "!git status");
+        enter(&mut app);
+        assert_eq!(
+            app.drain_actions(),
+            [Action::Submit(Op::Shell {
+                command: "git status".into()
+            })]
+        );
+        // Busy until its stop.
+        typed(&mut app, "!ls");
+        enter(&mut app);
+        assert!(app.drain_actions().is_empty());
+        app.apply(&Event::Stop {
+            reason: crate::protocol::StopReason::FinalAnswer,
+            message: None,
+        });
+        typed(&mut app, "!");
+        enter(&mut app);
+        assert!(app.drain_actions().is_empty());
+    }
+}
