@@ -119,10 +119,6 @@ pub async fn run(
     record: Option<PathBuf>,
     flags: Flags,
 ) -> ExitCode {
-    let prompt = match super::commands::expand_prompt(workspace, prompt) {
-        Ok(p) => p,
-        Err(e) => return fail(&e),
-    };
     let (mut config, answering) = match config(workspace, &flags, None) {
         Ok(c) => c,
         Err(code) => return code,
@@ -149,10 +145,6 @@ pub async fn run_in_worktree(
     record: Option<PathBuf>,
     flags: Flags,
 ) -> ExitCode {
-    let prompt = match super::commands::expand_prompt(workspace, prompt) {
-        Ok(p) => p,
-        Err(e) => return fail(&e),
-    };
     let sessions = match session::sessions_dir(workspace) {
         Ok(d) => d,
         Err(e) => return fail(&e),

@@ -5,6 +5,8 @@ use super::{fail, out};
 use corral_core::manifest;
 use std::process::ExitCode;
 
+// long: the review is one sequence read top to bottom: check the file, show it with
+// what it brings in (plugin files, tools, commands), confirm, record.
 pub(super) async fn trust(workspace: &std::path::Path, yes: bool) -> ExitCode {
     use corral_core::manifest::trust;
     let file = workspace.join("corral.toml");

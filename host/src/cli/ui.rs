@@ -484,6 +484,8 @@ fn capture_messages() -> (
     (progress, log_lines)
 }
 
+// long: the UI's one event loop; each source it selects over (session events, keys,
+// ticks, progress, log lines, signals) is handled in place, so their order stays visible.
 async fn drive(
     opener: &Opener,
     mut session: Session,
