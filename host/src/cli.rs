@@ -1,6 +1,7 @@
 //! Command-line interface: parses arguments, calls the library, renders
 //! results. Nothing here decides policy; it only shows what the library did.
 
+mod commands;
 mod history;
 mod install;
 mod logsink;
@@ -10,8 +11,10 @@ mod plugins;
 mod render;
 mod run;
 mod sessions;
+mod tally;
 mod toolview;
 mod trust;
+mod trust_commands;
 mod ui;
 mod undo;
 
@@ -494,18 +497,16 @@ async fn run(cli: Cli) -> ExitCode {
 
 /// `corral run`, in a worktree or not.
 async fn run_command(workspace: &std::path::Path, args: RunArgs) -> ExitCode {
+    // `/NAME args` and `/init` expand as they do in the UI.
+    let prompt = match commands::expand_prompt(workspace, args.prompt) {
+        Ok(p) => p,
+        Err(e) => return fail(&e),
+    };
     match args.worktree {
         Some(name) => {
-            run::run_in_worktree(
-                workspace,
-                &name,
-                args.prompt,
-                args.record,
-                args.agent.into(),
-            )
-            .await
+            run::run_in_worktree(workspace, &name, prompt, args.record, args.agent.into()).await
         }
-        None => run::run(workspace, args.prompt, args.record, args.agent.into()).await,
+        None => run::run(workspace, prompt, args.record, args.agent.into()).await,
     }
 }
 

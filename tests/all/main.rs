@@ -20,6 +20,7 @@ mod budgets;
 mod cache;
 mod children;
 mod cli;
+mod commands;
 mod compact;
 mod conformance;
 mod crash_writes;

@@ -15,6 +15,7 @@ mod cassette;
 mod compact;
 mod history;
 mod host_tools;
+mod shell;
 mod subagent;
 
 pub use backlog::{BACKLOG_BYTES, Backlog};
@@ -23,6 +24,7 @@ pub use cassette::write as write_cassette;
 pub use compact::{SUMMARY_PROMPT, apply as apply_compaction, summary_request};
 pub use history::replay_history;
 pub use host_tools::{HOST_TOOLS, HostTool};
+pub use shell::{SHELL_TOOL, USER_CALL_PREFIX, shell_note};
 pub use subagent::{SubagentEnv, SubagentOptions};
 
 use crate::call::{Approver, Dispatcher, Emit, NoApprover, Sink};
@@ -264,7 +266,8 @@ pub struct Agent {
     /// The plan as the model last set it (`update_plan`), carried by the
     /// summary when the history is compacted.
     plan: Vec<crate::protocol::PlanStep>,
-    /// Undos logged since the last prompt, told to the model with the next.
+    /// Undos and `!` lines logged since the last prompt, told to the model
+    /// with the next.
     undone: Vec<String>,
     /// The workspace's `git status` for the system prompt.
     git_status: crate::context::GitStatus,

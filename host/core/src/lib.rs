@@ -44,6 +44,7 @@ pub use corral_manifest as manifest;
 pub mod agent;
 pub mod call;
 pub mod checkpoint;
+pub mod commands;
 pub mod context;
 pub mod hooks;
 pub mod install;

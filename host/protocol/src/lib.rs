@@ -78,6 +78,14 @@ pub enum Op {
     /// Compacts the history now: the older turns are summarised and
     /// replaced by the summary ([`Event::Compacted`]).
     Compact,
+    /// Runs a command line the user typed (`!cmd`) as a `run_command` call
+    /// through the same pipeline as the model's calls (rules, mode,
+    /// approval, confinement, the log); its output joins the conversation
+    /// with the next prompt. Ends with an [`Event::Stop`].
+    Shell {
+        /// The command line.
+        command: String,
+    },
     /// Ends the session once the running turn (if any) is interrupted;
     /// the last event is [`Event::ShutdownComplete`].
     Shutdown,

@@ -6,7 +6,7 @@ use super::fail;
 use super::render::{Renderer, ask_terminal, spinner};
 use corral_core::manifest::{Manifest, Overrides};
 use corral_core::session::{self, Approvals, Resume, SessionConfig};
-use corral_protocol::{ApprovalAnswer, Event, Mode, Op, RunResult, StopReason, UsageTotals};
+use corral_protocol::{ApprovalAnswer, Event, Mode, Op, StopReason};
 use std::collections::{HashMap, HashSet};
 use std::io::{BufRead as _, IsTerminal as _, Read as _};
 use std::path::{Path, PathBuf};
@@ -271,8 +271,9 @@ pub async fn resume(
         Some(id) if !last => Resume::Id(id),
         _ => Resume::Last,
     });
-    let first = match prompt {
-        Some(text) => Op::UserTurn { text },
+    let first = match prompt.map(|p| super::commands::expand_prompt(workspace, p)) {
+        Some(Ok(text)) => Op::UserTurn { text },
+        Some(Err(e)) => return fail(&e),
         None => Op::Continue,
     };
     drive(config, first, None, flags.json, answering).await
@@ -286,7 +287,7 @@ async fn drive(
     answering: Answering,
 ) -> ExitCode {
     let started = std::time::Instant::now();
-    let mut tally = Tally::new(&config);
+    let mut tally = super::tally::Tally::new(&config);
     let mut session = match session::open(config).await {
         Ok(s) => s,
         Err(e) => return fail(&e),
@@ -479,122 +480,6 @@ impl StdinAnswers {
                  requested for it (ids come from approval_requested events: call.id)",
                 quoted(id)
             );
-        }
-    }
-}
-
-/// What the run's `result` event counts, folded from its events.
-struct Tally {
-    manifest: Option<Manifest>,
-    provider: Option<String>,
-    /// The model of the next request (empty: the provider's configured one).
-    model: String,
-    usage: UsageTotals,
-    /// The cost so far; `None` once a request could not be priced.
-    cost: Option<f64>,
-    /// Requests counted (the run's and its subagents').
-    counted: u32,
-    answer: String,
-    turns: u32,
-    requests: u32,
-    tool_calls: u32,
-}
-
-impl Tally {
-    fn new(config: &SessionConfig) -> Self {
-        let manifest = config.manifest.clone();
-        let agent = manifest
-            .as_ref()
-            .map(|m| m.agent.clone())
-            .unwrap_or_default();
-        Self {
-            provider: config.provider.clone().or(agent.provider),
-            model: config.model.clone().or(agent.model).unwrap_or_default(),
-            manifest,
-            usage: UsageTotals::default(),
-            cost: Some(0.0),
-            counted: 0,
-            answer: String::new(),
-            turns: 0,
-            requests: 0,
-            tool_calls: 0,
-        }
-    }
-
-    fn see(&mut self, event: &Event) {
-        match event {
-            Event::SessionStarted {
-                provider, model, ..
-            } => {
-                self.provider = Some(provider.clone());
-                self.model = model.clone();
-            }
-            Event::ProviderChanged { provider } => self.provider = Some(provider.clone()),
-            Event::ModelChanged { model } => self.model = model.clone(),
-            Event::TurnBegin { .. } => self.turns += 1,
-            Event::ToolCallBegin { .. } => self.tool_calls += 1,
-            Event::RequestEnd { message, usage, .. } => {
-                self.requests += 1;
-                self.answer = message.text.clone();
-                self.count(*usage);
-            }
-            Event::Subagent { event, .. } => {
-                if let Event::RequestEnd { usage, .. } = event.as_ref() {
-                    self.count(*usage);
-                }
-            }
-            _ => {}
-        }
-    }
-
-    /// Adds a request's tokens, and their cost at the current model's price.
-    fn count(&mut self, usage: Option<corral_protocol::Usage>) {
-        match usage {
-            Some(u) => {
-                self.usage.input_tokens += u64::from(u.input_tokens);
-                self.usage.output_tokens += u64::from(u.output_tokens);
-            }
-            None => self.usage.unreported += 1,
-        }
-        self.counted += 1;
-        let price = self.price();
-        self.cost = match (self.cost, usage, price) {
-            (Some(sum), Some(u), Some(p)) => {
-                Some(sum + p.cost(u64::from(u.input_tokens), u64::from(u.output_tokens)))
-            }
-            _ => None,
-        };
-    }
-
-    /// The price of the model in use, if the manifest gives one.
-    fn price(&self) -> Option<corral_core::manifest::Price> {
-        let manifest = self.manifest.as_ref()?;
-        let model = if self.model.is_empty() {
-            let provider = self.provider.as_deref()?;
-            let decl = manifest.plugins.iter().find(|p| p.name == provider)?;
-            decl.config.get("model")?.clone()
-        } else {
-            self.model.clone()
-        };
-        manifest.agent.models.get(&model)?.price
-    }
-
-    fn result(self, session_id: String, stop: StopReason, took: std::time::Duration) -> RunResult {
-        // Nothing was asked: free if the price is known, unknown otherwise.
-        let cost_usd = match self.counted {
-            0 => self.price().map(|_| 0.0),
-            _ => self.cost,
-        };
-        RunResult {
-            session_id,
-            stop_reason: stop,
-            answer: self.answer,
-            usage: self.usage,
-            cost_usd,
-            duration_ms: u64::try_from(took.as_millis()).unwrap_or(u64::MAX),
-            turns: self.turns,
-            requests: self.requests,
-            tool_calls: self.tool_calls,
         }
     }
 }

@@ -5,9 +5,16 @@ use super::{fail, out};
 use corral_core::manifest;
 use std::process::ExitCode;
 
+// long: the review is one sequence read top to bottom: check the file, show it with
+// what it brings in (plugin files, tools, commands), confirm, record.
 pub(super) async fn trust(workspace: &std::path::Path, yes: bool) -> ExitCode {
     use corral_core::manifest::trust;
     let file = workspace.join("corral.toml");
+    let (commands, command_problems) = corral_core::commands::review(workspace);
+    let commands_changed = corral_core::commands::review_changes(workspace, &commands);
+    if !file.exists() && (commands_changed || !commands.is_empty()) {
+        return super::trust_commands::commands_only(workspace, yes);
+    }
     let text = match manifest::read_manifest(&file) {
         Ok(t) => t,
         Err(e) => return fail(&format!("{}: {e}", file.display())),
@@ -39,14 +46,21 @@ pub(super) async fn trust(workspace: &std::path::Path, yes: bool) -> ExitCode {
         trust::Status::Trusted => {
             let recorded = trust::recorded_files(&store, &canonical, &text).unwrap_or_default();
             let changed = files_changed(&files, &recorded);
-            if changed.is_empty() {
+            if changed.is_empty() && !commands_changed {
                 out(&format!("{} is already trusted", file.display()));
                 return ExitCode::SUCCESS;
             }
-            format!(
-                "{} is unchanged, but plugin files it names changed since you trusted it:\n{changed}",
-                file.display()
-            )
+            if changed.is_empty() {
+                format!(
+                    "{} is unchanged, but its custom commands changed since you trusted it:\n",
+                    file.display()
+                )
+            } else {
+                format!(
+                    "{} is unchanged, but plugin files it names changed since you trusted it:\n{changed}",
+                    file.display()
+                )
+            }
         }
         trust::Status::New => format!("{} is not trusted yet. It says:\n\n{text}", file.display()),
         trust::Status::Changed {
@@ -65,6 +79,7 @@ pub(super) async fn trust(workspace: &std::path::Path, yes: bool) -> ExitCode {
     };
     review.push_str(&loosening_text(&checked, &name));
     review.push_str(&files_text(&files));
+    review.push_str(&super::trust_commands::text(&commands, &command_problems));
     let described = project_tools(&checked, &name).await;
     for (plugin, tools) in &described {
         match tools {
@@ -108,6 +123,9 @@ pub(super) async fn trust(workspace: &std::path::Path, yes: bool) -> ExitCode {
                 return fail(&format!("cannot record the tools of `{plugin}`: {e}"));
             }
         }
+    }
+    if let Err(e) = super::trust_commands::record(workspace, &commands) {
+        return fail(&e);
     }
     match trust::trust(&store, &canonical, &text, &record) {
         Ok(()) => {

@@ -196,6 +196,8 @@ impl Opener {
         let mut app = App::new(self.flags.provider.as_deref().unwrap_or(""), mode);
         app.color = std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
         app.set_history(super::history::load(&self.workspace));
+        let (offered, refused, notes) = super::commands::for_ui(&self.workspace);
+        app.set_commands(offered, refused);
         // The log already holds the session's start (its id and provider),
         // and a resumed session's whole transcript.
         if let Ok(records) = session::read(session.log_path()) {
@@ -203,7 +205,21 @@ impl Opener {
                 app.replay(&record.event);
             }
         }
+        for note in notes {
+            app.notice(&note, true);
+        }
         Ok((session, app))
+    }
+
+    /// The usage and cost of `session` so far, from its log.
+    fn tally(&self, session: &Session) -> super::tally::Tally {
+        let mut tally = super::tally::Tally::for_workspace(&self.workspace, &self.config(None));
+        if let Ok(records) = session::read(session.log_path()) {
+            for record in &records {
+                tally.see(&record.event);
+            }
+        }
+        tally
     }
 }
 
@@ -468,6 +484,8 @@ fn capture_messages() -> (
     (progress, log_lines)
 }
 
+// long: the UI's one event loop; each source it selects over (session events, keys,
+// ticks, progress, log lines, signals) is handled in place, so their order stays visible.
 async fn drive(
     opener: &Opener,
     mut session: Session,
@@ -492,6 +510,8 @@ async fn drive(
         .await
         .unwrap_or_default();
     app.set_files(files_kept.clone());
+    let mut tally = opener.tally(&session);
+    app.set_cost(tally.cost());
     let mut dirty = true;
     loop {
         app.set_clock(start.elapsed().as_millis() as u64);
@@ -522,6 +542,7 @@ async fn drive(
                 let Some(event) = event else { break };
                 app.set_clock(start.elapsed().as_millis() as u64);
                 let mut ended = event == Event::ShutdownComplete;
+                tally.see(&event);
                 app.apply(&event);
                 // Everything already queued goes into this one frame (for a
                 // while at most, so keys still get their turn): a fast
@@ -530,8 +551,10 @@ async fn drive(
                 while !ended && batch.elapsed() < FRAME_BATCH {
                     let Some(event) = session.try_next_event() else { break };
                     ended = event == Event::ShutdownComplete;
+                    tally.see(&event);
                     app.apply(&event);
                 }
+                app.set_cost(tally.cost());
                 if ended {
                     break;
                 }
@@ -580,6 +603,10 @@ async fn drive(
                 Ok(session) => session,
                 Err(code) => return code,
             };
+            if session.id() != last.as_str() {
+                tally = opener.tally(&session);
+                app.set_cost(tally.cost());
+            }
             session.id().clone_into(last);
         }
     }
@@ -630,6 +657,16 @@ async fn act(
                     restore();
                     return Err(fail(&e));
                 }
+            }
+        }
+        Action::Command(line) => {
+            let found = super::commands::discover(&opener.workspace);
+            match corral_core::commands::expand_line(&found, &opener.workspace, &line) {
+                Ok(Some(prompt)) => app.submit_prompt(prompt),
+                Ok(None) => {
+                    app.notice(&format!("unknown command `{line}`; /help lists them"), true)
+                }
+                Err(e) => app.notice(&e, true),
             }
         }
         Action::ListSessions => match pickable(&opener.workspace) {

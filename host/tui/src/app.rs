@@ -28,6 +28,10 @@ pub const SLASH_COMMANDS: &[(&str, &str)] = &[
     ("/diff", "show the workspace's git diff"),
     ("/quit", "end the session and leave"),
     ("/compact", "summarise the older turns to free context"),
+    (
+        "/init",
+        "draft an AGENTS.md from the repository (or improve it)",
+    ),
 ];
 
 /// What the front-end must do for the UI.
@@ -49,6 +53,9 @@ pub enum Action {
     Tools,
     /// Show the plugins.
     Plugins,
+    /// Expand this line (`/init` or a custom command) to its prompt and
+    /// give it to [`App::submit_prompt`].
+    Command(String),
 }
 
 /// A session offered by the picker.
@@ -172,6 +179,10 @@ pub struct App {
     pub(crate) last_out: u32,
     /// The model's context window in tokens, when known.
     pub context_window: Option<u64>,
+    /// The session's cost so far in US dollars, when the model's price is known.
+    pub(crate) cost: Option<f64>,
+    /// Custom slash commands offered, and those refused (see `custom.rs`).
+    pub(crate) custom: super::custom::Custom,
     /// Ctrl-C once on an idle, empty prompt arms quitting.
     pub(crate) quit_armed: bool,
     pub(crate) actions: Vec<Action>,
@@ -220,6 +231,8 @@ impl App {
             last_in: 0,
             last_out: 0,
             context_window: None,
+            cost: None,
+            custom: super::custom::Custom::default(),
             quit_armed: false,
             actions: Vec::new(),
             streaming: None,
@@ -911,7 +924,17 @@ impl App {
             self.slash(&text);
             return;
         }
+        if let Some(command) = text.strip_prefix('!') {
+            self.input.take();
+            self.shell(command.trim());
+            return;
+        }
         let text = self.input.take();
+        self.submit_prompt(text);
+    }
+
+    /// Sends `text` as a prompt now, or after the running turn.
+    pub fn submit_prompt(&mut self, text: String) {
         self.scroll = 0;
         if self.turn_running {
             self.queued.push_back(text);
@@ -927,7 +950,7 @@ impl App {
         let arg = arg.trim();
         let action = match cmd {
             "/help" => {
-                self.notice(&help(), false);
+                self.notice(&help(&self.custom), false);
                 return;
             }
             "/quit" | "/exit" => Action::Quit,
@@ -937,6 +960,8 @@ impl App {
             "/tools" => Action::Tools,
             "/plugins" => Action::Plugins,
             "/compact" => Action::Submit(Op::Compact),
+            "/init" => Action::Command(line.to_owned()),
+            _ if self.custom.knows(cmd) => Action::Command(line.to_owned()),
             "/model" => Action::Submit(Op::SetModel {
                 model: arg.to_owned(),
             }),
@@ -969,6 +994,7 @@ impl App {
                 .iter()
                 .filter(|(c, _)| c.starts_with(text.as_str()))
                 .map(|(c, d)| ((*c).to_owned(), (*d).to_owned()))
+                .chain(self.custom.completions(text))
                 .collect();
         } else {
             let (_, word) = self.input.current_word();
@@ -1001,7 +1027,10 @@ impl App {
         }
         let slash = choice.starts_with('/');
         self.input.replace_word(&choice);
-        if !slash || ["/model", "/provider", "/mode"].contains(&choice.as_str()) {
+        if !slash
+            || ["/model", "/provider", "/mode"].contains(&choice.as_str())
+            || self.custom.takes_arguments(&choice)
+        {
             self.input.insert(' ');
         } else {
             return false;
@@ -1010,8 +1039,8 @@ impl App {
     }
 }
 
-/// The text of `/help`.
-pub(crate) fn help() -> String {
+/// The text of `/help`, with the custom commands `custom` lists.
+pub(crate) fn help(custom: &super::custom::Custom) -> String {
     let mut text = String::from(
         "keys: Enter send · Shift+Enter or Ctrl+J newline · Up/Down history · @ complete a file\n\
          Esc or Ctrl+C interrupt · Ctrl+C twice or Ctrl+D quit · PageUp/PageDown/wheel scroll · \
@@ -1021,5 +1050,6 @@ pub(crate) fn help() -> String {
     for (cmd, what) in SLASH_COMMANDS {
         text.push_str(&format!("{cmd:<10} {what}\n"));
     }
+    text.push_str(&custom.help());
     text
 }

@@ -28,6 +28,7 @@ use corral_protocol::terminal;
 
 mod app;
 mod cards;
+mod custom;
 mod input;
 mod markdown;
 mod modal;
@@ -37,6 +38,7 @@ mod view;
 
 pub use app::{Action, App, Picked, SLASH_COMMANDS};
 pub use cards::plan_mark;
+pub use custom::CustomCommand;
 pub use markdown::markdown;
 pub use view::render;
 

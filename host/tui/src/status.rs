@@ -1,5 +1,6 @@
 //! The status line: provider and model, permission mode, tokens, context
-//! share, session id and what the session is doing.
+//! share, cost (when the model's price is known), session id and what the
+//! session is doing.
 
 use super::app::{App, Working};
 use ratatui::style::{Color, Modifier, Style};
@@ -11,6 +12,15 @@ fn count(n: u64) -> String {
         format!("{:.1}k", n as f64 / 1000.0)
     } else {
         n.to_string()
+    }
+}
+
+/// `$0.0123` under a dollar, `$1.23` above.
+fn dollars(cost: f64) -> String {
+    if cost < 1.0 {
+        format!("${cost:.4}")
+    } else {
+        format!("${cost:.2}")
     }
 }
 
@@ -62,6 +72,10 @@ pub(crate) fn status_line(app: &App) -> Line<'static> {
         Span::styled(" · ", dim),
         Span::raw(ctx),
     ];
+    if let Some(cost) = app.cost {
+        spans.push(Span::styled(" · ", dim));
+        spans.push(Span::raw(dollars(cost)));
+    }
     if !short_id.is_empty() {
         spans.push(Span::styled(" · ", dim));
         spans.push(Span::styled(short_id, dim));

@@ -13,19 +13,65 @@ pub fn undo_note(turn: u32, files: &[String]) -> String {
     )
 }
 
-/// The undos logged after the last prompt, for the next one.
+/// The undos and `!` lines logged after the last prompt, for the next one.
 pub fn pending_undos(records: &[Record]) -> Vec<String> {
-    let mut notes: Vec<String> = records
+    let since = records
         .iter()
-        .rev()
-        .take_while(|r| !matches!(r.event, Event::UserMessage { .. }))
-        .filter_map(|r| match &r.event {
-            Event::Undone { turn, files } => Some(undo_note(*turn, files)),
-            _ => None,
-        })
-        .collect();
-    notes.reverse();
+        .rposition(|r| matches!(r.event, Event::UserMessage { .. }))
+        .map_or(0, |i| i + 1);
+    let mut notes = Vec::new();
+    let mut shell = Shell::default();
+    for r in &records[since..] {
+        if let Event::Undone { turn, files } = &r.event {
+            notes.push(undo_note(*turn, files));
+        }
+        notes.extend(shell.see(&r.event));
+    }
     notes
+}
+
+/// The user's own `!` calls of a log, turned into the notes the model read.
+#[derive(Default)]
+struct Shell {
+    /// Call id → its command line and whether the policy refused it.
+    open: Vec<(String, String, bool)>,
+}
+
+impl Shell {
+    fn see(&mut self, event: &Event) -> Option<String> {
+        match event {
+            Event::ToolCallBegin { call } => {
+                let command = super::shell::shell_command(call)?;
+                self.open.push((call.id.clone(), command, false));
+                None
+            }
+            Event::Permission {
+                call_id, decision, ..
+            } if call_id.starts_with(super::shell::USER_CALL_PREFIX)
+                && super::shell::is_refusal(*decision) =>
+            {
+                // The permission of a refused call comes before its begin.
+                self.open.push((call_id.clone(), String::new(), true));
+                None
+            }
+            Event::ToolCallEnd {
+                call_id, outcome, ..
+            } => {
+                let refused = self
+                    .open
+                    .iter()
+                    .any(|(id, c, r)| id == call_id && c.is_empty() && *r);
+                let command = self
+                    .open
+                    .iter()
+                    .find(|(id, c, _)| id == call_id && !c.is_empty())
+                    .map(|(_, c, _)| c.clone());
+                self.open.retain(|(id, _, _)| id != call_id);
+                Some(super::shell::shell_note(&command?, outcome, refused))
+            }
+            _ => None,
+        }
+    }
 }
 
 /// Rebuilds the conversation from a log: the history, the last turn number,
@@ -36,9 +82,11 @@ pub fn replay_history(records: &[Record]) -> (Vec<Message>, u32, Vec<ToolCall>) 
     let mut open: Vec<ToolCall> = Vec::new();
     // Context `user_prompt` hooks added to the prompt logged next.
     let mut context: Vec<String> = Vec::new();
-    // Undos since the last prompt, told with the next one.
+    // Undos and `!` lines since the last prompt, told with the next one.
     let mut undone: Vec<String> = Vec::new();
+    let mut shell = Shell::default();
     for r in records {
+        undone.extend(shell.see(&r.event));
         match &r.event {
             Event::TurnBegin { turn: t } => {
                 turn = *t;

@@ -388,9 +388,14 @@ async fn drive(
                 None => break,
             },
         };
+        let mut shell = None;
         let prompt = match op {
             Op::UserTurn { text } => Some(text),
             Op::Continue => None,
+            Op::Shell { command } => {
+                shell = Some(command);
+                None
+            }
             Op::Shutdown => break,
             Op::Interrupt => continue,
             Op::Approval { call_id, .. } => {
@@ -427,7 +432,12 @@ async fn drive(
         let cancel = CancellationToken::new();
         let mut shutdown = false;
         let result = {
-            let turn = agent.run(prompt.as_deref(), &ui, &cancel);
+            let turn = async {
+                match &shell {
+                    Some(command) => agent.run_shell(command, &ui, &cancel).await,
+                    None => agent.run(prompt.as_deref(), &ui, &cancel).await,
+                }
+            };
             tokio::pin!(turn);
             loop {
                 tokio::select! {
