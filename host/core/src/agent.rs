@@ -15,6 +15,7 @@ mod cassette;
 mod compact;
 mod history;
 mod host_tools;
+mod rewind;
 mod subagent;
 
 pub use backlog::{BACKLOG_BYTES, Backlog};
@@ -268,6 +269,9 @@ pub struct Agent {
     undone: Vec<String>,
     /// The workspace's `git status` for the system prompt.
     git_status: crate::context::GitStatus,
+    /// The answer text streamed in the running request, kept in the
+    /// history if the user interrupts it.
+    partial: String,
 }
 
 /// `options`' git status if it is `workspace`'s, else one taken later.
@@ -338,6 +342,7 @@ impl Agent {
             calibration: None,
             plan: Vec::new(),
             undone: Vec::new(),
+            partial: String::new(),
         })
     }
 
@@ -395,6 +400,7 @@ impl Agent {
                 })
                 .unwrap_or_default(),
             undone: history::pending_undos(records),
+            partial: String::new(),
         };
         let mut closed = Vec::new();
         for call in open {
@@ -578,6 +584,7 @@ impl Agent {
             let mut response = match self.ask(&request, ui, cancel).await? {
                 Ok(r) => r,
                 Err(None) => {
+                    self.keep_interrupted(ui)?;
                     return self.stop(
                         ui,
                         StopReason::Interrupted,
@@ -800,11 +807,16 @@ impl Agent {
         let record = self.options.record;
         let backlog = self.options.backlog.clone();
         let mut events = Vec::new();
+        // The text streamed so far: kept when the user interrupts it.
+        self.partial.clear();
         let result = loop {
             tokio::select! {
                 biased;
                 () = cancel.cancelled() => return Ok(Err(None)),
                 Some(ev) = rx.recv() => {
+                    if let StreamEvent::TextDelta { text } = &ev {
+                        self.partial.push_str(text);
+                    }
                     if !forward(ui, &ev, backlog.as_ref(), cancel).await {
                         return Ok(Err(None));
                     }
@@ -816,6 +828,9 @@ impl Agent {
             }
         };
         while let Ok(ev) = rx.try_recv() {
+            if let StreamEvent::TextDelta { text } = &ev {
+                self.partial.push_str(text);
+            }
             if !forward(ui, &ev, backlog.as_ref(), cancel).await {
                 return Ok(Err(None));
             }

@@ -28,6 +28,8 @@ pub const SLASH_COMMANDS: &[(&str, &str)] = &[
     ("/diff", "show the workspace's git diff"),
     ("/quit", "end the session and leave"),
     ("/compact", "summarise the older turns to free context"),
+    ("/undo", "put back the files the last turn changed"),
+    ("/rewind", "go back to an earlier message (Esc Esc)"),
 ];
 
 /// What the front-end must do for the UI.
@@ -49,6 +51,23 @@ pub enum Action {
     Tools,
     /// Show the plugins.
     Plugins,
+    /// Work out what `/undo` would restore and call [`App::confirm`] with
+    /// its diff, or say why it cannot.
+    PreviewUndo {
+        /// Overwrite files edited since.
+        force: bool,
+    },
+    /// Work out what a rewind to before the prompt of `turn` would restore
+    /// and call [`App::confirm`] with an [`Op::Rewind`] (`code` set), or say
+    /// why it cannot.
+    PreviewRewind {
+        /// The turn whose prompt is rewound to.
+        turn: u32,
+        /// Whether the conversation goes back too.
+        conversation: bool,
+        /// Overwrite files edited since.
+        force: bool,
+    },
 }
 
 /// A session offered by the picker.
@@ -175,10 +194,18 @@ pub struct App {
     /// Ctrl-C once on an idle, empty prompt arms quitting.
     pub(crate) quit_armed: bool,
     pub(crate) actions: Vec<Action>,
+    /// The undo or rewind overlay ([`super::rewind`]).
+    pub(crate) rewind: Option<super::rewind::Overlay>,
+    /// The conversation's prompts as it stands, oldest first.
+    pub(crate) prompts: Vec<super::rewind::Prompt>,
+    /// The turn the last `turn_begin` started.
+    turn_now: u32,
+    /// When Esc was last pressed on an idle, empty prompt.
+    esc_ms: Option<u64>,
     /// The assistant entry text deltas go to in this request.
-    streaming: Option<usize>,
+    pub(crate) streaming: Option<usize>,
     /// Where each call's card is: (entry, card).
-    cards: HashMap<String, (usize, usize)>,
+    pub(crate) cards: HashMap<String, (usize, usize)>,
     /// Calls of the last assistant message, by id.
     pending_calls: HashMap<String, ToolCall>,
     /// Tools whose only effect is reading (their calls are grouped).
@@ -190,7 +217,7 @@ pub struct App {
     /// The request the last tool group belongs to.
     request_seq: u64,
     group_seq: u64,
-    replaying: bool,
+    pub(crate) replaying: bool,
 }
 
 impl App {
@@ -222,6 +249,10 @@ impl App {
             context_window: None,
             quit_armed: false,
             actions: Vec::new(),
+            rewind: None,
+            prompts: Vec::new(),
+            turn_now: 0,
+            esc_ms: None,
             streaming: None,
             cards: HashMap::new(),
             pending_calls: HashMap::new(),
@@ -319,7 +350,7 @@ impl App {
         self.turn_running = false;
     }
 
-    fn push(&mut self, body: Body) -> usize {
+    pub(crate) fn push(&mut self, body: Body) -> usize {
         self.entries.push(Entry::new(body));
         self.entries.len() - 1
     }
@@ -402,6 +433,9 @@ impl App {
             | Event::WindowAssumed { .. }
             | Event::Hook { .. } => self.apply_notice(event),
             Event::Stop { reason, message } => self.apply_stop(*reason, message.as_deref()),
+            Event::Undone { .. } | Event::Rewound { .. } | Event::AnswerInterrupted { .. } => {
+                self.apply_rewind(event)
+            }
             Event::ShutdownComplete => {}
             // Events a newer core adds are not shown until this UI knows them.
             _ => {}
@@ -454,12 +488,18 @@ impl App {
     /// The turn and the model's answer as it streams.
     fn apply_stream(&mut self, event: &Event) {
         match event {
-            Event::TurnBegin { .. } => {
+            Event::TurnBegin { turn } => {
+                self.turn_now = *turn;
                 self.turn_running = true;
                 self.working = Working::Thinking;
             }
             Event::UserMessage { text } => {
-                self.push(Body::User(text.clone()));
+                let entry = self.push(Body::User(text.clone()));
+                self.prompts.push(super::rewind::Prompt {
+                    turn: self.turn_now,
+                    text: text.clone(),
+                    entry,
+                });
                 self.scroll = 0;
             }
             Event::RequestBegin { .. } => {
@@ -731,6 +771,10 @@ impl App {
             self.modal_key(key);
             return;
         }
+        if self.rewind.is_some() {
+            self.rewind_key(key);
+            return;
+        }
         if let Some(picker) = &mut self.picker {
             match key.code {
                 KeyCode::Up => picker.selected = picker.selected.saturating_sub(1),
@@ -751,6 +795,7 @@ impl App {
         if !(ctrl && key.code == KeyCode::Char('c')) {
             self.quit_armed = false;
         }
+        let esc_before = self.esc_ms.take();
         match key.code {
             KeyCode::Char('c') if ctrl => {
                 if self.turn_running {
@@ -771,12 +816,31 @@ impl App {
                     self.input.delete();
                 }
             }
+            // Two Escs read at once arrive as Alt+Esc.
+            KeyCode::Esc
+                if key.modifiers.contains(KeyModifiers::ALT)
+                    && !self.turn_running
+                    && self.completion.is_empty()
+                    && self.input.is_empty() =>
+            {
+                self.open_rewind(false)
+            }
             KeyCode::Esc => {
                 if !self.completion.is_empty() {
                     self.completion.clear();
                 } else if self.turn_running {
                     self.actions.push(Action::Submit(Op::Interrupt));
                     self.queued.clear();
+                } else if self.input.is_empty() {
+                    // Esc Esc on an idle, empty prompt: rewind.
+                    match esc_before {
+                        Some(t)
+                            if self.now_ms.saturating_sub(t) <= super::rewind::DOUBLE_ESC_MS =>
+                        {
+                            self.open_rewind(false)
+                        }
+                        _ => self.esc_ms = Some(self.now_ms),
+                    }
                 }
             }
             KeyCode::Char('o') if ctrl => {
@@ -937,6 +1001,14 @@ impl App {
             "/tools" => Action::Tools,
             "/plugins" => Action::Plugins,
             "/compact" => Action::Submit(Op::Compact),
+            "/undo" => {
+                self.start_undo(arg);
+                return;
+            }
+            "/rewind" => {
+                self.open_rewind(arg == "--force");
+                return;
+            }
             "/model" => Action::Submit(Op::SetModel {
                 model: arg.to_owned(),
             }),
@@ -1014,7 +1086,7 @@ impl App {
 pub(crate) fn help() -> String {
     let mut text = String::from(
         "keys: Enter send · Shift+Enter or Ctrl+J newline · Up/Down history · @ complete a file\n\
-         Esc or Ctrl+C interrupt · Ctrl+C twice or Ctrl+D quit · PageUp/PageDown/wheel scroll · \
+         Esc or Ctrl+C interrupt · Esc Esc rewind to an earlier message · Ctrl+C twice or Ctrl+D quit · PageUp/PageDown/wheel scroll · \
          Home/End top/bottom · Ctrl+O expand tool output\n\
          approvals: y once · a for the session · n deny (type a reason, Enter)\n",
     );

@@ -31,6 +31,7 @@ mod cards;
 mod input;
 mod markdown;
 mod modal;
+mod rewind;
 mod status;
 mod text;
 mod view;

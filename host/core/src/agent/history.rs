@@ -13,41 +13,101 @@ pub fn undo_note(turn: u32, files: &[String]) -> String {
     )
 }
 
-/// The undos logged after the last prompt, for the next one.
+/// What the model reads of a rewind that restored files only, with the
+/// next prompt.
+pub fn restore_note(turn: u32, files: &[String]) -> String {
+    format!(
+        "[corral] The user restored {} to what they held before turn {turn}; the \
+         conversation is unchanged.",
+        files.join(", ")
+    )
+}
+
+/// What the model reads of an answer the user interrupted: its text, marked.
+pub fn interrupted_answer(text: &str) -> Message {
+    Message::Assistant(crate::protocol::AssistantMessage {
+        text: format!("{text}\n\n[corral: the user interrupted this answer here]"),
+        tool_calls: Vec::new(),
+    })
+}
+
+/// The undos (and file-only rewinds) logged after the last prompt of the
+/// conversation as it stands, for the next one.
 pub fn pending_undos(records: &[Record]) -> Vec<String> {
-    let mut notes: Vec<String> = records
-        .iter()
-        .rev()
-        .take_while(|r| !matches!(r.event, Event::UserMessage { .. }))
-        .filter_map(|r| match &r.event {
-            Event::Undone { turn, files } => Some(undo_note(*turn, files)),
-            _ => None,
-        })
-        .collect();
-    notes.reverse();
-    notes
+    replay(records).undone
+}
+
+/// The note an undo or a file-only rewind leaves for the next prompt.
+fn note(event: &Event) -> Option<String> {
+    match event {
+        Event::Undone { turn, files } => Some(undo_note(*turn, files)),
+        Event::Rewound {
+            turn,
+            conversation: false,
+            files,
+        } if !files.is_empty() => Some(restore_note(*turn, files)),
+        _ => None,
+    }
+}
+
+/// The prompts of the conversation as it stands (a rewound one's later
+/// prompts left out): each with its turn, oldest first.
+pub fn live_prompts(records: &[Record]) -> Vec<(u32, String)> {
+    let mut turn = 0;
+    let mut prompts = Vec::new();
+    for r in records {
+        match &r.event {
+            Event::TurnBegin { turn: t } => turn = *t,
+            Event::UserMessage { text } => prompts.push((turn, text.clone())),
+            Event::Rewound {
+                turn: to,
+                conversation: true,
+                ..
+            } => prompts.retain(|(t, _)| t < to),
+            _ => {}
+        }
+    }
+    prompts
 }
 
 /// Rebuilds the conversation from a log: the history, the last turn number,
 /// and the tool calls that have no result.
 pub fn replay_history(records: &[Record]) -> (Vec<Message>, u32, Vec<ToolCall>) {
-    let mut history = Vec::new();
-    let mut turn = 0;
-    let mut open: Vec<ToolCall> = Vec::new();
-    // Context `user_prompt` hooks added to the prompt logged next.
-    let mut context: Vec<String> = Vec::new();
-    // Undos since the last prompt, told with the next one.
-    let mut undone: Vec<String> = Vec::new();
-    for r in records {
+    let state = replay(records);
+    (state.history, state.turn, state.open)
+}
+
+/// What replaying a log so far has built.
+#[derive(Default)]
+struct Replayed {
+    history: Vec<Message>,
+    turn: u32,
+    open: Vec<ToolCall>,
+    /// Context `user_prompt` hooks added to the prompt logged next.
+    context: Vec<String>,
+    /// Undos since the last prompt, told with the next one.
+    undone: Vec<String>,
+}
+
+fn replay(records: &[Record]) -> Replayed {
+    let mut state = Replayed::default();
+    for (i, r) in records.iter().enumerate() {
+        let Replayed {
+            history,
+            turn,
+            open,
+            context,
+            undone,
+        } = &mut state;
         match &r.event {
             Event::TurnBegin { turn: t } => {
-                turn = *t;
+                *turn = (*turn).max(*t);
                 context.clear();
             }
             Event::UserMessage { text } => {
-                close_open(&mut history, &mut open);
-                context.append(&mut undone);
-                let text = crate::hooks::with_context(text, &context);
+                close_open(history, open);
+                context.append(undone);
+                let text = crate::hooks::with_context(text, context);
                 context.clear();
                 history.push(Message::User { text });
             }
@@ -62,7 +122,7 @@ pub fn replay_history(records: &[Record]) -> (Vec<Message>, u32, Vec<ToolCall>) 
                     context.push(crate::hooks::context_entry(plugin, detail));
                 }
                 (HookEvent::Stop, HookDecision::Block) => {
-                    close_open(&mut history, &mut open);
+                    close_open(history, open);
                     history.push(Message::User {
                         text: crate::hooks::go_on(plugin, detail),
                     });
@@ -70,9 +130,13 @@ pub fn replay_history(records: &[Record]) -> (Vec<Message>, u32, Vec<ToolCall>) 
                 _ => {}
             },
             Event::RequestEnd { message, .. } => {
-                close_open(&mut history, &mut open);
+                close_open(history, open);
                 history.push(Message::Assistant(message.clone()));
-                open = message.tool_calls.clone();
+                *open = message.tool_calls.clone();
+            }
+            Event::AnswerInterrupted { text } => {
+                close_open(history, open);
+                history.push(interrupted_answer(text));
             }
             Event::ToolCallEnd {
                 call_id, outcome, ..
@@ -86,19 +150,42 @@ pub fn replay_history(records: &[Record]) -> (Vec<Message>, u32, Vec<ToolCall>) 
                     }));
                 }
             }
-            Event::Undone { turn, files } => undone.push(undo_note(*turn, files)),
+            Event::Undone { .. }
+            | Event::Rewound {
+                conversation: false,
+                ..
+            } => {
+                undone.extend(note(&r.event));
+            }
+            // The conversation as it was before that turn began: the log
+            // up to its start, replayed (its own rewinds and compactions
+            // included); the turn counter goes on.
+            Event::Rewound {
+                turn: to,
+                conversation: true,
+                ..
+            } => {
+                let start = records[..i]
+                    .iter()
+                    .position(|r| matches!(r.event, Event::TurnBegin { turn } if turn == *to));
+                if let Some(start) = start {
+                    let last = *turn;
+                    state = replay(&records[..start]);
+                    state.turn = last;
+                }
+            }
             // The same projection the live session made: the summary in place
             // of the messages it replaced (the events stay in the log).
             Event::Compacted {
                 summary, replaced, ..
             } => {
-                close_open(&mut history, &mut open);
-                super::compact::apply(&mut history, *replaced, summary);
+                close_open(history, open);
+                super::compact::apply(history, *replaced, summary);
             }
             _ => {}
         }
     }
-    (history, turn, open)
+    state
 }
 
 /// Closes calls left open by an earlier crash before a later message, so the
