@@ -59,7 +59,7 @@ fn read(sb: &Sandbox, rel: &str) -> Option<String> {
 fn command(cli: &Cli, sb: &Sandbox, args: &str) -> String {
     let key = KEYS[0];
     ui_command(cli, &sb.ws(), "echo CORRAL-EXIT=$?; sleep 600")
-        .replacen("env ", &format!("env {}={} ", key.0, key.1), 1)
+        .replacen("TERM=", &format!("{}={} TERM=", key.0, key.1), 1)
         .replacen(
             &format!("--workspace {}", quote(&sb.ws())),
             &format!("{args} --workspace {}", quote(&sb.ws())),
