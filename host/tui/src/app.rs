@@ -201,7 +201,7 @@ pub struct App {
     /// The turn the last `turn_begin` started.
     turn_now: u32,
     /// When Esc was last pressed on an idle, empty prompt.
-    esc_ms: Option<u64>,
+    pub(crate) esc_ms: Option<u64>,
     /// The assistant entry text deltas go to in this request.
     pub(crate) streaming: Option<usize>,
     /// Where each call's card is: (entry, card).
@@ -816,33 +816,7 @@ impl App {
                     self.input.delete();
                 }
             }
-            // Two Escs read at once arrive as Alt+Esc.
-            KeyCode::Esc
-                if key.modifiers.contains(KeyModifiers::ALT)
-                    && !self.turn_running
-                    && self.completion.is_empty()
-                    && self.input.is_empty() =>
-            {
-                self.open_rewind(false)
-            }
-            KeyCode::Esc => {
-                if !self.completion.is_empty() {
-                    self.completion.clear();
-                } else if self.turn_running {
-                    self.actions.push(Action::Submit(Op::Interrupt));
-                    self.queued.clear();
-                } else if self.input.is_empty() {
-                    // Esc Esc on an idle, empty prompt: rewind.
-                    match esc_before {
-                        Some(t)
-                            if self.now_ms.saturating_sub(t) <= super::rewind::DOUBLE_ESC_MS =>
-                        {
-                            self.open_rewind(false)
-                        }
-                        _ => self.esc_ms = Some(self.now_ms),
-                    }
-                }
-            }
+            KeyCode::Esc => self.esc(key.modifiers.contains(KeyModifiers::ALT), esc_before),
             KeyCode::Char('o') if ctrl => {
                 self.expanded = !self.expanded;
             }

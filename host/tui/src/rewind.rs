@@ -109,6 +109,27 @@ impl App {
         });
     }
 
+    /// Esc: closes the completion popup, or interrupts the running turn,
+    /// or — pressed twice on an idle, empty prompt (`alt`: two read at
+    /// once, which arrive as Alt+Esc) — opens the rewind picker. `before`
+    /// is when the last key was an Esc.
+    pub(crate) fn esc(&mut self, alt: bool, before: Option<u64>) {
+        if !self.completion.is_empty() {
+            self.completion.clear();
+        } else if self.turn_running {
+            self.actions.push(Action::Submit(Op::Interrupt));
+            self.queued.clear();
+        } else if self.input.is_empty() {
+            let double =
+                alt || before.is_some_and(|t| self.now_ms.saturating_sub(t) <= DOUBLE_ESC_MS);
+            if double {
+                self.open_rewind(false);
+            } else {
+                self.esc_ms = Some(self.now_ms);
+            }
+        }
+    }
+
     /// `/undo`: asks the front-end for the diff first.
     pub(crate) fn start_undo(&mut self, arg: &str) {
         if self.turn_running {

@@ -172,6 +172,17 @@ fn replay(records: &[Record]) -> Replayed {
                     let last = *turn;
                     state = replay(&records[..start]);
                     state.turn = last;
+                    // Undos made since, of turns the conversation keeps,
+                    // are still news to the model.
+                    state.undone.extend(
+                        records[start..i]
+                            .iter()
+                            .filter(|r| {
+                                matches!(r.event, Event::Undone { turn, .. }
+                                    | Event::Rewound { turn, conversation: false, .. } if turn < *to)
+                            })
+                            .filter_map(|r| note(&r.event)),
+                    );
                 }
             }
             // The same projection the live session made: the summary in place
@@ -197,5 +208,111 @@ fn close_open(history: &mut Vec<Message>, open: &mut Vec<ToolCall>) {
             content: "interrupted: the session ended before this call finished".into(),
             is_error: true,
         }));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::{AssistantMessage, FinishReason};
+
+    fn log(events: Vec<Event>) -> Vec<Record> {
+        events
+            .into_iter()
+            .enumerate()
+            .map(|(i, event)| Record {
+                seq: i as u64 + 1,
+                ts_ms: 0,
+                event,
+            })
+            .collect()
+    }
+
+    fn turn(n: u32, prompt: &str, answer: &str) -> Vec<Event> {
+        vec![
+            Event::TurnBegin { turn: n },
+            Event::UserMessage {
+                text: prompt.into(),
+            },
+            Event::RequestEnd {
+                message: AssistantMessage {
+                    text: answer.into(),
+                    tool_calls: Vec::new(),
+                },
+                finish_reason: FinishReason::Stop,
+                usage: None,
+            },
+        ]
+    }
+
+    fn texts(history: &[Message]) -> Vec<String> {
+        history
+            .iter()
+            .map(|m| match m {
+                Message::User { text } => format!("user: {text}"),
+                Message::Assistant(a) => format!("assistant: {}", a.text),
+                Message::ToolResult(r) => format!("tool: {}", r.content),
+                _ => String::new(),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_rewound_conversation_leaves_out_the_turns_from_the_one_rewound_to() {
+        let mut events = turn(1, "a", "A");
+        events.extend(turn(2, "b", "B"));
+        events.extend(turn(3, "c", "C"));
+        events.push(Event::Undone {
+            turn: 1,
+            files: vec!["x".into()],
+        });
+        events.push(Event::Rewound {
+            turn: 2,
+            conversation: true,
+            files: Vec::new(),
+        });
+        events.extend(turn(4, "b again", "B2"));
+        let records = log(events);
+        let (history, last, open) = replay_history(&records);
+        let shown = texts(&history);
+        assert_eq!(shown.len(), 4, "{shown:?}");
+        assert_eq!(shown[..2], ["user: a", "assistant: A"]);
+        assert!(shown[2].starts_with("user: b again"), "{shown:?}");
+        // The undo of a turn the conversation keeps goes with the next prompt.
+        assert!(
+            shown[2].contains("undid the file changes of turn 1"),
+            "{shown:?}"
+        );
+        assert_eq!(shown[3], "assistant: B2");
+        assert_eq!(last, 4, "turn numbers go on");
+        assert!(open.is_empty());
+        assert_eq!(
+            live_prompts(&records),
+            [(1, "a".to_owned()), (4, "b again".to_owned())]
+        );
+        assert_eq!(pending_undos(&records[..records.len() - 3]).len(), 1);
+    }
+
+    #[test]
+    fn an_interrupted_answer_and_a_file_only_rewind_reach_the_model() {
+        let mut events = turn(1, "a", "A");
+        events.push(Event::TurnBegin { turn: 2 });
+        events.push(Event::UserMessage { text: "b".into() });
+        events.push(Event::AnswerInterrupted {
+            text: "half of".into(),
+        });
+        events.push(Event::Rewound {
+            turn: 1,
+            conversation: false,
+            files: vec!["notes.txt".into()],
+        });
+        let records = log(events);
+        let (history, _, _) = replay_history(&records);
+        let shown = texts(&history);
+        assert_eq!(shown.len(), 4, "{shown:?}");
+        assert!(shown[3].starts_with("assistant: half of") && shown[3].contains("interrupted"));
+        let notes = pending_undos(&records);
+        assert_eq!(notes.len(), 1);
+        assert!(notes[0].contains("notes.txt") && notes[0].contains("before turn 1"));
     }
 }
