@@ -51,6 +51,7 @@ mod parsers;
 mod pipeline;
 mod policy;
 mod registry_bounds;
+mod rewind;
 mod sandbox;
 mod speed_call;
 mod speed_grep;

@@ -40,6 +40,9 @@ pub enum Reply {
     Status(u16, Vec<(&'static str, String)>, String),
     /// Accept the request and never answer (until the test ends).
     Hang,
+    /// 200 with an SSE body of which this many bytes are written, then
+    /// the connection held open without a word more: a model mid-answer.
+    SseStall(Vec<u8>, usize),
 }
 
 pub struct MockServer {
@@ -144,6 +147,10 @@ fn serve(
             let _ = out.write_all(body.as_bytes());
         }
         Reply::Hang => std::thread::sleep(Duration::from_secs(600)),
+        Reply::SseStall(bytes, at) => {
+            write_sse(&mut out, &bytes, at);
+            std::thread::sleep(Duration::from_secs(600));
+        }
     }
 }
 

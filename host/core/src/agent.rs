@@ -15,6 +15,7 @@ mod cassette;
 mod compact;
 mod history;
 mod host_tools;
+mod rewind;
 mod shell;
 mod subagent;
 
@@ -271,6 +272,9 @@ pub struct Agent {
     undone: Vec<String>,
     /// The workspace's `git status` for the system prompt.
     git_status: crate::context::GitStatus,
+    /// The answer text streamed in the running request, kept in the
+    /// history if the user interrupts it.
+    partial: String,
 }
 
 /// `options`' git status if it is `workspace`'s, else one taken later.
@@ -341,6 +345,7 @@ impl Agent {
             calibration: None,
             plan: Vec::new(),
             undone: Vec::new(),
+            partial: String::new(),
         })
     }
 
@@ -398,6 +403,7 @@ impl Agent {
                 })
                 .unwrap_or_default(),
             undone: history::pending_undos(records),
+            partial: String::new(),
         };
         let mut closed = Vec::new();
         for call in open {
@@ -581,6 +587,7 @@ impl Agent {
             let mut response = match self.ask(&request, ui, cancel).await? {
                 Ok(r) => r,
                 Err(None) => {
+                    self.keep_interrupted(ui)?;
                     return self.stop(
                         ui,
                         StopReason::Interrupted,
@@ -803,11 +810,16 @@ impl Agent {
         let record = self.options.record;
         let backlog = self.options.backlog.clone();
         let mut events = Vec::new();
+        // The text streamed so far: kept when the user interrupts it.
+        self.partial.clear();
         let result = loop {
             tokio::select! {
                 biased;
                 () = cancel.cancelled() => return Ok(Err(None)),
                 Some(ev) = rx.recv() => {
+                    if let StreamEvent::TextDelta { text } = &ev {
+                        self.partial.push_str(text);
+                    }
                     if !forward(ui, &ev, backlog.as_ref(), cancel).await {
                         return Ok(Err(None));
                     }
@@ -819,6 +831,9 @@ impl Agent {
             }
         };
         while let Ok(ev) = rx.try_recv() {
+            if let StreamEvent::TextDelta { text } = &ev {
+                self.partial.push_str(text);
+            }
             if !forward(ui, &ev, backlog.as_ref(), cancel).await {
                 return Ok(Err(None));
             }

@@ -196,8 +196,10 @@ pub struct FileUndo {
 /// What undoing the latest turn would do.
 #[derive(Debug)]
 pub struct Plan {
-    /// The turn undone.
+    /// The turn undone (the latest, when several are).
     pub turn: u32,
+    /// Every turn undone, oldest first.
+    pub turns: Vec<u32>,
     /// Its files, in the order they were first changed.
     pub files: Vec<FileUndo>,
     workspace: PathBuf,
@@ -208,6 +210,38 @@ pub struct Plan {
 /// The undo of the latest turn of the session logged at `log` whose
 /// changes are not undone yet, checked against `workspace` as it is now.
 pub fn plan(log: &Path, workspace: &Path) -> Result<Plan, String> {
+    plan_turns(log, workspace, |turns| turns.iter().max().map(|t| vec![*t])).map_err(|e| {
+        e.unwrap_or_else(|| {
+            "nothing to undo: no turn of this session changed a file that is not undone yet"
+                .to_owned()
+        })
+    })
+}
+
+/// The undo of every turn from `first` on whose changes are not undone
+/// yet (a rewind to before `first`'s prompt), as one plan: each file goes
+/// back to its image before the earliest of them that changed it, and is
+/// compared with what the latest left. `Ok(None)`: none of them changed a
+/// file.
+pub fn plan_from(log: &Path, workspace: &Path, first: u32) -> Result<Option<Plan>, String> {
+    match plan_turns(log, workspace, |turns| {
+        let mut from: Vec<u32> = turns.iter().copied().filter(|t| *t >= first).collect();
+        from.sort_unstable();
+        (!from.is_empty()).then_some(from)
+    }) {
+        Ok(p) => Ok(Some(p)),
+        Err(None) => Ok(None),
+        Err(Some(e)) => Err(e),
+    }
+}
+
+/// The plan for the turns `pick` chooses among those not undone yet;
+/// `Err(None)` when it chooses none.
+fn plan_turns(
+    log: &Path,
+    workspace: &Path,
+    pick: impl FnOnce(&HashSet<u32>) -> Option<Vec<u32>>,
+) -> Result<Plan, Option<String>> {
     let record = log.with_extension("artifacts").join(RECORD);
     let lines = read_lines(&record)?;
     let undone: HashSet<u32> = lines
@@ -217,17 +251,15 @@ pub fn plan(log: &Path, workspace: &Path) -> Result<Plan, String> {
             Line::Change { .. } => None,
         })
         .collect();
-    let turn = lines
+    let open: HashSet<u32> = lines
         .iter()
         .filter_map(|l| match l {
             Line::Change { turn, .. } if !undone.contains(turn) => Some(*turn),
             _ => None,
         })
-        .max()
-        .ok_or_else(|| {
-            "nothing to undo: no turn of this session changed a file that is not undone yet"
-                .to_owned()
-        })?;
+        .collect();
+    let turns = pick(&open).ok_or(None)?;
+    let turn = turns.iter().copied().max().ok_or(None)?;
     let workspace = workspace.canonicalize().map_err(|e| {
         format!(
             "the workspace {} cannot be opened: {e}",
@@ -246,7 +278,7 @@ pub fn plan(log: &Path, workspace: &Path) -> Result<Plan, String> {
         else {
             continue;
         };
-        if t != turn {
+        if !turns.contains(&t) {
             continue;
         }
         match files.iter_mut().find(|(p, _, _)| *p == path) {
@@ -261,6 +293,7 @@ pub fn plan(log: &Path, workspace: &Path) -> Result<Plan, String> {
     }
     Ok(Plan {
         turn,
+        turns,
         files: out,
         workspace,
         objects,
@@ -439,8 +472,9 @@ impl Plan {
             turn: AtomicU32::new(self.turn),
             lock: Mutex::new(()),
         };
+        let undone: Vec<Line> = self.turns.iter().map(|&turn| Line::Undo { turn }).collect();
         store
-            .append(&[Line::Undo { turn: self.turn }])
+            .append(&undone)
             .map_err(|e| format!("the files were restored but the undo cannot be recorded: {e}"))?;
         Ok(restored)
     }

@@ -86,6 +86,28 @@ pub enum Op {
         /// The command line.
         command: String,
     },
+    /// Restores the files the latest turn not undone yet changed (`/undo`),
+    /// refusing over files edited since unless `force`; the turn's
+    /// [`Event::Undone`] follows, or an [`Event::Error`] saying why not.
+    Undo {
+        /// Overwrite files edited since the turn.
+        #[serde(default)]
+        force: bool,
+    },
+    /// Rewinds the session to before the prompt of `turn` (Esc Esc,
+    /// `/rewind`): the conversation, the files, or both; an
+    /// [`Event::Rewound`] follows, or an [`Event::Error`] saying why not.
+    Rewind {
+        /// The turn whose prompt is rewound to (it and every later turn go).
+        turn: u32,
+        /// Forget the later messages: the model's next request leaves them out.
+        conversation: bool,
+        /// Restore the files every turn from `turn` on changed.
+        code: bool,
+        /// Overwrite files edited since those turns.
+        #[serde(default)]
+        force: bool,
+    },
     /// Ends the session once the running turn (if any) is interrupted;
     /// the last event is [`Event::ShutdownComplete`].
     Shutdown,
@@ -430,6 +452,25 @@ pub enum Event {
         /// The files restored, relative to the workspace.
         files: Vec<String>,
     },
+    /// The user rewound the session to before the prompt of `turn` (Esc
+    /// Esc, `/rewind`). With `conversation`, the projection the model sees
+    /// from here on leaves out that prompt and everything after it (the
+    /// events stay in the log); `files` were restored to before that turn.
+    Rewound {
+        /// The turn rewound to: its prompt and every later turn are gone.
+        turn: u32,
+        /// Whether the conversation was rewound (else only the files).
+        conversation: bool,
+        /// The files restored, relative to the workspace.
+        files: Vec<String>,
+    },
+    /// The user interrupted the model's answer: the text it had streamed
+    /// until then, kept in the history (marked as interrupted) and sent to
+    /// the model with the next prompt.
+    AnswerInterrupted {
+        /// The partial answer.
+        text: String,
+    },
     /// This session is a subagent: logged after its
     /// [`Event::SessionStarted`], linking it to its parent.
     SubagentStarted {
@@ -603,6 +644,8 @@ impl Event {
                 | Event::ProviderChanged { .. }
                 | Event::PlanUpdated { .. }
                 | Event::Undone { .. }
+                | Event::Rewound { .. }
+                | Event::AnswerInterrupted { .. }
                 | Event::SubagentStarted { .. }
                 | Event::Compacted { .. }
                 | Event::CompactionFailed { .. }
@@ -622,6 +665,8 @@ impl Event {
                 | Event::ModelChanged { .. }
                 | Event::ProviderChanged { .. }
                 | Event::PlanUpdated { .. }
+                | Event::Undone { .. }
+                | Event::Rewound { .. }
                 | Event::Compacted { .. }
                 | Event::CompactionFailed { .. }
         )

@@ -143,6 +143,32 @@ fn transcript(records: &[session::Record]) -> String {
             Event::CompactionFailed { message } => {
                 text.push_str(&format!("-- compaction failed: {message} --\n"))
             }
+            Event::AnswerInterrupted { text: t } => {
+                text.push_str(&format!("{}\n[answer interrupted by the user]\n", t.trim_end()));
+            }
+            Event::Undone { turn, files } => text.push_str(&format!(
+                "-- undone: the files of turn {turn} restored ({}) --\n",
+                files.join(", ")
+            )),
+            Event::Rewound {
+                turn,
+                conversation,
+                files,
+            } => {
+                let restored = if files.is_empty() {
+                    "no file restored".to_owned()
+                } else {
+                    format!("restored {}", files.join(", "))
+                };
+                text.push_str(&if *conversation {
+                    format!(
+                        "-- rewound to before turn {turn}: the messages from it on (above) are \
+                         left out of the conversation; {restored} --\n"
+                    )
+                } else {
+                    format!("-- files as before turn {turn}: {restored} --\n")
+                });
+            }
             Event::Stop { reason, message } => text.push_str(&format!(
                 "[{}{}]\n",
                 reason.as_str(),

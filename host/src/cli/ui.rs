@@ -681,6 +681,19 @@ async fn act(
             Ok(d) => app.diff(&d),
             Err(e) => app.notice(&e, true),
         },
+        Action::PreviewUndo { force } => {
+            super::undo::preview_undo(app, session.log_path(), &opener.workspace, force);
+        }
+        Action::PreviewRewind {
+            turn,
+            conversation,
+            force,
+        } => super::undo::preview_rewind(
+            app,
+            session.log_path(),
+            &opener.workspace,
+            (turn, conversation, force),
+        ),
         Action::Tools | Action::Plugins => match catalog {
             Some(c) => {
                 let text = if action == Action::Tools {

@@ -1,10 +1,11 @@
-//! `corral undo`: puts back the files the latest turn of a session changed.
+//! `corral undo`: puts back the files the latest turn of a session changed;
+//! and what `/undo` and a rewind in the UI show before they restore files.
 
 use super::{fail, out};
 use corral_core::checkpoint;
 use corral_core::log::SessionLog;
 use corral_core::session;
-use corral_protocol::Event;
+use corral_protocol::{Event, Op};
 use std::path::Path;
 use std::process::ExitCode;
 
@@ -95,4 +96,94 @@ fn approved(yes: bool) -> Result<(), String> {
         return Err("not approved, nothing was restored".into());
     }
     Ok(())
+}
+
+/// The names of a plan's files, made inert.
+fn names(plan: &checkpoint::Plan) -> String {
+    let names: Vec<String> = plan
+        .files
+        .iter()
+        .map(|f| f.path.display().to_string())
+        .collect();
+    corral_protocol::terminal::inert(&names.join(", ")).into_owned()
+}
+
+/// `/undo` in the UI: the diff of what it would restore, to confirm; or
+/// why not (nothing to undo, files edited since without `--force`).
+pub(super) fn preview_undo(app: &mut corral_tui::App, log: &Path, workspace: &Path, force: bool) {
+    let plan = match checkpoint::plan(log, workspace) {
+        Ok(p) => p,
+        Err(e) => return app.notice(&e, true),
+    };
+    let conflicts = plan.conflicts();
+    if !conflicts.is_empty() && !force {
+        return app.notice(
+            &format!(
+                "{}\nNothing was restored. Look at the file, then `/undo --force` (or `corral \
+                 undo --force`) overwrites it with the checkpoint.",
+                conflicts.join("\n")
+            ),
+            true,
+        );
+    }
+    let title = format!("undo turn {}: restore {}", plan.turn, names(&plan));
+    app.confirm(&title, &plan.diff(), Op::Undo { force });
+}
+
+/// A rewind to before the prompt of `turn` that restores code: the diff
+/// of every turn from it on, to confirm; or why not.
+pub(super) fn preview_rewind(
+    app: &mut corral_tui::App,
+    log: &Path,
+    workspace: &Path,
+    (turn, conversation, force): (u32, bool, bool),
+) {
+    let op = Op::Rewind {
+        turn,
+        conversation,
+        code: true,
+        force,
+    };
+    let plan = match checkpoint::plan_from(log, workspace, turn) {
+        Ok(Some(p)) => p,
+        Ok(None) if conversation => {
+            return app.confirm(
+                "rewind the conversation; no turn from that message on changed a file",
+                "",
+                op,
+            );
+        }
+        Ok(None) => {
+            return app.notice(
+                "nothing to restore: no turn from that message on changed a file (that is \
+                 not undone yet)",
+                false,
+            );
+        }
+        Err(e) => return app.notice(&e, true),
+    };
+    let conflicts = plan.conflicts();
+    if !conflicts.is_empty() && !force {
+        return app.notice(
+            &format!(
+                "{}\nNothing was restored and the conversation is unchanged. Look at the file, \
+                 then `/rewind --force` overwrites it with the checkpoint (or pick \
+                 \"restore conversation only\").",
+                conflicts.join("\n")
+            ),
+            true,
+        );
+    }
+    let turns = if plan.turns.len() == 1 {
+        format!("turn {}", plan.turn)
+    } else {
+        format!("turns {}–{}", plan.turns[0], plan.turn)
+    };
+    let what = if conversation {
+        "rewind the conversation and restore"
+    } else {
+        "restore"
+    };
+    let title = format!("{what} the files of {turns}: {}", names(&plan));
+    app.confirm(&title, &plan.diff(), op);
 }

@@ -32,6 +32,8 @@ pub const SLASH_COMMANDS: &[(&str, &str)] = &[
         "/init",
         "draft an AGENTS.md from the repository (or improve it)",
     ),
+    ("/undo", "put back the files the last turn changed"),
+    ("/rewind", "go back to an earlier message (Esc Esc)"),
 ];
 
 /// What the front-end must do for the UI.
@@ -56,6 +58,23 @@ pub enum Action {
     /// Expand this line (`/init` or a custom command) to its prompt and
     /// give it to [`App::submit_prompt`].
     Command(String),
+    /// Work out what `/undo` would restore and call [`App::confirm`] with
+    /// its diff, or say why it cannot.
+    PreviewUndo {
+        /// Overwrite files edited since.
+        force: bool,
+    },
+    /// Work out what a rewind to before the prompt of `turn` would restore
+    /// and call [`App::confirm`] with an [`Op::Rewind`] (`code` set), or say
+    /// why it cannot.
+    PreviewRewind {
+        /// The turn whose prompt is rewound to.
+        turn: u32,
+        /// Whether the conversation goes back too.
+        conversation: bool,
+        /// Overwrite files edited since.
+        force: bool,
+    },
 }
 
 /// A session offered by the picker.
@@ -186,10 +205,18 @@ pub struct App {
     /// Ctrl-C once on an idle, empty prompt arms quitting.
     pub(crate) quit_armed: bool,
     pub(crate) actions: Vec<Action>,
+    /// The undo or rewind overlay ([`super::rewind`]).
+    pub(crate) rewind: Option<super::rewind::Overlay>,
+    /// The conversation's prompts as it stands, oldest first.
+    pub(crate) prompts: Vec<super::rewind::Prompt>,
+    /// The turn the last `turn_begin` started.
+    turn_now: u32,
+    /// When Esc was last pressed on an idle, empty prompt.
+    pub(crate) esc_ms: Option<u64>,
     /// The assistant entry text deltas go to in this request.
-    streaming: Option<usize>,
+    pub(crate) streaming: Option<usize>,
     /// Where each call's card is: (entry, card).
-    cards: HashMap<String, (usize, usize)>,
+    pub(crate) cards: HashMap<String, (usize, usize)>,
     /// Calls of the last assistant message, by id.
     pending_calls: HashMap<String, ToolCall>,
     /// Tools whose only effect is reading (their calls are grouped).
@@ -201,7 +228,7 @@ pub struct App {
     /// The request the last tool group belongs to.
     request_seq: u64,
     group_seq: u64,
-    replaying: bool,
+    pub(crate) replaying: bool,
 }
 
 impl App {
@@ -235,6 +262,10 @@ impl App {
             custom: super::custom::Custom::default(),
             quit_armed: false,
             actions: Vec::new(),
+            rewind: None,
+            prompts: Vec::new(),
+            turn_now: 0,
+            esc_ms: None,
             streaming: None,
             cards: HashMap::new(),
             pending_calls: HashMap::new(),
@@ -332,7 +363,7 @@ impl App {
         self.turn_running = false;
     }
 
-    fn push(&mut self, body: Body) -> usize {
+    pub(crate) fn push(&mut self, body: Body) -> usize {
         self.entries.push(Entry::new(body));
         self.entries.len() - 1
     }
@@ -415,6 +446,9 @@ impl App {
             | Event::WindowAssumed { .. }
             | Event::Hook { .. } => self.apply_notice(event),
             Event::Stop { reason, message } => self.apply_stop(*reason, message.as_deref()),
+            Event::Undone { .. } | Event::Rewound { .. } | Event::AnswerInterrupted { .. } => {
+                self.apply_rewind(event)
+            }
             Event::ShutdownComplete => {}
             // Events a newer core adds are not shown until this UI knows them.
             _ => {}
@@ -467,12 +501,18 @@ impl App {
     /// The turn and the model's answer as it streams.
     fn apply_stream(&mut self, event: &Event) {
         match event {
-            Event::TurnBegin { .. } => {
+            Event::TurnBegin { turn } => {
+                self.turn_now = *turn;
                 self.turn_running = true;
                 self.working = Working::Thinking;
             }
             Event::UserMessage { text } => {
-                self.push(Body::User(text.clone()));
+                let entry = self.push(Body::User(text.clone()));
+                self.prompts.push(super::rewind::Prompt {
+                    turn: self.turn_now,
+                    text: text.clone(),
+                    entry,
+                });
                 self.scroll = 0;
             }
             Event::RequestBegin { .. } => {
@@ -744,6 +784,10 @@ impl App {
             self.modal_key(key);
             return;
         }
+        if self.rewind.is_some() {
+            self.rewind_key(key);
+            return;
+        }
         if let Some(picker) = &mut self.picker {
             match key.code {
                 KeyCode::Up => picker.selected = picker.selected.saturating_sub(1),
@@ -764,6 +808,7 @@ impl App {
         if !(ctrl && key.code == KeyCode::Char('c')) {
             self.quit_armed = false;
         }
+        let esc_before = self.esc_ms.take();
         match key.code {
             KeyCode::Char('c') if ctrl => {
                 if self.turn_running {
@@ -784,14 +829,7 @@ impl App {
                     self.input.delete();
                 }
             }
-            KeyCode::Esc => {
-                if !self.completion.is_empty() {
-                    self.completion.clear();
-                } else if self.turn_running {
-                    self.actions.push(Action::Submit(Op::Interrupt));
-                    self.queued.clear();
-                }
-            }
+            KeyCode::Esc => self.esc(key.modifiers.contains(KeyModifiers::ALT), esc_before),
             KeyCode::Char('o') if ctrl => {
                 self.expanded = !self.expanded;
             }
@@ -961,6 +999,14 @@ impl App {
             "/plugins" => Action::Plugins,
             "/compact" => Action::Submit(Op::Compact),
             "/init" => Action::Command(line.to_owned()),
+            "/undo" => {
+                self.start_undo(arg);
+                return;
+            }
+            "/rewind" => {
+                self.open_rewind(arg == "--force");
+                return;
+            }
             _ if self.custom.knows(cmd) => Action::Command(line.to_owned()),
             "/model" => Action::Submit(Op::SetModel {
                 model: arg.to_owned(),
@@ -1043,7 +1089,7 @@ impl App {
 pub(crate) fn help(custom: &super::custom::Custom) -> String {
     let mut text = String::from(
         "keys: Enter send · Shift+Enter or Ctrl+J newline · Up/Down history · @ complete a file\n\
-         Esc or Ctrl+C interrupt · Ctrl+C twice or Ctrl+D quit · PageUp/PageDown/wheel scroll · \
+         Esc or Ctrl+C interrupt · Esc Esc rewind to an earlier message · Ctrl+C twice or Ctrl+D quit · PageUp/PageDown/wheel scroll · \
          Home/End top/bottom · Ctrl+O expand tool output\n\
          approvals: y once · a for the session · n deny (type a reason, Enter)\n",
     );

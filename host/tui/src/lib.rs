@@ -32,6 +32,7 @@ mod custom;
 mod input;
 mod markdown;
 mod modal;
+mod rewind;
 mod status;
 mod text;
 mod view;

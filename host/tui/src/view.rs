@@ -75,7 +75,7 @@ pub fn render(frame: &mut Frame<'_>, app: &mut App) {
             inner.height,
         ),
     );
-    if app.modal.is_none() && app.picker.is_none() {
+    if app.modal.is_none() && app.picker.is_none() && app.rewind.is_none() {
         frame.set_cursor_position(Position::new(
             inner.x + 2 + cursor.0 as u16,
             inner.y + (cursor.1 - skip) as u16,
@@ -92,6 +92,9 @@ pub fn render(frame: &mut Frame<'_>, app: &mut App) {
     }
     if let Some(picker) = &app.picker {
         super::modal::picker(frame, area, picker);
+    }
+    if let Some(overlay) = &app.rewind {
+        super::rewind::render(frame, area, overlay);
     }
     if let Some(modal) = &app.modal {
         super::modal::approval(frame, area, modal);

@@ -420,6 +420,19 @@ async fn drive(
                 agent.compact_now(&ui).await?;
                 continue;
             }
+            Op::Undo { force } => {
+                agent.undo(force, &ui).await?;
+                continue;
+            }
+            Op::Rewind {
+                turn,
+                conversation,
+                code,
+                force,
+            } => {
+                agent.rewind(turn, conversation, code, force, &ui).await?;
+                continue;
+            }
             // `Op` is non-exhaustive for the front-ends' sake; every op of
             // this crate's protocol version is handled above.
             _ => {
