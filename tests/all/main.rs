@@ -44,6 +44,8 @@ mod mcp_bounds;
 mod mcp_client;
 mod mcp_client_net;
 mod mcp_clients;
+mod mcp_http;
+mod mcp_lifecycle;
 mod mock;
 mod parsers;
 mod pipeline;

@@ -35,16 +35,23 @@ pub(super) async fn trust(workspace: &std::path::Path, yes: bool) -> ExitCode {
         Err(e) => return fail(&e.to_string()),
     };
     let files = trust::review_files(&checked, &name);
+    let reviews = manifest::reviewed::ToolReviews::for_workspace(&checked.workspace);
+    // The servers of a trusted file may run now; those of any other file
+    // only once it is trusted, below.
+    let mut servers = None;
     let mut review = match trust::status(&store, &canonical, &text) {
         trust::Status::Trusted => {
             let recorded = trust::recorded_files(&store, &canonical, &text).unwrap_or_default();
             let changed = files_changed(&files, &recorded);
-            if changed.is_empty() {
+            let listed = super::trust_mcp::list(&checked).await;
+            let tools_changed = super::trust_mcp::changes(reviews.as_ref(), &listed);
+            servers = Some(listed);
+            if changed.is_empty() && tools_changed.is_empty() {
                 out(&format!("{} is already trusted", file.display()));
                 return ExitCode::SUCCESS;
             }
             format!(
-                "{} is unchanged, but plugin files it names changed since you trusted it:\n{changed}",
+                "{} is unchanged, but what it names changed since you trusted it:\n{changed}{tools_changed}",
                 file.display()
             )
         }
@@ -64,6 +71,7 @@ pub(super) async fn trust(workspace: &std::path::Path, yes: bool) -> ExitCode {
         }
     };
     review.push_str(&loosening_text(&checked, &name));
+    review.push_str(&super::trust_mcp::describe(&checked));
     review.push_str(&files_text(&files));
     let described = project_tools(&checked, &name).await;
     for (plugin, tools) in &described {
@@ -98,6 +106,15 @@ pub(super) async fn trust(workspace: &std::path::Path, yes: bool) -> ExitCode {
         .iter()
         .filter_map(|f| Some((f.plugin.clone(), f.record()?)))
         .collect();
+    let servers = match servers {
+        Some(listed) => listed,
+        None => super::trust_mcp::list(&checked).await,
+    };
+    match super::trust_mcp::record(reviews.as_ref(), &servers) {
+        Ok(text) if !text.is_empty() => out(text.trim_end()),
+        Ok(_) => {}
+        Err(e) => return fail(&e),
+    }
     if let Some(reviews) =
         corral_core::manifest::reviewed::ToolReviews::for_workspace(&checked.workspace)
     {
