@@ -331,7 +331,7 @@ fn a_projects_url_server_is_reached_only_once_trusted_and_again_after_a_change()
 #[test]
 fn bad_url_entries_are_clear_errors() {
     let sb = Sandbox::new();
-    let cli = Cli::new();
+    let cli = Cli::untrusting();
     for (entry, says) in [
         (
             "url = \"http://127.0.0.1:1/mcp\"\ncommand = \"x\"",
@@ -352,7 +352,7 @@ fn bad_url_entries_are_clear_errors() {
         ),
     ] {
         sb.write("corral.toml", &format!("[mcp.x]\n{entry}\n"));
-        let o = cli.run(&sb.ws(), &["tools", "list"]);
+        let o = cli.run(&sb.ws(), &["trust", "--yes"]);
         let err = stderr(&o);
         assert!(!o.status.success(), "{entry}: accepted");
         assert!(err.contains(says), "{entry}: {err}");

@@ -223,6 +223,14 @@ impl McpTools {
         self.withheld.lock().map(|w| w.clone()).unwrap_or_default()
     }
 
+    /// Whether a server sent `notifications/tools/list_changed` since its
+    /// list was last read ([`McpTools::refresh`] reads it again).
+    pub fn list_changed(&self) -> bool {
+        self.tools()
+            .iter()
+            .any(|t| t.server.changed.load(Ordering::SeqCst))
+    }
+
     /// The tools, sorted by name.
     pub fn tools(&self) -> Vec<McpTool> {
         self.tools.read().map(|t| t.clone()).unwrap_or_default()
