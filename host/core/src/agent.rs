@@ -562,6 +562,7 @@ impl Agent {
             // A server's changed tool list is read again before the next request.
             if iteration > 1 && self.dispatcher.mcp().list_changed() {
                 (system, tools) = self.offer().await;
+                self.frame = None;
             }
             let (request, bytes) = match self.prepare_request(&system, &tools, ui, cancel).await? {
                 Ok(r) => r,

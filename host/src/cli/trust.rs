@@ -90,17 +90,8 @@ pub(super) async fn trust(workspace: &std::path::Path, yes: bool) -> ExitCode {
         }
     }
     out(&review);
-    if !yes {
-        if !std::io::IsTerminal::is_terminal(&std::io::stdin()) {
-            return fail("not trusted: confirm on a terminal, or pass --yes");
-        }
-        eprint!("Trust this file (its plugins, grants and rules take effect)? [y/N] ");
-        let mut answer = String::new();
-        if std::io::stdin().read_line(&mut answer).is_err()
-            || !answer.trim().eq_ignore_ascii_case("y")
-        {
-            return fail("not trusted");
-        }
+    if let Err(code) = confirm(yes) {
+        return code;
     }
     let record = files
         .iter()
@@ -133,6 +124,23 @@ pub(super) async fn trust(workspace: &std::path::Path, yes: bool) -> ExitCode {
         }
         Err(e) => fail(&format!("cannot record trust: {e}")),
     }
+}
+
+/// `--yes`, or the user's answer on a terminal.
+fn confirm(yes: bool) -> Result<(), ExitCode> {
+    if yes {
+        return Ok(());
+    }
+    if !std::io::IsTerminal::is_terminal(&std::io::stdin()) {
+        return Err(fail("not trusted: confirm on a terminal, or pass --yes"));
+    }
+    eprint!("Trust this file (its plugins, grants and rules take effect)? [y/N] ");
+    let mut answer = String::new();
+    if std::io::stdin().read_line(&mut answer).is_err() || !answer.trim().eq_ignore_ascii_case("y")
+    {
+        return Err(fail("not trusted"));
+    }
+    Ok(())
 }
 
 /// The tools of each plugin the project file `name` declares from a file,
