@@ -50,8 +50,15 @@ pub(super) async fn trust(workspace: &std::path::Path, yes: bool) -> ExitCode {
                 out(&format!("{} is already trusted", file.display()));
                 return ExitCode::SUCCESS;
             }
+            let what = if tools_changed.is_empty() {
+                "plugin files it names"
+            } else if changed.is_empty() {
+                "the tools its MCP servers list"
+            } else {
+                "plugin files it names and the tools its MCP servers list"
+            };
             format!(
-                "{} is unchanged, but what it names changed since you trusted it:\n{changed}{tools_changed}",
+                "{} is unchanged, but {what} changed since you trusted it:\n{changed}{tools_changed}",
                 file.display()
             )
         }
