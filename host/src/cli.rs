@@ -15,6 +15,7 @@ mod tally;
 mod toolview;
 mod trust;
 mod trust_commands;
+mod trust_mcp;
 mod ui;
 mod undo;
 
@@ -528,7 +529,7 @@ pub(crate) async fn start_mcp(manifest: &Manifest) -> corral_core::mcp_client::M
     let dir = corral_core::session::sessions_dir(&manifest.workspace)
         .unwrap_or_else(|_| std::env::temp_dir().join("corral-mcp"))
         .join("mcp");
-    corral_core::mcp_client::McpTools::start(&manifest.mcp, &dir).await
+    corral_core::mcp_client::McpTools::start_pinned(manifest, &dir).await
 }
 
 /// Prints `text` (which may hold what a plugin or a model wrote) with its

@@ -46,6 +46,8 @@ mod mcp_client;
 mod mcp_client_memory;
 mod mcp_client_net;
 mod mcp_clients;
+mod mcp_http;
+mod mcp_lifecycle;
 mod mock;
 mod parsers;
 mod pipeline;

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
 /// The Python interpreter that has the `mcp` package, or why there is none.
-fn python() -> Result<PathBuf, String> {
+pub(crate) fn python() -> Result<PathBuf, String> {
     if let Some(p) = std::env::var_os("CORRAL_TEST_PYTHON") {
         return Ok(PathBuf::from(p));
     }

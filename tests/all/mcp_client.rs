@@ -496,9 +496,9 @@ fn mcp_add_list_remove_and_import_edit_the_users_manifest() {
     assert!(o.status.success(), "{}", stderr(&o));
     let o = cli.run(&sb.ws(), &["mcp", "import", &claude_s, "--yes"]);
     assert!(o.status.success(), "{}", stderr(&o));
-    assert_eq!(names(&cli), vec!["docs", "files", "github"]);
+    assert_eq!(names(&cli), vec!["docs", "files", "github", "web"]);
 
     let o = cli.run(&sb.ws(), &["mcp", "remove", "files"]);
     assert!(o.status.success(), "{}", stderr(&o));
-    assert_eq!(names(&cli), vec!["docs", "github"]);
+    assert_eq!(names(&cli), vec!["docs", "github", "web"]);
 }

@@ -563,11 +563,16 @@ impl Agent {
         if let Some(blocked) = self.begin_turn(prompt, ui).await? {
             return self.stop(ui, StopReason::PermissionDenied, Some(blocked));
         }
-        let (system, tools) = self.offer().await;
+        let (mut system, mut tools) = self.offer().await;
         // A provider that says the context is exceeded gets one compaction
         // and a retry before the run stops.
         let mut retried = false;
         for iteration in 1..=self.options.max_iterations {
+            // A server's changed tool list is read again before the next request.
+            if iteration > 1 && self.dispatcher.mcp().list_changed() {
+                (system, tools) = self.offer().await;
+                self.frame = None;
+            }
             let (request, bytes) = match self.prepare_request(&system, &tools, ui, cancel).await? {
                 Ok(r) => r,
                 Err((reason, message)) => return self.stop(ui, reason, Some(message)),

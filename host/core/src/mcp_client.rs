@@ -25,6 +25,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::Duration;
 
+mod http;
+mod pin;
+
+pub use pin::{REVIEW_KEY, review_name};
+
 /// The slack over a server's output cap allowed for one message's framing.
 const FRAMING_SLACK: usize = 64 << 10;
 
@@ -35,6 +40,9 @@ pub struct McpTools {
     tools: std::sync::RwLock<Vec<McpTool>>,
     /// Servers that could not start or list their tools, and why.
     failed: Vec<(String, String)>,
+    /// Tools of project servers not offered because they are new or
+    /// changed since trust (module `pin`): the server, and why.
+    withheld: std::sync::Mutex<Vec<(String, String)>>,
 }
 
 impl std::fmt::Debug for McpTools {
@@ -64,12 +72,23 @@ impl McpTool {
 
     /// Where a call could carry data to, for the guard: the server is a
     /// program that keeps what it is sent, so whatever the tool's declared
-    /// effects, a server with the network could send it anywhere, and one
-    /// granted a directory outside `workspace` could write it there.
+    /// effects, a server with the network could send it anywhere, one
+    /// granted a directory outside `workspace` could write it there, and a
+    /// `url` server is reached over the network at its origin.
     pub fn reach(&self, workspace: &Path) -> crate::policy::Reach {
         let decl = &self.server.decl;
+        // A `url` server is itself a destination: what it is sent leaves.
+        let hosts = decl
+            .url
+            .as_deref()
+            .and_then(|u| crate::manifest::mcp_url_origin(u).ok())
+            .map(|(origin, _)| {
+                let host_port = origin.split_once("://").map_or(origin.as_str(), |(_, r)| r);
+                vec![host_port.to_owned()]
+            })
+            .unwrap_or_default();
         crate::policy::Reach {
-            hosts: Vec::new(),
+            hosts,
             networked_programs: if decl.net.reaches() {
                 vec![format!("the MCP server `{}`", decl.name)]
             } else {
@@ -94,12 +113,15 @@ struct Server {
     restarts: AtomicU32,
     /// Set by `notifications/tools/list_changed`.
     changed: Arc<AtomicBool>,
+    /// The tools trusted of a project server; `None` for a user's server.
+    pinned: std::sync::OnceLock<Option<Vec<crate::manifest::reviewed::Reviewed>>>,
 }
 
-/// A started server: dropping it kills its whole process tree.
+/// A started server: dropping it kills its whole process tree (a `url`
+/// server has none: dropping it closes the connection).
 struct Running {
     client: RunningService<RoleClient, Handler>,
-    served: Served,
+    served: Option<Served>,
 }
 
 /// What the client answers a server: nothing but noticing a changed list.
@@ -121,8 +143,24 @@ impl rmcp::ClientHandler for Handler {
 impl McpTools {
     /// Starts the servers of `servers` (each with its bounded wait) and lists
     /// their tools; `dir` holds their logs and private directories. A server
-    /// that fails is reported by [`McpTools::failed`], not fatal.
+    /// that fails is reported by [`McpTools::failed`], not fatal. Every tool
+    /// listed is offered (this is what `corral trust` reviews).
     pub async fn start(servers: &[McpServerDecl], dir: &Path) -> Self {
+        Self::start_with(servers, dir, None).await
+    }
+
+    /// Starts the servers of `manifest` as [`McpTools::start`] does, but the
+    /// project's servers offer only the tools trusted: one new or changed
+    /// since `corral trust` is reported by [`McpTools::withheld`] instead.
+    pub async fn start_pinned(manifest: &crate::manifest::Manifest, dir: &Path) -> Self {
+        let pin = manifest
+            .tool_reviews
+            .clone()
+            .map(|reviews| pin::Pin { reviews });
+        Self::start_with(&manifest.mcp, dir, pin.as_ref()).await
+    }
+
+    async fn start_with(servers: &[McpServerDecl], dir: &Path, pin: Option<&pin::Pin>) -> Self {
         let mut out = McpTools::default();
         let mut all = Vec::new();
         for decl in servers {
@@ -132,13 +170,23 @@ impl McpTools {
                 running: tokio::sync::Mutex::new(None),
                 restarts: AtomicU32::new(0),
                 changed: Arc::default(),
+                pinned: std::sync::OnceLock::new(),
             });
             match server.list().await {
-                Ok(tools) => all.extend(tools.into_iter().map(|t| McpTool {
-                    spec: spec_of(&server.decl, &t),
-                    remote: t.name.to_string(),
-                    server: server.clone(),
-                })),
+                Ok(tools) => {
+                    let tools: Vec<McpTool> = tools
+                        .into_iter()
+                        .map(|t| McpTool {
+                            spec: spec_of(&server.decl, &t),
+                            remote: t.name.to_string(),
+                            server: server.clone(),
+                        })
+                        .collect();
+                    let specs: Vec<ToolSpec> = tools.iter().map(|t| t.spec.clone()).collect();
+                    let pinned = pin.and_then(|p| p.pinned(&decl.name, decl.project, &specs));
+                    let _ = server.pinned.set(pinned);
+                    all.extend(tools.into_iter().filter(|t| out.offered(t)));
+                }
                 Err(why) => {
                     tracing::warn!("{why}");
                     out.failed.push((decl.name.clone(), why));
@@ -148,6 +196,39 @@ impl McpTools {
         all.sort_by(|a, b| a.spec.name.cmp(&b.spec.name));
         out.tools = std::sync::RwLock::new(all);
         out
+    }
+
+    /// Whether `tool` may be offered: a project server's tool must be as
+    /// trusted; one that is not is reported as withheld.
+    fn offered(&self, tool: &McpTool) -> bool {
+        let Some(Some(pinned)) = tool.server.pinned.get() else {
+            return true;
+        };
+        let Some(why) = pin::refused(pinned, &tool.spec) else {
+            return true;
+        };
+        tracing::warn!("[mcp.{}]: {why}", tool.server.decl.name);
+        if let Ok(mut w) = self.withheld.lock() {
+            let entry = (tool.server.decl.name.clone(), why);
+            if !w.contains(&entry) {
+                w.push(entry);
+            }
+        }
+        false
+    }
+
+    /// Tools of project servers not offered because they are new or
+    /// changed since `corral trust`: the server, and why.
+    pub fn withheld(&self) -> Vec<(String, String)> {
+        self.withheld.lock().map(|w| w.clone()).unwrap_or_default()
+    }
+
+    /// Whether a server sent `notifications/tools/list_changed` since its
+    /// list was last read ([`McpTools::refresh`] reads it again).
+    pub fn list_changed(&self) -> bool {
+        self.tools()
+            .iter()
+            .any(|t| t.server.changed.load(Ordering::SeqCst))
     }
 
     /// The tools, sorted by name.
@@ -166,7 +247,8 @@ impl McpTools {
     /// Reads again the tools of the servers that sent
     /// `notifications/tools/list_changed`: a tool that is new or whose
     /// description or schema changed since the session started is offered
-    /// with a warning saying so; a removed one is gone.
+    /// with a warning saying so (a project server's only when it is as
+    /// trusted: otherwise it is withheld); a removed one is gone.
     pub async fn refresh(&self) {
         let before = self.tools();
         let mut servers: Vec<Arc<Server>> = Vec::new();
@@ -206,19 +288,23 @@ impl McpTools {
                     }
                     Some(_) => {}
                 }
-                if !spec.warnings.is_empty() {
-                    tracing::warn!(
-                        "MCP tool `{}` of [mcp.{}]: {}",
-                        spec.name,
-                        server.decl.name,
-                        spec.warnings.join("; ")
-                    );
-                }
-                after.push(McpTool {
+                let tool = McpTool {
                     spec,
                     remote: t.name.to_string(),
                     server: server.clone(),
-                });
+                };
+                if !self.offered(&tool) {
+                    continue;
+                }
+                if !tool.spec.warnings.is_empty() {
+                    tracing::warn!(
+                        "MCP tool `{}` of [mcp.{}]: {}",
+                        tool.spec.name,
+                        server.decl.name,
+                        tool.spec.warnings.join("; ")
+                    );
+                }
+                after.push(tool);
             }
         }
         after.sort_by(|a, b| a.spec.name.cmp(&b.spec.name));
@@ -253,7 +339,7 @@ impl Server {
     async fn ensure(&self) -> Result<tokio::sync::MutexGuard<'_, Option<Running>>, String> {
         let mut running = self.running.lock().await;
         let dead = match running.as_mut() {
-            Some(r) => r.served.exited() || r.client.is_closed(),
+            Some(r) => r.served.as_mut().is_some_and(Served::exited) || r.client.is_closed(),
             None => true,
         };
         if dead {
@@ -277,6 +363,16 @@ impl Server {
     /// Starts the server and completes the MCP handshake, within its timeout.
     async fn spawn(&self) -> Result<Running, String> {
         let name = &self.decl.name;
+        let handler = Handler {
+            changed: self.changed.clone(),
+        };
+        if let Some(url) = &self.decl.url {
+            let client = http::connect(&self.decl, url, handler).await?;
+            return Ok(Running {
+                client,
+                served: None,
+            });
+        }
         let home = self.dir.join("home");
         std::fs::create_dir_all(&home).map_err(|e| {
             format!(
@@ -297,9 +393,6 @@ impl Server {
         };
         let transport = AsyncRwTransport::new_client(stdout, stdin)
             .with_max_line_length(self.decl.output_cap.saturating_add(FRAMING_SLACK));
-        let handler = Handler {
-            changed: self.changed.clone(),
-        };
         let wait = Duration::from_millis(self.decl.timeout_ms);
         let client = match tokio::time::timeout(wait, handler.serve(transport)).await {
             Ok(Ok(client)) => client,
@@ -320,7 +413,10 @@ impl Server {
                 ));
             }
         };
-        Ok(Running { client, served })
+        Ok(Running {
+            client,
+            served: Some(served),
+        })
     }
 
     /// The server's tools, as it lists them.

@@ -202,7 +202,7 @@ impl Checker<'_> {
     }
 
     /// `grants.secrets`: each bound to a granted destination, with a header name and well-formed placeholders.
-    fn secret_grants(
+    pub(super) fn secret_grants(
         &self,
         name: &str,
         raw: &[Spanned<RawSecret>],
@@ -481,7 +481,7 @@ impl Checker<'_> {
         })
     }
 
-    fn net_grant(&self, pattern: &Spanned<String>) -> Result<NetGrant, ManifestError> {
+    pub(super) fn net_grant(&self, pattern: &Spanned<String>) -> Result<NetGrant, ManifestError> {
         let text = pattern.get_ref();
         let bad = |why: &str| {
             self.err(

@@ -200,7 +200,8 @@ pub fn from_layers(workspace: &Path, layers: &[Layer]) -> Result<Manifest, Manif
         fold.plugins(&step, raw.plugins)?;
         for (name, entry) in std::mem::take(&mut raw.mcp) {
             if entry.enabled {
-                let decl = step.at.mcp(&name, entry)?;
+                let mut decl = step.at.mcp(&name, entry)?;
+                decl.project = step.is_project;
                 fold.mcp.insert(name, decl);
             } else {
                 fold.mcp.remove(&name);

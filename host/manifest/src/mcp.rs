@@ -31,7 +31,8 @@ pub(super) struct RawMcp {
     pub(super) env: BTreeMap<String, String>,
     /// `cwd = "sub"`: relative to the workspace (default the workspace).
     pub(super) cwd: Option<String>,
-    /// `url = "https://…"`: a streamable HTTP server (not supported yet).
+    /// `url = "http://127.0.0.1:3001/mcp"`: a streamable HTTP server, which
+    /// corral connects to itself (instead of `command`).
     pub(super) url: Option<Spanned<String>>,
     /// `enabled = false` removes a server an earlier layer declared.
     #[serde(default = "yes")]
@@ -77,6 +78,11 @@ pub(super) struct RawMcpGrants {
     /// `net = true` (any destination), or only some through corral's
     /// proxy: `net = ["https://api.github.com:443"]`.
     pub(super) net: Option<Spanned<toml::Value>>,
+    /// `secrets = [{ header = "authorization", value = "Bearer ${env:TOKEN}" }]`:
+    /// headers corral adds to its requests to a `url` server's origin (and
+    /// to no other), as for a provider plugin's `grants.secrets`.
+    #[serde(default)]
+    pub(super) secrets: Vec<Spanned<super::raw::RawSecret>>,
 }
 
 /// A checked `[mcp.NAME]` entry.
@@ -84,8 +90,15 @@ pub(super) struct RawMcpGrants {
 pub struct McpServerDecl {
     /// The entry's name.
     pub name: String,
-    /// The program, as written.
+    /// The program, as written (empty for a `url` server).
     pub command: String,
+    /// A streamable HTTP server's URL: corral connects to it itself, to its
+    /// origin only (no redirects), and runs no program.
+    pub url: Option<String>,
+    /// Headers added to the requests to the `url`'s origin, their values
+    /// read from corral's environment when the server is reached; never
+    /// shown to the model, a plugin or the log.
+    pub secrets: Vec<super::Secret>,
     /// Its arguments.
     pub args: Vec<String>,
     /// Variables set for it, as written.
@@ -110,6 +123,9 @@ pub struct McpServerDecl {
     pub output_cap: usize,
     /// The file that declared it.
     pub file: String,
+    /// Whether that file is the project's `corral.toml` (which needs trust,
+    /// and whose servers offer only the tools trusted).
+    pub project: bool,
 }
 
 impl McpServerDecl {
@@ -124,7 +140,7 @@ impl McpServerDecl {
 
 impl Checker<'_> {
     /// Checks one `[mcp.NAME]` entry.
-    pub(super) fn mcp(&self, name: &str, raw: RawMcp) -> Result<McpServerDecl, ManifestError> {
+    pub(super) fn mcp(&self, name: &str, mut raw: RawMcp) -> Result<McpServerDecl, ManifestError> {
         let here = format!("[mcp.{name}]");
         let head = raw
             .command
@@ -139,22 +155,25 @@ impl Checker<'_> {
                 Some("use letters, digits, `-` and `_`".into()),
             ));
         }
-        if let Some(url) = &raw.url {
-            return Err(self.err(
-                url.span(),
-                format!("{here}: `url` (a streamable HTTP server) is not supported yet"),
-                Some("run the server over stdio with `command` and `args`".into()),
-            ));
+        if let Some(url) = raw.url.take() {
+            return self.mcp_url(name, &url, raw);
         }
-        let Some(command) = raw.command else {
+        let Some(command) = raw.command.take() else {
             return Err(self.err(
                 head,
                 format!("{here} has no `command`"),
                 Some(format!(
-                    "add `command = \"…\"` and `args = […]`, or run `corral mcp add {name} -- CMD ARGS…`"
+                    "add `command = \"…\"` and `args = […]`, or `url = \"http://HOST:PORT/mcp\"`, or run `corral mcp add {name} -- CMD ARGS…`"
                 )),
             ));
         };
+        if !raw.grants.secrets.is_empty() {
+            return Err(self.err(
+                command.span(),
+                format!("{here}: `grants.secrets` is for a `url` server"),
+                Some("pass a stdio server its key with `grants.env = [\"NAME\"]`".into()),
+            ));
+        }
         if command.get_ref().trim().is_empty() {
             return Err(self.err(
                 command.span(),
@@ -162,37 +181,16 @@ impl Checker<'_> {
                 Some("name the program that starts the server".into()),
             ));
         }
+        let (prefix, default_effects, effects) = self.mcp_common(&here, name, &raw)?;
         let within = |p: &str| -> PathBuf {
             let path = self.workspace.join(p);
             path.canonicalize().unwrap_or(path)
         };
-        let (default_effects, effects) = match &raw.effects {
-            None => (vec![Effect::Read], BTreeMap::new()),
-            Some(spanned) => self.mcp_effects(&here, spanned)?,
-        };
-        let prefix = match raw.tool_prefix {
-            Some(p) => {
-                let ok = p
-                    .get_ref()
-                    .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
-                if !ok {
-                    return Err(self.err(
-                        p.span(),
-                        format!(
-                            "{here}: tool_prefix `{}` is not a valid prefix",
-                            p.get_ref()
-                        ),
-                        Some("use letters, digits, `-` and `_`".into()),
-                    ));
-                }
-                p.into_inner()
-            }
-            None => format!("{name}__"),
-        };
         Ok(McpServerDecl {
             name: name.to_owned(),
             command: command.into_inner(),
+            url: None,
+            secrets: Vec::new(),
             args: raw.args,
             env: raw.env,
             cwd: raw
@@ -214,6 +212,130 @@ impl Checker<'_> {
                 .unwrap_or(DEFAULT_MCP_OUTPUT_KB)
                 .saturating_mul(1024),
             file: self.layer.name.clone(),
+            project: false,
+        })
+    }
+
+    /// The tool prefix and effects of `[mcp.NAME]`, whatever its transport.
+    fn mcp_common(
+        &self,
+        here: &str,
+        name: &str,
+        raw: &RawMcp,
+    ) -> Result<(String, Vec<Effect>, ToolEffects), ManifestError> {
+        let (default_effects, effects) = match &raw.effects {
+            None => (vec![Effect::Read], BTreeMap::new()),
+            Some(spanned) => self.mcp_effects(here, spanned)?,
+        };
+        let prefix = match &raw.tool_prefix {
+            Some(p) => {
+                let ok = p
+                    .get_ref()
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+                if !ok {
+                    return Err(self.err(
+                        p.span(),
+                        format!(
+                            "{here}: tool_prefix `{}` is not a valid prefix",
+                            p.get_ref()
+                        ),
+                        Some("use letters, digits, `-` and `_`".into()),
+                    ));
+                }
+                p.get_ref().clone()
+            }
+            None => format!("{name}__"),
+        };
+        Ok((prefix, default_effects, effects))
+    }
+
+    /// `[mcp.NAME] url = "…"`: a streamable HTTP server. corral makes the
+    /// connections, so the url's origin is the one destination (no
+    /// `grants.net`, no program, no files); `grants.secrets` bind headers to
+    /// that origin (an entry without `origin` means it).
+    fn mcp_url(
+        &self,
+        name: &str,
+        url: &Spanned<String>,
+        mut raw: RawMcp,
+    ) -> Result<McpServerDecl, ManifestError> {
+        let here = format!("[mcp.{name}]");
+        let bad = |why: String, help: &str| self.err(url.span(), why, Some(help.to_owned()));
+        if raw.command.is_some() || !raw.args.is_empty() || raw.cwd.is_some() || !raw.env.is_empty()
+        {
+            return Err(bad(
+                format!("{here} has both `url` and a program (`command`, `args`, `cwd` or `env`)"),
+                "keep `url` for a server corral connects to, or `command` for one it starts",
+            ));
+        }
+        if !raw.grants.fs.is_empty() || !raw.grants.env.is_empty() || raw.grants.net.is_some() {
+            return Err(bad(
+                format!(
+                    "{here}: `grants.fs`, `grants.env` and `grants.net` are for a program; a `url` server runs none"
+                ),
+                "remove them: corral connects to the url's origin and nowhere else",
+            ));
+        }
+        let text = url.get_ref();
+        let (origin, _path) = url_origin(text).map_err(|why| {
+            bad(
+                format!("{here}: url `{text}`: {why}"),
+                "write `http://HOST:PORT/PATH` or `https://HOST/PATH`",
+            )
+        })?;
+        let grant = self.net_grant(&Spanned::new(url.span(), origin.clone()))?;
+        for secret in &mut raw.grants.secrets {
+            let span = secret.span();
+            let s = secret.get_mut();
+            let elsewhere = match (&s.origin, &s.host) {
+                (None, None) => {
+                    s.origin = Some(origin.clone());
+                    None
+                }
+                (Some(o), None) => url_origin(o)
+                    .ok()
+                    .filter(|(o, _)| *o == origin)
+                    .is_none()
+                    .then(|| o.clone()),
+                (_, Some(h)) => Some(h.clone()),
+            };
+            if let Some(other) = elsewhere {
+                return Err(self.err(
+                    span,
+                    format!(
+                        "{here}: a secret bound to `{other}`, but this server's requests go only to {origin}"
+                    ),
+                    Some(format!(
+                        "leave out `origin` (a url server's secrets go to its url's origin), or write `origin = \"{origin}\"`"
+                    )),
+                ));
+            }
+        }
+        let secrets =
+            self.secret_grants(&here, &raw.grants.secrets, std::slice::from_ref(&grant))?;
+        let (prefix, default_effects, effects) = self.mcp_common(&here, name, &raw)?;
+        Ok(McpServerDecl {
+            name: name.to_owned(),
+            command: String::new(),
+            url: Some(text.clone()),
+            secrets,
+            args: Vec::new(),
+            env: BTreeMap::new(),
+            cwd: self.workspace.to_path_buf(),
+            fs: Vec::new(),
+            env_grants: Vec::new(),
+            net: crate::exec::Network::Off,
+            default_effects,
+            effects,
+            tool_prefix: prefix,
+            timeout_ms: raw.timeout_ms.unwrap_or(DEFAULT_MCP_TIMEOUT_MS),
+            output_cap: raw
+                .output_kb
+                .unwrap_or(DEFAULT_MCP_OUTPUT_KB)
+                .saturating_mul(1024),
+            file: self.layer.name.clone(),
+            project: false,
         })
     }
 
@@ -254,4 +376,28 @@ impl Checker<'_> {
             }
         }
     }
+}
+
+/// `scheme://authority/path` split into its origin (`scheme://host:port`,
+/// as a network grant writes it) and the rest; no user, no fragment.
+pub fn url_origin(url: &str) -> Result<(String, String), &'static str> {
+    let (scheme, rest) = url.split_once("://").ok_or("no scheme")?;
+    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let (authority, path) = rest.split_at(end);
+    if authority.contains('@') {
+        return Err("a user or password in the url is not allowed; put a key in `grants.secrets`");
+    }
+    if path.contains('#') || url.contains(char::is_whitespace) {
+        return Err("a fragment or a space is not allowed");
+    }
+    let (scheme, host, port) = super::secret::split_origin(&format!("{scheme}://{authority}"))?;
+    if host.contains('*') {
+        return Err("the host has a `*`");
+    }
+    let origin = if host.contains(':') {
+        format!("{scheme}://[{host}]:{port}")
+    } else {
+        format!("{scheme}://{host}:{port}")
+    };
+    Ok((origin, path.to_owned()))
 }

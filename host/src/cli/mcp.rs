@@ -39,7 +39,8 @@ pub enum McpCmd {
         #[arg(long)]
         mode: Option<Mode>,
     },
-    /// Add an MCP server: `corral mcp add NAME [--grant …] -- CMD ARGS…`.
+    /// Add an MCP server: `corral mcp add NAME [--grant …] -- CMD ARGS…`, or
+    /// `corral mcp add NAME --url URL [--secret HEADER=VALUE]`.
     /// It runs confined: it may read and write only the directories granted
     /// (`--grant fs:DIR`), gets only the variables granted (`--grant
     /// env:NAME`) and no network unless granted (`--grant net`).
@@ -57,8 +58,17 @@ pub enum McpCmd {
         /// trust`) instead of the user's.
         #[arg(long)]
         project: bool,
+        /// A streamable HTTP server's URL, instead of a command: corral
+        /// connects to it itself, to that origin only.
+        #[arg(long, value_name = "URL", conflicts_with_all = ["grants", "env", "command"])]
+        url: Option<String>,
+        /// `HEADER=VALUE`, for a `--url` server: a header corral adds to its
+        /// requests to that origin, e.g. `authorization=Bearer ${env:TOKEN}`
+        /// (`${env:NAME}` is read from corral's environment). Repeatable.
+        #[arg(long = "secret", value_name = "HEADER=VALUE", requires = "url")]
+        secrets: Vec<String>,
         /// The command that starts the server, and its arguments.
-        #[arg(last = true, required = true, value_name = "CMD")]
+        #[arg(last = true, required_unless_present = "url", value_name = "CMD")]
         command: Vec<String>,
     },
     /// List the MCP servers of the manifest, with their grants.
@@ -97,10 +107,13 @@ pub async fn mcp(workspace: &Path, cmd: McpCmd) -> ExitCode {
             grants,
             env,
             project,
+            url,
+            secrets,
             command,
-        } => finish(servers::add(
-            workspace, &name, &grants, &env, project, &command,
-        )),
+        } => finish(match url {
+            Some(url) => servers::add_url(workspace, &name, &url, &secrets, project),
+            None => servers::add(workspace, &name, &grants, &env, project, &command),
+        }),
         McpCmd::List { json } => servers::list(workspace, json),
         McpCmd::Remove { name, project } => finish(servers::remove(workspace, &name, project)),
         McpCmd::Import { file, project, yes } => {

@@ -70,11 +70,29 @@ struct Entry {
     command: Vec<String>,
     env: Vec<(String, String)>,
     grants: Grants,
+    /// A streamable HTTP server: its url, and the headers corral adds.
+    url: Option<(String, Vec<(String, String)>)>,
 }
 
 impl Entry {
     fn table(&self) -> Table {
         let mut t = Table::new();
+        if let Some((url, secrets)) = &self.url {
+            t["url"] = value(url.as_str());
+            if !secrets.is_empty() {
+                let mut list = Array::new();
+                for (header, v) in secrets {
+                    let mut s = InlineTable::new();
+                    s.insert("header", header.as_str().into());
+                    s.insert("value", v.as_str().into());
+                    list.push(s);
+                }
+                let mut grants = InlineTable::new();
+                grants.insert("secrets", list.into());
+                t["grants"] = value(grants);
+            }
+            return t;
+        }
         t["command"] = value(self.command[0].as_str());
         let mut args = Array::new();
         for a in &self.command[1..] {
@@ -120,6 +138,26 @@ impl Entry {
     }
 
     fn shown(&self) -> String {
+        if let Some((url, secrets)) = &self.url {
+            let headers = if secrets.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    ", adding the header(s) {} to those requests only",
+                    secrets
+                        .iter()
+                        .map(|(h, _)| h.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            };
+            return format!(
+                "[mcp.{}] connects to {} (corral makes the requests, to that origin only{})",
+                self.name,
+                inert(url),
+                inert(&headers)
+            );
+        }
         format!(
             "[mcp.{}] runs `{}`{}; it gets {}",
             self.name,
@@ -212,6 +250,59 @@ pub(super) fn add(
         command: command.to_vec(),
         env,
         grants: Grants::parse(grants)?,
+        url: None,
+    };
+    let file = crate::cli::install::target_file(workspace, project)?;
+    let mut doc = read(&file)?;
+    insert(&mut doc, &entry);
+    write(&file, &doc)?;
+    Ok(format!(
+        "Added to {}: {}.{}",
+        file.display(),
+        entry.shown(),
+        trust_note(workspace, &file)
+    ))
+}
+
+/// `corral mcp add NAME --url URL [--secret HEADER=VALUE]`.
+pub(super) fn add_url(
+    workspace: &Path,
+    name: &str,
+    url: &str,
+    secrets: &[String],
+    project: bool,
+) -> Result<String, String> {
+    if !manifest::valid_plugin_name(name) {
+        return Err(format!(
+            "`{}` is not a valid server name; use lowercase letters, digits, `-` and `_`, starting with a letter",
+            inert(name)
+        ));
+    }
+    manifest::mcp_url_origin(url).map_err(|why| {
+        format!(
+            "--url {}: {why}; write http://HOST:PORT/PATH or https://HOST/PATH",
+            inert(url)
+        )
+    })?;
+    let secrets = secrets
+        .iter()
+        .map(|kv| {
+            kv.split_once('=')
+                .map(|(k, v)| (k.to_ascii_lowercase(), v.to_owned()))
+                .ok_or_else(|| {
+                    format!(
+                        "--secret {}: write HEADER=VALUE, e.g. 'authorization=Bearer ${{env:TOKEN}}'",
+                        inert(kv)
+                    )
+                })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let entry = Entry {
+        name: name.to_owned(),
+        command: Vec::new(),
+        env: Vec::new(),
+        grants: Grants::default(),
+        url: Some((url.to_owned(), secrets)),
     };
     let file = crate::cli::install::target_file(workspace, project)?;
     let mut doc = read(&file)?;
@@ -256,6 +347,9 @@ pub(super) fn list(workspace: &Path, json: bool) -> ExitCode {
         Err(e) => return super::fail(&e.to_string()),
     };
     let status = |d: &McpServerDecl| {
+        if d.url.is_some() {
+            return "remote (connected with a session)";
+        }
         let found = if d.command.contains('/') {
             d.cwd.join(&d.command).exists()
         } else {
@@ -274,6 +368,8 @@ pub(super) fn list(workspace: &Path, json: bool) -> ExitCode {
             .map(|d| {
                 serde_json::json!({
                     "name": d.name,
+                    "url": d.url,
+                    "secret_headers": d.secrets.iter().map(|s| s.header.as_str()).collect::<Vec<_>>(),
                     "command": d.command,
                     "args": d.args,
                     "env": d.env.keys().collect::<Vec<_>>(),
@@ -296,6 +392,22 @@ pub(super) fn list(workspace: &Path, json: bool) -> ExitCode {
     }
     let mut text = String::new();
     for d in &m.mcp {
+        if let Some(url) = &d.url {
+            let headers: Vec<&str> = d.secrets.iter().map(|s| s.header.as_str()).collect();
+            text.push_str(&format!(
+                "{}  {}  {}\n    {}\n    corral connects to that origin only{}\n",
+                d.name,
+                status(d),
+                d.file,
+                inert(url),
+                if headers.is_empty() {
+                    String::new()
+                } else {
+                    format!(", adding {}", headers.join(", "))
+                }
+            ));
+            continue;
+        }
         let grants = Grants {
             fs: d.fs.iter().map(|p| p.display().to_string()).collect(),
             env: d.env_grants.clone(),
@@ -360,9 +472,12 @@ fn servers_of(file: &Path) -> Result<Vec<Result<Entry, String>>, String> {
                     }
                 })
                 .collect();
+            if let Some(url) = s.get("url").and_then(|c| c.as_str()) {
+                return url_entry(name, safe, url, s);
+            }
             let Some(command) = s.get("command").and_then(|c| c.as_str()) else {
                 return Err(format!(
-                    "`{}`: no `command` (a URL server is not supported yet); skipped",
+                    "`{}`: neither `command` nor `url`; skipped",
                     inert(name)
                 ));
             };
@@ -386,9 +501,75 @@ fn servers_of(file: &Path) -> Result<Vec<Result<Entry, String>>, String> {
                 command: all,
                 env,
                 grants: Grants::default(),
+                url: None,
             })
         })
         .collect())
+}
+
+/// An imported `url` entry: Claude Code's `"type": "http"` with `headers`
+/// (`${VAR}` read from the environment), or Codex's `url` with
+/// `bearer_token_env_var`, `http_headers` and `env_http_headers`. Their
+/// headers become secrets bound to the url's origin.
+fn url_entry(name: &str, safe: String, url: &str, s: &serde_json::Value) -> Result<Entry, String> {
+    if s.get("type").and_then(|t| t.as_str()) == Some("sse") {
+        return Err(format!(
+            "`{}`: an SSE server (the older HTTP transport) is not supported, only streamable HTTP; skipped",
+            inert(name)
+        ));
+    }
+    manifest::mcp_url_origin(url)
+        .map_err(|why| format!("`{}`: url {}: {why}; skipped", inert(name), inert(url)))?;
+    let mut secrets = Vec::new();
+    let strings = |key: &str| -> Vec<(String, String)> {
+        s.get(key)
+            .and_then(|h| h.as_object())
+            .into_iter()
+            .flatten()
+            .filter_map(|(k, v)| v.as_str().map(|v| (k.to_ascii_lowercase(), v.to_owned())))
+            .collect()
+    };
+    for (header, v) in strings("headers")
+        .into_iter()
+        .chain(strings("http_headers"))
+    {
+        secrets.push((header, claude_placeholders(&v)));
+    }
+    for (header, var) in strings("env_http_headers") {
+        secrets.push((header, format!("${{env:{var}}}")));
+    }
+    if let Some(var) = s.get("bearer_token_env_var").and_then(|v| v.as_str()) {
+        secrets.push(("authorization".into(), format!("Bearer ${{env:{var}}}")));
+    }
+    Ok(Entry {
+        name: safe,
+        command: Vec::new(),
+        env: Vec::new(),
+        grants: Grants::default(),
+        url: Some((url.to_owned(), secrets)),
+    })
+}
+
+/// Claude Code's `${VAR}` (and `${VAR:-default}`, whose default is dropped)
+/// as corral's `${env:VAR}`.
+fn claude_placeholders(value: &str) -> String {
+    let mut out = String::new();
+    let mut rest = value;
+    while let Some(at) = rest.find("${") {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + 2..];
+        let Some(end) = after.find('}') else {
+            out.push_str(&rest[at..]);
+            return out;
+        };
+        let inner = &after[..end];
+        let var = inner.split(":-").next().unwrap_or(inner);
+        let var = var.strip_prefix("env:").unwrap_or(var);
+        out.push_str(&format!("${{env:{var}}}"));
+        rest = &after[end + 1..];
+    }
+    out.push_str(rest);
+    out
 }
 
 /// `corral mcp import`.

@@ -269,6 +269,9 @@ pub(super) fn tools_list(plugins: &Plugins, mcp: &McpTools, json: bool) -> ExitC
             inert(why)
         );
     }
+    for (server, why) in mcp.withheld() {
+        eprintln!("warning: [mcp.{server}]: {}", inert(&why));
+    }
     if json {
         let list: Vec<serde_json::Value> = tools
             .iter()

@@ -42,25 +42,36 @@ pub(super) async fn trust(workspace: &std::path::Path, yes: bool) -> ExitCode {
         Err(e) => return fail(&e.to_string()),
     };
     let files = trust::review_files(&checked, &name);
+    let reviews = manifest::reviewed::ToolReviews::for_workspace(&checked.workspace);
+    // The servers of a trusted file may run now; those of any other file
+    // only once it is trusted, below.
+    let mut servers = None;
     let mut review = match trust::status(&store, &canonical, &text) {
         trust::Status::Trusted => {
             let recorded = trust::recorded_files(&store, &canonical, &text).unwrap_or_default();
             let changed = files_changed(&files, &recorded);
-            if changed.is_empty() && !commands_changed {
+            let listed = super::trust_mcp::list(&checked).await;
+            let tools_changed = super::trust_mcp::changes(reviews.as_ref(), &listed);
+            servers = Some(listed);
+            if changed.is_empty() && tools_changed.is_empty() && !commands_changed {
                 out(&format!("{} is already trusted", file.display()));
                 return ExitCode::SUCCESS;
             }
-            if changed.is_empty() {
-                format!(
-                    "{} is unchanged, but its custom commands changed since you trusted it:\n",
-                    file.display()
-                )
-            } else {
-                format!(
-                    "{} is unchanged, but plugin files it names changed since you trusted it:\n{changed}",
-                    file.display()
-                )
+            let mut what = Vec::new();
+            if !changed.is_empty() {
+                what.push("plugin files it names");
             }
+            if !tools_changed.is_empty() {
+                what.push("the tools its MCP servers list");
+            }
+            if commands_changed {
+                what.push("its custom commands");
+            }
+            format!(
+                "{} is unchanged, but {} changed since you trusted it:\n{changed}{tools_changed}",
+                file.display(),
+                what.join(" and ")
+            )
         }
         trust::Status::New => format!("{} is not trusted yet. It says:\n\n{text}", file.display()),
         trust::Status::Changed {
@@ -78,6 +89,7 @@ pub(super) async fn trust(workspace: &std::path::Path, yes: bool) -> ExitCode {
         }
     };
     review.push_str(&loosening_text(&checked, &name));
+    review.push_str(&super::trust_mcp::describe(&checked));
     review.push_str(&files_text(&files));
     review.push_str(&super::trust_commands::text(&commands, &command_problems));
     let described = project_tools(&checked, &name).await;
@@ -97,22 +109,22 @@ pub(super) async fn trust(workspace: &std::path::Path, yes: bool) -> ExitCode {
         }
     }
     out(&review);
-    if !yes {
-        if !std::io::IsTerminal::is_terminal(&std::io::stdin()) {
-            return fail("not trusted: confirm on a terminal, or pass --yes");
-        }
-        eprint!("Trust this file (its plugins, grants and rules take effect)? [y/N] ");
-        let mut answer = String::new();
-        if std::io::stdin().read_line(&mut answer).is_err()
-            || !answer.trim().eq_ignore_ascii_case("y")
-        {
-            return fail("not trusted");
-        }
+    if let Err(code) = confirm(yes) {
+        return code;
     }
     let record = files
         .iter()
         .filter_map(|f| Some((f.plugin.clone(), f.record()?)))
         .collect();
+    let servers = match servers {
+        Some(listed) => listed,
+        None => super::trust_mcp::list(&checked).await,
+    };
+    match super::trust_mcp::record(reviews.as_ref(), &servers) {
+        Ok(text) if !text.is_empty() => out(text.trim_end()),
+        Ok(_) => {}
+        Err(e) => return fail(&e),
+    }
     if let Some(reviews) =
         corral_core::manifest::reviewed::ToolReviews::for_workspace(&checked.workspace)
     {
@@ -134,6 +146,23 @@ pub(super) async fn trust(workspace: &std::path::Path, yes: bool) -> ExitCode {
         }
         Err(e) => fail(&format!("cannot record trust: {e}")),
     }
+}
+
+/// `--yes`, or the user's answer on a terminal.
+fn confirm(yes: bool) -> Result<(), ExitCode> {
+    if yes {
+        return Ok(());
+    }
+    if !std::io::IsTerminal::is_terminal(&std::io::stdin()) {
+        return Err(fail("not trusted: confirm on a terminal, or pass --yes"));
+    }
+    eprint!("Trust this file (its plugins, grants and rules take effect)? [y/N] ");
+    let mut answer = String::new();
+    if std::io::stdin().read_line(&mut answer).is_err() || !answer.trim().eq_ignore_ascii_case("y")
+    {
+        return Err(fail("not trusted"));
+    }
+    Ok(())
 }
 
 /// The tools of each plugin the project file `name` declares from a file,

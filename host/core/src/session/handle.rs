@@ -151,7 +151,7 @@ pub async fn open(config: SessionConfig) -> Result<Session, String> {
     let backlog = Backlog::default();
     // The servers start with the session, each within its own timeout.
     let mcp =
-        crate::mcp_client::McpTools::start(&manifest.mcp, &log_dir(&config)?.join("mcp")).await;
+        crate::mcp_client::McpTools::start_pinned(&manifest, &log_dir(&config)?.join("mcp")).await;
     let options = AgentOptions {
         mcp: Arc::new(mcp),
         hooks: Arc::new(hooks),
