@@ -502,3 +502,64 @@ fn mcp_add_list_remove_and_import_edit_the_users_manifest() {
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(names(&cli), vec!["docs", "github", "web"]);
 }
+
+#[test]
+fn the_reference_filesystem_server_runs_through_corral_run_and_a_deny_rule_holds() {
+    let Some(fs) = installed("npm/node_modules/.bin/mcp-server-filesystem") else {
+        return;
+    };
+    let sb = Sandbox::new();
+    let ws = sb.ws().canonicalize().expect("ws");
+    let turns = [
+        call_turn(
+            "c1",
+            "files__read_text_file",
+            json!({ "path": ws.join("hello.txt") }),
+        ),
+        call_turn(
+            "c2",
+            "files__write_file",
+            json!({ "path": ws.join("planted.txt"), "content": "written" }),
+        ),
+        answer_turn("Done."),
+    ];
+    crate::support::cassette::write(&sb, "mcp.cassette.json", &turns);
+    sb.write(
+        "corral.toml",
+        &format!(
+            "[mcp.files]\ncommand = {:?}\nargs = [{:?}]\ngrants = {{ fs = [\".\"] }}\n\
+             timeout_ms = 20000\neffects = {{ default = [\"read\"], write_file = [\"write\"] }}\n\n\
+             [plugins.replay]\nsource = \"builtin:replay\"\n\
+             grants.fs = [{{ path = \".\", access = \"ro\" }}]\n\
+             config = {{ cassette = \"mcp.cassette.json\" }}\n\n\
+             [policy]\nmode = \"full-auto\"\ndeny = [\"files__write_file\"]\n",
+            fs.display().to_string(),
+            ws.display().to_string(),
+        ),
+    );
+    let cli = Cli::new();
+    let events = run_events(&cli, &sb);
+    let read = crate::guard::find(&events, "tool_call_end", "c1");
+    assert!(
+        read["outcome"]["content"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("hello from the workspace"),
+        "{read}"
+    );
+    assert_eq!(
+        crate::guard::labels(read),
+        vec![crate::guard::label("untrusted", "mcp:files")]
+    );
+    let permission = crate::guard::find(&events, "permission", "c2");
+    assert_eq!(permission["decision"], "deny", "{permission}");
+    assert!(
+        !ws.join("planted.txt").exists(),
+        "a denied write_file still wrote"
+    );
+    let log = std::fs::read_to_string(crate::support::log::session_log(&cli)).expect("log");
+    assert!(
+        log.contains("files__read_text_file") && log.contains("files__write_file"),
+        "{log}"
+    );
+}
