@@ -354,24 +354,7 @@ fn the_user_sees_why_and_decides() {
     let sb = project(server.port, "");
     cassette(&sb, &injected_run(server.port, true));
     let cli = Cli::new();
-    let mut child = cli
-        .command(
-            &sb.ws(),
-            &[
-                "run",
-                "--provider",
-                "replay",
-                "--json",
-                "--approvals",
-                "stdin",
-                "Summarise the vendored lib",
-            ],
-        )
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn");
+    let mut child = crate::support::run::replaying(&cli, &sb, "Summarise the vendored lib");
     let mut stdin = child.stdin.take().expect("stdin");
     let stdout = std::io::BufReader::new(child.stdout.take().expect("stdout"));
     let mut events: Vec<Value> = Vec::new();

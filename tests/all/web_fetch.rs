@@ -477,25 +477,7 @@ fn run_answering(
     answer: impl Fn(&serde_json::Value) -> serde_json::Value,
     check: impl Fn(&str),
 ) -> Vec<serde_json::Value> {
-    use std::process::Stdio;
-    let mut child = cli
-        .command(
-            &sb.ws(),
-            &[
-                "run",
-                "--provider",
-                "replay",
-                "--json",
-                "--approvals",
-                "stdin",
-                "Fetch the pages",
-            ],
-        )
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn");
+    let mut child = crate::support::run::replaying(cli, sb, "Fetch the pages");
     let mut stdin = child.stdin.take().expect("stdin");
     let out = BufReader::new(child.stdout.take().expect("stdout"));
     let mut events = Vec::new();

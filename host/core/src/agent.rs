@@ -823,7 +823,7 @@ impl Agent {
                 () = cancel.cancelled() => return Ok(Err(None)),
                 Some(ev) = rx.recv() => {
                     if let StreamEvent::TextDelta { text } = &ev {
-                        self.partial.push_str(text);
+                        rewind::keep_partial(&mut self.partial, text);
                     }
                     if !forward(ui, &ev, backlog.as_ref(), cancel).await {
                         return Ok(Err(None));
@@ -837,7 +837,7 @@ impl Agent {
         };
         while let Ok(ev) = rx.try_recv() {
             if let StreamEvent::TextDelta { text } = &ev {
-                self.partial.push_str(text);
+                rewind::keep_partial(&mut self.partial, text);
             }
             if !forward(ui, &ev, backlog.as_ref(), cancel).await {
                 return Ok(Err(None));

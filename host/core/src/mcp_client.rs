@@ -122,6 +122,9 @@ struct Server {
 struct Running {
     client: RunningService<RoleClient, Handler>,
     served: Option<Served>,
+    /// A call found the connection gone (the server died or closed it):
+    /// the next call restarts the server even if its exit is not seen yet.
+    broken: bool,
 }
 
 /// What the client answers a server: nothing but noticing a changed list.
@@ -339,7 +342,9 @@ impl Server {
     async fn ensure(&self) -> Result<tokio::sync::MutexGuard<'_, Option<Running>>, String> {
         let mut running = self.running.lock().await;
         let dead = match running.as_mut() {
-            Some(r) => r.served.as_mut().is_some_and(Served::exited) || r.client.is_closed(),
+            Some(r) => {
+                r.broken || r.served.as_mut().is_some_and(Served::exited) || r.client.is_closed()
+            }
             None => true,
         };
         if dead {
@@ -371,6 +376,7 @@ impl Server {
             return Ok(Running {
                 client,
                 served: None,
+                broken: false,
             });
         }
         let home = self.dir.join("home");
@@ -416,6 +422,7 @@ impl Server {
         Ok(Running {
             client,
             served: Some(served),
+            broken: false,
         })
     }
 
@@ -459,8 +466,19 @@ impl Server {
         let result = match tokio::time::timeout(wait, r.client.peer().call_tool(params)).await {
             Ok(Ok(result)) => result,
             Ok(Err(e)) => {
-                // A dead server is restarted at the next call.
-                return Err(format!("the MCP server `{name}` failed the call: {e}"));
+                // A dead server is restarted at the next call: one whose
+                // connection is gone is dead though its exit may not be
+                // seen yet.
+                let broken = !matches!(
+                    e,
+                    rmcp::service::ServiceError::McpError(_)
+                        | rmcp::service::ServiceError::UnexpectedResponse
+                );
+                let message = format!("the MCP server `{name}` failed the call: {e}");
+                if let Some(r) = running.as_mut().filter(|_| broken) {
+                    r.broken = true;
+                }
+                return Err(message);
             }
             Err(_) => {
                 // A server that does not answer in time may be stuck or

@@ -34,6 +34,28 @@ pub fn answering(cli: &Cli, sb: &Sandbox, prompt: &str, key: &str) -> Child {
     .expect("spawn")
 }
 
+/// `corral run --provider replay --json --approvals stdin PROMPT`, with
+/// stdin and stdout piped and stderr dropped.
+pub fn replaying(cli: &Cli, sb: &Sandbox, prompt: &str) -> Child {
+    cli.command(
+        &sb.ws(),
+        &[
+            "run",
+            "--provider",
+            "replay",
+            "--json",
+            "--approvals",
+            "stdin",
+            prompt,
+        ],
+    )
+    .stdin(Stdio::piped())
+    .stdout(Stdio::piped())
+    .stderr(Stdio::null())
+    .spawn()
+    .expect("spawn")
+}
+
 /// `corral tool call TOOL --args ARGS` (the JSON text of `args`), run to
 /// its end.
 pub fn tool_call(cli: &Cli, sb: &Sandbox, tool: &str, args: impl std::fmt::Display) -> Output {

@@ -117,13 +117,37 @@ impl Agent {
     /// Keeps the answer the user interrupted, if it said anything: logged,
     /// and in the history the next request sends.
     pub(super) fn keep_interrupted(&mut self, ui: &UnboundedSender<Event>) -> anyhow::Result<()> {
-        let text = std::mem::take(&mut self.partial);
+        let mut text = std::mem::take(&mut self.partial);
         if text.trim().is_empty() {
             return Ok(());
+        }
+        if text.len() >= PARTIAL_MAX_BYTES {
+            text.push_str(&format!(
+                "\n[the rest of the answer is not kept: only its first {} KiB are]",
+                PARTIAL_MAX_BYTES >> 10
+            ));
         }
         self.history.push(history::interrupted_answer(&text));
         self.emit(ui, Event::AnswerInterrupted { text })
     }
+}
+
+/// How much of a streaming answer is kept for the case the user interrupts
+/// it: an answer streamed without end must not grow the host's memory.
+pub(super) const PARTIAL_MAX_BYTES: usize = 1 << 20;
+
+/// Adds `text` to the streamed answer `partial`, up to [`PARTIAL_MAX_BYTES`]
+/// (cut at a character boundary).
+pub(super) fn keep_partial(partial: &mut String, text: &str) {
+    let room = PARTIAL_MAX_BYTES.saturating_sub(partial.len());
+    if room == 0 {
+        return;
+    }
+    let mut end = text.len().min(room);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    partial.push_str(&text[..end]);
 }
 
 /// Restored paths as the log names them.

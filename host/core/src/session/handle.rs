@@ -370,6 +370,83 @@ fn set_provider(
     Ok(())
 }
 
+/// What the session does with `op` between turns: an op that runs a turn
+/// says which; the others are carried out here.
+async fn between_turns(
+    op: Op,
+    agent: &mut Agent,
+    ui: &UnboundedSender<Event>,
+) -> anyhow::Result<Next> {
+    let mut shell = None;
+    let prompt = match op {
+        Op::UserTurn { text } => Some(text),
+        Op::Continue => None,
+        Op::Shell { command } => {
+            shell = Some(command);
+            None
+        }
+        Op::Shutdown => return Ok(Next::End),
+        Op::Interrupt => return Ok(Next::Wait),
+        Op::Approval { call_id, .. } => {
+            let _ = ui.send(Event::Error {
+                message: format!("no approval is pending for the call `{call_id}`"),
+            });
+            return Ok(Next::Wait);
+        }
+        Op::SetMode { mode } => {
+            agent.set_mode(mode, ui)?;
+            return Ok(Next::Wait);
+        }
+        Op::SetModel { model } => {
+            agent.set_model(model, ui)?;
+            return Ok(Next::Wait);
+        }
+        Op::SetProvider { provider } => {
+            set_provider(agent, &provider, ui)?;
+            return Ok(Next::Wait);
+        }
+        Op::Compact => {
+            agent.compact_now(ui).await?;
+            return Ok(Next::Wait);
+        }
+        Op::Undo { force } => {
+            agent.undo(force, ui).await?;
+            return Ok(Next::Wait);
+        }
+        Op::Rewind {
+            turn,
+            conversation,
+            code,
+            force,
+        } => {
+            agent.rewind(turn, conversation, code, force, ui).await?;
+            return Ok(Next::Wait);
+        }
+        // `Op` is non-exhaustive for the front-ends' sake; every op of
+        // this crate's protocol version is handled above.
+        _ => {
+            let _ = ui.send(Event::Error {
+                message: "this session does not know the submitted op".into(),
+            });
+            return Ok(Next::Wait);
+        }
+    };
+    Ok(Next::Turn { prompt, shell })
+}
+
+/// What [`drive`] does next.
+enum Next {
+    /// Run a turn: the prompt (none: go on) or a `!` command line.
+    Turn {
+        prompt: Option<String>,
+        shell: Option<String>,
+    },
+    /// Wait for the next op.
+    Wait,
+    /// End the session.
+    End,
+}
+
 /// The session's task: runs turns one at a time; while one runs, routes
 /// interrupts and approval answers to it and queues the rest.
 async fn drive(
@@ -388,59 +465,10 @@ async fn drive(
                 None => break,
             },
         };
-        let mut shell = None;
-        let prompt = match op {
-            Op::UserTurn { text } => Some(text),
-            Op::Continue => None,
-            Op::Shell { command } => {
-                shell = Some(command);
-                None
-            }
-            Op::Shutdown => break,
-            Op::Interrupt => continue,
-            Op::Approval { call_id, .. } => {
-                let _ = ui.send(Event::Error {
-                    message: format!("no approval is pending for the call `{call_id}`"),
-                });
-                continue;
-            }
-            Op::SetMode { mode } => {
-                agent.set_mode(mode, &ui)?;
-                continue;
-            }
-            Op::SetModel { model } => {
-                agent.set_model(model, &ui)?;
-                continue;
-            }
-            Op::SetProvider { provider } => {
-                set_provider(&mut agent, &provider, &ui)?;
-                continue;
-            }
-            Op::Compact => {
-                agent.compact_now(&ui).await?;
-                continue;
-            }
-            Op::Undo { force } => {
-                agent.undo(force, &ui).await?;
-                continue;
-            }
-            Op::Rewind {
-                turn,
-                conversation,
-                code,
-                force,
-            } => {
-                agent.rewind(turn, conversation, code, force, &ui).await?;
-                continue;
-            }
-            // `Op` is non-exhaustive for the front-ends' sake; every op of
-            // this crate's protocol version is handled above.
-            _ => {
-                let _ = ui.send(Event::Error {
-                    message: "this session does not know the submitted op".into(),
-                });
-                continue;
-            }
+        let (prompt, shell) = match between_turns(op, &mut agent, &ui).await? {
+            Next::Turn { prompt, shell } => (prompt, shell),
+            Next::Wait => continue,
+            Next::End => break,
         };
         let cancel = CancellationToken::new();
         let mut shutdown = false;
