@@ -154,3 +154,26 @@ pub(super) fn keep_partial(partial: &mut String, text: &str) {
 fn shown(files: &[std::path::PathBuf]) -> Vec<String> {
     files.iter().map(|p| p.display().to_string()).collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{PARTIAL_MAX_BYTES, keep_partial};
+
+    #[test]
+    fn a_streamed_answer_is_kept_up_to_the_cap_and_cut_between_characters() {
+        let mut partial = String::new();
+        keep_partial(&mut partial, "héllo ");
+        assert_eq!(partial, "héllo ");
+        // Fill to one byte short of the cap, then offer a two-byte character:
+        // it does not fit and is left out whole.
+        let fill = "a".repeat(PARTIAL_MAX_BYTES - partial.len() - 1);
+        keep_partial(&mut partial, &fill);
+        keep_partial(&mut partial, "éz");
+        assert_eq!(partial.len(), PARTIAL_MAX_BYTES - 1);
+        assert!(partial.ends_with('a'));
+        keep_partial(&mut partial, "zz");
+        assert_eq!(partial.len(), PARTIAL_MAX_BYTES);
+        keep_partial(&mut partial, "more");
+        assert_eq!(partial.len(), PARTIAL_MAX_BYTES);
+    }
+}
