@@ -360,7 +360,7 @@ impl Agent {
         log: SessionLog,
         records: &[Record],
     ) -> anyhow::Result<Self> {
-        let (history, turn, open) = replay_history(records);
+        let ((history, turn, open), undone) = history::replay_with_notes(records);
         options.call_ids.continue_after(records);
         // File changes a crash cut short were finished or taken back when
         // the plugins loaded; the model must know which, not only that its
@@ -402,7 +402,7 @@ impl Agent {
                     _ => None,
                 })
                 .unwrap_or_default(),
-            undone: history::pending_undos(records),
+            undone,
             partial: String::new(),
         };
         let mut closed = Vec::new();

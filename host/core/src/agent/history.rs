@@ -31,12 +31,6 @@ pub fn interrupted_answer(text: &str) -> Message {
     })
 }
 
-/// The undos (and file-only rewinds) and `!` lines logged after the last prompt of the
-/// conversation as it stands, for the next one.
-pub fn pending_undos(records: &[Record]) -> Vec<String> {
-    replay(records).undone
-}
-
 /// The note an undo or a file-only rewind leaves for the next prompt.
 fn note(event: &Event) -> Option<String> {
     match event {
@@ -119,6 +113,14 @@ impl Shell {
 pub fn replay_history(records: &[Record]) -> (Vec<Message>, u32, Vec<ToolCall>) {
     let state = replay(records);
     (state.history, state.turn, state.open)
+}
+
+/// [`replay_history`] in the same pass with the notes logged after the
+/// last prompt of the conversation as it stands (undos, file-only rewinds,
+/// `!` lines), told to the model with the next one.
+pub fn replay_with_notes(records: &[Record]) -> ((Vec<Message>, u32, Vec<ToolCall>), Vec<String>) {
+    let state = replay(records);
+    ((state.history, state.turn, state.open), state.undone)
 }
 
 /// What replaying a log so far has built.
@@ -338,7 +340,7 @@ mod tests {
             live_prompts(&records),
             [(1, "a".to_owned()), (4, "b again".to_owned())]
         );
-        assert_eq!(pending_undos(&records[..records.len() - 3]).len(), 1);
+        assert_eq!(replay_with_notes(&records[..records.len() - 3]).1.len(), 1);
     }
 
     #[test]
@@ -359,7 +361,7 @@ mod tests {
         let shown = texts(&history);
         assert_eq!(shown.len(), 4, "{shown:?}");
         assert!(shown[3].starts_with("assistant: half of") && shown[3].contains("interrupted"));
-        let notes = pending_undos(&records);
+        let notes = replay_with_notes(&records).1;
         assert_eq!(notes.len(), 1);
         assert!(notes[0].contains("notes.txt") && notes[0].contains("before turn 1"));
     }

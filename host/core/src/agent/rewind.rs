@@ -105,12 +105,13 @@ impl Agent {
         // The log holds the rewind now: the history is what a resume
         // would make of it.
         let records = crate::log::read(self.log.path())?;
+        let ((replayed, _, _), notes) = history::replay_with_notes(&records);
         if conversation {
-            self.history = history::replay_history(&records).0;
+            self.history = replayed;
             self.sizes.clear();
             self.frame = None;
         }
-        self.undone = history::pending_undos(&records);
+        self.undone = notes;
         self.sync_log().await
     }
 
