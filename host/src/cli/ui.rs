@@ -183,16 +183,28 @@ impl Opener {
         }
     }
 
-    /// Opens a session and an app showing it (with its transcript when it
-    /// is resumed).
-    async fn open(&self, resume: Option<Resume>) -> Result<(Session, App), String> {
+    /// Opens a session, an app showing it (with its transcript when it is
+    /// resumed) and the tally of its usage and cost so far, from one read
+    /// of its log.
+    async fn open(
+        &self,
+        resume: Option<Resume>,
+    ) -> Result<(Session, App, super::tally::Tally), String> {
         let session = session::open(self.config(resume)).await?;
-        // The session takes its mode from the flag, else from the manifest.
-        let mode = self.flags.mode.unwrap_or_else(|| {
-            corral_core::manifest::load(&self.workspace)
-                .map(|m| m.policy.mode)
-                .unwrap_or_default()
-        });
+        // The session takes its mode from the flag, else from the manifest,
+        // which also gives the prices.
+        let manifest = corral_core::manifest::load(&self.workspace).ok();
+        let mode = self
+            .flags
+            .mode
+            .unwrap_or_else(|| manifest.as_ref().map(|m| m.policy.mode).unwrap_or_default());
+        let mut tally = super::tally::Tally::for_workspace(
+            &self.workspace,
+            &SessionConfig {
+                manifest,
+                ..self.config(None)
+            },
+        );
         let mut app = App::new(self.flags.provider.as_deref().unwrap_or(""), mode);
         app.color = std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
         app.set_history(super::history::load(&self.workspace));
@@ -203,23 +215,14 @@ impl Opener {
         if let Ok(records) = session::read(session.log_path()) {
             for record in &records {
                 app.replay(&record.event);
-            }
-        }
-        for note in notes {
-            app.notice(&note, true);
-        }
-        Ok((session, app))
-    }
-
-    /// The usage and cost of `session` so far, from its log.
-    fn tally(&self, session: &Session) -> super::tally::Tally {
-        let mut tally = super::tally::Tally::for_workspace(&self.workspace, &self.config(None));
-        if let Ok(records) = session::read(session.log_path()) {
-            for record in &records {
                 tally.see(&record.event);
             }
         }
-        tally
+        app.set_cost(tally.cost());
+        for note in notes {
+            app.notice(&note, true);
+        }
+        Ok((session, app, tally))
     }
 }
 
@@ -442,7 +445,7 @@ pub async fn ui(workspace: &Path, resume: Option<Resume>, flags: Flags) -> ExitC
         workspace: workspace.to_path_buf(),
         flags,
     };
-    let (session, app) = match opener.open(resume).await {
+    let (session, app, tally) = match opener.open(resume).await {
         Ok(s) => s,
         Err(e) => return fail(&e),
     };
@@ -454,7 +457,7 @@ pub async fn ui(workspace: &Path, resume: Option<Resume>, flags: Flags) -> ExitC
         }
     };
     let mut last = session.id().to_owned();
-    let code = drive(&opener, session, app, &mut terminal, &mut last).await;
+    let code = drive(&opener, session, app, tally, &mut terminal, &mut last).await;
     drop(guard);
     // The UI drew on the alternate screen, which goes with it: the
     // transcript is printed on the normal screen, where it stays in the
@@ -490,6 +493,7 @@ async fn drive(
     opener: &Opener,
     mut session: Session,
     mut app: App,
+    mut tally: super::tally::Tally,
     terminal: &mut Terminal<CrosstermBackend<Stdout>>,
     last: &mut String,
 ) -> ExitCode {
@@ -510,8 +514,6 @@ async fn drive(
         .await
         .unwrap_or_default();
     app.set_files(files_kept.clone());
-    let mut tally = opener.tally(&session);
-    app.set_cost(tally.cost());
     let mut dirty = true;
     loop {
         app.set_clock(start.elapsed().as_millis() as u64);
@@ -594,6 +596,7 @@ async fn drive(
                 opener,
                 session,
                 &mut app,
+                &mut tally,
                 action,
                 &files_kept,
                 catalog.as_ref(),
@@ -603,10 +606,6 @@ async fn drive(
                 Ok(session) => session,
                 Err(code) => return code,
             };
-            if session.id() != last.as_str() {
-                tally = opener.tally(&session);
-                app.set_cost(tally.cost());
-            }
             session.id().clone_into(last);
         }
     }
@@ -621,6 +620,7 @@ async fn act(
     opener: &Opener,
     session: Session,
     app: &mut App,
+    tally: &mut super::tally::Tally,
     action: Action,
     files: &[String],
     catalog: Option<&Catalog>,
@@ -644,7 +644,8 @@ async fn act(
             let color = app.color;
             close(session).await;
             match opener.open(resume).await {
-                Ok((s, mut a)) => {
+                Ok((s, mut a, t)) => {
+                    *tally = t;
                     a.color = color;
                     a.set_files(files.to_vec());
                     if let Some(c) = catalog {
