@@ -58,7 +58,7 @@ fn read(sb: &Sandbox, rel: &str) -> Option<String> {
 /// set; `args` go before `--workspace` (e.g. `resume --last`).
 fn command(cli: &Cli, sb: &Sandbox, args: &str) -> String {
     let key = KEYS[0];
-    ui_command(cli, &sb.ws(), "echo CORRAL-EXIT=$?; sleep 600")
+    ui_command(cli, &sb.ws(), "printf '\\nCORRAL-EXIT=%s\\n' $?; sleep 600")
         .replacen("TERM=", &format!("{}={} TERM=", key.0, key.1), 1)
         .replacen(
             &format!("--workspace {}", quote(&sb.ws())),

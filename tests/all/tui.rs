@@ -208,7 +208,7 @@ fn a_session_in_the_terminal_ui() {
     let o = cli.run(&sb.ws(), &["sessions"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
 
-    let command = crate::tui::ui_command(&cli, &sb.ws(), "echo CORRAL-EXIT=$?; stty -a; sleep 600");
+    let command = crate::tui::ui_command(&cli, &sb.ws(), "printf '\\nCORRAL-EXIT=%s\\n' $?; stty -a; sleep 600");
     let Some(pane) = Pane::start(&command) else {
         return;
     };
@@ -381,7 +381,7 @@ fn sigterm_restores_the_terminal() {
     let home = cli.home.path();
     let command = format!(
         "env XDG_CONFIG_HOME={} XDG_CACHE_HOME={} XDG_DATA_HOME={} {} --workspace {}; \
-         echo CORRAL-EXIT=$?; stty -a; sleep 600",
+         printf '\\nCORRAL-EXIT=%s\\n' $?; stty -a; sleep 600",
         quote(&home.join("config")),
         quote(&cache_home()),
         quote(&home.join("data")),
