@@ -261,10 +261,12 @@ pub fn check_openai_request(req: &Captured, key: &str) {
         match m["role"].as_str() {
             Some("tool") => {
                 let id = m["tool_call_id"].as_str().expect("tool_call_id").to_owned();
-                let pos = open
-                    .iter()
-                    .position(|o| *o == id)
-                    .unwrap_or_else(|| panic!("result for unknown or answered call {id}"));
+                let pos = open.iter().position(|o| *o == id).unwrap_or_else(|| {
+                    panic!(
+                        "result for unknown or answered call {id} in:\n{}",
+                        outline(messages)
+                    )
+                });
                 open.remove(pos);
             }
             Some(_) => {
@@ -281,6 +283,26 @@ pub fn check_openai_request(req: &Captured, key: &str) {
         }
     }
     assert!(open.is_empty(), "calls without results: {open:?}");
+}
+
+/// A request's messages, one line each: the role and the call ids it
+/// opens or answers (what a pairing failure needs to be read).
+fn outline(messages: &[Value]) -> String {
+    let mut out = String::new();
+    for m in messages {
+        let ids: Vec<&str> = m["tool_calls"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|c| c["id"].as_str())
+            .chain(m["tool_call_id"].as_str())
+            .collect();
+        out.push_str(&format!(
+            "  {} {ids:?}\n",
+            m["role"].as_str().unwrap_or("?")
+        ));
+    }
+    out
 }
 
 // ---- Anthropic Messages ----

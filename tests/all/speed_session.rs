@@ -399,3 +399,91 @@ fn resume_big_session_with_an_unknown_window(n: usize) {
 fn a_replayed_200k_event_session_with_an_unknown_window_compacts_instead_of_dying() {
     resume_big_session_with_an_unknown_window(200_000);
 }
+
+/// A kill between the response that asked for a call and the call's begin
+/// leaves a log whose only mention of `c-1` is that response. The resumed
+/// session closes `c-1` as interrupted and must give the model's next call
+/// a new id: with `c-1` handed out again, both results went to the model
+/// under the second call's id.
+#[test]
+fn a_call_logged_only_in_its_response_keeps_its_id_after_a_resume() {
+    use corral_protocol::{AssistantMessage, Event, FinishReason, ToolCall};
+    let server = MockServer::start(|_, req| scripted(req));
+    let (sb, cli) = setup(server.port);
+    let root = cli.home.path().join("data/corral/sessions");
+    let ws = sb.ws().canonicalize().expect("ws");
+    let dir = corral_core::session::workspace_dir(&root, &ws);
+    std::fs::create_dir_all(&dir).expect("dir");
+    let id = "20261202-000000-k1ll00";
+    let events = [
+        Event::SessionStarted {
+            session_id: id.into(),
+            workspace: ws.display().to_string(),
+            provider: "openai".into(),
+            model: String::new(),
+        },
+        Event::TurnBegin { turn: 1 },
+        Event::UserMessage {
+            text: "Fix the notes".into(),
+        },
+        Event::RequestEnd {
+            message: AssistantMessage {
+                text: "Reading. ".into(),
+                tool_calls: vec![ToolCall {
+                    id: "c-1".into(),
+                    name: "read_file".into(),
+                    arguments: "{\"path\":\"notes.txt\"}".into(),
+                    model_id: Some("call_1".into()),
+                }],
+            },
+            finish_reason: FinishReason::ToolCalls,
+            usage: None,
+        },
+    ];
+    let log: String = events
+        .iter()
+        .enumerate()
+        .map(|(i, e)| {
+            let mut l = serde_json::to_string(&json!({"seq": i + 1, "ts_ms": 1, "event": e}))
+                .expect("record");
+            l.push('\n');
+            l
+        })
+        .collect();
+    let path = dir.join(format!("{id}.jsonl"));
+    std::fs::write(&path, log).expect("log");
+
+    let o = cli.run_env(&sb.ws(), &["resume", "--last", "--json"], &KEYS);
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{out}\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(out.contains("All done."), "{out}");
+    assert_eq!(
+        std::fs::read_to_string(sb.ws().join("notes.txt")).expect("notes"),
+        "- DONE: ship it\n",
+        "the edit after the resume ran"
+    );
+    let requests = server.requests();
+    assert_eq!(
+        requests.len(),
+        2,
+        "after the interrupted read, the edit, then the end"
+    );
+    for req in &requests {
+        check_openai_request(req, OPENAI_KEY);
+    }
+    let begun: Vec<String> = log_events(&path)
+        .iter()
+        .filter(|e| kind(e) == "tool_call_begin")
+        .map(|e| e["call"]["id"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    assert_eq!(
+        begun,
+        ["c-2"],
+        "the resumed session's call has an id of its own"
+    );
+}

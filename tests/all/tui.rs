@@ -208,7 +208,11 @@ fn a_session_in_the_terminal_ui() {
     let o = cli.run(&sb.ws(), &["sessions"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
 
-    let command = crate::tui::ui_command(&cli, &sb.ws(), "printf '\\nCORRAL-EXIT=%s\\n' $?; stty -a; sleep 600");
+    let command = crate::tui::ui_command(
+        &cli,
+        &sb.ws(),
+        "printf '\\nCORRAL-EXIT=%s\\n' $?; stty -a; sleep 600",
+    );
     let Some(pane) = Pane::start(&command) else {
         return;
     };

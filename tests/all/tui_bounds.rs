@@ -28,7 +28,11 @@ fn ui_streaming(text: &str, chunk: usize, delay_ms: u64) -> Option<(Sandbox, Cli
     let cli = Cli::new();
     let o = cli.run(&sb.ws(), &["sessions"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let command = crate::tui::ui_command(&cli, &sb.ws(), "printf '\\nCORRAL-EXIT=%s\\n' $?; sleep 600");
+    let command = crate::tui::ui_command(
+        &cli,
+        &sb.ws(),
+        "printf '\\nCORRAL-EXIT=%s\\n' $?; sleep 600",
+    );
     let pane = Pane::start(&command)?;
     pane.wait_for("ask anything");
     Some((sb, cli, pane))

@@ -159,18 +159,35 @@ fn call_number(id: &str) -> Option<u64> {
 }
 
 /// The highest `c-N` an event names, looking inside subagent wrappers.
+///
+/// Every event that names a call counts, not only its begin and end: the
+/// response that asked for a call and the call's permission are logged
+/// before it begins, and a session killed between them must not hand the
+/// same id to a later call (the provider would then send both results
+/// under one id).
 fn highest_call_id(event: &Event) -> u64 {
-    let id = match event {
-        Event::ToolCallBegin { call } => call.id.as_str(),
-        Event::ToolCallEnd { call_id, .. } => call_id.as_str(),
-        Event::Subagent { call_id, event, .. } => {
-            return call_number(call_id)
-                .unwrap_or(0)
-                .max(highest_call_id(event));
+    let number = |id: &str| call_number(id).unwrap_or(0);
+    match event {
+        Event::ToolCallBegin { call } => number(&call.id),
+        Event::ToolCallEnd { call_id, .. }
+        | Event::Permission { call_id, .. }
+        | Event::PlanUpdated { call_id, .. }
+        | Event::Hook {
+            call_id: Some(call_id),
+            ..
+        } => number(call_id),
+        Event::RequestEnd { message, .. } => message
+            .tool_calls
+            .iter()
+            .map(|c| number(&c.id))
+            .max()
+            .unwrap_or(0),
+        Event::SessionResumed { closed_calls, .. } => {
+            closed_calls.iter().map(|c| number(c)).max().unwrap_or(0)
         }
-        _ => return 0,
-    };
-    call_number(id).unwrap_or(0)
+        Event::Subagent { call_id, event, .. } => number(call_id).max(highest_call_id(event)),
+        _ => 0,
+    }
 }
 
 impl std::fmt::Debug for AgentOptions {
@@ -1083,6 +1100,31 @@ mod tests {
             record(nested),
         ]);
         assert_eq!(ids.next(), "c-8");
+    }
+
+    #[test]
+    fn resume_counts_a_call_the_log_names_before_it_began() {
+        // Killed after the response that asked for `c-1` was logged, before
+        // the call began: the resumed session's next call is `c-2`, not a
+        // second `c-1`.
+        let ids = CallIds::default();
+        ids.continue_after(&[record(Event::RequestEnd {
+            message: AssistantMessage {
+                text: String::new(),
+                tool_calls: vec![call("c-1")],
+            },
+            finish_reason: crate::protocol::FinishReason::ToolCalls,
+            usage: None,
+        })]);
+        assert_eq!(ids.next(), "c-2");
+        let ids = CallIds::default();
+        ids.continue_after(&[record(Event::Permission {
+            call_id: "c-4".to_owned(),
+            tool: "edit_file".to_owned(),
+            decision: crate::protocol::PermissionDecision::Allow,
+            reason: String::new(),
+        })]);
+        assert_eq!(ids.next(), "c-5");
     }
 
     #[test]
