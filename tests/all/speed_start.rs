@@ -322,3 +322,54 @@ fn compiling_a_plugin_on_its_first_use_says_so_on_stderr() {
     assert_eq!(stdout(&o), "hi\n", "{}", stderr(&o));
     assert_eq!(stderr(&o), "");
 }
+
+/// The build's code of a built-in is copied into the compile cache once and
+/// mapped from there by later processes (no copy of megabytes into fresh
+/// memory per start); a damaged copy is not mapped, the command still
+/// works, and the copy is written again.
+#[test]
+fn the_builds_code_is_mapped_from_its_checked_copy_in_the_cache() {
+    let cli = Cli::new();
+    let sb = Sandbox::new();
+    let cache = tempfile::tempdir().expect("cache home");
+    let home = cache.path().to_str().expect("utf-8 path");
+    // Without the description cache every built-in is loaded.
+    let env = [("XDG_CACHE_HOME", home), ("CORRAL_TOOL_CACHE", "off")];
+    let run = || {
+        let o = cli.run_env(&sb.ws(), &["-vv", "tools", "list"], &env);
+        assert!(o.status.success(), "{}", stderr(&o));
+        assert!(stdout(&o).contains("read_file"), "{}", stdout(&o));
+        (stdout(&o), stderr(&o))
+    };
+    const MAPPED: &str = "mapped from its copy in the compile cache";
+    let (first, log) = run();
+    assert_eq!(log.matches(MAPPED).count(), 0, "{log}");
+    let built = cache.path().join("corral/components/built");
+    let copies: Vec<String> = files_in(&built)
+        .into_iter()
+        .filter(|f| f.ends_with(".cwasm"))
+        .collect();
+    assert_eq!(copies.len(), builtin_count(), "{copies:?}");
+    // Checked once (the whole file against its checksum), then mapped.
+    for _ in 0..2 {
+        let (out, log) = run();
+        assert_eq!(out, first);
+        assert_eq!(log.matches(MAPPED).count(), builtin_count(), "{log}");
+        assert!(!log.contains("compiled ("), "{log}");
+    }
+    // A copy changed on disk (same size, so only its contents tell) is
+    // refused, the embedded code used, and the copy stored again.
+    let victim = built.join(&copies[0]);
+    let mut bytes = std::fs::read(&victim).expect("copy");
+    let mid = bytes.len() / 2;
+    bytes[mid] ^= 0xff;
+    std::fs::write(&victim, &bytes).expect("damage");
+    let (out, log) = run();
+    assert_eq!(out, first);
+    assert_eq!(log.matches(MAPPED).count(), builtin_count() - 1, "{log}");
+    assert!(log.contains("is damaged"), "{log}");
+    let (out, log) = run();
+    assert_eq!(out, first);
+    assert_eq!(log.matches(MAPPED).count(), builtin_count(), "{log}");
+    assert_ne!(std::fs::read(&victim).expect("copy"), bytes, "stored again");
+}

@@ -157,8 +157,23 @@ pub fn clear_cache(dir: &Path) -> std::io::Result<Vec<CacheEntry>> {
     remove_stale_temporaries(dir);
     super::descriptions::clear(dir)?;
     super::hashes::clear(dir)?;
+    match std::fs::remove_dir_all(dir.join(BUILT_DIR)) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+        _ => {}
+    }
     Ok(entries)
 }
+
+/// The subdirectory of the compile cache that holds the built-ins' code as
+/// the build compiled it (see [`Cache::load_built`]): copies of bytes
+/// embedded in the executable, kept apart from what this host compiled.
+const BUILT_DIR: &str = "built";
+
+/// What is done instead of loading a compiled entry that does not check out.
+const RECOMPILING: &str = "recompiling";
+
+/// What is done instead of mapping a built-in's copy that does not check out.
+const EMBEDDED: &str = "using the executable's own copy and storing it again";
 
 impl CacheEntry {
     fn stem(&self) -> String {
@@ -308,7 +323,7 @@ impl Cache {
         let artifact = dir.join(format!("{stem}.cwasm"));
         let check = artifact.with_extension("sum");
         self.mark_in_use(&stem);
-        if let Some(component) = self.try_read(engine, &artifact, &check) {
+        if let Some(component) = self.try_read(engine, &artifact, &check, RECOMPILING) {
             return Ok((component, CacheOutcome::Hit));
         }
         let component = Component::new(engine, &*bytes()?)?;
@@ -319,6 +334,44 @@ impl Cache {
             }
         }
         Ok((component, CacheOutcome::Compiled))
+    }
+
+    /// A built-in's code as the build compiled it (`code`, embedded in the
+    /// executable, for the component with the SHA-256 `sha256`), mapped from
+    /// its copy in the cache instead of copied into fresh memory: the copy
+    /// of a 6 MiB component was a quarter of a whole `corral tool call`.
+    ///
+    /// `None` when there is no usable copy yet (one is stored for the next
+    /// process) or caching is off: the caller deserializes `code` itself.
+    /// The copy is checked like a compiled entry (its checksum once per
+    /// file identity); only the current build's copies are kept.
+    pub(crate) fn load_built(
+        &self,
+        engine: &Engine,
+        sha256: &str,
+        code: &[u8],
+        current: &[&str],
+    ) -> Option<Component> {
+        let dir = self.dir.as_ref()?.join(BUILT_DIR);
+        let stem = format!("{sha256}-{}", self.engine_key);
+        let artifact = dir.join(format!("{stem}.cwasm"));
+        let check = artifact.with_extension("sum");
+        if let Some(component) = self.try_read(engine, &artifact, &check, EMBEDDED) {
+            return Some(component);
+        }
+        let stored = prepare_dir(&dir).and_then(|()| {
+            let sum = super::checksum::xxh64(code)?;
+            atomic_write(&artifact, code)?;
+            atomic_write(&check, format!("{SUM_PREFIX}{sum:016x}").as_bytes())
+        });
+        match stored {
+            Ok(()) => remove_other_builds(&dir, &self.engine_key, current),
+            Err(e) => tracing::debug!(
+                "cannot keep a copy of the built-in code in {}: {e}",
+                dir.display()
+            ),
+        }
+        None
     }
 
     fn mark_in_use(&self, stem: &str) {
@@ -342,13 +395,21 @@ impl Cache {
         }
     }
 
-    fn try_read(&self, engine: &Engine, artifact: &Path, check: &Path) -> Option<Component> {
+    /// The component stored at `artifact`, if it checks out; `instead` says
+    /// in the log what is done when it does not.
+    fn try_read(
+        &self,
+        engine: &Engine,
+        artifact: &Path,
+        check: &Path,
+        instead: &str,
+    ) -> Option<Component> {
         let started = std::time::Instant::now();
         let stored = std::fs::read_to_string(check).ok()?;
         let mut lines = stored.lines();
         let Some(expected) = lines.next().and_then(|l| l.trim().strip_prefix(SUM_PREFIX)) else {
             tracing::debug!(
-                "{} has a checksum of an older corral; recompiling",
+                "{} has a checksum of an older corral; {instead}",
                 artifact.display()
             );
             return None;
@@ -367,13 +428,13 @@ impl Cache {
             let sum = match super::checksum::xxh64(&file) {
                 Ok(sum) => sum,
                 Err(e) => {
-                    tracing::warn!("cannot read {}: {e}; recompiling", artifact.display());
+                    tracing::warn!("cannot read {}: {e}; {instead}", artifact.display());
                     return None;
                 }
             };
             if format!("{sum:016x}") != expected {
                 tracing::warn!(
-                    "cached artifact {} is damaged; recompiling",
+                    "cached artifact {} is damaged; {instead}",
                     artifact.display()
                 );
                 return None;
@@ -399,7 +460,7 @@ impl Cache {
             Ok(c) => c,
             Err(e) => {
                 tracing::warn!(
-                    "cached artifact {} unusable ({e}); recompiling",
+                    "cached artifact {} unusable ({e}); {instead}",
                     artifact.display()
                 );
                 return None;
@@ -410,7 +471,7 @@ impl Cache {
         let now = std::fs::metadata(artifact).ok().map(|m| Identity::of(&m));
         if now != Some(identity) {
             tracing::debug!(
-                "{} was replaced while it was loaded; recompiling",
+                "{} was replaced while it was loaded; {instead}",
                 artifact.display()
             );
             return None;
@@ -428,6 +489,30 @@ impl Cache {
             ),
         }
         Some(component)
+    }
+}
+
+/// Removes from `dir` (the built-ins' copies) every file that is not a
+/// copy of this build's code: one for each SHA-256 of `current` with this
+/// engine's key. Another corral's copies are stored again when it runs.
+fn remove_other_builds(dir: &Path, engine_key: &str, current: &[&str]) {
+    let Ok(read) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for item in read.flatten() {
+        let name = item.file_name();
+        let keep = name
+            .to_str()
+            .and_then(|n| n.rsplit_once('.'))
+            .is_some_and(|(stem, ext)| {
+                (ext == "cwasm" || ext == "sum")
+                    && stem
+                        .split_once('-')
+                        .is_some_and(|(sha, key)| key == engine_key && current.contains(&sha))
+            });
+        if !keep {
+            let _ = std::fs::remove_file(item.path());
+        }
     }
 }
 

@@ -150,7 +150,7 @@ impl Compiler {
         let name = &decl.name;
         let mut why_compiled = None;
         if let Source::Builtin(b) = &decl.source {
-            match super::precompiled::load(&self.engine, b, sha256) {
+            match super::precompiled::load(&self.engine, &self.cache, b, sha256) {
                 Ok(component) => return Ok((component, CacheOutcome::Precompiled)),
                 Err(why) => {
                     tracing::info!(plugin = %name, "built-in `{b}` not precompiled for this engine ({why}); compiling it");

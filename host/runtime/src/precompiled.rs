@@ -28,7 +28,12 @@ pub(super) fn sha256(name: &str) -> Option<&'static str> {
 
 /// The built-in `name`, whose component has the SHA-256 `sha256`, from the
 /// code the build compiled; or why that code cannot be used here.
-pub(super) fn load(engine: &Engine, name: &str, sha256: &str) -> Result<Component, String> {
+pub(super) fn load(
+    engine: &Engine,
+    cache: &super::cache::Cache,
+    name: &str,
+    sha256: &str,
+) -> Result<Component, String> {
     if std::env::var(PRECOMPILED_VAR).is_ok_and(|v| v.trim() == "off") {
         return Err(format!("{PRECOMPILED_VAR}=off"));
     }
@@ -47,6 +52,20 @@ pub(super) fn load(engine: &Engine, name: &str, sha256: &str) -> Result<Componen
             "the build compiled it for another engine (key {built:016x}, this one {key:016x}: \
              another CPU, kernel or wasmtime configuration)"
         ));
+    }
+    // Mapped from the cache's copy when there is one (checked as compiled
+    // entries are); its file name holds this engine's key, and
+    // deserialization checks the version and settings again.
+    let current: Vec<&str> = corral_builtin::PRECOMPILED
+        .iter()
+        .map(|(_, sha256, _)| *sha256)
+        .collect();
+    if let Some(component) = cache.load_built(engine, sha256, code, &current) {
+        tracing::debug!(
+            plugin = name,
+            "the build's code, mapped from its copy in the compile cache"
+        );
+        return Ok(component);
     }
     // SAFETY: `code` is `Engine::precompile_component` output of this
     // host's own build script, embedded in this executable (never bytes a
