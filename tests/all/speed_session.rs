@@ -256,35 +256,50 @@ fn sigkill_at_every_event_boundary_loses_nothing_shown_and_resumes() {
     );
 }
 
-/// Writes a session log of about `n` events straight to where `corral
-/// resume` finds it: a prompt, then turns of one `read_file` call with a
-/// 300-byte result, as a long session leaves them.
-fn write_big_session(cli: &Cli, ws: &std::path::Path, n: usize) -> std::path::PathBuf {
-    use corral_protocol::{AssistantMessage, Event, FinishReason, ToolCall, ToolOutcome};
+/// Where `corral resume` finds the log of session `id` of `ws`, its
+/// directory made.
+fn session_file(cli: &Cli, ws: &std::path::Path, id: &str) -> std::path::PathBuf {
     let root = cli.home.path().join("data/corral/sessions");
     let dir = corral_core::session::workspace_dir(&root, &ws.canonicalize().expect("ws"));
     std::fs::create_dir_all(&dir).expect("dir");
-    let id = "20261201-000000-b1g000";
-    let path = dir.join(format!("{id}.jsonl"));
-    let line = |seq: usize, event: &Event| {
-        let mut l = serde_json::to_string(&json!({"seq": seq, "ts_ms": 1, "event": event}))
-            .expect("record");
-        l.push('\n');
-        l
-    };
-    let mut out = String::with_capacity(n * 200);
-    let head = [
+    dir.join(format!("{id}.jsonl"))
+}
+
+/// One record of a session log, as the log writes it.
+fn log_line(seq: usize, event: &corral_protocol::Event) -> String {
+    let mut l =
+        serde_json::to_string(&json!({"seq": seq, "ts_ms": 1, "event": event})).expect("record");
+    l.push('\n');
+    l
+}
+
+/// The events a session starts with: its start, turn 1 and `prompt`.
+fn session_head(id: &str, ws: &std::path::Path, prompt: &str) -> Vec<corral_protocol::Event> {
+    use corral_protocol::Event;
+    vec![
         Event::SessionStarted {
             session_id: id.into(),
-            workspace: ws.display().to_string(),
+            workspace: ws.canonicalize().expect("ws").display().to_string(),
             provider: "openai".into(),
             model: String::new(),
         },
         Event::TurnBegin { turn: 1 },
         Event::UserMessage {
-            text: "Read main.rs again and again".into(),
+            text: prompt.into(),
         },
-    ];
+    ]
+}
+
+/// Writes a session log of about `n` events straight to where `corral
+/// resume` finds it: a prompt, then turns of one `read_file` call with a
+/// 300-byte result, as a long session leaves them.
+fn write_big_session(cli: &Cli, ws: &std::path::Path, n: usize) -> std::path::PathBuf {
+    use corral_protocol::{AssistantMessage, Event, FinishReason, ToolCall, ToolOutcome};
+    let id = "20261201-000000-b1g000";
+    let path = session_file(cli, ws, id);
+    let line = log_line;
+    let mut out = String::with_capacity(n * 200);
+    let head = session_head(id, ws, "Read main.rs again and again");
     for e in &head {
         out.push_str(&line(out.lines().count() + 1, e));
     }
@@ -410,47 +425,27 @@ fn a_call_logged_only_in_its_response_keeps_its_id_after_a_resume() {
     use corral_protocol::{AssistantMessage, Event, FinishReason, ToolCall};
     let server = MockServer::start(|_, req| scripted(req));
     let (sb, cli) = setup(server.port);
-    let root = cli.home.path().join("data/corral/sessions");
-    let ws = sb.ws().canonicalize().expect("ws");
-    let dir = corral_core::session::workspace_dir(&root, &ws);
-    std::fs::create_dir_all(&dir).expect("dir");
     let id = "20261202-000000-k1ll00";
-    let events = [
-        Event::SessionStarted {
-            session_id: id.into(),
-            workspace: ws.display().to_string(),
-            provider: "openai".into(),
-            model: String::new(),
+    let path = session_file(&cli, &sb.ws(), id);
+    let mut events = session_head(id, &sb.ws(), "Fix the notes");
+    events.extend([Event::RequestEnd {
+        message: AssistantMessage {
+            text: "Reading. ".into(),
+            tool_calls: vec![ToolCall {
+                id: "c-1".into(),
+                name: "read_file".into(),
+                arguments: "{\"path\":\"notes.txt\"}".into(),
+                model_id: Some("call_1".into()),
+            }],
         },
-        Event::TurnBegin { turn: 1 },
-        Event::UserMessage {
-            text: "Fix the notes".into(),
-        },
-        Event::RequestEnd {
-            message: AssistantMessage {
-                text: "Reading. ".into(),
-                tool_calls: vec![ToolCall {
-                    id: "c-1".into(),
-                    name: "read_file".into(),
-                    arguments: "{\"path\":\"notes.txt\"}".into(),
-                    model_id: Some("call_1".into()),
-                }],
-            },
-            finish_reason: FinishReason::ToolCalls,
-            usage: None,
-        },
-    ];
+        finish_reason: FinishReason::ToolCalls,
+        usage: None,
+    }]);
     let log: String = events
         .iter()
         .enumerate()
-        .map(|(i, e)| {
-            let mut l = serde_json::to_string(&json!({"seq": i + 1, "ts_ms": 1, "event": e}))
-                .expect("record");
-            l.push('\n');
-            l
-        })
+        .map(|(i, e)| log_line(i + 1, e))
         .collect();
-    let path = dir.join(format!("{id}.jsonl"));
     std::fs::write(&path, log).expect("log");
 
     let o = cli.run_env(&sb.ws(), &["resume", "--last", "--json"], &KEYS);
