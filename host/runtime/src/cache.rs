@@ -448,6 +448,9 @@ impl Cache {
         };
         // SAFETY: the file was produced by `Component::serialize` of an
         // engine with the same compatibility hash (it is in the file name),
+        // or, in `built/`, is the build's `Engine::precompile_component`
+        // output embedded in this executable, checked against that hash
+        // before it was written (`precompiled::load`); either way it was
         // written by this host into a directory only the current user can
         // write, and checked against the checksum stored with it, now or
         // by an earlier load of the file with this very identity (device,
