@@ -93,7 +93,16 @@ pub(super) struct Renderer {
     at_line_start: bool,
     /// Whether the current request streamed its text (else it is printed whole at the end).
     streamed: bool,
+    /// Text shown but not yet written: a streamed answer arrives in
+    /// thousands of deltas, and one write per delta cost more than
+    /// everything else corral does with them. Never more than
+    /// [`FLUSH_AT`] bytes, so a flooding provider still waits for the
+    /// terminal instead of filling memory.
+    pending: String,
 }
+
+/// Bytes of output held before they are written, at most.
+pub(super) const FLUSH_AT: usize = 64 << 10;
 
 pub(super) fn short(args: &str) -> String {
     let compact = match serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(args) {
@@ -117,12 +126,25 @@ pub(super) fn short(args: &str) -> String {
 impl Renderer {
     fn print(&mut self, text: &str) {
         let text = corral_protocol::terminal::inert(text);
-        let mut stdout = std::io::stdout().lock();
-        let _ = stdout.write_all(text.as_bytes());
-        let _ = stdout.flush();
+        self.pending.push_str(&text);
         if !text.is_empty() {
             self.at_line_start = text.ends_with('\n');
         }
+        if self.pending.len() >= FLUSH_AT {
+            self.flush();
+        }
+    }
+
+    /// Writes what was shown since the last flush; the event loop calls it
+    /// whenever no event is waiting, and after every event but a delta.
+    pub(super) fn flush(&mut self) {
+        if self.pending.is_empty() {
+            return;
+        }
+        let mut stdout = std::io::stdout().lock();
+        let _ = stdout.write_all(self.pending.as_bytes());
+        let _ = stdout.flush();
+        self.pending.clear();
     }
 
     fn newline(&mut self) {

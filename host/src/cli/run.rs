@@ -3,12 +3,12 @@
 //! and answer approvals from the terminal or from JSON lines on stdin.
 
 use super::fail;
-use super::render::{Renderer, ask_terminal, spinner};
+use super::render::{FLUSH_AT, Renderer, ask_terminal, spinner};
 use corral_core::manifest::{Manifest, Overrides};
 use corral_core::session::{self, Approvals, Resume, SessionConfig};
 use corral_protocol::{ApprovalAnswer, Event, Mode, Op, StopReason};
 use std::collections::{HashMap, HashSet};
-use std::io::{BufRead as _, IsTerminal as _, Read as _};
+use std::io::{BufRead as _, IsTerminal as _, Read as _, Write as _};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -314,22 +314,40 @@ async fn drive(
 
     let waiting = Arc::new(AtomicBool::new(false));
     let spinner = spinner(waiting.clone(), json);
-    let mut view = Renderer::default();
+    let mut out = Output {
+        json,
+        view: Renderer::default(),
+        json_lines: String::new(),
+    };
     let mut last_stop = None;
     loop {
-        let event = tokio::select! {
-            e = session.next_event() => e,
-            Some(line) = stdin_rx.recv() => {
-                for op in answers.take(line) {
-                    session.submit(op);
+        // Output is written when no event is waiting, so a burst of deltas
+        // is one write, not one per delta.
+        let queued = session.try_next_event();
+        if queued.is_none() {
+            out.flush();
+        }
+        let event = match queued {
+            Some(event) => Some(event),
+            None => tokio::select! {
+                e = session.next_event() => e,
+                Some(line) = stdin_rx.recv() => {
+                    for op in answers.take(line) {
+                        session.submit(op);
+                    }
+                    continue;
                 }
-                continue;
-            }
+            },
         };
         let Some(event) = event else { break };
         tally.see(&event);
+        if matches!(event, Event::ShutdownComplete) {
+            break;
+        }
+        // Shown before it is acted on: an approval's card is on the screen
+        // before its prompt.
+        out.show(&event, &waiting);
         match &event {
-            Event::ShutdownComplete => break,
             Event::Stop { reason, .. } => {
                 last_stop = Some(*reason);
                 session.submit(Op::Shutdown);
@@ -358,12 +376,8 @@ async fn drive(
             },
             _ => {}
         }
-        if json {
-            super::out_json(&serde_json::to_string(&event).unwrap_or_default());
-        } else {
-            view.show(&event, &waiting);
-        }
     }
+    out.flush();
     spinner.abort();
     answers.warn_unused();
     let session_id = session.id().to_owned();
@@ -383,6 +397,48 @@ async fn drive(
         super::out_json(&serde_json::to_string(&Event::Result(result)).unwrap_or_default());
     }
     exit_code(stop)
+}
+
+/// What `drive` shows: the rendered transcript, or the `--json` lines,
+/// written in batches (see [`Output::show`]).
+struct Output {
+    json: bool,
+    view: Renderer,
+    /// `--json` lines not yet written, at most [`FLUSH_AT`] bytes.
+    json_lines: String,
+}
+
+impl Output {
+    /// Shows `event`. A delta stays buffered until no event is waiting or
+    /// the buffer is full; every other event is written at once, so a
+    /// card or a prompt is never held back.
+    fn show(&mut self, event: &Event, waiting: &AtomicBool) {
+        if self.json {
+            self.json_lines
+                .push_str(&corral_protocol::terminal::inert_json(
+                    &serde_json::to_string(event).unwrap_or_default(),
+                ));
+            self.json_lines.push('\n');
+        } else {
+            self.view.show(event, waiting);
+        }
+        let delta = matches!(event, Event::TextDelta { .. } | Event::ToolCallDelta { .. });
+        if !delta || self.json_lines.len() >= FLUSH_AT {
+            self.flush();
+        }
+    }
+
+    /// Writes everything shown so far.
+    fn flush(&mut self) {
+        self.view.flush();
+        if self.json_lines.is_empty() {
+            return;
+        }
+        let mut stdout = std::io::stdout().lock();
+        let _ = stdout.write_all(self.json_lines.as_bytes());
+        let _ = stdout.flush();
+        self.json_lines.clear();
+    }
 }
 
 fn exit_code(stop: Option<StopReason>) -> ExitCode {
