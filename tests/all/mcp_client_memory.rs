@@ -9,33 +9,49 @@ use crate::*;
 use serde_json::json;
 use std::process::Stdio;
 
+/// Starts a program, waits for it and prints its peak resident memory in
+/// KiB and its exit code, as `time -f %M` does. The test process does not
+/// start `corral` itself: a child's `ru_maxrss` also counts the memory of
+/// the process it was started from (the kernel records the old image's
+/// peak at `exec`), and the test binary's peak grows with whatever the
+/// tests beside it hold; this small interpreter's is the same every time.
+const PEAK: &str = "import os, sys\n\
+pid = os.fork()\n\
+if pid == 0:\n    os.execv(sys.argv[1], sys.argv[1:])\n\
+_, status, usage = os.wait4(pid, 0)\n\
+print(usage.ru_maxrss, os.waitstatus_to_exitcode(status))\n";
+
 /// The peak resident memory of `corral tool call TOOL` in the workspace,
 /// in KiB, and whether it exited successfully.
 fn peak_kib(cli: &Cli, sb: &Sandbox, tool: &str) -> (i64, bool) {
-    #[allow(
-        clippy::zombie_processes,
-        reason = "reaped by wait4 below, which also reads its peak memory"
-    )]
-    let child = cli
-        .command(
-            &sb.ws(),
-            &["tool", "call", tool, "--args", &json!({}).to_string()],
-        )
+    let corral = cli.command(
+        &sb.ws(),
+        &["tool", "call", tool, "--args", &json!({}).to_string()],
+    );
+    let mut cmd = std::process::Command::new(PYTHON);
+    cmd.args(["-c", PEAK])
+        .arg(corral.get_program())
+        .args(corral.get_args())
         .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn corral");
-    let pid = i32::try_from(child.id()).expect("pid");
-    let mut status = 0;
-    // SAFETY: an all-zero rusage is valid; wait4 fills it and `status`
-    // for the child just spawned, which nothing else waits for.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: as above; both pointers outlive the call.
-    let waited = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
-    assert_eq!(waited, pid, "wait4: {}", std::io::Error::last_os_error());
-    let ok = libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0;
-    (usage.ru_maxrss, ok)
+        .stderr(Stdio::null());
+    if let Some(dir) = corral.get_current_dir() {
+        cmd.current_dir(dir);
+    }
+    for (key, value) in corral.get_envs() {
+        match value {
+            Some(value) => cmd.env(key, value),
+            None => cmd.env_remove(key),
+        };
+    }
+    let out = cmd.output().expect("run corral under the peak probe");
+    let text = String::from_utf8_lossy(&out.stdout);
+    // corral's own stdout comes first; the probe's line is the last.
+    let last = text.lines().last().unwrap_or_default();
+    let mut fields = last.split(' ').map(|f| f.parse::<i64>());
+    match (fields.next(), fields.next()) {
+        (Some(Ok(peak)), Some(Ok(code))) => (peak, code == 0),
+        _ => panic!("the peak probe printed {text:?}"),
+    }
 }
 
 #[test]
@@ -59,6 +75,7 @@ fn a_100_mb_message_and_a_flood_cost_the_host_a_bounded_amount_of_memory() {
     for tool in ["hostile__big", "hostile__flood"] {
         let (peak, ok) = peak_kib(&cli, &sb, tool);
         assert!(!ok, "{tool} was not cut off");
+        eprintln!("{tool}: corral peaked at {peak} KiB, a short answer at {small} KiB");
         // Holding the message whole would cost 100 MiB and more; reading
         // it in bounded pieces costs no more than a short answer, give or
         // take buffers and allocator noise.
