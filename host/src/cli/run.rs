@@ -288,6 +288,9 @@ async fn drive(
 ) -> ExitCode {
     let started = std::time::Instant::now();
     let mut tally = super::tally::Tally::new(&config);
+    if json {
+        tally.keep_answer();
+    }
     let mut session = match session::open(config).await {
         Ok(s) => s,
         Err(e) => return fail(&e),

@@ -17,7 +17,10 @@ pub(super) struct Tally {
     cost: Option<f64>,
     /// Requests counted (the run's and its subagents').
     counted: u32,
+    /// The last request's text, kept only for the `result` event (see
+    /// [`Tally::keep_answer`]): an answer can be tens of megabytes.
     answer: String,
+    keep_answer: bool,
     turns: u32,
     requests: u32,
     tool_calls: u32,
@@ -38,10 +41,17 @@ impl Tally {
             cost: Some(0.0),
             counted: 0,
             answer: String::new(),
+            keep_answer: false,
             turns: 0,
             requests: 0,
             tool_calls: 0,
         }
+    }
+
+    /// Keeps the last answer's text for [`Tally::result`]; without it the
+    /// result's answer is empty.
+    pub(super) fn keep_answer(&mut self) {
+        self.keep_answer = true;
     }
 
     pub(super) fn see(&mut self, event: &Event) {
@@ -58,7 +68,9 @@ impl Tally {
             Event::ToolCallBegin { .. } => self.tool_calls += 1,
             Event::RequestEnd { message, usage, .. } => {
                 self.requests += 1;
-                self.answer = message.text.clone();
+                if self.keep_answer {
+                    self.answer.clone_from(&message.text);
+                }
                 self.count(*usage);
             }
             Event::Subagent { event, .. } => {
