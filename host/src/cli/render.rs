@@ -104,6 +104,17 @@ pub(super) struct Renderer {
 /// Bytes of output held before they are written, at most.
 pub(super) const FLUSH_AT: usize = 64 << 10;
 
+/// Writes the output held in `held` to stdout, and empties it.
+pub(super) fn write_held(held: &mut String) {
+    if held.is_empty() {
+        return;
+    }
+    let mut stdout = std::io::stdout().lock();
+    let _ = stdout.write_all(held.as_bytes());
+    let _ = stdout.flush();
+    held.clear();
+}
+
 pub(super) fn short(args: &str) -> String {
     let compact = match serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(args) {
         Ok(map) => map
@@ -138,13 +149,7 @@ impl Renderer {
     /// Writes what was shown since the last flush; the event loop calls it
     /// whenever no event is waiting, and after every event but a delta.
     pub(super) fn flush(&mut self) {
-        if self.pending.is_empty() {
-            return;
-        }
-        let mut stdout = std::io::stdout().lock();
-        let _ = stdout.write_all(self.pending.as_bytes());
-        let _ = stdout.flush();
-        self.pending.clear();
+        write_held(&mut self.pending);
     }
 
     fn newline(&mut self) {

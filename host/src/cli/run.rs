@@ -3,12 +3,12 @@
 //! and answer approvals from the terminal or from JSON lines on stdin.
 
 use super::fail;
-use super::render::{FLUSH_AT, Renderer, ask_terminal, spinner};
+use super::render::{FLUSH_AT, Renderer, ask_terminal, spinner, write_held};
 use corral_core::manifest::{Manifest, Overrides};
 use corral_core::session::{self, Approvals, Resume, SessionConfig};
 use corral_protocol::{ApprovalAnswer, Event, Mode, Op, StopReason};
 use std::collections::{HashMap, HashSet};
-use std::io::{BufRead as _, IsTerminal as _, Read as _, Write as _};
+use std::io::{BufRead as _, IsTerminal as _, Read as _};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -287,10 +287,7 @@ async fn drive(
     answering: Answering,
 ) -> ExitCode {
     let started = std::time::Instant::now();
-    let mut tally = super::tally::Tally::new(&config);
-    if json {
-        tally.keep_answer();
-    }
+    let mut tally = super::tally::Tally::new(&config).keeping_answer(json);
     let mut session = match session::open(config).await {
         Ok(s) => s,
         Err(e) => return fail(&e),
@@ -434,13 +431,7 @@ impl Output {
     /// Writes everything shown so far.
     fn flush(&mut self) {
         self.view.flush();
-        if self.json_lines.is_empty() {
-            return;
-        }
-        let mut stdout = std::io::stdout().lock();
-        let _ = stdout.write_all(self.json_lines.as_bytes());
-        let _ = stdout.flush();
-        self.json_lines.clear();
+        write_held(&mut self.json_lines);
     }
 }
 

@@ -18,7 +18,7 @@ pub(super) struct Tally {
     /// Requests counted (the run's and its subagents').
     counted: u32,
     /// The last request's text, kept only for the `result` event (see
-    /// [`Tally::keep_answer`]): an answer can be tens of megabytes.
+    /// [`Tally::keeping_answer`]): an answer can be tens of megabytes.
     answer: String,
     keep_answer: bool,
     turns: u32,
@@ -48,10 +48,11 @@ impl Tally {
         }
     }
 
-    /// Keeps the last answer's text for [`Tally::result`]; without it the
-    /// result's answer is empty.
-    pub(super) fn keep_answer(&mut self) {
-        self.keep_answer = true;
+    /// Whether to keep the last answer's text for [`Tally::result`];
+    /// without it the result's answer is empty.
+    pub(super) fn keeping_answer(mut self, keep: bool) -> Self {
+        self.keep_answer = keep;
+        self
     }
 
     pub(super) fn see(&mut self, event: &Event) {
