@@ -312,6 +312,45 @@ fn stream_cut_mid_message_is_a_network_error() {
     assert!(err.contains("network error"), "{err}");
 }
 
+/// On a terminal stdout and stderr are one stream: a streamed answer that
+/// corral holds back to write in batches must still come, with its line
+/// ended, before the error printed when its stream breaks.
+#[test]
+fn a_broken_streams_partial_answer_is_printed_before_its_error() {
+    let body = openai_sse("alpha beta gamma delta", &[]);
+    let finish = String::from_utf8_lossy(&body)
+        .find(r#""finish_reason":"stop""#)
+        .expect("the finish chunk");
+    let cut = String::from_utf8_lossy(&body[..finish])
+        .rfind("data: ")
+        .expect("its line");
+    let openai = MockServer::start(move |_, _| Reply::SseCut(body.clone(), cut));
+    let sb = Sandbox::new();
+    sb.write("corral.toml", &manifest(openai.port, 9, ""));
+    let cli = Cli::new();
+    let mut cmd = cli.command(&sb.ws(), &["run", "--provider", "openai", "hello"]);
+    for (k, v) in KEYS {
+        cmd.env(k, v);
+    }
+    let (mut reader, writer) = std::io::pipe().expect("pipe");
+    cmd.stdout(writer.try_clone().expect("pipe")).stderr(writer);
+    let mut child = cmd.spawn().expect("spawn corral");
+    // The command holds the pipe's writing ends until it is dropped.
+    drop(cmd);
+    let mut both = String::new();
+    std::io::Read::read_to_string(&mut reader, &mut both).expect("read");
+    let status = child.wait().expect("wait");
+    assert_eq!(status.code(), Some(3), "{both}");
+    let answer = both.find("alpha beta gamma delta").expect(&both);
+    let error = both.find("error: network error").expect(&both);
+    assert!(
+        answer < error,
+        "the error came before the answer streamed ahead of it:\n{both}"
+    );
+    // The answer's line is ended before the error is printed.
+    assert_eq!(&both[error - 1..error], "\n", "{both:?}");
+}
+
 #[test]
 fn stalled_stream_is_a_network_error_not_a_hang() {
     let (o, _) = run_with_openai_reply(|_| Reply::Hang);

@@ -99,6 +99,11 @@ pub(super) struct Renderer {
     /// [`FLUSH_AT`] bytes, so a flooding provider still waits for the
     /// terminal instead of filling memory.
     pending: String,
+    /// Whether the event being shown is a delta, whose text may be held.
+    /// Every other event writes through, after what was held: what it
+    /// prints on stderr (an error, a warning) then follows the answer on
+    /// a terminal, where the two streams are one.
+    hold: bool,
 }
 
 /// Bytes of output held before they are written, at most.
@@ -141,13 +146,13 @@ impl Renderer {
         if !text.is_empty() {
             self.at_line_start = text.ends_with('\n');
         }
-        if self.pending.len() >= FLUSH_AT {
+        if !self.hold || self.pending.len() >= FLUSH_AT {
             self.flush();
         }
     }
 
-    /// Writes what was shown since the last flush; the event loop calls it
-    /// whenever no event is waiting, and after every event but a delta.
+    /// Writes what was held; the event loop calls it whenever no event is
+    /// waiting.
     pub(super) fn flush(&mut self) {
         write_held(&mut self.pending);
     }
@@ -158,7 +163,18 @@ impl Renderer {
         }
     }
 
+    /// Shows `event`: a text delta may be held (see `hold`), anything else
+    /// is written at once, after what was held.
     pub(super) fn show(&mut self, event: &Event, waiting: &AtomicBool) {
+        self.hold = matches!(event, Event::TextDelta { .. });
+        if !self.hold {
+            self.flush();
+        }
+        self.render(event, waiting);
+    }
+
+    /// Prints what `event` shows of the session.
+    fn render(&mut self, event: &Event, waiting: &AtomicBool) {
         match event {
             Event::RequestBegin { .. } => {
                 self.streamed = false;

@@ -409,22 +409,23 @@ struct Output {
 }
 
 impl Output {
-    /// Shows `event`. A delta stays buffered until no event is waiting or
-    /// the buffer is full; every other event is written at once, so a
-    /// card or a prompt is never held back.
+    /// Shows `event`. A delta stays held until no event is waiting or
+    /// [`FLUSH_AT`] bytes are held; every other event is written at once,
+    /// after what was held, so a card or a prompt is never held back (the
+    /// renderer does the same for the transcript).
     fn show(&mut self, event: &Event, waiting: &AtomicBool) {
-        if self.json {
-            self.json_lines
-                .push_str(&corral_protocol::terminal::inert_json(
-                    &serde_json::to_string(event).unwrap_or_default(),
-                ));
-            self.json_lines.push('\n');
-        } else {
+        if !self.json {
             self.view.show(event, waiting);
+            return;
         }
+        self.json_lines
+            .push_str(&corral_protocol::terminal::inert_json(
+                &serde_json::to_string(event).unwrap_or_default(),
+            ));
+        self.json_lines.push('\n');
         let delta = matches!(event, Event::TextDelta { .. } | Event::ToolCallDelta { .. });
         if !delta || self.json_lines.len() >= FLUSH_AT {
-            self.flush();
+            write_held(&mut self.json_lines);
         }
     }
 
