@@ -67,25 +67,16 @@ fn without_cgroups(inner: Command) -> Command {
         }
         return inner;
     }
-    let mut cmd = Command::new("unshare");
-    cmd.args(["--mount", "--propagation", "private", "--"])
+    let mut unshare = Command::new("unshare");
+    unshare
+        .args(["--mount", "--propagation", "private", "--"])
         .args([
             "sh",
             "-c",
             "mount -t tmpfs none /sys/fs/cgroup && exec \"$@\"",
             "sh",
-        ])
-        .arg(inner.get_program())
-        .args(inner.get_args());
-    if let Some(dir) = inner.get_current_dir() {
-        cmd.current_dir(dir);
-    }
-    for (k, v) in inner.get_envs() {
-        match v {
-            Some(v) => cmd.env(k, v),
-            None => cmd.env_remove(k),
-        };
-    }
+        ]);
+    let mut cmd = crate::support::process::wrapping(unshare, &inner);
     cmd.stdin(Stdio::null());
     cmd
 }

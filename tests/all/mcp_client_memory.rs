@@ -19,7 +19,7 @@ const PEAK: &str = "import os, sys\n\
 pid = os.fork()\n\
 if pid == 0:\n    os.execv(sys.argv[1], sys.argv[1:])\n\
 _, status, usage = os.wait4(pid, 0)\n\
-print(usage.ru_maxrss, os.waitstatus_to_exitcode(status))\n";
+print(\"\\n%d %d\" % (usage.ru_maxrss, os.waitstatus_to_exitcode(status)))\n";
 
 /// The peak resident memory of `corral tool call TOOL` in the workspace,
 /// in KiB, and whether it exited successfully.
@@ -28,24 +28,14 @@ fn peak_kib(cli: &Cli, sb: &Sandbox, tool: &str) -> (i64, bool) {
         &sb.ws(),
         &["tool", "call", tool, "--args", &json!({}).to_string()],
     );
-    let mut cmd = std::process::Command::new(PYTHON);
-    cmd.args(["-c", PEAK])
-        .arg(corral.get_program())
-        .args(corral.get_args())
-        .stdin(Stdio::null())
-        .stderr(Stdio::null());
-    if let Some(dir) = corral.get_current_dir() {
-        cmd.current_dir(dir);
-    }
-    for (key, value) in corral.get_envs() {
-        match value {
-            Some(value) => cmd.env(key, value),
-            None => cmd.env_remove(key),
-        };
-    }
+    let mut probe = std::process::Command::new(PYTHON);
+    probe.args(["-c", PEAK]);
+    let mut cmd = crate::support::process::wrapping(probe, &corral);
+    cmd.stdin(Stdio::null()).stderr(Stdio::null());
     let out = cmd.output().expect("run corral under the peak probe");
     let text = String::from_utf8_lossy(&out.stdout);
-    // corral's own stdout comes first; the probe's line is the last.
+    // corral's own stdout comes first; the probe's line, on a line of its
+    // own, is the last.
     let last = text.lines().last().unwrap_or_default();
     let mut fields = last.split(' ').map(|f| f.parse::<i64>());
     match (fields.next(), fields.next()) {

@@ -77,3 +77,23 @@ pub fn wait_for(
         }
     }
 }
+
+/// `outer` running `inner` (its program and arguments appended to
+/// `outer`'s), in `inner`'s directory and with its environment changes: a
+/// wrapper such as `unshare … sh -c '… exec "$@"'` or a probe.
+pub fn wrapping(
+    mut outer: std::process::Command,
+    inner: &std::process::Command,
+) -> std::process::Command {
+    outer.arg(inner.get_program()).args(inner.get_args());
+    if let Some(dir) = inner.get_current_dir() {
+        outer.current_dir(dir);
+    }
+    for (key, value) in inner.get_envs() {
+        match value {
+            Some(value) => outer.env(key, value),
+            None => outer.env_remove(key),
+        };
+    }
+    outer
+}
