@@ -628,30 +628,31 @@ impl Agent {
             // Before anything is keyed by them: the log, approvals, labels.
             self.options.call_ids.assign(&mut response.message);
             self.calibrate(bytes, response.usage);
+            // One copy of the message, for the event; the history takes
+            // the original (a long answer is megabytes).
+            let message = response.message;
             self.emit(
                 ui,
                 Event::RequestEnd {
-                    message: response.message.clone(),
+                    message: message.clone(),
                     finish_reason: response.finish_reason,
                     usage: response.usage,
                 },
             )?;
-            self.history
-                .push(Message::Assistant(response.message.clone()));
-            if response.message.tool_calls.is_empty() {
-                if let Some(go_on) = self.final_answer(&response.message.text, ui).await? {
+            if message.tool_calls.is_empty() {
+                // The stop hooks read the answer, not the history.
+                let go_on = self.final_answer(&message.text, ui).await;
+                self.history.push(Message::Assistant(message));
+                if let Some(go_on) = go_on? {
                     self.history.push(Message::User { text: go_on });
                     continue;
                 }
                 return self.stop(ui, StopReason::FinalAnswer, None);
             }
+            let calls = message.tool_calls.clone();
+            self.history.push(Message::Assistant(message));
             if let Some((reason, message)) = self
-                .run_tools(
-                    &response.message.tool_calls,
-                    response.finish_reason,
-                    ui,
-                    cancel,
-                )
+                .run_tools(&calls, response.finish_reason, ui, cancel)
                 .await?
             {
                 return self.stop(ui, reason, Some(message));

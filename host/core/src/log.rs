@@ -279,18 +279,38 @@ impl SessionLog {
     /// also puts it (and everything before it) on disk before returning.
     pub fn append(&mut self, event: &Event, durable: bool) -> std::io::Result<u64> {
         let seq = self.next_seq;
-        let mut line = Vec::with_capacity(256);
-        serde_json::to_writer(
-            &mut line,
-            &RecordRef {
-                seq,
-                ts_ms: now_ms(),
-                event,
+        // Written through a buffer of 64 KiB, not built whole first: a
+        // long answer is a record of megabytes, and a copy of it in fresh
+        // memory cost more than the write. A record under the buffer's size
+        // is still one write.
+        let mut out = std::io::BufWriter::with_capacity(
+            APPEND_BUFFER,
+            Counting {
+                file: &self.file,
+                written: 0,
             },
-        )
-        .map_err(std::io::Error::other)?;
-        line.push(b'\n');
-        self.file.write_all(&line)?;
+        );
+        let record = RecordRef {
+            seq,
+            ts_ms: now_ms(),
+            event,
+        };
+        let wrote = serde_json::to_writer(&mut out, &record)
+            .map_err(std::io::Error::other)
+            .and_then(|()| out.write_all(b"\n"))
+            .and_then(|()| out.flush());
+        // Whatever is still buffered after a failure is dropped, not written.
+        let (file, _) = out.into_parts();
+        if let Err(e) = wrote {
+            // What reached the file of a record that failed part-way is cut
+            // off again, so the next record does not follow a torn line.
+            let torn = file.written;
+            if torn > 0 {
+                let len = self.file.metadata()?.len();
+                self.file.set_len(len.saturating_sub(torn))?;
+            }
+            return Err(e);
+        }
         self.next_seq += 1;
         self.durable.0.written.store(seq, Ordering::Release);
         if durable {
@@ -332,6 +352,27 @@ impl Drop for SessionLog {
                 self.path.display()
             );
         }
+    }
+}
+
+/// The buffer a record is serialised through on its way to the file.
+const APPEND_BUFFER: usize = 64 * 1024;
+
+/// The log file, counting the bytes written to it.
+struct Counting<'a> {
+    file: &'a File,
+    written: u64,
+}
+
+impl Write for Counting<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = (&*self.file).write(buf)?;
+        self.written += n as u64;
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
     }
 }
 

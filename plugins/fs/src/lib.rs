@@ -87,12 +87,11 @@ impl Tool for ListFiles {
                 truncated = true;
                 return ControlFlow::Break(());
             }
-            let rel = display_path(path);
-            entries.push(if kind == corral_walk::Kind::Dir {
-                format!("{rel}/")
-            } else {
-                rel
-            });
+            let mut rel = display_path(path);
+            if kind == corral_walk::Kind::Dir {
+                rel.push('/');
+            }
+            entries.push(rel);
             ControlFlow::Continue(())
         });
         let mut content = entries.join("\n");
@@ -105,10 +104,12 @@ impl Tool for ListFiles {
                 "\n[listing stopped at {limit} entries; narrow `path` or raise `limit`]"
             );
         }
-        Ok(Output::text(content).with_data(serde_json::json!({
-            "entries": entries,
-            "truncated": truncated,
-        })))
+        // The entries move into the data; `json!` would copy each one.
+        let mut data = serde_json::Map::new();
+        let entries = entries.into_iter().map(serde_json::Value::String).collect();
+        data.insert("entries".into(), serde_json::Value::Array(entries));
+        data.insert("truncated".into(), truncated.into());
+        Ok(Output::text(content).with_data(data.into()))
     }
 }
 
@@ -391,7 +392,12 @@ fn read_if_exists(path: &Path, shown: &str) -> Result<Option<String>> {
 
 /// A path as the model should see it: relative, `/`-separated, without `./`.
 fn display_path(path: &Path) -> String {
-    let s = path.to_string_lossy().replace('\\', "/");
+    let s = path.to_string_lossy();
+    if s.contains('\\') {
+        let s = s.replace('\\', "/");
+        return s.strip_prefix("./").unwrap_or(&s).to_owned();
+    }
+    // One allocation per path: `list_files` shows thousands of them.
     s.strip_prefix("./").unwrap_or(&s).to_owned()
 }
 

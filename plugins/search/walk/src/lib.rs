@@ -148,8 +148,11 @@ struct Walker<'a> {
 impl Walker<'_> {
     /// Whether `path` is left out, as `ignore::Walk` decides it.
     fn skip(&self, path: &Path, name: &std::ffi::OsStr, is_dir: bool) -> bool {
-        let path = path.strip_prefix("./").unwrap_or(path);
         let overrides = &self.options.overrides;
+        if self.options.all && overrides.is_empty() {
+            return false;
+        }
+        let path = path.strip_prefix("./").unwrap_or(path);
         if !overrides.is_empty() {
             let m = overrides.matched(path, is_dir);
             if !m.is_none() {
