@@ -843,11 +843,11 @@ impl Agent {
                     if let StreamEvent::TextDelta { text } = &ev {
                         rewind::keep_partial(&mut self.partial, text);
                     }
-                    if !forward(ui, &ev, backlog.as_ref(), cancel).await {
-                        return Ok(Err(None));
-                    }
                     if record {
-                        events.push(ev);
+                        events.push(ev.clone());
+                    }
+                    if !forward(ui, ev, backlog.as_ref(), cancel).await {
+                        return Ok(Err(None));
                     }
                 }
                 res = &mut call => break res,
@@ -857,11 +857,11 @@ impl Agent {
             if let StreamEvent::TextDelta { text } = &ev {
                 rewind::keep_partial(&mut self.partial, text);
             }
-            if !forward(ui, &ev, backlog.as_ref(), cancel).await {
-                return Ok(Err(None));
-            }
             if record {
-                events.push(ev);
+                events.push(ev.clone());
+            }
+            if !forward(ui, ev, backlog.as_ref(), cancel).await {
+                return Ok(Err(None));
             }
         }
         if let Ok(response) = &result
@@ -1032,21 +1032,21 @@ impl std::io::Write for HashWriter {
 /// backlog. `false` when the turn was interrupted while it waited.
 async fn forward(
     ui: &UnboundedSender<Event>,
-    ev: &StreamEvent,
+    ev: StreamEvent,
     backlog: Option<&Backlog>,
     cancel: &CancellationToken,
 ) -> bool {
     let event = match ev {
-        StreamEvent::TextDelta { text } => Event::TextDelta { text: text.clone() },
+        StreamEvent::TextDelta { text } => Event::TextDelta { text },
         StreamEvent::ToolCallDelta {
             index,
             name,
             arguments_delta,
             ..
         } => Event::ToolCallDelta {
-            index: *index,
-            name: name.clone(),
-            arguments_delta: arguments_delta.clone(),
+            index,
+            name,
+            arguments_delta,
         },
         _ => return true,
     };

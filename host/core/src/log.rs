@@ -717,6 +717,35 @@ mod tests {
     }
 
     #[test]
+    fn a_record_many_times_the_buffer_is_written_whole_between_its_neighbours() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut log = SessionLog::create(dir.path()).unwrap();
+        // Escapes and multi-byte characters across the buffer's edges.
+        let long = "line \"quoted\"\n\tnaïve ✓ ".repeat(40_000);
+        assert!(long.len() > 10 * APPEND_BUFFER);
+        log.append(&event("before"), false).unwrap();
+        log.append(&event(&long), true).unwrap();
+        log.append(&event("after"), true).unwrap();
+        let records = read(log.path()).unwrap();
+        let texts: Vec<&str> = records
+            .iter()
+            .map(|r| match &r.event {
+                Event::UserMessage { text } => text.as_str(),
+                other => panic!("unexpected {other:?}"),
+            })
+            .collect();
+        assert_eq!(texts, ["before", long.as_str(), "after"]);
+        assert_eq!(
+            std::fs::read(log.path())
+                .unwrap()
+                .iter()
+                .filter(|&&b| b == b'\n')
+                .count(),
+            3
+        );
+    }
+
+    #[test]
     fn a_crash_mid_write_loses_only_the_unfinished_record() {
         let dir = tempfile::tempdir().unwrap();
         let mut log = SessionLog::create(dir.path()).unwrap();
