@@ -282,7 +282,11 @@ impl SessionLog {
         // Written through a buffer of 64 KiB, not built whole first: a
         // long answer is a record of megabytes, and a copy of it in fresh
         // memory cost more than the write. A record under the buffer's size
-        // is still one write.
+        // is still one write; a longer one is several, so the file is locked
+        // meanwhile and a second corral appending to the same session (two
+        // `resume`s of it) cannot put its record inside this one. Where the
+        // file system has no locks, the record is written unlocked.
+        let _held = self.file.lock().ok().map(|()| Held(&self.file));
         let mut out = std::io::BufWriter::with_capacity(
             APPEND_BUFFER,
             Counting {
@@ -357,6 +361,15 @@ impl Drop for SessionLog {
 
 /// The buffer a record is serialised through on its way to the file.
 const APPEND_BUFFER: usize = 64 * 1024;
+
+/// The log file's lock, released when dropped.
+struct Held<'a>(&'a File);
+
+impl Drop for Held<'_> {
+    fn drop(&mut self) {
+        let _ = self.0.unlock();
+    }
+}
 
 /// The log file, counting the bytes written to it.
 struct Counting<'a> {
@@ -743,6 +756,42 @@ mod tests {
                 .count(),
             3
         );
+    }
+
+    #[test]
+    fn two_writers_of_one_session_never_put_a_record_inside_another() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut first = SessionLog::create(dir.path()).unwrap();
+        first.append(&event("start"), true).unwrap();
+        let path = first.path().to_path_buf();
+        let (second, _) = SessionLog::open(&path).unwrap();
+        // Records of several buffers each, written at the same time through
+        // two descriptions of the file, as two processes would.
+        let writers: Vec<_> = [(first, 'a'), (second, 'b')]
+            .into_iter()
+            .map(|(mut log, c)| {
+                std::thread::spawn(move || {
+                    for _ in 0..8 {
+                        let text = c.to_string().repeat(5 * APPEND_BUFFER);
+                        log.append(&event(&text), false).unwrap();
+                    }
+                })
+            })
+            .collect();
+        for w in writers {
+            w.join().unwrap();
+        }
+        let records = read(&path).unwrap();
+        assert_eq!(records.len(), 17);
+        for r in &records[1..] {
+            let Event::UserMessage { text } = &r.event else {
+                panic!("unexpected {:?}", r.event);
+            };
+            assert!(
+                text.len() == 5 * APPEND_BUFFER
+                    && (text.bytes().all(|b| b == b'a') || text.bytes().all(|b| b == b'b'))
+            );
+        }
     }
 
     #[test]
