@@ -517,6 +517,12 @@ pub struct Summary {
 /// workspace, first prompt) and its tail (how the last run ended), so that
 /// listing costs the same however long the sessions are.
 fn summarise(path: &Path) -> std::io::Result<Summary> {
+    summarise_with(path, true)
+}
+
+/// [`summarise`], reading the tail (for the status) only when `tail`; the
+/// status is `incomplete` without it.
+fn summarise_with(path: &Path, tail: bool) -> std::io::Result<Summary> {
     use std::io::{BufRead, BufReader, Read, SeekFrom};
     let mut s = Summary {
         id: path
@@ -556,6 +562,9 @@ fn summarise(path: &Path) -> std::io::Result<Summary> {
         line.clear();
     }
 
+    if !tail {
+        return Ok(s);
+    }
     // Tail: the last turn boundary or stop, in a window that grows until
     // it holds one.
     let mut window: u64 = 64 << 10;
@@ -618,7 +627,10 @@ fn last_boundary(body: &[u8]) -> Option<String> {
 /// when `session` resumes, since its own interrupted `task` calls are
 /// closed then too.
 pub fn close_children(dir: &Path, session: &str) -> std::io::Result<Vec<String>> {
-    let all = list(dir)?;
+    // The heads name the parents; only a child's tail is read for its
+    // status. The resumed session's own log may be a long turn of tens of
+    // megabytes, whose tail `list` would scan again.
+    let all = list_heads(dir)?;
     let mut closed = Vec::new();
     let mut parents = vec![session.to_owned()];
     while let Some(parent) = parents.pop() {
@@ -628,7 +640,11 @@ pub fn close_children(dir: &Path, session: &str) -> std::io::Result<Vec<String>>
         {
             // Its own children may be open under a closed child.
             parents.push(child.id.clone());
-            if child.status != "incomplete" {
+            // A log that cannot be read is left as it is, as `list` leaves it out.
+            let Ok(summary) = summarise(&child.path) else {
+                continue;
+            };
+            if summary.status != "incomplete" {
                 continue;
             }
             let (mut log, _) = SessionLog::open(&child.path)?;
@@ -650,6 +666,18 @@ pub fn close_children(dir: &Path, session: &str) -> std::io::Result<Vec<String>>
 
 /// Every session of a workspace, oldest first.
 pub fn list(dir: &Path) -> std::io::Result<Vec<Summary>> {
+    list_with(dir, true)
+}
+
+/// [`list`] without reading the logs' tails: every status is
+/// `incomplete`. For finding a session, where a long last turn would
+/// otherwise be scanned for its end.
+pub fn list_heads(dir: &Path) -> std::io::Result<Vec<Summary>> {
+    list_with(dir, false)
+}
+
+/// [`list`], with each log's status read from its tail only when `tail`.
+fn list_with(dir: &Path, tail: bool) -> std::io::Result<Vec<Summary>> {
     let mut out = Vec::new();
     let entries = match std::fs::read_dir(dir) {
         Ok(e) => e,
@@ -661,7 +689,7 @@ pub fn list(dir: &Path) -> std::io::Result<Vec<Summary>> {
         if path.extension().is_none_or(|e| e != "jsonl") {
             continue;
         }
-        let Ok(summary) = summarise(&path) else {
+        let Ok(summary) = summarise_with(&path, tail) else {
             continue;
         };
         out.push(summary);

@@ -1,7 +1,7 @@
 //! Finding what a session needs: its directory, an existing log, and the
 //! provider plugin chosen by flag, manifest or environment.
 
-use crate::log::{list, sessions_root, workspace_dir};
+use crate::log::{list_heads, sessions_root, workspace_dir};
 use crate::manifest::Manifest;
 use crate::runtime::{Plugin, Plugins};
 use std::path::{Path, PathBuf};
@@ -22,7 +22,8 @@ pub fn sessions_dir(workspace: &Path) -> Result<PathBuf, String> {
 /// The log of the session `id` (a unique prefix is enough), or of the most
 /// recent one.
 pub fn find_session(dir: &Path, id: Option<&str>) -> Result<PathBuf, String> {
-    let all = list(dir).map_err(|e| format!("cannot list sessions: {e}"))?;
+    // Only ids and start times are needed: no log's tail is read.
+    let all = list_heads(dir).map_err(|e| format!("cannot list sessions: {e}"))?;
     let Some(id) = id else {
         return all
             .last()
