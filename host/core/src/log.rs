@@ -823,6 +823,61 @@ mod tests {
     }
 
     #[test]
+    fn resuming_closes_only_the_unfinished_subagents_and_theirs() {
+        use crate::protocol::StopReason;
+        let dir = tempfile::tempdir().unwrap();
+        let mut parent = SessionLog::create(dir.path()).unwrap();
+        parent.append(&event("parent prompt"), true).unwrap();
+        // A long last turn in the parent: its tail is not read to find its children.
+        parent.append(&Event::TurnBegin { turn: 1 }, false).unwrap();
+        for i in 0..2000 {
+            parent
+                .append(&event(&format!("step {i:>60}")), false)
+                .unwrap();
+        }
+        let child = |of: &str, stopped: bool| {
+            let mut log = SessionLog::create(dir.path()).unwrap();
+            let linked = Event::SubagentStarted {
+                parent: of.to_owned(),
+                parent_call: "call_1".to_owned(),
+                depth: 1,
+                worktree: None,
+            };
+            log.append(&linked, false).unwrap();
+            log.append(&event("child task"), false).unwrap();
+            log.append(&Event::TurnBegin { turn: 1 }, true).unwrap();
+            if stopped {
+                let stop = Event::Stop {
+                    reason: StopReason::FinalAnswer,
+                    message: None,
+                };
+                log.append(&stop, true).unwrap();
+            }
+            log.id().to_owned()
+        };
+        let open = child(parent.id(), false);
+        let done = child(parent.id(), true);
+        let grandchild = child(&done, false);
+        let closed = close_children(dir.path(), parent.id()).unwrap();
+        assert_eq!(closed.len(), 2, "{closed:?}");
+        assert!(closed.contains(&open) && closed.contains(&grandchild));
+        let status = |id: &str| {
+            list(dir.path())
+                .unwrap()
+                .into_iter()
+                .find(|s| s.id == id)
+                .unwrap()
+                .status
+        };
+        assert_eq!(status(&open), "interrupted");
+        assert_eq!(status(&grandchild), "interrupted");
+        assert_eq!(status(&done), "final_answer");
+        assert_eq!(status(parent.id()), "incomplete");
+        // Closed once: a second resume finds nothing left to close.
+        assert!(close_children(dir.path(), parent.id()).unwrap().is_empty());
+    }
+
+    #[test]
     fn a_crash_mid_write_loses_only_the_unfinished_record() {
         let dir = tempfile::tempdir().unwrap();
         let mut log = SessionLog::create(dir.path()).unwrap();
