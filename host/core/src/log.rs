@@ -241,7 +241,12 @@ impl SessionLog {
     pub fn open(path: &Path) -> std::io::Result<(Self, Vec<Record>)> {
         let records = read(path)?;
         let file = OpenOptions::new().append(true).read(true).open(path)?;
-        repair_tail(&file)?;
+        {
+            // Another corral may be writing a record of several buffers:
+            // its unfinished line is not a torn one to cut.
+            let _held = lock(&file);
+            repair_tail(&file)?;
+        }
         let id = path
             .file_stem()
             .map(|s| s.to_string_lossy().into_owned())
@@ -279,41 +284,18 @@ impl SessionLog {
     /// also puts it (and everything before it) on disk before returning.
     pub fn append(&mut self, event: &Event, durable: bool) -> std::io::Result<u64> {
         let seq = self.next_seq;
-        // Written through a buffer of 64 KiB, not built whole first: a
-        // long answer is a record of megabytes, and a copy of it in fresh
-        // memory cost more than the write. A record under the buffer's size
-        // is still one write; a longer one is several, so the file is locked
-        // meanwhile and a second corral appending to the same session (two
-        // `resume`s of it) cannot put its record inside this one. Where the
-        // file system has no locks, the record is written unlocked.
-        let _held = self.file.lock().ok().map(|()| Held(&self.file));
-        let mut out = std::io::BufWriter::with_capacity(
-            APPEND_BUFFER,
-            Counting {
-                file: &self.file,
-                written: 0,
-            },
-        );
         let record = RecordRef {
             seq,
             ts_ms: now_ms(),
             event,
         };
-        let wrote = serde_json::to_writer(&mut out, &record)
-            .map_err(std::io::Error::other)
-            .and_then(|()| out.write_all(b"\n"))
-            .and_then(|()| out.flush());
-        // Whatever is still buffered after a failure is dropped, not written.
-        let (file, _) = out.into_parts();
-        if let Err(e) = wrote {
-            // What reached the file of a record that failed part-way is cut
-            // off again, so the next record does not follow a torn line.
-            let torn = file.written;
-            if torn > 0 {
-                let len = self.file.metadata()?.len();
-                self.file.set_len(len.saturating_sub(torn))?;
-            }
-            return Err(e);
+        {
+            // A record of several buffers is several writes: the lock keeps a
+            // second corral appending to the same session (two `resume`s of
+            // it) from putting its record inside this one. Where the file
+            // system has no locks, the record is written unlocked.
+            let _held = lock(&self.file);
+            write_record(&self.file, &record)?;
         }
         self.next_seq += 1;
         self.durable.0.written.store(seq, Ordering::Release);
@@ -361,6 +343,35 @@ impl Drop for SessionLog {
 
 /// The buffer a record is serialised through on its way to the file.
 const APPEND_BUFFER: usize = 64 * 1024;
+
+/// Writes `record` and its newline at the end of `file` through a buffer
+/// of [`APPEND_BUFFER`], not built whole first: a long answer is a record
+/// of megabytes, and a copy of it in fresh memory cost more than the
+/// write. A record under the buffer's size is one write. A record that
+/// fails part-way is cut off the file again, so the next one does not
+/// follow a torn line; what was still buffered is dropped, not written.
+fn write_record(file: &File, record: &impl Serialize) -> std::io::Result<()> {
+    let mut out = std::io::BufWriter::with_capacity(APPEND_BUFFER, Counting { file, written: 0 });
+    let wrote = serde_json::to_writer(&mut out, record)
+        .map_err(std::io::Error::other)
+        .and_then(|()| out.write_all(b"\n"))
+        .and_then(|()| out.flush());
+    let (counted, _) = out.into_parts();
+    if let Err(e) = wrote {
+        if counted.written > 0 {
+            let len = file.metadata()?.len();
+            file.set_len(len.saturating_sub(counted.written))?;
+        }
+        return Err(e);
+    }
+    Ok(())
+}
+
+/// The log file's lock (see [`SessionLog::append`]), or `None` where the
+/// file system has none.
+fn lock(file: &File) -> Option<Held<'_>> {
+    file.lock().ok().map(|()| Held(file))
+}
 
 /// The log file's lock, released when dropped.
 struct Held<'a>(&'a File);
@@ -784,6 +795,71 @@ mod tests {
                 .count(),
             3
         );
+    }
+
+    #[test]
+    fn a_record_that_fails_part_way_is_cut_off_the_file_again() {
+        /// Writes several buffers' worth of a record, then fails.
+        struct FailsLate;
+        impl Serialize for FailsLate {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                use serde::ser::{Error, SerializeMap};
+                let mut map = s.serialize_map(Some(2))?;
+                map.serialize_entry("text", &"x".repeat(4 * APPEND_BUFFER))?;
+                Err(S::Error::custom("refused part-way"))
+            }
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let mut log = SessionLog::create(dir.path()).unwrap();
+        log.append(&event("before"), true).unwrap();
+        let len = std::fs::metadata(log.path()).unwrap().len();
+        let err = write_record(&log.file, &FailsLate).unwrap_err();
+        assert!(err.to_string().contains("refused part-way"), "{err}");
+        // Buffers of it had reached the file, and are gone again.
+        assert_eq!(std::fs::metadata(log.path()).unwrap().len(), len);
+        log.append(&event("after"), true).unwrap();
+        let texts: Vec<String> = read(log.path())
+            .unwrap()
+            .into_iter()
+            .map(|r| match r.event {
+                Event::UserMessage { text } => text,
+                other => panic!("unexpected {other:?}"),
+            })
+            .collect();
+        assert_eq!(texts, ["before", "after"]);
+    }
+
+    #[test]
+    fn opening_a_session_waits_for_a_record_another_writer_is_writing() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut log = SessionLog::create(dir.path()).unwrap();
+        log.append(&event("start"), true).unwrap();
+        let path = log.path().to_path_buf();
+        drop(log);
+        // Another corral in the middle of a record: locked, half written.
+        let line = serde_json::to_string(&RecordRef {
+            seq: 2,
+            ts_ms: 1,
+            event: &event("written in two parts"),
+        })
+        .unwrap();
+        let (first, rest) = line.split_at(line.len() / 2);
+        let writer = OpenOptions::new().append(true).open(&path).unwrap();
+        writer.lock().unwrap();
+        (&writer).write_all(first.as_bytes()).unwrap();
+        let opening = {
+            let path = path.clone();
+            std::thread::spawn(move || SessionLog::open(&path).map(|_| ()))
+        };
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        // Its repair would cut the unfinished line as torn; it waits instead.
+        assert!(!opening.is_finished());
+        (&writer).write_all(format!("{rest}\n").as_bytes()).unwrap();
+        writer.unlock().unwrap();
+        opening.join().unwrap().unwrap();
+        let records = read(&path).unwrap();
+        assert_eq!(records.len(), 2);
+        assert_eq!(records[1].event, event("written in two parts"));
     }
 
     #[test]
