@@ -220,6 +220,14 @@ fn key_is_never_visible_to_the_provider_plugin() {
     );
 }
 
+/// `corral run --provider openai PROMPT` in `sb`'s workspace with the
+/// test keys, to be spawned.
+fn openai_run(cli: &Cli, sb: &Sandbox, prompt: &str) -> std::process::Command {
+    let mut cmd = cli.command(&sb.ws(), &["run", "--provider", "openai", prompt]);
+    cmd.envs(KEYS);
+    cmd
+}
+
 fn run_with_openai_reply(
     reply: impl Fn(usize) -> Reply + Send + Sync + 'static,
 ) -> (std::process::Output, MockServer) {
@@ -328,10 +336,7 @@ fn a_broken_streams_partial_answer_is_printed_before_its_error() {
     let sb = Sandbox::new();
     sb.write("corral.toml", &manifest(openai.port, 9, ""));
     let cli = Cli::new();
-    let mut cmd = cli.command(&sb.ws(), &["run", "--provider", "openai", "hello"]);
-    for (k, v) in KEYS {
-        cmd.env(k, v);
-    }
+    let mut cmd = openai_run(&cli, &sb, "hello");
     let (mut reader, writer) = std::io::pipe().expect("pipe");
     cmd.stdout(writer.try_clone().expect("pipe")).stderr(writer);
     let mut child = cmd.spawn().expect("spawn corral");
@@ -465,10 +470,7 @@ fn sigkill_mid_turn_then_resume_loses_nothing() {
     sb.write("notes.txt", "- TODO: ship it\n");
     sb.write("corral.toml", &manifest(openai.port, 9, ""));
     let cli = Cli::new();
-    let mut cmd = cli.command(&sb.ws(), &["run", "--provider", "openai", "Read notes.txt"]);
-    for (k, v) in KEYS {
-        cmd.env(k, v);
-    }
+    let mut cmd = openai_run(&cli, &sb, "Read notes.txt");
     let mut child = cmd
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
@@ -628,10 +630,7 @@ fn ctrl_c_interrupts_and_leaves_the_log_consistent() {
     let sb = Sandbox::new();
     sb.write("corral.toml", &manifest(openai.port, 9, ""));
     let cli = Cli::new();
-    let mut cmd = cli.command(&sb.ws(), &["run", "--provider", "openai", "read hello"]);
-    for (k, v) in KEYS {
-        cmd.env(k, v);
-    }
+    let mut cmd = openai_run(&cli, &sb, "read hello");
     let child = cmd
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
