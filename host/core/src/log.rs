@@ -717,6 +717,18 @@ mod tests {
         Event::UserMessage { text: text.into() }
     }
 
+    /// The texts of a log made only of [`event`]s, in order.
+    fn texts(path: &Path) -> Vec<String> {
+        read(path)
+            .unwrap()
+            .into_iter()
+            .map(|r| match r.event {
+                Event::UserMessage { text } => text,
+                other => panic!("unexpected {other:?}"),
+            })
+            .collect()
+    }
+
     #[test]
     fn summaries_read_the_head_and_the_tail() {
         use crate::protocol::StopReason;
@@ -778,15 +790,7 @@ mod tests {
         log.append(&event("before"), false).unwrap();
         log.append(&event(&long), true).unwrap();
         log.append(&event("after"), true).unwrap();
-        let records = read(log.path()).unwrap();
-        let texts: Vec<&str> = records
-            .iter()
-            .map(|r| match &r.event {
-                Event::UserMessage { text } => text.as_str(),
-                other => panic!("unexpected {other:?}"),
-            })
-            .collect();
-        assert_eq!(texts, ["before", long.as_str(), "after"]);
+        assert_eq!(texts(log.path()), ["before", long.as_str(), "after"]);
         assert_eq!(
             std::fs::read(log.path())
                 .unwrap()
@@ -818,15 +822,7 @@ mod tests {
         // Buffers of it had reached the file, and are gone again.
         assert_eq!(std::fs::metadata(log.path()).unwrap().len(), len);
         log.append(&event("after"), true).unwrap();
-        let texts: Vec<String> = read(log.path())
-            .unwrap()
-            .into_iter()
-            .map(|r| match r.event {
-                Event::UserMessage { text } => text,
-                other => panic!("unexpected {other:?}"),
-            })
-            .collect();
-        assert_eq!(texts, ["before", "after"]);
+        assert_eq!(texts(log.path()), ["before", "after"]);
     }
 
     #[test]
@@ -885,12 +881,9 @@ mod tests {
         for w in writers {
             w.join().unwrap();
         }
-        let records = read(&path).unwrap();
-        assert_eq!(records.len(), 17);
-        for r in &records[1..] {
-            let Event::UserMessage { text } = &r.event else {
-                panic!("unexpected {:?}", r.event);
-            };
+        let texts = texts(&path);
+        assert_eq!(texts.len(), 17);
+        for text in &texts[1..] {
             assert!(
                 text.len() == 5 * APPEND_BUFFER
                     && (text.bytes().all(|b| b == b'a') || text.bytes().all(|b| b == b'b'))
