@@ -101,7 +101,7 @@ fn request(history: &[Message], tools: &[ToolSpec]) -> usize {
     let request = ChatRequest {
         model: "m".into(),
         messages,
-        tools: tools.to_vec(),
+        tools: tools.into(),
         max_tokens: None,
         temperature: None,
     };

@@ -100,7 +100,7 @@ fn conversation(events: usize) -> ChatRequest {
     ChatRequest {
         model: "m".into(),
         messages,
-        tools: vec![],
+        tools: Vec::new().into(),
         max_tokens: None,
         temperature: None,
     }

@@ -525,13 +525,26 @@ pub fn json_size_hint(request: &ChatRequest) -> usize {
 }
 
 /// A tool's JSON Schema as a JSON value, for a provider's request body.
+///
+/// A body that only embeds the schema is built faster with
+/// [`tool_schema_raw`], which does not build the value.
 pub fn tool_schema(tool: &ToolSpec) -> Result<serde_json::Value, ProviderError> {
-    serde_json::from_str(&tool.input_schema).map_err(|e| {
-        ProviderError::Protocol(format!(
-            "tool `{}` has an input schema that is not JSON: {e}",
-            tool.name
-        ))
-    })
+    serde_json::from_str(&tool.input_schema).map_err(|e| schema_error(tool, &e))
+}
+
+/// A tool's JSON Schema checked to be JSON and kept as the host wrote it,
+/// for a request body that embeds it as it is: serialising it copies its
+/// text, without building and writing out a [`serde_json::Value`] of it
+/// on every request.
+pub fn tool_schema_raw(tool: &ToolSpec) -> Result<&serde_json::value::RawValue, ProviderError> {
+    serde_json::from_str(&tool.input_schema).map_err(|e| schema_error(tool, &e))
+}
+
+fn schema_error(tool: &ToolSpec, e: &serde_json::Error) -> ProviderError {
+    ProviderError::Protocol(format!(
+        "tool `{}` has an input schema that is not JSON: {e}",
+        tool.name
+    ))
 }
 
 /// Reads a `text/event-stream` body, handing each event to `on_event` until

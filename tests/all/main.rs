@@ -37,6 +37,7 @@ mod handle;
 mod hooks;
 mod install;
 mod json_result;
+mod keepalive;
 mod layers;
 mod lazy;
 mod manifest;

@@ -1,13 +1,14 @@
 //! A mock OpenAI Chat Completions server on 127.0.0.1, in the bench
-//! process: real HTTP/1.1 over TCP, one request per connection, streamed
-//! answers in OpenAI's exact SSE wire format (`data: {chunk}\n\n`, usage,
-//! `data: [DONE]`), as `tests/all/mock.rs` speaks it, but written as fast as
-//! the client reads, and with a timestamp when each request has arrived
-//! whole and when its answer has been written.
+//! process: real HTTP/1.1 over TCP, connections kept alive and answers
+//! streamed in chunks as the servers users run do (OpenAI's API, llama.cpp,
+//! vLLM, Ollama), in OpenAI's exact SSE wire format (`data: {chunk}\n\n`,
+//! usage, `data: [DONE]`), as `tests/all/mock.rs` speaks it, but written as
+//! fast as the client reads, and with a timestamp when each request has
+//! arrived whole and when its answer has been written.
 
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{Shutdown, TcpListener, TcpStream};
+use std::net::{TcpListener, TcpStream};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
@@ -20,7 +21,7 @@ pub struct Hit {
     pub body: Arc<Vec<u8>>,
     /// When the whole request had been read.
     pub received: Instant,
-    /// When the whole answer had been written and the connection shut down.
+    /// When the whole answer had been written, to its last chunk.
     pub answered: Instant,
 }
 
@@ -103,6 +104,7 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// Answers the requests of one connection until the client closes it.
 fn serve(
     stream: TcpStream,
     hits: &(Mutex<Vec<Hit>>, Condvar),
@@ -115,9 +117,21 @@ fn serve(
         return;
     };
     let mut reader = BufReader::with_capacity(256 * 1024, clone);
+    let mut out = stream;
+    while answer(&mut reader, &mut out, hits, arrived, script) {}
+}
+
+/// Reads one request and answers it; `false` when the connection is done.
+fn answer(
+    reader: &mut BufReader<TcpStream>,
+    out: &mut TcpStream,
+    hits: &(Mutex<Vec<Hit>>, Condvar),
+    arrived: &(Mutex<Vec<Instant>>, Condvar),
+    script: &Script,
+) -> bool {
     let mut line = String::new();
     if reader.read_line(&mut line).unwrap_or(0) == 0 {
-        return;
+        return false;
     }
     let mut parts = line.split_whitespace();
     let method = parts.next().unwrap_or("").to_owned();
@@ -141,29 +155,25 @@ fn serve(
         }
     }
     let body = if chunked {
-        read_chunked(&mut reader)
+        read_chunked(reader)
     } else {
         let mut body = vec![0u8; length];
         if reader.read_exact(&mut body).is_err() {
-            return;
+            return false;
         }
         Some(body)
     };
-    let Some(body) = body else { return };
+    let Some(body) = body else { return false };
     let received = Instant::now();
-    let mut out = stream;
     if method != "POST" {
         // A model list or any other lookup: not served, so the client falls
         // back to its defaults; only completions count as requests here.
         let body = r#"{"error":{"message":"not found","type":"invalid_request_error"}}"#;
         let head = format!(
-            "HTTP/1.1 404 Not Found\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+            "HTTP/1.1 404 Not Found\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
             body.len()
         );
-        let _ = out.write_all(head.as_bytes());
-        let _ = out.write_all(body.as_bytes());
-        let _ = out.shutdown(Shutdown::Write);
-        return;
+        return out.write_all(format!("{head}{body}").as_bytes()).is_ok();
     }
     {
         let (m, cv) = arrived;
@@ -172,19 +182,26 @@ fn serve(
     }
     match script(&path, &body) {
         Reply::Sse(bytes) => {
-            let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\nconnection: close\r\n\r\n";
+            let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\ntransfer-encoding: chunked\r\n\r\n";
             if out.write_all(head.as_bytes()).is_err() {
-                return;
+                return false;
             }
+            let mut framed = Vec::with_capacity(64 * 1024 + 16);
             for piece in bytes.chunks(64 * 1024) {
-                if out.write_all(piece).is_err() {
-                    return;
+                framed.clear();
+                framed.extend_from_slice(format!("{:x}\r\n", piece.len()).as_bytes());
+                framed.extend_from_slice(piece);
+                framed.extend_from_slice(b"\r\n");
+                if out.write_all(&framed).is_err() {
+                    return false;
                 }
+            }
+            if out.write_all(b"0\r\n\r\n").is_err() {
+                return false;
             }
         }
     }
     let _ = out.flush();
-    let _ = out.shutdown(Shutdown::Write);
     let answered = Instant::now();
     let (m, cv) = hits;
     lock(m).push(Hit {
@@ -194,6 +211,7 @@ fn serve(
         answered,
     });
     cv.notify_all();
+    true
 }
 
 fn read_chunked(reader: &mut impl BufRead) -> Option<Vec<u8>> {

@@ -269,6 +269,9 @@ pub struct Agent {
     sizes: Vec<usize>,
     /// The JSON size of this turn's request without its history.
     frame: Option<usize>,
+    /// The digest of the tools the last request offered, with that list: a
+    /// turn offers the same list in every request ([`Agent::prompt_hash`]).
+    tools_digest: Option<(Arc<[crate::protocol::ToolSpec]>, [u8; 32])>,
     turn: u32,
     recorded: Vec<corral_sdk::cassette::Turn>,
     /// Logged when the session opened; shown to the front-end with the first run.
@@ -354,6 +357,7 @@ impl Agent {
             history: Vec::new(),
             sizes: Vec::new(),
             frame: None,
+            tools_digest: None,
             turn: 0,
             recorded: Vec::new(),
             announce: Some(started),
@@ -405,6 +409,7 @@ impl Agent {
             history,
             sizes: Vec::new(),
             frame: None,
+            tools_digest: None,
             turn,
             recorded: Vec::new(),
             announce: None,
@@ -598,11 +603,12 @@ impl Agent {
                 let limit = b.tool_output_limit(self.options.tool_output_limit);
                 self.dispatcher.set_output_limit(Some(limit));
             }
+            let prompt_hash = self.prompt_hash(&request);
             self.emit(
                 ui,
                 Event::RequestBegin {
                     iteration,
-                    prompt_hash: prompt_hash(&request),
+                    prompt_hash,
                     messages: request.messages.len(),
                 },
             )?;
@@ -709,7 +715,7 @@ impl Agent {
 
     /// What the model is offered this turn: the system prompt and the
     /// tools (the plugins' it may use, then the host's own).
-    async fn offer(&self) -> (String, Vec<crate::protocol::ToolSpec>) {
+    async fn offer(&self) -> (String, Arc<[crate::protocol::ToolSpec]>) {
         let mut tools: Vec<_> = self
             .plugins()
             .tools()
@@ -739,7 +745,7 @@ impl Agent {
             system.push_str(&crate::context::subagent_section(offered));
         }
         tools.extend(host);
-        (system, tools)
+        (system, tools.into())
     }
 
     /// A provider's failure, logged. `Ok` when the history was compacted
@@ -1006,11 +1012,36 @@ async fn sync(durable: crate::log::Durable) -> anyhow::Result<()> {
         .context("cannot write the session log to disk")
 }
 
-/// The hash of `request` as it is sent, for the log.
-fn prompt_hash(request: &ChatRequest) -> String {
-    let mut hasher = HashWriter(Sha256::new());
-    let _ = serde_json::to_writer(&mut hasher, request);
-    hex::encode(hasher.0.finalize())
+impl Agent {
+    /// The hash of `request`, for the log: SHA-256 over its JSON without
+    /// the tools (model, messages with the system prompt, settings), then
+    /// the SHA-256 of the tools' JSON. The tools' digest is kept for the
+    /// list it was made of, so the requests of one turn serialise their
+    /// tools (most of a short request) once.
+    fn prompt_hash(&mut self, request: &ChatRequest) -> String {
+        let tools = match &self.tools_digest {
+            Some((list, digest)) if Arc::ptr_eq(list, &request.tools) => *digest,
+            _ => {
+                let mut hasher = HashWriter(Sha256::new());
+                let _ = serde_json::to_writer(&mut hasher, &request.tools);
+                let digest: [u8; 32] = hasher.0.finalize().into();
+                self.tools_digest = Some((request.tools.clone(), digest));
+                digest
+            }
+        };
+        let mut hasher = HashWriter(Sha256::new());
+        let _ = serde_json::to_writer(
+            &mut hasher,
+            &(
+                &request.model,
+                &request.messages,
+                request.max_tokens,
+                request.temperature,
+            ),
+        );
+        hasher.0.update(tools);
+        hex::encode(hasher.0.finalize())
+    }
 }
 
 /// Hashes what is written to it, so a request is hashed as it is

@@ -119,8 +119,9 @@ pub struct ChatRequest {
     pub model: String,
     /// The conversation, oldest first.
     pub messages: Vec<Message>,
-    /// Tools the model may call.
-    pub tools: Vec<ToolSpec>,
+    /// Tools the model may call. Shared: a turn offers the same list in
+    /// every request, and a provider may keep what it made of it.
+    pub tools: std::sync::Arc<[ToolSpec]>,
     /// Generated-token bound.
     pub max_tokens: Option<u32>,
     /// Sampling temperature.

@@ -354,7 +354,8 @@ pub enum Event {
     RequestBegin {
         /// Iteration within the turn, from 1.
         iteration: u32,
-        /// SHA-256 of the rendered request (system prompt, history, tools).
+        /// SHA-256 of the rendered request (system prompt, history,
+        /// settings), then of its tools' digest.
         prompt_hash: String,
         /// Messages in the request.
         messages: usize,

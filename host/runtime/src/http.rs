@@ -39,6 +39,8 @@ pub(crate) struct Egress {
     /// Destinations requests went out to in this call (`scheme`, `host`,
     /// `port`), for its provenance labels.
     pub(crate) contacted: Vec<(String, String, u16)>,
+    /// The plugin's connections, kept between its requests.
+    pub(crate) connections: Arc<super::connections::Pool>,
 }
 
 /// The scheme, host (lowercase, without brackets or a trailing dot) and port
@@ -155,13 +157,13 @@ impl WasiHttpHooks for Egress {
             request.headers_mut().insert(name, value);
         }
         let _ = fut;
+        let pool = self.connections.clone();
         Box::new(async move {
-            use http_body_util::BodyExt;
-            let (res, io) = wasmtime_wasi_http::default_send_request(request, options).await?;
-            Ok((
-                res.map(BodyExt::boxed_unsync),
-                Box::new(io) as Box<dyn Future<Output = _> + Send>,
-            ))
+            let response = super::connections::send(&pool, request, options).await?;
+            // The connection's I/O runs on a task of its own, which
+            // outlives the call when the connection is kept.
+            let io = async { Ok(()) };
+            Ok((response, Box::new(io) as Box<dyn Future<Output = _> + Send>))
         })
     }
 }

@@ -49,6 +49,7 @@ mod budget;
 mod cache;
 mod checkpoint;
 mod checksum;
+mod connections;
 mod descriptions;
 mod effects;
 mod engine;

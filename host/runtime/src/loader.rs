@@ -536,6 +536,7 @@ fn entry(
                     ))
                 })?,
             journal: super::writes::journal_dir(&manifest.workspace),
+            connections: Arc::default(),
             name: name.as_str().into(),
             origin: decl.origin.to_string().into(),
             config: decl.config.clone(),
@@ -563,6 +564,7 @@ fn entry(
         tools: Vec::new(),
         code: tokio::sync::OnceCell::new_with(code),
         compiler: Some(compiler.clone()),
+        offered: std::sync::Mutex::default(),
     })
 }
 
@@ -726,6 +728,7 @@ pub(super) async fn inspect(rt: &Runtime, bytes: &[u8]) -> Result<Inspection, Lo
                         .map_err(|e| LoadError(e.to_string()))?,
                     exec: None,
                     journal: None,
+                    connections: Arc::default(),
                     name: "inspected".into(),
                     origin: "(inspect)".into(),
                     config: BTreeMap::new(),
@@ -741,6 +744,7 @@ pub(super) async fn inspect(rt: &Runtime, bytes: &[u8]) -> Result<Inspection, Lo
                     outcome: CacheOutcome::Compiled,
                 })),
                 compiler: None,
+                offered: std::sync::Mutex::default(),
             };
             plugin.describe().await.map(|d| d.0).map_err(|e| e.0)
         }

@@ -120,6 +120,9 @@ pub struct Plugin {
     /// How to compile it on its first call; `None` when `code` is set from
     /// the start.
     pub(super) compiler: Option<Arc<Compiler>>,
+    /// A provider's last tool list, with what it became in the plugin's
+    /// types ([`Plugin::complete`]).
+    pub(super) offered: std::sync::Mutex<Option<super::provider::Offered>>,
 }
 
 impl Plugin {

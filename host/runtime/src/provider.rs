@@ -11,6 +11,7 @@ use crate::protocol::{
     AssistantMessage, ChatRequest, ChatResponse, Effect, FinishReason, Message, ModelInfo,
     ProviderError, StreamEvent, ToolCall, ToolSpec, Usage,
 };
+use std::sync::Arc;
 
 impl From<wit_types::ToolCall> for ToolCall {
     fn from(c: wit_types::ToolCall) -> Self {
@@ -58,6 +59,12 @@ impl From<stream::Event> for StreamEvent {
             E::Usage(u) => StreamEvent::Usage { usage: u.into() },
         }
     }
+}
+
+/// A tool list a provider was last asked with, and what it became.
+pub(crate) struct Offered {
+    list: Arc<[ToolSpec]>,
+    wit: Vec<wit_types::ToolSpec>,
 }
 
 fn to_wit_spec(t: &ToolSpec) -> wit_types::ToolSpec {
@@ -182,7 +189,7 @@ impl Plugin {
                     .map(|m| to_wit_message(m, &wire))
                     .collect()
             },
-            tools: request.tools.iter().map(to_wit_spec).collect(),
+            tools: self.wit_tools(&request.tools),
             max_tokens: request.max_tokens,
             temperature: request.temperature,
         };
@@ -228,6 +235,27 @@ impl Plugin {
             },
             usage: resp.usage.map(Into::into),
         })
+    }
+
+    /// `tools` in the plugin's types. Converted once per list: the
+    /// requests of a turn offer the same one (the same `Arc`), and each
+    /// schema is written out as a string in the conversion.
+    fn wit_tools(&self, tools: &Arc<[ToolSpec]>) -> Vec<wit_types::ToolSpec> {
+        let mut last = self
+            .offered
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        match &*last {
+            Some(o) if Arc::ptr_eq(&o.list, tools) => o.wit.clone(),
+            _ => {
+                let wit: Vec<_> = tools.iter().map(to_wit_spec).collect();
+                *last = Some(Offered {
+                    list: tools.clone(),
+                    wit: wit.clone(),
+                });
+                wit
+            }
+        }
     }
 
     /// The plugin's provider export, compiled; an error when it has none.

@@ -34,6 +34,8 @@ pub(crate) struct PluginShared {
     pub(crate) guard: Arc<fsguard::Guard>,
     /// Where `write-files` keeps its journal; `None` without a workspace.
     pub(crate) journal: Option<std::path::PathBuf>,
+    /// Its HTTP connections kept open between requests.
+    pub(crate) connections: Arc<super::connections::Pool>,
 }
 
 /// The data of one call's store.
@@ -254,6 +256,7 @@ impl Plugin {
                 secrets: self.decl.secrets.clone().into(),
                 refused: caps.network(name).err(),
                 contacted: Vec::new(),
+                connections: self.shared.connections.clone(),
             },
             table,
             budget: budget::CallBudget::new(limits.output_kb.saturating_mul(1024)),

@@ -2,7 +2,7 @@
 
 use corral_sdk::provider::{self, ChatRequest, Message, ProviderError, ToolCall, ToolResult};
 use serde::ser::{Serialize, SerializeMap, Serializer};
-use serde_json::{Value, json};
+use serde_json::value::RawValue;
 
 /// The `anthropic-version` header every request carries.
 pub const API_VERSION: &str = "2023-06-01";
@@ -39,9 +39,10 @@ impl Settings {
 
 /// The JSON body of a streaming `POST /messages`, as bytes.
 ///
-/// Serialised straight from the borrowed conversation (only tool-call
-/// arguments, which go out as objects, are parsed), so a long conversation
-/// is not held again as a [`Value`] tree and then as a string.
+/// Serialised straight from the borrowed conversation (tool-call
+/// arguments and schemas are checked to be JSON and copied as they are),
+/// so a long conversation is not held again as a `serde_json::Value` tree
+/// and then as a string.
 pub fn request_body(request: &ChatRequest, settings: &Settings) -> Result<Vec<u8>, ProviderError> {
     let model = if request.model.is_empty() {
         &settings.model
@@ -65,7 +66,7 @@ pub fn request_body(request: &ChatRequest, settings: &Settings) -> Result<Vec<u8
             Message::Assistant(turn) => {
                 turns.push("assistant", text_block(&turn.text));
                 for call in &turn.tool_calls {
-                    let input: Value = serde_json::from_str(&call.arguments).map_err(|e| {
+                    let input: &RawValue = serde_json::from_str(&call.arguments).map_err(|e| {
                         ProviderError::Protocol(format!(
                             "the arguments of earlier tool call `{}` ({}) are not JSON: {e}",
                             call.name, call.id
@@ -81,12 +82,11 @@ pub fn request_body(request: &ChatRequest, settings: &Settings) -> Result<Vec<u8
         .tools
         .iter()
         .map(|tool| {
-            let schema = provider::tool_schema(tool)?;
-            Ok(json!({
-                "name": tool.name,
-                "description": tool.description,
-                "input_schema": schema,
-            }))
+            Ok(WireTool {
+                name: &tool.name,
+                description: &tool.description,
+                input_schema: provider::tool_schema_raw(tool)?,
+            })
         })
         .collect::<Result<Vec<_>, ProviderError>>()?;
     let body = Body {
@@ -110,7 +110,7 @@ struct Body<'a> {
     max_tokens: u32,
     turns: &'a [Turn<'a>],
     system: Option<String>,
-    tools: &'a [Value],
+    tools: &'a [WireTool<'a>],
     temperature: Option<f64>,
 }
 
@@ -138,8 +138,18 @@ impl Serialize for Body<'_> {
 enum Block<'a> {
     Text(&'a str),
     ToolResult(&'a ToolResult),
-    /// A call with its arguments parsed: the API wants an object.
-    ToolUse(&'a ToolCall, Value),
+    /// A call with its arguments checked to be JSON (the API wants an
+    /// object; the host sends `{}` for a call the model left malformed),
+    /// copied as they are.
+    ToolUse(&'a ToolCall, &'a RawValue),
+}
+
+/// A tool in the API's shape, its schema copied as the host wrote it.
+#[derive(serde::Serialize)]
+struct WireTool<'a> {
+    name: &'a str,
+    description: &'a str,
+    input_schema: &'a RawValue,
 }
 
 impl Serialize for Block<'_> {
@@ -214,6 +224,7 @@ mod tests {
     use super::*;
     use corral_sdk::provider::{AssistantMessage, Effect, ToolSpec};
     use pretty_assertions::assert_eq;
+    use serde_json::{Value, json};
 
     fn settings(pairs: &[(&str, &str)]) -> Settings {
         Settings::from_lookup(|key| {

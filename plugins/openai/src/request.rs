@@ -2,7 +2,6 @@
 
 use corral_sdk::provider::{self, ChatRequest, Message, ProviderError, ToolCall, ToolResult};
 use serde::ser::{Serialize, SerializeMap, Serializer};
-use serde_json::{Value, json};
 
 /// The plugin's settings, read from its config.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -64,15 +63,14 @@ pub fn request_body(request: &ChatRequest, settings: &Settings) -> Result<Vec<u8
         .tools
         .iter()
         .map(|tool| {
-            let parameters = provider::tool_schema(tool)?;
-            Ok(json!({
-                "type": "function",
-                "function": {
-                    "name": tool.name,
-                    "description": tool.description,
-                    "parameters": parameters,
+            Ok(WireTool {
+                kind: "function",
+                function: WireToolFunction {
+                    name: &tool.name,
+                    description: &tool.description,
+                    parameters: provider::tool_schema_raw(tool)?,
                 },
-            }))
+            })
         })
         .collect::<Result<Vec<_>, ProviderError>>()?;
     let body = Body {
@@ -95,8 +93,7 @@ pub fn request_body(request: &ChatRequest, settings: &Settings) -> Result<Vec<u8
 struct Body<'a> {
     model: &'a str,
     messages: &'a [Message],
-    /// Already in the API's shape (a few small objects).
-    tools: &'a [Value],
+    tools: &'a [WireTool<'a>],
     /// The configured field name and the limit.
     max_tokens: Option<(&'a str, u32)>,
     temperature: Option<f64>,
@@ -108,7 +105,12 @@ impl Serialize for Body<'_> {
         map.serialize_entry("model", self.model)?;
         map.serialize_entry("messages", &Messages(self.messages))?;
         map.serialize_entry("stream", &true)?;
-        map.serialize_entry("stream_options", &json!({ "include_usage": true }))?;
+        map.serialize_entry(
+            "stream_options",
+            &StreamOptions {
+                include_usage: true,
+            },
+        )?;
         if !self.tools.is_empty() {
             map.serialize_entry("tools", self.tools)?;
         }
@@ -120,6 +122,26 @@ impl Serialize for Body<'_> {
         }
         map.end()
     }
+}
+
+#[derive(serde::Serialize)]
+struct StreamOptions {
+    include_usage: bool,
+}
+
+/// A tool in the API's shape, its schema copied as the host wrote it.
+#[derive(serde::Serialize)]
+struct WireTool<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    function: WireToolFunction<'a>,
+}
+
+#[derive(serde::Serialize)]
+struct WireToolFunction<'a> {
+    name: &'a str,
+    description: &'a str,
+    parameters: &'a serde_json::value::RawValue,
 }
 
 struct Messages<'a>(&'a [Message]);
@@ -216,6 +238,7 @@ mod tests {
     use super::*;
     use corral_sdk::provider::{AssistantMessage, Effect, ToolCall, ToolResult, ToolSpec};
     use pretty_assertions::assert_eq;
+    use serde_json::{Value, json};
 
     fn settings(pairs: &[(&str, &str)]) -> Settings {
         Settings::from_lookup(|key| {

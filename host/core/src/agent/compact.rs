@@ -21,6 +21,7 @@ use crate::protocol::{
     ChatRequest, ChatResponse, CompactTrigger, Event, Message, StopReason, StreamEvent,
 };
 use corral_sdk::cassette::SUMMARY_MESSAGE_MARK;
+use std::sync::Arc;
 use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
 
@@ -153,7 +154,7 @@ pub fn summary_request(model: &str, older: &[Message], budget: &Budget) -> ChatR
                 ),
             },
         ],
-        tools: Vec::new(),
+        tools: Vec::new().into(),
         max_tokens: max_out,
         temperature: None,
     }
@@ -373,7 +374,7 @@ impl Agent {
     /// history and the comma before it.
     /// The frame is measured once per turn: the system prompt, the tools
     /// and the settings do not change within one.
-    fn request_size(&mut self, system: &str, tools: &[crate::protocol::ToolSpec]) -> usize {
+    fn request_size(&mut self, system: &str, tools: &Arc<[crate::protocol::ToolSpec]>) -> usize {
         let frame = match self.frame {
             Some(f) => f,
             None => {
@@ -382,7 +383,7 @@ impl Agent {
                     messages: vec![Message::System {
                         text: system.to_owned(),
                     }],
-                    tools: tools.to_vec(),
+                    tools: tools.clone(),
                     max_tokens: self.options.max_tokens,
                     temperature: self.options.temperature,
                 });
@@ -398,7 +399,7 @@ impl Agent {
     pub(super) fn build_request(
         &self,
         system: &str,
-        tools: &[crate::protocol::ToolSpec],
+        tools: &Arc<[crate::protocol::ToolSpec]>,
     ) -> ChatRequest {
         let mut messages = Vec::with_capacity(self.history.len() + 1);
         messages.push(Message::System {
@@ -408,7 +409,7 @@ impl Agent {
         ChatRequest {
             model: self.options.model.clone(),
             messages,
-            tools: tools.to_vec(),
+            tools: tools.clone(),
             max_tokens: self.options.max_tokens,
             temperature: self.options.temperature,
         }
@@ -420,7 +421,7 @@ impl Agent {
     pub(super) async fn prepare_request(
         &mut self,
         system: &str,
-        tools: &[crate::protocol::ToolSpec],
+        tools: &Arc<[crate::protocol::ToolSpec]>,
         ui: &UnboundedSender<Event>,
         cancel: &CancellationToken,
     ) -> anyhow::Result<Result<(ChatRequest, usize), (StopReason, String)>> {
