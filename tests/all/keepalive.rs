@@ -140,7 +140,13 @@ fn a_session_asks_its_provider_over_one_connection() {
     assert_eq!(code, 0, "stdout:\n{out}\nstderr:\n{err}");
     assert!(out.contains("The notes say ship it."), "{out}");
     assert_eq!(server.requests.load(Ordering::SeqCst), 4);
-    assert_eq!(server.accepted.load(Ordering::SeqCst), 1);
+    // One connection as a rule (the bench's session of 21 requests makes
+    // one `connect`). The end of an answer the plugin stopped reading at its
+    // last event is read on a task of its own, and a request waits for it
+    // only briefly, so on a loaded machine a request may open a second;
+    // without keeping connections there would be four.
+    let accepted = server.accepted.load(Ordering::SeqCst);
+    assert!(accepted <= 2, "{accepted} connections for 4 requests");
 }
 
 #[test]

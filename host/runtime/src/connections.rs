@@ -54,6 +54,10 @@ const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
 const DRAIN_BYTES: usize = 64 << 10;
 /// How long the end of such a body is waited for.
 const DRAIN_FOR: Duration = Duration::from_secs(2);
+/// How long a request waits for a connection to its origin that is still
+/// reading the end of its last answer, before it opens another: the end
+/// normally follows the last event at once.
+const DRAIN_WAIT: Duration = Duration::from_millis(50);
 
 /// Where a connection goes: TLS or not, and `host:port`.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -72,17 +76,22 @@ struct Idle {
 #[derive(Default)]
 pub(crate) struct Pool {
     idle: Mutex<HashMap<Origin, Vec<Idle>>>,
+    /// Connections reading the end of an answer the plugin stopped
+    /// reading, by origin.
+    draining: Mutex<HashMap<Origin, usize>>,
+    /// Told when such a connection is done (kept or closed).
+    drained: tokio::sync::Notify,
 }
 
 impl Pool {
-    /// A kept connection to `origin` that can take a request now, the most
-    /// recently used first. Expired and closed ones are dropped (closed).
+    /// A kept connection to `origin`, the most recently used first.
+    /// Expired and closed ones are dropped (closed).
     fn take(&self, origin: &Origin) -> Option<SendRequest<WasiBody>> {
         let mut idle = self.idle.lock().unwrap_or_else(PoisonError::into_inner);
         let list = idle.get_mut(origin)?;
         let mut found = None;
         while let Some(c) = list.pop() {
-            if c.since.elapsed() < IDLE_FOR && c.sender.is_ready() {
+            if c.since.elapsed() < IDLE_FOR && !c.sender.is_closed() {
                 found = Some(c.sender);
                 break;
             }
@@ -91,6 +100,36 @@ impl Pool {
             idle.remove(origin);
         }
         found
+    }
+
+    /// Counts a connection to `origin` in or out of draining.
+    fn draining(&self, origin: &Origin, more: bool) {
+        let mut draining = self.draining.lock().unwrap_or_else(PoisonError::into_inner);
+        let n = draining.entry(origin.clone()).or_default();
+        if more {
+            *n += 1;
+        } else {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                draining.remove(origin);
+            }
+            drop(draining);
+            self.drained.notify_waiters();
+        }
+    }
+
+    /// Waits (at most [`DRAIN_WAIT`]) for a connection to `origin` that is
+    /// draining; `false` when there is none or it takes longer.
+    async fn wait_for_drained(&self, origin: &Origin) -> bool {
+        let drained = self.drained.notified();
+        tokio::pin!(drained);
+        drained.as_mut().enable();
+        let any = self
+            .draining
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .contains_key(origin);
+        any && tokio::time::timeout(DRAIN_WAIT, drained).await.is_ok()
     }
 
     /// Keeps `sender` for the next request to `origin`, within the limits;
@@ -170,7 +209,21 @@ pub(crate) async fn send(
     let path = uri.path_and_query().map_or("/", |p| p.as_str());
     *request.uri_mut() = http::Uri::try_from(path).map_err(|_| HttpError::HttpRequestUriInvalid)?;
 
-    while let Some(mut sender) = pool.take(&origin) {
+    loop {
+        let Some(mut sender) = pool.take(&origin) else {
+            if pool.wait_for_drained(&origin).await {
+                continue;
+            }
+            break;
+        };
+        // A connection whose answer just ended takes a request as soon as
+        // its task has finished the message; a closed one is left behind.
+        let ready = tokio::time::timeout(timeouts.first_byte, sender.ready())
+            .await
+            .map_err(|_| HttpError::ConnectionReadTimeout)?;
+        if ready.is_err() {
+            continue;
+        }
         let sent = tokio::time::timeout(timeouts.first_byte, sender.try_send_request(request))
             .await
             .map_err(|_| HttpError::ConnectionReadTimeout)?;
@@ -297,26 +350,15 @@ struct KeptBody {
 }
 
 impl KeptBody {
-    /// Hands the connection back once it can take a request: HTTP/1.1
-    /// finishes the message on the connection's own task, after the last
-    /// byte of the body reached this one.
+    /// Hands the connection back: its answer ended whole. (The next
+    /// request waits for it to be ready: HTTP/1.1 finishes the message on
+    /// the connection's own task.)
     fn give_back(&mut self) {
-        let Some(back) = self.back.take() else {
-            return;
-        };
-        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-            runtime.spawn(put_back(back));
+        if let Some((sender, pool, origin)) = self.back.take()
+            && let Some(pool) = pool.upgrade()
+        {
+            pool.put(origin, sender);
         }
-    }
-}
-
-/// Puts a connection whose response ended back in its pool, once it can
-/// take a request.
-async fn put_back((mut sender, pool, origin): (SendRequest<WasiBody>, Weak<Pool>, Origin)) {
-    if sender.ready().await.is_ok()
-        && let Some(pool) = pool.upgrade()
-    {
-        pool.put(origin, sender);
     }
 }
 
@@ -324,12 +366,16 @@ impl Drop for KeptBody {
     /// A body dropped before its end keeps its connection only if the rest
     /// of it is short and arrives soon ([`DRAIN_BYTES`], [`DRAIN_FOR`]).
     fn drop(&mut self) {
-        let (Some(back), Some(mut incoming)) = (self.back.take(), self.incoming.take()) else {
+        let (Some((sender, pool, origin)), Some(mut incoming)) =
+            (self.back.take(), self.incoming.take())
+        else {
             return;
         };
-        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+        let (Ok(runtime), Some(pool)) = (tokio::runtime::Handle::try_current(), pool.upgrade())
+        else {
             return;
         };
+        pool.draining(&origin, true);
         runtime.spawn(async move {
             let drain = async {
                 let mut left = DRAIN_BYTES;
@@ -344,8 +390,9 @@ impl Drop for KeptBody {
                 true
             };
             if tokio::time::timeout(DRAIN_FOR, drain).await == Ok(true) {
-                put_back(back).await;
+                pool.put(origin.clone(), sender);
             }
+            pool.draining(&origin, false);
         });
     }
 }
