@@ -718,6 +718,16 @@ mod tests {
     }
 
     /// The texts of a log made only of [`event`]s, in order.
+    /// A new session with one record (`start`): its directory (kept
+    /// alive), the log and its path.
+    fn started() -> (tempfile::TempDir, SessionLog, PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let mut log = SessionLog::create(dir.path()).unwrap();
+        log.append(&event("start"), true).unwrap();
+        let path = log.path().to_path_buf();
+        (dir, log, path)
+    }
+
     fn texts(path: &Path) -> Vec<String> {
         read(path)
             .unwrap()
@@ -827,10 +837,7 @@ mod tests {
 
     #[test]
     fn opening_a_session_waits_for_a_record_another_writer_is_writing() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut log = SessionLog::create(dir.path()).unwrap();
-        log.append(&event("start"), true).unwrap();
-        let path = log.path().to_path_buf();
+        let (_dir, log, path) = started();
         drop(log);
         // Another corral in the middle of a record: locked, half written.
         let line = serde_json::to_string(&RecordRef {
@@ -860,10 +867,7 @@ mod tests {
 
     #[test]
     fn two_writers_of_one_session_never_put_a_record_inside_another() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut first = SessionLog::create(dir.path()).unwrap();
-        first.append(&event("start"), true).unwrap();
-        let path = first.path().to_path_buf();
+        let (_dir, first, path) = started();
         let (second, _) = SessionLog::open(&path).unwrap();
         // Records of several buffers each, written at the same time through
         // two descriptions of the file, as two processes would.

@@ -698,10 +698,10 @@ mod tests {
         let s = server(Answer::Length(16)).await;
         let bodies: Vec<_> =
             futures::future::join_all((0..6).map(|_| send(&pool, post(s.port), None))).await;
+        // Each goes back as its answer is read to the end.
         for b in bodies {
             whole(b.unwrap()).await;
         }
-        tokio::time::sleep(Duration::from_millis(100)).await;
         let idle = pool.idle.lock().unwrap();
         let total: usize = idle.values().map(Vec::len).sum();
         assert_eq!(total, IDLE_PER_PLUGIN);
