@@ -148,6 +148,18 @@ pub fn emit(event: Event) {
     __bindings::corral::plugin::stream::emit(&event);
 }
 
+/// Tells the host that the text of the answer the current
+/// [`Provider::complete`] returns is exactly the text of the
+/// [`Event::TextDelta`] events it emits, in order: the plugin then returns an
+/// empty `text` and the host puts the answer together, so a long answer is
+/// not held in the plugin's memory. Call it before the first text delta
+/// (`corral:plugin/answer`); [`stream_turn`] does for a [`TurnStream`] whose
+/// [`TEXT_IS_STREAMED`](TurnStream::TEXT_IS_STREAMED) is `true`. Only
+/// available inside a component.
+pub fn keep_streamed_text() {
+    __bindings::corral::plugin::answer::keep_streamed_text();
+}
+
 /// How [`send_with`] retries rate limits (HTTP 429) and server errors (5xx).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Retry {
@@ -347,6 +359,14 @@ impl From<http::Error> for ProviderError {
 /// A provider's reading of one streamed answer: it folds in events as they
 /// arrive and knows when its protocol's final event has been seen.
 pub trait TurnStream {
+    /// `true` when [`finish`](TurnStream::finish) leaves the answer's text
+    /// empty because it is exactly the text of the [`Event::TextDelta`]
+    /// events the stream sent: [`stream_turn`] then tells the host so (see
+    /// [`keep_streamed_text`]), and [`replay_turn`] puts the text together
+    /// from the events the same way the host does. A stream that keeps no
+    /// copy of the text holds a long answer only once, in the host.
+    const TEXT_IS_STREAMED: bool = false;
+
     /// Folds in one SSE event, sending streaming events to `sink`; `Break`
     /// ends the stream early (e.g. at OpenAI's `[DONE]`). The event is
     /// borrowed from the parser: a long answer is hundreds of thousands of
@@ -375,6 +395,9 @@ pub fn stream_turn<S: TurnStream>(
     response: &mut Response,
     mut stream: S,
 ) -> Result<ChatResponse, ProviderError> {
+    if S::TEXT_IS_STREAMED {
+        keep_streamed_text();
+    }
     let mut out = Coalesce::new(emit);
     let read = {
         let out = std::cell::RefCell::new(&mut out);
@@ -471,7 +494,9 @@ impl<F: FnMut(Event)> Coalesce<F> {
 
 /// [`stream_turn`] over chunks in memory, collecting the events instead of
 /// sending them: how a provider's tests replay a wire transcript. Events
-/// are collected as the stream makes them, not merged.
+/// are collected as the stream makes them, not merged. For a stream whose
+/// [`TEXT_IS_STREAMED`](TurnStream::TEXT_IS_STREAMED) is `true`, the turn's
+/// text is put together from the text deltas, as the host does.
 pub fn replay_turn<'a, S: TurnStream>(
     chunks: impl IntoIterator<Item = &'a [u8]>,
     mut stream: S,
@@ -485,6 +510,28 @@ pub fn replay_turn<'a, S: TurnStream>(
         || {},
     )
     .and_then(|()| stream.finish(&mut sink));
+    let result = match result {
+        Ok(mut turn) if S::TEXT_IS_STREAMED => {
+            if !turn.message.text.is_empty() {
+                return (
+                    Err(ProviderError::Protocol(
+                        "the stream says its text is streamed (`TEXT_IS_STREAMED`) but \
+                         returned text of its own"
+                            .to_owned(),
+                    )),
+                    events,
+                );
+            }
+            // What the host does with the events of `keep_streamed_text`.
+            for e in &events {
+                if let Event::TextDelta(text) = e {
+                    turn.message.text.push_str(text);
+                }
+            }
+            Ok(turn)
+        }
+        result => result,
+    };
     (result, events)
 }
 

@@ -62,6 +62,7 @@ mod speed_provider;
 mod speed_session;
 mod speed_start;
 mod speed_windows;
+mod streamed_answer;
 mod stubs;
 mod subagents;
 mod support;

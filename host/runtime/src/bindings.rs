@@ -21,7 +21,10 @@ mod provider_world {
     wasmtime::component::bindgen!({
         path: "../../wit",
         world: "provider-plugin",
-        imports: { "corral:plugin/stream.emit": async | trappable },
+        imports: {
+            "corral:plugin/stream.emit": async | trappable,
+            "corral:plugin/answer.keep-streamed-text": trappable,
+        },
         exports: { default: async },
         with: {
             "corral:plugin/host": super::tool_world::corral::plugin::host,
@@ -59,9 +62,9 @@ pub(super) use tool_world::exports::corral::plugin::tool;
 pub(super) use provider_world::ProviderPlugin;
 /// A provider plugin linked against the host's imports.
 pub(super) use provider_world::ProviderPluginPre;
-/// The chat types of the `provider` export, and `stream`, which only
-/// provider plugins import.
-pub(super) use provider_world::corral::plugin::{chat, stream};
+/// The chat types of the `provider` export, and `stream` and `answer`,
+/// which only provider plugins import.
+pub(super) use provider_world::corral::plugin::{answer, chat, stream};
 
 /// A hook plugin's instance.
 pub(super) use hook_world::HookPlugin;

@@ -46,7 +46,7 @@ impl Capability {
     pub fn describe(self) -> &'static str {
         match self {
             Capability::CorralHost => {
-                "corral's host services: log lines, its own settings, stream events"
+                "corral's host services: log lines, its own settings, stream events, the answer's text"
             }
             Capability::Files => "files (only directories in grants.fs)",
             Capability::Environment => "environment variables (only those in grants.env)",
@@ -67,7 +67,8 @@ pub fn classify(import: &str) -> Capability {
         "corral:plugin/host"
         | "corral:plugin/types"
         | "corral:plugin/chat"
-        | "corral:plugin/stream" => Capability::CorralHost,
+        | "corral:plugin/stream"
+        | "corral:plugin/answer" => Capability::CorralHost,
         "corral:plugin/process" => Capability::Process,
         "corral:plugin/files" => Capability::Files,
         "wasi:cli/environment" => Capability::Environment,

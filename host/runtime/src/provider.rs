@@ -200,10 +200,11 @@ impl Plugin {
                 Some(events),
                 move |instance, store| {
                     Box::pin(async move {
-                        instance
+                        let result = instance
                             .corral_plugin_provider()
-                            .call_complete(store, &req)
-                            .await
+                            .call_complete(&mut *store, &req)
+                            .await?;
+                        Ok((result, store.data_mut().streamed.take()))
                     })
                 },
             )
@@ -211,8 +212,23 @@ impl Plugin {
             .map_err(|e| ProviderError::Plugin {
                 message: e.to_string(),
             })?;
+        let (result, streamed) = result;
         let cap = self.decl.limits.output_kb.saturating_mul(1024);
-        let resp = result.map_err(|e| capped(from_wit_error(e), cap))?;
+        let mut resp = result.map_err(|e| capped(from_wit_error(e), cap))?;
+        if let Some(text) = streamed {
+            // `answer.keep-streamed-text`: the text is the deltas, and only them.
+            if !resp.message.text.is_empty() {
+                return Err(ProviderError::Plugin {
+                    message: format!(
+                        "plugin `{}` said its answer is the text it streamed \
+                         (`answer.keep-streamed-text`) but returned text of its own: \
+                         a plugin bug; report it to its author",
+                        self.decl.name
+                    ),
+                });
+            }
+            resp.message.text = text;
+        }
         // Arguments that are not a JSON object are the model's mistake, not
         // the plugin's: the agent answers such a call with a tool error.
         let calls: Vec<ToolCall> = resp

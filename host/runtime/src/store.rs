@@ -52,6 +52,8 @@ pub(crate) struct CallState {
     timed_out: bool,
     pub(super) events: Option<tokio::sync::mpsc::Sender<StreamEvent>>,
     pub(super) budget: budget::CallBudget,
+    /// A provider's answer text, when the host puts it together.
+    pub(super) streamed: super::stream::Streamed,
     pub(super) dirs: files::Dirs,
     /// What this call may use of its plugin's grants.
     pub(super) caps: effects::CallCaps,
@@ -239,6 +241,8 @@ impl Plugin {
         http_ctx.set_field_size_limit(budget::FIELDS_SIZE_LIMIT);
         let mut table = ResourceTable::new();
         table.set_max_capacity(budget::MAX_HOST_OBJECTS);
+        let memory_bytes =
+            usize::try_from(limits.memory_mb.saturating_mul(1 << 20)).unwrap_or(usize::MAX);
         let state = CallState {
             wasi: self.wasi_ctx(stdout, stderr),
             http: http_ctx,
@@ -262,10 +266,10 @@ impl Plugin {
             budget: budget::CallBudget::new(limits.output_kb.saturating_mul(1024)),
             plugin: self.shared.clone(),
             limiter: limits::CallLimiter {
-                memory_bytes: usize::try_from(limits.memory_mb.saturating_mul(1 << 20))
-                    .unwrap_or(usize::MAX),
+                memory_bytes,
                 memory_hit: false,
             },
+            streamed: super::stream::Streamed::new(memory_bytes),
             host_calls_left: limits.host_calls,
             host_calls_hit: false,
             timed_out: false,
@@ -374,6 +378,8 @@ fn why_it_ended(
             "the call timed out after {} ms (limits.timeout_ms)",
             limits.timeout_ms
         )
+    } else if let Some(why) = &state.streamed.ended {
+        why.clone()
     } else if let Some(why) = budget::explain(&state.budget, err, limits.output_kb) {
         why
     } else if state.limiter.memory_hit {

@@ -3,14 +3,69 @@
 //! bounded and `emit` waits for room, so a plugin that streams faster than
 //! the terminal prints is slowed down instead of filling the host's memory;
 //! one event larger than the output limit ends the call.
+//!
+//! `corral:plugin/answer`: a provider that says its answer's text is what it
+//! streamed leaves that text to the host, which keeps the text deltas of the
+//! call (up to the plugin's memory limit) and fills in the answer with them.
 
+use super::bindings::answer;
 use super::bindings::stream::{self, Event, Host};
 use super::store::CallState;
 use wasmtime::component::{HasSelf, Linker};
 
-/// Adds `corral:plugin/stream`.
+/// Adds `corral:plugin/stream` and `corral:plugin/answer`.
 pub(super) fn add_to_linker(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
-    stream::add_to_linker::<CallState, HasSelf<CallState>>(linker, |s| s)
+    stream::add_to_linker::<CallState, HasSelf<CallState>>(linker, |s| s)?;
+    answer::add_to_linker::<CallState, HasSelf<CallState>>(linker, |s| s)
+}
+
+/// The text of a provider's answer as the host puts it together from the
+/// call's text deltas, once the plugin said so (`keep-streamed-text`).
+pub(crate) struct Streamed {
+    /// The text kept so far; `None` until the plugin asks.
+    kept: Option<String>,
+    /// Whether the call emitted a text delta yet.
+    any_text: bool,
+    /// Most bytes kept: the plugin's memory limit, which bounded the text
+    /// when the plugin held it itself.
+    cap: usize,
+    /// Why this module ended the call, when it did.
+    pub(crate) ended: Option<String>,
+}
+
+impl Streamed {
+    /// Nothing kept yet; at most `cap` bytes will be.
+    pub(crate) fn new(cap: usize) -> Self {
+        Self {
+            kept: None,
+            any_text: false,
+            cap,
+            ended: None,
+        }
+    }
+
+    /// The text kept for the answer, if the plugin asked for it.
+    pub(crate) fn take(&mut self) -> Option<String> {
+        self.kept.take()
+    }
+
+    /// Adds a text delta; an error ends the call.
+    fn add(&mut self, text: &str) -> wasmtime::Result<()> {
+        self.any_text = true;
+        let Some(kept) = &mut self.kept else {
+            return Ok(());
+        };
+        if kept.len() + text.len() > self.cap {
+            self.ended = Some(format!(
+                "the streamed answer passed {} MiB, the plugin's memory limit (limits.memory_mb); \
+                 raise limits.memory_mb or ask for a shorter answer (max_tokens)",
+                self.cap >> 20
+            ));
+            return Err(wasmtime::format_err!("streamed answer over the limit"));
+        }
+        kept.push_str(text);
+        Ok(())
+    }
 }
 
 impl Host for CallState {
@@ -30,10 +85,31 @@ impl Host for CallState {
             self.budget.event_hit = Some(size);
             return Err(wasmtime::format_err!("stream event over the output limit"));
         }
+        if let E::TextDelta(text) = &event {
+            self.streamed.add(text)?;
+        }
         if let Some(tx) = &self.events {
             // A closed receiver means nobody listens any more; the call goes on.
             let _ = tx.send(event.into()).await;
         }
+        Ok(())
+    }
+}
+
+impl answer::Host for CallState {
+    fn keep_streamed_text(&mut self) -> wasmtime::Result<()> {
+        let s = &mut self.streamed;
+        if s.any_text {
+            s.ended = Some(
+                "the plugin called `answer.keep-streamed-text` after it had streamed text: \
+                 call it before the first `text-delta` (a plugin bug; report it to its author)"
+                    .to_owned(),
+            );
+            return Err(wasmtime::format_err!(
+                "keep-streamed-text after a text delta"
+            ));
+        }
+        s.kept.get_or_insert_with(String::new);
         Ok(())
     }
 }

@@ -13,6 +13,7 @@ use std::process::ExitCode;
 
 /// The WIT of `corral:plugin`, as this binary serves it.
 const CORRAL_WIT: &[(&str, &str)] = &[
+    ("answer.wit", include_str!("../../../wit/answer.wit")),
     ("chat.wit", include_str!("../../../wit/chat.wit")),
     ("files.wit", include_str!("../../../wit/files.wit")),
     ("hook.wit", include_str!("../../../wit/hook.wit")),

@@ -24,10 +24,11 @@ struct ToolBlock {
 
 /// The state of one streamed message. Feed it every SSE event with
 /// [`on_event`](Stream::on_event), then call [`finish`](Stream::finish).
+/// The answer's text is not kept here: it is the text deltas, which the
+/// host puts together (`TEXT_IS_STREAMED`).
 #[derive(Debug, Default)]
 pub struct Stream {
     started: bool,
-    text: String,
     /// `tool_use` blocks by content block index; text and thinking blocks
     /// need no state.
     tools: BTreeMap<u64, ToolBlock>,
@@ -172,7 +173,6 @@ impl Stream {
 
     fn push_text(&mut self, text: &str, sink: &mut dyn FnMut(Event)) {
         if !text.is_empty() {
-            self.text.push_str(text);
             sink(Event::TextDelta(text.to_owned()));
         }
     }
@@ -245,7 +245,7 @@ impl Stream {
         };
         Ok(ChatResponse {
             message: AssistantMessage {
-                text: self.text,
+                text: String::new(),
                 tool_calls,
             },
             finish_reason,
@@ -360,6 +360,8 @@ pub fn parse_models(body: &[u8]) -> Result<Vec<ModelInfo>, ProviderError> {
 }
 
 impl provider::TurnStream for Stream {
+    const TEXT_IS_STREAMED: bool = true;
+
     fn on_event(
         &mut self,
         event: &sse::EventRef<'_>,

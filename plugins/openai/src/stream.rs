@@ -22,12 +22,13 @@ struct PartialCall {
 
 /// The state of one streamed completion. Feed it every SSE event with
 /// [`on_event`](Stream::on_event), then call [`finish`](Stream::finish).
+/// The answer's text is not kept here: it is the text deltas, which the
+/// host puts together (`TEXT_IS_STREAMED`).
 #[derive(Debug, Default)]
 pub struct Stream {
     started: bool,
     /// The completion id, used to make ids for calls that come without one.
     completion_id: String,
-    text: String,
     /// Whether the model refused (`delta.refusal`): its refusal is the
     /// turn's text, and the turn ends as filtered whatever `finish_reason`
     /// says.
@@ -105,7 +106,6 @@ impl Stream {
                 if let Some(text) = delta.content.as_deref()
                     && !text.is_empty()
                 {
-                    self.text.push_str(text);
                     sink(Event::TextDelta(text.to_owned()));
                 }
                 // Structured outputs and safety refusals stream their text
@@ -115,7 +115,6 @@ impl Stream {
                     && !text.is_empty()
                 {
                     self.refused = true;
-                    self.text.push_str(text);
                     sink(Event::TextDelta(text.to_owned()));
                 }
                 for fragment in delta.tool_calls.iter().flatten() {
@@ -160,7 +159,6 @@ impl Stream {
         if let Some(text) = chunk.content.as_deref()
             && !text.is_empty()
         {
-            self.text.push_str(text);
             sink(Event::TextDelta(text.to_owned()));
         }
         if let Some(reason) = chunk.finish_reason.as_deref().filter(|r| !r.is_empty()) {
@@ -283,7 +281,7 @@ impl Stream {
         };
         Ok(ChatResponse {
             message: AssistantMessage {
-                text: self.text,
+                text: String::new(),
                 tool_calls,
             },
             finish_reason,
@@ -522,6 +520,8 @@ struct Delta<'a> {
 }
 
 impl provider::TurnStream for Stream {
+    const TEXT_IS_STREAMED: bool = true;
+
     fn on_event(
         &mut self,
         event: &sse::EventRef<'_>,

@@ -6,6 +6,11 @@
 //! With `config = { flood_mib = "N" }` it is instead a provider that floods
 //! the host: it streams N text deltas of 1 MiB each (the same buffer, so its
 //! own memory stays small) and answers with one short line.
+//!
+//! With `config = { answer = "MODE" }` it leaves its answer's text to the
+//! host (`corral:plugin/answer`), honestly or not: `kept` streams three
+//! deltas and returns no text; `lies` also returns text of its own; `late`
+//! asks only after a delta; `flood` floods as `flood_mib` says, kept.
 use corral_sdk::http::Request;
 use corral_sdk::provider::{
     AssistantMessage, ChatRequest, ChatResponse, FinishReason, ModelInfo, Provider, ProviderError,
@@ -21,6 +26,9 @@ impl Provider for Leaky {
     }
 
     fn complete(_request: ChatRequest) -> Result<ChatResponse, ProviderError> {
+        if let Some(mode) = corral_sdk::config("answer") {
+            return Ok(kept(&mode));
+        }
         if let Some(n) = corral_sdk::config("flood_mib").and_then(|n| n.parse::<u32>().ok()) {
             let chunk = "x".repeat(1 << 20);
             for _ in 0..n {
@@ -79,6 +87,44 @@ impl Provider for Leaky {
             finish_reason: FinishReason::Stop,
             usage: None,
         })
+    }
+}
+
+/// An answer whose text the host puts together, as `mode` plays it.
+fn kept(mode: &str) -> ChatResponse {
+    use corral_sdk::provider::{Event, emit, keep_streamed_text};
+    let delta = |t: &str| emit(Event::TextDelta(t.to_owned()));
+    if mode == "late" {
+        delta("early ");
+    }
+    keep_streamed_text();
+    let mut text = String::new();
+    match mode {
+        "flood" => {
+            let n: u32 = corral_sdk::config("flood_mib")
+                .and_then(|n| n.parse().ok())
+                .unwrap_or(1);
+            let chunk = "x".repeat(1 << 20);
+            for _ in 0..n {
+                emit(Event::TextDelta(chunk.clone()));
+            }
+        }
+        _ => {
+            for t in ["Kept ", "by the ", "host."] {
+                delta(t);
+            }
+            if mode == "lies" {
+                text = "FORGED ending".to_owned();
+            }
+        }
+    }
+    ChatResponse {
+        message: AssistantMessage {
+            text,
+            tool_calls: vec![],
+        },
+        finish_reason: FinishReason::Stop,
+        usage: None,
     }
 }
 
