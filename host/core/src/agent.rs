@@ -634,8 +634,8 @@ impl Agent {
             // Before anything is keyed by them: the log, approvals, labels.
             self.options.call_ids.assign(&mut response.message);
             self.calibrate(bytes, response.usage);
-            // One copy of the message, for the event; the history takes
-            // the original (a long answer is megabytes).
+            // The event and the history share the message's text (a long
+            // answer is megabytes): the clone copies its tool calls only.
             let message = response.message;
             self.emit(
                 ui,
@@ -1142,7 +1142,7 @@ mod tests {
         let ids = CallIds::default();
         ids.continue_after(&[record(Event::RequestEnd {
             message: AssistantMessage {
-                text: String::new(),
+                text: Default::default(),
                 tool_calls: vec![call("c-1")],
             },
             finish_reason: crate::protocol::FinishReason::ToolCalls,
@@ -1172,7 +1172,7 @@ mod tests {
     fn a_model_id_shaped_like_corrals_is_not_kept() {
         let ids = CallIds::default();
         let mut message = AssistantMessage {
-            text: String::new(),
+            text: Default::default(),
             tool_calls: vec![call("c-2"), call("toolu_1"), call("c-0099"), call("c-")],
         };
         ids.assign(&mut message);

@@ -4,6 +4,7 @@
 
 use super::ToolSpec;
 use serde::{Deserialize, Serialize};
+use std::sync::Arc;
 /// A tool call requested by the model.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ToolCall {
@@ -44,11 +45,86 @@ pub struct ToolResult {
     pub is_error: bool,
 }
 
+/// Text held once and shared: cloning it copies a pointer, not the text.
+/// It reads as a `str`; JSON sees a plain string.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct SharedText(Arc<String>);
+
+impl SharedText {
+    /// The text, for changing it: copied first only if it is shared.
+    pub fn make_mut(&mut self) -> &mut String {
+        Arc::make_mut(&mut self.0)
+    }
+
+    /// The text as an owned `String`: copied only if it is shared.
+    pub fn into_string(self) -> String {
+        Arc::unwrap_or_clone(self.0)
+    }
+}
+
+impl std::ops::Deref for SharedText {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl AsRef<str> for SharedText {
+    fn as_ref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::borrow::Borrow<str> for SharedText {
+    fn borrow(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Display for SharedText {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl From<String> for SharedText {
+    fn from(text: String) -> Self {
+        Self(Arc::new(text))
+    }
+}
+
+impl From<&str> for SharedText {
+    fn from(text: &str) -> Self {
+        Self(Arc::new(text.to_owned()))
+    }
+}
+
+impl PartialEq<str> for SharedText {
+    fn eq(&self, other: &str) -> bool {
+        self.0.as_str() == other
+    }
+}
+
+impl PartialEq<&str> for SharedText {
+    fn eq(&self, other: &&str) -> bool {
+        self.0.as_str() == *other
+    }
+}
+
+impl PartialEq<String> for SharedText {
+    fn eq(&self, other: &String) -> bool {
+        *self.0 == *other
+    }
+}
+
 /// One assistant turn.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct AssistantMessage {
-    /// Its text.
-    pub text: String,
+    /// Its text, shared: a long answer is megabytes, and the history, the
+    /// session log and the front-end all hold the same one.
+    pub text: SharedText,
     /// Its tool calls.
     pub tool_calls: Vec<ToolCall>,
 }

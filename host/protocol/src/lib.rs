@@ -23,7 +23,7 @@ mod tool;
 
 pub use chat::{
     AssistantMessage, ChatRequest, ChatResponse, FinishReason, Message, ModelInfo, ProviderError,
-    StreamEvent, ToolCall, ToolResult, Usage,
+    SharedText, StreamEvent, ToolCall, ToolResult, Usage,
 };
 pub use hook::{HookInput, Verdict, summary};
 pub use mode::Mode;

@@ -105,7 +105,7 @@ fn to_wit_message(m: &Message, wire: &std::collections::HashMap<&str, &str>) -> 
         Message::System { text } => wit::Message::System(text.clone()),
         Message::User { text } => wit::Message::User(text.clone()),
         Message::Assistant(a) => wit::Message::Assistant(wit::AssistantMessage {
-            text: a.text.clone(),
+            text: a.text.to_string(),
             tool_calls: a
                 .tool_calls
                 .iter()
@@ -239,7 +239,7 @@ impl Plugin {
             .collect();
         Ok(ChatResponse {
             message: AssistantMessage {
-                text: resp.message.text,
+                text: resp.message.text.into(),
                 tool_calls: calls,
             },
             finish_reason: match resp.finish_reason {

@@ -19,7 +19,7 @@ pub(super) struct Tally {
     counted: u32,
     /// The last request's text, kept only for the `result` event (see
     /// [`Tally::keeping_answer`]): an answer can be tens of megabytes.
-    answer: String,
+    answer: corral_protocol::SharedText,
     keep_answer: bool,
     turns: u32,
     requests: u32,
@@ -40,7 +40,7 @@ impl Tally {
             usage: UsageTotals::default(),
             cost: Some(0.0),
             counted: 0,
-            answer: String::new(),
+            answer: Default::default(),
             keep_answer: false,
             turns: 0,
             requests: 0,
@@ -70,7 +70,7 @@ impl Tally {
             Event::RequestEnd { message, usage, .. } => {
                 self.requests += 1;
                 if self.keep_answer {
-                    self.answer.clone_from(&message.text);
+                    self.answer = message.text.clone();
                 }
                 self.count(*usage);
             }
@@ -129,7 +129,7 @@ impl Tally {
         RunResult {
             session_id,
             stop_reason: stop,
-            answer: self.answer,
+            answer: self.answer.into_string(),
             usage: self.usage,
             cost_usd,
             duration_ms: u64::try_from(took.as_millis()).unwrap_or(u64::MAX),

@@ -541,14 +541,15 @@ impl App {
                 match self.streaming.take() {
                     Some(i) => {
                         if let Body::Assistant(t) = &mut self.entries[i].body {
-                            t.clone_from(&message.text);
+                            t.clear();
+                            t.push_str(&message.text);
                         }
                         // Finished: rendered whole, once.
                         self.entries[i].live = None;
                         self.touch(i);
                     }
                     None if !message.text.trim().is_empty() => {
-                        self.push(Body::Assistant(message.text.clone()));
+                        self.push(Body::Assistant(message.text.to_string()));
                     }
                     None => {}
                 }

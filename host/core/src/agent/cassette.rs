@@ -60,7 +60,7 @@ pub fn turn(events: &[StreamEvent], response: &ChatResponse) -> cassette::Turn {
         events: events.iter().map(event).collect(),
         response: cassette::Response {
             message: cassette::Message {
-                text: response.message.text.clone(),
+                text: response.message.text.to_string(),
                 tool_calls: response.message.tool_calls.iter().map(call).collect(),
             },
             finish_reason: finish_reason(response.finish_reason).to_owned(),

@@ -178,7 +178,7 @@ pub fn transcript(messages: &[Message], room: Option<usize>) -> String {
             }
             Message::Assistant(a) => {
                 heads.push("[assistant]".to_owned());
-                bodies.push(a.text.clone());
+                bodies.push(a.text.to_string());
                 for c in &a.tool_calls {
                     wire.insert(c.id.as_str(), c.wire_id());
                     heads.push(format!("[tool call {} {}]", c.wire_id(), c.name));
@@ -638,7 +638,7 @@ mod tests {
     fn turn(i: usize, output: usize) -> Vec<Message> {
         vec![
             Message::Assistant(AssistantMessage {
-                text: String::new(),
+                text: Default::default(),
                 tool_calls: vec![ToolCall {
                     id: format!("c{i}"),
                     name: "read_file".into(),

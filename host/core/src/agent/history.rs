@@ -26,7 +26,7 @@ pub fn restore_note(turn: u32, files: &[String]) -> String {
 /// What the model reads of an answer the user interrupted: its text, marked.
 pub fn interrupted_answer(text: &str) -> Message {
     Message::Assistant(crate::protocol::AssistantMessage {
-        text: format!("{text}\n\n[corral: the user interrupted this answer here]"),
+        text: format!("{text}\n\n[corral: the user interrupted this answer here]").into(),
         tool_calls: Vec::new(),
     })
 }

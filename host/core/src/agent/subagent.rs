@@ -416,7 +416,7 @@ impl Child {
             .iter()
             .rev()
             .find_map(|m| match m {
-                Message::Assistant(a) => Some(a.text.clone()),
+                Message::Assistant(a) => Some(a.text.to_string()),
                 _ => None,
             })
             .unwrap_or_default();
