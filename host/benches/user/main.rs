@@ -652,28 +652,35 @@ fn sandboxed_call(cfg: &Cfg, rt: &tokio::runtime::Runtime, runtime: &Runtime) ->
         let out = Command::new("wc").args(["-w", "small.txt"]).output();
         assert!(out.is_ok_and(|o| o.status.success()));
     };
+    let mut bare = bare_instance(rt);
     per(200, &mut sandboxed);
     per(200, &mut native);
+    per(200, &mut bare);
     per(5, &mut spawn);
     // Single calls, alternated, and the median of each: on a loaded machine
     // a preempted call is an outlier of one sample, not of a whole batch.
-    let (mut s, mut n, mut p) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut s, mut n, mut f, mut p) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for _ in 0..cfg.inproc * 20 {
         for _ in 0..10 {
             s.push(per(1, &mut sandboxed));
             n.push(per(1, &mut native));
+            f.push(per(1, &mut bare));
         }
         p.push(per(1, &mut spawn));
     }
     ok(std::env::set_current_dir(here));
-    let (s, n, p) = (median_d(&s), median_d(&n), median_d(&p));
+    let (s, n, f, p) = (median_d(&s), median_d(&n), median_d(&f), median_d(&p));
     let overhead = s.saturating_sub(n);
     let ratio = p.as_secs_f64() / s.as_secs_f64();
     vec![
         Row {
             what: WHAT.into(),
             bins: vec![format!("{} per call", fmt_d(s))],
-            peer: format!("native fn {}", fmt_d(n)),
+            peer: format!(
+                "native fn {}; a bare wasmtime instance of it, made and dropped, no call {}",
+                fmt_d(n),
+                fmt_d(f)
+            ),
             figures: vec![(fmt_d(overhead), overhead.as_secs_f64() * 1e6)],
             goal_text: "≤ 10 µs".into(),
             goal: Goal::AtMost(10.0),
@@ -689,6 +696,25 @@ fn sandboxed_call(cfg: &Cfg, rt: &tokio::runtime::Runtime, runtime: &Runtime) ->
             skipped: None,
         },
     ]
+}
+
+/// The floor under every sandboxed call, measured beside it: a fresh store
+/// and instance of the same component in an engine of the same
+/// configuration, dropped, with no call and nothing of corral's around it
+/// (its imports trap; instantiating calls none). A call that must not see
+/// what an earlier one left in memory pays at least this.
+fn bare_instance(rt: &tokio::runtime::Runtime) -> impl FnMut() + '_ {
+    use wasmtime::component::{Component, Linker};
+    let engine = ok(corral_engine::new());
+    let component = ok(Component::from_file(&engine, corral_test_programs::EXAMPLE));
+    let mut linker = Linker::<()>::new(&engine);
+    ok(linker.define_unknown_imports_as_traps(&component));
+    let pre = ok(linker.instantiate_pre(&component));
+    move || {
+        let mut store = wasmtime::Store::new(&engine, ());
+        store.set_epoch_deadline(u64::MAX / 2);
+        ok(rt.block_on(pre.instantiate_async(&mut store)));
+    }
 }
 
 /// From process start to the first token on stdout: `corral run` against
