@@ -364,7 +364,9 @@ pub trait TurnStream {
     /// events the stream sent: [`stream_turn`] then tells the host so (see
     /// [`keep_streamed_text`]), and [`replay_turn`] puts the text together
     /// from the events the same way the host does. A stream that keeps no
-    /// copy of the text holds a long answer only once, in the host.
+    /// copy of the text holds a long answer only once, in the host. Use such
+    /// a stream for one [`stream_turn`] per [`Provider::complete`]: the host
+    /// refuses a second request to keep text once text has streamed.
     const TEXT_IS_STREAMED: bool = false;
 
     /// Folds in one SSE event, sending streaming events to `sink`; `Break`

@@ -85,17 +85,18 @@ fn asking_after_the_first_delta_ends_the_call() {
 
 #[test]
 fn a_kept_answer_is_bounded_by_the_plugin_memory_limit() {
-    // 64 one-MiB deltas against a 16 MiB limit: the host stops keeping at
-    // the limit instead of holding all of it for the plugin.
+    // 64 one-MiB deltas against a 16 MiB limit: the host stops keeping
+    // before the text and the plugin's own memory pass the limit, instead
+    // of holding all of it for the plugin.
     let (o, _cli) = run(
         "flood",
-        "limits = { memory_mb = 16, timeout_ms = 120000 }\n",
+        "limits = { memory_mb = 16, output_kb = 2048, timeout_ms = 120000 }\n",
     );
     let (out, err) = text(&o);
-    assert_ne!(o.status.code(), Some(0), "{err}");
+    assert_ne!(o.status.code(), Some(0), "{out}\n{err}");
     assert!(
-        out.contains("the streamed answer passed 16 MiB") && out.contains("limits.memory_mb"),
-        "{err}"
+        out.contains("passed the memory limit of 16 MiB") && out.contains("limits.memory_mb"),
+        "{out}\n{err}"
     );
     assert!(answers(&o).is_empty());
     let streamed: usize = events(&o)
@@ -104,8 +105,32 @@ fn a_kept_answer_is_bounded_by_the_plugin_memory_limit() {
         .map(|e| e["text"].as_str().map_or(0, str::len))
         .sum();
     assert!(
-        streamed <= 16 << 20,
+        streamed < 16 << 20,
         "{streamed} bytes streamed past the limit"
     );
     assert!(out.len() < 24 << 20, "{} bytes of output", out.len());
+}
+
+#[test]
+fn a_tool_plugin_cannot_have_the_host_keep_text() {
+    // A tool (the budgets guest) that imports the provider's interface: the
+    // host would hold text for a call that never reads it.
+    let sb = Sandbox::new();
+    sb.write(
+        "corral.toml",
+        &plugin_toml(
+            "budgets",
+            corral_test_programs::BUDGETS,
+            "config = { mode = \"keeps_answer\" }\n",
+        ),
+    );
+    let cli = Cli::new();
+    let o = cli.run(&sb.ws(), &["tool", "call", "keep_answer", "--args", "{}"]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}\n{err}");
+    assert!(
+        err.contains("outside a provider's `complete`") && err.contains("plugin `budgets`"),
+        "{err}"
+    );
+    assert!(!out.contains("the host kept"), "{out}");
 }

@@ -45,7 +45,7 @@ pub(crate) struct CallState {
     egress: http::Egress,
     pub(super) table: ResourceTable,
     pub(super) plugin: Arc<PluginShared>,
-    limiter: limits::CallLimiter,
+    pub(super) limiter: limits::CallLimiter,
     pub(super) host_calls_left: u64,
     pub(super) host_calls_hit: bool,
     /// The wall-clock deadline ended the call.
@@ -265,11 +265,8 @@ impl Plugin {
             table,
             budget: budget::CallBudget::new(limits.output_kb.saturating_mul(1024)),
             plugin: self.shared.clone(),
-            limiter: limits::CallLimiter {
-                memory_bytes,
-                memory_hit: false,
-            },
-            streamed: super::stream::Streamed::new(memory_bytes),
+            limiter: limits::CallLimiter::new(memory_bytes),
+            streamed: super::stream::Streamed::default(),
             host_calls_left: limits.host_calls,
             host_calls_hit: false,
             timed_out: false,

@@ -21,51 +21,52 @@ pub(super) fn add_to_linker(linker: &mut Linker<CallState>) -> wasmtime::Result<
 
 /// The text of a provider's answer as the host puts it together from the
 /// call's text deltas, once the plugin said so (`keep-streamed-text`).
+#[derive(Default)]
 pub(crate) struct Streamed {
     /// The text kept so far; `None` until the plugin asks.
     kept: Option<String>,
     /// Whether the call emitted a text delta yet.
     any_text: bool,
-    /// Most bytes kept: the plugin's memory limit, which bounded the text
-    /// when the plugin held it itself.
-    cap: usize,
     /// Why this module ended the call, when it did.
     pub(crate) ended: Option<String>,
 }
 
 impl Streamed {
-    /// Nothing kept yet; at most `cap` bytes will be.
-    pub(crate) fn new(cap: usize) -> Self {
-        Self {
-            kept: None,
-            any_text: false,
-            cap,
-            ended: None,
-        }
-    }
-
     /// The text kept for the answer, if the plugin asked for it.
     pub(crate) fn take(&mut self) -> Option<String> {
-        self.kept.take()
+        self.kept.take().map(|mut text| {
+            // Grown by doubling: what stays in the history is its length.
+            text.shrink_to_fit();
+            text
+        })
     }
+}
 
-    /// Adds a text delta; an error ends the call.
-    fn add(&mut self, text: &str) -> wasmtime::Result<()> {
-        self.any_text = true;
-        let Some(kept) = &mut self.kept else {
-            return Ok(());
-        };
-        if kept.len() + text.len() > self.cap {
-            self.ended = Some(format!(
-                "the streamed answer passed {} MiB, the plugin's memory limit (limits.memory_mb); \
-                 raise limits.memory_mb or ask for a shorter answer (max_tokens)",
-                self.cap >> 20
-            ));
-            return Err(wasmtime::format_err!("streamed answer over the limit"));
-        }
-        kept.push_str(text);
-        Ok(())
+/// `emit`'s part for a text delta: kept for the answer when the plugin
+/// asked, counted against its memory limit with its linear memory. An error
+/// ends the call.
+fn keep(state: &mut CallState, text: &str) -> wasmtime::Result<()> {
+    let s = &mut state.streamed;
+    s.any_text = true;
+    let Some(kept) = &mut s.kept else {
+        return Ok(());
+    };
+    let limiter = &mut state.limiter;
+    if text.len() > limiter.room() {
+        s.ended = Some(format!(
+            "its streamed answer ({} MiB kept by the host) and its own memory passed the \
+             memory limit of {} MiB: raise `limits.memory_mb` in the plugin's entry, or ask \
+             for shorter answers (`[agent] max_tokens`)",
+            kept.len() >> 20,
+            limiter.memory_bytes >> 20
+        ));
+        return Err(wasmtime::format_err!(
+            "streamed answer over the memory limit"
+        ));
     }
+    kept.push_str(text);
+    limiter.held += text.len();
+    Ok(())
 }
 
 impl Host for CallState {
@@ -86,7 +87,7 @@ impl Host for CallState {
             return Err(wasmtime::format_err!("stream event over the output limit"));
         }
         if let E::TextDelta(text) = &event {
-            self.streamed.add(text)?;
+            keep(self, text)?;
         }
         if let Some(tx) = &self.events {
             // A closed receiver means nobody listens any more; the call goes on.
@@ -99,6 +100,14 @@ impl Host for CallState {
 impl answer::Host for CallState {
     fn keep_streamed_text(&mut self) -> wasmtime::Result<()> {
         let s = &mut self.streamed;
+        if !matches!(self.caps, super::effects::CallCaps::Provider) || self.events.is_none() {
+            s.ended = Some(
+                "the plugin called `answer.keep-streamed-text` outside a provider's `complete`: \
+                 only an answer being streamed can be kept (a plugin bug; report it to its author)"
+                    .to_owned(),
+            );
+            return Err(wasmtime::format_err!("keep-streamed-text outside complete"));
+        }
         if s.any_text {
             s.ended = Some(
                 "the plugin called `answer.keep-streamed-text` after it had streamed text: \

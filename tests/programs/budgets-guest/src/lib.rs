@@ -4,6 +4,10 @@
 //! sequences. Its tools, their names and descriptions depend on its
 //! `config.mode`, so one component can play every variant.
 //!
+//! With `mode = "keeps_answer"` its one tool asks the host to keep a
+//! streamed answer (`corral:plugin/answer`), which only a provider may: the
+//! host would hold text for a call that never reads it.
+//!
 //! It implements the tool interface by hand (not through `tools!`) because
 //! its tool list is decided at run time.
 use corral_sdk::__bindings::corral::plugin::types::Effect;
@@ -41,6 +45,7 @@ impl Guest for Budgets {
             "name_with_space" => vec![spec("bad name", "A name with a space.")],
             "name_with_escape" => vec![spec("red\x1b[31mtool", "A name with an escape.")],
             "huge_describe" => vec![spec("huge", &"d".repeat(3 << 20))],
+            "keeps_answer" => vec![spec("keep_answer", "Asks the host to keep an answer.")],
             "loud" => vec![
                 spec("loud", &format!("{ESCAPES} loud tool.")),
                 spec("long_desc", &format!("Long. {}", "word ".repeat(4000))),
@@ -96,6 +101,11 @@ impl Guest for Budgets {
             "escapes" | "loud" => Ok(text(format!("out: {ESCAPES}\nsecond line"))),
             "escapes_error" => Err(ToolError::Failed(format!("failed: {ESCAPES}"))),
             "crash" => panic!("the budgets guest crashed on purpose"),
+            "keep_answer" => {
+                // The provider world's import, which the tool world lacks.
+                corral_sdk::provider::keep_streamed_text();
+                Ok(text("the host kept an answer for a tool".to_owned()))
+            }
             other => Err(ToolError::UnknownTool(other.to_owned())),
         }
     }
