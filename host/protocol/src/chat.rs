@@ -52,11 +52,6 @@ pub struct ToolResult {
 pub struct SharedText(Arc<String>);
 
 impl SharedText {
-    /// The text, for changing it: copied first only if it is shared.
-    pub fn make_mut(&mut self) -> &mut String {
-        Arc::make_mut(&mut self.0)
-    }
-
     /// The text as an owned `String`: copied only if it is shared.
     pub fn into_string(self) -> String {
         Arc::unwrap_or_clone(self.0)
@@ -297,4 +292,26 @@ pub enum StreamEvent {
         /// The usage.
         usage: Usage,
     },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{AssistantMessage, SharedText};
+
+    #[test]
+    fn shared_text_is_a_plain_json_string_and_clones_share_it() {
+        let message = AssistantMessage {
+            text: "héllo \"world\"\n".into(),
+            tool_calls: Vec::new(),
+        };
+        let json = serde_json::to_string(&message).expect("serialises");
+        assert_eq!(json, r#"{"text":"héllo \"world\"\n","tool_calls":[]}"#);
+        let back: AssistantMessage = serde_json::from_str(&json).expect("parses");
+        assert_eq!(back, message);
+        assert_eq!(back.text, "héllo \"world\"\n");
+        let copy = message.text.clone();
+        assert!(std::ptr::eq(copy.as_ptr(), message.text.as_ptr()));
+        assert_eq!(SharedText::default(), "");
+        assert_eq!(copy.into_string(), "héllo \"world\"\n");
+    }
 }
