@@ -717,7 +717,6 @@ mod tests {
         Event::UserMessage { text: text.into() }
     }
 
-    /// The texts of a log made only of [`event`]s, in order.
     /// A new session with one record (`start`): its directory (kept
     /// alive), the log and its path.
     fn started() -> (tempfile::TempDir, SessionLog, PathBuf) {
@@ -728,6 +727,7 @@ mod tests {
         (dir, log, path)
     }
 
+    /// The texts of a log made only of [`event`]s, in order.
     fn texts(path: &Path) -> Vec<String> {
         read(path)
             .unwrap()
