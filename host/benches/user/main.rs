@@ -29,6 +29,7 @@
 
 #[path = "../common/mod.rs"]
 mod common;
+mod floor;
 mod mock;
 mod proc;
 mod tree;
@@ -652,24 +653,44 @@ fn sandboxed_call(cfg: &Cfg, rt: &tokio::runtime::Runtime, runtime: &Runtime) ->
         let out = Command::new("wc").args(["-w", "small.txt"]).output();
         assert!(out.is_ok_and(|o| o.status.success()));
     };
-    let mut bare = bare_instance(rt);
+    let mut bare = floor::bare_instance(rt, corral_test_programs::EXAMPLE);
+    let mut plain_call = floor::plain_wasi_call(
+        rt,
+        corral_test_programs::EXAMPLE,
+        ws.path(),
+        "word_count",
+        args,
+    );
+    assert_eq!(plain_call(), "5");
+    let mut plain = || {
+        plain_call();
+    };
     per(200, &mut sandboxed);
     per(200, &mut native);
     per(200, &mut bare);
+    per(200, &mut plain);
     per(5, &mut spawn);
     // Single calls, alternated, and the median of each: on a loaded machine
     // a preempted call is an outlier of one sample, not of a whole batch.
-    let (mut s, mut n, mut f, mut p) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let (mut s, mut n, mut f, mut w, mut p) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for _ in 0..cfg.inproc * 20 {
         for _ in 0..10 {
             s.push(per(1, &mut sandboxed));
             n.push(per(1, &mut native));
             f.push(per(1, &mut bare));
+            w.push(per(1, &mut plain));
         }
         p.push(per(1, &mut spawn));
     }
     ok(std::env::set_current_dir(here));
-    let (s, n, f, p) = (median_d(&s), median_d(&n), median_d(&f), median_d(&p));
+    let (s, n, f, w, p) = (
+        median_d(&s),
+        median_d(&n),
+        median_d(&f),
+        median_d(&w),
+        median_d(&p),
+    );
     let overhead = s.saturating_sub(n);
     let ratio = p.as_secs_f64() / s.as_secs_f64();
     vec![
@@ -677,8 +698,12 @@ fn sandboxed_call(cfg: &Cfg, rt: &tokio::runtime::Runtime, runtime: &Runtime) ->
             what: WHAT.into(),
             bins: vec![format!("{} per call", fmt_d(s))],
             peer: format!(
-                "native fn {}; a bare wasmtime instance of it, made and dropped, no call {}",
+                "native fn {}; the floor: the same call in plain wasmtime-wasi (fresh store, \
+                 directory preopened, no corral) {} (overhead {}), a bare instance of it made \
+                 and dropped, no call, {}",
                 fmt_d(n),
+                fmt_d(w),
+                fmt_d(w.saturating_sub(n)),
                 fmt_d(f)
             ),
             figures: vec![(fmt_d(overhead), overhead.as_secs_f64() * 1e6)],
@@ -696,25 +721,6 @@ fn sandboxed_call(cfg: &Cfg, rt: &tokio::runtime::Runtime, runtime: &Runtime) ->
             skipped: None,
         },
     ]
-}
-
-/// The floor under every sandboxed call, measured beside it: a fresh store
-/// and instance of the same component in an engine of the same
-/// configuration, dropped, with no call and nothing of corral's around it
-/// (its imports trap; instantiating calls none). A call that must not see
-/// what an earlier one left in memory pays at least this.
-fn bare_instance(rt: &tokio::runtime::Runtime) -> impl FnMut() + '_ {
-    use wasmtime::component::{Component, Linker};
-    let engine = ok(corral_engine::new());
-    let component = ok(Component::from_file(&engine, corral_test_programs::EXAMPLE));
-    let mut linker = Linker::<()>::new(&engine);
-    ok(linker.define_unknown_imports_as_traps(&component));
-    let pre = ok(linker.instantiate_pre(&component));
-    move || {
-        let mut store = wasmtime::Store::new(&engine, ());
-        store.set_epoch_deadline(u64::MAX / 2);
-        ok(rt.block_on(pre.instantiate_async(&mut store)));
-    }
 }
 
 /// From process start to the first token on stdout: `corral run` against
@@ -1391,20 +1397,36 @@ fn hook(cfg: &Cfg, rt: &tokio::runtime::Runtime, runtime: &Runtime) -> Row {
         }
         t.elapsed() / iters
     };
+    let mut bare_hook = floor::plain_wasi_hook(rt, corral_test_programs::HOOK);
+    let mut floor_hook = || {
+        let t = Instant::now();
+        bare_hook();
+        t.elapsed()
+    };
     per(&plain, 20);
     per(&hooked, 20);
+    for _ in 0..20 {
+        floor_hook();
+    }
     // Single calls, alternated, and the median of each (see sandboxed_call).
-    let (mut a, mut b) = (Vec::new(), Vec::new());
+    let (mut a, mut b, mut f) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..cfg.inproc * 200 {
         a.push(per(&plain, 1));
         b.push(per(&hooked, 1));
+        f.push(floor_hook());
     }
-    let (a, b) = (median_d(&a), median_d(&b));
+    let (a, b, f) = (median_d(&a), median_d(&b), median_d(&f));
     let ratio = b.saturating_sub(a).as_secs_f64() / a.as_secs_f64();
     Row {
         what: WHAT.into(),
         bins: vec![format!("hook {}", fmt_d(b.saturating_sub(a)))],
-        peer: format!("call {}", fmt_d(a)),
+        peer: format!(
+            "call {}; the floor: the same hook in plain wasmtime-wasi (fresh store and \
+             instance, no corral) {} = {:.2} of the call",
+            fmt_d(a),
+            fmt_d(f),
+            f.as_secs_f64() / a.as_secs_f64()
+        ),
         figures: vec![(format!("{ratio:.2}"), ratio)],
         goal_text: "≤ 0.3".into(),
         goal: Goal::AtMost(0.3),

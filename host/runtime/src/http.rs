@@ -34,7 +34,8 @@ pub(crate) struct Egress {
     pub(crate) origin: Arc<str>,
     pub(crate) allow: Arc<[NetGrant]>,
     pub(crate) secrets: Arc<[Secret]>,
-    /// Why this call may send nothing at all, whatever `allow` says.
+    /// Why this call may send nothing at all, whatever `allow` says (left
+    /// unworded when `allow` is empty: the missing grant is the reason then).
     pub(crate) refused: Option<String>,
     /// Destinations requests went out to in this call (`scheme`, `host`,
     /// `port`), for its provenance labels.

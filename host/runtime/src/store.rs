@@ -243,22 +243,31 @@ impl Plugin {
         table.set_max_capacity(budget::MAX_HOST_OBJECTS);
         let memory_bytes =
             usize::try_from(limits.memory_mb.saturating_mul(1 << 20)).unwrap_or(usize::MAX);
+        // The grant, and what the user approved for this one call.
+        let allow: Arc<[crate::manifest::NetGrant]> = self
+            .decl
+            .net
+            .iter()
+            .chain(caps.widened())
+            .cloned()
+            .collect();
+        // Without any destination the missing grant is the reason a request
+        // is denied (`Egress::allowed`), so the call's own reason is only
+        // worded when there is one.
+        let refused = if allow.is_empty() {
+            None
+        } else {
+            caps.network(name).err()
+        };
         let state = CallState {
             wasi: self.wasi_ctx(stdout, stderr),
             http: http_ctx,
             egress: http::Egress {
                 plugin: self.shared.name.clone(),
                 origin: self.shared.origin.clone(),
-                // The grant, and what the user approved for this one call.
-                allow: self
-                    .decl
-                    .net
-                    .iter()
-                    .chain(caps.widened())
-                    .cloned()
-                    .collect(),
+                allow,
                 secrets: self.decl.secrets.clone().into(),
-                refused: caps.network(name).err(),
+                refused,
                 contacted: Vec::new(),
                 connections: self.shared.connections.clone(),
             },
