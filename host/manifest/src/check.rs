@@ -252,10 +252,12 @@ impl Checker<'_> {
         let mut exec = Vec::new();
         for grant in grants {
             let g = grant.get_ref();
-            let path = match crate::exec::resolve(&g.program) {
+            // `*` is any program, found when each command runs: never a
+            // file named `*` in PATH.
+            let any = g.program == crate::exec::ANY_PROGRAM;
+            let path = match (!any).then(|| crate::exec::resolve(&g.program)).flatten() {
                 Some(path) => path,
-                // Found when each command runs.
-                None if g.program == crate::exec::ANY_PROGRAM => PathBuf::new(),
+                None if any => PathBuf::new(),
                 // A built-in default (git) need not be installed; running it
                 // says so.
                 None if self.layer.name == DEFAULTS_NAME => PathBuf::from(&g.program),
