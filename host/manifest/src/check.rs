@@ -252,12 +252,15 @@ impl Checker<'_> {
         let mut exec = Vec::new();
         for grant in grants {
             let g = grant.get_ref();
-            // `*` is any program, found when each command runs: never a
-            // file named `*` in PATH.
-            let any = g.program == crate::exec::ANY_PROGRAM;
-            let path = match (!any).then(|| crate::exec::resolve(&g.program)).flatten() {
+            // `*` is any program, found when each command runs; it is not
+            // looked up here.
+            let found = if g.program == crate::exec::ANY_PROGRAM {
+                Some(PathBuf::new())
+            } else {
+                crate::exec::resolve(&g.program)
+            };
+            let path = match found {
                 Some(path) => path,
-                None if any => PathBuf::new(),
                 // A built-in default (git) need not be installed; running it
                 // says so.
                 None if self.layer.name == DEFAULTS_NAME => PathBuf::from(&g.program),
