@@ -6,13 +6,20 @@
 //! directory beside the session logs (so a file checkpointed twice is
 //! stored once), and one line per file, tagged with the turn, to the
 //! session's `checkpoints.jsonl` artifact, synced before the change is
-//! made: a crash mid-turn leaves every before-image on disk.
+//! made: a crash mid-turn leaves every before-image on disk. What a native
+//! program or an MCP server changes, which no `write-files` sees, is found
+//! by comparing the workspace before and after its call ([`Watch`]) and
+//! recorded the same way, once the call is over.
 //!
 //! [`plan`] finds the latest turn not undone yet and compares each of its
 //! files with the after-image it recorded, so an edit made since is never
 //! clobbered unless forced; [`Plan::apply`] restores the before-images
 //! beneath the workspace (a symlink planted since is replaced, never
 //! followed) and records the undo.
+
+mod watch;
+
+pub use watch::{Before, Limits, Watch};
 
 use crate::runtime::{CheckpointChange, CheckpointImage};
 use serde::{Deserialize, Serialize};
@@ -26,6 +33,9 @@ use std::sync::atomic::{AtomicU32, Ordering};
 /// Files larger than this are recorded by size only: undo says it cannot
 /// restore them instead of keeping a copy of every large file a turn wrote.
 pub const MAX_CHECKPOINT_BYTES: u64 = 16 * 1024 * 1024;
+
+/// The largest checkpoint record read back (a line per file changed).
+const MAX_RECORD_BYTES: u64 = 256 << 20;
 
 /// The name of a session's checkpoint record, in its artifacts directory.
 const RECORD: &str = "checkpoints.jsonl";
@@ -172,7 +182,9 @@ fn get_object(dir: &Path, sha: &str) -> Result<Vec<u8>, String> {
     if sha.len() != 64 || !sha.bytes().all(|b| b.is_ascii_hexdigit()) {
         return Err(format!("the checkpoint names a malformed object `{sha}`"));
     }
-    let bytes = std::fs::read(dir.join(sha))
+    // Never through a link, never blocking: the store is corral's own, but
+    // what is read back is verified (its hash, below) before it is used.
+    let bytes = crate::exec::fsread::read_state(&dir.join(sha), MAX_CHECKPOINT_BYTES)
         .map_err(|e| format!("the checkpointed copy {sha} cannot be read: {e}"))?;
     if hex::encode(Sha256::digest(&bytes)) != sha {
         return Err(format!("the checkpointed copy {sha} is damaged"));
@@ -302,9 +314,9 @@ fn plan_turns(
 }
 
 fn read_lines(record: &Path) -> Result<Vec<Line>, String> {
-    let text = match std::fs::read_to_string(record) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+    let text = match crate::exec::fsread::read_state(record, MAX_RECORD_BYTES) {
+        Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+        Err(e) if e.is_not_found() => String::new(),
         Err(e) => {
             return Err(format!(
                 "cannot read the checkpoints {}: {e}",
@@ -460,12 +472,40 @@ impl Plan {
                 conflicts.join("\n")
             ));
         }
-        let root = open_root(&self.workspace)?;
-        let mut restored = Vec::new();
+        // A restore is a write: the same resolution beneath the workspace,
+        // protected paths and journal as a tool's `write-files`, all of
+        // the files or none.
+        let mut files = Vec::with_capacity(self.files.len());
         for file in &self.files {
-            restore(&root, &self.objects, file)?;
-            restored.push(file.path.clone());
+            let path = file.path.to_str().ok_or_else(|| {
+                format!(
+                    "cannot restore `{}`: its name is not UTF-8\nNothing was restored.",
+                    shown(&file.path)
+                )
+            })?;
+            let (content, mode) = match &file.before {
+                Stored::TooBig { .. } => {
+                    return Err(format!(
+                        "{}\nNothing was restored.",
+                        file.conflict.clone().unwrap_or_default()
+                    ));
+                }
+                Stored::Absent => (None, None),
+                Stored::File { sha256, mode } => (
+                    Some(get_object(&self.objects, sha256).map_err(|e| {
+                        format!("cannot restore `{path}`: {e}\nNothing was restored.")
+                    })?),
+                    Some(*mode),
+                ),
+            };
+            files.push(crate::runtime::Restore {
+                path: path.to_owned(),
+                content,
+                mode,
+            });
         }
+        crate::runtime::restore_files(&self.workspace, files)?;
+        let restored: Vec<PathBuf> = self.files.iter().map(|f| f.path.clone()).collect();
         let store = Checkpoints {
             record: self.record.clone(),
             objects: self.objects.clone(),
@@ -477,53 +517,6 @@ impl Plan {
             .append(&undone)
             .map_err(|e| format!("the files were restored but the undo cannot be recorded: {e}"))?;
         Ok(restored)
-    }
-}
-
-/// Puts one file back, beneath `root`: a link or file in its place is
-/// replaced by a rename (never written through), its directories made.
-fn restore(root: &cap_std::fs::Dir, objects: &Path, file: &FileUndo) -> Result<(), String> {
-    use cap_std::fs::PermissionsExt as _;
-    let shown = shown(&file.path);
-    let fail = |e: std::io::Error| format!("cannot restore `{shown}`: {e}");
-    let is_dir = root.symlink_metadata(&file.path).is_ok_and(|m| m.is_dir());
-    if is_dir {
-        return Err(format!(
-            "cannot restore `{shown}`: a directory is there now; move it away and undo again"
-        ));
-    }
-    match &file.before {
-        Stored::TooBig { .. } => Err(file.conflict.clone().unwrap_or_default()),
-        Stored::Absent => match root.remove_file(&file.path) {
-            Ok(()) => Ok(()),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-            Err(e) => Err(fail(e)),
-        },
-        Stored::File { sha256, mode } => {
-            let content = get_object(objects, sha256)?;
-            let parent = file.path.parent().unwrap_or(Path::new(""));
-            if !parent.as_os_str().is_empty() {
-                root.create_dir_all(parent).map_err(fail)?;
-            }
-            let name = file.path.file_name().unwrap_or_default().to_string_lossy();
-            let temp = parent.join(format!(".{name}.corral-undo-{:08x}", fastrand::u32(..)));
-            let mut out = root
-                .open_with(
-                    &temp,
-                    cap_std::fs::OpenOptions::new().write(true).create_new(true),
-                )
-                .map_err(fail)?;
-            let written = out
-                .write_all(&content)
-                .and_then(|()| out.set_permissions(cap_std::fs::Permissions::from_mode(*mode)))
-                .and_then(|()| out.sync_all())
-                .and_then(|()| root.rename(&temp, root, &file.path));
-            if let Err(e) = written {
-                let _ = root.remove_file(&temp);
-                return Err(fail(e));
-            }
-            Ok(())
-        }
     }
 }
 

@@ -41,6 +41,34 @@ pub fn read_regular(path: &Path, max: u64) -> Result<Vec<u8>, ReadError> {
     read_open(file, max)
 }
 
+/// Opens one of corral's own state files (a cache entry, a journal, a
+/// checkpoint): never through a symlink, without blocking, and only when it
+/// is a regular file. What a confined program could have swapped in (a
+/// FIFO, a link to `/dev/zero`) is refused, never waited on.
+pub fn open_state(path: &Path) -> Result<std::fs::File, ReadError> {
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(OPEN_FLAGS | libc::O_NOFOLLOW)
+        .open(path)
+        .map_err(|e| {
+            if e.raw_os_error() == Some(libc::ELOOP) {
+                ReadError::NotRegular("a symlink")
+            } else {
+                ReadError::Io(e)
+            }
+        })?;
+    if let Some(kind) = kind(&file.metadata()?.file_type()) {
+        return Err(ReadError::NotRegular(kind));
+    }
+    Ok(file)
+}
+
+/// Reads one of corral's own state files ([`open_state`]) of at most `max`
+/// bytes.
+pub fn read_state(path: &Path, max: u64) -> Result<Vec<u8>, ReadError> {
+    read_open(open_state(path)?, max)
+}
+
 /// Reads an already opened file if it is a regular file of at most `max`
 /// bytes.
 pub fn read_open(file: std::fs::File, max: u64) -> Result<Vec<u8>, ReadError> {

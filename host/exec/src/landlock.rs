@@ -24,9 +24,25 @@ const SECRETS_IN_HOME: &[&str] = &[
     ".pypirc",
 ];
 
-/// What programs may not read: [`SECRETS_IN_HOME`] and corral's own data
-/// (session logs, which hold whatever was said), those that exist, by
-/// their canonical paths.
+/// The system's own credentials, which a program run by root could read:
+/// password hashes, sudo rules, SSH host keys (the private ones, by
+/// prefix in `/etc/ssh`).
+const SYSTEM_SECRETS: &[&str] = &[
+    "/etc/shadow",
+    "/etc/shadow-",
+    "/etc/gshadow",
+    "/etc/gshadow-",
+    "/etc/sudoers",
+    "/etc/sudoers.d",
+    "/etc/security/opasswd",
+];
+
+/// What programs may not read: [`SECRETS_IN_HOME`], [`SYSTEM_SECRETS`],
+/// root's home (unless it is the user's, whose toolchains live there), and
+/// corral's own state ([`crate::state`]: the configuration, which decides
+/// what runs, the session logs, which hold whatever was said, the trust
+/// store, the journal, the caches), those that exist, by their canonical
+/// paths.
 pub(super) fn secret_paths() -> Vec<PathBuf> {
     // $HOME as set, and the home the system knows, if they differ.
     let mut homes: Vec<PathBuf> = std::env::var_os("HOME")
@@ -48,11 +64,35 @@ pub(super) fn secret_paths() -> Vec<PathBuf> {
     for var in ["GNUPGHOME", "DOCKER_CONFIG", "AWS_SHARED_CREDENTIALS_FILE"] {
         paths.extend(std::env::var_os(var).map(PathBuf::from));
     }
-    paths.extend(dirs::data_dir().map(|d| d.join("corral")));
+    paths.extend(SYSTEM_SECRETS.iter().map(PathBuf::from));
+    paths.extend(ssh_host_keys());
+    let root_home = Path::new("/root");
+    if !homes.iter().any(|h| h.starts_with(root_home)) {
+        paths.push(root_home.to_path_buf());
+    }
     let mut out: Vec<PathBuf> = paths.iter().filter_map(|p| p.canonicalize().ok()).collect();
+    // Made first when missing: see `state::user_dirs_made`.
+    out.extend(crate::state::user_dirs_made());
     out.sort();
     out.dedup();
     out
+}
+
+/// The private SSH host keys in `/etc/ssh` (`ssh_host_*_key`, not the
+/// `.pub` beside them).
+fn ssh_host_keys() -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir("/etc/ssh") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("ssh_host_") && n.ends_with("_key"))
+        })
+        .collect()
 }
 
 /// Paths whose subtrees together cover the whole file system except

@@ -449,10 +449,15 @@ pub(super) struct Spawned {
 /// The paths of the repository at `root` that no program corral starts may
 /// change, those that exist, by canonical path: `.git` (a directory, or a
 /// worktree's `.git` file) unless `with_git` is false, and corral's
-/// manifest `corral.toml`. Configuration, hooks and attributes planted
-/// there would run the next time the user or corral runs git.
+/// project files ([`crate::state::PROJECT_FILES`]: `corral.toml`,
+/// `.corral/`). Configuration, hooks and attributes planted there would
+/// run the next time the user or corral runs git; commands and settings
+/// planted in corral's would steer corral.
 pub fn protected_paths(root: &Path, with_git: bool) -> Vec<PathBuf> {
-    let mut names = vec![PathBuf::from("corral.toml")];
+    let mut names: Vec<PathBuf> = crate::state::PROJECT_FILES
+        .iter()
+        .map(PathBuf::from)
+        .collect();
     if with_git {
         names.push(PathBuf::from(".git"));
         names.extend(submodule_git_files(root));

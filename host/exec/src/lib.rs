@@ -31,7 +31,11 @@
 //! - A seccomp filter: no UNIX sockets (a session bus or a container daemon
 //!   would run commands outside the sandbox), no IPv4/IPv6 sockets unless
 //!   the grant says `network = true`, no `io_uring`.
-//! - The repository's `.git` and corral's `corral.toml` read-only: bind
+//! - corral's own state ([`state`]) out of reach: the user's corral
+//!   configuration, data and cache directories neither readable nor
+//!   writable (left out of every Landlock rule), the project's
+//!   `corral.toml` and `.corral/` read-only (below).
+//! - The repository's `.git` and corral's `corral.toml` and `.corral/` read-only: bind
 //!   mounts in a private mount namespace of the child (see `exec/launch.rs`),
 //!   which the seccomp filter keeps it from undoing.
 //! - No capabilities (a program run as root loses root's privileges), and
@@ -60,6 +64,7 @@ mod privileges;
 mod proxy;
 mod seccomp;
 mod serve;
+pub mod state;
 mod tree;
 
 pub use confine::{Confinement, confinement};

@@ -459,6 +459,25 @@ impl Checker<'_> {
                 Some("grants.fs lists directories; grant the directory that holds the file".into()),
             ));
         }
+        if let Some(state) = crate::exec::state::user_dirs().into_iter().find(|s| {
+            s.path
+                .canonicalize()
+                .is_ok_and(|k| host_path.starts_with(k))
+        }) {
+            return Err(self.err(
+                grant.span(),
+                format!(
+                    "plugin `{name}`: granted path `{}` is in corral's own {} directory ({}), \
+                     which nothing corral runs may read or change",
+                    raw.path,
+                    state.what,
+                    state.path.display()
+                ),
+                Some(
+                    "grant another directory; corral keeps its own state out of every grant".into(),
+                ),
+            ));
+        }
         let guest_path = match host_path.strip_prefix(self.workspace) {
             Ok(rel) if rel.as_os_str().is_empty() => ".".to_owned(),
             Ok(rel) => rel.to_string_lossy().into_owned(),

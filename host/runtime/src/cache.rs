@@ -405,7 +405,16 @@ impl Cache {
         instead: &str,
     ) -> Option<Component> {
         let started = std::time::Instant::now();
-        let stored = std::fs::read_to_string(check).ok()?;
+        // Never through a link, never blocking, regular files only: a FIFO
+        // or a link to a device in place of an entry is a miss, not a hang.
+        let stored = match crate::fsread::read_state(check, 64 * 1024) {
+            Ok(bytes) => String::from_utf8(bytes).ok()?,
+            Err(e) if e.is_not_found() => return None,
+            Err(e) => {
+                tracing::warn!("cache entry {} refused: {e}; {instead}", check.display());
+                return None;
+            }
+        };
         let mut lines = stored.lines();
         let Some(expected) = lines.next().and_then(|l| l.trim().strip_prefix(SUM_PREFIX)) else {
             tracing::debug!(
@@ -415,7 +424,14 @@ impl Cache {
             return None;
         };
         let verified = lines.next().and_then(|l| l.strip_prefix(VERIFIED_PREFIX));
-        let file = std::fs::File::open(artifact).ok()?;
+        let file = match crate::fsread::open_state(artifact) {
+            Ok(file) => file,
+            Err(e) if e.is_not_found() => return None,
+            Err(e) => {
+                tracing::warn!("cache entry {} refused: {e}; {instead}", artifact.display());
+                return None;
+            }
+        };
         let identity = Identity::of(&file.metadata().ok()?);
         // Pruning removes the entries used longest ago; this use counts. It
         // is recorded on the checksum file: touching the artifact would
@@ -471,7 +487,9 @@ impl Cache {
         };
         // It was opened again by path: if another corral replaced the file
         // in between, what was mapped is not what was checked.
-        let now = std::fs::metadata(artifact).ok().map(|m| Identity::of(&m));
+        let now = std::fs::symlink_metadata(artifact)
+            .ok()
+            .map(|m| Identity::of(&m));
         if now != Some(identity) {
             tracing::debug!(
                 "{} was replaced while it was loaded; {instead}",

@@ -117,9 +117,13 @@ impl Descriptions {
     /// there is one and it checks out.
     pub(crate) fn get(&self, key: &str, sha256: &str) -> Option<Described> {
         let path = self.dir.as_ref()?.join(format!("{key}.json"));
-        let text = match std::fs::read_to_string(&path) {
+        // A link, a FIFO or a device in place of an entry is refused, not
+        // followed or waited on.
+        let text = match crate::fsread::read_state(&path, 16 << 20)
+            .map(|b| String::from_utf8_lossy(&b).into_owned())
+        {
             Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
+            Err(e) if e.is_not_found() => return None,
             Err(e) => {
                 tracing::warn!("cannot read cached tools {}: {e}", path.display());
                 return None;

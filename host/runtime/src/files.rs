@@ -246,6 +246,7 @@ impl CallState {
 impl Host for CallState {
     fn list_directory(&mut self, path: String) -> Result<Vec<DirEntry>, FileError> {
         let fd = self.dirs.open(&path, true)?;
+        self.refuse_kept(&fd, &path)?;
         let mut dir = rustix::fs::Dir::new(fd).map_err(error)?;
         let mut out = Vec::new();
         while let Some(entry) = dir.read() {
@@ -296,6 +297,23 @@ impl Host for CallState {
 }
 
 impl CallState {
+    /// Refuses a descriptor opened for the plugin that lies in corral's own
+    /// state, wherever the path and its links led.
+    fn refuse_kept(&self, fd: &OwnedFd, path: &str) -> Result<(), FileError> {
+        use std::os::fd::AsFd as _;
+        match self.plugin.guard.refuse_kept_fd(fd.as_fd()) {
+            Ok(()) => Ok(()),
+            Err(why) => {
+                tracing::warn!(
+                    plugin = %self.plugin.name,
+                    "refused to read `{}`: {why}",
+                    crate::terminal::inert(path)
+                );
+                Err(FileError::Denied)
+            }
+        }
+    }
+
     fn read_one(&mut self, path: &str, left: &mut u64) -> Result<Vec<u8>, FileError> {
         if *left == 0 {
             return Err(FileError::OverBudget);
@@ -304,11 +322,20 @@ impl CallState {
         // open; only the rest needs another one.
         let (fd, size) = match self.dirs.open_plain(path) {
             Some((fd, read, size)) => {
+                if self.plugin.guard.is_kept(&read) {
+                    tracing::warn!(
+                        plugin = %self.plugin.name,
+                        "refused to read `{}`: it is in corral's own state",
+                        crate::terminal::inert(path)
+                    );
+                    return Err(FileError::Denied);
+                }
                 self.touched.read_path(read);
                 (fd, size)
             }
             None => {
                 let fd = self.dirs.open(path, false)?;
+                self.refuse_kept(&fd, path)?;
                 self.touched.read_fd(&fd);
                 let stat = rustix::fs::fstat(&fd).map_err(error)?;
                 if FileType::from_raw_mode(stat.st_mode) != FileType::RegularFile {

@@ -49,8 +49,9 @@ const MAX_SYMLINKS: u32 = 40;
 /// Directory levels walked up before giving up (fails closed).
 const MAX_DEPTH: u32 = 4096;
 
-/// File names (at the workspace root) that no tool may create or change.
-const PROTECTED_AT_ROOT: &[&str] = &["corral.toml"];
+/// File names (at the workspace root) that no tool may create or change:
+/// corral's project files.
+const PROTECTED_AT_ROOT: &[&str] = corral_exec::state::PROJECT_FILES;
 
 /// Whether a plugin loaded from `source` may change `.git`: `builtin:git`
 /// only, by its source, since any plugin may be named "git". The one place
@@ -67,6 +68,15 @@ pub(crate) struct Guard {
     root: Option<(PathBuf, FileId)>,
     /// `builtin:git` changes `.git` by design.
     exempt: bool,
+    /// corral's own state ([`corral_exec::state`]): the user's directories,
+    /// by canonical path and identity, which no plugin may read or change.
+    kept: Vec<(PathBuf, FileId)>,
+    /// Every directory above a kept one, by identity: moving or removing
+    /// one would move corral's state away, for a plugin to plant a new one
+    /// where corral looks.
+    above_kept: Vec<FileId>,
+    /// The workspace's `.corral/`, by identity: readable, never changed.
+    project_dir: Option<FileId>,
 }
 
 /// A file's identity: device and inode.
@@ -106,6 +116,10 @@ enum Place {
     Root,
     /// In a `.git` directory, or that directory itself.
     Git,
+    /// In one of corral's own state directories (the user's), or it.
+    Kept,
+    /// In the workspace's `.corral/`, or it.
+    Project,
     /// Anywhere else.
     Other,
 }
@@ -120,10 +134,47 @@ impl Guard {
             }
             None => None,
         };
+        let (kept, above_kept) = kept_dirs().clone();
+        let project_dir = workspace
+            .and_then(|w| rustix::fs::lstat(w.join(".corral")).ok())
+            .filter(|st| rustix::fs::FileType::from_raw_mode(st.st_mode).is_dir())
+            .map(|st| id(&st));
         Ok(Self {
             root,
             exempt: may_write_git(source),
+            kept,
+            above_kept,
+            project_dir,
         })
+    }
+
+    /// The guard of corral's own writes in `workspace` (undo, recovery):
+    /// judged like any plugin's, with no exemption.
+    pub(crate) fn for_host(workspace: &Path) -> io::Result<Self> {
+        Self::new(Some(workspace), &Source::Builtin(String::new()))
+    }
+
+    /// Whether `host` (a canonical path, as the kernel resolved it) is in
+    /// one of corral's own state directories.
+    pub(crate) fn is_kept(&self, host: &Path) -> bool {
+        self.kept.iter().any(|(k, _)| host.starts_with(k))
+    }
+
+    /// Refuses a descriptor a plugin just opened when it lies in corral's
+    /// own state: judged by where the kernel says it is
+    /// (`/proc/self/fd`), whatever path and links led there.
+    pub(crate) fn refuse_kept_fd(&self, fd: BorrowedFd<'_>) -> Result<(), String> {
+        if self.kept.is_empty() {
+            return Ok(());
+        }
+        let link = format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(&fd));
+        let Ok(at) = std::fs::read_link(&link) else {
+            return Err("where it lies cannot be checked".into());
+        };
+        if self.is_kept(&at) {
+            return Err(KEPT.into());
+        }
+        Ok(())
     }
 
     /// Where `dir` is: walks up through `..` (the kernel's parent, which no
@@ -144,6 +195,12 @@ impl Guard {
             let here = id(&st);
             if Some(here) == root_git {
                 return Ok(Place::Git);
+            }
+            if self.kept.iter().any(|(_, k)| *k == here) {
+                return Ok(Place::Kept);
+            }
+            if Some(here) == self.project_dir {
+                return Ok(Place::Project);
             }
             if self.root.as_ref().is_some_and(|(_, r)| *r == here) {
                 return Ok(if level == 0 {
@@ -178,14 +235,22 @@ impl Guard {
     /// own writes on a plugin's behalf (`write-files`).
     pub(crate) fn refusal(&self, start: &File, path: &str) -> Option<String> {
         if self.exempt {
-            return None;
+            return self.check_kept(start, path, false, 0).err().map(|r| r.why);
         }
         self.check(start, path, false, 0).err().map(|r| r.why)
     }
 
-    /// Refuses `path` (relative to `start`) if it resolves into `.git` or to
-    /// a protected file. `follow` says whether the operation follows a
-    /// symlink in the last component.
+    /// What even `builtin:git` may not change: corral's own state.
+    fn check_kept(&self, start: &File, path: &str, follow: bool, hops: u32) -> Result<(), Refusal> {
+        match self.check(start, path, follow, hops) {
+            Err(r) if r.why == KEPT || r.why == ABOVE_KEPT => Err(r),
+            _ => Ok(()),
+        }
+    }
+
+    /// Refuses `path` (relative to `start`) if it resolves into `.git`, to
+    /// a protected file, or into corral's own state. `follow` says whether
+    /// the operation follows a symlink in the last component.
     fn check(&self, start: &File, path: &str, follow: bool, hops: u32) -> Result<(), Refusal> {
         if path.starts_with('/') {
             return Err(Refusal::protected("absolute paths are outside every grant"));
@@ -203,6 +268,8 @@ impl Guard {
                 .map_err(|e| Refusal::io(&e))?;
             return match self.place(dir.as_fd()).map_err(|e| Refusal::io(&e))? {
                 Place::Git => Err(Refusal::protected("it is inside .git")),
+                Place::Kept => Err(Refusal::protected(KEPT)),
+                Place::Project => Err(Refusal::protected(PROJECT)),
                 _ => Ok(()),
             };
         }
@@ -225,16 +292,29 @@ impl Guard {
                     "it resolves into .git, the repository's own data; use the git tools",
                 ));
             }
+            Place::Kept => return Err(Refusal::protected(KEPT)),
+            Place::Project => return Err(Refusal::protected(PROJECT)),
             Place::Root
                 if PROTECTED_AT_ROOT
                     .iter()
                     .any(|p| name.eq_ignore_ascii_case(p)) =>
             {
                 return Err(Refusal::protected(format!(
-                    "{name} is corral's manifest; edit it yourself and run `corral trust`"
+                    "{name} is corral's own project file; edit it yourself and run `corral trust`"
                 )));
             }
             _ => {}
+        }
+        // The last name itself: one of corral's state directories, or one
+        // above them (moved away, a plugin could plant a new one).
+        if let Ok(st) = rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW) {
+            let here = id(&st);
+            if self.kept.iter().any(|(_, k)| *k == here) {
+                return Err(Refusal::protected(KEPT));
+            }
+            if self.above_kept.contains(&here) {
+                return Err(Refusal::protected(ABOVE_KEPT));
+            }
         }
         if follow
             && let Ok(st) = rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW)
@@ -254,6 +334,40 @@ impl Guard {
         Ok(())
     }
 }
+
+/// corral's own state directories by path and identity, and the
+/// identities of every directory above them: found (and made) once per
+/// process, since the environment that names them does not change.
+fn kept_dirs() -> &'static (Vec<(PathBuf, FileId)>, Vec<FileId>) {
+    static KEPT: std::sync::OnceLock<(Vec<(PathBuf, FileId)>, Vec<FileId>)> =
+        std::sync::OnceLock::new();
+    KEPT.get_or_init(|| {
+        let kept: Vec<(PathBuf, FileId)> = corral_exec::state::user_dirs_made()
+            .into_iter()
+            .filter_map(|p| rustix::fs::stat(&p).ok().map(|st| (p, id(&st))))
+            .collect();
+        let mut above: Vec<FileId> = kept
+            .iter()
+            .flat_map(|(p, _)| p.ancestors().skip(1))
+            .filter_map(|a| rustix::fs::stat(a).ok().map(|st| id(&st)))
+            .collect();
+        above.sort_unstable();
+        above.dedup();
+        (kept, above)
+    })
+}
+
+/// Why a path in corral's own state is refused.
+const KEPT: &str = "it is in corral's own state (its configuration, data or cache \
+                    directory), which no plugin may read or change";
+
+/// Why a directory above corral's own state may not be moved or removed.
+const ABOVE_KEPT: &str = "it holds corral's own state (its configuration, data or cache \
+                          directory); it may not be moved or removed";
+
+/// Why a path in the workspace's `.corral/` is refused.
+const PROJECT: &str = "it is in .corral/, corral's own project directory; edit it yourself and \
+                       run `corral trust`";
 
 /// Refuses to open anything that could block or is not a file: FIFOs,
 /// sockets, character and block devices.
@@ -467,9 +581,6 @@ impl CallState {
         op: &str,
     ) -> wasmtime::Result<Option<ErrorCode>> {
         let guard = self.plugin.guard.clone();
-        if guard.exempt {
-            return Ok(None);
-        }
         let Some(t) = target(self, fd)? else {
             return Ok(None);
         };
@@ -477,10 +588,32 @@ impl CallState {
             // wasmtime-wasi refuses every change under a read-only grant.
             return Ok(None);
         }
-        Ok(guard
-            .check(&t.dir, path, follow, 0)
-            .err()
-            .map(|r| self.refuse(op, path, r)))
+        let judged = if guard.exempt {
+            guard.check_kept(&t.dir, path, follow, 0)
+        } else {
+            guard.check(&t.dir, path, follow, 0)
+        };
+        Ok(judged.err().map(|r| self.refuse(op, path, r)))
+    }
+
+    /// Refuses a descriptor just opened for the plugin when it lies in
+    /// corral's own state, taking it back from the plugin's table.
+    fn refuse_kept_open(
+        &mut self,
+        new: &Resource<Descriptor>,
+        path: &str,
+    ) -> wasmtime::Result<Option<ErrorCode>> {
+        let guard = self.plugin.guard.clone();
+        let why = match self.filesystem().table.get(new)? {
+            Descriptor::File(f) => guard.refuse_kept_fd(f.file.as_fd()),
+            Descriptor::Dir(d) => guard.refuse_kept_fd(d.dir.as_fd()),
+        };
+        let Err(why) = why else {
+            return Ok(None);
+        };
+        let taken = Resource::<Descriptor>::new_own(new.rep());
+        self.filesystem().table.delete(taken)?;
+        Ok(Some(self.refuse("open", path, Refusal::protected(why))))
     }
 
     fn refuse(&self, op: &str, path: &str, r: Refusal) -> ErrorCode {
@@ -568,6 +701,10 @@ fn link_open_at(inst: &mut LinkerInstance<'_, CallState>) -> wasmtime::Result<()
                         && let Some((file, rel, _)) = open_plain_file(&t.dir, &path)
                     {
                         let read = root.join(rel);
+                        if state.plugin.guard.is_kept(&read) {
+                            let r = Refusal::protected(KEPT);
+                            return Ok((Err(state.refuse("open", &path, r)),));
+                        }
                         state.touched.read_path(read);
                         let file = wasmtime_wasi::filesystem::File::new(
                             file,
@@ -591,7 +728,12 @@ fn link_open_at(inst: &mut LinkerInstance<'_, CallState>) -> wasmtime::Result<()
                 let reads = fl.contains(DescriptorFlags::READ);
                 let mut view = state.filesystem();
                 let opened =
-                    answer(HostDescriptor::open_at(&mut view, fd, pf, path, of, fl).await)?;
+                    answer(HostDescriptor::open_at(&mut view, fd, pf, path.clone(), of, fl).await)?;
+                if let (Ok(new),) = &opened
+                    && let Some(code) = state.refuse_kept_open(new, &path)?
+                {
+                    return Ok((Err(code),));
+                }
                 // What the call read, for its provenance labels.
                 if reads
                     && let (Ok(new),) = &opened

@@ -93,7 +93,8 @@ impl Hashes {
     pub(crate) fn get(&self, path: &Path) -> Option<String> {
         let dir = self.dir.as_ref()?;
         let id = Identity::of(&std::fs::metadata(path).ok()?);
-        let text = std::fs::read_to_string(dir.join(id.file_name())).ok()?;
+        let bytes = crate::fsread::read_state(&dir.join(id.file_name()), 4096).ok()?;
+        let text = String::from_utf8(bytes).ok()?;
         let sha256 = text.trim_end().rsplit_once(' ')?.1;
         let valid = sha256.len() == 64 && sha256.bytes().all(|b| b.is_ascii_hexdigit());
         (valid && text == id.line(sha256)).then(|| sha256.to_owned())

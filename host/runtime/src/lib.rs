@@ -94,6 +94,7 @@ pub use precompiled::PRECOMPILED_VAR;
 pub use registry::Plugins;
 pub use touched::{ProgramRun, Touched};
 pub use vetting::Withheld;
+pub use writes::{Restore, restore_files};
 
 use crate::manifest::{Manifest, PluginDecl};
 use std::path::PathBuf;

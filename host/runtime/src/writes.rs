@@ -104,6 +104,8 @@ struct Step {
     /// relative to it by single names, so no directory or symlink swapped
     /// in after the check can redirect the write (into `.git`, say).
     dir: Option<Arc<File>>,
+    /// The permission bits to give the file; `None` keeps the target's.
+    mode: Option<u32>,
 }
 
 impl Step {
@@ -292,6 +294,7 @@ impl CallState {
                 content: change.content,
                 temp_name: None,
                 dir: None,
+                mode: None,
             });
         }
         let journal = self.plugin.journal.clone();
@@ -313,6 +316,94 @@ impl CallState {
                     "`{}` is a path the host protects ({why}); it was refused",
                     crate::terminal::inert(rel)
                 ))
+            }
+        }
+    }
+}
+
+/// One file corral puts back on its own behalf (undo, `/rewind`).
+#[derive(Debug, Clone)]
+pub struct Restore {
+    /// Relative to the workspace root.
+    pub path: String,
+    /// What it goes back to; `None` removes it.
+    pub content: Option<Vec<u8>>,
+    /// Its permission bits; `None` keeps those of the file it replaces.
+    pub mode: Option<u32>,
+}
+
+/// Puts `files` back in `workspace` exactly as a tool's `write-files`
+/// would write them: each path resolved beneath the workspace (a symlink
+/// followed only to a file inside it), judged by the protected paths and
+/// corral's own state with no exemption, written through the directory
+/// that was judged, all of them or none, whole across a crash (the
+/// workspace's journal). A restore is a write: it may go nowhere a write
+/// may not.
+pub fn restore_files(workspace: &Path, files: Vec<Restore>) -> Result<(), String> {
+    let workspace = workspace.canonicalize().map_err(|e| {
+        format!(
+            "the workspace {} cannot be opened: {}",
+            workspace.display(),
+            in_words(&e)
+        )
+    })?;
+    let root = Arc::new(File::from(super::files::open_root(&workspace).map_err(
+        |e| {
+            format!(
+                "the workspace {} cannot be opened: {}",
+                workspace.display(),
+                in_words(&e)
+            )
+        },
+    )?));
+    let guard = super::fsguard::Guard::for_host(&workspace).map_err(|e| {
+        format!(
+            "the workspace {} cannot be examined: {}",
+            workspace.display(),
+            in_words(&e)
+        )
+    })?;
+    let mut steps = Vec::with_capacity(files.len());
+    for file in files {
+        let shown = crate::terminal::inert(&file.path);
+        let target = resolve(&root, &file.path, &shown)?;
+        steps.push(Step {
+            root: root.clone(),
+            root_path: workspace.clone(),
+            target,
+            content: file.content,
+            temp_name: None,
+            dir: None,
+            mode: file.mode,
+        });
+    }
+    let protected = |dir: &File, rel: &str| match guard.refusal(dir, rel) {
+        None => Ok(()),
+        Some(why) => Err(format!(
+            "`{}` cannot be restored: it is a path no write may take ({why})",
+            crate::terminal::inert(rel)
+        )),
+    };
+    commit(
+        steps,
+        journal_dir(&workspace).as_deref(),
+        &protected,
+        &mut || {},
+    )
+}
+
+/// An I/O error as a sentence, without the `(os error N)` of its display.
+fn in_words(e: &std::io::Error) -> String {
+    use std::io::ErrorKind as K;
+    match e.kind() {
+        K::NotFound => "it does not exist".into(),
+        K::PermissionDenied => "the system refused access to it".into(),
+        K::AlreadyExists => "something is already there".into(),
+        _ => {
+            let text = e.to_string();
+            match text.find(" (os error") {
+                Some(at) => text[..at].to_lowercase(),
+                None => text,
             }
         }
     }
@@ -551,9 +642,12 @@ fn write_temps(steps: &[Step], temps: &mut Vec<(Arc<File>, String)>) -> Result<(
             .dir
             .as_ref()
             .ok_or_else(|| format!("cannot write `{shown}`: its directory was not checked"))?;
-        let mode = rustix::fs::statat(&**dir, name, AtFlags::SYMLINK_NOFOLLOW)
-            .ok()
-            .map(|st| Mode::from_raw_mode(st.st_mode & 0o7777));
+        let mode = match step.mode {
+            Some(mode) => Some(Mode::from_raw_mode(mode & 0o7777)),
+            None => rustix::fs::statat(&**dir, name, AtFlags::SYMLINK_NOFOLLOW)
+                .ok()
+                .map(|st| Mode::from_raw_mode(st.st_mode & 0o7777)),
+        };
         let (_, temp_file_name) = split(&temp);
         let fd = rustix::fs::openat(
             &**dir,
@@ -719,7 +813,7 @@ pub(crate) fn recover(workspace: &Path) -> Vec<String> {
     ids.dedup();
     let mut notes = Vec::new();
     for id in ids {
-        if let Some(note) = recover_one(&dir, &id) {
+        if let Some(note) = recover_one(&dir, &id, workspace) {
             tracing::warn!("{note}");
             notes.push(note);
         }
@@ -727,10 +821,11 @@ pub(crate) fn recover(workspace: &Path) -> Vec<String> {
     notes
 }
 
-fn recover_one(dir: &Path, id: &str) -> Option<String> {
-    let lock = rustix::fs::open(
+fn recover_one(dir: &Path, id: &str, workspace: &Path) -> Option<String> {
+    let lock = rustix::fs::openat(
+        rustix::fs::CWD,
         dir.join(format!("{id}.lock")),
-        OFlags::CREATE | OFlags::WRONLY | OFlags::CLOEXEC,
+        OFlags::CREATE | OFlags::WRONLY | OFlags::CLOEXEC | OFlags::NOFOLLOW | OFlags::NONBLOCK,
         Mode::from_raw_mode(0o600),
     )
     .ok()?;
@@ -744,13 +839,34 @@ fn recover_one(dir: &Path, id: &str) -> Option<String> {
     };
     // A writer killed before its first journal leaves only its lock, which
     // dropping `held` removes.
-    let bytes = std::fs::read(dir.join(format!("{id}.json"))).ok()?;
+    let path = dir.join(format!("{id}.json"));
+    let bytes = match corral_exec::fsread::read_state(&path, MAX_JOURNAL_BYTES) {
+        Ok(bytes) => bytes,
+        Err(e) if e.is_not_found() => return None,
+        Err(e) => {
+            held.keep = true;
+            return Some(format!(
+                "the file-change journal {} was refused and left in place: {e}; corral writes \
+                 only regular files there. Remove it once you have looked at it",
+                path.display()
+            ));
+        }
+    };
     let Ok(journal) = serde_json::from_slice::<Journal>(&bytes) else {
         return Some(format!(
             "an unreadable file-change journal {} was removed",
-            dir.join(format!("{id}.json")).display()
+            path.display()
         ));
     };
+    if let Err(why) = verify(&journal, workspace) {
+        held.keep = true;
+        return Some(format!(
+            "the file-change journal {} was refused and left in place: {why}. corral obeys a \
+             journal only for changes a tool could have made in this workspace; remove it once \
+             you have looked at it",
+            path.display()
+        ));
+    }
     let names: Vec<String> = journal
         .entries
         .iter()
@@ -761,7 +877,6 @@ fn recover_one(dir: &Path, id: &str) -> Option<String> {
         State::Preparing => {
             for entry in &journal.entries {
                 if let Some(temp) = &entry.temp
-                    && split(temp).1.contains(TEMP_MARK)
                     && let Ok(root) = super::files::open_root(&entry.root)
                 {
                     let _ = cap_primitives::fs::remove_file(&File::from(root), Path::new(temp));
@@ -801,6 +916,54 @@ fn recover_one(dir: &Path, id: &str) -> Option<String> {
     }
 }
 
+/// The largest journal corral reads back: far more than any batch writes.
+const MAX_JOURNAL_BYTES: u64 = 16 << 20;
+
+/// Whether every entry of `journal` is a change a tool could have made in
+/// `workspace`: its root the workspace or a directory beneath it, its
+/// target a relative path that the protected paths and corral's own state
+/// do not refuse, and its temporary file one of corral's beside it. A
+/// journal is corral's own file, but one planted or changed by something
+/// else must not become a way to delete or replace files anywhere.
+fn verify(journal: &Journal, workspace: &Path) -> Result<(), String> {
+    let workspace = workspace
+        .canonicalize()
+        .map_err(|e| format!("the workspace cannot be opened ({e})"))?;
+    let guard = super::fsguard::Guard::for_host(&workspace)
+        .map_err(|e| format!("the workspace cannot be examined ({e})"))?;
+    for entry in &journal.entries {
+        let shown = crate::terminal::inert(&entry.target);
+        if entry.root != workspace && !entry.root.starts_with(&workspace) {
+            return Err(format!(
+                "it names `{}`, outside this workspace ({})",
+                crate::terminal::inert(&entry.root.display().to_string()),
+                workspace.display()
+            ));
+        }
+        let lexical = corral_syntax::path::lexical(&entry.target);
+        if lexical.absolute || lexical.climbs() || entry.target.is_empty() {
+            return Err(format!(
+                "its target `{shown}` is not a path beneath its directory"
+            ));
+        }
+        if let Some(temp) = &entry.temp {
+            let (temp_parent, temp_name) = split(temp);
+            if temp_parent != split(&entry.target).0 || !temp_name.contains(TEMP_MARK) {
+                return Err(format!(
+                    "its temporary file for `{shown}` is not one corral makes beside it"
+                ));
+            }
+        }
+        let root = super::files::open_root(&entry.root)
+            .map(File::from)
+            .map_err(|e| format!("its directory for `{shown}` cannot be opened ({e})"))?;
+        if let Some(why) = guard.refusal(&root, &entry.target) {
+            return Err(format!("its target `{shown}` is refused: {why}"));
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -825,6 +988,7 @@ mod tests {
             content: content.map(<[u8]>::to_vec),
             temp_name: None,
             dir: None,
+            mode: None,
         }
     }
 
