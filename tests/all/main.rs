@@ -13,6 +13,7 @@ mod attack_approvals;
 mod attack_exec;
 mod attack_guard;
 mod attack_guard_diff;
+mod attack_mcp_servers;
 mod attack_paths;
 mod attack_trust;
 mod bounded_stream;

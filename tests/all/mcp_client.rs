@@ -88,8 +88,9 @@ fn a_servers_tools_are_listed_under_its_prefix_with_escapes_inert() {
     };
     let read = tool("hostile__read");
     assert_eq!(read["plugin"], "mcp:hostile");
-    // Effects come from the manifest (default read), the server's claim is a warning.
-    assert_eq!(read["effects"], json!(["read"]));
+    // Effects come from the manifest (a server granted a directory writes by
+    // default), the server's claim is a warning.
+    assert_eq!(read["effects"], json!(["write"]));
     assert!(
         read["warnings"]
             .to_string()

@@ -11,7 +11,8 @@
 //! to a file, never the terminal. Names and descriptions the server gives
 //! are made inert before anything shows or logs them, and what it says of
 //! its tools (annotations) is shown, never trusted: effects come from the
-//! manifest.
+//! manifest (a server its grants let write has `write` tools unless its
+//! entry says otherwise), and a hint may only make a tool stricter.
 
 use crate::exec::{Launch, Served};
 use crate::manifest::McpServerDecl;
@@ -529,11 +530,14 @@ impl Server {
 /// How the server `decl` is started: the one place its confinement is
 /// chosen. It reads and writes only beneath its `grants.fs` directories and
 /// its private `home` (also its `HOME` and `TMPDIR`), reads the system's
-/// directories and its own install, gets only its `env` and `grants.env`
+/// directories and its own install (its package, and the script its
+/// arguments name), gets only its `env` and `grants.env`
 /// variables (and a system `PATH` unless given one, so `#!/usr/bin/env
 /// node` works), and the network of `grants.net`: none, any, or only the destinations it
-/// names, through corral's proxy (`Launch::network`).
+/// names, through corral's proxy (`Launch::network`). A server of the
+/// trusted project whose code changed since trust is refused here.
 pub fn launch(decl: &McpServerDecl, home: &Path) -> Result<Launch, String> {
+    crate::manifest::trust::check_server_code(decl)?;
     // As written, not resolved: `node_modules/.bin/x` says where the install is.
     let program = if decl.command.contains('/') {
         decl.cwd.join(&decl.command)
@@ -554,7 +558,12 @@ pub fn launch(decl: &McpServerDecl, home: &Path) -> Result<Launch, String> {
         .env("HOME", home)
         .env("TMPDIR", home)
         .pass_env(&decl.env_grants)
-        .strict(&dirs, Some(&program))
+        .strict(
+            &dirs,
+            Some(&program),
+            decl.named_files().first().map(PathBuf::as_path),
+            &decl.workspace,
+        )
         .network(decl.net.clone())
         .writable(home);
     if !decl.env.contains_key("PATH") && !decl.env_grants.iter().any(|v| v == "PATH") {
@@ -571,7 +580,9 @@ pub fn launch(decl: &McpServerDecl, home: &Path) -> Result<Launch, String> {
 
 /// The spec the model sees of the server's `tool`: a name of safe
 /// characters under the prefix, an inert description, the manifest's
-/// effects, and what the server claims of it as warnings, not as facts.
+/// effects (made `write` when the server itself says the tool changes
+/// things: a hint may tighten, never loosen), and what the server claims
+/// of it as warnings, not as facts.
 fn spec_of(decl: &McpServerDecl, tool: &rmcp::model::Tool) -> ToolSpec {
     let safe: String = tool
         .name
@@ -615,7 +626,26 @@ fn spec_of(decl: &McpServerDecl, tool: &rmcp::model::Tool) -> ToolSpec {
         name: format!("{}{safe}", decl.tool_prefix),
         description: format!("[MCP server `{}`] {}", decl.name, inert(description)),
         input_schema: serde_json::Value::Object((*tool.input_schema).clone()),
-        effects: decl.effects_of(&tool.name),
+        effects: stricter(decl.effects_of(&tool.name), tool.annotations.as_ref()),
         warnings,
     }
+}
+
+/// `effects` with `write` added when the server says the tool is not
+/// read-only or is destructive; `readOnlyHint = true` removes nothing.
+fn stricter(
+    mut effects: Vec<crate::protocol::Effect>,
+    hints: Option<&rmcp::model::ToolAnnotations>,
+) -> Vec<crate::protocol::Effect> {
+    use crate::protocol::Effect;
+    let changes =
+        hints.is_some_and(|h| h.read_only_hint == Some(false) || h.destructive_hint == Some(true));
+    if changes
+        && !effects
+            .iter()
+            .any(|e| matches!(e, Effect::Write | Effect::Execute))
+    {
+        effects.push(Effect::Write);
+    }
+    effects
 }

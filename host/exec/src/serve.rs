@@ -69,20 +69,36 @@ impl Drop for Served {
 }
 
 impl Launch {
-    /// Lets the program read only beneath `dirs` and the system's own
-    /// directories ([`SYSTEM_READS`]) and the directory holding `program`'s
-    /// install (its resolved path's grandparent: a venv, `node_modules`),
-    /// instead of everywhere; credentials stay out even there.
-    pub fn strict(mut self, dirs: &[PathBuf], install: Option<&Path>) -> Self {
+    /// Lets the program read only beneath `dirs`, the system's own
+    /// directories ([`SYSTEM_READS`]) and its install, instead of
+    /// everywhere; credentials stay out even there.
+    ///
+    /// The install is the package of `program`, of the interpreter its
+    /// `#!` line names, and of `script` (the file its arguments name, which
+    /// an interpreter runs): see [`install_root`]. None of them is ever `/`,
+    /// a top-level directory, the home directory or one above it, or a
+    /// directory above `workspace`: a server started as `./srv.py` at the
+    /// workspace's root reads the workspace, not the projects beside it.
+    pub fn strict(
+        mut self,
+        dirs: &[PathBuf],
+        program: Option<&Path>,
+        script: Option<&Path>,
+        workspace: &Path,
+    ) -> Self {
         let mut readable: Vec<PathBuf> = SYSTEM_READS.iter().map(PathBuf::from).collect();
         readable.extend(dirs.iter().cloned());
-        if let Some(program) = install {
-            readable.extend(install_roots(program));
-            // A script's interpreter (a venv's python, `env node`) is part
-            // of what it needs to run.
-            if let Some(interpreter) = shebang(program) {
-                readable.extend(install_roots(&interpreter));
-            }
+        let bounds = Bounds::new(workspace);
+        let mut installed: Vec<PathBuf> = program
+            .into_iter()
+            .chain(script)
+            .map(Path::to_path_buf)
+            .collect();
+        // A script's interpreter (a venv's python, `env node`) is part of
+        // what it needs to run.
+        installed.extend(program.and_then(shebang));
+        for file in &installed {
+            readable.extend(install_roots(file, &bounds));
         }
         readable.retain(|p| p.exists());
         readable.sort();
@@ -130,23 +146,100 @@ impl Launch {
     }
 }
 
-/// The directories holding `program`'s install, as named and as resolved:
-/// the grandparent of its path (`venv/bin/x` → `venv`, `node_modules/.bin/x`
-/// → `node_modules`).
-fn install_roots(program: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    for p in [Some(program.to_path_buf()), program.canonicalize().ok()]
+/// The directories holding the install of `file`, as named and as
+/// resolved (a link in `node_modules/.bin` or `~/.local/bin` leads into the
+/// package), each within `bounds`.
+fn install_roots(file: &Path, bounds: &Bounds) -> Vec<PathBuf> {
+    [Some(lexical(file)), file.canonicalize().ok()]
         .into_iter()
         .flatten()
-    {
-        out.extend(p.parent().and_then(Path::parent).map(Path::to_path_buf));
-        // A package inside `node_modules` imports its siblings.
-        out.extend(
-            p.ancestors()
-                .filter(|a| a.file_name().is_some_and(|n| n == "node_modules"))
-                .last()
-                .map(Path::to_path_buf),
-        );
+        .filter_map(|p| install_root(&p, bounds))
+        .collect()
+}
+
+/// The package directory of `file`: the outermost `node_modules` above it
+/// (a package imports its siblings); for a program in a `bin` directory
+/// (`venv/bin/python`, `~/.pyenv/versions/3.12/bin/python3`) the prefix
+/// above it, which holds its libraries; otherwise, or when that prefix is
+/// out of `bounds`, the file's own directory (a script beside its modules).
+fn install_root(file: &Path, bounds: &Bounds) -> Option<PathBuf> {
+    let own = file.parent()?;
+    let package = file
+        .ancestors()
+        .filter(|a| a.file_name().is_some_and(|n| n == "node_modules"))
+        .last()
+        .or_else(|| {
+            let bin = own.file_name()?;
+            (bin == "bin" || bin == "sbin" || bin == "shims")
+                .then(|| own.parent())
+                .flatten()
+        });
+    package
+        .filter(|p| bounds.allow(p))
+        .or_else(|| Some(own).filter(|p| bounds.allow(p)))
+        .map(Path::to_path_buf)
+}
+
+/// What an install directory may never be: the root, a top-level
+/// directory (all of `/usr`, `/home`, `/tmp`), a home directory or one
+/// above it, a directory above the workspace. What of those a program
+/// needs, [`SYSTEM_READS`] gives.
+struct Bounds {
+    workspace: Vec<PathBuf>,
+    homes: Vec<PathBuf>,
+}
+
+impl Bounds {
+    fn new(workspace: &Path) -> Self {
+        let both = |p: &Path| -> Vec<PathBuf> {
+            let mut v = vec![lexical(p)];
+            v.extend(p.canonicalize().ok());
+            v
+        };
+        let mut homes: Vec<PathBuf> = std::env::var_os("HOME")
+            .map(PathBuf::from)
+            .into_iter()
+            .chain(dirs::home_dir())
+            .flat_map(|h| both(&h))
+            .collect();
+        homes.dedup();
+        Self {
+            workspace: both(workspace),
+            homes,
+        }
+    }
+
+    fn allow(&self, dir: &Path) -> bool {
+        let canonical = dir.canonicalize().ok();
+        [Some(lexical(dir)), canonical]
+            .into_iter()
+            .flatten()
+            .all(|d| {
+                d.parent().is_some_and(|p| p.parent().is_some())
+                    && !self.homes.iter().any(|h| h.starts_with(&d))
+                    && !self.workspace.iter().any(|w| w.starts_with(&d) && *w != d)
+            })
+    }
+}
+
+/// `path` made absolute and without `.` or `..`, as written (links not
+/// followed): `WORKSPACE/./srv.py` is `WORKSPACE/srv.py`.
+fn lexical(path: &Path) -> PathBuf {
+    use std::path::Component;
+    let absolute = if path.is_absolute() {
+        path.to_path_buf()
+    } else {
+        std::env::current_dir().unwrap_or_default().join(path)
+    };
+    let mut out = PathBuf::new();
+    for c in absolute.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other),
+        }
     }
     out
 }

@@ -41,6 +41,8 @@ pub(super) struct RawMcp {
     #[serde(default)]
     pub(super) grants: RawMcpGrants,
     /// `effects = ["read"]` (every tool) or `effects = { default = ["read"], write_file = ["write"] }`.
+    /// Without it (or without `default`), a tool of a server that may write
+    /// (a `grants.fs` directory, `grants.net`) is `write`, any other `read`.
     pub(super) effects: Option<Spanned<RawEffects>>,
     /// `tool_prefix = "fs__"` (default `NAME__`).
     pub(super) tool_prefix: Option<Spanned<String>>,
@@ -105,13 +107,18 @@ pub struct McpServerDecl {
     pub env: BTreeMap<String, String>,
     /// Where it runs (canonical when it exists).
     pub cwd: PathBuf,
+    /// The workspace of the manifest that declared it: its install may
+    /// never be read from above it.
+    pub workspace: PathBuf,
     /// Directories it may read and write.
     pub fs: Vec<PathBuf>,
     /// Variables passed through from corral's environment.
     pub env_grants: Vec<String>,
     /// The network it may reach: none, any, or only some destinations.
     pub net: crate::exec::Network,
-    /// Effects of a tool with no entry of its own.
+    /// Effects of a tool with no entry of its own: as written, else
+    /// `write` for a server its grants let write (a `grants.fs` directory,
+    /// which it may write, or `grants.net`), else `read`.
     pub default_effects: Vec<Effect>,
     /// Effects by tool name (without the prefix).
     pub effects: BTreeMap<String, Vec<Effect>>,
@@ -126,6 +133,10 @@ pub struct McpServerDecl {
     /// Whether that file is the project's `corral.toml` (which needs trust,
     /// and whose servers offer only the tools trusted).
     pub project: bool,
+    /// For a server of the trusted project file: the files of its code as
+    /// trusting approved them (`crate::trust::server_code`), which must
+    /// match before it starts; `None` for a server of the user's file.
+    pub trusted_code: Option<crate::trust::ServerCode>,
 }
 
 impl McpServerDecl {
@@ -135,6 +146,18 @@ impl McpServerDecl {
             .get(tool)
             .cloned()
             .unwrap_or_else(|| self.default_effects.clone())
+    }
+
+    /// The existing files its arguments name (relative to `cwd`), in
+    /// order: an interpreter's script (`python3 srv/server.py`), a file the
+    /// server reads. Options (`-m`, `--flag`) are not files.
+    pub fn named_files(&self) -> Vec<PathBuf> {
+        self.args
+            .iter()
+            .filter(|a| !a.is_empty() && !a.starts_with('-'))
+            .map(|a| self.cwd.join(a))
+            .filter(|p| p.is_file())
+            .collect()
     }
 }
 
@@ -181,7 +204,14 @@ impl Checker<'_> {
                 Some("name the program that starts the server".into()),
             ));
         }
-        let (prefix, default_effects, effects) = self.mcp_common(&here, name, &raw)?;
+        let net = match &raw.grants.net {
+            None => crate::exec::Network::Off,
+            Some(value) => self.network(value, &format!("[mcp.{name}] grants.net"))?,
+        };
+        // A server that can change files or send data is not a reader
+        // because it says so, nor by default: its tools ask like a write.
+        let writes = !raw.grants.fs.is_empty() || net.reaches();
+        let (prefix, default_effects, effects) = self.mcp_common(&here, name, &raw, writes)?;
         let within = |p: &str| -> PathBuf {
             let path = self.workspace.join(p);
             path.canonicalize().unwrap_or(path)
@@ -197,12 +227,10 @@ impl Checker<'_> {
                 .cwd
                 .as_deref()
                 .map_or_else(|| self.workspace.to_path_buf(), within),
+            workspace: self.workspace.to_path_buf(),
             fs: raw.grants.fs.iter().map(|p| within(p)).collect(),
             env_grants: raw.grants.env,
-            net: match &raw.grants.net {
-                None => crate::exec::Network::Off,
-                Some(value) => self.network(value, &format!("[mcp.{name}] grants.net"))?,
-            },
+            net,
             default_effects,
             effects,
             tool_prefix: prefix,
@@ -213,19 +241,28 @@ impl Checker<'_> {
                 .saturating_mul(1024),
             file: self.layer.name.clone(),
             project: false,
+            trusted_code: None,
         })
     }
 
-    /// The tool prefix and effects of `[mcp.NAME]`, whatever its transport.
+    /// The tool prefix and effects of `[mcp.NAME]`, whatever its
+    /// transport; `writes` when its grants let it write, which makes its
+    /// tools `write` unless the entry says otherwise.
     fn mcp_common(
         &self,
         here: &str,
         name: &str,
         raw: &RawMcp,
+        writes: bool,
     ) -> Result<(String, Vec<Effect>, ToolEffects), ManifestError> {
+        let default = if writes {
+            vec![Effect::Write]
+        } else {
+            vec![Effect::Read]
+        };
         let (default_effects, effects) = match &raw.effects {
-            None => (vec![Effect::Read], BTreeMap::new()),
-            Some(spanned) => self.mcp_effects(here, spanned)?,
+            None => (default, BTreeMap::new()),
+            Some(spanned) => self.mcp_effects(here, spanned, default)?,
         };
         let prefix = match &raw.tool_prefix {
             Some(p) => {
@@ -314,7 +351,8 @@ impl Checker<'_> {
         }
         let secrets =
             self.secret_grants(&here, &raw.grants.secrets, std::slice::from_ref(&grant))?;
-        let (prefix, default_effects, effects) = self.mcp_common(&here, name, &raw)?;
+        // Reached over the network, it changes nothing on this machine.
+        let (prefix, default_effects, effects) = self.mcp_common(&here, name, &raw, false)?;
         Ok(McpServerDecl {
             name: name.to_owned(),
             command: String::new(),
@@ -323,6 +361,7 @@ impl Checker<'_> {
             args: Vec::new(),
             env: BTreeMap::new(),
             cwd: self.workspace.to_path_buf(),
+            workspace: self.workspace.to_path_buf(),
             fs: Vec::new(),
             env_grants: Vec::new(),
             net: crate::exec::Network::Off,
@@ -336,14 +375,17 @@ impl Checker<'_> {
                 .saturating_mul(1024),
             file: self.layer.name.clone(),
             project: false,
+            trusted_code: None,
         })
     }
 
-    /// `effects`: one list for all, or `default` and tools by name.
+    /// `effects`: one list for all, or `default` (else `default`) and
+    /// tools by name.
     fn mcp_effects(
         &self,
         here: &str,
         spanned: &Spanned<RawEffects>,
+        mut default: Vec<Effect>,
     ) -> Result<(Vec<Effect>, ToolEffects), ManifestError> {
         let parse = |list: &[String]| -> Result<Vec<Effect>, ManifestError> {
             list.iter()
@@ -364,7 +406,6 @@ impl Checker<'_> {
             RawEffects::All(list) => Ok((parse(list)?, BTreeMap::new())),
             RawEffects::PerTool(map) => {
                 let mut out = BTreeMap::new();
-                let mut default = vec![Effect::Read];
                 for (tool, list) in map {
                     if tool == "default" {
                         default = parse(list)?;

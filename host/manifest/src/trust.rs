@@ -10,8 +10,16 @@
 //! file differs, until `corral trust` approves the new one. The runtime
 //! compares the hash of the very bytes it compiles ([`read_plugin_file`]
 //! reads a file once), so a file swapped after the check never runs.
+//!
+//! The same holds for the code of the project's MCP servers: the program
+//! and every file its arguments name, when they are beneath the workspace
+//! (`python3 srv/server.py`, `./srv.py`), are hashed at trust
+//! ([`server_code`]), and a server whose files differ is not started
+//! ([`check_server_code`]) until `corral trust` approves them: a pull that
+//! changes a trusted server's script is reviewed before it runs. Programs
+//! outside the workspace (`python3`, `npx`) are the user's own install.
 
-use crate::{Manifest, PluginDecl, Source};
+use crate::{Manifest, McpServerDecl, PluginDecl, Source};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
@@ -39,6 +47,9 @@ enum Record {
         /// Plugin name → its file as approved.
         #[serde(default)]
         plugins: BTreeMap<String, PluginFile>,
+        /// MCP server name → the files of its code as approved.
+        #[serde(default)]
+        servers: BTreeMap<String, ServerCode>,
     },
     /// Written before plugin files were recorded: it approves no file, so a
     /// manifest that names unpinned files must be trusted again.
@@ -63,6 +74,11 @@ pub struct PluginFile {
     /// approves nothing.
     pub sha256: Option<String>,
 }
+
+/// What trusting a project manifest approved of one MCP server's code: each
+/// file (as [`server_code`] names it) and its SHA-256, `None` when it could
+/// not be read then, which approves nothing.
+pub type ServerCode = BTreeMap<String, Option<String>>;
 
 /// Largest plugin file corral reads (the biggest real components, built
 /// from Python or JavaScript, are under 20 MiB).
@@ -129,13 +145,33 @@ pub fn recorded_files(
     })
 }
 
+/// The code of the MCP servers approved with `text` of `manifest`, by
+/// server name, or `None` when that text is not trusted.
+pub fn recorded_servers(
+    dir: &Path,
+    manifest: &Path,
+    text: &str,
+) -> Option<BTreeMap<String, ServerCode>> {
+    let key = manifest.display().to_string();
+    let index = read_index(dir);
+    let record = index.trusted.get(&key)?;
+    if record.manifest_hash() != hash(text) {
+        return None;
+    }
+    Some(match record {
+        Record::Full { servers, .. } => servers.clone(),
+        Record::ManifestOnly(_) => BTreeMap::new(),
+    })
+}
+
 /// Records `text` of `manifest` as trusted, with the plugin files it names
-/// as they were reviewed.
+/// and the code of its MCP servers as they were reviewed.
 pub fn trust(
     dir: &Path,
     manifest: &Path,
     text: &str,
     plugins: &BTreeMap<String, PluginFile>,
+    servers: &BTreeMap<String, ServerCode>,
 ) -> std::io::Result<()> {
     use std::os::unix::fs::DirBuilderExt;
     std::fs::DirBuilder::new()
@@ -150,6 +186,7 @@ pub fn trust(
         Record::Full {
             manifest: h,
             plugins: plugins.clone(),
+            servers: servers.clone(),
         },
     );
     let tmp = index_path(dir).with_extension("tmp");
@@ -286,6 +323,131 @@ pub fn bind(manifest: &mut Manifest, project: &Path, text: &str) {
         bound.insert(decl.name.clone(), file);
     }
     manifest.trusted_files = bound;
+    let approved = store_dir()
+        .and_then(|dir| recorded_servers(&dir, &canonical, text))
+        .unwrap_or_default();
+    for decl in manifest.mcp.iter_mut().filter(|d| d.file == name) {
+        decl.trusted_code = Some(approved.get(&decl.name).cloned().unwrap_or_default());
+    }
+}
+
+/// One file of an MCP server's code, as `corral trust` shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CodeFile {
+    /// The file, as the entry names it (beneath the workspace).
+    pub path: PathBuf,
+    /// Its SHA-256 now, or why it cannot be read.
+    pub state: FileState,
+}
+
+impl CodeFile {
+    /// The key of this file in a [`ServerCode`] record.
+    pub fn key(&self) -> String {
+        self.path.display().to_string()
+    }
+
+    /// Its SHA-256, `None` when it cannot be read.
+    pub fn sha256(&self) -> Option<String> {
+        match &self.state {
+            FileState::Hashed(h) | FileState::Pinned(h) => Some(h.clone()),
+            FileState::Unreadable(_) => None,
+        }
+    }
+}
+
+/// The code of the server `decl` that trust covers: its program when
+/// written as a path, and each file its arguments name, those beneath its
+/// workspace (a link is followed: its target's content is what is hashed),
+/// each read and hashed now.
+pub fn server_code(decl: &McpServerDecl) -> Vec<CodeFile> {
+    if decl.url.is_some() {
+        return Vec::new();
+    }
+    let workspace = decl
+        .workspace
+        .canonicalize()
+        .unwrap_or_else(|_| decl.workspace.clone());
+    let program = decl
+        .command
+        .contains('/')
+        .then(|| decl.cwd.join(&decl.command));
+    let mut out: Vec<CodeFile> = Vec::new();
+    for path in program.into_iter().chain(decl.named_files()) {
+        let beneath = path.canonicalize().is_ok_and(|c| c.starts_with(&workspace));
+        if !beneath || out.iter().any(|f| f.path == path) {
+            continue;
+        }
+        let state = match read_plugin_file(&path) {
+            Ok(bytes) => FileState::Hashed(sha256_hex(&bytes)),
+            Err(e) => FileState::Unreadable(e.to_string()),
+        };
+        out.push(CodeFile { path, state });
+    }
+    out
+}
+
+/// The code of each MCP server the project manifest named `project` brings
+/// into `manifest`, by server name, each file read and hashed now, for
+/// review.
+pub fn review_servers(manifest: &Manifest, project: &str) -> Vec<(String, Vec<CodeFile>)> {
+    manifest
+        .mcp
+        .iter()
+        .filter(|d| d.file == project)
+        .map(|d| (d.name.clone(), server_code(d)))
+        .collect()
+}
+
+/// What trusting records of the reviewed code of servers.
+pub fn record_servers(reviewed: &[(String, Vec<CodeFile>)]) -> BTreeMap<String, ServerCode> {
+    reviewed
+        .iter()
+        .map(|(name, files)| {
+            let code = files.iter().map(|f| (f.key(), f.sha256())).collect();
+            (name.clone(), code)
+        })
+        .collect()
+}
+
+/// Each file of `now` whose content is not what `approved` holds, in
+/// words: the file, and the hashes before and now.
+pub fn code_changes(now: &[CodeFile], approved: &ServerCode) -> Vec<String> {
+    let mut out = Vec::new();
+    for f in now {
+        let was = approved.get(&f.key()).cloned().flatten();
+        let is = f.sha256();
+        if was.is_some() && was == is {
+            continue;
+        }
+        let was = was.map_or_else(|| "(none approved)".to_owned(), |h| format!("sha256 {h}"));
+        let is = match &f.state {
+            FileState::Unreadable(e) => format!("unreadable ({e})"),
+            _ => is.map_or_else(String::new, |h| format!("sha256 {h}")),
+        };
+        out.push(format!("{}: was {was}, now {is}", f.path.display()));
+    }
+    out
+}
+
+/// Checks the code of the project's server `decl` against what trusting its
+/// manifest approved, just before it starts; the error names each changed
+/// file and the fix. A server of the user's own file is not checked.
+pub fn check_server_code(decl: &McpServerDecl) -> Result<(), String> {
+    let Some(approved) = &decl.trusted_code else {
+        return Ok(());
+    };
+    let changed = code_changes(&server_code(decl), approved);
+    if changed.is_empty() {
+        return Ok(());
+    }
+    Err(format!(
+        "[mcp.{}] was not started: its code changed since you trusted {} ({}). Check the \
+         change (a pull or a checkout brings new code), then run `corral trust` to review and \
+         approve it",
+        decl.name,
+        decl.file,
+        changed.join("; ")
+    ))
 }
 
 /// Checks the SHA-256 of the bytes about to be compiled for `decl` against
@@ -339,7 +501,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let m = Path::new("/p/corral.toml");
         assert_eq!(status(dir.path(), m, "a = 1\n"), Status::New);
-        trust(dir.path(), m, "a = 1\n", &BTreeMap::new()).unwrap();
+        trust(dir.path(), m, "a = 1\n", &BTreeMap::new(), &BTreeMap::new()).unwrap();
         assert_eq!(status(dir.path(), m, "a = 1\n"), Status::Trusted);
         assert_eq!(
             status(dir.path(), m, "a = 2\n"),
@@ -369,7 +531,7 @@ mod tests {
                 sha256: Some("ab".repeat(32)),
             },
         )]);
-        trust(dir.path(), m, "x = 1\n", &files).unwrap();
+        trust(dir.path(), m, "x = 1\n", &files, &BTreeMap::new()).unwrap();
         assert_eq!(recorded_files(dir.path(), m, "x = 1\n"), Some(files));
         // An index written before plugin files were recorded still reads.
         std::fs::write(

@@ -1,8 +1,9 @@
-//! `corral trust`: review the project's manifest and the plugin files it
-//! names, then trust them.
+//! `corral trust`: review the project's manifest, the plugin files it
+//! names and the code its MCP servers run, then trust them.
 
 use super::{fail, out};
 use corral_core::manifest;
+use std::path::Path;
 use std::process::ExitCode;
 
 // long: the review is one sequence read top to bottom: check the file, show it with
@@ -42,6 +43,7 @@ pub(super) async fn trust(workspace: &std::path::Path, yes: bool) -> ExitCode {
         Err(e) => return fail(&e.to_string()),
     };
     let files = trust::review_files(&checked, &name);
+    let code = trust::review_servers(&checked, &name);
     let reviews = manifest::reviewed::ToolReviews::for_workspace(&checked.workspace);
     // The servers of a trusted file may run now; those of any other file
     // only once it is trusted, below.
@@ -50,16 +52,32 @@ pub(super) async fn trust(workspace: &std::path::Path, yes: bool) -> ExitCode {
         trust::Status::Trusted => {
             let recorded = trust::recorded_files(&store, &canonical, &text).unwrap_or_default();
             let changed = files_changed(&files, &recorded);
-            let listed = super::trust_mcp::list(&checked).await;
-            let tools_changed = super::trust_mcp::changes(reviews.as_ref(), &listed);
-            servers = Some(listed);
-            if changed.is_empty() && tools_changed.is_empty() && !commands_changed {
+            let approved = trust::recorded_servers(&store, &canonical, &text).unwrap_or_default();
+            let code_changed = code_changed(&code, &approved);
+            // A server whose code changed runs only once the change is
+            // approved (below), not to list its tools for this review.
+            let tools_changed = if code_changed.is_empty() {
+                let listed = super::trust_mcp::list(&checked).await;
+                let tools_changed = super::trust_mcp::changes(reviews.as_ref(), &listed);
+                servers = Some(listed);
+                tools_changed
+            } else {
+                String::new()
+            };
+            if changed.is_empty()
+                && code_changed.is_empty()
+                && tools_changed.is_empty()
+                && !commands_changed
+            {
                 out(&format!("{} is already trusted", file.display()));
                 return ExitCode::SUCCESS;
             }
             let mut what = Vec::new();
             if !changed.is_empty() {
                 what.push("plugin files it names");
+            }
+            if !code_changed.is_empty() {
+                what.push("the code its MCP servers run");
             }
             if !tools_changed.is_empty() {
                 what.push("the tools its MCP servers list");
@@ -68,7 +86,7 @@ pub(super) async fn trust(workspace: &std::path::Path, yes: bool) -> ExitCode {
                 what.push("its custom commands");
             }
             format!(
-                "{} is unchanged, but {} changed since you trusted it:\n{changed}{tools_changed}",
+                "{} is unchanged, but {} changed since you trusted it:\n{changed}{code_changed}{tools_changed}",
                 file.display(),
                 what.join(" and ")
             )
@@ -91,6 +109,7 @@ pub(super) async fn trust(workspace: &std::path::Path, yes: bool) -> ExitCode {
     review.push_str(&loosening_text(&checked, &name));
     review.push_str(&super::trust_mcp::describe(&checked));
     review.push_str(&files_text(&files));
+    review.push_str(&code_text(&code));
     review.push_str(&super::trust_commands::text(&commands, &command_problems));
     let described = project_tools(&checked, &name).await;
     for (plugin, tools) in &described {
@@ -139,7 +158,13 @@ pub(super) async fn trust(workspace: &std::path::Path, yes: bool) -> ExitCode {
     if let Err(e) = super::trust_commands::record(workspace, &commands) {
         return fail(&e);
     }
-    match trust::trust(&store, &canonical, &text, &record) {
+    match trust::trust(
+        &store,
+        &canonical,
+        &text,
+        &record,
+        &trust::record_servers(&code),
+    ) {
         Ok(()) => {
             out(&format!("trusted {}", file.display()));
             ExitCode::SUCCESS
@@ -323,6 +348,52 @@ fn files_changed(
                 _ => hash(&now.sha256),
             }
         ));
+    }
+    text
+}
+
+/// The files of its MCP servers' code that trusting a manifest approves,
+/// for review.
+fn code_text(code: &[(String, Vec<corral_core::manifest::trust::CodeFile>)]) -> String {
+    use corral_core::manifest::trust::FileState;
+    if code.iter().all(|(_, files)| files.is_empty()) {
+        return String::new();
+    }
+    let mut text = String::from(
+        "\nFiles its MCP servers run; trusting approves these exact contents, and a server \
+         whose files change is not started until you trust again:\n",
+    );
+    for (server, files) in code {
+        for f in files {
+            text.push_str(&format!("  [mcp.{server}]  {}", shown(&f.path)));
+            match &f.state {
+                FileState::Unreadable(e) => text.push_str(&format!(
+                    "\n    cannot be read ({e}); the server will not start until you trust again\n"
+                )),
+                FileState::Hashed(h) | FileState::Pinned(h) => {
+                    text.push_str(&format!("\n    sha256 {h}\n"))
+                }
+            }
+        }
+    }
+    text
+}
+
+/// Each file of the servers' code whose content differs from what was
+/// approved: the server, the file, the old and the new hash.
+fn code_changed(
+    code: &[(String, Vec<corral_core::manifest::trust::CodeFile>)],
+    approved: &std::collections::BTreeMap<String, corral_core::manifest::trust::ServerCode>,
+) -> String {
+    let mut text = String::new();
+    for (server, files) in code {
+        let was = approved.get(server).cloned().unwrap_or_default();
+        for change in corral_core::manifest::trust::code_changes(files, &was) {
+            text.push_str(&format!(
+                "  [mcp.{server}]: {}\n",
+                shown(Path::new(&change))
+            ));
+        }
     }
     text
 }
