@@ -76,6 +76,7 @@ mod typed_state;
 mod ui_errors;
 mod ui_habits;
 mod undo;
+mod undo_unseen;
 mod web_fetch;
 
 use corral_manifest::{Layer, Manifest, from_layers};

@@ -345,6 +345,10 @@ impl Agent {
         let mut dispatcher = dispatcher(plugins, &mut options, tracker);
         let checkpoints = Arc::new(crate::checkpoint::Checkpoints::for_log(log.path()));
         dispatcher.set_checkpoint(checkpoints.clone());
+        dispatcher.set_watch(Arc::new(crate::checkpoint::Watch::new(
+            checkpoints.clone(),
+            workspace.clone(),
+        )));
         let git_status = git_status_for(&options, &workspace);
         Ok(Self {
             checkpoints,
@@ -396,6 +400,10 @@ impl Agent {
         let checkpoints = Arc::new(crate::checkpoint::Checkpoints::for_log(log.path()));
         checkpoints.set_turn(turn);
         dispatcher.set_checkpoint(checkpoints.clone());
+        dispatcher.set_watch(Arc::new(crate::checkpoint::Watch::new(
+            checkpoints.clone(),
+            workspace.clone(),
+        )));
         let hooks = crate::hooks::SessionHooks::new(options.hooks.clone(), true);
         let git_status = git_status_for(&options, &workspace);
         let mut agent = Self {

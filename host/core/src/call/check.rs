@@ -56,6 +56,7 @@ impl Dispatcher {
             args,
             touched: self.touched.clone(),
             checkpoint: self.checkpoint.clone(),
+            watch: self.watch.clone(),
             widened: None,
         })
     }

@@ -145,6 +145,9 @@ pub struct Checked {
     touched: Arc<Mutex<HashMap<String, Touched>>>,
     /// Keeps the before-images of the files the call changes.
     checkpoint: Option<Arc<dyn crate::runtime::Checkpoint>>,
+    /// Records what the call changes behind the host's back (a program,
+    /// an MCP server).
+    watch: Option<Arc<crate::checkpoint::Watch>>,
     /// The origin the user approved for this call beyond its plugin's
     /// `grants.net` ([`egress`]).
     widened: Option<crate::manifest::NetGrant>,
@@ -164,6 +167,19 @@ impl Checked {
     /// The validated arguments.
     pub fn args(&self) -> &serde_json::Value {
         &self.args
+    }
+
+    /// The watch that records this call's changes, when it may change the
+    /// workspace where `write-files` does not see it: an MCP tool that is
+    /// not read-only, or a plugin tool that runs programs. Every other call
+    /// costs nothing more.
+    fn watched(&self) -> Option<&Arc<crate::checkpoint::Watch>> {
+        let unseen = if self.mcp.is_some() {
+            !self.is_read_only()
+        } else {
+            self.plugin.is_some() && self.spec.effects.contains(&Effect::Execute)
+        };
+        self.watch.as_ref().filter(|_| unseen)
     }
 }
 
@@ -191,6 +207,8 @@ pub struct Dispatcher {
     workspace: Option<PathBuf>,
     /// The session's checkpoints; `None` keeps none (the MCP server).
     checkpoint: Option<Arc<dyn crate::runtime::Checkpoint>>,
+    /// Records what programs and MCP servers change; `None` records none.
+    watch: Option<Arc<crate::checkpoint::Watch>>,
     /// The `[mcp.NAME]` servers' tools, after the plugins'.
     mcp: Arc<crate::mcp_client::McpTools>,
 }
@@ -216,6 +234,7 @@ impl Dispatcher {
             hooks: Arc::default(),
             workspace: None,
             checkpoint: None,
+            watch: None,
             mcp: Arc::default(),
         }
     }
@@ -223,6 +242,12 @@ impl Dispatcher {
     /// Keeps the before-image of every file a call changes in `checkpoint`.
     pub fn set_checkpoint(&mut self, checkpoint: Arc<dyn crate::runtime::Checkpoint>) {
         self.checkpoint = Some(checkpoint);
+    }
+
+    /// Records in `watch` what the calls that run programs or MCP servers'
+    /// tools change in the workspace, which `write-files` does not see.
+    pub fn set_watch(&mut self, watch: Arc<crate::checkpoint::Watch>) {
+        self.watch = Some(watch);
     }
 
     /// Takes the tools of `mcp`'s servers besides the plugins'.

@@ -2,9 +2,11 @@
 //! ([`sandbox`]), a host tool through the caller's [`Runner`].
 
 use super::{CallOutcome, Checked};
+use crate::checkpoint::{Before, Watch};
 use crate::protocol::{Event, ToolCall};
 use crate::runtime::ToolError;
 use futures::future::BoxFuture;
+use std::sync::Arc;
 
 /// How the calls of a batch run, and what the caller does around them: the
 /// loop runs its host tools and subagents; the MCP server runs plugin tools
@@ -43,8 +45,56 @@ impl Runner for PluginRunner {
     }
 }
 
-/// The call in its plugin's sandbox; what it touched is kept for its end.
+/// The call in its plugin's sandbox; what it touched is kept for its end,
+/// and what it changed where `write-files` does not see (a program, an MCP
+/// server) is recorded for undo.
 pub async fn sandbox(checked: &Checked) -> CallOutcome {
+    let Some(watch) = checked.watched() else {
+        return unwatched(checked).await;
+    };
+    let mut watched = Watched {
+        before: Some(watch.before().await),
+        watch: watch.clone(),
+    };
+    let mut outcome = unwatched(checked).await;
+    if let Some(before) = watched.before.take()
+        && let Some(note) = watch.after(before).await
+    {
+        match &mut outcome {
+            CallOutcome::Output { content, .. } | CallOutcome::Failed(content) => {
+                content.push_str(&format!("\n\n[corral: {note}]"));
+            }
+            _ => {}
+        }
+    }
+    outcome
+}
+
+/// A watched call in flight: when it is dropped before its end (the user
+/// interrupted it), what it changed until then is still recorded.
+struct Watched {
+    watch: Arc<Watch>,
+    before: Option<Before>,
+}
+
+impl Drop for Watched {
+    fn drop(&mut self) {
+        let Some(before) = self.before.take() else {
+            return;
+        };
+        let watch = self.watch.clone();
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => {
+                runtime.spawn_blocking(move || watch.after_blocking(before));
+            }
+            Err(_) => {
+                watch.after_blocking(before);
+            }
+        }
+    }
+}
+
+async fn unwatched(checked: &Checked) -> CallOutcome {
     let call = &checked.call;
     if let Some(mcp) = &checked.mcp {
         return match mcp.call(&call.name, &checked.args).await {

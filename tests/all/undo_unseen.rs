@@ -1,0 +1,206 @@
+//! Undo covers what a turn changed where `write-files` does not see it,
+//! through the binary: a program run by `run_command` (`sed -i` edits a
+//! file, `touch` makes one, `rm` removes one) and an MCP server's write
+//! tool (the reference filesystem server) change the workspace in a
+//! replayed turn; `corral undo --yes` puts every file back.
+
+use crate::support::cassette::{self, answer_turn, calls_turn};
+use crate::support::log::{of_type, read_events, session_log};
+use crate::support::output::{assert_exit, stderr, stdout};
+use crate::*;
+use serde_json::{Value, json};
+use std::path::PathBuf;
+
+/// `[plugins.replay]` playing `turn.cassette.json`.
+const REPLAY: &str = "[plugins.replay]\nsource = \"builtin:replay\"\n\
+     grants.fs = [{ path = \".\", access = \"ro\" }]\n\
+     config = { cassette = \"turn.cassette.json\" }\n";
+
+fn read(sb: &Sandbox, rel: &str) -> String {
+    std::fs::read_to_string(sb.ws().join(rel)).unwrap_or_else(|e| format!("<{e}>"))
+}
+
+/// Runs one replayed turn making `calls`, with `--yes`.
+fn run_turn(cli: &Cli, sb: &Sandbox, calls: &[(&str, &str, Value)]) -> std::process::Output {
+    cassette::write(
+        sb,
+        "turn.cassette.json",
+        &[calls_turn(calls), answer_turn("Done.")],
+    );
+    let o = cli.run(
+        &sb.ws(),
+        &[
+            "run",
+            "--provider",
+            "replay",
+            "--yes",
+            "--json",
+            "change the files",
+        ],
+    );
+    assert_exit(&o, 0);
+    o
+}
+
+/// The content of each `tool_call_end` of a `--json` run.
+fn results(o: &std::process::Output) -> Vec<String> {
+    stdout(o)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|e| e["type"] == "tool_call_end")
+        .map(|e| e["outcome"]["content"].as_str().unwrap_or("").to_owned())
+        .collect()
+}
+
+#[test]
+fn undo_restores_what_programs_run_by_run_command_changed() {
+    let sb = Sandbox::new();
+    sb.write("a.txt", "one\nkeep\n");
+    sb.write("sub/gone.txt", "removed by rm\n");
+    sb.write(
+        "corral.toml",
+        &format!(
+            "{REPLAY}\n[plugins.shell]\nsource = \"builtin:shell\"\n\
+             grants.exec = [{{ program = \"sed\", args = [\"**\"] }}, \
+             {{ program = \"touch\", args = [\"**\"] }}, {{ program = \"rm\", args = [\"**\"] }}]\n"
+        ),
+    );
+    let cli = Cli::new();
+    let o = run_turn(
+        &cli,
+        &sb,
+        &[
+            (
+                "c1",
+                "run_command",
+                json!({"argv": ["sed", "-i", "s/one/two/", "a.txt"]}),
+            ),
+            ("c2", "run_command", json!({"argv": ["touch", "made.txt"]})),
+            ("c3", "run_command", json!({"argv": ["rm", "sub/gone.txt"]})),
+        ],
+    );
+    for content in results(&o) {
+        assert!(content.starts_with("exit code 0"), "{content}");
+        assert!(!content.contains("cannot be undone"), "{content}");
+    }
+    assert_eq!(read(&sb, "a.txt"), "two\nkeep\n", "sed ran");
+    assert!(sb.ws().join("made.txt").exists(), "touch ran");
+    assert!(!sb.ws().join("sub/gone.txt").exists(), "rm ran");
+
+    let o = cli.run(&sb.ws(), &["undo", "--yes"]);
+    assert_exit(&o, 0);
+    let diff = stdout(&o);
+    assert!(diff.contains("-two") && diff.contains("+one"), "{diff}");
+    assert_eq!(read(&sb, "a.txt"), "one\nkeep\n", "the edit is undone");
+    assert!(
+        !sb.ws().join("made.txt").exists(),
+        "the file the program made is removed"
+    );
+    assert_eq!(
+        read(&sb, "sub/gone.txt"),
+        "removed by rm\n",
+        "the file the program removed is back"
+    );
+    let events = read_events(&session_log(&cli));
+    assert_eq!(of_type(&events, "undone").len(), 1, "the undo is logged");
+    let again = cli.run(&sb.ws(), &["undo", "--yes"]);
+    assert!(
+        stderr(&again).contains("nothing to undo"),
+        "{}",
+        stderr(&again)
+    );
+}
+
+#[test]
+fn a_read_only_call_records_nothing_and_an_unchanged_workspace_has_nothing_to_undo() {
+    let sb = Sandbox::new();
+    sb.write("a.txt", "one\n");
+    sb.write(
+        "corral.toml",
+        &format!(
+            "{REPLAY}\n[plugins.shell]\nsource = \"builtin:shell\"\n\
+             grants.exec = [{{ program = \"cat\", args = [\"**\"] }}]\n"
+        ),
+    );
+    let cli = Cli::new();
+    run_turn(
+        &cli,
+        &sb,
+        &[("c1", "run_command", json!({"argv": ["cat", "a.txt"]}))],
+    );
+    let o = cli.run(&sb.ws(), &["undo", "--yes"]);
+    assert!(!o.status.success(), "{}", stdout(&o));
+    assert!(stderr(&o).contains("nothing to undo"), "{}", stderr(&o));
+}
+
+/// The reference filesystem server `.ci/run` installs, or why there is none.
+fn filesystem_server() -> Option<PathBuf> {
+    let Some(root) = std::env::var_os("CORRAL_TEST_MCP_SERVERS") else {
+        assert!(
+            std::env::var_os("CORRAL_CI").is_none(),
+            "CORRAL_CI is set but CORRAL_TEST_MCP_SERVERS is not"
+        );
+        eprintln!("skipped: CORRAL_TEST_MCP_SERVERS is unset (.ci/run installs the servers)");
+        return None;
+    };
+    let p = PathBuf::from(root).join("npm/node_modules/.bin/mcp-server-filesystem");
+    if p.exists() {
+        Some(p)
+    } else {
+        eprintln!("skipped: {} is not installed", p.display());
+        None
+    }
+}
+
+#[test]
+fn undo_restores_what_an_mcp_servers_write_tool_changed() {
+    let Some(server) = filesystem_server() else {
+        return;
+    };
+    let sb = Sandbox::new();
+    let ws = sb.ws().canonicalize().expect("ws");
+    sb.write("notes.txt", "TODO\n");
+    sb.write(
+        "corral.toml",
+        &format!(
+            "{REPLAY}\n[mcp.files]\ncommand = {:?}\nargs = [{:?}]\n\
+             grants = {{ fs = [\".\"] }}\ntimeout_ms = 20000\n",
+            server.display().to_string(),
+            ws.display().to_string(),
+        ),
+    );
+    let cli = Cli::new();
+    let o = run_turn(
+        &cli,
+        &sb,
+        &[
+            (
+                "m1",
+                "files__write_file",
+                json!({"path": ws.join("notes.txt"), "content": "DONE\n"}),
+            ),
+            (
+                "m2",
+                "files__write_file",
+                json!({"path": ws.join("new.txt"), "content": "made by the server\n"}),
+            ),
+        ],
+    );
+    for content in results(&o) {
+        assert!(!content.contains("cannot be undone"), "{content}");
+    }
+    assert_eq!(read(&sb, "notes.txt"), "DONE\n", "{}", stdout(&o));
+    assert_eq!(read(&sb, "new.txt"), "made by the server\n");
+
+    let o = cli.run(&sb.ws(), &["undo", "--yes"]);
+    assert_exit(&o, 0);
+    assert_eq!(
+        read(&sb, "notes.txt"),
+        "TODO\n",
+        "the server's write is undone"
+    );
+    assert!(
+        !sb.ws().join("new.txt").exists(),
+        "the file the server made is removed"
+    );
+}
