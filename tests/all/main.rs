@@ -51,6 +51,7 @@ mod mcp_clients;
 mod mcp_http;
 mod mcp_lifecycle;
 mod mock;
+mod own_state;
 mod parsers;
 mod pipeline;
 mod policy;
@@ -268,7 +269,7 @@ impl Cli {
     }
 
     fn bare(&self, workspace: &Path, args: &[&str]) -> std::process::Command {
-        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_corral"));
+        let mut cmd = std::process::Command::new(corral_binary());
         cmd.args(args)
             .arg("--workspace")
             .arg(workspace)
@@ -299,6 +300,15 @@ impl Cli {
         }
         cmd.output().expect("run corral")
     }
+}
+
+/// The `corral` binary the tests drive: this build's, or the one
+/// `CORRAL_TEST_BINARY` names, to play the attacks against another build
+/// (an earlier commit's, say, to see that they got through there).
+pub fn corral_binary() -> PathBuf {
+    std::env::var_os("CORRAL_TEST_BINARY")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_corral")))
 }
 
 /// A compile cache shared by the CLI tests, so each component is compiled

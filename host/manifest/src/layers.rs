@@ -143,6 +143,12 @@ pub fn load_with(
             manifest.provider_errors.insert(env.plugin.clone(), why);
         }
     }
+    // A grant written on the command line is shown what it leaves out.
+    if overrides.settings.iter().any(|s| s.contains("grants")) {
+        for note in manifest.state_notes() {
+            tracing::warn!("{note}");
+        }
+    }
     manifest.tool_reviews = super::reviewed::ToolReviews::for_workspace(&manifest.workspace);
     for l in manifest.loosening.iter().filter(|l| !l.applied) {
         tracing::warn!("{}", l.warning());

@@ -288,6 +288,45 @@ pub struct Manifest {
     pub provider_errors: BTreeMap<String, String>,
 }
 
+impl Manifest {
+    /// A note for each grant that covers corral's own state (a plugin or an
+    /// MCP server granted `~` or `/`, or a workspace that holds the user's
+    /// corral directories): what stays out of reach of it anyway. Shown
+    /// where grants are written (`plugin add`, `mcp add`, `-c`, `corral
+    /// trust`), so that the user knows the grant is narrower than it reads.
+    pub fn state_notes(&self) -> Vec<String> {
+        let mut notes = Vec::new();
+        if let Some(note) = crate::exec::state::grant_note("workspace", &self.workspace) {
+            notes.push(format!(
+                "the workspace {}: {note}",
+                self.workspace.display()
+            ));
+        }
+        for p in &self.plugins {
+            for g in &p.fs {
+                if g.host_path == self.workspace {
+                    continue;
+                }
+                if let Some(note) = crate::exec::state::grant_note(&g.path, &g.host_path) {
+                    notes.push(format!("plugin `{}`: {note}", p.name));
+                }
+            }
+        }
+        for m in &self.mcp {
+            for dir in &m.fs {
+                if *dir == self.workspace {
+                    continue;
+                }
+                let shown = dir.display().to_string();
+                if let Some(note) = crate::exec::state::grant_note(&shown, dir) {
+                    notes.push(format!("MCP server `{}`: {note}", m.name));
+                }
+            }
+        }
+        notes
+    }
+}
+
 /// A credential the host adds to requests to one destination (scheme, host
 /// and port); the plugin never sees it.
 #[derive(Debug, Clone, PartialEq, Eq)]

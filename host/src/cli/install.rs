@@ -448,6 +448,12 @@ async fn add_inner(workspace: &Path, args: AddArgs) -> Result<ExitCode, String> 
         done.push_str(" The project's corral.toml changed: run `corral trust` to use it.");
     }
     out(&done);
+    if let Ok(now) = manifest::load(workspace) {
+        let ours = format!("plugin `{name}`: ");
+        for note in now.state_notes().iter().filter(|n| n.starts_with(&ours)) {
+            out(&format!("note: {note}"));
+        }
+    }
     Ok(ExitCode::SUCCESS)
 }
 
