@@ -2,7 +2,8 @@
 //! through the binary: a program run by `run_command` (`sed -i` edits a
 //! file, `touch` makes one, `rm` removes one) and an MCP server's write
 //! tool (the reference filesystem server) change the workspace in a
-//! replayed turn; `corral undo --yes` puts every file back.
+//! replayed turn; `corral undo --yes` puts every file back, and so does
+//! `/rewind` in the terminal UI.
 
 use crate::support::cassette::{self, answer_turn, calls_turn};
 use crate::support::log::{of_type, read_events, session_log};
@@ -202,5 +203,70 @@ fn undo_restores_what_an_mcp_servers_write_tool_changed() {
     assert!(
         !sb.ws().join("new.txt").exists(),
         "the file the server made is removed"
+    );
+}
+
+/// `/rewind` in the terminal UI (tmux) takes back what a program changed:
+/// it shares the plan of `corral undo`, so one test is enough for it.
+#[test]
+fn rewind_in_the_ui_restores_what_a_program_changed() {
+    use crate::tui::{Pane, quote, ui_command};
+    let sb = Sandbox::new();
+    sb.write("a.txt", "one\n");
+    sb.write(
+        "corral.toml",
+        &format!(
+            "{REPLAY}\n[plugins.shell]\nsource = \"builtin:shell\"\n\
+             grants.exec = [{{ program = \"sed\", args = [\"**\"] }}]\n"
+        ),
+    );
+    cassette::write(
+        &sb,
+        "turn.cassette.json",
+        &[
+            calls_turn(&[(
+                "c1",
+                "run_command",
+                json!({"argv": ["sed", "-i", "s/one/two/", "a.txt"]}),
+            )]),
+            answer_turn("Edited it."),
+        ],
+    );
+    let cli = Cli::new();
+    assert_exit(&cli.run(&sb.ws(), &["sessions"]), 0);
+    let command = ui_command(&cli, &sb.ws(), "sleep 600").replacen(
+        &format!("--workspace {}", quote(&sb.ws())),
+        &format!(
+            "--provider replay --mode full-auto --workspace {}",
+            quote(&sb.ws())
+        ),
+        1,
+    );
+    let Some(pane) = Pane::start(&command) else {
+        return;
+    };
+    pane.wait_for("ask anything");
+    pane.type_text("edit a.txt");
+    pane.press("Enter");
+    pane.wait_for("Edited it.");
+    pane.wait_for(" ready ");
+    assert_eq!(read(&sb, "a.txt"), "two\n", "sed ran");
+
+    pane.press("Escape");
+    std::thread::sleep(std::time::Duration::from_millis(150));
+    pane.press("Escape");
+    pane.wait_for("rewind to before which message?");
+    pane.press("Enter");
+    pane.wait_for("restore code and conversation");
+    pane.press("Enter");
+    pane.wait_for("restore these files?");
+    let screen = pane.wait_for("+one");
+    assert!(screen.contains("-two"), "{screen}");
+    pane.press("y");
+    pane.wait_for("rewound the conversation");
+    assert_eq!(
+        read(&sb, "a.txt"),
+        "one\n",
+        "the program's edit is taken back"
     );
 }
