@@ -477,6 +477,15 @@ impl Plan {
         // the files or none.
         let mut files = Vec::with_capacity(self.files.len());
         for file in &self.files {
+            // Said in the words of an undo, before the write's own refusal.
+            if std::fs::symlink_metadata(self.workspace.join(&file.path)).is_ok_and(|m| m.is_dir())
+            {
+                return Err(format!(
+                    "cannot restore `{}`: a directory is there now; move it away and undo \
+                     again\nNothing was restored.",
+                    shown(&file.path)
+                ));
+            }
             let path = file.path.to_str().ok_or_else(|| {
                 format!(
                     "cannot restore `{}`: its name is not UTF-8\nNothing was restored.",
