@@ -178,6 +178,16 @@ impl Destination {
     pub(crate) fn names_local(&self) -> bool {
         self.host == "localhost" || self.host.parse::<std::net::IpAddr>().is_ok()
     }
+
+    /// Whether a connection for this destination may go to `ip`, an
+    /// address its host resolved to: any address on the public internet;
+    /// loopback, private, link-local (the cloud metadata address among them)
+    /// and the like only when the destination names such an address itself,
+    /// or `localhost`. The one rule of corral's proxy and of the plugins'
+    /// own HTTP: a name that resolves to loopback is not a way to reach it.
+    pub fn may_connect_to(&self, ip: std::net::IpAddr) -> bool {
+        self.names_local() || super::proxy::is_public(ip)
+    }
 }
 
 fn parse_port(p: &str) -> Result<u16, String> {

@@ -137,8 +137,7 @@ async fn serve(mut client: TcpStream, grant: Arc<[Destination]>) {
         let _ = client.write_all(&response(403, &why)).await;
         return;
     };
-    let mut upstream = match connect_checked(&request.host, request.port, dest.names_local()).await
-    {
+    let mut upstream = match connect_checked(&request.host, request.port, dest).await {
         Ok(s) => s,
         Err((status, why)) => {
             let _ = client
@@ -328,11 +327,12 @@ fn split_authority(text: &str, default: Option<u16>) -> Result<(String, u16), St
 }
 
 /// Connects to `host:port`, to an address checked here: one on loopback,
-/// a private or link-local network only when `local_ok`.
+/// a private or link-local network only when `dest` names such an address
+/// (see [`Destination::may_connect_to`]).
 async fn connect_checked(
     host: &str,
     port: u16,
-    local_ok: bool,
+    dest: &Destination,
 ) -> Result<TcpStream, (u16, String)> {
     let addrs: Vec<SocketAddr> = match host.parse::<IpAddr>() {
         Ok(ip) => vec![SocketAddr::new(ip, port)],
@@ -347,7 +347,7 @@ async fn connect_checked(
     let allowed: Vec<SocketAddr> = addrs
         .iter()
         .copied()
-        .filter(|a| local_ok || is_public(a.ip()))
+        .filter(|a| dest.may_connect_to(a.ip()))
         .collect();
     if allowed.is_empty() {
         return Err((
@@ -367,7 +367,7 @@ async fn connect_checked(
 
 /// Whether `ip` is on the public internet: not loopback, private,
 /// link-local, shared (CGNAT), unspecified, broadcast or multicast.
-fn is_public(ip: IpAddr) -> bool {
+pub(crate) fn is_public(ip: IpAddr) -> bool {
     match ip {
         IpAddr::V4(v4) => {
             let [a, b, ..] = v4.octets();

@@ -159,8 +159,9 @@ impl WasiHttpHooks for Egress {
         }
         let _ = fut;
         let pool = self.connections.clone();
+        let plugin = self.plugin.clone();
         Box::new(async move {
-            let response = super::connections::send(&pool, request, options).await?;
+            let response = super::connections::send(&pool, request, options, &plugin).await?;
             // The connection's I/O runs on a task of its own, which
             // outlives the call when the connection is kept.
             let io = async { Ok(()) };
