@@ -1,34 +1,65 @@
 //! Rendering the event stream as text for people: streamed answers, one
-//! line per tool call, a spinner while the model thinks, and the approval
-//! prompt.
+//! line per tool call, a progress line while the model thinks, and the
+//! approval prompt.
+//!
+//! The renderer is the one writer of the terminal's lines while a session
+//! runs: the progress line is drawn by it, on a line of its own, and erased
+//! by it before anything else is written. (A spinner that drew on its own
+//! clock erased the first words of every streamed answer: they landed on
+//! its line, and its next clear wiped them.)
 
 use corral_protocol::{ApprovalAnswer, ApprovalRequest, Event, StopReason};
 use std::io::{IsTerminal as _, Write as _};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 
-/// A spinner on stderr while the model is thinking (only on a terminal).
-pub(super) fn spinner(waiting: Arc<AtomicBool>, json: bool) -> tokio::task::JoinHandle<()> {
-    let tty = std::io::stderr().is_terminal() && !json;
-    tokio::spawn(async move {
-        if !tty {
+/// How often the progress line changes, and how long the model must be
+/// silent before it is drawn (a quick answer draws none).
+pub(super) const FRAME: Duration = Duration::from_millis(100);
+
+/// The "waiting for the model" line on stderr, drawn only where it cannot
+/// land on text: at the start of an empty line, with nothing held.
+#[derive(Default)]
+struct Progress {
+    /// Whether it is drawn at all: stderr is a terminal (`--json` output
+    /// does not go through the renderer).
+    enabled: bool,
+    /// Whether stdout is a terminal too, whose line the answer's text may
+    /// be part way through; if not, stderr's lines always end whole.
+    shares_lines: bool,
+    /// Since when the model has been silent, while it is.
+    since: Option<Instant>,
+    /// Whether the line is on the screen now.
+    shown: bool,
+    frame: usize,
+}
+
+impl Progress {
+    const FRAMES: [char; 10] = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
+
+    /// Erases the line if it is shown; before anything else is written.
+    fn erase(&mut self) {
+        if self.shown {
+            let mut err = std::io::stderr().lock();
+            let _ = err.write_all(b"\r\x1b[K");
+            let _ = err.flush();
+            self.shown = false;
+        }
+    }
+
+    /// Draws the next frame, if the model has been silent a frame's time
+    /// and the cursor is at the start of an empty line (`at_line_start`).
+    fn draw(&mut self, at_line_start: bool) {
+        let due = self.since.is_some_and(|t| t.elapsed() >= FRAME);
+        if !self.enabled || !due || (self.shares_lines && !at_line_start) {
             return;
         }
-        let frames = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
-        let mut i = 0;
-        let mut shown = false;
-        loop {
-            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-            if waiting.load(Ordering::Relaxed) {
-                eprint!("\r{} waiting for the model", frames[i % frames.len()]);
-                shown = true;
-                i += 1;
-            } else if shown {
-                eprint!("\r\x1b[K");
-                shown = false;
-            }
-        }
-    })
+        let frame = Self::FRAMES[self.frame % Self::FRAMES.len()];
+        self.frame += 1;
+        let mut err = std::io::stderr().lock();
+        let _ = write!(err, "\r{frame} waiting for the model");
+        let _ = err.flush();
+        self.shown = true;
+    }
 }
 
 /// Asks on the terminal about one call: the call, why it needs approval,
@@ -104,6 +135,12 @@ pub(super) struct Renderer {
     /// prints on stderr (an error, a warning) then follows the answer on
     /// a terminal, where the two streams are one.
     hold: bool,
+    /// Whether anything was printed yet: until then the cursor is at the
+    /// start of the line below the command, where the progress line may be
+    /// drawn (though `at_line_start` starts false, which puts a blank line
+    /// above a first tool call's line).
+    printed: bool,
+    progress: Progress,
 }
 
 /// Bytes of output held before they are written, at most.
@@ -140,11 +177,24 @@ pub(super) fn short(args: &str) -> String {
 }
 
 impl Renderer {
+    /// A renderer that draws the progress line when stderr is a terminal.
+    pub(super) fn new() -> Self {
+        Self {
+            progress: Progress {
+                enabled: std::io::stderr().is_terminal(),
+                shares_lines: std::io::stdout().is_terminal(),
+                ..Progress::default()
+            },
+            ..Self::default()
+        }
+    }
+
     fn print(&mut self, text: &str) {
         let text = corral_protocol::terminal::inert(text);
         self.pending.push_str(&text);
         if !text.is_empty() {
             self.at_line_start = text.ends_with('\n');
+            self.printed = true;
         }
         if !self.hold || self.pending.len() >= FLUSH_AT {
             self.flush();
@@ -154,7 +204,29 @@ impl Renderer {
     /// Writes what was held; the event loop calls it whenever no event is
     /// waiting.
     pub(super) fn flush(&mut self) {
+        if !self.pending.is_empty() {
+            self.progress.erase();
+        }
         write_held(&mut self.pending);
+    }
+
+    /// Whether the progress line wants its next frame drawn (see
+    /// [`Renderer::tick`]).
+    pub(super) fn waiting(&self) -> bool {
+        self.progress.enabled && self.progress.since.is_some()
+    }
+
+    /// Draws the progress line's next frame, where it lands on no text; the
+    /// event loop calls it every [`FRAME`] while [`Renderer::waiting`].
+    pub(super) fn tick(&mut self) {
+        self.flush();
+        self.progress.draw(self.at_line_start || !self.printed);
+    }
+
+    /// Erases the progress line, as the session ends.
+    pub(super) fn finish(&mut self) {
+        self.flush();
+        self.progress.erase();
     }
 
     fn newline(&mut self) {
@@ -163,35 +235,46 @@ impl Renderer {
         }
     }
 
+    /// Sets whether the model is being waited for.
+    fn wait(&mut self, waiting: bool) {
+        self.progress.since = match (waiting, self.progress.since) {
+            (true, since) => since.or_else(|| Some(Instant::now())),
+            (false, _) => None,
+        };
+    }
+
     /// Shows `event`: a text delta may be held (see `hold`), anything else
-    /// is written at once, after what was held.
-    pub(super) fn show(&mut self, event: &Event, waiting: &AtomicBool) {
+    /// is written at once, after what was held. The progress line goes
+    /// first, whatever the event: whatever it writes, on stdout or stderr,
+    /// starts where the line was.
+    pub(super) fn show(&mut self, event: &Event) {
+        self.progress.erase();
         self.hold = matches!(event, Event::TextDelta { .. });
         if !self.hold {
             self.flush();
         }
-        self.render(event, waiting);
+        self.render(event);
     }
 
     /// Prints what `event` shows of the session.
-    fn render(&mut self, event: &Event, waiting: &AtomicBool) {
+    fn render(&mut self, event: &Event) {
         match event {
             Event::RequestBegin { .. } => {
                 self.streamed = false;
-                waiting.store(true, Ordering::Relaxed);
+                self.wait(true);
             }
             Event::TextDelta { text } => {
-                waiting.store(false, Ordering::Relaxed);
+                self.wait(false);
                 self.streamed = true;
                 self.print(text);
             }
-            Event::ToolCallDelta { .. } => waiting.store(false, Ordering::Relaxed),
+            Event::ToolCallDelta { .. } => self.wait(false),
             Event::RequestEnd {
                 message,
                 finish_reason,
                 ..
             } => {
-                waiting.store(false, Ordering::Relaxed);
+                self.wait(false);
                 if !self.streamed {
                     self.print(&message.text);
                 }
@@ -230,7 +313,7 @@ impl Renderer {
                 _ => {}
             },
             Event::ProviderFailed { error } => {
-                waiting.store(false, Ordering::Relaxed);
+                self.wait(false);
                 self.newline();
                 eprintln!(
                     "error: {}",
@@ -266,7 +349,7 @@ impl Renderer {
                 );
             }
             Event::Stop { reason, message } => {
-                waiting.store(false, Ordering::Relaxed);
+                self.wait(false);
                 self.newline();
                 if *reason != StopReason::FinalAnswer {
                     let why = message

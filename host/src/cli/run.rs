@@ -3,7 +3,7 @@
 //! and answer approvals from the terminal or from JSON lines on stdin.
 
 use super::fail;
-use super::render::{FLUSH_AT, Renderer, ask_terminal, spinner, write_held};
+use super::render::{FLUSH_AT, FRAME, Renderer, ask_terminal, write_held};
 use corral_core::manifest::{Manifest, Overrides};
 use corral_core::session::{self, Approvals, Resume, SessionConfig};
 use corral_protocol::{ApprovalAnswer, Event, Mode, Op, StopReason};
@@ -11,8 +11,6 @@ use std::collections::{HashMap, HashSet};
 use std::io::{BufRead as _, IsTerminal as _, Read as _};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
 
 /// Exit codes of `run` and `resume`.
 const EXIT_PROVIDER: u8 = 3;
@@ -312,13 +310,15 @@ async fn drive(
     }
     let mut answers = StdinAnswers::default();
 
-    let waiting = Arc::new(AtomicBool::new(false));
-    let spinner = spinner(waiting.clone(), json);
     let mut out = Output {
         json,
-        view: Renderer::default(),
+        view: Renderer::new(),
         json_lines: String::new(),
     };
+    // The progress line's frames: drawn by the renderer, between events, so
+    // that nothing else writes the terminal's lines.
+    let mut frames = tokio::time::interval(FRAME);
+    frames.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     let mut last_stop = None;
     loop {
         // Output is written when no event is waiting, so a burst of deltas
@@ -337,6 +337,10 @@ async fn drive(
                     }
                     continue;
                 }
+                _ = frames.tick(), if out.waiting() => {
+                    out.view.tick();
+                    continue;
+                }
             },
         };
         let Some(event) = event else { break };
@@ -346,7 +350,7 @@ async fn drive(
         }
         // Shown before it is acted on: an approval's card is on the screen
         // before its prompt.
-        out.show(&event, &waiting);
+        out.show(&event);
         match &event {
             Event::Stop { reason, .. } => {
                 last_stop = Some(*reason);
@@ -377,8 +381,8 @@ async fn drive(
             _ => {}
         }
     }
+    out.view.finish();
     out.flush();
-    spinner.abort();
     answers.warn_unused();
     let session_id = session.id().to_owned();
     let finished = session.finish().await;
@@ -413,9 +417,9 @@ impl Output {
     /// [`FLUSH_AT`] bytes are held; every other event is written at once,
     /// after what was held, so a card or a prompt is never held back (the
     /// renderer does the same for the transcript).
-    fn show(&mut self, event: &Event, waiting: &AtomicBool) {
+    fn show(&mut self, event: &Event) {
         if !self.json {
-            self.view.show(event, waiting);
+            self.view.show(event);
             return;
         }
         self.json_lines
@@ -427,6 +431,11 @@ impl Output {
         if !delta || self.json_lines.len() >= FLUSH_AT {
             write_held(&mut self.json_lines);
         }
+    }
+
+    /// Whether the progress line is to be drawn: never with `--json`.
+    fn waiting(&self) -> bool {
+        !self.json && self.view.waiting()
     }
 
     /// Writes everything shown so far.

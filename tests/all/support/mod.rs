@@ -9,5 +9,6 @@ pub mod manifest;
 pub mod model;
 pub mod output;
 pub mod process;
+pub mod pty;
 pub mod run;
 pub mod schema;
