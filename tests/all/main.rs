@@ -9,6 +9,7 @@
 )]
 
 mod agent;
+mod at_pace;
 mod attack_approvals;
 mod attack_exec;
 mod attack_guard;
