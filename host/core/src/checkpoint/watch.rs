@@ -277,6 +277,14 @@ impl Watch {
             Ok(f) => f,
             Err(crate::fsread::ReadError::NotRegular(_)) => return Ok(None),
             Err(e) if e.is_not_found() => return Ok(None),
+            // A file corral may not read (mode 000, another user's) is left
+            // out rather than costing every call its checkpoint: what the
+            // user cannot read, the programs they run cannot change either.
+            Err(crate::fsread::ReadError::Io(e))
+                if e.kind() == std::io::ErrorKind::PermissionDenied =>
+            {
+                return Ok(None);
+            }
             Err(e) => {
                 return Err(format!(
                     "`{}` cannot be read for a checkpoint ({e})",
@@ -559,6 +567,26 @@ mod tests {
             .after_blocking(Before(watch.snapshot()))
             .expect("a note");
         assert!(note.contains("more than 0 MiB"), "{note}");
+    }
+
+    #[test]
+    #[expect(clippy::print_stderr, reason = "a test that cannot run says so")]
+    fn a_file_that_cannot_be_read_is_left_out_and_the_rest_recorded() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let (_tmp, ws, watch) = setup(Limits::default());
+        let locked = ws.join("locked.txt");
+        std::fs::write(&locked, "secret\n").expect("write");
+        std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o000)).expect("chmod");
+        if std::fs::read(&locked).is_ok() {
+            eprintln!("skipped: this user reads a file of mode 000 anyway (root)");
+            return;
+        }
+        let before = Before(watch.snapshot());
+        std::fs::write(ws.join("a.txt"), "two\n").expect("write");
+        assert_eq!(watch.after_blocking(before), None);
+        let got = recorded(&watch, &ws);
+        assert_eq!(got.len(), 1, "{got:?}");
+        assert_eq!(got[0].1, PathBuf::from("a.txt"));
     }
 
     #[test]
