@@ -465,3 +465,106 @@ fn a_killed_plugin_add_leaves_no_temporary_file_after_the_next_install() {
         "the killed add's temporary file stayed"
     );
 }
+
+/// corral's own ids (`c-N`) of the calls a raw log began, wrapped
+/// subagent events included.
+fn began_ids(path: &Path) -> Vec<String> {
+    fn of(e: &Value, out: &mut Vec<String>) {
+        if e["type"] == "tool_call_begin"
+            && let Some(id) = e["call"]["id"].as_str()
+        {
+            out.push(id.to_owned());
+        }
+        if e["type"] == "subagent" {
+            of(&e["event"], out);
+        }
+    }
+    let mut out = Vec::new();
+    for line in std::fs::read_to_string(path).expect("log").lines() {
+        if let Ok(record) = serde_json::from_str::<Value>(line) {
+            of(&record["event"], &mut out);
+        }
+    }
+    out
+}
+
+// Failed before the fix: the resumed parent counted from its own log only,
+// which the kill had cut before its subagent's calls reached it, and gave
+// its next call `c-2`, an id the subagent's log already held.
+#[test]
+fn call_ids_stay_unique_across_a_session_and_its_subagents_after_a_kill() {
+    let sb = Sandbox::new();
+    project(
+        &sb,
+        "full-auto",
+        100,
+        json!([
+            calls_turn(&[("call_a", "task", json!({"prompt": "Read the notes."}))]),
+            calls_turn(&[("call_b", "read_file", json!({"path": "hello.txt"}))]),
+            answer_turn("parent done"),
+        ]),
+        json!([
+            {"prompt": "Read the notes.", "turns": [
+                calls_turn(&[
+                    ("sub_1", "read_file", json!({"path": "hello.txt"})),
+                    ("sub_2", "read_file", json!({"path": "hello.txt"})),
+                ]),
+                slow_answer_turn("never", 600),
+            ]},
+        ]),
+    );
+    let cli = Cli::new();
+    let mut child = cli
+        .command(&sb.ws(), &["run", "--json", "go"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let rx = events(&mut child);
+    let requests = std::cell::Cell::new(0);
+    wait_for(&rx, process::HANG, "the subagent's second request", |e| {
+        if e["type"] == "subagent" && e["event"]["type"] == "request_begin" {
+            requests.set(requests.get() + 1);
+        }
+        requests.get() == 2
+    });
+    child.kill().expect("SIGKILL");
+    let _ = child.wait();
+    let logs = crate::support::log::session_logs(&cli);
+    let (parents, children): (Vec<_>, Vec<_>) = logs.iter().partition(|p| {
+        !std::fs::read_to_string(p)
+            .expect("log")
+            .contains("\"subagent_started\"")
+    });
+    let (parent, child_log) = (parents[0].clone(), children[0].clone());
+    let child_ids = began_ids(&child_log);
+    assert_eq!(child_ids.len(), 2, "{child_ids:?}");
+    // The kill lands before the parent wrote its copies of the subagent's
+    // events: its log ends at the first of them.
+    let text = std::fs::read_to_string(&parent).expect("parent log");
+    let kept: String = text
+        .lines()
+        .take_while(|l| !l.contains("\"type\":\"subagent\""))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    std::fs::write(&parent, kept).expect("cut the parent's log");
+    let parent_id = parent
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .expect("id")
+        .to_owned();
+    let o = cli.run(&sb.ws(), &["resume", &parent_id]);
+    assert_exit(&o, 0);
+    let resumed = began_ids(&parent);
+    let new: Vec<&String> = resumed.iter().filter(|id| *id != "c-1").collect();
+    assert!(
+        !new.is_empty(),
+        "the resumed parent made no call: {resumed:?}"
+    );
+    for id in new {
+        assert!(
+            !child_ids.contains(id),
+            "{id} was the subagent's already: {child_ids:?}"
+        );
+    }
+}

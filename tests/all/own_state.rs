@@ -7,8 +7,12 @@
 //! restores nothing through a symlinked directory into `.git` or onto
 //! `corral.toml`; a FIFO or a link to `/dev/zero` in the compile cache is
 //! a miss, not a hang; a program run as root reads no system
-//! credentials. Unless a test says otherwise, each of these got through
-//! on the code before the state list (`exec/state.rs`) existed.
+//! credentials. Each of these tests failed against a build of the commit
+//! before the state list (`exec/state.rs`) existed, run with
+//! `CORRAL_TEST_BINARY` naming it: the planted manifest lines landed, the
+//! planted journal deleted and replaced `outside/secret.txt`, `undo
+//! --force` removed `.git/config`, the FIFO hung `tool call` past 60 s,
+//! and `cat /etc/shadow` printed root's line.
 
 use crate::agent::{KEYS, manifest};
 use crate::mock::*;

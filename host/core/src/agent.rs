@@ -387,6 +387,24 @@ impl Agent {
     ) -> anyhow::Result<Self> {
         let ((history, turn, open), undone) = history::replay_with_notes(records);
         options.call_ids.continue_after(records);
+        // A subagent killed mid-run used ids its parent's log never saw:
+        // every log of the session's tree counts.
+        if let Some(dir) = log.path().parent() {
+            match crate::log::descendants(dir, log.id()) {
+                Ok(children) => {
+                    for child in children {
+                        match crate::log::read(&child.path) {
+                            Ok(theirs) => options.call_ids.continue_after(&theirs),
+                            Err(e) => tracing::warn!(
+                                "cannot read the log of subagent {} for its call ids: {e}",
+                                child.id
+                            ),
+                        }
+                    }
+                }
+                Err(e) => tracing::warn!("cannot list this session's subagents: {e}"),
+            }
+        }
         // File changes a crash cut short were finished or taken back when
         // the plugins loaded; the model must know which, not only that its
         // call was interrupted.

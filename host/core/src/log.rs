@@ -638,11 +638,38 @@ fn last_boundary(body: &[u8]) -> Option<String> {
 /// when `session` resumes, since its own interrupted `task` calls are
 /// closed then too.
 pub fn close_children(dir: &Path, session: &str) -> std::io::Result<Vec<String>> {
-    // The heads name the parents; only a child's tail is read for its
-    // status. The resumed session's own log may be a long turn of tens of
-    // megabytes, whose tail `list` would scan again.
-    let all = list_heads(dir)?;
     let mut closed = Vec::new();
+    for child in descendants(dir, session)? {
+        // A log that cannot be read is left as it is, as `list` leaves it out.
+        let Ok(summary) = summarise(&child.path) else {
+            continue;
+        };
+        if summary.status != "incomplete" {
+            continue;
+        }
+        let (mut log, _) = SessionLog::open(&child.path)?;
+        log.append(
+            &Event::Stop {
+                reason: crate::protocol::StopReason::Interrupted,
+                message: Some(format!(
+                    "the process ended while this subagent ran; closed when session \
+                     {session} resumed"
+                )),
+            },
+            true,
+        )?;
+        closed.push(child.id.clone());
+    }
+    Ok(closed)
+}
+
+/// The subagents of `session` in the workspace's log directory `dir`, and
+/// theirs, at any depth: found by the parents their heads name, so only
+/// each log's head is read (the session's own log may be a long turn of
+/// tens of megabytes).
+pub fn descendants(dir: &Path, session: &str) -> std::io::Result<Vec<Summary>> {
+    let all = list_heads(dir)?;
+    let mut found = Vec::new();
     let mut parents = vec![session.to_owned()];
     while let Some(parent) = parents.pop() {
         for child in all
@@ -651,28 +678,10 @@ pub fn close_children(dir: &Path, session: &str) -> std::io::Result<Vec<String>>
         {
             // Its own children may be open under a closed child.
             parents.push(child.id.clone());
-            // A log that cannot be read is left as it is, as `list` leaves it out.
-            let Ok(summary) = summarise(&child.path) else {
-                continue;
-            };
-            if summary.status != "incomplete" {
-                continue;
-            }
-            let (mut log, _) = SessionLog::open(&child.path)?;
-            log.append(
-                &Event::Stop {
-                    reason: crate::protocol::StopReason::Interrupted,
-                    message: Some(format!(
-                        "the process ended while this subagent ran; closed when session \
-                         {session} resumed"
-                    )),
-                },
-                true,
-            )?;
-            closed.push(child.id.clone());
+            found.push(child.clone());
         }
     }
-    Ok(closed)
+    Ok(found)
 }
 
 /// Every session of a workspace, oldest first.
