@@ -43,6 +43,8 @@ impl std::io::Write for Record {
         });
         if sent.is_none() {
             let mut err = std::io::stderr().lock();
+            // Not after a progress frame, on its line.
+            super::render::erase_progress(&mut err);
             err.write_all(line.as_bytes())?;
             err.write_all(b"\n")?;
         }

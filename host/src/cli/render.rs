@@ -10,6 +10,7 @@
 
 use corral_protocol::{ApprovalAnswer, ApprovalRequest, Event, StopReason};
 use std::io::{IsTerminal as _, Write as _};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 /// How often the progress line changes, and how long the model must be
@@ -28,9 +29,20 @@ struct Progress {
     shares_lines: bool,
     /// Since when the model has been silent, while it is.
     since: Option<Instant>,
-    /// Whether the line is on the screen now.
-    shown: bool,
     frame: usize,
+}
+
+/// Whether the progress line is on the screen now. The log's writer reads
+/// it too: a record written after a frame would share its line, so it
+/// erases the frame first.
+static SHOWN: AtomicBool = AtomicBool::new(false);
+
+/// Erases the progress line if it is shown, on `err` (stderr, locked by
+/// whoever writes next, so that no frame comes in between).
+pub(super) fn erase_progress(err: &mut impl std::io::Write) {
+    if SHOWN.swap(false, Ordering::Relaxed) {
+        let _ = err.write_all(b"\r\x1b[K");
+    }
 }
 
 impl Progress {
@@ -38,11 +50,10 @@ impl Progress {
 
     /// Erases the line if it is shown; before anything else is written.
     fn erase(&mut self) {
-        if self.shown {
+        if SHOWN.load(Ordering::Relaxed) {
             let mut err = std::io::stderr().lock();
-            let _ = err.write_all(b"\r\x1b[K");
+            erase_progress(&mut err);
             let _ = err.flush();
-            self.shown = false;
         }
     }
 
@@ -58,7 +69,7 @@ impl Progress {
         let mut err = std::io::stderr().lock();
         let _ = write!(err, "\r{frame} waiting for the model");
         let _ = err.flush();
-        self.shown = true;
+        SHOWN.store(true, Ordering::Relaxed);
     }
 }
 
