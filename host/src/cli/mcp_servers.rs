@@ -257,11 +257,26 @@ pub(super) fn add(
     insert(&mut doc, &entry);
     write(&file, &doc)?;
     Ok(format!(
-        "Added to {}: {}.{}",
+        "Added to {}: {}.{}{}",
         file.display(),
         entry.shown(),
-        trust_note(workspace, &file)
+        trust_note(workspace, &file),
+        state_note(workspace, name)
     ))
+}
+
+/// What the server `name`'s grants leave out of its reach of corral's own
+/// state, when they cover it (a grant of `~`), as a line to show.
+fn state_note(workspace: &Path, name: &str) -> String {
+    let Ok(now) = manifest::load(workspace) else {
+        return String::new();
+    };
+    let ours = format!("MCP server `{name}`: ");
+    now.state_notes()
+        .iter()
+        .filter(|n| n.starts_with(&ours))
+        .map(|n| format!("\nnote: {n}"))
+        .collect()
 }
 
 /// `corral mcp add NAME --url URL [--secret HEADER=VALUE]`.

@@ -107,6 +107,13 @@ pub(super) async fn trust(workspace: &std::path::Path, yes: bool) -> ExitCode {
         }
     };
     review.push_str(&loosening_text(&checked, &name));
+    let notes = checked.state_notes();
+    if !notes.is_empty() {
+        review.push_str("\nNote:\n");
+        for note in notes {
+            review.push_str(&format!("  - {note}\n"));
+        }
+    }
     review.push_str(&super::trust_mcp::describe(&checked));
     review.push_str(&files_text(&files));
     review.push_str(&code_text(&code));
