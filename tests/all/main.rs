@@ -52,6 +52,7 @@ mod mcp_client_memory;
 mod mcp_client_net;
 mod mcp_clients;
 mod mcp_http;
+mod mcp_jsonrpc;
 mod mcp_lifecycle;
 mod mock;
 mod own_state;

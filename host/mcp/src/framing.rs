@@ -10,14 +10,24 @@
 //! server goes on. The service's answers and these errors share stdout
 //! whole line by whole line, so they never interleave.
 //!
-//! rmcp also answers some malformed requests without their id, and others
-//! not at all: a request whose `params` is not an object (`""`, `1`, `[]`)
-//! got an error with `"id": null`, one holding a lone surrogate escape
-//! (`"\ud800"`, not valid JSON) no answer, so its client waited forever.
-//! [`malformed`] finds both before the service sees them and answers them
-//! here, with their id.
+//! rmcp also answers a message it cannot read as MCP with `"Invalid
+//! request"` and no id, and some not at all: a batch, an id of `1.5` or
+//! `{"a":1}`, a request without a method, one whose `params` is not an
+//! object, one holding a lone surrogate escape (`"\ud800"`, not valid JSON).
+//! [`read`] reads each line as rmcp would first, and answers one it would
+//! refuse here: with its id (`null` only when the id itself is not one MCP
+//! allows) and a message that says what was wrong.
+//!
+//! The server's own requests to the client (an approval's
+//! `elicitation/create`) are noted as they go out and crossed off as the
+//! client answers. When the client closes its input, each one still open is
+//! answered for it with a [`CLIENT_GONE`] error before the service hears of
+//! the end, so that the call waiting on it ends and its answer is written
+//! before the server exits.
 
+use rmcp::model::{ClientJsonRpcMessage, JsonRpcError, JsonRpcMessage, RequestId};
 use serde_json::Value;
+use std::collections::HashSet;
 use tokio::io::{AsyncBufReadExt as _, AsyncRead, AsyncWrite, AsyncWriteExt as _, BufReader};
 use tokio::sync::mpsc;
 
@@ -39,8 +49,9 @@ where
     T: AsyncRead + Unpin + Send + 'static,
 {
     let (errors_tx, errors_rx) = mpsc::unbounded_channel();
-    let reader = tokio::spawn(read_requests(input, to_service, errors_tx));
-    write_answers(output, from_service, errors_rx).await;
+    let (asked_tx, asked_rx) = mpsc::unbounded_channel();
+    let reader = tokio::spawn(read_requests(input, to_service, errors_tx, asked_rx));
+    write_answers(output, from_service, errors_rx, asked_tx).await;
     reader.abort();
 }
 
@@ -100,21 +111,38 @@ async fn read_line<R: AsyncRead + Unpin>(input: &mut BufReader<R>, max: usize) -
     }
 }
 
-async fn read_requests<I, S>(input: I, mut to_service: S, errors: mpsc::UnboundedSender<String>)
-where
+async fn read_requests<I, S>(
+    input: I,
+    mut to_service: S,
+    errors: mpsc::UnboundedSender<String>,
+    mut asked: mpsc::UnboundedReceiver<RequestId>,
+) where
     I: AsyncRead + Unpin,
     S: AsyncWrite + Unpin,
 {
     let mut input = BufReader::with_capacity(64 << 10, input);
+    // The server's requests to the client not answered yet: when the client
+    // goes, each is answered here, so that the call waiting on it ends.
+    let mut waiting: HashSet<RequestId> = HashSet::new();
     loop {
         match read_line(&mut input, MAX_REQUEST_BYTES).await {
             Line::End => break,
             Line::Whole(bytes) => {
-                if let Some(error) = malformed(&bytes) {
-                    if errors.send(error).is_err() {
-                        break;
+                match read(&bytes) {
+                    Read::Pass => {}
+                    Read::Answer(id) => {
+                        while let Ok(id) = asked.try_recv() {
+                            waiting.insert(id);
+                        }
+                        waiting.remove(&id);
                     }
-                    continue;
+                    Read::Refuse(error) => {
+                        if errors.send(error).is_err() {
+                            break;
+                        }
+                        continue;
+                    }
+                    Read::Drop => continue,
                 }
                 if to_service.write_all(&bytes).await.is_err() || to_service.flush().await.is_err()
                 {
@@ -135,17 +163,70 @@ where
             }
         }
     }
+    // The client sent its last line. What the server still waits for from
+    // it (an approval) will never come: it is answered with an error, so
+    // that the call which asked ends, and its answer reaches the client
+    // before the server exits.
+    while let Ok(id) = asked.try_recv() {
+        waiting.insert(id);
+    }
+    for id in waiting {
+        let line = format!("{}\n", client_gone(id));
+        if to_service.write_all(line.as_bytes()).await.is_err() {
+            break;
+        }
+    }
+    let _ = to_service.flush().await;
     // Dropping `to_service` tells the service the client is gone.
 }
 
-/// The error answer for a line the service would answer without its id or
-/// not at all, `None` for one it can take. A notification (no `id`) gets
-/// no answer, as JSON-RPC wants, and is dropped.
-fn malformed(line: &[u8]) -> Option<String> {
+/// The code of the error that stands for the client's answer to one of the
+/// server's requests once the client has closed its input.
+pub const CLIENT_GONE: i32 = -32000;
+
+/// The answer the client did not send to the server's request `id`.
+fn client_gone(id: RequestId) -> Value {
+    serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": id,
+        "error": {
+            "code": CLIENT_GONE,
+            "message": "the MCP client went away (it closed its input) before answering",
+        },
+    })
+}
+
+/// What becomes of one line from the client.
+enum Read {
+    /// The service takes it as it is.
+    Pass,
+    /// The client's answer to the server's request of this id; it goes on
+    /// to the service.
+    Answer(RequestId),
+    /// Answered here with this error (a line, or a batch of them); the
+    /// service never sees it.
+    Refuse(String),
+    /// Neither passed on nor answered: a notification or an answer the
+    /// service cannot read (JSON-RPC answers neither).
+    Drop,
+}
+
+/// What to do with `line`: rmcp answers any message it cannot read as MCP
+/// with `"Invalid request"` and no id, and a few not at all, so each line
+/// is read here first the way rmcp reads it, and one it would refuse is
+/// refused here, with its id and what was wrong.
+fn read(line: &[u8]) -> Read {
     let text = line.trim_ascii();
+    let text = text.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(text);
     if text.is_empty() {
-        return None;
+        return Read::Pass;
     }
+    let why = match serde_json::from_slice::<ClientJsonRpcMessage>(text) {
+        Ok(JsonRpcMessage::Response(answer)) => return Read::Answer(answer.id),
+        Ok(JsonRpcMessage::Error(JsonRpcError { id: Some(id), .. })) => return Read::Answer(id),
+        Ok(_) => return Read::Pass,
+        Err(e) => e,
+    };
     let message: Value = match serde_json::from_slice(text) {
         Ok(m) => m,
         Err(e) => {
@@ -153,9 +234,9 @@ fn malformed(line: &[u8]) -> Option<String> {
             tracing::warn!(id = %crate::terminal::inert_line(&id.to_string()), "a request that is not JSON was refused: {e}");
             if id.is_null() && !looks_like_a_request(text) {
                 // Nothing to answer to; rmcp drops such lines too.
-                return None;
+                return Read::Drop;
             }
-            return Some(error_line(
+            return Read::Refuse(error_line(
                 id,
                 -32700,
                 format!(
@@ -166,24 +247,193 @@ fn malformed(line: &[u8]) -> Option<String> {
             ));
         }
     };
-    let object = message.as_object()?;
-    let id = object.get("id")?;
-    if !object.contains_key("method") {
-        // An answer to one of the server's own requests (elicitation).
+    let refused = match message {
+        Value::Array(batch) => return refuse_batch(&batch),
+        Value::Object(object) => refuse_message(&object, &why),
+        other => Some(Refusal {
+            id: Value::Null,
+            code: -32600,
+            message: format!(
+                "a JSON-RPC message is a JSON object, and this one is {}; it was not read. Send \
+                 each request as an object on a line of its own, e.g. \
+                 {{\"jsonrpc\": \"2.0\", \"id\": 1, \"method\": \"tools/list\"}}",
+                json_kind(&other)
+            ),
+        }),
+    };
+    match refused {
+        Some(r) => {
+            tracing::warn!(id = %crate::terminal::inert_line(&r.id.to_string()), "a request was refused: {}", r.message);
+            Read::Refuse(error_line(r.id, r.code, r.message))
+        }
+        None => Read::Drop,
+    }
+}
+
+/// An error answer not yet written out.
+struct Refusal {
+    id: Value,
+    code: i64,
+    message: String,
+}
+
+/// Why a batch is refused. MCP 2025-03-26 had batches; the versions after it
+/// dropped them, and this server answers each message on its own.
+const NO_BATCH: &str = "a batch is not supported by MCP 2025-06-18 and later (corral takes each \
+     message on its own); nothing in it was run. Send each request as a JSON object on a line of \
+     its own";
+
+/// The answer to a batch: as JSON-RPC answers one, a batch holding an error
+/// for each request in it (with its id), or one error when the batch is
+/// empty. Its notifications and answers get nothing, as ever.
+fn refuse_batch(batch: &[Value]) -> Read {
+    tracing::warn!(messages = batch.len(), "a batch was refused");
+    if batch.is_empty() {
+        return Read::Refuse(error_line(Value::Null, -32600, NO_BATCH.to_owned()));
+    }
+    let answers: Vec<Value> = batch
+        .iter()
+        .filter_map(|message| {
+            let object = message.as_object();
+            let id = match object.and_then(|o| o.get("id")) {
+                // A message that is not an object is a request that cannot
+                // be read: JSON-RPC answers it with a null id.
+                None if object.is_none() => Value::Null,
+                None => return None,
+                Some(id) => checked_id(id).unwrap_or(Value::Null),
+            };
+            let is_answer = object.is_some_and(|o| {
+                !o.contains_key("method") && (o.contains_key("result") || o.contains_key("error"))
+            });
+            (!is_answer).then(|| error_value(id, -32600, NO_BATCH.to_owned()))
+        })
+        .collect();
+    if answers.is_empty() {
+        return Read::Drop;
+    }
+    Read::Refuse(Value::Array(answers).to_string())
+}
+
+/// The refusal of a message rmcp could not read (`why`), or `None` when
+/// nothing may answer it.
+fn refuse_message(
+    object: &serde_json::Map<String, Value>,
+    why: &serde_json::Error,
+) -> Option<Refusal> {
+    let method = object.get("method");
+    if method.is_none() && (object.contains_key("result") || object.contains_key("error")) {
+        // An answer to one of the server's own requests that does not read
+        // as one; answering an answer is not allowed.
+        tracing::warn!(
+            "an answer from the MCP client that is not valid JSON-RPC was dropped: {why}"
+        );
         return None;
     }
+    let id = match object.get("id") {
+        Some(id) => checked_id(id),
+        None if method.is_some() => {
+            // A notification: JSON-RPC answers none, even a broken one.
+            tracing::warn!("a notification that is not valid MCP was dropped: {why}");
+            return None;
+        }
+        None => Ok(Value::Null),
+    };
+    let id = match id {
+        Ok(id) => id,
+        Err(message) => {
+            return Some(Refusal {
+                id: Value::Null,
+                code: -32600,
+                message,
+            });
+        }
+    };
+    let refusal = |code, message| {
+        Some(Refusal {
+            id: id.clone(),
+            code,
+            message,
+        })
+    };
+    match object.get("jsonrpc") {
+        Some(Value::String(v)) if v == "2.0" => {}
+        other => {
+            let was = other.map_or("missing".to_owned(), |v| format!("{v}"));
+            return refusal(
+                -32600,
+                format!(
+                    "the request's `jsonrpc` is {}, and MCP speaks JSON-RPC 2.0; it was not run. \
+                     Add \"jsonrpc\": \"2.0\" to each message",
+                    crate::terminal::inert_line(&was)
+                ),
+            );
+        }
+    }
+    let method = match method {
+        None => {
+            return refusal(
+                -32600,
+                "the request has no method, so it cannot be run; name one, e.g. \
+                 \"method\": \"tools/list\""
+                    .to_owned(),
+            );
+        }
+        Some(Value::String(m)) => m,
+        Some(other) => {
+            return refusal(
+                -32600,
+                format!(
+                    "the request's `method` must be a string, and it is {}; name one, e.g. \
+                     \"method\": \"tools/list\"",
+                    json_kind(other)
+                ),
+            );
+        }
+    };
     match object.get("params") {
-        None | Some(Value::Object(_) | Value::Null) => None,
-        Some(other) => Some(error_line(
-            id.clone(),
+        None | Some(Value::Object(_) | Value::Null) => refusal(
+            -32602,
+            format!(
+                "the request's `params` do not fit `{}` ({why}); it was not run. See the MCP \
+                 schema for what it takes",
+                crate::terminal::inert_line(method)
+            ),
+        ),
+        Some(other) => refusal(
             -32602,
             format!(
                 "the request's `params` is {}, not an object; MCP requests take their parameters \
                  as a JSON object (e.g. `\"params\": {{}}`)",
                 json_kind(other)
             ),
-        )),
+        ),
     }
+}
+
+/// `id` when MCP allows it (a string or an integer rmcp can hold), or why
+/// not.
+fn checked_id(id: &Value) -> Result<Value, String> {
+    let fits = match id {
+        Value::String(_) => true,
+        Value::Number(n) => {
+            n.is_i64()
+                || n.as_f64()
+                    .is_some_and(|f| f.fract() == 0.0 && f.abs() < 9.2e18)
+        }
+        _ => false,
+    };
+    if fits {
+        return Ok(id.clone());
+    }
+    let what = match id {
+        Value::Number(n) if n.is_u64() => "an integer above 2^63 - 1".to_owned(),
+        Value::Number(_) => format!("the fractional number {id}"),
+        other => json_kind(other).to_owned(),
+    };
+    Err(format!(
+        "the id must be a string or an integer (between -2^63 and 2^63 - 1), and it is {what}; \
+         the request was not run. Give each request such an id, e.g. \"id\": 1"
+    ))
 }
 
 /// Whether a line that is not JSON starts as a JSON-RPC message would.
@@ -203,12 +453,15 @@ fn json_kind(value: &Value) -> &'static str {
 }
 
 fn error_line(id: Value, code: i64, message: String) -> String {
+    error_value(id, code, message).to_string()
+}
+
+fn error_value(id: Value, code: i64, message: String) -> Value {
     serde_json::json!({
         "jsonrpc": "2.0",
         "id": id,
         "error": { "code": code, "message": message },
     })
-    .to_string()
 }
 
 /// The error answer for an oversized request.
@@ -233,6 +486,7 @@ async fn write_answers<O, T>(
     mut output: O,
     from_service: T,
     mut errors: mpsc::UnboundedReceiver<String>,
+    asked: mpsc::UnboundedSender<RequestId>,
 ) where
     O: AsyncWrite + Unpin,
     T: AsyncRead + Unpin,
@@ -246,6 +500,11 @@ async fn write_answers<O, T>(
                 // The service's own output: whole lines of its own making.
                 if !matches!(read, Ok(n) if n > 0) {
                     break;
+                }
+                // Told before the client can see it, so that a client
+                // which goes once it has seen a request finds it known.
+                if let Some(id) = server_request(&line) {
+                    let _ = asked.send(id);
                 }
                 if output.write_all(&line).await.is_err() || output.flush().await.is_err() {
                     break;
@@ -265,6 +524,19 @@ async fn write_answers<O, T>(
             },
         }
     }
+}
+
+/// The id of `line` when it is a request from the server to the client.
+fn server_request(line: &[u8]) -> Option<RequestId> {
+    /// The two fields that tell a request; the rest (a tool's whole
+    /// output, in an answer) is skipped unread.
+    #[derive(serde::Deserialize)]
+    struct Head {
+        id: Option<RequestId>,
+        method: Option<serde::de::IgnoredAny>,
+    }
+    let head: Head = serde_json::from_slice(line).ok()?;
+    head.method.and(head.id)
 }
 
 /// The top-level `"id"` of a JSON object whose first bytes are `head`, if

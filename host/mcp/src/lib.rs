@@ -714,6 +714,13 @@ impl Approver for ElicitApprover {
                         )),
                     },
                 },
+                Err(e) if client_went_away(&e) => ApprovalAnswer::Deny {
+                    reason: Some(format!(
+                        "this `{tool}` call was not run: it needs the user's approval, and the \
+                         MCP client went away before answering the approval request, so the \
+                         elicitation got no answer"
+                    )),
+                },
                 Err(e) => ApprovalAnswer::Deny {
                     reason: Some(format!(
                         "this `{tool}` call needs the user's approval and the MCP client could not ask \
@@ -727,6 +734,17 @@ impl Approver for ElicitApprover {
 
     fn approved_by(&self) -> &'static str {
         "approved by the user through the MCP client"
+    }
+}
+
+/// Whether `error` means the client is gone: it closed its input with the
+/// request unanswered (answered for it by the framing), or the connection
+/// ended before the request was sent.
+fn client_went_away(error: &rmcp::ServiceError) -> bool {
+    match error {
+        rmcp::ServiceError::TransportClosed => true,
+        rmcp::ServiceError::McpError(e) => e.code.0 == framing::CLIENT_GONE,
+        _ => false,
     }
 }
 
