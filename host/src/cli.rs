@@ -89,16 +89,16 @@ enum Command {
     Sessions(JsonFlag),
     /// Show a session's transcript.
     Show {
-        /// The session id (a unique prefix is enough).
-        id: String,
+        #[command(flatten)]
+        which: Which,
         #[command(flatten)]
         json: JsonFlag,
     },
     /// Compact a session's history now: the older turns are summarised by
     /// its provider, and later requests send the summary instead.
     Compact {
-        /// The session id (a unique prefix is enough).
-        id: String,
+        #[command(flatten)]
+        which: Which,
         #[command(flatten)]
         json: JsonFlag,
     },
@@ -123,7 +123,7 @@ enum Command {
         /// of this workspace by default.
         id: Option<String>,
         /// Restore without asking.
-        #[arg(long)]
+        #[arg(long, short)]
         yes: bool,
         /// Overwrite files edited since the turn.
         #[arg(long)]
@@ -132,7 +132,7 @@ enum Command {
     /// Review the project's corral.toml and trust it (it is ignored until then).
     Trust {
         /// Trust without asking.
-        #[arg(long)]
+        #[arg(long, short)]
         yes: bool,
     },
     /// Installed plugins and the compile cache.
@@ -144,7 +144,9 @@ enum Command {
     /// Run one tool.
     #[command(subcommand)]
     Tool(ToolCmd),
-    /// Serve the tools to MCP clients.
+    /// MCP both ways: serve corral's tools to MCP clients (`serve`), and
+    /// manage the MCP servers corral uses as a client (`add`, `import`,
+    /// `list`, `remove`).
     #[command(subcommand)]
     Mcp(mcp::McpCmd),
 }
@@ -313,6 +315,17 @@ struct AgentFlags {
     config: Vec<String>,
 }
 
+/// Which session a command is about: an id, or `--last`.
+#[derive(Args)]
+#[group(required = true, multiple = false)]
+struct Which {
+    /// The session id (a unique prefix is enough); or --last.
+    id: Option<String>,
+    /// The most recent session of this workspace.
+    #[arg(long)]
+    last: bool,
+}
+
 #[derive(Args)]
 struct JsonFlag {
     /// Print JSON instead of text.
@@ -447,6 +460,13 @@ async fn run(cli: Cli) -> ExitCode {
                     Err(e) => return fail(&e),
                 }
             }
+            if args.prompt.trim().is_empty() {
+                return fail(
+                    "`corral run` was given an empty prompt, which the model cannot act on; \
+                     say what to do, e.g. `corral run \"What does this project do?\"` (or \
+                     `corral` for the interactive UI)",
+                );
+            }
             run_command(&workspace, args).await
         }
         Command::Resume {
@@ -462,6 +482,12 @@ async fn run(cli: Cli) -> ExitCode {
                      the one with that id (`corral sessions` lists them)",
                 );
             }
+            if prompt.as_deref().is_some_and(|p| p.trim().is_empty()) {
+                return fail(
+                    "`corral resume -p` was given an empty prompt; say what to do next, or \
+                     leave -p out to let the model go on from where the session stopped",
+                );
+            }
             if prompt.is_none() && !agent.json && !agent.yes && ui::interactive() {
                 let resume = match id {
                     Some(id) if !last => corral_core::session::Resume::Id(id),
@@ -474,8 +500,10 @@ async fn run(cli: Cli) -> ExitCode {
         Command::Undo { id, yes, force } => undo::undo(&workspace, id.as_deref(), yes, force),
         Command::Sessions(json) => sessions::sessions(&workspace, json.json),
         Command::Trust { yes } => trust::trust(&workspace, yes).await,
-        Command::Show { id, json } => sessions::show(&workspace, &id, json.json),
-        Command::Compact { id, json } => sessions::compact(&workspace, &id, json.json).await,
+        Command::Show { which, json } => sessions::show(&workspace, which.id.as_deref(), json.json),
+        Command::Compact { which, json } => {
+            sessions::compact(&workspace, which.id.as_deref(), json.json).await
+        }
         Command::Plugin(PluginsCmd::Inspect { file, json }) => {
             plugins::inspect(&file, json.json).await
         }

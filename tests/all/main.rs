@@ -36,6 +36,7 @@ mod exec_network;
 mod fsguard;
 mod function_length;
 mod guard;
+mod habits;
 mod handle;
 mod hooks;
 mod install;

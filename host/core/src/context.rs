@@ -243,8 +243,8 @@ async fn git_status(workspace: &Path) -> Option<String> {
     Some(out)
 }
 
-/// `AGENTS.md` files from the workspace root down to `cwd` (root first), as
-/// (workspace-relative path, text). Each is opened beneath the workspace
+/// `AGENTS.md` files (else `CLAUDE.md`) from the workspace root down to
+/// `cwd` (root first), as (workspace-relative path, text). Each is opened beneath the workspace
 /// (a symlink leading out of it is not followed), without blocking, and
 /// read only if it is a regular UTF-8 file; the rest are skipped with a
 /// warning.
@@ -266,18 +266,31 @@ pub fn agents_md(workspace: &Path, cwd: &Path) -> Vec<(String, String)> {
     }
     let mut out = Vec::new();
     for dir in dirs {
-        let file = dir.join("AGENTS.md");
-        let shown = file.display().to_string();
-        match read_agents_md(&root, &file) {
-            Ok(Some(text)) => out.push((shown, text)),
-            Ok(None) => {}
-            Err(why) => tracing::warn!("{shown} skipped: {why}"),
+        // A project set up for Claude Code keeps its instructions in
+        // `CLAUDE.md`; it is read where the directory has no `AGENTS.md`,
+        // so a project with both is not told the same thing twice.
+        for name in INSTRUCTION_FILES {
+            let file = dir.join(name);
+            let shown = file.display().to_string();
+            match read_agents_md(&root, &file) {
+                Ok(Some(text)) => {
+                    out.push((shown, text));
+                    break;
+                }
+                Ok(None) => {}
+                Err(why) => tracing::warn!("{shown} skipped: {why}"),
+            }
         }
     }
     out
 }
 
-/// One `AGENTS.md`, cut at [`MAX_AGENTS_MD`]; `None` if there is none.
+/// The files of instructions for agents a directory may hold, the first
+/// found read.
+const INSTRUCTION_FILES: [&str; 2] = ["AGENTS.md", "CLAUDE.md"];
+
+/// One `AGENTS.md` (or `CLAUDE.md`), cut at [`MAX_AGENTS_MD`]; `None` if
+/// there is none.
 fn read_agents_md(root: &cap_std::fs::Dir, file: &Path) -> Result<Option<String>, String> {
     use cap_std::fs::OpenOptionsExt as _;
     let opened = root.open_with(
@@ -315,7 +328,11 @@ fn read_agents_md(root: &cap_std::fs::Dir, file: &Path) -> Result<Option<String>
         Err(_) => return Err("it is not UTF-8 text".into()),
     };
     if cut {
-        text.push_str("\n[AGENTS.md cut at 32 KiB]");
+        let name = file
+            .file_name()
+            .map(|n| n.to_string_lossy())
+            .unwrap_or_default();
+        text.push_str(&format!("\n[{name} cut at 32 KiB]"));
     }
     Ok(Some(text))
 }

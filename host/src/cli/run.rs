@@ -399,6 +399,9 @@ async fn drive(
     if json && let Some(reason) = stop {
         let result = tally.result(session_id, reason, started.elapsed());
         super::out_json(&serde_json::to_string(&Event::Result(result)).unwrap_or_default());
+    } else if !json {
+        // On stderr, so the answer on stdout stays the answer alone.
+        eprintln!("resume with: corral resume {session_id}");
     }
     exit_code(stop)
 }

@@ -42,12 +42,13 @@ pub fn sessions(workspace: &Path, json: bool) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-pub fn show(workspace: &Path, id: &str, json: bool) -> ExitCode {
+/// Prints the transcript of session `id`, or of the latest one (`--last`).
+pub fn show(workspace: &Path, id: Option<&str>, json: bool) -> ExitCode {
     let dir = match sessions_dir(workspace) {
         Ok(d) => d,
         Err(code) => return code,
     };
-    let path = match session::find_session(&dir, Some(id)) {
+    let path = match session::find_session(&dir, id) {
         Ok(p) => p,
         Err(e) => return fail(&e),
     };
@@ -169,6 +170,12 @@ fn transcript(records: &[session::Record]) -> String {
                     format!("-- files as before turn {turn}: {restored} --\n")
                 });
             }
+            // A turn that ended with its answer needs no marker: the answer
+            // (or a `!` command's output) is its end.
+            Event::Stop {
+                reason: corral_protocol::StopReason::FinalAnswer,
+                ..
+            } => {}
             Event::Stop { reason, message } => text.push_str(&format!(
                 "[{}{}]\n",
                 reason.as_str(),
@@ -186,26 +193,33 @@ fn transcript(records: &[session::Record]) -> String {
 /// Prints the transcript of session `id` of `workspace`, so that it stays
 /// in the terminal's scrollback after the UI leaves its alternate screen.
 /// Prints nothing when the session cannot be read (it may never have
-/// started).
-pub(super) fn print_transcript(workspace: &Path, id: &str) {
+/// started, or was left without a prompt and removed). Whether it printed.
+pub(super) fn print_transcript(workspace: &Path, id: &str) -> bool {
     let Ok(dir) = session::sessions_dir(workspace) else {
-        return;
+        return false;
     };
     let Ok(path) = session::find_session(&dir, Some(id)) else {
-        return;
+        return false;
     };
-    if let Ok(records) = session::read(&path)
-        && !records.is_empty()
-    {
-        out(&transcript(&records));
+    match session::read(&path) {
+        Ok(records) if !records.is_empty() => {
+            out(&transcript(&records));
+            true
+        }
+        _ => false,
     }
 }
 
-/// `corral compact ID`: reopens the session and compacts its history.
-pub async fn compact(workspace: &Path, id: &str, json: bool) -> ExitCode {
+/// `corral compact ID` (or `--last`: the latest session): reopens the
+/// session and compacts its history.
+pub async fn compact(workspace: &Path, id: Option<&str>, json: bool) -> ExitCode {
+    let resume = match id {
+        Some(id) => session::Resume::Id(id.to_owned()),
+        None => session::Resume::Last,
+    };
     let config = session::SessionConfig {
         workspace: workspace.to_path_buf(),
-        resume: Some(session::Resume::Id(id.to_owned())),
+        resume: Some(resume),
         ..session::SessionConfig::default()
     };
     let mut s = match session::open(config).await {

@@ -425,7 +425,10 @@ fn pickable(workspace: &Path) -> Result<Vec<Picked>, String> {
         .collect())
 }
 
-/// Ends `session`: asks it to shut down and waits for the last event.
+/// Ends `session`: asks it to shut down and waits for the last event. A
+/// session nobody prompted (the UI opened and left, or `/new` right away)
+/// has nothing to resume or show: its log is removed, so `corral sessions`
+/// and `/resume` list only sessions that hold a conversation.
 async fn close(mut session: Session) {
     session.submit(Op::Shutdown);
     let _ = tokio::time::timeout(Duration::from_secs(10), async {
@@ -436,7 +439,17 @@ async fn close(mut session: Session) {
         }
     })
     .await;
+    let log = session.log_path().to_path_buf();
     let _ = session.finish().await;
+    // A turn begins with a prompt; a `!` command has no turn but ends
+    // with a stop.
+    if let Ok(records) = session::read(&log)
+        && !records
+            .iter()
+            .any(|r| matches!(r.event, Event::TurnBegin { .. } | Event::Stop { .. }))
+    {
+        let _ = std::fs::remove_file(&log);
+    }
 }
 
 /// Runs the UI on a new session, or on `resume`.
@@ -462,8 +475,10 @@ pub async fn ui(workspace: &Path, resume: Option<Resume>, flags: Flags) -> ExitC
     // The UI drew on the alternate screen, which goes with it: the
     // transcript is printed on the normal screen, where it stays in the
     // terminal's scrollback. Not after SIGTERM or SIGHUP: nobody reads it.
-    if code == ExitCode::SUCCESS {
-        super::sessions::print_transcript(workspace, &last);
+    if code == ExitCode::SUCCESS && super::sessions::print_transcript(workspace, &last) {
+        // Said on stderr, after the transcript: how to go on where this
+        // left off, as the last thing on the screen.
+        eprintln!("resume with: corral resume {last}");
     }
     code
 }

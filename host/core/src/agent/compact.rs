@@ -325,13 +325,21 @@ impl Agent {
                 ..crate::protocol::ModelInfo::default()
             })
             .context_window = Some(budget::DEFAULT_WINDOW);
-            self.emit(
-                ui,
-                Event::WindowAssumed {
-                    model,
-                    window: budget::DEFAULT_WINDOW,
-                },
-            )?;
+            // A cassette played back has no window to name: the note would
+            // only ask the user to configure one for a recording.
+            let replayed = matches!(
+                &self.provider.decl().source,
+                crate::manifest::Source::Builtin(name) if name == "replay"
+            );
+            if !replayed {
+                self.emit(
+                    ui,
+                    Event::WindowAssumed {
+                        model,
+                        window: budget::DEFAULT_WINDOW,
+                    },
+                )?;
+            }
         }
         let mut b = Budget::new(info, self.options.compact_at);
         if let Some((bytes, tokens)) = self.calibration {
