@@ -119,6 +119,31 @@ impl CallIds {
             .fetch_max(highest, std::sync::atomic::Ordering::Relaxed);
     }
 
+    /// Goes on after every `c-N` the logs of `log`'s subagents hold, at any
+    /// depth: a subagent killed mid-run used ids its parent's log never
+    /// saw.
+    fn continue_after_subagents(&self, log: &SessionLog) {
+        let Some(dir) = log.path().parent() else {
+            return;
+        };
+        let children = match crate::log::descendants(dir, log.id()) {
+            Ok(children) => children,
+            Err(e) => {
+                tracing::warn!("cannot list this session's subagents: {e}");
+                return;
+            }
+        };
+        for child in children {
+            match crate::log::read(&child.path) {
+                Ok(theirs) => self.continue_after(&theirs),
+                Err(e) => tracing::warn!(
+                    "cannot read the log of subagent {} for its call ids: {e}",
+                    child.id
+                ),
+            }
+        }
+    }
+
     /// Gives each call of `message` an id of corral's. The model's id is
     /// kept as [`ToolCall::model_id`] for the provider when it names one
     /// call only; an empty or repeated one is dropped, and corral's id goes
@@ -387,24 +412,7 @@ impl Agent {
     ) -> anyhow::Result<Self> {
         let ((history, turn, open), undone) = history::replay_with_notes(records);
         options.call_ids.continue_after(records);
-        // A subagent killed mid-run used ids its parent's log never saw:
-        // every log of the session's tree counts.
-        if let Some(dir) = log.path().parent() {
-            match crate::log::descendants(dir, log.id()) {
-                Ok(children) => {
-                    for child in children {
-                        match crate::log::read(&child.path) {
-                            Ok(theirs) => options.call_ids.continue_after(&theirs),
-                            Err(e) => tracing::warn!(
-                                "cannot read the log of subagent {} for its call ids: {e}",
-                                child.id
-                            ),
-                        }
-                    }
-                }
-                Err(e) => tracing::warn!("cannot list this session's subagents: {e}"),
-            }
-        }
+        options.call_ids.continue_after_subagents(&log);
         // File changes a crash cut short were finished or taken back when
         // the plugins loaded; the model must know which, not only that its
         // call was interrupted.

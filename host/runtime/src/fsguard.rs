@@ -336,11 +336,14 @@ impl Guard {
 }
 
 /// corral's own state directories by path and identity, and the
+/// identities of the directories above them.
+type Kept = (Vec<(PathBuf, FileId)>, Vec<FileId>);
+
+/// corral's own state directories by path and identity, and the
 /// identities of every directory above them: found (and made) once per
 /// process, since the environment that names them does not change.
-fn kept_dirs() -> &'static (Vec<(PathBuf, FileId)>, Vec<FileId>) {
-    static KEPT: std::sync::OnceLock<(Vec<(PathBuf, FileId)>, Vec<FileId>)> =
-        std::sync::OnceLock::new();
+fn kept_dirs() -> &'static Kept {
+    static KEPT: std::sync::OnceLock<Kept> = std::sync::OnceLock::new();
     KEPT.get_or_init(|| {
         let kept: Vec<(PathBuf, FileId)> = corral_exec::state::user_dirs_made()
             .into_iter()
