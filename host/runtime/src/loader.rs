@@ -674,6 +674,10 @@ fn settings(decl: &PluginDecl) -> PluginDecl {
 /// anything: it is described in a store with no directories, no
 /// environment and no network.
 pub(super) async fn inspect(rt: &Runtime, bytes: &[u8]) -> Result<Inspection, LoadError> {
+    // A file that is no component says what it is, as at load.
+    if let Some(why) = not_a_component(bytes) {
+        return Err(LoadError(why));
+    }
     let sha256 = hex::encode(Sha256::digest(bytes));
     let (component, _) = rt
         .cache
