@@ -248,6 +248,11 @@ pub struct Exec {
     /// manifest is read-only for them always); false only for the built-in
     /// git plugin, whose tools change the repository by design.
     pub protect_git: bool,
+    /// Give the programs no writable workspace: the tool that runs them
+    /// declares reading and not writing, so what it runs may read the
+    /// workspace and change nothing in it (`git diff` cannot refresh the
+    /// index).
+    pub read_only: bool,
 }
 
 impl Exec {
@@ -332,11 +337,13 @@ impl Exec {
             .pass_env(BASE_ENV)
             .pass_env(&self.env)
             .env("TMPDIR", tmp.path())
-            .writable(&self.workspace)
             .writable(tmp.path())
             .network(grant.network.clone())
             .timeout(timeout)
             .output_cap(self.output_cap);
+        if !self.read_only {
+            launch = launch.writable(&self.workspace);
+        }
         for p in protected_paths(&self.workspace, self.protect_git) {
             launch = launch.read_only(p);
         }

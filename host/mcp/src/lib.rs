@@ -131,10 +131,23 @@ impl Server {
         if let Some(mode) = options.mode {
             policy.mode = mode;
         }
+        // A tool the policy refuses whatever its arguments (any tool that
+        // does more than read, in read-only mode) is not listed: a client
+        // would offer its model a tool that can only fail.
+        let no_arguments = serde_json::Value::Object(Default::default());
         let tools = plugins
             .tools()
             .into_iter()
-            .map(|(_, spec)| mcp_tool(spec))
+            .map(|(_, spec)| spec)
+            .filter(|spec| {
+                let verdict = policy.decide(&spec.name, &spec.effects, &no_arguments);
+                let refused = verdict.decision.is_deny();
+                if refused {
+                    tracing::debug!(tool = %spec.name, "not listed: {}", verdict.reason);
+                }
+                !refused
+            })
+            .map(mcp_tool)
             .collect();
         let approver = Arc::new(ElicitApprover::default());
         // No output limit: the client gets what the tool returned, which the

@@ -14,7 +14,9 @@
 //! Precedence: among the rules that match a call, deny (and deny-and-stop)
 //! beats ask beats allow; a matching rule decides, otherwise the mode does.
 //! The one exception is [`Mode::ReadOnly`], which denies any call with a
-//! non-read effect even when an allow or ask rule matches.
+//! non-read effect even when an allow or ask rule matches. There a tool that
+//! declares `read` and `execute` and neither `write` nor `network` reads:
+//! the host runs its programs with a read-only workspace.
 //!
 //! Rule patterns are matched against the call's [`Subject`]: a command is
 //! compared word by word after shell unquoting, a path with glob semantics
@@ -77,6 +79,14 @@ pub enum Decision {
         /// End the run (a deny-and-stop rule matched).
         stop: bool,
     },
+}
+
+impl Decision {
+    /// Whether the call is refused (a deny rule, or a mode that never runs
+    /// it).
+    pub fn is_deny(&self) -> bool {
+        matches!(self, Decision::Deny { .. })
+    }
 }
 
 /// A decision and why, as logged with every call.
@@ -145,9 +155,18 @@ impl Policy {
         let mut effects = effects.to_vec();
         effects.sort();
         effects.dedup();
+        // A read-only session runs a tool that reads by running programs
+        // (`git_status`): the host gives the programs of a tool that
+        // declares `read` and not `write` a read-only workspace, so they
+        // read as the tool says. Network stays held: a program's grant may reach out.
+        let reads_by_running = self.mode == Mode::ReadOnly
+            && effects.contains(&Effect::Read)
+            && !effects.contains(&Effect::Write)
+            && !effects.contains(&Effect::Network);
         let held: Vec<&str> = effects
             .iter()
             .filter(|e| !mode::runs(self.mode, **e))
+            .filter(|e| !(reads_by_running && **e == Effect::Execute))
             .map(|e| effect_name(*e))
             .collect();
 
@@ -361,6 +380,10 @@ mod tests {
         (ReadOnly, &[], "t", &[X], "{}", DENY),
         (ReadOnly, &[], "t", &[N], "{}", DENY),
         (ReadOnly, &[], "t", &[R, W], "{}", DENY),
+        (ReadOnly, &[], "t", &[R, X], "{}", ALLOW),
+        (ReadOnly, &[], "t", &[R, X, W], "{}", DENY),
+        (ReadOnly, &[], "t", &[R, X, N], "{}", DENY),
+        (Ask, &[], "t", &[R, X], "{}", ASK),
         (ReadOnly, &[], "t", &[], "{}", ALLOW),
         (Ask, &[], "t", &[R], "{}", ALLOW),
         (Ask, &[], "t", &[W], "{}", ASK),

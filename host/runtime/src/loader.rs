@@ -554,6 +554,8 @@ fn entry(
                         .unwrap_or(usize::MAX),
                     require_os_sandbox: manifest.require_os_sandbox,
                     protect_git: !matches!(&decl.source, Source::Builtin(b) if b == "git"),
+                    // Set per call, from the tool's effects (`process`).
+                    read_only: false,
                 })
             }),
         }),

@@ -13,7 +13,7 @@ use serde::Deserialize;
 
 /// Options every git invocation starts with: no pager, no hooks, no
 /// filesystem monitor (a command named by the configuration), no optional
-/// locks, no prompts for credentials, no editor.
+/// locks nor index refresh, no prompts for credentials, no editor.
 const SAFE: &[&str] = &[
     "--no-optional-locks",
     // A path is the file it names, not a pathspec (`prot*`, `:(top)x`,
@@ -27,6 +27,10 @@ const SAFE: &[&str] = &[
     "core.pager=cat",
     "-c",
     "core.editor=true",
+    // `git diff` rewrites the index to refresh its stat information (even
+    // with --no-optional-locks); a tool that reads changes nothing.
+    "-c",
+    "diff.autoRefreshIndex=false",
 ];
 
 /// Refuses a value that git would parse as an option or a config override.
