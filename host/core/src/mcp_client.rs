@@ -3,8 +3,10 @@
 //! tools offered under the server's prefix and called through the one
 //! call pipeline (`call`), like a plugin's.
 //!
-//! Lifecycle: every server starts when the tools are loaded, with a bounded
-//! wait (its `timeout_ms`); it is killed, its whole process tree, when the
+//! Lifecycle: every server starts when the tools are loaded, all of them at
+//! once, each with a bounded wait (its `timeout_ms`), and one that fails
+//! says why in its warning (the end of its standard error, the likely
+//! cause); it is killed, its whole process tree, when the
 //! [`McpTools`] drop (with the session); it is restarted once after it
 //! crashed; each call has the server's timeout and output cap, and no
 //! message longer than the cap is read into memory. Its standard error goes
@@ -166,22 +168,44 @@ impl McpTools {
 
     async fn start_with(servers: &[McpServerDecl], dir: &Path, pin: Option<&pin::Pin>) -> Self {
         let mut out = McpTools::default();
+        let servers: Vec<Arc<Server>> = servers
+            .iter()
+            .map(|decl| {
+                Arc::new(Server {
+                    decl: decl.clone(),
+                    dir: dir.join(&decl.name),
+                    running: tokio::sync::Mutex::new(None),
+                    restarts: AtomicU32::new(0),
+                    changed: Arc::default(),
+                    pinned: std::sync::OnceLock::new(),
+                })
+            })
+            .collect();
+        // All at once, each on a task of its own (starting one is mostly
+        // synchronous work: the confinement, the fork, the exec): one server
+        // that never answers costs the command its own wait, not the sum of
+        // everyone's.
+        let listed = futures::future::join_all(servers.iter().map(|s| {
+            let s = s.clone();
+            let name = s.decl.name.clone();
+            async move {
+                tokio::spawn(async move { s.list().await })
+                    .await
+                    .unwrap_or_else(|e| {
+                        Err(format!("the MCP server `{name}` could not be started: {e}"))
+                    })
+            }
+        }))
+        .await;
         let mut all = Vec::new();
-        for decl in servers {
-            let server = Arc::new(Server {
-                decl: decl.clone(),
-                dir: dir.join(&decl.name),
-                running: tokio::sync::Mutex::new(None),
-                restarts: AtomicU32::new(0),
-                changed: Arc::default(),
-                pinned: std::sync::OnceLock::new(),
-            });
-            match server.list().await {
+        for (server, listed) in servers.iter().zip(listed) {
+            let decl = &server.decl;
+            match listed {
                 Ok(tools) => {
                     let tools: Vec<McpTool> = tools
                         .into_iter()
                         .map(|t| McpTool {
-                            spec: spec_of(&server.decl, &t),
+                            spec: spec_of(decl, &t),
                             remote: t.name.to_string(),
                             server: server.clone(),
                         })
@@ -392,6 +416,8 @@ impl Server {
             .append(true)
             .open(self.stderr_path())
             .map_err(|e| format!("cannot open the MCP server `{name}`'s log: {e}"))?;
+        // What this start writes begins here: the log keeps earlier starts.
+        let logged = stderr.metadata().map(|m| m.len()).unwrap_or(0);
         let mut served = launch(&self.decl, &home)?
             .serve(stderr)
             .map_err(|e| format!("the MCP server `{name}` did not start: {e}"))?;
@@ -404,20 +430,22 @@ impl Server {
         let client = match tokio::time::timeout(wait, handler.serve(transport)).await {
             Ok(Ok(client)) => client,
             Ok(Err(e)) => {
-                return Err(format!(
-                    "the MCP server `{name}` did not complete the MCP handshake: {e}; its \
-                     standard error is in {}",
-                    self.stderr_path().display()
-                ));
+                let exit = exit_of(&mut served).await;
+                let what = match &exit {
+                    Some(status) => format!("exited ({status}) before it answered `initialize`"),
+                    None => format!(
+                        "did not complete the MCP handshake ({})",
+                        handshake_error(&e)
+                    ),
+                };
+                return Err(self.failure(&what, logged, exit.is_none()));
             }
             Err(_) => {
-                return Err(format!(
-                    "the MCP server `{name}` did not answer `initialize` within {} ms; raise \
-                     `timeout_ms` of [mcp.{name}] if it is slow to start (its standard error is \
-                     in {})",
-                    self.decl.timeout_ms,
-                    self.stderr_path().display()
-                ));
+                let what = format!(
+                    "did not answer `initialize` within {} ms",
+                    self.decl.timeout_ms
+                );
+                return Err(self.failure(&what, logged, true));
             }
         };
         Ok(Running {
@@ -425,6 +453,38 @@ impl Server {
             served: Some(served),
             broken: false,
         })
+    }
+
+    /// Why the server failed to start, in words: `what` happened, the last
+    /// lines it wrote to its standard error since `logged`, and the likely
+    /// cause read from them and its entry. `running` says whether it was
+    /// still running (then `timeout_ms` may be the fix).
+    fn failure(&self, what: &str, logged: u64, running: bool) -> String {
+        let name = &self.decl.name;
+        let tail = stderr_tail(&self.stderr_path(), logged);
+        let mut out = format!("the MCP server `{name}` {what}");
+        match &tail {
+            Some(tail) => out.push_str(&format!(
+                "; the end of its standard error:\n{}",
+                tail.lines()
+                    .map(|l| format!("    {l}"))
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            )),
+            None => out.push_str("; it wrote nothing to its standard error"),
+        }
+        match likely_cause(&self.decl, tail.as_deref().unwrap_or_default()) {
+            Some(cause) => out.push_str(&format!("\nlikely cause: {cause}")),
+            None if running => out.push_str(&format!(
+                "\nif it is only slow to start, raise `timeout_ms` of [mcp.{name}]"
+            )),
+            None => {}
+        }
+        out.push_str(&format!(
+            "\n(its whole log: {})",
+            self.stderr_path().display()
+        ));
+        out
     }
 
     /// The server's tools, as it lists them.
@@ -524,6 +584,139 @@ impl Server {
             result.is_error.unwrap_or(false),
             result.structured_content,
         ))
+    }
+}
+
+/// How many of the last lines of a failed server's standard error its
+/// warning shows.
+const TAIL_LINES: usize = 8;
+
+/// The exit status of a server whose connection closed, once it is seen:
+/// the kernel may report the exit a moment after the pipe closed.
+async fn exit_of(served: &mut Served) -> Option<std::process::ExitStatus> {
+    for _ in 0..20 {
+        if let Some(status) = served.exit_status() {
+            return Some(status);
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    None
+}
+
+/// The handshake's error in words: the transport's own message names its
+/// Rust type, which says nothing to a user.
+fn handshake_error(e: &rmcp::service::ClientInitializeError) -> String {
+    let text = e.to_string();
+    if text.contains("Broken pipe") {
+        "it closed its input before reading `initialize`".to_owned()
+    } else if text.contains("connection closed") {
+        "it closed its output before answering `initialize`".to_owned()
+    } else {
+        inert(&text).into_owned()
+    }
+}
+
+/// The last [`TAIL_LINES`] non-empty lines written to `log` after its first
+/// `from` bytes (at most 64 KiB of them read), made inert; `None` when
+/// there are none.
+fn stderr_tail(log: &Path, from: u64) -> Option<String> {
+    use std::io::{Read as _, Seek as _, SeekFrom};
+    const MOST: u64 = 64 << 10;
+    let mut file = std::fs::File::open(log).ok()?;
+    let len = file.metadata().ok()?.len();
+    let start = from.max(len.saturating_sub(MOST));
+    file.seek(SeekFrom::Start(start)).ok()?;
+    let mut bytes = Vec::new();
+    file.take(MOST).read_to_end(&mut bytes).ok()?;
+    let text = String::from_utf8_lossy(&bytes);
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    let tail = lines[lines.len().saturating_sub(TAIL_LINES)..]
+        .iter()
+        .map(|l| {
+            let l = inert(l).into_owned();
+            // One line of a minified stack can be kilobytes long.
+            match l.char_indices().nth(300) {
+                Some((at, _)) => format!("{}…", &l[..at]),
+                None => l,
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    (!tail.is_empty()).then_some(tail)
+}
+
+/// The likely cause of a failed start, from what the server wrote and its
+/// entry: no network (npm's ENOTFOUND and EAI_AGAIN, a resolver failing, a
+/// socket refused), a path it may not read or write, or a launcher that
+/// fetches its package at each start without the network to do it.
+fn likely_cause(decl: &McpServerDecl, stderr: &str) -> Option<String> {
+    let name = &decl.name;
+    let has = |words: &[&str]| words.iter().any(|w| stderr.contains(w));
+    let launcher = Path::new(&decl.command)
+        .file_name()
+        .and_then(|n| n.to_str())
+        .filter(|n| ["npx", "uvx", "pipx", "bunx", "pnpx", "uv"].contains(n));
+    let offline = !matches!(decl.net, crate::exec::Network::Any);
+    if offline
+        && has(&[
+            "ENOTFOUND",
+            "EAI_AGAIN",
+            "getaddrinfo",
+            "Temporary failure in name resolution",
+            "Name or service not known",
+            "Network is unreachable",
+            "npm error network",
+            "npm ERR! network",
+            "ECONNREFUSED",
+            "Failed to fetch",
+            "failed to fetch",
+        ])
+    {
+        return Some(match launcher {
+            Some(l) => format!(
+                "it has no network: `{l}` fetches the package at start, and [mcp.{name}] \
+                 grants no network to reach its registry; add the server with `corral mcp add` \
+                 (which installs the package once) or install it and name its program"
+            ),
+            None => format!(
+                "it has no network where it needed one: [mcp.{name}] grants {}; grant the \
+                 destination it needs in `grants.net`",
+                if decl.net.reaches() {
+                    "only some destinations"
+                } else {
+                    "none"
+                }
+            ),
+        });
+    }
+    if has(&[
+        "EACCES",
+        "Permission denied",
+        "EPERM",
+        "Operation not permitted",
+    ]) {
+        return Some(format!(
+            "it was refused a path: it may read only its own install, the system's \
+             directories and `grants.fs` of [mcp.{name}], and write only those grants; grant \
+             the directory it needs (`grants.fs`) or install it where it can read its files"
+        ));
+    }
+    if has(&[
+        "Cannot find module",
+        "ModuleNotFoundError",
+        "No module named",
+    ]) {
+        return Some(
+            "a module it imports is missing, or is outside the install it may read".to_owned(),
+        );
+    }
+    match launcher {
+        Some(l) if stderr.is_empty() && !decl.net.reaches() => Some(format!(
+            "`{l}` fetches the package from its registry at start, and [mcp.{name}] grants no \
+             network: it waits for a registry it cannot reach; add the server with `corral mcp \
+             add` (which installs the package once) or install it and name its program"
+        )),
+        _ => None,
     }
 }
 

@@ -196,6 +196,7 @@ impl Launch {
             cgroup,
             watch_budget,
             proxy,
+            registered,
         } = self.spawn_confined(&mut cmd, &name)?;
         let Some(pid) = child.id() else {
             return Err(ExecError::SpawnFailed(format!(
@@ -204,6 +205,7 @@ impl Launch {
         };
         // From here on, dropping this (a cancelled call) kills the whole run.
         let mut tree = tree::Tree::new(pid, cgroup);
+        drop(registered);
         if let (Some(bytes), Some(mut pipe)) = (self.stdin, child.stdin.take()) {
             // A program that does not read its input must not block the run.
             tokio::spawn(async move {
@@ -386,7 +388,16 @@ impl Launch {
                 Ok(())
             });
         }
+        // Registered before any run may list its processes again: see
+        // `tree::spawning`.
+        let spawning = tree::spawning();
         let spawned = cmd.spawn();
+        let registered = spawned
+            .as_ref()
+            .ok()
+            .and_then(tokio::process::Child::id)
+            .map(tree::HostChild::track);
+        drop(spawning);
         let failed_step = report.received();
         let child = spawned.map_err(|e| {
             ExecError::SpawnFailed(match failed_step {
@@ -417,6 +428,7 @@ impl Launch {
             cgroup,
             watch_budget,
             proxy,
+            registered,
         })
     }
 }
@@ -444,6 +456,9 @@ pub(super) struct Spawned {
     pub(super) watch_budget: bool,
     /// Its proxy, for a grant naming destinations; to be dropped with it.
     pub(super) proxy: Option<Proxy>,
+    /// The child registered as corral's own from its fork on; to be kept
+    /// until its [`tree::Tree`] registers it.
+    pub(super) registered: Option<tree::HostChild>,
 }
 
 /// The paths of the repository at `root` that no program corral starts may

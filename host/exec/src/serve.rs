@@ -54,6 +54,12 @@ impl Served {
         self.child.id()
     }
 
+    /// The program's exit status, once it has exited (without waiting for
+    /// it).
+    pub fn exit_status(&mut self) -> Option<std::process::ExitStatus> {
+        self.child.try_wait().ok().flatten()
+    }
+
     /// Whether the program has exited (without waiting for it).
     pub fn exited(&mut self) -> bool {
         !matches!(self.child.try_wait(), Ok(None))
@@ -123,6 +129,7 @@ impl Launch {
             cgroup,
             proxy,
             watch_budget,
+            registered,
         } = self.spawn_confined(&mut cmd, &name)?;
         let Some(pid) = child.id() else {
             return Err(ExecError::SpawnFailed(format!(
@@ -130,6 +137,7 @@ impl Launch {
             )));
         };
         let tree = tree::Tree::new(pid, cgroup);
+        drop(registered);
         let watchdog = watch_budget.then(|| tree.watch(super::MAX_PROCESSES as usize).0);
         let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
             return Err(ExecError::SpawnFailed(format!(

@@ -19,8 +19,8 @@
 //! run's own.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, PoisonError, RwLock, RwLockReadGuard};
 use std::time::Duration;
 
 /// Set by the binary: corral may adopt orphans (and then must reap them).
@@ -28,6 +28,33 @@ static ADOPT: AtomicBool = AtomicBool::new(false);
 /// Children corral started and waits for itself (programs, helpers): never
 /// taken for escapees, never waited for here.
 static HOST_CHILDREN: Mutex<Vec<i32>> = Mutex::new(Vec::new());
+/// Shared by a spawn from before its fork until its child is registered in
+/// [`HOST_CHILDREN`], exclusive while the processes of a run are listed:
+/// between its fork and its registration a child is, as far as `/proc`
+/// says, a child of corral that corral did not start, and a run ending at
+/// that moment killed it as an escapee (an MCP server starting while git
+/// ran for the session's context lost its handshake).
+static SPAWNING: RwLock<()> = RwLock::new(());
+
+/// Held while a child is forked and registered; see [`spawning`].
+pub(super) struct Spawning(
+    #[expect(dead_code, reason = "held, never read")] RwLockReadGuard<'static, ()>,
+);
+
+/// Keeps every run from listing its processes until the child about to be
+/// forked is registered ([`HostChild::track`]) and the guard dropped.
+pub(super) fn spawning() -> Spawning {
+    Spawning(SPAWNING.read().unwrap_or_else(PoisonError::into_inner))
+}
+
+/// Every process, with the children corral started itself, listed while no
+/// spawn is between its fork and its registration.
+fn snapshot() -> (Vec<Proc>, Vec<i32>) {
+    let _listing = SPAWNING.write().unwrap_or_else(PoisonError::into_inner);
+    let procs = scan();
+    let host = HOST_CHILDREN.lock().map(|l| l.clone()).unwrap_or_default();
+    (procs, host)
+}
 
 /// Lets the programs corral runs be followed when they leave their process
 /// group: called once by the `corral` binary, which is the process running
@@ -196,9 +223,9 @@ impl Tree {
         }
         let me = std::process::id() as i32;
         for _ in 0..100 {
-            let host: Vec<i32> = HOST_CHILDREN.lock().map(|l| l.clone()).unwrap_or_default();
+            let (procs, host) = snapshot();
             let mut dying = false;
-            for p in scan()
+            for p in procs
                 .iter()
                 .filter(|p| p.ppid == me && !host.contains(&p.pid) && p.pid != self.root)
             {
@@ -260,10 +287,9 @@ fn raise_priority() {
 /// The live (not yet reaped) processes of the run of `root` in `procs`:
 /// its descendants, its process group and, when corral is the subreaper,
 /// corral's children it did not start, with their descendants.
-fn members(root: i32, procs: &[Proc]) -> Vec<Proc> {
+fn members(root: i32, (procs, host): &(Vec<Proc>, Vec<i32>)) -> Vec<Proc> {
     let me = std::process::id() as i32;
     let adopted = subreaper();
-    let host: Vec<i32> = HOST_CHILDREN.lock().map(|l| l.clone()).unwrap_or_default();
     let mut children: HashMap<i32, Vec<usize>> = HashMap::new();
     for (i, p) in procs.iter().enumerate() {
         children.entry(p.ppid).or_default().push(i);
@@ -294,7 +320,10 @@ fn members(root: i32, procs: &[Proc]) -> Vec<Proc> {
 
 /// How many processes of the run of `root` are alive.
 fn count(root: i32) -> usize {
-    members(root, &scan()).iter().filter(|p| !p.zombie).count()
+    members(root, &snapshot())
+        .iter()
+        .filter(|p| !p.zombie)
+        .count()
 }
 
 /// Kills every process of the run of `root`, until a pass over `/proc`
@@ -305,7 +334,7 @@ fn kill_tree(root: i32) -> HashSet<i32> {
     let mut killed: HashSet<i32> = HashSet::new();
     let mut quiet = 0;
     for _ in 0..1000 {
-        let fresh: Vec<i32> = members(root, &scan())
+        let fresh: Vec<i32> = members(root, &snapshot())
             .iter()
             .filter(|p| !p.zombie && !killed.contains(&p.pid))
             .map(|p| p.pid)
