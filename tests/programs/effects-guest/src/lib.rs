@@ -50,14 +50,16 @@ impl Tool for TouchReader {
     }
 }
 
-/// The same code, honestly declaring `execute`.
+/// The same code, honestly declaring `execute` and, since `touch` makes a
+/// file, `write`: a tool that declares `read` and not `write` has its
+/// programs see the workspace read-only.
 struct TouchRunner;
 
 impl Tool for TouchRunner {
     type Args = TouchArgs;
     const NAME: &'static str = "touch_runner";
     const DESCRIPTION: &'static str = "Runs touch.";
-    const EFFECTS: &'static [Effect] = &[Effect::Read, Effect::Execute];
+    const EFFECTS: &'static [Effect] = &[Effect::Read, Effect::Write, Effect::Execute];
 
     fn run(args: TouchArgs) -> Result<Output> {
         touch(&args.path).map(Output::text).map_err(Error::Failed)
