@@ -56,6 +56,7 @@ mod mcp_http;
 mod mcp_jsonrpc;
 mod mcp_lifecycle;
 mod mcp_read_only;
+mod mcp_startup;
 mod mock;
 mod own_state;
 mod parsers;

@@ -1,0 +1,161 @@
+//! MCP servers at start, through the binary: they start all at once (one
+//! that never answers costs `tools list` one wait, not the sum of all), one
+//! that fails says why in its warning (the end of its standard error and the
+//! likely cause), and the reference filesystem server starts every time,
+//! beside servers that die while it starts.
+
+use crate::support::output::{stderr, stdout};
+use crate::*;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+/// A program of the MCP servers `.ci/run` installs, or why there is none
+/// (under CORRAL_CI a missing one fails the test).
+fn installed(rel: &str) -> Option<PathBuf> {
+    let Some(root) = std::env::var_os("CORRAL_TEST_MCP_SERVERS") else {
+        assert!(
+            std::env::var_os("CORRAL_CI").is_none(),
+            "CORRAL_TEST_MCP_SERVERS must be set under CORRAL_CI (.ci/run installs the servers)"
+        );
+        eprintln!("skipped: CORRAL_TEST_MCP_SERVERS is unset (.ci/run installs the servers)");
+        return None;
+    };
+    let p = PathBuf::from(root).join(rel);
+    if p.exists() {
+        return Some(p);
+    }
+    assert!(
+        std::env::var_os("CORRAL_CI").is_none(),
+        "{} is not installed under CORRAL_CI",
+        p.display()
+    );
+    eprintln!("skipped: {} is not installed", p.display());
+    None
+}
+
+/// A `[mcp.NAME]` entry running `script` with the system's shell.
+fn shell_server(name: &str, script: &str, timeout_ms: u64) -> String {
+    format!(
+        "[mcp.{name}]\ncommand = \"/bin/sh\"\nargs = [\"-c\", {script:?}]\ntimeout_ms = {timeout_ms}\n\n"
+    )
+}
+
+#[test]
+fn servers_that_never_answer_cost_tools_list_one_wait_not_the_sum() {
+    let sb = Sandbox::new();
+    let mut manifest = String::new();
+    for name in ["silent1", "silent2", "silent3", "silent4"] {
+        manifest.push_str(&shell_server(name, "exec sleep 60", 3000));
+    }
+    sb.write("corral.toml", &manifest);
+    let cli = Cli::new();
+    let started = Instant::now();
+    let o = cli.run(&sb.ws(), &["tools", "list"]);
+    let took = started.elapsed();
+    let err = stderr(&o);
+    // One after another this took 12 s; at once, one wait of 3 s.
+    assert!(
+        took < Duration::from_secs(8),
+        "tools list took {took:?}: {err}"
+    );
+    for name in ["silent1", "silent2", "silent3", "silent4"] {
+        assert!(
+            err.contains(&format!(
+                "the MCP server `{name}` did not answer `initialize` within 3000 ms"
+            )),
+            "{err}"
+        );
+    }
+    assert!(
+        err.contains("it wrote nothing to its standard error"),
+        "{err}"
+    );
+    assert!(err.contains("raise `timeout_ms` of [mcp.silent1]"), "{err}");
+}
+
+#[test]
+fn a_server_that_fails_says_why_in_its_warning() {
+    let sb = Sandbox::new();
+    // What npm says when it cannot reach its registry, then its exit.
+    let offline = "echo 'npm error code ENOTFOUND' >&2; \
+                   echo 'npm error network request to https://registry.npmjs.org/x failed, reason: getaddrinfo ENOTFOUND registry.npmjs.org' >&2; \
+                   exit 1";
+    let refused =
+        "echo \"Error: EACCES: permission denied, open '/home/u/.config/x.json'\" >&2; exit 2";
+    sb.write(
+        "npx",
+        "#!/bin/sh\n# stands for npx waiting on a registry it cannot reach\nexec sleep 60\n",
+    );
+    let mut perms = std::fs::metadata(sb.ws().join("npx"))
+        .expect("npx")
+        .permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
+    std::fs::set_permissions(sb.ws().join("npx"), perms).expect("chmod");
+    sb.write(
+        "corral.toml",
+        &format!(
+            "{}{}[mcp.fetcher]\ncommand = \"./npx\"\nargs = [\"-y\", \"some-server\"]\ntimeout_ms = 2000\n",
+            shell_server("offline", offline, 5000),
+            shell_server("refused", refused, 5000),
+        ),
+    );
+    let cli = Cli::new();
+    let o = cli.run(&sb.ws(), &["tools", "list"]);
+    let err = stderr(&o);
+    assert!(
+        err.contains(
+            "the MCP server `offline` exited (exit status: 1) before it answered `initialize`"
+        ),
+        "{err}"
+    );
+    assert!(
+        err.contains("getaddrinfo ENOTFOUND registry.npmjs.org"),
+        "{err}"
+    );
+    assert!(
+        err.contains(
+            "likely cause: it has no network where it needed one: [mcp.offline] grants none"
+        ),
+        "{err}"
+    );
+    assert!(err.contains("EACCES: permission denied"), "{err}");
+    assert!(err.contains("likely cause: it was refused a path"), "{err}");
+    assert!(
+        err.contains("likely cause: `npx` fetches the package from its registry at start"),
+        "{err}"
+    );
+    assert!(!err.contains("AsyncRwTransport"), "{err}");
+}
+
+#[test]
+fn the_reference_filesystem_server_starts_fifty_times_beside_servers_that_die() {
+    let Some(fs) = installed("npm/node_modules/.bin/mcp-server-filesystem") else {
+        return;
+    };
+    let sb = Sandbox::new();
+    sb.write("hello.txt", "hello\n");
+    let mut manifest = format!(
+        "[mcp.files]\ncommand = {:?}\nargs = [\".\"]\ngrants = {{ fs = [\".\"] }}\ntimeout_ms = 20000\n\n",
+        fs.display().to_string()
+    );
+    // Servers that die while it starts: each one's end is a run ending,
+    // which must not take the starting server for one of its own.
+    for k in 0..6 {
+        manifest.push_str(&shell_server(&format!("dies{k}"), "exit 3", 5000));
+    }
+    sb.write("corral.toml", &manifest);
+    let cli = Cli::new();
+    let mut failures = Vec::new();
+    for run in 0..50 {
+        let o = cli.run(&sb.ws(), &["tools", "list"]);
+        if !stdout(&o).contains("files__read_text_file") {
+            failures.push(format!("run {run}: {}", stderr(&o)));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of 50 starts failed:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
