@@ -20,3 +20,16 @@ pub fn precompiled(name: &str) -> Option<(&'static str, &'static [u8])> {
         .find(|(n, _, _)| *n == name)
         .map(|(_, sha256, code)| (*sha256, *code))
 }
+
+#[cfg(test)]
+mod tests {
+    /// The manifest checks `builtin:NAME` against the protocol's list
+    /// without embedding the plugins, so that list must name exactly
+    /// what this crate builds, in the same order (the order users see in
+    /// the manifest's error).
+    #[test]
+    fn the_protocol_lists_every_built_plugin() {
+        let built: Vec<&str> = super::PLUGINS.iter().map(|(name, _)| *name).collect();
+        assert_eq!(built, corral_protocol::BUILTIN_PLUGINS);
+    }
+}

@@ -123,9 +123,7 @@ impl ExecGrant {
     }
 }
 
-/// The `program` of a grant that lets a plugin run any program: a name
-/// looked up in `PATH` when the command runs, or a path.
-pub const ANY_PROGRAM: &str = "*";
+pub use corral_protocol::ANY_PROGRAM;
 
 /// Where `program` is, for a grant of [`ANY_PROGRAM`]: found in `PATH` like
 /// a shell would, or a path, relative ones from the working directory `dir`.

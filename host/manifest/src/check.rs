@@ -395,12 +395,14 @@ impl Checker<'_> {
     ) -> Result<Source, ManifestError> {
         let text = source.get_ref();
         if let Some(builtin) = text.strip_prefix("builtin:") {
-            if corral_builtin::get(builtin).is_none() {
-                let known: Vec<&str> = corral_builtin::PLUGINS.iter().map(|(n, _)| *n).collect();
+            if !crate::protocol::BUILTIN_PLUGINS.contains(&builtin) {
                 return Err(self.err(
                     source.span(),
                     format!("plugin `{name}`: there is no built-in plugin `{builtin}`"),
-                    Some(format!("built-in plugins: {}", known.join(", "))),
+                    Some(format!(
+                        "built-in plugins: {}",
+                        crate::protocol::BUILTIN_PLUGINS.join(", ")
+                    )),
                 ));
             }
             if let Some(pin) = sha256 {

@@ -234,7 +234,7 @@ fn ways(settings: &GuardSettings, reach: &Reach) -> Vec<String> {
         let programs: Vec<&String> = reach.networked_programs.iter().collect();
         ways.push(format!(
             "run {} with the network",
-            if programs.iter().any(|p| *p == crate::exec::ANY_PROGRAM) {
+            if programs.iter().any(|p| *p == crate::protocol::ANY_PROGRAM) {
                 "any program".to_owned()
             } else {
                 names(&programs)

@@ -43,7 +43,6 @@
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 #![warn(missing_docs)]
 
-use corral_exec as exec;
 use corral_protocol as protocol;
 
 use crate::protocol::{Effect, Mode};

@@ -33,6 +33,30 @@ pub use tool::{Effect, ToolSpec};
 /// one [`Event`] each, the last one [`Event::Result`].
 pub const EVENTS_SCHEMA: &str = include_str!("../events.schema.json");
 
+/// The `program` of a grant that lets a plugin run any program: a name
+/// looked up in `PATH` when the command runs, or a path. Here rather than in
+/// the process layer because the policy and the manifest judge grants
+/// without running anything.
+pub const ANY_PROGRAM: &str = "*";
+
+/// The name of every built-in plugin (`source = "builtin:NAME"`), as plain
+/// data so the manifest can check a source without embedding the plugins;
+/// corral-builtin's tests hold it to what that crate builds.
+pub const BUILTIN_PLUGINS: [&str; 12] = [
+    "fs",
+    "search",
+    "replay",
+    "openai",
+    "anthropic",
+    "shell",
+    "git",
+    "hook-block",
+    "hook-format",
+    "hook-context",
+    "web-fetch",
+    "web-search",
+];
+
 use serde::{Deserialize, Serialize};
 
 /// A submission from a front-end to a session.
