@@ -55,6 +55,7 @@ mod mcp_clients;
 mod mcp_http;
 mod mcp_jsonrpc;
 mod mcp_lifecycle;
+mod mcp_packages;
 mod mcp_read_only;
 mod mcp_startup;
 mod mock;

@@ -29,6 +29,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::Duration;
 
 mod http;
+pub mod install;
 mod pin;
 
 pub use pin::{REVIEW_KEY, review_name};

@@ -211,7 +211,31 @@ impl Checker<'_> {
         let mut secrets = Vec::new();
         for secret in raw {
             let raw_secret = secret.get_ref();
-            let (scheme, host, port) = self.secret_destination(name, secret, net)?;
+            let (scheme, host, port) = match self.secret_destination(name, secret, net) {
+                Ok(destination) => destination,
+                // A built-in provider's key goes to that provider's API. A
+                // profile or `-c` that points the entry at another server
+                // (its base_url and grants.net) leaves that origin
+                // ungranted: the key then goes nowhere, which is what the
+                // user asked for, instead of failing on a line of the
+                // built-in defaults nobody can edit.
+                Err(_) if self.layer.name == DEFAULTS_NAME && builtin_secret(name, raw_secret) => {
+                    tracing::warn!(
+                        "plugin `{name}`: its built-in `{}` header is not sent: grants.net no \
+                         longer allows {}; to send a key to the server you chose, bind one there, \
+                         e.g. grants.secrets = [{{ origin = \"{}\", header = \"{}\", value = \
+                         \"{}\" }}]",
+                        raw_secret.header,
+                        raw_secret.host.as_deref().unwrap_or("its API"),
+                        net.first()
+                            .map_or("http://HOST:PORT", |g| g.pattern.as_str()),
+                        raw_secret.header,
+                        raw_secret.value,
+                    );
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
             let header = raw_secret.header.to_ascii_lowercase();
             let header_ok = !header.is_empty()
                 && header
@@ -560,6 +584,29 @@ impl Checker<'_> {
         }
         Ok(limits)
     }
+}
+
+/// Whether `secret` is the one [`DEFAULTS`] gives the built-in plugin
+/// `name`, as written there (a secret a profile or `-c` put in that entry is
+/// the user's, and checked like any other).
+fn builtin_secret(name: &str, secret: &RawSecret) -> bool {
+    let Ok(defaults) = DEFAULTS.parse::<toml::Table>() else {
+        return false;
+    };
+    let listed = defaults
+        .get("plugins")
+        .and_then(|p| p.get(name))
+        .and_then(|e| e.get("grants"))
+        .and_then(|g| g.get("secrets"))
+        .and_then(toml::Value::as_array);
+    let field =
+        |t: &toml::Value, key: &str| t.get(key).and_then(toml::Value::as_str).map(str::to_owned);
+    listed.into_iter().flatten().any(|t| {
+        secret.origin.is_none()
+            && field(t, "host") == secret.host
+            && field(t, "header").as_deref() == Some(secret.header.as_str())
+            && field(t, "value").as_deref() == Some(secret.value.as_str())
+    })
 }
 
 /// The limits an entry starts from. A built-in plugin's entry in

@@ -2,6 +2,7 @@
 //! manifest file, edited in place (comments and layout kept).
 
 use corral_core::manifest::{self, McpServerDecl};
+use corral_core::mcp_client::install;
 use corral_protocol::terminal::inert;
 use std::path::Path;
 use std::process::ExitCode;
@@ -587,6 +588,40 @@ fn claude_placeholders(value: &str) -> String {
     out
 }
 
+/// For an entry that fetches its package at each start (`npx -y PKG`), what
+/// corral does instead, in words: it installs the package once into its
+/// store (when `yes`), and the entry then runs the installed program.
+/// The words, and the new command line once installed.
+fn installed(
+    fetched: &install::Fetched,
+    yes: bool,
+) -> Result<(String, Option<Vec<String>>), String> {
+    let store = install::store()?;
+    let plan = format!(
+        "    `npx` fetches `{}` from the registry at each start, and a server runs without \
+         network: corral installs it once from https://registry.npmjs.org into {} (network \
+         only to the registry, install scripts not run) and runs the installed program\n",
+        inert(&fetched.spec),
+        store.display()
+    );
+    if !yes {
+        return Ok((plan, None));
+    }
+    let done = install::install_npm(fetched)?;
+    let mut command = vec![done.command.display().to_string()];
+    command.extend(fetched.args.iter().cloned());
+    Ok((
+        format!(
+            "{plan}    installed {}@{} (sha256 {}): runs `{}`\n",
+            inert(fetched.name()),
+            inert(&done.version),
+            done.sha256,
+            inert(&command.join(" "))
+        ),
+        Some(command),
+    ))
+}
+
 /// `corral mcp import`.
 pub(super) fn import(
     workspace: &Path,
@@ -599,11 +634,25 @@ pub(super) fn import(
     let mut text = String::new();
     let mut doc = read(&target)?;
     let mut n = 0;
-    for entry in &found {
+    for entry in found {
         match entry {
-            Ok(e) => {
+            Ok(mut e) => {
                 text.push_str(&format!("  {}\n", e.shown()));
-                insert(&mut doc, e);
+                if let Some(fetched) = install::npx(&e.command) {
+                    match installed(&fetched, yes) {
+                        Ok((said, command)) => {
+                            text.push_str(&said);
+                            if let Some(command) = command {
+                                e.command = command;
+                            }
+                        }
+                        Err(why) => {
+                            text.push_str(&format!("    not added: {why}\n"));
+                            continue;
+                        }
+                    }
+                }
+                insert(&mut doc, &e);
                 n += 1;
             }
             Err(why) => text.push_str(&format!("  {why}\n")),
