@@ -64,6 +64,26 @@ struct UiFlags {
     /// Permission mode: read-only, ask (default), auto-edit, full-auto.
     #[arg(long)]
     mode: Option<corral_protocol::Mode>,
+    /// Apply `[profiles.NAME]` of your config (provider, model, mode, and any
+    /// manifest key) over the manifest; `/new` keeps it.
+    #[arg(long, value_name = "NAME")]
+    profile: Option<String>,
+    /// Override one manifest setting for this UI, e.g. `-c model=gpt-4.1`
+    /// (repeatable; the value is TOML, else text); `/new` keeps it.
+    #[arg(short = 'c', long = "config", value_name = "KEY=VALUE")]
+    config: Vec<String>,
+}
+
+impl UiFlags {
+    /// Whether any was given (they mean nothing before a subcommand).
+    fn any(&self) -> bool {
+        self.provider.is_some()
+            || self.model.is_some()
+            || self.max_iterations.is_some()
+            || self.mode.is_some()
+            || self.profile.is_some()
+            || !self.config.is_empty()
+    }
 }
 
 impl From<UiFlags> for run::Flags {
@@ -76,7 +96,10 @@ impl From<UiFlags> for run::Flags {
             mode: f.mode,
             yes: false,
             approvals: None,
-            overrides: Default::default(),
+            overrides: corral_core::manifest::Overrides {
+                profile: f.profile,
+                settings: f.config,
+            },
         }
     }
 }
@@ -441,15 +464,11 @@ async fn run(cli: Cli) -> ExitCode {
         }
         return ui::ui(&workspace, None, cli.ui.into()).await;
     };
-    let ui_flags = &cli.ui;
-    if ui_flags.provider.is_some()
-        || ui_flags.model.is_some()
-        || ui_flags.max_iterations.is_some()
-        || ui_flags.mode.is_some()
-    {
+    if cli.ui.any() {
         return fail(
-            "--provider, --model, --max-iterations and --mode before a subcommand apply only to \
-             the interactive UI; put them after the subcommand (e.g. `corral run --mode auto-edit ...`)",
+            "--provider, --model, --max-iterations, --mode, --profile and -c before a subcommand \
+             apply only to the interactive UI; put them after the subcommand (e.g. `corral run \
+             --mode auto-edit ...`)",
         );
     }
     match command {

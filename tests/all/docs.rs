@@ -1,7 +1,9 @@
 //! The documentation cannot drift: every fenced block marked `sh runnable`
 //! in the READMEs is run against a scratch workspace with the built binary,
-//! every relative link leads somewhere that exists, and the top-level README
-//! stays short enough to read.
+//! every `toml` block of the top-level README loads with the real manifest
+//! loader (and its profile example runs as written), every relative link
+//! leads somewhere that exists, and the top-level README stays short enough
+//! to read.
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -256,4 +258,99 @@ fn the_slugs_follow_github() {
         "running-programs-shell-and-git"
     );
     assert_eq!(links("see [a](b.md#c) and [d](e)"), vec!["b.md#c", "e"]);
+}
+
+/// The READMEs whose `toml` blocks are manifests a user copies.
+const CONFIG_DOCS: &[&str] = &["README.md"];
+
+/// The user's config of the `corral` a doc's command runs as: `home` holds
+/// it; `sh` runs `body` with the built binary first on the PATH.
+fn run_sh(body: &str, ws: &Path, home: &Path) -> std::process::Output {
+    let bin = home.join("bin");
+    std::fs::create_dir_all(&bin).expect("bin dir");
+    let link = bin.join("corral");
+    if !link.exists() {
+        std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_corral"), &link).expect("link corral");
+    }
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    Command::new("sh")
+        .args(["-e", "-c", body])
+        .current_dir(ws)
+        .env("PATH", &path)
+        .env("HOME", home)
+        .env("XDG_CONFIG_HOME", home.join("config"))
+        .env("XDG_DATA_HOME", home.join("data"))
+        .env("XDG_CACHE_HOME", crate::cache_home())
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("ANTHROPIC_API_KEY")
+        .env_remove("OPENAI_BASE_URL")
+        .env_remove("ANTHROPIC_BASE_URL")
+        .env_remove("CORRAL_LOG")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("run sh")
+}
+
+// Before: the README's examples were never loaded; this one failed on the
+// built-in key's origin (`<built-in defaults>:43:1`) when it was.
+#[test]
+fn every_config_example_loads() {
+    let mut loaded = 0;
+    for doc in CONFIG_DOCS {
+        for (info, body, line) in blocks(&read(doc)) {
+            if info != "toml" {
+                continue;
+            }
+            let sb = crate::Sandbox::new();
+            if let Err(e) = sb.manifest_with_defaults(&body) {
+                panic!("{doc}:{line}: the example does not load: {e}\n{body}");
+            }
+            loaded += 1;
+        }
+    }
+    assert!(loaded > 0, "no `toml` block found in {CONFIG_DOCS:?}");
+}
+
+// Before: `corral run --profile local ...` failed with `plugin openai:
+// secret for https://api.openai.com:443, which grants.net does not allow`,
+// naming a line of the built-in defaults.
+#[test]
+fn the_profile_example_runs_as_written() {
+    use crate::mock::{MockServer, Reply, openai_sse};
+    let readme = blocks(&read("README.md"));
+    let (profile, at) = readme
+        .iter()
+        .find(|(info, body, _)| info == "toml" && body.contains("[profiles."))
+        .map(|(_, body, line)| (body.clone(), *line))
+        .expect("the README shows a profile");
+    let command = readme
+        .iter()
+        .find(|(info, body, line)| info == "sh" && *line > at && body.contains("--profile"))
+        .map(|(_, body, _)| body.clone())
+        .expect("the README runs the profile");
+    let mock = MockServer::start(|_, _| Reply::Sse(openai_sse("Summarised.", &[])));
+    // The example's local server is the mock, on the port it got.
+    assert!(profile.contains("127.0.0.1:11434"), "{profile}");
+    let profile = profile.replace("127.0.0.1:11434", &format!("127.0.0.1:{}", mock.port));
+    let home = tempfile::tempdir().expect("home");
+    std::fs::create_dir_all(home.path().join("config/corral")).expect("config");
+    std::fs::write(home.path().join("config/corral/corral.toml"), &profile).expect("config");
+    let ws = scratch();
+    let out = run_sh(&command, ws.path(), home.path());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "README.md:{at}: {command}\n{err}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("Summarised."));
+    let requests = mock.requests();
+    assert_eq!(requests[0].body["model"], "llama3.1", "{err}");
+    // The built-in key for api.openai.com is not sent to the local server,
+    // and a note says so.
+    assert_eq!(requests[0].header("authorization"), None);
+    assert!(
+        err.contains("built-in `authorization` header is not sent"),
+        "{err}"
+    );
 }

@@ -66,6 +66,7 @@ mod policy;
 mod registry_bounds;
 mod rewind;
 mod sandbox;
+mod settings;
 mod speed_call;
 mod speed_grep;
 mod speed_provider;

@@ -68,11 +68,20 @@ fn bad(name: &str, message: String, help: Option<String>) -> ManifestError {
 /// A layer's text as a table (it is parsed strictly again later).
 fn parse(layer: &Layer) -> Result<toml::Table, ManifestError> {
     layer.text.parse::<toml::Table>().map_err(|e| {
-        bad(
-            &layer.name,
-            e.message().trim().to_owned(),
-            Some("fix the TOML of this file".into()),
-        )
+        // Located as the strict parse locates its errors: the user fixes a
+        // line, not a file.
+        let (line, column) = e
+            .span()
+            .map_or((0, 0), |s| super::error::line_col(&layer.text, s.start));
+        ManifestError {
+            line,
+            column,
+            ..bad(
+                &layer.name,
+                e.message().trim().to_owned(),
+                Some("fix the TOML of this file".into()),
+            )
+        }
     })
 }
 
@@ -391,14 +400,33 @@ pub(crate) fn ungranted(env: &EnvBaseUrl, decl: &super::PluginDecl) -> Option<St
         return None;
     }
     let name = &decl.name;
+    // The entry in the user's file replaces the built-in one whole, so the
+    // snippet carries everything the provider needs to start: a model, and
+    // the key's header bound to the new origin (a key for the old one is
+    // never sent elsewhere on its own).
+    let mut snippet = format!(
+        "[plugins.{name}]\n    source = \"{}\"\n    grants.net = [\"{origin}\"]\n",
+        decl.source
+    );
+    if let Some(key) = decl.secrets.first() {
+        snippet.push_str(&format!(
+            "    grants.secrets = [{{ origin = \"{origin}\", header = \"{}\", value = \"{}\" }}]\n",
+            key.header, key.value
+        ));
+    }
+    let model = decl.config.get("model").map_or("MODEL", String::as_str);
+    snippet.push_str(&format!("    config = {{ model = \"{model}\" }}\n"));
     Some(format!(
         "{var} is {url}, but the plugin `{name}` may not reach {origin}: corral does not widen \
-         a plugin's grants.net on its own.\n  To use that server, grant it in your corral.toml:\n    \
-         [plugins.{name}]\n    source = \"{source}\"\n    grants.net = [\"{origin}\"]\n  \
-         (and grants.secrets for its API key header), or unset {var}",
+         a plugin's grants.net on its own.\n  To use that server, add this to {file} (set the \
+         model your server serves; drop grants.secrets if it needs no key):\n    {snippet}  \
+         or unset {var}",
         var = env.var,
         url = env.url,
-        source = decl.source,
+        file = super::user_file().map_or_else(
+            || "your corral.toml".to_owned(),
+            |f| f.display().to_string()
+        ),
     ))
 }
 

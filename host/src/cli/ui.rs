@@ -170,7 +170,18 @@ struct Opener {
 }
 
 impl Opener {
-    fn config(&self, resume: Option<Resume>) -> SessionConfig {
+    /// The manifest with `--profile` and `-c` applied, read again for each
+    /// session opened, so `/new` keeps them and sees the files as they are.
+    fn manifest(&self) -> Result<corral_core::manifest::Manifest, String> {
+        corral_core::manifest::load_with(&self.workspace, &self.flags.overrides)
+            .map_err(|e| e.to_string())
+    }
+
+    fn config(
+        &self,
+        resume: Option<Resume>,
+        manifest: Option<corral_core::manifest::Manifest>,
+    ) -> SessionConfig {
         SessionConfig {
             workspace: self.workspace.clone(),
             provider: self.flags.provider.clone(),
@@ -179,6 +190,7 @@ impl Opener {
             mode: self.flags.mode,
             approvals: Approvals::FrontEnd,
             resume,
+            manifest,
             ..SessionConfig::default()
         }
     }
@@ -190,21 +202,15 @@ impl Opener {
         &self,
         resume: Option<Resume>,
     ) -> Result<(Session, App, super::tally::Tally), String> {
-        let session = session::open(self.config(resume)).await?;
+        let manifest = self.manifest()?;
         // The session takes its mode from the flag, else from the manifest,
         // which also gives the prices.
-        let manifest = corral_core::manifest::load(&self.workspace).ok();
-        let mode = self
-            .flags
-            .mode
-            .unwrap_or_else(|| manifest.as_ref().map(|m| m.policy.mode).unwrap_or_default());
-        let mut tally = super::tally::Tally::for_workspace(
-            &self.workspace,
-            &SessionConfig {
-                manifest,
-                ..self.config(None)
-            },
-        );
+        let mode = self.flags.mode.unwrap_or(manifest.policy.mode);
+        let model = self.flags.model.clone().or(manifest.agent.model.clone());
+        let resumed = resume.is_some();
+        let session = session::open(self.config(resume, Some(manifest.clone()))).await?;
+        let mut tally =
+            super::tally::Tally::for_workspace(&self.workspace, &self.config(None, Some(manifest)));
         let mut app = App::new(self.flags.provider.as_deref().unwrap_or(""), mode);
         app.color = std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
         app.set_history(super::history::load(&self.workspace));
@@ -212,11 +218,26 @@ impl Opener {
         app.set_commands(offered, refused);
         // The log already holds the session's start (its id and provider),
         // and a resumed session's whole transcript.
+        let mut logged_model = None;
         if let Ok(records) = session::read(session.log_path()) {
             for record in &records {
                 app.replay(&record.event);
                 tally.see(&record.event);
+                if let Event::SessionStarted { model, .. } | Event::ModelChanged { model } =
+                    &record.event
+                {
+                    logged_model = Some(model.clone());
+                }
             }
+        }
+        // A resumed session asks the model the flags and the manifest name
+        // now (`-c model=…`, a profile's), not the one it was logged with:
+        // the status line says so.
+        if resumed
+            && let Some(model) = model
+            && logged_model.as_ref() != Some(&model)
+        {
+            app.apply(&Event::ModelChanged { model });
         }
         app.set_cost(tally.cost());
         for note in notes {
@@ -233,8 +254,13 @@ struct Catalog {
     plugins_text: String,
 }
 
-async fn catalog(workspace: PathBuf) -> Result<Catalog, String> {
-    let loaded = corral_core::load::load(&workspace, None, None).await?;
+/// `manifest` is the one the sessions open with (`--profile`, `-c`);
+/// without it, the workspace's is read.
+async fn catalog(
+    workspace: PathBuf,
+    manifest: Option<corral_core::manifest::Manifest>,
+) -> Result<Catalog, String> {
+    let loaded = corral_core::load::load(&workspace, manifest, None).await?;
     let plugins = loaded.plugins;
     let mut tools = Vec::new();
     let mut tools_text = String::from("tools:\n");
@@ -523,7 +549,7 @@ async fn drive(
     let mut sighup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()).ok();
     let (mut progress, mut log_lines) = capture_messages();
     let ws = opener.workspace.clone();
-    let mut catalog_task = Some(tokio::spawn(catalog(ws.clone())));
+    let mut catalog_task = Some(tokio::spawn(catalog(ws.clone(), opener.manifest().ok())));
     let mut catalog: Option<Catalog> = None;
     let files_kept = tokio::task::spawn_blocking(move || workspace_files(&ws))
         .await

@@ -69,11 +69,19 @@ pub fn choose_provider(
             match ready {
                 Some(n) => n.to_owned(),
                 None => {
-                    return Err("no model provider is configured.\n  \
+                    // Named, so the user knows which file to open.
+                    let config = crate::manifest::user_file().map_or_else(
+                        || "your corral.toml".to_owned(),
+                        |f| f.display().to_string(),
+                    );
+                    return Err(format!(
+                        "no model provider is configured.\n  \
                         To use OpenAI: export OPENAI_API_KEY=...   (or Anthropic: export ANTHROPIC_API_KEY=...)\n  \
-                        To use another server (Ollama, vLLM, LM Studio...): set [plugins.openai] config.base_url and grants.net in corral.toml, and [agent] provider = \"openai\"\n  \
+                        To use another server (Ollama, vLLM, LM Studio...): in your config, {config}, \
+                        set [plugins.openai] config.base_url, grants.net and [agent] provider = \"openai\" \
+                        (or put them in a [profiles.NAME] there and pass --profile NAME)\n  \
                         To try corral offline: corral run --provider replay \"What is this project?\""
-                        .into());
+                    ));
                 }
             }
         }
