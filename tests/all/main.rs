@@ -58,6 +58,7 @@ mod mcp_lifecycle;
 mod mcp_packages;
 mod mcp_read_only;
 mod mcp_startup;
+mod messages;
 mod mock;
 mod own_state;
 mod parsers;

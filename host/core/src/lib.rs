@@ -55,6 +55,7 @@ pub mod plugins;
 pub mod provenance;
 mod schema;
 pub mod session;
+pub mod words;
 pub mod worktree;
 
 /// What front-ends need of the confined path for native programs

@@ -390,12 +390,12 @@ impl Renderer {
     }
 }
 
-/// The line under a finished call: its first line when it failed, else its
-/// size and time; with the labels the exfiltration guard counts.
+/// The line under a finished call: its first line when it failed (whole:
+/// the terminal wraps it, and the fix an error offers is at its end), else
+/// its size and time; with the labels the exfiltration guard counts.
 fn result_line(outcome: &corral_protocol::ToolOutcome, duration_ms: u64) -> String {
     let first = outcome.content.lines().next().unwrap_or("").trim();
     let lines = outcome.content.lines().count();
-    let first: String = first.chars().take(100).collect();
     // What the exfiltration guard counts, when the result has it.
     let held: Vec<String> = outcome
         .labels

@@ -48,8 +48,24 @@ fn usage(u: RecordedUsage) -> Usage {
 fn load() -> Result<Cassette, ProviderError> {
     let text = match corral_sdk::config("cassette") {
         Some(path) => std::fs::read_to_string(&path).map_err(|e| {
+            // Outside every granted directory, WASI says "not found": the
+            // likelier cause is the grant, so it is named first.
+            let why = match e.kind() {
+                std::io::ErrorKind::NotFound => {
+                    "it does not exist in the replay plugin's granted directories".to_owned()
+                }
+                std::io::ErrorKind::PermissionDenied => {
+                    "the replay plugin may not read it".to_owned()
+                }
+                std::io::ErrorKind::InvalidData => "it is not UTF-8 text".to_owned(),
+                _ => {
+                    let text = e.to_string();
+                    text.split(" (os error").next().unwrap_or(&text).to_owned()
+                }
+            };
             ProviderError::Protocol(format!(
-                "cannot read the cassette `{path}`: {e}; it must be inside the replay plugin's grants.fs"
+                "cannot read the cassette `{path}`: {why}; put it inside the workspace (the \
+                 plugin's grants.fs) and name it by a path relative to the workspace root"
             ))
         })?,
         None => DEMO.to_owned(),

@@ -121,13 +121,17 @@ async fn download(url: &str) -> Result<Vec<u8>, String> {
         .get(url)
         .send()
         .await
-        .map_err(|e| format!("{url}: {e}"))?;
+        .map_err(|e| format!("{url}: {}", crate::words::http(&e)))?;
     if !response.status().is_success() {
         return Err(format!("{url}: the server answered {}", response.status()));
     }
     let max = crate::trust::MAX_PLUGIN_FILE;
     let mut bytes = Vec::new();
-    while let Some(chunk) = response.chunk().await.map_err(|e| format!("{url}: {e}"))? {
+    while let Some(chunk) = response
+        .chunk()
+        .await
+        .map_err(|e| format!("{url}: {}", crate::words::http(&e)))?
+    {
         bytes.extend_from_slice(&chunk);
         if bytes.len() as u64 > max {
             return Err(format!("{url}: larger than {} MB; refusing it", max >> 20));
