@@ -357,27 +357,9 @@ async fn drive(
                 session.submit(Op::Shutdown);
             }
             Event::Permission { call_id, .. } => answers.settled(call_id),
-            Event::ApprovalRequested(request) => match answering {
-                Answering::Terminal => {
-                    let ops = session.sender();
-                    let request = request.clone();
-                    // The session waits for the answer; Ctrl-C still
-                    // reaches it while the prompt reads the terminal.
-                    tokio::spawn(async move {
-                        let answer = ask_terminal(&request).await;
-                        let _ = ops.send(Op::Approval {
-                            call_id: request.call.id.clone(),
-                            answer,
-                        });
-                    });
-                }
-                Answering::Stdin => {
-                    if let Some(op) = answers.requested(&request.call.id) {
-                        session.submit(op);
-                    }
-                }
-                Answering::Library => {}
-            },
+            Event::ApprovalRequested(request) => {
+                answer_approval(&session, request, answering, &mut answers);
+            }
             _ => {}
         }
     }
@@ -404,6 +386,36 @@ async fn drive(
         eprintln!("resume with: corral resume {session_id}");
     }
     exit_code(stop)
+}
+
+/// Puts an approval request to whoever answers them: the terminal (the
+/// session waits for the answer; Ctrl-C still reaches it while the prompt
+/// reads the terminal), the answers read from stdin, or nobody.
+fn answer_approval(
+    session: &session::Session,
+    request: &corral_protocol::ApprovalRequest,
+    answering: Answering,
+    answers: &mut StdinAnswers,
+) {
+    match answering {
+        Answering::Terminal => {
+            let ops = session.sender();
+            let request = request.clone();
+            tokio::spawn(async move {
+                let answer = ask_terminal(&request).await;
+                let _ = ops.send(Op::Approval {
+                    call_id: request.call.id.clone(),
+                    answer,
+                });
+            });
+        }
+        Answering::Stdin => {
+            if let Some(op) = answers.requested(&request.call.id) {
+                session.submit(op);
+            }
+        }
+        Answering::Library => {}
+    }
 }
 
 /// What `drive` shows: the rendered transcript, or the `--json` lines,
