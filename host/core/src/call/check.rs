@@ -38,7 +38,7 @@ impl Dispatcher {
             )));
         };
         let args = arguments(call, finish)?;
-        if let Err(e) = crate::schema::validate(&spec.input_schema, &args) {
+        if let Err(e) = self.schemas.validate(&call.name, &spec.input_schema, &args) {
             return Err(CallOutcome::Invalid(format!(
                 "invalid arguments for `{}`: {e}",
                 call.name

@@ -211,6 +211,8 @@ pub struct Dispatcher {
     watch: Option<Arc<crate::checkpoint::Watch>>,
     /// The `[mcp.NAME]` servers' tools, after the plugins'.
     mcp: Arc<crate::mcp_client::McpTools>,
+    /// Each tool's input schema, compiled on its first call.
+    schemas: crate::schema::Validators,
 }
 
 impl Dispatcher {
@@ -236,6 +238,7 @@ impl Dispatcher {
             checkpoint: None,
             watch: None,
             mcp: Arc::default(),
+            schemas: crate::schema::Validators::default(),
         }
     }
 
