@@ -1,14 +1,31 @@
 //! MCP server entries as people copy them, through the binary: a Claude
-//! Code `.mcp.json` whose server is `npx -y PKG` is imported by installing
-//! the package once from npm's real registry (into the test's own data
-//! directory: every run installs it afresh) and the server then runs from
-//! corral's package store without network; `node FILE` runs the script it
-//! names.
+//! Code `.mcp.json` whose server is `npx -y PKG` or `uvx PKG` is imported
+//! by installing the package once from the real registry (npm's, PyPI)
+//! into the test's own data directory (every run installs it afresh), and
+//! the server then runs from corral's package store without network, its
+//! installed files checked before each start: one changed file and the
+//! server is refused; `node FILE` runs the script it names.
 
 use crate::support::output::{stderr, stdout};
 use crate::*;
 use serde_json::json;
 use std::path::PathBuf;
+
+/// `corral ARGS` in `workspace` as [`Cli::run`] runs it, but without the
+/// `--workspace` it puts last, which would end up among the arguments of
+/// `mcp add`'s command (the workspace is the current directory).
+fn run_last(cli: &Cli, workspace: &std::path::Path, args: &[&str]) -> std::process::Output {
+    std::process::Command::new(corral_binary())
+        .args(args)
+        .current_dir(workspace)
+        .env("XDG_CONFIG_HOME", cli.home.path().join("config"))
+        .env("XDG_CACHE_HOME", cache_home())
+        .env("XDG_DATA_HOME", cli.home.path().join("data"))
+        .env_remove("CORRAL_LOG")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("run corral")
+}
 
 /// Whether npm is here to install with; under CORRAL_CI it must be.
 fn npm() -> bool {
@@ -82,6 +99,134 @@ fn an_npx_entry_of_a_claude_mcp_json_is_installed_once_and_runs_without_network(
         "{}{}",
         stdout(&echoed),
         stderr(&echoed)
+    );
+
+    // One file of the install changed, its size kept: refused, and said.
+    let dir = store.join("@modelcontextprotocol+server-everything@2026.8.31");
+    let manifest = dir.join("node_modules/@modelcontextprotocol/server-everything/package.json");
+    let text = std::fs::read_to_string(&manifest).expect("package.json");
+    std::fs::write(&manifest, text.replacen('{', "[", 1)).expect("write package.json");
+    let listed = cli.run(&sb.ws(), &["tools", "list"]);
+    let err = stderr(&listed);
+    assert!(
+        !stdout(&listed).contains("everything__echo"),
+        "{}",
+        stdout(&listed)
+    );
+    for said in [
+        "[mcp.everything] was not started: its package \
+         @modelcontextprotocol/server-everything@2026.8.31 changed since it was installed",
+        &dir.display().to_string(),
+        "install it again: `corral mcp import FILE --yes`",
+        "corral mcp add everything -- npx -y @modelcontextprotocol/server-everything@2026.8.31",
+        "remove the `package` line of [mcp.everything]",
+    ] {
+        assert!(err.contains(said), "no {said:?} in: {err}");
+    }
+
+    // The fix it offers: `mcp add` installs afresh, once asked (-y here,
+    // with no terminal to answer on; without it, the entry is written as
+    // given), replacing the changed directory.
+    let spec = "@modelcontextprotocol/server-everything@2026.8.31";
+    let unasked = run_last(
+        &cli,
+        &sb.ws(),
+        &["mcp", "add", "everything", "--", "npx", "-y", spec],
+    );
+    assert!(
+        stdout(&unasked).contains("note: added as written, not installed")
+            && stdout(&unasked).contains("run this again with -y"),
+        "{}{}",
+        stdout(&unasked),
+        stderr(&unasked)
+    );
+    let added = run_last(
+        &cli,
+        &sb.ws(),
+        &["mcp", "add", "everything", "-y", "--", "npx", "-y", spec],
+    );
+    assert!(
+        stdout(&added).contains("installed @modelcontextprotocol/server-everything@2026.8.31"),
+        "{}{}",
+        stdout(&added),
+        stderr(&added)
+    );
+    let listed = cli.run(&sb.ws(), &["tools", "list"]);
+    assert!(
+        stdout(&listed).contains("everything__echo"),
+        "{}{}",
+        stdout(&listed),
+        stderr(&listed)
+    );
+}
+
+/// Whether pip and PyPI are here to install with, or why not (under
+/// CORRAL_CI both must be).
+fn pip_and_pypi() -> Result<(), String> {
+    let pip = std::process::Command::new("python3")
+        .args(["-m", "pip", "--version"])
+        .output();
+    if !pip.is_ok_and(|o| o.status.success()) {
+        return Err("python3 with pip is not installed".into());
+    }
+    use std::net::ToSocketAddrs as _;
+    let reached = ("pypi.org", 443)
+        .to_socket_addrs()
+        .ok()
+        .and_then(|mut a| a.next())
+        .is_some_and(|a| {
+            std::net::TcpStream::connect_timeout(&a, std::time::Duration::from_secs(5)).is_ok()
+        });
+    if !reached {
+        return Err("pypi.org:443 cannot be reached from here".into());
+    }
+    Ok(())
+}
+
+#[test]
+fn a_uvx_entry_of_a_claude_mcp_json_is_installed_from_pypi_and_lists_its_tool() {
+    if let Err(why) = pip_and_pypi() {
+        assert!(
+            std::env::var_os("CORRAL_CI").is_none(),
+            "under CORRAL_CI: {why}"
+        );
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let sb = Sandbox::new();
+    let claude = sb.outside().join("claude-mcp.json");
+    std::fs::write(
+        &claude,
+        json!({"mcpServers": {"fetch": {"command": "uvx", "args": ["mcp-server-fetch@2026.10.24"]}}})
+            .to_string(),
+    )
+    .expect("claude-mcp.json");
+    let claude = claude.display().to_string();
+    let cli = Cli::new();
+    let o = cli.run(&sb.ws(), &["mcp", "import", &claude, "--yes"]);
+    let said = stdout(&o);
+    for part in [
+        "`uvx` fetches `mcp-server-fetch@2026.10.24` from the registry at each start",
+        "https://pypi.org:443 and https://files.pythonhosted.org:443",
+        "installed mcp-server-fetch@2026.10.24 (sha256 ",
+        "-m mcp_server_fetch`",
+    ] {
+        assert!(said.contains(part), "no {part:?} in: {said}{}", stderr(&o));
+    }
+    let dir = cli
+        .home
+        .path()
+        .join("data/corral-mcp-packages/pypi/mcp-server-fetch@2026.10.24");
+    assert!(
+        said.contains(&format!("PYTHONPATH={}", dir.display())),
+        "not run from the store: {said}"
+    );
+    let listed = cli.run(&sb.ws(), &["tools", "list"]);
+    assert!(
+        stdout(&listed).contains("fetch__fetch"),
+        "{}{}",
+        stdout(&listed),
+        stderr(&listed)
     );
 }
 

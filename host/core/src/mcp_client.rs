@@ -729,7 +729,9 @@ fn likely_cause(decl: &McpServerDecl, stderr: &str) -> Option<String> {
 /// variables (and a system `PATH` unless given one, so `#!/usr/bin/env
 /// node` works), and the network of `grants.net`: none, any, or only the destinations it
 /// names, through corral's proxy (`Launch::network`). A server of the
-/// trusted project whose code changed since trust is refused here.
+/// trusted project whose code changed since trust is refused here, and so
+/// is one whose package in corral's store changed since its install
+/// ([`install::check`]), whose directory it may read.
 pub fn launch(decl: &McpServerDecl, home: &Path) -> Result<Launch, String> {
     crate::manifest::trust::check_server_code(decl)?;
     // As written, not resolved: `node_modules/.bin/x` says where the install is.
@@ -746,6 +748,9 @@ pub fn launch(decl: &McpServerDecl, home: &Path) -> Result<Launch, String> {
     };
     let mut dirs = decl.fs.clone();
     dirs.push(home.to_path_buf());
+    if let Some(package) = &decl.package {
+        dirs.push(install::check(decl, package)?);
+    }
     let mut launch = Launch::new(&program, &decl.cwd)
         .named(format!("mcp.{}", decl.name))
         .args(&decl.args)

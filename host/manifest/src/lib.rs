@@ -45,7 +45,8 @@ pub use hook::HookBinding;
 pub use layers::{Layer, from_layers, layers, load, load_with, read_manifest, user_file};
 pub use loosen::{Loosening, MAY_LOOSEN_KEY, wide_grants};
 pub use mcp::{
-    DEFAULT_MCP_OUTPUT_KB, DEFAULT_MCP_TIMEOUT_MS, McpServerDecl, url_origin as mcp_url_origin,
+    DEFAULT_MCP_OUTPUT_KB, DEFAULT_MCP_TIMEOUT_MS, McpPackage, McpServerDecl, PackageStore,
+    url_origin as mcp_url_origin,
 };
 pub use overrides::{OVERRIDES_NAME, Overrides};
 

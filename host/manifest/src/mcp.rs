@@ -6,7 +6,7 @@ use super::check::{Checker, valid_name};
 use crate::protocol::Effect;
 use serde::Deserialize;
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use toml::Spanned;
 
 /// Default wall-clock limit of one call of a server's tool.
@@ -50,6 +50,73 @@ pub(super) struct RawMcp {
     pub(super) timeout_ms: Option<u64>,
     /// `output_kb = 1024`: bytes kept of one result, and the largest message read.
     pub(super) output_kb: Option<usize>,
+    /// `package = { store = "npm", name = "@scope/server", version = "1.2.3", sha256 = "…" }`:
+    /// the install in corral's MCP package store the entry runs, checked
+    /// against `sha256` before each start (written by `corral mcp import`).
+    pub(super) package: Option<Spanned<RawPackage>>,
+}
+
+/// `package` of `[mcp.NAME]`, as written.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawPackage {
+    /// `store = "npm"` or `"pypi"`: the registry it was installed from.
+    store: String,
+    /// `name = "@modelcontextprotocol/server-filesystem"`
+    name: String,
+    /// `version = "2026.8.31"`: the version installed.
+    version: String,
+    /// `sha256 = "…"`: of the installed tree, as the install said it.
+    sha256: String,
+}
+
+/// The registry a stored package came from; also its folder in the store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PackageStore {
+    /// npm's registry: `npm/NAME@VERSION` (a scope's `/` written `+`).
+    Npm,
+    /// PyPI: `pypi/NAME@VERSION`.
+    Pypi,
+}
+
+impl PackageStore {
+    /// As the manifest and the store's folders write it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PackageStore::Npm => "npm",
+            PackageStore::Pypi => "pypi",
+        }
+    }
+}
+
+/// A package installed once into corral's MCP package store, which the
+/// entry runs: it is checked against `sha256` before each start.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct McpPackage {
+    /// The registry it came from.
+    pub store: PackageStore,
+    /// Its name in that registry.
+    pub name: String,
+    /// The version installed.
+    pub version: String,
+    /// The sha256 of the installed tree (lowercase hex).
+    pub sha256: String,
+}
+
+impl McpPackage {
+    /// Its directory in the store whose root is `root`.
+    pub fn path_in(&self, root: &Path) -> PathBuf {
+        root.join(self.store.as_str()).join(format!(
+            "{}@{}",
+            self.name.replace('/', "+"),
+            self.version
+        ))
+    }
+
+    /// `name@version`, as people write it.
+    pub fn shown(&self) -> String {
+        format!("{}@{}", self.name, self.version)
+    }
 }
 
 fn yes() -> bool {
@@ -137,6 +204,9 @@ pub struct McpServerDecl {
     /// trusting approved them (`crate::trust::server_code`), which must
     /// match before it starts; `None` for a server of the user's file.
     pub trusted_code: Option<crate::trust::ServerCode>,
+    /// The install in corral's MCP package store it runs, if any: checked
+    /// before each start, and readable by it.
+    pub package: Option<McpPackage>,
 }
 
 impl McpServerDecl {
@@ -212,6 +282,10 @@ impl Checker<'_> {
         // because it says so, nor by default: its tools ask like a write.
         let writes = !raw.grants.fs.is_empty() || net.reaches();
         let (prefix, default_effects, effects) = self.mcp_common(&here, name, &raw, writes)?;
+        let package = match &raw.package {
+            Some(p) => Some(self.mcp_package(&here, p)?),
+            None => None,
+        };
         let within = |p: &str| -> PathBuf {
             let path = self.workspace.join(p);
             path.canonicalize().unwrap_or(path)
@@ -242,6 +316,62 @@ impl Checker<'_> {
             file: self.layer.name.clone(),
             project: false,
             trusted_code: None,
+            package,
+        })
+    }
+
+    /// `package` of `[mcp.NAME]`: a store corral knows, a name and a
+    /// version that stay inside it (they make the install's path), and a
+    /// sha256.
+    fn mcp_package(
+        &self,
+        here: &str,
+        raw: &Spanned<RawPackage>,
+    ) -> Result<McpPackage, ManifestError> {
+        let p = raw.get_ref();
+        let bad = |why: String, help: &str| self.err(raw.span(), why, Some(help.to_owned()));
+        let store = match p.store.as_str() {
+            "npm" => PackageStore::Npm,
+            "pypi" => PackageStore::Pypi,
+            other => {
+                return Err(bad(
+                    format!("{here}: package store `{other}` is not one corral installs from"),
+                    "write `store = \"npm\"` or `store = \"pypi\"` (or install the server again with `corral mcp import`)",
+                ));
+            }
+        };
+        // Scoped npm names have one `/`; nothing may climb out of the store.
+        let word = |w: &str, slash: bool| {
+            !w.is_empty()
+                && !w.starts_with('.')
+                && !w.contains("..")
+                && w.chars().all(|c| {
+                    c.is_ascii_alphanumeric()
+                        || matches!(c, '-' | '_' | '.' | '+' | '~' | '!')
+                        || (slash && matches!(c, '@' | '/'))
+                })
+                && w.matches('/').count() <= 1
+        };
+        if !word(&p.name, store == PackageStore::Npm) || !word(&p.version, false) {
+            return Err(bad(
+                format!(
+                    "{here}: package `{}@{}` is not a package name and version",
+                    p.name, p.version
+                ),
+                "write the name and version the install printed (letters, digits, `-`, `_`, `.`; an npm scope as `@scope/name`)",
+            ));
+        }
+        if p.sha256.len() != 64 || !p.sha256.chars().all(|c| c.is_ascii_hexdigit()) {
+            return Err(bad(
+                format!("{here}: package sha256 `{}` is not a sha256", p.sha256),
+                "write the 64 hex digits the install printed, or install the server again with `corral mcp import`",
+            ));
+        }
+        Ok(McpPackage {
+            store,
+            name: p.name.clone(),
+            version: p.version.clone(),
+            sha256: p.sha256.to_ascii_lowercase(),
         })
     }
 
@@ -304,6 +434,12 @@ impl Checker<'_> {
             return Err(bad(
                 format!("{here} has both `url` and a program (`command`, `args`, `cwd` or `env`)"),
                 "keep `url` for a server corral connects to, or `command` for one it starts",
+            ));
+        }
+        if raw.package.is_some() {
+            return Err(bad(
+                format!("{here} has both `url` and `package`"),
+                "remove `package`: a `url` server runs nothing of corral's package store",
             ));
         }
         if !raw.grants.fs.is_empty() || !raw.grants.env.is_empty() || raw.grants.net.is_some() {
@@ -376,6 +512,7 @@ impl Checker<'_> {
             file: self.layer.name.clone(),
             project: false,
             trusted_code: None,
+            package: None,
         })
     }
 

@@ -67,6 +67,12 @@ pub enum McpCmd {
         /// (`${env:NAME}` is read from corral's environment). Repeatable.
         #[arg(long = "secret", value_name = "HEADER=VALUE", requires = "url")]
         secrets: Vec<String>,
+        /// Install the package a `npx -y PKG` / `uvx PKG` / `pipx run PKG` /
+        /// `python -m PKG` command fetches at each start into corral's
+        /// package store without asking (otherwise asked on a terminal;
+        /// without one, the entry is written as given).
+        #[arg(long, short)]
+        yes: bool,
         /// The command that starts the server, and its arguments.
         #[arg(last = true, required_unless_present = "url", value_name = "CMD")]
         command: Vec<String>,
@@ -95,7 +101,7 @@ pub enum McpCmd {
         #[arg(long)]
         project: bool,
         /// Write the entries (otherwise only show them).
-        #[arg(long)]
+        #[arg(long, short)]
         yes: bool,
     },
 }
@@ -109,10 +115,19 @@ pub async fn mcp(workspace: &Path, cmd: McpCmd) -> ExitCode {
             project,
             url,
             secrets,
+            yes,
             command,
         } => finish(match url {
             Some(url) => servers::add_url(workspace, &name, &url, &secrets, project),
-            None => servers::add(workspace, &name, &grants, &env, project, &command),
+            None => {
+                let given = servers::Given {
+                    grants: &grants,
+                    env: &env,
+                    project,
+                    yes,
+                };
+                servers::add(workspace, &name, &given, &command)
+            }
         }),
         McpCmd::List { json } => servers::list(workspace, json),
         McpCmd::Remove { name, project } => finish(servers::remove(workspace, &name, project)),

@@ -1,7 +1,7 @@
 //! `corral mcp add | list | remove | import`: the `[mcp.NAME]` entries of a
 //! manifest file, edited in place (comments and layout kept).
 
-use corral_core::manifest::{self, McpServerDecl};
+use corral_core::manifest::{self, McpPackage, McpServerDecl};
 use corral_core::mcp_client::install;
 use corral_protocol::terminal::inert;
 use std::path::Path;
@@ -73,6 +73,8 @@ struct Entry {
     grants: Grants,
     /// A streamable HTTP server: its url, and the headers corral adds.
     url: Option<(String, Vec<(String, String)>)>,
+    /// The package of corral's store it runs, checked before each start.
+    package: Option<McpPackage>,
 }
 
 impl Entry {
@@ -134,6 +136,14 @@ impl Entry {
         }
         if !grants.is_empty() {
             t["grants"] = value(grants);
+        }
+        if let Some(p) = &self.package {
+            let mut package = InlineTable::new();
+            package.insert("store", p.store.as_str().into());
+            package.insert("name", p.name.as_str().into());
+            package.insert("version", p.version.as_str().into());
+            package.insert("sha256", p.sha256.as_str().into());
+            t["package"] = value(package);
         }
         t
     }
@@ -218,15 +228,26 @@ fn trust_note(workspace: &Path, file: &Path) -> &'static str {
     }
 }
 
+/// What `corral mcp add` was given besides the name and the command.
+pub(super) struct Given<'a> {
+    /// `--grant`s.
+    pub(super) grants: &'a [String],
+    /// `--env KEY=VALUE`s.
+    pub(super) env: &'a [String],
+    /// `--project`.
+    pub(super) project: bool,
+    /// `--yes`: install a fetched package without asking.
+    pub(super) yes: bool,
+}
+
 /// `corral mcp add`.
 pub(super) fn add(
     workspace: &Path,
     name: &str,
-    grants: &[String],
-    env: &[String],
-    project: bool,
+    given: &Given<'_>,
     command: &[String],
 ) -> Result<String, String> {
+    let (grants, env, project) = (given.grants, given.env, given.project);
     if !manifest::valid_plugin_name(name) {
         return Err(format!(
             "`{}` is not a valid server name; use lowercase letters, digits, `-` and `_`, starting with a letter",
@@ -246,19 +267,41 @@ pub(super) fn add(
                 .ok_or_else(|| format!("--env {}: write KEY=VALUE", inert(kv)))
         })
         .collect::<Result<Vec<_>, _>>()?;
-    let entry = Entry {
+    let mut entry = Entry {
         name: name.to_owned(),
         command: command.to_vec(),
         env,
         grants: Grants::parse(grants)?,
         url: None,
+        package: None,
     };
     let file = crate::cli::install::target_file(workspace, project)?;
     let mut doc = read(&file)?;
+    let mut said = String::new();
+    let fetched = install::fetched(command).filter(|f| !own_module(workspace, f));
+    if let Some(fetched) = fetched {
+        let (plan, _) = installed(&fetched, false)?;
+        if approved(&plan, given.yes) {
+            let (done_said, done) = installed(&fetched, true)?;
+            said = done_said
+                .lines()
+                .map(|l| format!("\n{}", l.trim()))
+                .collect();
+            if let Some(done) = done {
+                run_installed(&mut entry, &fetched, done);
+            }
+        } else {
+            said = format!(
+                "\nnote: added as written, not installed: {}. To install it, run this again \
+                 with -y (or answer y on a terminal)",
+                plan.trim()
+            );
+        }
+    }
     insert(&mut doc, &entry);
     write(&file, &doc)?;
     Ok(format!(
-        "Added to {}: {}.{}{}",
+        "Added to {}: {}.{said}{}{}",
         file.display(),
         entry.shown(),
         trust_note(workspace, &file),
@@ -319,6 +362,7 @@ pub(super) fn add_url(
         env: Vec::new(),
         grants: Grants::default(),
         url: Some((url.to_owned(), secrets)),
+        package: None,
     };
     let file = crate::cli::install::target_file(workspace, project)?;
     let mut doc = read(&file)?;
@@ -518,6 +562,7 @@ fn servers_of(file: &Path) -> Result<Vec<Result<Entry, String>>, String> {
                 env,
                 grants: Grants::default(),
                 url: None,
+                package: None,
             })
         })
         .collect())
@@ -563,6 +608,7 @@ fn url_entry(name: &str, safe: String, url: &str, s: &serde_json::Value) -> Resu
         env: Vec::new(),
         grants: Grants::default(),
         url: Some((url.to_owned(), secrets)),
+        package: None,
     })
 }
 
@@ -588,38 +634,78 @@ fn claude_placeholders(value: &str) -> String {
     out
 }
 
-/// For an entry that fetches its package at each start (`npx -y PKG`), what
-/// corral does instead, in words: it installs the package once into its
-/// store (when `yes`), and the entry then runs the installed program.
-/// The words, and the new command line once installed.
+/// For an entry that fetches its package at each start (`npx -y PKG`,
+/// `uvx PKG`, …), what corral does instead, in words: it installs the
+/// package once into its store (when `yes`), and the entry then runs the
+/// installed program. The words, and the install once done.
 fn installed(
     fetched: &install::Fetched,
     yes: bool,
-) -> Result<(String, Option<Vec<String>>), String> {
+) -> Result<(String, Option<install::Installed>), String> {
     let store = install::store()?;
+    let registry = fetched.registry().join(" and ");
     let plan = format!(
-        "    `npx` fetches `{}` from the registry at each start, and a server runs without \
-         network: corral installs it once from https://registry.npmjs.org into {} (network \
-         only to the registry, install scripts not run) and runs the installed program\n",
+        "    `{}` fetches `{}` from the registry at each start, and a server runs without \
+         network: corral installs it once from {registry} into {} (network only to the \
+         registry, {}) and runs the installed program\n",
+        fetched.launcher,
         inert(&fetched.spec),
-        store.display()
+        store.display(),
+        fetched.unrun()
     );
     if !yes {
         return Ok((plan, None));
     }
-    let done = install::install_npm(fetched)?;
-    let mut command = vec![done.command.display().to_string()];
+    let done = install::install(fetched)?;
+    let mut command = done.command.clone();
     command.extend(fetched.args.iter().cloned());
+    let env: String = done
+        .env
+        .iter()
+        .map(|(k, v)| format!("{k}={} ", inert(v)))
+        .collect();
     Ok((
         format!(
-            "{plan}    installed {}@{} (sha256 {}): runs `{}`\n",
-            inert(fetched.name()),
-            inert(&done.version),
-            done.sha256,
+            "{plan}    installed {} (sha256 {}): runs `{env}{}`, checked against that sha256 \
+             before each start\n",
+            inert(&done.package.shown()),
+            done.package.sha256,
             inert(&command.join(" "))
         ),
-        Some(command),
+        Some(done),
     ))
+}
+
+/// Whether to install what `plan` says: `--yes`, or the answer on the
+/// terminal; without a terminal, no.
+fn approved(plan: &str, yes: bool) -> bool {
+    if yes {
+        return true;
+    }
+    if !std::io::IsTerminal::is_terminal(&std::io::stdin()) {
+        return false;
+    }
+    eprint!("{}. Install it? [y/N] ", plan.trim());
+    let mut answer = String::new();
+    std::io::stdin().read_line(&mut answer).is_ok() && answer.trim().eq_ignore_ascii_case("y")
+}
+
+/// Rewrites `entry` to run what `done` installed for `fetched`.
+fn run_installed(entry: &mut Entry, fetched: &install::Fetched, done: install::Installed) {
+    let mut command = done.command;
+    command.extend(fetched.args.iter().cloned());
+    entry.command = command;
+    entry.env.extend(done.env);
+    entry.package = Some(done.package);
+}
+
+/// Whether `python -m MODULE` runs the project's own module (a `MODULE`
+/// package or `MODULE.py` in the workspace), which is not PyPI's.
+fn own_module(workspace: &Path, fetched: &install::Fetched) -> bool {
+    fetched.launcher == "python -m"
+        && fetched.program.as_ref().is_some_and(|m| {
+            workspace.join(m).exists() || workspace.join(format!("{m}.py")).exists()
+        })
 }
 
 /// `corral mcp import`.
@@ -638,12 +724,13 @@ pub(super) fn import(
         match entry {
             Ok(mut e) => {
                 text.push_str(&format!("  {}\n", e.shown()));
-                if let Some(fetched) = install::npx(&e.command) {
+                let fetched = install::fetched(&e.command).filter(|f| !own_module(workspace, f));
+                if let Some(fetched) = fetched {
                     match installed(&fetched, yes) {
-                        Ok((said, command)) => {
+                        Ok((said, done)) => {
                             text.push_str(&said);
-                            if let Some(command) = command {
-                                e.command = command;
+                            if let Some(done) = done {
+                                run_installed(&mut e, &fetched, done);
                             }
                         }
                         Err(why) => {

@@ -1,32 +1,51 @@
 //! The packages of MCP server entries written as people copy them
-//! (`npx -y PKG ARGS…`): such an entry fetches its package from the
+//! (`npx -y PKG`, `uvx PKG`, `pipx run PKG`, `python -m PKG`, each with
+//! the server's arguments): such an entry fetches its package from the
 //! registry at every start, which a server confined without network cannot
 //! do. corral installs the package once instead, through its one confined
 //! path with the network only to the registry and writing only a staging
-//! directory, into its package store, and the entry runs the installed
-//! program, confined without network.
+//! directory, into its package store; the entry then runs the installed
+//! program, confined without network, and records the installed tree's
+//! sha256, which [`check`] holds it to before each start.
 //!
 //! The store is beside corral's data directory, not in it: corral's own
 //! state is kept out of every confined program's reach, and a server must
 //! read its own package.
 
 use crate::exec::{Destination, Launch, Network};
+use crate::manifest::{McpPackage, McpServerDecl, PackageStore};
 use crate::protocol::terminal::inert;
-use sha2::{Digest as _, Sha256};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-/// npm's registry: the one destination an install may reach.
+mod pypi;
+mod tree;
+
+pub use tree::tree_hash;
+
+/// npm's registry: the one destination an npm install may reach.
 const NPM_REGISTRY: &str = "https://registry.npmjs.org:443";
 
 /// How long one install may take.
 const INSTALL_TIMEOUT: Duration = Duration::from_secs(600);
 
+/// The `PATH` an install runs with: the system's.
+const SYSTEM_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
+
 /// A package an entry fetches at each start, and what follows it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Fetched {
-    /// The package as the entry names it: `@scope/name`, `name@1.2.3`.
+    /// The registry it comes from.
+    pub store: PackageStore,
+    /// What fetches it: `npx`, `uvx`, `pipx run`, `python -m`.
+    pub launcher: &'static str,
+    /// The package as the entry names it: `@scope/name`, `name@1.2.3`,
+    /// `name==1.2.3`.
     pub spec: String,
+    /// The program of the package to run, when the entry names it apart
+    /// from the package (`uvx --from PKG PROGRAM`, the module of
+    /// `python -m`); else the package's own.
+    pub program: Option<String>,
     /// The arguments given to the package's program.
     pub args: Vec<String>,
 }
@@ -34,25 +53,70 @@ pub struct Fetched {
 impl Fetched {
     /// The package's name, without a version.
     pub fn name(&self) -> &str {
-        let (scoped, rest) = match self.spec.strip_prefix('@') {
-            Some(rest) => (true, rest),
-            None => (false, self.spec.as_str()),
-        };
-        let end = rest
-            .find('@')
-            .map_or(self.spec.len(), |i| i + usize::from(scoped));
-        &self.spec[..end]
+        match self.store {
+            PackageStore::Npm => {
+                let (scoped, rest) = match self.spec.strip_prefix('@') {
+                    Some(rest) => (true, rest),
+                    None => (false, self.spec.as_str()),
+                };
+                let end = rest
+                    .find('@')
+                    .map_or(self.spec.len(), |i| i + usize::from(scoped));
+                &self.spec[..end]
+            }
+            PackageStore::Pypi => {
+                let end = self
+                    .spec
+                    .find(['[', '=', '<', '>', '!', '~', '@', ';', ' '])
+                    .unwrap_or(self.spec.len());
+                &self.spec[..end]
+            }
+        }
+    }
+
+    /// The origins an install reaches, as a grant writes them.
+    pub fn registry(&self) -> &'static [&'static str] {
+        match self.store {
+            PackageStore::Npm => &[NPM_REGISTRY],
+            PackageStore::Pypi => pypi::ORIGINS,
+        }
+    }
+
+    /// What of the package's own code an install does not run, in words.
+    pub fn unrun(&self) -> &'static str {
+        match self.store {
+            PackageStore::Npm => "install scripts not run",
+            PackageStore::Pypi => "wheels only: no package is built, so none of its code runs",
+        }
     }
 }
 
-/// The package of an `npx [-y|--yes] PKG ARGS…` command line, if it is one
-/// (other options of npx are not understood: such an entry is left as it
-/// is).
-pub fn npx(command: &[String]) -> Option<Fetched> {
+/// The package an entry's command line fetches at each start, if it is one
+/// corral understands: `npx [-y|--yes] PKG ARGS…`, `uvx [--from PKG]
+/// PROGRAM ARGS…`, `pipx run [--spec PKG] PROGRAM ARGS…` or `python -m
+/// MODULE ARGS…` (with any other option of those launchers, the entry is
+/// left as it is).
+pub fn fetched(command: &[String]) -> Option<Fetched> {
     let (program, rest) = command.split_first()?;
-    if Path::new(program).file_name()? != "npx" {
-        return None;
+    let program = Path::new(program).file_name()?.to_str()?;
+    match program {
+        "npx" => npx(rest),
+        "uvx" => pypi::named(rest, "uvx", "--from"),
+        "pipx" if rest.first().is_some_and(|w| w == "run") => {
+            pypi::named(&rest[1..], "pipx run", "--spec")
+        }
+        p if p == "python"
+            || p.strip_prefix("python3")
+                .is_some_and(|v| v.is_empty() || v.starts_with('.')) =>
+        {
+            pypi::module(rest)
+        }
+        _ => None,
     }
+}
+
+/// `npx [-y|--yes] PKG ARGS…` without `npx`.
+fn npx(rest: &[String]) -> Option<Fetched> {
     let mut words = rest.iter();
     let spec = loop {
         let word = words.next()?;
@@ -63,7 +127,10 @@ pub fn npx(command: &[String]) -> Option<Fetched> {
         }
     };
     Some(Fetched {
+        store: PackageStore::Npm,
+        launcher: "npx",
         spec,
+        program: None,
         args: words.cloned().collect(),
     })
 }
@@ -71,12 +138,16 @@ pub fn npx(command: &[String]) -> Option<Fetched> {
 /// A package installed in the store.
 #[derive(Debug, Clone)]
 pub struct Installed {
-    /// The program to run: the package's own, in the store.
-    pub command: PathBuf,
-    /// The version the registry resolved.
-    pub version: String,
-    /// The sha256 of the installed tree (paths, contents, link targets).
-    pub sha256: String,
+    /// The command line that runs it, before the entry's own arguments:
+    /// the package's program in the store, or the interpreter and what it
+    /// runs.
+    pub command: Vec<String>,
+    /// Variables the program needs to find its package.
+    pub env: Vec<(String, String)>,
+    /// What the entry records of it: the registry, its name, the version
+    /// the registry resolved and the sha256 of the installed tree (paths,
+    /// contents, link targets), checked before each start.
+    pub package: McpPackage,
 }
 
 /// Where installed packages are kept: `$XDG_DATA_HOME/corral-mcp-packages`.
@@ -90,10 +161,154 @@ pub fn store() -> Result<PathBuf, String> {
         })
 }
 
-/// Installs `package` from npm's registry into the store (see the module
-/// docs): the program to run, its version and the hash of what was
-/// installed.
-pub fn install_npm(package: &Fetched) -> Result<Installed, String> {
+/// Where the hashes of installed trees are kept with their identity
+/// (module `tree`): in corral's data directory, out of every confined
+/// program's reach.
+fn kept_hashes() -> Result<PathBuf, String> {
+    dirs::data_dir()
+        .map(|d| d.join("corral").join("mcp-package-hashes"))
+        .ok_or_else(|| "cannot find corral's data directory; set HOME or XDG_DATA_HOME".to_owned())
+}
+
+/// Checks, before `decl` starts, that the files of the package it runs are
+/// those its install recorded (their sha256); the package's directory,
+/// which the server reads as its install.
+pub fn check(decl: &McpServerDecl, package: &McpPackage) -> Result<PathBuf, String> {
+    let dir = package.path_in(&store()?);
+    let again = format!(
+        "install it again: `corral mcp import FILE --yes` with the file it came from, or \
+         `corral mcp add {} -- {}` (either replaces the directory whole); or remove the \
+         `package` line of [mcp.{}] in {} to run what is there unchecked",
+        decl.name,
+        reinstall_command(package),
+        decl.name,
+        decl.file
+    );
+    if !dir.is_dir() {
+        return Err(format!(
+            "[mcp.{}] was not started: its package {} is not in corral's package store (no {}); \
+             {again}",
+            decl.name,
+            inert(&package.shown()),
+            dir.display()
+        ));
+    }
+    let started = std::time::Instant::now();
+    let now = tree::current_hash(&dir, &kept_hashes()?).map_err(|e| {
+        format!(
+            "[mcp.{}] was not started: cannot check its package: {e}",
+            decl.name
+        )
+    })?;
+    tracing::debug!(
+        "[mcp.{}]: package {} checked in {:?}",
+        decl.name,
+        package.shown(),
+        started.elapsed()
+    );
+    if now != package.sha256 {
+        return Err(format!(
+            "[mcp.{}] was not started: its package {} changed since it was installed: the \
+             files in {} have the sha256 {now}, the install recorded {}. Something other than \
+             corral wrote there; {again}",
+            decl.name,
+            inert(&package.shown()),
+            dir.display(),
+            package.sha256
+        ));
+    }
+    Ok(dir)
+}
+
+/// The command line that installs `package` again through `corral mcp add`.
+fn reinstall_command(package: &McpPackage) -> String {
+    match package.store {
+        PackageStore::Npm => format!("npx -y {}", package.shown()),
+        PackageStore::Pypi => format!("uvx {}", package.shown()),
+    }
+}
+
+/// Installs `package` from its registry into the store (see the module
+/// docs): what runs it, and what the entry records of it.
+pub fn install(package: &Fetched) -> Result<Installed, String> {
+    match package.store {
+        PackageStore::Npm => install_npm(package),
+        PackageStore::Pypi => pypi::install(package),
+    }
+}
+
+/// A directory an install writes, in the store's file system (so that the
+/// finished install is renamed into place, never copied), with a home of
+/// its own inside; removed unless [`Staging::into_store`] moved it.
+struct Staging {
+    dir: PathBuf,
+    home: PathBuf,
+    store: PathBuf,
+}
+
+impl Staging {
+    fn new() -> Result<Self, String> {
+        let store = store()?;
+        let dir = store.join(format!(".staging-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let home = dir.join(".home");
+        std::fs::create_dir_all(&home)
+            .map_err(|e| format!("cannot make {}: {e}", dir.display()))?;
+        Ok(Self { dir, home, store })
+    }
+
+    /// Moves what was installed into the store as `package` (its home
+    /// left out), hashing it first; its directory there.
+    fn into_store(
+        self,
+        store: PackageStore,
+        name: &str,
+        version: String,
+    ) -> Result<(PathBuf, McpPackage), String> {
+        let _ = std::fs::remove_dir_all(&self.home);
+        let package = McpPackage {
+            store,
+            name: name.to_owned(),
+            version,
+            sha256: tree_hash(&self.dir)?,
+        };
+        let dir = package.path_in(&self.store);
+        if dir.exists() {
+            // What is there was installed before: the new install replaces
+            // it whole, never merged with it.
+            std::fs::remove_dir_all(&dir)
+                .map_err(|e| format!("cannot replace {}: {e}", dir.display()))?;
+        }
+        if let Some(parent) = dir.parent() {
+            std::fs::create_dir_all(parent)
+                .map_err(|e| format!("cannot make {}: {e}", parent.display()))?;
+        }
+        std::fs::rename(&self.dir, &dir)
+            .map_err(|e| format!("cannot move the install into {}: {e}", dir.display()))?;
+        Ok((dir, package))
+    }
+}
+
+impl Drop for Staging {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Why an install's program failed, in words.
+fn failed(tool: &str, spec: &str, out: &crate::exec::ExecOutput) -> String {
+    format!(
+        "{tool} could not install `{}` (exit {}{}): {}",
+        inert(spec),
+        out.exit_code
+            .map_or("by a signal".to_owned(), |c| c.to_string()),
+        if out.timed_out { ", timed out" } else { "" },
+        inert(out.stderr.trim())
+    )
+}
+
+/// Installs `package` from npm's registry, install scripts not run.
+fn install_npm(package: &Fetched) -> Result<Installed, String> {
     let spec = &package.spec;
     let npm = crate::exec::resolve("npm").ok_or_else(|| {
         format!(
@@ -102,15 +317,8 @@ pub fn install_npm(package: &Fetched) -> Result<Installed, String> {
             inert(spec)
         )
     })?;
-    let store = store()?;
-    // In the store's file system, so that the finished install is renamed
-    // into place, never copied.
-    let staging = store.join(format!(".staging-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&staging);
-    let home = staging.join(".home");
-    std::fs::create_dir_all(&home)
-        .map_err(|e| format!("cannot make {}: {e}", staging.display()))?;
-    let cleanup = Cleanup(staging.clone());
+    let stage = Staging::new()?;
+    let (staging, home) = (stage.dir.clone(), stage.home.clone());
     std::fs::write(staging.join("package.json"), "{\"private\":true}\n")
         .map_err(|e| format!("cannot write in {}: {e}", staging.display()))?;
     let registry = Destination::parse(NPM_REGISTRY)?;
@@ -126,23 +334,15 @@ pub fn install_npm(package: &Fetched) -> Result<Installed, String> {
         ])
         .env("HOME", &home)
         .env("npm_config_cache", home.join("cache"))
-        .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+        .env("PATH", SYSTEM_PATH)
         .network(Network::Only(vec![registry]))
         .writable(&staging)
         .timeout(INSTALL_TIMEOUT)
         .run_blocking()
         .map_err(|e| format!("cannot install `{}`: {e}", inert(spec)))?;
     if out.exit_code != Some(0) {
-        return Err(format!(
-            "npm could not install `{}` (exit {}{}): {}",
-            inert(spec),
-            out.exit_code
-                .map_or("by a signal".to_owned(), |c| c.to_string()),
-            if out.timed_out { ", timed out" } else { "" },
-            inert(out.stderr.trim())
-        ));
+        return Err(failed("npm", spec, &out));
     }
-    let _ = std::fs::remove_dir_all(&home);
     let name = package.name();
     let manifest_path = staging.join("node_modules").join(name).join("package.json");
     let manifest: serde_json::Value = std::fs::read_to_string(&manifest_path)
@@ -162,27 +362,17 @@ pub fn install_npm(package: &Fetched) -> Result<Installed, String> {
             inert(spec)
         )
     })?;
-    let sha256 = tree_hash(&staging)?;
-    let dir = store
-        .join("npm")
-        .join(format!("{}@{version}", name.replace('/', "+")));
-    if dir.exists() {
-        // What is there was installed before: the new install replaces it
-        // whole, never merged with it.
-        std::fs::remove_dir_all(&dir)
-            .map_err(|e| format!("cannot replace {}: {e}", dir.display()))?;
-    }
-    if let Some(parent) = dir.parent() {
-        std::fs::create_dir_all(parent)
-            .map_err(|e| format!("cannot make {}: {e}", parent.display()))?;
-    }
-    std::fs::rename(&staging, &dir)
-        .map_err(|e| format!("cannot move the install into {}: {e}", dir.display()))?;
-    std::mem::forget(cleanup);
+    let (dir, package) = stage.into_store(PackageStore::Npm, name, version)?;
     Ok(Installed {
-        command: dir.join("node_modules").join(".bin").join(bin),
-        version,
-        sha256,
+        command: vec![
+            dir.join("node_modules")
+                .join(".bin")
+                .join(bin)
+                .display()
+                .to_string(),
+        ],
+        env: Vec::new(),
+        package,
     })
 }
 
@@ -198,56 +388,6 @@ fn program_of(name: &str, manifest: &serde_json::Value) -> Option<String> {
     }
 }
 
-/// The sha256 of the tree at `root`: each entry's path relative to it, in
-/// order, with its content or link target.
-pub fn tree_hash(root: &Path) -> Result<String, String> {
-    let mut hasher = Sha256::new();
-    let mut stack = vec![root.to_path_buf()];
-    let mut files = Vec::new();
-    while let Some(dir) = stack.pop() {
-        let entries =
-            std::fs::read_dir(&dir).map_err(|e| format!("cannot read {}: {e}", dir.display()))?;
-        for entry in entries.flatten() {
-            let path = entry.path();
-            match entry.file_type() {
-                Ok(t) if t.is_dir() => stack.push(path),
-                Ok(_) => files.push(path),
-                Err(_) => {}
-            }
-        }
-    }
-    files.sort();
-    for path in files {
-        let rel = path.strip_prefix(root).unwrap_or(&path);
-        hasher.update(rel.as_os_str().as_encoded_bytes());
-        hasher.update([0]);
-        let meta = std::fs::symlink_metadata(&path)
-            .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-        if meta.file_type().is_symlink() {
-            let target = std::fs::read_link(&path)
-                .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-            hasher.update(b"link:");
-            hasher.update(target.as_os_str().as_encoded_bytes());
-        } else {
-            let bytes =
-                std::fs::read(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-            hasher.update(bytes.len().to_le_bytes());
-            hasher.update(&bytes);
-        }
-        hasher.update([0]);
-    }
-    Ok(format!("{:x}", hasher.finalize()))
-}
-
-/// Removes a staging directory left by an install that failed.
-struct Cleanup(PathBuf);
-
-impl Drop for Cleanup {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -258,17 +398,52 @@ mod tests {
 
     #[test]
     fn npx_entries_name_their_package_and_its_arguments() {
-        let f = npx(&words(
+        let f = fetched(&words(
             "npx -y @modelcontextprotocol/server-filesystem@2026.8.31 .",
         ))
         .unwrap();
         assert_eq!(f.spec, "@modelcontextprotocol/server-filesystem@2026.8.31");
         assert_eq!(f.name(), "@modelcontextprotocol/server-filesystem");
         assert_eq!(f.args, vec![".".to_owned()]);
-        let f = npx(&words("/usr/bin/npx some-server@1 --flag")).unwrap();
+        let f = fetched(&words("/usr/bin/npx some-server@1 --flag")).unwrap();
         assert_eq!(f.name(), "some-server");
         assert_eq!(f.args, vec!["--flag".to_owned()]);
-        assert_eq!(npx(&words("npx --package x y")), None);
-        assert_eq!(npx(&words("node x.js")), None);
+        assert_eq!(fetched(&words("npx --package x y")), None);
+        assert_eq!(fetched(&words("node x.js")), None);
+    }
+
+    #[test]
+    fn python_entries_name_their_package_program_and_arguments() {
+        let f = fetched(&words(
+            "uvx mcp-server-fetch@2026.10.24 --ignore-robots-txt",
+        ))
+        .unwrap();
+        assert_eq!(
+            (f.store, f.launcher, f.name(), f.program.as_deref()),
+            (PackageStore::Pypi, "uvx", "mcp-server-fetch", None)
+        );
+        assert_eq!(pypi::pip_spec(&f.spec), "mcp-server-fetch==2026.10.24");
+        assert_eq!(f.args, vec!["--ignore-robots-txt".to_owned()]);
+        let f = fetched(&words("uvx --from mcp-server-git==1.0 mcp-server-git -r .")).unwrap();
+        assert_eq!(
+            (f.name(), f.program.as_deref()),
+            ("mcp-server-git", Some("mcp-server-git"))
+        );
+        let f = fetched(&words("pipx run --spec x-tools x-server")).unwrap();
+        assert_eq!(
+            (f.launcher, f.name(), f.program.as_deref()),
+            ("pipx run", "x-tools", Some("x-server"))
+        );
+        let f = fetched(&words("python3 -m mcp_server_time --local-timezone UTC")).unwrap();
+        assert_eq!(
+            (f.launcher, f.name(), f.program.as_deref()),
+            ("python -m", "mcp_server_time", Some("mcp_server_time"))
+        );
+        assert_eq!(f.args.len(), 2);
+        assert_eq!(fetched(&words("uvx --python 3.12 x")), None);
+        assert_eq!(fetched(&words("python3 server.py")), None);
+        assert_eq!(fetched(&words("python -m http.server")), None);
+        assert_eq!(fetched(&words("pipx install x")), None);
+        assert_eq!(fetched(&words("uvx git+https://example.com/x")), None);
     }
 }
