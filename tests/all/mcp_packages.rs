@@ -270,3 +270,57 @@ fn a_node_file_entry_runs_the_script_it_names() {
         stderr(&read)
     );
 }
+
+#[test]
+fn a_package_line_is_checked_like_the_rest_of_the_manifest() {
+    let sb = Sandbox::new();
+    let cli = Cli::new();
+    let entry =
+        |package: &str| format!("[mcp.srv]\ncommand = \"/bin/true\"\npackage = {{ {package} }}\n");
+    let sha = "0".repeat(64);
+    for (package, said) in [
+        (
+            format!("store = \"cargo\", name = \"x\", version = \"1\", sha256 = \"{sha}\""),
+            "[mcp.srv]: package store `cargo` is not one corral installs from",
+        ),
+        (
+            format!("store = \"npm\", name = \"../x\", version = \"1\", sha256 = \"{sha}\""),
+            "[mcp.srv]: package `../x@1` is not a package name and version",
+        ),
+        (
+            "store = \"npm\", name = \"x\", version = \"1\", sha256 = \"abc\"".to_owned(),
+            "[mcp.srv]: package sha256 `abc` is not a sha256",
+        ),
+        (
+            format!(
+                "store = \"npm\", name = \"x\", version = \"1\", sha256 = \"{sha}\", path = \"/\""
+            ),
+            "unknown field `path`",
+        ),
+    ] {
+        std::fs::create_dir_all(cli.home.path().join("config/corral")).expect("config");
+        std::fs::write(
+            cli.home.path().join("config/corral/corral.toml"),
+            entry(&package),
+        )
+        .expect("corral.toml");
+        let o = cli.run(&sb.ws(), &["mcp", "list"]);
+        assert!(stderr(&o).contains(said), "no {said:?} in: {}", stderr(&o));
+    }
+    // Well formed, but nothing of it in the store: not started, and why.
+    std::fs::write(
+        cli.home.path().join("config/corral/corral.toml"),
+        entry(&format!(
+            "store = \"npm\", name = \"x\", version = \"1\", sha256 = \"{sha}\""
+        )),
+    )
+    .expect("corral.toml");
+    let o = cli.run(&sb.ws(), &["tools", "list"]);
+    assert!(
+        stderr(&o).contains(
+            "[mcp.srv] was not started: its package x@1 is not in corral's package store"
+        ),
+        "{}",
+        stderr(&o)
+    );
+}
