@@ -220,6 +220,15 @@ fn collect(error: &ValidationError, schema: &Value, args: &Value, out: &mut Vec<
                 )
             }
         }
+        kind => leaf_fault(&path, kind),
+    };
+    out.push(fault);
+}
+
+/// The fault of a check on one value (a bound, a length, a pattern, …),
+/// in words.
+fn leaf_fault(path: &str, kind: &ErrorKind) -> String {
+    match kind {
         ErrorKind::FalseSchema => format!("{path} is not allowed"),
         ErrorKind::Minimum { got, want } => format!("{path} must be at least {want}, got {got}"),
         ErrorKind::Maximum { got, want } => format!("{path} must be at most {want}, got {got}"),
@@ -275,8 +284,7 @@ fn collect(error: &ValidationError, schema: &Value, args: &Value, out: &mut Vec<
         // The rest (contains counts, content checks, which are off, and
         // reference cycles) in the validator's words.
         kind => format!("{path}: {kind}"),
-    };
-    out.push(fault);
+    }
 }
 
 /// Where `error` is in the arguments: `arguments.globs[0]`.
