@@ -246,6 +246,15 @@ impl Renderer {
         }
     }
 
+    /// Ends the line stdout is on before a line goes to stderr: none when
+    /// nothing was printed yet, so a note before the answer leaves no
+    /// blank line in the answer's text.
+    fn end_stdout_line(&mut self) {
+        if self.printed {
+            self.newline();
+        }
+    }
+
     /// Sets whether the model is being waited for.
     fn wait(&mut self, waiting: bool) {
         self.progress.since = match (waiting, self.progress.since) {
@@ -325,14 +334,14 @@ impl Renderer {
             },
             Event::ProviderFailed { error } => {
                 self.wait(false);
-                self.newline();
+                self.end_stdout_line();
                 eprintln!(
                     "error: {}",
                     corral_protocol::terminal::inert(&error.to_string())
                 );
             }
             Event::Error { message } => {
-                self.newline();
+                self.end_stdout_line();
                 eprintln!("error: {}", corral_protocol::terminal::inert(message));
             }
             Event::Compacted {
@@ -347,11 +356,11 @@ impl Renderer {
                 ));
             }
             Event::CompactionFailed { message } => {
-                self.newline();
+                self.end_stdout_line();
                 eprintln!("warning: {}", corral_protocol::terminal::inert(message));
             }
             Event::WindowAssumed { model, window } => {
-                self.newline();
+                self.end_stdout_line();
                 eprintln!(
                     "note: {}",
                     corral_protocol::terminal::inert(&corral_protocol::window_assumed(
