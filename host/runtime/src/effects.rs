@@ -58,6 +58,17 @@ impl CallCaps {
         }
     }
 
+    /// Whether the programs this call runs get the workspace read-only: a
+    /// tool that declares reading and running programs, and no writing
+    /// (`git_status`), reads by running them, which is what lets the
+    /// policy run it in a read-only session. One that declares only
+    /// `execute` (`run_command`) says nothing of what its programs touch,
+    /// and keeps the workspace its grants give.
+    pub(crate) fn programs_read_only(&self) -> bool {
+        matches!(self, CallCaps::Invoke { effects, .. }
+            if effects.contains(&Effect::Read) && !effects.contains(&Effect::Write))
+    }
+
     /// `Err` with the reason when this call may not run programs, whatever
     /// `grants.exec` allows.
     pub(crate) fn process(&self, plugin: &str) -> Result<(), String> {
@@ -202,8 +213,9 @@ mod tests {
             };
             let verdict = policy.decide("t", &effects, &serde_json::json!({}));
             let caps = invoke(&effects);
-            let more_than_reading =
-                caps.writes() || caps.process("p").is_ok() || caps.network("p").is_ok();
+            // A program run with the workspace read-only reads.
+            let runs_writing = caps.process("p").is_ok() && !caps.programs_read_only();
+            let more_than_reading = caps.writes() || runs_writing || caps.network("p").is_ok();
             assert_eq!(
                 verdict.decision == Decision::Allow,
                 !more_than_reading,

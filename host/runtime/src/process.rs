@@ -37,18 +37,9 @@ impl Host for CallState {
             tracing::warn!(target: "corral::exec", "refused {:?}: {why}", command.program);
             return Err(ProcessError::NotGranted(why));
         }
-        // A tool that declares reading and running programs, and no
-        // writing (`git_status`), reads by running them: they get the
-        // workspace read-only, which is what lets the policy run it in a
-        // read-only session. One that declares only `execute`
-        // (`run_command`) says nothing of what its programs touch, and
-        // keeps the workspace its grants give.
-        let reads_by_running = matches!(
-            &self.caps,
-            super::effects::CallCaps::Invoke { effects, .. }
-                if effects.contains(&crate::protocol::Effect::Read)
-                    && !effects.contains(&crate::protocol::Effect::Write)
-        );
+        // A tool that reads by running programs gets them with the
+        // workspace read-only (see `CallCaps::programs_read_only`).
+        let reads_by_running = self.caps.programs_read_only();
         let exec = if reads_by_running {
             std::sync::Arc::new(crate::exec::Exec {
                 read_only: true,
