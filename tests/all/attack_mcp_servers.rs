@@ -6,6 +6,7 @@
 use crate::mcp_client::{PYTHON, runnable};
 use crate::support::cassette::{answer_turn, call_turn};
 use crate::support::output::{stderr, stdout};
+use crate::support::servers::installed;
 use crate::*;
 use serde_json::{Value, json};
 use std::os::unix::fs::PermissionsExt as _;
@@ -15,24 +16,6 @@ use std::os::unix::fs::PermissionsExt as _;
 fn hostile_code() -> String {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/mcp/hostile_server.py");
     std::fs::read_to_string(path).expect("the hostile server")
-}
-
-/// A program of the MCP servers `.ci/run` installs, or why there is none.
-fn installed(rel: &str) -> Option<PathBuf> {
-    let Some(root) = std::env::var_os("CORRAL_TEST_MCP_SERVERS") else {
-        assert!(
-            std::env::var_os("CORRAL_CI").is_none(),
-            "CORRAL_TEST_MCP_SERVERS must be set under CORRAL_CI (.ci/run installs the servers)"
-        );
-        eprintln!("skipped: CORRAL_TEST_MCP_SERVERS is unset (.ci/run installs the servers)");
-        return None;
-    };
-    let p = PathBuf::from(root).join(rel);
-    if p.exists() {
-        return Some(p);
-    }
-    eprintln!("skipped: {} is not installed", p.display());
-    None
 }
 
 /// Writes `text` to `rel` in the workspace, executable.

@@ -6,6 +6,7 @@
 
 use crate::support::cassette::{answer_turn, call_turn};
 use crate::support::output::{stderr, stdout};
+use crate::support::servers::installed;
 use crate::*;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
@@ -337,21 +338,6 @@ fn the_guard_holds_a_server_tool_that_would_send_a_secret_read_earlier() {
             .starts_with("sent"),
         "{end}"
     );
-}
-
-/// A program of the MCP servers `.ci/run` installs, or why there is none.
-fn installed(rel: &str) -> Option<PathBuf> {
-    let Some(root) = std::env::var_os("CORRAL_TEST_MCP_SERVERS") else {
-        eprintln!("skipped: CORRAL_TEST_MCP_SERVERS is unset (.ci/run installs the servers)");
-        return None;
-    };
-    let p = PathBuf::from(root).join(rel);
-    if p.exists() {
-        Some(p)
-    } else {
-        eprintln!("skipped: {} is not installed", p.display());
-        None
-    }
 }
 
 #[test]

@@ -5,6 +5,7 @@
 use crate::exec_network::server;
 use crate::mcp_client::{PYTHON, runnable, script};
 use crate::support::output::{stderr, stdout};
+use crate::support::servers::installed;
 use crate::*;
 use serde_json::json;
 use std::sync::atomic::Ordering;
@@ -97,26 +98,6 @@ fn a_server_without_net_reaches_nothing_and_a_bad_destination_is_an_error() {
         out.contains("[mcp.hostile] grants.net") && out.contains("ftp://127.0.0.1:21"),
         "{out}"
     );
-}
-
-/// A program of the MCP servers `.ci/run` installs, or why there is none
-/// (under `CORRAL_CI=1` it must be there).
-fn installed(rel: &str) -> Option<std::path::PathBuf> {
-    let Some(root) = std::env::var_os("CORRAL_TEST_MCP_SERVERS") else {
-        assert!(
-            std::env::var_os("CORRAL_CI").is_none(),
-            "CORRAL_TEST_MCP_SERVERS must be set under CORRAL_CI (.ci/run installs the servers)"
-        );
-        eprintln!("skipped: CORRAL_TEST_MCP_SERVERS is unset (.ci/run installs the servers)");
-        return None;
-    };
-    let p = std::path::PathBuf::from(root).join(rel);
-    if p.exists() {
-        Some(p)
-    } else {
-        eprintln!("skipped: {} is not installed", p.display());
-        None
-    }
 }
 
 /// A loopback HTTP server answering every path with an HTML article

@@ -5,33 +5,9 @@
 //! beside servers that die while it starts.
 
 use crate::support::output::{stderr, stdout};
+use crate::support::servers::installed;
 use crate::*;
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
-
-/// A program of the MCP servers `.ci/run` installs, or why there is none
-/// (under CORRAL_CI a missing one fails the test).
-fn installed(rel: &str) -> Option<PathBuf> {
-    let Some(root) = std::env::var_os("CORRAL_TEST_MCP_SERVERS") else {
-        assert!(
-            std::env::var_os("CORRAL_CI").is_none(),
-            "CORRAL_TEST_MCP_SERVERS must be set under CORRAL_CI (.ci/run installs the servers)"
-        );
-        eprintln!("skipped: CORRAL_TEST_MCP_SERVERS is unset (.ci/run installs the servers)");
-        return None;
-    };
-    let p = PathBuf::from(root).join(rel);
-    if p.exists() {
-        return Some(p);
-    }
-    assert!(
-        std::env::var_os("CORRAL_CI").is_none(),
-        "{} is not installed under CORRAL_CI",
-        p.display()
-    );
-    eprintln!("skipped: {} is not installed", p.display());
-    None
-}
 
 /// A `[mcp.NAME]` entry running `script` with the system's shell.
 fn shell_server(name: &str, script: &str, timeout_ms: u64) -> String {

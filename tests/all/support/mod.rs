@@ -12,3 +12,4 @@ pub mod process;
 pub mod pty;
 pub mod run;
 pub mod schema;
+pub mod servers;
