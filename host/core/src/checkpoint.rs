@@ -165,6 +165,12 @@ fn objects_dir(log: &Path) -> PathBuf {
 
 /// Stores `content` under its hash (once), synced; returns the hash.
 fn put_object(dir: &Path, content: &[u8]) -> std::io::Result<String> {
+    store_object(dir, content, true)
+}
+
+/// Stores `content` under its hash (once), synced to disk when `sync`;
+/// returns the hash.
+fn store_object(dir: &Path, content: &[u8], sync: bool) -> std::io::Result<String> {
     let sha = hex::encode(Sha256::digest(content));
     let path = dir.join(&sha);
     if path.exists() {
@@ -173,7 +179,9 @@ fn put_object(dir: &Path, content: &[u8]) -> std::io::Result<String> {
     std::fs::create_dir_all(dir)?;
     let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
     tmp.write_all(content)?;
-    tmp.as_file().sync_all()?;
+    if sync {
+        tmp.as_file().sync_all()?;
+    }
     tmp.persist(&path).map_err(|e| e.error)?;
     Ok(sha)
 }

@@ -19,9 +19,7 @@
 //! runs with a warning that its changes cannot be undone.
 
 use super::{Checkpoints, Line, MAX_CHECKPOINT_BYTES, Stored};
-use sha2::{Digest as _, Sha256};
 use std::collections::HashMap;
-use std::io::Write as _;
 use std::os::unix::fs::MetadataExt as _;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
@@ -403,16 +401,7 @@ fn own_state(root: &Path) -> Vec<PathBuf> {
 /// named by the record, and those are synced before it names them
 /// ([`sync_objects`]), so a snapshot costs no sync per file.
 fn put_unsynced(dir: &Path, content: &[u8]) -> std::io::Result<String> {
-    let sha = hex::encode(Sha256::digest(content));
-    let path = dir.join(&sha);
-    if path.exists() {
-        return Ok(sha);
-    }
-    std::fs::create_dir_all(dir)?;
-    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
-    tmp.write_all(content)?;
-    tmp.persist(&path).map_err(|e| e.error)?;
-    Ok(sha)
+    super::store_object(dir, content, false)
 }
 
 /// Puts the objects `shas` and their names on disk.
@@ -429,6 +418,7 @@ fn sync_objects(dir: &Path, shas: &[&str]) -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use sha2::{Digest as _, Sha256};
 
     /// A workspace with two files, and a watch recording into a session
     /// log beside it.
