@@ -16,10 +16,11 @@
 //! named in the error.
 
 use super::cgroup::{PidsCgroup, join_cgroup};
-use super::confine::{ChildConfinement, Step};
+use super::confine::ChildConfinement;
 use super::netns::{Handoff, PROXY_URL};
 use super::privileges::nproc_limit;
 use super::proxy::Proxy;
+use super::step::Step;
 use super::{ExecError, ExecOutput, MAX_PROCESSES, Network, tree};
 use std::ffi::{CString, OsStr, OsString};
 use std::os::fd::{AsRawFd as _, FromRawFd as _, OwnedFd};

@@ -65,6 +65,7 @@ mod proxy;
 mod seccomp;
 mod serve;
 pub mod state;
+mod step;
 mod tree;
 
 pub use confine::{Confinement, confinement};

@@ -8,7 +8,7 @@
 //! has no other route out.
 
 use super::ExecError;
-use super::confine::Step;
+use super::step::Step;
 use std::os::fd::{AsRawFd as _, FromRawFd as _, OwnedFd};
 
 /// The proxy's port inside the program's namespace, which holds nothing
