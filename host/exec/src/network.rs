@@ -1,6 +1,8 @@
 //! What network a launched program gets: none, any, or only some
 //! destinations, reached through corral's proxy (see [`super::proxy`]).
 
+use std::net::IpAddr;
+
 /// The network of one launch.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub enum Network {
@@ -176,7 +178,7 @@ impl Destination {
     /// Whether the grant names loopback or private addresses itself (an
     /// address, or `localhost`), so that the proxy may connect to them.
     pub(crate) fn names_local(&self) -> bool {
-        self.host == "localhost" || self.host.parse::<std::net::IpAddr>().is_ok()
+        self.host == "localhost" || self.host.parse::<IpAddr>().is_ok()
     }
 
     /// Whether a connection for this destination may go to `ip`, an
@@ -185,8 +187,37 @@ impl Destination {
     /// and the like only when the destination names such an address itself,
     /// or `localhost`. The one rule of corral's proxy and of the plugins'
     /// own HTTP: a name that resolves to loopback is not a way to reach it.
-    pub fn may_connect_to(&self, ip: std::net::IpAddr) -> bool {
-        self.names_local() || super::proxy::is_public(ip)
+    pub fn may_connect_to(&self, ip: IpAddr) -> bool {
+        self.names_local() || is_public(ip)
+    }
+}
+
+/// Whether `ip` is on the public internet: not loopback, private,
+/// link-local, shared (CGNAT), unspecified, broadcast or multicast.
+fn is_public(ip: IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(v4) => {
+            let [a, b, ..] = v4.octets();
+            !(v4.is_loopback()
+                || v4.is_private()
+                || v4.is_link_local()
+                || v4.is_unspecified()
+                || v4.is_broadcast()
+                || v4.is_multicast()
+                || a == 0
+                || (a == 100 && (64..128).contains(&b)))
+        }
+        IpAddr::V6(v6) => {
+            if let Some(v4) = v6.to_ipv4_mapped() {
+                return is_public(IpAddr::V4(v4));
+            }
+            let first = v6.segments()[0];
+            !(v6.is_loopback()
+                || v6.is_unspecified()
+                || v6.is_multicast()
+                || (first & 0xfe00) == 0xfc00
+                || (first & 0xffc0) == 0xfe80)
+        }
     }
 }
 
@@ -202,7 +233,7 @@ fn parse_port(p: &str) -> Result<u16, String> {
 
 #[cfg(test)]
 mod tests {
-    use super::{Destination, Network, Scheme};
+    use super::{Destination, Network, Scheme, is_public};
 
     #[test]
     fn destinations_parse_and_match() {
@@ -247,5 +278,26 @@ mod tests {
         assert!(!both.covers(&Network::Any));
         assert!(Network::Off.covers(&Network::Off));
         assert!(!Network::Off.covers(&only_a));
+    }
+
+    #[test]
+    fn only_public_addresses_are_public() {
+        for ip in [
+            "127.0.0.1",
+            "10.1.2.3",
+            "192.168.0.1",
+            "169.254.169.254",
+            "100.64.0.1",
+            "0.0.0.0",
+            "::1",
+            "fd00::1",
+            "fe80::1",
+            "::ffff:127.0.0.1",
+        ] {
+            assert!(!is_public(ip.parse().expect("ip")), "{ip}");
+        }
+        for ip in ["1.1.1.1", "2606:4700::1111"] {
+            assert!(is_public(ip.parse().expect("ip")), "{ip}");
+        }
     }
 }

@@ -365,38 +365,9 @@ async fn connect_checked(
     Err((502, "no connection could be made".into()))
 }
 
-/// Whether `ip` is on the public internet: not loopback, private,
-/// link-local, shared (CGNAT), unspecified, broadcast or multicast.
-pub(crate) fn is_public(ip: IpAddr) -> bool {
-    match ip {
-        IpAddr::V4(v4) => {
-            let [a, b, ..] = v4.octets();
-            !(v4.is_loopback()
-                || v4.is_private()
-                || v4.is_link_local()
-                || v4.is_unspecified()
-                || v4.is_broadcast()
-                || v4.is_multicast()
-                || a == 0
-                || (a == 100 && (64..128).contains(&b)))
-        }
-        IpAddr::V6(v6) => {
-            if let Some(v4) = v6.to_ipv4_mapped() {
-                return is_public(IpAddr::V4(v4));
-            }
-            let first = v6.segments()[0];
-            !(v6.is_loopback()
-                || v6.is_unspecified()
-                || v6.is_multicast()
-                || (first & 0xfe00) == 0xfc00
-                || (first & 0xffc0) == 0xfe80)
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
-    use super::{Request, is_public};
+    use super::Request;
     use crate::network::Scheme;
 
     #[test]
@@ -430,27 +401,6 @@ mod tests {
                 "{}",
                 String::from_utf8_lossy(bad)
             );
-        }
-    }
-
-    #[test]
-    fn only_public_addresses_are_public() {
-        for ip in [
-            "127.0.0.1",
-            "10.1.2.3",
-            "192.168.0.1",
-            "169.254.169.254",
-            "100.64.0.1",
-            "0.0.0.0",
-            "::1",
-            "fd00::1",
-            "fe80::1",
-            "::ffff:127.0.0.1",
-        ] {
-            assert!(!is_public(ip.parse().expect("ip")), "{ip}");
-        }
-        for ip in ["1.1.1.1", "2606:4700::1111"] {
-            assert!(is_public(ip.parse().expect("ip")), "{ip}");
         }
     }
 }
