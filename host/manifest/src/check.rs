@@ -2,9 +2,8 @@
 //! sources, grants and limits, each error located in its file.
 
 use super::error::line_col;
-use super::layers::Layer;
-use super::raw::{RawExec, RawFile, RawFsGrant, RawLimits, RawPlugin, RawSecret};
-use super::secret::split_origin;
+use super::origin::split_origin;
+use super::raw::{Layer, RawExec, RawFile, RawFsGrant, RawLimits, RawPlugin, RawSecret};
 use super::{
     DEFAULTS, DEFAULTS_NAME, FsGrant, Limits, ManifestError, NetGrant, Origin, PluginDecl, Secret,
     Source,

@@ -5,22 +5,10 @@
 use super::check::{Checker, valid_name};
 use super::error::line_col;
 use super::loosen::{self, Loosening};
-use super::raw::{RawAgent, RawFile, RawGuard, RawPlugin, RawPolicy};
+use super::raw::{Layer, RawAgent, RawFile, RawGuard, RawPlugin, RawPolicy};
 use super::{AgentSettings, DEFAULTS, DEFAULTS_NAME, Manifest, ManifestError, PluginDecl};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-
-/// One manifest layer: its name for messages, its text, and the directory
-/// relative `.wasm` sources are resolved against.
-#[derive(Debug, Clone)]
-pub struct Layer {
-    /// Shown in messages (a path, or [`DEFAULTS_NAME`]).
-    pub name: String,
-    /// The TOML text.
-    pub text: String,
-    /// Base directory for relative `source` paths.
-    pub base: PathBuf,
-}
 
 /// The layers for `workspace`: defaults, the user's file, and the project's
 /// file when the user trusts it (see [`crate::trust`]). An untrusted project
@@ -138,7 +126,7 @@ pub fn load_with(
     let mut manifest = from_layers(workspace, &layers)?;
     for env in &from_env {
         if let Some(decl) = manifest.plugins.iter().find(|p| p.name == env.plugin)
-            && let Some(why) = super::overrides::ungranted(env, decl)
+            && let Some(why) = super::overrides::ungranted(env, decl, user.as_deref())
         {
             manifest.provider_errors.insert(env.plugin.clone(), why);
         }

@@ -34,6 +34,7 @@ mod hook;
 mod layers;
 mod loosen;
 mod mcp;
+mod origin;
 mod overrides;
 mod raw;
 pub mod reviewed;
@@ -42,13 +43,14 @@ pub mod trust;
 
 pub use error::{ManifestError, Origin};
 pub use hook::HookBinding;
-pub use layers::{Layer, from_layers, layers, load, load_with, read_manifest, user_file};
+pub use layers::{from_layers, layers, load, load_with, read_manifest, user_file};
 pub use loosen::{Loosening, MAY_LOOSEN_KEY, wide_grants};
 pub use mcp::{
     DEFAULT_MCP_OUTPUT_KB, DEFAULT_MCP_TIMEOUT_MS, McpPackage, McpServerDecl, PackageStore,
     url_origin as mcp_url_origin,
 };
 pub use overrides::{OVERRIDES_NAME, Overrides};
+pub use raw::Layer;
 
 /// Whether `name` can name a plugin: lowercase letters, digits, `-` and
 /// `_`, starting with a letter.

@@ -3,8 +3,8 @@
 
 use super::ManifestError;
 use super::check::{Checker, valid_name};
+use super::raw::{RawEffects, RawMcp, RawPackage};
 use crate::protocol::Effect;
-use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use toml::Spanned;
@@ -16,59 +16,6 @@ pub const DEFAULT_MCP_OUTPUT_KB: usize = 1024;
 
 /// Effects by tool name.
 type ToolEffects = BTreeMap<String, Vec<Effect>>;
-
-/// `[mcp.NAME]` as written.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(super) struct RawMcp {
-    /// `command = "npx"`: a name found in `PATH`, or a path.
-    pub(super) command: Option<Spanned<String>>,
-    /// `args = ["-y", "@modelcontextprotocol/server-filesystem", "."]`
-    #[serde(default)]
-    pub(super) args: Vec<String>,
-    /// `env = { KEY = "value" }`: set for the server, besides `grants.env`.
-    #[serde(default)]
-    pub(super) env: BTreeMap<String, String>,
-    /// `cwd = "sub"`: relative to the workspace (default the workspace).
-    pub(super) cwd: Option<String>,
-    /// `url = "http://127.0.0.1:3001/mcp"`: a streamable HTTP server, which
-    /// corral connects to itself (instead of `command`).
-    pub(super) url: Option<Spanned<String>>,
-    /// `enabled = false` removes a server an earlier layer declared.
-    #[serde(default = "yes")]
-    pub(super) enabled: bool,
-    /// `grants = { fs = ["data"], env = ["GITHUB_TOKEN"], net = true }`
-    #[serde(default)]
-    pub(super) grants: RawMcpGrants,
-    /// `effects = ["read"]` (every tool) or `effects = { default = ["read"], write_file = ["write"] }`.
-    /// Without it (or without `default`), a tool of a server that may write
-    /// (a `grants.fs` directory, `grants.net`) is `write`, any other `read`.
-    pub(super) effects: Option<Spanned<RawEffects>>,
-    /// `tool_prefix = "fs__"` (default `NAME__`).
-    pub(super) tool_prefix: Option<Spanned<String>>,
-    /// `timeout_ms = 60000`: per call, and the wait for the server to start.
-    pub(super) timeout_ms: Option<u64>,
-    /// `output_kb = 1024`: bytes kept of one result, and the largest message read.
-    pub(super) output_kb: Option<usize>,
-    /// `package = { store = "npm", name = "@scope/server", version = "1.2.3", sha256 = "…" }`:
-    /// the install in corral's MCP package store the entry runs, checked
-    /// against `sha256` before each start (written by `corral mcp import`).
-    pub(super) package: Option<Spanned<RawPackage>>,
-}
-
-/// `package` of `[mcp.NAME]`, as written.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(super) struct RawPackage {
-    /// `store = "npm"` or `"pypi"`: the registry it was installed from.
-    store: String,
-    /// `name = "@modelcontextprotocol/server-filesystem"`
-    name: String,
-    /// `version = "2026.8.31"`: the version installed.
-    version: String,
-    /// `sha256 = "…"`: of the installed tree, as the install said it.
-    sha256: String,
-}
 
 /// The registry a stored package came from; also its folder in the store.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -117,41 +64,6 @@ impl McpPackage {
     pub fn shown(&self) -> String {
         format!("{}@{}", self.name, self.version)
     }
-}
-
-fn yes() -> bool {
-    true
-}
-
-/// `effects` of `[mcp.NAME]`.
-#[derive(Deserialize)]
-#[serde(untagged)]
-pub(super) enum RawEffects {
-    /// The same effects for every tool.
-    All(Vec<String>),
-    /// `default` and per-tool overrides (tool names without the prefix).
-    PerTool(BTreeMap<String, Vec<String>>),
-}
-
-/// `grants` of `[mcp.NAME]`.
-#[derive(Deserialize, Default)]
-#[serde(deny_unknown_fields)]
-pub(super) struct RawMcpGrants {
-    /// `fs = ["data", "/tmp/x"]`: directories the server may read and write
-    /// (relative to the workspace).
-    #[serde(default)]
-    pub(super) fs: Vec<String>,
-    /// `env = ["GITHUB_TOKEN"]`: variables passed from corral's environment.
-    #[serde(default)]
-    pub(super) env: Vec<String>,
-    /// `net = true` (any destination), or only some through corral's
-    /// proxy: `net = ["https://api.github.com:443"]`.
-    pub(super) net: Option<Spanned<toml::Value>>,
-    /// `secrets = [{ header = "authorization", value = "Bearer ${env:TOKEN}" }]`:
-    /// headers corral adds to its requests to a `url` server's origin (and
-    /// to no other), as for a provider plugin's `grants.secrets`.
-    #[serde(default)]
-    pub(super) secrets: Vec<Spanned<super::raw::RawSecret>>,
 }
 
 /// A checked `[mcp.NAME]` entry.
@@ -568,7 +480,7 @@ pub fn url_origin(url: &str) -> Result<(String, String), &'static str> {
     if path.contains('#') || url.contains(char::is_whitespace) {
         return Err("a fragment or a space is not allowed");
     }
-    let (scheme, host, port) = super::secret::split_origin(&format!("{scheme}://{authority}"))?;
+    let (scheme, host, port) = super::origin::split_origin(&format!("{scheme}://{authority}"))?;
     if host.contains('*') {
         return Err("the host has a `*`");
     }

@@ -20,7 +20,8 @@
 //!   `grants.net`; a URL whose origin is not granted makes the provider
 //!   refuse to start, saying how to grant it ([`crate::Manifest::provider_errors`]).
 
-use super::{DEFAULTS_NAME, Layer, ManifestError};
+use super::raw::Layer;
+use super::{DEFAULTS_NAME, ManifestError};
 
 /// A profile and `-c` overrides, as the command line gave them.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -383,8 +384,13 @@ fn set(table: &mut toml::Table, path: &[String], value: toml::Value) {
 }
 
 /// The message for a provider whose base URL came from `env` but whose
-/// grants do not reach it, if they do not.
-pub(crate) fn ungranted(env: &EnvBaseUrl, decl: &super::PluginDecl) -> Option<String> {
+/// grants do not reach it, if they do not; it names `user_file` as the
+/// place to grant it.
+pub(crate) fn ungranted(
+    env: &EnvBaseUrl,
+    decl: &super::PluginDecl,
+    user_file: Option<&str>,
+) -> Option<String> {
     if decl.config.get("base_url") != Some(&env.url) {
         return None;
     }
@@ -392,7 +398,7 @@ pub(crate) fn ungranted(env: &EnvBaseUrl, decl: &super::PluginDecl) -> Option<St
     let end = after.find('/').unwrap_or(after.len());
     let scheme_len = env.url.len() - after.len();
     let origin = &env.url[..scheme_len + end];
-    let granted = match super::secret::split_origin(origin) {
+    let granted = match super::origin::split_origin(origin) {
         Ok((scheme, host, port)) => decl.net.iter().any(|g| g.allows(&scheme, &host, port)),
         Err(_) => false,
     };
@@ -423,10 +429,7 @@ pub(crate) fn ungranted(env: &EnvBaseUrl, decl: &super::PluginDecl) -> Option<St
          or unset {var}",
         var = env.var,
         url = env.url,
-        file = super::user_file().map_or_else(
-            || "your corral.toml".to_owned(),
-            |f| f.display().to_string()
-        ),
+        file = user_file.unwrap_or("your corral.toml"),
     ))
 }
 
