@@ -2,18 +2,15 @@
 //! and pickers, and the status figures; events in, actions out.
 
 use super::cards::{ToolCard, ToolState};
+use super::custom::{Custom, CustomCommand};
 use super::input::Input;
+use super::modal::{Modal, ModalAction, Picked, Picker, PickerAction};
+use super::rewind::{DOUBLE_ESC_MS, Prompt, Rewind, RewindAction};
 use super::text::clean;
-use crate::protocol::{
-    ApprovalAnswer, ApprovalRequest, Event, Mode, Op, StopReason, ToolCall, window_assumed,
-};
+use crate::protocol::{ApprovalAnswer, Event, Mode, Op, StopReason, ToolCall, window_assumed};
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use ratatui::text::Line;
 use std::collections::{HashMap, HashSet, VecDeque};
-
-/// Keys that reach an approval modal sooner than this after it opened are
-/// dropped: they were typed for something else.
-pub(crate) const MODAL_GUARD_MS: u64 = 300;
 
 /// The slash commands, with what each does.
 pub const SLASH_COMMANDS: &[(&str, &str)] = &[
@@ -77,15 +74,6 @@ pub enum Action {
     },
 }
 
-/// A session offered by the picker.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Picked {
-    /// The session id.
-    pub id: String,
-    /// What the picker shows (date, first prompt…).
-    pub label: String,
-}
-
 /// What the user is waiting for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Working {
@@ -128,44 +116,6 @@ impl Entry {
     }
 }
 
-/// The approval modal.
-#[derive(Debug)]
-pub(crate) struct Modal {
-    pub(crate) request: ApprovalRequest,
-    pub(crate) opened_ms: u64,
-    pub(crate) scroll: u16,
-    /// The reason being typed after `n`, when it is.
-    pub(crate) reason: Option<String>,
-    /// Set by the first frame that showed the call's last line: until then
-    /// `y` and `a` do nothing, since what is approved must have been seen.
-    pub(crate) seen_all: std::cell::Cell<bool>,
-    /// How far the call can scroll, as the last frame laid it out.
-    pub(crate) max_scroll: std::cell::Cell<u16>,
-    /// Whether `y` or `a` was pressed before the whole call was shown.
-    pub(crate) refused: bool,
-}
-
-impl Modal {
-    fn new(request: ApprovalRequest, opened_ms: u64) -> Self {
-        Self {
-            request,
-            opened_ms,
-            scroll: 0,
-            reason: None,
-            seen_all: std::cell::Cell::new(false),
-            max_scroll: std::cell::Cell::new(0),
-            refused: false,
-        }
-    }
-}
-
-/// The session picker.
-#[derive(Debug)]
-pub(crate) struct Picker {
-    pub(crate) items: Vec<Picked>,
-    pub(crate) selected: usize,
-}
-
 /// The whole UI state. See the [module docs](crate).
 #[derive(Debug)]
 pub struct App {
@@ -201,14 +151,14 @@ pub struct App {
     /// The session's cost so far in US dollars, when the model's price is known.
     pub(crate) cost: Option<f64>,
     /// Custom slash commands offered, and those refused (see `custom.rs`).
-    pub(crate) custom: super::custom::Custom,
+    pub(crate) custom: Custom,
     /// Ctrl-C once on an idle, empty prompt arms quitting.
     pub(crate) quit_armed: bool,
     pub(crate) actions: Vec<Action>,
     /// The undo or rewind overlay ([`super::rewind`]).
-    pub(crate) rewind: Option<super::rewind::Overlay>,
+    pub(crate) rewind: Option<Rewind>,
     /// The conversation's prompts as it stands, oldest first.
-    pub(crate) prompts: Vec<super::rewind::Prompt>,
+    pub(crate) prompts: Vec<Prompt>,
     /// The turn the last `turn_begin` started.
     turn_now: u32,
     /// When Esc was last pressed on an idle, empty prompt.
@@ -259,7 +209,7 @@ impl App {
             last_out: 0,
             context_window: None,
             cost: None,
-            custom: super::custom::Custom::default(),
+            custom: Custom::default(),
             quit_armed: false,
             actions: Vec::new(),
             rewind: None,
@@ -345,11 +295,9 @@ impl App {
 
     /// Opens the session picker on `items`.
     pub fn open_picker(&mut self, items: Vec<Picked>) {
-        if items.is_empty() {
+        self.picker = Picker::new(items);
+        if self.picker.is_none() {
             self.notice("this workspace has no other sessions", false);
-        } else {
-            let selected = items.len() - 1;
-            self.picker = Some(Picker { items, selected });
         }
     }
 
@@ -508,7 +456,7 @@ impl App {
             }
             Event::UserMessage { text } => {
                 let entry = self.push(Body::User(text.clone()));
-                self.prompts.push(super::rewind::Prompt {
+                self.prompts.push(Prompt {
                     turn: self.turn_now,
                     text: text.clone(),
                     entry,
@@ -766,9 +714,7 @@ impl App {
     /// Handles a paste (bracketed paste from the terminal).
     pub fn paste(&mut self, text: &str) {
         if let Some(modal) = &mut self.modal {
-            if let Some(reason) = &mut modal.reason {
-                reason.push_str(&text.replace(['\n', '\r'], " "));
-            }
+            modal.paste(text);
             return;
         }
         self.input.paste(text);
@@ -781,28 +727,24 @@ impl App {
             return;
         }
         let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
-        if self.modal.is_some() {
-            self.modal_key(key);
+        if let Some(modal) = &mut self.modal {
+            let action = modal.key(key, self.now_ms);
+            self.modal_action(action);
             return;
         }
-        if self.rewind.is_some() {
-            self.rewind_key(key);
+        if let Some(rewind) = &mut self.rewind {
+            let action = rewind.key(key, self.now_ms);
+            self.rewind_action(action);
             return;
         }
         if let Some(picker) = &mut self.picker {
-            match key.code {
-                KeyCode::Up => picker.selected = picker.selected.saturating_sub(1),
-                KeyCode::Down => {
-                    picker.selected = (picker.selected + 1).min(picker.items.len() - 1)
-                }
-                KeyCode::Enter => {
-                    let id = picker.items[picker.selected].id.clone();
+            match picker.key(key) {
+                PickerAction::Stay => {}
+                PickerAction::Close => self.picker = None,
+                PickerAction::Open(id) => {
                     self.picker = None;
                     self.actions.push(Action::OpenSession(id));
                 }
-                KeyCode::Esc => self.picker = None,
-                KeyCode::Char('c') if ctrl => self.picker = None,
-                _ => {}
             }
             return;
         }
@@ -893,57 +835,33 @@ impl App {
         }
     }
 
-    fn modal_key(&mut self, key: KeyEvent) {
-        let Some(modal) = &mut self.modal else {
-            return;
+    /// Carries out what a key in the approval modal asked for.
+    fn modal_action(&mut self, action: ModalAction) {
+        match action {
+            ModalAction::Stay => {}
+            ModalAction::Answer { call_id, answer } => self.answer(call_id, answer),
+            ModalAction::Interrupt => self.actions.push(Action::Submit(Op::Interrupt)),
+        }
+    }
+
+    /// Carries out what a key in the undo or rewind overlay asked for.
+    fn rewind_action(&mut self, action: RewindAction) {
+        let action = match action {
+            RewindAction::Stay => return,
+            RewindAction::Close => None,
+            RewindAction::Submit(op) => Some(Action::Submit(op)),
+            RewindAction::Preview {
+                turn,
+                conversation,
+                force,
+            } => Some(Action::PreviewRewind {
+                turn,
+                conversation,
+                force,
+            }),
         };
-        if self.now_ms.saturating_sub(modal.opened_ms) < MODAL_GUARD_MS {
-            return;
-        }
-        let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
-        let call_id = modal.request.call.id.clone();
-        if let Some(reason) = &mut modal.reason {
-            match key.code {
-                KeyCode::Enter => {
-                    let reason = reason.trim().to_owned();
-                    let answer = ApprovalAnswer::Deny {
-                        reason: Some(if reason.is_empty() {
-                            "the user declined".to_owned()
-                        } else {
-                            format!("the user declined: {reason}")
-                        }),
-                    };
-                    self.answer(call_id, answer);
-                }
-                KeyCode::Esc => modal.reason = None,
-                KeyCode::Backspace => {
-                    reason.pop();
-                }
-                KeyCode::Char(c) if !ctrl => reason.push(c),
-                _ => {}
-            }
-            return;
-        }
-        // Scrolling stops at the last line, so `↑` answers at once after `↓`s.
-        let max = modal.max_scroll.get();
-        match key.code {
-            KeyCode::Char('y' | 'a') if !modal.seen_all.get() => modal.refused = true,
-            KeyCode::Char('y') => self.answer(call_id, ApprovalAnswer::Approve),
-            KeyCode::Char('a') => self.answer(call_id, ApprovalAnswer::ApproveForSession),
-            KeyCode::Char('n') => modal.reason = Some(String::new()),
-            KeyCode::Up | KeyCode::Char('k') => {
-                modal.scroll = modal.scroll.min(max).saturating_sub(1)
-            }
-            KeyCode::Down | KeyCode::Char('j') => {
-                modal.scroll = modal.scroll.saturating_add(1).min(max)
-            }
-            KeyCode::PageUp => modal.scroll = modal.scroll.min(max).saturating_sub(10),
-            KeyCode::PageDown => modal.scroll = modal.scroll.saturating_add(10).min(max),
-            KeyCode::Char('c') if ctrl => {
-                self.actions.push(Action::Submit(Op::Interrupt));
-            }
-            _ => {}
-        }
+        self.rewind = None;
+        self.actions.extend(action);
     }
 
     fn answer(&mut self, call_id: String, answer: ApprovalAnswer) {
@@ -1086,8 +1004,191 @@ impl App {
     }
 }
 
+/// Custom commands, `!` lines and the cost.
+impl App {
+    /// Tells the UI about the custom commands: those `offered` (listed in
+    /// the popup and `/help`) and the names of those `refused`.
+    pub fn set_commands(&mut self, offered: Vec<CustomCommand>, refused: Vec<String>) {
+        self.custom = Custom::new(offered, refused);
+    }
+
+    /// Sets the session's cost so far (US dollars), shown in the status
+    /// line; `None` when the model's price is not known.
+    pub fn set_cost(&mut self, cost: Option<f64>) {
+        self.cost = cost;
+    }
+
+    /// A `!` line: the command runs through the session's call pipeline.
+    fn shell(&mut self, command: &str) {
+        if command.is_empty() {
+            self.notice(
+                "`!` runs a command line: type it after the `!`, e.g. `!git status`",
+                true,
+            );
+            return;
+        }
+        if self.turn_running {
+            self.notice(
+                "a turn is running; run `!` commands once it ends (Esc interrupts it)",
+                true,
+            );
+            return;
+        }
+        self.scroll = 0;
+        self.turn_running = true;
+        self.working = Working::Tools;
+        self.actions.push(Action::Submit(Op::Shell {
+            command: command.to_owned(),
+        }));
+    }
+}
+
+/// Going back: `/undo`, and Esc Esc or `/rewind` (the overlay is
+/// [`Rewind`]). The front-end computes the diff of what would be restored
+/// ([`Action::PreviewUndo`], [`Action::PreviewRewind`]) and hands it to
+/// [`App::confirm`]; the session carries the op out and answers with
+/// [`Event::Undone`] or [`Event::Rewound`], after which the rewound
+/// transcript is cut and the picked prompt is put back in the editor.
+impl App {
+    /// Opens the picker of the conversation's earlier prompts (Esc Esc,
+    /// `/rewind`); `force` goes on to the restore.
+    fn open_rewind(&mut self, force: bool) {
+        if self.turn_running {
+            self.notice(
+                "a turn is running: interrupt it (Esc) or wait for it to end, then rewind",
+                true,
+            );
+            return;
+        }
+        if self.prompts.is_empty() {
+            self.notice(
+                "nothing to rewind: this conversation has no message yet",
+                false,
+            );
+            return;
+        }
+        self.rewind = Some(Rewind::pick(&self.prompts, force));
+    }
+
+    /// Esc: closes the completion popup, or interrupts the running turn,
+    /// or — pressed twice on an idle, empty prompt (`alt`: two read at
+    /// once, which arrive as Alt+Esc) — opens the rewind picker. `before`
+    /// is when the last key was an Esc.
+    fn esc(&mut self, alt: bool, before: Option<u64>) {
+        if !self.completion.is_empty() {
+            self.completion.clear();
+        } else if self.turn_running {
+            self.actions.push(Action::Submit(Op::Interrupt));
+            self.queued.clear();
+        } else if self.input.is_empty() {
+            let double =
+                alt || before.is_some_and(|t| self.now_ms.saturating_sub(t) <= DOUBLE_ESC_MS);
+            if double {
+                self.open_rewind(false);
+            } else {
+                self.esc_ms = Some(self.now_ms);
+            }
+        }
+    }
+
+    /// `/undo`: asks the front-end for the diff first.
+    fn start_undo(&mut self, arg: &str) {
+        if self.turn_running {
+            self.notice(
+                "a turn is running: interrupt it (Esc) or wait for it to end, then undo",
+                true,
+            );
+            return;
+        }
+        match super::rewind::undo_force(arg) {
+            Ok(force) => self.actions.push(Action::PreviewUndo { force }),
+            Err(e) => self.notice(&e, true),
+        }
+    }
+
+    /// Shows what `op` (an undo or a rewind) will restore — `diff` — and
+    /// submits it once the user confirms with `y` or Enter.
+    pub fn confirm(&mut self, title: &str, diff: &str, op: Op) {
+        self.rewind = Some(Rewind::confirm(title, diff, op, self.now_ms));
+    }
+
+    /// Whether an undo or rewind overlay is open.
+    pub fn rewind_open(&self) -> bool {
+        self.rewind.is_some()
+    }
+
+    /// The prompt of `turn`, if the conversation holds it.
+    pub fn prompt_of(&self, turn: u32) -> Option<&str> {
+        self.prompts
+            .iter()
+            .find(|p| p.turn == turn)
+            .map(|p| p.text.as_str())
+    }
+
+    /// The events of going back: an undo, a rewind (the transcript cut at
+    /// the prompt, which goes back into the editor), an interrupted answer.
+    fn apply_rewind(&mut self, event: &Event) {
+        match event {
+            Event::Undone { turn, files } => {
+                self.notice(&super::rewind::undone_notice(*turn, files), false)
+            }
+            Event::Rewound {
+                turn,
+                conversation,
+                files,
+            } => self.rewound(*turn, *conversation, files),
+            Event::AnswerInterrupted { text } => {
+                match self.streaming.take() {
+                    Some(i) => {
+                        if let Some(e) = self.entries.get_mut(i) {
+                            e.body = Body::Assistant(text.clone());
+                            e.live = None;
+                            e.version += 1;
+                        }
+                    }
+                    None => {
+                        self.push(Body::Assistant(text.clone()));
+                    }
+                }
+                self.notice(
+                    "⎿ answer interrupted; kept, and the model reads it with the next message",
+                    false,
+                );
+            }
+            _ => {}
+        }
+    }
+
+    fn rewound(&mut self, turn: u32, conversation: bool, files: &[String]) {
+        let text = self.prompt_of(turn).map(str::to_owned);
+        let notice = super::rewind::rewound_notice(turn, text.as_deref(), conversation, files);
+        if conversation {
+            if let Some(first) = self
+                .prompts
+                .iter()
+                .find(|p| p.turn >= turn)
+                .map(|p| p.entry)
+            {
+                self.entries.truncate(first);
+                self.cards.retain(|_, (e, _)| *e < first);
+                self.streaming = None;
+                self.anchor = None;
+                self.scroll = 0;
+            }
+            self.prompts.retain(|p| p.turn < turn);
+        }
+        self.notice(&notice, false);
+        if !self.replaying
+            && let Some(text) = text
+        {
+            self.input.clear();
+            self.input.insert_str(&text);
+        }
+    }
+}
+
 /// The text of `/help`, with the custom commands `custom` lists.
-pub(crate) fn help(custom: &super::custom::Custom) -> String {
+pub(crate) fn help(custom: &Custom) -> String {
     let mut text = String::from(
         "keys: Enter send · Shift+Enter or Ctrl+J newline · Up/Down history · @ complete a file\n\
          Esc or Ctrl+C interrupt · Esc Esc rewind to an earlier message · Ctrl+C twice or Ctrl+D quit · PageUp/PageDown/wheel scroll · \

@@ -1,9 +1,7 @@
 //! Custom slash commands as the UI lists them (the front-end finds and
-//! expands them), `!` lines, and the session's cost.
+//! expands them): offered in the completion popup and `/help`, or refused.
 
-use super::app::{Action, App, Working};
 use super::text::clean;
-use crate::protocol::Op;
 
 /// A custom command offered: its name, description and argument hint, all
 /// made inert (a project's file is text from outside).
@@ -27,6 +25,23 @@ pub(crate) struct Custom {
 }
 
 impl Custom {
+    /// The commands `offered` (listed in the popup and `/help`) and the
+    /// names of those `refused`, made inert and one line each.
+    pub(crate) fn new(offered: Vec<CustomCommand>, refused: Vec<String>) -> Self {
+        let one_line = |s: &str| clean(s).replace(['\n', '\r'], " ");
+        Self {
+            offered: offered
+                .into_iter()
+                .map(|c| CustomCommand {
+                    name: one_line(&c.name),
+                    description: one_line(&c.description),
+                    argument_hint: one_line(&c.argument_hint),
+                })
+                .collect(),
+            refused: refused.iter().map(|n| one_line(n)).collect(),
+        }
+    }
+
     /// Whether `/name` is a custom command, offered or refused.
     pub(crate) fn knows(&self, name: &str) -> bool {
         self.offered.iter().any(|c| c.name == name) || self.refused.iter().any(|n| n == name)
@@ -76,126 +91,5 @@ fn described(c: &CustomCommand) -> String {
         what.to_owned()
     } else {
         format!("{what} {}", c.argument_hint)
-    }
-}
-
-impl App {
-    /// Tells the UI about the custom commands: those `offered` (listed in
-    /// the popup and `/help`) and the names of those `refused`.
-    pub fn set_commands(&mut self, offered: Vec<CustomCommand>, refused: Vec<String>) {
-        let one_line = |s: &str| clean(s).replace(['\n', '\r'], " ");
-        self.custom = Custom {
-            offered: offered
-                .into_iter()
-                .map(|c| CustomCommand {
-                    name: one_line(&c.name),
-                    description: one_line(&c.description),
-                    argument_hint: one_line(&c.argument_hint),
-                })
-                .collect(),
-            refused: refused.iter().map(|n| one_line(n)).collect(),
-        };
-    }
-
-    /// Sets the session's cost so far (US dollars), shown in the status
-    /// line; `None` when the model's price is not known.
-    pub fn set_cost(&mut self, cost: Option<f64>) {
-        self.cost = cost;
-    }
-
-    /// A `!` line: the command runs through the session's call pipeline.
-    pub(crate) fn shell(&mut self, command: &str) {
-        if command.is_empty() {
-            self.notice(
-                "`!` runs a command line: type it after the `!`, e.g. `!git status`",
-                true,
-            );
-            return;
-        }
-        if self.turn_running {
-            self.notice(
-                "a turn is running; run `!` commands once it ends (Esc interrupts it)",
-                true,
-            );
-            return;
-        }
-        self.scroll = 0;
-        self.turn_running = true;
-        self.working = Working::Tools;
-        self.actions.push(Action::Submit(Op::Shell {
-            command: command.to_owned(),
-        }));
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::protocol::{Event, Mode};
-    use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
-
-    fn typed(app: &mut App, text: &str) {
-        for c in text.chars() {
-            app.key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE));
-        }
-    }
-
-    fn enter(app: &mut App) {
-        app.key(KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE));
-    }
-
-    #[test]
-    fn custom_commands_are_offered_and_asked_for() {
-        let mut app = App::new("replay", Mode::Ask);
-        app.set_commands(
-            vec![CustomCommand {
-                name: "/fix".into(),
-                description: "Fix it\u{1b}[2J\nnow".into(),
-                argument_hint: "[issue]".into(),
-            }],
-            vec!["/later".into()],
-        );
-        typed(&mut app, "/fi");
-        assert_eq!(app.completion.len(), 1);
-        assert_eq!(app.completion[0].0, "/fix");
-        assert!(!app.completion[0].1.contains('\u{1b}'));
-        assert!(!app.completion[0].1.contains('\n'));
-        // A command with an argument hint takes the arguments next.
-        enter(&mut app);
-        assert_eq!(app.input.text, "/fix ");
-        typed(&mut app, "12");
-        enter(&mut app);
-        assert_eq!(app.drain_actions(), [Action::Command("/fix 12".into())]);
-        typed(&mut app, "/later");
-        enter(&mut app);
-        assert_eq!(app.drain_actions(), [Action::Command("/later".into())]);
-        typed(&mut app, "/nope");
-        enter(&mut app);
-        assert!(app.drain_actions().is_empty());
-        assert!(super::super::app::help(&app.custom).contains("/fix"));
-    }
-
-    #[test]
-    fn a_bang_line_runs_through_the_session_and_not_during_a_turn() {
-        let mut app = App::new("replay", Mode::Ask);
-        typed(&mut app, "!git status");
-        enter(&mut app);
-        assert_eq!(
-            app.drain_actions(),
-            [Action::Submit(Op::Shell {
-                command: "git status".into()
-            })]
-        );
-        // Busy until its stop.
-        typed(&mut app, "!ls");
-        enter(&mut app);
-        assert!(app.drain_actions().is_empty());
-        app.apply(&Event::Stop {
-            reason: crate::protocol::StopReason::FinalAnswer,
-            message: None,
-        });
-        typed(&mut app, "!");
-        enter(&mut app);
-        assert!(app.drain_actions().is_empty());
     }
 }

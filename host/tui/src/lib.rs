@@ -37,11 +37,14 @@ mod status;
 mod text;
 mod view;
 
-pub use app::{Action, App, Picked, SLASH_COMMANDS};
+pub use app::{Action, App, SLASH_COMMANDS};
 pub use cards::plan_mark;
 pub use custom::CustomCommand;
 pub use markdown::markdown;
+pub use modal::Picked;
 pub use view::render;
 
+#[cfg(test)]
+mod app_tests;
 #[cfg(test)]
 mod snapshot_tests;

@@ -1,14 +1,188 @@
 //! Overlays: the approval modal, the session picker and the completion
-//! popup.
+//! popup. The modal and the picker hold their own state: a key returns a
+//! [`ModalAction`] or a [`PickerAction`] for the UI to carry out.
 
-use super::app::{App, Modal, Picker};
 use super::cards::{diff_lines, summary};
 use super::text::{clean, truncate, wrap};
+use crate::protocol::{ApprovalAnswer, ApprovalRequest};
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
+
+/// Keys that reach an approval modal sooner than this after it opened are
+/// dropped: they were typed for something else.
+pub(crate) const MODAL_GUARD_MS: u64 = 300;
+
+/// The approval modal.
+#[derive(Debug)]
+pub(crate) struct Modal {
+    pub(crate) request: ApprovalRequest,
+    pub(crate) opened_ms: u64,
+    pub(crate) scroll: u16,
+    /// The reason being typed after `n`, when it is.
+    pub(crate) reason: Option<String>,
+    /// Set by the first frame that showed the call's last line: until then
+    /// `y` and `a` do nothing, since what is approved must have been seen.
+    pub(crate) seen_all: std::cell::Cell<bool>,
+    /// How far the call can scroll, as the last frame laid it out.
+    pub(crate) max_scroll: std::cell::Cell<u16>,
+    /// Whether `y` or `a` was pressed before the whole call was shown.
+    pub(crate) refused: bool,
+}
+
+/// What a key in the approval modal asks of the UI.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum ModalAction {
+    /// The modal stays open.
+    Stay,
+    /// The modal closes with this answer to the call `call_id`.
+    Answer {
+        /// The call asked about.
+        call_id: String,
+        /// The user's answer.
+        answer: ApprovalAnswer,
+    },
+    /// The running turn is interrupted (the modal stays until it ends).
+    Interrupt,
+}
+
+impl Modal {
+    /// The modal for `request`, opened at `opened_ms` on the UI's clock.
+    pub(crate) fn new(request: ApprovalRequest, opened_ms: u64) -> Self {
+        Self {
+            request,
+            opened_ms,
+            scroll: 0,
+            reason: None,
+            seen_all: std::cell::Cell::new(false),
+            max_scroll: std::cell::Cell::new(0),
+            refused: false,
+        }
+    }
+
+    /// A paste: it goes into the reason being typed, on one line.
+    pub(crate) fn paste(&mut self, text: &str) {
+        if let Some(reason) = &mut self.reason {
+            reason.push_str(&text.replace(['\n', '\r'], " "));
+        }
+    }
+
+    /// A key at `now_ms` on the UI's clock.
+    pub(crate) fn key(&mut self, key: KeyEvent, now_ms: u64) -> ModalAction {
+        if now_ms.saturating_sub(self.opened_ms) < MODAL_GUARD_MS {
+            return ModalAction::Stay;
+        }
+        let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+        let call_id = self.request.call.id.clone();
+        if let Some(reason) = &mut self.reason {
+            match key.code {
+                KeyCode::Enter => {
+                    let reason = reason.trim().to_owned();
+                    let answer = ApprovalAnswer::Deny {
+                        reason: Some(if reason.is_empty() {
+                            "the user declined".to_owned()
+                        } else {
+                            format!("the user declined: {reason}")
+                        }),
+                    };
+                    return ModalAction::Answer { call_id, answer };
+                }
+                KeyCode::Esc => self.reason = None,
+                KeyCode::Backspace => {
+                    reason.pop();
+                }
+                KeyCode::Char(c) if !ctrl => reason.push(c),
+                _ => {}
+            }
+            return ModalAction::Stay;
+        }
+        // Scrolling stops at the last line, so `↑` answers at once after `↓`s.
+        let max = self.max_scroll.get();
+        let answer = match key.code {
+            KeyCode::Char('y' | 'a') if !self.seen_all.get() => {
+                self.refused = true;
+                return ModalAction::Stay;
+            }
+            KeyCode::Char('y') => ApprovalAnswer::Approve,
+            KeyCode::Char('a') => ApprovalAnswer::ApproveForSession,
+            KeyCode::Char('c') if ctrl => return ModalAction::Interrupt,
+            code => {
+                self.scroll_key(code, max);
+                return ModalAction::Stay;
+            }
+        };
+        ModalAction::Answer { call_id, answer }
+    }
+
+    /// `n` and the keys that scroll the call, which can go down to `max`.
+    fn scroll_key(&mut self, code: KeyCode, max: u16) {
+        match code {
+            KeyCode::Char('n') => self.reason = Some(String::new()),
+            KeyCode::Up | KeyCode::Char('k') => {
+                self.scroll = self.scroll.min(max).saturating_sub(1)
+            }
+            KeyCode::Down | KeyCode::Char('j') => {
+                self.scroll = self.scroll.saturating_add(1).min(max)
+            }
+            KeyCode::PageUp => self.scroll = self.scroll.min(max).saturating_sub(10),
+            KeyCode::PageDown => self.scroll = self.scroll.saturating_add(10).min(max),
+            _ => {}
+        }
+    }
+}
+
+/// A session offered by the picker.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Picked {
+    /// The session id.
+    pub id: String,
+    /// What the picker shows (date, first prompt…).
+    pub label: String,
+}
+
+/// The session picker.
+#[derive(Debug)]
+pub(crate) struct Picker {
+    pub(crate) items: Vec<Picked>,
+    pub(crate) selected: usize,
+}
+
+/// What a key in the session picker asks of the UI.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum PickerAction {
+    /// The picker stays open.
+    Stay,
+    /// The picker closes and nothing is opened.
+    Close,
+    /// The picker closes and this session is opened.
+    Open(String),
+}
+
+impl Picker {
+    /// The picker on `items`, the last one selected; none when there are
+    /// none to pick.
+    pub(crate) fn new(items: Vec<Picked>) -> Option<Self> {
+        let selected = items.len().checked_sub(1)?;
+        Some(Self { items, selected })
+    }
+
+    /// A key while the picker is open.
+    pub(crate) fn key(&mut self, key: KeyEvent) -> PickerAction {
+        let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+        match key.code {
+            KeyCode::Up => self.selected = self.selected.saturating_sub(1),
+            KeyCode::Down => self.selected = (self.selected + 1).min(self.items.len() - 1),
+            KeyCode::Enter => return PickerAction::Open(self.items[self.selected].id.clone()),
+            KeyCode::Esc => return PickerAction::Close,
+            KeyCode::Char('c') if ctrl => return PickerAction::Close,
+            _ => {}
+        }
+        PickerAction::Stay
+    }
+}
 
 fn centered(area: Rect, width: u16, height: u16) -> Rect {
     let w = width.min(area.width);
@@ -26,7 +200,7 @@ fn centered(area: Rect, width: u16, height: u16) -> Rect {
 /// ([`crate::terminal::visible_arguments`]) and its diff — wrapped to the
 /// modal's width and scrolled when it cannot fit. The frame that shows the
 /// last line marks the modal seen; until then `y` and `a` do nothing (see
-/// [`App`]), so nothing is approved that was not on the screen. A call of
+/// [`Modal::key`]), so nothing is approved that was not on the screen. A call of
 /// more rows than a `u16` counts can never be scrolled to its end, so it is
 /// never marked seen and the modal says it can only be refused.
 pub(crate) fn approval(frame: &mut Frame<'_>, area: Rect, modal: &Modal) {
@@ -113,7 +287,7 @@ pub(crate) fn approval(frame: &mut Frame<'_>, area: Rect, modal: &Modal) {
 
 /// Everything the call will run: its arguments made visible, then its
 /// diff, wrapped to `inner_w` columns.
-fn approval_body(req: &crate::protocol::ApprovalRequest, inner_w: usize) -> Vec<Line<'static>> {
+fn approval_body(req: &ApprovalRequest, inner_w: usize) -> Vec<Line<'static>> {
     let mut body: Vec<Line<'static>> = Vec::new();
     for line in crate::terminal::visible_arguments(&req.call.arguments).lines() {
         body.extend(wrap(Line::raw(line.to_owned()), inner_w, ""));
@@ -128,7 +302,7 @@ fn approval_body(req: &crate::protocol::ApprovalRequest, inner_w: usize) -> Vec<
 }
 
 /// The modal's first lines: the call's name and summary, and why it asks.
-fn approval_head(req: &crate::protocol::ApprovalRequest, inner_w: usize) -> Vec<Line<'static>> {
+fn approval_head(req: &ApprovalRequest, inner_w: usize) -> Vec<Line<'static>> {
     let bold = Style::default().add_modifier(Modifier::BOLD);
     let dim = Style::default().fg(Color::DarkGray);
     vec![
@@ -255,25 +429,25 @@ pub(crate) fn picker(frame: &mut Frame<'_>, area: Rect, picker: &Picker) {
     frame.render_widget(Paragraph::new(lines), inner);
 }
 
-/// The completion popup, just above the prompt at `input`.
-pub(crate) fn completion(frame: &mut Frame<'_>, input: Rect, app: &App) {
+/// The completion popup of `choices` (the word, what it is), `selected`
+/// highlighted, just above the prompt at `input`.
+pub(crate) fn completion(
+    frame: &mut Frame<'_>,
+    input: Rect,
+    choices: &[(String, String)],
+    selected: usize,
+) {
     // As many entries as fit above the input, so that every slash command
     // is in the popup on a usual terminal; beyond that the window follows
     // the selection.
     let room = usize::from(input.y.saturating_sub(2));
-    let n = app.completion.len().min(room) as u16;
+    let n = choices.len().min(room) as u16;
     if n == 0 {
         return;
     }
-    let first = (app.completion_sel + 1).saturating_sub(usize::from(n));
-    let cmd_w = app
-        .completion
-        .iter()
-        .map(|(c, _)| c.len())
-        .max()
-        .unwrap_or(0);
-    let width = app
-        .completion
+    let first = (selected + 1).saturating_sub(usize::from(n));
+    let cmd_w = choices.iter().map(|(c, _)| c.len()).max().unwrap_or(0);
+    let width = choices
         .iter()
         .map(|(_, d)| cmd_w + d.len() + 3)
         .max()
@@ -282,14 +456,13 @@ pub(crate) fn completion(frame: &mut Frame<'_>, input: Rect, app: &App) {
         + 2;
     let rect = Rect::new(input.x, input.y - n - 2, width, n + 2);
     frame.render_widget(Clear, rect);
-    let lines: Vec<Line<'static>> = app
-        .completion
+    let lines: Vec<Line<'static>> = choices
         .iter()
         .enumerate()
         .skip(first)
         .take(usize::from(n))
         .map(|(i, (c, d))| {
-            let style = if i == app.completion_sel {
+            let style = if i == selected {
                 Style::default().add_modifier(Modifier::REVERSED)
             } else {
                 Style::default()

@@ -1,17 +1,17 @@
 //! Going back from the UI: `/undo`, and Esc Esc or `/rewind` — a picker of
 //! the conversation's earlier prompts (newest first), then what to restore
 //! (code and conversation, the conversation only, the code only), and the
-//! diff of the files to restore, confirmed before anything changes. The
-//! front-end computes that diff ([`Action::PreviewUndo`],
-//! [`Action::PreviewRewind`]) and hands it to [`App::confirm`]; the session
-//! carries the op out and answers with [`Event::Undone`] or
-//! [`Event::Rewound`], after which the rewound transcript is cut and the
-//! picked prompt is put back in the editor.
+//! diff of the files to restore, confirmed before anything changes.
+//!
+//! The overlay holds only its own state: a key returns a [`RewindAction`]
+//! for the UI to carry out (close, submit an op, or ask the front-end for
+//! the diff of a rewind, which comes back through `App::confirm`). The
+//! texts the transcript shows for an undo or a rewind are made here too.
 
-use super::app::{Action, App, Body};
 use super::cards::diff_lines;
+use super::modal::MODAL_GUARD_MS;
 use super::text::{clean, truncate, wrap};
-use crate::protocol::{Event, Op};
+use crate::protocol::Op;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::Frame;
 use ratatui::layout::Rect;
@@ -32,7 +32,7 @@ const CHOICES: [(&str, bool, bool); 4] = [
 
 /// The overlay open for going back.
 #[derive(Debug)]
-pub(crate) enum Overlay {
+pub(crate) enum Rewind {
     /// Picking the prompt to go back to: (turn, text), newest first.
     Prompts {
         items: Vec<(u32, String)>,
@@ -67,8 +67,29 @@ pub(crate) struct Prompt {
     pub(crate) entry: usize,
 }
 
+/// What a key in the overlay asks of the UI.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum RewindAction {
+    /// The overlay stays open (on its next step, perhaps).
+    Stay,
+    /// The overlay closes and nothing is done.
+    Close,
+    /// The overlay closes and this op goes to the session.
+    Submit(Op),
+    /// The overlay closes and the front-end works out what a rewind to
+    /// before the prompt of `turn` would restore, to confirm it.
+    Preview {
+        /// The turn whose prompt is rewound to.
+        turn: u32,
+        /// Whether the conversation goes back too.
+        conversation: bool,
+        /// Overwrite files edited since.
+        force: bool,
+    },
+}
+
 /// `text` as one line a picker can show: inert, its first line only.
-fn one_line(text: &str) -> String {
+pub(crate) fn one_line(text: &str) -> String {
     let first = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
     let more = if text.trim().lines().count() > 1 {
         " …"
@@ -78,109 +99,42 @@ fn one_line(text: &str) -> String {
     format!("{}{more}", clean(first.trim()))
 }
 
-impl App {
-    /// Opens the picker of the conversation's earlier prompts (Esc Esc,
-    /// `/rewind`); `force` goes on to the restore.
-    pub(crate) fn open_rewind(&mut self, force: bool) {
-        if self.turn_running {
-            self.notice(
-                "a turn is running: interrupt it (Esc) or wait for it to end, then rewind",
-                true,
-            );
-            return;
-        }
-        if self.prompts.is_empty() {
-            self.notice(
-                "nothing to rewind: this conversation has no message yet",
-                false,
-            );
-            return;
-        }
-        let items = self
-            .prompts
+impl Rewind {
+    /// The picker of `prompts` (oldest first), shown newest first; `force`
+    /// goes on to the restore.
+    pub(crate) fn pick(prompts: &[Prompt], force: bool) -> Self {
+        let items = prompts
             .iter()
             .rev()
             .map(|p| (p.turn, p.text.clone()))
             .collect();
-        self.rewind = Some(Overlay::Prompts {
+        Self::Prompts {
             items,
             selected: 0,
             force,
-        });
-    }
-
-    /// Esc: closes the completion popup, or interrupts the running turn,
-    /// or — pressed twice on an idle, empty prompt (`alt`: two read at
-    /// once, which arrive as Alt+Esc) — opens the rewind picker. `before`
-    /// is when the last key was an Esc.
-    pub(crate) fn esc(&mut self, alt: bool, before: Option<u64>) {
-        if !self.completion.is_empty() {
-            self.completion.clear();
-        } else if self.turn_running {
-            self.actions.push(Action::Submit(Op::Interrupt));
-            self.queued.clear();
-        } else if self.input.is_empty() {
-            let double =
-                alt || before.is_some_and(|t| self.now_ms.saturating_sub(t) <= DOUBLE_ESC_MS);
-            if double {
-                self.open_rewind(false);
-            } else {
-                self.esc_ms = Some(self.now_ms);
-            }
         }
     }
 
-    /// `/undo`: asks the front-end for the diff first.
-    pub(crate) fn start_undo(&mut self, arg: &str) {
-        if self.turn_running {
-            self.notice(
-                "a turn is running: interrupt it (Esc) or wait for it to end, then undo",
-                true,
-            );
-            return;
-        }
-        match arg {
-            "" => self.actions.push(Action::PreviewUndo { force: false }),
-            "--force" => self.actions.push(Action::PreviewUndo { force: true }),
-            _ => self.notice(
-                &format!(
-                    "`/undo` takes no argument but --force, not `{}`",
-                    clean(arg)
-                ),
-                true,
-            ),
-        }
-    }
-
-    /// Shows what `op` (an undo or a rewind) will restore — `diff` — and
-    /// submits it once the user confirms with `y` or Enter.
-    pub fn confirm(&mut self, title: &str, diff: &str, op: Op) {
-        self.rewind = Some(Overlay::Confirm {
+    /// What `op` (an undo or a rewind) will restore — `diff` — to confirm;
+    /// `now_ms` is the UI's clock.
+    pub(crate) fn confirm(title: &str, diff: &str, op: Op, now_ms: u64) -> Self {
+        Self::Confirm {
             title: title.to_owned(),
             diff: diff.to_owned(),
             scroll: 0,
             op,
-            opened_ms: self.now_ms,
-        });
+            opened_ms: now_ms,
+        }
     }
 
-    /// Whether an undo or rewind overlay is open.
-    pub fn rewind_open(&self) -> bool {
-        self.rewind.is_some()
-    }
-
-    /// A key while the overlay is open.
-    pub(crate) fn rewind_key(&mut self, key: KeyEvent) {
+    /// A key while the overlay is open, at `now_ms` on the UI's clock.
+    pub(crate) fn key(&mut self, key: KeyEvent, now_ms: u64) -> RewindAction {
         let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
         if key.code == KeyCode::Esc || (ctrl && key.code == KeyCode::Char('c')) {
-            self.rewind = None;
-            return;
+            return RewindAction::Close;
         }
-        let Some(overlay) = &mut self.rewind else {
-            return;
-        };
-        match overlay {
-            Overlay::Prompts {
+        match self {
+            Self::Prompts {
                 items,
                 selected,
                 force,
@@ -188,17 +142,19 @@ impl App {
                 KeyCode::Up => *selected = selected.saturating_sub(1),
                 KeyCode::Down => *selected = (*selected + 1).min(items.len().saturating_sub(1)),
                 KeyCode::Enter => {
-                    let next = items.get(*selected).map(|(turn, text)| Overlay::Choice {
+                    let Some((turn, text)) = items.get(*selected) else {
+                        return RewindAction::Close;
+                    };
+                    *self = Self::Choice {
                         turn: *turn,
                         text: text.clone(),
                         selected: 0,
                         force: *force,
-                    });
-                    self.rewind = next;
+                    };
                 }
                 _ => {}
             },
-            Overlay::Choice {
+            Self::Choice {
                 turn,
                 selected,
                 force,
@@ -206,27 +162,18 @@ impl App {
             } => match key.code {
                 KeyCode::Up => *selected = selected.saturating_sub(1),
                 KeyCode::Down => *selected = (*selected + 1).min(CHOICES.len() - 1),
-                KeyCode::Enter => {
-                    let (turn, choice, force) = (*turn, CHOICES[*selected], *force);
-                    self.rewind = None;
-                    self.choose(turn, choice, force);
-                }
+                KeyCode::Enter => return choose(*turn, CHOICES[*selected], *force),
                 _ => {}
             },
-            Overlay::Confirm {
+            Self::Confirm {
                 scroll,
                 op,
                 opened_ms,
                 ..
             } => match key.code {
-                KeyCode::Enter
-                    if self.now_ms.saturating_sub(*opened_ms) < super::app::MODAL_GUARD_MS => {}
-                KeyCode::Char('y') | KeyCode::Enter => {
-                    let op = op.clone();
-                    self.rewind = None;
-                    self.actions.push(Action::Submit(op));
-                }
-                KeyCode::Char('n') => self.rewind = None,
+                KeyCode::Enter if now_ms.saturating_sub(*opened_ms) < MODAL_GUARD_MS => {}
+                KeyCode::Char('y') | KeyCode::Enter => return RewindAction::Submit(op.clone()),
+                KeyCode::Char('n') => return RewindAction::Close,
                 KeyCode::Up | KeyCode::Char('k') => *scroll = scroll.saturating_sub(1),
                 KeyCode::Down | KeyCode::Char('j') => *scroll = scroll.saturating_add(1),
                 KeyCode::PageUp => *scroll = scroll.saturating_sub(10),
@@ -234,126 +181,85 @@ impl App {
                 _ => {}
             },
         }
+        RewindAction::Stay
     }
+}
 
-    /// A choice for the prompt of `turn`: the conversation alone goes back
-    /// at once; restoring code shows its diff first.
-    fn choose(&mut self, turn: u32, (_, conversation, code): (&str, bool, bool), force: bool) {
-        match (conversation, code) {
-            (false, false) => {}
-            (true, false) => self.actions.push(Action::Submit(Op::Rewind {
-                turn,
-                conversation,
-                code,
-                force,
-            })),
-            _ => self.actions.push(Action::PreviewRewind {
-                turn,
-                conversation,
-                force,
-            }),
-        }
+/// A choice for the prompt of `turn`: the conversation alone goes back at
+/// once; restoring code shows its diff first.
+fn choose(turn: u32, (_, conversation, code): (&str, bool, bool), force: bool) -> RewindAction {
+    match (conversation, code) {
+        (false, false) => RewindAction::Close,
+        (true, false) => RewindAction::Submit(Op::Rewind {
+            turn,
+            conversation,
+            code,
+            force,
+        }),
+        _ => RewindAction::Preview {
+            turn,
+            conversation,
+            force,
+        },
     }
+}
 
-    /// The prompt of `turn`, if the conversation holds it.
-    pub fn prompt_of(&self, turn: u32) -> Option<&str> {
-        self.prompts
-            .iter()
-            .find(|p| p.turn == turn)
-            .map(|p| p.text.as_str())
+/// The force `/undo ARG` asks for, or why `arg` is wrong.
+pub(crate) fn undo_force(arg: &str) -> Result<bool, String> {
+    match arg {
+        "" => Ok(false),
+        "--force" => Ok(true),
+        _ => Err(format!(
+            "`/undo` takes no argument but --force, not `{}`",
+            clean(arg)
+        )),
     }
+}
 
-    /// The events of going back: an undo, a rewind (the transcript cut at
-    /// the prompt, which goes back into the editor), an interrupted answer.
-    pub(crate) fn apply_rewind(&mut self, event: &Event) {
-        match event {
-            Event::Undone { turn, files } => self.notice(
-                &format!(
-                    "undid turn {turn}: restored {}",
-                    if files.is_empty() {
-                        "no file".to_owned()
-                    } else {
-                        files.join(", ")
-                    }
-                ),
-                false,
-            ),
-            Event::Rewound {
-                turn,
-                conversation,
-                files,
-            } => self.rewound(*turn, *conversation, files),
-            Event::AnswerInterrupted { text } => {
-                match self.streaming.take() {
-                    Some(i) => {
-                        if let Some(e) = self.entries.get_mut(i) {
-                            e.body = Body::Assistant(text.clone());
-                            e.live = None;
-                            e.version += 1;
-                        }
-                    }
-                    None => {
-                        self.push(Body::Assistant(text.clone()));
-                    }
-                }
-                self.notice(
-                    "⎿ answer interrupted; kept, and the model reads it with the next message",
-                    false,
-                );
-            }
-            _ => {}
-        }
-    }
-
-    fn rewound(&mut self, turn: u32, conversation: bool, files: &[String]) {
-        let text = self.prompt_of(turn).map(str::to_owned);
-        let restored = if files.is_empty() {
-            "no file restored".to_owned()
+/// The transcript's line for an undo of `turn` that restored `files`.
+pub(crate) fn undone_notice(turn: u32, files: &[String]) -> String {
+    format!(
+        "undid turn {turn}: restored {}",
+        if files.is_empty() {
+            "no file".to_owned()
         } else {
-            format!("restored {}", files.join(", "))
-        };
-        let what = match &text {
-            Some(t) => format!("“{}”", truncate(&one_line(t), 60)),
-            None => format!("turn {turn}"),
-        };
-        if conversation {
-            if let Some(first) = self
-                .prompts
-                .iter()
-                .find(|p| p.turn >= turn)
-                .map(|p| p.entry)
-            {
-                self.entries.truncate(first);
-                self.cards.retain(|_, (e, _)| *e < first);
-                self.streaming = None;
-                self.anchor = None;
-                self.scroll = 0;
-            }
-            self.prompts.retain(|p| p.turn < turn);
-            self.notice(
-                &format!("rewound the conversation to before {what}; {restored}"),
-                false,
-            );
-        } else {
-            self.notice(&format!("{restored} as before {what}"), false);
+            files.join(", ")
         }
-        if !self.replaying
-            && let Some(text) = text
-        {
-            self.input.clear();
-            self.input.insert_str(&text);
-        }
+    )
+}
+
+/// The transcript's line for a rewind to before the prompt of `turn`
+/// (`text`, when the conversation still holds it) that restored `files`.
+pub(crate) fn rewound_notice(
+    turn: u32,
+    text: Option<&str>,
+    conversation: bool,
+    files: &[String],
+) -> String {
+    let restored = if files.is_empty() {
+        "no file restored".to_owned()
+    } else {
+        format!("restored {}", files.join(", "))
+    };
+    let what = match text {
+        Some(t) => format!("“{}”", truncate(&one_line(t), 60)),
+        None => format!("turn {turn}"),
+    };
+    if conversation {
+        format!("rewound the conversation to before {what}; {restored}")
+    } else {
+        format!("{restored} as before {what}")
     }
 }
 
 /// Draws the overlay.
-pub(crate) fn render(frame: &mut Frame<'_>, area: Rect, overlay: &Overlay) {
+pub(crate) fn render(frame: &mut Frame<'_>, area: Rect, overlay: &Rewind) {
     let bold = Style::default().add_modifier(Modifier::BOLD);
     let dim = Style::default().fg(Color::DarkGray);
     let width = area.width.saturating_sub(8).min(90);
     let inner_w = usize::from(width.saturating_sub(2)).max(1);
     let (title, lines, foot): (String, Vec<Line<'static>>, &str) = match overlay {
-        Overlay::Prompts {
+        Rewind::Prompts {
             items, selected, ..
         } => (
             " rewind to before which message? ".into(),
@@ -364,7 +270,7 @@ pub(crate) fn render(frame: &mut Frame<'_>, area: Rect, overlay: &Overlay) {
                 .collect(),
             "↑/↓ pick · Enter choose · Esc cancel",
         ),
-        Overlay::Choice { text, selected, .. } => {
+        Rewind::Choice { text, selected, .. } => {
             let mut lines = vec![
                 Line::styled(truncate(&one_line(text), inner_w), bold),
                 Line::default(),
@@ -381,7 +287,7 @@ pub(crate) fn render(frame: &mut Frame<'_>, area: Rect, overlay: &Overlay) {
                 "↑/↓ pick · Enter do it · Esc cancel",
             )
         }
-        Overlay::Confirm {
+        Rewind::Confirm {
             title,
             diff,
             scroll,
@@ -426,7 +332,7 @@ pub(crate) fn render(frame: &mut Frame<'_>, area: Rect, overlay: &Overlay) {
     let body_h = inner.height.saturating_sub(1);
     // The picked line stays in view.
     let selected = match overlay {
-        Overlay::Prompts { selected, .. } => *selected,
+        Rewind::Prompts { selected, .. } => *selected,
         _ => 0,
     };
     let first = (selected + 1).saturating_sub(usize::from(body_h));
@@ -457,76 +363,81 @@ fn pick_line(text: &str, selected: bool, width: usize) -> Line<'static> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::Mode;
 
     fn key(code: KeyCode) -> KeyEvent {
         KeyEvent::new(code, KeyModifiers::NONE)
     }
 
-    fn prompt(app: &mut App, turn: u32, text: &str) {
-        app.apply(&Event::TurnBegin { turn });
-        app.apply(&Event::UserMessage { text: text.into() });
-        app.apply(&Event::Stop {
-            reason: crate::protocol::StopReason::FinalAnswer,
-            message: None,
-        });
+    fn prompts() -> Vec<Prompt> {
+        [(1, "first"), (2, "second")]
+            .into_iter()
+            .map(|(turn, text)| Prompt {
+                turn,
+                text: text.into(),
+                entry: 0,
+            })
+            .collect()
     }
 
     #[test]
-    fn esc_esc_picks_a_prompt_and_a_rewind_cuts_the_transcript() {
-        let mut app = App::new("replay", Mode::Ask);
-        prompt(&mut app, 1, "first\u{1b}[31m message\nsecond line");
-        prompt(&mut app, 2, "later");
-        app.set_clock(1000);
-        app.key(key(KeyCode::Esc));
-        assert!(!app.rewind_open(), "one Esc does not open it");
-        app.set_clock(1300);
-        app.key(key(KeyCode::Esc));
-        let Some(Overlay::Prompts { items, .. }) = &app.rewind else {
-            panic!("Esc Esc opens the picker: {:?}", app.rewind);
+    fn each_choice_asks_for_its_own_action() {
+        let asked = |downs: usize| {
+            let mut rewind = Rewind::pick(&prompts(), true);
+            assert_eq!(rewind.key(key(KeyCode::Enter), 0), RewindAction::Stay);
+            for _ in 0..downs {
+                rewind.key(key(KeyCode::Down), 0);
+            }
+            rewind.key(key(KeyCode::Enter), 0)
         };
-        assert_eq!(items[0].1, "later", "newest first");
-        let shown = one_line(&items[1].1);
-        assert!(
-            shown.starts_with("first") && shown.ends_with(" …") && !shown.contains('\u{1b}'),
-            "one inert line: {shown}"
-        );
-        app.key(key(KeyCode::Down));
-        app.key(key(KeyCode::Enter));
-        app.key(key(KeyCode::Enter));
         assert_eq!(
-            app.drain_actions(),
-            vec![Action::PreviewRewind {
-                turn: 1,
+            asked(0),
+            RewindAction::Preview {
+                turn: 2,
                 conversation: true,
-                force: false
-            }]
+                force: true
+            }
         );
-        app.apply(&Event::Rewound {
-            turn: 1,
-            conversation: true,
-            files: vec!["a.txt".into()],
-        });
-        assert!(app.prompts.is_empty());
-        assert!(
-            !app.entries.iter().any(|e| matches!(&e.body, Body::User(_))),
-            "the rewound prompts leave the transcript"
+        assert_eq!(
+            asked(1),
+            RewindAction::Submit(Op::Rewind {
+                turn: 2,
+                conversation: true,
+                code: false,
+                force: true
+            })
         );
-        assert!(app.input.text.starts_with("first"), "{}", app.input.text);
+        assert_eq!(
+            asked(2),
+            RewindAction::Preview {
+                turn: 2,
+                conversation: false,
+                force: true
+            }
+        );
+        assert_eq!(asked(3), RewindAction::Close);
+        assert_eq!(asked(9), RewindAction::Close, "the last choice is cancel");
     }
 
     #[test]
-    fn a_confirmed_undo_submits_and_a_cancelled_one_does_not() {
-        let mut app = App::new("replay", Mode::Ask);
-        app.confirm("undo", "-a\n+b\n", Op::Undo { force: false });
-        app.key(key(KeyCode::Char('n')));
-        assert!(!app.rewind_open());
-        assert!(app.drain_actions().is_empty());
-        app.confirm("undo", "-a\n+b\n", Op::Undo { force: false });
-        app.key(key(KeyCode::Char('y')));
+    fn a_confirmation_drops_an_early_enter_but_not_y() {
+        let op = Op::Undo { force: false };
+        let mut rewind = Rewind::confirm("undo", "-a\n+b\n", op.clone(), 1000);
+        assert_eq!(rewind.key(key(KeyCode::Enter), 1100), RewindAction::Stay);
         assert_eq!(
-            app.drain_actions(),
-            vec![Action::Submit(Op::Undo { force: false })]
+            rewind.key(key(KeyCode::Char('y')), 1100),
+            RewindAction::Submit(op.clone())
         );
+        assert_eq!(
+            rewind.key(key(KeyCode::Enter), 1000 + MODAL_GUARD_MS),
+            RewindAction::Submit(op)
+        );
+        assert_eq!(rewind.key(key(KeyCode::Esc), 0), RewindAction::Close);
+    }
+
+    #[test]
+    fn undo_takes_force_or_nothing() {
+        assert_eq!(undo_force(""), Ok(false));
+        assert_eq!(undo_force("--force"), Ok(true));
+        assert!(undo_force("\u{1b}[2J").is_err_and(|e| !e.contains('\u{1b}')));
     }
 }

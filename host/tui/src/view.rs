@@ -88,7 +88,7 @@ pub fn render(frame: &mut Frame<'_>, app: &mut App) {
     );
 
     if !app.completion.is_empty() {
-        super::modal::completion(frame, input_rect, app);
+        super::modal::completion(frame, input_rect, &app.completion, app.completion_sel);
     }
     if let Some(picker) = &app.picker {
         super::modal::picker(frame, area, picker);
