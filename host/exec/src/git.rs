@@ -108,21 +108,62 @@ impl Repo {
     }
 }
 
+/// Why the git directory a `.git` file names cannot be found.
+#[derive(Debug, thiserror::Error)]
+pub enum GitDirError {
+    /// The `.git` file cannot be read.
+    #[error("{} cannot be read: {error}", dot_git.display())]
+    Unreadable {
+        /// The `.git` file.
+        dot_git: PathBuf,
+        /// Why.
+        error: std::io::Error,
+    },
+    /// The file has no `gitdir: PATH` line.
+    #[error("{} does not name a git directory", dot_git.display())]
+    NoGitDir {
+        /// The `.git` file.
+        dot_git: PathBuf,
+    },
+    /// The directory it names cannot be opened.
+    #[error("the git directory {named} named by {} cannot be opened: {error}", dot_git.display())]
+    Unopenable {
+        /// The path as the file writes it.
+        named: String,
+        /// The `.git` file.
+        dot_git: PathBuf,
+        /// Why.
+        error: std::io::Error,
+    },
+}
+
+/// For callers whose errors are still text.
+impl From<GitDirError> for String {
+    fn from(e: GitDirError) -> Self {
+        e.to_string()
+    }
+}
+
 /// The git directory a `.git` file names (`gitdir: PATH`, relative to the
 /// file's directory), canonical.
-pub fn gitdir_of(dot_git: &Path) -> Result<PathBuf, String> {
-    let text = std::fs::read_to_string(dot_git)
-        .map_err(|e| format!("{} cannot be read: {e}", dot_git.display()))?;
+pub fn gitdir_of(dot_git: &Path) -> Result<PathBuf, GitDirError> {
+    let text = std::fs::read_to_string(dot_git).map_err(|error| GitDirError::Unreadable {
+        dot_git: dot_git.to_path_buf(),
+        error,
+    })?;
     let named = text
         .strip_prefix("gitdir:")
         .map(str::trim)
         .filter(|p| !p.is_empty() && !p.contains('\n'))
-        .ok_or_else(|| format!("{} does not name a git directory", dot_git.display()))?;
+        .ok_or_else(|| GitDirError::NoGitDir {
+            dot_git: dot_git.to_path_buf(),
+        })?;
     let base = dot_git.parent().unwrap_or(Path::new("/"));
-    base.join(named).canonicalize().map_err(|e| {
-        format!(
-            "the git directory {named} named by {} cannot be opened: {e}",
-            dot_git.display()
-        )
-    })
+    base.join(named)
+        .canonicalize()
+        .map_err(|error| GitDirError::Unopenable {
+            named: named.to_owned(),
+            dot_git: dot_git.to_path_buf(),
+            error,
+        })
 }

@@ -71,7 +71,7 @@ mod tree;
 pub use confine::{Confinement, confinement};
 pub use launch::{Launch, protected_paths};
 pub use netns::PROXY_PORT;
-pub use network::{Destination, Network, Scheme};
+pub use network::{Destination, DestinationError, Network, Scheme};
 pub use proxy::{HEAD_TIMEOUT, MAX_CONNECTIONS, MAX_HEAD, Proxy};
 pub use serve::Served;
 pub use tree::{HostChild, adopt_orphans};

@@ -102,37 +102,30 @@ impl Destination {
     /// Parses `https://crates.io:443`, `https://crates.io` (the scheme's
     /// port), `http://127.0.0.1:8080`, `http://[::1]:80` or
     /// `https://*.example.com`. On failure, why, in words.
-    pub fn parse(text: &str) -> Result<Self, String> {
+    pub fn parse(text: &str) -> Result<Self, DestinationError> {
         let Some((scheme, rest)) = text.split_once("://") else {
-            return Err("it has no scheme: write `https://HOST:PORT` or `http://HOST:PORT`".into());
+            return Err(DestinationError::NoScheme);
         };
         let (scheme, default_port) = match scheme.to_ascii_lowercase().as_str() {
             "http" => (Scheme::Http, 80),
             "https" => (Scheme::Https, 443),
-            other => {
-                return Err(format!(
-                    "the scheme `{}` is not one corral's proxy carries: only http and https are",
-                    other.escape_debug()
-                ));
-            }
+            other => return Err(DestinationError::Scheme(other.to_owned())),
         };
         let rest = rest.strip_suffix('/').unwrap_or(rest);
         if rest.contains(['/', '@', '?', '#']) {
-            return Err(
-                "only a scheme, a host and a port are allowed: no path, query or user".into(),
-            );
+            return Err(DestinationError::NotOnlyOrigin);
         }
         let (host, port) = if let Some(v6) = rest.strip_prefix('[') {
             let (host, after) = v6
                 .split_once(']')
-                .ok_or("an IPv6 address in `[` has no closing `]`")?;
+                .ok_or(DestinationError::UnclosedBracket)?;
             let port = match after.strip_prefix(':') {
                 Some(p) => parse_port(p)?,
                 None if after.is_empty() => default_port,
-                None => return Err("text follows the `]` of the address".into()),
+                None => return Err(DestinationError::AfterBracket),
             };
             if host.parse::<std::net::Ipv6Addr>().is_err() {
-                return Err(format!("`{}` is not an IPv6 address", host.escape_debug()));
+                return Err(DestinationError::NotIpv6(host.to_owned()));
             }
             (host.to_owned(), port)
         } else {
@@ -148,10 +141,7 @@ impl Destination {
                 .chars()
                 .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_' | ':'))
         {
-            return Err(
-                "the host must be a name or an address; a `*` may only lead it, as in `*.example.com`"
-                    .into(),
-            );
+            return Err(DestinationError::Host);
         }
         Ok(Self {
             scheme,
@@ -221,12 +211,48 @@ fn is_public(ip: IpAddr) -> bool {
     }
 }
 
-fn parse_port(p: &str) -> Result<u16, String> {
+/// Why a text is not a [`Destination`], in words a manifest's error shows.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DestinationError {
+    /// No `scheme://`.
+    #[error("it has no scheme: write `https://HOST:PORT` or `http://HOST:PORT`")]
+    NoScheme,
+    /// A scheme other than http and https.
+    #[error(
+        "the scheme `{}` is not one corral's proxy carries: only http and https are",
+        .0.escape_debug()
+    )]
+    Scheme(String),
+    /// A path, query or user after the host.
+    #[error("only a scheme, a host and a port are allowed: no path, query or user")]
+    NotOnlyOrigin,
+    /// `[` without `]`.
+    #[error("an IPv6 address in `[` has no closing `]`")]
+    UnclosedBracket,
+    /// Something other than `:PORT` after `]`.
+    #[error("text follows the `]` of the address")]
+    AfterBracket,
+    /// Text in `[` `]` that is not an IPv6 address.
+    #[error("`{}` is not an IPv6 address", .0.escape_debug())]
+    NotIpv6(String),
+    /// A port that is not 1 to 65535.
+    #[error("the port `{}` is not a number from 1 to 65535", .0.escape_debug())]
+    Port(String),
+    /// A host that is neither a name nor an address, or a `*` not in front.
+    #[error("the host must be a name or an address; a `*` may only lead it, as in `*.example.com`")]
+    Host,
+}
+
+/// For callers whose errors are still text.
+impl From<DestinationError> for String {
+    fn from(e: DestinationError) -> Self {
+        e.to_string()
+    }
+}
+
+fn parse_port(p: &str) -> Result<u16, DestinationError> {
     match p.parse::<u16>() {
-        Ok(0) | Err(_) => Err(format!(
-            "the port `{}` is not a number from 1 to 65535",
-            p.escape_debug()
-        )),
+        Ok(0) | Err(_) => Err(DestinationError::Port(p.to_owned())),
         Ok(n) => Ok(n),
     }
 }
