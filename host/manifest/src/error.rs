@@ -35,6 +35,15 @@ impl fmt::Display for ManifestError {
     }
 }
 
+/// Why a secret's header value cannot be made when a request needs it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SecretError {
+    /// A variable its `${env:NAME}` reads is not set. Shown as the name
+    /// alone, which the caller's message puts in its context.
+    #[error("{0}")]
+    Unset(String),
+}
+
 /// Where a plugin entry was declared, for messages.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Origin {

@@ -41,7 +41,7 @@ pub mod reviewed;
 mod secret;
 pub mod trust;
 
-pub use error::{ManifestError, Origin};
+pub use error::{ManifestError, Origin, SecretError};
 pub use hook::HookBinding;
 pub use layers::{from_layers, layers, load, load_with, read_manifest, user_file};
 pub use loosen::{Loosening, MAY_LOOSEN_KEY, wide_grants};
@@ -383,12 +383,12 @@ impl Secret {
         out
     }
 
-    /// The header value with every `${env:NAME}` replaced, or the name of the
-    /// first variable that is not set.
-    pub fn resolve(&self) -> Result<String, String> {
+    /// The header value with every `${env:NAME}` replaced, or the first
+    /// variable that is not set.
+    pub fn resolve(&self) -> Result<String, SecretError> {
         let mut value = self.value.clone();
         for var in self.env_vars() {
-            let v = std::env::var(&var).map_err(|_| var.clone())?;
+            let v = std::env::var(&var).map_err(|_| SecretError::Unset(var.clone()))?;
             value = value.replace(&format!("${{env:{var}}}"), &v);
         }
         Ok(value)

@@ -355,10 +355,10 @@ fn check_alone(shown: &str, path: &[String], value: &toml::Value) -> Result<(), 
     let mut table = toml::Table::new();
     set(&mut table, path, value.clone());
     let text = toml::to_string(&table).unwrap_or_default();
-    super::raw::check_text(&text).map_err(|why| {
+    super::raw::check_text(&text).map_err(|e| {
         bad(
             OVERRIDES_NAME,
-            format!("`{shown}`: {why}"),
+            format!("`{shown}`: {}", e.message().trim()),
             Some(KEYS_HELP.into()),
         )
     })

@@ -58,12 +58,10 @@ pub(super) struct RawFile {
     pub(super) profiles: BTreeMap<String, toml::Table>,
 }
 
-/// Whether `text` is a manifest this schema accepts; the parser's message
+/// Whether `text` is a manifest this schema accepts; the parser's error
 /// otherwise.
-pub(super) fn check_text(text: &str) -> Result<(), String> {
-    toml::from_str::<RawFile>(text)
-        .map(drop)
-        .map_err(|e| e.message().trim().to_owned())
+pub(super) fn check_text(text: &str) -> Result<(), toml::de::Error> {
+    toml::from_str::<RawFile>(text).map(drop)
 }
 
 /// `[trust]`: what the user lets a trusted project manifest do. Read from

@@ -19,7 +19,7 @@
 //! changes a trusted server's script is reviewed before it runs. Programs
 //! outside the workspace (`python3`, `npx`) are the user's own install.
 
-use crate::{Manifest, McpServerDecl, PluginDecl, Source};
+use crate::{Manifest, McpServerDecl, Origin, PluginDecl, Source};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
@@ -429,50 +429,110 @@ pub fn code_changes(now: &[CodeFile], approved: &ServerCode) -> Vec<String> {
     out
 }
 
+/// Why code a trusted manifest names may not run: it is not what trusting
+/// the manifest approved. Each message names the entry, what changed and
+/// the fix.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TrustError {
+    /// Files of a project server's code changed since trust.
+    #[error(
+        "[mcp.{server}] was not started: its code changed since you trusted {file} ({}). Check the \
+         change (a pull or a checkout brings new code), then run `corral trust` to review and \
+         approve it",
+        .changes.join("; ")
+    )]
+    ServerCodeChanged {
+        /// The `[mcp.NAME]` entry.
+        server: String,
+        /// The manifest that declared it.
+        file: String,
+        /// Each changed file, as [`code_changes`] says it.
+        changes: Vec<String>,
+    },
+    /// A plugin's file has another SHA-256 than the one approved.
+    #[error(
+        "plugin `{}` ({}): {} changed since you trusted {}: its sha256 was {approved} and is now \
+         {}. Check where the new file came from, then run `corral trust` to review and approve \
+         it (or pin it with `sha256`)",
+        .found.plugin, .found.origin, .found.file, .found.origin.file, .found.sha256
+    )]
+    FileChanged {
+        /// The file as it is now.
+        found: Box<UnapprovedFile>,
+        /// The SHA-256 trusting approved.
+        approved: String,
+    },
+    /// A plugin's file was not approved when the manifest was trusted.
+    #[error(
+        "plugin `{}` ({}): {} (sha256 {}) was not approved when you trusted {} (it could not be \
+         read then, or was trusted by an older corral); run `corral trust` to review and approve \
+         it",
+        .0.plugin, .0.origin, .0.file, .0.sha256, .0.origin.file
+    )]
+    FileNotApproved(Box<UnapprovedFile>),
+}
+
+/// A plugin's file about to be compiled, as a [`TrustError`] names it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnapprovedFile {
+    /// The plugin.
+    pub plugin: String,
+    /// Where its entry is.
+    pub origin: Origin,
+    /// Its source, as the manifest names it.
+    pub file: String,
+    /// The SHA-256 of its bytes.
+    pub sha256: String,
+}
+
+/// For callers whose errors are still text.
+impl From<TrustError> for String {
+    fn from(e: TrustError) -> Self {
+        e.to_string()
+    }
+}
+
 /// Checks the code of the project's server `decl` against what trusting its
 /// manifest approved, just before it starts; the error names each changed
 /// file and the fix. A server of the user's own file is not checked.
-pub fn check_server_code(decl: &McpServerDecl) -> Result<(), String> {
+pub fn check_server_code(decl: &McpServerDecl) -> Result<(), TrustError> {
     let Some(approved) = &decl.trusted_code else {
         return Ok(());
     };
-    let changed = code_changes(&server_code(decl), approved);
-    if changed.is_empty() {
+    let changes = code_changes(&server_code(decl), approved);
+    if changes.is_empty() {
         return Ok(());
     }
-    Err(format!(
-        "[mcp.{}] was not started: its code changed since you trusted {} ({}). Check the \
-         change (a pull or a checkout brings new code), then run `corral trust` to review and \
-         approve it",
-        decl.name,
-        decl.file,
-        changed.join("; ")
-    ))
+    Err(TrustError::ServerCodeChanged {
+        server: decl.name.clone(),
+        file: decl.file.clone(),
+        changes,
+    })
 }
 
 /// Checks the SHA-256 of the bytes about to be compiled for `decl` against
 /// what trusting its manifest approved; the error names the plugin, both
 /// hashes and the fix.
-pub fn check_file(decl: &PluginDecl, manifest: &Manifest, sha256: &str) -> Result<(), String> {
+pub fn check_file(decl: &PluginDecl, manifest: &Manifest, sha256: &str) -> Result<(), TrustError> {
     let Some(approved) = manifest.trusted_files.get(&decl.name) else {
         return Ok(());
     };
-    let file = decl.source.to_string();
-    match &approved.sha256 {
-        Some(h) if h == sha256 => Ok(()),
-        Some(h) => Err(format!(
-            "plugin `{}` ({}): {file} changed since you trusted {}: its sha256 was {h} and is now \
-             {sha256}. Check where the new file came from, then run `corral trust` to review and \
-             approve it (or pin it with `sha256`)",
-            decl.name, decl.origin, decl.origin.file
-        )),
-        None => Err(format!(
-            "plugin `{}` ({}): {file} (sha256 {sha256}) was not approved when you trusted {} \
-             (it could not be read then, or was trusted by an older corral); run `corral trust` \
-             to review and approve it",
-            decl.name, decl.origin, decl.origin.file
-        )),
+    if approved.sha256.as_deref() == Some(sha256) {
+        return Ok(());
     }
+    let found = Box::new(UnapprovedFile {
+        plugin: decl.name.clone(),
+        origin: decl.origin.clone(),
+        file: decl.source.to_string(),
+        sha256: sha256.to_owned(),
+    });
+    Err(match &approved.sha256 {
+        Some(h) => TrustError::FileChanged {
+            found,
+            approved: h.clone(),
+        },
+        None => TrustError::FileNotApproved(found),
+    })
 }
 
 /// A line diff of two manifests, for review (`-` removed, `+` added).

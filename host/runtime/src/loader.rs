@@ -284,7 +284,7 @@ fn identify(rt: &Runtime, decl: &PluginDecl, manifest: &Manifest) -> Result<Iden
             path.display()
         )));
     }
-    crate::trust::check_file(decl, manifest, &sha256).map_err(LoadError)?;
+    crate::trust::check_file(decl, manifest, &sha256).map_err(|e| LoadError(e.to_string()))?;
     Ok((sha256, bytes))
 }
 
