@@ -380,7 +380,7 @@ impl Fold {
                 crate::policy::globs(key, [pattern.get_ref().as_str()]).map_err(|e| {
                     step.at.err(
                         pattern.span(),
-                        e,
+                        e.to_string(),
                         Some(
                             "write a glob relative to the workspace root, e.g. \"vendor/**\""
                                 .into(),

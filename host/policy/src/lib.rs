@@ -38,7 +38,7 @@
 //! let verdict = policy.decide("run_command", &[Effect::Execute], &args);
 //! assert_eq!(verdict.decision, Decision::Deny { stop: false });
 //! assert_eq!(verdict.reason, r#"deny rule "run_command(rm *)" (corral.toml: deny[0])"#);
-//! # Ok::<(), String>(())
+//! # Ok::<(), corral_policy::RuleError>(())
 //! ```
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 #![warn(missing_docs)]
@@ -57,9 +57,11 @@ mod rules;
 
 pub use command::shell_split;
 pub use guard::{DEFAULT_SECRETS, DEFAULT_UNTRUSTED, GuardSettings, Held, Reach, hold, hold_named};
-pub use patterns::globs;
+pub use patterns::{GlobsError, globs};
 pub use protected::{path_arguments, protected_target, protected_target_at};
-pub use rules::{Action, Rule, Subject, parse_rule, session_scope, subject};
+pub use rules::{
+    Action, Rule, RuleError, RuleProblem, Subject, parse_rule, session_scope, subject,
+};
 
 use command::{command_match, line_forms, loose_forms, split_or_whitespace};
 use patterns::{canonical_json, glob, normalize_path, wildcard};

@@ -42,19 +42,56 @@ pub(super) fn glob(pattern: &str) -> Result<globset::GlobMatcher, globset::Error
 /// literal.
 pub(super) use corral_syntax::wildcard;
 
+/// Why a `[guard]` list of globs does not compile; the message names the key.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum GlobsError {
+    /// One pattern is not a glob.
+    #[error("guard.{key}: `{pattern}` is not a valid glob: {error}")]
+    Invalid {
+        /// The list's key (`secrets`, `untrusted`, `trusted`).
+        key: String,
+        /// The pattern, without a leading `./`.
+        pattern: String,
+        /// Why.
+        error: globset::Error,
+    },
+    /// The set of them cannot be built.
+    #[error("guard.{key}: {error}")]
+    Set {
+        /// The list's key.
+        key: String,
+        /// Why.
+        error: globset::Error,
+    },
+}
+
+/// For callers whose errors are still text.
+impl From<GlobsError> for String {
+    fn from(e: GlobsError) -> Self {
+        e.to_string()
+    }
+}
+
 /// Compiles `patterns` (workspace-relative globs); the error names `key`.
 pub fn globs<'a>(
     key: &str,
     patterns: impl IntoIterator<Item = &'a str>,
-) -> Result<GlobSet, String> {
+) -> Result<GlobSet, GlobsError> {
     let mut set = GlobSetBuilder::new();
     for p in patterns {
         let p = p.trim_start_matches("./");
         let glob = GlobBuilder::new(p)
             .literal_separator(true)
             .build()
-            .map_err(|e| format!("guard.{key}: `{p}` is not a valid glob: {e}"))?;
+            .map_err(|error| GlobsError::Invalid {
+                key: key.to_owned(),
+                pattern: p.to_owned(),
+                error,
+            })?;
         set.add(glob);
     }
-    set.build().map_err(|e| format!("guard.{key}: {e}"))
+    set.build().map_err(|error| GlobsError::Set {
+        key: key.to_owned(),
+        error,
+    })
 }

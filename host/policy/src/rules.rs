@@ -76,76 +76,125 @@ impl fmt::Display for Rule {
     }
 }
 
+/// Why a rule's text is not a rule: where it was written, the rule, and
+/// the problem with the fix.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{at}: rule \"{rule}\": {problem}")]
+pub struct RuleError {
+    /// Where the rule was written (`corral.toml: deny[0]`).
+    pub at: String,
+    /// The rule as written, trimmed.
+    pub rule: String,
+    /// What is wrong with it.
+    pub problem: RuleProblem,
+}
+
+/// What is wrong with a rule's text, and how to write it instead.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RuleProblem {
+    /// A `)` before any `(`.
+    #[error("`)` without a matching `(`; write tool(pattern), e.g. run_command(cargo test *)")]
+    StrayClose,
+    /// A `(` whose pattern does not end the rule with `)`.
+    #[error(
+        "unbalanced parentheses: the pattern must end with `)`, e.g. run_command(cargo test *)"
+    )]
+    Unterminated,
+    /// A `)` that closes the pattern before the rule ends.
+    #[error("unbalanced parentheses: a `)` closes the pattern before the end of the rule")]
+    ClosedEarly,
+    /// A `(` inside the pattern that is never closed.
+    #[error("unbalanced parentheses: a `(` inside the pattern is never closed")]
+    NeverClosed,
+    /// No tool name.
+    #[error("the tool name is empty; write tool or tool(pattern), e.g. write_file(docs/**)")]
+    EmptyName,
+    /// A character a tool name cannot have.
+    #[error(
+        "bad character {0:?} in the tool name; names use letters, digits, `_`, `-`, `.`, `:` and `*`"
+    )]
+    NameChar(char),
+    /// `tool()`: the tool is named.
+    #[error("the pattern is empty; write `{0}` alone to match every call")]
+    EmptyPattern(String),
+    /// A control character in the pattern.
+    #[error("bad character {0:?} in the pattern")]
+    PatternChar(char),
+    /// A pattern without whitespace, read as a glob, that is not one.
+    #[error(
+        "the pattern is not a valid glob ({0}); escape a literal `[`, `{{` or `}}` as `[[]`, `[{{]`, `[}}]`"
+    )]
+    Glob(globset::ErrorKind),
+}
+
+/// For callers whose errors are still text.
+impl From<RuleError> for String {
+    fn from(e: RuleError) -> Self {
+        e.to_string()
+    }
+}
+
 /// Parses `tool` or `tool(pattern)` into a rule.
 ///
 /// The tool name is letters, digits, `_`, `-`, `.`, `:` and `*` wildcards;
 /// the pattern is everything between the first `(` and the final `)`, which
 /// must balance. A pattern without whitespace is also checked as a glob, since
 /// it is most likely a path.
-pub fn parse_rule(text: &str, action: Action, source: &str) -> Result<Rule, String> {
+pub fn parse_rule(text: &str, action: Action, source: &str) -> Result<Rule, RuleError> {
     let text = text.trim();
-    let fail = |why: &str| Err(format!("{source}: rule \"{text}\": {why}"));
+    let fail = |problem: RuleProblem| {
+        Err(RuleError {
+            at: source.to_owned(),
+            rule: text.to_owned(),
+            problem,
+        })
+    };
     let (name, pattern) = match text.find(['(', ')']) {
         None => (text, None),
         Some(open) if text[open..].starts_with(')') => {
-            return fail(
-                "`)` without a matching `(`; write tool(pattern), e.g. run_command(cargo test *)",
-            );
+            return fail(RuleProblem::StrayClose);
         }
         Some(open) => {
             let Some(inner) = text[open + 1..].strip_suffix(')') else {
-                return fail(
-                    "unbalanced parentheses: the pattern must end with `)`, e.g. run_command(cargo test *)",
-                );
+                return fail(RuleProblem::Unterminated);
             };
             let mut depth = 0usize;
             for c in inner.chars() {
                 match c {
                     '(' => depth += 1,
                     ')' if depth == 0 => {
-                        return fail(
-                            "unbalanced parentheses: a `)` closes the pattern before the end of the rule",
-                        );
+                        return fail(RuleProblem::ClosedEarly);
                     }
                     ')' => depth -= 1,
                     _ => {}
                 }
             }
             if depth != 0 {
-                return fail("unbalanced parentheses: a `(` inside the pattern is never closed");
+                return fail(RuleProblem::NeverClosed);
             }
             (text[..open].trim_end(), Some(inner.trim()))
         }
     };
     if name.is_empty() {
-        return fail(
-            "the tool name is empty; write tool or tool(pattern), e.g. write_file(docs/**)",
-        );
+        return fail(RuleProblem::EmptyName);
     }
     if let Some(bad) = name
         .chars()
         .find(|c| !(c.is_ascii_alphanumeric() || "_-.:*".contains(*c)))
     {
-        return fail(&format!(
-            "bad character {bad:?} in the tool name; names use letters, digits, `_`, `-`, `.`, `:` and `*`"
-        ));
+        return fail(RuleProblem::NameChar(bad));
     }
     if let Some(p) = pattern {
         if p.is_empty() {
-            return fail(&format!(
-                "the pattern is empty; write `{name}` alone to match every call"
-            ));
+            return fail(RuleProblem::EmptyPattern(name.to_owned()));
         }
         if let Some(bad) = p.chars().find(|c| c.is_control()) {
-            return fail(&format!("bad character {bad:?} in the pattern"));
+            return fail(RuleProblem::PatternChar(bad));
         }
         if !p.contains(char::is_whitespace)
             && let Err(e) = glob(p)
         {
-            return fail(&format!(
-                "the pattern is not a valid glob ({}); escape a literal `[`, `{{` or `}}` as `[[]`, `[{{]`, `[}}]`",
-                e.kind()
-            ));
+            return fail(RuleProblem::Glob(e.kind().clone()));
         }
     }
     Ok(Rule {
@@ -307,7 +356,7 @@ mod tests {
         ];
         for (text, why) in cases {
             assert_eq!(
-                parse_rule(text, D, "corral.toml: deny[2]"),
+                parse_rule(text, D, "corral.toml: deny[2]").map_err(|e| e.to_string()),
                 Err(format!(
                     "corral.toml: deny[2]: rule \"{}\": {why}",
                     text.trim()
