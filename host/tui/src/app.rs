@@ -1,16 +1,19 @@
 //! The UI's state: the transcript, the prompt editor, the approval modal
-//! and pickers, and the status figures; events in, actions out.
+//! and pickers, and the status figures; events in, actions out. Each part
+//! with a state of its own keeps it in its own type ([`Transcript`],
+//! `Modal`, `Picker`, `Rewind`); a key to an overlay comes back as that
+//! overlay's action, which the [`App`] carries out.
 
-use super::cards::{ToolCard, ToolState};
+use super::cards::ToolState;
 use super::custom::{Custom, CustomCommand};
 use super::input::Input;
 use super::modal::{Modal, ModalAction, Picked, Picker, PickerAction};
-use super::rewind::{DOUBLE_ESC_MS, Prompt, Rewind, RewindAction};
+use super::rewind::{DOUBLE_ESC_MS, Rewind, RewindAction};
 use super::text::clean;
-use crate::protocol::{ApprovalAnswer, Event, Mode, Op, StopReason, ToolCall, window_assumed};
+use super::transcript::{Body, Transcript};
+use crate::protocol::{ApprovalAnswer, Event, Mode, Op, StopReason, window_assumed};
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
-use ratatui::text::Line;
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::VecDeque;
 
 /// The slash commands, with what each does.
 pub const SLASH_COMMANDS: &[(&str, &str)] = &[
@@ -84,42 +87,10 @@ pub(crate) enum Working {
     Asking,
 }
 
-#[derive(Debug)]
-pub(crate) enum Body {
-    User(String),
-    Assistant(String),
-    Tools(Vec<ToolCard>),
-    Notice { text: String, error: bool },
-    Diff(String),
-}
-
-#[derive(Debug)]
-pub(crate) struct Entry {
-    pub(crate) body: Body,
-    /// Bumped on every change, so cached lines can tell they are stale.
-    pub(crate) version: u64,
-    /// Rendered lines: (width, version, expanded, lines).
-    pub(crate) cache: Option<(u16, u64, bool, Vec<Line<'static>>)>,
-    /// For an answer still streaming: its lines, rendered a block at a
-    /// time, so a frame's work does not grow with the answer.
-    pub(crate) live: Option<super::markdown::Streaming>,
-}
-
-impl Entry {
-    fn new(body: Body) -> Self {
-        Self {
-            body,
-            version: 0,
-            cache: None,
-            live: None,
-        }
-    }
-}
-
 /// The whole UI state. See the [module docs](crate).
 #[derive(Debug)]
 pub struct App {
-    pub(crate) entries: Vec<Entry>,
+    pub(crate) transcript: Transcript,
     /// Lines scrolled up from the bottom of the transcript.
     pub(crate) scroll: usize,
     /// While scrolled up: the topmost entry laid out in the last frame, the
@@ -157,27 +128,12 @@ pub struct App {
     pub(crate) actions: Vec<Action>,
     /// The undo or rewind overlay ([`super::rewind`]).
     pub(crate) rewind: Option<Rewind>,
-    /// The conversation's prompts as it stands, oldest first.
-    pub(crate) prompts: Vec<Prompt>,
     /// The turn the last `turn_begin` started.
     turn_now: u32,
     /// When Esc was last pressed on an idle, empty prompt.
     pub(crate) esc_ms: Option<u64>,
-    /// The assistant entry text deltas go to in this request.
-    pub(crate) streaming: Option<usize>,
-    /// Where each call's card is: (entry, card).
-    pub(crate) cards: HashMap<String, (usize, usize)>,
-    /// Calls of the last assistant message, by id.
-    pending_calls: HashMap<String, ToolCall>,
-    /// Tools whose only effect is reading (their calls are grouped).
-    read_only: HashSet<String>,
-    /// Which plugin provides each tool.
-    plugins: HashMap<String, String>,
     /// Workspace files offered by `@` completion.
     files: Vec<String>,
-    /// The request the last tool group belongs to.
-    request_seq: u64,
-    group_seq: u64,
     pub(crate) replaying: bool,
 }
 
@@ -185,7 +141,7 @@ impl App {
     /// An empty UI for a session on `provider` in permission mode `mode`.
     pub fn new(provider: &str, mode: Mode) -> Self {
         Self {
-            entries: Vec::new(),
+            transcript: Transcript::default(),
             scroll: 0,
             anchor: None,
             input: Input::default(),
@@ -213,39 +169,16 @@ impl App {
             quit_armed: false,
             actions: Vec::new(),
             rewind: None,
-            prompts: Vec::new(),
             turn_now: 0,
             esc_ms: None,
-            streaming: None,
-            cards: HashMap::new(),
-            pending_calls: HashMap::new(),
-            read_only: HashSet::new(),
-            plugins: HashMap::new(),
             files: Vec::new(),
-            request_seq: 0,
-            group_seq: 0,
             replaying: false,
         }
     }
 
     /// Tells the UI about the tools: `(name, plugin, read_only)`.
     pub fn set_tools(&mut self, tools: impl IntoIterator<Item = (String, String, bool)>) {
-        for (name, plugin, read_only) in tools {
-            if read_only {
-                self.read_only.insert(name.clone());
-            }
-            self.plugins.insert(name, plugin);
-        }
-        // Cards drawn before the list arrived (a resumed transcript) get
-        // their plugin now.
-        for entry in &mut self.entries {
-            if let Body::Tools(cards) = &mut entry.body {
-                for card in cards.iter_mut().filter(|c| c.plugin.is_none()) {
-                    card.plugin = self.plugins.get(&card.call.name).cloned();
-                }
-                entry.version += 1;
-            }
-        }
+        self.transcript.set_tools(tools);
     }
 
     /// The prompts Up and Down walk through before any of this session's
@@ -282,7 +215,7 @@ impl App {
 
     /// Adds a line of information (or an error) to the transcript.
     pub fn notice(&mut self, text: &str, error: bool) {
-        self.push(Body::Notice {
+        self.transcript.push(Body::Notice {
             text: text.to_owned(),
             error,
         });
@@ -290,7 +223,7 @@ impl App {
 
     /// Adds a unified diff (of the workspace) to the transcript, in colour.
     pub fn diff(&mut self, diff: &str) {
-        self.push(Body::Diff(diff.to_owned()));
+        self.transcript.push(Body::Diff(diff.to_owned()));
     }
 
     /// Opens the session picker on `items`.
@@ -309,60 +242,6 @@ impl App {
         self.replaying = false;
         self.working = Working::Idle;
         self.turn_running = false;
-    }
-
-    pub(crate) fn push(&mut self, body: Body) -> usize {
-        self.entries.push(Entry::new(body));
-        self.entries.len() - 1
-    }
-
-    /// The streaming answer, if any, is over (a new request, or the turn
-    /// ended without one): it is rendered whole from now on.
-    fn end_stream(&mut self) {
-        if let Some(i) = self.streaming.take()
-            && let Some(e) = self.entries.get_mut(i)
-        {
-            e.live = None;
-            e.version += 1;
-        }
-    }
-
-    fn touch(&mut self, i: usize) {
-        if let Some(e) = self.entries.get_mut(i) {
-            e.version += 1;
-        }
-    }
-
-    fn card(&mut self, id: &str) -> Option<&mut ToolCard> {
-        let (e, c) = *self.cards.get(id)?;
-        self.entries[e].version += 1;
-        match &mut self.entries[e].body {
-            Body::Tools(cards) => cards.get_mut(c),
-            _ => None,
-        }
-    }
-
-    fn add_card(&mut self, call: ToolCall, state: ToolState) {
-        let read_only = self.read_only.contains(&call.name);
-        let plugin = self.plugins.get(&call.name).cloned();
-        let id = call.id.clone();
-        let card = ToolCard::new(call, plugin, state);
-        let last = self.entries.len().wrapping_sub(1);
-        let join = read_only
-            && self.group_seq == self.request_seq
-            && matches!(self.entries.last().map(|e| &e.body), Some(Body::Tools(cards))
-                if cards.iter().all(|c| self.read_only.contains(&c.call.name)));
-        if join {
-            if let Some(Body::Tools(cards)) = self.entries.last_mut().map(|e| &mut e.body) {
-                cards.push(card);
-                self.cards.insert(id, (last, cards.len() - 1));
-            }
-            self.touch(last);
-        } else {
-            let i = self.push(Body::Tools(vec![card]));
-            self.cards.insert(id, (i, 0));
-            self.group_seq = self.request_seq;
-        }
     }
 
     /// Applies one session event.
@@ -420,9 +299,7 @@ impl App {
                 self.session_id = session_id.clone();
                 let text = format!("resumed session {session_id}");
                 // The log read on resume and the live session both report it.
-                let repeated = matches!(self.entries.last().map(|e| &e.body),
-                    Some(Body::Notice { text: t, .. }) if *t == text);
-                if !repeated {
+                if !self.transcript.ends_with_notice(&text) {
                     self.notice(&text, false);
                 }
             }
@@ -455,55 +332,20 @@ impl App {
                 self.working = Working::Thinking;
             }
             Event::UserMessage { text } => {
-                let entry = self.push(Body::User(text.clone()));
-                self.prompts.push(Prompt {
-                    turn: self.turn_now,
-                    text: text.clone(),
-                    entry,
-                });
+                self.transcript.prompt(self.turn_now, text);
                 self.scroll = 0;
             }
             Event::RequestBegin { .. } => {
-                self.end_stream();
-                self.request_seq += 1;
+                self.transcript.request_begin();
                 self.working = Working::Thinking;
             }
             Event::TextDelta { text } => {
                 self.working = Working::Answering;
-                match self.streaming {
-                    Some(i) => {
-                        if let Body::Assistant(t) = &mut self.entries[i].body {
-                            t.push_str(text);
-                        }
-                        self.touch(i);
-                    }
-                    None => {
-                        let i = self.push(Body::Assistant(text.clone()));
-                        self.entries[i].live = Some(Default::default());
-                        self.streaming = Some(i);
-                    }
-                }
+                self.transcript.text_delta(text);
             }
             Event::ToolCallDelta { .. } => self.working = Working::Answering,
             Event::RequestEnd { message, usage, .. } => {
-                match self.streaming.take() {
-                    Some(i) => {
-                        if let Body::Assistant(t) = &mut self.entries[i].body {
-                            t.clear();
-                            t.push_str(&message.text);
-                        }
-                        // Finished: rendered whole, once.
-                        self.entries[i].live = None;
-                        self.touch(i);
-                    }
-                    None if !message.text.trim().is_empty() => {
-                        self.push(Body::Assistant(message.text.to_string()));
-                    }
-                    None => {}
-                }
-                for call in &message.tool_calls {
-                    self.pending_calls.insert(call.id.clone(), call.clone());
-                }
+                self.transcript.answer(&message.text, &message.tool_calls);
                 if !message.tool_calls.is_empty() {
                     self.working = Working::Tools;
                 }
@@ -522,10 +364,11 @@ impl App {
     fn apply_tools(&mut self, event: &Event) {
         match event {
             Event::ApprovalRequested(request) => {
-                if !self.cards.contains_key(&request.call.id) {
-                    self.add_card(request.call.clone(), ToolState::Asking);
+                if !self.transcript.has_card(&request.call.id) {
+                    self.transcript
+                        .add_card(request.call.clone(), ToolState::Asking);
                 }
-                if let Some(card) = self.card(&request.call.id) {
+                if let Some(card) = self.transcript.card(&request.call.id) {
                     card.state = ToolState::Asking;
                     card.diff = request.preview.clone();
                 }
@@ -549,31 +392,32 @@ impl App {
                     self.working = Working::Tools;
                 }
                 if !decision.runs() {
-                    if !self.cards.contains_key(call_id)
-                        && let Some(call) = self.pending_calls.get(call_id).cloned()
+                    if !self.transcript.has_card(call_id)
+                        && let Some(call) = self.transcript.pending_calls.get(call_id).cloned()
                     {
-                        self.add_card(call, ToolState::Queued);
+                        self.transcript.add_card(call, ToolState::Queued);
                     }
                     let reason = reason.clone();
-                    if let Some(card) = self.card(call_id) {
+                    if let Some(card) = self.transcript.card(call_id) {
                         card.state = ToolState::Denied { reason };
                         // Nothing was changed: the preview of what would
                         // have been is no longer the news, the reason is.
                         card.diff = None;
                     }
-                } else if let Some(card) = self.card(call_id) {
+                } else if let Some(card) = self.transcript.card(call_id) {
                     card.state = ToolState::Queued;
                 }
             }
             Event::ToolCallBegin { call } => {
                 self.working = Working::Tools;
                 let since_ms = self.now_ms;
-                if self.cards.contains_key(&call.id) {
-                    if let Some(card) = self.card(&call.id) {
+                if self.transcript.has_card(&call.id) {
+                    if let Some(card) = self.transcript.card(&call.id) {
                         card.state = ToolState::Running { since_ms };
                     }
                 } else {
-                    self.add_card(call.clone(), ToolState::Running { since_ms });
+                    self.transcript
+                        .add_card(call.clone(), ToolState::Running { since_ms });
                 }
             }
             Event::ToolCallEnd {
@@ -582,33 +426,8 @@ impl App {
                 duration_ms,
                 ..
             } => {
-                if let Some(card) = self.card(call_id)
-                    && !matches!(card.state, ToolState::Denied { .. })
-                {
-                    card.state = if outcome.is_error {
-                        ToolState::Failed {
-                            duration_ms: *duration_ms,
-                        }
-                    } else {
-                        ToolState::Done {
-                            duration_ms: *duration_ms,
-                        }
-                    };
-                    card.output = clean(&outcome.content);
-                    card.provenance = super::cards::provenance_marker(&outcome.labels);
-                    card.exit_code = outcome
-                        .data
-                        .as_ref()
-                        .and_then(|d| d.get("exit_code"))
-                        .and_then(serde_json::Value::as_i64);
-                    if let Some(diff) = outcome
-                        .data
-                        .as_ref()
-                        .and_then(|d| d.get("diff"))
-                        .and_then(serde_json::Value::as_str)
-                    {
-                        card.diff = Some(diff.to_owned());
-                    }
+                if let Some(card) = self.transcript.card(call_id) {
+                    card.finish(outcome, *duration_ms);
                 }
             }
             Event::SubagentStarted { .. } => {}
@@ -626,11 +445,9 @@ impl App {
                     _ => None,
                 };
                 if let Some(line) = line
-                    && let Some(card) = self.card(call_id)
+                    && let Some(card) = self.transcript.card(call_id)
                 {
-                    card.nested.push(clean(&line));
-                    let over = card.nested.len().saturating_sub(super::cards::NESTED_LINES);
-                    card.nested.drain(..over);
+                    card.nest(&line);
                 }
             }
             _ => {}
@@ -686,7 +503,7 @@ impl App {
     fn apply_stop(&mut self, reason: StopReason, message: Option<&str>) {
         self.turn_running = false;
         self.working = Working::Idle;
-        self.end_stream();
+        self.transcript.end_stream();
         self.modal = None;
         if reason != StopReason::FinalAnswer {
             let why = message.map(|m| format!(": {m}")).unwrap_or_default();
@@ -1044,7 +861,7 @@ impl App {
 }
 
 /// Going back: `/undo`, and Esc Esc or `/rewind` (the overlay is
-/// [`Rewind`]). The front-end computes the diff of what would be restored
+/// `Rewind`). The front-end computes the diff of what would be restored
 /// ([`Action::PreviewUndo`], [`Action::PreviewRewind`]) and hands it to
 /// [`App::confirm`]; the session carries the op out and answers with
 /// [`Event::Undone`] or [`Event::Rewound`], after which the rewound
@@ -1060,14 +877,14 @@ impl App {
             );
             return;
         }
-        if self.prompts.is_empty() {
+        if self.transcript.prompts.is_empty() {
             self.notice(
                 "nothing to rewind: this conversation has no message yet",
                 false,
             );
             return;
         }
-        self.rewind = Some(Rewind::pick(&self.prompts, force));
+        self.rewind = Some(Rewind::pick(&self.transcript.prompts, force));
     }
 
     /// Esc: closes the completion popup, or interrupts the running turn,
@@ -1119,10 +936,7 @@ impl App {
 
     /// The prompt of `turn`, if the conversation holds it.
     pub fn prompt_of(&self, turn: u32) -> Option<&str> {
-        self.prompts
-            .iter()
-            .find(|p| p.turn == turn)
-            .map(|p| p.text.as_str())
+        self.transcript.prompt_of(turn)
     }
 
     /// The events of going back: an undo, a rewind (the transcript cut at
@@ -1138,18 +952,7 @@ impl App {
                 files,
             } => self.rewound(*turn, *conversation, files),
             Event::AnswerInterrupted { text } => {
-                match self.streaming.take() {
-                    Some(i) => {
-                        if let Some(e) = self.entries.get_mut(i) {
-                            e.body = Body::Assistant(text.clone());
-                            e.live = None;
-                            e.version += 1;
-                        }
-                    }
-                    None => {
-                        self.push(Body::Assistant(text.clone()));
-                    }
-                }
+                self.transcript.interrupted(text);
                 self.notice(
                     "⎿ answer interrupted; kept, and the model reads it with the next message",
                     false,
@@ -1162,20 +965,9 @@ impl App {
     fn rewound(&mut self, turn: u32, conversation: bool, files: &[String]) {
         let text = self.prompt_of(turn).map(str::to_owned);
         let notice = super::rewind::rewound_notice(turn, text.as_deref(), conversation, files);
-        if conversation {
-            if let Some(first) = self
-                .prompts
-                .iter()
-                .find(|p| p.turn >= turn)
-                .map(|p| p.entry)
-            {
-                self.entries.truncate(first);
-                self.cards.retain(|_, (e, _)| *e < first);
-                self.streaming = None;
-                self.anchor = None;
-                self.scroll = 0;
-            }
-            self.prompts.retain(|p| p.turn < turn);
+        if conversation && self.transcript.cut(turn) {
+            self.anchor = None;
+            self.scroll = 0;
         }
         self.notice(&notice, false);
         if !self.replaying

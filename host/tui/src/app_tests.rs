@@ -1,9 +1,10 @@
 //! The UI's key handling for custom commands, `!` lines and going back,
 //! through [`App`] as the front-end drives it.
 
-use super::app::{Action, App, Body};
+use super::app::{Action, App};
 use super::custom::CustomCommand;
 use super::rewind::{Rewind, one_line};
+use super::transcript::Body;
 use crate::protocol::{Event, Mode, Op};
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
@@ -120,9 +121,12 @@ fn esc_esc_picks_a_prompt_and_a_rewind_cuts_the_transcript() {
         conversation: true,
         files: vec!["a.txt".into()],
     });
-    assert!(app.prompts.is_empty());
+    assert!(app.transcript.prompts.is_empty());
     assert!(
-        !app.entries.iter().any(|e| matches!(&e.body, Body::User(_))),
+        !app.transcript
+            .entries
+            .iter()
+            .any(|e| matches!(&e.body, Body::User(_))),
         "the rewound prompts leave the transcript"
     );
     assert!(app.input.text.starts_with("first"), "{}", app.input.text);

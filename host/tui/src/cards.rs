@@ -3,7 +3,7 @@
 //! colour for writes and the exit code for commands.
 
 use super::text::{clean, truncate, wrap};
-use crate::protocol::{Label, LabelKind, ToolCall};
+use crate::protocol::{Label, LabelKind, ToolCall, ToolOutcome};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 
@@ -60,7 +60,7 @@ pub(crate) fn provenance_marker(labels: &[Label]) -> Option<String> {
 }
 
 /// Lines of a subagent's activity kept under its `task` card.
-pub(crate) const NESTED_LINES: usize = 6;
+const NESTED_LINES: usize = 6;
 
 impl ToolCard {
     pub(crate) fn new(call: ToolCall, plugin: Option<String>, state: ToolState) -> Self {
@@ -74,6 +74,39 @@ impl ToolCard {
             provenance: None,
             nested: Vec::new(),
         }
+    }
+
+    /// The call ended with `outcome` after `duration_ms`; a denied call's
+    /// card stays as it is.
+    pub(crate) fn finish(&mut self, outcome: &ToolOutcome, duration_ms: u64) {
+        if matches!(self.state, ToolState::Denied { .. }) {
+            return;
+        }
+        self.state = if outcome.is_error {
+            ToolState::Failed { duration_ms }
+        } else {
+            ToolState::Done { duration_ms }
+        };
+        self.output = clean(&outcome.content);
+        self.provenance = provenance_marker(&outcome.labels);
+        let data = outcome.data.as_ref();
+        self.exit_code = data
+            .and_then(|d| d.get("exit_code"))
+            .and_then(serde_json::Value::as_i64);
+        if let Some(diff) = data
+            .and_then(|d| d.get("diff"))
+            .and_then(serde_json::Value::as_str)
+        {
+            self.diff = Some(diff.to_owned());
+        }
+    }
+
+    /// A line of a subagent's activity, under the card; the last
+    /// [`NESTED_LINES`] are kept.
+    pub(crate) fn nest(&mut self, line: &str) {
+        self.nested.push(clean(line));
+        let over = self.nested.len().saturating_sub(NESTED_LINES);
+        self.nested.drain(..over);
     }
 
     /// Whether the card changes with the clock (spinner, elapsed time).

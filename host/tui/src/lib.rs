@@ -35,6 +35,7 @@ mod modal;
 mod rewind;
 mod status;
 mod text;
+mod transcript;
 mod view;
 
 pub use app::{Action, App, SLASH_COMMANDS};

@@ -11,6 +11,7 @@
 use super::cards::diff_lines;
 use super::modal::MODAL_GUARD_MS;
 use super::text::{clean, truncate, wrap};
+use super::transcript::Prompt;
 use crate::protocol::Op;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::Frame;
@@ -56,15 +57,6 @@ pub(crate) enum Rewind {
         /// was typed for the step before and is dropped (`y` is not).
         opened_ms: u64,
     },
-}
-
-/// A prompt of the conversation as it stands: its turn, its text, and the
-/// transcript entry that shows it.
-#[derive(Debug, Clone)]
-pub(crate) struct Prompt {
-    pub(crate) turn: u32,
-    pub(crate) text: String,
-    pub(crate) entry: usize,
 }
 
 /// What a key in the overlay asks of the UI.

@@ -2,9 +2,10 @@
 //! lines cached per entry and width), queued prompts, the prompt editor,
 //! the status line and the overlays.
 
-use super::app::{App, Body, Entry};
+use super::app::App;
 use super::markdown::markdown;
 use super::text::{clean, wrap};
+use super::transcript::{Body, Entry};
 use ratatui::Frame;
 use ratatui::layout::{Position, Rect};
 use ratatui::style::{Color, Modifier, Style};
@@ -264,9 +265,9 @@ fn transcript_view(frame: &mut Frame<'_>, area: Rect, app: &mut App) {
     if app.scroll > 0
         && let Some((first, before, w)) = app.anchor
         && w == width
-        && first < app.entries.len()
+        && first < app.transcript.entries.len()
     {
-        let now_len: usize = app.entries[first..]
+        let now_len: usize = app.transcript.entries[first..]
             .iter_mut()
             .map(|e| cached(e, width, now, expanded).len())
             .sum();
@@ -276,8 +277,8 @@ fn transcript_view(frame: &mut Frame<'_>, area: Rect, app: &mut App) {
     let mut collected: Vec<Line<'static>> = Vec::new();
     let mut gathered = 0;
     let mut reached_top = true;
-    let mut first = app.entries.len();
-    for entry in app.entries.iter_mut().rev() {
+    let mut first = app.transcript.entries.len();
+    for entry in app.transcript.entries.iter_mut().rev() {
         let lines = cached(entry, width, now, expanded);
         // Only the lines the screen can reach are copied: a long answer
         // costs a frame its visible part, not its length.
