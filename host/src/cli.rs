@@ -267,8 +267,17 @@ enum PluginsCmd {
 
 #[derive(Subcommand)]
 enum ToolsCmd {
-    /// List every tool: name, plugin, effects, description.
-    List(JsonFlag),
+    /// List every tool: name, plugin, effects, description. An MCP server
+    /// that has not answered within 5 s is named in a warning instead of
+    /// delaying the list.
+    List {
+        /// Wait for every MCP server up to its own `timeout_ms`, as a
+        /// session does.
+        #[arg(long)]
+        wait: bool,
+        #[command(flatten)]
+        json: JsonFlag,
+    },
 }
 
 #[derive(Subcommand)]
@@ -552,16 +561,34 @@ async fn run(cli: Cli) -> ExitCode {
             Ok((manifest, plugins)) => plugins::plugins_list(&manifest, &plugins, json.json),
             Err(code) => code,
         },
-        Command::Tools(ToolsCmd::List(json)) => match load(&workspace).await {
+        Command::Tools(ToolsCmd::List { wait, json }) => match load(&workspace).await {
             Ok((manifest, plugins)) => {
-                let mcp = start_mcp(&manifest).await;
+                let mcp = if wait {
+                    start_mcp(&manifest).await
+                } else {
+                    start_mcp_within(&manifest, LIST_WAIT).await
+                };
                 plugins::tools_list(&plugins, &mcp, json.json)
             }
             Err(code) => code,
         },
         Command::Tool(ToolCmd::Call { name, args, json }) => match load(&workspace).await {
-            Ok((manifest, plugins)) => {
-                let mcp = start_mcp(&manifest).await;
+            Ok((mut manifest, plugins)) => {
+                // Only the server whose prefix the name carries is started:
+                // a plugin's tool needs none, and an unknown name lists
+                // what every server answers within the listing's wait.
+                let mcp = if plugins.plugin_for(&name).is_some() {
+                    corral_core::mcp_client::McpTools::default()
+                } else if manifest
+                    .mcp
+                    .iter()
+                    .any(|d| name.starts_with(&d.tool_prefix))
+                {
+                    manifest.mcp.retain(|d| name.starts_with(&d.tool_prefix));
+                    start_mcp(&manifest).await
+                } else {
+                    start_mcp_within(&manifest, LIST_WAIT).await
+                };
                 plugins::tool_call(&plugins, &mcp, &name, &args, json.json).await
             }
             Err(code) => code,
@@ -594,16 +621,37 @@ pub(crate) async fn load(
     Ok((loaded.manifest, loaded.plugins))
 }
 
+/// How long a listing waits for the MCP servers before it goes on
+/// without those that have not answered.
+const LIST_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// The manifest's MCP servers started, their logs beside the workspace's
 /// sessions.
 pub(crate) async fn start_mcp(manifest: &Manifest) -> corral_core::mcp_client::McpTools {
     if manifest.mcp.is_empty() {
         return corral_core::mcp_client::McpTools::default();
     }
-    let dir = corral_core::session::sessions_dir(&manifest.workspace)
+    corral_core::mcp_client::McpTools::start_pinned(manifest, &mcp_dir(manifest)).await
+}
+
+/// The manifest's MCP servers started as [`start_mcp`] does, but waited for
+/// at most `wait`.
+async fn start_mcp_within(
+    manifest: &Manifest,
+    wait: std::time::Duration,
+) -> corral_core::mcp_client::McpTools {
+    if manifest.mcp.is_empty() {
+        return corral_core::mcp_client::McpTools::default();
+    }
+    corral_core::mcp_client::McpTools::start_within(manifest, &mcp_dir(manifest), wait).await
+}
+
+/// Where the MCP servers' logs and private directories go: beside the
+/// workspace's sessions.
+fn mcp_dir(manifest: &Manifest) -> std::path::PathBuf {
+    corral_core::session::sessions_dir(&manifest.workspace)
         .unwrap_or_else(|_| std::env::temp_dir().join("corral-mcp"))
-        .join("mcp");
-    corral_core::mcp_client::McpTools::start_pinned(manifest, &dir).await
+        .join("mcp")
 }
 
 /// Prints `text` (which may hold what a plugin or a model wrote) with its

@@ -1,5 +1,7 @@
 //! MCP servers at start, through the binary: they start all at once (one
-//! that never answers costs `tools list` one wait, not the sum of all), one
+//! that never answers costs `tools list` one wait, not the sum of all, and
+//! never more than the listing's 5 s whatever its `timeout_ms`; a call of
+//! a plugin's tool starts no server at all), one
 //! that fails says why in its warning (the end of its standard error and the
 //! likely cause), and the reference filesystem server starts every time,
 //! beside servers that die while it starts.
@@ -123,7 +125,8 @@ fn the_reference_filesystem_server_starts_fifty_times_beside_servers_that_die() 
     let cli = Cli::new();
     let mut failures = Vec::new();
     for run in 0..50 {
-        let o = cli.run(&sb.ws(), &["tools", "list"]);
+        // `--wait`: as a session waits, up to the server's `timeout_ms`.
+        let o = cli.run(&sb.ws(), &["tools", "list", "--wait"]);
         if !stdout(&o).contains("files__read_text_file") {
             failures.push(format!("run {run}: {}", stderr(&o)));
         }
@@ -133,5 +136,80 @@ fn the_reference_filesystem_server_starts_fifty_times_beside_servers_that_die() 
         "{} of 50 starts failed:\n{}",
         failures.len(),
         failures.join("\n")
+    );
+}
+
+#[test]
+fn a_server_that_never_answers_does_not_hold_up_the_listing_or_a_plugin_call() {
+    let sb = Sandbox::new();
+    sb.write("hello.txt", "hello\n");
+    let ws = sb.ws().display().to_string();
+    // The user's servers (a project's would first be trusted, and trusting
+    // waits for every server's list): one that never answers, and would be
+    // waited for a minute, says it started.
+    let mut manifest = format!(
+        "[mcp.silent]\ncommand = \"/bin/sh\"\n\
+         args = [\"-c\", \"echo started > {ws}/started.txt; exec sleep 120\"]\n\
+         grants = {{ fs = [{ws:?}] }}\ntimeout_ms = 60000\n\n"
+    );
+    let fs = installed("npm/node_modules/.bin/mcp-server-filesystem");
+    if let Some(fs) = &fs {
+        manifest.push_str(&format!(
+            "[mcp.files]\ncommand = {:?}\nargs = [{ws:?}]\ngrants = {{ fs = [{ws:?}] }}\n\n",
+            fs.display().to_string()
+        ));
+    }
+    let cli = Cli::new();
+    let user = cli.home.path().join("config/corral/corral.toml");
+    let mut text = std::fs::read_to_string(&user).expect("the user's manifest");
+    text.push_str(&manifest);
+    std::fs::write(&user, text).expect("the user's servers");
+
+    let started = Instant::now();
+    let o = cli.run(&sb.ws(), &["tools", "list"]);
+    let took = started.elapsed();
+    let err = stderr(&o);
+    assert!(o.status.success(), "{err}");
+    // A minute of `timeout_ms` is not waited: the listing's 5 s are.
+    assert!(
+        took < Duration::from_secs(30),
+        "tools list took {took:?}: {err}"
+    );
+    assert!(
+        err.contains("the tools of [mcp.silent] are not listed: the MCP server `silent` had not answered within 5000 ms"),
+        "{err}"
+    );
+    assert!(err.contains("`corral tools list --wait`"), "{err}");
+    // Plugins' and answering servers' tools are listed all the same.
+    let out = stdout(&o);
+    assert!(out.contains("read_file"), "{out}");
+    if fs.is_some() {
+        assert!(out.contains("files__read_text_file"), "{out}\n{err}");
+    }
+    assert!(
+        sb.ws().join("started.txt").exists(),
+        "the server never started: {err}"
+    );
+
+    // A plugin's tool needs no server: none is started.
+    std::fs::remove_file(sb.ws().join("started.txt")).expect("remove the marker");
+    let started = Instant::now();
+    let o = cli.run(
+        &sb.ws(),
+        &[
+            "tool",
+            "call",
+            "read_file",
+            "--args",
+            r#"{"path":"hello.txt"}"#,
+        ],
+    );
+    let took = started.elapsed();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("hello"), "{}", stdout(&o));
+    assert!(took < Duration::from_secs(30), "tool call took {took:?}");
+    assert!(
+        !sb.ws().join("started.txt").exists(),
+        "a plugin's call started an MCP server"
     );
 }

@@ -44,6 +44,10 @@ pub struct McpTools {
     tools: std::sync::RwLock<Vec<McpTool>>,
     /// Servers that could not start or list their tools, and why.
     failed: Vec<(String, String)>,
+    /// Servers that had not answered when a bounded wait
+    /// ([`McpTools::start_within`]) ended, and for how long they were
+    /// waited for.
+    unanswered: Vec<(String, String)>,
     /// Tools of project servers not offered because they are new or
     /// changed since trust (module `pin`): the server, and why.
     withheld: std::sync::Mutex<Vec<(String, String)>>,
@@ -153,7 +157,7 @@ impl McpTools {
     /// that fails is reported by [`McpTools::failed`], not fatal. Every tool
     /// listed is offered (this is what `corral trust` reviews).
     pub async fn start(servers: &[McpServerDecl], dir: &Path) -> Self {
-        Self::start_with(servers, dir, None).await
+        Self::start_with(servers, dir, None, None).await
     }
 
     /// Starts the servers of `manifest` as [`McpTools::start`] does, but the
@@ -164,10 +168,32 @@ impl McpTools {
             .tool_reviews
             .clone()
             .map(|reviews| pin::Pin { reviews });
-        Self::start_with(&manifest.mcp, dir, pin.as_ref()).await
+        Self::start_with(&manifest.mcp, dir, pin.as_ref(), None).await
     }
 
-    async fn start_with(servers: &[McpServerDecl], dir: &Path, pin: Option<&pin::Pin>) -> Self {
+    /// Starts the servers of `manifest` as [`McpTools::start_pinned`] does,
+    /// but waits at most `wait` for all of them (never more than a server's
+    /// own `timeout_ms`): one that has not answered by then is stopped and
+    /// reported by [`McpTools::unanswered`], so a server that never answers
+    /// costs a listing `wait`, not its whole timeout.
+    pub async fn start_within(
+        manifest: &crate::manifest::Manifest,
+        dir: &Path,
+        wait: Duration,
+    ) -> Self {
+        let pin = manifest
+            .tool_reviews
+            .clone()
+            .map(|reviews| pin::Pin { reviews });
+        Self::start_with(&manifest.mcp, dir, pin.as_ref(), Some(wait)).await
+    }
+
+    async fn start_with(
+        servers: &[McpServerDecl],
+        dir: &Path,
+        pin: Option<&pin::Pin>,
+        wait: Option<Duration>,
+    ) -> Self {
         let mut out = McpTools::default();
         let servers: Vec<Arc<Server>> = servers
             .iter()
@@ -185,19 +211,48 @@ impl McpTools {
         // All at once, each on a task of its own (starting one is mostly
         // synchronous work: the confinement, the fork, the exec): one server
         // that never answers costs the command its own wait, not the sum of
-        // everyone's.
-        let listed = futures::future::join_all(servers.iter().map(|s| {
-            let s = s.clone();
-            let name = s.decl.name.clone();
-            async move {
+        // everyone's, and with `wait` not even that.
+        let tasks: Vec<tokio::task::JoinHandle<Result<Vec<rmcp::model::Tool>, String>>> = servers
+            .iter()
+            .map(|s| {
+                let s = s.clone();
                 tokio::spawn(async move { s.list().await })
-                    .await
-                    .unwrap_or_else(|e| {
-                        Err(format!("the MCP server `{name}` could not be started: {e}"))
-                    })
-            }
-        }))
-        .await;
+            })
+            .collect();
+        let deadline = wait.map(|w| tokio::time::Instant::now() + w);
+        let mut listed = Vec::with_capacity(tasks.len());
+        for (server, mut task) in servers.iter().zip(tasks) {
+            let name = &server.decl.name;
+            let joined = match deadline {
+                None => Some((&mut task).await),
+                Some(at) => tokio::time::timeout_at(at, &mut task).await.ok(),
+            };
+            listed.push(match joined {
+                Some(result) => result.unwrap_or_else(|e| {
+                    Err(format!("the MCP server `{name}` could not be started: {e}"))
+                }),
+                None => {
+                    // Stopping the task drops the server it was starting,
+                    // and with it the server's whole process tree.
+                    task.abort();
+                    let waited = wait.unwrap_or_default().as_millis();
+                    out.unanswered.push((
+                        name.clone(),
+                        format!(
+                            "the MCP server `{name}` had not answered within {waited} ms; a \
+                             session waits up to its `timeout_ms` ({} ms) for it, and so does \
+                             `corral tools list --wait`",
+                            server.decl.timeout_ms
+                        ),
+                    ));
+                    continue;
+                }
+            });
+        }
+        let servers: Vec<Arc<Server>> = servers
+            .into_iter()
+            .filter(|s| !out.unanswered.iter().any(|(n, _)| *n == s.decl.name))
+            .collect();
         let mut all = Vec::new();
         for (server, listed) in servers.iter().zip(listed) {
             let decl = &server.decl;
@@ -345,6 +400,12 @@ impl McpTools {
     /// Servers that could not start or list their tools, and why.
     pub fn failed(&self) -> &[(String, String)] {
         &self.failed
+    }
+
+    /// Servers stopped because a bounded wait ended before they answered
+    /// ([`McpTools::start_within`]), and what was waited.
+    pub fn unanswered(&self) -> &[(String, String)] {
+        &self.unanswered
     }
 
     /// Calls `name` with `args` (a JSON object): its text, whether the

@@ -269,6 +269,12 @@ pub(super) fn tools_list(plugins: &Plugins, mcp: &McpTools, json: bool) -> ExitC
             inert(why)
         );
     }
+    for (server, why) in mcp.unanswered() {
+        eprintln!(
+            "warning: the tools of [mcp.{server}] are not listed: {}",
+            inert(why)
+        );
+    }
     for (server, why) in mcp.withheld() {
         eprintln!("warning: [mcp.{server}]: {}", inert(&why));
     }
@@ -350,8 +356,12 @@ pub(super) async fn tool_call(
             .map(|(_, t)| t.name.clone())
             .chain(mcp.tools().iter().map(|t| t.spec.name.clone()))
             .collect();
+        let mut also = String::new();
+        for (server, why) in mcp.unanswered().iter().chain(mcp.failed()) {
+            also.push_str(&format!("\n[mcp.{server}]: {}", inert(why)));
+        }
         return fail(&format!(
-            "no tool named `{name}`; available: {}",
+            "no tool named `{name}`; available: {}{also}",
             known.join(", ")
         ));
     }
