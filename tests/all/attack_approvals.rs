@@ -1,8 +1,8 @@
-//! Issue 19, attacks 4, 5 and the `--approvals stdin` part of 16, through
-//! the binary: every approval (line prompt, UI modal, `--json` event, MCP
-//! elicitation) shows the whole call with its whitespace and invisible
-//! characters made visible; the model's call ids never key approvals or
-//! labels; a rejected stdin line is quoted inert and cut.
+//! What is approved is what was shown, through the binary: every approval
+//! (line prompt, UI modal, `--json` event, MCP elicitation) shows the whole
+//! call with its whitespace and invisible characters made visible; the
+//! model's call ids never key approvals or labels; a rejected stdin line is
+//! quoted inert and cut.
 
 use crate::mock::*;
 use crate::support::log::of_type;
@@ -73,7 +73,7 @@ fn deny(id: &str) -> String {
     json!({"op": "approval", "call_id": id, "decision": "deny", "reason": "no"}).to_string()
 }
 
-// ---- attack 4: approvals show everything that will run ----
+// ---- approvals show everything that will run ----
 
 #[test]
 fn the_line_prompt_shows_the_whole_command() {
@@ -222,7 +222,7 @@ fn the_ui_modal_wraps_the_call_and_approves_only_once_all_of_it_was_shown() {
     }
 }
 
-// ---- attack 5: call ids are corral's ----
+// ---- call ids are corral's ----
 
 /// Two writes in one response under the model's `id`; the client answers
 /// the model's id, then each request by the id it carries: approving the
@@ -545,7 +545,7 @@ fn parallel_reads_sharing_an_id_keep_their_own_labels() {
     assert_eq!(collector.requests().len(), 0, "the key was sent");
 }
 
-// ---- attack 16: `--approvals stdin` quotes a rejected line inert and cut ----
+// ---- `--approvals stdin` quotes a rejected line inert and cut ----
 
 #[test]
 fn a_rejected_stdin_line_is_quoted_inert_and_cut() {

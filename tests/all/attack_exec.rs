@@ -41,7 +41,7 @@ fn git_config(sb: &Sandbox) -> String {
     std::fs::read_to_string(sb.ws().join(".git/config")).expect(".git/config")
 }
 
-/// Attack 1: the model names a file `--plugin=./evil.mjs`; the format hook
+/// The model names a file `--plugin=./evil.mjs`; the format hook
 /// (prettier-like, granted `--write *`) must not hand it over as an option,
 /// and the formatter, which may write the workspace, cannot write
 /// `.git/config`.
@@ -107,11 +107,11 @@ fn tool_call(cli: &Cli, sb: &Sandbox, args: Value) -> String {
     printed(&o)
 }
 
-/// The host's side of attack 1, through `corral tool call`: an argument
-/// starting with `-` does not fill a `*` of a grant (the program never
-/// runs, and the error says why and what to do), and a program allowed to
-/// write the workspace cannot write `.git/config` or `corral.toml`, not
-/// even from a working directory inside `.git`.
+/// The host's side of a file named like an option, through `corral tool call`:
+/// an argument starting with `-` does not fill a `*` of a grant (the program
+/// never runs, and the error says why and what to do), and a program allowed to
+/// write the workspace cannot write `.git/config` or `corral.toml`, not even
+/// from a working directory inside `.git`.
 #[test]
 fn a_granted_program_gets_no_option_through_a_star_and_cannot_write_protected_files() {
     let sb = Sandbox::new();
@@ -221,7 +221,7 @@ fn worktree_child_runs(sb: &Sandbox, script: &str) {
     );
 }
 
-/// Attack 2: the child points its worktree's `.git` file at a git
+/// The child points its worktree's `.git` file at a git
 /// directory it made, with a `filter.x.clean` that appends to the real
 /// `.git/config` and `* filter=x` in `.gitattributes`. corral's own
 /// `git add --all` for the diff must not run that filter.
@@ -252,7 +252,7 @@ fn a_worktree_agent_cannot_point_corrals_git_at_its_own_config() {
     );
 }
 
-/// Attack 12, last part: an approved worktree diff that adds a symlink
+/// An approved worktree diff that adds a symlink
 /// pointing outside the workspace is refused, with the reason, and kept as
 /// a patch; nothing of it reaches the workspace.
 #[test]
@@ -286,7 +286,7 @@ fn an_approved_worktree_diff_with_a_symlink_leading_out_is_refused() {
     assert_ne!(end["outcome"]["data"]["applied"], true, "{end}");
 }
 
-/// Attack 3: `/diff` in the UI, with a textconv and an fsmonitor planted in
+/// `/diff` in the UI, with a textconv and an fsmonitor planted in
 /// the repository's configuration (as any granted program could before),
 /// shows the diff and runs neither.
 #[test]
@@ -398,10 +398,10 @@ fn no_host_file_outside_exec_starts_a_process() {
     );
 }
 
-/// Attack 2's second wall, behind the read-only mount: a worktree whose
-/// `.git` file was rewritten (by anything) gets no git from corral; the
-/// diff is refused, saying why, and the planted git directory's filter
-/// never runs.
+/// A planted git directory's second wall, behind the read-only mount: a
+/// worktree whose `.git` file was rewritten (by anything) gets no git from
+/// corral; the diff is refused, saying why, and the planted git directory's
+/// filter never runs.
 #[test]
 fn a_rewritten_worktree_git_file_stops_corrals_git() {
     let sb = Sandbox::new();

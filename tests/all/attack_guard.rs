@@ -1,8 +1,8 @@
-//! Issue 19, attacks 6, 7, 8 and 10, through `corral run` with the replay
-//! provider: a guard that follows the data (a committed `.env` shown by
-//! git, an injection in the workspace's own README, one call that reads and
-//! sends a secret, an audit hook with the network) and rules that judge the
-//! path a call touches once symlinks are resolved.
+//! A secret read is held back from the network, through `corral run` with
+//! the replay provider: a guard that follows the data (a committed `.env`
+//! shown by git, an injection in the workspace's own README, one call that
+//! reads and sends a secret, an audit hook with the network) and rules that
+//! judge the path a call touches once symlinks are resolved.
 
 use crate::guard::{SECRET, cassette, collector, events, find, label, labels, project};
 use crate::support::cassette::{answer_turn, call_turn};
@@ -64,7 +64,7 @@ pub(crate) fn git(ws: &std::path::Path, args: &[&str]) {
     );
 }
 
-/// Attack 6: `git_show HEAD:.env` returns a committed `.env` that no file
+/// `git_show HEAD:.env` returns a committed `.env` that no file
 /// open labelled; the result is labelled by the secret path it names, and
 /// the network call after it is held.
 #[test]
@@ -122,7 +122,7 @@ fn a_committed_env_shown_by_git_is_sensitive() {
     );
 }
 
-/// Attack 8: the instruction is in the workspace's own README (labelled
+/// The instruction is in the workspace's own README (labelled
 /// `workspace`, nothing untrusted is read), then `.env` is read: a secret
 /// alone arms the guard, in full-auto too.
 #[test]
@@ -169,10 +169,10 @@ fn an_injection_in_the_workspace_readme_cannot_send_the_secret() {
     );
 }
 
-/// Attack 8, one call: `upload {path: ".env", url}` reads and sends in one
-/// go, before any label exists; it is held because its arguments name a
-/// secret and it can reach the network. The same tool on an ordinary file
-/// runs unasked, so the tool itself works.
+/// An injection in one call: `upload {path: ".env", url}` reads and sends in
+/// one go, before any label exists; it is held because its arguments name a
+/// secret and it can reach the network. The same tool on an ordinary file runs
+/// unasked, so the tool itself works.
 #[test]
 fn one_call_that_reads_and_sends_a_secret_is_held() {
     let server = collector();
@@ -219,7 +219,7 @@ fn one_call_that_reads_and_sends_a_secret_is_held() {
     );
 }
 
-/// Attack 7: an `after_tool` audit hook granted the network is handed every
+/// An `after_tool` audit hook granted the network is handed every
 /// result. A result labelled sensitive reaches it withheld (a note in its
 /// place), in the session where the guard holds the model's own send (an
 /// injected vendored README is read first, so that holds on any version);
@@ -299,7 +299,7 @@ fn symlinked(extra: &str) -> Sandbox {
     sb
 }
 
-/// Attack 10: a deny rule on `protected/**` holds for `alias/keep.txt`
+/// A deny rule on `protected/**` holds for `alias/keep.txt`
 /// where `alias -> protected`, written by the model or by a hook's rewrite.
 #[test]
 fn a_deny_rule_holds_through_a_symlink() {
@@ -345,8 +345,9 @@ fn write(id: &str, path: &str) -> Value {
     )
 }
 
-/// Attack 10 by a hook: a `before_tool` hook rewrites an innocent write
-/// into one through the symlink, judged on the path it resolves to too.
+/// A deny rule through a symlink, by a hook: a `before_tool` hook rewrites an
+/// innocent write into one through the symlink, judged on the path it resolves
+/// to too.
 #[test]
 fn a_hook_rewrite_through_a_symlink_is_denied() {
     let hook = plugin_toml(

@@ -1,8 +1,7 @@
-//! Issue 19, attack 6 follow-up: git returns a secret file's content as a
-//! diff though no argument names it (`git_show HEAD` of the commit that
-//! added `.env`, `git_diff` while a tracked `.env` is modified). The result
-//! is labelled by the diff headers it carries, so the network call after it
-//! is held.
+//! A secret that git returns as a diff is labelled though no argument names
+//! it (`git_show HEAD` of the commit that added `.env`, `git_diff` while a
+//! tracked `.env` is modified). The result is labelled by the diff headers
+//! it carries, so the network call after it is held.
 
 use crate::attack_guard::{git, run_full_auto};
 use crate::guard::{SECRET, cassette, collector, find, label, labels, project};

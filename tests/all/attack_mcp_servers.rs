@@ -1,5 +1,5 @@
-//! MCP servers as an attacker would set them up (issue 35), driven through
-//! the `corral` binary: what a server may read of its install, what trust
+//! MCP servers as an attacker would set them up, driven through the
+//! `corral` binary: what a server may read of its install, what trust
 //! approves of its code, and which of its tools need an approval. Each test
 //! failed before the fix it guards, as its comment says.
 

@@ -1,8 +1,7 @@
-//! Issue 19, "rules on resolved paths" for every path a call names: the
-//! paths of a `git_add`, the file headers of an `apply_patch` envelope, and
-//! the early protected-path check, each judged as written and as it
-//! resolves through a workspace symlink, through `corral run` against the
-//! mock model.
+//! Rules judge the resolved path of every path a call names: the paths of a
+//! `git_add`, the file headers of an `apply_patch` envelope, and the early
+//! protected-path check, each judged as written and as it resolves through
+//! a workspace symlink, through `corral run` against the mock model.
 
 use crate::guard::{events, find};
 use crate::mock::*;

@@ -1,9 +1,9 @@
-//! Trust the user can read (issue 19, attacks 11 and 12): a trusted project
-//! manifest cannot loosen the user's own security settings, and `corral
-//! trust` says in plain words what its lines would switch off; a plugin's
-//! tools are what was reviewed (a later change is withheld until reviewed
-//! again), reviews show whole descriptions, `--deny` survives an update, and
-//! look-alike tool names are flagged. Driven through the `corral` binary.
+//! Trust the user can read: a trusted project manifest cannot loosen the
+//! user's own security settings, and `corral trust` says in plain words
+//! what its lines would switch off; a plugin's tools are what was reviewed
+//! (a later change is withheld until reviewed again), reviews show whole
+//! descriptions, `--deny` survives an update, and look-alike tool names are
+//! flagged. Driven through the `corral` binary.
 
 use crate::mock::*;
 use crate::support::model::writer;

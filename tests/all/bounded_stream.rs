@@ -1,7 +1,7 @@
-//! Issue 19, attack 13, through `corral run`: a provider plugin capped at
-//! 64 MiB that streams far more text than the terminal takes cannot grow
-//! the host's memory, because deltas wait for the front-end instead of
-//! queueing without limit.
+//! A flood of streamed text cannot grow the host's memory, through `corral
+//! run`: a provider plugin capped at 64 MiB that streams far more text than
+//! the terminal takes cannot grow it, because deltas wait for the front-end
+//! instead of queueing without limit.
 
 use crate::*;
 use corral_test_programs::ENV_PROVIDER;

@@ -6,6 +6,7 @@
 //! without a manifest, asking in `ask` mode and denied in `read-only`.
 
 use crate::mock::*;
+use crate::support::skip;
 use crate::*;
 use serde_json::json;
 use std::os::unix::fs::PermissionsExt;
@@ -213,13 +214,13 @@ impl Nobody {
     fn new(manifest: &str) -> Option<Self> {
         // SAFETY: geteuid takes nothing.
         if unsafe { libc::geteuid() } != 0 {
-            eprintln!(
-                "skipped: not root, so already unprivileged (the other tests cover this user)"
+            skip::cannot_run_here(
+                "not root, so already unprivileged (the other tests cover this user)",
             );
             return None;
         }
         if Command::new("setpriv").arg("--version").output().is_err() {
-            eprintln!("skipped: setpriv (util-linux) is not installed");
+            skip::missing("setpriv is not installed", "apt-get install util-linux");
             return None;
         }
         let root = tempfile::tempdir().expect("tempdir");
@@ -246,10 +247,10 @@ impl Nobody {
             .output()
             .is_ok_and(|o| o.status.success());
         if !reachable {
-            eprintln!(
-                "skipped: user 65534 cannot run {} (a parent directory is closed to it)",
+            skip::cannot_run_here(format!(
+                "user 65534 cannot run {} (a parent directory is closed to it)",
                 exe.display()
-            );
+            ));
             return None;
         }
         Some(Self {
@@ -378,7 +379,7 @@ impl Drop for SafetyNet {
 fn a_fork_bomb_as_root_without_a_cgroup_is_stopped() {
     // SAFETY: geteuid takes nothing.
     if unsafe { libc::geteuid() } != 0 {
-        eprintln!("skipped: needs root (RLIMIT_NPROC binds every other user)");
+        skip::cannot_run_here("needs root (RLIMIT_NPROC binds every other user)");
         return;
     }
     // A mount namespace where /sys/fs/cgroup is an empty tmpfs: corral can
@@ -388,15 +389,15 @@ fn a_fork_bomb_as_root_without_a_cgroup_is_stopped() {
         .arg("mount -t tmpfs none /sys/fs/cgroup && test ! -e /sys/fs/cgroup/pids")
         .output();
     if !probe.as_ref().is_ok_and(|o| o.status.success()) {
-        eprintln!(
-            "skipped: cannot hide the cgroup tree in a mount namespace (unshare/mount): {probe:?}"
-        );
+        skip::cannot_run_here(format!(
+            "cannot hide the cgroup tree in a mount namespace (unshare/mount): {probe:?}"
+        ));
         return;
     }
     let Some(net) = SafetyNet::new() else {
-        eprintln!(
-            "skipped: no pids cgroup v1 to hold the bomb if the budget failed; \
-             a fork bomb without one could exhaust this machine's process table"
+        skip::cannot_run_here(
+            "no pids cgroup v1 to hold the bomb if the budget failed; \
+             a fork bomb without one could exhaust this machine's process table",
         );
         return;
     };

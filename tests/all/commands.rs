@@ -1,9 +1,9 @@
 //! Custom slash commands, `/init`, `!cmd` and the status line's tokens and
-//! cost (issue 23, point 3), through the real binary: `corral run
-//! "/NAME args"` with the replay provider, and the UI in tmux against the
-//! mock OpenAI server on loopback (whose captured requests show what the
-//! model was told). Project commands are offered only as `corral trust`
-//! recorded them; a symlinked one never is.
+//! cost, through the real binary: `corral run "/NAME args"` with the replay
+//! provider, and the UI in tmux against the mock OpenAI server on loopback
+//! (whose captured requests show what the model was told). Project commands
+//! are offered only as `corral trust` recorded them; a symlinked one never
+//! is.
 
 use crate::mock::{MockServer, Reply, openai_sse};
 use crate::support::cassette::{self, answer_turn, call_turn};

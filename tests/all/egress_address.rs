@@ -97,7 +97,7 @@ fn a_name_that_resolves_to_loopback_does_not_reach_it() {
     let (name, ip) = match loopback_name() {
         Ok(found) => found,
         Err(why) => {
-            eprintln!("skipped: no name for loopback: {why}");
+            crate::support::skip::cannot_run_here(format!("no name for loopback: {why}"));
             return;
         }
     };

@@ -1,5 +1,5 @@
-//! Errors a user can act on (issue 23, point 4), each through the binary:
-//! what happened, why, and the fix, never a Rust `Debug` dump.
+//! Errors a user can act on, each through the binary: what happened, why,
+//! and the fix, never a Rust `Debug` dump.
 
 use crate::support::manifest::openai_plugin;
 use crate::support::output::{stderr, stdout};

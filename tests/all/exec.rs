@@ -593,7 +593,9 @@ async fn a_granted_program_cannot_signal_corral() {
     match corral_exec::confinement() {
         corral_exec::Confinement::Landlock(abi) if abi >= 6 => {}
         other => {
-            eprintln!("skipped: this kernel's Landlock ({other:?}) has no signal scope");
+            crate::support::skip::cannot_run_here(format!(
+                "this kernel's Landlock ({other:?}) has no signal scope"
+            ));
             return;
         }
     }

@@ -7,6 +7,7 @@
 
 use crate::support::output::printed;
 use crate::support::run::tool_call;
+use crate::support::skip;
 use crate::*;
 use serde_json::json;
 use std::io::{Read as _, Write as _};
@@ -66,7 +67,7 @@ fn curl(cli: &Cli, sb: &Sandbox, extra: &[&str], url: &str) -> String {
 #[test]
 fn a_program_reaches_its_granted_port_and_no_other() {
     if corral_exec::resolve("curl").is_none() {
-        eprintln!("skipped: curl is not installed");
+        skip::missing("curl is not installed", "apt-get install curl");
         return;
     }
     let (a, hits_a) = server("server-a-answered");
@@ -125,7 +126,7 @@ fn a_program_reaches_its_granted_port_and_no_other() {
 #[test]
 fn false_and_true_keep_their_meaning() {
     if corral_exec::resolve("curl").is_none() {
-        eprintln!("skipped: curl is not installed");
+        skip::missing("curl is not installed", "apt-get install curl");
         return;
     }
     let (a, hits_a) = server("server-a-answered");
@@ -234,12 +235,16 @@ print('idle:', first_line(idle[0]), round(time.time() - t))
 #[test]
 fn a_user_other_than_root_gets_the_same_confinement() {
     // SAFETY: getuid takes nothing and cannot fail.
-    if unsafe { libc::getuid() } != 0 || corral_exec::resolve("setpriv").is_none() {
-        eprintln!("skipped: needs root (to become nobody) and setpriv");
+    if unsafe { libc::getuid() } != 0 {
+        skip::cannot_run_here("needs root (to become nobody)");
+        return;
+    }
+    if corral_exec::resolve("setpriv").is_none() {
+        skip::missing("setpriv is not installed", "apt-get install util-linux");
         return;
     }
     if corral_exec::resolve("curl").is_none() {
-        eprintln!("skipped: curl is not installed");
+        skip::missing("curl is not installed", "apt-get install curl");
         return;
     }
     let (a, hits_a) = server("server-a-answered");
@@ -292,7 +297,7 @@ fn a_user_other_than_root_gets_the_same_confinement() {
     };
     let out = call(&format!("http://127.0.0.1:{a}/"), &[]);
     if out.contains("Permission denied") && out.contains("corral_") {
-        eprintln!("skipped: nobody cannot run the test binary here: {out}");
+        skip::cannot_run_here(format!("nobody cannot run the test binary here: {out}"));
         return;
     }
     assert!(out.contains("server-a-answered"), "{out}");

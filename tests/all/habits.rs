@@ -1,9 +1,9 @@
-//! The habits people bring from Claude Code and Codex (issue 36, point 5),
-//! through the binary: `CLAUDE.md` read, `-y` everywhere there is a
-//! `--yes`, `--last` on `show` and `compact`, the way back into a session
-//! said on exit, no note about a cassette's context window, no empty
-//! prompt sent, no empty session left behind by the UI, no stray stop
-//! marker after a `!` command, and a help line that says what `mcp` does.
+//! The habits people bring from Claude Code and Codex hold, through the
+//! binary: `CLAUDE.md` read, `-y` everywhere there is a `--yes`, `--last`
+//! on `show` and `compact`, the way back into a session said on exit, no
+//! note about a cassette's context window, no empty prompt sent, no empty
+//! session left behind by the UI, no stray stop marker after a `!` command,
+//! and a help line that says what `mcp` does.
 //!
 //! Each test failed before its fix; the comment on each says how.
 

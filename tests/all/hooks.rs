@@ -450,11 +450,10 @@ async fn compaction_and_subagent_hooks_decide_through_their_entry_points() {
 #[test]
 fn a_python_hook_built_from_the_served_wit_blocks_a_call() {
     let Some(componentize_py) = std::env::var_os("CORRAL_COMPONENTIZE_PY") else {
-        assert!(
-            std::env::var_os("CORRAL_CI").is_none(),
-            "CORRAL_COMPONENTIZE_PY is not set under CI; .ci/run installs the toolchain and sets it"
+        crate::support::skip::missing(
+            "CORRAL_COMPONENTIZE_PY is unset (the plugin templates' toolchain)",
+            crate::support::skip::CI_RUN,
         );
-        eprintln!("skipped: CORRAL_COMPONENTIZE_PY not set; .ci/run installs it");
         return;
     };
     let sb = Sandbox::new();

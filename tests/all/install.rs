@@ -382,13 +382,10 @@ impl Registry {
                 .map(str::to_owned)
         });
         let Some(binary) = binary else {
-            assert!(
-                std::env::var_os("CORRAL_CI").is_none(),
-                "CORRAL_CI is set but no registry binary was found (CORRAL_TEST_REGISTRY)"
-            );
-            eprintln!(
-                "skipped: no OCI registry binary (set CORRAL_TEST_REGISTRY; .ci/run installs \
-                 Debian's docker-registry)"
+            crate::support::skip::missing(
+                "no OCI registry binary (CORRAL_TEST_REGISTRY is unset and there is no \
+                 /usr/bin/docker-registry)",
+                "apt-get install docker-registry",
             );
             return None;
         };
@@ -583,11 +580,7 @@ fn on_a_terminal(cli: &Cli, sb: &Sandbox, args: &[&str], answer: &str) -> Option
         .output()
         .is_err()
     {
-        assert!(
-            std::env::var_os("CORRAL_CI").is_none(),
-            "CORRAL_CI is set but tmux is missing"
-        );
-        eprintln!("skipped: tmux is not installed");
+        crate::support::skip::missing("tmux is not installed", "apt-get install tmux");
         return None;
     }
     // A server per call: a second `new-session` on the socket of a server

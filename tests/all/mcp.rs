@@ -5,7 +5,7 @@
 //!
 //! The Python interpreter with `mcp` installed is `CORRAL_TEST_PYTHON`, else
 //! the virtualenv `.ci/run` keeps in its cache; without either the Python
-//! tests say why they skip (CI always has it).
+//! tests are counted as skipped (under CI, which always has it, they fail).
 
 use crate::*;
 use serde_json::{Value, json};
@@ -24,7 +24,7 @@ pub(crate) fn python() -> Result<PathBuf, String> {
     match cache.map(|c| c.join("mcp-venv/bin/python")) {
         Some(p) if p.exists() => Ok(p),
         Some(p) => Err(format!(
-            "no Python MCP client: CORRAL_TEST_PYTHON is unset and {} does not exist (.ci/run creates it)",
+            "no Python MCP client: CORRAL_TEST_PYTHON is unset and {} does not exist",
             p.display()
         )),
         None => Err(
@@ -36,7 +36,7 @@ pub(crate) fn python() -> Result<PathBuf, String> {
 
 /// Runs tests/mcp/client.py with `scenario` against `corral mcp serve` in
 /// `ws` (with `serve_args` after `serve`) and returns what it printed.
-/// `None` when there is no Python client (the reason is printed).
+/// `None` when there is no Python client (the test counted as skipped).
 pub(crate) fn client(cli: &Cli, ws: &Path, serve_args: &[&str], scenario: Value) -> Option<Value> {
     client_env(cli, ws, serve_args, scenario, &[]).map(|(out, _)| out)
 }
@@ -53,7 +53,7 @@ pub(crate) fn client_env(
     let python = match python() {
         Ok(p) => p,
         Err(why) => {
-            eprintln!("skipped: {why}");
+            crate::support::skip::missing(why, crate::support::skip::CI_RUN);
             return None;
         }
     };

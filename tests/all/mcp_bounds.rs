@@ -1,8 +1,8 @@
-//! Issue 19, attack 16, through `corral mcp serve` spoken to in raw
-//! JSON-RPC over pipes: calls beyond the runtime's instance slots wait
-//! instead of failing, a request line over the transport's cap is answered
-//! with a JSON-RPC error (and the server goes on), and what the server logs
-//! cannot forge log lines.
+//! `corral mcp serve` stays within its bounds, spoken to in raw JSON-RPC
+//! over pipes: calls beyond the runtime's instance slots wait instead of
+//! failing, a request line over the transport's cap is answered with a
+//! JSON-RPC error (and the server goes on), and what the server logs cannot
+//! forge log lines.
 
 use crate::*;
 use corral_test_programs::ADVERSARY;

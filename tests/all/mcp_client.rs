@@ -16,12 +16,16 @@ use std::time::{Duration, Instant};
 /// nothing in the user's home is needed to run it.
 pub(crate) const PYTHON: &str = "/usr/bin/python3";
 
-/// Whether the hostile server can run here; says why not.
+/// Whether the hostile server can run here; the test is counted as skipped
+/// when not.
 pub(crate) fn runnable() -> bool {
     if Path::new(PYTHON).exists() {
         return true;
     }
-    eprintln!("skipped: {PYTHON} is not installed");
+    crate::support::skip::missing(
+        format!("{PYTHON} is not installed"),
+        "apt-get install python3",
+    );
     false
 }
 

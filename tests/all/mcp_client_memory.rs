@@ -1,4 +1,4 @@
-//! Issue 22's "a 100 MB message is cut off with bounded host memory",
+//! A 100 MB message from an MCP server is cut off with bounded host memory,
 //! measured: the peak resident memory of the `corral` process that took a
 //! server's 100 MB answer (and a stdout flood) stays within a fixed margin
 //! of the peak of one that took a short answer, read from the kernel's

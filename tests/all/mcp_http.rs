@@ -13,7 +13,6 @@ use crate::support::output::{stderr, stdout};
 use crate::*;
 use serde_json::{Value, json};
 use std::io::{Read as _, Write as _};
-use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
@@ -52,19 +51,7 @@ fn listening(port: u16, child: &mut Child) {
 
 /// server-everything in its streamable HTTP mode, or `None` (said why).
 fn everything() -> Option<(u16, Child)> {
-    let Some(root) = std::env::var_os("CORRAL_TEST_MCP_SERVERS") else {
-        assert!(
-            std::env::var_os("CORRAL_CI").is_none(),
-            "CORRAL_CI is set but CORRAL_TEST_MCP_SERVERS is not"
-        );
-        eprintln!("skipped: CORRAL_TEST_MCP_SERVERS is unset (.ci/run installs the servers)");
-        return None;
-    };
-    let bin = PathBuf::from(root).join("npm/node_modules/.bin/mcp-server-everything");
-    if !bin.exists() {
-        eprintln!("skipped: {} is not installed", bin.display());
-        return None;
-    }
+    let bin = crate::support::servers::installed("npm/node_modules/.bin/mcp-server-everything")?;
     let port = free_port();
     let mut child = Child(
         std::process::Command::new(&bin)

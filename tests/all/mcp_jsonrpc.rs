@@ -1,8 +1,8 @@
-//! Issue 36, point 6, through `corral mcp serve` spoken to in raw JSON-RPC
-//! over pipes: every request is answered with its id (`null` only when the
-//! id itself cannot be read), in words that say what was wrong, and a call
-//! still waiting for the user's approval when the client closes its input
-//! gets its answer before the server exits.
+//! `corral mcp serve` leaves no request unanswered, spoken to in raw
+//! JSON-RPC over pipes: every request is answered with its id (`null` only
+//! when the id itself cannot be read), in words that say what was wrong,
+//! and a call still waiting for the user's approval when the client closes
+//! its input gets its answer before the server exits.
 
 use crate::*;
 use serde_json::{Value, json};

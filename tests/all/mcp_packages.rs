@@ -7,9 +7,9 @@
 //! server is refused; `node FILE` runs the script it names.
 
 use crate::support::output::{stderr, stdout};
+use crate::support::skip;
 use crate::*;
 use serde_json::json;
-use std::path::PathBuf;
 
 /// `corral ARGS` in `workspace` as [`Cli::run`] runs it, but without the
 /// `--workspace` it puts last, which would end up among the arguments of
@@ -34,11 +34,7 @@ fn npm() -> bool {
     {
         return true;
     }
-    assert!(
-        std::env::var_os("CORRAL_CI").is_none(),
-        "npm must be installed under CORRAL_CI"
-    );
-    eprintln!("skipped: npm is not installed");
+    skip::missing("npm is not installed", "apt-get install npm");
     false
 }
 
@@ -160,14 +156,18 @@ fn an_npx_entry_of_a_claude_mcp_json_is_installed_once_and_runs_without_network(
     );
 }
 
-/// Whether pip and PyPI are here to install with, or why not (under
-/// CORRAL_CI both must be).
-fn pip_and_pypi() -> Result<(), String> {
+/// Whether pip and PyPI are here to install with; the test is counted as
+/// skipped when not (under CORRAL_CI both must be).
+fn pip_and_pypi() -> bool {
     let pip = std::process::Command::new("python3")
         .args(["-m", "pip", "--version"])
         .output();
     if !pip.is_ok_and(|o| o.status.success()) {
-        return Err("python3 with pip is not installed".into());
+        skip::missing(
+            "python3 with pip is not installed",
+            "apt-get install python3-pip",
+        );
+        return false;
     }
     use std::net::ToSocketAddrs as _;
     let reached = ("pypi.org", 443)
@@ -178,19 +178,15 @@ fn pip_and_pypi() -> Result<(), String> {
             std::net::TcpStream::connect_timeout(&a, std::time::Duration::from_secs(5)).is_ok()
         });
     if !reached {
-        return Err("pypi.org:443 cannot be reached from here".into());
+        skip::offline("pypi.org:443 cannot be reached from here");
+        return false;
     }
-    Ok(())
+    true
 }
 
 #[test]
 fn a_uvx_entry_of_a_claude_mcp_json_is_installed_from_pypi_and_lists_its_tool() {
-    if let Err(why) = pip_and_pypi() {
-        assert!(
-            std::env::var_os("CORRAL_CI").is_none(),
-            "under CORRAL_CI: {why}"
-        );
-        eprintln!("skipped: {why}");
+    if !pip_and_pypi() {
         return;
     }
     let sb = Sandbox::new();
@@ -232,16 +228,11 @@ fn a_uvx_entry_of_a_claude_mcp_json_is_installed_from_pypi_and_lists_its_tool() 
 
 #[test]
 fn a_node_file_entry_runs_the_script_it_names() {
-    let Some(root) = std::env::var_os("CORRAL_TEST_MCP_SERVERS") else {
-        assert!(
-            std::env::var_os("CORRAL_CI").is_none(),
-            "CORRAL_TEST_MCP_SERVERS must be set under CORRAL_CI (.ci/run installs the servers)"
-        );
-        eprintln!("skipped: CORRAL_TEST_MCP_SERVERS is unset (.ci/run installs the servers)");
+    let Some(script) = crate::support::servers::installed(
+        "npm/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js",
+    ) else {
         return;
     };
-    let script = PathBuf::from(root)
-        .join("npm/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js");
     let sb = Sandbox::new();
     let ws = sb.ws().canonicalize().expect("ws");
     sb.write("hello.txt", "hello from the workspace\n");

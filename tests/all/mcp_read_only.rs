@@ -1,7 +1,7 @@
-//! Issue 36, point 5, through `corral mcp serve --mode read-only` spoken to
-//! in raw JSON-RPC over pipes: it lists only the tools that mode runs, the
-//! git tools that read are among them and run, and reading with them leaves
-//! the repository's index as it was.
+//! `corral mcp serve --mode read-only` runs only what reads, spoken to in
+//! raw JSON-RPC over pipes: it lists only the tools that mode runs, the git
+//! tools that read are among them and run, and reading with them leaves the
+//! repository's index as it was.
 
 use crate::*;
 use serde_json::{Value, json};

@@ -1,7 +1,7 @@
-//! Issue 19, attacks 9 and 14, through the real binary: registry
-//! credentials go only to the registry the user names (never to one a
-//! project's `from` picked), and an OCI layer over the size limit is
-//! refused while it streams, leaving no file behind.
+//! What a registry is handed and sends back is bounded, through the real
+//! binary: registry credentials go only to the registry the user names
+//! (never to one a project's `from` picked), and an OCI layer over the size
+//! limit is refused while it streams, leaving no file behind.
 
 use crate::install::{Registry, read_user_manifest, store_dir};
 use crate::support::output::printed as text;

@@ -1,11 +1,10 @@
-//! Undo and rewind in the interactive UI (issue 23, points 2 and 3), driven
-//! in a real terminal (tmux) against the mock model, which keeps every
-//! request: `/undo` refused over an edit made since, then confirmed from
-//! its diff; Esc Esc back to the first message, code and conversation
-//! restored, the message back in the editor and the next request without
-//! the later turns; the same after SIGKILL and a resume. And an answer
-//! interrupted mid-stream is kept, marked, in the log, `corral show` and
-//! the next request.
+//! Undo and rewind in the interactive UI, driven in a real terminal (tmux)
+//! against the mock model, which keeps every request: `/undo` refused over
+//! an edit made since, then confirmed from its diff; Esc Esc back to the
+//! first message, code and conversation restored, the message back in the
+//! editor and the next request without the later turns; the same after
+//! SIGKILL and a resume. And an answer interrupted mid-stream is kept,
+//! marked, in the log, `corral show` and the next request.
 
 use crate::agent::{KEYS, manifest};
 use crate::mock::*;

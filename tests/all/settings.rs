@@ -1,7 +1,7 @@
-//! Settings everywhere (issue 36, point 3), through the binary: `--profile`
-//! and `-c` on the interactive UI, on `resume` into it and across `/new`;
-//! the `OPENAI_BASE_URL` error's snippet leading to a working setup; and
-//! config errors that name the file (and line) to edit.
+//! Settings everywhere, through the binary: `--profile` and `-c` on the
+//! interactive UI, on `resume` into it and across `/new`; the
+//! `OPENAI_BASE_URL` error's snippet leading to a working setup; and config
+//! errors that name the file (and line) to edit.
 //!
 //! Each test failed before its fix; the comment on each says how.
 

@@ -1,6 +1,7 @@
-//! Issue 19, attack 15, in a real terminal (a tmux pane): a long streamed
-//! answer does not hang the UI, Ctrl-C interrupts it while it streams, and
-//! closing the terminal ends corral with the session closed as interrupted.
+//! The UI stays responsive to a flood, in a real terminal (a tmux pane): a
+//! long streamed answer does not hang the UI, Ctrl-C interrupts it while it
+//! streams, and closing the terminal ends corral with the session closed as
+//! interrupted.
 
 use crate::support::cassette::{self, streamed_turn};
 use crate::tui::Pane;

@@ -1,6 +1,6 @@
-//! Errors and warnings in the interactive UI (issue 23, point 4), in a real
-//! terminal (tmux): a warning raised while the UI is up is shown in it, and
-//! a provider without its key names the variable.
+//! Errors and warnings in the interactive UI, in a real terminal (tmux): a
+//! warning raised while the UI is up is shown in it, and a provider without
+//! its key names the variable.
 
 use crate::tui::{Pane, ui_command};
 use crate::*;

@@ -1,6 +1,6 @@
-//! The UI habits people bring from other agents (issue 23, point 3), in a
-//! real terminal (tmux): every slash command in the popup, a denied card
-//! that says why, `/diff` with untracked files, `/plugins` with grants.
+//! The UI habits people bring from other agents, in a real terminal (tmux):
+//! every slash command in the popup, a denied card that says why, `/diff`
+//! with untracked files, `/plugins` with grants.
 
 use crate::support::cassette::{self, streamed_turn};
 use crate::tui::{Pane, ui_command};
@@ -15,7 +15,7 @@ fn popup_denied_card_diff_and_plugins() {
         .current_dir(sb.ws())
         .status();
     if !git.is_ok_and(|s| s.success()) {
-        eprintln!("skipping: git is not available");
+        crate::support::skip::missing("git is not installed", "apt-get install git");
         return;
     }
     let write = json!({

@@ -136,21 +136,7 @@ fn a_read_only_call_records_nothing_and_an_unchanged_workspace_has_nothing_to_un
 
 /// The reference filesystem server `.ci/run` installs, or why there is none.
 fn filesystem_server() -> Option<PathBuf> {
-    let Some(root) = std::env::var_os("CORRAL_TEST_MCP_SERVERS") else {
-        assert!(
-            std::env::var_os("CORRAL_CI").is_none(),
-            "CORRAL_CI is set but CORRAL_TEST_MCP_SERVERS is not"
-        );
-        eprintln!("skipped: CORRAL_TEST_MCP_SERVERS is unset (.ci/run installs the servers)");
-        return None;
-    };
-    let p = PathBuf::from(root).join("npm/node_modules/.bin/mcp-server-filesystem");
-    if p.exists() {
-        Some(p)
-    } else {
-        eprintln!("skipped: {} is not installed", p.display());
-        None
-    }
+    crate::support::servers::installed("npm/node_modules/.bin/mcp-server-filesystem")
 }
 
 #[test]

@@ -13,3 +13,4 @@ pub mod pty;
 pub mod run;
 pub mod schema;
 pub mod servers;
+pub mod skip;
