@@ -7,7 +7,7 @@
 //! plugin with no grants cannot grow the host without bound, and each
 //! overrun ends the call (or the load) with an error that names the limit.
 
-use super::loader::LoadError;
+use super::error::LoadError;
 use crate::protocol::ToolSpec;
 use std::fmt::Write as _;
 

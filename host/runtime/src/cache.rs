@@ -24,7 +24,7 @@ use std::collections::HashSet;
 use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 use wasmtime::Engine;
 use wasmtime::component::Component;
 
@@ -129,7 +129,7 @@ pub fn prune_cache(
     max_bytes: u64,
     keep: &HashSet<String>,
 ) -> std::io::Result<Vec<CacheEntry>> {
-    remove_stale_temporaries(dir);
+    super::atomic::remove_stale_temporaries(dir);
     let entries = list(dir)?;
     let mut total: u64 = entries.iter().map(|e| e.bytes).sum();
     let mut removed = Vec::new();
@@ -154,7 +154,7 @@ pub fn clear_cache(dir: &Path) -> std::io::Result<Vec<CacheEntry>> {
     for entry in &entries {
         remove_entry(dir, entry)?;
     }
-    remove_stale_temporaries(dir);
+    super::atomic::remove_stale_temporaries(dir);
     super::descriptions::clear(dir)?;
     super::hashes::clear(dir)?;
     match std::fs::remove_dir_all(dir.join(BUILT_DIR)) {
@@ -239,31 +239,6 @@ fn remove_entry(dir: &Path, entry: &CacheEntry) -> std::io::Result<()> {
         }
     }
     Ok(())
-}
-
-/// Removes half-written files left by a corral that died while storing an
-/// entry; a write in progress is far younger than an hour.
-pub(super) fn remove_stale_temporaries(dir: &Path) {
-    let Ok(read) = std::fs::read_dir(dir) else {
-        return;
-    };
-    let Some(stale) = SystemTime::now().checked_sub(Duration::from_secs(3600)) else {
-        return;
-    };
-    for item in read.flatten() {
-        let name = item.file_name();
-        let is_temp = name
-            .to_str()
-            .and_then(|n| n.rsplit_once('.'))
-            .is_some_and(|(_, ext)| ext.starts_with("tmp"));
-        let old = item
-            .metadata()
-            .and_then(|m| m.modified())
-            .is_ok_and(|t| t < stale);
-        if is_temp && old {
-            let _ = std::fs::remove_file(item.path());
-        }
-    }
 }
 
 impl Cache {
@@ -361,8 +336,8 @@ impl Cache {
         }
         let stored = prepare_dir(&dir).and_then(|()| {
             let sum = super::checksum::xxh64(code)?;
-            atomic_write(&artifact, code)?;
-            atomic_write(&check, format!("{SUM_PREFIX}{sum:016x}").as_bytes())
+            super::atomic::write(&artifact, code)?;
+            super::atomic::write(&check, format!("{SUM_PREFIX}{sum:016x}").as_bytes())
         });
         match stored {
             Ok(()) => remove_other_builds(&dir, &self.engine_key, current),
@@ -457,7 +432,7 @@ impl Cache {
             }
             // Checked once for this identity: later loads map it unread.
             let record = format!("{SUM_PREFIX}{expected}\n{VERIFIED_PREFIX}{stamp}\n");
-            if let Err(e) = atomic_write(check, record.as_bytes()) {
+            if let Err(e) = super::atomic::write(check, record.as_bytes()) {
                 tracing::debug!("cannot record the check of {}: {e}", artifact.display());
             }
             Some(started.elapsed())
@@ -559,17 +534,11 @@ const VERIFIED_PREFIX: &str = "verified ";
 fn write(component: &Component, artifact: &Path, check: &Path) -> wasmtime::Result<()> {
     let data = component.serialize()?;
     let sum = format!("{SUM_PREFIX}{:016x}", super::checksum::xxh64(&data[..])?);
-    atomic_write(artifact, &data)?;
+    super::atomic::write(artifact, &data)?;
     // Not marked verified: the next load reads what the disk holds and
     // checks it once.
-    atomic_write(check, sum.as_bytes())?;
+    super::atomic::write(check, sum.as_bytes())?;
     Ok(())
-}
-
-pub(super) fn atomic_write(path: &Path, data: &[u8]) -> std::io::Result<()> {
-    let tmp = path.with_extension(format!("tmp{}", std::process::id()));
-    std::fs::write(&tmp, data)?;
-    std::fs::rename(&tmp, path)
 }
 
 /// Creates the cache directory closed to other users, and refuses one that

@@ -195,7 +195,7 @@ fn store(dir: &Path, key: &str, described: &Described) -> std::io::Result<()> {
     })
     .map_err(std::io::Error::other)?;
     let text = format!("{}\n{body}", hex::encode(Sha256::digest(body.as_bytes())));
-    super::cache::atomic_write(&dir.join(format!("{key}.json")), text.as_bytes())?;
+    super::atomic::write(&dir.join(format!("{key}.json")), text.as_bytes())?;
     bound(dir);
     Ok(())
 }
@@ -219,7 +219,7 @@ fn bound(dir: &Path) {
     if entries.len() <= MAX_ENTRIES {
         return;
     }
-    super::cache::remove_stale_temporaries(dir);
+    super::atomic::remove_stale_temporaries(dir);
     entries.sort();
     let excess = entries.len() - MAX_ENTRIES;
     for (_, path) in entries.into_iter().take(excess) {

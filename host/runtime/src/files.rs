@@ -7,20 +7,54 @@
 //! of it fail to open. Files are opened non-blocking and read only when they
 //! are regular files, so a FIFO cannot stall the host.
 
-pub(crate) use super::bindings::files::FileChange;
-use super::bindings::files::{self, DirEntry, EntryKind, FileError, Host};
-use super::store::CallState;
+use super::bindings::files::{self, DirEntry, EntryKind, FileChange, FileError, Host};
+use super::effects::CallCaps;
+use super::fsguard::{self, Guard};
+use super::limits::HostCalls;
+use super::touched::Recording;
 use crate::manifest::{Access, FsGrant};
 use cap_primitives::fs::OpenOptionsExt as _;
-use rustix::fs::{FileType, Mode, OFlags, ResolveFlags};
+use rustix::fs::FileType;
 use std::io::Read as _;
 use std::os::fd::OwnedFd;
+use std::path::Path;
 use std::sync::Arc;
-use wasmtime::component::{HasSelf, Linker};
+use wasmtime::component::{HasData, Linker};
 
-/// Adds `corral:plugin/files`.
-pub(super) fn add_to_linker(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
-    files::add_to_linker::<CallState, HasSelf<CallState>>(linker, |s| s)
+/// What `corral:plugin/files` sees of a call: its granted directories
+/// ([`Dirs`], its own state), what guards them, and the parts of the call
+/// it shares with the other interfaces.
+pub(crate) struct FilesView<'a> {
+    /// The call's granted directories.
+    pub(crate) dirs: &'a mut Dirs,
+    /// What the plugin may not touch.
+    pub(crate) guard: &'a Guard,
+    /// The plugin's name, for the log.
+    pub(crate) plugin: &'a str,
+    /// Where `write-files` keeps its journal; `None` without a workspace.
+    pub(crate) journal: Option<&'a Path>,
+    /// What this call may use of the grants.
+    pub(crate) caps: &'a CallCaps,
+    /// What the call touched.
+    pub(crate) touched: &'a mut Recording,
+    /// The call's host-call budget, which a batch draws on per item.
+    pub(crate) calls: &'a mut HostCalls,
+}
+
+/// The data `corral:plugin/files` is served from: a [`FilesView`].
+struct FilesData;
+
+impl HasData for FilesData {
+    type Data<'a> = FilesView<'a>;
+}
+
+/// Adds `corral:plugin/files`, served from the view `get` projects from a
+/// store's data.
+pub(super) fn add_to_linker<T: Send + 'static>(
+    linker: &mut Linker<T>,
+    get: fn(&mut T) -> FilesView<'_>,
+) -> wasmtime::Result<()> {
+    files::add_to_linker::<T, FilesData>(linker, get)
 }
 
 /// Bytes one `read-files` call may return, whatever the plugin asks.
@@ -69,7 +103,7 @@ impl Dirs {
             let opened: Result<Vec<GrantDir>, String> = grants
                 .iter()
                 .map(|g| {
-                    open_unmoved(&g.host_path)
+                    fsguard::open_unmoved(&g.host_path)
                         .map(|fd| GrantDir {
                             guest: normalise(&g.guest_path).to_owned(),
                             dir: Arc::new(std::fs::File::from(fd)),
@@ -80,7 +114,7 @@ impl Dirs {
                             if g.path == "." {
                                 format!("cannot open granted directory {}: {e}", g.path)
                             } else {
-                                super::fsguard::moved(g, &std::io::Error::from(e))
+                                fsguard::moved(g, &std::io::Error::from(e))
                             }
                         })
                 })
@@ -129,7 +163,7 @@ impl Dirs {
     /// [`Dirs::open`] handles.
     fn open_plain(&mut self, path: &str) -> Option<(OwnedFd, std::path::PathBuf, u64)> {
         let (dir, rel) = self.holder(path).ok()?;
-        let (file, rel, size) = super::fsguard::open_plain_file(&dir.dir, rel)?;
+        let (file, rel, size) = fsguard::open_plain_file(&dir.dir, rel)?;
         Some((OwnedFd::from(file), dir.host_path.join(rel), size))
     }
 
@@ -146,24 +180,6 @@ impl Dirs {
             .map(OwnedFd::from)
             .map_err(|e| io_error(&e))
     }
-}
-
-/// Opens a granted directory by its canonical path, refusing it if a
-/// symlink now stands anywhere on that path.
-fn open_unmoved(path: &std::path::Path) -> rustix::io::Result<OwnedFd> {
-    rustix::fs::openat2(
-        rustix::fs::CWD,
-        path,
-        OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
-        Mode::empty(),
-        ResolveFlags::NO_SYMLINKS,
-    )
-}
-
-/// Opens a granted directory again by its canonical path, as a call does
-/// (for finishing a journal after a crash).
-pub(crate) fn open_root(path: &std::path::Path) -> std::io::Result<OwnedFd> {
-    open_unmoved(path).map_err(std::io::Error::from)
 }
 
 /// `path` without a leading `./` or a trailing `/`; `.` for the root.
@@ -229,21 +245,7 @@ fn kind(t: FileType) -> EntryKind {
     }
 }
 
-impl CallState {
-    /// Takes `n` more host calls from the budget, or traps like the call
-    /// hook does when it runs out.
-    pub(super) fn charge(&mut self, n: u64) -> wasmtime::Result<()> {
-        if self.host_calls_left < n {
-            self.host_calls_left = 0;
-            self.host_calls_hit = true;
-            return Err(wasmtime::format_err!("host-call budget exhausted"));
-        }
-        self.host_calls_left -= n;
-        Ok(())
-    }
-}
-
-impl Host for CallState {
+impl Host for FilesView<'_> {
     fn list_directory(&mut self, path: String) -> Result<Vec<DirEntry>, FileError> {
         let fd = self.dirs.open(&path, true)?;
         self.refuse_kept(&fd, &path)?;
@@ -282,7 +284,7 @@ impl Host for CallState {
         max_bytes: u64,
     ) -> wasmtime::Result<Vec<Result<Vec<u8>, FileError>>> {
         // The call hook counted the call itself.
-        self.charge((paths.len() as u64).saturating_sub(1))?;
+        self.calls.charge((paths.len() as u64).saturating_sub(1))?;
         let mut left = max_bytes.min(MAX_BATCH_BYTES);
         let mut out = Vec::with_capacity(paths.len());
         for path in &paths {
@@ -291,21 +293,40 @@ impl Host for CallState {
         Ok(out)
     }
 
+    /// Every change or none, whole across a crash (see `writes`).
     fn write_files(&mut self, changes: Vec<FileChange>) -> wasmtime::Result<Result<(), String>> {
-        self.replace_files(changes)
+        // The call hook counted the call itself.
+        self.calls
+            .charge((changes.len() as u64).saturating_sub(1))?;
+        if !self.caps.writes() {
+            return Ok(Err(
+                "this call may not change files: only a tool that declares the `write` effect \
+                 may, and not in a preview"
+                    .into(),
+            ));
+        }
+        let dirs = &mut *self.dirs;
+        let written = super::writes::write_files(
+            changes,
+            |path| dirs.writable(path),
+            self.journal,
+            self.guard,
+            self.plugin,
+        );
+        Ok(written)
     }
 }
 
-impl CallState {
+impl FilesView<'_> {
     /// Refuses a descriptor opened for the plugin that lies in corral's own
     /// state, wherever the path and its links led.
     fn refuse_kept(&self, fd: &OwnedFd, path: &str) -> Result<(), FileError> {
         use std::os::fd::AsFd as _;
-        match self.plugin.guard.refuse_kept_fd(fd.as_fd()) {
+        match self.guard.refuse_kept_fd(fd.as_fd()) {
             Ok(()) => Ok(()),
             Err(why) => {
                 tracing::warn!(
-                    plugin = %self.plugin.name,
+                    plugin = %self.plugin,
                     "refused to read `{}`: {why}",
                     crate::terminal::inert(path)
                 );
@@ -322,9 +343,9 @@ impl CallState {
         // open; only the rest needs another one.
         let (fd, size) = match self.dirs.open_plain(path) {
             Some((fd, read, size)) => {
-                if self.plugin.guard.is_kept(&read) {
+                if self.guard.is_kept(&read) {
                     tracing::warn!(
-                        plugin = %self.plugin.name,
+                        plugin = %self.plugin,
                         "refused to read `{}`: it is in corral's own state",
                         crate::terminal::inert(path)
                     );

@@ -19,7 +19,7 @@
 //! cannot create FIFOs or device nodes, so only something outside the
 //! sandbox can swap one in between the check and the open.
 
-use super::store::CallState;
+use super::touched::Recording;
 use crate::manifest::Source;
 use cap_primitives::fs::FollowSymlinks;
 use rustix::fs::{AtFlags, Mode, OFlags};
@@ -31,7 +31,7 @@ use std::sync::Arc;
 use wasmtime::StoreContextMut;
 use wasmtime::component::{Linker, LinkerInstance, Resource};
 use wasmtime_wasi::FsPerms;
-use wasmtime_wasi::filesystem::{Descriptor, Dir, OpenMode, WasiFilesystemView as _};
+use wasmtime_wasi::filesystem::{Descriptor, Dir, OpenMode, WasiFilesystemCtxView};
 use wasmtime_wasi::p2::FsResult;
 use wasmtime_wasi::p2::bindings::filesystem::types::{
     DescriptorFlags, ErrorCode, HostDescriptor, NewTimestamp, OpenFlags, PathFlags,
@@ -458,6 +458,9 @@ pub(crate) struct Preopens {
     opened: Option<Vec<(Dir, String, PathBuf)>>,
     /// Why a granted directory could not be opened, for the call's error.
     pub(crate) refused: Option<String>,
+    /// The plugin asked for its granted directories (`get-directories`
+    /// answered with some).
+    pub(crate) asked: bool,
 }
 
 impl Preopens {
@@ -469,6 +472,7 @@ impl Preopens {
             writes,
             opened: None,
             refused: None,
+            asked: false,
         }
     }
 
@@ -524,6 +528,24 @@ pub(crate) fn moved(grant: &crate::manifest::FsGrant, e: &io::Error) -> String {
     )
 }
 
+/// Opens a granted directory by its canonical path, refusing it if a
+/// symlink now stands anywhere on that path.
+pub(crate) fn open_unmoved(path: &Path) -> rustix::io::Result<OwnedFd> {
+    rustix::fs::openat2(
+        rustix::fs::CWD,
+        path,
+        OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+        rustix::fs::ResolveFlags::NO_SYMLINKS,
+    )
+}
+
+/// Opens a granted directory again by its canonical path, as a call does
+/// (for finishing a journal after a crash).
+pub(crate) fn open_root(path: &Path) -> io::Result<OwnedFd> {
+    open_unmoved(path).map_err(io::Error::from)
+}
+
 /// Opens a granted directory by its canonical path. The path was canonical
 /// when the manifest loaded; if a directory on it has since become a
 /// symlink (a program run by a plugin can do that inside the workspace),
@@ -561,20 +583,36 @@ struct Target {
     writable: bool,
 }
 
-fn target(state: &mut CallState, fd: &Resource<Descriptor>) -> wasmtime::Result<Option<Target>> {
-    let view = state.filesystem();
-    Ok(match view.table.get(fd)? {
-        Descriptor::Dir(d) => Some(Target {
-            dir: d.dir.clone(),
-            perms: d.perms,
-            writable: d.perms == FsPerms::ReadWrite,
-        }),
-        // Not a directory: wasmtime-wasi answers with its own error.
-        Descriptor::File(_) => None,
-    })
+/// What the guarded functions of `wasi:filesystem` see of a call:
+/// wasmtime-wasi's own view, the call's preopens ([`Preopens`], this
+/// module's state), what guards them, and where reads are recorded.
+pub(crate) struct GuardView<'a> {
+    /// wasmtime-wasi's filesystem context and the call's resource table.
+    pub(crate) fs: WasiFilesystemCtxView<'a>,
+    /// The call's granted directories.
+    pub(crate) preopens: &'a mut Preopens,
+    /// What the plugin may not touch.
+    pub(crate) guard: &'a Guard,
+    /// The plugin's name, for the log.
+    pub(crate) plugin: &'a str,
+    /// What the call touched.
+    pub(crate) touched: &'a mut Recording,
 }
 
-impl CallState {
+impl GuardView<'_> {
+    /// The directory `fd` is, when it is one.
+    fn target(&mut self, fd: &Resource<Descriptor>) -> wasmtime::Result<Option<Target>> {
+        Ok(match self.fs.table.get(fd)? {
+            Descriptor::Dir(d) => Some(Target {
+                dir: d.dir.clone(),
+                perms: d.perms,
+                writable: d.perms == FsPerms::ReadWrite,
+            }),
+            // Not a directory: wasmtime-wasi answers with its own error.
+            Descriptor::File(_) => None,
+        })
+    }
+
     /// Checks a path-changing call of this plugin; `Some` refuses it.
     fn guard_write(
         &mut self,
@@ -583,8 +621,8 @@ impl CallState {
         follow: bool,
         op: &str,
     ) -> wasmtime::Result<Option<ErrorCode>> {
-        let guard = self.plugin.guard.clone();
-        let Some(t) = target(self, fd)? else {
+        let guard = self.guard;
+        let Some(t) = self.target(fd)? else {
             return Ok(None);
         };
         if !t.writable {
@@ -606,8 +644,8 @@ impl CallState {
         new: &Resource<Descriptor>,
         path: &str,
     ) -> wasmtime::Result<Option<ErrorCode>> {
-        let guard = self.plugin.guard.clone();
-        let why = match self.filesystem().table.get(new)? {
+        let guard = self.guard;
+        let why = match self.fs.table.get(new)? {
             Descriptor::File(f) => guard.refuse_kept_fd(f.file.as_fd()),
             Descriptor::Dir(d) => guard.refuse_kept_fd(d.dir.as_fd()),
         };
@@ -615,14 +653,14 @@ impl CallState {
             return Ok(None);
         };
         let taken = Resource::<Descriptor>::new_own(new.rep());
-        self.filesystem().table.delete(taken)?;
+        self.fs.table.delete(taken)?;
         Ok(Some(self.refuse("open", path, Refusal::protected(why))))
     }
 
     fn refuse(&self, op: &str, path: &str, r: Refusal) -> ErrorCode {
         if r.code == ErrorCode::NotPermitted || r.code == ErrorCode::Unsupported {
             tracing::warn!(
-                plugin = %self.plugin.name,
+                plugin = %self.plugin,
                 "refused to {op} `{path}`: {}",
                 r.why
             );
@@ -639,43 +677,48 @@ fn answer<T>(r: FsResult<T>) -> wasmtime::Result<(Result<T, ErrorCode>,)> {
     }
 }
 
-type Store<'a> = StoreContextMut<'a, CallState>;
+/// The projection from a store's data to the view these functions use.
+type Get<T> = fn(&mut T) -> GuardView<'_>;
 
 /// Redefines the path-changing functions of `wasi:filesystem/types` so that
 /// they check their paths first, and `wasi:filesystem/preopens` so that a
 /// call's state records that the plugin asked for its directories. Call
 /// after wasmtime-wasi's `add_to_linker`.
-pub(crate) fn add_to_linker(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
+pub(crate) fn add_to_linker<T: Send + 'static>(
+    linker: &mut Linker<T>,
+    get: Get<T>,
+) -> wasmtime::Result<()> {
     linker.allow_shadowing(true);
-    link_preopens(linker)?;
+    link_preopens(linker, get)?;
     let mut inst = linker.instance(TYPES)?;
-    link_open_at(&mut inst)?;
-    link_one_path_calls(&mut inst)?;
-    link_two_path_calls(&mut inst)?;
+    link_open_at(&mut inst, get)?;
+    link_one_path_calls(&mut inst, get)?;
+    link_two_path_calls(&mut inst, get)?;
     linker.allow_shadowing(false);
     Ok(())
 }
 
 /// `get-directories`, recording that the plugin asked for its directories.
-fn link_preopens(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
+fn link_preopens<T: Send + 'static>(linker: &mut Linker<T>, get: Get<T>) -> wasmtime::Result<()> {
     // Every file a plugin reaches through `wasi:filesystem` is reached from
     // a directory this returns; a `describe` that asked for a non-empty list
     // may have read files, so its answer is not cached.
-    linker
-        .instance(PREOPENS)?
-        .func_wrap("get-directories", |mut store: Store<'_>, (): ()| {
-            let state = store.data_mut();
+    linker.instance(PREOPENS)?.func_wrap(
+        "get-directories",
+        move |mut store: StoreContextMut<'_, T>, (): ()| {
+            let state = get(store.data_mut());
             let opened = state.preopens.opened()?;
             let mut dirs = Vec::with_capacity(opened.len());
             for (dir, guest, _) in opened {
-                let fd = state.table.push(Descriptor::Dir(dir.clone()))?;
+                let fd = state.fs.table.push(Descriptor::Dir(dir.clone()))?;
                 dirs.push((fd, guest.clone()));
             }
             if !dirs.is_empty() {
-                state.looked_at_files = true;
+                state.preopens.asked = true;
             }
             Ok((dirs,))
-        })?;
+        },
+    )?;
     Ok(())
 }
 
@@ -683,11 +726,14 @@ fn link_preopens(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
 /// anything that may write judged first.
 // Each wrapper below spells out its WIT function's parameters: where they
 // look alike, the interface's functions do.
-fn link_open_at(inst: &mut LinkerInstance<'_, CallState>) -> wasmtime::Result<()> {
+fn link_open_at<T: Send + 'static>(
+    inst: &mut LinkerInstance<'_, T>,
+    get: Get<T>,
+) -> wasmtime::Result<()> {
     inst.func_wrap_async(
         "[method]descriptor.open-at",
-        |mut store: Store<'_>,
-         (fd, pf, path, of, fl): (
+        move |mut store: StoreContextMut<'_, T>,
+              (fd, pf, path, of, fl): (
             Resource<Descriptor>,
             PathFlags,
             String,
@@ -695,16 +741,16 @@ fn link_open_at(inst: &mut LinkerInstance<'_, CallState>) -> wasmtime::Result<()
             DescriptorFlags,
         )| {
             Box::new(async move {
-                let state = store.data_mut();
+                let mut state = get(store.data_mut());
                 let follow = pf.contains(PathFlags::SYMLINK_FOLLOW);
-                if let Some(t) = target(state, &fd)? {
+                if let Some(t) = state.target(&fd)? {
                     if of == OpenFlags::empty()
                         && fl == DescriptorFlags::READ
                         && let Some(root) = state.preopens.host_path(&t.dir)
                         && let Some((file, rel, _)) = open_plain_file(&t.dir, &path)
                     {
                         let read = root.join(rel);
-                        if state.plugin.guard.is_kept(&read) {
+                        if state.guard.is_kept(&read) {
                             let r = Refusal::protected(KEPT);
                             return Ok((Err(state.refuse("open", &path, r)),));
                         }
@@ -715,7 +761,7 @@ fn link_open_at(inst: &mut LinkerInstance<'_, CallState>) -> wasmtime::Result<()
                             wasmtime_wasi::filesystem::OpenMode::READ,
                             true,
                         );
-                        let new = state.table.push(Descriptor::File(file))?;
+                        let new = state.fs.table.push(Descriptor::File(file))?;
                         return Ok((Ok(new),));
                     }
                     if let Err(r) = check_kind(&t.dir, &path, follow) {
@@ -729,9 +775,9 @@ fn link_open_at(inst: &mut LinkerInstance<'_, CallState>) -> wasmtime::Result<()
                     }
                 }
                 let reads = fl.contains(DescriptorFlags::READ);
-                let mut view = state.filesystem();
-                let opened =
-                    answer(HostDescriptor::open_at(&mut view, fd, pf, path.clone(), of, fl).await)?;
+                let opened = answer(
+                    HostDescriptor::open_at(&mut state.fs, fd, pf, path.clone(), of, fl).await,
+                )?;
                 if let (Ok(new),) = &opened
                     && let Some(code) = state.refuse_kept_open(new, &path)?
                 {
@@ -740,7 +786,7 @@ fn link_open_at(inst: &mut LinkerInstance<'_, CallState>) -> wasmtime::Result<()
                 // What the call read, for its provenance labels.
                 if reads
                     && let (Ok(new),) = &opened
-                    && let Descriptor::File(f) = state.filesystem().table.get(new)?
+                    && let Descriptor::File(f) = state.fs.table.get(new)?
                 {
                     let file = f.file.clone();
                     state.touched.read_fd(&*file);
@@ -753,20 +799,23 @@ fn link_open_at(inst: &mut LinkerInstance<'_, CallState>) -> wasmtime::Result<()
 }
 
 /// The calls that take one path and change it.
-fn link_one_path_calls(inst: &mut LinkerInstance<'_, CallState>) -> wasmtime::Result<()> {
+fn link_one_path_calls<T: Send + 'static>(
+    inst: &mut LinkerInstance<'_, T>,
+    get: Get<T>,
+) -> wasmtime::Result<()> {
     // Judged, then handed on.
     macro_rules! guarded_path_call {
         ($name:literal, $verb:literal, $method:ident) => {
             inst.func_wrap_async(
                 $name,
-                |mut store: Store<'_>, (fd, path): (Resource<Descriptor>, String)| {
+                move |mut store: StoreContextMut<'_, T>,
+                      (fd, path): (Resource<Descriptor>, String)| {
                     Box::new(async move {
-                        let state = store.data_mut();
+                        let mut state = get(store.data_mut());
                         if let Some(code) = state.guard_write(&fd, &path, false, $verb)? {
                             return Ok((Err(code),));
                         }
-                        let mut view = state.filesystem();
-                        answer(HostDescriptor::$method(&mut view, fd, path).await)
+                        answer(HostDescriptor::$method(&mut state.fs, fd, path).await)
                     })
                 },
             )?;
@@ -789,16 +838,16 @@ fn link_one_path_calls(inst: &mut LinkerInstance<'_, CallState>) -> wasmtime::Re
     );
     inst.func_wrap_async(
         "[method]descriptor.symlink-at",
-        |mut store: Store<'_>, (fd, old, new): (Resource<Descriptor>, String, String)| {
+        move |mut store: StoreContextMut<'_, T>,
+              (fd, old, new): (Resource<Descriptor>, String, String)| {
             Box::new(async move {
-                let state = store.data_mut();
+                let mut state = get(store.data_mut());
                 // Where the link points is judged when something writes
                 // through it; the link itself must not land in `.git`.
                 if let Some(code) = state.guard_write(&fd, &new, false, "create")? {
                     return Ok((Err(code),));
                 }
-                let mut view = state.filesystem();
-                answer(HostDescriptor::symlink_at(&mut view, fd, old, new).await)
+                answer(HostDescriptor::symlink_at(&mut state.fs, fd, old, new).await)
             })
         },
     )?;
@@ -807,28 +856,35 @@ fn link_one_path_calls(inst: &mut LinkerInstance<'_, CallState>) -> wasmtime::Re
 
 /// Rename and hard link, which name two paths, and `set-times-at`, which
 /// may follow a link.
-fn link_two_path_calls(inst: &mut LinkerInstance<'_, CallState>) -> wasmtime::Result<()> {
+fn link_two_path_calls<T: Send + 'static>(
+    inst: &mut LinkerInstance<'_, T>,
+    get: Get<T>,
+) -> wasmtime::Result<()> {
     inst.func_wrap_async(
         "[method]descriptor.rename-at",
-        |mut store: Store<'_>,
-         (fd, old, new_fd, new): (Resource<Descriptor>, String, Resource<Descriptor>, String)| {
+        move |mut store: StoreContextMut<'_, T>,
+              (fd, old, new_fd, new): (
+            Resource<Descriptor>,
+            String,
+            Resource<Descriptor>,
+            String,
+        )| {
             Box::new(async move {
-                let state = store.data_mut();
+                let mut state = get(store.data_mut());
                 if let Some(code) = state.guard_write(&fd, &old, false, "move")? {
                     return Ok((Err(code),));
                 }
                 if let Some(code) = state.guard_write(&new_fd, &new, false, "replace")? {
                     return Ok((Err(code),));
                 }
-                let mut view = state.filesystem();
-                answer(HostDescriptor::rename_at(&mut view, fd, old, new_fd, new).await)
+                answer(HostDescriptor::rename_at(&mut state.fs, fd, old, new_fd, new).await)
             })
         },
     )?;
     inst.func_wrap_async(
         "[method]descriptor.link-at",
-        |mut store: Store<'_>,
-         (fd, pf, old, new_fd, new): (
+        move |mut store: StoreContextMut<'_, T>,
+              (fd, pf, old, new_fd, new): (
             Resource<Descriptor>,
             PathFlags,
             String,
@@ -836,7 +892,7 @@ fn link_two_path_calls(inst: &mut LinkerInstance<'_, CallState>) -> wasmtime::Re
             String,
         )| {
             Box::new(async move {
-                let state = store.data_mut();
+                let mut state = get(store.data_mut());
                 // A second name for a protected file is a way to write it.
                 let follow = pf.contains(PathFlags::SYMLINK_FOLLOW);
                 if let Some(code) = state.guard_write(&fd, &old, follow, "link")? {
@@ -845,15 +901,14 @@ fn link_two_path_calls(inst: &mut LinkerInstance<'_, CallState>) -> wasmtime::Re
                 if let Some(code) = state.guard_write(&new_fd, &new, false, "create")? {
                     return Ok((Err(code),));
                 }
-                let mut view = state.filesystem();
-                answer(HostDescriptor::link_at(&mut view, fd, pf, old, new_fd, new).await)
+                answer(HostDescriptor::link_at(&mut state.fs, fd, pf, old, new_fd, new).await)
             })
         },
     )?;
     inst.func_wrap_async(
         "[method]descriptor.set-times-at",
-        |mut store: Store<'_>,
-         (fd, pf, path, atim, mtim): (
+        move |mut store: StoreContextMut<'_, T>,
+              (fd, pf, path, atim, mtim): (
             Resource<Descriptor>,
             PathFlags,
             String,
@@ -861,13 +916,12 @@ fn link_two_path_calls(inst: &mut LinkerInstance<'_, CallState>) -> wasmtime::Re
             NewTimestamp,
         )| {
             Box::new(async move {
-                let state = store.data_mut();
+                let mut state = get(store.data_mut());
                 let follow = pf.contains(PathFlags::SYMLINK_FOLLOW);
                 if let Some(code) = state.guard_write(&fd, &path, follow, "change")? {
                     return Ok((Err(code),));
                 }
-                let mut view = state.filesystem();
-                answer(HostDescriptor::set_times_at(&mut view, fd, pf, path, atim, mtim).await)
+                answer(HostDescriptor::set_times_at(&mut state.fs, fd, pf, path, atim, mtim).await)
             })
         },
     )?;

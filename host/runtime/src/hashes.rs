@@ -109,7 +109,7 @@ impl Hashes {
         }
         bound(dir);
         let path = dir.join(id.file_name());
-        if let Err(e) = super::cache::atomic_write(&path, id.line(sha256).as_bytes()) {
+        if let Err(e) = super::atomic::write(&path, id.line(sha256).as_bytes()) {
             tracing::debug!("cannot record the hash in {}: {e}", path.display());
         }
     }

@@ -5,7 +5,9 @@
 use super::bindings::{hook as wit, types as wit_types};
 use super::budget;
 use super::effects::CallCaps;
-use super::plugin::{Plugin, PluginKind, ToolError};
+use super::error::ToolError;
+use super::plugin::Plugin;
+use super::sandbox::PluginKind;
 use crate::protocol::Effect;
 use crate::protocol::{HookInput, Verdict};
 
@@ -89,7 +91,8 @@ impl Plugin {
         };
         let event = to_wit(input);
         let decision = self
-            .call_in_sandbox(pre, CallCaps::Hook, None, move |instance, store| {
+            .sandbox()
+            .call(pre, CallCaps::Hook, None, None, move |instance, store| {
                 Box::pin(async move {
                     instance
                         .corral_plugin_hook()

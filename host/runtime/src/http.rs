@@ -13,17 +13,51 @@
 //! its environment or anywhere else, and a cleartext or other-port request
 //! to the same host does not carry them.
 
-use super::store::CallState;
 use crate::manifest::{NetGrant, Secret};
 use std::sync::Arc;
-use wasmtime::component::Linker;
+use wasmtime::component::{Linker, ResourceTable};
 use wasmtime_wasi_http::p2::bindings::http::types::ErrorCode as HttpErrorCode;
-use wasmtime_wasi_http::{Error as HttpError, RequestOptions, WasiBody, WasiHttpHooks};
+use wasmtime_wasi_http::{
+    Error as HttpError, RequestOptions, WasiBody, WasiHttpCtx, WasiHttpCtxView, WasiHttpHooks,
+    WasiHttpView,
+};
 
 /// Adds `wasi:http`'s own interfaces (WASI's, which it builds on, are added
 /// with the rest of WASI); requests go out through each call's [`Egress`].
-pub(super) fn add_to_linker(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
+/// wasmtime-wasi-http reaches a store's [`Http`] through
+/// [`WasiHttpView`], which the store implements with [`Http::view`].
+pub(super) fn add_to_linker<T: WasiHttpView + 'static>(
+    linker: &mut Linker<T>,
+) -> wasmtime::Result<()> {
     wasmtime_wasi_http::p2::add_only_http_to_linker_async(linker)
+}
+
+/// The `wasi:http` state of one call: wasmtime-wasi-http's context and the
+/// call's egress policy.
+pub(crate) struct Http {
+    ctx: WasiHttpCtx,
+    /// Where requests may go, and where they went.
+    pub(crate) egress: Egress,
+}
+
+impl Http {
+    /// The state of a call that sends its requests through `egress`, with
+    /// header maps held to [`super::budget::FIELDS_SIZE_LIMIT`].
+    pub(crate) fn new(egress: Egress) -> Self {
+        let mut ctx = WasiHttpCtx::new();
+        ctx.set_field_size_limit(super::budget::FIELDS_SIZE_LIMIT);
+        Self { ctx, egress }
+    }
+
+    /// What wasmtime-wasi-http works on: this state and the call's
+    /// resource table.
+    pub(crate) fn view<'a>(&'a mut self, table: &'a mut ResourceTable) -> WasiHttpCtxView<'a> {
+        WasiHttpCtxView {
+            ctx: &mut self.ctx,
+            table,
+            hooks: &mut self.egress,
+        }
+    }
 }
 
 /// The egress policy of one call.

@@ -24,13 +24,19 @@
 //!   compiled only on its first call;
 //! - [`Plugin`] (`plugin`, `provider`) is one loaded plugin and its calls,
 //!   [`Plugins`] (`registry`) the loaded set and which plugin serves a tool;
-//! - `store` builds each call's store and calls one export in it; what a
-//!   call may use of its grants is decided by `effects`, and its limits by
-//!   `limits` and `budget`;
+//! - `compiler` compiles and links a plugin's component, at load or on its
+//!   first call;
+//! - `sandbox` calls one export in a fresh store; `store` is that store's
+//!   data, each interface's state owned by the module that implements it
+//!   and reached through a projection, and the linker that composes them;
+//!   what a call may use of its grants is decided by `effects`, and its
+//!   limits by `limits` and `budget`;
 //! - the host's side of each interface a plugin imports: `host`, `files`,
 //!   `process`, `stream`, `http` (egress), `fsguard` (protected paths in
 //!   `wasi:filesystem`), `stdio` (a plugin's standard streams), on top of
-//!   the code `bindgen!` generates from the WIT (`bindings`).
+//!   the code `bindgen!` generates from the WIT (`bindings`);
+//! - `error` holds the errors every layer names ([`LoadError`],
+//!   [`ToolError`]).
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 #![warn(missing_docs)]
 
@@ -44,15 +50,18 @@ use corral_protocol as protocol;
 use corral_protocol::terminal;
 
 mod admission;
+mod atomic;
 mod bindings;
 mod budget;
 mod cache;
 mod checkpoint;
 mod checksum;
+mod compiler;
 mod connections;
 mod descriptions;
 mod effects;
 mod engine;
+mod error;
 mod files;
 mod fsguard;
 mod hashes;
@@ -61,7 +70,6 @@ mod host;
 mod http;
 mod imports;
 mod limits;
-mod linker;
 mod loader;
 mod plugin;
 mod precompiled;
@@ -69,6 +77,7 @@ mod process;
 pub mod progress;
 mod provider;
 mod registry;
+mod sandbox;
 mod stdio;
 mod store;
 mod stream;
@@ -86,10 +95,11 @@ pub use checkpoint::{
     Change as CheckpointChange, Checkpoint, Image as CheckpointImage, scope as checkpoint_scope,
 };
 pub use descriptions::TOOL_CACHE_VAR;
+pub use error::{LoadError, ToolError};
 pub use fsguard::may_write_git;
 pub use imports::{Capability, ImportReview, Status as ImportStatus, classify, review};
-pub use loader::{Inspection, LoadError};
-pub use plugin::{Plugin, ToolError, ToolOutput};
+pub use loader::Inspection;
+pub use plugin::{Plugin, ToolOutput};
 pub use precompiled::PRECOMPILED_VAR;
 pub use registry::Plugins;
 pub use touched::{ProgramRun, Touched};
@@ -99,9 +109,7 @@ pub use writes::{Restore, restore_files};
 use crate::manifest::{Manifest, PluginDecl};
 use std::path::PathBuf;
 use std::sync::Arc;
-use store::CallState;
 use wasmtime::Engine;
-use wasmtime::component::Linker;
 
 /// Settings of the runtime itself.
 #[derive(Debug, Clone, Default)]
@@ -123,7 +131,7 @@ impl RuntimeOptions {
 /// shared by every plugin.
 pub struct Runtime {
     engine: Engine,
-    linker: Arc<Linker<CallState>>,
+    linker: Arc<sandbox::HostLinker>,
     cache: Arc<cache::Cache>,
     descriptions: descriptions::Descriptions,
     hashes: hashes::Hashes,
@@ -134,7 +142,7 @@ impl Runtime {
     /// and starts the epoch ticker.
     pub fn new(options: RuntimeOptions) -> anyhow::Result<Self> {
         let engine = engine::new()?;
-        let linker = linker::new(&engine).map_err(anyhow::Error::from)?;
+        let linker = sandbox::HostLinker::new(&engine).map_err(anyhow::Error::from)?;
         engine::start_epoch_ticker(&engine)?;
         let cache = cache::Cache::new(&engine, options.cache_dir);
         let descriptions = descriptions::Descriptions::new(cache.dir());

@@ -62,3 +62,44 @@ impl ResourceLimiter for CallLimiter {
         Ok(desired <= MAX_TABLE_ELEMENTS)
     }
 }
+
+/// The host-call budget of one call: each call into the host takes one
+/// (the store's call hook), and a batch takes one more per item.
+pub(crate) struct HostCalls {
+    /// Host calls the plugin may still make.
+    pub(crate) left: u64,
+    /// Set when the budget ran out and ended the call.
+    pub(crate) hit: bool,
+}
+
+impl HostCalls {
+    /// A budget of `limit` host calls.
+    pub(crate) fn new(limit: u64) -> Self {
+        Self {
+            left: limit,
+            hit: false,
+        }
+    }
+
+    /// Takes the host call being made, or traps when none is left.
+    pub(crate) fn take_one(&mut self) -> wasmtime::Result<()> {
+        if self.left == 0 {
+            self.hit = true;
+            return Err(wasmtime::format_err!("host-call budget exhausted"));
+        }
+        self.left -= 1;
+        Ok(())
+    }
+
+    /// Takes `n` more host calls from the budget, or traps like the call
+    /// hook does when it runs out.
+    pub(crate) fn charge(&mut self, n: u64) -> wasmtime::Result<()> {
+        if self.left < n {
+            self.left = 0;
+            self.hit = true;
+            return Err(wasmtime::format_err!("host-call budget exhausted"));
+        }
+        self.left -= n;
+        Ok(())
+    }
+}

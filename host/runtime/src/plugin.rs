@@ -2,11 +2,12 @@
 //! tool calls: `describe`, `invoke` and `preview`, with what they return
 //! ([`ToolOutput`], [`ToolError`]). A provider's calls are in `provider`.
 
-use super::bindings::{HookPluginPre, ProviderPluginPre, ToolPluginPre, tool as wit, types};
+use super::bindings::{tool as wit, types};
 use super::cache::CacheOutcome;
-use super::loader::Compiler;
-use super::loader::LoadError;
-use super::store::{CallState, PluginShared};
+use super::compiler::{Code, Compiler};
+use super::error::{LoadError, ToolError};
+use super::sandbox::{PluginKind, Sandbox};
+use super::store::PluginShared;
 use super::{budget, effects};
 use crate::manifest::PluginDecl;
 use crate::protocol::{Effect, ToolSpec};
@@ -24,27 +25,6 @@ pub struct ToolOutput {
     pub data: Option<serde_json::Value>,
 }
 
-/// Why a call produced no output.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, serde::Serialize)]
-#[serde(tag = "kind", content = "message", rename_all = "snake_case")]
-pub enum ToolError {
-    /// No loaded plugin exports this tool.
-    #[error("unknown tool `{0}`")]
-    UnknownTool(String),
-    /// The arguments were not valid for the tool.
-    #[error("invalid arguments: {0}")]
-    InvalidArguments(String),
-    /// The tool failed; the model may try something else.
-    #[error("{0}")]
-    Failed(String),
-    /// The tool failed and asks the agent to stop.
-    #[error("fatal: {0}")]
-    Fatal(String),
-    /// The sandbox ended the call: trap, timeout or limit. The message says which.
-    #[error("{0}")]
-    Sandbox(String),
-}
-
 impl From<wit::ToolError> for ToolError {
     fn from(e: wit::ToolError) -> Self {
         match e {
@@ -56,47 +36,13 @@ impl From<wit::ToolError> for ToolError {
     }
 }
 
-impl ToolError {
-    /// Whether the agent's run should stop.
-    pub fn is_fatal(&self) -> bool {
-        matches!(self, ToolError::Fatal(_))
-    }
-}
-
-/// What a plugin provides, from its exports.
-#[derive(Clone)]
-pub(super) enum PluginKind {
-    /// Exports `corral:plugin/tool`.
-    Tool(ToolPluginPre<CallState>),
-    /// Exports `corral:plugin/provider`.
-    Provider(ProviderPluginPre<CallState>),
-    /// Exports `corral:plugin/hook`.
-    Hook(HookPluginPre<CallState>),
-}
-
-impl PluginKind {
-    /// Whether it exports `corral:plugin/provider`.
-    pub(super) fn is_provider(&self) -> bool {
-        matches!(self, PluginKind::Provider(_))
-    }
-
-    /// The kind of a linked component, or why it is neither.
-    pub(super) fn of(pre: wasmtime::component::InstancePre<CallState>) -> Result<Self, String> {
-        match ToolPluginPre::new(pre.clone()) {
-            Ok(t) => Ok(PluginKind::Tool(t)),
-            Err(tool_err) => ProviderPluginPre::new(pre.clone())
-                .map(PluginKind::Provider)
-                .or_else(|_| HookPluginPre::new(pre).map(PluginKind::Hook))
-                .map_err(|_| format!("{tool_err:#}")),
-        }
-    }
-}
-
-/// A plugin's compiled and linked code.
-pub(super) struct Code {
-    pub(super) kind: PluginKind,
-    /// Whether it was compiled or came from the compile cache.
-    pub(super) outcome: CacheOutcome,
+/// A tool list a provider was last asked with, and what it became in the
+/// plugin's types ([`Plugin::complete`]).
+pub(super) struct Offered {
+    /// The list, as the agent offered it.
+    pub(super) list: Arc<[ToolSpec]>,
+    /// The same list, converted.
+    pub(super) wit: Vec<super::bindings::types::ToolSpec>,
 }
 
 /// A loaded plugin, ready to be called.
@@ -122,10 +68,19 @@ pub struct Plugin {
     pub(super) compiler: Option<Arc<Compiler>>,
     /// A provider's last tool list, with what it became in the plugin's
     /// types ([`Plugin::complete`]).
-    pub(super) offered: std::sync::Mutex<Option<super::provider::Offered>>,
+    pub(super) offered: std::sync::Mutex<Option<Offered>>,
 }
 
 impl Plugin {
+    /// The sandbox its calls run in.
+    pub(super) fn sandbox(&self) -> Sandbox<'_> {
+        Sandbox {
+            engine: &self.engine,
+            plugin: &self.shared,
+            decl: &self.decl,
+        }
+    }
+
     /// Its code: compiled on the first call that needs it (once, however
     /// many calls ask at the same time).
     pub(super) async fn kind(&self) -> Result<&PluginKind, String> {
@@ -216,9 +171,11 @@ impl Plugin {
             return Ok((Vec::new(), true));
         };
         let (specs, touched_files) = self
-            .call_in_sandbox(
+            .sandbox()
+            .call(
                 pre,
                 effects::CallCaps::Describe,
+                None,
                 None,
                 move |instance, store| {
                     Box::pin(async move {
@@ -338,7 +295,8 @@ impl Plugin {
             widened,
         };
         let result = self
-            .call_in_sandbox_touched(pre, caps, None, Some(touched), move |instance, store| {
+            .sandbox()
+            .call(pre, caps, None, Some(touched), move |instance, store| {
                 Box::pin(async move {
                     instance
                         .corral_plugin_tool()
@@ -396,7 +354,8 @@ impl Plugin {
             tool: tool.to_owned(),
         };
         let result = self
-            .call_in_sandbox(pre, caps, None, move |instance, store| {
+            .sandbox()
+            .call(pre, caps, None, None, move |instance, store| {
                 Box::pin(async move {
                     instance
                         .corral_plugin_tool()

@@ -3,10 +3,9 @@
 //! asks a provider for the next assistant turn, forwarding its stream events
 //! while it runs.
 
-use super::bindings::ProviderPluginPre;
 use super::bindings::{chat as wit, stream, types as wit_types};
-use super::plugin::{Plugin, PluginKind};
-use super::store::CallState;
+use super::plugin::{Offered, Plugin};
+use super::sandbox::{PluginKind, ProviderPre};
 use crate::protocol::{
     AssistantMessage, ChatRequest, ChatResponse, Effect, FinishReason, Message, ModelInfo,
     ProviderError, StreamEvent, ToolCall, ToolSpec, Usage,
@@ -59,12 +58,6 @@ impl From<stream::Event> for StreamEvent {
             E::Usage(u) => StreamEvent::Usage { usage: u.into() },
         }
     }
-}
-
-/// A tool list a provider was last asked with, and what it became.
-pub(crate) struct Offered {
-    list: Arc<[ToolSpec]>,
-    wit: Vec<wit_types::ToolSpec>,
 }
 
 fn to_wit_spec(t: &ToolSpec) -> wit_types::ToolSpec {
@@ -194,17 +187,19 @@ impl Plugin {
             temperature: request.temperature,
         };
         let result = self
-            .call_in_sandbox(
+            .sandbox()
+            .call(
                 pre,
                 super::effects::CallCaps::Provider,
                 Some(events),
+                None,
                 move |instance, store| {
                     Box::pin(async move {
                         let result = instance
                             .corral_plugin_provider()
                             .call_complete(&mut *store, &req)
                             .await?;
-                        Ok((result, store.data_mut().streamed.take()))
+                        Ok((result, store.data_mut().kept_answer()))
                     })
                 },
             )
@@ -275,7 +270,7 @@ impl Plugin {
     }
 
     /// The plugin's provider export, compiled; an error when it has none.
-    async fn provider_pre(&self) -> Result<&ProviderPluginPre<CallState>, ProviderError> {
+    async fn provider_pre(&self) -> Result<&ProviderPre, ProviderError> {
         let kind = self
             .kind()
             .await
@@ -292,9 +287,11 @@ impl Plugin {
     pub async fn models(&self) -> Result<Vec<ModelInfo>, ProviderError> {
         let pre = self.provider_pre().await?;
         let result = self
-            .call_in_sandbox(
+            .sandbox()
+            .call(
                 pre,
                 super::effects::CallCaps::Provider,
+                None,
                 None,
                 move |instance, store| {
                     Box::pin(

@@ -1,8 +1,8 @@
 //! The loaded set of plugins ([`Plugins`]) and which plugin serves each tool.
 
-use super::loader::LoadError;
-use super::plugin::{Plugin, ToolError, ToolOutput};
-use super::{loader, vetting::Withheld};
+use super::error::{LoadError, ToolError};
+use super::plugin::{Plugin, ToolOutput};
+use super::vetting::Withheld;
 use crate::protocol::ToolSpec;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -34,7 +34,7 @@ impl Plugins {
         for (i, plugin) in plugins.iter().enumerate() {
             for tool in &plugin.tools {
                 if let Some(&j) = by_tool.get(&tool.name) {
-                    return Err(loader::clash(&tool.name, &plugins[j], plugin));
+                    return Err(clash(&tool.name, &plugins[j], plugin));
                 }
                 by_tool.insert(tool.name.clone(), i);
             }
@@ -96,4 +96,37 @@ impl Plugins {
         })?;
         plugin.call(tool, arguments, call_id).await
     }
+}
+
+/// The error for `tool` exported by both `first` and `second`.
+pub(super) fn clash(tool: &str, first: &Plugin, second: &Plugin) -> LoadError {
+    LoadError(format!(
+        "tool `{tool}` is exported by two plugins: `{}` ({}) and `{}` ({}), and a model \
+         can only call one tool by that name; give one of them a `tool_prefix` (e.g. \
+         `tool_prefix = \"{}_\"` in [plugins.{}], which renames its tools), or set \
+         `enabled = false` on one, or remove it",
+        first.decl.name,
+        first.decl.origin,
+        second.decl.name,
+        second.decl.origin,
+        suggested_prefix(&second.decl.name),
+        second.decl.name,
+    ))
+}
+
+/// A `tool_prefix` to suggest for plugin `name`: its name with the
+/// characters a prefix may not hold replaced.
+pub(super) fn suggested_prefix(name: &str) -> String {
+    let safe: String = name
+        .chars()
+        .take(31)
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    safe
 }

@@ -10,13 +10,44 @@
 
 use super::bindings::answer;
 use super::bindings::stream::{self, Event, Host};
-use super::store::CallState;
-use wasmtime::component::{HasSelf, Linker};
+use super::budget::CallBudget;
+use super::effects::CallCaps;
+use super::limits::CallLimiter;
+use crate::protocol::StreamEvent;
+use tokio::sync::mpsc::Sender;
+use wasmtime::component::{HasData, Linker};
 
-/// Adds `corral:plugin/stream` and `corral:plugin/answer`.
-pub(super) fn add_to_linker(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
-    stream::add_to_linker::<CallState, HasSelf<CallState>>(linker, |s| s)?;
-    answer::add_to_linker::<CallState, HasSelf<CallState>>(linker, |s| s)
+/// What `corral:plugin/stream` and `corral:plugin/answer` see of a call:
+/// where its events go, the answer text kept ([`Streamed`], this module's
+/// state), and the limits they count against.
+pub(crate) struct StreamView<'a> {
+    /// Whoever listens to the call's events; `None` when nobody does.
+    pub(crate) events: Option<&'a Sender<StreamEvent>>,
+    /// The answer text the host keeps.
+    pub(crate) streamed: &'a mut Streamed,
+    /// The largest event accepted.
+    pub(crate) budget: &'a mut CallBudget,
+    /// The memory limit the kept text counts against.
+    pub(crate) limiter: &'a mut CallLimiter,
+    /// What kind of call this is: only a provider's answer can be kept.
+    pub(crate) caps: &'a CallCaps,
+}
+
+/// The data both interfaces are served from: a [`StreamView`].
+struct StreamData;
+
+impl HasData for StreamData {
+    type Data<'a> = StreamView<'a>;
+}
+
+/// Adds `corral:plugin/stream` and `corral:plugin/answer`, served from the
+/// view `get` projects from a store's data.
+pub(super) fn add_to_linker<T: Send + 'static>(
+    linker: &mut Linker<T>,
+    get: fn(&mut T) -> StreamView<'_>,
+) -> wasmtime::Result<()> {
+    stream::add_to_linker::<T, StreamData>(linker, get)?;
+    answer::add_to_linker::<T, StreamData>(linker, get)
 }
 
 /// The text of a provider's answer as the host puts it together from the
@@ -45,13 +76,13 @@ impl Streamed {
 /// `emit`'s part for a text delta: kept for the answer when the plugin
 /// asked, counted against its memory limit with its linear memory. An error
 /// ends the call.
-fn keep(state: &mut CallState, text: &str) -> wasmtime::Result<()> {
-    let s = &mut state.streamed;
+fn keep(state: &mut StreamView<'_>, text: &str) -> wasmtime::Result<()> {
+    let s = &mut *state.streamed;
     s.any_text = true;
     let Some(kept) = &mut s.kept else {
         return Ok(());
     };
-    let limiter = &mut state.limiter;
+    let limiter = &mut *state.limiter;
     if text.len() > limiter.room() {
         s.ended = Some(format!(
             "its streamed answer ({} MiB kept by the host) and its own memory passed the \
@@ -69,7 +100,7 @@ fn keep(state: &mut CallState, text: &str) -> wasmtime::Result<()> {
     Ok(())
 }
 
-impl Host for CallState {
+impl Host for StreamView<'_> {
     async fn emit(&mut self, event: Event) -> wasmtime::Result<()> {
         use stream::Event as E;
         let size = match &event {
@@ -89,7 +120,7 @@ impl Host for CallState {
         if let E::TextDelta(text) = &event {
             keep(self, text)?;
         }
-        if let Some(tx) = &self.events {
+        if let Some(tx) = self.events {
             // A closed receiver means nobody listens any more; the call goes on.
             let _ = tx.send(event.into()).await;
         }
@@ -97,10 +128,10 @@ impl Host for CallState {
     }
 }
 
-impl answer::Host for CallState {
+impl answer::Host for StreamView<'_> {
     fn keep_streamed_text(&mut self) -> wasmtime::Result<()> {
-        let s = &mut self.streamed;
-        if !matches!(self.caps, super::effects::CallCaps::Provider) || self.events.is_none() {
+        let s = &mut *self.streamed;
+        if !matches!(self.caps, CallCaps::Provider) || self.events.is_none() {
             s.ended = Some(
                 "the plugin called `answer.keep-streamed-text` outside a provider's `complete`: \
                  only an answer being streamed can be kept (a plugin bug; report it to its author)"

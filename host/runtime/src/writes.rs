@@ -36,8 +36,8 @@
 //! (empty); other hard links to a replaced file keep the old content, as
 //! with any rename-based save.
 
-use super::files::FileChange;
-use super::store::CallState;
+use super::bindings::files::FileChange;
+use super::fsguard::Guard;
 use rustix::fs::{AtFlags, FileType, FlockOperation, Mode, OFlags};
 use serde::{Deserialize, Serialize};
 use std::fs::File;
@@ -261,64 +261,51 @@ impl Drop for Held {
     }
 }
 
-impl CallState {
-    /// `write-files`: every change or none, whole across a crash.
-    pub(super) fn replace_files(
-        &mut self,
-        changes: Vec<FileChange>,
-    ) -> wasmtime::Result<Result<(), String>> {
-        // The call hook counted the call itself.
-        self.charge((changes.len() as u64).saturating_sub(1))?;
-        if !self.caps.writes() {
-            return Ok(Err(
-                "this call may not change files: only a tool that declares the `write` effect \
-                 may, and not in a preview"
-                    .into(),
-            ));
-        }
-        let mut steps = Vec::with_capacity(changes.len());
-        for change in changes {
-            let shown = crate::terminal::inert(&change.path);
-            let (root, root_path, rel) = match self.dirs.writable(&change.path) {
-                Ok(found) => found,
-                Err(why) => return Ok(Err(format!("`{shown}`: {why}"))),
-            };
-            let target = match resolve(&root, &rel, &shown) {
-                Ok(t) => t,
-                Err(why) => return Ok(Err(why)),
-            };
-            steps.push(Step {
-                root,
-                root_path,
-                target,
-                content: change.content,
-                temp_name: None,
-                dir: None,
-                mode: None,
-            });
-        }
-        let journal = self.plugin.journal.clone();
-        let protected = |root: &File, rel: &str| self.protected(root, rel);
-        Ok(commit(steps, journal.as_deref(), &protected, &mut || {}))
+/// `write-files` for plugin `plugin`: every change or none, whole across a
+/// crash. `writable` finds the read-write granted directory that holds a
+/// path (its descriptor, its host path and the path beneath it) or says why
+/// there is none; `guard` refuses what the protected paths refuse.
+pub(crate) fn write_files(
+    changes: Vec<FileChange>,
+    mut writable: impl FnMut(&str) -> Result<(Arc<File>, PathBuf, String), String>,
+    journal: Option<&Path>,
+    guard: &Guard,
+    plugin: &str,
+) -> Result<(), String> {
+    let mut steps = Vec::with_capacity(changes.len());
+    for change in changes {
+        let shown = crate::terminal::inert(&change.path);
+        let (root, root_path, rel) = match writable(&change.path) {
+            Ok(found) => found,
+            Err(why) => return Err(format!("`{shown}`: {why}")),
+        };
+        let target = resolve(&root, &rel, &shown)?;
+        steps.push(Step {
+            root,
+            root_path,
+            target,
+            content: change.content,
+            temp_name: None,
+            dir: None,
+            mode: None,
+        });
     }
-
-    /// Refuses what the protected paths refuse, in the words of `fsguard`.
-    fn protected(&self, root: &File, rel: &str) -> Result<(), String> {
-        match self.plugin.guard.refusal(root, rel) {
-            None => Ok(()),
-            Some(why) => {
-                tracing::warn!(
-                    plugin = %self.plugin.name,
-                    "refused to write `{}`: {why}",
-                    crate::terminal::inert(rel)
-                );
-                Err(format!(
-                    "`{}` is a path the host protects ({why}); it was refused",
-                    crate::terminal::inert(rel)
-                ))
-            }
+    // Refuses what the protected paths refuse, in the words of `fsguard`.
+    let protected = |root: &File, rel: &str| match guard.refusal(root, rel) {
+        None => Ok(()),
+        Some(why) => {
+            tracing::warn!(
+                plugin = %plugin,
+                "refused to write `{}`: {why}",
+                crate::terminal::inert(rel)
+            );
+            Err(format!(
+                "`{}` is a path the host protects ({why}); it was refused",
+                crate::terminal::inert(rel)
+            ))
         }
-    }
+    };
+    commit(steps, journal, &protected, &mut || {})
 }
 
 /// One file corral puts back on its own behalf (undo, `/rewind`).
@@ -347,7 +334,7 @@ pub fn restore_files(workspace: &Path, files: Vec<Restore>) -> Result<(), String
             in_words(&e)
         )
     })?;
-    let root = Arc::new(File::from(super::files::open_root(&workspace).map_err(
+    let root = Arc::new(File::from(super::fsguard::open_root(&workspace).map_err(
         |e| {
             format!(
                 "the workspace {} cannot be opened: {}",
@@ -356,7 +343,7 @@ pub fn restore_files(workspace: &Path, files: Vec<Restore>) -> Result<(), String
             )
         },
     )?));
-    let guard = super::fsguard::Guard::for_host(&workspace).map_err(|e| {
+    let guard = Guard::for_host(&workspace).map_err(|e| {
         format!(
             "the workspace {} cannot be examined: {}",
             workspace.display(),
@@ -730,7 +717,7 @@ fn create_parents(
 /// Makes one committed change; done already (the temporary file gone, the
 /// removed file absent) counts as made, so a journal can be replayed.
 fn apply(entry: &Entry) -> std::io::Result<()> {
-    let root = File::from(super::files::open_root(&entry.root)?);
+    let root = File::from(super::fsguard::open_root(&entry.root)?);
     let (parent, name) = split(&entry.target);
     let temp = match &entry.temp {
         Some(temp) => {
@@ -877,7 +864,7 @@ fn recover_one(dir: &Path, id: &str, workspace: &Path) -> Option<String> {
         State::Preparing => {
             for entry in &journal.entries {
                 if let Some(temp) = &entry.temp
-                    && let Ok(root) = super::files::open_root(&entry.root)
+                    && let Ok(root) = super::fsguard::open_root(&entry.root)
                 {
                     let _ = cap_primitives::fs::remove_file(&File::from(root), Path::new(temp));
                 }
@@ -929,7 +916,7 @@ fn verify(journal: &Journal, workspace: &Path) -> Result<(), String> {
     let workspace = workspace
         .canonicalize()
         .map_err(|e| format!("the workspace cannot be opened ({e})"))?;
-    let guard = super::fsguard::Guard::for_host(&workspace)
+    let guard = Guard::for_host(&workspace)
         .map_err(|e| format!("the workspace cannot be examined ({e})"))?;
     for entry in &journal.entries {
         let shown = crate::terminal::inert(&entry.target);
@@ -954,7 +941,7 @@ fn verify(journal: &Journal, workspace: &Path) -> Result<(), String> {
                 ));
             }
         }
-        let root = super::files::open_root(&entry.root)
+        let root = super::fsguard::open_root(&entry.root)
             .map(File::from)
             .map_err(|e| format!("its directory for `{shown}` cannot be opened ({e})"))?;
         if let Some(why) = guard.refusal(&root, &entry.target) {
@@ -976,7 +963,7 @@ mod tests {
         let ws = tmp.path().canonicalize().unwrap();
         std::fs::create_dir_all(ws.join(".git/hooks")).unwrap();
         std::fs::create_dir(ws.join("d")).unwrap();
-        let root = Arc::new(File::from(super::super::files::open_root(&ws).unwrap()));
+        let root = Arc::new(File::from(super::super::fsguard::open_root(&ws).unwrap()));
         (tmp, root, ws)
     }
 
