@@ -12,6 +12,7 @@ mod render;
 mod run;
 mod sessions;
 mod tally;
+mod tool_call;
 mod toolview;
 mod trust;
 mod trust_commands;
@@ -561,40 +562,54 @@ async fn run(cli: Cli) -> ExitCode {
             Ok((manifest, plugins)) => plugins::plugins_list(&manifest, &plugins, json.json),
             Err(code) => code,
         },
-        Command::Tools(ToolsCmd::List { wait, json }) => match load(&workspace).await {
-            Ok((manifest, plugins)) => {
-                let mcp = if wait {
-                    start_mcp(&manifest).await
-                } else {
-                    start_mcp_within(&manifest, LIST_WAIT).await
-                };
-                plugins::tools_list(&plugins, &mcp, json.json)
-            }
-            Err(code) => code,
-        },
-        Command::Tool(ToolCmd::Call { name, args, json }) => match load(&workspace).await {
-            Ok((mut manifest, plugins)) => {
-                // Only the server whose prefix the name carries is started:
-                // a plugin's tool needs none, and an unknown name lists
-                // what every server answers within the listing's wait.
-                let mcp = if plugins.plugin_for(&name).is_some() {
-                    corral_core::mcp_client::McpTools::default()
-                } else if manifest
-                    .mcp
-                    .iter()
-                    .any(|d| name.starts_with(&d.tool_prefix))
-                {
-                    manifest.mcp.retain(|d| name.starts_with(&d.tool_prefix));
-                    start_mcp(&manifest).await
-                } else {
-                    start_mcp_within(&manifest, LIST_WAIT).await
-                };
-                plugins::tool_call(&plugins, &mcp, &name, &args, json.json).await
-            }
-            Err(code) => code,
-        },
+        Command::Tools(ToolsCmd::List { wait, json }) => {
+            tools_list(&workspace, wait, json.json).await
+        }
+        Command::Tool(ToolCmd::Call { name, args, json }) => {
+            tool_call(&workspace, &name, &args, json.json).await
+        }
         Command::Mcp(cmd) => mcp::mcp(&workspace, cmd).await,
     }
+}
+
+/// `corral tools list`: every tool; the MCP servers waited for at most
+/// [`LIST_WAIT`] unless `wait`.
+async fn tools_list(workspace: &std::path::Path, wait: bool, json: bool) -> ExitCode {
+    match load(workspace).await {
+        Ok((manifest, plugins)) => {
+            let mcp = if wait {
+                start_mcp(&manifest).await
+            } else {
+                start_mcp_within(&manifest, LIST_WAIT).await
+            };
+            plugins::tools_list(&plugins, &mcp, json)
+        }
+        Err(code) => code,
+    }
+}
+
+/// `corral tool call`: only the MCP server whose prefix the name carries is
+/// started (a plugin's tool needs none; an unknown name lists what every
+/// server answers within the listing's wait).
+async fn tool_call(workspace: &std::path::Path, name: &str, args: &str, json: bool) -> ExitCode {
+    let loaded = match corral_core::load::load(workspace, None, None).await {
+        Ok(loaded) => loaded,
+        Err(e) => return fail(&e),
+    };
+    let mut manifest = loaded.manifest.clone();
+    let mcp = if loaded.plugins.plugin_for(name).is_some() {
+        corral_core::mcp_client::McpTools::default()
+    } else if manifest
+        .mcp
+        .iter()
+        .any(|d| name.starts_with(&d.tool_prefix))
+    {
+        manifest.mcp.retain(|d| name.starts_with(&d.tool_prefix));
+        start_mcp(&manifest).await
+    } else {
+        start_mcp_within(&manifest, LIST_WAIT).await
+    };
+    tool_call::tool_call(&loaded, mcp, name, args, json).await
 }
 
 /// `corral run`, in a worktree or not.

@@ -1,10 +1,12 @@
 //! One tool-call pipeline for every front-end: the same calls — an allow
 //! rule of the manifest, a `before_tool` hook that rewrites the call and an
 //! exfiltration guard armed by a secret read first, all involved — through
-//! `corral run --json` (the model on a mock server on loopback) and through
-//! `corral mcp serve` (a real MCP client) give the same decisions, the same
-//! events and the same session-log entries, and both front-ends reach the
-//! one orchestrator (its trace line, `corral::call`).
+//! `corral run --json` (the model on a mock server on loopback), through
+//! `corral mcp serve` (a real MCP client) and through `corral tool call`
+//! (one call a process, so a guard armed by an earlier process's read is
+//! not) give the same decisions, the same events and the same session-log
+//! entries, and every front-end reaches the one orchestrator (its trace
+//! line, `corral::call`).
 
 use crate::guard::{SECRET, collector};
 use crate::mock::*;
@@ -221,4 +223,60 @@ fn the_loop_and_the_mcp_server_take_a_call_through_one_pipeline() {
     // Both front-ends took each call through the one orchestrator.
     assert_eq!(batches(&loop_log), 2, "the loop's batches: {loop_log}");
     assert_eq!(batches(&stderr), 2, "the server's batches: {stderr}");
+
+    // `corral tool call`, one call a process.
+    let mut from_cli = Vec::new();
+    for (name, arguments) in calls(sink.port) {
+        let args = arguments.to_string();
+        let o = cli.run_env(
+            &sb.ws(),
+            &["tool", "call", name, "--args", &args],
+            &[KEY, LOG],
+        );
+        let stderr = String::from_utf8_lossy(&o.stderr).into_owned();
+        assert!(o.status.success(), "{name}: {stderr}");
+        assert_eq!(batches(&stderr), 1, "{name}'s batches: {stderr}");
+        let events: Vec<Value> = stderr
+            .lines()
+            .filter_map(|l| l.split_once("event ").map(|(_, json)| json))
+            .filter(|json| json.starts_with('{'))
+            .map(|json| serde_json::from_str(json).expect("a logged event as JSON"))
+            .collect();
+        from_cli.push(normalised(call_events(events)));
+    }
+    // The read: the same steps and decisions as in the loop.
+    let first_in_loop: Vec<Value> = from_loop
+        .iter()
+        .filter(|e| e["call_id"] == "call-0" || e["call"]["id"] == "call-0")
+        .cloned()
+        .collect();
+    assert_eq!(from_cli[0], first_in_loop);
+    // The send: the hook rewrote it as it did in the loop, the allow rule
+    // decided (no read in this process armed the guard), and what left is
+    // the rewritten request, never the secret the model's arguments held.
+    let second = &from_cli[1];
+    let hook = second
+        .iter()
+        .find(|e| e["type"] == "hook")
+        .expect("the hook's event");
+    for key in ["event", "plugin", "decision", "detail"] {
+        assert_eq!(hook[key], hooked[key], "{key}: {second:#?}");
+    }
+    let permission = second
+        .iter()
+        .find(|e| e["type"] == "permission")
+        .expect("the permission");
+    assert_eq!(permission["decision"], "allow", "{permission}");
+    assert!(
+        permission["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("allow rule \"http_get\"")),
+        "{permission}"
+    );
+    let sent = sink.requests();
+    assert_eq!(sent.len(), 1, "the collector received: {sent:?}");
+    assert!(
+        sent.iter().all(|r| !format!("{r:?}").contains(SECRET)),
+        "{sent:?}"
+    );
 }

@@ -931,7 +931,7 @@ impl Agent {
             .dispatcher
             .run_batch(calls, Some(finish), &host, &mut out, cancel)
             .await?;
-        if let Some(plan) = host.plan() {
+        if let Some(plan) = ran.plan {
             self.plan = plan;
         }
         for (call, outcome) in calls.iter().zip(ran.outcomes) {
@@ -1008,9 +1008,8 @@ impl Agent {
             artifacts: self.log.artifacts_dir(),
             ui: ui.clone(),
             cancel: cancel.clone(),
-            spawner,
+            spawner: spawner.map(|s| s as Arc<dyn host_tools::Tasks>),
             model_ids: self.model_ids(),
-            plan: std::sync::Mutex::default(),
         }
     }
 }
@@ -1020,22 +1019,19 @@ impl Agent {
 /// subagents share.
 fn dispatcher(plugins: Arc<Plugins>, options: &mut AgentOptions, tracker: Tracker) -> Dispatcher {
     options.subagents.held = Some(tracker.shared());
-    let mut dispatcher = Dispatcher::new(
+    Dispatcher::of(crate::call::Front {
         plugins,
-        options.policy.clone(),
-        options.approver.clone(),
-        Some(options.tool_output_limit),
-    )
-    .with_host_tools(
-        subagent::host_tools(options)
+        policy: options.policy.clone(),
+        approver: options.approver.clone(),
+        output_limit: Some(options.tool_output_limit),
+        hooks: options.hooks.clone(),
+        mcp: options.mcp.clone(),
+        tracker: Some(Arc::new(tracker)),
+        host_tools: subagent::host_tools(options)
             .into_iter()
             .map(|t| Arc::new(t) as Arc<dyn crate::call::HostSpec>)
             .collect(),
-    )
-    .with_hooks(options.hooks.clone())
-    .with_mcp(options.mcp.clone());
-    dispatcher.set_tracker(Arc::new(tracker));
-    dispatcher
+    })
 }
 
 /// Puts the session log on disk, off the async runtime's threads.

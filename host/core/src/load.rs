@@ -68,4 +68,40 @@ impl Loaded {
     pub async fn hooks(&self) -> Result<Hooks, String> {
         Hooks::new(&self.manifest.hooks, &self.plugins).await
     }
+
+    /// What a front-end without a session (the MCP server, `corral tool
+    /// call`) builds its call pipeline from: the manifest's policy (in
+    /// `mode`, when given), its hooks, the exfiltration guard over the
+    /// workspace, the MCP servers' tools `mcp`, and `approver`; no output
+    /// limit (the plugin's own `limits.output_kb` bounds what comes back,
+    /// and there is no session log to keep a cut output in).
+    pub async fn front(
+        &self,
+        approver: Arc<dyn crate::call::Approver>,
+        mcp: Arc<crate::mcp_client::McpTools>,
+        mode: Option<crate::protocol::Mode>,
+    ) -> Result<crate::call::Front, String> {
+        let hooks = self.hooks().await?;
+        let mut policy = self.manifest.policy.clone();
+        if let Some(mode) = mode {
+            policy.mode = mode;
+        }
+        let workspace = std::fs::canonicalize(&self.manifest.workspace)
+            .unwrap_or(self.manifest.workspace.clone());
+        let tracker = crate::provenance::Tracker::new(
+            &workspace,
+            self.manifest.guard.clone(),
+            Default::default(),
+        )?;
+        Ok(crate::call::Front {
+            plugins: self.plugins.clone(),
+            policy,
+            approver,
+            output_limit: None,
+            hooks: Arc::new(hooks),
+            mcp,
+            tracker: Some(Arc::new(tracker)),
+            host_tools: Vec::new(),
+        })
+    }
 }

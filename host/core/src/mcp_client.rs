@@ -78,6 +78,16 @@ impl McpTool {
         &self.server.decl.name
     }
 
+    /// Calls it with `args` (a JSON object) at its server: its text,
+    /// whether the server said it failed, and its structured result; `Err`
+    /// when the call could not be made or timed out.
+    pub async fn call(
+        &self,
+        args: &serde_json::Value,
+    ) -> Result<(String, bool, Option<serde_json::Value>), String> {
+        self.server.call(&self.remote, args).await
+    }
+
     /// Where a call could carry data to, for the guard: the server is a
     /// program that keeps what it is sent, so whatever the tool's declared
     /// effects, a server with the network could send it anywhere, one

@@ -3,9 +3,10 @@
 //! log itself is [`crate::log`]; what front-ends read of it is
 //! re-exported here.
 
+mod diff;
 mod handle;
 mod open;
 
 pub use crate::log::{Record, Summary, civil, list, new_id, read, sessions_root, workspace_dir};
-pub use handle::{Approvals, Finished, Resume, Session, SessionConfig, open};
+pub use handle::{Approvals, Finished, Resume, Session, SessionConfig, SessionTool, open};
 pub use open::{choose_provider, find_session, sessions_dir};

@@ -54,10 +54,9 @@ pub use framing::MAX_REQUEST_BYTES;
 
 use crate::manifest::Manifest;
 use crate::protocol::{
-    ApprovalAnswer, ApprovalRequest, Effect, Event, Mode, PermissionDecision, ToolCall,
-    ToolOutcome, ToolSpec,
+    ApprovalAnswer, ApprovalRequest, Effect, Mode, ToolCall, ToolOutcome, ToolSpec,
 };
-use corral_core::call::{Approver, Dispatcher, Sink};
+use corral_core::call::{Approver, Dispatcher};
 use corral_core::plugins::RuntimeOptions;
 use futures::future::BoxFuture;
 use rmcp::model::{
@@ -125,22 +124,24 @@ impl Server {
     pub async fn load(options: ServeOptions) -> Result<Self, String> {
         let loaded =
             corral_core::load::load(&options.workspace, options.manifest, options.runtime).await?;
-        let hooks = loaded.hooks().await?;
-        let (manifest, plugins) = (loaded.manifest, loaded.plugins);
-        let mut policy = manifest.policy.clone();
-        if let Some(mode) = options.mode {
-            policy.mode = mode;
-        }
+        let approver = Arc::new(ElicitApprover::default());
+        let front = loaded
+            .front(approver.clone(), Arc::default(), options.mode)
+            .await?;
+        let manifest = &loaded.manifest;
         // A tool the policy refuses whatever its arguments (any tool that
         // does more than read, in read-only mode) is not listed: a client
         // would offer its model a tool that can only fail.
         let no_arguments = serde_json::Value::Object(Default::default());
-        let tools = plugins
+        let tools = front
+            .plugins
             .tools()
             .into_iter()
             .map(|(_, spec)| spec)
             .filter(|spec| {
-                let verdict = policy.decide(&spec.name, &spec.effects, &no_arguments);
+                let verdict = front
+                    .policy
+                    .decide(&spec.name, &spec.effects, &no_arguments);
                 let refused = verdict.decision.is_deny();
                 if refused {
                     tracing::debug!(tool = %spec.name, "not listed: {}", verdict.reason);
@@ -149,24 +150,12 @@ impl Server {
             })
             .map(mcp_tool)
             .collect();
-        let approver = Arc::new(ElicitApprover::default());
-        // No output limit: the client gets what the tool returned, which the
-        // plugin's `limits.output_kb` already bounds, and there is no session
-        // log to keep a cut output in.
         let workspace =
             std::fs::canonicalize(&manifest.workspace).unwrap_or(manifest.workspace.clone());
         let roots = paths::Roots::new(&manifest.workspace, &workspace);
         // The guard holds what it holds for a session: what a client's calls
         // read labels what its later calls may send out.
-        let tracker = corral_core::provenance::Tracker::new(
-            &workspace,
-            manifest.guard.clone(),
-            Default::default(),
-        )?;
-        let mut dispatcher = Dispatcher::new(plugins, policy, approver.clone(), None)
-            .with_hooks(Arc::new(hooks))
-            .with_workspace(workspace);
-        dispatcher.set_tracker(Arc::new(tracker));
+        let dispatcher = Dispatcher::of(front);
         Ok(Self {
             dispatcher: Arc::new(dispatcher),
             approver,
@@ -291,7 +280,7 @@ impl Server {
             arguments,
             model_id: None,
         };
-        let mut sink = LogSink;
+        let mut sink = corral_core::call::LogSink;
         let outcome = self
             .dispatcher
             .run_one(&call, &mut sink, &context.ct)
@@ -591,57 +580,6 @@ pub fn call_result(outcome: ToolOutcome) -> CallToolResult {
     };
     result.structured_content = structured;
     result
-}
-
-/// The MCP server's [`Sink`]: there is no session log, so each decision and
-/// each call's end go to the host log (stderr) with the rule or mode that
-/// decided.
-struct LogSink;
-
-impl corral_core::hooks::Emit for LogSink {
-    fn emit(&mut self, event: Event) -> anyhow::Result<()> {
-        // What a session would log, whole, for whoever debugs a client's
-        // calls (`CORRAL_LOG=corral::event=debug`).
-        if event.is_logged() && tracing::enabled!(target: "corral::event", tracing::Level::DEBUG) {
-            let json = serde_json::to_string(&event).unwrap_or_default();
-            tracing::debug!(target: "corral::event", "event {json}");
-        }
-        match event {
-            Event::Permission {
-                call_id,
-                tool,
-                decision,
-                reason,
-            } => match decision {
-                PermissionDecision::Allow
-                | PermissionDecision::Approved
-                | PermissionDecision::ApprovedForSession => {
-                    tracing::info!(call = %call_id, %tool, ?decision, "{reason}")
-                }
-                _ => tracing::warn!(call = %call_id, %tool, ?decision, "{reason}"),
-            },
-            Event::ToolCallEnd {
-                call_id,
-                name,
-                outcome,
-                duration_ms,
-            } => tracing::debug!(
-                call = %call_id,
-                tool = %name,
-                is_error = outcome.is_error,
-                duration_ms,
-                "tool call ended"
-            ),
-            _ => {}
-        }
-        Ok(())
-    }
-}
-
-impl Sink for LogSink {
-    fn save_artifact(&self, _name: &str, _content: &str) -> Option<std::io::Result<PathBuf>> {
-        None
-    }
 }
 
 /// The property of the approval form that widens an approval to the rest of

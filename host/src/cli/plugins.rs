@@ -2,12 +2,11 @@
 //! installed, what it may do, the compile cache, and running one tool by
 //! hand.
 
-use super::{EXIT_TOOL_ERROR, fail, inert, out, out_json, with_newline};
+use super::{fail, inert, out, out_json};
 use corral_core::manifest::{self, Access, Manifest, Source};
 use corral_core::mcp_client::McpTools;
 use corral_core::plugins::{
     self as runtime, Capability, ImportReview, ImportStatus, Plugins, Runtime, RuntimeOptions,
-    ToolError,
 };
 use std::process::ExitCode;
 
@@ -315,86 +314,6 @@ pub(super) fn tools_list(plugins: &Plugins, mcp: &McpTools, json: bool) -> ExitC
     ExitCode::SUCCESS
 }
 
-pub(super) async fn tool_call(
-    plugins: &Plugins,
-    mcp: &McpTools,
-    name: &str,
-    args: &str,
-    json: bool,
-) -> ExitCode {
-    // One command-line argument holds at most 128 KiB on Linux; larger
-    // arguments (a whole file's content) come from a file.
-    let read;
-    let args = match args.strip_prefix('@') {
-        Some(path) => match std::fs::read_to_string(path) {
-            Ok(text) => {
-                read = text;
-                read.as_str()
-            }
-            Err(e) => {
-                return fail(&format!(
-                    "--args: cannot read the arguments from {}: {e}",
-                    inert(path)
-                ));
-            }
-        },
-        None => args,
-    };
-    if let Err(e) = serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(args) {
-        return fail(&format!("--args must be a JSON object: {e}"));
-    }
-    if let Some(w) = plugins.withheld().iter().find(|w| w.tool == name) {
-        return fail(&format!("tool `{name}` is not offered: {}", w.reason));
-    }
-    if plugins.plugin_for(name).is_none() && mcp.get(name).is_some() {
-        return mcp_call(mcp, name, args, json).await;
-    }
-    if plugins.plugin_for(name).is_none() {
-        let known: Vec<String> = plugins
-            .tools()
-            .iter()
-            .map(|(_, t)| t.name.clone())
-            .chain(mcp.tools().iter().map(|t| t.spec.name.clone()))
-            .collect();
-        let mut also = String::new();
-        for (server, why) in mcp.unanswered().iter().chain(mcp.failed()) {
-            also.push_str(&format!("\n[mcp.{server}]: {}", inert(why)));
-        }
-        return fail(&format!(
-            "no tool named `{name}`; available: {}{also}",
-            known.join(", ")
-        ));
-    }
-    let result = tokio::select! {
-        r = plugins.call(name, args, "cli-1") => r,
-        _ = tokio::signal::ctrl_c() => {
-            eprintln!("interrupted: `{name}` was stopped");
-            return ExitCode::from(super::run::EXIT_INTERRUPTED);
-        }
-    };
-    if json {
-        let value = match &result {
-            Ok(o) => serde_json::json!({"ok": o}),
-            Err(e) => serde_json::json!({"error": e}),
-        };
-        out_json(&serde_json::to_string_pretty(&value).unwrap_or_default());
-    } else {
-        match &result {
-            Ok(o) if o.is_error => eprint!("{}", inert(&with_newline(&o.content))),
-            Ok(o) => out(&o.content),
-            Err(e) => eprintln!("error: {}: {}", inert(name), inert(&describe_error(e))),
-        }
-    }
-    match result {
-        Ok(o) if !o.is_error => ExitCode::SUCCESS,
-        _ => ExitCode::from(EXIT_TOOL_ERROR),
-    }
-}
-
-fn describe_error(e: &ToolError) -> String {
-    e.to_string()
-}
-
 pub(super) async fn inspect(file: &std::path::Path, json: bool) -> ExitCode {
     let bytes = match corral_core::native::read_regular(
         file,
@@ -672,48 +591,5 @@ fn ago(secs: u64) -> String {
         120..7200 => format!("{} min", secs / 60),
         7200..172_800 => format!("{} h", secs / 3600),
         _ => format!("{} days", secs / 86_400),
-    }
-}
-
-/// `corral tool call` of an MCP server's tool: its schema checked, then
-/// called on the server.
-async fn mcp_call(mcp: &McpTools, name: &str, args: &str, json: bool) -> ExitCode {
-    let Ok(value) = serde_json::from_str::<serde_json::Value>(args) else {
-        return fail("--args must be a JSON object");
-    };
-    let result = tokio::select! {
-        r = mcp.call(name, &value) => r,
-        _ = tokio::signal::ctrl_c() => {
-            eprintln!("interrupted: `{name}` was stopped");
-            return ExitCode::from(super::run::EXIT_INTERRUPTED);
-        }
-    };
-    match result {
-        Ok((content, is_error, data)) => {
-            if json {
-                let value = serde_json::json!({"ok": {"content": content, "is_error": is_error, "data": data}});
-                out_json(&serde_json::to_string_pretty(&value).unwrap_or_default());
-            } else if is_error {
-                eprint!("{}", inert(&with_newline(&content)));
-            } else {
-                out(&content);
-            }
-            if is_error {
-                ExitCode::from(EXIT_TOOL_ERROR)
-            } else {
-                ExitCode::SUCCESS
-            }
-        }
-        Err(e) => {
-            if json {
-                out_json(
-                    &serde_json::to_string_pretty(&serde_json::json!({"error": e}))
-                        .unwrap_or_default(),
-                );
-            } else {
-                eprintln!("error: {}: {}", inert(name), inert(&e));
-            }
-            ExitCode::from(EXIT_TOOL_ERROR)
-        }
     }
 }

@@ -216,6 +216,7 @@ impl Opener {
         app.set_history(super::history::load(&self.workspace));
         let (offered, refused, notes) = super::commands::for_ui(&self.workspace);
         app.set_commands(offered, refused);
+        app.set_tools(tool_rows(&session));
         // The log already holds the session's start (its id and provider),
         // and a resumed session's whole transcript.
         let mut logged_model = None;
@@ -247,61 +248,48 @@ impl Opener {
     }
 }
 
-/// Tools and plugins of the workspace, for cards, grouping and `/tools`.
-struct Catalog {
-    tools: Vec<(String, String, bool)>,
-    tools_text: String,
-    plugins_text: String,
+/// The session's tools for cards and grouping: name, source, read-only.
+fn tool_rows(session: &Session) -> Vec<(String, String, bool)> {
+    session
+        .tools()
+        .iter()
+        .map(|t| (t.spec.name.clone(), t.source.clone(), t.spec.is_read_only()))
+        .collect()
 }
 
-/// `manifest` is the one the sessions open with (`--profile`, `-c`);
-/// without it, the workspace's is read.
-async fn catalog(
-    workspace: PathBuf,
-    manifest: Option<corral_core::manifest::Manifest>,
-) -> Result<Catalog, String> {
-    let loaded = corral_core::load::load(&workspace, manifest, None).await?;
-    let plugins = loaded.plugins;
-    let mut tools = Vec::new();
-    let mut tools_text = String::from("tools:\n");
-    for (plugin, spec) in plugins.tools() {
-        let effects: Vec<String> = spec
-            .effects
-            .iter()
-            .map(|e| format!("{e:?}").to_lowercase())
-            .collect();
-        tools_text.push_str(&format!(
+/// `/tools`: what the session offers, from the session.
+fn tools_text(session: &Session) -> String {
+    let mut text = String::from("tools:\n");
+    for t in session.tools() {
+        let effects: Vec<&str> = t.spec.effects.iter().map(|e| e.as_str()).collect();
+        text.push_str(&format!(
             "  {:<16} {:<10} {:<14} {}\n",
-            spec.name,
-            plugin.decl().name,
+            t.spec.name,
+            t.source,
             effects.join(","),
-            spec.description.lines().next().unwrap_or("")
-        ));
-        tools.push((
-            spec.name.clone(),
-            plugin.decl().name.clone(),
-            spec.is_read_only(),
+            t.spec.description.lines().next().unwrap_or("")
         ));
     }
-    let mut plugins_text = String::from("plugins:\n");
-    for p in plugins.plugins() {
+    text
+}
+
+/// `/plugins`: the session's plugins and what each may touch.
+fn plugins_text(session: &Session) -> String {
+    let mut text = String::from("plugins:\n");
+    for p in session.plugins().plugins() {
         let kind = if p.is_provider() {
             "provider".to_owned()
         } else {
             format!("{} tools", p.tools().len())
         };
         // What each may touch is what a user checks a plugin for.
-        plugins_text.push_str(&format!(
+        text.push_str(&format!(
             "  {:<16} {kind}\n    grants: {}\n",
             p.decl().name,
             super::plugins::grants_text(p.decl())
         ));
     }
-    Ok(Catalog {
-        tools,
-        tools_text,
-        plugins_text,
-    })
+    text
 }
 
 /// Workspace files for `@` completion: no hidden directories, no build
@@ -337,99 +325,6 @@ fn workspace_files(root: &Path) -> Vec<String> {
     }
     out.sort();
     out
-}
-
-/// `git diff` of the workspace for `/diff`, untracked files included, through
-/// [`corral_core::native::git::Repo::git`]: confined, and nothing the repository
-/// holds (fsmonitor, an external diff, a textconv) runs.
-fn git_diff(workspace: &Path) -> Result<String, String> {
-    let repo = corral_core::native::git::Repo::find(workspace)
-        .ok_or("the workspace is not in a git repository")?;
-    let out = repo
-        .git(
-            workspace,
-            &[
-                "--no-optional-locks",
-                "diff",
-                "--no-color",
-                "--no-ext-diff",
-                "--no-textconv",
-            ],
-        )
-        .timeout(Duration::from_secs(30))
-        .output_cap(16 << 20)
-        .run_blocking()
-        .map_err(|e| format!("cannot run git: {e}"))?;
-    if out.timed_out {
-        return Err("git diff took longer than 30 s".into());
-    }
-    if out.exit_code != Some(0) {
-        return Err(format!("git diff failed: {}", out.stderr.trim()));
-    }
-    let mut diff = out.stdout;
-    diff.push_str(&untracked_diff(&repo, workspace)?);
-    Ok(diff)
-}
-
-/// Untracked files shown at most by `/diff`, each as its own `git diff`.
-const MAX_UNTRACKED: usize = 100;
-
-/// New files git does not track yet (and does not ignore), as additions:
-/// what the model created belongs in `/diff` as much as what it changed.
-/// The index is left alone (no `git add -N`), so the user's next commit is
-/// what it would have been.
-fn untracked_diff(
-    repo: &corral_core::native::git::Repo,
-    workspace: &Path,
-) -> Result<String, String> {
-    let run = |args: &[&str]| {
-        repo.git(workspace, args)
-            .timeout(Duration::from_secs(30))
-            .output_cap(16 << 20)
-            .run_blocking()
-            .map_err(|e| format!("cannot run git: {e}"))
-    };
-    let listed = run(&[
-        "--no-optional-locks",
-        "ls-files",
-        "--others",
-        "--exclude-standard",
-        "-z",
-    ])?;
-    if listed.exit_code != Some(0) {
-        return Err(format!("git ls-files failed: {}", listed.stderr.trim()));
-    }
-    let files: Vec<&str> = listed
-        .stdout
-        .split('\0')
-        .filter(|f| !f.is_empty())
-        .collect();
-    let mut text = String::new();
-    for file in files.iter().take(MAX_UNTRACKED) {
-        // `--no-index` compares two paths; exit 1 means they differ. The
-        // name comes after `--`, so no file name reads as an option.
-        let out = run(&[
-            "--no-optional-locks",
-            "diff",
-            "--no-index",
-            "--no-color",
-            "--no-ext-diff",
-            "--no-textconv",
-            "--",
-            "/dev/null",
-            file,
-        ])?;
-        if matches!(out.exit_code, Some(0 | 1)) {
-            text.push_str(&out.stdout);
-        }
-    }
-    if files.len() > MAX_UNTRACKED {
-        text.push_str(&format!(
-            "… and {} more untracked files (`git status` lists them)\n",
-            files.len() - MAX_UNTRACKED
-        ));
-    }
-    Ok(text)
 }
 
 fn pickable(workspace: &Path) -> Result<Vec<Picked>, String> {
@@ -515,7 +410,7 @@ fn capture_messages() -> (
     UnboundedReceiver<String>,
     UnboundedReceiver<super::logsink::Line>,
 ) {
-    // A plugin compiled on its first use (a call's, the catalog's) says so
+    // A plugin compiled on its first use (a call's, a session's) says so
     // in the transcript: stderr is under the UI now.
     let (progress_tx, progress) = tokio::sync::mpsc::unbounded_channel::<String>();
     corral_core::plugins::progress::set_sink(std::sync::Arc::new(move |p| {
@@ -549,8 +444,6 @@ async fn drive(
     let mut sighup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()).ok();
     let (mut progress, mut log_lines) = capture_messages();
     let ws = opener.workspace.clone();
-    let mut catalog_task = Some(tokio::spawn(catalog(ws.clone(), opener.manifest().ok())));
-    let mut catalog: Option<Catalog> = None;
     let files_kept = tokio::task::spawn_blocking(move || workspace_files(&ws))
         .await
         .unwrap_or_default();
@@ -558,20 +451,6 @@ async fn drive(
     let mut dirty = true;
     loop {
         app.set_clock(start.elapsed().as_millis() as u64);
-        if let Some(task) = &catalog_task
-            && task.is_finished()
-            && let Some(task) = catalog_task.take()
-        {
-            dirty = true;
-            match task.await {
-                Ok(Ok(c)) => {
-                    app.set_tools(c.tools.clone());
-                    catalog = Some(c);
-                }
-                Ok(Err(e)) => app.notice(&format!("cannot list the tools: {e}"), true),
-                Err(_) => {}
-            }
-        }
         // Idle ticks draw nothing; spinners and elapsed times need them.
         if (dirty || app.is_animating())
             && terminal.draw(|f| corral_tui::render(f, &mut app)).is_err()
@@ -633,17 +512,7 @@ async fn drive(
             while input.try_recv().is_ok() {}
         }
         for action in app.drain_actions() {
-            session = match act(
-                opener,
-                session,
-                &mut app,
-                &mut tally,
-                action,
-                &files_kept,
-                catalog.as_ref(),
-            )
-            .await
-            {
+            session = match act(opener, session, &mut app, &mut tally, action, &files_kept).await {
                 Ok(session) => session,
                 Err(code) => return code,
             };
@@ -664,7 +533,6 @@ async fn act(
     tally: &mut super::tally::Tally,
     action: Action,
     files: &[String],
-    catalog: Option<&Catalog>,
 ) -> Result<Session, ExitCode> {
     match action {
         Action::Submit(op) => {
@@ -689,9 +557,6 @@ async fn act(
                     *tally = t;
                     a.color = color;
                     a.set_files(files.to_vec());
-                    if let Some(c) = catalog {
-                        a.set_tools(c.tools.clone());
-                    }
                     *app = a;
                     return Ok(s);
                 }
@@ -715,7 +580,7 @@ async fn act(
             Ok(items) => app.open_picker(items),
             Err(e) => app.notice(&e, true),
         },
-        Action::Diff => match git_diff(&opener.workspace) {
+        Action::Diff => match session.diff() {
             Ok(d) if d.trim().is_empty() => app.notice(
                 "no changes (git diff is empty and nothing is untracked)",
                 false,
@@ -736,20 +601,8 @@ async fn act(
             &opener.workspace,
             (turn, conversation, force),
         ),
-        Action::Tools | Action::Plugins => match catalog {
-            Some(c) => {
-                let text = if action == Action::Tools {
-                    &c.tools_text
-                } else {
-                    &c.plugins_text
-                };
-                app.notice(text, false);
-            }
-            None => app.notice(
-                "the plugins are still loading; try again in a moment",
-                false,
-            ),
-        },
+        Action::Tools => app.notice(&tools_text(&session), false),
+        Action::Plugins => app.notice(&plugins_text(&session), false),
     }
     Ok(session)
 }

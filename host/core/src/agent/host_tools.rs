@@ -9,7 +9,6 @@
 //! declares `write`), and logs the begin and the end. Only their call is the
 //! host's own. The MCP server does not serve them: they need a session.
 
-use super::subagent::Spawner;
 use crate::call::{CallOutcome, Checked, HostSpec, Runner};
 use crate::protocol::{Effect, Event, PlanStatus, PlanStep, ToolCall, ToolSpec};
 use crate::runtime::Plugins;
@@ -173,6 +172,23 @@ impl HostSpec for HostTool {
     }
 }
 
+/// What runs the `task` tool's subagents (the loop's spawner).
+pub(crate) trait Tasks: Send + Sync {
+    /// Runs one `task` call to the child's stop.
+    fn run<'a>(
+        &'a self,
+        call: &'a ToolCall,
+        args: &'a Value,
+        host: &'a HostCall,
+    ) -> BoxFuture<'a, CallOutcome>;
+
+    /// Waits for every child started so far to end.
+    fn wait(&self) -> BoxFuture<'_, ()>;
+
+    /// The outcome the child of `call_id` ended with, once it has ended.
+    fn outcome(&self, call_id: &str) -> Option<CallOutcome>;
+}
+
 /// What a host tool's call runs with, besides its arguments.
 pub(crate) struct HostCall {
     /// The session's artifacts directory (whole outputs of cut calls).
@@ -182,23 +198,14 @@ pub(crate) struct HostCall {
     /// Cancelled when the user interrupts the turn.
     pub cancel: CancellationToken,
     /// Starts subagents; `None` where `task` is not offered.
-    pub spawner: Option<Arc<Spawner>>,
+    pub spawner: Option<Arc<dyn Tasks>>,
     /// corral's call ids by the model's own, for the model ids that name
     /// one call only in the session, so `read_output` takes either.
     pub model_ids: std::collections::HashMap<String, String>,
-    /// The plan the last `update_plan` of the batch set.
-    pub plan: std::sync::Mutex<Option<Vec<PlanStep>>>,
 }
 
-impl HostCall {
-    /// The plan the batch's last successful `update_plan` set, if any.
-    pub fn plan(&self) -> Option<Vec<PlanStep>> {
-        self.plan.lock().ok()?.take()
-    }
-}
-
-/// The loop's calls: host tools here, plugin tools in their sandboxes, and
-/// the subagents `task` started awaited before the turn goes on.
+/// The loop's host tools, and the subagents `task` started awaited before
+/// the turn goes on.
 impl Runner for HostCall {
     fn run<'a>(&'a self, checked: &'a Checked) -> BoxFuture<'a, CallOutcome> {
         Box::pin(call(checked, self))
@@ -217,25 +224,18 @@ impl Runner for HostCall {
     }
 
     fn note(&self, call: &ToolCall, outcome: &CallOutcome) -> Option<Event> {
-        let event = plan_event(&call.id, outcome)?;
-        if let Event::PlanUpdated { steps, .. } = &event
-            && let Ok(mut plan) = self.plan.lock()
-        {
-            *plan = Some(steps.clone());
-        }
-        Some(event)
+        plan_event(&call.id, outcome)
     }
 }
 
-/// Runs one admitted call: a host tool here, a plugin's tool in its sandbox.
+/// Runs one admitted call of a host tool.
 pub(crate) async fn call(checked: &Checked, host: &HostCall) -> CallOutcome {
-    let tool = if checked.is_host_tool() {
-        HostTool::by_name(&checked.call.name)
-    } else {
-        None
-    };
-    let Some(tool) = tool else {
-        return crate::call::sandbox(checked).await;
+    let Some(tool) = HostTool::by_name(&checked.call.name).filter(|_| checked.is_host_tool())
+    else {
+        return CallOutcome::Failed(format!(
+            "`{}` is not one of the host's own tools",
+            checked.call.name
+        ));
     };
     let args = checked.args();
     match tool {

@@ -19,7 +19,7 @@
 //! changed is put to the user as a diff and applied only when approved,
 //! otherwise kept as a patch file.
 
-use super::host_tools::{HostCall, HostTool};
+use super::host_tools::{HostCall, HostTool, Tasks};
 use super::{Agent, AgentOptions};
 use crate::call::CallOutcome;
 use crate::log::SessionLog;
@@ -126,15 +126,29 @@ struct Task {
     max_iterations: u32,
 }
 
-impl Spawner {
-    /// The outcome the child of `call_id` ended with, once it has ended.
-    pub(crate) fn outcome(&self, call_id: &str) -> Option<CallOutcome> {
-        self.outcomes.lock().ok()?.remove(call_id)
+impl Tasks for Spawner {
+    fn run<'a>(
+        &'a self,
+        call: &'a ToolCall,
+        args: &'a Value,
+        host: &'a HostCall,
+    ) -> futures::future::BoxFuture<'a, CallOutcome> {
+        Box::pin(self.start(call, args, host))
     }
 
+    fn wait(&self) -> futures::future::BoxFuture<'_, ()> {
+        Box::pin(self.wait_all())
+    }
+
+    fn outcome(&self, call_id: &str) -> Option<CallOutcome> {
+        self.outcomes.lock().ok()?.remove(call_id)
+    }
+}
+
+impl Spawner {
     /// Waits for every child started so far to end (after an interrupt,
     /// each writes its own interrupted stop first).
-    pub(crate) async fn wait(&self) {
+    async fn wait_all(&self) {
         let running: Vec<JoinHandle<()>> = match self.running.lock() {
             Ok(mut r) => r.drain(..).collect(),
             Err(_) => return,
@@ -220,16 +234,6 @@ impl Spawner {
             worktree,
             max_iterations: asked.min(self.options.max_iterations).max(1),
         })
-    }
-
-    /// Runs one `task` call to the child's stop.
-    pub(crate) fn run<'a>(
-        &'a self,
-        call: &'a ToolCall,
-        args: &'a Value,
-        host: &'a HostCall,
-    ) -> std::pin::Pin<Box<dyn Future<Output = CallOutcome> + Send + 'a>> {
-        Box::pin(self.start(call, args, host))
     }
 
     async fn start(&self, call: &ToolCall, args: &Value, host: &HostCall) -> CallOutcome {

@@ -1,10 +1,13 @@
-//! Step 5: an `ask` verdict put to whoever answers: the front-end through
-//! an [`Event::ApprovalRequested`] and the
+//! Step 6, `approve`: an `ask` verdict put to whoever answers: the
+//! front-end through an [`Event::ApprovalRequested`] and the
 //! [`Op::Approval`](crate::protocol::Op::Approval) that answers it
-//! ([`OpApprover`]), `--yes` ([`YesApprover`]), an MCP client's user, or
-//! nobody in a non-interactive run ([`NoApprover`]). An approval for the
-//! session is kept by its [`Scope`].
+//! ([`OpApprover`]), `--yes` ([`YesApprover`]), an MCP client's user, the
+//! user who typed the call on the command line ([`CommandLineApprover`]),
+//! or nobody in a non-interactive run ([`NoApprover`]). An approval for the
+//! session is kept by its [`Scope`]. What comes out is the admitted call,
+//! with the origin an approval widened its grant to.
 
+use super::egress::Routed;
 use super::judge::Judgement;
 use super::{CallOutcome, Checked, Dispatcher, Sink};
 use crate::policy::Decision;
@@ -66,10 +69,35 @@ impl Scope {
 }
 
 impl Dispatcher {
-    /// Carries out `judged`: logs the decision, and for an `ask` puts the
-    /// call to the approver (unless approved for the session already).
-    /// `None` lets the call run.
+    /// Carries out the judgement of `routed`: logs the decision, and for an
+    /// `ask` puts the call to the approver (unless approved for the session
+    /// already). `Ok` is the admitted call, granted the origin it asked
+    /// about; `Err` its refusal.
     pub(super) async fn approve(
+        &self,
+        routed: Routed,
+        sink: &mut dyn Sink,
+        cancel: &CancellationToken,
+    ) -> anyhow::Result<Result<Checked, CallOutcome>> {
+        let Routed {
+            mut checked,
+            judgement,
+            widening,
+        } = routed;
+        Ok(
+            match self.decide_ask(&checked, judgement, sink, cancel).await? {
+                Some(refused) => Err(refused),
+                None => {
+                    checked.widened = widening.map(|w| w.grant);
+                    Ok(checked)
+                }
+            },
+        )
+    }
+
+    /// Logs the decision of `judged` on `checked`, asking the approver when
+    /// it is an ask; `None` lets the call run.
+    async fn decide_ask(
         &self,
         checked: &Checked,
         judged: Judgement,
@@ -185,7 +213,7 @@ impl Dispatcher {
     /// The diff a write would apply, for an approver someone reads.
     async fn preview(&self, checked: &Checked, cancel: &CancellationToken) -> Option<String> {
         let call = &checked.call;
-        let plugin = checked.plugin.as_ref().filter(|_| {
+        let plugin = checked.plugin().filter(|_| {
             checked.spec.effects.contains(&Effect::Write) && self.approver.wants_preview()
         })?;
         tokio::select! {
@@ -260,6 +288,21 @@ impl Approver for YesApprover {
 
     fn approved_by(&self) -> &'static str {
         "approved by --yes"
+    }
+}
+
+/// `corral tool call`: the user typed the call, and so approved it; deny
+/// rules, protected paths, hooks and read-only mode still hold.
+#[derive(Debug, Default)]
+pub struct CommandLineApprover;
+
+impl Approver for CommandLineApprover {
+    fn approve(&self, _: &ApprovalRequest) -> BoxFuture<'static, ApprovalAnswer> {
+        Box::pin(async { ApprovalAnswer::Approve })
+    }
+
+    fn approved_by(&self) -> &'static str {
+        "approved by the user, who typed this call on the command line"
     }
 }
 

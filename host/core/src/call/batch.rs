@@ -5,8 +5,10 @@
 //! gets one begin and one end event, in call order, and its result comes
 //! back in call order.
 
+use super::run::Done;
 use super::{CallOutcome, Checked, Dispatcher, PluginRunner, Runner, Sink};
-use crate::protocol::{Event, FinishReason, StopReason, ToolCall, ToolOutcome};
+use crate::protocol::{Event, FinishReason, PlanStep, StopReason, ToolCall, ToolOutcome};
+use crate::runtime::Touched;
 use tokio_util::sync::CancellationToken;
 
 /// What became of a batch.
@@ -17,11 +19,51 @@ pub struct Ran {
     /// Why the run must stop, if it must: a deny-and-stop rule, an
     /// interrupt while tools ran, a fatal tool error.
     pub stop: Option<(StopReason, String)>,
+    /// The plan the batch's last successful `update_plan` set, if any.
+    pub plan: Option<Vec<PlanStep>>,
+    /// How each call ended, in call order.
+    pub ended: Vec<Ended>,
+}
+
+/// How a call ended, for a front-end that tells a tool's own answer apart
+/// from a refusal or a failure of its sandbox.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Ended {
+    /// The tool ran and answered (maybe with an error of its own).
+    Ran,
+    /// The call could not run: unknown tool or invalid arguments.
+    InvalidArguments,
+    /// Refused before running: a protected path, the policy, a hook or the
+    /// user.
+    Refused,
+    /// The tool or its sandbox failed (trap, timeout, limit, tool error).
+    Failed,
+    /// The tool failed and asked the agent to stop.
+    Fatal,
+    /// The user interrupted it.
+    Interrupted,
+    /// Not run because an earlier call of the turn stopped the run.
+    Skipped,
+}
+
+impl Ended {
+    fn of(outcome: &CallOutcome) -> Self {
+        match outcome {
+            CallOutcome::Output { .. } => Ended::Ran,
+            CallOutcome::Invalid(_) => Ended::InvalidArguments,
+            CallOutcome::Refused { .. } => Ended::Refused,
+            CallOutcome::Failed(_) => Ended::Failed,
+            CallOutcome::Fatal(_) => Ended::Fatal,
+            CallOutcome::Interrupted => Ended::Interrupted,
+            CallOutcome::Skipped(_) => Ended::Skipped,
+        }
+    }
 }
 
 impl Dispatcher {
     /// Takes `calls` the whole way: check, hooks, protected paths, policy
-    /// and guard, approval, run (through `runner`), end. `finish` is why
+    /// and guard, egress, approval, run (a host tool through `runner`), end. `finish` is why
     /// the model's answer ended, which tells a call cut by the token limit
     /// apart.
     pub async fn run_batch(
@@ -35,6 +77,8 @@ impl Dispatcher {
         tracing::debug!(target: "corral::call", calls = calls.len(), "tool-call batch");
         let (admitted, mut stop) = self.admit_all(calls, finish, sink, cancel).await?;
         let mut outcomes = Vec::with_capacity(calls.len());
+        let mut plan = None;
+        let mut ended = Vec::with_capacity(calls.len());
         let mut i = 0;
         while i < calls.len() {
             let refused = match &admitted[i] {
@@ -47,7 +91,15 @@ impl Dispatcher {
                 sink.emit(Event::ToolCallBegin {
                     call: calls[i].clone(),
                 })?;
-                outcomes.push(self.end(&calls[i], outcome, 0, runner, sink).await?);
+                let done = Done {
+                    outcome,
+                    touched: Touched::default(),
+                };
+                ended.push(Ended::of(&done.outcome));
+                outcomes.push(
+                    self.end(&calls[i], done, 0, runner, sink, &mut plan)
+                        .await?,
+                );
                 i += 1;
                 continue;
             }
@@ -61,14 +113,24 @@ impl Dispatcher {
                 }
             }
             let group: Vec<&Checked> = admitted[i..end].iter().flatten().collect();
-            let (ran, halt) = self.run_group(&group, runner, sink, cancel).await?;
-            outcomes.extend(ran);
+            let (ran, halt) = self
+                .run_group(&group, runner, sink, cancel, &mut plan)
+                .await?;
+            for (outcome, end) in ran {
+                outcomes.push(outcome);
+                ended.push(end);
+            }
             if halt.is_some() {
                 stop = halt;
             }
             i = end;
         }
-        Ok(Ran { outcomes, stop })
+        Ok(Ran {
+            outcomes,
+            stop,
+            plan,
+            ended,
+        })
     }
 
     /// One call through [`Dispatcher::run_batch`] with plugin tools only
@@ -79,6 +141,17 @@ impl Dispatcher {
         sink: &mut dyn Sink,
         cancel: &CancellationToken,
     ) -> anyhow::Result<ToolOutcome> {
+        Ok(self.run_alone(call, sink, cancel).await?.0)
+    }
+
+    /// One call through [`Dispatcher::run_batch`] with no host tools (`corral
+    /// tool call`): its result and how it ended.
+    pub async fn run_alone(
+        &self,
+        call: &ToolCall,
+        sink: &mut dyn Sink,
+        cancel: &CancellationToken,
+    ) -> anyhow::Result<(ToolOutcome, Ended)> {
         let ran = self
             .run_batch(
                 std::slice::from_ref(call),
@@ -90,6 +163,7 @@ impl Dispatcher {
             .await?;
         ran.outcomes
             .into_iter()
+            .zip(ran.ended)
             .next()
             .ok_or_else(|| anyhow::anyhow!("the call pipeline gave no result for `{}`", call.name))
     }
@@ -112,52 +186,44 @@ impl Dispatcher {
                 admitted.push(Err(CallOutcome::Skipped(why.clone())));
                 continue;
             }
-            let mut checked = match self.check(call, finish) {
-                Ok(c) => c,
-                Err(invalid) => {
-                    admitted.push(Err(invalid));
-                    continue;
-                }
-            };
-            match self.permit(&mut checked, sink, cancel).await? {
-                None => admitted.push(Ok(checked)),
-                Some(refused) => {
-                    if let CallOutcome::Refused {
-                        message,
-                        stop: true,
-                    } = &refused
-                    {
-                        stop = Some((StopReason::PermissionDenied, message.clone()));
-                    }
-                    admitted.push(Err(refused));
-                }
+            let admission = self.admit(call, finish, sink, cancel).await?;
+            if let Err(CallOutcome::Refused {
+                message,
+                stop: true,
+            }) = &admission
+            {
+                stop = Some((StopReason::PermissionDenied, message.clone()));
             }
+            admitted.push(admission);
         }
         Ok((admitted, stop))
     }
 
-    /// Steps 2–5 for one checked call, in the order [`super::judge`]
-    /// documents. `None` lets the call run; every decision is logged.
-    async fn permit(
+    /// Steps 1 to 6 for one call, in the module's order, each taking the
+    /// previous one's value: the admitted call, or its refusal. Every
+    /// decision is logged.
+    async fn admit(
         &self,
-        checked: &mut Checked,
+        call: &ToolCall,
+        finish: Option<FinishReason>,
         sink: &mut dyn Sink,
         cancel: &CancellationToken,
-    ) -> anyhow::Result<Option<CallOutcome>> {
-        let hooked = match self.before_tool_hooks(checked, sink).await? {
-            Ok(hooked) => hooked,
-            Err(refused) => return Ok(Some(refused)),
+    ) -> anyhow::Result<Result<Checked, CallOutcome>> {
+        let checked = match self.check(call, finish) {
+            Ok(checked) => checked,
+            Err(invalid) => return Ok(Err(invalid)),
         };
-        if let Some(refused) = self.protect(checked, sink)? {
-            return Ok(Some(refused));
-        }
-        let judged = self.judge(checked, &hooked);
-        let (judged, widening) = self.egress(checked, judged);
-        let refused = self.approve(checked, judged, sink, cancel).await?;
-        if refused.is_none() {
-            checked.widened = widening.map(|w| w.grant);
-        }
-        Ok(refused)
+        let hooked = match self.before_tool(checked, sink).await? {
+            Ok(hooked) => hooked,
+            Err(refused) => return Ok(Err(refused)),
+        };
+        let protected = match self.protect(hooked, sink)? {
+            Ok(protected) => protected,
+            Err(refused) => return Ok(Err(refused)),
+        };
+        let judged = self.judge(protected);
+        let routed = self.egress(judged);
+        self.approve(routed, sink, cancel).await
     }
 
     /// Runs the admitted calls of one group together and ends each, in
@@ -168,7 +234,8 @@ impl Dispatcher {
         runner: &dyn Runner,
         sink: &mut dyn Sink,
         cancel: &CancellationToken,
-    ) -> anyhow::Result<(Vec<ToolOutcome>, Option<(StopReason, String)>)> {
+        plan: &mut Option<Vec<PlanStep>>,
+    ) -> anyhow::Result<(Vec<(ToolOutcome, Ended)>, Option<(StopReason, String)>)> {
         for checked in group {
             sink.emit(Event::ToolCallBegin {
                 call: checked.call.clone(),
@@ -182,7 +249,7 @@ impl Dispatcher {
             sink.flush().await?;
         }
         let started = std::time::Instant::now();
-        let work = futures::future::join_all(group.iter().map(|c| runner.run(c)));
+        let work = futures::future::join_all(group.iter().map(|c| self.run(c, runner)));
         let results = tokio::select! {
             biased;
             () = cancel.cancelled() => None,
@@ -196,10 +263,17 @@ impl Dispatcher {
         match results {
             None => {
                 for checked in group {
-                    let outcome = runner
-                        .interrupted(&checked.call.id)
-                        .unwrap_or(CallOutcome::Interrupted);
-                    outcomes.push(self.end(&checked.call, outcome, ms, runner, sink).await?);
+                    let done = Done {
+                        outcome: runner
+                            .interrupted(&checked.call.id)
+                            .unwrap_or(CallOutcome::Interrupted),
+                        touched: Touched::default(),
+                    };
+                    let end = Ended::of(&done.outcome);
+                    let outcome = self
+                        .end(&checked.call, done, ms, runner, sink, plan)
+                        .await?;
+                    outcomes.push((outcome, end));
                 }
                 stop = Some((
                     StopReason::Interrupted,
@@ -207,32 +281,41 @@ impl Dispatcher {
                 ));
             }
             Some(results) => {
-                for (checked, outcome) in group.iter().zip(results) {
-                    if let CallOutcome::Fatal(m) = &outcome {
+                for (checked, done) in group.iter().zip(results) {
+                    if let CallOutcome::Fatal(m) = &done.outcome {
                         stop = Some((
                             StopReason::FatalToolError,
                             format!("`{}` failed fatally: {m}", checked.call.name),
                         ));
                     }
-                    outcomes.push(self.end(&checked.call, outcome, ms, runner, sink).await?);
+                    let end = Ended::of(&done.outcome);
+                    let outcome = self
+                        .end(&checked.call, done, ms, runner, sink, plan)
+                        .await?;
+                    outcomes.push((outcome, end));
                 }
             }
         }
         Ok((outcomes, stop))
     }
 
-    /// Step 7 for one call, then whatever the runner does after an end.
+    /// Step 8 for one call, then the event the runner logs after an end
+    /// (the plan an `update_plan` set, which the batch also returns).
     async fn end(
         &self,
         call: &ToolCall,
-        outcome: CallOutcome,
+        done: Done,
         duration_ms: u64,
         runner: &dyn Runner,
         sink: &mut dyn Sink,
+        plan: &mut Option<Vec<PlanStep>>,
     ) -> anyhow::Result<ToolOutcome> {
-        let note = runner.note(call, &outcome);
-        let ended = self.finish(call, outcome, duration_ms, sink).await?;
+        let note = runner.note(call, &done.outcome);
+        let ended = self.finish(call, done, duration_ms, sink).await?;
         if let Some(note) = note {
+            if let Event::PlanUpdated { steps, .. } = &note {
+                *plan = Some(steps.clone());
+            }
             sink.emit(note)?;
         }
         Ok(ended)

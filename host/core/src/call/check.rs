@@ -1,7 +1,7 @@
-//! Step 1: the tool exists and its arguments are a JSON object its schema
+//! Step 1, `check`: the tool exists and its arguments are a JSON object its schema
 //! accepts.
 
-use super::{CallOutcome, Checked, Dispatcher};
+use super::{CallOutcome, Checked, Dispatcher, Target};
 use crate::protocol::{FinishReason, ToolCall};
 
 impl Dispatcher {
@@ -12,25 +12,24 @@ impl Dispatcher {
         call: &ToolCall,
         finish: Option<FinishReason>,
     ) -> Result<Checked, CallOutcome> {
-        let host = self
-            .host_tools
-            .iter()
-            .find(|t| t.spec().name == call.name)
-            .cloned();
-        let plugin = match host {
-            Some(_) => None,
-            None => self.plugins.plugin_for(&call.name).cloned(),
+        let host = self.host_tools.iter().find(|t| t.spec().name == call.name);
+        let target = if host.is_some() {
+            Target::Host
+        } else if let Some(plugin) = self.plugins.plugin_for(&call.name) {
+            Target::Plugin(plugin.clone())
+        } else if let Some(tool) = self.mcp.get(&call.name) {
+            Target::Mcp(tool)
+        } else {
+            return Err(self.unknown(call));
         };
-        let mcp = (host.is_none() && plugin.is_none())
-            .then(|| self.mcp.get(&call.name).map(|t| t.spec.clone()))
-            .flatten();
-        let spec = match (&host, &plugin, mcp) {
-            (Some(tool), _, _) => Some(tool.spec()),
-            (None, Some(plugin), _) => plugin.tools().iter().find(|t| t.name == call.name).cloned(),
-            (None, None, Some(spec)) => Some(spec),
-            (None, None, None) => return Err(self.unknown(call)),
+        let spec = match (&target, host) {
+            (Target::Host, Some(tool)) => Some(tool.spec()),
+            (Target::Plugin(plugin), _) => {
+                plugin.tools().iter().find(|t| t.name == call.name).cloned()
+            }
+            (Target::Mcp(tool), _) => Some(tool.spec.clone()),
+            (Target::Host, None) => None,
         };
-        let is_mcp = host.is_none() && plugin.is_none();
         let Some(mut spec) = spec else {
             return Err(CallOutcome::Invalid(format!(
                 "unknown tool `{}`",
@@ -44,17 +43,14 @@ impl Dispatcher {
                 call.name
             )));
         }
-        if let Some(tool) = &host {
+        if let Some(tool) = host {
             spec.effects = tool.effects(&args, &self.plugins);
         }
         Ok(Checked {
             call: call.clone(),
-            plugin,
-            mcp: is_mcp.then(|| self.mcp.clone()),
-            host: host.is_some(),
+            target,
             spec,
             args,
-            touched: self.touched.clone(),
             checkpoint: self.checkpoint.clone(),
             watch: self.watch.clone(),
             widened: None,

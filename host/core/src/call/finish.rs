@@ -1,20 +1,23 @@
-//! Step 7: a call's end. Its result is labelled by where its content came
+//! Step 8, `finish`: a call's end. Its result is labelled by where its content came
 //! from, shown to the `after_tool` hooks, cut for the model when long (the
 //! whole output saved as an artifact), and logged.
 
+use super::run::Done;
 use super::{CallOutcome, Dispatcher, Sink};
 use crate::protocol::{Effect, Event, Label, LabelKind, ToolCall, ToolOutcome};
+use crate::runtime::Touched;
 
 impl Dispatcher {
     /// Labels, hooks, cuts and logs the end of `call`.
-    pub async fn finish(
+    pub(super) async fn finish(
         &self,
         call: &ToolCall,
-        outcome: CallOutcome,
+        done: Done,
         duration_ms: u64,
         sink: &mut dyn Sink,
     ) -> anyhow::Result<ToolOutcome> {
-        let labels = self.labels(call, &outcome);
+        let Done { outcome, touched } = done;
+        let labels = self.labels(call, &outcome, &touched);
         let outcome = self.after_tool_hooks(call, outcome, &labels, sink).await?;
         let (content, is_error, data) = outcome.into_parts();
         let mut outcome = ToolOutcome {
@@ -40,13 +43,7 @@ impl Dispatcher {
     /// outcome: an error text can carry what it read as well as an output
     /// can. They are known before the hooks run, which see sensitive
     /// content only through the guard.
-    fn labels(&self, call: &ToolCall, outcome: &CallOutcome) -> Vec<Label> {
-        let touched = self
-            .touched
-            .lock()
-            .ok()
-            .and_then(|mut all| all.remove(&call.id))
-            .unwrap_or_default();
+    fn labels(&self, call: &ToolCall, outcome: &CallOutcome, touched: &Touched) -> Vec<Label> {
         let Some(tracker) = &self.tracker else {
             return Vec::new();
         };
@@ -54,7 +51,7 @@ impl Dispatcher {
         let reads_secrets = plugin.is_some_and(|p| p.decl().reads_secrets.contains(&call.name));
         let mut labels = tracker
             .classifier
-            .labels(&call.name, &touched, reads_secrets);
+            .labels(&call.name, touched, reads_secrets);
         let add = |more: Vec<Label>, labels: &mut Vec<Label>| {
             for label in more {
                 if !labels.contains(&label) {

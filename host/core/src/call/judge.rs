@@ -1,31 +1,26 @@
-//! Steps 2 and 4: what the hooks, the permission policy and the
-//! exfiltration guard say about a call, each consulted once, in this order:
+//! Step 4, `judge`: what the permission policy, the hooks' asks and the
+//! exfiltration guard say about a call past its hooks and the protected
+//! paths, each consulted once, in this order:
 //!
-//! 1. the `before_tool` hooks, before every other judge: they may block the
-//!    call, ask for the user's approval, or rewrite its arguments (validated
-//!    again, so the later steps judge the call as it will run);
-//! 2. (the protected paths, [`super::protect`], on the call as it will run;)
-//! 3. the policy, on the call as it will run and, when a hook rewrote it,
+//! 1. the policy, on the call as it will run and, when a hook rewrote it,
 //!    on its original arguments too: the stricter verdict wins
 //!    ([`crate::hooks::stricter`]), so a rewrite never widens what runs;
-//! 4. a hook's ask turns an allow into an ask;
-//! 5. the guard, unless the policy denied: a call that could send data out
+//! 2. a hook's ask turns an allow into an ask;
+//! 3. the guard, unless the policy denied: a call that could send data out
 //!    of a session holding sensitive content is asked, whatever the rule
 //!    or mode said, and an approval for the session covers only calls the
 //!    guard held ([`Scope::Guarded`]).
 
-use super::{CallOutcome, Checked, Dispatcher, Scope, Sink};
+use super::hooks::Hooked;
+use super::{Checked, Dispatcher, Scope, Target};
 use crate::policy::{Decision, Verdict};
-use crate::protocol::{HookEvent, ToolCall};
 
-/// What the `before_tool` hooks of a call left for the policy step.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub(super) struct Hooked {
-    /// The original arguments, when a hook rewrote them (the call now
-    /// carries the new ones).
-    original: Option<serde_json::Value>,
-    /// Hooks that asked for the user's approval, with their reasons.
-    ask: Vec<String>,
+/// A call with its judgement.
+pub(super) struct Judged {
+    /// The call as it will run.
+    pub checked: Checked,
+    /// What the judges said.
+    pub judgement: Judgement,
 }
 
 /// The judges' verdict on one call, before anyone is asked.
@@ -44,61 +39,32 @@ pub(super) struct Judgement {
 }
 
 impl Dispatcher {
-    /// The `before_tool` hooks of `checked`: a rewrite replaces it with the
-    /// call on the new arguments, validated again. `Err` is the refusal
-    /// when a hook blocked (or failed) or the new arguments are invalid.
-    pub(super) async fn before_tool_hooks(
-        &self,
-        checked: &mut Checked,
-        sink: &mut dyn Sink,
-    ) -> anyhow::Result<Result<Hooked, CallOutcome>> {
-        if !self.hooks.has(HookEvent::BeforeTool) {
-            return Ok(Ok(Hooked::default()));
-        }
-        let input = crate::protocol::HookInput::BeforeTool {
-            call: checked.call.clone(),
-            effects: checked.spec.effects.clone(),
-        };
-        let outcome = self.hooks.run(input, sink).await?;
-        let refused = |message: String| CallOutcome::Refused {
-            message,
-            stop: false,
-        };
-        if let Some(why) = outcome.blocked {
-            return Ok(Err(refused(why)));
-        }
-        let mut original = None;
-        if let Some(arguments) = outcome.rewrite {
-            let call = ToolCall {
-                arguments,
-                ..checked.call.clone()
-            };
-            match self.check(&call, None) {
-                Ok(rewritten) => original = Some(std::mem::replace(checked, rewritten).args),
-                Err(invalid) => {
-                    let (why, ..) = invalid.into_parts();
-                    return Ok(Err(refused(format!(
-                        "blocked: a before_tool hook rewrote the arguments into a call that cannot run: {why}"
-                    ))));
-                }
-            }
-        }
-        Ok(Ok(Hooked {
+    /// The policy, the hooks' ask and the guard on `hooked`, in the
+    /// module's order.
+    pub(super) fn judge(&self, hooked: Hooked) -> Judged {
+        let Hooked {
+            checked,
             original,
-            ask: outcome.ask,
-        }))
+            ask,
+        } = hooked;
+        let judgement = self.judgement(&checked, original.as_ref(), &ask);
+        Judged { checked, judgement }
     }
 
-    /// Steps 3–5 of the module's order: the policy, the hooks' ask, the guard.
-    pub(super) fn judge(&self, checked: &Checked, hooked: &Hooked) -> Judgement {
+    fn judgement(
+        &self,
+        checked: &Checked,
+        original: Option<&serde_json::Value>,
+        ask: &[String],
+    ) -> Judgement {
         let mut verdict = self.decide(checked, &checked.args);
-        if let Some(original) = &hooked.original {
+        if let Some(original) = original {
             verdict = crate::hooks::stricter(verdict, self.decide(checked, original));
         }
-        if !hooked.ask.is_empty() && verdict.decision == Decision::Allow {
+        if !ask.is_empty() && verdict.decision == Decision::Allow {
             verdict = Verdict {
                 decision: Decision::Ask,
-                reason: format!("{}; but {}", verdict.reason, hooked.ask.join("; ")),
+                reason: format!("{}; but {}", verdict.reason, ask.join("; ")),
             };
         }
         let scope = Scope::of(&checked.call.name, &checked.args);
@@ -149,15 +115,16 @@ impl Dispatcher {
         }
         // A host tool sends nothing itself; a subagent's calls are judged by
         // its own dispatcher, which shares this tracker.
-        let reach = match (&checked.plugin, &checked.mcp) {
-            (Some(plugin), _) => {
+        let reach = match &checked.target {
+            Target::Plugin(plugin) => {
                 let mut reach = reach(
                     &checked.spec.effects,
                     plugin.decl(),
                     tracker.classifier.workspace(),
                 );
                 // An origin the call names may be approved beyond the grant.
-                if let Some(dest) = super::egress::destination(checked)
+                if let Some(dest) =
+                    super::origin::destination(plugin.decl(), &checked.call.name, &checked.args)
                     && checked
                         .spec
                         .effects
@@ -168,10 +135,8 @@ impl Dispatcher {
                 }
                 reach
             }
-            (None, Some(mcp)) => mcp
-                .get(&checked.call.name)?
-                .reach(tracker.classifier.workspace()),
-            (None, None) => return None,
+            Target::Mcp(tool) => tool.reach(tracker.classifier.workspace()),
+            Target::Host => return None,
         };
         let tool = &checked.call.name;
         crate::policy::hold(&tracker.settings, &tracker.held(), tool, &reach).or_else(|| {

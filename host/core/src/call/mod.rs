@@ -1,23 +1,31 @@
-//! One tool call's path, the same for the agent loop, its subagents and the
-//! MCP server. A call takes these steps, one file each:
+//! One tool call's path, the same for every front-end: the agent loop,
+//! its subagents, the MCP server and `corral tool call`. A call takes these
+//! steps, one file each, each taking the previous step's value and giving
+//! the next (or the refusal that ends the call):
 //!
 //! 1. `check`: the tool exists and the arguments are a JSON object its
-//!    schema accepts (nobody is asked about a call that cannot run);
-//! 2. `judge` asks the `before_tool` hooks first, since a rewrite changes
-//!    the call every later step judges;
+//!    schema accepts (nobody is asked about a call that cannot run):
+//!    a [`Checked`] call with its [`Target`];
+//! 2. `hooks`: the `before_tool` hooks, before every judge, since a
+//!    rewrite changes the call every later step judges: a `Hooked` call;
 //! 3. `protect`: protected paths (`.git` internals, the manifest);
 //! 4. `judge`: the permission policy (on the original arguments too when a
 //!    hook rewrote them), a hook's ask, then the exfiltration guard: each
-//!    consulted once, in this order, into one judgement;
-//! 5. `approve`: an `ask` becomes an `approval_requested` event answered
-//!    by the [`Approver`] (an op, `--yes`, an MCP elicitation, or nobody);
-//! 6. `run`: the call in its plugin's sandbox (or the host's own tool,
-//!    through the caller's [`Runner`]);
-//! 7. `finish`: provenance labels, `after_tool` hooks, truncation (the
+//!    consulted once, in this order, into one `Judged` call;
+//! 5. `egress`: a destination its plugin's grant does not name turns the
+//!    judgement into an ask about that origin;
+//! 6. `approve`: an `ask` becomes an `approval_requested` event answered
+//!    by the [`Approver`] (an op, `--yes`, an MCP elicitation, the command
+//!    line, or nobody): the admitted call;
+//! 7. `run`: a plugin's tool in its sandbox and an MCP tool at its server,
+//!    from here; a host tool through the caller's [`Runner`]; what the
+//!    call touched comes back with its outcome;
+//! 8. `finish`: provenance labels, `after_tool` hooks, truncation (the
 //!    whole output saved as an artifact) and the end event that logs it.
 //!
-//! [`Dispatcher::run_batch`] is the one orchestrator of these steps: every
-//! front-end hands it the calls of one turn (the MCP server a turn of one).
+//! [`Dispatcher::run_batch`] (`batch`) is the one orchestrator of these
+//! steps: every front-end hands it the calls of one turn (the MCP server
+//! and `tool call` a turn of one).
 //!
 //! This module sits below the loop: it must not import `agent`, `mcp`,
 //! `session`, `tui` or `cli`.
@@ -27,21 +35,25 @@ mod batch;
 mod check;
 mod egress;
 mod finish;
+mod hooks;
 mod judge;
+mod log_sink;
+mod origin;
 mod protect;
 mod run;
 
-pub use approve::{Approver, NoApprover, OpApprover, Scope, YesApprover};
-pub use batch::Ran;
+pub use approve::{Approver, CommandLineApprover, NoApprover, OpApprover, Scope, YesApprover};
+pub use batch::{Ended, Ran};
+pub use log_sink::LogSink;
 pub use run::{PluginRunner, Runner, sandbox};
 
 pub use crate::hooks::Emit;
 use crate::policy::Policy;
 use crate::protocol::{Effect, Mode, ToolCall, ToolSpec};
 use crate::provenance::Tracker;
-use crate::runtime::{Plugin, Plugins, Touched};
+use crate::runtime::{Plugin, Plugins};
 use futures::future::BoxFuture;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
@@ -128,28 +140,33 @@ pub trait HostSpec: Send + Sync {
     fn effects(&self, args: &serde_json::Value, plugins: &Plugins) -> Vec<Effect>;
 }
 
+/// What runs a checked call.
+#[derive(Clone)]
+pub enum Target {
+    /// A plugin's tool, in the plugin's sandbox.
+    Plugin(Arc<Plugin>),
+    /// A tool of an `[mcp.NAME]` server, at its server.
+    Mcp(crate::mcp_client::McpTool),
+    /// One of the host's own tools, through the caller's [`Runner`].
+    Host,
+}
+
 /// A call that passed look-up and validation.
 #[derive(Clone)]
 pub struct Checked {
     /// The call.
     pub call: ToolCall,
-    /// The plugin that runs it; `None` for a host tool.
-    plugin: Option<Arc<Plugin>>,
-    /// The MCP servers, when one of their tools runs it.
-    mcp: Option<Arc<crate::mcp_client::McpTools>>,
-    host: bool,
+    /// What runs it.
+    target: Target,
     spec: ToolSpec,
     args: serde_json::Value,
-    /// Where [`run::sandbox`] leaves what the call touched, by call id, for
-    /// [`finish`] to label.
-    touched: Arc<Mutex<HashMap<String, Touched>>>,
     /// Keeps the before-images of the files the call changes.
     checkpoint: Option<Arc<dyn crate::runtime::Checkpoint>>,
     /// Records what the call changes behind the host's back (a program,
     /// an MCP server).
     watch: Option<Arc<crate::checkpoint::Watch>>,
     /// The origin the user approved for this call beyond its plugin's
-    /// `grants.net` ([`egress`]).
+    /// `grants.net` (step 5, `egress`), set when the call is admitted.
     widened: Option<crate::manifest::NetGrant>,
 }
 
@@ -161,7 +178,7 @@ impl Checked {
 
     /// Whether it is one of the host's own tools.
     pub fn is_host_tool(&self) -> bool {
-        self.host
+        matches!(self.target, Target::Host)
     }
 
     /// The validated arguments.
@@ -169,18 +186,50 @@ impl Checked {
         &self.args
     }
 
+    /// The plugin that runs it, when a plugin does.
+    fn plugin(&self) -> Option<&Arc<Plugin>> {
+        match &self.target {
+            Target::Plugin(plugin) => Some(plugin),
+            _ => None,
+        }
+    }
+
     /// The watch that records this call's changes, when it may change the
     /// workspace where `write-files` does not see it: an MCP tool that is
     /// not read-only, or a plugin tool that runs programs. Every other call
     /// costs nothing more.
     fn watched(&self) -> Option<&Arc<crate::checkpoint::Watch>> {
-        let unseen = if self.mcp.is_some() {
-            !self.is_read_only()
-        } else {
-            self.plugin.is_some() && self.spec.effects.contains(&Effect::Execute)
+        let unseen = match &self.target {
+            Target::Mcp(_) => !self.is_read_only(),
+            Target::Plugin(_) => self.spec.effects.contains(&Effect::Execute),
+            Target::Host => false,
         };
         self.watch.as_ref().filter(|_| unseen)
     }
+}
+
+/// What a [`Dispatcher`] is made of. Every front-end builds its pipeline
+/// from one ([`Dispatcher::of`]): the loop and its subagents from the
+/// session's options, the MCP server and `corral tool call` from the loaded
+/// manifest (`Loaded::front`, in the load module).
+pub struct Front {
+    /// The loaded plugins.
+    pub plugins: Arc<Plugins>,
+    /// The permission policy, its mode included.
+    pub policy: Policy,
+    /// Who answers an `ask`.
+    pub approver: Arc<dyn Approver>,
+    /// Output longer than this many bytes is cut for the model and saved
+    /// whole; `None` cuts nothing.
+    pub output_limit: Option<usize>,
+    /// The `[hooks]` run around every call.
+    pub hooks: Arc<crate::hooks::Hooks>,
+    /// The `[mcp.NAME]` servers' tools, after the plugins'.
+    pub mcp: Arc<crate::mcp_client::McpTools>,
+    /// Provenance labels and the exfiltration guard; `None` labels nothing.
+    pub tracker: Option<Arc<Tracker>>,
+    /// The host's own tools (none but in a session).
+    pub host_tools: Vec<Arc<dyn HostSpec>>,
 }
 
 /// Takes tool calls through their path; holds what the session approved.
@@ -196,8 +245,6 @@ pub struct Dispatcher {
     output_limit: Option<usize>,
     /// Provenance labels and the exfiltration guard; `None` labels nothing.
     tracker: Option<Arc<Tracker>>,
-    /// What each call touched, between its run and its end.
-    touched: Arc<Mutex<HashMap<String, Touched>>>,
     /// The host's own tools this dispatcher takes (none for the MCP server).
     host_tools: Vec<Arc<dyn HostSpec>>,
     /// The session's hooks (`[hooks]`): before a call's policy check, after it.
@@ -216,6 +263,28 @@ pub struct Dispatcher {
 }
 
 impl Dispatcher {
+    /// The dispatcher `front` describes.
+    pub fn of(front: Front) -> Self {
+        let Front {
+            plugins,
+            policy,
+            approver,
+            output_limit,
+            hooks,
+            mcp,
+            tracker,
+            host_tools,
+        } = front;
+        let mut dispatcher = Self::new(plugins, policy, approver, output_limit)
+            .with_hooks(hooks)
+            .with_mcp(mcp)
+            .with_host_tools(host_tools);
+        if let Some(tracker) = tracker {
+            dispatcher.set_tracker(tracker);
+        }
+        dispatcher
+    }
+
     /// A dispatcher for `plugins`' tools under `policy`. Output longer than
     /// `output_limit` bytes is cut for the model and saved whole.
     pub fn new(
@@ -231,7 +300,6 @@ impl Dispatcher {
             approved: Mutex::new(HashSet::new()),
             output_limit,
             tracker: None,
-            touched: Arc::default(),
             host_tools: Vec::new(),
             hooks: Arc::default(),
             workspace: None,

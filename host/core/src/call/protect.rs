@@ -1,33 +1,34 @@
-//! Step 3: protected paths. A call that writes may not name `.git`
+//! Step 3, `protect`: protected paths. A call that writes may not name `.git`
 //! internals or corral's manifest, judged on every path argument as written
 //! and as it resolves through symlinks beneath the workspace; the built-in
 //! git plugin is exempt ([`crate::runtime::may_write_git`]).
 
-use super::{CallOutcome, Checked, Dispatcher, Sink};
+use super::hooks::Hooked;
+use super::{CallOutcome, Dispatcher, Sink};
 use crate::protocol::{Effect, Event, PermissionDecision};
 use std::path::PathBuf;
 
 impl Dispatcher {
-    /// The refusal of `checked` when it would write a protected path, its
-    /// denial logged; `None` lets it on to the policy.
+    /// `hooked` on to the policy, or its refusal when it would write a
+    /// protected path, the denial logged.
     pub(super) fn protect(
         &self,
-        checked: &Checked,
+        hooked: Hooked,
         sink: &mut dyn Sink,
-    ) -> anyhow::Result<Option<CallOutcome>> {
+    ) -> anyhow::Result<Result<Hooked, CallOutcome>> {
+        let checked = &hooked.checked;
         if !checked.spec.effects.contains(&Effect::Write) {
-            return Ok(None);
+            return Ok(Ok(hooked));
         }
         let exempt = checked
-            .plugin
-            .as_ref()
+            .plugin()
             .is_some_and(|p| crate::runtime::may_write_git(&p.decl().source));
         if exempt {
-            return Ok(None);
+            return Ok(Ok(hooked));
         }
         let resolve = |p: &str| self.resolve(p);
         let Some(path) = crate::policy::protected_target_at(&checked.args, &resolve) else {
-            return Ok(None);
+            return Ok(Ok(hooked));
         };
         let reason = format!(
             "{path} is protected: .git internals (use the git tools) and corral's manifest are read-only to tools"
@@ -38,7 +39,7 @@ impl Dispatcher {
             decision: PermissionDecision::Deny,
             reason: reason.clone(),
         })?;
-        Ok(Some(CallOutcome::Refused {
+        Ok(Err(CallOutcome::Refused {
             message: format!("denied: {reason}"),
             stop: false,
         }))

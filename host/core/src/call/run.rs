@@ -1,18 +1,44 @@
-//! Step 6: an admitted call runs: a plugin's tool in its sandbox
-//! ([`sandbox`]), a host tool through the caller's [`Runner`].
+//! Step 7, `run`: an admitted call runs: a plugin's tool in its sandbox and
+//! an MCP tool at its server, from here ([`sandbox`]); a host tool through
+//! the caller's [`Runner`]. What the call touched comes back with its
+//! outcome, for step 8 to label.
 
-use super::{CallOutcome, Checked};
+use super::{CallOutcome, Checked, Dispatcher, Target};
 use crate::checkpoint::{Before, Watch};
 use crate::protocol::{Event, ToolCall};
-use crate::runtime::ToolError;
+use crate::runtime::{ToolError, Touched};
 use futures::future::BoxFuture;
 use std::sync::Arc;
 
-/// How the calls of a batch run, and what the caller does around them: the
-/// loop runs its host tools and subagents; the MCP server runs plugin tools
-/// only ([`PluginRunner`]).
+/// What a call's run gave: its outcome and what it touched.
+pub(super) struct Done {
+    /// What became of the call.
+    pub outcome: CallOutcome,
+    /// The files and hosts it touched, for its labels.
+    pub touched: Touched,
+}
+
+impl Dispatcher {
+    /// Runs one admitted call where its target runs it.
+    pub(super) async fn run(&self, checked: &Checked, runner: &dyn Runner) -> Done {
+        match checked.target {
+            Target::Host => Done {
+                outcome: runner.run(checked).await,
+                touched: Touched::default(),
+            },
+            Target::Plugin(_) | Target::Mcp(_) => {
+                let (outcome, touched) = sandbox(checked).await;
+                Done { outcome, touched }
+            }
+        }
+    }
+}
+
+/// How the host's own tools of a batch run, and what the caller does around
+/// the calls: the loop runs its host tools and subagents; the MCP server and
+/// `tool call` have none ([`PluginRunner`]).
 pub trait Runner: Sync {
-    /// Runs one admitted call.
+    /// Runs one admitted call of a host tool.
     fn run<'a>(&'a self, checked: &'a Checked) -> BoxFuture<'a, CallOutcome>;
 
     /// Waits for what the calls of a group started and left running (a
@@ -35,20 +61,25 @@ pub trait Runner: Sync {
     }
 }
 
-/// Runs plugin tools only: a host tool, which needs a session, fails.
+/// No host tools: a host tool, which needs a session, fails.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct PluginRunner;
 
 impl Runner for PluginRunner {
     fn run<'a>(&'a self, checked: &'a Checked) -> BoxFuture<'a, CallOutcome> {
-        Box::pin(sandbox(checked))
+        let name = checked.call.name.clone();
+        Box::pin(async move {
+            CallOutcome::Failed(format!(
+                "`{name}` is the host's own tool and runs only in a session"
+            ))
+        })
     }
 }
 
-/// The call in its plugin's sandbox; what it touched is kept for its end,
-/// and what it changed where `write-files` does not see (a program, an MCP
-/// server) is recorded for undo.
-pub async fn sandbox(checked: &Checked) -> CallOutcome {
+/// The call in its plugin's sandbox or at its MCP server, and what it
+/// touched; what it changed where `write-files` does not see (a program,
+/// an MCP server) is recorded for undo.
+pub async fn sandbox(checked: &Checked) -> (CallOutcome, Touched) {
     let Some(watch) = checked.watched() else {
         return unwatched(checked).await;
     };
@@ -56,7 +87,7 @@ pub async fn sandbox(checked: &Checked) -> CallOutcome {
         before: Some(watch.before().await),
         watch: watch.clone(),
     };
-    let mut outcome = unwatched(checked).await;
+    let (mut outcome, touched) = unwatched(checked).await;
     if let Some(before) = watched.before.take()
         && let Some(note) = watch.after(before).await
     {
@@ -67,7 +98,7 @@ pub async fn sandbox(checked: &Checked) -> CallOutcome {
             _ => {}
         }
     }
-    outcome
+    (outcome, touched)
 }
 
 /// A watched call in flight: when it is dropped before its end (the user
@@ -94,23 +125,28 @@ impl Drop for Watched {
     }
 }
 
-async fn unwatched(checked: &Checked) -> CallOutcome {
+async fn unwatched(checked: &Checked) -> (CallOutcome, Touched) {
     let call = &checked.call;
-    if let Some(mcp) = &checked.mcp {
-        return match mcp.call(&call.name, &checked.args).await {
-            Ok((content, is_error, data)) => CallOutcome::Output {
-                content,
-                is_error,
-                data,
-            },
-            Err(why) => CallOutcome::Failed(why),
-        };
-    }
-    let Some(plugin) = &checked.plugin else {
-        return CallOutcome::Failed(format!(
-            "`{}` is the host's own tool and runs only in a session",
-            call.name
-        ));
+    let plugin = match &checked.target {
+        Target::Plugin(plugin) => plugin,
+        Target::Mcp(tool) => {
+            let outcome = match tool.call(&checked.args).await {
+                Ok((content, is_error, data)) => CallOutcome::Output {
+                    content,
+                    is_error,
+                    data,
+                },
+                Err(why) => CallOutcome::Failed(why),
+            };
+            return (outcome, Touched::default());
+        }
+        Target::Host => {
+            let outcome = CallOutcome::Failed(format!(
+                "`{}` is the host's own tool and runs only in a session",
+                call.name
+            ));
+            return (outcome, Touched::default());
+        }
     };
     let widened = checked.widened.iter().cloned().collect();
     let run = plugin.call_touched(&call.name, &call.arguments, &call.id, widened);
@@ -118,12 +154,7 @@ async fn unwatched(checked: &Checked) -> CallOutcome {
         Some(checkpoint) => crate::runtime::checkpoint_scope(checkpoint.clone(), run).await,
         None => run.await,
     };
-    if !touched.is_empty()
-        && let Ok(mut all) = checked.touched.lock()
-    {
-        all.insert(call.id.clone(), touched);
-    }
-    match result {
+    let outcome = match result {
         Ok(out) => CallOutcome::Output {
             content: out.content,
             is_error: out.is_error,
@@ -131,5 +162,6 @@ async fn unwatched(checked: &Checked) -> CallOutcome {
         },
         Err(ToolError::Fatal(m)) => CallOutcome::Fatal(m),
         Err(e) => CallOutcome::Failed(e.to_string()),
-    }
+    };
+    (outcome, touched)
 }

@@ -85,6 +85,12 @@ pub struct Finished {
 /// ends the session after the running turn is interrupted.
 pub struct Session {
     id: String,
+    /// The workspace, whose changes [`Session::diff`] shows.
+    workspace: PathBuf,
+    /// The loaded plugins.
+    plugins: Arc<crate::runtime::Plugins>,
+    /// Every tool the session offers, as loaded at its start.
+    tools: Vec<SessionTool>,
     log_path: PathBuf,
     resumed_messages: Option<usize>,
     ops: UnboundedSender<Op>,
@@ -92,6 +98,16 @@ pub struct Session {
     /// Room for deltas, given back as [`Session::next_event`] takes them.
     backlog: BacklogGuard,
     task: tokio::task::JoinHandle<anyhow::Result<Finished>>,
+}
+
+/// One tool a session offers, and where it comes from.
+#[derive(Debug, Clone)]
+pub struct SessionTool {
+    /// The plugin that provides it, `mcp:NAME` for a server's, or the
+    /// host's own ([`crate::agent::HOST_TOOLS`]).
+    pub source: String,
+    /// How the model sees it.
+    pub spec: crate::protocol::ToolSpec,
 }
 
 /// Closes the backlog when the receiving end goes, so that a turn still
@@ -195,6 +211,8 @@ pub async fn open(config: SessionConfig) -> Result<Session, String> {
         ..AgentOptions::default()
     };
 
+    let tools = offered(&plugins, &options.mcp);
+    let kept = plugins.clone();
     let (agent, resumed_messages) = start_agent(&config, &manifest, plugins, options, resume_path)?;
     let id = agent.session_id().to_owned();
     let log_path = agent.log_path();
@@ -211,6 +229,9 @@ pub async fn open(config: SessionConfig) -> Result<Session, String> {
     let task = tokio::spawn(drive(agent, op_approver, ops_rx, agent_tx));
     Ok(Session {
         id,
+        workspace: manifest.workspace.clone(),
+        plugins: kept,
+        tools,
         log_path,
         resumed_messages,
         ops: ops_tx,
@@ -218,6 +239,26 @@ pub async fn open(config: SessionConfig) -> Result<Session, String> {
         backlog: BacklogGuard(backlog),
         task,
     })
+}
+
+/// The tools of `plugins`, of the MCP servers `mcp` and the host's own.
+fn offered(
+    plugins: &crate::runtime::Plugins,
+    mcp: &crate::mcp_client::McpTools,
+) -> Vec<SessionTool> {
+    let of_plugins = plugins.tools().into_iter().map(|(p, spec)| SessionTool {
+        source: p.decl().name.clone(),
+        spec: spec.clone(),
+    });
+    let of_servers = mcp.tools().into_iter().map(|t| SessionTool {
+        source: format!("mcp:{}", t.server()),
+        spec: t.spec,
+    });
+    let of_host = crate::agent::HostTool::ALL.iter().map(|t| SessionTool {
+        source: crate::agent::HOST_TOOLS.to_owned(),
+        spec: t.spec(),
+    });
+    of_plugins.chain(of_servers).chain(of_host).collect()
 }
 
 /// Where `config`'s session logs go.
@@ -277,6 +318,23 @@ impl Session {
     /// The session id.
     pub fn id(&self) -> &str {
         &self.id
+    }
+
+    /// Every tool the session offers, as loaded at its start.
+    pub fn tools(&self) -> &[SessionTool] {
+        &self.tools
+    }
+
+    /// The session's plugins.
+    pub fn plugins(&self) -> &Arc<crate::runtime::Plugins> {
+        &self.plugins
+    }
+
+    /// `git diff` of the session's workspace, untracked files included,
+    /// run confined (nothing the repository holds runs: no fsmonitor,
+    /// external diff or textconv). `Err` says why there is none.
+    pub fn diff(&self) -> Result<String, String> {
+        super::diff::git_diff(&self.workspace)
     }
 
     /// The session log's path.
