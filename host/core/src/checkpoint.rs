@@ -521,7 +521,7 @@ impl Plan {
                 mode,
             });
         }
-        crate::runtime::restore_files(&self.workspace, files)?;
+        crate::runtime::restore_files(&self.workspace, files).map_err(|e| e.to_string())?;
         let restored: Vec<PathBuf> = self.files.iter().map(|f| f.path.clone()).collect();
         let store = Checkpoints {
             record: self.record.clone(),

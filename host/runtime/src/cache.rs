@@ -56,22 +56,37 @@ pub const CACHE_DEFAULT_MAX_MB: u64 = 512;
 
 /// The cache's size cap in bytes, from [`CACHE_MAX_MB_VAR`] (default
 /// [`CACHE_DEFAULT_MAX_MB`] MiB), or why the variable's value is not one.
-pub fn cache_max_bytes() -> Result<u64, String> {
+pub fn cache_max_bytes() -> Result<u64, CacheSizeError> {
     match std::env::var(CACHE_MAX_MB_VAR) {
         Err(std::env::VarError::NotPresent) => Ok(CACHE_DEFAULT_MAX_MB << 20),
-        Err(std::env::VarError::NotUnicode(_)) => Err(format!(
-            "{CACHE_MAX_MB_VAR} is not valid text; set it to a whole number of MiB such as {CACHE_DEFAULT_MAX_MB}"
-        )),
+        Err(std::env::VarError::NotUnicode(_)) => Err(CacheSizeError::NotText),
         Ok(v) => v
             .trim()
             .parse::<u64>()
             .map(|mb| mb.saturating_mul(1 << 20))
-            .map_err(|_| {
-                format!(
-                    "{CACHE_MAX_MB_VAR}=`{v}` is not a whole number of MiB; set it to a number such as {CACHE_DEFAULT_MAX_MB}, or unset it for the default"
-                )
-            }),
+            .map_err(|_| CacheSizeError::NotANumber(v)),
     }
+}
+
+/// Why [`CACHE_MAX_MB_VAR`] does not set the cache's size cap.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CacheSizeError {
+    /// The variable is not valid Unicode.
+    #[error(
+        "{} is not valid text; set it to a whole number of MiB such as {}",
+        CACHE_MAX_MB_VAR,
+        CACHE_DEFAULT_MAX_MB
+    )]
+    NotText,
+    /// The variable's value, which is not a whole number.
+    #[error(
+        "{}=`{}` is not a whole number of MiB; set it to a number such as {}, or unset it for \
+         the default",
+        CACHE_MAX_MB_VAR,
+        .0,
+        CACHE_DEFAULT_MAX_MB
+    )]
+    NotANumber(String),
 }
 
 /// One compiled component in the cache.

@@ -105,7 +105,7 @@ impl Compiler {
                 (component, imports, outcome)
             }
         };
-        super::imports::check(decl, &imports).map_err(LoadError)?;
+        super::imports::check(decl, &imports)?;
         let kind = self.link(decl, sha256, &component)?;
         Ok(Compiled {
             imports,

@@ -71,54 +71,130 @@ impl CallCaps {
 
     /// `Err` with the reason when this call may not run programs, whatever
     /// `grants.exec` allows.
-    pub(crate) fn process(&self, plugin: &str) -> Result<(), String> {
+    pub(crate) fn process(&self, plugin: &str) -> Result<(), Refused> {
         match self {
             CallCaps::Invoke { effects, .. } if effects.contains(&Effect::Execute) => Ok(()),
             CallCaps::Hook => Ok(()),
-            CallCaps::Invoke { tool, effects, .. } => Err(format!(
-                "tool `{tool}` (plugin `{plugin}`) may not run programs: it declares {}, and corral \
-                 runs programs only for tools that declare the `execute` effect; declare `execute` \
-                 in the tool's effects so that the permission policy judges its calls as running programs",
-                declared(effects)
-            )),
-            CallCaps::Preview { tool } => Err(format!(
-                "the preview of `{tool}` (plugin `{plugin}`) may not run programs: previews run \
-                 before approval with no programs, no network and read-only directories; \
-                 compute the diff from the files alone"
-            )),
-            CallCaps::Describe => Err(format!(
-                "`describe` of plugin `{plugin}` may not run programs: it runs at load time with \
-                 no programs, no network and read-only directories"
-            )),
-            CallCaps::Provider => Err(format!(
-                "provider plugin `{plugin}` may not run programs: providers only talk to their API"
-            )),
+            CallCaps::Invoke { tool, effects, .. } => Err(Refused::ToolPrograms {
+                tool: tool.clone(),
+                plugin: plugin.to_owned(),
+                declared: declared(effects),
+            }),
+            CallCaps::Preview { tool } => Err(Refused::PreviewPrograms {
+                tool: tool.clone(),
+                plugin: plugin.to_owned(),
+            }),
+            CallCaps::Describe => Err(Refused::DescribePrograms {
+                plugin: plugin.to_owned(),
+            }),
+            CallCaps::Provider => Err(Refused::ProviderPrograms {
+                plugin: plugin.to_owned(),
+            }),
         }
     }
 
     /// `Err` with the reason when this call may not send HTTP requests,
     /// whatever `grants.net` allows.
-    pub(crate) fn network(&self, plugin: &str) -> Result<(), String> {
+    pub(crate) fn network(&self, plugin: &str) -> Result<(), Refused> {
         match self {
             CallCaps::Invoke { effects, .. } if effects.contains(&Effect::Network) => Ok(()),
             CallCaps::Provider | CallCaps::Hook => Ok(()),
-            CallCaps::Invoke { tool, effects, .. } => Err(format!(
-                "tool `{tool}` (plugin `{plugin}`) may not reach the network: it declares {}, \
-                 and corral sends requests only for tools that declare the `network` effect; \
-                 declare `network` in the tool's effects so that the permission policy judges \
-                 its calls as reaching the network",
-                declared(effects)
-            )),
-            CallCaps::Preview { tool } => Err(format!(
-                "the preview of `{tool}` (plugin `{plugin}`) may not reach the network: previews \
-                 run before approval with no programs, no network and read-only directories"
-            )),
-            CallCaps::Describe => Err(format!(
-                "`describe` of plugin `{plugin}` may not reach the network: it runs at load time \
-                 with no programs, no network and read-only directories"
-            )),
+            CallCaps::Invoke { tool, effects, .. } => Err(Refused::ToolNetwork {
+                tool: tool.clone(),
+                plugin: plugin.to_owned(),
+                declared: declared(effects),
+            }),
+            CallCaps::Preview { tool } => Err(Refused::PreviewNetwork {
+                tool: tool.clone(),
+                plugin: plugin.to_owned(),
+            }),
+            CallCaps::Describe => Err(Refused::DescribeNetwork {
+                plugin: plugin.to_owned(),
+            }),
         }
     }
+}
+
+/// Why a call may not use what its plugin's grants allow: what the call is
+/// does not allow it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum Refused {
+    /// A tool that does not declare `execute` tried to run a program.
+    #[error(
+        "tool `{tool}` (plugin `{plugin}`) may not run programs: it declares {declared}, and corral \
+         runs programs only for tools that declare the `execute` effect; declare `execute` \
+         in the tool's effects so that the permission policy judges its calls as running programs"
+    )]
+    ToolPrograms {
+        /// The tool.
+        tool: String,
+        /// Its plugin.
+        plugin: String,
+        /// The effects it declares, in words.
+        declared: String,
+    },
+    /// A preview tried to run a program.
+    #[error(
+        "the preview of `{tool}` (plugin `{plugin}`) may not run programs: previews run \
+         before approval with no programs, no network and read-only directories; \
+         compute the diff from the files alone"
+    )]
+    PreviewPrograms {
+        /// The tool previewed.
+        tool: String,
+        /// Its plugin.
+        plugin: String,
+    },
+    /// `describe` tried to run a program.
+    #[error(
+        "`describe` of plugin `{plugin}` may not run programs: it runs at load time with \
+         no programs, no network and read-only directories"
+    )]
+    DescribePrograms {
+        /// The plugin.
+        plugin: String,
+    },
+    /// A provider tried to run a program.
+    #[error("provider plugin `{plugin}` may not run programs: providers only talk to their API")]
+    ProviderPrograms {
+        /// The plugin.
+        plugin: String,
+    },
+    /// A tool that does not declare `network` tried to send a request.
+    #[error(
+        "tool `{tool}` (plugin `{plugin}`) may not reach the network: it declares {declared}, \
+         and corral sends requests only for tools that declare the `network` effect; \
+         declare `network` in the tool's effects so that the permission policy judges \
+         its calls as reaching the network"
+    )]
+    ToolNetwork {
+        /// The tool.
+        tool: String,
+        /// Its plugin.
+        plugin: String,
+        /// The effects it declares, in words.
+        declared: String,
+    },
+    /// A preview tried to send a request.
+    #[error(
+        "the preview of `{tool}` (plugin `{plugin}`) may not reach the network: previews \
+         run before approval with no programs, no network and read-only directories"
+    )]
+    PreviewNetwork {
+        /// The tool previewed.
+        tool: String,
+        /// Its plugin.
+        plugin: String,
+    },
+    /// `describe` tried to send a request.
+    #[error(
+        "`describe` of plugin `{plugin}` may not reach the network: it runs at load time \
+         with no programs, no network and read-only directories"
+    )]
+    DescribeNetwork {
+        /// The plugin.
+        plugin: String,
+    },
 }
 
 impl CallCaps {
@@ -226,11 +302,11 @@ mod tests {
 
     #[test]
     fn refusals_name_the_tool_the_reason_and_the_fix() {
-        let why = invoke(&[R]).process("sneaky").unwrap_err();
+        let why = invoke(&[R]).process("sneaky").unwrap_err().to_string();
         assert!(why.contains("tool `t` (plugin `sneaky`)"), "{why}");
         assert!(why.contains("declares only read"), "{why}");
         assert!(why.contains("declare `execute`"), "{why}");
-        let why = invoke(&[R, W]).network("p").unwrap_err();
+        let why = invoke(&[R, W]).network("p").unwrap_err().to_string();
         assert!(why.contains("declares read and write"), "{why}");
         assert!(why.contains("declare `network`"), "{why}");
     }

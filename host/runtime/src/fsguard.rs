@@ -79,6 +79,18 @@ pub(crate) struct Guard {
     project_dir: Option<FileId>,
 }
 
+/// Why a descriptor opened for a plugin is taken back: it lies in corral's
+/// own state, or where it lies cannot be told.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum InKept {
+    /// The kernel did not say where the descriptor leads.
+    #[error("where it lies cannot be checked")]
+    Unknown,
+    /// It leads into corral's own state.
+    #[error("{}", KEPT)]
+    Kept,
+}
+
 /// A file's identity: device and inode.
 type FileId = (u64, u64);
 
@@ -163,16 +175,16 @@ impl Guard {
     /// Refuses a descriptor a plugin just opened when it lies in corral's
     /// own state: judged by where the kernel says it is
     /// (`/proc/self/fd`), whatever path and links led there.
-    pub(crate) fn refuse_kept_fd(&self, fd: BorrowedFd<'_>) -> Result<(), String> {
+    pub(crate) fn refuse_kept_fd(&self, fd: BorrowedFd<'_>) -> Result<(), InKept> {
         if self.kept.is_empty() {
             return Ok(());
         }
         let link = format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(&fd));
         let Ok(at) = std::fs::read_link(&link) else {
-            return Err("where it lies cannot be checked".into());
+            return Err(InKept::Unknown);
         };
         if self.is_kept(&at) {
-            return Err(KEPT.into());
+            return Err(InKept::Kept);
         }
         Ok(())
     }
@@ -654,7 +666,11 @@ impl GuardView<'_> {
         };
         let taken = Resource::<Descriptor>::new_own(new.rep());
         self.fs.table.delete(taken)?;
-        Ok(Some(self.refuse("open", path, Refusal::protected(why))))
+        Ok(Some(self.refuse(
+            "open",
+            path,
+            Refusal::protected(why.to_string()),
+        )))
     }
 
     fn refuse(&self, op: &str, path: &str, r: Refusal) -> ErrorCode {

@@ -83,7 +83,7 @@ impl Plugin {
     /// [`ToolError::Sandbox`]; the decision's text is cut to the plugin's
     /// output limit.
     pub async fn handle_hook(&self, input: &HookInput) -> Result<Verdict, ToolError> {
-        let PluginKind::Hook(pre) = self.kind().await.map_err(ToolError::Sandbox)? else {
+        let PluginKind::Hook(pre) = self.kind().await.map_err(|e| ToolError::Sandbox(e.0))? else {
             return Err(ToolError::Failed(format!(
                 "plugin `{}` is not a hook plugin: it does not export corral:plugin/hook@0.1.0",
                 self.decl.name

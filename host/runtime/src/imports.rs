@@ -12,6 +12,7 @@
 //! `access-denied` (name lookups with `permanent-resolver-failure`),
 //! `wasi:http` with `HttpRequestDenied`.
 
+use super::error::LoadError;
 use crate::manifest::PluginDecl;
 
 /// A capability a component's imports let it ask for.
@@ -191,9 +192,12 @@ pub(crate) fn refusal(imports: &[String]) -> Option<String> {
 /// Refuses a component that imports an interface corral does not provide;
 /// the message names the plugin, where it is declared, each such import and
 /// its likely cause.
-pub(crate) fn check(decl: &PluginDecl, imports: &[String]) -> Result<(), String> {
+pub(crate) fn check(decl: &PluginDecl, imports: &[String]) -> Result<(), LoadError> {
     match refusal(imports) {
-        Some(why) => Err(format!("plugin `{}` ({}): {why}", decl.name, decl.origin)),
+        Some(why) => Err(LoadError(format!(
+            "plugin `{}` ({}): {why}",
+            decl.name, decl.origin
+        ))),
         None => Ok(()),
     }
 }

@@ -88,8 +88,8 @@ mod writes;
 pub use admission::CALLS_MEMORY_MB;
 pub use budget::EVENT_CHANNEL_CAPACITY;
 pub use cache::{
-    CACHE_DEFAULT_MAX_MB, CACHE_MAX_MB_VAR, CacheEntry, CacheOutcome, CacheReport, cache_max_bytes,
-    cache_report, clear_cache, prune_cache,
+    CACHE_DEFAULT_MAX_MB, CACHE_MAX_MB_VAR, CacheEntry, CacheOutcome, CacheReport, CacheSizeError,
+    cache_max_bytes, cache_report, clear_cache, prune_cache,
 };
 pub use checkpoint::{
     Change as CheckpointChange, Checkpoint, Image as CheckpointImage, scope as checkpoint_scope,
@@ -104,7 +104,7 @@ pub use precompiled::PRECOMPILED_VAR;
 pub use registry::Plugins;
 pub use touched::{ProgramRun, Touched};
 pub use vetting::Withheld;
-pub use writes::{Restore, restore_files};
+pub use writes::{Restore, RestoreError, restore_files};
 
 use crate::manifest::{Manifest, PluginDecl};
 use std::path::PathBuf;

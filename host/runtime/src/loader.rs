@@ -161,7 +161,7 @@ pub(super) async fn load(rt: &Runtime, manifest: &Manifest) -> Result<Plugins, L
         let key = Descriptions::key(decl, manifest, &sha256);
         let plugin = match rt.descriptions.get(&key, &sha256) {
             Some(cached) => {
-                super::imports::check(decl, &cached.imports).map_err(LoadError)?;
+                super::imports::check(decl, &cached.imports)?;
                 tracing::info!(
                     plugin = %decl.name,
                     "tools from the description cache; the component is loaded only when a call \

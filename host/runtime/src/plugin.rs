@@ -83,36 +83,33 @@ impl Plugin {
 
     /// Its code: compiled on the first call that needs it (once, however
     /// many calls ask at the same time).
-    pub(super) async fn kind(&self) -> Result<&PluginKind, String> {
+    pub(super) async fn kind(&self) -> Result<&PluginKind, LoadError> {
         let code = self
             .code
             .get_or_try_init(|| async {
-                let compiler = self
-                    .compiler
-                    .as_ref()
-                    .ok_or_else(|| format!("plugin `{}` has no code to run", self.decl.name))?;
+                let compiler = self.compiler.as_ref().ok_or_else(|| {
+                    LoadError(format!("plugin `{}` has no code to run", self.decl.name))
+                })?;
                 let started = std::time::Instant::now();
-                let compiled = compiler
-                    .compile(&self.decl, &self.sha256, None)
-                    .map_err(|e| e.0)?;
+                let compiled = compiler.compile(&self.decl, &self.sha256, None)?;
                 // The cached description was stored for this very component
                 // (its hash is in the key); a disagreement means the cache
                 // entry is not what it claims to be.
                 if compiled.imports != self.imports
                     || compiled.code.kind.is_provider() != self.provider
                 {
-                    return Err(format!(
+                    return Err(LoadError(format!(
                         "plugin `{}`: its cached description does not match its component; \
                          run `corral plugin cache --clear` and try again",
                         self.decl.name
-                    ));
+                    )));
                 }
                 tracing::debug!(
                     plugin = %self.decl.name,
                     "ready for its first call ({:.1?})",
                     started.elapsed()
                 );
-                Ok::<Code, String>(compiled.code)
+                Ok::<Code, LoadError>(compiled.code)
             })
             .await?;
         Ok(&code.kind)
@@ -166,7 +163,7 @@ impl Plugin {
     /// follow files that change.
     pub(super) async fn describe(&self) -> Result<(Vec<ToolSpec>, bool), LoadError> {
         let name = &self.decl.name;
-        let kind = self.kind().await.map_err(LoadError)?;
+        let kind = self.kind().await?;
         let PluginKind::Tool(pre) = kind else {
             return Ok((Vec::new(), true));
         };
@@ -285,7 +282,7 @@ impl Plugin {
         };
         let output_cap = self.decl.limits.output_kb.saturating_mul(1024);
         tracing::debug!(plugin = %self.decl.name, tool, "call started");
-        let PluginKind::Tool(pre) = self.kind().await.map_err(ToolError::Sandbox)? else {
+        let PluginKind::Tool(pre) = self.kind().await.map_err(|e| ToolError::Sandbox(e.0))? else {
             return Err(ToolError::UnknownTool(tool.to_owned()));
         };
         // The same declared effects the permission policy judged this call by.
@@ -342,7 +339,7 @@ impl Plugin {
         arguments: &str,
         call_id: &str,
     ) -> Result<Option<String>, ToolError> {
-        let PluginKind::Tool(pre) = self.kind().await.map_err(ToolError::Sandbox)? else {
+        let PluginKind::Tool(pre) = self.kind().await.map_err(|e| ToolError::Sandbox(e.0))? else {
             return Err(ToolError::UnknownTool(tool.to_owned()));
         };
         let call = wit::ToolCall {

@@ -61,6 +61,7 @@ impl Host for ProcessView<'_> {
         // Grants say which programs the plugin may ever run, the call's
         // declared effects whether this call may run any.
         if let Err(why) = self.caps.process(self.plugin) {
+            let why = why.to_string();
             tracing::warn!(target: "corral::exec", "refused {:?}: {why}", command.program);
             return Err(ProcessError::NotGranted(why));
         }

@@ -274,7 +274,7 @@ impl Plugin {
         let kind = self
             .kind()
             .await
-            .map_err(|message| ProviderError::Plugin { message })?;
+            .map_err(|e| ProviderError::Plugin { message: e.0 })?;
         let PluginKind::Provider(pre) = kind else {
             return Err(ProviderError::Plugin {
                 message: format!("plugin `{}` is not a provider", self.decl.name),

@@ -227,7 +227,7 @@ impl Sandbox<'_> {
         let refused = if allow.is_empty() {
             None
         } else {
-            caps.network(name).err()
+            caps.network(name).err().map(|e| e.to_string())
         };
         let egress = http::Egress {
             plugin: self.plugin.name.clone(),

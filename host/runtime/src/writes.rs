@@ -326,34 +326,25 @@ pub struct Restore {
 /// that was judged, all of them or none, whole across a crash (the
 /// workspace's journal). A restore is a write: it may go nowhere a write
 /// may not.
-pub fn restore_files(workspace: &Path, files: Vec<Restore>) -> Result<(), String> {
-    let workspace = workspace.canonicalize().map_err(|e| {
-        format!(
-            "the workspace {} cannot be opened: {}",
-            workspace.display(),
-            in_words(&e)
-        )
-    })?;
-    let root = Arc::new(File::from(super::fsguard::open_root(&workspace).map_err(
-        |e| {
-            format!(
-                "the workspace {} cannot be opened: {}",
-                workspace.display(),
-                in_words(&e)
-            )
-        },
-    )?));
-    let guard = Guard::for_host(&workspace).map_err(|e| {
-        format!(
-            "the workspace {} cannot be examined: {}",
-            workspace.display(),
-            in_words(&e)
-        )
+pub fn restore_files(workspace: &Path, files: Vec<Restore>) -> Result<(), RestoreError> {
+    let unopened = |workspace: &Path, e: &std::io::Error| RestoreError::Unopened {
+        workspace: workspace.to_path_buf(),
+        why: in_words(e),
+    };
+    let workspace = workspace
+        .canonicalize()
+        .map_err(|e| unopened(workspace, &e))?;
+    let root = Arc::new(File::from(
+        super::fsguard::open_root(&workspace).map_err(|e| unopened(&workspace, &e))?,
+    ));
+    let guard = Guard::for_host(&workspace).map_err(|e| RestoreError::Unexamined {
+        workspace: workspace.clone(),
+        why: in_words(&e),
     })?;
     let mut steps = Vec::with_capacity(files.len());
     for file in files {
         let shown = crate::terminal::inert(&file.path);
-        let target = resolve(&root, &file.path, &shown)?;
+        let target = resolve(&root, &file.path, &shown).map_err(RestoreError::NotWritten)?;
         steps.push(Step {
             root: root.clone(),
             root_path: workspace.clone(),
@@ -377,6 +368,33 @@ pub fn restore_files(workspace: &Path, files: Vec<Restore>) -> Result<(), String
         &protected,
         &mut || {},
     )
+    .map_err(RestoreError::NotWritten)
+}
+
+/// Why [`restore_files`] put nothing back.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RestoreError {
+    /// The workspace could not be opened.
+    #[error("the workspace {} cannot be opened: {why}", workspace.display())]
+    Unopened {
+        /// The workspace.
+        workspace: PathBuf,
+        /// The system's reason, in words.
+        why: String,
+    },
+    /// Where corral's own state and protected paths lie in the workspace
+    /// could not be told.
+    #[error("the workspace {} cannot be examined: {why}", workspace.display())]
+    Unexamined {
+        /// The workspace.
+        workspace: PathBuf,
+        /// The system's reason, in words.
+        why: String,
+    },
+    /// A file could not be put back, as a write would be refused or fail;
+    /// the text names the file and the reason.
+    #[error("{0}")]
+    NotWritten(String),
 }
 
 /// An I/O error as a sentence, without the `(os error N)` of its display.

@@ -514,7 +514,7 @@ pub(super) fn cache(prune: bool, clear: bool, json: bool) -> ExitCode {
     };
     let max_bytes = match runtime::cache_max_bytes() {
         Ok(m) => m,
-        Err(e) => return fail(&e),
+        Err(e) => return fail(&e.to_string()),
     };
     let removed = if clear {
         runtime::clear_cache(&dir)
