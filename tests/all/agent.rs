@@ -2,34 +2,12 @@
 //! Anthropic servers on loopback, real tools in their sandboxes, the session
 //! log, and resume after SIGKILL.
 
-use crate::mock::*;
 use crate::support::log::session_log;
-use crate::support::manifest::Providers;
+use crate::support::manifest::{ANTHROPIC_KEY, KEYS, OPENAI_KEY, both_providers};
+use crate::support::mock::*;
 use crate::*;
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
-
-pub(crate) const OPENAI_KEY: &str = "sk-test-openai-0123456789";
-const ANTHROPIC_KEY: &str = "sk-ant-test-9876543210";
-
-/// A project manifest declaring both providers against the given mocks.
-pub(crate) fn manifest(openai_port: u16, anthropic_port: u16, extra: &str) -> String {
-    Providers {
-        openai_port,
-        anthropic_port,
-        max_iterations: 8,
-        openai: r#"model = "mock-gpt", stall_timeout_ms = 2000"#,
-        anthropic: r#"model = "mock-claude", stall_timeout_ms = 2000"#,
-        rest: "limits = { timeout_ms = 60000 }",
-        extra,
-    }
-    .toml()
-}
-
-pub(crate) const KEYS: [(&str, &str); 2] = [
-    ("TEST_OPENAI_KEY", OPENAI_KEY),
-    ("TEST_ANTHROPIC_KEY", ANTHROPIC_KEY),
-];
 
 /// The three-step task: list, read, edit, then answer.
 fn three_steps() -> Vec<(&'static str, Vec<Call>)> {
@@ -67,7 +45,10 @@ fn setup(extra: &str) -> (Sandbox, MockServer, MockServer) {
     });
     let sb = Sandbox::new();
     sb.write("notes.txt", "- TODO: ship it\n");
-    sb.write("corral.toml", &manifest(openai.port, anthropic.port, extra));
+    sb.write(
+        "corral.toml",
+        &both_providers(openai.port, anthropic.port, extra),
+    );
     (sb, openai, anthropic)
 }
 
@@ -233,7 +214,7 @@ fn run_with_openai_reply(
 ) -> (std::process::Output, MockServer) {
     let openai = MockServer::start(move |n, _| reply(n));
     let sb = Sandbox::new();
-    sb.write("corral.toml", &manifest(openai.port, 9, ""));
+    sb.write("corral.toml", &both_providers(openai.port, 9, ""));
     let cli = Cli::new();
     let o = cli.run_env(&sb.ws(), &["run", "--provider", "openai", "hello"], &KEYS);
     (o, openai)
@@ -334,7 +315,7 @@ fn a_broken_streams_partial_answer_is_printed_before_its_error() {
         .expect("its line");
     let openai = MockServer::start(move |_, _| Reply::SseCut(body.clone(), cut));
     let sb = Sandbox::new();
-    sb.write("corral.toml", &manifest(openai.port, 9, ""));
+    sb.write("corral.toml", &both_providers(openai.port, 9, ""));
     let cli = Cli::new();
     let mut cmd = openai_run(&cli, &sb, "hello");
     let (mut reader, writer) = std::io::pipe().expect("pipe");
@@ -372,7 +353,7 @@ fn provider_cannot_reach_an_unlisted_host() {
     let allowed = MockServer::start(|_, _| Reply::Sse(openai_sse("never", &[])));
     let other = MockServer::start(|_, _| Reply::Sse(openai_sse("never", &[])));
     let sb = Sandbox::new();
-    let toml = manifest(allowed.port, 9, "").replace(
+    let toml = both_providers(allowed.port, 9, "").replace(
         &format!("base_url = \"http://127.0.0.1:{}/v1\"", allowed.port),
         &format!("base_url = \"http://127.0.0.1:{}/v1\"", other.port),
     );
@@ -468,7 +449,7 @@ fn sigkill_mid_turn_then_resume_loses_nothing() {
     });
     let sb = Sandbox::new();
     sb.write("notes.txt", "- TODO: ship it\n");
-    sb.write("corral.toml", &manifest(openai.port, 9, ""));
+    sb.write("corral.toml", &both_providers(openai.port, 9, ""));
     let cli = Cli::new();
     let mut cmd = openai_run(&cli, &sb, "Read notes.txt");
     let mut child = cmd
@@ -565,7 +546,7 @@ fn unknown_tools_and_bad_arguments_go_back_to_the_model() {
         _ => Reply::Sse(openai_sse("ok", &[])),
     });
     let sb = Sandbox::new();
-    sb.write("corral.toml", &manifest(openai.port, 9, ""));
+    sb.write("corral.toml", &both_providers(openai.port, 9, ""));
     let cli = Cli::new();
     let o = cli.run_env(&sb.ws(), &["run", "--provider", "openai", "go"], &KEYS);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o).1);
@@ -598,7 +579,7 @@ fn max_iterations_is_an_explicit_stop() {
         ))
     });
     let sb = Sandbox::new();
-    sb.write("corral.toml", &manifest(openai.port, 9, ""));
+    sb.write("corral.toml", &both_providers(openai.port, 9, ""));
     let cli = Cli::new();
     let o = cli.run_env(
         &sb.ws(),
@@ -628,7 +609,7 @@ fn ctrl_c_interrupts_and_leaves_the_log_consistent() {
         _ => Reply::Hang,
     });
     let sb = Sandbox::new();
-    sb.write("corral.toml", &manifest(openai.port, 9, ""));
+    sb.write("corral.toml", &both_providers(openai.port, 9, ""));
     let cli = Cli::new();
     let mut cmd = openai_run(&cli, &sb, "read hello");
     let child = cmd
@@ -676,7 +657,7 @@ fn long_tool_output_is_cut_for_the_model_and_saved_whole() {
         .map(|i| format!("line number {i} of the big file\n"))
         .collect();
     sb.write("big.txt", &big);
-    sb.write("corral.toml", &manifest(openai.port, 9, ""));
+    sb.write("corral.toml", &both_providers(openai.port, 9, ""));
     let cli = Cli::new();
     let o = cli.run_env(
         &sb.ws(),

@@ -16,11 +16,11 @@
 //! `--json` draws no progress line and the UI has one writer of its own, so
 //! their tests passed then too; they keep those paths exact at this pace.
 
-use crate::mock::{Call, anthropic_sse, openai_sse};
 use crate::support::cassette;
 use crate::support::manifest::{anthropic_plugin, openai_plugin};
+use crate::support::mock::{Call, anthropic_sse, openai_sse};
 use crate::support::pty;
-use crate::tui::{Pane, ui_command};
+use crate::support::tui::{Pane, ui_command};
 use crate::*;
 use serde_json::{Value, json};
 use std::io::{BufRead as _, BufReader, Read as _, Write as _};

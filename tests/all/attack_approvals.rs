@@ -4,8 +4,8 @@
 //! model's call ids never key approvals or labels; a rejected stdin line is
 //! quoted inert and cut.
 
-use crate::mock::*;
 use crate::support::log::of_type;
+use crate::support::mock::*;
 use crate::support::run::{answering, openai_workspace};
 use crate::*;
 use corral_test_programs::HTTP_CLIENT;
@@ -80,7 +80,7 @@ fn the_line_prompt_shows_the_whole_command() {
     let mock = hiding_model();
     let sb = openai_workspace(mock.port, "");
     let cli = Cli::new();
-    let (code, screen) = crate::policy::run_on_pty(
+    let (code, screen) = crate::support::approvals::run_on_pty(
         &cli,
         &sb.ws(),
         &["run", "--provider", "openai", "check the build"],
@@ -134,7 +134,9 @@ fn mcp_elicitations_show_the_whole_call_made_visible() {
     let scenario = json!({ "elicitation": "decline", "calls": [
         { "name": "run_command", "arguments": { "command": command }, "asks": true }
     ]});
-    let Some(out) = crate::mcp::client(&cli, &sb.ws(), &["--mode", "ask"], scenario) else {
+    let Some(out) =
+        crate::support::mcp_clients::client(&cli, &sb.ws(), &["--mode", "ask"], scenario)
+    else {
         return;
     };
     let asked = out["elicitations"].as_array().expect("elicitations");
@@ -151,7 +153,7 @@ fn mcp_elicitations_show_the_whole_call_made_visible() {
 #[test]
 fn the_ui_modal_wraps_the_call_and_approves_only_once_all_of_it_was_shown() {
     use crate::support::cassette::streamed_turn;
-    use crate::tui::{Pane, SCREEN_TIMEOUT};
+    use crate::support::tui::{Pane, SCREEN_TIMEOUT};
     let sb = Sandbox::new();
     // Longer than the modal: the tail is below its last row.
     let mut script: Vec<String> = (1..=40).map(|i| format!("echo step {i}")).collect();
@@ -175,7 +177,7 @@ fn the_ui_modal_wraps_the_call_and_approves_only_once_all_of_it_was_shown() {
     let cli = Cli::new();
     let o = cli.run(&sb.ws(), &["sessions"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let command = crate::tui::ui_command(&cli, &sb.ws(), "sleep 600");
+    let command = crate::support::tui::ui_command(&cli, &sb.ws(), "sleep 600");
     let Some(pane) = Pane::start(&command) else {
         return;
     };

@@ -5,12 +5,13 @@
 //! names, a worktree diff cannot plant a symlink leading out, and no host
 //! file outside `exec/` starts a process.
 
-use crate::mock::*;
-use crate::policy::manifest;
-use crate::subagents::{git, project, repo};
+use crate::support::agents::project;
 use crate::support::cassette::{answer_turn, calls_turn};
+use crate::support::git::{git, repo};
+use crate::support::manifest::openai_project;
+use crate::support::mock::*;
 use crate::support::output::printed;
-use crate::tui::Pane;
+use crate::support::tui::Pane;
 use crate::*;
 use serde_json::{Value, json};
 use std::io::{BufRead as _, Write as _};
@@ -78,7 +79,7 @@ config = {{ mjs = '[{fmt:?}, "--write"]' }}
 after_tool = [{{ plugin = "format", tools = ["write_file"] }}]
 "#
     );
-    sb.write("corral.toml", &manifest(mock.port, &hooks));
+    sb.write("corral.toml", &openai_project(mock.port, &hooks));
     let cli = Cli::new();
     let o = cli.run_env(
         &sb.ws(),
@@ -298,7 +299,7 @@ fn diff_in_the_ui_runs_nothing_the_repository_names() {
     let fsmonitor = ws.join("FSMONITOR-RAN");
     sb.write(".gitattributes", "*.txt diff=x\n");
     git(
-        &sb,
+        &sb.ws(),
         &[
             "config",
             "diff.x.textconv",
@@ -306,7 +307,7 @@ fn diff_in_the_ui_runs_nothing_the_repository_names() {
         ],
     );
     git(
-        &sb,
+        &sb.ws(),
         &[
             "config",
             "core.fsmonitor",
@@ -323,7 +324,7 @@ fn diff_in_the_ui_runs_nothing_the_repository_names() {
     let cli = Cli::new();
     let o = cli.run(&sb.ws(), &["sessions"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let command = crate::tui::ui_command(&cli, &sb.ws(), "sleep 600");
+    let command = crate::support::tui::ui_command(&cli, &sb.ws(), "sleep 600");
     let Some(pane) = Pane::start(&command) else {
         return;
     };

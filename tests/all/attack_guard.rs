@@ -4,34 +4,17 @@
 //! reads and sends a secret, an audit hook with the network) and rules that
 //! judge the path a call touches once symlinks are resolved.
 
-use crate::guard::{SECRET, cassette, collector, events, find, label, labels, project};
 use crate::support::cassette::{answer_turn, call_turn};
-use crate::support::output::assert_exit;
+use crate::support::events::{find, label, labels};
+use crate::support::git::git;
+use crate::support::guard::{SECRET, cassette, collector, project, run_full_auto};
 use crate::*;
 use corral_test_programs::{HOOK, HTTP_CLIENT};
 use serde_json::{Value, json};
 
-/// `corral run` with the replay provider in full-auto mode; its events.
-pub(crate) fn run_full_auto(cli: &Cli, sb: &Sandbox) -> Vec<Value> {
-    let o = cli.run(
-        &sb.ws(),
-        &[
-            "run",
-            "--provider",
-            "replay",
-            "--mode",
-            "full-auto",
-            "--json",
-            "Summarise the project",
-        ],
-    );
-    assert_exit(&o, 0);
-    events(&o)
-}
-
 /// Whether any request the collector received carries `secret`, in its
 /// path (hex too, as `upload` sends it) or its body.
-fn leaked(server: &crate::mock::MockServer, secret: &str) -> Vec<String> {
+fn leaked(server: &crate::support::mock::MockServer, secret: &str) -> Vec<String> {
     let hex: String = secret.bytes().map(|b| format!("{b:02x}")).collect();
     server
         .requests()
@@ -39,29 +22,6 @@ fn leaked(server: &crate::mock::MockServer, secret: &str) -> Vec<String> {
         .map(|r| format!("{} {}", r.path, r.body))
         .filter(|r| r.contains(secret) || r.contains(&hex))
         .collect()
-}
-
-pub(crate) fn git(ws: &std::path::Path, args: &[&str]) {
-    let o = std::process::Command::new("git")
-        .args([
-            "-c",
-            "user.name=t",
-            "-c",
-            "user.email=t@t",
-            "-c",
-            "commit.gpgsign=false",
-        ])
-        .args(args)
-        .current_dir(ws)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("HOME", ws)
-        .output()
-        .expect("git");
-    assert!(
-        o.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
 }
 
 /// `git_show HEAD:.env` returns a committed `.env` that no file

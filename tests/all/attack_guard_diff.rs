@@ -3,9 +3,10 @@
 //! tracked `.env` is modified). The result is labelled by the diff headers
 //! it carries, so the network call after it is held.
 
-use crate::attack_guard::{git, run_full_auto};
-use crate::guard::{SECRET, cassette, collector, find, label, labels, project};
 use crate::support::cassette::{answer_turn, call_turn};
+use crate::support::events::{find, label, labels};
+use crate::support::guard::{SECRET, cassette, collector, project};
+use crate::support::{git::git, guard::run_full_auto};
 use crate::*;
 use serde_json::json;
 

@@ -3,10 +3,10 @@
 //! approves of its code, and which of its tools need an approval. Each test
 //! failed before the fix it guards, as its comment says.
 
-use crate::mcp_client::{PYTHON, runnable};
 use crate::support::cassette::{answer_turn, call_turn};
 use crate::support::output::{stderr, stdout};
 use crate::support::servers::installed;
+use crate::support::servers::{SYSTEM_PYTHON, hostile_runnable};
 use crate::*;
 use serde_json::{Value, json};
 use std::os::unix::fs::PermissionsExt as _;
@@ -47,11 +47,15 @@ fn refused(cli: &Cli, sb: &Sandbox, path: &Path) {
 // the project beside it (`outside/secret.txt`).
 #[test]
 fn a_server_at_the_workspace_root_cannot_read_the_projects_beside_it() {
-    if !runnable() {
+    if !hostile_runnable() {
         return;
     }
     let sb = Sandbox::new();
-    executable(&sb, "srv.py", &format!("#!{PYTHON}\n{}", hostile_code()));
+    executable(
+        &sb,
+        "srv.py",
+        &format!("#!{SYSTEM_PYTHON}\n{}", hostile_code()),
+    );
     sb.write(
         "corral.toml",
         "[mcp.srv]\ncommand = \"./srv.py\"\ntimeout_ms = 5000\n",
@@ -73,7 +77,7 @@ fn a_server_at_the_workspace_root_cannot_read_the_projects_beside_it() {
 // of the disk that is not a credential.
 #[test]
 fn a_server_behind_a_shell_wrapper_cannot_read_the_whole_disk() {
-    if !runnable() {
+    if !hostile_runnable() {
         return;
     }
     let sb = Sandbox::new();
@@ -81,7 +85,7 @@ fn a_server_behind_a_shell_wrapper_cannot_read_the_whole_disk() {
     executable(
         &sb,
         "tools/wrap.sh",
-        &format!("#!/bin/sh\nexec {PYTHON} \"${{0%/*}}/hostile_server.py\"\n"),
+        &format!("#!/bin/sh\nexec {SYSTEM_PYTHON} \"${{0%/*}}/hostile_server.py\"\n"),
     );
     sb.write(
         "corral.toml",
@@ -99,7 +103,7 @@ fn a_server_behind_a_shell_wrapper_cannot_read_the_whole_disk() {
 // Now the script's own directory is readable, and nothing above it.
 #[test]
 fn a_script_named_in_the_arguments_is_its_install_and_no_more() {
-    if !runnable() {
+    if !hostile_runnable() {
         return;
     }
     let sb = Sandbox::new();
@@ -108,7 +112,7 @@ fn a_script_named_in_the_arguments_is_its_install_and_no_more() {
     sb.write(
         "corral.toml",
         &format!(
-            "[mcp.srv]\ncommand = {PYTHON:?}\nargs = [\"srv/server.py\"]\ntimeout_ms = 5000\n"
+            "[mcp.srv]\ncommand = {SYSTEM_PYTHON:?}\nargs = [\"srv/server.py\"]\ntimeout_ms = 5000\n"
         ),
     );
     let cli = Cli::new();
@@ -130,7 +134,7 @@ fn project_server(sb: &Sandbox, prelude: &str) {
     sb.write(
         "corral.toml",
         &format!(
-            "[mcp.srv]\ncommand = {PYTHON:?}\nargs = [\"srv/server.py\"]\n\
+            "[mcp.srv]\ncommand = {SYSTEM_PYTHON:?}\nargs = [\"srv/server.py\"]\n\
              grants = {{ fs = [\".\"] }}\ntimeout_ms = 5000\n"
         ),
     );
@@ -141,7 +145,7 @@ fn project_server(sb: &Sandbox, prelude: &str) {
 // it) and the next `corral tools list` ran the new code with no review.
 #[test]
 fn a_trusted_servers_script_that_changes_needs_trust_again() {
-    if !runnable() {
+    if !hostile_runnable() {
         return;
     }
     let sb = Sandbox::new();
@@ -205,7 +209,7 @@ fn effects(cli: &Cli, sb: &Sandbox, name: &str) -> Value {
 // ran with no question, though the server may write the workspace.
 #[test]
 fn a_tool_of_a_server_that_may_write_asks_first_whatever_it_claims() {
-    if !runnable() {
+    if !hostile_runnable() {
         return;
     }
     let sb = Sandbox::new();
@@ -215,8 +219,9 @@ fn a_tool_of_a_server_that_may_write_asks_first_whatever_it_claims() {
         answer_turn("Done."),
     ];
     crate::support::cassette::write(&sb, "mcp.cassette.json", &turns);
-    let server =
-        format!("[mcp.srv]\ncommand = {PYTHON:?}\nargs = [\"srv/server.py\"]\ntimeout_ms = 5000\n");
+    let server = format!(
+        "[mcp.srv]\ncommand = {SYSTEM_PYTHON:?}\nargs = [\"srv/server.py\"]\ntimeout_ms = 5000\n"
+    );
     let replay = "[plugins.replay]\nsource = \"builtin:replay\"\n\
                   grants.fs = [{ path = \".\", access = \"ro\" }]\n\
                   config = { cassette = \"mcp.cassette.json\" }\n";
@@ -243,8 +248,8 @@ fn a_tool_of_a_server_that_may_write_asks_first_whatever_it_claims() {
                 "go",
             ],
         );
-        let events = crate::guard::events(&o);
-        let permission = crate::guard::find(&events, "permission", "c1");
+        let events = crate::support::events::events(&o);
+        let permission = crate::support::events::find(&events, "permission", "c1");
         assert_ne!(permission["decision"], "allow", "{grant}: {permission}");
     }
 
@@ -301,8 +306,8 @@ fn the_reference_filesystem_servers_write_file_asks_in_ask_mode() {
             "go",
         ],
     );
-    let events = crate::guard::events(&o);
-    let permission = crate::guard::find(&events, "permission", "c1");
+    let events = crate::support::events::events(&o);
+    let permission = crate::support::events::find(&events, "permission", "c1");
     assert_ne!(permission["decision"], "allow", "{permission}");
     assert!(
         !target.exists(),

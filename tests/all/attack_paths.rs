@@ -3,9 +3,9 @@
 //! protected-path check, each judged as written and as it resolves through
 //! a workspace symlink, through `corral run` against the mock model.
 
-use crate::guard::{events, find};
-use crate::mock::*;
-use crate::policy::manifest;
+use crate::support::events::{events, find};
+use crate::support::manifest::openai_project;
+use crate::support::mock::*;
 use crate::support::model::calls_then_done;
 use crate::support::output::assert_exit;
 use crate::*;
@@ -33,7 +33,7 @@ fn project(port: u16) -> Sandbox {
     std::os::unix::fs::symlink(".git", sb.ws().join("g")).expect("symlink");
     sb.write(
         "corral.toml",
-        &manifest(
+        &openai_project(
             port,
             "[policy]\ndeny = [\"*(protected/**)\"]\n\n\
              [plugins.git]\nsource = \"builtin:git\"\n\

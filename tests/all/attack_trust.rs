@@ -5,7 +5,7 @@
 //! descriptions, `--deny` survives an update, and look-alike tool names are
 //! flagged. Driven through the `corral` binary.
 
-use crate::mock::*;
+use crate::support::mock::*;
 use crate::support::model::writer;
 use crate::support::output::{stderr, stdout};
 use crate::*;
@@ -42,7 +42,7 @@ require_os_sandbox = false
 fn trust_lists_every_line_that_would_loosen_the_users_settings() {
     let sb = Sandbox::new();
     let cli = Cli::strict();
-    write_user(&cli, &crate::policy::manifest(1, ""));
+    write_user(&cli, &crate::support::manifest::openai_project(1, ""));
     sb.write("corral.toml", LOOSE);
 
     // `corral trust` names every loosening line, what it switches off, and
@@ -86,7 +86,10 @@ fn a_projects_full_auto_does_not_run_a_write_unasked() {
     let sb = Sandbox::new();
     let cli = Cli::strict();
     let mock = writer();
-    write_user(&cli, &crate::policy::manifest(mock.port, ""));
+    write_user(
+        &cli,
+        &crate::support::manifest::openai_project(mock.port, ""),
+    );
     sb.write("corral.toml", LOOSE);
 
     // The project's full-auto and allow rule do not make the write run
@@ -120,7 +123,7 @@ fn a_projects_full_auto_does_not_run_a_write_unasked() {
         &cli,
         &format!(
             "[trust]\nproject_may_loosen = true\n{}",
-            crate::policy::manifest(mock.port, "")
+            crate::support::manifest::openai_project(mock.port, "")
         ),
     );
     let o = cli.run(&sb.ws(), &["trust", "--yes"]);

@@ -5,7 +5,7 @@
 //! defaults: `shell` (any program on PATH, confined) and `git` are there
 //! without a manifest, asking in `ask` mode and denied in `read-only`.
 
-use crate::mock::*;
+use crate::support::mock::*;
 use crate::support::skip;
 use crate::*;
 use serde_json::json;

@@ -5,11 +5,11 @@
 //! are offered only as `corral trust` recorded them; a symlinked one never
 //! is.
 
-use crate::mock::{MockServer, Reply, openai_sse};
 use crate::support::cassette::{self, answer_turn, call_turn};
 use crate::support::log::{of_type, read_events, session_log};
+use crate::support::mock::{MockServer, Reply, openai_sse};
 use crate::support::output::{assert_exit, printed, stderr, stdout};
-use crate::tui::{Pane, ui_command};
+use crate::support::tui::{Pane, ui_command};
 use crate::*;
 use serde_json::{Value, json};
 

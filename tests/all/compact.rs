@@ -5,10 +5,10 @@
 //! OpenAI and Anthropic servers show where the window comes from and what the
 //! summary request looks like.
 
-use crate::mock::*;
 use crate::support::cassette::{self, answer_turn, call_turn};
 use crate::support::log::{kind, read_events, try_session_logs};
 use crate::support::manifest::Providers;
+use crate::support::mock::*;
 use crate::support::output::{assert_exit, json_events};
 use crate::*;
 use serde_json::{Value, json};

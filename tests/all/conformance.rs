@@ -4,9 +4,9 @@
 //! `apply_patch` semantics, provider limits of user entries, and session
 //! logs with a damaged last line.
 
-use crate::mock::*;
 use crate::support::log::{of_type, session_log};
 use crate::support::manifest::Providers;
+use crate::support::mock::*;
 use crate::support::output::{stderr, stdout};
 use crate::*;
 use serde_json::{Value, json};

@@ -7,11 +7,11 @@
 //! is closed when its parent resumes; a killed `plugin add` leaves no
 //! temporary file once corral installs again.
 
-use crate::agent::{KEYS, manifest};
-use crate::mock::*;
-use crate::subagents::{family, project};
+use crate::support::agents::{family, project};
 use crate::support::cassette::{answer_turn, calls_turn, slow_answer_turn};
 use crate::support::log::of_type;
+use crate::support::manifest::{KEYS, both_providers};
+use crate::support::mock::*;
 use crate::support::output::assert_exit;
 use crate::support::process::{self, events, wait_bounded, wait_for};
 use crate::*;
@@ -265,7 +265,7 @@ fn sigkill_during_a_multi_file_apply_patch_then_resume_leaves_all_or_none() {
         for (f, o) in FILES.iter().zip(&olds) {
             sb.write(f, o);
         }
-        sb.write("corral.toml", &manifest(openai.port, 9, fs_limits()));
+        sb.write("corral.toml", &both_providers(openai.port, 9, fs_limits()));
         let cli = Cli::new();
         let mut cmd = cli.command(
             &sb.ws(),

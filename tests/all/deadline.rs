@@ -286,7 +286,7 @@ fn ctrl_c_at_an_approval_prompt_exits_at_once() {
         ],
     );
     let cli = Cli::new();
-    let mut pty = crate::policy::Pty::open();
+    let mut pty = crate::support::approvals::Pty::open();
     let mut cmd = cli.command(&sb.ws(), &["run", "--provider", "replay", "write it"]);
     pty.attach(&mut cmd);
     let mut child = cmd.spawn().expect("spawn");

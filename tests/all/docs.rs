@@ -320,7 +320,7 @@ fn every_config_example_loads() {
 // naming a line of the built-in defaults.
 #[test]
 fn the_profile_example_runs_as_written() {
-    use crate::mock::{MockServer, Reply, openai_sse};
+    use crate::support::mock::{MockServer, Reply, openai_sse};
     let readme = blocks(&read("README.md"));
     let (profile, at) = readme
         .iter()

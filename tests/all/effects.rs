@@ -296,7 +296,7 @@ fn a_read_only_run_lets_a_read_tool_run_but_not_run_programs_or_reach_out() {
 /// Runs corral on a pseudo-terminal and answers its first approval prompt
 /// with `answer`; returns the exit code and everything it wrote.
 fn run_on_pty(cli: &Cli, ws: &Path, args: &[&str], answer: &str) -> (Option<i32>, String) {
-    let mut pty = crate::policy::Pty::open();
+    let mut pty = crate::support::approvals::Pty::open();
     let mut cmd = cli.command(ws, args);
     pty.attach(&mut cmd);
     let mut child = cmd.spawn().expect("spawn");

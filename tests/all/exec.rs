@@ -4,7 +4,7 @@
 //! timeout, a process budget, and Landlock keeping writes in the workspace
 //! and TCP closed.
 
-use crate::mock::{MockServer, Reply, openai_sse};
+use crate::support::mock::{MockServer, Reply, openai_sse};
 use crate::support::output::{assert_exit, printed};
 use crate::*;
 use serde_json::json;

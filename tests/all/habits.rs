@@ -7,11 +7,11 @@
 //!
 //! Each test failed before its fix; the comment on each says how.
 
-use crate::mock::{MockServer, Reply, openai_sse};
 use crate::support::log::session_log;
+use crate::support::mock::{MockServer, Reply, openai_sse};
 use crate::support::output::{stderr, stdout};
 use crate::support::run::openai_workspace;
-use crate::tui::{Pane, ui_command};
+use crate::support::tui::{Pane, ui_command};
 use crate::*;
 
 /// The system prompt of the first request a run sent.

@@ -268,7 +268,7 @@ async fn ops_that_cannot_be_done_are_errors_and_the_session_goes_on() {
 /// by an op line on stdin; a denial's reason reaches the model.
 #[test]
 fn json_runs_answer_approvals_on_stdin() {
-    use crate::mock::*;
+    use crate::support::mock::*;
     use serde_json::{Value, json};
     use std::io::{BufRead as _, Write as _};
 
@@ -361,7 +361,7 @@ fn json_runs_answer_approvals_on_stdin() {
 /// is still waiting, so the run ends instead of hanging.
 #[test]
 fn json_approvals_survive_bad_lines_and_a_closed_stdin() {
-    use crate::mock::*;
+    use crate::support::mock::*;
     use serde_json::{Value, json};
     use std::io::{BufRead as _, Write as _};
 
@@ -407,7 +407,7 @@ fn json_approvals_survive_bad_lines_and_a_closed_stdin() {
 /// keeps even the allowed `c1` from running).
 #[test]
 fn every_begin_has_exactly_one_end() {
-    use crate::mock::*;
+    use crate::support::mock::*;
     use serde_json::{Value, json};
 
     let mock = MockServer::start(|_, _| {

@@ -5,8 +5,8 @@
 //! no grants reaches nothing, and a project's hooks do nothing until the
 //! project is trusted.
 
-use crate::mock::*;
-use crate::policy::manifest;
+use crate::support::manifest::openai_project;
+use crate::support::mock::*;
 use crate::support::model::calls_then_done;
 use crate::support::output::printed;
 use crate::*;
@@ -68,7 +68,7 @@ config = { patterns = '["touch pwned", "git push --force"]' }
 [hooks]
 before_tool = [{ plugin = "no-push", tools = ["run_*"] }]
 "#;
-    sb.write("corral.toml", &manifest(mock.port, hooks));
+    sb.write("corral.toml", &openai_project(mock.port, hooks));
     let cli = Cli::new();
     let (code, err) = run(&cli, &sb, &[]);
     assert_eq!(code, Some(0), "{err}");
@@ -117,7 +117,7 @@ fn a_rewrite_cannot_turn_a_denied_call_into_an_allowed_one() {
             r#"config = { mode = "rewrite", arguments = '{"command": "touch rewritten"}' }"#
         )
     );
-    sb.write("corral.toml", &manifest(mock.port, &hooks));
+    sb.write("corral.toml", &openai_project(mock.port, &hooks));
     let cli = Cli::new();
     let (code, err) = run(&cli, &sb, &[]);
     assert_eq!(code, Some(0), "{err}");
@@ -153,7 +153,7 @@ fn a_hook_that_loops_is_stopped_at_its_limit_and_the_call_is_blocked() {
 limits = { timeout_ms = 300 }"#
         )
     );
-    sb.write("corral.toml", &manifest(mock.port, &hooks));
+    sb.write("corral.toml", &openai_project(mock.port, &hooks));
     let cli = Cli::new();
     let (code, err) = run(&cli, &sb, &[]);
     assert_eq!(code, Some(0), "{err}");
@@ -197,7 +197,7 @@ fn a_hook_with_no_grants_reaches_no_file_and_no_network() {
                 )
             )
         );
-        sb.write("corral.toml", &manifest(mock.port, &hooks));
+        sb.write("corral.toml", &openai_project(mock.port, &hooks));
         let cli = Cli::new();
         let (code, err) = run(&cli, &sb, &[]);
         assert_eq!(code, Some(0), "{err}");
@@ -233,7 +233,7 @@ fn a_project_hook_is_ignored_until_trusted() {
     // project's.
     let user = cli.home.path().join("config/corral/corral.toml");
     std::fs::create_dir_all(user.parent().expect("dir")).expect("mkdir");
-    std::fs::write(&user, manifest(mock.port, "")).expect("user manifest");
+    std::fs::write(&user, openai_project(mock.port, "")).expect("user manifest");
     sb.write(
         "corral.toml",
         r#"
@@ -296,7 +296,7 @@ grants.exec = [{ program = "git", args = ["log", "**"] }]
 [hooks]
 session_start = [{ plugin = "git-context" }]
 "#;
-    sb.write("corral.toml", &manifest(mock.port, hooks));
+    sb.write("corral.toml", &openai_project(mock.port, hooks));
     let cli = Cli::new();
     let (code, err) = run(&cli, &sb, &[]);
     assert_eq!(code, Some(0), "{err}");
@@ -340,7 +340,7 @@ config = {{ rs = '[{rustfmt:?}, "--edition", "2024"]' }}
 after_tool = [{{ plugin = "format", tools = ["write_file", "edit_file"] }}]
 "#
     );
-    sb.write("corral.toml", &manifest(mock.port, &hooks));
+    sb.write("corral.toml", &openai_project(mock.port, &hooks));
     let cli = Cli::new();
     let (code, err) = run(&cli, &sb, &[]);
     assert_eq!(code, Some(0), "{err}");
@@ -492,7 +492,7 @@ fn a_python_hook_built_from_the_served_wit_blocks_a_call() {
         "{}\n[hooks]\nbefore_tool = [{{ plugin = \"no-secrets\" }}]\n",
         plugin_toml("no-secrets", &wasm, "")
     );
-    sb.write("corral.toml", &manifest(mock.port, &hooks));
+    sb.write("corral.toml", &openai_project(mock.port, &hooks));
     let (code, err) = run(&cli, &sb, &[]);
     assert_eq!(code, Some(0), "{err}");
     assert!(!sb.ws().join(".env").exists(), "the blocked call ran");
@@ -523,7 +523,7 @@ fn a_hook_can_ask_before_a_call_and_withhold_an_output() {
             r#"config = { mode = "block", reason = "file contents stay private" }"#
         ),
     );
-    sb.write("corral.toml", &manifest(mock.port, &hooks));
+    sb.write("corral.toml", &openai_project(mock.port, &hooks));
     let cli = Cli::new();
     // full-auto would run the command unasked; the hook makes it ask, and
     // a non-interactive run refuses.
@@ -557,7 +557,7 @@ fn prompt_and_stop_hooks_block_a_prompt_and_keep_a_run_going() {
             r#"config = { mode = "block", reason = "no prompts today" }"#
         )
     );
-    sb.write("corral.toml", &manifest(mock.port, &hooks));
+    sb.write("corral.toml", &openai_project(mock.port, &hooks));
     let cli = Cli::new();
     let (code, err) = run(&cli, &sb, &[]);
     assert_eq!(code, Some(5), "{err}");
@@ -577,7 +577,7 @@ fn prompt_and_stop_hooks_block_a_prompt_and_keep_a_run_going() {
             r#"config = { mode = "block", reason = "run the tests first" }"#
         )
     );
-    sb.write("corral.toml", &manifest(mock.port, &hooks));
+    sb.write("corral.toml", &openai_project(mock.port, &hooks));
     let (code, err) = run(&cli, &sb, &["--max-iterations", "2"]);
     assert_eq!(code, Some(4), "{err}");
     let requests = mock.requests();
@@ -634,7 +634,7 @@ fn a_binding_to_a_plugin_that_is_not_a_hook_is_refused_when_the_session_opens() 
     let sb = Sandbox::new();
     sb.write(
         "corral.toml",
-        &manifest(mock.port, "[hooks]\nbefore_tool = [{ plugin = \"fs\" }]\n"),
+        &openai_project(mock.port, "[hooks]\nbefore_tool = [{ plugin = \"fs\" }]\n"),
     );
     let cli = Cli::new();
     let (code, err) = run(&cli, &sb, &[]);

@@ -7,8 +7,8 @@
 //! Every event these tests read goes through the events schema
 //! (`support::schema`).
 
-use crate::mock::{MockServer, Reply, anthropic_sse};
 use crate::support::manifest::{anthropic_plugin, openai_plugin};
+use crate::support::mock::{MockServer, Reply, anthropic_sse};
 use crate::support::model::{calls_then_done, writer};
 use crate::support::output::{assert_exit, json_events, stderr};
 use crate::support::process::{HANG, events, wait_bounded, wait_for};

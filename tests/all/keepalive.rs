@@ -3,8 +3,8 @@
 //! a server that answers more than it was asked cannot answer the next
 //! request with it. Real HTTP on loopback, through `corral run`.
 
-use crate::agent::{KEYS, manifest};
-use crate::mock::openai_sse;
+use crate::support::manifest::{KEYS, both_providers};
+use crate::support::mock::openai_sse;
 use crate::*;
 use serde_json::json;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -120,7 +120,7 @@ fn steps() -> Vec<Vec<u8>> {
 fn run(server: &KeepAlive) -> (i32, String, String) {
     let sb = Sandbox::new();
     sb.write("notes.txt", "- TODO: ship it\n");
-    sb.write("corral.toml", &manifest(server.port, 9, ""));
+    sb.write("corral.toml", &both_providers(server.port, 9, ""));
     let o = Cli::new().run_env(
         &sb.ws(),
         &["run", "--provider", "openai", "Read the notes"],

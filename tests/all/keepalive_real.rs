@@ -211,7 +211,7 @@ fn a_session_of_200_requests_survives_a_server_closing_idle_connections() {
             "Read the notes again and again",
         ],
         &[
-            crate::agent::KEYS[0],
+            crate::support::manifest::KEYS[0],
             // The requests sent again are counted from the egress log.
             ("CORRAL_LOG", "corral::egress=debug"),
         ],

@@ -59,7 +59,6 @@ mod mcp_packages;
 mod mcp_read_only;
 mod mcp_startup;
 mod messages;
-mod mock;
 mod own_state;
 mod parsers;
 mod pipeline;

@@ -7,110 +7,13 @@
 //! the virtualenv `.ci/run` keeps in its cache; without either the Python
 //! tests are counted as skipped (under CI, which always has it, they fail).
 
+use crate::support::mcp_clients::client;
 use crate::*;
 use serde_json::{Value, json};
 use std::io::{BufRead as _, Write as _};
-use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
-/// The Python interpreter that has the `mcp` package, or why there is none.
-pub(crate) fn python() -> Result<PathBuf, String> {
-    if let Some(p) = std::env::var_os("CORRAL_TEST_PYTHON") {
-        return Ok(PathBuf::from(p));
-    }
-    let cache = std::env::var_os("CORRAL_CI_CACHE")
-        .map(PathBuf::from)
-        .or_else(|| dirs::home_dir().map(|h| h.join(".cache/corral-ci")));
-    match cache.map(|c| c.join("mcp-venv/bin/python")) {
-        Some(p) if p.exists() => Ok(p),
-        Some(p) => Err(format!(
-            "no Python MCP client: CORRAL_TEST_PYTHON is unset and {} does not exist",
-            p.display()
-        )),
-        None => Err(
-            "no Python MCP client: CORRAL_TEST_PYTHON is unset and there is no home directory"
-                .into(),
-        ),
-    }
-}
-
-/// Runs tests/mcp/client.py with `scenario` against `corral mcp serve` in
-/// `ws` (with `serve_args` after `serve`) and returns what it printed.
-/// `None` when there is no Python client (the test counted as skipped).
-pub(crate) fn client(cli: &Cli, ws: &Path, serve_args: &[&str], scenario: Value) -> Option<Value> {
-    client_env(cli, ws, serve_args, scenario, &[]).map(|(out, _)| out)
-}
-
-/// [`client`] with `env` set for the server (e.g. `CORRAL_LOG`); also
-/// returns what the server logged (stderr).
-pub(crate) fn client_env(
-    cli: &Cli,
-    ws: &Path,
-    serve_args: &[&str],
-    scenario: Value,
-    env: &[(&str, &str)],
-) -> Option<(Value, String)> {
-    let python = match python() {
-        Ok(p) => p,
-        Err(why) => {
-            crate::support::skip::missing(why, crate::support::skip::CI_RUN);
-            return None;
-        }
-    };
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/mcp/client.py");
-    let mut cmd = std::process::Command::new(python);
-    cmd.arg(script);
-    Some(run_client(
-        cmd, "Python", cli, ws, serve_args, scenario, env,
-    ))
-}
-
-/// Runs an MCP client program `cmd` (its script and leading arguments
-/// given) with `scenario` against `corral mcp serve` in `ws`: what it
-/// printed, as JSON, and what the server logged (stderr). The client starts
-/// the server with its own environment: the test's config, cache and data
-/// directories reach corral through it, and `env` is added.
-pub(crate) fn run_client(
-    mut cmd: std::process::Command,
-    name: &str,
-    cli: &Cli,
-    ws: &Path,
-    serve_args: &[&str],
-    scenario: Value,
-    env: &[(&str, &str)],
-) -> (Value, String) {
-    let out = cmd
-        .arg(scenario.to_string())
-        .arg("--")
-        .arg(env!("CARGO_BIN_EXE_corral"))
-        .args(["mcp", "serve", "--workspace"])
-        .arg(ws)
-        .args(serve_args)
-        .current_dir(ws)
-        .env("XDG_CONFIG_HOME", cli.home.path().join("config"))
-        .env("XDG_CACHE_HOME", cache_home())
-        .env("XDG_DATA_HOME", cli.home.path().join("data"))
-        .env_remove("CORRAL_LOG")
-        .env_remove("OPENAI_API_KEY")
-        .env_remove("ANTHROPIC_API_KEY")
-        .envs(env.iter().copied())
-        .stdin(Stdio::null())
-        .output()
-        .unwrap_or_else(|e| panic!("run the {name} MCP client: {e}"));
-    assert!(
-        out.status.success(),
-        "the {name} MCP client failed: {}\nstdout: {}",
-        String::from_utf8_lossy(&out.stderr),
-        String::from_utf8_lossy(&out.stdout)
-    );
-    let answered = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "the client's output is not JSON ({e}): {}",
-            String::from_utf8_lossy(&out.stdout)
-        )
-    });
-    (answered, String::from_utf8_lossy(&out.stderr).into_owned())
-}
+// pipeline.rs still names this by its former place.
 
 fn tool<'a>(listed: &'a Value, name: &str) -> &'a Value {
     listed["tools"]

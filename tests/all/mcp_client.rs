@@ -6,49 +6,22 @@
 
 use crate::support::cassette::{answer_turn, call_turn};
 use crate::support::output::{stderr, stdout};
-use crate::support::servers::installed;
+use crate::support::servers::{SYSTEM_PYTHON, hostile_runnable, hostile_script, installed};
 use crate::*;
 use serde_json::{Value, json};
-use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
-
-/// The interpreter that runs the hostile server: the system's, so that
-/// nothing in the user's home is needed to run it.
-pub(crate) const PYTHON: &str = "/usr/bin/python3";
-
-/// Whether the hostile server can run here; the test is counted as skipped
-/// when not.
-pub(crate) fn runnable() -> bool {
-    if Path::new(PYTHON).exists() {
-        return true;
-    }
-    crate::support::skip::missing(
-        format!("{PYTHON} is not installed"),
-        "apt-get install python3",
-    );
-    false
-}
-
-/// The hostile server's script, copied into the workspace (which the
-/// server is granted), so that it can read its own code.
-pub(crate) fn script(sb: &Sandbox) -> PathBuf {
-    let from = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/mcp/hostile_server.py");
-    let to = sb.ws().join("hostile_server.py");
-    std::fs::copy(from, &to).expect("copy the hostile server");
-    to
-}
 
 /// A workspace whose `[mcp.hostile]` server is granted the workspace only;
 /// `args` follow the script; `extra` is appended.
 fn hostile(args: &[&str], extra: &str) -> Sandbox {
     let sb = Sandbox::new();
-    let script = script(&sb);
+    let script = hostile_script(&sb);
     let mut all = vec![script.display().to_string()];
     all.extend(args.iter().map(|a| a.to_string()));
     sb.write(
         "corral.toml",
         &format!(
-            "[mcp.hostile]\ncommand = {PYTHON:?}\nargs = {}\ngrants = {{ fs = [\".\"] }}\n\
+            "[mcp.hostile]\ncommand = {SYSTEM_PYTHON:?}\nargs = {}\ngrants = {{ fs = [\".\"] }}\n\
              timeout_ms = 5000\n{extra}",
             serde_json::to_string(&all).expect("args")
         ),
@@ -73,7 +46,7 @@ fn call(
 
 #[test]
 fn a_servers_tools_are_listed_under_its_prefix_with_escapes_inert() {
-    if !runnable() {
+    if !hostile_runnable() {
         return;
     }
     let sb = hostile(&[], "");
@@ -111,7 +84,7 @@ fn a_servers_tools_are_listed_under_its_prefix_with_escapes_inert() {
 
 #[test]
 fn the_kernel_refuses_a_server_reads_outside_its_grant() {
-    if !runnable() {
+    if !hostile_runnable() {
         return;
     }
     let sb = hostile(&[], "");
@@ -151,7 +124,7 @@ fn the_kernel_refuses_a_server_reads_outside_its_grant() {
 
 #[test]
 fn a_server_ignoring_sigterm_is_killed_and_leaves_no_process() {
-    if !runnable() {
+    if !hostile_runnable() {
         return;
     }
     let sb = hostile(&[], "");
@@ -177,7 +150,7 @@ fn a_server_ignoring_sigterm_is_killed_and_leaves_no_process() {
 
 #[test]
 fn a_flood_and_a_100_mb_message_are_cut_off() {
-    if !runnable() {
+    if !hostile_runnable() {
         return;
     }
     let sb = hostile(&[], "output_kb = 256\n");
@@ -202,7 +175,7 @@ fn a_flood_and_a_100_mb_message_are_cut_off() {
 
 #[test]
 fn a_project_that_swaps_a_servers_command_after_trust_is_not_run() {
-    if !runnable() {
+    if !hostile_runnable() {
         return;
     }
     let sb = hostile(&[], "");
@@ -248,12 +221,12 @@ fn replayed(turns: &[Value], extra: &str) -> Sandbox {
 fn run_events(cli: &Cli, sb: &Sandbox) -> Vec<Value> {
     let o = cli.run(&sb.ws(), &["run", "--provider", "replay", "--json", "go"]);
     assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
-    crate::guard::events(&o)
+    crate::support::events::events(&o)
 }
 
 #[test]
 fn a_server_tool_runs_through_the_pipeline_and_is_logged_untrusted() {
-    if !runnable() {
+    if !hostile_runnable() {
         return;
     }
     let path = "hello.txt";
@@ -264,7 +237,7 @@ fn a_server_tool_runs_through_the_pipeline_and_is_logged_untrusted() {
     let sb = replayed(&turns, "[policy]\nmode = \"full-auto\"\n");
     let cli = Cli::new();
     let events = run_events(&cli, &sb);
-    let end = crate::guard::find(&events, "tool_call_end", "c1");
+    let end = crate::support::events::find(&events, "tool_call_end", "c1");
     assert!(
         end["outcome"]["content"]
             .as_str()
@@ -273,8 +246,8 @@ fn a_server_tool_runs_through_the_pipeline_and_is_logged_untrusted() {
         "{end}"
     );
     assert_eq!(
-        crate::guard::labels(end),
-        vec![crate::guard::label("untrusted", "mcp:hostile")]
+        crate::support::events::labels(end),
+        vec![crate::support::events::label("untrusted", "mcp:hostile")]
     );
     // The session log has it too.
     let log = std::fs::read_to_string(crate::support::log::session_log(&cli)).expect("log");
@@ -286,7 +259,7 @@ fn a_server_tool_runs_through_the_pipeline_and_is_logged_untrusted() {
 
 #[test]
 fn a_deny_rule_holds_for_a_servers_tools() {
-    if !runnable() {
+    if !hostile_runnable() {
         return;
     }
     let marker_turns = [
@@ -299,15 +272,15 @@ fn a_deny_rule_holds_for_a_servers_tools() {
     );
     let cli = Cli::new();
     let events = run_events(&cli, &sb);
-    let permission = crate::guard::find(&events, "permission", "c1");
+    let permission = crate::support::events::find(&events, "permission", "c1");
     assert_eq!(permission["decision"], "deny", "{permission}");
-    let end = crate::guard::find(&events, "tool_call_end", "c1");
+    let end = crate::support::events::find(&events, "tool_call_end", "c1");
     assert_eq!(end["outcome"]["is_error"], true, "{end}");
 }
 
 #[test]
 fn the_guard_holds_a_server_tool_that_would_send_a_secret_read_earlier() {
-    if !runnable() {
+    if !hostile_runnable() {
         return;
     }
     let turns = [
@@ -330,11 +303,11 @@ fn the_guard_holds_a_server_tool_that_would_send_a_secret_read_earlier() {
     sb.write(".env", &format!("API_KEY={SECRET}\n"));
     let cli = Cli::new();
     let events = run_events(&cli, &sb);
-    let permission = crate::guard::find(&events, "permission", "c3");
+    let permission = crate::support::events::find(&events, "permission", "c3");
     assert_eq!(permission["decision"], "refused", "{permission}");
     let reason = permission["reason"].as_str().unwrap_or_default();
     assert!(reason.contains("exfiltration guard"), "{reason}");
-    let end = crate::guard::find(&events, "tool_call_end", "c3");
+    let end = crate::support::events::find(&events, "tool_call_end", "c3");
     assert!(
         !end["outcome"]["content"]
             .as_str()
@@ -530,7 +503,7 @@ fn the_reference_filesystem_server_runs_through_corral_run_and_a_deny_rule_holds
     );
     let cli = Cli::new();
     let events = run_events(&cli, &sb);
-    let read = crate::guard::find(&events, "tool_call_end", "c1");
+    let read = crate::support::events::find(&events, "tool_call_end", "c1");
     assert!(
         read["outcome"]["content"]
             .as_str()
@@ -539,10 +512,10 @@ fn the_reference_filesystem_server_runs_through_corral_run_and_a_deny_rule_holds
         "{read}"
     );
     assert_eq!(
-        crate::guard::labels(read),
-        vec![crate::guard::label("untrusted", "mcp:files")]
+        crate::support::events::labels(read),
+        vec![crate::support::events::label("untrusted", "mcp:files")]
     );
-    let permission = crate::guard::find(&events, "permission", "c2");
+    let permission = crate::support::events::find(&events, "permission", "c2");
     assert_eq!(permission["decision"], "deny", "{permission}");
     assert!(
         !ws.join("planted.txt").exists(),

@@ -4,7 +4,7 @@
 //! of the peak of one that took a short answer, read from the kernel's
 //! accounting of that one child (`wait4`).
 
-use crate::mcp_client::{PYTHON, runnable, script};
+use crate::support::servers::{SYSTEM_PYTHON, hostile_runnable, hostile_script};
 use crate::*;
 use serde_json::json;
 use std::process::Stdio;
@@ -28,7 +28,7 @@ fn peak_kib(cli: &Cli, sb: &Sandbox, tool: &str) -> (i64, bool) {
         &sb.ws(),
         &["tool", "call", tool, "--args", &json!({}).to_string()],
     );
-    let mut probe = std::process::Command::new(PYTHON);
+    let mut probe = std::process::Command::new(SYSTEM_PYTHON);
     probe.args(["-c", PEAK]);
     let mut cmd = crate::support::process::wrapping(probe, &corral);
     cmd.stdin(Stdio::null()).stderr(Stdio::null());
@@ -46,15 +46,15 @@ fn peak_kib(cli: &Cli, sb: &Sandbox, tool: &str) -> (i64, bool) {
 
 #[test]
 fn a_100_mb_message_and_a_flood_cost_the_host_a_bounded_amount_of_memory() {
-    if !runnable() {
+    if !hostile_runnable() {
         return;
     }
     let sb = Sandbox::new();
-    let script = script(&sb);
+    let script = hostile_script(&sb);
     sb.write(
         "corral.toml",
         &format!(
-            "[mcp.hostile]\ncommand = {PYTHON:?}\nargs = [{:?}]\ngrants = {{ fs = [\".\"] }}\n\
+            "[mcp.hostile]\ncommand = {SYSTEM_PYTHON:?}\nargs = [{:?}]\ngrants = {{ fs = [\".\"] }}\n\
              timeout_ms = 20000\noutput_kb = 256\n",
             script.display().to_string()
         ),

@@ -2,27 +2,27 @@
 //! granted loopback port through corral's proxy and is refused another,
 //! and a direct connection around the proxy reaches nothing.
 
-use crate::exec_network::server;
-use crate::mcp_client::{PYTHON, runnable, script};
+use crate::support::http::server;
 use crate::support::output::{stderr, stdout};
 use crate::support::servers::installed;
+use crate::support::servers::{SYSTEM_PYTHON, hostile_runnable, hostile_script};
 use crate::*;
 use serde_json::json;
 use std::sync::atomic::Ordering;
 
 #[test]
 fn a_server_reaches_its_granted_port_and_no_other() {
-    if !runnable() {
+    if !hostile_runnable() {
         return;
     }
     let (a, hits_a) = server("server-a-answered");
     let (b, hits_b) = server("server-b-answered");
     let sb = Sandbox::new();
-    let script = script(&sb);
+    let script = hostile_script(&sb);
     sb.write(
         "corral.toml",
         &format!(
-            "[mcp.hostile]\ncommand = {PYTHON:?}\nargs = [{:?}]\n\
+            "[mcp.hostile]\ncommand = {SYSTEM_PYTHON:?}\nargs = [{:?}]\n\
              grants = {{ fs = [\".\"], net = [\"http://127.0.0.1:{a}\"] }}\ntimeout_ms = 10000\n",
             script.display().to_string()
         ),
@@ -61,15 +61,15 @@ fn a_server_reaches_its_granted_port_and_no_other() {
 
 #[test]
 fn a_server_without_net_reaches_nothing_and_a_bad_destination_is_an_error() {
-    if !runnable() {
+    if !hostile_runnable() {
         return;
     }
     let (a, hits_a) = server("server-a-answered");
     let sb = Sandbox::new();
-    let script = script(&sb);
+    let script = hostile_script(&sb);
     let toml = |net: &str| {
         format!(
-            "[mcp.hostile]\ncommand = {PYTHON:?}\nargs = [{:?}]\n\
+            "[mcp.hostile]\ncommand = {SYSTEM_PYTHON:?}\nargs = [{:?}]\n\
              grants = {{ fs = [\".\"]{net} }}\ntimeout_ms = 10000\n",
             script.display().to_string()
         )
@@ -181,7 +181,7 @@ fn the_pypi_fetch_server_fetches_its_granted_loopback_origin_and_no_other() {
                 .to_string(),
         ),
     );
-    crate::guard::cassette(
+    crate::support::guard::cassette(
         &sb,
         &[
             crate::support::cassette::call_turn(
@@ -200,22 +200,22 @@ fn the_pypi_fetch_server_fetches_its_granted_loopback_origin_and_no_other() {
     let cli = Cli::new();
     let o = cli.run(&sb.ws(), &["run", "--provider", "replay", "--json", "go"]);
     assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
-    let events = crate::guard::events(&o);
-    let end = crate::guard::find(&events, "tool_call_end", "f1");
+    let events = crate::support::events::events(&o);
+    let end = crate::support::events::find(&events, "tool_call_end", "f1");
     let text = end["outcome"]["content"].as_str().unwrap_or_default();
     assert!(text.contains("# fetched-from-site-a"), "{end}");
     assert!(!text.contains("SCRIPT-TEXT"), "{end}");
     assert_eq!(end["outcome"]["is_error"], false, "{end}");
     assert_eq!(
-        crate::guard::labels(end),
-        vec![crate::guard::label("untrusted", "mcp:fetch")]
+        crate::support::events::labels(end),
+        vec![crate::support::events::label("untrusted", "mcp:fetch")]
     );
     assert_eq!(
         *seen_a.lock().expect("lock"),
         ["/robots.txt", "/page"],
         "{end}"
     );
-    let end = crate::guard::find(&events, "tool_call_end", "f2");
+    let end = crate::support::events::find(&events, "tool_call_end", "f2");
     let text = end["outcome"]["content"].as_str().unwrap_or_default();
     assert_eq!(end["outcome"]["is_error"], true, "{end}");
     assert!(!text.contains("fetched-from-site-b"), "{end}");

@@ -8,7 +8,7 @@
 //! their annotations. Through raw JSON lines on the server's stdin: every
 //! malformed request gets an answer carrying its id.
 
-use crate::mcp_bounds::Served;
+use crate::support::served::Served;
 use crate::*;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
@@ -44,8 +44,15 @@ fn typescript_client(cli: &Cli, ws: &Path, scenario: &Value) -> Option<Value> {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/mcp/client.mjs");
     let mut cmd = std::process::Command::new("node");
     cmd.arg(script).arg(sdk);
-    let (answered, _) =
-        crate::mcp::run_client(cmd, "TypeScript", cli, ws, &[], scenario.clone(), &[]);
+    let (answered, _) = crate::support::mcp_clients::run_client(
+        cmd,
+        "TypeScript",
+        cli,
+        ws,
+        &[],
+        scenario.clone(),
+        &[],
+    );
     Some(answered)
 }
 
@@ -144,7 +151,7 @@ fn the_python_client_gets_the_payload_absolute_paths_and_git_hints() {
     let sb = Sandbox::new();
     let cli = Cli::new();
     let scenario = scenario(&sb);
-    let Some(out) = crate::mcp::client(&cli, &sb.ws(), &[], scenario) else {
+    let Some(out) = crate::support::mcp_clients::client(&cli, &sb.ws(), &[], scenario) else {
         return;
     };
     check("python", &out, &sb);

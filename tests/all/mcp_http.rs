@@ -6,10 +6,10 @@
 //! ever being reached; an oversized answer cut off; trust of a project's
 //! `url`; `mcp add --url` and `mcp import` of URL entries.
 
-use crate::exec_network::server;
-use crate::mcp_lifecycle::{lifecycle_script, sdk_python};
 use crate::support::cassette::{answer_turn, call_turn};
+use crate::support::http::server;
 use crate::support::output::{stderr, stdout};
+use crate::support::{mcp_clients::sdk_python, servers::lifecycle_script};
 use crate::*;
 use serde_json::{Value, json};
 use std::io::{Read as _, Write as _};
@@ -107,8 +107,8 @@ fn the_reference_server_over_http_is_listed_and_called_in_a_session() {
     );
     let o = cli.run(&sb.ws(), &["run", "--provider", "replay", "--json", "go"]);
     assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
-    let events = crate::guard::events(&o);
-    let end = crate::guard::find(&events, "tool_call_end", "c1");
+    let events = crate::support::events::events(&o);
+    let end = crate::support::events::find(&events, "tool_call_end", "c1");
     assert!(
         end["outcome"]["content"]
             .as_str()
@@ -117,8 +117,8 @@ fn the_reference_server_over_http_is_listed_and_called_in_a_session() {
         "{end}"
     );
     assert_eq!(
-        crate::guard::labels(end),
-        vec![crate::guard::label("untrusted", "mcp:every")]
+        crate::support::events::labels(end),
+        vec![crate::support::events::label("untrusted", "mcp:every")]
     );
     let log = std::fs::read_to_string(crate::support::log::session_log(&cli)).expect("log");
     assert!(
@@ -166,8 +166,8 @@ fn the_secret_header_reaches_the_servers_origin_and_never_the_log() {
         &[("LIFE_TOKEN", token)],
     );
     assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
-    let events = crate::guard::events(&o);
-    let end = crate::guard::find(&events, "tool_call_end", "c1");
+    let events = crate::support::events::events(&o);
+    let end = crate::support::events::find(&events, "tool_call_end", "c1");
     assert_eq!(end["outcome"]["content"], "recorded", "{end}");
     let seen = std::fs::read_to_string(&headers).expect("the server recorded headers");
     assert!(

@@ -4,103 +4,9 @@
 //! and a call still waiting for the user's approval when the client closes
 //! its input gets its answer before the server exits.
 
+use crate::support::served::Served;
 use crate::*;
 use serde_json::{Value, json};
-use std::io::{BufRead as _, Write as _};
-use std::process::{Child, ChildStdin, Stdio};
-use std::sync::mpsc::{Receiver, RecvTimeoutError};
-use std::time::{Duration, Instant};
-
-/// `corral mcp serve`, initialized with `capabilities`, its stdout lines
-/// parsed on a channel.
-struct Raw {
-    child: Child,
-    stdin: Option<ChildStdin>,
-    lines: Receiver<Value>,
-    log: PathBuf,
-}
-
-impl Raw {
-    fn start(cli: &Cli, sb: &Sandbox, mode: &str, capabilities: Value) -> Self {
-        let log = sb.root.path().join("mcp-stderr.log");
-        let mut child = cli
-            .command(&sb.ws(), &["mcp", "serve", "--mode", mode])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(std::fs::File::create(&log).unwrap())
-            .spawn()
-            .expect("start corral mcp serve");
-        let stdout = std::io::BufReader::new(child.stdout.take().unwrap());
-        let (tx, lines) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for line in stdout.lines() {
-                let Ok(line) = line else { break };
-                let msg: Value = serde_json::from_str(&line)
-                    .unwrap_or_else(|e| panic!("not JSON on stdout ({e}): {line}"));
-                if tx.send(msg).is_err() {
-                    break;
-                }
-            }
-        });
-        let mut raw = Self {
-            stdin: child.stdin.take(),
-            child,
-            lines,
-            log,
-        };
-        raw.send(
-            &json!({"jsonrpc":"2.0","id":"init","method":"initialize","params":{
-            "protocolVersion":"2025-06-18","capabilities":capabilities,
-            "clientInfo":{"name":"raw","version":"0"}}}),
-        );
-        raw.send(&json!({"jsonrpc":"2.0","method":"notifications/initialized"}));
-        let init = raw.next_where(|m| m["id"] == "init");
-        assert!(init.get("result").is_some(), "{init}");
-        raw
-    }
-
-    fn send(&mut self, msg: &Value) {
-        self.send_line(&msg.to_string());
-    }
-
-    fn send_line(&mut self, line: &str) {
-        let stdin = self.stdin.as_mut().expect("stdin open");
-        stdin.write_all(line.as_bytes()).unwrap();
-        stdin.write_all(b"\n").unwrap();
-        stdin.flush().unwrap();
-    }
-
-    /// The next line `wanted` picks, skipping others (log notifications).
-    fn next_where(&mut self, wanted: impl Fn(&Value) -> bool) -> Value {
-        let until = Instant::now() + Duration::from_secs(60);
-        let mut skipped = Vec::new();
-        loop {
-            let left = until.saturating_duration_since(Instant::now());
-            match self.lines.recv_timeout(left) {
-                Ok(m) if wanted(&m) => return m,
-                Ok(m) => skipped.push(m),
-                Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => panic!(
-                    "no such answer; got {skipped:?}; stderr: {}",
-                    std::fs::read_to_string(&self.log).unwrap_or_default()
-                ),
-            }
-        }
-    }
-
-    /// Sends `line` and returns the answer to it: the next line that is not
-    /// a notification (the server answers nothing else meanwhile).
-    fn answer_to(&mut self, line: &str) -> Value {
-        self.send_line(line);
-        self.next_where(|m| m.get("method").is_none())
-    }
-}
-
-impl Drop for Raw {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 /// The error of `answer`, checked to carry `id`.
 fn error_with_id<'a>(answer: &'a Value, id: &Value) -> &'a str {
@@ -120,7 +26,7 @@ fn error_with_id<'a>(answer: &'a Value, id: &Value) -> &'a str {
 fn a_batch_is_refused_with_each_request_s_id_and_why() {
     let sb = Sandbox::new();
     let cli = Cli::new();
-    let mut raw = Raw::start(&cli, &sb, "read-only", json!({}));
+    let mut raw = Served::start(&cli, &sb, &["--mode", "read-only"]);
     let answer = raw.answer_to(
         r#"[{"jsonrpc":"2.0","id":1,"method":"tools/list"},{"jsonrpc":"2.0","method":"notifications/progress"},{"jsonrpc":"2.0","id":"b","method":"ping"}]"#,
     );
@@ -153,7 +59,7 @@ fn a_batch_is_refused_with_each_request_s_id_and_why() {
 fn an_id_that_is_not_a_string_or_an_integer_is_answered_with_null() {
     let sb = Sandbox::new();
     let cli = Cli::new();
-    let mut raw = Raw::start(&cli, &sb, "read-only", json!({}));
+    let mut raw = Served::start(&cli, &sb, &["--mode", "read-only"]);
     for id in [
         "1.5",
         r#"{"a":1}"#,
@@ -182,7 +88,7 @@ fn an_id_that_is_not_a_string_or_an_integer_is_answered_with_null() {
 fn a_request_without_a_method_is_answered_with_its_id() {
     let sb = Sandbox::new();
     let cli = Cli::new();
-    let mut raw = Raw::start(&cli, &sb, "read-only", json!({}));
+    let mut raw = Served::start(&cli, &sb, &["--mode", "read-only"]);
     let answer = raw.answer_to(r#"{"jsonrpc":"2.0","id":7}"#);
     assert!(
         error_with_id(&answer, &json!(7)).contains("the request has no method"),
@@ -213,14 +119,14 @@ fn a_request_without_a_method_is_answered_with_its_id() {
 fn a_call_waiting_for_approval_is_answered_when_the_client_goes_away() {
     let sb = Sandbox::new();
     let cli = Cli::new();
-    let mut raw = Raw::start(&cli, &sb, "ask", json!({"elicitation": {}}));
+    let mut raw = Served::start_with(&cli, &sb, &["--mode", "ask"], json!({"elicitation": {}}));
     raw.send(
         &json!({"jsonrpc":"2.0","id":"w","method":"tools/call","params":{
         "name":"write_file","arguments":{"path":"new.txt","content":"x\n"}}}),
     );
     let asked = raw.next_where(|m| m["method"] == "elicitation/create");
     assert!(asked.get("id").is_some(), "{asked}");
-    drop(raw.stdin.take());
+    raw.close_input();
     let answer = raw.next_where(|m| m["id"] == "w");
     let result = &answer["result"];
     assert_eq!(result["isError"], true, "{answer}");
@@ -230,9 +136,5 @@ fn a_call_waiting_for_approval_is_answered_when_the_client_goes_away() {
         "{text}"
     );
     assert!(!sb.ws().join("new.txt").exists());
-    let until = Instant::now() + Duration::from_secs(30);
-    while raw.child.try_wait().unwrap().is_none() {
-        assert!(Instant::now() < until, "the server did not exit");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    raw.wait_exit();
 }

@@ -5,31 +5,11 @@
 //! `corral trust` is not offered until trusted again.
 
 use crate::support::cassette::{answer_turn, call_turn};
+use crate::support::mcp_clients::sdk_python;
 use crate::support::output::{stderr, stdout};
+use crate::support::servers::lifecycle_script;
 use crate::*;
 use serde_json::{Value, json};
-use std::path::PathBuf;
-
-/// The SDK's Python, or `None`, the test counted as skipped, outside CI;
-/// CI must have it.
-pub(crate) fn sdk_python() -> Option<PathBuf> {
-    match crate::mcp::python() {
-        Ok(p) => Some(p),
-        Err(why) => {
-            crate::support::skip::missing(why, crate::support::skip::CI_RUN);
-            None
-        }
-    }
-}
-
-/// The lifecycle server's script, copied into the workspace.
-pub(crate) fn lifecycle_script(sb: &Sandbox) -> PathBuf {
-    let from =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/mcp/lifecycle_server.py");
-    let to = sb.ws().join("lifecycle_server.py");
-    std::fs::copy(from, &to).expect("copy the lifecycle server");
-    to
-}
 
 /// `[mcp.life]` running the lifecycle server, granted the workspace.
 fn entry(python: &std::path::Path, script: &std::path::Path) -> String {
@@ -61,7 +41,7 @@ fn replayed(python: &std::path::Path, turns: &[Value]) -> Sandbox {
 fn run(cli: &Cli, sb: &Sandbox) -> (Vec<Value>, String) {
     let o = cli.run(&sb.ws(), &["run", "--provider", "replay", "--json", "go"]);
     assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
-    (crate::guard::events(&o), stderr(&o))
+    (crate::support::events::events(&o), stderr(&o))
 }
 
 fn content(end: &Value) -> String {
@@ -85,7 +65,7 @@ fn a_server_that_crashes_is_restarted_once_and_a_second_crash_is_reported() {
     let sb = replayed(&python, &turns);
     let cli = Cli::new();
     let (events, _) = run(&cli, &sb);
-    let find = |id| crate::guard::find(&events, "tool_call_end", id);
+    let find = |id| crate::support::events::find(&events, "tool_call_end", id);
     let first: u32 = content(find("c1")).trim().parse().expect("a pid");
     assert_eq!(find("c2")["outcome"]["is_error"], true, "{}", find("c2"));
     // After the crash the server was started again: another process answers.
@@ -126,7 +106,7 @@ fn a_tool_added_by_list_changed_appears_flagged() {
     let mine = std::fs::read_to_string(&user).expect("user manifest");
     std::fs::write(&user, format!("{mine}\n{server}\n")).expect("user manifest");
     let (events, err) = run(&cli, &sb);
-    let end = crate::guard::find(&events, "tool_call_end", "c2");
+    let end = crate::support::events::find(&events, "tool_call_end", "c2");
     assert_eq!(content(end), "extra ran", "{end}");
     assert!(
         err.contains("life__extra") && err.contains("new: the server added it during the session"),
@@ -137,7 +117,7 @@ fn a_tool_added_by_list_changed_appears_flagged() {
     let sb = replayed(&python, &turns);
     let cli = Cli::new();
     let (events, err) = run(&cli, &sb);
-    let end = crate::guard::find(&events, "tool_call_end", "c2");
+    let end = crate::support::events::find(&events, "tool_call_end", "c2");
     assert_eq!(end["outcome"]["is_error"], true, "{end}");
     assert!(!content(end).contains("extra ran"), "{end}");
     assert!(

@@ -3,83 +3,10 @@
 //! tools that read are among them and run, and reading with them leaves the
 //! repository's index as it was.
 
+use crate::support::served::Served;
 use crate::*;
-use serde_json::{Value, json};
-use std::io::{BufRead as _, Write as _};
-use std::process::{Child, ChildStdin, Stdio};
-use std::sync::mpsc::Receiver;
+use serde_json::json;
 use std::time::Duration;
-
-struct Served {
-    child: Child,
-    stdin: ChildStdin,
-    lines: Receiver<Value>,
-}
-
-impl Served {
-    fn start(cli: &Cli, sb: &Sandbox) -> Self {
-        let mut child = cli
-            .command(&sb.ws(), &["mcp", "serve", "--mode", "read-only"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("start corral mcp serve");
-        let stdout = std::io::BufReader::new(child.stdout.take().unwrap());
-        let (tx, lines) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for line in stdout.lines().map_while(Result::ok) {
-                let Ok(msg) = serde_json::from_str(&line) else {
-                    panic!("not JSON on stdout: {line}")
-                };
-                if tx.send(msg).is_err() {
-                    break;
-                }
-            }
-        });
-        let stdin = child.stdin.take().unwrap();
-        let mut served = Self {
-            child,
-            stdin,
-            lines,
-        };
-        served.request(
-            0,
-            "initialize",
-            json!({"protocolVersion":"2025-06-18","capabilities":{},
-                   "clientInfo":{"name":"raw","version":"0"}}),
-        );
-        served.send(&json!({"jsonrpc":"2.0","method":"notifications/initialized"}));
-        served
-    }
-
-    fn send(&mut self, msg: &Value) {
-        writeln!(self.stdin, "{msg}").unwrap();
-        self.stdin.flush().unwrap();
-    }
-
-    /// The result of one request.
-    fn request(&mut self, id: u64, method: &str, params: Value) -> Value {
-        self.send(&json!({"jsonrpc":"2.0","id":id,"method":method,"params":params}));
-        loop {
-            let msg = self
-                .lines
-                .recv_timeout(Duration::from_secs(120))
-                .expect("an answer");
-            if msg["id"] == id {
-                assert!(msg.get("error").is_none(), "{msg}");
-                return msg["result"].clone();
-            }
-        }
-    }
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 fn git(ws: &Path, args: &[&str]) {
     let out = std::process::Command::new("git")
@@ -112,7 +39,7 @@ fn read_only_lists_only_what_it_runs_and_git_reads_leave_the_index_alone() {
     );
 
     let cli = Cli::new();
-    let mut served = Served::start(&cli, &sb);
+    let mut served = Served::start(&cli, &sb, &["--mode", "read-only"]);
     let listed = served.request(1, "tools/list", json!({}));
     let tools = listed["tools"].as_array().unwrap();
     let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();

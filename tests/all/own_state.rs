@@ -14,8 +14,8 @@
 //! --force` removed `.git/config`, the FIFO hung `tool call` past 60 s,
 //! and `cat /etc/shadow` printed root's line.
 
-use crate::agent::{KEYS, manifest};
-use crate::mock::*;
+use crate::support::manifest::{KEYS, both_providers};
+use crate::support::mock::*;
 use crate::support::output::{printed, stderr};
 use crate::support::process::wait_bounded;
 use crate::*;
@@ -288,7 +288,7 @@ for line in sys.stdin:
 
 #[test]
 fn an_mcp_server_granted_the_home_directory_cannot_reach_corrals_state() {
-    if !crate::mcp_client::runnable() {
+    if !crate::support::servers::hostile_runnable() {
         return;
     }
     let home = Home::new();
@@ -299,7 +299,7 @@ fn an_mcp_server_granted_the_home_directory_cannot_reach_corrals_state() {
         &format!(
             "[mcp.w]\ncommand = {:?}\nargs = [\"writer.py\"]\ngrants = {{ fs = [\".\"] }}\n\
              timeout_ms = 10000\n",
-            crate::mcp_client::PYTHON
+            crate::support::servers::SYSTEM_PYTHON
         ),
     );
     std::os::unix::fs::symlink(".local/share/corral", ws.join("st")).expect("symlink");
@@ -413,7 +413,7 @@ fn turn_into_links() -> (Sandbox, MockServer) {
     sb.write("e/keep", "");
     sb.write(
         "corral.toml",
-        &manifest(
+        &both_providers(
             model.port,
             9,
             "[plugins.fs]\nsource = \"builtin:fs\"\ngrants.fs = [{ path = \".\", access = \"rw\" }]\n",
@@ -600,7 +600,7 @@ fn a_formatter_hook_run_with_the_workspace_at_home_cannot_reach_corrals_state() 
     let fmt = fmt.display().to_string();
     home.project(
         &ws,
-        &manifest(
+        &both_providers(
             model.port,
             9,
             &format!(

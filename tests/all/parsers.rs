@@ -6,7 +6,7 @@
 //! bracketed; the two must agree word for word, and refuse the same lines.
 //! Then `corral run` shows a deny rule holding on what actually runs.
 
-use crate::mock::{Call, MockServer, Reply, openai_sse, openai_tool_result};
+use crate::support::mock::{Call, MockServer, Reply, openai_sse, openai_tool_result};
 use crate::*;
 use serde_json::{Value, json};
 
@@ -215,7 +215,7 @@ fn a_deny_rule_judges_the_argv_that_runs() {
     let sb = Sandbox::new();
     sb.write(
         "corral.toml",
-        &crate::policy::manifest(
+        &crate::support::manifest::openai_project(
             mock.port,
             "[plugins.shell]\nsource = \"builtin:shell\"\n\
              grants.exec = [{ program = \"printf\", args = [\"**\"] }]\n\n\

@@ -8,8 +8,8 @@
 //! entries, and every front-end reaches the one orchestrator (its trace
 //! line, `corral::call`).
 
-use crate::guard::{SECRET, collector};
-use crate::mock::*;
+use crate::support::guard::{SECRET, collector};
+use crate::support::mock::*;
 use crate::*;
 use corral_test_programs::{HOOK, HTTP_CLIENT};
 use serde_json::{Value, json};
@@ -36,7 +36,10 @@ fn project(model_port: u16, collector_port: u16) -> Sandbox {
          [plugins.web]\nsource = {HTTP_CLIENT:?}\ngrants.net = [\"http://127.0.0.1:{collector_port}\"]\n\n\
          {hook}\n[hooks]\nbefore_tool = [{{ plugin = \"rewriter\", tools = [\"http_get\"] }}]\n"
     );
-    sb.write("corral.toml", &crate::policy::manifest(model_port, &extra));
+    sb.write(
+        "corral.toml",
+        &crate::support::manifest::openai_project(model_port, &extra),
+    );
     sb
 }
 
@@ -174,7 +177,7 @@ fn the_loop_and_the_mcp_server_take_a_call_through_one_pipeline() {
         .map(|(name, arguments)| json!({ "name": name, "arguments": arguments }))
         .collect::<Vec<_>>() });
     let Some((answered, stderr)) =
-        crate::mcp::client_env(&cli, &sb.ws(), &[], scenario, &[KEY, LOG])
+        crate::support::mcp_clients::client_env(&cli, &sb.ws(), &[], scenario, &[KEY, LOG])
     else {
         return;
     };

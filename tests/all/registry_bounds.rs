@@ -3,8 +3,8 @@
 //! (never to one a project's `from` picked), and an OCI layer over the size
 //! limit is refused while it streams, leaving no file behind.
 
-use crate::install::{Registry, read_user_manifest, store_dir};
 use crate::support::output::printed as text;
+use crate::support::registry::{Registry, read_user_manifest, store_dir};
 use crate::*;
 use corral_test_programs::ECHO;
 use std::io::{BufRead as _, BufReader, Write as _};

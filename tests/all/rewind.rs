@@ -6,11 +6,11 @@
 //! SIGKILL and a resume. And an answer interrupted mid-stream is kept,
 //! marked, in the log, `corral show` and the next request.
 
-use crate::agent::{KEYS, manifest};
-use crate::mock::*;
 use crate::support::log::{of_type, read_events, session_log};
+use crate::support::manifest::{KEYS, both_providers};
+use crate::support::mock::*;
 use crate::support::output::{assert_exit, stdout};
-use crate::tui::{Pane, quote, ui_command};
+use crate::support::tui::{Pane, quote, ui_command};
 use crate::*;
 use serde_json::{Value, json};
 use std::io::{BufRead as _, BufReader};
@@ -79,7 +79,7 @@ fn wait_requests(model: &MockServer, n: usize) {
     let start = Instant::now();
     while model.requests().len() < n {
         assert!(
-            start.elapsed() < crate::tui::SCREEN_TIMEOUT,
+            start.elapsed() < crate::support::tui::SCREEN_TIMEOUT,
             "the model got {} requests, not {n}",
             model.requests().len()
         );
@@ -115,7 +115,7 @@ fn undo_and_rewind_in_the_ui_survive_a_kill_and_a_resume() {
         })
     });
     let sb = Sandbox::new();
-    sb.write("corral.toml", &manifest(model.port, 9, FS_RW));
+    sb.write("corral.toml", &both_providers(model.port, 9, FS_RW));
     let cli = Cli::new();
     assert_exit(&cli.run(&sb.ws(), &["sessions"]), 0);
     let Some(pane) = Pane::start(&command(&cli, &sb, "--provider openai")) else {
@@ -243,7 +243,7 @@ fn an_interrupted_answer_is_kept_marked_and_sent_with_the_next_prompt() {
         _ => Reply::Sse(openai_sse("Going on.", &[])),
     });
     let sb = Sandbox::new();
-    sb.write("corral.toml", &manifest(model.port, 9, ""));
+    sb.write("corral.toml", &both_providers(model.port, 9, ""));
     let cli = Cli::new();
     let mut cmd = cli.command(
         &sb.ws(),

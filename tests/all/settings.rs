@@ -5,9 +5,9 @@
 //!
 //! Each test failed before its fix; the comment on each says how.
 
-use crate::mock::{MockServer, Reply, openai_sse};
+use crate::support::mock::{MockServer, Reply, openai_sse};
 use crate::support::output::{stderr, stdout};
-use crate::tui::{Pane, quote, ui_command};
+use crate::support::tui::{Pane, quote, ui_command};
 use crate::*;
 
 /// Appends `text` to the user's config of `cli`.

@@ -5,8 +5,9 @@
 //! and `list_files` lists a directory in one host call with the same
 //! entries and rules as before.
 
-use crate::guard::{cassette, events, find, label, labels};
 use crate::support::cassette::{answer_turn, call_turn};
+use crate::support::events::{events, find, label, labels};
+use crate::support::guard::cassette;
 use crate::support::output::printed;
 use crate::*;
 use corral_test_programs::{ADVERSARY, ECHO};

@@ -4,8 +4,8 @@
 //! conversation of a 200k-event session passes through the openai plugin
 //! within its default 256 MiB memory limit.
 
-use crate::mock::*;
 use crate::support::log::session_log;
+use crate::support::mock::*;
 use crate::support::output::json_events;
 use crate::*;
 use serde_json::{Value, json};

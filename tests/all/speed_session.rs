@@ -4,9 +4,9 @@
 //! shown lost by a SIGKILL at any event boundary, and a replayed session
 //! far larger than any window compacts instead of killing the provider.
 
-use crate::agent::{KEYS, OPENAI_KEY, manifest};
-use crate::mock::*;
 use crate::support::log::kind;
+use crate::support::manifest::{KEYS, OPENAI_KEY, both_providers};
+use crate::support::mock::*;
 use crate::*;
 use serde_json::{Value, json};
 use std::io::BufRead;
@@ -44,7 +44,7 @@ fn setup(port: u16) -> (Sandbox, Cli) {
     let cli = Cli::new();
     let user = cli.home.path().join("config/corral/corral.toml");
     let mut text = std::fs::read_to_string(&user).expect("user manifest");
-    text.push_str(&manifest(port, 9, ""));
+    text.push_str(&both_providers(port, 9, ""));
     std::fs::write(&user, text).expect("user manifest");
     (sb, cli)
 }

@@ -4,8 +4,8 @@
 //! the model was trained with, so compaction starts before the server
 //! refuses a request.
 
-use crate::mock::*;
 use crate::support::manifest::openai_plugin;
+use crate::support::mock::*;
 use crate::*;
 use serde_json::{Value, json};
 

@@ -4,7 +4,7 @@
 //! honestly, returns text of its own as well, asks too late, or streams
 //! past its memory limit.
 
-use crate::guard::events;
+use crate::support::events::events;
 use crate::*;
 use corral_test_programs::ENV_PROVIDER;
 

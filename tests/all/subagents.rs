@@ -3,8 +3,10 @@
 //! `task` subagents — in parallel, read-only, linked logs, Ctrl-C — and
 //! subagents in git worktrees whose diff waits for the user's approval.
 
+use crate::support::agents::{family, project};
 use crate::support::cassette::{answer_turn, calls_turn, slow_answer_turn};
-use crate::support::log::{all_events, of_type};
+use crate::support::git::{git, repo};
+use crate::support::log::of_type;
 use crate::support::output::assert_exit;
 use crate::support::process::{HANG, events, wait_bounded, wait_for};
 use crate::*;
@@ -12,38 +14,6 @@ use serde_json::{Value, json};
 use std::io::Write as _;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
-
-/// A project whose replay provider plays `c.cassette.json`, in `mode`.
-pub(crate) fn project(sb: &Sandbox, mode: &str, delay_ms: u64, turns: Value, agents: Value) {
-    sb.write(
-        "corral.toml",
-        &format!(
-            "[agent]\nprovider = \"replay\"\n\n[policy]\nmode = \"{mode}\"\n\n\
-             [plugins.replay]\nsource = \"builtin:replay\"\n\
-             grants.fs = [{{ path = \".\", access = \"ro\" }}]\n\
-             config = {{ cassette = \"c.cassette.json\", delay_ms = {delay_ms} }}\n\
-             limits = {{ timeout_ms = 120000 }}\n"
-        ),
-    );
-    crate::support::cassette::write_with_agents(sb, "c.cassette.json", &turns, &agents);
-}
-
-/// The parent's log and its children's, by the call that started each.
-pub(crate) fn family(cli: &Cli) -> (Vec<Value>, Vec<(String, Vec<Value>)>) {
-    let mut parent = None;
-    let mut children = Vec::new();
-    for log in all_events(cli) {
-        match log.iter().find(|e| e["type"] == "subagent_started") {
-            Some(linked) => children.push((
-                linked["parent_call"].as_str().expect("call").to_owned(),
-                log.clone(),
-            )),
-            None => parent = Some(log),
-        }
-    }
-    children.sort_by(|a, b| a.0.cmp(&b.0));
-    (parent.expect("the parent's log"), children)
-}
 
 const ASK_A: &str = "Read a.txt and say what it holds.";
 const ASK_B: &str = "Read b.txt and say what it holds.";
@@ -361,29 +331,6 @@ fn ctrl_c_stops_the_parent_and_every_child() {
     }
 }
 
-pub(crate) fn git(sb: &Sandbox, args: &[&str]) {
-    let o = std::process::Command::new("git")
-        .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
-        .args(args)
-        .current_dir(sb.ws())
-        .output()
-        .expect("git");
-    assert!(
-        o.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-}
-
-/// A git repository with `notes.txt` committed.
-pub(crate) fn repo(sb: &Sandbox) {
-    sb.write("notes.txt", "- TODO: ship it\n");
-    sb.write(".gitignore", "corral.toml\n*.cassette.json\n");
-    git(sb, &["init", "-q"]);
-    git(sb, &["add", "notes.txt", ".gitignore"]);
-    git(sb, &["commit", "-qm", "start"]);
-}
-
 const FIX: &str = "Mark the TODO in notes.txt done.";
 
 fn fixer(sb: &Sandbox) {
@@ -510,8 +457,8 @@ fn an_unapproved_worktree_diff_is_kept_as_a_patch() {
     ]);
     project(&sb, "auto-edit", 0, plain, json!([]));
     // The run's plugins (the replay provider too) see the worktree: only committed files.
-    git(&sb, &["add", "-f", "c.cassette.json"]);
-    git(&sb, &["commit", "-qm", "cassette"]);
+    git(&sb.ws(), &["add", "-f", "c.cassette.json"]);
+    git(&sb.ws(), &["commit", "-qm", "cassette"]);
     let o = cli.run(&sb.ws(), &["run", "--worktree", "w1", "fix it"]);
     let err = String::from_utf8_lossy(&o.stderr).into_owned();
     assert_eq!(o.status.code(), Some(0), "{err}");

@@ -3,174 +3,12 @@
 //! playing a cassette, keys sent and the screen read back.
 
 use crate::support::cassette::{self, streamed_turn};
+use crate::support::tui::{Pane, SCREEN_TIMEOUT, assert_restored, quote};
 use crate::*;
 use serde_json::{Value, json};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
-
-/// How long any one screen may take to appear.
-pub(crate) const SCREEN_TIMEOUT: Duration = Duration::from_secs(90);
-
-/// A tmux server on a private socket, killed when dropped.
-pub(crate) struct Pane {
-    socket: PathBuf,
-    _dir: tempfile::TempDir,
-}
-
-impl Pane {
-    /// The pid of the program the pane's shell runs (corral).
-    pub(crate) fn corral_pid(&self) -> String {
-        let out = self
-            .tmux()
-            .args(["display", "-p", "-t", "ui", "#{pane_pid}"])
-            .output()
-            .expect("pane pid");
-        let shell = String::from_utf8_lossy(&out.stdout).trim().to_owned();
-        let children = std::fs::read_to_string(format!("/proc/{shell}/task/{shell}/children"))
-            .expect("the shell's children");
-        children
-            .split_whitespace()
-            .next()
-            .expect("corral runs")
-            .to_owned()
-    }
-
-    /// Starts `command` (a shell command line) in a 100×30 pane.
-    pub(crate) fn start(command: &str) -> Option<Self> {
-        if Command::new("tmux").arg("-V").output().is_err() {
-            crate::support::skip::missing("tmux is not installed", "apt-get install tmux");
-            return None;
-        }
-        let dir = tempfile::tempdir().expect("socket dir");
-        let pane = Pane {
-            socket: dir.path().join("tmux.sock"),
-            _dir: dir,
-        };
-        let status = pane
-            .tmux()
-            .args([
-                "new-session",
-                "-d",
-                "-x",
-                "100",
-                "-y",
-                "30",
-                "-s",
-                "ui",
-                command,
-            ])
-            .status()
-            .expect("tmux new-session");
-        assert!(status.success(), "tmux new-session failed");
-        Some(pane)
-    }
-
-    pub(crate) fn tmux(&self) -> Command {
-        let mut cmd = Command::new("tmux");
-        cmd.arg("-S").arg(&self.socket).env_remove("TMUX");
-        cmd
-    }
-
-    /// What the pane shows now.
-    pub(crate) fn screen(&self) -> String {
-        let out = self
-            .tmux()
-            .args(["capture-pane", "-p", "-t", "ui"])
-            .output()
-            .expect("capture-pane");
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-
-    /// What the pane shows now and its scrollback above it.
-    pub(crate) fn scrollback(&self) -> String {
-        let out = self
-            .tmux()
-            .args(["capture-pane", "-p", "-S", "-", "-t", "ui"])
-            .output()
-            .expect("capture-pane");
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-
-    /// Types `text` literally.
-    pub(crate) fn type_text(&self, text: &str) {
-        let ok = self
-            .tmux()
-            .args(["send-keys", "-t", "ui", "-l", text])
-            .status()
-            .expect("send-keys");
-        assert!(ok.success());
-    }
-
-    /// Presses named keys (`Enter`, `Escape`, `C-c`).
-    pub(crate) fn press(&self, key: &str) {
-        let ok = self
-            .tmux()
-            .args(["send-keys", "-t", "ui", key])
-            .status()
-            .expect("send-keys");
-        assert!(ok.success());
-    }
-
-    /// Polls the screen until `ready` holds for it, and returns it.
-    pub(crate) fn wait(&self, what: &str, ready: impl Fn(&str) -> bool) -> String {
-        let start = Instant::now();
-        loop {
-            let screen = self.screen();
-            if ready(&screen) {
-                return screen;
-            }
-            assert!(
-                start.elapsed() < SCREEN_TIMEOUT,
-                "timed out waiting for {what}; the screen:\n{screen}"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-
-    pub(crate) fn wait_for(&self, text: &str) -> String {
-        self.wait(&format!("`{text}`"), |s| s.contains(text))
-    }
-}
-
-impl Drop for Pane {
-    fn drop(&mut self) {
-        let _ = self.tmux().arg("kill-server").status();
-    }
-}
-
-/// The terminal is out of raw mode once corral exits: `stty -a`, run
-/// after it, reports canonical input and echo back on.
-pub(crate) fn assert_restored(pane: &Pane) {
-    let screen = pane.wait("`stty -a` output", |s| s.contains("icanon"));
-    let flags: Vec<&str> = screen.split_whitespace().collect();
-    for flag in ["icanon", "echo"] {
-        assert!(
-            flags.contains(&flag) && !flags.contains(&format!("-{flag}").as_str()),
-            "the terminal was left without {flag}:\n{screen}"
-        );
-    }
-}
-
-/// The shell command that starts the UI of the binary under test in
-/// `workspace` with `cli`'s homes and no provider keys, then runs `after`
-/// (`sleep 600` keeps the pane open, so the screen can be read after exit).
-pub(crate) fn ui_command(cli: &Cli, workspace: &Path, after: &str) -> String {
-    let home = cli.home.path();
-    format!(
-        "env -u CORRAL_LOG -u OPENAI_API_KEY -u ANTHROPIC_API_KEY TERM=xterm-256color \
-         XDG_CONFIG_HOME={} XDG_CACHE_HOME={} XDG_DATA_HOME={} {} --workspace {}; {after}",
-        quote(&home.join("config")),
-        quote(&cache_home()),
-        quote(&home.join("data")),
-        quote(Path::new(env!("CARGO_BIN_EXE_corral"))),
-        quote(workspace),
-    )
-}
-
-pub(crate) fn quote(p: &Path) -> String {
-    format!("'{}'", p.display().to_string().replace('\'', r"'\''"))
-}
 
 const PLAN: &str = "## Plan\n\nI will **write** `notes.txt`:\n\n```rust\nfn main() {}\n```\n";
 
@@ -204,7 +42,7 @@ fn a_session_in_the_terminal_ui() {
     let o = cli.run(&sb.ws(), &["sessions"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
 
-    let command = crate::tui::ui_command(
+    let command = crate::support::tui::ui_command(
         &cli,
         &sb.ws(),
         "printf '\\nCORRAL-EXIT=%s\\n' $?; stty -a; sleep 600",

@@ -4,7 +4,7 @@
 //! interrupted.
 
 use crate::support::cassette::{self, streamed_turn};
-use crate::tui::Pane;
+use crate::support::tui::Pane;
 use crate::*;
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -29,7 +29,7 @@ fn ui_streaming(text: &str, chunk: usize, delay_ms: u64) -> Option<(Sandbox, Cli
     let cli = Cli::new();
     let o = cli.run(&sb.ws(), &["sessions"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let command = crate::tui::ui_command(
+    let command = crate::support::tui::ui_command(
         &cli,
         &sb.ws(),
         "printf '\\nCORRAL-EXIT=%s\\n' $?; sleep 600",

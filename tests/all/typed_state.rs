@@ -3,9 +3,9 @@
 //! names it held, still resumes through the real `corral` binary, shows its
 //! trigger, and gives the model the summary it logged.
 
-use crate::agent::{KEYS, OPENAI_KEY, manifest};
-use crate::mock::*;
 use crate::support::log::session_log;
+use crate::support::manifest::{KEYS, OPENAI_KEY, both_providers};
+use crate::support::mock::*;
 use crate::*;
 use serde_json::{Value, json};
 
@@ -33,7 +33,7 @@ fn an_old_log_with_each_compaction_trigger_still_resumes() {
     for trigger in ["auto", "manual", "context_length"] {
         let server = MockServer::start(|i, _| Reply::Sse(openai_sse(&format!("answer {i}."), &[])));
         let sb = Sandbox::new();
-        sb.write("corral.toml", &manifest(server.port, server.port, ""));
+        sb.write("corral.toml", &both_providers(server.port, server.port, ""));
         let cli = Cli::new();
         let o = cli.run_env(&sb.ws(), &["run", "--provider", "openai", "hello"], &KEYS);
         assert_eq!(
@@ -112,7 +112,7 @@ fn an_old_log_with_each_compaction_trigger_still_resumes() {
 /// `/mode` chose, in the status line.
 #[test]
 fn the_status_line_shows_the_mode_and_follows_mode_changes() {
-    use crate::tui::{Pane, ui_command};
+    use crate::support::tui::{Pane, ui_command};
     let sb = Sandbox::new();
     sb.write(
         "corral.toml",

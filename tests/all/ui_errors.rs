@@ -2,7 +2,7 @@
 //! warning raised while the UI is up is shown in it, and a provider without
 //! its key names the variable.
 
-use crate::tui::{Pane, ui_command};
+use crate::support::tui::{Pane, ui_command};
 use crate::*;
 use corral_test_programs::LOOKALIKE;
 

@@ -3,7 +3,7 @@
 //! with untracked files, `/plugins` with grants.
 
 use crate::support::cassette::{self, streamed_turn};
-use crate::tui::{Pane, ui_command};
+use crate::support::tui::{Pane, ui_command};
 use crate::*;
 use serde_json::json;
 

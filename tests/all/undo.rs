@@ -5,9 +5,9 @@
 //! works after SIGKILL mid-turn, never writes through a symlink planted
 //! since, and the resumed conversation is told of the undo.
 
-use crate::agent::{KEYS, manifest};
-use crate::mock::*;
 use crate::support::log::{of_type, read_events, session_log};
+use crate::support::manifest::{KEYS, both_providers};
+use crate::support::mock::*;
 use crate::support::output::{assert_exit, stderr, stdout};
 use crate::*;
 use serde_json::json;
@@ -42,7 +42,7 @@ fn setup(turns: Vec<Vec<Call>>) -> (Sandbox, MockServer) {
     sb.write("notes.txt", "TODO\n");
     sb.write("c.txt", "version 1 of c.txt\n");
     sb.write("sub/x.txt", "x1\n");
-    sb.write("corral.toml", &manifest(model.port, 9, fs_rw()));
+    sb.write("corral.toml", &both_providers(model.port, 9, fs_rw()));
     (sb, model)
 }
 
@@ -209,7 +209,7 @@ fn undo_after_sigkill_mid_turn_then_resume() {
     });
     let sb = Sandbox::new();
     sb.write("a.txt", "one\n");
-    sb.write("corral.toml", &manifest(model.port, 9, fs_rw()));
+    sb.write("corral.toml", &both_providers(model.port, 9, fs_rw()));
     let cli = Cli::new();
     let mut cmd = cli.command(&sb.ws(), &["run", "--yes", "--provider", "openai", "Write"]);
     for (k, v) in KEYS {

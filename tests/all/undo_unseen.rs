@@ -196,7 +196,7 @@ fn undo_restores_what_an_mcp_servers_write_tool_changed() {
 /// it shares the plan of `corral undo`, so one test is enough for it.
 #[test]
 fn rewind_in_the_ui_restores_what_a_program_changed() {
-    use crate::tui::{Pane, quote, ui_command};
+    use crate::support::tui::{Pane, quote, ui_command};
     let sb = Sandbox::new();
     sb.write("a.txt", "one\n");
     sb.write(

@@ -3,8 +3,8 @@
 //! caps cut, which redirects are followed, how results are labelled, and
 //! where a search API key goes.
 
-use crate::guard::{events, find, label, labels};
 use crate::support::cassette::{answer_turn, call_turn};
+use crate::support::events::{events, find, label, labels};
 use crate::support::output::{assert_exit, printed, stderr, stdout};
 use crate::support::run::tool_call;
 use crate::{Cli, Sandbox};
@@ -355,7 +355,7 @@ fn a_fetched_page_is_labelled_untrusted_in_the_session() {
             origin(&site)
         ),
     );
-    crate::guard::cassette(
+    crate::support::guard::cassette(
         &sb,
         &[
             call_turn("w1", "web_fetch", json!({"url": site.url("/notes")})),
@@ -463,7 +463,7 @@ fn asking(granted: &[String], mode: &str, turns: &[serde_json::Value]) -> Sandbo
              config = {{ cassette = \"guard.cassette.json\" }}\n"
         ),
     );
-    crate::guard::cassette(&sb, turns);
+    crate::support::guard::cassette(&sb, turns);
     sb
 }
 

@@ -1,5 +1,5 @@
 //! Manifest text for the built-in providers pointed at a mock model on
-//! loopback (see [`crate::mock`]), with the API key taken from the
+//! loopback (see [`crate::support::mock`]), with the API key taken from the
 //! environment (`TEST_OPENAI_KEY`, `TEST_ANTHROPIC_KEY`) as the host adds it
 //! on egress.
 
@@ -84,3 +84,38 @@ impl Providers<'_> {
         )
     }
 }
+
+/// A manifest whose `openai` provider talks to the mock on `port`, with
+/// `extra` lines.
+pub fn openai_project(port: u16, extra: &str) -> String {
+    format!(
+        "\n{}{extra}\n",
+        openai_plugin(port, r#"model = "mock""#, "")
+    )
+}
+
+/// The OpenAI key [`KEYS`] hands the provider.
+pub const OPENAI_KEY: &str = "sk-test-openai-0123456789";
+
+/// The Anthropic key [`KEYS`] hands the provider.
+pub const ANTHROPIC_KEY: &str = "sk-ant-test-9876543210";
+
+/// A project manifest declaring both providers against the given mocks.
+pub fn both_providers(openai_port: u16, anthropic_port: u16, extra: &str) -> String {
+    Providers {
+        openai_port,
+        anthropic_port,
+        max_iterations: 8,
+        openai: r#"model = "mock-gpt", stall_timeout_ms = 2000"#,
+        anthropic: r#"model = "mock-claude", stall_timeout_ms = 2000"#,
+        rest: "limits = { timeout_ms = 60000 }",
+        extra,
+    }
+    .toml()
+}
+
+/// The environment [`both_providers`] takes its keys from.
+pub const KEYS: [(&str, &str); 2] = [
+    ("TEST_OPENAI_KEY", OPENAI_KEY),
+    ("TEST_ANTHROPIC_KEY", ANTHROPIC_KEY),
+];

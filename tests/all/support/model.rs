@@ -1,7 +1,7 @@
-//! Scripted models: mock servers (see [`crate::mock`]) that answer a run's
+//! Scripted models: mock servers (see [`crate::support::mock`]) that answer a run's
 //! requests in a fixed order.
 
-use crate::mock::{MockServer, Reply, openai_sse};
+use crate::support::mock::{MockServer, Reply, openai_sse};
 use serde_json::json;
 
 /// An OpenAI model that writes `new.txt` (call `w1`), then answers "Done.".
@@ -20,7 +20,7 @@ pub fn writer() -> MockServer {
 }
 
 /// An OpenAI model that makes `calls` at once, then answers "Done.".
-pub fn calls_then_done(calls: Vec<crate::mock::Call>) -> MockServer {
+pub fn calls_then_done(calls: Vec<crate::support::mock::Call>) -> MockServer {
     MockServer::start(move |n, _| match n {
         0 => Reply::Sse(openai_sse("", &calls)),
         _ => Reply::Sse(openai_sse("Done.", &[])),

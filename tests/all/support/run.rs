@@ -4,10 +4,13 @@ use crate::{Cli, Sandbox};
 use std::process::{Child, Output, Stdio};
 
 /// A workspace whose `openai` provider talks to the mock on `port` (see
-/// [`crate::policy::manifest`]), with `extra` manifest lines.
+/// [`super::manifest::openai_project`]), with `extra` manifest lines.
 pub fn openai_workspace(port: u16, extra: &str) -> Sandbox {
     let sb = Sandbox::new();
-    sb.write("corral.toml", &crate::policy::manifest(port, extra));
+    sb.write(
+        "corral.toml",
+        &crate::support::manifest::openai_project(port, extra),
+    );
     sb
 }
 

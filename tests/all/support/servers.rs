@@ -1,7 +1,10 @@
-//! The third-party MCP servers `.ci/run` installs for the tests.
+//! The MCP servers the tests run: the third-party ones `.ci/run` installs,
+//! and the ones written for the tests (tests/mcp), hostile on purpose or
+//! made to crash and change their tools.
 
+use crate::Sandbox;
 use crate::support::skip;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// A program of the MCP servers `.ci/run` installs (`npm/…`, `py/…` under
 /// `CORRAL_TEST_MCP_SERVERS`), or `None`, the test counted as skipped
@@ -20,4 +23,39 @@ pub fn installed(rel: &str) -> Option<PathBuf> {
     }
     skip::missing(format!("{} is not installed", p.display()), skip::CI_RUN);
     None
+}
+
+/// The lifecycle server's script, copied into the workspace.
+pub fn lifecycle_script(sb: &Sandbox) -> PathBuf {
+    let from =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/mcp/lifecycle_server.py");
+    let to = sb.ws().join("lifecycle_server.py");
+    std::fs::copy(from, &to).expect("copy the lifecycle server");
+    to
+}
+
+/// The interpreter that runs the hostile server: the system's, so that
+/// nothing in the user's home is needed to run it.
+pub const SYSTEM_PYTHON: &str = "/usr/bin/python3";
+
+/// Whether the hostile server can run here; the test is counted as skipped
+/// when not.
+pub fn hostile_runnable() -> bool {
+    if Path::new(SYSTEM_PYTHON).exists() {
+        return true;
+    }
+    crate::support::skip::missing(
+        format!("{SYSTEM_PYTHON} is not installed"),
+        "apt-get install python3",
+    );
+    false
+}
+
+/// The hostile server's script, copied into the workspace (which the
+/// server is granted), so that it can read its own code.
+pub fn hostile_script(sb: &Sandbox) -> PathBuf {
+    let from = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/mcp/hostile_server.py");
+    let to = sb.ws().join("hostile_server.py");
+    std::fs::copy(from, &to).expect("copy the hostile server");
+    to
 }

@@ -1,0 +1,45 @@
+//! Reading the `--json` events of a finished `corral run`: each checked
+//! against the schema, call ids put back to the model's, and the labels a
+//! call's result carries.
+
+use crate::*;
+use serde_json::Value;
+
+/// The JSON events of a `run --json`.
+pub fn events(o: &std::process::Output) -> Vec<Value> {
+    with_model_ids(
+        String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .filter(|l| l.starts_with('{'))
+            .map(|l| serde_json::from_str(l).expect("a JSON event"))
+            .inspect(crate::support::schema::check_event)
+            .collect(),
+    )
+}
+
+pub fn find<'a>(events: &'a [Value], kind: &str, call_id: &str) -> &'a Value {
+    events
+        .iter()
+        .find(|e| e["type"] == kind && (e["call_id"] == call_id || e["call"]["id"] == call_id))
+        .unwrap_or_else(|| panic!("no {kind} event for {call_id} in {events:#?}"))
+}
+
+pub fn labels(end: &Value) -> Vec<(String, String)> {
+    end["outcome"]["labels"]
+        .as_array()
+        .map(|l| {
+            l.iter()
+                .map(|l| {
+                    (
+                        l["kind"].as_str().expect("kind").to_owned(),
+                        l["source"].as_str().expect("source").to_owned(),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+pub fn label(kind: &str, source: &str) -> (String, String) {
+    (kind.to_owned(), source.to_owned())
+}
