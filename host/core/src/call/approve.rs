@@ -239,6 +239,14 @@ pub trait Approver: Send + Sync {
     /// returns; the future then waits for the answer.
     fn approve(&self, request: &ApprovalRequest) -> BoxFuture<'static, ApprovalAnswer>;
 
+    /// Whether an approval may let a call reach an origin its plugin's
+    /// `grants.net` does not name (the `egress` step). Typing a call on the
+    /// command line approves what the policy asks, never a reach the
+    /// manifest does not grant: there the call runs within its grant.
+    fn widens_grants(&self) -> bool {
+        true
+    }
+
     /// Whether the front-end answers: then the dispatcher sends an
     /// [`Event::ApprovalRequested`](crate::protocol::Event::ApprovalRequested)
     /// for each request.
@@ -304,6 +312,10 @@ impl Approver for CommandLineApprover {
     fn approved_by(&self) -> &'static str {
         "approved by the user, who typed this call on the command line"
     }
+
+    fn widens_grants(&self) -> bool {
+        false
+    }
 }
 
 /// The front-end answers: each request waits for the
@@ -315,21 +327,35 @@ pub struct OpApprover {
 
 impl OpApprover {
     /// Delivers an answer. `Err` when no request with that call id waits.
-    pub fn answer(&self, call_id: &str, answer: ApprovalAnswer) -> Result<(), String> {
+    pub fn answer(&self, call_id: &str, answer: ApprovalAnswer) -> Result<(), Unanswerable> {
         let slot = self
             .pending
             .lock()
-            .map_err(|_| "the approval table is poisoned".to_owned())?
+            .map_err(|_| Unanswerable::Poisoned)?
             .remove(call_id);
         match slot {
             Some(tx) => tx
                 .send(answer)
-                .map_err(|_| format!("the call `{call_id}` no longer waits for an answer")),
-            None => Err(format!(
-                "no approval is pending for the call `{call_id}`; answer the call_id of an approval_requested event"
-            )),
+                .map_err(|_| Unanswerable::NoLongerWaits(call_id.to_owned())),
+            None => Err(Unanswerable::NotPending(call_id.to_owned())),
         }
     }
+}
+
+/// Why [`OpApprover::answer`] delivered nothing.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Unanswerable {
+    /// A thread panicked holding the table of pending approvals.
+    #[error("the approval table is poisoned")]
+    Poisoned,
+    /// The call asked, and stopped waiting (cancelled or ended).
+    #[error("the call `{0}` no longer waits for an answer")]
+    NoLongerWaits(String),
+    /// No call with that id asks.
+    #[error(
+        "no approval is pending for the call `{0}`; answer the call_id of an approval_requested event"
+    )]
+    NotPending(String),
 }
 
 impl Approver for OpApprover {

@@ -8,7 +8,9 @@
 //! beside the grant ([`super::Checked`] carries it to the run). An approval
 //! for the session remembers the origin for that plugin only
 //! ([`Scope::Origin`]). Nothing else widens: a redirect to another origin
-//! is checked against the grant and the approved origin alone.
+//! is checked against the grant and the approved origin alone. A front-end
+//! whose approver widens nothing (`corral tool call`) runs the call within
+//! its grant, where the sandbox refuses the origin.
 
 use super::judge::{Judged, Judgement};
 use super::{Checked, Dispatcher, Scope};
@@ -52,6 +54,9 @@ impl Dispatcher {
     }
 
     fn widen(&self, checked: &Checked, judged: Judgement) -> (Judgement, Option<Widening>) {
+        if !self.approver.widens_grants() {
+            return (judged, None);
+        }
         let Some(widening) = ungranted(checked) else {
             return (judged, None);
         };
