@@ -379,19 +379,38 @@ pub async fn ui(workspace: &Path, resume: Option<Resume>, flags: Flags) -> ExitC
         workspace: workspace.to_path_buf(),
         flags,
     };
+    // Log records raised while the session opens (a plugin's warning at
+    // load) are shown in the UI once it is up: the alternate screen would
+    // hide them on stderr.
+    let (log_tx, log_lines) = unbounded_channel::<super::logsink::Line>();
+    super::logsink::capture(log_tx);
     let (session, app, tally) = match opener.open(resume).await {
         Ok(s) => s,
-        Err(e) => return fail(&e),
+        Err(e) => {
+            super::logsink::release();
+            said_while_opening(log_lines);
+            return fail(&e);
+        }
     };
     let (guard, mut terminal) = match setup() {
         Ok(t) => t,
         Err(e) => {
             restore();
+            said_while_opening(log_lines);
             return fail(&format!("cannot set up the terminal: {e}"));
         }
     };
     let mut last = session.id().to_owned();
-    let code = drive(&opener, session, app, tally, &mut terminal, &mut last).await;
+    let code = drive(
+        &opener,
+        session,
+        app,
+        tally,
+        log_lines,
+        &mut terminal,
+        &mut last,
+    )
+    .await;
     drop(guard);
     // The UI drew on the alternate screen, which goes with it: the
     // transcript is printed on the normal screen, where it stays in the
@@ -404,23 +423,25 @@ pub async fn ui(workspace: &Path, resume: Option<Resume>, flags: Flags) -> ExitC
     code
 }
 
-/// Progress lines and log records, taken into the transcript while the UI
-/// owns the terminal (stderr is under it now).
-fn capture_messages() -> (
-    UnboundedReceiver<String>,
-    UnboundedReceiver<super::logsink::Line>,
-) {
+/// Prints on stderr the log records taken while the session opened, when
+/// no UI came up to show them.
+fn said_while_opening(mut log_lines: UnboundedReceiver<super::logsink::Line>) {
+    while let Ok((line, _)) = log_lines.try_recv() {
+        eprintln!("{line}");
+    }
+}
+
+/// Progress lines, taken into the transcript while the UI owns the
+/// terminal (stderr is under it now); log records are taken from before the
+/// session opens (see [`ui`]).
+fn capture_progress() -> UnboundedReceiver<String> {
     // A plugin compiled on its first use (a call's, a session's) says so
     // in the transcript: stderr is under the UI now.
     let (progress_tx, progress) = tokio::sync::mpsc::unbounded_channel::<String>();
     corral_core::plugins::progress::set_sink(std::sync::Arc::new(move |p| {
         let _ = progress_tx.send(p.to_string());
     }));
-    // Log records too: a warning raised now (a request denied for a
-    // missing key) is shown beside what it explains.
-    let (log_tx, log_lines) = unbounded_channel::<super::logsink::Line>();
-    super::logsink::capture(log_tx);
-    (progress, log_lines)
+    progress
 }
 
 // long: the UI's one event loop; each source it selects over (session events, keys,
@@ -430,6 +451,9 @@ async fn drive(
     mut session: Session,
     mut app: App,
     mut tally: super::tally::Tally,
+    // Log records: a warning raised while the UI runs (a request denied
+    // for a missing key) is shown beside what it explains.
+    mut log_lines: UnboundedReceiver<super::logsink::Line>,
     terminal: &mut Terminal<CrosstermBackend<Stdout>>,
     last: &mut String,
 ) -> ExitCode {
@@ -442,7 +466,7 @@ async fn drive(
     // nobody can see or answer the session any more, so it is closed as
     // interrupted, whatever disposition of SIGHUP corral inherited.
     let mut sighup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()).ok();
-    let (mut progress, mut log_lines) = capture_messages();
+    let mut progress = capture_progress();
     let ws = opener.workspace.clone();
     let files_kept = tokio::task::spawn_blocking(move || workspace_files(&ws))
         .await
