@@ -283,3 +283,119 @@ fn the_loop_and_the_mcp_server_take_a_call_through_one_pipeline() {
         "{sent:?}"
     );
 }
+
+/// The interactive UI takes the same calls through the same steps: the
+/// read is decided as in the loop, the hook rewrites the send as in the
+/// loop, and the guard holds the send for the user, who says no here, so
+/// nothing leaves. Read from the session log the UI wrote.
+#[test]
+fn the_ui_takes_a_call_through_the_same_pipeline() {
+    let sink = collector();
+    let model = |port: u16| {
+        let to_model: Vec<Call> = calls(port)
+            .into_iter()
+            .enumerate()
+            .map(|(i, (tool, args))| (["m1", "m2"][i], tool, args))
+            .collect();
+        MockServer::start(move |n, _| match to_model.get(n) {
+            Some(call) => Reply::Sse(openai_sse("", std::slice::from_ref(call))),
+            None => Reply::Sse(openai_sse("Done.", &[])),
+        })
+    };
+
+    // The loop, for the steps to compare with.
+    let loop_model = model(sink.port);
+    let sb = project(loop_model.port, sink.port);
+    let cli = Cli::new();
+    let o = cli.run_env(
+        &sb.ws(),
+        &["run", "--json", "--provider", "openai", "go"],
+        &[KEY],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let from_loop = normalised(call_events(
+        corral_core::session::read(&crate::support::log::session_log(&cli))
+            .expect("the loop's session log")
+            .into_iter()
+            .map(|r| serde_json::to_value(r.event).expect("an event as JSON")),
+    ));
+
+    // The UI, on a project of its own with a model of its own.
+    let ui_model = model(sink.port);
+    let ui_sb = project(ui_model.port, sink.port);
+    let ui_cli = Cli::new();
+    let trusted = ui_cli.run(&ui_sb.ws(), &["trust", "--yes"]);
+    assert!(
+        trusted.status.success(),
+        "{}",
+        String::from_utf8_lossy(&trusted.stderr)
+    );
+    let command = format!(
+        "{}={} {}",
+        KEY.0,
+        KEY.1,
+        crate::support::tui::ui_command(&ui_cli, &ui_sb.ws(), "echo CORRAL-EXIT=$?; sleep 600")
+    );
+    let Some(pane) = crate::support::tui::Pane::start(&command) else {
+        return;
+    };
+    pane.wait_for("ask anything");
+    pane.type_text("go");
+    pane.press("Enter");
+    pane.wait_for("approve this call?");
+    // `n`, then Enter with no reason: the call is denied. Keys typed in
+    // the modal's first moments are dropped on purpose: wait them out.
+    std::thread::sleep(std::time::Duration::from_millis(600));
+    pane.press("n");
+    pane.wait_for("deny, reason");
+    pane.press("Enter");
+    pane.wait_for("Done.");
+    pane.wait_for("ready");
+    pane.press("C-d");
+    pane.wait_for("CORRAL-EXIT=0");
+    let from_ui = normalised(call_events(
+        corral_core::session::read(&crate::support::log::session_log(&ui_cli))
+            .expect("the UI's session log")
+            .into_iter()
+            .map(|r| serde_json::to_value(r.event).expect("an event as JSON")),
+    ));
+
+    // The read: the same steps and decisions.
+    let first = |events: &[Value]| -> Vec<Value> {
+        events
+            .iter()
+            .filter(|e| e["call_id"] == "call-0" || e["call"]["id"] == "call-0")
+            .cloned()
+            .collect()
+    };
+    assert_eq!(first(&from_ui), first(&from_loop));
+    // The send: the same hook event, then the guard's verdict, which the UI
+    // puts to the user instead of refusing unasked.
+    let hooks = |events: &[Value]| -> Vec<Value> {
+        events
+            .iter()
+            .filter(|e| e["type"] == "hook")
+            .cloned()
+            .collect()
+    };
+    assert_eq!(hooks(&from_ui), hooks(&from_loop), "{from_ui:#?}");
+    let asked = from_ui
+        .iter()
+        .find(|e| e["type"] == "approval_requested")
+        .unwrap_or_else(|| panic!("no approval was asked: {from_ui:#?}"));
+    let held = from_loop
+        .iter()
+        .find(|e| e["type"] == "permission" && e["decision"] == "refused")
+        .expect("the loop's held call");
+    let verdict = held["reason"].as_str().expect("reason");
+    assert!(
+        verdict.starts_with("exfiltration guard: this session read sensitive data (`.env`)")
+            && asked["guard"].as_str().is_some_and(|g| g.contains(".env")),
+        "the UI asked without the guard's reason ({verdict}): {asked}"
+    );
+    assert!(
+        sink.requests().is_empty(),
+        "the collector received {} requests",
+        sink.requests().len()
+    );
+}
