@@ -433,7 +433,11 @@ fn a_rewritten_worktree_git_file_stops_corrals_git() {
     )
     .expect(".git");
     let err = wt.diff().expect_err("the diff is refused");
-    assert!(err.contains("was changed after corral made it"), "{err}");
+    assert!(
+        matches!(err, corral_core::worktree::WorktreeError::Changed { .. })
+            && err.to_string().contains("was changed after corral made it"),
+        "{err}"
+    );
     assert!(!marker.exists(), "the planted filter ran");
     drop(wt);
     assert_eq!(git_config(&sb), before);

@@ -9,4 +9,4 @@ mod open;
 
 pub use crate::log::{Record, Summary, civil, list, new_id, read, sessions_root, workspace_dir};
 pub use handle::{Approvals, Finished, Resume, Session, SessionConfig, SessionTool, open};
-pub use open::{choose_provider, find_session, sessions_dir};
+pub use open::{FindError, choose_provider, find_session, sessions_dir};

@@ -16,6 +16,7 @@
 
 use crate::exec::git::Repo;
 use crate::exec::{ExecOutput, Launch};
+use crate::words;
 use std::path::{Component, Path, PathBuf};
 use std::time::Duration;
 
@@ -23,6 +24,151 @@ use std::time::Duration;
 const DEADLINE: Duration = Duration::from_secs(60);
 /// The largest diff taken from a worktree (a cut one would be wrong).
 const MAX_DIFF: usize = 64 << 20;
+
+/// Why a worktree could not be made, compared, removed or applied; its
+/// text says what happened, why, and what to do.
+#[derive(Debug, thiserror::Error)]
+pub enum WorktreeError {
+    /// The name is not one [`check_name`] takes.
+    #[error("`{}` is not a worktree name: use 1 to 64 letters, digits, `-`, `_` or `.`", .0.escape_debug())]
+    Name(String),
+    /// The workspace cannot be opened.
+    #[error("the workspace {} cannot be opened: {why}", workspace.display())]
+    Workspace {
+        /// The workspace.
+        workspace: PathBuf,
+        /// The system's reason, in words.
+        why: String,
+    },
+    /// The workspace is in no git repository.
+    #[error("worktrees need the workspace to be a git repository (no .git found)")]
+    NoRepository,
+    /// The workspace is inside a repository, below its top.
+    #[error("worktrees need the workspace to be the top of its git repository ({})", .0.display())]
+    NotTop(PathBuf),
+    /// The repository has no commit to start from.
+    #[error("worktrees need a commit to start from; commit the workspace first (git commit)")]
+    NoCommit,
+    /// The repository's git directory cannot be opened.
+    #[error("the repository's git directory cannot be opened: {0}")]
+    GitDir(String),
+    /// The private directory worktrees are made in cannot be made.
+    #[error("cannot make the worktrees directory: {0}")]
+    Root(String),
+    /// A worktree of that name and tag exists already.
+    #[error("the worktree {} exists already", .0.display())]
+    Exists(PathBuf),
+    /// `git worktree add` failed.
+    #[error("cannot make the worktree {path}: {why}")]
+    NotMade {
+        /// Where it was to be made.
+        path: String,
+        /// Git's failure.
+        why: GitFailure,
+    },
+    /// The new worktree's `.git` file cannot be read or names no git
+    /// directory.
+    #[error("the new worktree's {0}")]
+    DotGit(String),
+    /// Git put the new worktree's git directory outside the repository's.
+    #[error("git made the worktree {path} with its git directory at {}, outside {}", dir.display(), common.display())]
+    Outside {
+        /// The worktree.
+        path: String,
+        /// Its git directory.
+        dir: PathBuf,
+        /// The repository's git directory.
+        common: PathBuf,
+    },
+    /// The worktree's `.git` file no longer says what git wrote there.
+    #[error(
+        "the worktree's .git file ({}) was changed after corral made it (it said `{}`); \
+         corral runs no git in a worktree whose .git file may point elsewhere, so its \
+         changes were not taken",
+        dot.display(),
+        said.trim().escape_debug()
+    )]
+    Changed {
+        /// The `.git` file.
+        dot: PathBuf,
+        /// What git wrote in it.
+        said: String,
+    },
+    /// A diff would make a symlink leading out of the workspace.
+    #[error(
+        "the diff makes `{}` a symlink to `{}`, which is outside the workspace; corral does \
+         not apply diffs carrying such symlinks (whatever is later written or read through \
+         it would be outside). Remove the symlink from the worktree's changes, or make it \
+         yourself if you mean it",
+        link.escape_debug(),
+        target.escape_debug()
+    )]
+    EscapingSymlink {
+        /// The symlink's path in the diff.
+        link: String,
+        /// Where it points.
+        target: String,
+    },
+    /// The workspace a diff is applied to is in no git repository.
+    #[error("the workspace is not in a git repository")]
+    ApplyOutsideRepository,
+    /// A git command failed.
+    #[error(transparent)]
+    Git(#[from] GitFailure),
+}
+
+impl From<WorktreeError> for String {
+    fn from(e: WorktreeError) -> Self {
+        e.to_string()
+    }
+}
+
+/// How one git command failed.
+#[derive(Debug, thiserror::Error)]
+pub enum GitFailure {
+    /// It could not be started.
+    #[error("git {what}: {why}")]
+    Unstarted {
+        /// The git command.
+        what: String,
+        /// Why.
+        why: String,
+    },
+    /// It ran past its deadline.
+    #[error("git {what} took longer than {DEADLINE:?}")]
+    TimedOut {
+        /// The git command.
+        what: String,
+    },
+    /// Its output was larger than corral takes.
+    #[error("git {what}: its output is larger than corral takes ({MAX_DIFF} bytes)")]
+    TooLarge {
+        /// The git command.
+        what: String,
+    },
+    /// It failed and said why on its standard error.
+    #[error("git {what}: {stderr}")]
+    Said {
+        /// The git command.
+        what: String,
+        /// Its standard error, trimmed.
+        stderr: String,
+    },
+    /// It failed silently with an exit code.
+    #[error("git {what} failed (exit code {code})")]
+    Exit {
+        /// The git command.
+        what: String,
+        /// The exit code.
+        code: i32,
+    },
+    /// It was killed by a signal.
+    #[error("git {what} was killed by a signal")]
+    Killed {
+        /// The git command.
+        what: String,
+    },
+}
 
 /// A worktree of a workspace's repository, made by [`create`]. Dropped
 /// without [`Worktree::remove`] (a cancelled agent), it removes itself.
@@ -43,7 +189,7 @@ pub struct Worktree {
 
 /// Checks a worktree name: 1 to 64 letters, digits, `-`, `_` or `.`, not
 /// starting with `.`.
-pub fn check_name(name: &str) -> Result<(), String> {
+pub fn check_name(name: &str) -> Result<(), WorktreeError> {
     let ok = !name.is_empty()
         && name.len() <= 64
         && !name.starts_with('.')
@@ -53,10 +199,7 @@ pub fn check_name(name: &str) -> Result<(), String> {
     if ok {
         Ok(())
     } else {
-        Err(format!(
-            "`{}` is not a worktree name: use 1 to 64 letters, digits, `-`, `_` or `.`",
-            name.escape_debug()
-        ))
+        Err(WorktreeError::Name(name.to_owned()))
     }
 }
 
@@ -90,29 +233,23 @@ fn uid() -> u32 {
 /// unique with `tag`, e.g. the session id). The workspace must be the top
 /// of a git repository with at least one commit; uncommitted changes of the
 /// workspace are not in the worktree.
-pub fn create(workspace: &Path, tag: &str, name: &str) -> Result<Worktree, String> {
+pub fn create(workspace: &Path, tag: &str, name: &str) -> Result<Worktree, WorktreeError> {
     check_name(name)?;
-    let workspace = workspace.canonicalize().map_err(|e| {
-        format!(
-            "the workspace {} cannot be opened: {e}",
-            workspace.display()
-        )
-    })?;
-    let repo = Repo::find(&workspace)
-        .ok_or("worktrees need the workspace to be a git repository (no .git found)")?;
+    let workspace = workspace
+        .canonicalize()
+        .map_err(|e| WorktreeError::Workspace {
+            workspace: workspace.to_path_buf(),
+            why: words::io(&e),
+        })?;
+    let repo = Repo::find(&workspace).ok_or(WorktreeError::NoRepository)?;
     if repo.work_tree != workspace {
-        return Err(format!(
-            "worktrees need the workspace to be the top of its git repository ({})",
-            repo.work_tree.display()
-        ));
+        return Err(WorktreeError::NotTop(repo.work_tree));
     }
     git(
         repo.git(&workspace, &["rev-parse", "--verify", "HEAD"]),
         "rev-parse",
     )
-    .map_err(|_| {
-        "worktrees need a commit to start from; commit the workspace first (git commit)".to_owned()
-    })?;
+    .map_err(|_| WorktreeError::NoCommit)?;
     let common = git(
         repo.git(
             &workspace,
@@ -122,11 +259,11 @@ pub fn create(workspace: &Path, tag: &str, name: &str) -> Result<Worktree, Strin
     )?;
     let common_dir = PathBuf::from(common.trim())
         .canonicalize()
-        .map_err(|e| format!("the repository's git directory cannot be opened: {e}"))?;
-    let root = root().map_err(|e| format!("cannot make the worktrees directory: {e}"))?;
+        .map_err(|e| WorktreeError::GitDir(words::io(&e)))?;
+    let root = root().map_err(|e| WorktreeError::Root(words::io(&e)))?;
     let path = root.join(format!("{tag}-{name}"));
     if path.exists() {
-        return Err(format!("the worktree {} exists already", path.display()));
+        return Err(WorktreeError::Exists(path));
     }
     let shown = path.display().to_string();
     git(
@@ -141,19 +278,32 @@ pub fn create(workspace: &Path, tag: &str, name: &str) -> Result<Worktree, Strin
         .writable(&root),
         "worktree add",
     )
-    .map_err(|e| format!("cannot make the worktree {shown}: {e}"))?;
+    .map_err(|why| WorktreeError::NotMade {
+        path: shown.clone(),
+        why,
+    })?;
     let dot = path.join(".git");
     let made = std::fs::read_to_string(&dot)
-        .map_err(|e| format!("the new worktree's {} cannot be read: {e}", dot.display()))
-        .and_then(|text| Ok((crate::exec::git::gitdir_of(&dot)?, text)));
+        .map_err(|e| {
+            WorktreeError::DotGit(format!(
+                "{} cannot be read: {}",
+                dot.display(),
+                words::io(&e)
+            ))
+        })
+        .and_then(|text| {
+            let dir = crate::exec::git::gitdir_of(&dot)
+                .map_err(|e| WorktreeError::DotGit(e.to_string()))?;
+            Ok((dir, text))
+        });
     let (git_dir, dot_git) = match made {
         Ok((dir, text)) if dir.starts_with(common_dir.join("worktrees")) => (dir, text),
         Ok((dir, _)) => {
-            return Err(format!(
-                "git made the worktree {shown} with its git directory at {}, outside {}",
-                dir.display(),
-                common_dir.display()
-            ));
+            return Err(WorktreeError::Outside {
+                path: shown,
+                dir,
+                common: common_dir,
+            });
         }
         Err(e) => return Err(e),
     };
@@ -197,7 +347,7 @@ impl Worktree {
     /// included, ignored files not), as a binary-safe unified diff; empty
     /// when nothing changed. Refused when the worktree's `.git` file no
     /// longer says what git wrote there.
-    pub fn diff(&self) -> Result<String, String> {
+    pub fn diff(&self) -> Result<String, WorktreeError> {
         let tree = self.checked()?;
         let at = |args: &[&str]| {
             steady(tree.git(&self.path, args), &self.common_dir)
@@ -206,7 +356,7 @@ impl Worktree {
                 .writable(&self.path)
         };
         git(at(&["add", "--all"]), "add")?;
-        git(
+        Ok(git(
             at(&[
                 "diff",
                 "--cached",
@@ -219,25 +369,22 @@ impl Worktree {
             ])
             .output_cap(MAX_DIFF),
             "diff",
-        )
+        )?)
     }
 
     /// The worktree as git must see it, once its `.git` file is checked:
     /// still a regular file saying what git wrote when corral made it.
-    fn checked(&self) -> Result<Repo, String> {
+    fn checked(&self) -> Result<Repo, WorktreeError> {
         let dot = self.path.join(".git");
         let now = std::fs::symlink_metadata(&dot)
             .ok()
             .filter(std::fs::Metadata::is_file)
             .and_then(|_| std::fs::read_to_string(&dot).ok());
         if now.as_deref() != Some(self.dot_git.as_str()) {
-            return Err(format!(
-                "the worktree's .git file ({}) was changed after corral made it (it said `{}`); \
-                 corral runs no git in a worktree whose .git file may point elsewhere, so its \
-                 changes were not taken",
-                dot.display(),
-                self.dot_git.trim().escape_debug()
-            ));
+            return Err(WorktreeError::Changed {
+                dot,
+                said: self.dot_git.clone(),
+            });
         }
         Ok(Repo {
             git_dir: self.git_dir.clone(),
@@ -246,11 +393,11 @@ impl Worktree {
     }
 
     /// Removes the worktree and its directory.
-    pub fn remove(mut self) -> Result<(), String> {
+    pub fn remove(mut self) -> Result<(), WorktreeError> {
         self.cleanup()
     }
 
-    fn cleanup(&mut self) -> Result<(), String> {
+    fn cleanup(&mut self) -> Result<(), WorktreeError> {
         self.removed = true;
         let shown = self.path.display().to_string();
         let parent = self.path.parent().unwrap_or(&self.path).to_path_buf();
@@ -267,7 +414,7 @@ impl Worktree {
             let _ = std::fs::remove_dir_all(&self.path);
         }
         git(at(&["worktree", "prune"]), "worktree prune")?;
-        removed.map(|_| ())
+        Ok(removed.map(|_| ())?)
     }
 }
 
@@ -312,21 +459,17 @@ pub fn rebase(manifest: &crate::manifest::Manifest, tree: &Path) -> crate::manif
 /// Applies `patch` (from [`Worktree::diff`]) to `workspace`'s files. Fails,
 /// changing nothing, when it does not apply cleanly, or when it carries a
 /// symlink that points outside the workspace (see [`escaping_symlink`]).
-pub fn apply(workspace: &Path, patch: &str) -> Result<(), String> {
+pub fn apply(workspace: &Path, patch: &str) -> Result<(), WorktreeError> {
     let workspace = workspace
         .canonicalize()
-        .map_err(|e| format!("the workspace cannot be opened: {e}"))?;
+        .map_err(|e| WorktreeError::Workspace {
+            workspace: workspace.to_path_buf(),
+            why: words::io(&e),
+        })?;
     if let Some((link, target)) = escaping_symlink(&workspace, patch) {
-        return Err(format!(
-            "the diff makes `{}` a symlink to `{}`, which is outside the workspace; corral does \
-             not apply diffs carrying such symlinks (whatever is later written or read through \
-             it would be outside). Remove the symlink from the worktree's changes, or make it \
-             yourself if you mean it",
-            link.escape_debug(),
-            target.escape_debug()
-        ));
+        return Err(WorktreeError::EscapingSymlink { link, target });
     }
-    let repo = Repo::find(&workspace).ok_or("the workspace is not in a git repository")?;
+    let repo = Repo::find(&workspace).ok_or(WorktreeError::ApplyOutsideRepository)?;
     git(
         repo.git_with_attributes(
             &workspace,
@@ -336,8 +479,8 @@ pub fn apply(workspace: &Path, patch: &str) -> Result<(), String> {
         .writable(&workspace)
         .stdin(patch.as_bytes().to_vec()),
         "apply",
-    )
-    .map(|_| ())
+    )?;
+    Ok(())
 }
 
 /// The first symlink `patch` creates (or turns a file into) whose target
@@ -417,25 +560,28 @@ fn inside(workspace: &Path, path: &str, target: &str) -> bool {
 }
 
 /// Runs a git launch and returns its standard output, or why it failed.
-fn git(launch: Launch, what: &str) -> Result<String, String> {
-    let out: ExecOutput = launch
-        .timeout(DEADLINE)
-        .run_blocking()
-        .map_err(|e| format!("git {what}: {e}"))?;
+fn git(launch: Launch, what: &str) -> Result<String, GitFailure> {
+    let what = what.to_owned();
+    let out: ExecOutput =
+        launch
+            .timeout(DEADLINE)
+            .run_blocking()
+            .map_err(|e| GitFailure::Unstarted {
+                what: what.clone(),
+                why: e.to_string(),
+            })?;
     if out.timed_out {
-        return Err(format!("git {what} took longer than {DEADLINE:?}"));
+        return Err(GitFailure::TimedOut { what });
     }
     if out.truncated {
-        return Err(format!(
-            "git {what}: its output is larger than corral takes ({MAX_DIFF} bytes)"
-        ));
+        return Err(GitFailure::TooLarge { what });
     }
     if out.exit_code != Some(0) {
-        let why = out.stderr.trim();
+        let stderr = out.stderr.trim().to_owned();
         return Err(match out.exit_code {
-            Some(code) if why.is_empty() => format!("git {what} failed (exit code {code})"),
-            None if why.is_empty() => format!("git {what} was killed by a signal"),
-            _ => format!("git {what}: {why}"),
+            Some(code) if stderr.is_empty() => GitFailure::Exit { what, code },
+            None if stderr.is_empty() => GitFailure::Killed { what },
+            _ => GitFailure::Said { what, stderr },
         });
     }
     Ok(out.stdout)

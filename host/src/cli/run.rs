@@ -145,7 +145,7 @@ pub async fn run_in_worktree(
 ) -> ExitCode {
     let sessions = match session::sessions_dir(workspace) {
         Ok(d) => d,
-        Err(e) => return fail(&e),
+        Err(e) => return fail(&e.to_string()),
     };
     let mut manifest = match corral_core::manifest::load_with(workspace, &flags.overrides) {
         Ok(m) => m,
@@ -159,7 +159,7 @@ pub async fn run_in_worktree(
             .await
         {
             Ok(Ok(wt)) => wt,
-            Ok(Err(e)) => return fail(&e),
+            Ok(Err(e)) => return fail(&e.to_string()),
             Err(e) => return fail(&e.to_string()),
         }
     };
@@ -242,7 +242,7 @@ pub async fn run_in_worktree(
     if let Ok(Err(e)) = removed {
         eprintln!(
             "warning: the worktree could not be removed: {}",
-            corral_protocol::terminal::inert(&e)
+            corral_protocol::terminal::inert(&e.to_string())
         );
     }
     match note {

@@ -9,7 +9,7 @@ use std::path::Path;
 use std::process::ExitCode;
 
 fn sessions_dir(workspace: &Path) -> Result<std::path::PathBuf, ExitCode> {
-    session::sessions_dir(workspace).map_err(|e| fail(&e))
+    session::sessions_dir(workspace).map_err(|e| fail(&e.to_string()))
 }
 
 pub fn sessions(workspace: &Path, json: bool) -> ExitCode {
@@ -50,7 +50,7 @@ pub fn show(workspace: &Path, id: Option<&str>, json: bool) -> ExitCode {
     };
     let path = match session::find_session(&dir, id) {
         Ok(p) => p,
-        Err(e) => return fail(&e),
+        Err(e) => return fail(&e.to_string()),
     };
     let records = match session::read(&path) {
         Ok(r) => r,

@@ -15,7 +15,7 @@ use std::process::ExitCode;
 pub fn undo(workspace: &Path, id: Option<&str>, yes: bool, force: bool) -> ExitCode {
     let log = match session::sessions_dir(workspace).and_then(|d| session::find_session(&d, id)) {
         Ok(p) => p,
-        Err(e) => return fail(&e),
+        Err(e) => return fail(&e.to_string()),
     };
     let plan = match checkpoint::plan(&log, workspace) {
         Ok(p) => p,

@@ -525,7 +525,7 @@ impl Child {
                         })
                         .await
                         .map_err(|e| e.to_string())
-                        .and_then(|r| r);
+                        .and_then(|r| r.map_err(String::from));
                         match applied {
                             Ok(()) => {
                                 data["applied"] = json!(true);

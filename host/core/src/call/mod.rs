@@ -42,7 +42,9 @@ mod origin;
 mod protect;
 mod run;
 
-pub use approve::{Approver, CommandLineApprover, NoApprover, OpApprover, Scope, YesApprover};
+pub use approve::{
+    Approver, CommandLineApprover, NoApprover, OpApprover, Scope, Unanswerable, YesApprover,
+};
 pub use batch::{Ended, Ran};
 pub use log_sink::LogSink;
 pub use run::{PluginRunner, Runner, sandbox};

@@ -265,7 +265,7 @@ fn offered(
 fn log_dir(config: &SessionConfig) -> Result<PathBuf, String> {
     match &config.sessions_dir {
         Some(d) => Ok(d.clone()),
-        None => sessions_dir(&config.workspace),
+        None => Ok(sessions_dir(&config.workspace)?),
     }
 }
 
@@ -544,8 +544,8 @@ async fn drive(
                     op = ops.recv(), if !shutdown => match op {
                         Some(Op::Interrupt) => cancel.cancel(),
                         Some(Op::Approval { call_id, answer }) => {
-                            if let Err(message) = approvals.answer(&call_id, answer) {
-                                let _ = ui.send(Event::Error { message });
+                            if let Err(e) = approvals.answer(&call_id, answer) {
+                                let _ = ui.send(Event::Error { message: e.to_string() });
                             }
                         }
                         Some(Op::Shutdown) | None => {

@@ -7,39 +7,75 @@ use crate::runtime::{Plugin, Plugins};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+/// Why a session's directory or log could not be found; its text says
+/// what to do.
+#[derive(Debug, thiserror::Error)]
+pub enum FindError {
+    /// The workspace cannot be opened.
+    #[error("the workspace {} cannot be opened: {why}", workspace.display())]
+    Workspace {
+        /// The workspace.
+        workspace: PathBuf,
+        /// The system's reason, in words.
+        why: String,
+    },
+    /// There is no data directory to keep sessions in.
+    #[error("no data directory (set XDG_DATA_HOME)")]
+    NoDataDir,
+    /// The sessions could not be listed.
+    #[error("cannot list sessions: {0}")]
+    Unlisted(String),
+    /// The workspace has no session yet.
+    #[error("this workspace has no sessions yet")]
+    NoSessions,
+    /// No session's id starts with the given one.
+    #[error("no session `{0}` in this workspace; `corral sessions` lists them")]
+    NoSuch(String),
+    /// More than one session's id starts with the given one.
+    #[error("`{id}` matches {count} sessions; give more of the id")]
+    Ambiguous {
+        /// The id given.
+        id: String,
+        /// How many sessions it matches.
+        count: usize,
+    },
+}
+
+impl From<FindError> for String {
+    fn from(e: FindError) -> Self {
+        e.to_string()
+    }
+}
+
 /// The directory of `workspace`'s sessions.
-pub fn sessions_dir(workspace: &Path) -> Result<PathBuf, String> {
-    let ws = workspace.canonicalize().map_err(|e| {
-        format!(
-            "the workspace {} cannot be opened: {e}",
-            workspace.display()
-        )
+pub fn sessions_dir(workspace: &Path) -> Result<PathBuf, FindError> {
+    let ws = workspace.canonicalize().map_err(|e| FindError::Workspace {
+        workspace: workspace.to_path_buf(),
+        why: crate::words::io(&e),
     })?;
-    let root = sessions_root().ok_or_else(|| "no data directory (set XDG_DATA_HOME)".to_owned())?;
+    let root = sessions_root().ok_or(FindError::NoDataDir)?;
     Ok(workspace_dir(&root, &ws))
 }
 
 /// The log of the session `id` (a unique prefix is enough), or of the most
 /// recent one.
-pub fn find_session(dir: &Path, id: Option<&str>) -> Result<PathBuf, String> {
+pub fn find_session(dir: &Path, id: Option<&str>) -> Result<PathBuf, FindError> {
     // Only ids and start times are needed: no log's tail is read.
-    let all = list_heads(dir).map_err(|e| format!("cannot list sessions: {e}"))?;
+    let all = list_heads(dir).map_err(|e| FindError::Unlisted(crate::words::io(&e)))?;
     let Some(id) = id else {
         return all
             .last()
             .map(|s| s.path.clone())
-            .ok_or_else(|| "this workspace has no sessions yet".to_owned());
+            .ok_or(FindError::NoSessions);
     };
     let matches: Vec<_> = all.iter().filter(|s| s.id.starts_with(id)).collect();
     match matches.as_slice() {
         [one] => Ok(one.path.clone()),
-        [] => Err(format!(
-            "no session `{id}` in this workspace; `corral sessions` lists them"
-        )),
-        many => Err(format!(
-            "`{id}` matches {} sessions; give more of the id",
-            many.len()
-        )),
+        [] => Err(FindError::NoSuch(id.to_owned())),
+        many => Err(FindError::Ambiguous {
+            id: id.to_owned(),
+            count: many.len(),
+        }),
     }
 }
 
