@@ -16,6 +16,7 @@ mod attack_guard;
 mod attack_guard_diff;
 mod attack_mcp_servers;
 mod attack_paths;
+mod attack_tool_call;
 mod attack_trust;
 mod bounded_stream;
 mod budgets;
