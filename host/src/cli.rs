@@ -594,7 +594,7 @@ async fn tools_list(workspace: &std::path::Path, wait: bool, json: bool) -> Exit
 async fn tool_call(workspace: &std::path::Path, name: &str, args: &str, json: bool) -> ExitCode {
     let loaded = match corral_core::load::load(workspace, None, None).await {
         Ok(loaded) => loaded,
-        Err(e) => return fail(&e),
+        Err(e) => return fail(&e.to_string()),
     };
     let mut manifest = loaded.manifest.clone();
     let mcp = if loaded.plugins.plugin_for(name).is_some() {
@@ -632,7 +632,7 @@ pub(crate) async fn load(
 ) -> Result<(Manifest, std::sync::Arc<Plugins>), ExitCode> {
     let loaded = corral_core::load::load(workspace, None, None)
         .await
-        .map_err(|e| fail(&e))?;
+        .map_err(|e| fail(&e.to_string()))?;
     Ok((loaded.manifest, loaded.plugins))
 }
 

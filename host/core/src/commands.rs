@@ -159,9 +159,28 @@ fn find(dir: &Path, follow_links: bool, problems: &mut Vec<String>) -> Vec<Found
     out
 }
 
+/// Why a command file's path makes no command name: one of its parts.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "`{}` is not a command name: use letters, digits, `-` and `_` (at most 64), with \
+     subdirectories for namespaces",
+    crate::terminal::visible(part)
+)]
+pub struct BadName {
+    /// The part of the path (a directory or the file's stem) that is not a
+    /// name, as the path has it.
+    pub part: String,
+}
+
+impl From<BadName> for String {
+    fn from(e: BadName) -> Self {
+        e.to_string()
+    }
+}
+
 /// The command name of the file `rel` (`frontend/test.md` →
 /// `/frontend:test`), or why it has none.
-pub fn name_of(rel: &str) -> Result<String, String> {
+pub fn name_of(rel: &str) -> Result<String, BadName> {
     let stem = rel.strip_suffix(".md").unwrap_or(rel);
     let parts: Vec<&str> = stem.split('/').collect();
     for part in &parts {
@@ -171,11 +190,9 @@ pub fn name_of(rel: &str) -> Result<String, String> {
                 .chars()
                 .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
         if !ok {
-            return Err(format!(
-                "`{}` is not a command name: use letters, digits, `-` and `_` (at most 64), \
-                 with subdirectories for namespaces",
-                crate::terminal::visible(part)
-            ));
+            return Err(BadName {
+                part: (*part).to_owned(),
+            });
         }
     }
     Ok(format!("/{}", parts.join(":")))
@@ -365,7 +382,7 @@ pub struct Reviewed {
     /// `frontend/test.md` under [`PROJECT_DIR`].
     pub rel: String,
     /// Its command name, or why it has none.
-    pub name: Result<String, String>,
+    pub name: Result<String, BadName>,
     /// Its SHA-256, or why it cannot be read.
     pub sha256: Result<String, String>,
     /// Its description (inert), when it parses.

@@ -9,6 +9,36 @@ use crate::runtime::{Plugins, Runtime, RuntimeOptions};
 use std::path::Path;
 use std::sync::Arc;
 
+/// Why a workspace could not be loaded, by the step that failed: a caller
+/// can tell a manifest the user must edit from a plugin that does not
+/// compile. Its text is the message for the user.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// The manifest (a layer of it, a profile, an override) is wrong; the
+    /// text names the file and line.
+    #[error(transparent)]
+    Manifest(#[from] crate::manifest::ManifestError),
+    /// No runtime could be made (the engine, its cache).
+    #[error("{0}")]
+    Runtime(String),
+    /// A plugin the manifest names could not be loaded.
+    #[error(transparent)]
+    Plugins(#[from] crate::runtime::LoadError),
+    /// A `[hooks]` binding names no loaded hook plugin, or a tool it cannot
+    /// see.
+    #[error("{0}")]
+    Hooks(String),
+    /// The exfiltration guard's settings (`[guard]`) do not compile.
+    #[error("{0}")]
+    Guard(String),
+}
+
+impl From<LoadError> for String {
+    fn from(e: LoadError) -> Self {
+        e.to_string()
+    }
+}
+
 /// A workspace's manifest with its plugins loaded.
 pub struct Loaded {
     /// The manifest the plugins were loaded from.
@@ -28,11 +58,11 @@ impl std::fmt::Debug for Loaded {
 }
 
 /// The manifest of `workspace`, or `given` when the caller has one
-/// already. The error is a message for the user.
-pub fn manifest(workspace: &Path, given: Option<Manifest>) -> Result<Manifest, String> {
+/// already.
+pub fn manifest(workspace: &Path, given: Option<Manifest>) -> Result<Manifest, LoadError> {
     match given {
         Some(m) => Ok(m),
-        None => crate::manifest::load(workspace).map_err(|e| e.to_string()),
+        None => Ok(crate::manifest::load(workspace)?),
     }
 }
 
@@ -41,11 +71,11 @@ pub fn manifest(workspace: &Path, given: Option<Manifest>) -> Result<Manifest, S
 pub async fn plugins(
     manifest: Manifest,
     options: Option<RuntimeOptions>,
-) -> Result<Loaded, String> {
+) -> Result<Loaded, LoadError> {
     let runtime = Runtime::new(options.unwrap_or_else(RuntimeOptions::user))
         .map(Arc::new)
-        .map_err(|e| format!("{e:#}"))?;
-    let plugins = Arc::new(runtime.load(&manifest).await.map_err(|e| e.to_string())?);
+        .map_err(|e| LoadError::Runtime(format!("{e:#}")))?;
+    let plugins = Arc::new(runtime.load(&manifest).await?);
     Ok(Loaded {
         manifest,
         runtime,
@@ -58,15 +88,17 @@ pub async fn load(
     workspace: &Path,
     given: Option<Manifest>,
     options: Option<RuntimeOptions>,
-) -> Result<Loaded, String> {
+) -> Result<Loaded, LoadError> {
     plugins(manifest(workspace, given)?, options).await
 }
 
 impl Loaded {
     /// The manifest's `[hooks]` bound to the loaded plugins: the last step,
     /// taken by those that run tool calls (a listing does not need it).
-    pub async fn hooks(&self) -> Result<Hooks, String> {
-        Hooks::new(&self.manifest.hooks, &self.plugins).await
+    pub async fn hooks(&self) -> Result<Hooks, LoadError> {
+        Hooks::new(&self.manifest.hooks, &self.plugins)
+            .await
+            .map_err(LoadError::Hooks)
     }
 
     /// What a front-end without a session (the MCP server, `corral tool
@@ -80,7 +112,7 @@ impl Loaded {
         approver: Arc<dyn crate::call::Approver>,
         mcp: Arc<crate::mcp_client::McpTools>,
         mode: Option<crate::protocol::Mode>,
-    ) -> Result<crate::call::Front, String> {
+    ) -> Result<crate::call::Front, LoadError> {
         let hooks = self.hooks().await?;
         let mut policy = self.manifest.policy.clone();
         if let Some(mode) = mode {
@@ -92,7 +124,8 @@ impl Loaded {
             &workspace,
             self.manifest.guard.clone(),
             Default::default(),
-        )?;
+        )
+        .map_err(LoadError::Guard)?;
         Ok(crate::call::Front {
             plugins: self.plugins.clone(),
             policy,

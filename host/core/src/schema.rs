@@ -26,6 +26,29 @@ const SCHEMA_URL: &str = "urn:corral:tool-schema";
 /// The most faults one message lists; the rest are counted.
 const MAX_FAULTS: usize = 8;
 
+/// How a call's arguments do not fit its tool's input schema: each fault
+/// in words with its path (`arguments.path must be string, got integer`),
+/// the first few of them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Mismatch {
+    /// The faults shown, at most eight.
+    pub faults: Vec<String>,
+    /// How many more there were.
+    pub more: usize,
+}
+
+impl std::fmt::Display for Mismatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.faults.join("; "))?;
+        if self.more > 0 {
+            write!(f, "; and {} more", self.more)?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for Mismatch {}
+
 /// The compiled schema of each tool checked so far, by tool name.
 #[derive(Default)]
 pub struct Validators {
@@ -36,7 +59,7 @@ pub struct Validators {
 impl Validators {
     /// `Ok` when `args` fit `schema`, the input schema of `tool`; otherwise
     /// every fault, in words, each with its path.
-    pub fn validate(&self, tool: &str, schema: &Value, args: &Value) -> Result<(), String> {
+    pub fn validate(&self, tool: &str, schema: &Value, args: &Value) -> Result<(), Mismatch> {
         self.validator(tool, schema).validate(args)
     }
 
@@ -84,7 +107,7 @@ impl Validator {
         }
     }
 
-    fn validate(&self, args: &Value) -> Result<(), String> {
+    fn validate(&self, args: &Value) -> Result<(), Mismatch> {
         let Some((schemas, index)) = &self.compiled else {
             return Ok(());
         };
@@ -125,21 +148,17 @@ impl boon::UrlLoader for NoLoader {
     }
 }
 
-/// Every fault of `error` in words, `; `-separated.
-fn describe(error: &ValidationError, schema: &Value, args: &Value) -> String {
+/// Every fault of `error` in words.
+fn describe(error: &ValidationError, schema: &Value, args: &Value) -> Mismatch {
     let mut faults = Vec::new();
     collect(error, schema, args, &mut faults);
     if faults.is_empty() {
         // Only containers and no leaf: say what the validator said.
-        return format!("arguments: {error}");
+        faults.push(format!("arguments: {error}"));
     }
     let more = faults.len().saturating_sub(MAX_FAULTS);
     faults.truncate(MAX_FAULTS);
-    let mut text = faults.join("; ");
-    if more > 0 {
-        text.push_str(&format!("; and {more} more"));
-    }
-    text
+    Mismatch { faults, more }
 }
 
 /// The faults under `error`, the leaves of its tree, into `out`.

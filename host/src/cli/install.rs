@@ -353,7 +353,7 @@ impl Plan {
         store::keep(&self.dir, &c.fetched.bytes, &c.fetched.sha256)
             .map_err(|e| format!("cannot keep the component in {}: {e}", self.dir.display()))?;
         check_same_tools(rt, &self.manifest, &self.decl, c.tools()).await?;
-        edit::write(file, self.text.as_bytes())
+        Ok(edit::write(file, self.text.as_bytes())?)
     }
 }
 
@@ -822,7 +822,7 @@ pub(super) fn pack(file: &Path, requests_file: &Path, output: Option<&Path>) -> 
     };
     let target = output.unwrap_or(file);
     if let Err(e) = edit::write(target, &packed) {
-        return fail(&e);
+        return fail(&e.to_string());
     }
     out(&format!(
         "Wrote {} ({} KB, sha256 {}) with its requests:\n{}",

@@ -41,7 +41,7 @@ pub(super) async fn tool_call(
         .await
     {
         Ok(front) => front,
-        Err(e) => return fail(&e),
+        Err(e) => return fail(&e.to_string()),
     };
     let dispatcher = Dispatcher::of(front);
     let call = ToolCall {

@@ -3,8 +3,65 @@
 
 use super::requests::Requested;
 use crate::manifest::Access;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use toml_edit::{Array, DocumentMut, InlineTable, Item, Table, Value, value};
+
+/// Why a manifest file could not be read, edited or written; its text
+/// names the file and says why.
+#[derive(Debug, thiserror::Error)]
+pub enum EditError {
+    /// The file exists and cannot be read.
+    #[error("cannot read {}: {why}", file.display())]
+    Read {
+        /// The manifest file.
+        file: PathBuf,
+        /// The system's reason, in words.
+        why: String,
+    },
+    /// The file is not TOML.
+    #[error("{} is not valid TOML: {why}", file.display())]
+    NotToml {
+        /// The manifest file.
+        file: PathBuf,
+        /// The parser's reason.
+        why: String,
+    },
+    /// A key that must hold a table holds something else.
+    #[error("{}: `{key}` is not a table", file.display())]
+    NotATable {
+        /// The manifest file.
+        file: PathBuf,
+        /// The key, dotted (`plugins`, `plugins.NAME`).
+        key: String,
+    },
+    /// The path has no directory to write in.
+    #[error("{}: no parent directory", .0.display())]
+    NoParent(PathBuf),
+    /// The file's directory cannot be made or written in.
+    #[error("cannot {what} {}: {why}", dir.display())]
+    Directory {
+        /// `create` or `write in`.
+        what: &'static str,
+        /// The directory.
+        dir: PathBuf,
+        /// The system's reason, in words.
+        why: String,
+    },
+    /// The file cannot be written.
+    #[error("cannot write {}: {why}", file.display())]
+    Write {
+        /// The manifest file.
+        file: PathBuf,
+        /// The system's reason, in words.
+        why: String,
+    },
+}
+
+impl From<EditError> for String {
+    fn from(e: EditError) -> Self {
+        e.to_string()
+    }
+}
 
 /// What `corral plugin add`/`update` writes for one plugin.
 #[derive(Debug, Clone)]
@@ -28,17 +85,22 @@ pub struct Entry {
 }
 
 /// The manifest text at `file` ("" when it does not exist yet).
-pub fn read(file: &Path) -> Result<String, String> {
+pub fn read(file: &Path) -> Result<String, EditError> {
     match crate::manifest::read_manifest(file) {
         Ok(text) => Ok(text),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(String::new()),
-        Err(e) => Err(format!("cannot read {}: {e}", file.display())),
+        Err(e) => Err(EditError::Read {
+            file: file.to_path_buf(),
+            why: crate::words::io(&e),
+        }),
     }
 }
 
-fn parse(text: &str, file: &Path) -> Result<DocumentMut, String> {
-    text.parse::<DocumentMut>()
-        .map_err(|e| format!("{} is not valid TOML: {e}", file.display()))
+fn parse(text: &str, file: &Path) -> Result<DocumentMut, EditError> {
+    text.parse::<DocumentMut>().map_err(|e| EditError::NotToml {
+        file: file.to_path_buf(),
+        why: e.to_string(),
+    })
 }
 
 /// A string from the entry `name` of `text`, e.g. its `from` or `version`.
@@ -72,14 +134,17 @@ pub fn entry_strings(text: &str, name: &str, key: &str) -> Vec<String> {
 /// `text` with `[plugins.NAME]` set to `entry`. An existing entry keeps its
 /// `config`, `limits` and comments; its source, pin, origin, version and
 /// grants are replaced.
-pub fn set_entry(text: &str, file: &Path, name: &str, entry: &Entry) -> Result<String, String> {
+pub fn set_entry(text: &str, file: &Path, name: &str, entry: &Entry) -> Result<String, EditError> {
     let mut doc = parse(text, file)?;
     let plugins = plugins_table(&mut doc, file)?;
     let table = plugins
         .entry(name)
         .or_insert_with(|| Item::Table(Table::new()))
         .as_table_mut()
-        .ok_or_else(|| format!("{}: `plugins.{name}` is not a table", file.display()))?;
+        .ok_or_else(|| EditError::NotATable {
+            file: file.to_path_buf(),
+            key: format!("plugins.{name}"),
+        })?;
     table.insert("source", value(entry.source.as_str()));
     table.insert("sha256", value(entry.sha256.as_str()));
     table.insert("from", value(entry.from.as_str()));
@@ -111,7 +176,7 @@ pub fn set_entry(text: &str, file: &Path, name: &str, entry: &Entry) -> Result<S
 }
 
 /// The document's `[plugins]` table, created (implicit) if missing.
-fn plugins_table<'a>(doc: &'a mut DocumentMut, file: &Path) -> Result<&'a mut Table, String> {
+fn plugins_table<'a>(doc: &'a mut DocumentMut, file: &Path) -> Result<&'a mut Table, EditError> {
     doc.entry("plugins")
         .or_insert_with(|| {
             let mut t = Table::new();
@@ -119,11 +184,14 @@ fn plugins_table<'a>(doc: &'a mut DocumentMut, file: &Path) -> Result<&'a mut Ta
             Item::Table(t)
         })
         .as_table_mut()
-        .ok_or_else(|| format!("{}: `plugins` is not a table", file.display()))
+        .ok_or_else(|| EditError::NotATable {
+            file: file.to_path_buf(),
+            key: "plugins".into(),
+        })
 }
 
 /// `text` without `[plugins.NAME]`; `None` when it has no such entry.
-pub fn remove_entry(text: &str, file: &Path, name: &str) -> Result<Option<String>, String> {
+pub fn remove_entry(text: &str, file: &Path, name: &str) -> Result<Option<String>, EditError> {
     let mut doc = parse(text, file)?;
     let removed = doc
         .get_mut("plugins")
@@ -134,7 +202,7 @@ pub fn remove_entry(text: &str, file: &Path, name: &str) -> Result<Option<String
 
 /// `text` with `[plugins.NAME] enabled = false`, which removes a plugin an
 /// earlier layer (the built-in defaults) declares.
-pub fn disable_entry(text: &str, file: &Path, name: &str) -> Result<String, String> {
+pub fn disable_entry(text: &str, file: &Path, name: &str) -> Result<String, EditError> {
     let mut doc = parse(text, file)?;
     let plugins = plugins_table(&mut doc, file)?;
     let mut t = Table::new();
@@ -205,19 +273,26 @@ fn grants_table(g: &Requested) -> InlineTable {
 }
 
 /// Writes `bytes` to `file` atomically, creating its directory.
-pub fn write(file: &Path, bytes: &[u8]) -> Result<(), String> {
+pub fn write(file: &Path, bytes: &[u8]) -> Result<(), EditError> {
     use std::io::Write as _;
     let dir = file
         .parent()
-        .ok_or_else(|| format!("{}: no parent directory", file.display()))?;
-    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-    let mut tmp = super::store::temp_in(dir)
-        .map_err(|e| format!("cannot write in {}: {e}", dir.display()))?;
+        .ok_or_else(|| EditError::NoParent(file.to_path_buf()))?;
+    let in_dir = |what, e: std::io::Error| EditError::Directory {
+        what,
+        dir: dir.to_path_buf(),
+        why: crate::words::io(&e),
+    };
+    std::fs::create_dir_all(dir).map_err(|e| in_dir("create", e))?;
+    let mut tmp = super::store::temp_in(dir).map_err(|e| in_dir("write in", e))?;
+    let unwritten = |e: &std::io::Error| EditError::Write {
+        file: file.to_path_buf(),
+        why: crate::words::io(e),
+    };
     tmp.write_all(bytes)
         .and_then(|()| tmp.as_file().sync_all())
-        .map_err(|e| format!("cannot write {}: {e}", file.display()))?;
-    tmp.persist(file)
-        .map_err(|e| format!("cannot write {}: {}", file.display(), e.error))?;
+        .map_err(|e| unwritten(&e))?;
+    tmp.persist(file).map_err(|e| unwritten(&e.error))?;
     Ok(())
 }
 

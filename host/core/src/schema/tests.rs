@@ -4,7 +4,9 @@ use serde_json::{Value, json};
 
 /// `schema`'s verdict on `value`, through a fresh cache.
 fn check(schema: &Value, value: &Value) -> Result<(), String> {
-    Validators::default().validate("tool", schema, value)
+    Validators::default()
+        .validate("tool", schema, value)
+        .map_err(|e| e.to_string())
 }
 
 /// Representative cases of the JSON-Schema-Test-Suite (draft 2020-12) for
