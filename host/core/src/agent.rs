@@ -365,8 +365,7 @@ impl Agent {
         let tracker = match options.subagents.held.clone() {
             Some(held) => Tracker::sharing(&workspace, options.guard.clone(), held),
             None => Tracker::new(&workspace, options.guard.clone(), Default::default()),
-        }
-        .map_err(anyhow::Error::msg)?;
+        }?;
         let mut dispatcher = dispatcher(plugins, &mut options, tracker);
         let checkpoints = Arc::new(crate::checkpoint::Checkpoints::for_log(log.path()));
         dispatcher.set_checkpoint(checkpoints.clone());
@@ -420,8 +419,7 @@ impl Agent {
         // What the session holds comes from every result in its log, not
         // from the history the model will read (which compaction shortens).
         let held = crate::provenance::held_from(records);
-        let tracker =
-            Tracker::new(&workspace, options.guard.clone(), held).map_err(anyhow::Error::msg)?;
+        let tracker = Tracker::new(&workspace, options.guard.clone(), held)?;
         let mut dispatcher = dispatcher(plugins, &mut options, tracker);
         let checkpoints = Arc::new(crate::checkpoint::Checkpoints::for_log(log.path()));
         checkpoints.set_turn(turn);

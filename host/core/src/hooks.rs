@@ -112,6 +112,41 @@ impl std::fmt::Debug for Hooks {
     }
 }
 
+/// Why a `[hooks]` binding could not be bound; the text names the entry
+/// and where it is declared.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum BindError {
+    /// The binding names a plugin that is not loaded.
+    #[error(
+        "hooks.{} ({}): plugin `{}` is not loaded",
+        .0.event.as_str(),
+        .0.origin,
+        .0.plugin
+    )]
+    NotLoaded(HookBinding),
+    /// The binding names a plugin that is not a hook component.
+    #[error(
+        "hooks.{} ({}): plugin `{}` ({}) is not a hook plugin: it does not export \
+         corral:plugin/hook@0.1.0; bind a hook component, or remove the binding",
+        binding.event.as_str(),
+        binding.origin,
+        binding.plugin,
+        component
+    )]
+    NotAHook {
+        /// The binding.
+        binding: HookBinding,
+        /// The plugin's source, as its entry names it.
+        component: String,
+    },
+}
+
+impl From<BindError> for String {
+    fn from(e: BindError) -> Self {
+        e.to_string()
+    }
+}
+
 impl Hooks {
     /// No hooks.
     pub fn none() -> Self {
@@ -121,7 +156,7 @@ impl Hooks {
     /// The hooks of `bindings`, each with its plugin from `plugins`, which
     /// must export `corral:plugin/hook` (a plugin whose tools came from the
     /// description cache is compiled now to tell).
-    pub async fn new(bindings: &[HookBinding], plugins: &Plugins) -> Result<Self, String> {
+    pub async fn new(bindings: &[HookBinding], plugins: &Plugins) -> Result<Self, BindError> {
         let mut bound = Vec::with_capacity(bindings.len());
         for binding in bindings {
             let plugin = plugins
@@ -129,23 +164,12 @@ impl Hooks {
                 .iter()
                 .find(|p| p.decl().name == binding.plugin)
                 .cloned()
-                .ok_or_else(|| {
-                    format!(
-                        "hooks.{} ({}): plugin `{}` is not loaded",
-                        binding.event.as_str(),
-                        binding.origin,
-                        binding.plugin
-                    )
-                })?;
+                .ok_or_else(|| BindError::NotLoaded(binding.clone()))?;
             if !plugin.is_hook().await {
-                return Err(format!(
-                    "hooks.{} ({}): plugin `{}` ({}) is not a hook plugin: it does not export \
-                     corral:plugin/hook@0.1.0; bind a hook component, or remove the binding",
-                    binding.event.as_str(),
-                    binding.origin,
-                    binding.plugin,
-                    plugin.decl().source
-                ));
+                return Err(BindError::NotAHook {
+                    binding: binding.clone(),
+                    component: plugin.decl().source.to_string(),
+                });
             }
             bound.push(Bound {
                 binding: binding.clone(),

@@ -24,13 +24,13 @@ pub enum LoadError {
     /// A plugin the manifest names could not be loaded.
     #[error(transparent)]
     Plugins(#[from] crate::runtime::LoadError),
-    /// A `[hooks]` binding names no loaded hook plugin, or a tool it cannot
-    /// see.
-    #[error("{0}")]
-    Hooks(String),
+    /// A `[hooks]` binding names a plugin that is not loaded or not a
+    /// hook.
+    #[error(transparent)]
+    Hooks(#[from] crate::hooks::BindError),
     /// The exfiltration guard's settings (`[guard]`) do not compile.
-    #[error("{0}")]
-    Guard(String),
+    #[error(transparent)]
+    Guard(#[from] crate::policy::GlobsError),
 }
 
 impl From<LoadError> for String {
@@ -96,9 +96,7 @@ impl Loaded {
     /// The manifest's `[hooks]` bound to the loaded plugins: the last step,
     /// taken by those that run tool calls (a listing does not need it).
     pub async fn hooks(&self) -> Result<Hooks, LoadError> {
-        Hooks::new(&self.manifest.hooks, &self.plugins)
-            .await
-            .map_err(LoadError::Hooks)
+        Ok(Hooks::new(&self.manifest.hooks, &self.plugins).await?)
     }
 
     /// What a front-end without a session (the MCP server, `corral tool
@@ -124,8 +122,7 @@ impl Loaded {
             &workspace,
             self.manifest.guard.clone(),
             Default::default(),
-        )
-        .map_err(LoadError::Guard)?;
+        )?;
         Ok(crate::call::Front {
             plugins: self.plugins.clone(),
             policy,

@@ -28,7 +28,7 @@
 //! keeps from one call to the next outside the files the host tracks.
 
 use crate::log::Record;
-use crate::policy::{DEFAULT_SECRETS, DEFAULT_UNTRUSTED, GuardSettings, Held, globs};
+use crate::policy::{DEFAULT_SECRETS, DEFAULT_UNTRUSTED, GlobsError, GuardSettings, Held, globs};
 use crate::protocol::{Event, Label, LabelKind};
 use crate::runtime::Touched;
 use globset::GlobSet;
@@ -83,7 +83,7 @@ pub struct Classifier {
 
 impl Classifier {
     /// The classifier of `workspace` (canonical) under `settings`.
-    pub fn new(workspace: &Path, settings: &GuardSettings) -> Result<Self, String> {
+    pub fn new(workspace: &Path, settings: &GuardSettings) -> Result<Self, GlobsError> {
         let secrets = globs(
             "secrets",
             DEFAULT_SECRETS
@@ -350,7 +350,7 @@ pub struct Tracker {
 impl Tracker {
     /// A tracker for `workspace` under `settings`, holding `held` already
     /// (from a resumed log).
-    pub fn new(workspace: &Path, settings: GuardSettings, held: Held) -> Result<Self, String> {
+    pub fn new(workspace: &Path, settings: GuardSettings, held: Held) -> Result<Self, GlobsError> {
         Self::sharing(workspace, settings, Arc::new(Mutex::new(held)))
     }
 
@@ -360,7 +360,7 @@ impl Tracker {
         workspace: &Path,
         settings: GuardSettings,
         held: Arc<Mutex<Held>>,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, GlobsError> {
         Ok(Self {
             classifier: Classifier::new(workspace, &settings)?,
             settings,
@@ -487,6 +487,7 @@ mod tests {
         );
         assert!(
             bad.unwrap_err()
+                .to_string()
                 .starts_with("guard.secrets: `a[` is not a valid glob")
         );
     }

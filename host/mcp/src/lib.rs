@@ -121,7 +121,7 @@ impl std::fmt::Debug for Server {
 impl Server {
     /// Loads the manifest and the plugins as a session does. The error is a
     /// message for the user: what failed and what to do.
-    pub async fn load(options: ServeOptions) -> Result<Self, String> {
+    pub async fn load(options: ServeOptions) -> Result<Self, corral_core::load::LoadError> {
         let loaded =
             corral_core::load::load(&options.workspace, options.manifest, options.runtime).await?;
         let approver = Arc::new(ElicitApprover::default());
@@ -208,7 +208,7 @@ impl Server {
                 }
                 Ok(Err(e)) => {
                     tracing::error!("{e}");
-                    Err(e)
+                    Err(e.to_string())
                 }
                 Err(e) => Err(format!("loading the plugins failed: {e}")),
             }

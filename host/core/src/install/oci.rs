@@ -167,7 +167,7 @@ fn credentials(registry: &str, bound: Option<&str>) -> RegistryAuth {
 /// The largest component layer corral pulls: [`crate::trust::MAX_PLUGIN_FILE`]
 /// (the largest component it loads), or less when `CORRAL_OCI_MAX_LAYER_KB`
 /// says so. A value that is not a number is an error, not the default.
-pub fn layer_limit() -> Result<u64, String> {
+pub fn layer_limit() -> Result<u64, LayerLimitError> {
     let max = crate::trust::MAX_PLUGIN_FILE;
     match std::env::var(LAYER_LIMIT_ENV) {
         Err(_) => Ok(max),
@@ -175,20 +175,31 @@ pub fn layer_limit() -> Result<u64, String> {
             .trim()
             .parse::<u64>()
             .map(|kb| kb.saturating_mul(1024).min(max))
-            .map_err(|_| {
-                format!(
-                    "`{LAYER_LIMIT_ENV}={}` is not a whole number of KiB; \
-                     set it to e.g. 65536 (64 MiB), or unset it for {} MiB",
-                    crate::terminal::inert_line(&v),
-                    max >> 20
-                )
+            .map_err(|_| LayerLimitError {
+                value: v.clone(),
+                default_mib: max >> 20,
             }),
     }
 }
 
+/// Why `CORRAL_OCI_MAX_LAYER_KB` sets no limit: its value is not a number.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "`{}={}` is not a whole number of KiB; set it to e.g. 65536 (64 MiB), or unset it for {} MiB",
+    LAYER_LIMIT_ENV,
+    crate::terminal::inert_line(value),
+    default_mib
+)]
+pub struct LayerLimitError {
+    /// The variable's value.
+    pub value: String,
+    /// The limit when it is unset, in MiB.
+    pub default_mib: u64,
+}
+
 /// Pulls the component `r` names and checks every digest.
 pub async fn pull(r: &OciRef) -> Result<Pulled, String> {
-    let max = layer_limit()?;
+    let max = layer_limit().map_err(|e| e.to_string())?;
     let client = client(r);
     let auth = auth(r);
     let hint = || withheld(r.registry()).unwrap_or_default();

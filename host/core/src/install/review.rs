@@ -105,15 +105,38 @@ impl Grant {
     }
 }
 
+/// Why a `--grant`/`--deny` filter was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FilterError {
+    /// The spec's kind is not a capability kind.
+    #[error(
+        "`{0}` is not a capability kind; use fs, net, env, exec or secret, optionally with \
+         `:VALUE` (e.g. `net:https://api.example.com:443`, `fs:docs`)"
+    )]
+    Kind(String),
+    /// The spec names nothing the plugin requests (a typo, most likely).
+    #[error("`{spec}` names nothing the plugin requests; requested: {requested}")]
+    NamesNothing {
+        /// The spec.
+        spec: String,
+        /// What the plugin requests, `KIND:VALUE`, comma-separated, or
+        /// `nothing`.
+        requested: String,
+    },
+}
+
+impl From<FilterError> for String {
+    fn from(e: FilterError) -> Self {
+        e.to_string()
+    }
+}
+
 /// Checks a `--grant`/`--deny` spec names a kind that exists.
-pub fn check_spec(spec: &str) -> Result<(), String> {
+pub fn check_spec(spec: &str) -> Result<(), FilterError> {
     let kind = spec.split_once(':').map_or(spec, |(k, _)| k);
     match kind {
         "fs" | "net" | "env" | "exec" | "secret" => Ok(()),
-        other => Err(format!(
-            "`{other}` is not a capability kind; use fs, net, env, exec or secret, \
-             optionally with `:VALUE` (e.g. `net:https://api.example.com:443`, `fs:docs`)"
-        )),
+        other => Err(FilterError::Kind(other.to_owned())),
     }
 }
 
@@ -180,13 +203,13 @@ pub fn narrow(
     requested: &[Grant],
     grant: &[String],
     deny: &[String],
-) -> Result<Vec<Grant>, String> {
+) -> Result<Vec<Grant>, FilterError> {
     for spec in grant.iter().chain(deny) {
         check_spec(spec)?;
         if !requested.iter().any(|g| g.matches(spec)) {
-            return Err(format!(
-                "`{spec}` names nothing the plugin requests; requested: {}",
-                if requested.is_empty() {
+            return Err(FilterError::NamesNothing {
+                spec: spec.clone(),
+                requested: if requested.is_empty() {
                     "nothing".to_owned()
                 } else {
                     requested
@@ -194,8 +217,8 @@ pub fn narrow(
                         .map(|g| format!("{}:{}", g.kind(), g.value()))
                         .collect::<Vec<_>>()
                         .join(", ")
-                }
-            ));
+                },
+            });
         }
     }
     Ok(requested
