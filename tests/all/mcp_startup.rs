@@ -194,16 +194,7 @@ fn a_server_that_never_answers_does_not_hold_up_the_listing_or_a_plugin_call() {
     // A plugin's tool needs no server: none is started.
     std::fs::remove_file(sb.ws().join("started.txt")).expect("remove the marker");
     let started = Instant::now();
-    let o = cli.run(
-        &sb.ws(),
-        &[
-            "tool",
-            "call",
-            "read_file",
-            "--args",
-            r#"{"path":"hello.txt"}"#,
-        ],
-    );
+    let o = crate::support::run::tool_call(&cli, &sb, "read_file", r#"{"path":"hello.txt"}"#);
     let took = started.elapsed();
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(stdout(&o).contains("hello"), "{}", stdout(&o));

@@ -203,6 +203,16 @@ pub fn check_name(name: &str) -> Result<(), WorktreeError> {
     }
 }
 
+/// `workspace`, canonical.
+fn canonical(workspace: &Path) -> Result<PathBuf, WorktreeError> {
+    workspace
+        .canonicalize()
+        .map_err(|e| WorktreeError::Workspace {
+            workspace: workspace.to_path_buf(),
+            why: words::io(&e),
+        })
+}
+
 /// Where worktrees are made: a private directory under the system's temp
 /// directory (outside the workspace, so its plugins never see them).
 fn root() -> std::io::Result<PathBuf> {
@@ -235,12 +245,7 @@ fn uid() -> u32 {
 /// workspace are not in the worktree.
 pub fn create(workspace: &Path, tag: &str, name: &str) -> Result<Worktree, WorktreeError> {
     check_name(name)?;
-    let workspace = workspace
-        .canonicalize()
-        .map_err(|e| WorktreeError::Workspace {
-            workspace: workspace.to_path_buf(),
-            why: words::io(&e),
-        })?;
+    let workspace = canonical(workspace)?;
     let repo = Repo::find(&workspace).ok_or(WorktreeError::NoRepository)?;
     if repo.work_tree != workspace {
         return Err(WorktreeError::NotTop(repo.work_tree));
@@ -460,12 +465,7 @@ pub fn rebase(manifest: &crate::manifest::Manifest, tree: &Path) -> crate::manif
 /// changing nothing, when it does not apply cleanly, or when it carries a
 /// symlink that points outside the workspace (see [`escaping_symlink`]).
 pub fn apply(workspace: &Path, patch: &str) -> Result<(), WorktreeError> {
-    let workspace = workspace
-        .canonicalize()
-        .map_err(|e| WorktreeError::Workspace {
-            workspace: workspace.to_path_buf(),
-            why: words::io(&e),
-        })?;
+    let workspace = canonical(workspace)?;
     if let Some((link, target)) = escaping_symlink(&workspace, patch) {
         return Err(WorktreeError::EscapingSymlink { link, target });
     }

@@ -3,7 +3,7 @@
 
 use crate::*;
 use std::io::{Read, Write};
-use std::os::fd::{FromRawFd, OwnedFd};
+use std::os::fd::OwnedFd;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -24,22 +24,7 @@ pub struct Pty {
 
 impl Pty {
     pub fn open() -> Self {
-        let (master, slave) = {
-            let (mut m, mut s) = (0, 0);
-            // SAFETY: openpty writes two file descriptors into the given integers.
-            let rc = unsafe {
-                libc::openpty(
-                    &mut m,
-                    &mut s,
-                    std::ptr::null_mut(),
-                    std::ptr::null(),
-                    std::ptr::null(),
-                )
-            };
-            assert_eq!(rc, 0, "openpty");
-            // SAFETY: both descriptors were just opened and are owned here.
-            unsafe { (std::fs::File::from_raw_fd(m), OwnedFd::from_raw_fd(s)) }
-        };
+        let (master, slave) = crate::support::pty::open();
         let screen = Arc::new(Mutex::new(String::new()));
         let reader = {
             let screen = screen.clone();

@@ -79,7 +79,7 @@ pub fn screen(bytes: &[u8]) -> String {
 
 /// A new pseudo-terminal of [`ROWS`] × [`COLS`]: its master side (the
 /// terminal) and its slave side (what the program is given).
-fn open() -> (std::fs::File, OwnedFd) {
+pub fn open() -> (std::fs::File, OwnedFd) {
     let (mut m, mut s) = (0, 0);
     let size = libc::winsize {
         ws_row: ROWS,
