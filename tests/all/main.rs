@@ -40,6 +40,7 @@ mod guard;
 mod habits;
 mod handle;
 mod hooks;
+mod injection;
 mod install;
 mod json_result;
 mod keepalive;

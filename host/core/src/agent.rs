@@ -740,6 +740,15 @@ impl Agent {
                 text: prompt.to_owned(),
             },
         )?;
+        // A subagent's task was written by the model, not by the user.
+        if self.options.subagents.parent.is_none() {
+            self.dispatcher.trust(prompt);
+            if self.turn == 1 {
+                for (_, text) in crate::context::agents_md(&self.workspace, &self.options.cwd) {
+                    self.dispatcher.trust(&text);
+                }
+            }
+        }
         let text = crate::hooks::with_context(&text, &std::mem::take(&mut self.undone));
         self.history.push(Message::User { text });
         Ok(None)

@@ -88,6 +88,17 @@ impl McpTool {
         self.server.call(&self.remote, args).await
     }
 
+    /// Whether its entry names it a sink (`sinks`): it sends what it is
+    /// given out.
+    pub fn is_sink(&self) -> bool {
+        self.server.decl.sinks.contains(&self.remote)
+    }
+
+    /// Whether its entry says its results are private data (`sensitive`).
+    pub fn is_sensitive(&self) -> bool {
+        self.server.decl.sensitive.contains(&self.remote)
+    }
+
     /// Where a call could carry data to, for the guard: the server is a
     /// program that keeps what it is sent, so whatever the tool's declared
     /// effects, a server with the network could send it anywhere, one
@@ -105,7 +116,21 @@ impl McpTool {
                 vec![host_port.to_owned()]
             })
             .unwrap_or_default();
+        let mut sinks = Vec::new();
+        if decl.sinks.contains(&self.remote) {
+            sinks.push(format!(
+                "`{}` (a sink in [mcp.{}])",
+                self.spec.name, decl.name
+            ));
+        } else if self
+            .spec
+            .effects
+            .contains(&crate::protocol::Effect::Network)
+        {
+            sinks.push(format!("`{}` (declared network)", self.spec.name));
+        }
         crate::policy::Reach {
+            sinks,
             hosts,
             networked_programs: if decl.net.reaches() {
                 vec![format!("the MCP server `{}`", decl.name)]

@@ -327,11 +327,35 @@ impl Labels {
 pub fn held_from(records: &[Record]) -> Held {
     let mut held = Held::default();
     for record in records {
-        if let Event::ToolCallEnd { outcome, .. } = &record.event {
-            held.add(&outcome.labels);
+        match &record.event {
+            Event::ToolCallEnd { outcome, name, .. } => {
+                held.add(&outcome.labels);
+                take_values(&mut held, &outcome.labels, name, &outcome.content);
+            }
+            Event::UserMessage { text } => held.values.add_trusted(text),
+            _ => {}
         }
     }
     held
+}
+
+/// Takes the significant values of a result of `tool` labelled `labels`
+/// into `held`: untrusted when any of its content is, trusted when all of it
+/// came from the workspace; a result that touched nothing the host tracks
+/// (a program without the network, a host tool) teaches nothing.
+fn take_values(held: &mut Held, labels: &[Label], tool: &str, text: &str) {
+    let untrusted: Vec<&str> = labels
+        .iter()
+        .filter(|l| l.kind == LabelKind::Untrusted)
+        .map(|l| l.source.as_str())
+        .take(2)
+        .collect();
+    if !untrusted.is_empty() {
+        let source = format!("the result of `{tool}`, from {}", untrusted.join(", "));
+        held.values.add_untrusted(text, &source);
+    } else if !labels.is_empty() {
+        held.values.add_trusted(text);
+    }
 }
 
 /// A session's provenance: how it labels results and what it holds so far.
@@ -373,10 +397,40 @@ impl Tracker {
         self.held.clone()
     }
 
-    /// Adds one result's labels to what the session holds.
-    pub fn absorb(&self, labels: &[Label]) {
+    /// Adds one result of `tool`, its labels and its `text`, to what the
+    /// session holds.
+    pub fn absorb(&self, labels: &[Label], tool: &str, text: Option<&str>) {
         if let Ok(mut held) = self.held.lock() {
             held.add(labels);
+            if let Some(text) = text {
+                take_values(&mut held, labels, tool, text);
+            }
+        }
+    }
+
+    /// Takes `text`, which the user wrote, as trusted: its values pass the
+    /// injection guard.
+    pub fn trust(&self, text: &str) {
+        if let Ok(mut held) = self.held.lock() {
+            held.values.add_trusted(text);
+        }
+    }
+
+    /// Makes `values` pass the injection guard for the rest of the session:
+    /// the user approved a call that carried them.
+    pub fn approve(&self, values: &[String]) {
+        if let Ok(mut held) = self.held.lock() {
+            held.values.approve(values);
+        }
+    }
+
+    /// The values of `args` that first appeared in untrusted content and
+    /// nowhere the user wrote. A poisoned lock holds every significant value.
+    pub fn carried(&self, args: &serde_json::Value) -> Vec<crate::policy::Carried> {
+        let workspace = self.classifier.workspace().to_string_lossy();
+        match self.held.lock() {
+            Ok(held) => held.values.carried(args, &workspace),
+            Err(_) => crate::policy::Values::lost().carried(args, &workspace),
         }
     }
 
@@ -388,6 +442,7 @@ impl Tracker {
             Err(_) => Held {
                 sensitive: vec!["(unknown: provenance state lost)".into()],
                 untrusted: vec!["(unknown: provenance state lost)".into()],
+                values: crate::policy::Values::lost(),
             },
         }
     }

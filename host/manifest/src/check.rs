@@ -87,6 +87,12 @@ impl Checker<'_> {
         let reads_secrets = raw
             .reads_secrets
             .iter()
+            .chain(&raw.sensitive)
+            .map(|t| format!("{tool_prefix}{t}"))
+            .collect();
+        let sinks = raw
+            .sinks
+            .iter()
             .map(|t| format!("{tool_prefix}{t}"))
             .collect();
         let destination_args =
@@ -104,6 +110,7 @@ impl Checker<'_> {
             config,
             origin,
             reads_secrets,
+            sinks,
             destination_args,
         })
     }

@@ -371,6 +371,7 @@ impl Fold {
         {
             self.guard.enabled = *enabled.get_ref();
         }
+        self.injection(step, raw);
         for (key, list) in [
             ("untrusted", &raw.untrusted),
             ("trusted", &raw.trusted),
@@ -432,6 +433,39 @@ impl Fold {
             self.guard.allow_hosts.push(h.to_ascii_lowercase());
         }
         Ok(())
+    }
+
+    /// `[guard]`'s `injection` and `injection_exempt`: each loosens, so a
+    /// project's needs the user's leave.
+    fn injection(&mut self, step: &Step<'_>, raw: &RawGuard) {
+        if let Some(on) = &raw.injection
+            && (*on.get_ref()
+                || !self.guard.injection
+                || self.loosens(
+                    step,
+                    on.span(),
+                    "guard.injection = false".into(),
+                    "would let calls carry values from untrusted content (an injected URL, \
+                     address or command) unasked",
+                ))
+        {
+            self.guard.injection = *on.get_ref();
+        }
+        for tool in &raw.injection_exempt {
+            let name = tool.get_ref();
+            if self.loosens(
+                step,
+                tool.span(),
+                format!(
+                    "guard.injection_exempt = [`{}`]",
+                    crate::terminal::inert_line(name)
+                ),
+                "would let that tool's calls carry values from untrusted content unasked",
+            ) && !self.guard.injection_exempt.contains(name)
+            {
+                self.guard.injection_exempt.push(name.clone());
+            }
+        }
     }
 
     /// `[agent]`'s provider, model and limits.

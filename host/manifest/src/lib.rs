@@ -247,6 +247,9 @@ pub struct PluginDecl {
     /// Its tools whose output is sensitive (`reads_secrets`), by the names
     /// the model calls them.
     pub reads_secrets: Vec<String>,
+    /// Its tools that send what they are given out (`sinks`), by the names
+    /// the model calls them: a way out to the guards whatever its grants.
+    pub sinks: Vec<String>,
     /// Its tools whose calls name their destination (`destination_args`):
     /// the tool, by the name the model calls it, and the argument holding
     /// the URL. Such a call to an origin `net` does not name asks first.

@@ -101,6 +101,12 @@ pub struct McpServerDecl {
     pub default_effects: Vec<Effect>,
     /// Effects by tool name (without the prefix).
     pub effects: BTreeMap<String, Vec<Effect>>,
+    /// Tools (without the prefix) whose results are private data
+    /// (`sensitive`).
+    pub sensitive: Vec<String>,
+    /// Tools (without the prefix) that send what they are given out
+    /// (`sinks`), whatever the server's grants.
+    pub sinks: Vec<String>,
     /// Put before each of its tool names.
     pub tool_prefix: String,
     /// Per call, and the wait for the server to start.
@@ -219,6 +225,8 @@ impl Checker<'_> {
             net,
             default_effects,
             effects,
+            sensitive: raw.sensitive.clone(),
+            sinks: raw.sinks.clone(),
             tool_prefix: prefix,
             timeout_ms: raw.timeout_ms.unwrap_or(DEFAULT_MCP_TIMEOUT_MS),
             output_cap: raw
@@ -415,6 +423,8 @@ impl Checker<'_> {
             net: crate::exec::Network::Off,
             default_effects,
             effects,
+            sensitive: raw.sensitive.clone(),
+            sinks: raw.sinks.clone(),
             tool_prefix: prefix,
             timeout_ms: raw.timeout_ms.unwrap_or(DEFAULT_MCP_TIMEOUT_MS),
             output_cap: raw

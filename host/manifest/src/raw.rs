@@ -94,6 +94,12 @@ pub(super) struct RawGuard {
     /// `secrets = ["config/prod.yaml"]`
     #[serde(default)]
     pub(super) secrets: Vec<Spanned<String>>,
+    /// `injection = false` turns the injection guard off (default on).
+    pub(super) injection: Option<Spanned<bool>>,
+    /// `injection_exempt = ["web_fetch"]`: tools whose arguments may carry
+    /// values from untrusted content unasked.
+    #[serde(default)]
+    pub(super) injection_exempt: Vec<Spanned<String>>,
 }
 
 /// `[hooks]`: hook plugins bound to events, each run in the order written
@@ -255,6 +261,15 @@ pub(super) struct RawPlugin {
     /// fetched the component; `corral plugin update` fetches from there.
     #[allow(dead_code, reason = "read by `corral plugin update` from the file")]
     pub(super) from: Option<String>,
+    /// `sinks = ["post_message"]`: tools of this plugin that send what they
+    /// are given out (a way out to the exfiltration guard, whatever the
+    /// plugin's grants).
+    #[serde(default)]
+    pub(super) sinks: Vec<String>,
+    /// `sensitive = ["read_inbox"]`: tools of this plugin whose output is
+    /// private data (as `reads_secrets`).
+    #[serde(default)]
+    pub(super) sensitive: Vec<String>,
     /// `reads_secrets = ["vault_get"]`: tools of this plugin whose output is
     /// sensitive to the exfiltration guard.
     #[serde(default)]
@@ -385,6 +400,15 @@ pub(super) struct RawMcp {
     pub(super) effects: Option<Spanned<RawEffects>>,
     /// `tool_prefix = "fs__"` (default `NAME__`).
     pub(super) tool_prefix: Option<Spanned<String>>,
+    /// `sensitive = ["read_inbox"]`: its tools (without the prefix) whose
+    /// results are private data to the exfiltration guard.
+    #[serde(default)]
+    pub(super) sensitive: Vec<String>,
+    /// `sinks = ["send_email"]`: its tools (without the prefix) that send
+    /// what they are given out: a way out to the guards, whatever the
+    /// server's grants.
+    #[serde(default)]
+    pub(super) sinks: Vec<String>,
     /// `timeout_ms = 60000`: per call, and the wait for the server to start.
     pub(super) timeout_ms: Option<u64>,
     /// `output_kb = 1024`: bytes kept of one result, and the largest message read.

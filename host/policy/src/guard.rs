@@ -34,6 +34,19 @@ pub struct GuardSettings {
     /// `secrets = ["config/prod.yaml"]`: workspace paths (globs) that hold
     /// secrets, besides the defaults ([`DEFAULT_SECRETS`]).
     pub secrets: Vec<String>,
+    /// `injection = false` turns the injection guard off ([`crate::taint`]:
+    /// on by default, in every mode, while the guard is enabled).
+    pub injection: bool,
+    /// `injection_exempt = ["web_fetch"]`: tools whose arguments may carry
+    /// values from untrusted content unasked.
+    pub injection_exempt: Vec<String>,
+}
+
+impl GuardSettings {
+    /// Whether the injection guard judges calls of `tool`.
+    pub fn judges_injection(&self, tool: &str) -> bool {
+        self.enabled && self.injection && !self.injection_exempt.iter().any(|t| t == tool)
+    }
 }
 
 impl Default for GuardSettings {
@@ -44,6 +57,8 @@ impl Default for GuardSettings {
             untrusted: Vec::new(),
             trusted: Vec::new(),
             secrets: Vec::new(),
+            injection: true,
+            injection_exempt: Vec::new(),
         }
     }
 }
@@ -91,6 +106,9 @@ pub struct Held {
     pub sensitive: Vec<String>,
     /// Sources of untrusted content, first seen first.
     pub untrusted: Vec<String>,
+    /// The significant values seen in untrusted content and in trusted
+    /// text, for the injection guard ([`crate::taint`]).
+    pub values: crate::taint::Values,
 }
 
 impl Held {
@@ -128,6 +146,10 @@ pub struct Reach {
     /// The call declares `write` and its plugin may write in these
     /// directories outside the workspace.
     pub outside_writes: Vec<String>,
+    /// The tool itself sends what it is given out, whatever its grants: a
+    /// manifest names it a sink, or an MCP tool declares `network`; each
+    /// said as the way it is.
+    pub sinks: Vec<String>,
 }
 
 impl Reach {
@@ -240,6 +262,9 @@ fn ways(settings: &GuardSettings, reach: &Reach) -> Vec<String> {
                 names(&programs)
             }
         ));
+    }
+    for sink in &reach.sinks {
+        ways.push(format!("send data out through {sink}"));
     }
     if !reach.outside_writes.is_empty() {
         let dirs: Vec<&String> = reach.outside_writes.iter().collect();

@@ -423,6 +423,7 @@ pub(super) async fn inspect(rt: &Runtime, bytes: &[u8]) -> Result<Inspection, Lo
         config: BTreeMap::new(),
         tool_prefix: String::new(),
         reads_secrets: Vec::new(),
+        sinks: Vec::new(),
         destination_args: BTreeMap::new(),
         origin: crate::manifest::Origin {
             file: "(inspect)".into(),

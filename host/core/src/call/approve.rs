@@ -117,6 +117,7 @@ impl Dispatcher {
             guard,
             also,
             hint,
+            tainted,
         } = judged;
         match verdict.decision {
             Decision::Allow => {
@@ -135,8 +136,25 @@ impl Dispatcher {
                     stop,
                 }));
             }
+            Decision::Ask if !tainted.is_empty() && !self.approver.is_person() => {
+                let held = guard.unwrap_or_default();
+                sink.emit(record(
+                    PermissionDecision::Refused,
+                    format!("{held}; no person can approve it in this run"),
+                ))?;
+                return Ok(Some(CallOutcome::Refused {
+                    message: format!(
+                        "not run: {held}. No person can approve it in this run: the injection guard \
+                         holds such a call in every mode and with --yes. If the user wants it, they \
+                         can run interactively and approve it, or name the tool in \
+                         `injection_exempt` of [guard]"
+                    ),
+                    stop: false,
+                }));
+            }
             Decision::Ask
-                if self.approved_for_session(&scope)
+                if tainted.is_empty()
+                    && self.approved_for_session(&scope)
                     && also.as_ref().is_none_or(|s| self.approved_for_session(s)) =>
             {
                 sink.emit(record(
@@ -171,6 +189,7 @@ impl Dispatcher {
         let by = self.approver.approved_by();
         match answer {
             ApprovalAnswer::Approve => {
+                self.approve_values(&tainted);
                 sink.emit(record(
                     PermissionDecision::Approved,
                     format!("{}; {by}", verdict.reason),
@@ -178,6 +197,7 @@ impl Dispatcher {
                 Ok(None)
             }
             ApprovalAnswer::ApproveForSession => {
+                self.approve_values(&tainted);
                 if let Ok(mut approved) = self.approved.lock() {
                     approved.insert(scope);
                     approved.extend(also);
@@ -223,6 +243,14 @@ impl Dispatcher {
         }
     }
 
+    /// Lets `values` pass the injection guard for the rest of the session:
+    /// a person approved a call that carried them.
+    fn approve_values(&self, values: &[String]) {
+        if let (Some(tracker), false) = (&self.tracker, values.is_empty()) {
+            tracker.approve(values);
+        }
+    }
+
     /// Whether the user approved `scope` for the rest of the session. A
     /// poisoned table approves nothing: the user is asked again.
     pub(super) fn approved_for_session(&self, scope: &Scope) -> bool {
@@ -264,6 +292,13 @@ pub trait Approver: Send + Sync {
     fn approved_by(&self) -> &'static str {
         "approved by the user"
     }
+
+    /// Whether a person answers (a front-end, an MCP client's user, the
+    /// command line): only a person may let through a call the injection
+    /// guard holds; `--yes` and a run nobody answers refuse it.
+    fn is_person(&self) -> bool {
+        true
+    }
 }
 
 /// Non-interactive runs: every `ask` becomes a denial the model can read.
@@ -271,6 +306,10 @@ pub trait Approver: Send + Sync {
 pub struct NoApprover;
 
 impl Approver for NoApprover {
+    fn is_person(&self) -> bool {
+        false
+    }
+
     fn approve(&self, _: &ApprovalRequest) -> BoxFuture<'static, ApprovalAnswer> {
         Box::pin(async {
             ApprovalAnswer::Deny {
@@ -290,6 +329,10 @@ impl Approver for NoApprover {
 pub struct YesApprover;
 
 impl Approver for YesApprover {
+    fn is_person(&self) -> bool {
+        false
+    }
+
     fn approve(&self, _: &ApprovalRequest) -> BoxFuture<'static, ApprovalAnswer> {
         Box::pin(async { ApprovalAnswer::Approve })
     }

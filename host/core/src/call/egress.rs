@@ -67,6 +67,7 @@ impl Dispatcher {
             verdict,
             scope,
             guard,
+            tainted,
             ..
         } = judged;
         if let Decision::Deny { .. } = verdict.decision {
@@ -81,6 +82,7 @@ impl Dispatcher {
                     guard,
                     also: None,
                     hint: None,
+                    tainted,
                 },
                 None,
             );
@@ -99,6 +101,7 @@ impl Dispatcher {
             guard,
             also: Some(widening.scope.clone()),
             hint: Some(widening.hint.clone()),
+            tainted,
         };
         (judged, Some(widening))
     }

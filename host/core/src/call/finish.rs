@@ -59,17 +59,26 @@ impl Dispatcher {
                 }
             }
         };
-        // Whatever an MCP server answers is its own content: untrusted.
+        // Whatever an MCP server answers is its own content: untrusted;
+        // private data too where its entry says so.
         if plugin.is_none()
             && let Some(tool) = self.mcp.get(&call.name)
         {
-            add(
-                vec![Label {
-                    kind: LabelKind::Untrusted,
-                    source: format!("mcp:{}", tool.server()),
-                }],
-                &mut labels,
-            );
+            let mut more = vec![Label {
+                kind: LabelKind::Untrusted,
+                source: format!("mcp:{}", tool.server()),
+            }];
+            if tool.is_sensitive() {
+                more.push(Label {
+                    kind: LabelKind::Sensitive,
+                    source: format!(
+                        "output of `{}` (sensitive in [mcp.{}])",
+                        call.name,
+                        tool.server()
+                    ),
+                });
+            }
+            add(more, &mut labels);
         }
         // What a reading tool was asked for may come back from where no
         // file is opened (`git_show HEAD:.env` reads a git object); a
@@ -99,7 +108,7 @@ impl Dispatcher {
             let diff = tracker.classifier.diff_labels(&call.name, text);
             add(diff, &mut labels);
         }
-        tracker.absorb(&labels);
+        tracker.absorb(&labels, &call.name, outcome.text());
         labels
     }
 

@@ -9,7 +9,13 @@
 //! 3. the guard, unless the policy denied: a call that could send data out
 //!    of a session holding sensitive content is asked, whatever the rule
 //!    or mode said, and an approval for the session covers only calls the
-//!    guard held ([`Scope::Guarded`]).
+//!    guard held ([`Scope::Guarded`]);
+//! 4. the injection guard, unless the policy denied: a call with an effect
+//!    (`write`, `network`, `execute`, or a sink) whose arguments carry a
+//!    value that first appeared in untrusted content and nowhere the user
+//!    wrote is asked, in every mode ([`crate::policy::hold_untrusted`]);
+//!    only a person can let it through, and their approval lets those
+//!    values pass for the rest of the session.
 
 use super::hooks::Hooked;
 use super::{Checked, Dispatcher, Scope, Target};
@@ -36,6 +42,10 @@ pub(super) struct Judgement {
     pub also: Option<Scope>,
     /// How to allow the call without asking, added to its refusal.
     pub hint: Option<String>,
+    /// The untrusted values its arguments carry (the injection guard held
+    /// it): only a person may approve it, and their approval lets these
+    /// pass for the rest of the session.
+    pub tainted: Vec<String>,
 }
 
 impl Dispatcher {
@@ -68,9 +78,16 @@ impl Dispatcher {
             };
         }
         let scope = Scope::of(&checked.call.name, &checked.args);
-        let guard = match verdict.decision {
-            Decision::Deny { .. } => None,
-            _ => self.guard_hold(checked),
+        let (guard, tainted) = match verdict.decision {
+            Decision::Deny { .. } => (None, Vec::new()),
+            _ => {
+                let (taint, tainted) = self.taint_hold(checked);
+                let guard = match (self.guard_hold(checked), taint) {
+                    (Some(a), Some(b)) => Some(format!("{a}; {b}")),
+                    (a, b) => a.or(b),
+                };
+                (guard, tainted)
+            }
         };
         match guard {
             Some(why) => Judgement {
@@ -82,6 +99,7 @@ impl Dispatcher {
                 guard: Some(why),
                 also: None,
                 hint: None,
+                tainted,
             },
             None => Judgement {
                 verdict,
@@ -89,8 +107,42 @@ impl Dispatcher {
                 guard: None,
                 also: None,
                 hint: None,
+                tainted,
             },
         }
+    }
+
+    /// Why the injection guard holds `checked`, and the values it holds it
+    /// for: a call with an effect whose arguments carry values that first
+    /// appeared in untrusted content.
+    fn taint_hold(&self, checked: &Checked) -> (Option<String>, Vec<String>) {
+        let Some(tracker) = self.tracker.as_ref() else {
+            return (None, Vec::new());
+        };
+        let tool = &checked.call.name;
+        if !tracker.settings.judges_injection(tool) || !self.has_effect(checked) {
+            return (None, Vec::new());
+        }
+        let carried = tracker.carried(&checked.args);
+        let why = crate::policy::hold_untrusted(tool, &carried);
+        (why, carried.into_iter().map(|c| c.value).collect())
+    }
+
+    /// Whether `checked` changes or sends anything: it writes, reaches the
+    /// network, runs programs, or is a sink; a host tool's own calls are
+    /// judged where they run (a subagent's by its own dispatcher).
+    fn has_effect(&self, checked: &Checked) -> bool {
+        use crate::protocol::Effect;
+        let sink = match &checked.target {
+            Target::Plugin(plugin) => plugin.decl().sinks.contains(&checked.call.name),
+            Target::Mcp(tool) => tool.is_sink(),
+            Target::Host => return false,
+        };
+        sink || checked
+            .spec
+            .effects
+            .iter()
+            .any(|e| matches!(e, Effect::Write | Effect::Network | Effect::Execute))
     }
 
     /// The policy's verdict on `checked` with `args`, every path it names
@@ -122,6 +174,13 @@ impl Dispatcher {
                     plugin.decl(),
                     tracker.classifier.workspace(),
                 );
+                if plugin.decl().sinks.contains(&checked.call.name) {
+                    reach.sinks.push(format!(
+                        "`{}` (a sink in [plugins.{}])",
+                        checked.call.name,
+                        plugin.decl().name
+                    ));
+                }
                 // An origin the call names may be approved beyond the grant.
                 if let Some(dest) =
                     super::origin::destination(plugin.decl(), &checked.call.name, &checked.args)

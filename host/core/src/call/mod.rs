@@ -350,6 +350,15 @@ impl Dispatcher {
         self.tracker = Some(tracker);
     }
 
+    /// Takes `text`, which the user wrote (a prompt, the project's
+    /// instructions), as trusted: the values it names pass the injection
+    /// guard. Nothing without a tracker.
+    pub fn trust(&self, text: &str) {
+        if let Some(tracker) = &self.tracker {
+            tracker.trust(text);
+        }
+    }
+
     /// Takes `tools`, the host's own, besides the plugins' (a host tool's
     /// name shadows a plugin tool of the same name).
     pub fn with_host_tools(mut self, tools: Vec<Arc<dyn HostSpec>>) -> Self {
