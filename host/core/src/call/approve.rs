@@ -142,15 +142,7 @@ impl Dispatcher {
                     PermissionDecision::Refused,
                     format!("{held}; no person can approve it in this run"),
                 ))?;
-                return Ok(Some(CallOutcome::Refused {
-                    message: format!(
-                        "not run: {held}. No person can approve it in this run: the injection guard \
-                         holds such a call in every mode and with --yes. If the user wants it, they \
-                         can run interactively and approve it, or name the tool in \
-                         `injection_exempt` of [guard]"
-                    ),
-                    stop: false,
-                }));
+                return Ok(Some(nobody_to_approve(&held)));
             }
             Decision::Ask
                 if tainted.is_empty()
@@ -165,7 +157,6 @@ impl Dispatcher {
             }
             Decision::Ask => {}
         }
-        let preview = self.preview(checked, cancel).await;
         let covers = match &also {
             Some(more) => format!("{}, and {}", scope.covers(), more.covers()),
             None => scope.covers(),
@@ -173,19 +164,11 @@ impl Dispatcher {
         let request = ApprovalRequest::new(
             call.clone(),
             verdict.reason.clone(),
-            preview,
+            self.preview(checked, cancel).await,
             covers,
             guard.clone(),
         );
-        let pending = self.approver.approve(&request);
-        if self.approver.asks_front_end() {
-            sink.emit(Event::ApprovalRequested(request))?;
-        }
-        let answer = tokio::select! {
-            biased;
-            () = cancel.cancelled() => ApprovalAnswer::Deny { reason: Some("interrupted by the user".into()) },
-            a = pending => a,
-        };
+        let answer = self.ask(request, sink, cancel).await?;
         let by = self.approver.approved_by();
         match answer {
             ApprovalAnswer::Approve => {
@@ -230,6 +213,25 @@ impl Dispatcher {
         }
     }
 
+    /// Puts `request` to the approver (and the front-end, when it answers)
+    /// and waits for the answer; an interrupt declines.
+    async fn ask(
+        &self,
+        request: ApprovalRequest,
+        sink: &mut dyn Sink,
+        cancel: &CancellationToken,
+    ) -> anyhow::Result<ApprovalAnswer> {
+        let pending = self.approver.approve(&request);
+        if self.approver.asks_front_end() {
+            sink.emit(Event::ApprovalRequested(request))?;
+        }
+        Ok(tokio::select! {
+            biased;
+            () = cancel.cancelled() => ApprovalAnswer::Deny { reason: Some("interrupted by the user".into()) },
+            a = pending => a,
+        })
+    }
+
     /// The diff a write would apply, for an approver someone reads.
     async fn preview(&self, checked: &Checked, cancel: &CancellationToken) -> Option<String> {
         let call = &checked.call;
@@ -257,6 +259,19 @@ impl Dispatcher {
         self.approved
             .lock()
             .is_ok_and(|approved| approved.contains(scope))
+    }
+}
+
+/// The refusal of a call the injection guard holds (`held` says why)
+/// where no person can approve it.
+fn nobody_to_approve(held: &str) -> CallOutcome {
+    CallOutcome::Refused {
+        message: format!(
+            "not run: {held}. No person can approve it in this run: the injection guard holds \
+             such a call in every mode and with --yes. If the user wants it, they can run \
+             interactively and approve it, or name the tool in `injection_exempt` of [guard]"
+        ),
+        stop: false,
     }
 }
 
