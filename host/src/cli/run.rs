@@ -288,7 +288,7 @@ async fn drive(
     let mut tally = super::tally::Tally::new(&config).keeping_answer(json);
     let mut session = match session::open(config).await {
         Ok(s) => s,
-        Err(e) => return fail(&e),
+        Err(e) => return fail(&e.to_string()),
     };
     if let Some(n) = session.resumed_messages()
         && !json

@@ -610,7 +610,7 @@ async fn act(
                 false,
             ),
             Ok(d) => app.diff(&d),
-            Err(e) => app.notice(&e, true),
+            Err(e) => app.notice(&e.to_string(), true),
         },
         Action::PreviewUndo { force } => {
             super::undo::preview_undo(app, session.log_path(), &opener.workspace, force);
