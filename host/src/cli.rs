@@ -486,7 +486,7 @@ async fn run(cli: Cli) -> ExitCode {
             if args.prompt == "-" {
                 match run::prompt_from_stdin(args.agent.approvals.is_some()) {
                     Ok(p) => args.prompt = p,
-                    Err(e) => return fail(&e),
+                    Err(e) => return fail(&e.to_string()),
                 }
             }
             if args.prompt.trim().is_empty() {

@@ -354,7 +354,7 @@ fn main() {
     }
     let tree = if want("grep") || want("list") {
         note("unpacking the search tree…");
-        let tree = tree::crates(files);
+        let tree = tree::crates(files).map_err(|e| e.to_string());
         match &tree {
             Ok(t) => note(&format!(
                 "  {} files, {:.0} MB, from {} crate archives, in {}",

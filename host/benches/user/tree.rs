@@ -18,20 +18,63 @@ pub struct Tree {
     pub crates: usize,
 }
 
-fn registry_cache() -> Result<PathBuf, String> {
+/// Why no tree could be unpacked.
+#[derive(Debug, thiserror::Error)]
+pub enum TreeError {
+    /// No cargo home to find the registry cache in.
+    #[error("neither CARGO_HOME nor HOME is set")]
+    NoHome,
+    /// The registry cache cannot be listed.
+    #[error("cannot read {}: {why}", cache.display())]
+    Cache {
+        /// The registry cache.
+        cache: PathBuf,
+        /// The system's reason.
+        why: String,
+    },
+    /// The registry cache holds no archive.
+    #[error("no .crate archives under {} (a `cargo fetch` in this repository fills it)", .0.display())]
+    NoArchives(PathBuf),
+    /// `tar` cannot be run.
+    #[error("cannot run tar (needed to unpack the crates): {0}")]
+    NoTar(String),
+    /// `tar` failed on an archive.
+    #[error("tar xzf {} failed: {stderr}", archive.display())]
+    Tar {
+        /// The archive.
+        archive: PathBuf,
+        /// What tar wrote to stderr.
+        stderr: String,
+    },
+    /// The temporary directory cannot be made or written in.
+    #[error("{0}")]
+    Io(String),
+    /// Every copy of every archive gave fewer files than wanted.
+    #[error("16 copies of the {archives} crate archives gave only {files} files")]
+    TooFew {
+        /// Archives in the cache.
+        archives: usize,
+        /// Files unpacked.
+        files: usize,
+    },
+}
+
+fn registry_cache() -> Result<PathBuf, TreeError> {
     let home = std::env::var_os("CARGO_HOME")
         .map(PathBuf::from)
         .or_else(|| dirs::home_dir().map(|h| h.join(".cargo")))
-        .ok_or("neither CARGO_HOME nor HOME is set")?;
+        .ok_or(TreeError::NoHome)?;
     Ok(home.join("registry/cache"))
 }
 
 /// Every `.crate` archive in the registry cache, in name order.
-fn archives() -> Result<Vec<PathBuf>, String> {
+fn archives() -> Result<Vec<PathBuf>, TreeError> {
     let cache = registry_cache()?;
     let mut out = Vec::new();
-    let indexes =
-        std::fs::read_dir(&cache).map_err(|e| format!("cannot read {}: {e}", cache.display()))?;
+    let indexes = std::fs::read_dir(&cache).map_err(|e| TreeError::Cache {
+        cache: cache.clone(),
+        why: e.to_string(),
+    })?;
     for index in indexes.flatten() {
         let Ok(entries) = std::fs::read_dir(index.path()) else {
             continue;
@@ -45,10 +88,7 @@ fn archives() -> Result<Vec<PathBuf>, String> {
     }
     out.sort();
     if out.is_empty() {
-        return Err(format!(
-            "no .crate archives under {} (a `cargo fetch` in this repository fills it)",
-            cache.display()
-        ));
+        return Err(TreeError::NoArchives(cache));
     }
     Ok(out)
 }
@@ -75,36 +115,35 @@ fn count(dir: &Path) -> (usize, u64) {
     (files, bytes)
 }
 
-fn unpack(archive: &Path, into: &Path) -> Result<(), String> {
+fn unpack(archive: &Path, into: &Path) -> Result<(), TreeError> {
     let o = Command::new("tar")
         .arg("xzf")
         .arg(archive)
         .arg("-C")
         .arg(into)
         .output()
-        .map_err(|e| format!("cannot run tar (needed to unpack the crates): {e}"))?;
+        .map_err(|e| TreeError::NoTar(e.to_string()))?;
     if o.status.success() {
         Ok(())
     } else {
-        Err(format!(
-            "tar xzf {} failed: {}",
-            archive.display(),
-            String::from_utf8_lossy(&o.stderr).trim()
-        ))
+        Err(TreeError::Tar {
+            archive: archive.to_path_buf(),
+            stderr: String::from_utf8_lossy(&o.stderr).trim().to_owned(),
+        })
     }
 }
 
 /// Unpacks the registry's crates until the tree holds `min_files` files.
-pub fn crates(min_files: usize) -> Result<Tree, String> {
+pub fn crates(min_files: usize) -> Result<Tree, TreeError> {
     let archives = archives()?;
     let dir = tempfile::Builder::new()
         .prefix("corral-bench-tree-")
         .tempdir()
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| TreeError::Io(e.to_string()))?;
     let (mut files, mut bytes, mut crates) = (0, 0, 0);
     for copy in 0..16 {
         let into = dir.path().join(format!("copy-{copy}"));
-        std::fs::create_dir_all(&into).map_err(|e| e.to_string())?;
+        std::fs::create_dir_all(&into).map_err(|e| TreeError::Io(e.to_string()))?;
         for a in &archives {
             unpack(a, &into)?;
             crates += 1;
@@ -123,8 +162,8 @@ pub fn crates(min_files: usize) -> Result<Tree, String> {
             }
         }
     }
-    Err(format!(
-        "16 copies of the {} crate archives gave only {files} files",
-        archives.len()
-    ))
+    Err(TreeError::TooFew {
+        archives: archives.len(),
+        files,
+    })
 }

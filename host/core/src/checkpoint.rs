@@ -186,18 +186,137 @@ fn store_object(dir: &Path, content: &[u8], sync: bool) -> std::io::Result<Strin
     Ok(sha)
 }
 
-fn get_object(dir: &Path, sha: &str) -> Result<Vec<u8>, String> {
+fn get_object(dir: &Path, sha: &str) -> Result<Vec<u8>, ObjectError> {
     if sha.len() != 64 || !sha.bytes().all(|b| b.is_ascii_hexdigit()) {
-        return Err(format!("the checkpoint names a malformed object `{sha}`"));
+        return Err(ObjectError::Malformed(sha.to_owned()));
     }
     // Never through a link, never blocking: the store is corral's own, but
     // what is read back is verified (its hash, below) before it is used.
-    let bytes = crate::exec::fsread::read_state(&dir.join(sha), MAX_CHECKPOINT_BYTES)
-        .map_err(|e| format!("the checkpointed copy {sha} cannot be read: {e}"))?;
+    let bytes =
+        crate::exec::fsread::read_state(&dir.join(sha), MAX_CHECKPOINT_BYTES).map_err(|e| {
+            ObjectError::Unreadable {
+                sha: sha.to_owned(),
+                why: e.to_string(),
+            }
+        })?;
     if hex::encode(Sha256::digest(&bytes)) != sha {
-        return Err(format!("the checkpointed copy {sha} is damaged"));
+        return Err(ObjectError::Damaged(sha.to_owned()));
     }
     Ok(bytes)
+}
+
+/// Why an undo or a rewind cannot be planned; its text is the message for
+/// the user.
+#[derive(Debug, thiserror::Error)]
+pub enum PlanError {
+    /// No turn left a change that is not undone yet.
+    #[error("nothing to undo: no turn of this session changed a file that is not undone yet")]
+    Nothing,
+    /// The checkpoints' record cannot be read.
+    #[error("cannot read the checkpoints {}: {why}", record.display())]
+    Record {
+        /// The record's file.
+        record: PathBuf,
+        /// The reason, in words.
+        why: String,
+    },
+    /// The workspace cannot be opened.
+    #[error("the workspace {} cannot be opened: {why}", workspace.display())]
+    Workspace {
+        /// The workspace.
+        workspace: PathBuf,
+        /// The reason, in words.
+        why: String,
+    },
+    /// The record names a path outside the workspace.
+    #[error(
+        "{} is outside the workspace {}; corral undoes only changes inside it",
+        shown(path),
+        workspace.display()
+    )]
+    Outside {
+        /// The path.
+        path: PathBuf,
+        /// The workspace.
+        workspace: PathBuf,
+    },
+    /// The record names something that is not a file in the workspace.
+    #[error(
+        "the checkpoint names `{}`, which is not a file inside the workspace",
+        shown(.0)
+    )]
+    NotAFile(PathBuf),
+}
+
+impl From<PlanError> for String {
+    fn from(e: PlanError) -> Self {
+        e.to_string()
+    }
+}
+
+/// Why an undo restored nothing (or, last, could not record itself); its
+/// text is the message for the user.
+#[derive(Debug, thiserror::Error)]
+pub enum UndoError {
+    /// Files changed since the turn, and `force` was not given.
+    #[error(
+        "{}\nNothing was restored. Look at the file, then run undo again with --force \
+         to overwrite it with the checkpoint.",
+        .0.join("\n")
+    )]
+    Conflicts(Vec<String>),
+    /// A directory is where the file would go back.
+    #[error(
+        "cannot restore `{}`: a directory is there now; move it away and undo \
+         again\nNothing was restored.",
+        shown(.0)
+    )]
+    Directory(PathBuf),
+    /// The file's name is not UTF-8.
+    #[error("cannot restore `{}`: its name is not UTF-8\nNothing was restored.", shown(.0))]
+    NotUtf8(PathBuf),
+    /// The file was too large to be kept before the turn.
+    #[error("{0}\nNothing was restored.")]
+    NotKept(String),
+    /// The checkpointed copy cannot be used.
+    #[error("cannot restore `{path}`: {why}\nNothing was restored.")]
+    Copy {
+        /// The file, relative to the workspace.
+        path: String,
+        /// Why.
+        why: ObjectError,
+    },
+    /// The restore itself was refused or failed.
+    #[error(transparent)]
+    Restore(#[from] crate::runtime::RestoreError),
+    /// The files were restored, the undo not recorded.
+    #[error("the files were restored but the undo cannot be recorded: {0}")]
+    Record(String),
+}
+
+impl From<UndoError> for String {
+    fn from(e: UndoError) -> Self {
+        e.to_string()
+    }
+}
+
+/// Why a checkpointed copy cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ObjectError {
+    /// The record names no valid object.
+    #[error("the checkpoint names a malformed object `{0}`")]
+    Malformed(String),
+    /// The copy cannot be read.
+    #[error("the checkpointed copy {sha} cannot be read: {why}")]
+    Unreadable {
+        /// Its SHA-256.
+        sha: String,
+        /// The reason, in words.
+        why: String,
+    },
+    /// The copy's content does not match its hash.
+    #[error("the checkpointed copy {0} is damaged")]
+    Damaged(String),
 }
 
 /// One file of an undo.
@@ -229,13 +348,9 @@ pub struct Plan {
 
 /// The undo of the latest turn of the session logged at `log` whose
 /// changes are not undone yet, checked against `workspace` as it is now.
-pub fn plan(log: &Path, workspace: &Path) -> Result<Plan, String> {
-    plan_turns(log, workspace, |turns| turns.iter().max().map(|t| vec![*t])).map_err(|e| {
-        e.unwrap_or_else(|| {
-            "nothing to undo: no turn of this session changed a file that is not undone yet"
-                .to_owned()
-        })
-    })
+pub fn plan(log: &Path, workspace: &Path) -> Result<Plan, PlanError> {
+    plan_turns(log, workspace, |turns| turns.iter().max().map(|t| vec![*t]))
+        .map_err(|e| e.unwrap_or(PlanError::Nothing))
 }
 
 /// The undo of every turn from `first` on whose changes are not undone
@@ -243,7 +358,7 @@ pub fn plan(log: &Path, workspace: &Path) -> Result<Plan, String> {
 /// back to its image before the earliest of them that changed it, and is
 /// compared with what the latest left. `Ok(None)`: none of them changed a
 /// file.
-pub fn plan_from(log: &Path, workspace: &Path, first: u32) -> Result<Option<Plan>, String> {
+pub fn plan_from(log: &Path, workspace: &Path, first: u32) -> Result<Option<Plan>, PlanError> {
     match plan_turns(log, workspace, |turns| {
         let mut from: Vec<u32> = turns.iter().copied().filter(|t| *t >= first).collect();
         from.sort_unstable();
@@ -261,7 +376,7 @@ fn plan_turns(
     log: &Path,
     workspace: &Path,
     pick: impl FnOnce(&HashSet<u32>) -> Option<Vec<u32>>,
-) -> Result<Plan, Option<String>> {
+) -> Result<Plan, Option<PlanError>> {
     let record = log.with_extension("artifacts").join(RECORD);
     let lines = read_lines(&record)?;
     let undone: HashSet<u32> = lines
@@ -280,12 +395,9 @@ fn plan_turns(
         .collect();
     let turns = pick(&open).ok_or(None)?;
     let turn = turns.iter().copied().max().ok_or(None)?;
-    let workspace = workspace.canonicalize().map_err(|e| {
-        format!(
-            "the workspace {} cannot be opened: {e}",
-            workspace.display()
-        )
-    })?;
+    let workspace = workspace
+        .canonicalize()
+        .map_err(|e| unopened(workspace, &e))?;
     let root = open_root(&workspace)?;
     let mut files: Vec<(PathBuf, Stored, Stored)> = Vec::new();
     for line in lines {
@@ -321,15 +433,15 @@ fn plan_turns(
     })
 }
 
-fn read_lines(record: &Path) -> Result<Vec<Line>, String> {
+fn read_lines(record: &Path) -> Result<Vec<Line>, PlanError> {
     let text = match crate::exec::fsread::read_state(record, MAX_RECORD_BYTES) {
         Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
         Err(e) if e.is_not_found() => String::new(),
         Err(e) => {
-            return Err(format!(
-                "cannot read the checkpoints {}: {e}",
-                record.display()
-            ));
+            return Err(PlanError::Record {
+                record: record.to_path_buf(),
+                why: e.to_string(),
+            });
         }
     };
     // A line torn by a crash is skipped, as the session log does.
@@ -339,29 +451,28 @@ fn read_lines(record: &Path) -> Result<Vec<Line>, String> {
         .collect())
 }
 
-fn open_root(workspace: &Path) -> Result<cap_std::fs::Dir, String> {
-    cap_std::fs::Dir::open_ambient_dir(workspace, cap_std::ambient_authority()).map_err(|e| {
-        format!(
-            "the workspace {} cannot be opened: {e}",
-            workspace.display()
-        )
-    })
+fn open_root(workspace: &Path) -> Result<cap_std::fs::Dir, PlanError> {
+    cap_std::fs::Dir::open_ambient_dir(workspace, cap_std::ambient_authority())
+        .map_err(|e| unopened(workspace, &e))
+}
+
+fn unopened(workspace: &Path, e: &std::io::Error) -> PlanError {
+    PlanError::Workspace {
+        workspace: workspace.to_path_buf(),
+        why: e.to_string(),
+    }
 }
 
 /// `path` relative to `workspace`, refused when it leaves it.
-fn relative(workspace: &Path, path: &Path) -> Result<PathBuf, String> {
-    let rel = path.strip_prefix(workspace).map_err(|_| {
-        format!(
-            "{} is outside the workspace {}; corral undoes only changes inside it",
-            shown(path),
-            workspace.display()
-        )
-    })?;
+fn relative(workspace: &Path, path: &Path) -> Result<PathBuf, PlanError> {
+    let rel = path
+        .strip_prefix(workspace)
+        .map_err(|_| PlanError::Outside {
+            path: path.to_path_buf(),
+            workspace: workspace.to_path_buf(),
+        })?;
     if rel.as_os_str().is_empty() || rel.components().any(|c| !matches!(c, Component::Normal(_))) {
-        return Err(format!(
-            "the checkpoint names `{}`, which is not a file inside the workspace",
-            shown(path)
-        ));
+        return Err(PlanError::NotAFile(path.to_path_buf()));
     }
     Ok(rel.to_path_buf())
 }
@@ -373,7 +484,7 @@ fn compare(
     path: &Path,
     before: Stored,
     after: &Stored,
-) -> Result<FileUndo, String> {
+) -> Result<FileUndo, PlanError> {
     let rel = relative(workspace, path)?;
     let shown = shown(&rel);
     let (now, kind) = match root.symlink_metadata(&rel) {
@@ -471,13 +582,11 @@ impl Plan {
 
     /// Restores every file (over the conflicts too when `force`) and
     /// records the undo; returns the files restored.
-    pub fn apply(&self, force: bool) -> Result<Vec<PathBuf>, String> {
+    pub fn apply(&self, force: bool) -> Result<Vec<PathBuf>, UndoError> {
         let conflicts = self.conflicts();
         if !conflicts.is_empty() && !force {
-            return Err(format!(
-                "{}\nNothing was restored. Look at the file, then run undo again with --force \
-                 to overwrite it with the checkpoint.",
-                conflicts.join("\n")
+            return Err(UndoError::Conflicts(
+                conflicts.into_iter().map(str::to_owned).collect(),
             ));
         }
         // A restore is a write: the same resolution beneath the workspace,
@@ -488,30 +597,26 @@ impl Plan {
             // Said in the words of an undo, before the write's own refusal.
             if std::fs::symlink_metadata(self.workspace.join(&file.path)).is_ok_and(|m| m.is_dir())
             {
-                return Err(format!(
-                    "cannot restore `{}`: a directory is there now; move it away and undo \
-                     again\nNothing was restored.",
-                    shown(&file.path)
-                ));
+                return Err(UndoError::Directory(file.path.clone()));
             }
-            let path = file.path.to_str().ok_or_else(|| {
-                format!(
-                    "cannot restore `{}`: its name is not UTF-8\nNothing was restored.",
-                    shown(&file.path)
-                )
-            })?;
+            let path = file
+                .path
+                .to_str()
+                .ok_or_else(|| UndoError::NotUtf8(file.path.clone()))?;
             let (content, mode) = match &file.before {
                 Stored::TooBig { .. } => {
-                    return Err(format!(
-                        "{}\nNothing was restored.",
-                        file.conflict.clone().unwrap_or_default()
+                    return Err(UndoError::NotKept(
+                        file.conflict.clone().unwrap_or_default(),
                     ));
                 }
                 Stored::Absent => (None, None),
                 Stored::File { sha256, mode } => (
-                    Some(get_object(&self.objects, sha256).map_err(|e| {
-                        format!("cannot restore `{path}`: {e}\nNothing was restored.")
-                    })?),
+                    Some(
+                        get_object(&self.objects, sha256).map_err(|why| UndoError::Copy {
+                            path: path.to_owned(),
+                            why,
+                        })?,
+                    ),
                     Some(*mode),
                 ),
             };
@@ -521,7 +626,7 @@ impl Plan {
                 mode,
             });
         }
-        crate::runtime::restore_files(&self.workspace, files).map_err(|e| e.to_string())?;
+        crate::runtime::restore_files(&self.workspace, files)?;
         let restored: Vec<PathBuf> = self.files.iter().map(|f| f.path.clone()).collect();
         let store = Checkpoints {
             record: self.record.clone(),
@@ -532,7 +637,7 @@ impl Plan {
         let undone: Vec<Line> = self.turns.iter().map(|&turn| Line::Undo { turn }).collect();
         store
             .append(&undone)
-            .map_err(|e| format!("the files were restored but the undo cannot be recorded: {e}"))?;
+            .map_err(|e| UndoError::Record(e.to_string()))?;
         Ok(restored)
     }
 }

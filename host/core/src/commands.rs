@@ -258,13 +258,38 @@ fn command(found: &Found, bytes: &[u8], scope: Scope) -> Result<Command, String>
     })
 }
 
-fn read(path: &Path) -> Result<Vec<u8>, String> {
+/// Why a command file's bytes cannot be read; its text follows the file's
+/// name.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FileError {
+    /// A project command that is a symbolic link.
+    #[error(
+        "it is a symbolic link; a project command must be a regular file in the \
+         repository (a link could read any file of yours); replace it with the \
+         file itself"
+    )]
+    Link,
+    /// Larger than a command file may be.
+    #[error(
+        "it is {0} bytes, over the {limit} KiB limit of a command file; shorten it",
+        limit = MAX_COMMAND_BYTES >> 10
+    )]
+    TooLarge(u64),
+    /// It cannot be read.
+    #[error("cannot read it: {0}")]
+    Unreadable(String),
+}
+
+impl From<FileError> for String {
+    fn from(e: FileError) -> Self {
+        e.to_string()
+    }
+}
+
+fn read(path: &Path) -> Result<Vec<u8>, FileError> {
     crate::fsread::read_regular(path, MAX_COMMAND_BYTES).map_err(|e| match e {
-        crate::fsread::ReadError::TooLarge(n) => format!(
-            "it is {n} bytes, over the {} KiB limit of a command file; shorten it",
-            MAX_COMMAND_BYTES >> 10
-        ),
-        other => format!("cannot read it: {other}"),
+        crate::fsread::ReadError::TooLarge(n) => FileError::TooLarge(n),
+        other => FileError::Unreadable(other.to_string()),
     })
 }
 
@@ -276,13 +301,15 @@ pub fn discover(workspace: &Path, user: Option<&Path>, builtins: &[&str]) -> Com
     let mut seen: BTreeMap<String, Scope> = BTreeMap::new();
     if let Some(user) = user {
         for found in find(user, true, &mut all.problems) {
-            let loaded = read(&found.path).and_then(|b| command(&found, &b, Scope::User));
+            let loaded = read(&found.path)
+                .map_err(String::from)
+                .and_then(|b| command(&found, &b, Scope::User));
             add(&mut all, &mut seen, &found, loaded, builtins);
         }
     }
     let trusted = trusted_files(workspace);
     for (found, bytes) in project_files(workspace, &mut all.problems) {
-        let loaded = bytes.and_then(|b| {
+        let loaded = bytes.map_err(String::from).and_then(|b| {
             let hash = sha256(&b);
             match trusted.get(&found.rel) {
                 Some(h) if *h == hash => command(&found, &b, Scope::Project),
@@ -346,7 +373,7 @@ fn add(
 fn project_files(
     workspace: &Path,
     problems: &mut Vec<String>,
-) -> Vec<(Found, Result<Vec<u8>, String>)> {
+) -> Vec<(Found, Result<Vec<u8>, FileError>)> {
     let dir = workspace.join(PROJECT_DIR);
     for d in [workspace.join(".corral"), dir.clone()] {
         if std::fs::symlink_metadata(&d).is_ok_and(|m| m.file_type().is_symlink()) {
@@ -362,12 +389,7 @@ fn project_files(
         .into_iter()
         .map(|f| {
             let bytes = if f.link {
-                Err(
-                    "it is a symbolic link; a project command must be a regular file in the \
-                     repository (a link could read any file of yours); replace it with the \
-                     file itself"
-                        .to_owned(),
-                )
+                Err(FileError::Link)
             } else {
                 read(&f.path)
             };
@@ -384,7 +406,7 @@ pub struct Reviewed {
     /// Its command name, or why it has none.
     pub name: Result<String, BadName>,
     /// Its SHA-256, or why it cannot be read.
-    pub sha256: Result<String, String>,
+    pub sha256: Result<String, FileError>,
     /// Its description (inert), when it parses.
     pub description: String,
     /// Whether trusting it now changes what is recorded (new or changed).
@@ -552,6 +574,22 @@ pub fn init_prompt(workspace: &Path) -> String {
     )
 }
 
+/// A command the user typed that is not offered; its text says why.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("`{name}` is not offered: {why}")]
+pub struct NotOffered {
+    /// The command, with its `/`.
+    pub name: String,
+    /// Why it is not offered.
+    pub why: String,
+}
+
+impl From<NotOffered> for String {
+    fn from(e: NotOffered) -> Self {
+        e.to_string()
+    }
+}
+
 /// What a line typed as a prompt becomes: `/init` and custom commands
 /// expanded to their prompt (`Ok(Some)`), a refused command's reason
 /// (`Err`), or `Ok(None)` for a line that names no such command.
@@ -559,7 +597,7 @@ pub fn expand_line(
     commands: &Commands,
     workspace: &Path,
     line: &str,
-) -> Result<Option<String>, String> {
+) -> Result<Option<String>, NotOffered> {
     let line = line.trim_start();
     if !line.starts_with('/') {
         return Ok(None);
@@ -572,7 +610,10 @@ pub fn expand_line(
         return Ok(Some(expand(&c.body, args)));
     }
     if let Some((_, why)) = commands.refused.iter().find(|(n, _)| n == name) {
-        return Err(format!("`{name}` is not offered: {why}"));
+        return Err(NotOffered {
+            name: name.to_owned(),
+            why: why.clone(),
+        });
     }
     Ok(None)
 }

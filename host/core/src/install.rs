@@ -20,6 +20,45 @@ use crate::runtime::{Inspection, Runtime};
 use fetch::{Fetched, PluginSource};
 use requests::Requests;
 
+/// Why a fetched component is refused before the user sees it; its text
+/// names the source.
+#[derive(Debug, thiserror::Error)]
+pub enum CandidateError {
+    /// It could not be fetched.
+    #[error(transparent)]
+    Fetch(#[from] fetch::FetchError),
+    /// Its embedded requests cannot be read.
+    #[error("{record}: {why}; refusing it")]
+    Requests {
+        /// The source, as the manifest records it.
+        record: String,
+        /// Why.
+        why: requests::EmbeddedError,
+    },
+    /// corral cannot load it.
+    #[error("{record}: {why}")]
+    Inspect {
+        /// The source, as the manifest records it.
+        record: String,
+        /// The loader's reason.
+        why: crate::runtime::LoadError,
+    },
+    /// Its tools cannot be read.
+    #[error("{record}: its tools cannot be read ({why}); it would not work as a tool plugin")]
+    Tools {
+        /// The source, as the manifest records it.
+        record: String,
+        /// Why.
+        why: String,
+    },
+}
+
+impl From<CandidateError> for String {
+    fn from(e: CandidateError) -> Self {
+        e.to_string()
+    }
+}
+
 /// A component fetched and read, waiting for the user's approval.
 #[derive(Debug)]
 pub struct Candidate {
@@ -45,21 +84,27 @@ impl Candidate {
         rt: &Runtime,
         source: PluginSource,
         expected_sha256: Option<&str>,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, CandidateError> {
         let fetched = fetch::fetch(&source, expected_sha256).await?;
-        let embedded = requests::embedded(&fetched.bytes)
-            .map_err(|e| format!("{}: {e}; refusing it", source.record()))?;
+        let embedded =
+            requests::embedded(&fetched.bytes).map_err(|why| CandidateError::Requests {
+                record: source.record(),
+                why,
+            })?;
         let has_requests = embedded.is_some();
         let requests = embedded.unwrap_or_default();
-        let inspection = rt
-            .inspect(&fetched.bytes)
-            .await
-            .map_err(|e| format!("{}: {e}", source.record()))?;
+        let inspection =
+            rt.inspect(&fetched.bytes)
+                .await
+                .map_err(|why| CandidateError::Inspect {
+                    record: source.record(),
+                    why,
+                })?;
         if let Err(e) = &inspection.tools {
-            return Err(format!(
-                "{}: its tools cannot be read ({e}); it would not work as a tool plugin",
-                source.record()
-            ));
+            return Err(CandidateError::Tools {
+                record: source.record(),
+                why: e.to_string(),
+            });
         }
         let version = requests
             .plugin

@@ -61,6 +61,88 @@ impl std::fmt::Debug for McpTools {
     }
 }
 
+/// Why a server could not be started ([`launch`]); its text is the
+/// message for the user.
+#[derive(Debug, thiserror::Error)]
+pub enum LaunchError {
+    /// The trusted project's server code changed since trust.
+    #[error(transparent)]
+    Trust(#[from] crate::manifest::trust::TrustError),
+    /// Its program is not installed.
+    #[error(
+        "[mcp.{name}]: `{}` is not installed (not found in PATH)",
+        inert(command)
+    )]
+    NotInstalled {
+        /// The entry's name.
+        name: String,
+        /// Its command.
+        command: String,
+    },
+    /// Its package in corral's store is missing or changed.
+    #[error(transparent)]
+    Package(#[from] install::McpInstallError),
+}
+
+impl From<LaunchError> for String {
+    fn from(e: LaunchError) -> Self {
+        e.to_string()
+    }
+}
+
+/// Why a call to an MCP tool got no answer; its text is the message for
+/// the user (and the model).
+#[derive(Debug, thiserror::Error)]
+pub enum McpCallError {
+    /// No server offers a tool of that name.
+    #[error("no MCP tool named `{0}`")]
+    NoTool(String),
+    /// The server crashed again after its one restart.
+    #[error(
+        "the MCP server `{name}` crashed again after its restart; its standard error is in {}",
+        log.display()
+    )]
+    CrashedAgain {
+        /// The entry's name.
+        name: String,
+        /// Its standard error's file.
+        log: PathBuf,
+    },
+    /// The server could not be started; the text says why.
+    #[error("{0}")]
+    Start(String),
+    /// The server is not running.
+    #[error("the MCP server `{0}` is not running")]
+    NotRunning(String),
+    /// The server answered the call with a protocol error.
+    #[error("the MCP server `{name}` failed the call: {why}")]
+    Failed {
+        /// The entry's name.
+        name: String,
+        /// The client's reason.
+        why: String,
+    },
+    /// The server did not answer in time (or sent too much); it was stopped.
+    #[error(
+        "the MCP server `{name}` did not answer within {timeout_ms} ms (or sent a message \
+         larger than its {cap_kib} KiB cap); it was stopped"
+    )]
+    Timeout {
+        /// The entry's name.
+        name: String,
+        /// Its timeout.
+        timeout_ms: u64,
+        /// Its output cap, in KiB.
+        cap_kib: usize,
+    },
+}
+
+impl From<McpCallError> for String {
+    fn from(e: McpCallError) -> Self {
+        e.to_string()
+    }
+}
+
 /// One tool of a server.
 #[derive(Clone)]
 pub struct McpTool {
@@ -84,7 +166,7 @@ impl McpTool {
     pub async fn call(
         &self,
         args: &serde_json::Value,
-    ) -> Result<(String, bool, Option<serde_json::Value>), String> {
+    ) -> Result<(String, bool, Option<serde_json::Value>), McpCallError> {
         self.server.call(&self.remote, args).await
     }
 
@@ -450,10 +532,10 @@ impl McpTools {
         &self,
         name: &str,
         args: &serde_json::Value,
-    ) -> Result<(String, bool, Option<serde_json::Value>), String> {
+    ) -> Result<(String, bool, Option<serde_json::Value>), McpCallError> {
         let tool = self
             .get(name)
-            .ok_or_else(|| format!("no MCP tool named `{name}`"))?;
+            .ok_or_else(|| McpCallError::NoTool(name.to_owned()))?;
         tool.server.call(&tool.remote, args).await
     }
 }
@@ -461,7 +543,7 @@ impl McpTools {
 impl Server {
     /// The running instance, started (or restarted once after a crash) if
     /// needed.
-    async fn ensure(&self) -> Result<tokio::sync::MutexGuard<'_, Option<Running>>, String> {
+    async fn ensure(&self) -> Result<tokio::sync::MutexGuard<'_, Option<Running>>, McpCallError> {
         let mut running = self.running.lock().await;
         let dead = match running.as_mut() {
             Some(r) => {
@@ -472,13 +554,12 @@ impl Server {
         if dead {
             let crashed = running.take().is_some();
             if crashed && self.restarts.fetch_add(1, Ordering::SeqCst) >= 1 {
-                return Err(format!(
-                    "the MCP server `{}` crashed again after its restart; its standard error is in {}",
-                    self.decl.name,
-                    self.stderr_path().display()
-                ));
+                return Err(McpCallError::CrashedAgain {
+                    name: self.decl.name.clone(),
+                    log: self.stderr_path(),
+                });
             }
-            *running = Some(self.spawn().await?);
+            *running = Some(self.spawn().await.map_err(McpCallError::Start)?);
         }
         Ok(running)
     }
@@ -588,10 +669,7 @@ impl Server {
     async fn list(&self) -> Result<Vec<rmcp::model::Tool>, String> {
         let running = self.ensure().await?;
         let Some(r) = running.as_ref() else {
-            return Err(format!(
-                "the MCP server `{}` is not running",
-                self.decl.name
-            ));
+            return Err(McpCallError::NotRunning(self.decl.name.clone()).into());
         };
         let wait = Duration::from_millis(self.decl.timeout_ms);
         match tokio::time::timeout(wait, r.client.peer().list_all_tools()).await {
@@ -612,14 +690,14 @@ impl Server {
         &self,
         remote: &str,
         args: &serde_json::Value,
-    ) -> Result<(String, bool, Option<serde_json::Value>), String> {
+    ) -> Result<(String, bool, Option<serde_json::Value>), McpCallError> {
         let name = &self.decl.name;
         let params = CallToolRequestParams::new(remote.to_owned())
             .with_arguments(args.as_object().cloned().unwrap_or_default());
         let wait = Duration::from_millis(self.decl.timeout_ms);
         let mut running = self.ensure().await?;
         let Some(r) = running.as_ref() else {
-            return Err(format!("the MCP server `{name}` is not running"));
+            return Err(McpCallError::NotRunning(name.clone()));
         };
         let result = match tokio::time::timeout(wait, r.client.peer().call_tool(params)).await {
             Ok(Ok(result)) => result,
@@ -632,7 +710,10 @@ impl Server {
                     rmcp::service::ServiceError::McpError(_)
                         | rmcp::service::ServiceError::UnexpectedResponse
                 );
-                let message = format!("the MCP server `{name}` failed the call: {e}");
+                let message = McpCallError::Failed {
+                    name: name.clone(),
+                    why: e.to_string(),
+                };
                 if let Some(r) = running.as_mut().filter(|_| broken) {
                     r.broken = true;
                 }
@@ -642,12 +723,11 @@ impl Server {
                 // A server that does not answer in time may be stuck or
                 // flooding: kill it; the next call starts it again.
                 running.take();
-                return Err(format!(
-                    "the MCP server `{name}` did not answer within {} ms (or sent a message \
-                     larger than its {} KiB cap); it was stopped",
-                    self.decl.timeout_ms,
-                    self.decl.output_cap / 1024
-                ));
+                return Err(McpCallError::Timeout {
+                    name: name.clone(),
+                    timeout_ms: self.decl.timeout_ms,
+                    cap_kib: self.decl.output_cap / 1024,
+                });
             }
         };
         let mut text = String::new();
@@ -828,18 +908,15 @@ fn likely_cause(decl: &McpServerDecl, stderr: &str) -> Option<String> {
 /// trusted project whose code changed since trust is refused here, and so
 /// is one whose package in corral's store changed since its install
 /// ([`install::check`]), whose directory it may read.
-pub fn launch(decl: &McpServerDecl, home: &Path) -> Result<Launch, String> {
+pub fn launch(decl: &McpServerDecl, home: &Path) -> Result<Launch, LaunchError> {
     crate::manifest::trust::check_server_code(decl)?;
     // As written, not resolved: `node_modules/.bin/x` says where the install is.
     let program = if decl.command.contains('/') {
         decl.cwd.join(&decl.command)
     } else {
-        crate::exec::resolve(&decl.command).ok_or_else(|| {
-            format!(
-                "[mcp.{}]: `{}` is not installed (not found in PATH)",
-                decl.name,
-                inert(&decl.command)
-            )
+        crate::exec::resolve(&decl.command).ok_or_else(|| LaunchError::NotInstalled {
+            name: decl.name.clone(),
+            command: decl.command.clone(),
         })?
     };
     let mut dirs = decl.fs.clone();

@@ -8,5 +8,8 @@ mod handle;
 mod open;
 
 pub use crate::log::{Record, Summary, civil, list, new_id, read, sessions_root, workspace_dir};
-pub use handle::{Approvals, Finished, Resume, Session, SessionConfig, SessionTool, open};
-pub use open::{FindError, choose_provider, find_session, sessions_dir};
+pub use diff::DiffError;
+pub use handle::{
+    Approvals, Finished, Resume, Session, SessionConfig, SessionError, SessionTool, open,
+};
+pub use open::{FindError, ProviderError, choose_provider, find_session, sessions_dir};

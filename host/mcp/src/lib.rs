@@ -37,7 +37,8 @@
 //!     ..Default::default()
 //! })
 //! .await?;
-//! server.serve_stdio().await
+//! server.serve_stdio().await?;
+//! # Ok(())
 //! # }
 //! ```
 #![deny(clippy::print_stdout, clippy::print_stderr)]
@@ -173,7 +174,7 @@ impl Server {
 
     /// Serves MCP on stdin and stdout until the client closes the
     /// connection.
-    pub async fn serve_stdio(self) -> Result<(), String> {
+    pub async fn serve_stdio(self) -> Result<(), ServeError> {
         serve_stdio(self).await
     }
 
@@ -182,7 +183,7 @@ impl Server {
     /// `tools/list` and `tools/call` wait for the load (a plugin compiled
     /// meanwhile says so in a log notification, as on stderr). A load that
     /// fails answers every such request with its message.
-    pub async fn serve_stdio_loading(options: ServeOptions) -> Result<(), String> {
+    pub async fn serve_stdio_loading(options: ServeOptions) -> Result<(), ServeError> {
         // The progress line comes from a thread of its own: the
         // notification is sent on this runtime.
         let client = Arc::new(Mutex::new(Client {
@@ -217,9 +218,27 @@ impl Server {
     }
 }
 
+/// Why serving MCP on stdin and stdout ended in error; its text is the
+/// message for the user.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// The client did not complete the handshake.
+    #[error("the MCP client did not complete the handshake: {0}")]
+    Handshake(String),
+    /// The service stopped other than by the client closing.
+    #[error("the MCP server stopped unexpectedly: {0}")]
+    Stopped(String),
+}
+
+impl From<ServeError> for String {
+    fn from(e: ServeError) -> Self {
+        e.to_string()
+    }
+}
+
 /// Serves `handler` on stdin and stdout until the client closes the
 /// connection.
-async fn serve_stdio<H: ServerHandler>(handler: H) -> Result<(), String> {
+async fn serve_stdio<H: ServerHandler>(handler: H) -> Result<(), ServeError> {
     {
         // The service speaks through two in-memory pipes; [`framing::guard`]
         // sits between them and the real stdin and stdout, so that an
@@ -236,11 +255,11 @@ async fn serve_stdio<H: ServerHandler>(handler: H) -> Result<(), String> {
             let running = handler
                 .serve((service_in, service_out))
                 .await
-                .map_err(|e| format!("the MCP client did not complete the handshake: {e}"))?;
+                .map_err(|e| ServeError::Handshake(e.to_string()))?;
             running
                 .waiting()
                 .await
-                .map_err(|e| format!("the MCP server stopped unexpectedly: {e}"))?;
+                .map_err(|e| ServeError::Stopped(e.to_string()))?;
             Ok(())
         }
         .await;

@@ -98,7 +98,7 @@ pub use descriptions::TOOL_CACHE_VAR;
 pub use error::{LoadError, ToolError};
 pub use fsguard::may_write_git;
 pub use imports::{Capability, ImportReview, Status as ImportStatus, classify, review};
-pub use loader::Inspection;
+pub use loader::{Inspection, ToolsError};
 pub use plugin::{Plugin, ToolOutput};
 pub use precompiled::PRECOMPILED_VAR;
 pub use registry::Plugins;

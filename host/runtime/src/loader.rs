@@ -435,9 +435,10 @@ pub(super) async fn inspect(rt: &Runtime, bytes: &[u8]) -> Result<Inspection, Lo
         .map(|i| super::imports::review(&decl, i))
         .collect();
     let linked = match refused {
-        Some(why) => Err(why),
+        Some(why) => Err(ToolsError::Refused(why)),
         None => rt.linker.link(&component).map_err(|e| match e {
-            LinkError::Unlinkable(e) | LinkError::NoExport(e) => e,
+            LinkError::Unlinkable(e) => ToolsError::Unlinkable(e),
+            LinkError::NoExport(e) => ToolsError::NoExport(e),
         }),
     };
     let tools = match linked {
@@ -470,7 +471,11 @@ pub(super) async fn inspect(rt: &Runtime, bytes: &[u8]) -> Result<Inspection, Lo
                 compiler: None,
                 offered: std::sync::Mutex::default(),
             };
-            plugin.describe().await.map(|d| d.0).map_err(|e| e.0)
+            plugin
+                .describe()
+                .await
+                .map(|d| d.0)
+                .map_err(|e| ToolsError::Describe(e.0))
         }
         Err(e) => Err(e),
     };
@@ -492,5 +497,23 @@ pub struct Inspection {
     /// Every interface it exports.
     pub exports: Vec<String>,
     /// Its tools, or why they could not be read.
-    pub tools: Result<Vec<ToolSpec>, String>,
+    pub tools: Result<Vec<ToolSpec>, ToolsError>,
+}
+
+/// Why an inspected component's tools could not be read; its text is the
+/// reason the step gave.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ToolsError {
+    /// It imports an interface corral does not provide.
+    #[error("{0}")]
+    Refused(String),
+    /// Its imports do not match what the host provides.
+    #[error("{0}")]
+    Unlinkable(String),
+    /// It exports none of the worlds corral calls.
+    #[error("{0}")]
+    NoExport(String),
+    /// Asking it for its tools failed.
+    #[error("{0}")]
+    Describe(String),
 }

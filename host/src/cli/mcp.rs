@@ -152,7 +152,7 @@ pub async fn mcp(workspace: &Path, cmd: McpCmd) -> ExitCode {
             };
             match Server::serve_stdio_loading(options).await {
                 Ok(()) => ExitCode::SUCCESS,
-                Err(e) => fail(&e),
+                Err(e) => fail(&e.to_string()),
             }
         }
     }

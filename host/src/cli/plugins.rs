@@ -342,11 +342,11 @@ pub(super) async fn inspect(file: &std::path::Path, json: bool) -> ExitCode {
             "sha256": info.sha256,
             "requests": match &requests {
                 Ok(r) => serde_json::to_value(r).unwrap_or_default(),
-                Err(e) => serde_json::json!({"error": e}),
+                Err(e) => serde_json::json!({"error": e.to_string()}),
             },
             "imports": info.imports,
             "exports": info.exports,
-            "tools": match &info.tools { Ok(t) => serde_json::to_value(t).unwrap_or_default(), Err(e) => serde_json::json!({"error": e}) },
+            "tools": match &info.tools { Ok(t) => serde_json::to_value(t).unwrap_or_default(), Err(e) => serde_json::json!({"error": e.to_string()}) },
         });
         out_json(&serde_json::to_string_pretty(&value).unwrap_or_default());
         return ExitCode::SUCCESS;

@@ -88,25 +88,37 @@ fn config(
     Ok((config, answering))
 }
 
+/// Why `corral run -` has no prompt; its text is the message for the user.
+#[derive(Debug, thiserror::Error)]
+pub enum StdinPromptError {
+    /// `--approvals stdin` needs stdin for the answers.
+    #[error(
+        "`corral run -` reads the prompt from stdin, which --approvals stdin needs \
+         for the answers; pass the prompt as an argument instead"
+    )]
+    ApprovalsOnStdin,
+    /// stdin cannot be read.
+    #[error("cannot read the prompt from stdin: {0}")]
+    Read(String),
+    /// stdin holds only white space.
+    #[error(
+        "`corral run -` read no prompt from stdin; pipe one in, e.g. \
+         `echo \"What does this project do?\" | corral run -`"
+    )]
+    Empty,
+}
+
 /// The prompt of `corral run -`: all of stdin.
-pub fn prompt_from_stdin(approvals_on_stdin: bool) -> Result<String, String> {
+pub fn prompt_from_stdin(approvals_on_stdin: bool) -> Result<String, StdinPromptError> {
     if approvals_on_stdin {
-        return Err(
-            "`corral run -` reads the prompt from stdin, which --approvals stdin needs \
-                    for the answers; pass the prompt as an argument instead"
-                .into(),
-        );
+        return Err(StdinPromptError::ApprovalsOnStdin);
     }
     let mut text = String::new();
     std::io::stdin()
         .read_to_string(&mut text)
-        .map_err(|e| format!("cannot read the prompt from stdin: {e}"))?;
+        .map_err(|e| StdinPromptError::Read(e.to_string()))?;
     if text.trim().is_empty() {
-        return Err(
-            "`corral run -` read no prompt from stdin; pipe one in, e.g. \
-                    `echo \"What does this project do?\" | corral run -`"
-                .into(),
-        );
+        return Err(StdinPromptError::Empty);
     }
     Ok(text)
 }
@@ -288,7 +300,7 @@ async fn drive(
     let mut tally = super::tally::Tally::new(&config).keeping_answer(json);
     let mut session = match session::open(config).await {
         Ok(s) => s,
-        Err(e) => return fail(&e),
+        Err(e) => return fail(&e.to_string()),
     };
     if let Some(n) = session.resumed_messages()
         && !json

@@ -224,7 +224,7 @@ pub async fn compact(workspace: &Path, id: Option<&str>, json: bool) -> ExitCode
     };
     let mut s = match session::open(config).await {
         Ok(s) => s,
-        Err(e) => return fail(&e),
+        Err(e) => return fail(&e.to_string()),
     };
     s.submit(corral_protocol::Op::Compact);
     s.submit(corral_protocol::Op::Shutdown);

@@ -597,7 +597,7 @@ async fn act(
                 Ok(None) => {
                     app.notice(&format!("unknown command `{line}`; /help lists them"), true)
                 }
-                Err(e) => app.notice(&e, true),
+                Err(e) => app.notice(&e.to_string(), true),
             }
         }
         Action::ListSessions => match pickable(&opener.workspace) {
@@ -610,7 +610,7 @@ async fn act(
                 false,
             ),
             Ok(d) => app.diff(&d),
-            Err(e) => app.notice(&e, true),
+            Err(e) => app.notice(&e.to_string(), true),
         },
         Action::PreviewUndo { force } => {
             super::undo::preview_undo(app, session.log_path(), &opener.workspace, force);

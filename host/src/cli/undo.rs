@@ -19,7 +19,7 @@ pub fn undo(workspace: &Path, id: Option<&str>, yes: bool, force: bool) -> ExitC
     };
     let plan = match checkpoint::plan(&log, workspace) {
         Ok(p) => p,
-        Err(e) => return fail(&e),
+        Err(e) => return fail(&e.to_string()),
     };
     let names: Vec<String> = plan
         .files
@@ -46,7 +46,7 @@ pub fn undo(workspace: &Path, id: Option<&str>, yes: bool, force: bool) -> ExitC
     }
     let restored = match plan.apply(force) {
         Ok(r) => r,
-        Err(e) => return fail(&e),
+        Err(e) => return fail(&e.to_string()),
     };
     let files: Vec<String> = restored.iter().map(|p| p.display().to_string()).collect();
     let logged = SessionLog::open(&log).and_then(|(mut l, _)| {
@@ -113,7 +113,7 @@ fn names(plan: &checkpoint::Plan) -> String {
 pub(super) fn preview_undo(app: &mut corral_tui::App, log: &Path, workspace: &Path, force: bool) {
     let plan = match checkpoint::plan(log, workspace) {
         Ok(p) => p,
-        Err(e) => return app.notice(&e, true),
+        Err(e) => return app.notice(&e.to_string(), true),
     };
     let conflicts = plan.conflicts();
     if !conflicts.is_empty() && !force {
@@ -160,7 +160,7 @@ pub(super) fn preview_rewind(
                 false,
             );
         }
-        Err(e) => return app.notice(&e, true),
+        Err(e) => return app.notice(&e.to_string(), true),
     };
     let conflicts = plan.conflicts();
     if !conflicts.is_empty() && !force {

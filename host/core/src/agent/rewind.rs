@@ -28,7 +28,10 @@ impl Agent {
     pub async fn undo(&mut self, force: bool, ui: &UnboundedSender<Event>) -> anyhow::Result<()> {
         let plan = match crate::checkpoint::plan(self.log.path(), &self.workspace) {
             Ok(p) => p,
-            Err(message) => return self.emit(ui, Event::Error { message }),
+            Err(e) => {
+                let message = e.to_string();
+                return self.emit(ui, Event::Error { message });
+            }
         };
         let conflicts = plan.conflicts();
         if !conflicts.is_empty() && !force {
@@ -37,7 +40,10 @@ impl Agent {
         }
         let files = match plan.apply(force) {
             Ok(files) => shown(&files),
-            Err(message) => return self.emit(ui, Event::Error { message }),
+            Err(e) => {
+                let message = e.to_string();
+                return self.emit(ui, Event::Error { message });
+            }
         };
         self.undone.push(history::undo_note(plan.turn, &files));
         self.emit(
@@ -77,7 +83,10 @@ impl Agent {
         if code {
             let plan = match crate::checkpoint::plan_from(self.log.path(), &self.workspace, turn) {
                 Ok(p) => p,
-                Err(message) => return self.emit(ui, Event::Error { message }),
+                Err(e) => {
+                    let message = e.to_string();
+                    return self.emit(ui, Event::Error { message });
+                }
             };
             if let Some(plan) = plan {
                 let conflicts = plan.conflicts();
@@ -90,7 +99,10 @@ impl Agent {
                 }
                 files = match plan.apply(force) {
                     Ok(files) => shown(&files),
-                    Err(message) => return self.emit(ui, Event::Error { message }),
+                    Err(e) => {
+                        let message = e.to_string();
+                        return self.emit(ui, Event::Error { message });
+                    }
                 };
             }
         }

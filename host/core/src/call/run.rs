@@ -136,7 +136,7 @@ async fn unwatched(checked: &Checked) -> (CallOutcome, Touched) {
                     is_error,
                     data,
                 },
-                Err(why) => CallOutcome::Failed(why),
+                Err(why) => CallOutcome::Failed(why.to_string()),
             };
             return (outcome, Touched::default());
         }

@@ -5,6 +5,88 @@ use super::oci::{self, is_loopback};
 use crate::trust::{read_plugin_file, sha256_hex};
 use std::path::{Path, PathBuf};
 
+/// Why what the user typed names no place to get a component from.
+#[derive(Debug, thiserror::Error)]
+pub enum SourceError {
+    /// An `oci://` reference that does not parse.
+    #[error(transparent)]
+    Oci(#[from] oci::OciError),
+    /// Plain `http://` to a host that is not this machine.
+    #[error("{0}: plain http is only used for loopback addresses; use https://")]
+    PlainHttp(String),
+    /// A scheme corral does not fetch from.
+    #[error("{0}: unknown scheme; a plugin comes from a file, https:// or oci://")]
+    UnknownScheme(String),
+}
+
+impl From<SourceError> for String {
+    fn from(e: SourceError) -> Self {
+        e.to_string()
+    }
+}
+
+/// Why a component could not be fetched; its text names the source.
+#[derive(Debug, thiserror::Error)]
+pub enum FetchError {
+    /// The file cannot be read.
+    #[error("cannot read {}: {why}", path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The reason, in words.
+        why: String,
+    },
+    /// A URL without `--sha256`.
+    #[error("{0}: a download must be pinned; pass --sha256 with the hash its publisher gives")]
+    Unpinned(String),
+    /// No HTTP client could be made.
+    #[error("cannot start an HTTP client: {0}")]
+    Client(String),
+    /// The download failed.
+    #[error("{url}: {why}")]
+    Http {
+        /// The URL.
+        url: String,
+        /// The reason, in words.
+        why: String,
+    },
+    /// The server answered with an error status.
+    #[error("{url}: the server answered {status}")]
+    Status {
+        /// The URL.
+        url: String,
+        /// The status.
+        status: reqwest::StatusCode,
+    },
+    /// The download is larger than corral loads.
+    #[error("{url}: larger than {mb} MB; refusing it")]
+    TooLarge {
+        /// The URL.
+        url: String,
+        /// The limit, in MB.
+        mb: u64,
+    },
+    /// The OCI pull failed.
+    #[error(transparent)]
+    Oci(#[from] oci::OciError),
+    /// The bytes are not the ones pinned.
+    #[error("{record} has sha256 {got}, not the {want} you pinned; refusing it")]
+    Mismatch {
+        /// The source, as the manifest records it.
+        record: String,
+        /// Their SHA-256.
+        got: String,
+        /// The pinned one.
+        want: String,
+    },
+}
+
+impl From<FetchError> for String {
+    fn from(e: FetchError) -> Self {
+        e.to_string()
+    }
+}
+
 /// A place to get a component from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PluginSource {
@@ -18,9 +100,9 @@ pub enum PluginSource {
 
 impl PluginSource {
     /// Parses what the user typed. Relative file paths are taken from `cwd`.
-    pub fn parse(text: &str, cwd: &Path) -> Result<Self, String> {
+    pub fn parse(text: &str, cwd: &Path) -> Result<Self, SourceError> {
         if let Some(rest) = text.strip_prefix("oci://") {
-            return oci::OciRef::parse(rest).map(PluginSource::Oci);
+            return Ok(PluginSource::Oci(oci::OciRef::parse(rest)?));
         }
         if text.starts_with("https://") {
             return Ok(PluginSource::Url(text.to_owned()));
@@ -30,14 +112,10 @@ impl PluginSource {
             if is_loopback(&host) {
                 return Ok(PluginSource::Url(text.to_owned()));
             }
-            return Err(format!(
-                "{text}: plain http is only used for loopback addresses; use https://"
-            ));
+            return Err(SourceError::PlainHttp(text.to_owned()));
         }
         if text.contains("://") {
-            return Err(format!(
-                "{text}: unknown scheme; a plugin comes from a file, https:// or oci://"
-            ));
+            return Err(SourceError::UnknownScheme(text.to_owned()));
         }
         let path = Path::new(text);
         Ok(PluginSource::File(if path.is_absolute() {
@@ -75,18 +153,19 @@ pub struct Fetched {
 pub async fn fetch(
     source: &PluginSource,
     expected_sha256: Option<&str>,
-) -> Result<Fetched, String> {
+) -> Result<Fetched, FetchError> {
     let (bytes, digest, annotations) = match source {
         PluginSource::File(path) => (
-            read_plugin_file(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?,
+            read_plugin_file(path).map_err(|e| FetchError::Read {
+                path: path.clone(),
+                why: e.to_string(),
+            })?,
             None,
             Default::default(),
         ),
         PluginSource::Url(url) => {
             if expected_sha256.is_none() {
-                return Err(format!(
-                    "{url}: a download must be pinned; pass --sha256 with the hash its publisher gives"
-                ));
+                return Err(FetchError::Unpinned(url.clone()));
             }
             (download(url).await?, None, Default::default())
         }
@@ -99,10 +178,11 @@ pub async fn fetch(
     if let Some(want) = expected_sha256
         && !want.eq_ignore_ascii_case(&sha256)
     {
-        return Err(format!(
-            "{} has sha256 {sha256}, not the {want} you pinned; refusing it",
-            source.record()
-        ));
+        return Err(FetchError::Mismatch {
+            record: source.record(),
+            got: sha256,
+            want: want.to_owned(),
+        });
     }
     Ok(Fetched {
         bytes,
@@ -112,29 +192,33 @@ pub async fn fetch(
     })
 }
 
-async fn download(url: &str) -> Result<Vec<u8>, String> {
+async fn download(url: &str) -> Result<Vec<u8>, FetchError> {
     let client = reqwest::Client::builder()
         .user_agent(concat!("corral/", env!("CARGO_PKG_VERSION")))
         .build()
-        .map_err(|e| format!("cannot start an HTTP client: {e}"))?;
-    let mut response = client
-        .get(url)
-        .send()
-        .await
-        .map_err(|e| format!("{url}: {}", crate::words::http(&e)))?;
+        .map_err(|e| FetchError::Client(e.to_string()))?;
+    let mut response = client.get(url).send().await.map_err(|e| FetchError::Http {
+        url: url.to_owned(),
+        why: crate::words::http(&e),
+    })?;
     if !response.status().is_success() {
-        return Err(format!("{url}: the server answered {}", response.status()));
+        return Err(FetchError::Status {
+            url: url.to_owned(),
+            status: response.status(),
+        });
     }
     let max = crate::trust::MAX_PLUGIN_FILE;
     let mut bytes = Vec::new();
-    while let Some(chunk) = response
-        .chunk()
-        .await
-        .map_err(|e| format!("{url}: {}", crate::words::http(&e)))?
-    {
+    while let Some(chunk) = response.chunk().await.map_err(|e| FetchError::Http {
+        url: url.to_owned(),
+        why: crate::words::http(&e),
+    })? {
         bytes.extend_from_slice(&chunk);
         if bytes.len() as u64 > max {
-            return Err(format!("{url}: larger than {} MB; refusing it", max >> 20));
+            return Err(FetchError::TooLarge {
+                url: url.to_owned(),
+                mb: max >> 20,
+            });
         }
     }
     Ok(bytes)

@@ -59,18 +59,17 @@ impl fmt::Display for OciRef {
 impl OciRef {
     /// Parses a reference written after `oci://`. The registry must be
     /// explicit (`ghcr.io/…`, `127.0.0.1:5000/…`): no implied Docker Hub.
-    pub fn parse(text: &str) -> Result<Self, String> {
+    pub fn parse(text: &str) -> Result<Self, OciError> {
         let first = text.split('/').next().unwrap_or("");
         let explicit = text.contains('/')
             && (first.contains('.') || first.contains(':') || first == "localhost");
         if !explicit {
-            return Err(format!(
-                "oci://{text}: name the registry, as in oci://ghcr.io/OWNER/PLUGIN:TAG"
-            ));
+            return Err(OciError::NoRegistry(text.to_owned()));
         }
-        let reference: Reference = text
-            .parse()
-            .map_err(|e| format!("oci://{text} is not a valid reference: {e}"))?;
+        let reference: Reference = text.parse().map_err(|e| OciError::BadReference {
+            text: text.to_owned(),
+            why: format!("{e}"),
+        })?;
         Ok(Self { reference })
     }
 
@@ -88,6 +87,128 @@ impl OciRef {
                 tag.to_owned(),
             ),
         }
+    }
+}
+
+/// Why a reference, a pull or a push failed. Its text is the message for
+/// the user and names the reference.
+#[derive(Debug, thiserror::Error)]
+pub enum OciError {
+    /// The reference names no registry.
+    #[error("oci://{0}: name the registry, as in oci://ghcr.io/OWNER/PLUGIN:TAG")]
+    NoRegistry(String),
+    /// The reference does not parse.
+    #[error("oci://{text} is not a valid reference: {why}")]
+    BadReference {
+        /// What was written after `oci://`.
+        text: String,
+        /// The parser's reason.
+        why: String,
+    },
+    /// `CORRAL_OCI_MAX_LAYER_KB` is not a number.
+    #[error(transparent)]
+    LayerLimit(#[from] LayerLimitError),
+    /// The registry could not be reached or refused the request.
+    #[error("cannot pull oci://{reference}: {why}{hint}")]
+    Pull {
+        /// The reference, without `oci://`.
+        reference: String,
+        /// The client's reason.
+        why: String,
+        /// Why credentials were not sent, when they were set (or empty).
+        hint: String,
+    },
+    /// The artifact does not have exactly one layer.
+    #[error("oci://{reference}: a wasm artifact has exactly one layer, this one has {layers}")]
+    Layers {
+        /// The reference, without `oci://`.
+        reference: String,
+        /// How many it has.
+        layers: usize,
+    },
+    /// The artifact is not in the wasm component format.
+    #[error(
+        "oci://{reference} is not a wasm component artifact (layer {layer}, config {config}); \
+         publish it with `corral plugin publish`"
+    )]
+    NotWasm {
+        /// The reference, without `oci://`.
+        reference: String,
+        /// The layer's media type.
+        layer: String,
+        /// The config's media type.
+        config: String,
+    },
+    /// A reference by digest got another manifest.
+    #[error(
+        "oci://{reference}: the registry sent manifest {got}, not the {pinned} you asked for; refusing it"
+    )]
+    ManifestDigest {
+        /// The reference, without `oci://`.
+        reference: String,
+        /// The manifest's digest.
+        got: String,
+        /// The digest the reference names.
+        pinned: String,
+    },
+    /// The layer is over the size limit.
+    #[error(
+        "oci://{reference}: the component layer is {size}, over the {} KiB limit; refusing it before \
+         it fills the disk or memory (a larger limit: {}, at most {} KiB)",
+        max >> 10,
+        LAYER_LIMIT_ENV,
+        crate::trust::MAX_PLUGIN_FILE >> 10
+    )]
+    TooLarge {
+        /// The reference, without `oci://`.
+        reference: String,
+        /// Its size, in words (`N bytes`).
+        size: String,
+        /// The limit, in bytes.
+        max: u64,
+    },
+    /// The layer's bytes do not hash to the digest the manifest names.
+    #[error(
+        "oci://{reference}: the component's bytes have digest {got}, but the manifest names {want}; \
+         the registry or something between it and you altered it, refusing it"
+    )]
+    LayerDigest {
+        /// The reference, without `oci://`.
+        reference: String,
+        /// The bytes' digest.
+        got: String,
+        /// The manifest's.
+        want: String,
+    },
+    /// There is no directory to keep plugins in.
+    #[error("no data directory to keep plugins in (set XDG_DATA_HOME or HOME)")]
+    NoStore,
+    /// The transfer or the temporary file failed.
+    #[error("cannot pull oci://{reference}: {why}")]
+    Transfer {
+        /// The reference, without `oci://`.
+        reference: String,
+        /// The reason, in words.
+        why: String,
+    },
+    /// The bytes to push are no component the format can describe.
+    #[error("not a component the wasm OCI format can describe: {0}")]
+    NotComponent(String),
+    /// The registry refused the push.
+    #[error("cannot push oci://{reference}: {why}{hint}")]
+    Push {
+        /// The reference, without `oci://`.
+        reference: String,
+        /// The client's reason.
+        why: String,
+        /// Why credentials were not sent, when they were set (or empty).
+        hint: String,
+    },
+}
+
+impl From<OciError> for String {
+    fn from(e: OciError) -> Self {
+        e.to_string()
     }
 }
 
@@ -198,46 +319,55 @@ pub struct LayerLimitError {
 }
 
 /// Pulls the component `r` names and checks every digest.
-pub async fn pull(r: &OciRef) -> Result<Pulled, String> {
-    let max = layer_limit().map_err(|e| e.to_string())?;
+pub async fn pull(r: &OciRef) -> Result<Pulled, OciError> {
+    let max = layer_limit()?;
     let client = client(r);
     let auth = auth(r);
     let hint = || withheld(r.registry()).unwrap_or_default();
     let (manifest, digest) = client
         .pull_image_manifest(&r.reference, &auth)
         .await
-        .map_err(|e| format!("cannot pull oci://{r}: {e:#}{}", hint()))?;
+        .map_err(|e| OciError::Pull {
+            reference: r.to_string(),
+            why: format!("{e:#}"),
+            hint: hint(),
+        })?;
     let [layer] = manifest.layers.as_slice() else {
-        return Err(format!(
-            "oci://{r}: a wasm artifact has exactly one layer, this one has {}",
-            manifest.layers.len()
-        ));
+        return Err(OciError::Layers {
+            reference: r.to_string(),
+            layers: manifest.layers.len(),
+        });
     };
     if layer.media_type != oci_wasm::WASM_LAYER_MEDIA_TYPE
         || manifest.config.media_type != oci_wasm::WASM_MANIFEST_CONFIG_MEDIA_TYPE
     {
-        return Err(format!(
-            "oci://{r} is not a wasm component artifact (layer {}, config {}); \
-             publish it with `corral plugin publish`",
-            layer.media_type, manifest.config.media_type
-        ));
+        return Err(OciError::NotWasm {
+            reference: r.to_string(),
+            layer: layer.media_type.clone(),
+            config: manifest.config.media_type.clone(),
+        });
     }
     if let Some(pinned) = r.reference.digest()
         && pinned != digest
     {
-        return Err(format!(
-            "oci://{r}: the registry sent manifest {digest}, not the {pinned} you asked for; refusing it"
-        ));
+        return Err(OciError::ManifestDigest {
+            reference: r.to_string(),
+            got: digest,
+            pinned: pinned.to_owned(),
+        });
     }
     if u64::try_from(layer.size).unwrap_or(u64::MAX) > max {
         return Err(over_limit(r, &format!("{} bytes", layer.size), max));
     }
-    let dir = super::store::dir()
-        .ok_or("no data directory to keep plugins in (set XDG_DATA_HOME or HOME)")?;
+    let dir = super::store::dir().ok_or(OciError::NoStore)?;
     let stream = client
         .pull_blob_stream(&r.reference, layer)
         .await
-        .map_err(|e| format!("cannot pull oci://{r}: {e:#}{}", hint()))?;
+        .map_err(|e| OciError::Pull {
+            reference: r.to_string(),
+            why: format!("{e:#}"),
+            hint: hint(),
+        })?;
     if stream.content_length.is_some_and(|n| n > max) {
         return Err(over_limit(r, &format!("{} bytes", layer.size), max));
     }
@@ -245,12 +375,15 @@ pub async fn pull(r: &OciRef) -> Result<Pulled, String> {
         .await
         .map_err(|e| match e {
             SaveError::TooLarge => over_limit(r, "more bytes than that", max),
-            SaveError::Digest { got } => format!(
-                "oci://{r}: the component's bytes have digest {got}, but the manifest names {}; \
-                 the registry or something between it and you altered it, refusing it",
-                layer.digest
-            ),
-            SaveError::Io(e) => format!("cannot pull oci://{r}: {e}"),
+            SaveError::Digest { got } => OciError::LayerDigest {
+                reference: r.to_string(),
+                got,
+                want: layer.digest.clone(),
+            },
+            SaveError::Io(why) => OciError::Transfer {
+                reference: r.to_string(),
+                why,
+            },
         })?;
     Ok(Pulled {
         bytes,
@@ -259,13 +392,12 @@ pub async fn pull(r: &OciRef) -> Result<Pulled, String> {
     })
 }
 
-fn over_limit(r: &OciRef, size: &str, max: u64) -> String {
-    format!(
-        "oci://{r}: the component layer is {size}, over the {} KiB limit; refusing it before \
-         it fills the disk or memory (a larger limit: {LAYER_LIMIT_ENV}, at most {} KiB)",
-        max >> 10,
-        crate::trust::MAX_PLUGIN_FILE >> 10
-    )
+fn over_limit(r: &OciRef, size: &str, max: u64) -> OciError {
+    OciError::TooLarge {
+        reference: r.to_string(),
+        size: size.to_owned(),
+        max,
+    }
 }
 
 /// Why [`save_capped`] refused a blob.
@@ -329,17 +461,16 @@ pub async fn push(
     r: &OciRef,
     bytes: Vec<u8>,
     annotations: BTreeMap<String, String>,
-) -> Result<String, String> {
+) -> Result<String, OciError> {
     let (config, layer) = WasmConfig::from_raw_component(bytes, None)
-        .map_err(|e| format!("not a component the wasm OCI format can describe: {e:#}"))?;
+        .map_err(|e| OciError::NotComponent(format!("{e:#}")))?;
     let pushed = client(r)
         .push(&r.reference, &auth(r), layer, config, Some(annotations))
         .await
-        .map_err(|e| {
-            format!(
-                "cannot push oci://{r}: {e:#}{}",
-                withheld(r.registry()).unwrap_or_default()
-            )
+        .map_err(|e| OciError::Push {
+            reference: r.to_string(),
+            why: format!("{e:#}"),
+            hint: withheld(r.registry()).unwrap_or_default(),
         })?;
     Ok(pushed.manifest_url)
 }

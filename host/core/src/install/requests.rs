@@ -31,6 +31,93 @@ pub const SECTION: &str = "corral-requests";
 /// Largest requests text read; anything longer is refused.
 const MAX_TEXT: usize = 64 << 10;
 
+/// Why a requests text was refused; its text is the message for the user.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RequestsError {
+    /// The text is longer than corral reads.
+    #[error("the requests are {0} bytes; at most {MAX_TEXT} are read")]
+    TooLong(usize),
+    /// The text is not TOML of the expected shape.
+    #[error("{0}")]
+    Toml(String),
+    /// `[plugin] name` is not a valid plugin name.
+    #[error("[plugin] name `{0}`: use letters, digits, `-` and `_`")]
+    Name(String),
+    /// An `fs` request leaves the workspace.
+    #[error("requests.fs `{0}`: a plugin may only ask for directories inside the workspace")]
+    Outside(String),
+    /// An `exec` request names no program or no argument patterns.
+    #[error("requests.exec `{0}`: name a program and its argument patterns")]
+    Exec(String),
+    /// A secret's value is a literal, not taken from the environment.
+    #[error(
+        "requests.secrets for {0}: the value must come from the user's environment \
+         (`${{env:NAME}}`), never a literal"
+    )]
+    LiteralSecret(String),
+}
+
+/// Why a component's binary could not be read as sections.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum BinaryError {
+    /// The bytes are no WebAssembly binary.
+    #[error("not a WebAssembly binary")]
+    NotWasm,
+    /// A section header is cut short.
+    #[error("truncated section header")]
+    Truncated,
+    /// A section size is not a valid LEB128 number.
+    #[error("malformed section size")]
+    Malformed,
+    /// A section size does not fit in memory.
+    #[error("section too large")]
+    TooLarge,
+    /// A section runs past the end of the file.
+    #[error("a section runs past the end of the file")]
+    PastEnd,
+    /// A custom section's name length is out of range.
+    #[error("bad name")]
+    BadName,
+    /// A custom section's name runs past the section.
+    #[error("a custom section's name runs past its end")]
+    NamePastEnd,
+    /// Components are nested deeper than corral reads.
+    #[error("components nested too deeply")]
+    TooDeep,
+}
+
+/// Why the requests embedded in a component could not be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EmbeddedError {
+    /// The binary itself is malformed.
+    #[error(transparent)]
+    Binary(#[from] BinaryError),
+    /// The section is not UTF-8.
+    #[error("its `{SECTION}` section is not UTF-8 text")]
+    NotUtf8,
+    /// The section's text is refused.
+    #[error("its `{SECTION}` section: {0}")]
+    Requests(RequestsError),
+}
+
+impl From<RequestsError> for String {
+    fn from(e: RequestsError) -> Self {
+        e.to_string()
+    }
+}
+
+impl From<BinaryError> for String {
+    fn from(e: BinaryError) -> Self {
+        e.to_string()
+    }
+}
+
+impl From<EmbeddedError> for String {
+    fn from(e: EmbeddedError) -> Self {
+        e.to_string()
+    }
+}
+
 /// A plugin's `corral-plugin.toml`: who it is and what it asks for.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -122,14 +209,12 @@ impl Requests {
     /// Parses a `corral-plugin.toml` text, strictly, and checks what it asks
     /// for makes sense on its own (the manifest checker runs again on what
     /// the user approves).
-    pub fn parse(text: &str) -> Result<Self, String> {
+    pub fn parse(text: &str) -> Result<Self, RequestsError> {
         if text.len() > MAX_TEXT {
-            return Err(format!(
-                "the requests are {} bytes; at most {MAX_TEXT} are read",
-                text.len()
-            ));
+            return Err(RequestsError::TooLong(text.len()));
         }
-        let requests: Requests = toml::from_str(text).map_err(|e| e.to_string())?;
+        let requests: Requests =
+            toml::from_str(text).map_err(|e| RequestsError::Toml(e.to_string()))?;
         requests.check()?;
         Ok(requests)
     }
@@ -139,13 +224,11 @@ impl Requests {
         toml::to_string(self).unwrap_or_default()
     }
 
-    fn check(&self) -> Result<(), String> {
+    fn check(&self) -> Result<(), RequestsError> {
         if let Some(name) = &self.plugin.name
             && !crate::manifest::valid_plugin_name(name)
         {
-            return Err(format!(
-                "[plugin] name `{name}`: use letters, digits, `-` and `_`"
-            ));
+            return Err(RequestsError::Name(name.clone()));
         }
         for fs in &self.requests.fs {
             let path = std::path::Path::new(&fs.path);
@@ -154,27 +237,17 @@ impl Requests {
                     .components()
                     .any(|c| matches!(c, std::path::Component::ParentDir))
             {
-                return Err(format!(
-                    "requests.fs `{}`: a plugin may only ask for directories inside the workspace",
-                    fs.path
-                ));
+                return Err(RequestsError::Outside(fs.path.clone()));
             }
         }
         for exec in &self.requests.exec {
             if exec.program.is_empty() || exec.program == "*" && exec.args.is_empty() {
-                return Err(format!(
-                    "requests.exec `{}`: name a program and its argument patterns",
-                    exec.program
-                ));
+                return Err(RequestsError::Exec(exec.program.clone()));
             }
         }
         for secret in &self.requests.secrets {
             if !secret.value.contains("${env:") {
-                return Err(format!(
-                    "requests.secrets for {}: the value must come from the user's environment \
-                     (`${{env:NAME}}`), never a literal",
-                    secret.origin
-                ));
+                return Err(RequestsError::LiteralSecret(secret.origin.clone()));
             }
         }
         Ok(())
@@ -189,7 +262,7 @@ impl Requests {
 /// The requests embedded in a component: the top-level section if there is
 /// one, else the first inside a nested module or component. `Ok(None)` when
 /// there is none; an error when one is there but unreadable.
-pub fn embedded(bytes: &[u8]) -> Result<Option<Requests>, String> {
+pub fn embedded(bytes: &[u8]) -> Result<Option<Requests>, EmbeddedError> {
     let mut found: Option<(usize, &[u8])> = None;
     walk(bytes, 0, &mut |depth, name, payload| {
         if name == SECTION && found.is_none_or(|(d, _)| depth < d) {
@@ -199,16 +272,15 @@ pub fn embedded(bytes: &[u8]) -> Result<Option<Requests>, String> {
     let Some((_, payload)) = found else {
         return Ok(None);
     };
-    let text = std::str::from_utf8(payload)
-        .map_err(|_| format!("its `{SECTION}` section is not UTF-8 text"))?;
+    let text = std::str::from_utf8(payload).map_err(|_| EmbeddedError::NotUtf8)?;
     Requests::parse(text)
         .map(Some)
-        .map_err(|e| format!("its `{SECTION}` section: {e}"))
+        .map_err(EmbeddedError::Requests)
 }
 
 /// `bytes` with `requests` as its top-level [`SECTION`], replacing any
 /// top-level one it had.
-pub fn embed(bytes: &[u8], requests: &Requests) -> Result<Vec<u8>, String> {
+pub fn embed(bytes: &[u8], requests: &Requests) -> Result<Vec<u8>, BinaryError> {
     let sections = sections(bytes)?;
     let mut out = bytes[..8].to_vec();
     for s in &sections {
@@ -239,17 +311,17 @@ fn leb128(out: &mut Vec<u8>, mut v: u64) {
     }
 }
 
-fn read_leb(bytes: &[u8], at: &mut usize) -> Result<u64, String> {
+fn read_leb(bytes: &[u8], at: &mut usize) -> Result<u64, BinaryError> {
     let mut v: u64 = 0;
     for shift in (0..35).step_by(7) {
-        let b = *bytes.get(*at).ok_or("truncated section header")?;
+        let b = *bytes.get(*at).ok_or(BinaryError::Truncated)?;
         *at += 1;
         v |= u64::from(b & 0x7f) << shift;
         if b & 0x80 == 0 {
             return Ok(v);
         }
     }
-    Err("malformed section size".into())
+    Err(BinaryError::Malformed)
 }
 
 /// One section of a module or component binary.
@@ -262,9 +334,9 @@ struct Section {
 }
 
 /// The top-level sections of a module or component binary.
-fn sections(bytes: &[u8]) -> Result<Vec<Section>, String> {
+fn sections(bytes: &[u8]) -> Result<Vec<Section>, BinaryError> {
     if bytes.len() < 8 || &bytes[..4] != b"\0asm" {
-        return Err("not a WebAssembly binary".into());
+        return Err(BinaryError::NotWasm);
     }
     let mut out = Vec::new();
     let mut at = 8;
@@ -272,19 +344,20 @@ fn sections(bytes: &[u8]) -> Result<Vec<Section>, String> {
         let start = at;
         let id = bytes[at];
         at += 1;
-        let size = usize::try_from(read_leb(bytes, &mut at)?).map_err(|_| "section too large")?;
+        let size = usize::try_from(read_leb(bytes, &mut at)?).map_err(|_| BinaryError::TooLarge)?;
         let payload = at;
         let end = payload
             .checked_add(size)
             .filter(|&e| e <= bytes.len())
-            .ok_or("a section runs past the end of the file")?;
+            .ok_or(BinaryError::PastEnd)?;
         let custom_name = if id == 0 {
             let mut p = payload;
-            let len = usize::try_from(read_leb(bytes, &mut p)?).map_err(|_| "bad name")?;
+            let len =
+                usize::try_from(read_leb(bytes, &mut p)?).map_err(|_| BinaryError::BadName)?;
             let name = bytes
-                .get(p..p.checked_add(len).ok_or("bad name")?)
+                .get(p..p.checked_add(len).ok_or(BinaryError::BadName)?)
                 .filter(|_| p + len <= end)
-                .ok_or("a custom section's name runs past its end")?;
+                .ok_or(BinaryError::NamePastEnd)?;
             Some(String::from_utf8_lossy(name).into_owned())
         } else {
             None
@@ -307,9 +380,9 @@ fn walk<'a>(
     bytes: &'a [u8],
     depth: usize,
     f: &mut dyn FnMut(usize, &str, &'a [u8]),
-) -> Result<(), String> {
+) -> Result<(), BinaryError> {
     if depth > 16 {
-        return Err("components nested too deeply".into());
+        return Err(BinaryError::TooDeep);
     }
     let is_component = bytes.get(4..8).is_some_and(|v| v[2..] == [1, 0]);
     for s in sections(bytes)? {
@@ -371,12 +444,14 @@ net = ["https://api.example.com:443"]
         assert!(
             Requests::parse(outside)
                 .unwrap_err()
+                .to_string()
                 .contains("inside the workspace")
         );
         let literal = "[requests]\nsecrets = [{ origin = \"https://a:443\", header = \"x\", value = \"sk-123\" }]";
         assert!(
             Requests::parse(literal)
                 .unwrap_err()
+                .to_string()
                 .contains("never a literal")
         );
         assert!(Requests::parse("[requests]\nfoo = 1").is_err());

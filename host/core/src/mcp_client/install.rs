@@ -21,7 +21,7 @@ use std::time::Duration;
 mod pypi;
 mod tree;
 
-pub use tree::tree_hash;
+pub use tree::{TreeError, tree_hash};
 
 /// npm's registry: the one destination an npm install may reach.
 const NPM_REGISTRY: &str = "https://registry.npmjs.org:443";
@@ -135,6 +135,213 @@ fn npx(rest: &[String]) -> Option<Fetched> {
     })
 }
 
+/// Why a package could not be installed, found or checked; its text is the
+/// message for the user.
+#[derive(Debug, thiserror::Error)]
+pub enum McpInstallError {
+    /// No data directory to put the package store beside.
+    #[error("cannot find the data directory for the MCP package store; set HOME or XDG_DATA_HOME")]
+    NoStore,
+    /// No data directory for corral's own state.
+    #[error("cannot find corral's data directory; set HOME or XDG_DATA_HOME")]
+    NoDataDir,
+    /// An entry's package did not pass [`check`].
+    #[error("[mcp.{name}] was not started: {why}")]
+    NotStarted {
+        /// The entry's name.
+        name: String,
+        /// Why.
+        why: Box<CheckError>,
+    },
+    /// The program that installs is not on this machine.
+    #[error(
+        "cannot install `{}`: {program} is not installed (not found in PATH); {hint}",
+        inert(spec)
+    )]
+    NoInstaller {
+        /// The package, as the entry names it.
+        spec: String,
+        /// `npm`, `python3`.
+        program: &'static str,
+        /// What to install.
+        hint: &'static str,
+    },
+    /// A directory or file of the install cannot be written.
+    #[error("cannot {what} {}: {why}", path.display())]
+    Io {
+        /// `make`, `write in`, `replace`, `move the install into`.
+        what: &'static str,
+        /// The file or directory.
+        path: PathBuf,
+        /// The system's reason, in words.
+        why: String,
+    },
+    /// A registry's address does not parse.
+    #[error(transparent)]
+    Destination(#[from] crate::exec::DestinationError),
+    /// The install's program could not be run.
+    #[error("cannot install `{}`: {why}", inert(spec))]
+    Launch {
+        /// The package, as the entry names it.
+        spec: String,
+        /// Why, in words.
+        why: String,
+    },
+    /// `python3` could not be run to ask which interpreter it is.
+    #[error("cannot run {}: {why}", program.display())]
+    Run {
+        /// The program.
+        program: PathBuf,
+        /// Why, in words.
+        why: String,
+    },
+    /// `python3` did not say which interpreter it is.
+    #[error(
+        "{} did not say which interpreter it is (exit {exit:?}): {}",
+        program.display(),
+        inert(stderr.trim())
+    )]
+    Interpreter {
+        /// The program.
+        program: PathBuf,
+        /// Its exit code.
+        exit: Option<i32>,
+        /// What it wrote to stderr.
+        stderr: String,
+    },
+    /// The install's program failed.
+    #[error(
+        "{tool} could not install `{}` (exit {}{}): {}{}",
+        inert(spec),
+        exit.map_or("by a signal".to_owned(), |c| c.to_string()),
+        if *timed_out { ", timed out" } else { "" },
+        inert(stderr.trim()),
+        if *source_only {
+            " (corral installs wheels only, so that no package's code runs to build it: a \
+             package published only as source cannot be installed this way)"
+        } else {
+            ""
+        }
+    )]
+    Failed {
+        /// `npm`, `pip`.
+        tool: &'static str,
+        /// The package, as the entry names it.
+        spec: String,
+        /// Its exit code (none: a signal).
+        exit: Option<i32>,
+        /// Whether it ran out of time.
+        timed_out: bool,
+        /// What it wrote to stderr.
+        stderr: String,
+        /// Whether pip found no wheel (the package is published only as
+        /// source).
+        source_only: bool,
+    },
+    /// npm left no readable `package.json` for the package.
+    #[error(
+        "npm installed `{}` but its package.json ({}) is missing or not JSON",
+        inert(spec),
+        path.display()
+    )]
+    NoPackageJson {
+        /// The package, as the entry names it.
+        spec: String,
+        /// Where its `package.json` should be.
+        path: PathBuf,
+    },
+    /// pip left no record of the distribution.
+    #[error(
+        "pip installed `{}` but left no record of it (no {wanted}-*.dist-info with its \
+         METADATA in {})",
+        inert(spec),
+        dir.display()
+    )]
+    NoRecord {
+        /// The package, as the entry names it.
+        spec: String,
+        /// The distribution's normalized name.
+        wanted: String,
+        /// Where pip installed.
+        dir: PathBuf,
+    },
+    /// The npm package names no program.
+    #[error("`{}` has no program to run (its package.json names no `bin`)", inert(.0))]
+    NoBin(String),
+    /// The Python package has no such console script.
+    #[error(
+        "`{}` has no program `{}` (its entry_points.txt names no such console_scripts)",
+        inert(spec),
+        inert(script)
+    )]
+    NoScript {
+        /// The package, as the entry names it.
+        spec: String,
+        /// The program asked for.
+        script: String,
+    },
+    /// The installed tree could not be hashed.
+    #[error(transparent)]
+    Tree(#[from] TreeError),
+}
+
+/// Why an entry's installed package may not start (see [`check`]).
+#[derive(Debug, thiserror::Error)]
+pub enum CheckError {
+    /// Its directory is not in the store.
+    #[error(
+        "its package {} is not in corral's package store (no {}); {again}",
+        inert(package),
+        dir.display()
+    )]
+    Missing {
+        /// The package, as shown (`store:name@version`).
+        package: String,
+        /// Its directory.
+        dir: PathBuf,
+        /// How to install it again.
+        again: String,
+    },
+    /// Its files could not be read.
+    #[error("cannot check its package: {0}")]
+    Unreadable(TreeError),
+    /// Its files are not those installed.
+    #[error(
+        "its package {} changed since it was installed: the files in {} have the sha256 {now}, \
+         the install recorded {recorded}. Something other than corral wrote there; {again}",
+        inert(package),
+        dir.display()
+    )]
+    Changed {
+        /// The package, as shown (`store:name@version`).
+        package: String,
+        /// Its directory.
+        dir: PathBuf,
+        /// The sha256 of its files now.
+        now: String,
+        /// The sha256 its install recorded.
+        recorded: String,
+        /// How to install it again.
+        again: String,
+    },
+}
+
+impl From<McpInstallError> for String {
+    fn from(e: McpInstallError) -> Self {
+        e.to_string()
+    }
+}
+
+impl McpInstallError {
+    fn io(what: &'static str, path: &Path, e: &std::io::Error) -> Self {
+        Self::Io {
+            what,
+            path: path.to_path_buf(),
+            why: e.to_string(),
+        }
+    }
+}
+
 /// A package installed in the store.
 #[derive(Debug, Clone)]
 pub struct Installed {
@@ -151,29 +358,25 @@ pub struct Installed {
 }
 
 /// Where installed packages are kept: `$XDG_DATA_HOME/corral-mcp-packages`.
-pub fn store() -> Result<PathBuf, String> {
+pub fn store() -> Result<PathBuf, McpInstallError> {
     dirs::data_dir()
         .map(|d| d.join("corral-mcp-packages"))
-        .ok_or_else(|| {
-            "cannot find the data directory for the MCP package store; set HOME or \
-             XDG_DATA_HOME"
-                .to_owned()
-        })
+        .ok_or(McpInstallError::NoStore)
 }
 
 /// Where the hashes of installed trees are kept with their identity
 /// (module `tree`): in corral's data directory, out of every confined
 /// program's reach.
-fn kept_hashes() -> Result<PathBuf, String> {
+fn kept_hashes() -> Result<PathBuf, McpInstallError> {
     dirs::data_dir()
         .map(|d| d.join("corral").join("mcp-package-hashes"))
-        .ok_or_else(|| "cannot find corral's data directory; set HOME or XDG_DATA_HOME".to_owned())
+        .ok_or(McpInstallError::NoDataDir)
 }
 
 /// Checks, before `decl` starts, that the files of the package it runs are
 /// those its install recorded (their sha256); the package's directory,
 /// which the server reads as its install.
-pub fn check(decl: &McpServerDecl, package: &McpPackage) -> Result<PathBuf, String> {
+pub fn check(decl: &McpServerDecl, package: &McpPackage) -> Result<PathBuf, McpInstallError> {
     let dir = package.path_in(&store()?);
     let again = format!(
         "install it again: `corral mcp import FILE --yes` with the file it came from, or \
@@ -184,22 +387,20 @@ pub fn check(decl: &McpServerDecl, package: &McpPackage) -> Result<PathBuf, Stri
         decl.name,
         decl.file
     );
+    let not_started = |why: CheckError| McpInstallError::NotStarted {
+        name: decl.name.clone(),
+        why: Box::new(why),
+    };
     if !dir.is_dir() {
-        return Err(format!(
-            "[mcp.{}] was not started: its package {} is not in corral's package store (no {}); \
-             {again}",
-            decl.name,
-            inert(&package.shown()),
-            dir.display()
-        ));
+        return Err(not_started(CheckError::Missing {
+            package: package.shown(),
+            dir,
+            again,
+        }));
     }
     let started = std::time::Instant::now();
-    let now = tree::current_hash(&dir, &kept_hashes()?).map_err(|e| {
-        format!(
-            "[mcp.{}] was not started: cannot check its package: {e}",
-            decl.name
-        )
-    })?;
+    let now = tree::current_hash(&dir, &kept_hashes()?)
+        .map_err(|e| not_started(CheckError::Unreadable(e)))?;
     tracing::debug!(
         "[mcp.{}]: package {} checked in {:?}",
         decl.name,
@@ -207,15 +408,13 @@ pub fn check(decl: &McpServerDecl, package: &McpPackage) -> Result<PathBuf, Stri
         started.elapsed()
     );
     if now != package.sha256 {
-        return Err(format!(
-            "[mcp.{}] was not started: its package {} changed since it was installed: the \
-             files in {} have the sha256 {now}, the install recorded {}. Something other than \
-             corral wrote there; {again}",
-            decl.name,
-            inert(&package.shown()),
-            dir.display(),
-            package.sha256
-        ));
+        return Err(not_started(CheckError::Changed {
+            package: package.shown(),
+            dir,
+            now,
+            recorded: package.sha256.clone(),
+            again,
+        }));
     }
     Ok(dir)
 }
@@ -230,7 +429,7 @@ fn reinstall_command(package: &McpPackage) -> String {
 
 /// Installs `package` from its registry into the store (see the module
 /// docs): what runs it, and what the entry records of it.
-pub fn install(package: &Fetched) -> Result<Installed, String> {
+pub fn install(package: &Fetched) -> Result<Installed, McpInstallError> {
     match package.store {
         PackageStore::Npm => install_npm(package),
         PackageStore::Pypi => pypi::install(package),
@@ -247,13 +446,12 @@ struct Staging {
 }
 
 impl Staging {
-    fn new() -> Result<Self, String> {
+    fn new() -> Result<Self, McpInstallError> {
         let store = store()?;
         let dir = store.join(format!(".staging-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         let home = dir.join(".home");
-        std::fs::create_dir_all(&home)
-            .map_err(|e| format!("cannot make {}: {e}", dir.display()))?;
+        std::fs::create_dir_all(&home).map_err(|e| McpInstallError::io("make", &dir, &e))?;
         Ok(Self { dir, home, store })
     }
 
@@ -264,7 +462,7 @@ impl Staging {
         store: PackageStore,
         name: &str,
         version: String,
-    ) -> Result<(PathBuf, McpPackage), String> {
+    ) -> Result<(PathBuf, McpPackage), McpInstallError> {
         let _ = std::fs::remove_dir_all(&self.home);
         let package = McpPackage {
             store,
@@ -276,15 +474,13 @@ impl Staging {
         if dir.exists() {
             // What is there was installed before: the new install replaces
             // it whole, never merged with it.
-            std::fs::remove_dir_all(&dir)
-                .map_err(|e| format!("cannot replace {}: {e}", dir.display()))?;
+            std::fs::remove_dir_all(&dir).map_err(|e| McpInstallError::io("replace", &dir, &e))?;
         }
         if let Some(parent) = dir.parent() {
-            std::fs::create_dir_all(parent)
-                .map_err(|e| format!("cannot make {}: {e}", parent.display()))?;
+            std::fs::create_dir_all(parent).map_err(|e| McpInstallError::io("make", parent, &e))?;
         }
         std::fs::rename(&self.dir, &dir)
-            .map_err(|e| format!("cannot move the install into {}: {e}", dir.display()))?;
+            .map_err(|e| McpInstallError::io("move the install into", &dir, &e))?;
         Ok((dir, package))
     }
 }
@@ -295,32 +491,30 @@ impl Drop for Staging {
     }
 }
 
-/// Why an install's program failed, in words.
-fn failed(tool: &str, spec: &str, out: &crate::exec::ExecOutput) -> String {
-    format!(
-        "{tool} could not install `{}` (exit {}{}): {}",
-        inert(spec),
-        out.exit_code
-            .map_or("by a signal".to_owned(), |c| c.to_string()),
-        if out.timed_out { ", timed out" } else { "" },
-        inert(out.stderr.trim())
-    )
+/// Why an install's program failed.
+fn failed(tool: &'static str, spec: &str, out: &crate::exec::ExecOutput) -> McpInstallError {
+    McpInstallError::Failed {
+        tool,
+        spec: spec.to_owned(),
+        exit: out.exit_code,
+        timed_out: out.timed_out,
+        stderr: out.stderr.clone(),
+        source_only: false,
+    }
 }
 
 /// Installs `package` from npm's registry, install scripts not run.
-fn install_npm(package: &Fetched) -> Result<Installed, String> {
+fn install_npm(package: &Fetched) -> Result<Installed, McpInstallError> {
     let spec = &package.spec;
-    let npm = crate::exec::resolve("npm").ok_or_else(|| {
-        format!(
-            "cannot install `{}`: npm is not installed (not found in PATH); install Node.js, \
-             which brings npm",
-            inert(spec)
-        )
+    let npm = crate::exec::resolve("npm").ok_or_else(|| McpInstallError::NoInstaller {
+        spec: spec.clone(),
+        program: "npm",
+        hint: "install Node.js, which brings npm",
     })?;
     let stage = Staging::new()?;
     let (staging, home) = (stage.dir.clone(), stage.home.clone());
     std::fs::write(staging.join("package.json"), "{\"private\":true}\n")
-        .map_err(|e| format!("cannot write in {}: {e}", staging.display()))?;
+        .map_err(|e| McpInstallError::io("write in", &staging, &e))?;
     let registry = Destination::parse(NPM_REGISTRY)?;
     let out = Launch::new(&npm, &staging)
         .named("npm install")
@@ -339,7 +533,10 @@ fn install_npm(package: &Fetched) -> Result<Installed, String> {
         .writable(&staging)
         .timeout(INSTALL_TIMEOUT)
         .run_blocking()
-        .map_err(|e| format!("cannot install `{}`: {e}", inert(spec)))?;
+        .map_err(|e| McpInstallError::Launch {
+            spec: spec.clone(),
+            why: e.to_string(),
+        })?;
     if out.exit_code != Some(0) {
         return Err(failed("npm", spec, &out));
     }
@@ -348,20 +545,12 @@ fn install_npm(package: &Fetched) -> Result<Installed, String> {
     let manifest: serde_json::Value = std::fs::read_to_string(&manifest_path)
         .ok()
         .and_then(|t| serde_json::from_str(&t).ok())
-        .ok_or_else(|| {
-            format!(
-                "npm installed `{}` but its package.json ({}) is missing or not JSON",
-                inert(spec),
-                manifest_path.display()
-            )
+        .ok_or_else(|| McpInstallError::NoPackageJson {
+            spec: spec.clone(),
+            path: manifest_path.clone(),
         })?;
     let version = manifest["version"].as_str().unwrap_or("unknown").to_owned();
-    let bin = program_of(name, &manifest).ok_or_else(|| {
-        format!(
-            "`{}` has no program to run (its package.json names no `bin`)",
-            inert(spec)
-        )
-    })?;
+    let bin = program_of(name, &manifest).ok_or_else(|| McpInstallError::NoBin(spec.clone()))?;
     let (dir, package) = stage.into_store(PackageStore::Npm, name, version)?;
     Ok(Installed {
         command: vec![

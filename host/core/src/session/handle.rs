@@ -17,6 +17,46 @@ use std::sync::Arc;
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 use tokio_util::sync::CancellationToken;
 
+/// Why a session could not be opened; its text is the message for the
+/// user: what failed and what to do.
+#[derive(Debug, thiserror::Error)]
+pub enum SessionError {
+    /// Its directory or the log to resume could not be found.
+    #[error(transparent)]
+    Find(#[from] super::FindError),
+    /// The workspace could not be loaded.
+    #[error(transparent)]
+    Load(#[from] crate::load::LoadError),
+    /// No provider could be chosen.
+    #[error(transparent)]
+    Provider(#[from] super::ProviderError),
+    /// The log to resume cannot be read.
+    #[error("cannot read {}: {why}", log.display())]
+    ReadLog {
+        /// The log.
+        log: PathBuf,
+        /// The reason, in words.
+        why: String,
+    },
+    /// No new log can be made.
+    #[error("cannot create the session log in {}: {why}", dir.display())]
+    CreateLog {
+        /// The sessions' directory.
+        dir: PathBuf,
+        /// The reason, in words.
+        why: String,
+    },
+    /// The agent could not be made; the text is its chain of causes.
+    #[error("{0}")]
+    Agent(String),
+}
+
+impl From<SessionError> for String {
+    fn from(e: SessionError) -> Self {
+        e.to_string()
+    }
+}
+
 /// Which session to reopen.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Resume {
@@ -131,7 +171,7 @@ impl std::fmt::Debug for Session {
 
 /// Opens (or, with [`SessionConfig::resume`], reopens) a session and starts
 /// its task. The error is a message for the user: what failed and what to do.
-pub async fn open(config: SessionConfig) -> Result<Session, String> {
+pub async fn open(config: SessionConfig) -> Result<Session, SessionError> {
     let resume_path = match &config.resume {
         Some(which) => {
             let dir = log_dir(&config)?;
@@ -262,10 +302,10 @@ fn offered(
 }
 
 /// Where `config`'s session logs go.
-fn log_dir(config: &SessionConfig) -> Result<PathBuf, String> {
+fn log_dir(config: &SessionConfig) -> Result<PathBuf, super::FindError> {
     match &config.sessions_dir {
         Some(d) => Ok(d.clone()),
-        None => Ok(sessions_dir(&config.workspace)?),
+        None => sessions_dir(&config.workspace),
     }
 }
 
@@ -277,11 +317,13 @@ fn start_agent(
     plugins: Arc<crate::runtime::Plugins>,
     options: AgentOptions,
     resume_path: Option<PathBuf>,
-) -> Result<(Agent, Option<usize>), String> {
+) -> Result<(Agent, Option<usize>), SessionError> {
     Ok(match resume_path {
         Some(path) => {
-            let (log, records) = SessionLog::open(&path)
-                .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+            let (log, records) = SessionLog::open(&path).map_err(|e| SessionError::ReadLog {
+                log: path.clone(),
+                why: e.to_string(),
+            })?;
             let logged_provider = records.iter().find_map(|r| match &r.event {
                 Event::SessionStarted { provider, .. } => Some(provider.clone()),
                 _ => None,
@@ -297,7 +339,7 @@ fn start_agent(
                 log,
                 &records,
             )
-            .map_err(|e| format!("{e:#}"))?;
+            .map_err(|e| SessionError::Agent(format!("{e:#}")))?;
             let n = agent.history().len();
             (agent, Some(n))
         }
@@ -305,10 +347,12 @@ fn start_agent(
             let provider = choose_provider(manifest, &plugins, config.provider.as_deref())?;
             super::open::check_model(&provider, &options.model)?;
             let dir = log_dir(config)?;
-            let log = SessionLog::create(&dir)
-                .map_err(|e| format!("cannot create the session log in {}: {e}", dir.display()))?;
+            let log = SessionLog::create(&dir).map_err(|e| SessionError::CreateLog {
+                dir: dir.clone(),
+                why: e.to_string(),
+            })?;
             let agent = Agent::new(plugins, provider, options, manifest.workspace.clone(), log)
-                .map_err(|e| format!("{e:#}"))?;
+                .map_err(|e| SessionError::Agent(format!("{e:#}")))?;
             (agent, None)
         }
     })
@@ -333,7 +377,7 @@ impl Session {
     /// `git diff` of the session's workspace, untracked files included,
     /// run confined (nothing the repository holds runs: no fsmonitor,
     /// external diff or textconv). `Err` says why there is none.
-    pub fn diff(&self) -> Result<String, String> {
+    pub fn diff(&self) -> Result<String, super::DiffError> {
         super::diff::git_diff(&self.workspace)
     }
 

@@ -79,13 +79,77 @@ pub fn find_session(dir: &Path, id: Option<&str>) -> Result<PathBuf, FindError> 
     }
 }
 
+/// Why no provider could be chosen for a session; its text says what to
+/// do.
+#[derive(Debug, thiserror::Error)]
+pub enum ProviderError {
+    /// None is named and no built-in one has its key set.
+    #[error(
+        "no model provider is configured.\n  \
+        To use OpenAI: export OPENAI_API_KEY=...   (or Anthropic: export ANTHROPIC_API_KEY=...)\n  \
+        To use another server (Ollama, vLLM, LM Studio...): in your config, {config}, \
+        set [plugins.openai] config.base_url, grants.net and [agent] provider = \"openai\" \
+        (or put them in a [profiles.NAME] there and pass --profile NAME)\n  \
+        To try corral offline: corral run --provider replay \"What is this project?\""
+    )]
+    NotConfigured {
+        /// The user's config file, as shown.
+        config: String,
+    },
+    /// No plugin has the name asked for.
+    #[error("there is no plugin `{name}`; provider plugins: {}", providers.join(", "))]
+    NoPlugin {
+        /// The name asked for.
+        name: String,
+        /// The provider plugins there are.
+        providers: Vec<String>,
+    },
+    /// The plugin is a tool plugin.
+    #[error("plugin `{0}` provides tools, not a model")]
+    NotAProvider(String),
+    /// The manifest's entry for it is wrong; the text says how.
+    #[error("{0}")]
+    Invalid(String),
+    /// Its API key's variable is not set.
+    #[error(
+        "provider `{name}` needs the environment variable {var} (its API key); export it, \
+         or try corral offline with --provider replay"
+    )]
+    NoKey {
+        /// The provider.
+        name: String,
+        /// The variable.
+        var: String,
+    },
+    /// A built-in HTTP provider has no model to ask for.
+    #[error(
+        "configuration error: provider `{name}` ({origin}) has no model to ask for: its config has no \
+         `model`, and neither `[agent] model` nor `--model` names one. Add `model = \"{example}\"` \
+         to the `config` of [plugins.{name}] (or set `[agent] model`, or pass `--model NAME`)"
+    )]
+    NoModel {
+        /// The provider.
+        name: String,
+        /// Where its entry is, as shown.
+        origin: String,
+        /// A model to name.
+        example: &'static str,
+    },
+}
+
+impl From<ProviderError> for String {
+    fn from(e: ProviderError) -> Self {
+        e.to_string()
+    }
+}
+
 /// Picks the provider: `wanted`, else `[agent] provider`, else the first
 /// built-in provider whose key is set.
 pub fn choose_provider(
     manifest: &Manifest,
     plugins: &Plugins,
     wanted: Option<&str>,
-) -> Result<Arc<Plugin>, String> {
+) -> Result<Arc<Plugin>, ProviderError> {
     let find = |name: &str| {
         plugins
             .plugins()
@@ -110,14 +174,7 @@ pub fn choose_provider(
                         || "your corral.toml".to_owned(),
                         |f| f.display().to_string(),
                     );
-                    return Err(format!(
-                        "no model provider is configured.\n  \
-                        To use OpenAI: export OPENAI_API_KEY=...   (or Anthropic: export ANTHROPIC_API_KEY=...)\n  \
-                        To use another server (Ollama, vLLM, LM Studio...): in your config, {config}, \
-                        set [plugins.openai] config.base_url, grants.net and [agent] provider = \"openai\" \
-                        (or put them in a [profiles.NAME] there and pass --profile NAME)\n  \
-                        To try corral offline: corral run --provider replay \"What is this project?\""
-                    ));
+                    return Err(ProviderError::NotConfigured { config });
                 }
             }
         }
@@ -129,23 +186,23 @@ pub fn choose_provider(
             .filter(|p| p.is_provider())
             .map(|p| p.decl().name.clone())
             .collect();
-        format!(
-            "there is no plugin `{name}`; provider plugins: {}",
-            providers.join(", ")
-        )
+        ProviderError::NoPlugin {
+            name: name.clone(),
+            providers,
+        }
     })?;
     if !plugin.is_provider() {
-        return Err(format!("plugin `{name}` provides tools, not a model"));
+        return Err(ProviderError::NotAProvider(name));
     }
     if let Some(why) = manifest.provider_errors.get(&name) {
-        return Err(why.clone());
+        return Err(ProviderError::Invalid(why.clone()));
     }
     for secret in &plugin.decl().secrets {
         if let Err(var) = secret.resolve() {
-            return Err(format!(
-                "provider `{name}` needs the environment variable {var} (its API key); export it, \
-                 or try corral offline with --provider replay"
-            ));
+            return Err(ProviderError::NoKey {
+                name,
+                var: var.to_string(),
+            });
         }
     }
     Ok(plugin)
@@ -155,7 +212,7 @@ pub fn choose_provider(
 /// provider that has no model to ask for: neither `--model`, `[agent]
 /// model` (`model`, empty when neither is set) nor its `config.model`
 /// names one. Its first request would otherwise fail as a protocol error.
-pub(super) fn check_model(provider: &Plugin, model: &str) -> Result<(), String> {
+pub(super) fn check_model(provider: &Plugin, model: &str) -> Result<(), ProviderError> {
     let decl = provider.decl();
     let needs_one = matches!(
         &decl.source,
@@ -174,10 +231,9 @@ pub(super) fn check_model(provider: &Plugin, model: &str) -> Result<(), String> 
     } else {
         "gpt-4.1"
     };
-    Err(format!(
-        "configuration error: provider `{name}` ({}) has no model to ask for: its config has no \
-         `model`, and neither `[agent] model` nor `--model` names one. Add `model = \"{example}\"` \
-         to the `config` of [plugins.{name}] (or set `[agent] model`, or pass `--model NAME`)",
-        decl.origin
-    ))
+    Err(ProviderError::NoModel {
+        name: name.clone(),
+        origin: decl.origin.to_string(),
+        example,
+    })
 }

@@ -5,7 +5,7 @@
 //! interpreter with the installed directory on `PYTHONPATH`, the program
 //! the launcher would have run found from the package's `console_scripts`.
 
-use super::{Fetched, INSTALL_TIMEOUT, Installed, SYSTEM_PATH, Staging, failed, inert};
+use super::{Fetched, INSTALL_TIMEOUT, Installed, McpInstallError, SYSTEM_PATH, Staging, failed};
 use crate::exec::{Destination, Launch, Network};
 use crate::manifest::PackageStore;
 use std::path::{Path, PathBuf};
@@ -88,14 +88,12 @@ fn normalized(name: &str) -> String {
 }
 
 /// Installs `package` from PyPI into the store (see the module docs).
-pub(super) fn install(package: &Fetched) -> Result<Installed, String> {
+pub(super) fn install(package: &Fetched) -> Result<Installed, McpInstallError> {
     let spec = &package.spec;
-    let python = crate::exec::resolve("python3").ok_or_else(|| {
-        format!(
-            "cannot install `{}`: python3 is not installed (not found in PATH); install Python 3 \
-             with pip",
-            inert(spec)
-        )
+    let python = crate::exec::resolve("python3").ok_or_else(|| McpInstallError::NoInstaller {
+        spec: spec.clone(),
+        program: "python3",
+        hint: "install Python 3 with pip",
     })?;
     let stage = Staging::new()?;
     let interpreter = interpreter(&python, &stage)?;
@@ -129,37 +127,31 @@ pub(super) fn install(package: &Fetched) -> Result<Installed, String> {
         .writable(&stage.dir)
         .timeout(INSTALL_TIMEOUT)
         .run_blocking()
-        .map_err(|e| format!("cannot install `{}`: {e}", inert(spec)))?;
+        .map_err(|e| McpInstallError::Launch {
+            spec: spec.clone(),
+            why: e.to_string(),
+        })?;
     if out.exit_code != Some(0) {
         let mut why = failed("pip", spec, &out);
-        if out.stderr.contains("No matching distribution") {
-            why.push_str(
-                " (corral installs wheels only, so that no package's code runs to build it: a \
-                 package published only as source cannot be installed this way)",
-            );
+        if let McpInstallError::Failed { source_only, .. } = &mut why {
+            *source_only = out.stderr.contains("No matching distribution");
         }
         return Err(why);
     }
     let wanted = normalized(package.name());
-    let (name, version, info) = distribution(&stage.dir, &wanted).ok_or_else(|| {
-        format!(
-            "pip installed `{}` but left no record of it (no {wanted}-*.dist-info with its \
-             METADATA in {})",
-            inert(spec),
-            stage.dir.display()
-        )
-    })?;
+    let (name, version, info) =
+        distribution(&stage.dir, &wanted).ok_or_else(|| McpInstallError::NoRecord {
+            spec: spec.clone(),
+            wanted: wanted.clone(),
+            dir: stage.dir.clone(),
+        })?;
     let run = match &package.program {
         Some(module) if package.launcher == "python -m" => Run::Module(module.clone()),
         named => {
             let script = named.clone().unwrap_or_else(|| package.name().to_owned());
-            entry_point(&info, &script).ok_or_else(|| {
-                format!(
-                    "`{}` has no program `{}` (its entry_points.txt names no such \
-                     console_scripts)",
-                    inert(spec),
-                    inert(&script)
-                )
+            entry_point(&info, &script).ok_or_else(|| McpInstallError::NoScript {
+                spec: spec.clone(),
+                script: script.clone(),
             })?
         }
     };
@@ -178,7 +170,7 @@ pub(super) fn install(package: &Fetched) -> Result<Installed, String> {
 /// wheels were chosen for. Like pip after it, it reads only the system's
 /// directories, its own install and the staging directory (an interpreter
 /// in a home directory is readable so, where the home is not).
-fn interpreter(python: &Path, stage: &Staging) -> Result<PathBuf, String> {
+fn interpreter(python: &Path, stage: &Staging) -> Result<PathBuf, McpInstallError> {
     let out = Launch::new(python, &stage.dir)
         .named("python3")
         .args(["-c", "import sys; print(sys.executable)"])
@@ -193,15 +185,17 @@ fn interpreter(python: &Path, stage: &Staging) -> Result<PathBuf, String> {
         .writable(&stage.home)
         .timeout(Duration::from_secs(60))
         .run_blocking()
-        .map_err(|e| format!("cannot run {}: {e}", python.display()))?;
+        .map_err(|e| McpInstallError::Run {
+            program: python.to_path_buf(),
+            why: e.to_string(),
+        })?;
     let path = PathBuf::from(out.stdout.trim());
     if out.exit_code != Some(0) || !path.is_absolute() {
-        return Err(format!(
-            "{} did not say which interpreter it is (exit {:?}): {}",
-            python.display(),
-            out.exit_code,
-            inert(out.stderr.trim())
-        ));
+        return Err(McpInstallError::Interpreter {
+            program: python.to_path_buf(),
+            exit: out.exit_code,
+            stderr: out.stderr,
+        });
     }
     Ok(path)
 }

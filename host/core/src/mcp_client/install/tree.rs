@@ -14,19 +14,36 @@ use std::os::unix::fs::MetadataExt as _;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+/// A file or directory of an installed tree that could not be read.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot read {}: {why}", path.display())]
+pub struct TreeError {
+    /// The file or directory.
+    pub path: PathBuf,
+    /// The system's reason, in words.
+    pub why: String,
+}
+
+impl TreeError {
+    fn new(path: &Path, e: &std::io::Error) -> Self {
+        Self {
+            path: path.to_path_buf(),
+            why: e.to_string(),
+        }
+    }
+}
+
 /// Every entry beneath `root` (not `root` itself), sorted by path, with
 /// its metadata (links not followed).
-fn walk(root: &Path) -> Result<Vec<(PathBuf, std::fs::Metadata)>, String> {
+fn walk(root: &Path) -> Result<Vec<(PathBuf, std::fs::Metadata)>, TreeError> {
     let mut stack = vec![root.to_path_buf()];
     let mut out = Vec::new();
     while let Some(dir) = stack.pop() {
-        let entries =
-            std::fs::read_dir(&dir).map_err(|e| format!("cannot read {}: {e}", dir.display()))?;
+        let entries = std::fs::read_dir(&dir).map_err(|e| TreeError::new(&dir, &e))?;
         for entry in entries {
-            let entry = entry.map_err(|e| format!("cannot read {}: {e}", dir.display()))?;
+            let entry = entry.map_err(|e| TreeError::new(&dir, &e))?;
             let path = entry.path();
-            let meta = std::fs::symlink_metadata(&path)
-                .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+            let meta = std::fs::symlink_metadata(&path).map_err(|e| TreeError::new(&path, &e))?;
             if meta.is_dir() {
                 stack.push(path.clone());
             }
@@ -39,7 +56,7 @@ fn walk(root: &Path) -> Result<Vec<(PathBuf, std::fs::Metadata)>, String> {
 
 /// The sha256 of the tree at `root`: each file's and link's path relative
 /// to it, in order, with its content or link target.
-pub fn tree_hash(root: &Path) -> Result<String, String> {
+pub fn tree_hash(root: &Path) -> Result<String, TreeError> {
     let mut hasher = Sha256::new();
     for (path, meta) in walk(root)? {
         if meta.is_dir() {
@@ -49,13 +66,11 @@ pub fn tree_hash(root: &Path) -> Result<String, String> {
         hasher.update(rel.as_os_str().as_encoded_bytes());
         hasher.update([0]);
         if meta.file_type().is_symlink() {
-            let target = std::fs::read_link(&path)
-                .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+            let target = std::fs::read_link(&path).map_err(|e| TreeError::new(&path, &e))?;
             hasher.update(b"link:");
             hasher.update(target.as_os_str().as_encoded_bytes());
         } else {
-            let bytes =
-                std::fs::read(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+            let bytes = std::fs::read(&path).map_err(|e| TreeError::new(&path, &e))?;
             hasher.update(bytes.len().to_le_bytes());
             hasher.update(&bytes);
         }
@@ -72,7 +87,7 @@ const RACY: Duration = Duration::from_secs(2);
 /// The identity of the tree at `root`: a digest of every entry's path,
 /// device, inode, mode, size, mtime and ctime, read without opening a file;
 /// and whether an entry changed within [`RACY`] of now.
-fn identity(root: &Path) -> Result<(String, bool), String> {
+fn identity(root: &Path) -> Result<(String, bool), TreeError> {
     // In nanoseconds since the epoch, as the file times are.
     let recent = SystemTime::now()
         .checked_sub(RACY)
@@ -107,7 +122,7 @@ fn identity(root: &Path) -> Result<(String, bool), String> {
 /// it in the directory `kept` when the tree's identity has not changed
 /// since, else computed (and kept there, unless a change is too recent to
 /// tell apart).
-pub fn current_hash(dir: &Path, kept: &Path) -> Result<String, String> {
+pub fn current_hash(dir: &Path, kept: &Path) -> Result<String, TreeError> {
     let key = format!("{:x}", Sha256::digest(dir.as_os_str().as_encoded_bytes()));
     let file = kept.join(&key[..32]);
     let (id, _) = identity(dir)?;
