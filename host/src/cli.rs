@@ -101,6 +101,8 @@ impl From<UiFlags> for run::Flags {
                 profile: f.profile,
                 settings: f.config,
             },
+            output_schema: None,
+            max_cost_usd: None,
         }
     }
 }
@@ -320,9 +322,20 @@ struct AgentFlags {
     /// The model (default: the provider's configured model).
     #[arg(long)]
     model: Option<String>,
-    /// Provider round trips before stopping (default 50).
-    #[arg(long)]
+    /// Provider round trips before stopping (default 50); `--max-turns` is
+    /// the same limit under Claude Code's name.
+    #[arg(long, visible_alias = "max-turns")]
     max_iterations: Option<u32>,
+    /// Stop before a request once the run has spent this many US dollars,
+    /// counted at the model's `[agent.models."ID"] price` (stop reason
+    /// `budget_exhausted`).
+    #[arg(long, value_name = "USD")]
+    max_cost_usd: Option<f64>,
+    /// The final answer must be JSON valid against this JSON Schema: the
+    /// model is asked again with what did not fit (twice at most), and the
+    /// `result` event carries the parsed value as `output`.
+    #[arg(long, value_name = "FILE")]
+    output_schema: Option<PathBuf>,
     /// Print the event stream as JSON lines instead of text.
     #[arg(long)]
     json: bool,
@@ -453,6 +466,8 @@ impl From<AgentFlags> for run::Flags {
                 profile: f.profile,
                 settings: f.config,
             },
+            output_schema: f.output_schema,
+            max_cost_usd: f.max_cost_usd,
         }
     }
 }

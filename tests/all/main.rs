@@ -68,6 +68,7 @@ mod policy;
 mod registry_bounds;
 mod rewind;
 mod sandbox;
+mod scripts;
 mod settings;
 mod speed_call;
 mod speed_grep;

@@ -15,6 +15,7 @@ mod cassette;
 mod compact;
 mod history;
 mod host_tools;
+mod limits;
 mod rewind;
 mod shell;
 mod subagent;
@@ -25,6 +26,7 @@ pub use cassette::write as write_cassette;
 pub use compact::{SUMMARY_PROMPT, apply as apply_compaction, summary_request};
 pub use history::replay_history;
 pub use host_tools::{HOST_TOOLS, HostTool};
+pub use limits::{ANSWER_RETRIES, SpendLimit};
 pub use shell::{SHELL_TOOL, USER_CALL_PREFIX, shell_note};
 pub use subagent::{SubagentEnv, SubagentOptions};
 
@@ -48,6 +50,10 @@ use tokio_util::sync::CancellationToken;
 pub struct AgentOptions {
     /// Model id; empty for the provider's configured model.
     pub model: String,
+    /// The JSON Schema the final answer must fit (`--output-schema`).
+    pub output_schema: Option<crate::AnswerSchema>,
+    /// What the run may spend (`--max-cost-usd`).
+    pub spend_limit: Option<SpendLimit>,
     /// Provider round trips per prompt.
     pub max_iterations: u32,
     /// Generated-token bound per request.
@@ -247,6 +253,8 @@ impl Default for AgentOptions {
             backlog: None,
             git_status: None,
             mcp: Arc::default(),
+            output_schema: None,
+            spend_limit: None,
         }
     }
 }
@@ -320,6 +328,10 @@ pub struct Agent {
     /// The answer text streamed in the running request, kept in the
     /// history if the user interrupts it.
     partial: String,
+    /// What the run has spent against its `--max-cost-usd`.
+    spent: limits::Spent,
+    /// Final answers of this turn that did not fit `--output-schema`.
+    rejected: u32,
 }
 
 /// `options`' git status if it is `workspace`'s, else one taken later.
@@ -395,6 +407,8 @@ impl Agent {
             plan: Vec::new(),
             undone: Vec::new(),
             partial: String::new(),
+            spent: limits::Spent::default(),
+            rejected: 0,
         })
     }
 
@@ -458,6 +472,8 @@ impl Agent {
                 .unwrap_or_default(),
             undone,
             partial: String::new(),
+            spent: limits::Spent::default(),
+            rejected: 0,
         };
         let mut closed = Vec::new();
         for call in open {
@@ -627,6 +643,9 @@ impl Agent {
                 (system, tools) = self.offer().await;
                 self.frame = None;
             }
+            if let Some(why) = self.over_budget() {
+                return self.stop(ui, StopReason::BudgetExhausted, Some(why));
+            }
             let (request, bytes) = match self.prepare_request(&system, &tools, ui, cancel).await? {
                 Ok(r) => r,
                 Err((reason, message)) => return self.stop(ui, reason, Some(message)),
@@ -666,6 +685,7 @@ impl Agent {
             // Before anything is keyed by them: the log, approvals, labels.
             self.options.call_ids.assign(&mut response.message);
             self.calibrate(bytes, response.usage);
+            self.spend(response.usage);
             // The event and the history share the message's text (a long
             // answer is megabytes): the clone copies its tool calls only.
             let message = response.message;
@@ -678,6 +698,18 @@ impl Agent {
                 },
             )?;
             if message.tool_calls.is_empty() {
+                match self.fit(&message.text, ui)? {
+                    limits::Fit::Yes => {}
+                    limits::Fit::Again(retry) => {
+                        self.history.push(Message::Assistant(message));
+                        self.history.push(Message::User { text: retry });
+                        continue;
+                    }
+                    limits::Fit::GiveUp(why) => {
+                        self.history.push(Message::Assistant(message));
+                        return self.stop(ui, StopReason::InvalidOutput, Some(why));
+                    }
+                }
                 // The stop hooks read the answer, not the history.
                 let go_on = self.final_answer(&message.text, ui).await;
                 self.history.push(Message::Assistant(message));
@@ -782,6 +814,9 @@ impl Agent {
             git_status.get().await,
         ));
         system.push_str(&crate::context::host_tools_section(&host));
+        if let Some(section) = self.answer_section() {
+            system.push_str(&section);
+        }
         if let Some(offered) = &self.options.tools {
             system.push_str(&crate::context::subagent_section(offered));
         }

@@ -55,6 +55,8 @@ pub mod plugins;
 pub mod provenance;
 mod schema;
 pub mod session;
+
+pub use schema::{AnswerSchema, BadSchema};
 pub mod words;
 pub mod worktree;
 

@@ -136,6 +136,79 @@ fn compile(schema: &Value) -> Result<(boon::Schemas, boon::SchemaIndex), String>
     Ok((schemas, index))
 }
 
+/// The JSON Schema a run's final answer must fit (`corral run
+/// --output-schema FILE`), compiled once.
+#[derive(Clone)]
+pub struct AnswerSchema {
+    source: Value,
+    compiled: Arc<(boon::Schemas, boon::SchemaIndex)>,
+}
+
+impl std::fmt::Debug for AnswerSchema {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("AnswerSchema").field(&self.source).finish()
+    }
+}
+
+/// Why a schema cannot judge answers: its text, as the validator said it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("not a JSON Schema this run can check answers against: {0}")]
+pub struct BadSchema(String);
+
+impl AnswerSchema {
+    /// `schema` compiled (draft 2020-12 unless its `$schema` names
+    /// another; no other document is read).
+    pub fn new(schema: Value) -> Result<Self, BadSchema> {
+        let compiled = compile(&schema).map_err(BadSchema)?;
+        Ok(Self {
+            source: schema,
+            compiled: Arc::new(compiled),
+        })
+    }
+
+    /// The schema as given.
+    pub fn source(&self) -> &Value {
+        &self.source
+    }
+
+    /// The answer `text` as JSON when it fits the schema (a JSON text,
+    /// alone or in one fenced code block); otherwise what is wrong, in
+    /// words, each fault with its path (`answer.items[0] must be string,
+    /// got integer`).
+    pub fn check(&self, text: &str) -> Result<Value, String> {
+        let json = unfenced(text.trim());
+        let value: Value = serde_json::from_str(json).map_err(|e| {
+            format!("the answer is not JSON ({e}); answer with the JSON value alone")
+        })?;
+        let (schemas, index) = &*self.compiled;
+        schemas.validate(&value, *index).map_err(|e| {
+            let mut mismatch = describe(&e, &self.source, &value);
+            for fault in &mut mismatch.faults {
+                if let Some(rest) = fault.strip_prefix("arguments") {
+                    *fault = format!("answer{rest}");
+                }
+            }
+            mismatch.to_string()
+        })?;
+        Ok(value)
+    }
+}
+
+/// The body of one fenced code block that is the whole of `text`
+/// (```` ```json … ``` ````), or `text` itself.
+fn unfenced(text: &str) -> &str {
+    let Some(rest) = text.strip_prefix("```") else {
+        return text;
+    };
+    let Some(body) = rest.strip_suffix("```") else {
+        return text;
+    };
+    match body.split_once('\n') {
+        Some((info, code)) if !info.contains('`') => code.trim(),
+        _ => text,
+    }
+}
+
 /// Refuses every document a schema refers to.
 struct NoLoader;
 

@@ -271,6 +271,12 @@ pub enum StopReason {
     ContextExhausted,
     /// A deny rule that stops the run matched a call.
     PermissionDenied,
+    /// The run spent what `--max-cost-usd` allows, or could no longer count
+    /// what it spends.
+    BudgetExhausted,
+    /// The final answer did not fit `--output-schema`, as often as the
+    /// model was asked again.
+    InvalidOutput,
 }
 
 impl StopReason {
@@ -284,6 +290,8 @@ impl StopReason {
             StopReason::Interrupted => "interrupted",
             StopReason::ContextExhausted => "context_exhausted",
             StopReason::PermissionDenied => "permission_denied",
+            StopReason::BudgetExhausted => "budget_exhausted",
+            StopReason::InvalidOutput => "invalid_output",
         }
     }
 }
@@ -584,6 +592,16 @@ pub enum Event {
     },
     /// The session ended ([`Op::Shutdown`]); no event follows.
     ShutdownComplete,
+    /// A final answer did not fit the run's output schema; the model is
+    /// asked again with `retry` (the history holds it as a user message).
+    AnswerRejected {
+        /// Which rejection of the turn, from 1.
+        attempt: u32,
+        /// What did not fit, in words.
+        reason: String,
+        /// What the model is told.
+        retry: String,
+    },
     /// The run stopped.
     Stop {
         /// Why.
@@ -621,6 +639,10 @@ pub struct RunResult {
     pub requests: u32,
     /// Tool calls started by the run's own session.
     pub tool_calls: u32,
+    /// The final answer parsed as JSON, when the run had an output schema
+    /// (`--output-schema`) and the answer fit it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output: Option<serde_json::Value>,
 }
 
 /// Token counts summed over several requests.
@@ -660,6 +682,7 @@ impl Event {
                 | Event::Permission { .. }
                 | Event::RequestEnd { .. }
                 | Event::UserMessage { .. }
+                | Event::AnswerRejected { .. }
                 | Event::Stop { .. }
                 | Event::SessionStarted { .. }
                 | Event::SessionResumed { .. }

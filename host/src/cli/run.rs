@@ -36,6 +36,10 @@ pub struct Flags {
     pub approvals: Option<ApprovalSource>,
     /// `--profile` and `-c`.
     pub overrides: Overrides,
+    /// `--output-schema FILE`.
+    pub output_schema: Option<PathBuf>,
+    /// `--max-cost-usd X`.
+    pub max_cost_usd: Option<f64>,
 }
 
 /// How approvals are answered in this process.
@@ -75,17 +79,40 @@ fn config(
         None => corral_core::manifest::load_with(workspace, &flags.overrides)
             .map_err(|e| fail(&e.to_string()))?,
     };
+    let output_schema = match &flags.output_schema {
+        Some(path) => Some(answer_schema(path).map_err(|e| fail(&e))?),
+        None => None,
+    };
+    if let Some(usd) = flags.max_cost_usd
+        && !(usd.is_finite() && usd > 0.0)
+    {
+        return Err(fail(&format!(
+            "--max-cost-usd {usd}: give a positive amount in US dollars, e.g. --max-cost-usd 0.50"
+        )));
+    }
     let config = SessionConfig {
         workspace: workspace.to_path_buf(),
         provider: flags.provider.clone(),
         model: flags.model.clone(),
         max_iterations: flags.max_iterations,
+        output_schema,
+        max_cost_usd: flags.max_cost_usd,
         mode: flags.mode,
         approvals,
         manifest: Some(manifest),
         ..SessionConfig::default()
     };
     Ok((config, answering))
+}
+
+/// The schema of `--output-schema PATH`, or what is wrong with the file.
+fn answer_schema(path: &Path) -> Result<corral_core::AnswerSchema, String> {
+    let shown = path.display();
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("--output-schema {shown}: cannot read it: {}", corral_core::words::io(&e)))?;
+    let value: serde_json::Value = serde_json::from_str(&text)
+        .map_err(|e| format!("--output-schema {shown}: not JSON: {e}"))?;
+    corral_core::AnswerSchema::new(value).map_err(|e| format!("--output-schema {shown}: {e}"))
 }
 
 /// Why `corral run -` has no prompt; its text is the message for the user.
@@ -483,6 +510,9 @@ fn exit_code(stop: Option<StopReason>) -> ExitCode {
             ExitCode::from(EXIT_INCOMPLETE)
         }
         Some(StopReason::PermissionDenied) => ExitCode::from(EXIT_DENIED),
+        Some(StopReason::BudgetExhausted | StopReason::InvalidOutput) => {
+            ExitCode::from(EXIT_INCOMPLETE)
+        }
         None => fail("the session ended before its turn stopped"),
     }
 }

@@ -24,6 +24,8 @@ pub(super) struct Tally {
     turns: u32,
     requests: u32,
     tool_calls: u32,
+    /// The run's output schema: a final answer is reported parsed.
+    output_schema: Option<corral_core::AnswerSchema>,
 }
 
 impl Tally {
@@ -45,6 +47,7 @@ impl Tally {
             turns: 0,
             requests: 0,
             tool_calls: 0,
+            output_schema: config.output_schema.clone(),
         }
     }
 
@@ -126,10 +129,16 @@ impl Tally {
             0 => self.price().map(|_| 0.0),
             _ => self.cost,
         };
+        let answer = self.answer.into_string();
+        let output = match (&self.output_schema, stop) {
+            (Some(schema), StopReason::FinalAnswer) => schema.check(&answer).ok(),
+            _ => None,
+        };
         RunResult {
             session_id,
             stop_reason: stop,
-            answer: self.answer.into_string(),
+            output,
+            answer,
             usage: self.usage,
             cost_usd,
             duration_ms: u64::try_from(took.as_millis()).unwrap_or(u64::MAX),

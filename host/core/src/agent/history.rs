@@ -184,6 +184,12 @@ fn replay(records: &[Record]) -> Replayed {
                 history.push(Message::Assistant(message.clone()));
                 *open = message.tool_calls.clone();
             }
+            Event::AnswerRejected { retry, .. } => {
+                close_open(history, open);
+                history.push(Message::User {
+                    text: retry.clone(),
+                });
+            }
             Event::AnswerInterrupted { text } => {
                 close_open(history, open);
                 history.push(interrupted_answer(text));

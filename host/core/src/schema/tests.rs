@@ -564,3 +564,29 @@ fn a_field_name_that_is_no_identifier_is_quoted() {
         Err(r#"arguments["a b"] must be string, got integer"#.into())
     );
 }
+
+#[test]
+fn an_answer_is_checked_as_json_against_its_schema() {
+    use super::AnswerSchema;
+    let schema = AnswerSchema::new(json!({
+        "type": "object",
+        "properties": {"files": {"type": "array", "items": {"type": "string"}}},
+        "required": ["files"],
+        "additionalProperties": false
+    }))
+    .expect("a schema");
+    assert_eq!(
+        schema.check("{\"files\": [\"a.rs\"]}"),
+        Ok(json!({"files": ["a.rs"]}))
+    );
+    // One fenced block is read as its body.
+    assert_eq!(
+        schema.check("```json\n{\"files\": []}\n```"),
+        Ok(json!({"files": []}))
+    );
+    let wrong = schema.check("{\"files\": [1]}").expect_err("a number");
+    assert!(wrong.starts_with("answer.files[0]"), "{wrong}");
+    let prose = schema.check("The files are a.rs and b.rs.").expect_err("prose");
+    assert!(prose.starts_with("the answer is not JSON"), "{prose}");
+    assert!(AnswerSchema::new(json!({"type": 7})).is_err());
+}

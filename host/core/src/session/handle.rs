@@ -96,6 +96,11 @@ pub struct SessionConfig {
     pub model: Option<String>,
     /// Provider round trips per turn.
     pub max_iterations: Option<u32>,
+    /// The JSON Schema the final answer must fit (`--output-schema`).
+    pub output_schema: Option<crate::AnswerSchema>,
+    /// US dollars the run may spend (`--max-cost-usd`), counted at the
+    /// model's price in the manifest.
+    pub max_cost_usd: Option<f64>,
     /// The permission mode.
     pub mode: Option<Mode>,
     /// Who answers approvals.
@@ -246,6 +251,8 @@ pub async fn open(config: SessionConfig) -> Result<Session, SessionError> {
             .compact_at
             .unwrap_or(crate::agent::DEFAULT_COMPACT_AT),
         models: manifest.agent.models.clone(),
+        output_schema: config.output_schema.clone(),
+        spend_limit: spend_limit(&config, &manifest),
         backlog: Some(backlog.clone()),
         git_status: Some(git_status),
         ..AgentOptions::default()
@@ -623,5 +630,34 @@ async fn drive(
     Ok(Finished {
         last_stop,
         recorded: agent.recorded().to_vec(),
+    })
+}
+
+/// The run's spending ceiling, with the price of its model: the model
+/// named, else the one the provider's entry configures.
+fn spend_limit(
+    config: &SessionConfig,
+    manifest: &crate::manifest::Manifest,
+) -> Option<crate::agent::SpendLimit> {
+    let limit_usd = config.max_cost_usd?;
+    let provider = config
+        .provider
+        .clone()
+        .or_else(|| manifest.agent.provider.clone());
+    let model = config
+        .model
+        .clone()
+        .or_else(|| manifest.agent.model.clone())
+        .or_else(|| {
+            let name = provider?;
+            let decl = manifest.plugins.iter().find(|p| p.name == name)?;
+            decl.config.get("model").cloned()
+        })
+        .unwrap_or_default();
+    let price = manifest.agent.models.get(&model).and_then(|m| m.price);
+    Some(crate::agent::SpendLimit {
+        limit_usd,
+        price,
+        model,
     })
 }
