@@ -1,5 +1,6 @@
 //! An incremental parser for Server-Sent Events (`text/event-stream`), the
-//! format every streaming LLM API answers in.
+//! format every streaming LLM API answers in. corral's host reads the event
+//! streams of MCP servers with it too.
 //!
 //! Feed it the response body in whatever chunks the network delivers — split
 //! mid-line, mid-UTF-8 sequence, between the CR and LF of a line ending — and
@@ -89,6 +90,8 @@ pub struct Parser {
     data: Vec<u8>,
     has_data: bool,
     last_id: String,
+    /// The last valid `retry:` value, in milliseconds.
+    retry: Option<u64>,
     /// The decoded data of an event that was not valid UTF-8.
     lossy: String,
 }
@@ -144,6 +147,19 @@ impl Parser {
         self.partial.extend_from_slice(chunk);
     }
 
+    /// The last `id:` seen on the stream (empty if none), dispatched or not:
+    /// an event without data sets it too, as the specification says.
+    pub fn last_id(&self) -> &str {
+        &self.last_id
+    }
+
+    /// The reconnection time the stream asked for with its last valid
+    /// `retry:` field (ASCII digits, in milliseconds), if any. A client that
+    /// reconnects waits that long; an LLM call never does.
+    pub fn retry(&self) -> Option<u64> {
+        self.retry
+    }
+
     /// Ends the stream. Returns `true` when the stream stopped in the middle
     /// of an event (an unterminated line, or fields without the blank line
     /// that dispatches them); that event is discarded, as the specification
@@ -185,8 +201,12 @@ impl Parser {
             b"id" if !value.contains(&0) => {
                 self.last_id = String::from_utf8_lossy(value).into_owned();
             }
-            // `retry` only matters to a client that reconnects on its own,
-            // which a request/response LLM call never does.
+            b"retry" if !value.is_empty() && value.iter().all(u8::is_ascii_digit) => {
+                // Digits only, so UTF-8; past `u64` it is ignored.
+                if let Ok(ms) = std::str::from_utf8(value).unwrap_or_default().parse() {
+                    self.retry = Some(ms);
+                }
+            }
             _ => {}
         }
     }
@@ -370,6 +390,30 @@ mod tests {
         let (out, _) = parse_chunks(&[b"data: a\n\n\xEF\xBB\xBFdata: b\n\n"]);
         // The second BOM makes an unknown field name; the event has no data.
         assert_eq!(out, vec![ev("message", "a")]);
+    }
+
+    #[test]
+    fn id_and_retry_are_kept_with_or_without_data() {
+        let mut parser = Parser::new();
+        let mut out = Vec::new();
+        assert_eq!((parser.last_id(), parser.retry()), ("", None));
+        parser.feed(b"id: 4\nretry: 1500\n\n", &mut |e| out.push(e));
+        assert_eq!((parser.last_id(), parser.retry()), ("4", Some(1500)));
+        // Not digits only, or past `u64`: ignored.
+        for bad in [
+            "retry: 1.5",
+            "retry: -1",
+            "retry:",
+            "retry: 99999999999999999999",
+        ] {
+            parser.feed(format!("{bad}\n\n").as_bytes(), &mut |e| out.push(e));
+            assert_eq!(parser.retry(), Some(1500), "{bad}");
+        }
+        parser.feed(b"retry:20\ndata: x\n\n", &mut |e| out.push(e));
+        assert_eq!(parser.retry(), Some(20));
+        let mut x = ev("message", "x");
+        x.id = "4".to_owned();
+        assert_eq!(out, vec![x]);
     }
 
     #[test]

@@ -9,6 +9,8 @@
 //! escaped keys, duplicate fields, nesting deeper than serde allows, or text
 //! that is not JSON — gives `None`, and the caller parses the chunk with
 //! serde as before: this reader only ever agrees with it or declines.
+//! `stream/differential.rs` holds it to that on tens of thousands of
+//! generated chunks; `benches/chunks.rs` measures what it saves.
 
 use std::borrow::Cow;
 

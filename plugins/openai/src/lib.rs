@@ -29,6 +29,25 @@ mod fast;
 mod request;
 mod stream;
 
+/// For `benches/chunks.rs` only: the stream read without the one-pass
+/// reader, every chunk through serde. Not part of the plugin's interface.
+#[doc(hidden)]
+pub mod bench {
+    use corral_sdk::provider::{Event, ProviderError};
+    use corral_sdk::sse;
+    use std::ops::ControlFlow;
+
+    /// [`Stream::on_event`](crate::Stream::on_event) with serde reading
+    /// every chunk.
+    pub fn on_event_serde_only(
+        stream: &mut crate::Stream,
+        event: &sse::EventRef<'_>,
+        sink: &mut dyn FnMut(Event),
+    ) -> Result<ControlFlow<()>, ProviderError> {
+        stream.read_event(event, false, sink)
+    }
+}
+
 pub use request::{Settings, request_body};
 pub use stream::{Stream, parse_models};
 

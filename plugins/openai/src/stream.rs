@@ -53,6 +53,17 @@ impl Stream {
         event: &sse::EventRef<'_>,
         sink: &mut dyn FnMut(Event),
     ) -> Result<ControlFlow<()>, ProviderError> {
+        self.read_event(event, true, sink)
+    }
+
+    /// [`on_event`](Stream::on_event), with or without the one-pass reader
+    /// ([`crate::bench`] compares the two).
+    pub(crate) fn read_event(
+        &mut self,
+        event: &sse::EventRef<'_>,
+        one_pass: bool,
+        sink: &mut dyn FnMut(Event),
+    ) -> Result<ControlFlow<()>, ProviderError> {
         let data = event.data.trim();
         if data == "[DONE]" {
             self.done = true;
@@ -62,7 +73,8 @@ impl Stream {
             return Ok(ControlFlow::Continue(()));
         }
         // Most chunks are one short text delta: read those in one pass.
-        if event.event != "error"
+        if one_pass
+            && event.event != "error"
             && let Some(chunk) = fast::parse(data)
         {
             self.on_simple(chunk, sink)?;
@@ -538,6 +550,9 @@ impl provider::TurnStream for Stream {
         Stream::finish(self, sink)
     }
 }
+
+#[cfg(test)]
+mod differential;
 
 #[cfg(test)]
 mod tests {

@@ -11,6 +11,8 @@
 //! environment when the server is reached and go nowhere else (not to the
 //! model, the log or a plugin).
 
+mod sse;
+
 use super::{FRAMING_SLACK, Handler};
 use crate::manifest::McpServerDecl;
 use crate::manifest::mcp_url_origin;
@@ -25,6 +27,7 @@ use rmcp::transport::streamable_http_client::{
     SseError, StreamableHttpClient, StreamableHttpClientTransportConfig, StreamableHttpError,
     StreamableHttpPostResponse,
 };
+use sse::Sse;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -193,30 +196,15 @@ impl OriginClient {
 
     /// An SSE body as events, none longer than the cap.
     fn events(&self, response: reqwest::Response) -> BoxStream<'static, Result<Sse, SseError>> {
-        let cap = self.cap;
-        let mut since_blank = 0usize;
-        let mut newline = false;
-        let bytes = response.bytes_stream().map(move |chunk| {
-            let chunk = chunk.map_err(HttpError::from)?;
-            for &b in chunk.iter() {
-                match b {
-                    b'\n' if newline => since_blank = 0,
-                    b'\n' => newline = true,
-                    b'\r' => {}
-                    _ => newline = false,
-                }
-                since_blank += 1;
-                if since_blank > cap {
-                    return Err(HttpError::TooLarge(cap / 1024));
-                }
-            }
-            Ok(chunk)
-        });
-        sse_stream::SseStream::from_bytes_stream(bytes).boxed()
+        let mut reader = sse::Reader::new(self.cap);
+        response
+            .bytes_stream()
+            .flat_map(move |piece| {
+                futures::stream::iter(reader.read(piece.map_err(HttpError::from)))
+            })
+            .boxed()
     }
 }
-
-type Sse = sse_stream::Sse;
 
 impl StreamableHttpClient for OriginClient {
     type Error = HttpError;
