@@ -42,11 +42,7 @@ fn run(sb: &Sandbox, args: &[&str]) -> (Option<i32>, Vec<Value>) {
     all.extend_from_slice(args);
     all.push("List the files");
     let o = Cli::new().run(&sb.ws(), &all);
-    assert!(
-        o.status.code().is_some(),
-        "killed: {}",
-        stderr(&o)
-    );
+    assert!(o.status.code().is_some(), "killed: {}", stderr(&o));
     (o.status.code(), json_events(&o))
 }
 
@@ -130,7 +126,10 @@ fn a_schema_file_that_is_not_a_schema_is_refused_before_the_run() {
     for (file, says) in [
         ("bad.json", "--output-schema bad.json: not a JSON Schema"),
         ("prose.json", "--output-schema prose.json: not JSON"),
-        ("missing.json", "--output-schema missing.json: cannot read it"),
+        (
+            "missing.json",
+            "--output-schema missing.json: cannot read it",
+        ),
     ] {
         let o = Cli::new().run(
             &sb.ws(),
@@ -156,7 +155,10 @@ fn a_run_stops_once_it_has_spent_its_budget() {
     let r = result(&events);
     assert_eq!(r["stop_reason"], "budget_exhausted");
     assert_eq!(r["requests"], 2, "a request was sent past the budget");
-    assert!((r["cost_usd"].as_f64().expect("priced") - 0.02).abs() < 1e-9, "{r}");
+    assert!(
+        (r["cost_usd"].as_f64().expect("priced") - 0.02).abs() < 1e-9,
+        "{r}"
+    );
     let stop = events.iter().find(|e| e["type"] == "stop").expect("stop");
     assert!(
         stop["message"]
@@ -178,7 +180,10 @@ fn a_budget_that_cannot_be_counted_stops_the_run() {
     let (code, events) = run(&sb, &["--model", "unpriced", "--max-cost-usd", "1"]);
     assert_eq!(code, Some(4));
     let r = result(&events);
-    assert_eq!((r["stop_reason"].clone(), r["requests"].clone()), (json!("budget_exhausted"), json!(0)));
+    assert_eq!(
+        (r["stop_reason"].clone(), r["requests"].clone()),
+        (json!("budget_exhausted"), json!(0))
+    );
     // A response without usage: the next request is not sent.
     let sb = project(&[
         call_turn("c1", "read_file", json!({"path": "a.txt"})),
@@ -190,10 +195,8 @@ fn a_budget_that_cannot_be_counted_stops_the_run() {
     assert_eq!(r["stop_reason"], "budget_exhausted");
     assert_eq!(r["requests"], 1);
     for bad in ["0", "-1", "nan"] {
-        let o = Cli::new().run(
-            &sb.ws(),
-            &["run", "--provider", "replay", "--max-cost-usd", bad, "go"],
-        );
+        let flag = format!("--max-cost-usd={bad}");
+        let o = Cli::new().run(&sb.ws(), &["run", "--provider", "replay", &flag, "go"]);
         assert_exit(&o, 2);
         assert!(
             stderr(&o).contains("give a positive amount in US dollars"),

@@ -108,8 +108,12 @@ fn config(
 /// The schema of `--output-schema PATH`, or what is wrong with the file.
 fn answer_schema(path: &Path) -> Result<corral_core::AnswerSchema, String> {
     let shown = path.display();
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("--output-schema {shown}: cannot read it: {}", corral_core::words::io(&e)))?;
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        format!(
+            "--output-schema {shown}: cannot read it: {}",
+            corral_core::words::io(&e)
+        )
+    })?;
     let value: serde_json::Value = serde_json::from_str(&text)
         .map_err(|e| format!("--output-schema {shown}: not JSON: {e}"))?;
     corral_core::AnswerSchema::new(value).map_err(|e| format!("--output-schema {shown}: {e}"))

@@ -51,8 +51,7 @@ impl Agent {
         };
         match (usage, &budget.price) {
             (Some(u), Some(price)) => {
-                self.spent.usd +=
-                    price.cost(u64::from(u.input_tokens), u64::from(u.output_tokens));
+                self.spent.usd += price.cost(u64::from(u.input_tokens), u64::from(u.output_tokens));
             }
             _ => self.spent.uncounted = true,
         }

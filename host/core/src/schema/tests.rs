@@ -586,7 +586,9 @@ fn an_answer_is_checked_as_json_against_its_schema() {
     );
     let wrong = schema.check("{\"files\": [1]}").expect_err("a number");
     assert!(wrong.starts_with("answer.files[0]"), "{wrong}");
-    let prose = schema.check("The files are a.rs and b.rs.").expect_err("prose");
+    let prose = schema
+        .check("The files are a.rs and b.rs.")
+        .expect_err("prose");
     assert!(prose.starts_with("the answer is not JSON"), "{prose}");
     assert!(AnswerSchema::new(json!({"type": 7})).is_err());
 }
