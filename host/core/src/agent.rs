@@ -805,6 +805,17 @@ impl Agent {
                 .filter(|t| self.offers(&t.spec.name))
                 .map(|t| t.spec),
         );
+        // What a server says of its tools reaches the model as its results
+        // do: untrusted.
+        for tool in self.dispatcher.mcp().tools() {
+            let said = format!("{} {}", tool.spec.description, tool.spec.input_schema);
+            let source = format!(
+                "the description of `{}`, from mcp:{}",
+                tool.spec.name,
+                tool.server()
+            );
+            self.dispatcher.taint(&said, &source);
+        }
         let host = self.dispatcher.host_specs();
         let git_status = self.git_status.clone();
         let mut system = self.hooks.system_prompt(crate::context::system_prompt(

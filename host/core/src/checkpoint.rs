@@ -82,6 +82,8 @@ pub struct Checkpoints {
     turn: AtomicU32,
     /// Appends of concurrent calls do not interleave.
     lock: Mutex<()>,
+    /// The files this session changed, as recorded.
+    changed: Mutex<std::collections::HashSet<PathBuf>>,
 }
 
 impl Checkpoints {
@@ -92,6 +94,7 @@ impl Checkpoints {
             objects: objects_dir(log),
             turn: AtomicU32::new(0),
             lock: Mutex::new(()),
+            changed: Mutex::default(),
         }
     }
 
@@ -118,6 +121,13 @@ impl Checkpoints {
             .map_err(|_| std::io::Error::other("poisoned"))?;
         if let Some(dir) = self.record.parent() {
             std::fs::create_dir_all(dir)?;
+        }
+        if let Ok(mut changed) = self.changed.lock() {
+            for line in lines {
+                if let Line::Change { path, .. } = line {
+                    changed.insert(path.clone());
+                }
+            }
         }
         let mut text = String::new();
         for line in lines {
@@ -155,6 +165,11 @@ impl crate::runtime::Checkpoint for Checkpoints {
 
     fn cap(&self) -> u64 {
         MAX_CHECKPOINT_BYTES
+    }
+
+    /// A poisoned set counts every file as changed.
+    fn changed(&self, path: &Path) -> bool {
+        self.changed.lock().map_or(true, |c| c.contains(path))
     }
 }
 
@@ -633,6 +648,7 @@ impl Plan {
             objects: self.objects.clone(),
             turn: AtomicU32::new(self.turn),
             lock: Mutex::new(()),
+            changed: Mutex::default(),
         };
         let undone: Vec<Line> = self.turns.iter().map(|&turn| Line::Undo { turn }).collect();
         store

@@ -28,7 +28,9 @@
 //! keeps from one call to the next outside the files the host tracks.
 
 use crate::log::Record;
-use crate::policy::{DEFAULT_SECRETS, DEFAULT_UNTRUSTED, GlobsError, GuardSettings, Held, globs};
+use crate::policy::{
+    DEFAULT_SECRETS, DEFAULT_UNTRUSTED, GlobsError, GuardSettings, Held, globs, significant,
+};
 use crate::protocol::{Event, Label, LabelKind};
 use crate::runtime::Touched;
 use globset::GlobSet;
@@ -326,35 +328,76 @@ impl Labels {
 /// so it inherits their labels.
 pub fn held_from(records: &[Record]) -> Held {
     let mut held = Held::default();
+    let mut args: std::collections::HashMap<&str, &str> = std::collections::HashMap::new();
     for record in records {
         match &record.event {
-            Event::ToolCallEnd { outcome, name, .. } => {
-                held.add(&outcome.labels);
-                take_values(&mut held, &outcome.labels, name, &outcome.content);
+            Event::ToolCallBegin { call } => {
+                args.insert(call.id.as_str(), call.arguments.as_str());
             }
-            Event::UserMessage { text } => held.values.add_trusted(text),
+            Event::ToolCallEnd {
+                call_id,
+                outcome,
+                name,
+                ..
+            } => {
+                held.add(&outcome.labels);
+                let asked = args.get(call_id.as_str()).copied().unwrap_or_default();
+                Taught::of(&outcome.labels, name, &outcome.content, asked, false).into(&mut held);
+            }
+            Event::UserMessage { text } => held.values.add_trusted(significant(text)),
             _ => {}
         }
     }
     held
 }
 
-/// Takes the significant values of a result of `tool` labelled `labels`
-/// into `held`: untrusted when any of its content is, trusted when all of it
-/// came from the workspace; a result that touched nothing the host tracks
-/// (a program without the network, a host tool) teaches nothing.
-fn take_values(held: &mut Held, labels: &[Label], tool: &str, text: &str) {
-    let untrusted: Vec<&str> = labels
-        .iter()
-        .filter(|l| l.kind == LabelKind::Untrusted)
-        .map(|l| l.source.as_str())
-        .take(2)
-        .collect();
-    if !untrusted.is_empty() {
-        let source = format!("the result of `{tool}`, from {}", untrusted.join(", "));
-        held.values.add_untrusted(text, &source);
-    } else if !labels.is_empty() {
-        held.values.add_trusted(text);
+/// What one result teaches the injection guard, found before any lock is
+/// taken: its values, untrusted (with where from) or trusted, or nothing.
+pub enum Taught {
+    /// Values of content from an untrusted source, and where from.
+    Untrusted(Vec<String>, String),
+    /// Values of the workspace's own files.
+    Trusted(Vec<String>),
+    /// Nothing: no label, a secret, or a file the session changed.
+    Nothing,
+}
+
+impl Taught {
+    /// What a result of `tool` labelled `labels`, with `text`, teaches: a
+    /// result with any untrusted label is untrusted; one whose every label
+    /// is the workspace's, of files the session did not change
+    /// (`changed`), is trusted, without the values of the call's own
+    /// `args` (a tool that repeats its arguments, as a search that found
+    /// nothing does, launders nothing); anything else (no label, a
+    /// secret's) teaches nothing.
+    pub fn of(labels: &[Label], tool: &str, text: &str, args: &str, changed: bool) -> Self {
+        let untrusted: Vec<&str> = labels
+            .iter()
+            .filter(|l| l.kind == LabelKind::Untrusted)
+            .map(|l| l.source.as_str())
+            .take(2)
+            .collect();
+        if !untrusted.is_empty() {
+            let source = format!("the result of `{tool}`, from {}", untrusted.join(", "));
+            return Taught::Untrusted(significant(text), source);
+        }
+        let own = !labels.is_empty() && labels.iter().all(|l| l.kind == LabelKind::Workspace);
+        if !own || changed {
+            return Taught::Nothing;
+        }
+        let asked: std::collections::HashSet<String> = significant(args).into_iter().collect();
+        let mut found = significant(text);
+        found.retain(|v| !asked.contains(v));
+        Taught::Trusted(found)
+    }
+
+    /// Adds what was taught to `held`.
+    pub fn into(self, held: &mut Held) {
+        match self {
+            Taught::Untrusted(found, source) => held.values.add_untrusted(found, &source),
+            Taught::Trusted(found) => held.values.add_trusted(found),
+            Taught::Nothing => {}
+        }
     }
 }
 
@@ -397,22 +440,30 @@ impl Tracker {
         self.held.clone()
     }
 
-    /// Adds one result of `tool`, its labels and its `text`, to what the
-    /// session holds.
-    pub fn absorb(&self, labels: &[Label], tool: &str, text: Option<&str>) {
+    /// Adds one result's labels, and what it `taught` the injection
+    /// guard, to what the session holds.
+    pub fn absorb(&self, labels: &[Label], taught: Taught) {
         if let Ok(mut held) = self.held.lock() {
             held.add(labels);
-            if let Some(text) = text {
-                take_values(&mut held, labels, tool, text);
-            }
+            taught.into(&mut held);
         }
     }
 
     /// Takes `text`, which the user wrote, as trusted: its values pass the
     /// injection guard.
     pub fn trust(&self, text: &str) {
+        let found = significant(text);
         if let Ok(mut held) = self.held.lock() {
-            held.values.add_trusted(text);
+            held.values.add_trusted(found);
+        }
+    }
+
+    /// Takes `text` (from `source`) as untrusted: what an MCP server says
+    /// of its tools reaches the model as its results do.
+    pub fn taint(&self, text: &str, source: &str) {
+        let found = significant(text);
+        if let Ok(mut held) = self.held.lock() {
+            held.values.add_untrusted(found, source);
         }
     }
 

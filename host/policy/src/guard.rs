@@ -153,6 +153,14 @@ pub struct Reach {
 }
 
 impl Reach {
+    /// Whether the call could send nothing anywhere.
+    pub fn is_empty(&self) -> bool {
+        self.hosts.is_empty()
+            && self.networked_programs.is_empty()
+            && self.outside_writes.is_empty()
+            && self.sinks.is_empty()
+    }
+
     /// What the call could reach for a plugin whose grants are `net`
     /// (`host:port`), `programs` (name, network) and `writable_outside`.
     pub fn of(

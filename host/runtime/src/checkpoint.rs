@@ -49,6 +49,13 @@ pub trait Checkpoint: Send + Sync {
 
     /// Files larger than this many bytes are recorded as too big.
     fn cap(&self) -> u64;
+
+    /// Whether this session changed the file at `path` (absolute): what
+    /// it reads back is not the user's own.
+    fn changed(&self, path: &std::path::Path) -> bool {
+        let _ = path;
+        false
+    }
 }
 
 tokio::task_local! {

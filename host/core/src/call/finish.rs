@@ -108,7 +108,19 @@ impl Dispatcher {
             let diff = tracker.classifier.diff_labels(&call.name, text);
             add(diff, &mut labels);
         }
-        tracker.absorb(&labels, &call.name, outcome.text());
+        // A file this session changed is not the user's own: reading it
+        // back must not make what was written trusted.
+        let changed = self
+            .checkpoint
+            .as_ref()
+            .is_some_and(|c| touched.reads.iter().any(|p| c.changed(p)));
+        let taught = match outcome.text() {
+            Some(text) => {
+                crate::provenance::Taught::of(&labels, &call.name, text, &call.arguments, changed)
+            }
+            None => crate::provenance::Taught::Nothing,
+        };
+        tracker.absorb(&labels, taught);
         labels
     }
 

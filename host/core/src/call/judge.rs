@@ -135,7 +135,16 @@ impl Dispatcher {
         use crate::protocol::Effect;
         let sink = match &checked.target {
             Target::Plugin(plugin) => plugin.decl().sinks.contains(&checked.call.name),
-            Target::Mcp(tool) => tool.is_sink(),
+            // A server that may send or write outside: its tools, whatever
+            // they declare.
+            Target::Mcp(tool) => {
+                let workspace = self
+                    .tracker
+                    .as_ref()
+                    .map(|t| t.classifier.workspace().to_path_buf())
+                    .unwrap_or_default();
+                tool.is_sink() || !tool.reach(&workspace).is_empty()
+            }
             Target::Host => return false,
         };
         sink || checked

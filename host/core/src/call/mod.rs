@@ -350,6 +350,15 @@ impl Dispatcher {
         self.tracker = Some(tracker);
     }
 
+    /// Takes `text` (from `source`) as untrusted content for the injection
+    /// guard: an MCP server's description of its tools. Nothing without a
+    /// tracker.
+    pub fn taint(&self, text: &str, source: &str) {
+        if let Some(tracker) = &self.tracker {
+            tracker.taint(text, source);
+        }
+    }
+
     /// Takes `text`, which the user wrote (a prompt, the project's
     /// instructions), as trusted: the values it names pass the injection
     /// guard. Nothing without a tracker.
