@@ -636,7 +636,8 @@ fn a_person_who_approves_an_untrusted_value_lets_it_pass_for_the_session() {
         guard.contains("injection guard")
             && guard.contains(&format!("{}?log=parsing-is-faster", web.collect_url()))
             && guard.contains("the result of `web_fetch`")
-            && guard.contains("and approving it lets all 2 values pass for the rest of the session"),
+            && guard
+                .contains("and approving it lets all 2 values pass for the rest of the session"),
         "{guard}"
     );
     assert_eq!(find(&events, "permission", "c2")["decision"], "approved");

@@ -56,7 +56,7 @@ pub mod provenance;
 mod schema;
 pub mod session;
 
-pub use schema::{AnswerSchema, BadSchema};
+pub use schema::{AnswerMismatch, AnswerSchema, BadSchema};
 pub mod words;
 pub mod worktree;
 

@@ -175,11 +175,10 @@ impl AnswerSchema {
     /// alone or in one fenced code block); otherwise what is wrong, in
     /// words, each fault with its path (`answer.items[0] must be string,
     /// got integer`).
-    pub fn check(&self, text: &str) -> Result<Value, String> {
+    pub fn check(&self, text: &str) -> Result<Value, AnswerMismatch> {
         let json = unfenced(text.trim());
-        let value: Value = serde_json::from_str(json).map_err(|e| {
-            format!("the answer is not JSON ({e}); answer with the JSON value alone")
-        })?;
+        let value: Value =
+            serde_json::from_str(json).map_err(|e| AnswerMismatch::NotJson(e.to_string()))?;
         let (schemas, index) = &*self.compiled;
         schemas.validate(&value, *index).map_err(|e| {
             let mut mismatch = describe(&e, &self.source, &value);
@@ -188,10 +187,22 @@ impl AnswerSchema {
                     *fault = format!("answer{rest}");
                 }
             }
-            mismatch.to_string()
+            AnswerMismatch::Faults(mismatch)
         })?;
         Ok(value)
     }
+}
+
+/// How a final answer does not fit its schema.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AnswerMismatch {
+    /// It is not a JSON text.
+    #[error("the answer is not JSON ({0}); answer with the JSON value alone")]
+    NotJson(String),
+    /// It is JSON, with these faults (`answer.files[0] must be string, got
+    /// integer`).
+    #[error("{0}")]
+    Faults(Mismatch),
 }
 
 /// The body of one fenced code block that is the whole of `text`

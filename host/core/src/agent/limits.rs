@@ -100,7 +100,7 @@ impl Agent {
                 self.rejected = 0;
                 return Ok(Fit::Yes);
             }
-            Err(reason) => reason,
+            Err(reason) => reason.to_string(),
         };
         self.rejected += 1;
         if self.rejected > ANSWER_RETRIES {
