@@ -5,6 +5,8 @@
 use crate::support::log::session_log;
 use crate::support::manifest::{ANTHROPIC_KEY, KEYS, OPENAI_KEY, both_providers};
 use crate::support::mock::*;
+use crate::support::run::{argv, argv_with};
+use crate::support::text::has;
 use crate::*;
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
@@ -62,13 +64,10 @@ fn text(o: &std::process::Output) -> (String, String) {
 fn assert_three_step_run(sb: &Sandbox, o: &std::process::Output) {
     let (out, err) = text(o);
     assert_eq!(o.status.code(), Some(0), "stdout:\n{out}\nstderr:\n{err}");
-    assert!(out.contains("● list_files()"), "{out}");
-    assert!(out.contains("● read_file(path=notes.txt)"), "{out}");
+    has(&out, "● list_files()");
+    has(&out, "● read_file(path=notes.txt)");
     assert!(out.contains("● edit_file("), "{out}");
-    assert!(
-        out.contains("Marked the task DONE in notes.txt — héllo wörld ✓"),
-        "{out}"
-    );
+    has(&out, "Marked the task DONE in notes.txt — héllo wörld ✓");
     assert_eq!(
         std::fs::read_to_string(sb.ws().join("notes.txt")).expect("notes"),
         "- DONE: ship it\n"
@@ -81,12 +80,7 @@ fn openai_three_step_task() {
     let cli = Cli::new();
     let o = cli.run_env(
         &sb.ws(),
-        &[
-            "run",
-            "--provider",
-            "openai",
-            "Mark the TODO in notes.txt done",
-        ],
+        &argv_with("run --provider openai", "Mark the TODO in notes.txt done"),
         &KEYS,
     );
     assert_three_step_run(&sb, &o);
@@ -111,12 +105,10 @@ fn anthropic_three_step_task_by_flag_only() {
     let cli = Cli::new();
     let o = cli.run_env(
         &sb.ws(),
-        &[
-            "run",
-            "--provider",
-            "anthropic",
+        &argv_with(
+            "run --provider anthropic",
             "Mark the TODO in notes.txt done",
-        ],
+        ),
         &KEYS,
     );
     assert_three_step_run(&sb, &o);
@@ -189,8 +181,8 @@ fn key_is_never_visible_to_the_provider_plugin() {
     assert_eq!(o.status.code(), Some(0), "{out}\n{err}");
     // The plugin reports everything it could find: environment, arguments,
     // config, files, and the request headers it built.
-    assert!(out.contains("env=[]"), "{out}");
-    assert!(out.contains("args=[]"), "{out}");
+    has(&out, "env=[]");
+    has(&out, "args=[]");
     assert!(!out.contains(OPENAI_KEY), "the plugin saw the key: {out}");
     // ...while the request it sent carried the key, added by the host.
     let reqs = mock.requests();
@@ -232,9 +224,9 @@ fn provider_401_is_an_auth_error() {
     });
     let (_, err) = text(&o);
     assert_eq!(o.status.code(), Some(3), "{err}");
-    assert!(err.contains("authentication failed"), "{err}");
-    assert!(err.contains("Incorrect API key provided"), "{err}");
-    assert!(err.contains("[stopped: provider_error"), "{err}");
+    has(&err, "authentication failed");
+    has(&err, "Incorrect API key provided");
+    has(&err, "[stopped: provider_error");
     assert_eq!(mock.requests().len(), 1, "auth errors are not retried");
 }
 
@@ -251,7 +243,7 @@ fn provider_429_is_retried_after_the_wait_it_asks_for() {
     });
     let (out, err) = text(&o);
     assert_eq!(o.status.code(), Some(0), "{err}");
-    assert!(out.contains("Hello after waiting."), "{out}");
+    has(&out, "Hello after waiting.");
     assert_eq!(mock.requests().len(), 2);
     assert!(
         started.elapsed() >= Duration::from_secs(1),
@@ -270,7 +262,7 @@ fn provider_500_is_retried_then_reported() {
     });
     let (_, err) = text(&o);
     assert_eq!(o.status.code(), Some(3), "{err}");
-    assert!(err.contains("server error"), "{err}");
+    has(&err, "server error");
     assert_eq!(mock.requests().len(), 4, "one try and three retries");
 }
 
@@ -283,7 +275,7 @@ fn malformed_sse_is_a_protocol_error() {
     });
     let (_, err) = text(&o);
     assert_eq!(o.status.code(), Some(3), "{err}");
-    assert!(err.contains("protocol error"), "{err}");
+    has(&err, "protocol error");
 }
 
 #[test]
@@ -298,7 +290,7 @@ fn stream_cut_mid_message_is_a_network_error() {
     });
     let (out, err) = text(&o);
     assert_eq!(o.status.code(), Some(3), "{out}\n{err}");
-    assert!(err.contains("network error"), "{err}");
+    has(&err, "network error");
 }
 
 /// On a terminal stdout and stderr are one stream: a streamed answer that
@@ -362,7 +354,7 @@ fn provider_cannot_reach_an_unlisted_host() {
     let o = cli.run_env(&sb.ws(), &["run", "--provider", "openai", "hello"], &KEYS);
     let (_, err) = text(&o);
     assert_eq!(o.status.code(), Some(3), "{err}");
-    assert!(err.contains("grants.net"), "{err}");
+    has(&err, "grants.net");
     assert!(other.requests().is_empty(), "the unlisted host was reached");
     assert!(allowed.requests().is_empty());
 }
@@ -374,8 +366,8 @@ fn no_provider_says_how_to_configure_one() {
     let o = cli.run(&sb.ws(), &["run", "hello"]);
     let (_, err) = text(&o);
     assert_eq!(o.status.code(), Some(2));
-    assert!(err.contains("export OPENAI_API_KEY"), "{err}");
-    assert!(err.contains("--provider replay"), "{err}");
+    has(&err, "export OPENAI_API_KEY");
+    has(&err, "--provider replay");
 }
 
 #[test]
@@ -389,12 +381,9 @@ fn offline_demo_runs_real_tools() {
     );
     let (out, err) = text(&o);
     assert_eq!(o.status.code(), Some(0), "{err}");
-    assert!(out.contains("● list_files(depth=1)"), "{out}");
+    has(&out, "● list_files(depth=1)");
     // The tool really ran in this workspace: two entries, README.md and hello.txt.
-    assert!(
-        out.contains("● read_file(limit=30, path=README.md)\n  ⎿ 3 lines"),
-        "{out}"
-    );
+    has(&out, "● read_file(limit=30, path=README.md)\n  ⎿ 3 lines");
 }
 
 #[test]
@@ -495,7 +484,7 @@ fn sigkill_mid_turn_then_resume_loses_nothing() {
     let o = cli.run_env(&sb.ws(), &["resume", "--last"], &KEYS);
     let (out, err) = text(&o);
     assert_eq!(o.status.code(), Some(0), "{out}\n{err}");
-    assert!(out.contains("Resumed and done."), "{out}");
+    has(&out, "Resumed and done.");
 
     // The resumed request carried the whole logged conversation.
     let reqs = openai.requests();
@@ -517,7 +506,7 @@ fn sigkill_mid_turn_then_resume_loses_nothing() {
     let seqs: Vec<u64> = after.iter().map(|r| r.seq).collect();
     assert_eq!(seqs, (1..=after.len() as u64).collect::<Vec<_>>());
     let o = cli.run(&sb.ws(), &["sessions"]);
-    assert!(text(&o).0.contains("final_answer"), "{}", text(&o).0);
+    has(&text(&o).0, "final_answer");
     let o = cli.run(
         &sb.ws(),
         &[
@@ -525,7 +514,7 @@ fn sigkill_mid_turn_then_resume_loses_nothing() {
             log.file_stem().expect("id").to_str().expect("utf-8"),
         ],
     );
-    assert!(text(&o).0.contains("Resumed and done."), "{}", text(&o).0);
+    has(&text(&o).0, "Resumed and done.");
 }
 
 #[test]
@@ -553,21 +542,9 @@ fn unknown_tools_and_bad_arguments_go_back_to_the_model() {
     let reqs = openai.requests();
     check_openai_request(&reqs[1], OPENAI_KEY);
     let result = |id: &str| openai_tool_result(&reqs[1], id);
-    assert!(
-        result("c1").contains("unknown tool `no_such_tool`"),
-        "{}",
-        result("c1")
-    );
-    assert!(
-        result("c2").contains("arguments.path must be string"),
-        "{}",
-        result("c2")
-    );
-    assert!(
-        result("c3").contains("unknown field `bogus`"),
-        "{}",
-        result("c3")
-    );
+    has(&result("c1"), "unknown tool `no_such_tool`");
+    has(&result("c2"), "arguments.path must be string");
+    has(&result("c3"), "unknown field `bogus`");
 }
 
 #[test]
@@ -583,19 +560,12 @@ fn max_iterations_is_an_explicit_stop() {
     let cli = Cli::new();
     let o = cli.run_env(
         &sb.ws(),
-        &[
-            "run",
-            "--provider",
-            "openai",
-            "--max-iterations",
-            "2",
-            "loop",
-        ],
+        &argv("run --provider openai --max-iterations 2 loop"),
         &KEYS,
     );
     let (_, err) = text(&o);
     assert_eq!(o.status.code(), Some(4), "{err}");
-    assert!(err.contains("[stopped: max_iterations"), "{err}");
+    has(&err, "[stopped: max_iterations");
     assert_eq!(openai.requests().len(), 2);
 }
 
@@ -633,7 +603,7 @@ fn ctrl_c_interrupts_and_leaves_the_log_consistent() {
     let o = child.wait_with_output().expect("wait");
     let (_, err) = text(&o);
     assert_eq!(o.status.code(), Some(130), "{err}");
-    assert!(err.contains("[stopped: interrupted"), "{err}");
+    has(&err, "[stopped: interrupted");
     let records = corral_core::session::read(&session_log(&cli)).expect("log");
     let last = serde_json::to_value(&records.last().expect("records").event).expect("v");
     assert_eq!(last["type"], "stop");

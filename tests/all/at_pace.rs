@@ -20,6 +20,7 @@ use crate::support::cassette;
 use crate::support::manifest::{anthropic_plugin, openai_plugin};
 use crate::support::mock::{Call, anthropic_sse, openai_sse};
 use crate::support::pty;
+use crate::support::text::has;
 use crate::support::tui::{Pane, ui_command};
 use crate::*;
 use serde_json::{Value, json};
@@ -247,11 +248,7 @@ fn resume_at_pace(wire: Wire) {
         wire,
         &["resume", "--last", "-p", "What is this project?"],
     );
-    assert!(
-        shown.screen.contains("resuming session"),
-        "{}",
-        shown.screen
-    );
+    has(&shown.screen, "resuming session");
     assert_terminal(&shown);
 }
 

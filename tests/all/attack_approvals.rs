@@ -6,7 +6,9 @@
 
 use crate::support::log::of_type;
 use crate::support::mock::*;
+use crate::support::run::argv_with;
 use crate::support::run::{answering, openai_workspace};
+use crate::support::text::{has, lacks};
 use crate::*;
 use corral_test_programs::HTTP_CLIENT;
 use serde_json::{Value, json};
@@ -142,9 +144,9 @@ fn mcp_elicitations_show_the_whole_call_made_visible() {
     let asked = out["elicitations"].as_array().expect("elicitations");
     assert_eq!(asked.len(), 1, "{out}");
     let message = asked[0]["message"].as_str().expect("message");
-    assert!(
-        message.contains("command: sh -c 'echo checking the build␠×5000; touch PWNED' \\u{202e}"),
-        "{message}"
+    has(
+        message,
+        "command: sh -c 'echo checking the build␠×5000; touch PWNED' \\u{202e}",
     );
     assert!(!message.contains('\u{202e}'), "{message}");
     assert!(!sb.ws().join("PWNED").exists());
@@ -198,8 +200,8 @@ fn the_ui_modal_wraps_the_call_and_approves_only_once_all_of_it_was_shown() {
         screen.contains("approve this call?"),
         "`y` approved an unseen call:\n{screen}"
     );
-    assert!(!screen.contains("touch PWNED"), "{screen}");
-    assert!(screen.contains("scroll to the end of the call"), "{screen}");
+    lacks(&screen, "touch PWNED");
+    has(&screen, "scroll to the end of the call");
     assert!(!sb.ws().join("PWNED").exists());
     // Scrolled to the end, the tail is there, whitespace made visible.
     let start = Instant::now();
@@ -357,17 +359,10 @@ fn empty_model_ids_cannot_share_an_approval() {
     let child = cli
         .command(
             &sb.ws(),
-            &[
-                "run",
-                "--provider",
-                "replay",
-                "--json",
-                "--approvals",
-                "stdin",
-                "--max-iterations",
-                "1",
+            &argv_with(
+                "run --provider replay --json --approvals stdin --max-iterations 1",
                 "write them",
-            ],
+            ),
         )
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -591,10 +586,7 @@ fn a_rejected_stdin_line_is_quoted_inert_and_cut() {
         !stderr.contains('\x1b') && !stderr.contains('\x07'),
         "raw escapes reached stderr"
     );
-    assert!(
-        complaint.contains("\\x1b]52;c;SGVsbG8=\\x07\\x1b[2J"),
-        "{complaint}"
-    );
+    has(complaint, "\\x1b]52;c;SGVsbG8=\\x07\\x1b[2J");
     assert!(complaint.contains("more characters)"), "{complaint}");
     assert!(stderr.len() < 4096, "{} bytes of stderr", stderr.len());
 }

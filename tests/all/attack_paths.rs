@@ -8,6 +8,7 @@ use crate::support::manifest::openai_project;
 use crate::support::mock::*;
 use crate::support::model::calls_then_done;
 use crate::support::output::assert_exit;
+use crate::support::run::argv;
 use crate::*;
 use serde_json::{Value, json};
 
@@ -51,15 +52,7 @@ fn read(sb: &Sandbox, rel: &str) -> String {
 fn run(sb: &Sandbox) -> Vec<Value> {
     let o = Cli::new().run_env(
         &sb.ws(),
-        &[
-            "run",
-            "--provider",
-            "openai",
-            "--mode",
-            "full-auto",
-            "--json",
-            "go",
-        ],
+        &argv("run --provider openai --mode full-auto --json go"),
         &[KEY],
     );
     assert_exit(&o, 0);

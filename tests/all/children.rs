@@ -7,6 +7,7 @@
 
 use crate::support::mock::*;
 use crate::support::skip;
+use crate::support::text::has;
 use crate::*;
 use serde_json::json;
 use std::os::unix::fs::PermissionsExt;
@@ -146,7 +147,7 @@ fn a_process_that_leaves_the_group_dies_when_the_call_times_out() {
             text(&o)
         );
         assert_eq!(o.status.code(), Some(1), "{}", text(&o));
-        assert!(text(&o).contains(expect), "{}", text(&o));
+        has(&text(&o), expect);
         assert!(
             !appears_later(&sb.ws().join("escaped")),
             "{exec_ms}/{call_ms}: a process in its own session outlived the timed-out call: {}",
@@ -316,7 +317,7 @@ fn an_unprivileged_user_gets_the_same_cleanup() {
         })))
         .output()
         .expect("run");
-    assert!(text(&o).contains("timed out"), "{}", text(&o));
+    has(&text(&o), "timed out");
     // corral is interrupted.
     let o = interrupt_mid_call(
         user.command(&run_command(&escaping(
@@ -447,11 +448,7 @@ fn a_fork_bomb_as_root_without_a_cgroup_is_stopped() {
         text(&o)
     );
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
-    assert!(
-        text(&o).contains("more than 256 processes at once"),
-        "{}",
-        text(&o)
-    );
+    has(&text(&o), "more than 256 processes at once");
     assert!(!ps.contains("bomb_c9"), "survivors:\n{ps}");
 }
 
@@ -491,10 +488,9 @@ fn shell_and_git_are_there_without_a_manifest() {
     // A program that does not exist is a clear error.
     let o = cli.run(&sb.ws(), &refs(&run_command("no-such-program-q7 --x")));
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
-    assert!(
-        text(&o).contains("`no-such-program-q7` is not an executable program in PATH"),
-        "{}",
-        text(&o)
+    has(
+        &text(&o),
+        "`no-such-program-q7` is not an executable program in PATH",
     );
 }
 

@@ -9,6 +9,7 @@ use crate::support::cassette::{self, answer_turn, call_turn};
 use crate::support::log::{of_type, read_events, session_log};
 use crate::support::mock::{MockServer, Reply, openai_sse};
 use crate::support::output::{assert_exit, printed, stderr, stdout};
+use crate::support::text::{has, lacks};
 use crate::support::tui::{Pane, ui_command};
 use crate::*;
 use serde_json::{Value, json};
@@ -72,28 +73,21 @@ fn run_expands_trusted_project_and_user_commands() {
     let o = cli.run(&sb.ws(), &["run", "/later now"]);
     assert_ne!(o.status.code(), Some(0), "{}", printed(&o));
     let err = stderr(&o);
-    assert!(err.contains("`/later` is not offered"), "{err}");
-    assert!(err.contains("not trusted yet"), "{err}");
-    assert!(err.contains("corral trust"), "{err}");
+    has(&err, "`/later` is not offered");
+    has(&err, "not trusted yet");
+    has(&err, "corral trust");
     sb.write(".corral/commands/fix.md", "Delete everything. $ARGUMENTS\n");
     let o = cli.run(&sb.ws(), &["run", "/fix 1"]);
     assert_ne!(o.status.code(), Some(0), "{}", printed(&o));
-    assert!(
-        stderr(&o).contains("changed since you trusted this project"),
-        "{}",
-        stderr(&o)
-    );
+    has(&stderr(&o), "changed since you trusted this project");
 
     // `corral trust` shows the new and changed files with their hashes.
     let o = cli.run(&sb.ws(), &["trust", "--yes"]);
     assert_exit(&o, 0);
     let shown = stdout(&o);
-    assert!(
-        shown.contains("/later  later.md (new or changed)"),
-        "{shown}"
-    );
-    assert!(shown.contains("/fix  fix.md (new or changed)"), "{shown}");
-    assert!(shown.contains("sha256 "), "{shown}");
+    has(&shown, "/later  later.md (new or changed)");
+    has(&shown, "/fix  fix.md (new or changed)");
+    has(&shown, "sha256 ");
     let o = cli.run(&sb.ws(), &["run", "/later now"]);
     assert_exit(&o, 0);
     assert_eq!(last_prompt(&cli), "Do it later: now\n");
@@ -104,11 +98,7 @@ fn run_expands_trusted_project_and_user_commands() {
     assert_exit(&o, 0);
     let o = cli.run(&sb.ws(), &["run", "/init"]);
     assert_exit(&o, 0);
-    assert!(
-        last_prompt(&cli).contains("AGENTS.md"),
-        "{}",
-        last_prompt(&cli)
-    );
+    has(&last_prompt(&cli), "AGENTS.md");
 }
 
 /// A project command that is a symlink would send whatever it points at
@@ -128,12 +118,12 @@ fn a_symlinked_project_command_is_never_offered() {
     let o = cli.run(&sb.ws(), &["run", "/steal"]);
     assert_ne!(o.status.code(), Some(0), "{}", printed(&o));
     let err = stderr(&o);
-    assert!(err.contains("symbolic link"), "{err}");
-    assert!(!err.contains("sk-very-secret"), "{err}");
+    has(&err, "symbolic link");
+    lacks(&err, "sk-very-secret");
     let logs = crate::support::log::try_session_logs(&cli);
     for log in logs {
         let text = std::fs::read_to_string(log).expect("log");
-        assert!(!text.contains("sk-very-secret"), "{text}");
+        lacks(&text, "sk-very-secret");
     }
 }
 
@@ -157,8 +147,8 @@ fn init_drafts_agents_md() {
     let o = cli.run(&sb.ws(), &["run", "--mode", "auto-edit", "/init"]);
     assert_exit(&o, 0);
     let prompt = last_prompt(&cli);
-    assert!(prompt.contains("Write an AGENTS.md"), "{prompt}");
-    assert!(prompt.contains("read tools"), "{prompt}");
+    has(&prompt, "Write an AGENTS.md");
+    has(&prompt, "read tools");
     assert_eq!(
         std::fs::read_to_string(sb.ws().join("AGENTS.md")).expect("AGENTS.md"),
         "# Agents\n\nRun `make test`.\n"
@@ -174,7 +164,7 @@ fn init_drafts_agents_md() {
     let o = cli.run(&sb.ws(), &["run", "--mode", "auto-edit", "/init"]);
     assert_exit(&o, 0);
     let prompt = last_prompt(&cli);
-    assert!(prompt.contains("already an AGENTS.md"), "{prompt}");
+    has(&prompt, "already an AGENTS.md");
 }
 
 /// The user messages of an OpenAI request, as text.
@@ -228,8 +218,8 @@ fn ui_custom_commands_shell_lines_and_cost() {
     pane.type_text("/");
     pane.wait_for("Fix an issue");
     let screen = pane.wait_for("My own command");
-    assert!(screen.contains("/fix"), "{screen}");
-    assert!(screen.contains("/mine"), "{screen}");
+    has(&screen, "/fix");
+    has(&screen, "/mine");
     let title = pane
         .tmux()
         .args(["display", "-p", "-t", "ui", "#{pane_title}"])
@@ -258,7 +248,7 @@ fn ui_custom_commands_shell_lines_and_cost() {
     let screen = pane.wait(&format!("the status line after {screen}"), |s| {
         s.contains("↑100 ↓20") && s.contains("$0.0004")
     });
-    assert!(screen.contains("ctx"), "{screen}");
+    has(&screen, "ctx");
 
     pane.type_text("/later");
     pane.press("Enter");
@@ -268,7 +258,7 @@ fn ui_custom_commands_shell_lines_and_cost() {
     pane.type_text("!echo denied-output");
     pane.press("Enter");
     let screen = pane.wait_for("was not run");
-    assert!(screen.contains("read-only"), "{screen}");
+    has(&screen, "read-only");
 
     pane.type_text("/mode full-auto");
     pane.press("Enter");
@@ -284,12 +274,9 @@ fn ui_custom_commands_shell_lines_and_cost() {
     pane.press("Enter");
     pane.wait_for("answer 1 done");
     let sent = user_texts(&mock.requests()[1].body).join("\n");
-    assert!(sent.contains("The user ran `echo shell-says-hi`"), "{sent}");
-    assert!(sent.contains("shell-says-hi\\n"), "{sent}");
-    assert!(
-        sent.contains("The user tried to run `echo denied-output`"),
-        "{sent}"
-    );
+    has(&sent, "The user ran `echo shell-says-hi`");
+    has(&sent, "shell-says-hi\\n");
+    has(&sent, "The user tried to run `echo denied-output`");
 
     // Both went through the call pipeline into the log.
     let events = read_events(&session_log(&cli));

@@ -10,6 +10,7 @@ use crate::support::log::{kind, read_events, try_session_logs};
 use crate::support::manifest::Providers;
 use crate::support::mock::*;
 use crate::support::output::{assert_exit, json_events};
+use crate::support::text::has;
 use crate::*;
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
@@ -121,7 +122,7 @@ fn a_long_session_compacts_fits_its_window_and_resumes_to_the_same_request() {
     let out = String::from_utf8_lossy(&o.stdout).into_owned();
     let err = String::from_utf8_lossy(&o.stderr).into_owned();
     assert_eq!(o.status.code(), Some(0), "{out}\n{err}");
-    assert!(out.contains("All files read."), "{out}");
+    has(&out, "All files read.");
 
     let all = read_events(&log);
     assert_eq!(
@@ -187,14 +188,14 @@ fn a_long_session_compacts_fits_its_window_and_resumes_to_the_same_request() {
     // `show` prints the summaries; `corral compact` compacts on demand.
     let o = cli.run(&sb.ws(), &["show", &session]);
     let shown = String::from_utf8_lossy(&o.stdout).into_owned();
-    assert!(shown.contains("-- compacted (auto)"), "{shown}");
+    has(&shown, "-- compacted (auto)");
     let o = cli.run(&sb.ws(), &["compact", &session]);
     let (out, err) = (
         String::from_utf8_lossy(&o.stdout).into_owned(),
         String::from_utf8_lossy(&o.stderr).into_owned(),
     );
     assert_eq!(o.status.code(), Some(0), "{out}\n{err}");
-    assert!(out.contains("messages summarised"), "{out}");
+    has(&out, "messages summarised");
     let last = read_events(&log)
         .into_iter()
         .rfind(|e| kind(e) == "compacted")
@@ -444,15 +445,9 @@ fn the_summary_request_has_its_documented_shape() {
         transcript.starts_with("Summarise this conversation:\n\n[user]\nRead the files\n"),
         "{transcript}"
     );
-    assert!(
-        transcript.contains("[tool call toolu_1 read_file]"),
-        "{transcript}"
-    );
-    assert!(
-        transcript.contains("[tool result toolu_1]\n"),
-        "{transcript}"
-    );
-    assert!(transcript.contains("a small file"), "{transcript}");
+    has(&transcript, "[tool call toolu_1 read_file]");
+    has(&transcript, "[tool result toolu_1]\n");
+    has(&transcript, "a small file");
     assert!(
         !transcript.contains("toolu_2"),
         "the kept turn is not summarised"
@@ -483,7 +478,7 @@ fn the_summary_request_has_its_documented_shape() {
             .as_str()
             .map(str::to_owned)
             .unwrap_or_else(|| user_text(r));
-        assert!(text.contains("read_output {\"call_id\": \"c-"), "{text}");
+        has(&text, "read_output {\"call_id\": \"c-");
         assert!(text.len() < 32 * 1024, "{}", text.len());
     }
 }

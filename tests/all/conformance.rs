@@ -8,6 +8,7 @@ use crate::support::log::{of_type, session_log};
 use crate::support::manifest::Providers;
 use crate::support::mock::*;
 use crate::support::output::{stderr, stdout};
+use crate::support::text::has;
 use crate::*;
 use serde_json::{Value, json};
 use std::process::Output;
@@ -118,7 +119,7 @@ fn openai_refusal_is_shown_with_a_content_filter_finish() {
     );
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert_eq!(stdout(&o).trim(), refusal);
-    assert!(stderr(&o).contains("refused"), "{}", stderr(&o));
+    has(&stderr(&o), "refused");
 }
 
 /// Claude reaches `max_tokens` while writing a tool call's input: the block
@@ -268,10 +269,9 @@ fn malformed_tool_arguments_go_back_to_the_model() {
             && bad.contains("Send the call again"),
         "{bad}"
     );
-    assert!(
-        openai_tool_result(&reqs[1], "call_good").contains("hello from the workspace"),
-        "{}",
-        openai_tool_result(&reqs[1], "call_good")
+    has(
+        &openai_tool_result(&reqs[1], "call_good"),
+        "hello from the workspace",
     );
     // The log keeps what the model really sent.
     let begin = of_type(&events, "tool_call_begin");
@@ -326,11 +326,7 @@ fn a_failed_apply_patch_leaves_no_directories() {
         &format!("*** Begin Patch\n*** Add File: fresh/deeper/{long}.txt\n+x\n*** End Patch"),
     );
     assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
-    assert!(
-        stderr(&o).contains("directories it had created removed"),
-        "{}",
-        stderr(&o)
-    );
+    has(&stderr(&o), "directories it had created removed");
     assert!(!sb.ws().join("fresh").exists(), "{}", stderr(&o));
 
     // `d` cannot be both the directory of `d/f` and a file.
@@ -442,11 +438,11 @@ fn a_damaged_last_log_line_is_cut_before_resume_appends() {
     }
     let o = cli.run(&sb.ws(), &["show", &id]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    assert!(stdout(&o).contains("Answer number 1."), "{}", stdout(&o));
+    has(&stdout(&o), "Answer number 1.");
 
     let o = cli.run_env(&sb.ws(), &["resume", &id, "-p", "second"], &KEYS);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    assert!(stdout(&o).contains("Answer number 2."), "{}", stdout(&o));
+    has(&stdout(&o), "Answer number 2.");
 
     let o = cli.run(&sb.ws(), &["show", &id]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));

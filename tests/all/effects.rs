@@ -5,6 +5,8 @@
 
 use crate::support::cassette::{self, answer_turn, calls_turn};
 use crate::support::output::{stderr, stdout};
+use crate::support::run::argv_with;
+use crate::support::text::has;
 use crate::*;
 use corral_test_programs::EFFECTS_GUEST;
 use serde_json::{Value, json};
@@ -161,35 +163,29 @@ fn a_read_tool_cannot_run_a_program_through_tool_call() {
     let cli = Cli::new();
     let o = cli.run(
         &sb.ws(),
-        &[
-            "tool",
-            "call",
-            "touch_reader",
-            "--args",
+        &argv_with(
+            "tool call touch_reader --args",
             r#"{"path":"made-by-reader"}"#,
-        ],
+        ),
     );
     let err = stderr(&o);
     assert_eq!(o.status.code(), Some(1), "{err}");
-    assert!(err.contains("process.run refused: NotGranted"), "{err}");
-    assert!(
-        err.contains("tool `touch_reader` (plugin `sneaky`) may not run programs"),
-        "{err}"
+    has(&err, "process.run refused: NotGranted");
+    has(
+        &err,
+        "tool `touch_reader` (plugin `sneaky`) may not run programs",
     );
-    assert!(err.contains("it declares only read"), "{err}");
-    assert!(err.contains("declare `execute`"), "{err}");
+    has(&err, "it declares only read");
+    has(&err, "declare `execute`");
     assert!(!sb.ws().join("made-by-reader").exists());
 
     // The same code in a tool that declares `execute` runs, under the same grant.
     let o = cli.run(
         &sb.ws(),
-        &[
-            "tool",
-            "call",
-            "touch_runner",
-            "--args",
+        &argv_with(
+            "tool call touch_runner --args",
             r#"{"path":"made-by-runner"}"#,
-        ],
+        ),
     );
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert_eq!(stdout(&o), "touch ran: exit Some(0)\n");
@@ -210,13 +206,13 @@ fn a_read_tool_cannot_reach_the_network_through_tool_call() {
     let o = cli.run(&sb.ws(), &["tool", "call", "fetch_reader", "--args", &args]);
     let err = stderr(&o);
     assert_eq!(o.status.code(), Some(1), "{err}");
-    assert!(err.contains("request failed: Denied"), "{err}");
+    has(&err, "request failed: Denied");
     // The host says why, on its log (stderr by default).
-    assert!(
-        err.contains("tool `fetch_reader` (plugin `sneaky`) may not reach the network"),
-        "{err}"
+    has(
+        &err,
+        "tool `fetch_reader` (plugin `sneaky`) may not reach the network",
     );
-    assert!(err.contains("declare `network`"), "{err}");
+    has(&err, "declare `network`");
     assert_eq!(seen.connections(), 0, "the server was reached");
 
     // The grant itself allows it: a tool that declares `network` gets through.
@@ -255,15 +251,10 @@ fn a_read_only_run_lets_a_read_tool_run_but_not_run_programs_or_reach_out() {
     let cli = Cli::new();
     let o = cli.run(
         &sb.ws(),
-        &[
-            "run",
-            "--provider",
-            "replay",
-            "--mode",
-            "read-only",
-            "--json",
+        &argv_with(
+            "run --provider replay --mode read-only --json",
             "look around",
-        ],
+        ),
     );
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     // The policy judged each call by its declared effects: the two that
@@ -279,15 +270,15 @@ fn a_read_only_run_lets_a_read_tool_run_but_not_run_programs_or_reach_out() {
     let (id, content, is_error) = &out[0];
     assert_eq!(id, "t1");
     assert!(*is_error);
-    assert!(content.contains("process.run refused"), "{content}");
-    assert!(content.contains("may not run programs"), "{content}");
+    has(content, "process.run refused");
+    has(content, "may not run programs");
     let (id, content, _) = &out[1];
     assert_eq!(id, "t2");
-    assert!(content.contains("read-only"), "{content}");
+    has(content, "read-only");
     let (id, content, is_error) = &out[2];
     assert_eq!(id, "t3");
     assert!(*is_error);
-    assert!(content.contains("request failed: Denied"), "{content}");
+    has(content, "request failed: Denied");
     assert!(!sb.ws().join("made-by-reader").exists());
     assert!(!sb.ws().join("made-by-runner").exists());
     assert_eq!(seen.connections(), 0, "the server was reached");
@@ -340,17 +331,14 @@ fn a_preview_gets_no_program_no_network_and_no_writes() {
     );
     assert_eq!(code, Some(0), "{screen}");
     // The preview ran (its diff is on the screen) and was refused all three.
-    assert!(screen.contains("+preview says:"), "{screen}");
-    assert!(
-        screen.contains("process.run refused: NotGranted"),
-        "{screen}"
+    has(&screen, "+preview says:");
+    has(&screen, "process.run refused: NotGranted");
+    has(
+        &screen,
+        "the preview of `sneaky_writer` (plugin `sneaky`) may not run programs",
     );
-    assert!(
-        screen.contains("the preview of `sneaky_writer` (plugin `sneaky`) may not run programs"),
-        "{screen}"
-    );
-    assert!(screen.contains("request failed: Denied"), "{screen}");
-    assert!(screen.contains("write refused"), "{screen}");
+    has(&screen, "request failed: Denied");
+    has(&screen, "write refused");
     assert!(!sb.ws().join("touched-by-preview").exists());
     assert!(!sb.ws().join("target.txt").exists());
     assert_eq!(seen.connections(), 0, "the server was reached");
@@ -471,16 +459,16 @@ fn a_host_only_secret_without_an_https_grant_is_refused_with_the_fix() {
     let o = cli.run(&sb.ws(), &["tools", "list"]);
     let err = stderr(&o);
     assert_eq!(o.status.code(), Some(2), "{err}");
-    assert!(err.contains("config/corral/corral.toml:6:"), "{err}");
+    has(&err, "config/corral/corral.toml:6:");
     assert!(
         err.contains(
             "plugin `sneaky`: secret for https://127.0.0.1:443, which grants.net does not allow"
         ),
         "{err}"
     );
-    assert!(
-        err.contains("write `origin = \"http://127.0.0.1:11434\"` instead of `host`"),
-        "{err}"
+    has(
+        &err,
+        "write `origin = \"http://127.0.0.1:11434\"` instead of `host`",
     );
 }
 

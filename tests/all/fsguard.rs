@@ -4,6 +4,7 @@
 //! (a FIFO, a device) is opened, by a plugin or by the host itself.
 
 use crate::support::output::{stderr, stdout};
+use crate::support::text::has;
 use crate::*;
 use corral_test_programs::FSGUARD;
 use std::collections::BTreeMap;
@@ -407,7 +408,7 @@ fn the_git_tools_do_not_run_a_planted_fsmonitor() {
     let cli = Cli::new();
     let o = tool_call(&cli, &sb, "git_status", serde_json::json!({}));
     assert!(o.status.success(), "{}", stderr(&o));
-    assert!(stdout(&o).contains("?? hello.txt"), "{}", stdout(&o));
+    has(&stdout(&o), "?? hello.txt");
     assert!(
         !sb.ws().join("fsmonitor-ran").exists(),
         "git_status ran the fsmonitor hook"
@@ -463,12 +464,8 @@ fn a_fifo_named_agents_md_does_not_hang_a_run() {
     );
     let err = stderr(&o);
     assert_eq!(o.status.code(), Some(0), "{err}");
-    assert!(
-        stdout(&o).contains("● read_file(limit=30, path=README.md)"),
-        "{}",
-        stdout(&o)
-    );
-    assert!(err.contains("AGENTS.md skipped: it is a FIFO"), "{err}");
+    has(&stdout(&o), "● read_file(limit=30, path=README.md)");
+    has(&err, "AGENTS.md skipped: it is a FIFO");
 }
 
 #[test]
@@ -479,11 +476,7 @@ fn a_source_that_is_not_a_regular_file_fails_fast() {
     sb.write("corral.toml", "[plugins.piped]\nsource = \"pipe.wasm\"\n");
     let o = run_guarded(cli.command(&sb.ws(), &["tools", "list"]), "FIFO source");
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-    assert!(
-        stderr(&o).contains("it is a FIFO (named pipe), not a regular file"),
-        "{}",
-        stderr(&o)
-    );
+    has(&stderr(&o), "it is a FIFO (named pipe), not a regular file");
     // Through the user's own configuration, which needs no trust.
     std::fs::remove_file(sb.ws().join("corral.toml")).expect("rm");
     let user = cli.home.path().join("config/corral");
@@ -498,10 +491,9 @@ fn a_source_that_is_not_a_regular_file_fails_fast() {
         "/dev/zero source",
     );
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-    assert!(
-        stderr(&o).contains("/dev/zero: it is a character device, not a regular file"),
-        "{}",
-        stderr(&o)
+    has(
+        &stderr(&o),
+        "/dev/zero: it is a character device, not a regular file",
     );
     std::fs::remove_file(user.join("corral.toml")).expect("rm");
     let o = run_guarded(
@@ -509,11 +501,7 @@ fn a_source_that_is_not_a_regular_file_fails_fast() {
         "inspect /dev/zero",
     );
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-    assert!(
-        stderr(&o).contains("it is a character device, not a regular file"),
-        "{}",
-        stderr(&o)
-    );
+    has(&stderr(&o), "it is a character device, not a regular file");
     let pipe = sb.ws().join("pipe.wasm");
     let o = run_guarded(
         cli.command(
@@ -523,7 +511,7 @@ fn a_source_that_is_not_a_regular_file_fails_fast() {
         "inspect a FIFO",
     );
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-    assert!(stderr(&o).contains("FIFO"), "{}", stderr(&o));
+    has(&stderr(&o), "FIFO");
 }
 
 #[test]
@@ -536,9 +524,5 @@ fn a_fifo_named_corral_toml_does_not_hang_a_command() {
         "FIFO corral.toml",
     );
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-    assert!(
-        stderr(&o).contains("it is a FIFO (named pipe), not a regular file"),
-        "{}",
-        stderr(&o)
-    );
+    has(&stderr(&o), "it is a FIFO (named pipe), not a regular file");
 }

@@ -7,6 +7,8 @@ use crate::support::cassette::{answer_turn, call_turn};
 use crate::support::events::{events, find, label, labels};
 use crate::support::guard::{cassette, project};
 use crate::support::output::assert_exit;
+use crate::support::run::argv_with;
+use crate::support::text::has;
 use crate::*;
 use serde_json::{Value, json};
 use std::process::Stdio;
@@ -38,13 +40,7 @@ fn injected_run(port: u16, read_secret: bool) -> Vec<Value> {
 fn summarised(cli: &Cli, sb: &Sandbox) -> Vec<Value> {
     let o = cli.run(
         &sb.ws(),
-        &[
-            "run",
-            "--provider",
-            "replay",
-            "--json",
-            "Summarise the vendored lib",
-        ],
+        &argv_with("run --provider replay --json", "Summarise the vendored lib"),
     );
     assert_exit(&o, 0);
     events(&o)
@@ -87,14 +83,11 @@ fn a_session_holding_secrets_and_injected_text_cannot_send_unasked() {
     assert_eq!(end["outcome"]["is_error"], true);
     let told = end["outcome"]["content"].as_str().expect("content");
     assert!(told.starts_with("not run: "), "{told}");
-    assert!(
-        told.contains("this session read sensitive data (`.env`) and untrusted content (`vendor/lib/README.md`)"),
-        "{told}"
+    has(
+        told,
+        "this session read sensitive data (`.env`) and untrusted content (`vendor/lib/README.md`)",
     );
-    assert!(
-        told.contains(&format!("could send data to `127.0.0.1:{port}`")),
-        "{told}"
-    );
+    has(told, format!("could send data to `127.0.0.1:{port}`"));
     assert_eq!(
         server.requests().len(),
         0,
@@ -168,13 +161,7 @@ fn a_resumed_session_still_holds_what_it_read() {
     let mut child = cli
         .command(
             &sb.ws(),
-            &[
-                "run",
-                "--provider",
-                "replay",
-                "--json",
-                "Summarise the vendored lib",
-            ],
+            &argv_with("run --provider replay --json", "Summarise the vendored lib"),
         )
         .stdout(Stdio::piped())
         .stderr(Stdio::null())

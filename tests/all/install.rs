@@ -7,6 +7,8 @@
 use crate::support::files::sha256_of;
 use crate::support::output::printed as text;
 use crate::support::registry::{Registry, read_user_manifest, store_dir};
+use crate::support::run::argv_with;
+use crate::support::text::{has, lacks};
 use crate::*;
 use corral_test_programs::{ECHO, EXAMPLE, SNEAKY};
 use serde_json::json;
@@ -36,21 +38,18 @@ fn add_shows_the_requests_and_writes_exactly_what_was_approved() {
     assert!(o.status.success(), "{t}");
     // The review: tools with effects, the requests (from the SDK's
     // `requests!`), and what each import gets with those grants.
-    assert!(
-        t.contains("word_count [read] Counts the words in a file."),
-        "{t}"
-    );
-    assert!(t.contains("grant fs   . (read-only)"), "{t}");
-    assert!(t.contains("Imports, with these grants:"), "{t}");
-    assert!(t.contains("wasi:filesystem/preopens"), "{t}");
+    has(&t, "word_count [read] Counts the words in a file.");
+    has(&t, "grant fs   . (read-only)");
+    has(&t, "Imports, with these grants:");
+    has(&t, "wasi:filesystem/preopens");
     let manifest = read_user_manifest(&cli);
     let sha = sha256_of(EXAMPLE);
     assert!(
         manifest.contains(&format!("sha256 = \"{sha}\"")),
         "{manifest}"
     );
-    assert!(manifest.contains("access = \"ro\""), "{manifest}");
-    assert!(manifest.contains("version = \"0.1.0\""), "{manifest}");
+    has(&manifest, "access = \"ro\"");
+    has(&manifest, "version = \"0.1.0\"");
     assert!(store_dir(&cli).join(format!("{sha}.wasm")).is_file());
     // It works, with exactly that grant: it reads the workspace…
     let o = word_count(&cli, &sb);
@@ -60,24 +59,20 @@ fn add_shows_the_requests_and_writes_exactly_what_was_approved() {
     let o = cli.run(&sb.ws(), &["plugin", "list"]);
     let t = text(&o);
     assert!(t.contains("example") && t.contains(&sha), "{t}");
-    assert!(t.contains("version  0.1.0"), "{t}");
-    assert!(t.contains(&format!("fetched  {EXAMPLE}")), "{t}");
+    has(&t, "version  0.1.0");
+    has(&t, format!("fetched  {EXAMPLE}"));
     // A second add under the same name is refused, nothing changes.
     let o = cli.run(&sb.ws(), &["plugin", "add", EXAMPLE, "--yes"]);
     assert!(!o.status.success());
-    assert!(text(&o).contains("already declared"), "{}", text(&o));
+    has(&text(&o), "already declared");
     // Under another name its tool would clash with the installed one.
     let o = cli.run(
         &sb.ws(),
         &["plugin", "add", EXAMPLE, "--yes", "--name", "example-two"],
     );
     assert!(!o.status.success());
-    assert!(
-        text(&o).contains("`word_count` (plugin `example`)"),
-        "{}",
-        text(&o)
-    );
-    assert!(text(&o).contains("--prefix"), "{}", text(&o));
+    has(&text(&o), "`word_count` (plugin `example`)");
+    has(&text(&o), "--prefix");
     assert_eq!(read_user_manifest(&cli), manifest);
     // The way out: a prefix before its tool names.
     let o = cli.run(
@@ -94,17 +89,11 @@ fn add_shows_the_requests_and_writes_exactly_what_was_approved() {
         ],
     );
     assert!(o.status.success(), "{}", text(&o));
-    assert!(text(&o).contains("two_word_count [read]"), "{}", text(&o));
+    has(&text(&o), "two_word_count [read]");
     assert!(read_user_manifest(&cli).contains("tool_prefix = \"two_\""));
     let o = cli.run(
         &sb.ws(),
-        &[
-            "tool",
-            "call",
-            "two_word_count",
-            "--args",
-            r#"{"path":"hello.txt"}"#,
-        ],
+        &argv_with("tool call two_word_count --args", r#"{"path":"hello.txt"}"#),
     );
     assert_eq!(
         String::from_utf8_lossy(&o.stdout).trim(),
@@ -123,7 +112,7 @@ fn add_without_approval_writes_nothing() {
     let o = cli.run(&sb.ws(), &["plugin", "add", EXAMPLE]);
     assert!(!o.status.success());
     let t = text(&o);
-    assert!(t.contains("not approved, nothing was changed"), "{t}");
+    has(&t, "not approved, nothing was changed");
     assert!(
         t.contains("grant fs   . (read-only)"),
         "the review is shown first: {t}"
@@ -142,12 +131,8 @@ fn a_denied_request_is_not_granted_and_the_plugin_gets_a_clean_error() {
     );
     let t = text(&o);
     assert!(o.status.success(), "{t}");
-    assert!(t.contains("DENY  fs   . (read-only)"), "{t}");
-    assert!(
-        !read_user_manifest(&cli).contains("grants"),
-        "{}",
-        read_user_manifest(&cli)
-    );
+    has(&t, "DENY  fs   . (read-only)");
+    lacks(&read_user_manifest(&cli), "grants");
     let o = word_count(&cli, &sb);
     assert!(!o.status.success());
     assert!(!text(&o).contains("hello from the workspace"));
@@ -166,11 +151,7 @@ fn a_denied_request_is_not_granted_and_the_plugin_gets_a_clean_error() {
         ],
     );
     assert!(!o.status.success());
-    assert!(
-        text(&o).contains("names nothing the plugin requests"),
-        "{}",
-        text(&o)
-    );
+    has(&text(&o), "names nothing the plugin requests");
 }
 
 #[test]
@@ -182,7 +163,7 @@ fn hidden_characters_in_descriptions_are_flagged_and_a_bait_and_switch_is_refuse
     let o = cli.run(&sb.ws(), &["plugin", "add", SNEAKY, "--yes"]);
     let t = text(&o);
     assert!(!o.status.success(), "{t}");
-    assert!(t.contains("describes different tools once granted"), "{t}");
+    has(&t, "describes different tools once granted");
     assert!(!read_user_manifest(&cli).contains("[plugins"));
     // Without the grant it describes the same tools; the hidden characters
     // are flagged and shown escaped, never raw.
@@ -192,7 +173,7 @@ fn hidden_characters_in_descriptions_are_flagged_and_a_bait_and_switch_is_refuse
     );
     let t = text(&o);
     assert!(o.status.success(), "{t}");
-    assert!(t.contains("invisible Unicode"), "{t}");
+    has(&t, "invisible Unicode");
     assert!(t.contains("U+202E") || t.contains("202e"), "{t}");
     assert!(!t.contains('\u{202e}') && !t.contains('\u{200b}'), "{t}");
 }
@@ -225,8 +206,8 @@ fn pack_embeds_requests_that_add_then_reads() {
     );
     let t = text(&o);
     assert!(o.status.success(), "{t}");
-    assert!(t.contains("Plugin `echoer` 2.1.0"), "{t}");
-    assert!(t.contains("grant env  LANG"), "{t}");
+    has(&t, "Plugin `echoer` 2.1.0");
+    has(&t, "grant env  LANG");
     assert!(read_user_manifest(&cli).contains("[plugins.echoer]"));
     // Malformed requests are refused by `pack`, with the reason.
     sb.write(
@@ -246,7 +227,7 @@ fn pack_embeds_requests_that_add_then_reads() {
         ],
     );
     assert!(!o.status.success());
-    assert!(text(&o).contains("inside the workspace"), "{}", text(&o));
+    has(&text(&o), "inside the workspace");
 }
 
 #[test]
@@ -260,7 +241,7 @@ fn verify_finds_a_changed_file_and_remove_cleans_up() {
     );
     let o = cli.run(&sb.ws(), &["plugin", "verify"]);
     assert!(o.status.success(), "{}", text(&o));
-    assert!(text(&o).contains("ok"), "{}", text(&o));
+    has(&text(&o), "ok");
     // Someone changes the installed file.
     let stored = store_dir(&cli).join(format!("{}.wasm", sha256_of(EXAMPLE)));
     let mut bytes = std::fs::read(&stored).unwrap();
@@ -269,11 +250,11 @@ fn verify_finds_a_changed_file_and_remove_cleans_up() {
     std::fs::write(&stored, &bytes).unwrap();
     let o = cli.run(&sb.ws(), &["plugin", "verify"]);
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
-    assert!(text(&o).contains("changed"), "{}", text(&o));
+    has(&text(&o), "changed");
     // The runtime refuses it too.
     let o = word_count(&cli, &sb);
     assert!(!o.status.success());
-    assert!(text(&o).contains("the file changed"), "{}", text(&o));
+    has(&text(&o), "the file changed");
     // Removing it takes the entry and the stored file.
     let o = cli.run(&sb.ws(), &["plugin", "remove", "example"]);
     assert!(o.status.success(), "{}", text(&o));
@@ -284,7 +265,7 @@ fn verify_finds_a_changed_file_and_remove_cleans_up() {
     assert!(o.status.success(), "{}", text(&o));
     assert!(read_user_manifest(&cli).contains("enabled = false"));
     let o = cli.run(&sb.ws(), &["tools", "list"]);
-    assert!(!text(&o).contains("run_command"), "{}", text(&o));
+    lacks(&text(&o), "run_command");
 }
 
 /// Serves `body` over HTTP on loopback for as many requests as come.
@@ -315,14 +296,14 @@ fn a_download_must_be_pinned_and_match_its_pin() {
     let url = format!("http://127.0.0.1:{port}/example.wasm");
     let o = cli.run(&sb.ws(), &["plugin", "add", &url, "--yes"]);
     assert!(!o.status.success());
-    assert!(text(&o).contains("pass --sha256"), "{}", text(&o));
+    has(&text(&o), "pass --sha256");
     let wrong = "0".repeat(64);
     let o = cli.run(
         &sb.ws(),
         &["plugin", "add", &url, "--yes", "--sha256", &wrong],
     );
     assert!(!o.status.success());
-    assert!(text(&o).contains("not the"), "{}", text(&o));
+    has(&text(&o), "not the");
     assert!(!read_user_manifest(&cli).contains("[plugins"));
     let o = cli.run(
         &sb.ws(),
@@ -343,7 +324,7 @@ fn a_download_must_be_pinned_and_match_its_pin() {
         &["plugin", "add", "http://example.com/x.wasm", "--yes"],
     );
     assert!(!o.status.success());
-    assert!(text(&o).contains("only used for loopback"), "{}", text(&o));
+    has(&text(&o), "only used for loopback");
 }
 
 #[test]
@@ -374,8 +355,8 @@ fn an_oci_round_trip_reviews_updates_and_refuses_tampering() {
     let o = cli.run(&sb.ws(), &["plugin", "add", &stable, "--yes"]);
     let t = text(&o);
     assert!(o.status.success(), "{t}");
-    assert!(t.contains("Plugin `counter` 1.0.0"), "{t}");
-    assert!(t.contains("digest sha256:"), "{t}");
+    has(&t, "Plugin `counter` 1.0.0");
+    has(&t, "digest sha256:");
     let o = word_count(&cli, &sb);
     assert_eq!(
         String::from_utf8_lossy(&o.stdout).trim(),
@@ -392,7 +373,7 @@ fn an_oci_round_trip_reviews_updates_and_refuses_tampering() {
     // Nothing new: up to date.
     let o = cli.run(&sb.ws(), &["plugin", "update", "counter"]);
     assert!(o.status.success(), "{}", text(&o));
-    assert!(text(&o).contains("up to date"), "{}", text(&o));
+    has(&text(&o), "up to date");
 
     // v2, pushed to the same tag, also wants to write and to reach a host.
     sb.write(
@@ -415,10 +396,10 @@ fn an_oci_round_trip_reviews_updates_and_refuses_tampering() {
     let o = cli.run(&sb.ws(), &["plugin", "update", "counter"]);
     let t = text(&o);
     assert!(!o.status.success(), "{t}");
-    assert!(t.contains("1.0.0 -> 2.0.0"), "{t}");
-    assert!(t.contains("+ NEW  fs   . (read-write)"), "{t}");
-    assert!(t.contains("+ NEW  net  https://api.example.com:443"), "{t}");
-    assert!(t.contains("not approved, nothing was changed"), "{t}");
+    has(&t, "1.0.0 -> 2.0.0");
+    has(&t, "+ NEW  fs   . (read-write)");
+    has(&t, "+ NEW  net  https://api.example.com:443");
+    has(&t, "not approved, nothing was changed");
     assert_eq!(read_user_manifest(&cli), v1_manifest);
     // Approved but narrowed: the network request is left out.
     let o = cli.run(
@@ -433,7 +414,7 @@ fn an_oci_round_trip_reviews_updates_and_refuses_tampering() {
             && !m.contains("net = [\"https://api.example.com"),
         "{m}"
     );
-    assert!(m.contains("version = \"2.0.0\""), "{m}");
+    has(&m, "version = \"2.0.0\"");
     let o = word_count(&cli, &sb);
     assert_eq!(
         String::from_utf8_lossy(&o.stdout).trim(),
@@ -552,10 +533,10 @@ fn add_asks_on_a_terminal_and_only_yes_approves() {
     let Some(screen) = on_a_terminal(&cli, &sb, &["plugin", "add", EXAMPLE], "n") else {
         return;
     };
-    assert!(screen.contains("grant fs   . (read-only)"), "{screen}");
-    assert!(screen.contains("EXIT=2"), "{screen}");
+    has(&screen, "grant fs   . (read-only)");
+    has(&screen, "EXIT=2");
     assert!(!read_user_manifest(&cli).contains("[plugins"));
     let screen = on_a_terminal(&cli, &sb, &["plugin", "add", EXAMPLE], "y").unwrap();
-    assert!(screen.contains("EXIT=0"), "{screen}");
+    has(&screen, "EXIT=0");
     assert!(read_user_manifest(&cli).contains("[plugins.example]"));
 }

@@ -13,6 +13,8 @@ use crate::support::model::{calls_then_done, writer};
 use crate::support::output::{assert_exit, json_events, stderr};
 use crate::support::process::{HANG, events, wait_bounded, wait_for};
 use crate::support::run::{answering, openai_workspace};
+use crate::support::run::{argv, argv_with};
+use crate::support::text::{has, lacks};
 use crate::*;
 use serde_json::{Value, json};
 use std::io::Write as _;
@@ -123,15 +125,7 @@ fn run_dash_reads_the_prompt_from_stdin() {
     let mut child = cli
         .command(
             &sb.ws(),
-            &[
-                "run",
-                "--provider",
-                "openai",
-                "--json",
-                "--mode",
-                "auto-edit",
-                "-",
-            ],
+            &argv("run --provider openai --json --mode auto-edit -"),
         )
         .env(KEY.0, KEY.1)
         .stdin(Stdio::piped())
@@ -149,7 +143,7 @@ fn run_dash_reads_the_prompt_from_stdin() {
     assert_exit(&o, 0);
     let first = &server.requests()[0];
     let said = first.body["messages"].to_string();
-    assert!(said.contains("What does the piped prompt say?"), "{said}");
+    has(&said, "What does the piped prompt say?");
     let user = json_events(&o)
         .into_iter()
         .find(|e| e["type"] == "user_message")
@@ -159,11 +153,7 @@ fn run_dash_reads_the_prompt_from_stdin() {
     // Nothing on stdin is a clear error, not an empty prompt.
     let o = cli.run_env(&sb.ws(), &["run", "--provider", "openai", "-"], &[KEY]);
     assert_exit(&o, 2);
-    assert!(
-        stderr(&o).contains("read no prompt from stdin"),
-        "{}",
-        stderr(&o)
-    );
+    has(&stderr(&o), "read no prompt from stdin");
 }
 
 #[test]
@@ -234,24 +224,17 @@ fn a_profile_and_c_overrides_choose_the_model_and_the_base_url() {
         assert_exit(&o, 2);
         let err = stderr(&o);
         assert!(err.contains(bad) && err.contains(says), "{bad}: {err}");
-        assert!(err.contains("a key is a manifest path"), "{err}");
+        has(&err, "a key is a manifest path");
         assert!(!err.contains("Error {"), "no Debug output: {err}");
     }
     let o = cli.run_env(
         &sb.ws(),
-        &[
-            "run",
-            "--provider",
-            "openai",
-            "--profile",
-            "nope",
-            "Write it",
-        ],
+        &argv_with("run --provider openai --profile nope", "Write it"),
         &[KEY],
     );
     assert_exit(&o, 2);
-    assert!(stderr(&o).contains("no [profiles.nope]"), "{}", stderr(&o));
-    assert!(stderr(&o).contains("cheap"), "{}", stderr(&o));
+    has(&stderr(&o), "no [profiles.nope]");
+    has(&stderr(&o), "cheap");
 }
 
 /// A project whose `name` provider is granted the mock but sets no base URL.
@@ -332,7 +315,7 @@ fn the_sdk_base_url_variables_are_honoured_within_the_grants() {
     );
     assert_exit(&o, 2);
     let err = stderr(&o);
-    assert!(err.contains("OPENAI_BASE_URL"), "{err}");
+    has(&err, "OPENAI_BASE_URL");
     assert!(
         err.contains(&format!(
             "grants.net = [\"http://127.0.0.1:{}\"]",
@@ -403,7 +386,7 @@ fn written(sb: &Sandbox) -> Vec<String> {
 fn an_answer_before_its_request_waits_for_it() {
     let (seen, err, sb) = answer_then_close(&["c-1", "c-2"], false);
     assert_eq!(written(&sb), ["a.txt", "b.txt"], "{err}\n{seen:#?}");
-    assert!(!err.contains("error"), "{err}");
+    lacks(&err, "error");
 }
 
 #[test]
@@ -413,8 +396,8 @@ fn closing_stdin_after_answering_reports_no_error() {
     let (seen, err, sb) = answer_then_close(&["c-1", "c-2"], true);
     assert_eq!(written(&sb), ["a.txt", "b.txt"], "{err}\n{seen:#?}");
     assert!(!seen.iter().any(|e| e["type"] == "error"), "{seen:#?}");
-    assert!(!err.contains("no approval is pending"), "{err}");
-    assert!(!err.contains("stdin closed"), "{err}");
+    lacks(&err, "no approval is pending");
+    lacks(&err, "stdin closed");
     assert!(
         !seen.iter().any(|e| e["reason"]
             .as_str()

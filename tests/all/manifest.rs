@@ -1,5 +1,6 @@
 //! Manifest errors: each names the file, the line and the fix.
 
+use crate::support::text::has;
 use crate::*;
 use corral_test_programs::ECHO;
 use pretty_assertions::assert_eq;
@@ -11,8 +12,8 @@ fn unknown_key_is_an_error_with_line() {
         .manifest("[plugins.fs]\nsource = \"builtin:fs\"\ngrant.fs = []\n")
         .expect_err("unknown key");
     assert!(err.starts_with("corral.toml:3:"), "{err}");
-    assert!(err.contains("unknown field `grant`"), "{err}");
-    assert!(err.contains("help:"), "{err}");
+    has(&err, "unknown field `grant`");
+    has(&err, "help:");
 }
 
 #[test]
@@ -22,7 +23,7 @@ fn unknown_grant_key_is_an_error() {
         .manifest("[plugins.fs]\nsource = \"builtin:fs\"\ngrants.fs = [{ path = \".\", acess = \"rw\" }]\n")
         .expect_err("typo");
     assert!(err.starts_with("corral.toml:3:"), "{err}");
-    assert!(err.contains("acess"), "{err}");
+    has(&err, "acess");
 }
 
 #[test]
@@ -31,8 +32,8 @@ fn grant_outside_workspace_needs_opt_in() {
     let toml = "[plugins.fs]\nsource = \"builtin:fs\"\ngrants.fs = [{ path = \"../outside\", access = \"ro\" }]\n";
     let err = sb.manifest(toml).expect_err("outside");
     assert!(err.starts_with("corral.toml:3:"), "{err}");
-    assert!(err.contains("outside the workspace"), "{err}");
-    assert!(err.contains("outside_workspace = true"), "{err}");
+    has(&err, "outside the workspace");
+    has(&err, "outside_workspace = true");
     let ok = sb
         .manifest(&toml.replace(
             "access = \"ro\"",
@@ -51,7 +52,7 @@ fn symlinked_grant_leading_outside_is_caught() {
     let err = sb
         .manifest("[plugins.fs]\nsource = \"builtin:fs\"\ngrants.fs = [{ path = \"sneaky\", access = \"ro\" }]\n")
         .expect_err("symlink out");
-    assert!(err.contains("outside the workspace"), "{err}");
+    has(&err, "outside the workspace");
 }
 
 #[test]
@@ -60,7 +61,7 @@ fn missing_grant_directory_is_an_error() {
     let err = sb
         .manifest("[plugins.fs]\nsource = \"builtin:fs\"\ngrants.fs = [{ path = \"nope\", access = \"ro\" }]\n")
         .expect_err("missing");
-    assert!(err.contains("`nope` cannot be opened"), "{err}");
+    has(&err, "`nope` cannot be opened");
 }
 
 #[test]
@@ -80,7 +81,7 @@ fn bad_net_patterns_are_errors() {
             .err()
             .unwrap_or_else(|| panic!("{bad} accepted"));
         assert!(err.starts_with("corral.toml:3:"), "{err}");
-        assert!(err.contains("scheme://host:port"), "{err}");
+        has(&err, "scheme://host:port");
     }
     let ok = sb
         .manifest("[plugins.fs]\nsource = \"builtin:fs\"\ngrants.net = [\"https://*.example.com\", \"http://127.0.0.1:8080\"]\n")
@@ -100,14 +101,11 @@ fn bad_env_name_and_limits_are_errors() {
     let err = sb
         .manifest("[plugins.fs]\nsource = \"builtin:fs\"\ngrants.env = [\"NOT A VAR\"]\n")
         .expect_err("env");
-    assert!(err.contains("not an environment variable name"), "{err}");
+    has(&err, "not an environment variable name");
     let err = sb
         .manifest("[plugins.fs]\nsource = \"builtin:fs\"\nlimits = { memory_mb = 0 }\n")
         .expect_err("limits");
-    assert!(
-        err.contains("limits.memory_mb = 0 is out of range"),
-        "{err}"
-    );
+    has(&err, "limits.memory_mb = 0 is out of range");
 }
 
 #[test]
@@ -116,10 +114,10 @@ fn source_errors() {
     let err = sb
         .manifest("[plugins.x]\nsource = \"builtin:nope\"\n")
         .expect_err("builtin");
-    assert!(err.contains("no built-in plugin `nope`"), "{err}");
-    assert!(
-        err.contains("built-in plugins: fs, search, replay, openai, anthropic"),
-        "{err}"
+    has(&err, "no built-in plugin `nope`");
+    has(
+        &err,
+        "built-in plugins: fs, search, replay, openai, anthropic",
     );
     let err = sb
         .manifest(&format!(
@@ -127,19 +125,19 @@ fn source_errors() {
             "a".repeat(64)
         ))
         .expect_err("pin on builtin");
-    assert!(err.contains("remove `sha256`"), "{err}");
+    has(&err, "remove `sha256`");
     let err = sb
         .manifest("[plugins.x]\nsource = \"x.wasm\"\nsha256 = \"abc\"\n")
         .expect_err("short pin");
-    assert!(err.contains("64 hexadecimal digits"), "{err}");
+    has(&err, "64 hexadecimal digits");
     let err = sb
         .manifest("[plugins.x]\ngrants.env = []\n")
         .expect_err("no source");
-    assert!(err.contains("has no `source`"), "{err}");
+    has(&err, "has no `source`");
     let err = sb
         .manifest("[plugins.Bad]\nsource = \"builtin:fs\"\n")
         .expect_err("name");
-    assert!(err.contains("not a valid plugin name"), "{err}");
+    has(&err, "not a valid plugin name");
 }
 
 #[tokio::test]
@@ -156,9 +154,9 @@ async fn duplicate_tool_names_are_an_error_naming_both() {
             || err.contains("tool `echo` is exported by two plugins"),
         "{err}"
     );
-    assert!(err.contains("`one` (corral.toml:2)"), "{err}");
-    assert!(err.contains("`two` (corral.toml:5)"), "{err}");
-    assert!(err.contains("enabled = false"), "{err}");
+    has(&err, "`one` (corral.toml:2)");
+    has(&err, "`two` (corral.toml:5)");
+    has(&err, "enabled = false");
 }
 
 #[test]
@@ -209,6 +207,6 @@ async fn missing_wasm_file_is_a_load_error() {
         .load("[plugins.x]\nsource = \"tools/x.wasm\"\n")
         .await
         .expect_err("missing");
-    assert!(err.contains("cannot read"), "{err}");
-    assert!(err.contains("corral.toml:2"), "{err}");
+    has(&err, "cannot read");
+    has(&err, "corral.toml:2");
 }

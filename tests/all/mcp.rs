@@ -8,6 +8,7 @@
 //! tests are counted as skipped (under CI, which always has it, they fail).
 
 use crate::support::mcp_clients::client;
+use crate::support::text::has;
 use crate::*;
 use serde_json::{Value, json};
 use std::io::{BufRead as _, Write as _};
@@ -123,8 +124,8 @@ fn calls_outside_the_grant_are_tool_errors_that_say_why() {
         assert!(!text.trim().is_empty(), "an error with no message: {call}");
     }
     let msg = |i: usize| calls[i]["text"].as_str().unwrap().to_owned();
-    assert!(msg(0).contains("../outside/secret.txt"), "{}", msg(0));
-    assert!(msg(1).contains("link.txt"), "{}", msg(1));
+    has(&msg(0), "../outside/secret.txt");
+    has(&msg(1), "link.txt");
     assert!(
         msg(3).contains("invalid arguments for `read_file`") && msg(3).contains("path"),
         "{}",
@@ -199,9 +200,9 @@ fn ask_mode_puts_a_write_to_the_user_through_elicitation() {
     assert_eq!(asked.len(), 1, "{out}");
     let message = asked[0]["message"].as_str().unwrap();
     // The call, the mode that asked and the diff it would apply.
-    assert!(message.contains("`write_file`"), "{message}");
-    assert!(message.contains("mode ask"), "{message}");
-    assert!(message.contains("+fresh line"), "{message}");
+    has(message, "`write_file`");
+    has(message, "mode ask");
+    has(message, "+fresh line");
     assert_eq!(
         asked[0]["schema"]["properties"]["for_session"]["type"],
         "boolean"
@@ -358,7 +359,7 @@ fn stdout_carries_nothing_but_the_protocol() {
     );
     // The logs went to stderr.
     let logged = std::fs::read_to_string(&log).unwrap();
-    assert!(logged.contains("serving MCP on stdio"), "{logged}");
+    has(&logged, "serving MCP on stdio");
 }
 
 #[test]
@@ -390,9 +391,5 @@ fn a_bad_manifest_is_a_clear_error_on_stderr_and_nothing_on_stdout() {
     let out = cli.run(&sb.ws(), &["mcp", "serve", "--mode", "sometimes"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(out.stdout.is_empty());
-    assert!(
-        String::from_utf8_lossy(&out.stderr).contains("read-only"),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    has(&String::from_utf8_lossy(&out.stderr), "read-only");
 }

@@ -5,6 +5,7 @@
 //! forge log lines.
 
 use crate::support::served::Served;
+use crate::support::text::has;
 use crate::*;
 use corral_test_programs::ADVERSARY;
 use serde_json::{Value, json};
@@ -50,7 +51,7 @@ fn a_request_over_the_cap_gets_a_json_rpc_error_and_the_server_goes_on() {
     assert_eq!(null[0]["error"]["code"], -32600, "{}", null[0]);
     assert!(!sb.ws().join("big.txt").exists());
     let log = served.close();
-    assert!(log.contains("over the 16 MiB limit"), "{log}");
+    has(&log, "over the 16 MiB limit");
 }
 
 #[test]

@@ -7,6 +7,7 @@
 use crate::support::cassette::{answer_turn, call_turn};
 use crate::support::output::{stderr, stdout};
 use crate::support::servers::{SYSTEM_PYTHON, hostile_runnable, hostile_script, installed};
+use crate::support::text::{has, lacks};
 use crate::*;
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
@@ -183,11 +184,7 @@ fn a_project_that_swaps_a_servers_command_after_trust_is_not_run() {
     let o = cli.run(&sb.ws(), &["trust", "--yes"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let listed = cli.run(&sb.ws(), &["tools", "list"]);
-    assert!(
-        stdout(&listed).contains("hostile__read"),
-        "{}",
-        stdout(&listed)
-    );
+    has(&stdout(&listed), "hostile__read");
 
     // The same server, now told to leave a mark: a new argument.
     let marker = sb.outside().join("ran");
@@ -199,7 +196,7 @@ fn a_project_that_swaps_a_servers_command_after_trust_is_not_run() {
     assert_ne!(text, swapped);
     std::fs::write(sb.ws().join("corral.toml"), swapped).expect("swap");
     let o = cli.run(&sb.ws(), &["tools", "list"]);
-    assert!(!stdout(&o).contains("hostile__"), "{}", stdout(&o));
+    lacks(&stdout(&o), "hostile__");
     assert!(!marker.exists(), "the swapped command ran");
 }
 
@@ -306,7 +303,7 @@ fn the_guard_holds_a_server_tool_that_would_send_a_secret_read_earlier() {
     let permission = crate::support::events::find(&events, "permission", "c3");
     assert_eq!(permission["decision"], "refused", "{permission}");
     let reason = permission["reason"].as_str().unwrap_or_default();
-    assert!(reason.contains("exfiltration guard"), "{reason}");
+    has(reason, "exfiltration guard");
     let end = crate::support::events::find(&events, "tool_call_end", "c3");
     assert!(
         !end["outcome"]["content"]
@@ -400,17 +397,16 @@ fn mcp_add_list_remove_and_import_edit_the_users_manifest() {
         .output()
         .expect("run corral");
     assert!(o.status.success(), "{}", stderr(&o));
-    assert!(
-        stdout(&o).contains("read and write beneath docs; the variables TOKEN; no network"),
-        "{}",
-        stdout(&o)
+    has(
+        &stdout(&o),
+        "read and write beneath docs; the variables TOKEN; no network",
     );
     let bad = cli.run(
         &sb.ws(),
         &["mcp", "add", "x", "--grant", "everything", "--", "x"],
     );
     assert!(!bad.status.success());
-    assert!(stderr(&bad).contains("use fs:DIR"), "{}", stderr(&bad));
+    has(&stderr(&bad), "use fs:DIR");
 
     let listed = cli.run(&sb.ws(), &["mcp", "list", "--json"]);
     let list: Vec<Value> = serde_json::from_str(&stdout(&listed)).expect("JSON");
@@ -433,11 +429,7 @@ fn mcp_add_list_remove_and_import_edit_the_users_manifest() {
         "{}",
         stdout(&shown)
     );
-    assert!(
-        stdout(&shown).contains("Nothing was written"),
-        "{}",
-        stdout(&shown)
-    );
+    has(&stdout(&shown), "Nothing was written");
     let names = |cli: &Cli| -> Vec<String> {
         let o = cli.run(&sb.ws(), &["mcp", "list", "--json"]);
         let list: Vec<Value> = serde_json::from_str(&stdout(&o)).expect("JSON");

@@ -9,6 +9,7 @@
 //! malformed request gets an answer carrying its id.
 
 use crate::support::served::Served;
+use crate::support::text::{has, lacks};
 use crate::*;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
@@ -189,7 +190,7 @@ fn every_malformed_request_is_answered_with_its_id() {
     for answer in &got[..4] {
         assert_eq!(answer["error"]["code"], -32602, "{answer}");
         let message = answer["error"]["message"].as_str().unwrap();
-        assert!(message.contains("not an object"), "{message}");
+        has(message, "not an object");
     }
     assert_eq!(got[4]["error"]["code"], -32700, "{}", got[4]);
     assert!(
@@ -238,8 +239,8 @@ fn the_roots_a_client_offers_narrow_what_it_may_name() {
     let refused = &calls[2];
     assert_eq!(refused["is_error"], true, "{refused}");
     let text = refused["text"].as_str().unwrap();
-    assert!(text.contains("outside the roots"), "{text}");
-    assert!(!text.contains("the needle"), "{text}");
+    has(text, "outside the roots");
+    lacks(text, "the needle");
     // A root wider than the workspace (`/`) widens nothing.
     let outside = &calls[3];
     assert_eq!(outside["is_error"], true, "{outside}");

@@ -9,6 +9,8 @@
 use crate::support::cassette::{answer_turn, call_turn};
 use crate::support::http::server;
 use crate::support::output::{stderr, stdout};
+use crate::support::run::argv_with;
+use crate::support::text::has;
 use crate::support::{mcp_clients::sdk_python, servers::lifecycle_script};
 use crate::*;
 use serde_json::{Value, json};
@@ -353,21 +355,15 @@ fn mcp_add_url_and_import_of_url_entries() {
     let cli = Cli::new();
     let o = cli.run(
         &sb.ws(),
-        &[
-            "mcp",
-            "add",
-            "web",
-            "--url",
-            "https://mcp.example.com/mcp",
-            "--secret",
+        &argv_with(
+            "mcp add web --url https://mcp.example.com/mcp --secret",
             "Authorization=Bearer ${env:WEB_TOKEN}",
-        ],
+        ),
     );
     assert!(o.status.success(), "{}", stderr(&o));
-    assert!(
-        stdout(&o).contains("[mcp.web] connects to https://mcp.example.com/mcp"),
-        "{}",
-        stdout(&o)
+    has(
+        &stdout(&o),
+        "[mcp.web] connects to https://mcp.example.com/mcp",
     );
     let listed = cli.run(&sb.ws(), &["mcp", "list", "--json"]);
     let list: Vec<Value> = serde_json::from_str(&stdout(&listed)).expect("JSON");
@@ -375,7 +371,7 @@ fn mcp_add_url_and_import_of_url_entries() {
     assert_eq!(list[0]["secret_headers"], json!(["authorization"]));
     let bad = cli.run(&sb.ws(), &["mcp", "add", "w", "--url", "mcp.example.com"]);
     assert!(!bad.status.success());
-    assert!(stderr(&bad).contains("no scheme"), "{}", stderr(&bad));
+    has(&stderr(&bad), "no scheme");
 
     let claude = sb.outside().join(".mcp.json");
     std::fs::write(
@@ -388,7 +384,7 @@ fn mcp_add_url_and_import_of_url_entries() {
         &["mcp", "import", &claude.display().to_string(), "--yes"],
     );
     assert!(o.status.success(), "{}", stderr(&o));
-    assert!(stdout(&o).contains("SSE server"), "{}", stdout(&o));
+    has(&stdout(&o), "SSE server");
     let codex = sb.outside().join("config.toml");
     std::fs::write(
         &codex,
@@ -402,8 +398,8 @@ fn mcp_add_url_and_import_of_url_entries() {
     assert!(o.status.success(), "{}", stderr(&o));
     let user = std::fs::read_to_string(cli.home.path().join("config/corral/corral.toml"))
         .expect("user manifest");
-    assert!(user.contains("Bearer ${env:GH_TOKEN}"), "{user}");
-    assert!(user.contains("Bearer ${env:DOCS_TOKEN}"), "{user}");
+    has(&user, "Bearer ${env:GH_TOKEN}");
+    has(&user, "Bearer ${env:DOCS_TOKEN}");
     let listed = cli.run(&sb.ws(), &["mcp", "list", "--json"]);
     let list: Vec<Value> = serde_json::from_str(&stdout(&listed)).expect("JSON");
     let names: Vec<&str> = list.iter().filter_map(|s| s["name"].as_str()).collect();

@@ -7,7 +7,9 @@
 //! server is refused; `node FILE` runs the script it names.
 
 use crate::support::output::{stderr, stdout};
+use crate::support::run::argv_with;
 use crate::support::skip;
+use crate::support::text::{has, lacks};
 use crate::*;
 use serde_json::json;
 
@@ -63,11 +65,7 @@ fn an_npx_entry_of_a_claude_mcp_json_is_installed_once_and_runs_without_network(
         stdout(&shown),
         stderr(&shown)
     );
-    assert!(
-        stdout(&shown).contains("Nothing was written"),
-        "{}",
-        stdout(&shown)
-    );
+    has(&stdout(&shown), "Nothing was written");
     let o = cli.run(&sb.ws(), &["mcp", "import", &claude, "--yes"]);
     let said = stdout(&o);
     assert!(
@@ -82,13 +80,10 @@ fn an_npx_entry_of_a_claude_mcp_json_is_installed_once_and_runs_without_network(
     );
     let echoed = cli.run(
         &sb.ws(),
-        &[
-            "tool",
-            "call",
-            "everything__echo",
-            "--args",
+        &argv_with(
+            "tool call everything__echo --args",
             r#"{"message":"hi from the store"}"#,
-        ],
+        ),
     );
     assert!(
         stdout(&echoed).contains("hi from the store"),
@@ -104,11 +99,7 @@ fn an_npx_entry_of_a_claude_mcp_json_is_installed_once_and_runs_without_network(
     std::fs::write(&manifest, text.replacen('{', "[", 1)).expect("write package.json");
     let listed = cli.run(&sb.ws(), &["tools", "list"]);
     let err = stderr(&listed);
-    assert!(
-        !stdout(&listed).contains("everything__echo"),
-        "{}",
-        stdout(&listed)
-    );
+    lacks(&stdout(&listed), "everything__echo");
     for said in [
         "[mcp.everything] was not started: its package \
          @modelcontextprotocol/server-everything@2026.8.31 changed since it was installed",

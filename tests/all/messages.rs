@@ -6,6 +6,7 @@
 
 use crate::support::cassette::{answer_turn, calls_turn};
 use crate::support::output::printed;
+use crate::support::text::has;
 use crate::*;
 use serde_json::json;
 
@@ -54,7 +55,7 @@ fn a_cassette_outside_the_replay_grant_is_named_with_the_fix() {
     );
     let o = Cli::new().run(&sb.ws(), &["run", "hi"]);
     let out = printed(&o);
-    assert!(out.contains("put it inside the workspace"), "{out}");
+    has(&out, "put it inside the workspace");
     assert_in_words("cassette", &out);
 }
 
@@ -72,7 +73,7 @@ fn a_download_that_cannot_connect_says_why() {
     );
     let out = printed(&o);
     assert!(!o.status.success(), "{out}");
-    assert!(out.contains("connection refused"), "{out}");
+    has(&out, "connection refused");
     assert_in_words("download", &out);
 }
 

@@ -18,6 +18,8 @@ use crate::support::manifest::{KEYS, both_providers};
 use crate::support::mock::*;
 use crate::support::output::{printed, stderr};
 use crate::support::process::wait_bounded;
+use crate::support::run::argv_with;
+use crate::support::text::{has, lacks};
 use crate::*;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
@@ -243,7 +245,7 @@ fn a_program_run_with_the_workspace_at_home_cannot_reach_corrals_state() {
         PLANT.replace('\n', "\\n").replace('"', "\\\"")
     );
     let out = home.call(&ws, "run_command", json!({ "argv": ["sh", "-c", script] }));
-    assert!(!out.contains("project_may_loosen"), "{out}");
+    lacks(&out, "project_may_loosen");
     assert_untouched(&home, &out);
     assert!(ws.join(".config/corral/corral.toml").exists(), "{out}");
     assert!(
@@ -316,7 +318,7 @@ fn an_mcp_server_granted_the_home_directory_cannot_reach_corrals_state() {
         "w__read",
         json!({ "path": home.config_dir().join("corral.toml") }),
     );
-    assert!(!out.contains("project_may_loosen"), "{out}");
+    lacks(&out, "project_may_loosen");
     std::fs::create_dir(ws.join("work")).expect("work");
     let out = home.call(
         &ws,
@@ -363,13 +365,7 @@ fn a_planted_journal_is_refused_and_left_in_place() {
     }
     let o = cli.run(
         &sb.ws(),
-        &[
-            "tool",
-            "call",
-            "read_file",
-            "--args",
-            r#"{"path":"hello.txt"}"#,
-        ],
+        &argv_with("tool call read_file --args", r#"{"path":"hello.txt"}"#),
     );
     let out = printed(&o);
     assert_eq!(
@@ -385,8 +381,8 @@ fn a_planted_journal_is_refused_and_left_in_place() {
             "journal {i} removed: {out}"
         );
     }
-    assert!(out.contains("refused and left in place"), "{out}");
-    assert!(out.contains("hello from the workspace"), "{out}");
+    has(&out, "refused and left in place");
+    has(&out, "hello from the workspace");
 }
 
 /// A turn that writes `d/config` and `e/corral.toml` (both new files).
@@ -474,13 +470,7 @@ fn a_fifo_or_a_device_link_in_the_compile_cache_is_a_miss_not_a_hang() {
         let mut child = cli
             .command(
                 &sb.ws(),
-                &[
-                    "tool",
-                    "call",
-                    "read_file",
-                    "--args",
-                    r#"{"path":"hello.txt"}"#,
-                ],
+                &argv_with("tool call read_file --args", r#"{"path":"hello.txt"}"#),
             )
             .env("XDG_CACHE_HOME", cache.path())
             .stdout(Stdio::piped())
@@ -536,13 +526,13 @@ fn a_program_run_as_root_reads_no_system_credentials() {
     let out = printed(&o);
     assert!(out.contains("done"), "the program did not run: {out}");
     if let Some(first) = shadow.as_deref().and_then(|s| s.lines().next()) {
-        assert!(!out.contains(first), "{out}");
+        lacks(&out, first);
     } else {
         eprintln!(
             "note: this user cannot read /etc/shadow itself; checked only that the program could not"
         );
     }
-    assert!(out.contains("Permission denied"), "{out}");
+    has(&out, "Permission denied");
 }
 
 #[test]
@@ -561,10 +551,7 @@ fn a_grant_inside_corrals_own_state_is_refused_at_load() {
     let o = cli.run(&sb.ws(), &["trust", "--yes"]);
     let err = stderr(&o);
     assert!(!o.status.success(), "{err}");
-    assert!(
-        err.contains("corral's own configuration directory"),
-        "{err}"
-    );
+    has(&err, "corral's own configuration directory");
 }
 
 #[test]

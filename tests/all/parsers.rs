@@ -7,6 +7,7 @@
 //! Then `corral run` shows a deny rule holding on what actually runs.
 
 use crate::support::mock::{Call, MockServer, Reply, openai_sse, openai_tool_result};
+use crate::support::run::argv;
 use crate::*;
 use serde_json::{Value, json};
 
@@ -225,14 +226,7 @@ fn a_deny_rule_judges_the_argv_that_runs() {
     let cli = Cli::new();
     let o = cli.run_env(
         &sb.ws(),
-        &[
-            "run",
-            "--provider",
-            "openai",
-            "--mode",
-            "full-auto",
-            "print",
-        ],
+        &argv("run --provider openai --mode full-auto print"),
         &[KEY],
     );
     assert_eq!(

@@ -7,7 +7,9 @@ use crate::support::manifest::openai_project;
 use crate::support::mock::*;
 use crate::support::model::writer;
 use crate::support::output::assert_exit;
+use crate::support::run::argv_with;
 use crate::support::run::openai_workspace;
+use crate::support::text::has;
 use crate::*;
 use serde_json::{Value, json};
 
@@ -24,9 +26,9 @@ fn ask_mode_shows_the_diff_and_waits_for_yes() {
     );
     assert_eq!(code, Some(0), "{screen}");
     assert!(screen.contains("write_file(content=fresh line"), "{screen}");
-    assert!(screen.contains("needs approval: mode ask"), "{screen}");
-    assert!(screen.contains("+++ b/new.txt"), "{screen}");
-    assert!(screen.contains("+fresh line"), "{screen}");
+    has(&screen, "needs approval: mode ask");
+    has(&screen, "+++ b/new.txt");
+    has(&screen, "+fresh line");
     assert_eq!(
         std::fs::read_to_string(sb.ws().join("new.txt")).expect("written"),
         "fresh line\n"
@@ -75,11 +77,11 @@ fn non_interactive_ask_is_a_denial_the_model_sees() {
     assert_exit(&o, 0);
     assert!(!sb.ws().join("new.txt").exists());
     let result = openai_tool_result(&mock.requests()[1], "w1");
-    assert!(
-        result.contains("needs the user's approval and the run is not interactive"),
-        "{result}"
+    has(
+        &result,
+        "needs the user's approval and the run is not interactive",
     );
-    assert!(result.contains("--yes"), "{result}");
+    has(&result, "--yes");
 }
 
 #[test]
@@ -117,15 +119,7 @@ fn read_only_refuses_writes_with_a_message_for_the_model() {
     let cli = Cli::new();
     let o = cli.run_env(
         &sb.ws(),
-        &[
-            "run",
-            "--provider",
-            "openai",
-            "--mode",
-            "read-only",
-            "--yes",
-            "write it",
-        ],
+        &argv_with("run --provider openai --mode read-only --yes", "write it"),
         &[KEY],
     );
     assert_exit(&o, 0);
@@ -135,7 +129,7 @@ fn read_only_refuses_writes_with_a_message_for_the_model() {
         result.starts_with("denied by the permission policy"),
         "{result}"
     );
-    assert!(result.contains("read-only"), "{result}");
+    has(&result, "read-only");
 }
 
 #[test]
@@ -174,14 +168,7 @@ fn a_deny_rule_holds_whatever_the_spacing_or_quoting() {
     let cli = Cli::new();
     let o = cli.run_env(
         &sb.ws(),
-        &[
-            "run",
-            "--provider",
-            "openai",
-            "--mode",
-            "full-auto",
-            "clean up",
-        ],
+        &argv_with("run --provider openai --mode full-auto", "clean up"),
         &[KEY],
     );
     assert_exit(&o, 0);
@@ -223,7 +210,7 @@ fn a_stop_rule_ends_the_run() {
     );
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(5), "{err}");
-    assert!(err.contains("[stopped: permission_denied"), "{err}");
+    has(&err, "[stopped: permission_denied");
     assert!(!sb.ws().join("x.txt").exists());
     assert_eq!(mock.requests().len(), 1);
     // The log still pairs both calls with a result.
@@ -308,9 +295,9 @@ fn yes_for_the_session_covers_that_command_only() {
         &["a\n", "n\n"],
     );
     assert_eq!(code, Some(0), "{screen}");
-    assert!(
-        screen.contains("[a] yes, and this command for the rest of this session"),
-        "{screen}"
+    has(
+        &screen,
+        "[a] yes, and this command for the rest of this session",
     );
     // Two prompts: `echo one` (approved for the session, so its second
     // spelling ran without asking) and `echo two` (asked again, refused).

@@ -5,6 +5,7 @@
 
 use crate::support::output::printed as text;
 use crate::support::registry::{Registry, read_user_manifest, store_dir};
+use crate::support::text::{has, lacks};
 use crate::*;
 use corral_test_programs::ECHO;
 use std::io::{BufRead as _, BufReader, Write as _};
@@ -78,7 +79,7 @@ fn registry_credentials_never_follow_a_projects_from() {
             "the project's registry received credentials (CORRAL_REGISTRY={bound:?}): {seen:?}"
         );
         assert!(t.contains("was not sent"), "the error says why: {t}");
-        assert!(!t.contains("s3cret"), "{t}");
+        lacks(&t, "s3cret");
     }
     // The registry the user names does get them: the recorder can see them.
     let bound = format!("127.0.0.1:{port}");
@@ -146,7 +147,7 @@ fn an_oci_layer_over_the_limit_is_refused_and_leaves_no_file() {
         &[("CORRAL_OCI_MAX_LAYER_KB", "lots")],
     );
     assert!(!o.status.success(), "{}", text(&o));
-    assert!(text(&o).contains("not a whole number"), "{}", text(&o));
+    has(&text(&o), "not a whole number");
     // Under the default limit the same layer installs.
     let o = cli.run(&sb.ws(), &["plugin", "add", &reference, "--yes"]);
     assert!(o.status.success(), "{}", text(&o));

@@ -10,6 +10,7 @@ use crate::support::log::{of_type, read_events, session_log};
 use crate::support::manifest::{KEYS, both_providers};
 use crate::support::mock::*;
 use crate::support::output::{assert_exit, stdout};
+use crate::support::text::{has, lacks};
 use crate::support::tui::{Pane, quote, ui_command};
 use crate::*;
 use serde_json::{Value, json};
@@ -132,7 +133,7 @@ fn undo_and_rewind_in_the_ui_survive_a_kill_and_a_resume() {
     pane.type_text("/undo");
     pane.press("Enter");
     let screen = pane.wait_for("changed since the turn");
-    assert!(screen.contains("notes.txt"), "{screen}");
+    has(&screen, "notes.txt");
     pane.wait_for("/undo --force");
     assert_eq!(read(&sb, "notes.txt").as_deref(), Some("my own edit\n"));
 
@@ -142,7 +143,7 @@ fn undo_and_rewind_in_the_ui_survive_a_kill_and_a_resume() {
     pane.press("Enter");
     pane.wait_for("restore these files?");
     let screen = pane.wait_for("+v1");
-    assert!(screen.contains("-v2"), "{screen}");
+    has(&screen, "-v2");
     assert_eq!(read(&sb, "notes.txt").as_deref(), Some("v2\n"), "not yet");
     pane.press("y");
     pane.wait_for("undid turn 2: restored notes.txt");
@@ -201,8 +202,8 @@ fn undo_and_rewind_in_the_ui_survive_a_kill_and_a_resume() {
     drop(pane);
     let pane = Pane::start(&command(&cli, &sb, "resume --last")).expect("tmux");
     let screen = pane.wait_for("resumed session");
-    assert!(screen.contains("first message again"), "{screen}");
-    assert!(!screen.contains("second message"), "{screen}");
+    has(&screen, "first message again");
+    lacks(&screen, "second message");
     say(&pane, "after resume", "Resumed answer.");
     wait_requests(&model, 6);
     let reqs = model.requests();

@@ -2,6 +2,7 @@
 //! sandbox promise, checks the attempt is contained with a clear error, and
 //! checks the host still serves the next call.
 
+use crate::support::text::{has, lacks};
 use crate::*;
 use corral_test_programs::{ADVERSARY, ECHO, HTTP_CLIENT, RAW_SOCKET};
 use serde_json::{Value, json};
@@ -494,7 +495,7 @@ async fn overlapping_grants_are_refused() {
             r#"grants.fs = [{ path = "out", access = "rw" }, { path = ".", access = "ro" }]"#,
         ))
         .expect_err("overlapping grants refused");
-    assert!(err.contains("overlaps"), "{err}");
+    has(&err, "overlaps");
 }
 
 #[tokio::test]
@@ -557,7 +558,7 @@ async fn raw_socket_without_net_grant_loads_and_cannot_connect() {
         )
         .await,
     );
-    assert!(msg.contains("PermissionDenied"), "{msg}");
+    has(&msg, "PermissionDenied");
     assert_eq!(hits.load(std::sync::atomic::Ordering::SeqCst), 0);
 }
 
@@ -610,7 +611,7 @@ async fn http_to_unlisted_host_is_denied_and_granted_host_works() {
         )
         .await,
     );
-    assert!(msg.contains("HttpRequestDenied"), "{msg}");
+    has(&msg, "HttpRequestDenied");
     let msg = failed(
         call(
             &p,
@@ -619,7 +620,7 @@ async fn http_to_unlisted_host_is_denied_and_granted_host_works() {
         )
         .await,
     );
-    assert!(msg.contains("HttpRequestDenied"), "{msg}");
+    has(&msg, "HttpRequestDenied");
     assert_eq!(
         other_hits.load(std::sync::atomic::Ordering::SeqCst),
         0,
@@ -648,7 +649,7 @@ async fn raw_socket_with_net_grant_is_still_denied() {
         )
         .await,
     );
-    assert!(msg.contains("connect"), "{msg}");
+    has(&msg, "connect");
     assert_eq!(hits.load(std::sync::atomic::Ordering::SeqCst), 0);
 }
 
@@ -670,7 +671,7 @@ async fn sha256_pin_is_enforced() {
         .load(&plugin_toml("echo", ECHO, &format!("sha256 = \"{wrong}\"")))
         .await
         .expect_err("mismatch refused");
-    assert!(err.contains("the manifest pins"), "{err}");
+    has(&err, "the manifest pins");
     let bytes = std::fs::read(ECHO).expect("echo.wasm");
     use sha2::Digest;
     let right = hex::encode(sha2::Sha256::digest(&bytes));
@@ -762,7 +763,7 @@ async fn files_interface_is_confined_like_wasi() {
     )
     .await;
     assert_no_secret(&out);
-    assert!(!out.contains("root:"), "{out}");
+    lacks(&out, "root:");
     for path in escapes {
         let line = line_for(&out, path);
         assert!(
@@ -787,9 +788,9 @@ async fn files_interface_is_confined_like_wasi() {
 
     // Listing: the workspace yes, a symlinked directory outside no.
     let listed = output(&p, "files_list", json!({"path": "."})).await;
-    assert!(listed.contains("hello.txt:File"), "{listed}");
-    assert!(listed.contains("sub:Directory"), "{listed}");
-    assert!(listed.contains("dir-link:Symlink"), "{listed}");
+    has(&listed, "hello.txt:File");
+    has(&listed, "sub:Directory");
+    has(&listed, "dir-link:Symlink");
     let outside_dir = sb.outside().display().to_string();
     for path in ["dir-link", "dir-link/", "..", "/etc", outside_dir.as_str()] {
         let msg = failed(call(&p, "files_list", json!({ "path": path })).await);
@@ -872,7 +873,7 @@ async fn files_interface_keeps_to_its_budgets() {
         )
         .await,
     );
-    assert!(msg.contains("limits.host_calls"), "{msg}");
+    has(&msg, "limits.host_calls");
     assert_healthy(&p).await;
 }
 

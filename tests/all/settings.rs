@@ -7,6 +7,7 @@
 
 use crate::support::mock::{MockServer, Reply, openai_sse};
 use crate::support::output::{stderr, stdout};
+use crate::support::text::{has, lacks};
 use crate::support::tui::{Pane, quote, ui_command};
 use crate::*;
 
@@ -41,7 +42,7 @@ fn the_ui_takes_profile_and_overrides_and_keeps_them() {
     let screen = pane.wait(&format!("the profile's model in {screen}"), |s| {
         s.contains("replay/profiled-model") && s.contains("auto-edit")
     });
-    assert!(!screen.contains("error"), "{screen}");
+    lacks(&screen, "error");
     pane.type_text("What is this project?");
     pane.press("Enter");
     pane.wait_for("This is corral");
@@ -54,7 +55,7 @@ fn the_ui_takes_profile_and_overrides_and_keeps_them() {
     });
     pane.press("C-d");
     let screen = pane.wait_for("CORRAL-EXIT=");
-    assert!(screen.contains("CORRAL-EXIT=0"), "{screen}");
+    has(&screen, "CORRAL-EXIT=0");
     drop(pane);
 
     // `resume --last` into the UI, with its own -c over the profile.
@@ -87,10 +88,7 @@ fn the_base_url_error_snippet_leads_to_a_working_setup() {
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     let err = stderr(&o);
     let file = cli.home.path().join("config/corral/corral.toml");
-    assert!(
-        err.contains(&format!("add this to {}", file.display())),
-        "{err}"
-    );
+    has(&err, format!("add this to {}", file.display()));
     // The snippet, as the user copies it into that file.
     let snippet: String = err
         .lines()
@@ -125,7 +123,7 @@ fn config_errors_name_the_file_and_line() {
     let o = cli.run(&sb.ws(), &["run", "hi"]);
     assert_eq!(o.status.code(), Some(2));
     let err = stderr(&o);
-    assert!(err.contains("no model provider is configured"), "{err}");
+    has(&err, "no model provider is configured");
     let file = cli.home.path().join("config/corral/corral.toml");
-    assert!(err.contains(&file.display().to_string()), "{err}");
+    has(&err, file.display().to_string());
 }

@@ -7,6 +7,7 @@
 use crate::support::log::session_log;
 use crate::support::mock::*;
 use crate::support::output::json_events;
+use crate::support::text::has;
 use crate::*;
 use serde_json::{Value, json};
 use std::io::Write as _;
@@ -153,7 +154,7 @@ fn tool_call_arguments_in_many_fragments_are_merged_and_whole() {
         "the tool ran and the model was asked again"
     );
     let result = openai_tool_result(&requests[1], "call_big");
-    assert!(result.contains("hello from the workspace"), "{result}");
+    has(&result, "hello from the workspace");
 }
 
 /// Events of a long session appended to the log at `path`: `n` events in

@@ -5,6 +5,7 @@
 //! past its memory limit.
 
 use crate::support::events::events;
+use crate::support::text::{has, lacks};
 use crate::*;
 use corral_test_programs::ENV_PROVIDER;
 
@@ -53,7 +54,7 @@ fn a_provider_may_leave_its_answer_to_the_host() {
         .lines()
         .find(|l| l.contains("\"request_end\""))
         .expect("a request_end record");
-    assert!(end.contains("\"text\":\"Kept by the host.\""), "{end}");
+    has(end, "\"text\":\"Kept by the host.\"");
 }
 
 #[test]
@@ -132,5 +133,5 @@ fn a_tool_plugin_cannot_have_the_host_keep_text() {
         err.contains("outside a provider's `complete`") && err.contains("plugin `budgets`"),
         "{err}"
     );
-    assert!(!out.contains("the host kept"), "{out}");
+    lacks(&out, "the host kept");
 }

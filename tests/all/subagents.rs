@@ -9,6 +9,7 @@ use crate::support::git::{git, repo};
 use crate::support::log::of_type;
 use crate::support::output::assert_exit;
 use crate::support::process::{HANG, events, wait_bounded, wait_for};
+use crate::support::text::has;
 use crate::*;
 use serde_json::{Value, json};
 use std::io::Write as _;
@@ -206,10 +207,7 @@ fn two_read_only_subagents_run_in_parallel_and_answer_in_call_order() {
     let child_id = children[0].1[0]["session_id"].as_str().expect("id");
     let shown = cli.run(&sb.ws(), &["show", &parent_id]);
     let shown = String::from_utf8_lossy(&shown.stdout);
-    assert!(
-        shown.contains(&format!("(subagent session {child_id})")),
-        "{shown}"
-    );
+    has(&shown, format!("(subagent session {child_id})"));
 }
 
 #[test]
@@ -252,7 +250,7 @@ fn a_child_asking_for_more_than_its_parent_gets_nothing() {
     );
     let o = cli.run(&sb.ws(), &["run", "--json", "go"]);
     let out = String::from_utf8_lossy(&o.stdout);
-    assert!(out.contains("unknown tool `task`"), "{out}");
+    has(&out, "unknown tool `task`");
     assert_eq!(perm["decision"], "deny", "{perm}");
     assert!(
         perm["reason"].as_str().unwrap_or("").contains("write"),
@@ -473,7 +471,7 @@ fn an_unapproved_worktree_diff_is_kept_as_a_patch() {
     let o = cli.run(&sb.ws(), &["run", "--worktree", "--yes", "fix it"]);
     let err = String::from_utf8_lossy(&o.stderr).into_owned();
     assert_eq!(o.status.code(), Some(0), "{err}");
-    assert!(err.contains("applied to the workspace"), "{err}");
+    has(&err, "applied to the workspace");
     assert_eq!(
         std::fs::read_to_string(sb.ws().join("notes.txt")).expect("notes"),
         "- DONE: ship it\n"
@@ -541,10 +539,7 @@ fn the_plan_and_cut_outputs_through_the_host_tools() {
         .expect("the whole output");
     assert!(whole.len() > 32 * 1024, "{}", whole.len());
     assert!(text.starts_with(&whole[20000..20100]), "{text}");
-    assert!(
-        text.contains("the next page starts at offset 20100"),
-        "{text}"
-    );
+    has(text, "the next page starts at offset 20100");
     assert!(
         end("o2")["outcome"]["content"]
             .as_str()
@@ -560,12 +555,12 @@ fn the_plan_and_cut_outputs_through_the_host_tools() {
     let tools = cli.run(&sb.ws(), &["tools", "list"]);
     let tools = String::from_utf8_lossy(&tools.stdout);
     for name in ["update_plan", "read_output", "task"] {
-        assert!(tools.contains(name), "{tools}");
+        has(&tools, name);
     }
     let id = log[0]["session_id"].as_str().expect("id");
     let shown = cli.run(&sb.ws(), &["show", id]);
     let shown = String::from_utf8_lossy(&shown.stdout);
-    assert!(shown.contains("[in_progress] read big.txt"), "{shown}");
+    has(&shown, "[in_progress] read big.txt");
 }
 
 #[test]

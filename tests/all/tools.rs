@@ -1,5 +1,6 @@
 //! The first-party `fs` and `search` plugins, called through the sandbox.
 
+use crate::support::text::has;
 use crate::*;
 use pretty_assertions::assert_eq;
 use serde_json::json;
@@ -44,15 +45,11 @@ async fn read_file_numbers_pages_and_caps() {
     let out = call(&p, "read_file", json!({"path": "ten.txt", "offset": 40}))
         .await
         .expect("past end");
-    assert!(
-        out.content.contains("past the end: the file has 10 lines"),
-        "{}",
-        out.content
-    );
+    has(&out.content, "past the end: the file has 10 lines");
 
     std::fs::write(sb.ws().join("blob.bin"), [0u8, 1, 2, 3, 0, 255]).expect("bin");
     let msg = failed(call(&p, "read_file", json!({"path": "blob.bin"})).await);
-    assert!(msg.contains("binary"), "{msg}");
+    has(&msg, "binary");
 
     sb.write("big.txt", &"0123456789abcdef\n".repeat(20_000));
     let out = call(&p, "read_file", json!({"path": "big.txt", "limit": 1}))
@@ -74,13 +71,13 @@ async fn paths_must_stay_in_the_workspace() {
     let sb = Sandbox::new();
     let p = builtins(&sb).await;
     let msg = invalid(call(&p, "read_file", json!({"path": "/etc/passwd"})).await);
-    assert!(msg.contains("absolute path"), "{msg}");
+    has(&msg, "absolute path");
     let msg = invalid(call(&p, "read_file", json!({"path": "../outside/secret.txt"})).await);
-    assert!(msg.contains("leads out of the workspace"), "{msg}");
+    has(&msg, "leads out of the workspace");
     std::os::unix::fs::symlink(sb.outside().join("secret.txt"), sb.ws().join("link"))
         .expect("symlink");
     let msg = failed(call(&p, "read_file", json!({"path": "link"})).await);
-    assert!(msg.contains("outside what this plugin may access"), "{msg}");
+    has(&msg, "outside what this plugin may access");
     assert!(!msg.contains(SECRET));
     let msg = invalid(
         call(
@@ -90,7 +87,7 @@ async fn paths_must_stay_in_the_workspace() {
         )
         .await,
     );
-    assert!(msg.contains("leads out"), "{msg}");
+    has(&msg, "leads out");
     assert!(!sb.root.path().join("evil.txt").exists());
 }
 
@@ -126,7 +123,7 @@ async fn write_and_edit() {
         )
         .await,
     );
-    assert!(msg.contains("was not found"), "{msg}");
+    has(&msg, "was not found");
     let out = call(&p, "edit_file", json!({"path": "src/new.rs", "old_string": "fn a() {}\nfn a", "new_string": "fn a() {}\nfn b"}))
         .await
         .expect("unique edit");
@@ -151,7 +148,7 @@ async fn write_and_edit() {
         )
         .await,
     );
-    assert!(msg.contains("nothing would change"), "{msg}");
+    has(&msg, "nothing would change");
     match call(&p, "write_file", json!({"path": "x.txt"})).await {
         Err(ToolError::InvalidArguments(m)) => {
             assert!(m.contains("missing field `content`"), "{m}")
@@ -177,7 +174,7 @@ async fn list_files_respects_gitignore_depth_and_limit() {
     let out = call(&p, "list_files", json!({"depth": 4}))
         .await
         .expect("deeper");
-    assert!(out.content.contains("src/deep/a/b.rs"), "{}", out.content);
+    has(&out.content, "src/deep/a/b.rs");
     let out = call(&p, "list_files", json!({"depth": 1}))
         .await
         .expect("depth");
@@ -238,11 +235,7 @@ async fn grep_finds_with_context_and_globs() {
     let out = call(&p, "grep", json!({"pattern": "fn", "max_results": 1}))
         .await
         .expect("cap");
-    assert!(
-        out.content.contains("[stopped after 1 results"),
-        "{}",
-        out.content
-    );
+    has(&out.content, "[stopped after 1 results");
     let out = call(&p, "grep", json!({"pattern": "nothing-matches-this"}))
         .await
         .expect("none");
@@ -251,7 +244,7 @@ async fn grep_finds_with_context_and_globs() {
         "no matches for `nothing-matches-this` under `.`\n"
     );
     let msg = invalid(call(&p, "grep", json!({"pattern": "fn ("})).await);
-    assert!(msg.contains("not a valid regex"), "{msg}");
+    has(&msg, "not a valid regex");
 }
 
 #[tokio::test]

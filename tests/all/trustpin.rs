@@ -4,6 +4,7 @@
 
 use crate::support::files::{place, sha256_of};
 use crate::support::output::{stderr, stdout};
+use crate::support::text::{has, lacks};
 use crate::*;
 use corral_test_programs::{ECHO, TRUSTPIN};
 use sha2::Digest as _;
@@ -61,10 +62,9 @@ fn a_swapped_wasm_is_refused_until_trusted_again() {
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(stdout(&o), "hi\n");
     let o = cli.run(&sb.ws(), &["plugins", "list"]);
-    assert!(
-        stdout(&o).contains(&format!("sha256   {trusted} (approved by corral trust)")),
-        "{}",
-        stdout(&o)
+    has(
+        &stdout(&o),
+        format!("sha256   {trusted} (approved by corral trust)"),
     );
 
     // Someone swaps the component; corral.toml itself is unchanged.
@@ -108,7 +108,7 @@ fn a_swapped_wasm_is_refused_until_trusted_again() {
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(stdout(&o), "named\n");
     let o = cli.run(&sb.ws(), &["trust"]);
-    assert!(stdout(&o).contains("is already trusted"), "{}", stdout(&o));
+    has(&stdout(&o), "is already trusted");
 }
 
 #[test]
@@ -123,10 +123,9 @@ fn a_pinned_wasm_is_covered_by_its_pin() {
     let cli = Cli::untrusting();
     let o = cli.run(&sb.ws(), &["trust", "--yes"]);
     assert!(o.status.success(), "{}", stderr(&o));
-    assert!(
-        stdout(&o).contains(&format!("sha256 {pin} (pinned by the manifest)")),
-        "{}",
-        stdout(&o)
+    has(
+        &stdout(&o),
+        format!("sha256 {pin} (pinned by the manifest)"),
     );
     let o = cli.run(
         &sb.ws(),
@@ -135,20 +134,12 @@ fn a_pinned_wasm_is_covered_by_its_pin() {
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(stdout(&o), "pinned\n");
     let o = cli.run(&sb.ws(), &["plugins", "list"]);
-    assert!(
-        stdout(&o).contains(&format!("sha256   {pin} (pinned)")),
-        "{}",
-        stdout(&o)
-    );
+    has(&stdout(&o), format!("sha256   {pin} (pinned)"));
     // The pin, not the trust record, speaks for a pinned file.
     place(&sb, TRUSTPIN, "tools/echo.wasm");
     let o = cli.run(&sb.ws(), &["tools", "list"]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(
-        stderr(&o).contains(&format!("but the manifest pins {pin}")),
-        "{}",
-        stderr(&o)
-    );
+    has(&stderr(&o), format!("but the manifest pins {pin}"));
 }
 
 #[test]
@@ -175,7 +166,7 @@ fn the_users_own_plugins_need_no_trust() {
     sb.write("corral.toml", "[policy]\nmode = \"ask\"\n");
     let o = cli.run(&sb.ws(), &["trust", "--yes"]);
     assert!(o.status.success(), "{}", stderr(&o));
-    assert!(!stdout(&o).contains("Plugin files"), "{}", stdout(&o));
+    lacks(&stdout(&o), "Plugin files");
     std::fs::copy(ECHO, config.join("mine.wasm")).expect("replace");
     let o = cli.run(
         &sb.ws(),
@@ -320,10 +311,9 @@ fn a_fifo_named_as_a_wasm_is_refused_without_hanging() {
     let limit = Duration::from_secs(60);
     let o = run_bounded(&mut cli.command(&sb.ws(), &["trust", "--yes"]), limit);
     assert!(o.status.success(), "{}", stderr(&o));
-    assert!(
-        stdout(&o).contains("cannot be read (it is a FIFO (named pipe), not a regular file)"),
-        "{}",
-        stdout(&o)
+    has(
+        &stdout(&o),
+        "cannot be read (it is a FIFO (named pipe), not a regular file)",
     );
     let o = run_bounded(&mut cli.command(&sb.ws(), &["tools", "list"]), limit);
     assert_eq!(o.status.code(), Some(2));

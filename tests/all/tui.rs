@@ -3,6 +3,7 @@
 //! playing a cassette, keys sent and the screen read back.
 
 use crate::support::cassette::{self, streamed_turn};
+use crate::support::text::{has, lacks};
 use crate::support::tui::{Pane, SCREEN_TIMEOUT, assert_restored, quote};
 use crate::*;
 use serde_json::{Value, json};
@@ -57,8 +58,8 @@ fn a_session_in_the_terminal_ui() {
     pane.wait_for("I will write notes.txt");
     pane.wait_for("approve this call?");
     let modal = pane.wait_for("+new text");
-    assert!(modal.contains("mode ask"), "{modal}");
-    assert!(modal.contains("every write_file call"), "{modal}");
+    has(&modal, "mode ask");
+    has(&modal, "every write_file call");
     assert!(!sb.ws().join("notes.txt").exists());
     // Keys typed in the first moments of the modal are dropped on purpose;
     // answer until it takes.
@@ -69,7 +70,7 @@ fn a_session_in_the_terminal_ui() {
         std::thread::sleep(Duration::from_millis(200));
     }
     let screen = pane.wait_for("Wrote notes.txt.");
-    assert!(screen.contains("write_file"), "{screen}");
+    has(&screen, "write_file");
     assert_eq!(
         std::fs::read_to_string(sb.ws().join("notes.txt")).expect("notes.txt written"),
         "new text\n"
@@ -99,7 +100,7 @@ fn a_session_in_the_terminal_ui() {
     pane.wait_for("press Ctrl+C again to quit");
     pane.press("C-c");
     let screen = pane.wait_for("CORRAL-EXIT=");
-    assert!(screen.contains("CORRAL-EXIT=0"), "{screen}");
+    has(&screen, "CORRAL-EXIT=0");
     // The transcript stays in the terminal after the UI's alternate screen
     // is gone, in order, above the shell's next line.
     let back = pane.scrollback();
@@ -131,7 +132,7 @@ fn a_session_in_the_terminal_ui() {
     }
     pane.press("C-d");
     let screen = pane.wait_for("CORRAL-EXIT=");
-    assert!(screen.contains("CORRAL-EXIT=0"), "{screen}");
+    has(&screen, "CORRAL-EXIT=0");
     assert_restored(&pane);
     drop(pane);
 
@@ -139,7 +140,7 @@ fn a_session_in_the_terminal_ui() {
     // puts the last one in the empty input.
     let pane = Pane::start(&command).expect("tmux");
     let screen = pane.wait_for("ask anything");
-    assert!(!screen.contains("slow one"), "{screen}");
+    lacks(&screen, "slow one");
     pane.press("Up");
     pane.wait_for("slow one");
     pane.press("Up");
@@ -147,7 +148,7 @@ fn a_session_in_the_terminal_ui() {
     pane.press("C-c");
     pane.press("C-d");
     let screen = pane.wait_for("CORRAL-EXIT=");
-    assert!(screen.contains("CORRAL-EXIT=0"), "{screen}");
+    has(&screen, "CORRAL-EXIT=0");
     drop(pane);
 
     // The log is whole: every event numbered without gaps, the approval and
@@ -237,6 +238,6 @@ fn sigterm_restores_the_terminal() {
         .expect("kill");
     assert!(ok.success());
     let screen = pane.wait_for("CORRAL-EXIT=");
-    assert!(screen.contains("CORRAL-EXIT=143"), "{screen}");
+    has(&screen, "CORRAL-EXIT=143");
     assert_restored(&pane);
 }

@@ -6,6 +6,7 @@
 use crate::support::log::session_log;
 use crate::support::manifest::{KEYS, OPENAI_KEY, both_providers};
 use crate::support::mock::*;
+use crate::support::text::{has, lacks};
 use crate::*;
 use serde_json::{Value, json};
 
@@ -130,6 +131,6 @@ fn the_status_line_shows_the_mode_and_follows_mode_changes() {
     pane.type_text("/mode auto-edit");
     pane.press("Enter");
     let screen = pane.wait_for(" · auto-edit · ");
-    assert!(screen.contains("mode: auto-edit"), "{screen}");
-    assert!(!screen.contains(" · read-only · "), "{screen}");
+    has(&screen, "mode: auto-edit");
+    lacks(&screen, " · read-only · ");
 }

@@ -2,6 +2,7 @@
 //! warning raised while the UI is up is shown in it, and a provider without
 //! its key names the variable.
 
+use crate::support::text::{has, lacks};
 use crate::support::tui::{Pane, ui_command};
 use crate::*;
 use corral_test_programs::LOOKALIKE;
@@ -29,8 +30,8 @@ fn provider_without_its_key_names_the_variable_in_the_ui() {
     pane.type_text("/provider openai");
     pane.press("Enter");
     let screen = pane.wait_for("OPENAI_API_KEY");
-    assert!(screen.contains("provider is unchanged"), "{screen}");
-    assert!(!screen.contains("grants.net"), "{screen}");
+    has(&screen, "provider is unchanged");
+    lacks(&screen, "grants.net");
 }
 
 #[test]
@@ -46,6 +47,6 @@ fn a_warning_raised_while_the_ui_runs_is_shown_in_it() {
     };
     // The UI lists the tools once it is up; that load warns again.
     let screen = pane.wait_for("looks like tool");
-    assert!(!screen.contains("\\x1b["), "{screen}");
-    assert!(!screen.contains("\u{1b}["), "{screen}");
+    lacks(&screen, "\\x1b[");
+    lacks(&screen, "\u{1b}[");
 }

@@ -8,6 +8,8 @@
 use crate::support::cassette::{self, answer_turn, calls_turn};
 use crate::support::log::{of_type, read_events, session_log};
 use crate::support::output::{assert_exit, stderr, stdout};
+use crate::support::run::argv_with;
+use crate::support::text::{has, lacks};
 use crate::*;
 use serde_json::{Value, json};
 use std::path::PathBuf;
@@ -30,14 +32,7 @@ fn run_turn(cli: &Cli, sb: &Sandbox, calls: &[(&str, &str, Value)]) -> std::proc
     );
     let o = cli.run(
         &sb.ws(),
-        &[
-            "run",
-            "--provider",
-            "replay",
-            "--yes",
-            "--json",
-            "change the files",
-        ],
+        &argv_with("run --provider replay --yes --json", "change the files"),
     );
     assert_exit(&o, 0);
     o
@@ -82,7 +77,7 @@ fn undo_restores_what_programs_run_by_run_command_changed() {
     );
     for content in results(&o) {
         assert!(content.starts_with("exit code 0"), "{content}");
-        assert!(!content.contains("cannot be undone"), "{content}");
+        lacks(&content, "cannot be undone");
     }
     assert_eq!(read(&sb, "a.txt"), "two\nkeep\n", "sed ran");
     assert!(sb.ws().join("made.txt").exists(), "touch ran");
@@ -105,11 +100,7 @@ fn undo_restores_what_programs_run_by_run_command_changed() {
     let events = read_events(&session_log(&cli));
     assert_eq!(of_type(&events, "undone").len(), 1, "the undo is logged");
     let again = cli.run(&sb.ws(), &["undo", "--yes"]);
-    assert!(
-        stderr(&again).contains("nothing to undo"),
-        "{}",
-        stderr(&again)
-    );
+    has(&stderr(&again), "nothing to undo");
 }
 
 #[test]
@@ -131,7 +122,7 @@ fn a_read_only_call_records_nothing_and_an_unchanged_workspace_has_nothing_to_un
     );
     let o = cli.run(&sb.ws(), &["undo", "--yes"]);
     assert!(!o.status.success(), "{}", stdout(&o));
-    assert!(stderr(&o).contains("nothing to undo"), "{}", stderr(&o));
+    has(&stderr(&o), "nothing to undo");
 }
 
 /// The reference filesystem server `.ci/run` installs, or why there is none.
@@ -174,7 +165,7 @@ fn undo_restores_what_an_mcp_servers_write_tool_changed() {
         ],
     );
     for content in results(&o) {
-        assert!(!content.contains("cannot be undone"), "{content}");
+        lacks(&content, "cannot be undone");
     }
     assert_eq!(read(&sb, "notes.txt"), "DONE\n", "{}", stdout(&o));
     assert_eq!(read(&sb, "new.txt"), "made by the server\n");
@@ -247,7 +238,7 @@ fn rewind_in_the_ui_restores_what_a_program_changed() {
     pane.press("Enter");
     pane.wait_for("restore these files?");
     let screen = pane.wait_for("+one");
-    assert!(screen.contains("-two"), "{screen}");
+    has(&screen, "-two");
     pane.press("y");
     pane.wait_for("rewound the conversation");
     assert_eq!(

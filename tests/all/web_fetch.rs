@@ -7,6 +7,7 @@ use crate::support::cassette::{answer_turn, call_turn};
 use crate::support::events::{events, find, label, labels};
 use crate::support::output::{assert_exit, printed, stderr, stdout};
 use crate::support::run::tool_call;
+use crate::support::text::{has, lacks};
 use crate::{Cli, Sandbox};
 use serde_json::json;
 use std::io::{BufRead, BufReader, Write};
@@ -171,13 +172,10 @@ fn an_html_page_comes_back_as_markdown_without_scripts() {
     let o = tool_call(&cli, &sb, "web_fetch", json!({"url": site.url("/notes")}));
     assert_exit(&o, 0);
     let text = stdout(&o);
-    assert!(text.contains("# Release notes"), "{text}");
-    assert!(text.contains("## Changes"), "{text}");
-    assert!(
-        text.contains("[the docs](https://example.com/docs)"),
-        "{text}"
-    );
-    assert!(text.contains("faster"), "{text}");
+    has(&text, "# Release notes");
+    has(&text, "## Changes");
+    has(&text, "[the docs](https://example.com/docs)");
+    has(&text, "faster");
     for noise in [
         "SCRIPT-TEXT",
         "STYLE-TEXT",
@@ -206,7 +204,7 @@ fn json_and_text_pass_through_and_other_types_are_refused() {
         json!({"url": site.url("/data.json")}),
     );
     assert_exit(&o, 0);
-    assert!(stdout(&o).contains(body), "{}", stdout(&o));
+    has(&stdout(&o), body);
 
     let o = tool_call(
         &cli,
@@ -215,11 +213,7 @@ fn json_and_text_pass_through_and_other_types_are_refused() {
         json!({"url": site.url("/notes.txt")}),
     );
     assert_exit(&o, 0);
-    assert!(
-        stdout(&o).contains("# not a heading\n<b>kept as is</b>"),
-        "{}",
-        stdout(&o)
-    );
+    has(&stdout(&o), "# not a heading\n<b>kept as is</b>");
 
     let o = tool_call(
         &cli,
@@ -228,11 +222,7 @@ fn json_and_text_pass_through_and_other_types_are_refused() {
         json!({"url": site.url("/logo.png")}),
     );
     assert_exit(&o, 1);
-    assert!(
-        stderr(&o).contains("is `image/png`, which web_fetch does not read"),
-        "{}",
-        stderr(&o)
-    );
+    has(&stderr(&o), "is `image/png`, which web_fetch does not read");
 }
 
 #[test]
@@ -274,11 +264,8 @@ fn a_redirect_is_followed_only_to_a_granted_origin() {
     let o = tool_call(&cli, &sb, "web_fetch", json!({"url": start.url("/hop")}));
     assert_exit(&o, 0);
     let text = stdout(&o);
-    assert!(
-        text.contains(&format!("URL: {}", target.url("/landing"))),
-        "{text}"
-    );
-    assert!(text.contains("# Arrived"), "{text}");
+    has(&text, format!("URL: {}", target.url("/landing")));
+    has(&text, "# Arrived");
 }
 
 #[test]
@@ -295,7 +282,7 @@ fn no_origin_is_granted_by_default() {
         site.url("/"),
         site.port
     );
-    assert!(stderr(&o).contains(&want), "{}", stderr(&o));
+    has(&stderr(&o), &want);
     assert!(site.seen().is_empty());
 }
 
@@ -332,9 +319,9 @@ fn an_endless_body_is_cut_with_a_note_and_read_no_further() {
     );
     assert_exit(&o, 0);
     let text = stdout(&o);
-    assert!(
-        text.contains("[the text was cut: showing the first 1000 of 200000 characters"),
-        "{text}"
+    has(
+        &text,
+        "[the text was cut: showing the first 1000 of 200000 characters",
     );
     assert!(text.len() < 2000, "{} bytes", text.len());
 }
@@ -428,9 +415,9 @@ fn web_search_lists_results_and_only_the_server_sees_the_key() {
     );
     assert_exit(&out, 0);
     let text = stdout(&out);
-    assert!(text.contains("1. The Rust book"), "{text}");
-    assert!(text.contains("https://wasmtime.dev/"), "{text}");
-    assert!(!printed(&out).contains(SEARCH_KEY), "{}", printed(&out));
+    has(&text, "1. The Rust book");
+    has(&text, "https://wasmtime.dev/");
+    lacks(&printed(&out), SEARCH_KEY);
 
     let seen = site.seen();
     assert_eq!(seen.len(), 1, "{seen:?}");

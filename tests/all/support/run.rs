@@ -67,3 +67,16 @@ pub fn tool_call(cli: &Cli, sb: &Sandbox, tool: &str, args: impl std::fmt::Displ
         &["tool", "call", tool, "--args", &args.to_string()],
     )
 }
+
+/// The words of `line` (split at spaces) as a command's arguments.
+pub fn argv(line: &str) -> Vec<&str> {
+    line.split_whitespace().collect()
+}
+
+/// The words of `line`, then `last` whole (a prompt or JSON that may hold
+/// spaces) as a command's arguments.
+pub fn argv_with<'a>(line: &'a str, last: &'a str) -> Vec<&'a str> {
+    let mut args = argv(line);
+    args.push(last);
+    args
+}
