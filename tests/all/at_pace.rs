@@ -331,10 +331,7 @@ fn run_shows_a_replayed_answer_whole() {
     cassette::write(&sb, "c.json", &turns);
     sb.write(
         "corral.toml",
-        "[agent]\nprovider = \"replay\"\n\n[policy]\nmode = \"auto-edit\"\n\n\
-         [plugins.replay]\nsource = \"builtin:replay\"\n\
-         grants.fs = [{ path = \".\", access = \"ro\" }]\n\
-         config = { cassette = \"c.json\", delay_ms = 150 }\n",
+        &crate::support::tui::replay_manifest(r#"mode = "auto-edit""#, ", delay_ms = 150"),
     );
     let cli = Cli::new();
     let shown = pty::run(cli.command(&sb.ws(), &["run", "What is this project?"]));
@@ -346,9 +343,7 @@ fn ui_at_pace(wire: Wire) {
     let port = paced(script(wire));
     let sb = wire.workspace(port);
     let cli = Cli::new();
-    // Trusts the manifest, as a user would before the first run.
-    let o = cli.run(&sb.ws(), &["sessions"]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    crate::support::tui::trust(&cli, &sb);
     let (k, v) = wire.key();
     let command = format!("{k}={v} {}", ui_command(&cli, &sb.ws(), "sleep 600"));
     let Some(pane) = Pane::start(&command) else {

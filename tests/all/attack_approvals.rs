@@ -172,13 +172,10 @@ fn the_ui_modal_wraps_the_call_and_approves_only_once_all_of_it_was_shown() {
     crate::support::cassette::write(&sb, "c.json", &turns);
     sb.write(
         "corral.toml",
-        "[agent]\nprovider = \"replay\"\n\n[plugins.replay]\nsource = \"builtin:replay\"\n\
-         grants.fs = [{ path = \".\", access = \"ro\" }]\n\
-         config = { cassette = \"c.json\", delay_ms = 5 }\n",
+        &crate::support::tui::replay_manifest("", ", delay_ms = 5"),
     );
     let cli = Cli::new();
-    let o = cli.run(&sb.ws(), &["sessions"]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    crate::support::tui::trust(&cli, &sb);
     let command = crate::support::tui::ui_command(&cli, &sb.ws(), "sleep 600");
     let Some(pane) = Pane::start(&command) else {
         return;

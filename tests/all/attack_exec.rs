@@ -317,14 +317,9 @@ fn diff_in_the_ui_runs_nothing_the_repository_names() {
     );
     sb.write("notes.txt", "- TODO: ship it\n- a changed line\n");
     crate::support::cassette::write(&sb, "c.json", &[] as &[Value]);
-    sb.write(
-        "corral.toml",
-        "[agent]\nprovider = \"replay\"\n\n[plugins.replay]\nsource = \"builtin:replay\"\n\
-         grants.fs = [{ path = \".\", access = \"ro\" }]\nconfig = { cassette = \"c.json\" }\n",
-    );
+    sb.write("corral.toml", &crate::support::tui::replay_manifest("", ""));
     let cli = Cli::new();
-    let o = cli.run(&sb.ws(), &["sessions"]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    crate::support::tui::trust(&cli, &sb);
     let command = crate::support::tui::ui_command(&cli, &sb.ws(), "sleep 600");
     let Some(pane) = Pane::start(&command) else {
         return;

@@ -128,13 +128,7 @@ fn a_bad_project_manifest_is_reported_with_its_line() {
     let err = stderr(&o);
     has(&err, "corral.toml:3:1: unknown field `bogus`");
     // A user manifest with the same mistake stops every command.
-    let config = cli.home.path().join("config/corral");
-    std::fs::create_dir_all(&config).expect("config dir");
-    std::fs::write(
-        config.join("corral.toml"),
-        "[plugins.fs]\nsource = \"builtin:fs\"\nbogus = 1\n",
-    )
-    .expect("write");
+    cli.write_user_manifest("[plugins.fs]\nsource = \"builtin:fs\"\nbogus = 1\n");
     let o = cli.run(&sb.ws(), &["tools", "list"]);
     assert_eq!(o.status.code(), Some(2));
     has(&stderr(&o), "corral/corral.toml:3:1: unknown field `bogus`");

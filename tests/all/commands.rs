@@ -200,8 +200,7 @@ fn ui_custom_commands_shell_lines_and_cost() {
         "mine.md",
         "---\ndescription: My own command\n---\nMine: $1\n",
     );
-    let o = cli.run(&sb.ws(), &["sessions"]);
-    assert_exit(&o, 0);
+    crate::support::tui::trust(&cli, &sb);
     // Added after the trust.
     sb.write(".corral/commands/later.md", "Later.\n");
     let command = format!(

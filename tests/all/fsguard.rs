@@ -479,13 +479,7 @@ fn a_source_that_is_not_a_regular_file_fails_fast() {
     has(&stderr(&o), "it is a FIFO (named pipe), not a regular file");
     // Through the user's own configuration, which needs no trust.
     std::fs::remove_file(sb.ws().join("corral.toml")).expect("rm");
-    let user = cli.home.path().join("config/corral");
-    std::fs::create_dir_all(&user).expect("config dir");
-    std::fs::write(
-        user.join("corral.toml"),
-        "[plugins.zero]\nsource = \"/dev/zero\"\n",
-    )
-    .expect("user config");
+    cli.write_user_manifest("[plugins.zero]\nsource = \"/dev/zero\"\n");
     let o = run_guarded(
         cli.command(&sb.ws(), &["tools", "list"]),
         "/dev/zero source",
@@ -495,7 +489,7 @@ fn a_source_that_is_not_a_regular_file_fails_fast() {
         &stderr(&o),
         "/dev/zero: it is a character device, not a regular file",
     );
-    std::fs::remove_file(user.join("corral.toml")).expect("rm");
+    std::fs::remove_file(cli.home.path().join("config/corral/corral.toml")).expect("rm");
     let o = run_guarded(
         cli.command(&sb.ws(), &["plugins", "inspect", "/dev/zero"]),
         "inspect /dev/zero",

@@ -174,8 +174,7 @@ fn the_ui_leaves_no_empty_session_and_says_how_to_resume() {
         "[agent]\nprovider = \"replay\"\n\n[policy]\nmode = \"full-auto\"\n",
     );
     let cli = Cli::new();
-    let o = cli.run(&sb.ws(), &["sessions"]);
-    assert!(o.status.success(), "{}", stderr(&o));
+    crate::support::tui::trust(&cli, &sb);
     let command = ui_command(&cli, &sb.ws(), "echo CORRAL-EXIT=$?; sleep 600");
 
     let Some(pane) = Pane::start(&command) else {

@@ -213,6 +213,10 @@ pub fn failed(r: Result<ToolOutput, ToolError>) -> String {
     }
 }
 
+/// The user manifest of [`Cli::new`]: the trusted project may loosen
+/// security settings.
+pub const LOOSENING: &str = "[trust]\nproject_may_loosen = true\n";
+
 /// The `corral` binary with its own config, cache and data directories.
 /// Unless made with [`Cli::untrusting`], it trusts the workspace's
 /// `corral.toml` (as `corral trust --yes` would) before each command, since
@@ -234,14 +238,16 @@ impl Cli {
     /// tests put the settings they are about in the project's file.
     pub fn new() -> Self {
         let cli = Self::strict();
-        let config = cli.home.path().join("config/corral");
-        std::fs::create_dir_all(&config).expect("config dir");
-        std::fs::write(
-            config.join("corral.toml"),
-            "[trust]\nproject_may_loosen = true\n",
-        )
-        .expect("user manifest");
+        cli.write_user_manifest(LOOSENING);
         cli
+    }
+
+    /// Writes `text` as the user's own manifest (`corral/corral.toml` in
+    /// the config directory).
+    pub fn write_user_manifest(&self, text: &str) {
+        let config = self.home.path().join("config/corral");
+        std::fs::create_dir_all(&config).expect("config dir");
+        std::fs::write(config.join("corral.toml"), text).expect("user manifest");
     }
 
     /// Trusts the project manifest, which may only tighten the user's

@@ -367,13 +367,7 @@ fn a_bad_manifest_is_a_clear_error_on_stderr_and_nothing_on_stdout() {
     let sb = Sandbox::new();
     let cli = Cli::new();
     // The user's own manifest: it needs no trust, so it is read as it is.
-    let config = cli.home.path().join("config/corral");
-    std::fs::create_dir_all(&config).unwrap();
-    std::fs::write(
-        config.join("corral.toml"),
-        "[plugins.fs]\nsource = \"builtin:fs\"\ncolour = 1\n",
-    )
-    .unwrap();
+    cli.write_user_manifest("[plugins.fs]\nsource = \"builtin:fs\"\ncolour = 1\n");
     let out = cli.run(&sb.ws(), &["mcp", "serve"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(
@@ -387,7 +381,7 @@ fn a_bad_manifest_is_a_clear_error_on_stderr_and_nothing_on_stdout() {
         "{err}"
     );
 
-    std::fs::remove_file(config.join("corral.toml")).unwrap();
+    std::fs::remove_file(cli.home.path().join("config/corral/corral.toml")).unwrap();
     let out = cli.run(&sb.ws(), &["mcp", "serve", "--mode", "sometimes"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(out.stdout.is_empty());

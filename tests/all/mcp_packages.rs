@@ -280,12 +280,7 @@ fn a_package_line_is_checked_like_the_rest_of_the_manifest() {
             "unknown field `path`",
         ),
     ] {
-        std::fs::create_dir_all(cli.home.path().join("config/corral")).expect("config");
-        std::fs::write(
-            cli.home.path().join("config/corral/corral.toml"),
-            entry(&package),
-        )
-        .expect("corral.toml");
+        cli.write_user_manifest(&entry(&package));
         let o = cli.run(&sb.ws(), &["mcp", "list"]);
         assert!(stderr(&o).contains(said), "no {said:?} in: {}", stderr(&o));
     }

@@ -118,7 +118,7 @@ fn undo_and_rewind_in_the_ui_survive_a_kill_and_a_resume() {
     let sb = Sandbox::new();
     sb.write("corral.toml", &both_providers(model.port, 9, FS_RW));
     let cli = Cli::new();
-    assert_exit(&cli.run(&sb.ws(), &["sessions"]), 0);
+    crate::support::tui::trust(&cli, &sb);
     let Some(pane) = Pane::start(&command(&cli, &sb, "--provider openai")) else {
         return;
     };

@@ -229,13 +229,7 @@ fn a_200k_event_conversation_passes_through_the_provider_plugin() {
             .expect("home"),
         trust_project: true,
     };
-    let config = cli.home.path().join("config/corral");
-    std::fs::create_dir_all(&config).expect("config dir");
-    std::fs::write(
-        config.join("corral.toml"),
-        "[trust]\nproject_may_loosen = true\n",
-    )
-    .expect("user manifest");
+    cli.write_user_manifest(LOOSENING);
     let out = cli.run(&sb.ws(), &["run", "--provider", "openai", "hi"]);
     assert!(
         out.status.success(),

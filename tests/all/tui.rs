@@ -34,14 +34,10 @@ fn a_session_in_the_terminal_ui() {
     cassette::write(&sb, "c.json", &turns);
     sb.write(
         "corral.toml",
-        "[agent]\nprovider = \"replay\"\n\n[plugins.replay]\nsource = \"builtin:replay\"\n\
-         grants.fs = [{ path = \".\", access = \"ro\" }]\n\
-         config = { cassette = \"c.json\", delay_ms = 30 }\n",
+        &crate::support::tui::replay_manifest("", ", delay_ms = 30"),
     );
     let cli = Cli::new();
-    // Trusts the manifest, as a user would before the first run.
-    let o = cli.run(&sb.ws(), &["sessions"]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    crate::support::tui::trust(&cli, &sb);
 
     let command = crate::support::tui::ui_command(
         &cli,
@@ -208,15 +204,9 @@ fn sigterm_restores_the_terminal() {
         "c.json",
         &cassette::text(&[streamed_turn("Hi.", vec![], 3)]),
     );
-    sb.write(
-        "corral.toml",
-        "[agent]\nprovider = \"replay\"\n\n[plugins.replay]\nsource = \"builtin:replay\"\n\
-         grants.fs = [{ path = \".\", access = \"ro\" }]\n\
-         config = { cassette = \"c.json\" }\n",
-    );
+    sb.write("corral.toml", &crate::support::tui::replay_manifest("", ""));
     let cli = Cli::new();
-    let o = cli.run(&sb.ws(), &["sessions"]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    crate::support::tui::trust(&cli, &sb);
     let home = cli.home.path();
     let command = format!(
         "env XDG_CONFIG_HOME={} XDG_CACHE_HOME={} XDG_DATA_HOME={} {} --workspace {}; \

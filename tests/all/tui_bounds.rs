@@ -28,8 +28,7 @@ fn ui_streaming(text: &str, chunk: usize, delay_ms: u64) -> Option<(Sandbox, Cli
         ),
     );
     let cli = Cli::new();
-    let o = cli.run(&sb.ws(), &["sessions"]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    crate::support::tui::trust(&cli, &sb);
     let command = crate::support::tui::ui_command(
         &cli,
         &sb.ws(),

@@ -121,8 +121,7 @@ fn the_status_line_shows_the_mode_and_follows_mode_changes() {
          [plugins.replay]\nsource = \"builtin:replay\"\n",
     );
     let cli = Cli::new();
-    let o = cli.run(&sb.ws(), &["sessions"]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    crate::support::tui::trust(&cli, &sb);
     let Some(pane) = Pane::start(&ui_command(&cli, &sb.ws(), "sleep 600")) else {
         return;
     };

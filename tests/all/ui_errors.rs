@@ -11,9 +11,7 @@ use corral_test_programs::LOOKALIKE;
 const REPLAY: &str = "[agent]\nprovider = \"replay\"\n";
 
 fn start(cli: &Cli, sb: &Sandbox) -> Option<Pane> {
-    // Trusts the manifest, as a user would before the first run.
-    let o = cli.run(&sb.ws(), &["sessions"]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    crate::support::tui::trust(cli, sb);
     let pane = Pane::start(&ui_command(cli, &sb.ws(), "sleep 600"))?;
     pane.wait_for("ask anything");
     Some(pane)

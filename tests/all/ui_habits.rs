@@ -30,14 +30,10 @@ fn popup_denied_card_diff_and_plugins() {
     cassette::write(&sb, "c.json", &turns);
     sb.write(
         "corral.toml",
-        "[agent]\nprovider = \"replay\"\n\n[policy]\nmode = \"read-only\"\n\n\
-         [plugins.replay]\nsource = \"builtin:replay\"\n\
-         grants.fs = [{ path = \".\", access = \"ro\" }]\n\
-         config = { cassette = \"c.json\" }\n",
+        &crate::support::tui::replay_manifest(r#"mode = "read-only""#, ""),
     );
     let cli = Cli::new();
-    let o = cli.run(&sb.ws(), &["sessions"]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    crate::support::tui::trust(&cli, &sb);
     let Some(pane) = Pane::start(&ui_command(&cli, &sb.ws(), "sleep 600")) else {
         return;
     };

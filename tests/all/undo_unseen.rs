@@ -210,7 +210,7 @@ fn rewind_in_the_ui_restores_what_a_program_changed() {
         ],
     );
     let cli = Cli::new();
-    assert_exit(&cli.run(&sb.ws(), &["sessions"]), 0);
+    crate::support::tui::trust(&cli, &sb);
     let command = ui_command(&cli, &sb.ws(), "sleep 600").replacen(
         &format!("--workspace {}", quote(&sb.ws())),
         &format!(
