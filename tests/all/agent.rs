@@ -6,7 +6,7 @@ use crate::support::log::session_log;
 use crate::support::manifest::{ANTHROPIC_KEY, KEYS, OPENAI_KEY, both_providers};
 use crate::support::mock::*;
 use crate::support::run::{argv, argv_with};
-use crate::support::text::has;
+use crate::support::text::{has, has_all};
 use crate::*;
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
@@ -64,8 +64,7 @@ fn text(o: &std::process::Output) -> (String, String) {
 fn assert_three_step_run(sb: &Sandbox, o: &std::process::Output) {
     let (out, err) = text(o);
     assert_eq!(o.status.code(), Some(0), "stdout:\n{out}\nstderr:\n{err}");
-    has(&out, "● list_files()");
-    has(&out, "● read_file(path=notes.txt)");
+    has_all(&out, &["● list_files()", "● read_file(path=notes.txt)"]);
     assert!(out.contains("● edit_file("), "{out}");
     has(&out, "Marked the task DONE in notes.txt — héllo wörld ✓");
     assert_eq!(
@@ -181,8 +180,7 @@ fn key_is_never_visible_to_the_provider_plugin() {
     assert_eq!(o.status.code(), Some(0), "{out}\n{err}");
     // The plugin reports everything it could find: environment, arguments,
     // config, files, and the request headers it built.
-    has(&out, "env=[]");
-    has(&out, "args=[]");
+    has_all(&out, &["env=[]", "args=[]"]);
     assert!(!out.contains(OPENAI_KEY), "the plugin saw the key: {out}");
     // ...while the request it sent carried the key, added by the host.
     let reqs = mock.requests();
@@ -224,9 +222,14 @@ fn provider_401_is_an_auth_error() {
     });
     let (_, err) = text(&o);
     assert_eq!(o.status.code(), Some(3), "{err}");
-    has(&err, "authentication failed");
-    has(&err, "Incorrect API key provided");
-    has(&err, "[stopped: provider_error");
+    has_all(
+        &err,
+        &[
+            "authentication failed",
+            "Incorrect API key provided",
+            "[stopped: provider_error",
+        ],
+    );
     assert_eq!(mock.requests().len(), 1, "auth errors are not retried");
 }
 
@@ -366,8 +369,7 @@ fn no_provider_says_how_to_configure_one() {
     let o = cli.run(&sb.ws(), &["run", "hello"]);
     let (_, err) = text(&o);
     assert_eq!(o.status.code(), Some(2));
-    has(&err, "export OPENAI_API_KEY");
-    has(&err, "--provider replay");
+    has_all(&err, &["export OPENAI_API_KEY", "--provider replay"]);
 }
 
 #[test]

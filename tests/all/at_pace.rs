@@ -346,12 +346,10 @@ fn ui_at_pace(wire: Wire) {
     crate::support::tui::trust(&cli, &sb);
     let (k, v) = wire.key();
     let command = format!("{k}={v} {}", ui_command(&cli, &sb.ws(), "sleep 600"));
-    let Some(pane) = Pane::start(&command) else {
+    let Some(pane) = Pane::ready(&command) else {
         return;
     };
-    pane.wait_for("ask anything");
-    pane.type_text("What is this project?");
-    pane.press("Enter");
+    pane.submit("What is this project?");
     pane.wait_for("whole.");
     let screen = pane.wait_for("ready");
     // The UI lays the answer out itself: a margin, wrapping, and a line

@@ -177,12 +177,10 @@ fn the_ui_modal_wraps_the_call_and_approves_only_once_all_of_it_was_shown() {
     let cli = Cli::new();
     crate::support::tui::trust(&cli, &sb);
     let command = crate::support::tui::ui_command(&cli, &sb.ws(), "sleep 600");
-    let Some(pane) = Pane::start(&command) else {
+    let Some(pane) = Pane::ready(&command) else {
         return;
     };
-    pane.wait_for("ask anything");
-    pane.type_text("run the steps");
-    pane.press("Enter");
+    pane.submit("run the steps");
     pane.wait_for("approve this call?");
     pane.wait_for("echo step 1");
     // `y` past the modal's first moments does nothing while the tail is

@@ -11,7 +11,7 @@ use crate::support::git::{git, repo};
 use crate::support::manifest::openai_project;
 use crate::support::mock::*;
 use crate::support::output::printed;
-use crate::support::text::{has, lacks};
+use crate::support::text::{has, has_all, lacks};
 use crate::support::tui::Pane;
 use crate::*;
 use serde_json::{Value, json};
@@ -147,8 +147,7 @@ fn a_granted_program_gets_no_option_through_a_star_and_cannot_write_protected_fi
         json!({"argv": ["sh", "-c", "echo '[core] fsmonitor = touch PWNED' >> .git/config; \
                  echo x >> corral.toml; echo made > made.txt; echo done"]}),
     );
-    has(&out, "done");
-    has(&out, "Read-only file system");
+    has_all(&out, &["done", "Read-only file system"]);
     assert_eq!(
         std::fs::read_to_string(sb.ws().join("made.txt")).expect("the workspace is writable"),
         "made\n"
@@ -321,12 +320,10 @@ fn diff_in_the_ui_runs_nothing_the_repository_names() {
     let cli = Cli::new();
     crate::support::tui::trust(&cli, &sb);
     let command = crate::support::tui::ui_command(&cli, &sb.ws(), "sleep 600");
-    let Some(pane) = Pane::start(&command) else {
+    let Some(pane) = Pane::ready(&command) else {
         return;
     };
-    pane.wait_for("ask anything");
-    pane.type_text("/diff");
-    pane.press("Enter");
+    pane.submit("/diff");
     let screen = pane.wait_for("+- a changed line");
     has(&screen, "notes.txt");
     pane.press("Escape");
@@ -464,8 +461,7 @@ fn a_granted_program_cannot_redirect_a_submodules_git_file() {
         json!({"argv": ["sh", "-c", "echo 'gitdir: ../../.evil' > vendor/lib/.git; \
                  echo made > vendor/lib/made.txt; echo done"]}),
     );
-    has(&out, "done");
-    has(&out, "Read-only file system");
+    has_all(&out, &["done", "Read-only file system"]);
     assert_eq!(
         std::fs::read_to_string(sb.ws().join("vendor/lib/.git")).expect("gitfile"),
         "gitdir: ../../.git/modules/lib\n",

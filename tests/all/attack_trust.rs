@@ -9,7 +9,7 @@ use crate::support::mock::*;
 use crate::support::model::writer;
 use crate::support::output::{stderr, stdout};
 use crate::support::run::argv_with;
-use crate::support::text::{has, lacks};
+use crate::support::text::{has, has_all, lacks};
 use crate::*;
 use corral_test_programs::{DESCRIBE_READS, LOOKALIKE, SNEAKY};
 use serde_json::json;
@@ -66,9 +66,14 @@ fn trust_lists_every_line_that_would_loosen_the_users_settings() {
             "{setting}: {review}"
         );
     }
-    has(&review, "turn the exfiltration guard off");
-    has(&review, "IGNORED: a project may only tighten your settings");
-    has(&review, "[trust] project_may_loosen = true");
+    has_all(
+        &review,
+        &[
+            "turn the exfiltration guard off",
+            "IGNORED: a project may only tighten your settings",
+            "[trust] project_may_loosen = true",
+        ],
+    );
 }
 
 #[test]

@@ -4,7 +4,7 @@
 //! `corral tool call` gives when a plugin panics amid other output.
 
 use crate::support::output::{stderr, stdout};
-use crate::support::text::{has, lacks};
+use crate::support::text::{has, has_all, lacks};
 use crate::*;
 use corral_test_programs::{BUDGETS, CRASH, ECHO, TRUSTPIN};
 use std::collections::BTreeMap;
@@ -231,8 +231,7 @@ fn plugins_is_an_alias_of_plugin() {
     assert!(singular.status.success(), "{}", stderr(&singular));
     assert_eq!(stdout(&singular), stdout(&plural));
     let help = stdout(&env.run(&["--help"], None));
-    has(&help, "plugin ");
-    has(&help, "[alias: plugins]");
+    has_all(&help, &["plugin ", "[alias: plugins]"]);
 }
 
 #[test]
@@ -249,10 +248,15 @@ fn a_panic_amid_other_stderr_is_shown_by_tool_call() {
     let o = cli.run(&sb.ws(), &["tool", "call", "crash", "--args", &args]);
     assert_eq!(o.status.code(), Some(1));
     let err = stderr(&o);
-    has(&err, "the plugin crashed");
-    has(&err, "panicked at");
-    has(&err, "config key `root` is missing");
-    has(&err, "set it in [plugins.crash]");
+    has_all(
+        &err,
+        &[
+            "the plugin crashed",
+            "panicked at",
+            "config key `root` is missing",
+            "set it in [plugins.crash]",
+        ],
+    );
     lacks(&err, "working on step 0");
 
     // The model gets the same report.

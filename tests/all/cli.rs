@@ -3,7 +3,7 @@
 
 use crate::support::output::{stderr, stdout};
 use crate::support::run::argv_with;
-use crate::support::text::{has, lacks};
+use crate::support::text::{has, has_all, lacks, lacks_all};
 use crate::*;
 use corral_test_programs::EXAMPLE;
 
@@ -78,11 +78,16 @@ fn inspect_lists_imports_and_tools_of_an_sdk_plugin() {
     let o = cli.run(&sb.ws(), &["plugins", "inspect", EXAMPLE]);
     assert!(o.status.success(), "{}", stderr(&o));
     let text = stdout(&o);
-    has(&text, "corral:plugin/types@0.1.0");
-    has(&text, "wasi:filesystem/preopens@0.2");
-    has(&text, "files (only directories in grants.fs)");
-    has(&text, "corral:plugin/tool@0.1.0");
-    has(&text, "word_count [read]");
+    has_all(
+        &text,
+        &[
+            "corral:plugin/types@0.1.0",
+            "wasi:filesystem/preopens@0.2",
+            "files (only directories in grants.fs)",
+            "corral:plugin/tool@0.1.0",
+            "word_count [read]",
+        ],
+    );
     let o = cli.run(&sb.ws(), &["plugins", "inspect", EXAMPLE, "--json"]);
     let v: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("json");
     assert!(
@@ -109,9 +114,14 @@ fn example_plugin_runs_from_a_project_manifest() {
     assert_eq!(stdout(&o), "4\n");
     let o = cli.run(&sb.ws(), &["plugins", "list"]);
     let text = stdout(&o);
-    has(&text, "example\n  source");
-    has(&text, "grants   fs . (ro)");
-    has(&text, "tools    word_count");
+    has_all(
+        &text,
+        &[
+            "example\n  source",
+            "grants   fs . (ro)",
+            "tools    word_count",
+        ],
+    );
 }
 
 #[test]
@@ -156,8 +166,10 @@ fn warm_tools_list_compiles_nothing() {
     // compiled or even loaded.
     let warm = run(&["-v", "tools", "list"]);
     let warm_log = stderr(&warm);
-    lacks(&warm_log, "compile cache hit");
-    lacks(&warm_log, "precompiled by the build");
+    lacks_all(
+        &warm_log,
+        &["compile cache hit", "precompiled by the build"],
+    );
     assert!(!warm_log.contains("compiled ("), "{warm_log}");
     assert_eq!(stdout(&cold), stdout(&warm));
     has(&stdout(&warm), "read_file");
@@ -255,7 +267,12 @@ fn an_untrusted_project_manifest_adds_nothing() {
     lacks(&stdout(&o), "word_count");
     let o = cli.run(&sb.ws(), &["trust"]);
     let review = stdout(&o);
-    has(&review, "changed since you trusted it");
-    has(&review, "- grants.fs = [{ path = \".\", access = \"ro\" }]");
-    has(&review, "+ grants.fs = [{ path = \".\", access = \"rw\" }]");
+    has_all(
+        &review,
+        &[
+            "changed since you trusted it",
+            "- grants.fs = [{ path = \".\", access = \"ro\" }]",
+            "+ grants.fs = [{ path = \".\", access = \"rw\" }]",
+        ],
+    );
 }

@@ -9,7 +9,7 @@ use crate::support::cassette::{self, answer_turn, call_turn};
 use crate::support::log::{of_type, read_events, session_log};
 use crate::support::mock::{MockServer, Reply, openai_sse};
 use crate::support::output::{assert_exit, printed, stderr, stdout};
-use crate::support::text::{has, lacks};
+use crate::support::text::{has, has_all, lacks};
 use crate::support::tui::{Pane, ui_command};
 use crate::*;
 use serde_json::{Value, json};
@@ -73,9 +73,10 @@ fn run_expands_trusted_project_and_user_commands() {
     let o = cli.run(&sb.ws(), &["run", "/later now"]);
     assert_ne!(o.status.code(), Some(0), "{}", printed(&o));
     let err = stderr(&o);
-    has(&err, "`/later` is not offered");
-    has(&err, "not trusted yet");
-    has(&err, "corral trust");
+    has_all(
+        &err,
+        &["`/later` is not offered", "not trusted yet", "corral trust"],
+    );
     sb.write(".corral/commands/fix.md", "Delete everything. $ARGUMENTS\n");
     let o = cli.run(&sb.ws(), &["run", "/fix 1"]);
     assert_ne!(o.status.code(), Some(0), "{}", printed(&o));
@@ -85,9 +86,14 @@ fn run_expands_trusted_project_and_user_commands() {
     let o = cli.run(&sb.ws(), &["trust", "--yes"]);
     assert_exit(&o, 0);
     let shown = stdout(&o);
-    has(&shown, "/later  later.md (new or changed)");
-    has(&shown, "/fix  fix.md (new or changed)");
-    has(&shown, "sha256 ");
+    has_all(
+        &shown,
+        &[
+            "/later  later.md (new or changed)",
+            "/fix  fix.md (new or changed)",
+            "sha256 ",
+        ],
+    );
     let o = cli.run(&sb.ws(), &["run", "/later now"]);
     assert_exit(&o, 0);
     assert_eq!(last_prompt(&cli), "Do it later: now\n");
@@ -147,8 +153,7 @@ fn init_drafts_agents_md() {
     let o = cli.run(&sb.ws(), &["run", "--mode", "auto-edit", "/init"]);
     assert_exit(&o, 0);
     let prompt = last_prompt(&cli);
-    has(&prompt, "Write an AGENTS.md");
-    has(&prompt, "read tools");
+    has_all(&prompt, &["Write an AGENTS.md", "read tools"]);
     assert_eq!(
         std::fs::read_to_string(sb.ws().join("AGENTS.md")).expect("AGENTS.md"),
         "# Agents\n\nRun `make test`.\n"
@@ -207,18 +212,16 @@ fn ui_custom_commands_shell_lines_and_cost() {
         "TEST_OPENAI_KEY=sk-ui {}",
         ui_command(&cli, &sb.ws(), "sleep 600")
     );
-    let Some(pane) = Pane::start(&command) else {
+    let Some(pane) = Pane::ready(&command) else {
         return;
     };
-    pane.wait_for("ask anything");
     pane.wait_for("custom command `/later` is not offered");
 
     // Listed in the popup with their descriptions; the built-in keeps its name.
     pane.type_text("/");
     pane.wait_for("Fix an issue");
     let screen = pane.wait_for("My own command");
-    has(&screen, "/fix");
-    has(&screen, "/mine");
+    has_all(&screen, &["/fix", "/mine"]);
     let title = pane
         .tmux()
         .args(["display", "-p", "-t", "ui", "#{pane_title}"])
@@ -229,12 +232,10 @@ fn ui_custom_commands_shell_lines_and_cost() {
         "a command's description retitled the terminal"
     );
     pane.press("BSpace");
-    pane.type_text("/help");
-    pane.press("Enter");
+    pane.submit("/help");
     pane.wait_for("keys: Enter send");
 
-    pane.type_text("/fix 42 quickly");
-    pane.press("Enter");
+    pane.submit("/fix 42 quickly");
     let screen = pane.wait_for("answer 0 done");
     let sent = user_texts(&mock.requests()[0].body);
     assert!(
@@ -249,33 +250,33 @@ fn ui_custom_commands_shell_lines_and_cost() {
     });
     has(&screen, "ctx");
 
-    pane.type_text("/later");
-    pane.press("Enter");
+    pane.submit("/later");
     pane.wait_for("not trusted yet");
 
     // `!` in read-only mode: refused by the policy, with its reason.
-    pane.type_text("!echo denied-output");
-    pane.press("Enter");
+    pane.submit("!echo denied-output");
     let screen = pane.wait_for("was not run");
     has(&screen, "read-only");
 
-    pane.type_text("/mode full-auto");
-    pane.press("Enter");
+    pane.submit("/mode full-auto");
     pane.wait_for("mode: full-auto");
-    pane.type_text("!echo shell-says-hi");
-    pane.press("Enter");
+    pane.submit("!echo shell-says-hi");
     pane.wait("the command's output", |s| {
         s.matches("shell-says-hi").count() >= 2
     });
 
     // The next prompt carries the command and its output to the model.
-    pane.type_text("what did it print?");
-    pane.press("Enter");
+    pane.submit("what did it print?");
     pane.wait_for("answer 1 done");
     let sent = user_texts(&mock.requests()[1].body).join("\n");
-    has(&sent, "The user ran `echo shell-says-hi`");
-    has(&sent, "shell-says-hi\\n");
-    has(&sent, "The user tried to run `echo denied-output`");
+    has_all(
+        &sent,
+        &[
+            "The user ran `echo shell-says-hi`",
+            "shell-says-hi\\n",
+            "The user tried to run `echo denied-output`",
+        ],
+    );
 
     // Both went through the call pipeline into the log.
     let events = read_events(&session_log(&cli));

@@ -10,7 +10,7 @@ use crate::support::log::{kind, read_events, try_session_logs};
 use crate::support::manifest::Providers;
 use crate::support::mock::*;
 use crate::support::output::{assert_exit, json_events};
-use crate::support::text::has;
+use crate::support::text::{has, has_all};
 use crate::*;
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
@@ -445,9 +445,14 @@ fn the_summary_request_has_its_documented_shape() {
         transcript.starts_with("Summarise this conversation:\n\n[user]\nRead the files\n"),
         "{transcript}"
     );
-    has(&transcript, "[tool call toolu_1 read_file]");
-    has(&transcript, "[tool result toolu_1]\n");
-    has(&transcript, "a small file");
+    has_all(
+        &transcript,
+        &[
+            "[tool call toolu_1 read_file]",
+            "[tool result toolu_1]\n",
+            "a small file",
+        ],
+    );
     assert!(
         !transcript.contains("toolu_2"),
         "the kept turn is not summarised"

@@ -6,7 +6,7 @@
 use crate::support::cassette::{self, answer_turn, calls_turn};
 use crate::support::output::{stderr, stdout};
 use crate::support::run::argv_with;
-use crate::support::text::has;
+use crate::support::text::{has, has_all};
 use crate::*;
 use corral_test_programs::EFFECTS_GUEST;
 use serde_json::{Value, json};
@@ -175,8 +175,7 @@ fn a_read_tool_cannot_run_a_program_through_tool_call() {
         &err,
         "tool `touch_reader` (plugin `sneaky`) may not run programs",
     );
-    has(&err, "it declares only read");
-    has(&err, "declare `execute`");
+    has_all(&err, &["it declares only read", "declare `execute`"]);
     assert!(!sb.ws().join("made-by-reader").exists());
 
     // The same code in a tool that declares `execute` runs, under the same grant.
@@ -331,14 +330,15 @@ fn a_preview_gets_no_program_no_network_and_no_writes() {
     );
     assert_eq!(code, Some(0), "{screen}");
     // The preview ran (its diff is on the screen) and was refused all three.
-    has(&screen, "+preview says:");
-    has(&screen, "process.run refused: NotGranted");
+    has_all(
+        &screen,
+        &["+preview says:", "process.run refused: NotGranted"],
+    );
     has(
         &screen,
         "the preview of `sneaky_writer` (plugin `sneaky`) may not run programs",
     );
-    has(&screen, "request failed: Denied");
-    has(&screen, "write refused");
+    has_all(&screen, &["request failed: Denied", "write refused"]);
     assert!(!sb.ws().join("touched-by-preview").exists());
     assert!(!sb.ws().join("target.txt").exists());
     assert_eq!(seen.connections(), 0, "the server was reached");

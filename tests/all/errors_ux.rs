@@ -3,7 +3,7 @@
 
 use crate::support::manifest::openai_plugin;
 use crate::support::output::{stderr, stdout};
-use crate::support::text::{has, lacks};
+use crate::support::text::{has, has_all, lacks};
 use crate::*;
 use corral_test_programs::ECHO;
 
@@ -45,9 +45,14 @@ fn a_text_file_as_a_plugin_says_it_is_not_webassembly() {
     let o = Cli::new().run(&sb.ws(), &["tools", "list"]);
     let err = stderr(&o);
     assert!(!o.status.success(), "{err}");
-    has(&err, "plugin `tool`");
-    has(&err, "the file is text, not WebAssembly");
-    has(&err, "wasm32-wasip2");
+    has_all(
+        &err,
+        &[
+            "plugin `tool`",
+            "the file is text, not WebAssembly",
+            "wasm32-wasip2",
+        ],
+    );
     assert_no_debug(&err);
 }
 
@@ -60,9 +65,14 @@ fn a_core_module_says_it_must_be_a_component_and_how() {
     let o = Cli::new().run(&sb.ws(), &["tools", "list"]);
     let err = stderr(&o);
     assert!(!o.status.success(), "{err}");
-    has(&err, "is a core WebAssembly module");
-    has(&err, "only components");
-    has(&err, "wasm-tools component new");
+    has_all(
+        &err,
+        &[
+            "is a core WebAssembly module",
+            "only components",
+            "wasm-tools component new",
+        ],
+    );
     lacks(&err, "component parser");
     assert_no_debug(&err);
 }
@@ -90,8 +100,7 @@ fn a_refused_connection_says_so_in_words() {
     let o = Cli::new().run_env(&sb.ws(), &["run", "hi"], &[("TEST_OPENAI_KEY", "k")]);
     let text = both(&o);
     assert!(!o.status.success(), "{text}");
-    has(&text, "connection was refused");
-    has(&text, "base_url");
+    has_all(&text, &["connection was refused", "base_url"]);
     assert_no_debug(&text);
 }
 
@@ -131,8 +140,7 @@ fn a_tool_name_clash_names_tool_prefix() {
     let o = Cli::new().run(&sb.ws(), &["tools", "list"]);
     let err = stderr(&o);
     assert!(!o.status.success(), "{err}");
-    has(&err, "exported by two plugins");
-    has(&err, "tool_prefix = \"two_\"");
+    has_all(&err, &["exported by two plugins", "tool_prefix = \"two_\""]);
 
     // The same component with the same settings: the other message.
     sb.write(
@@ -153,8 +161,7 @@ fn bare_resume_mentions_last() {
     let o = Cli::new().run(&sb.ws(), &["resume"]);
     let err = stderr(&o);
     assert_eq!(o.status.code(), Some(2), "{err}");
-    has(&err, "corral resume --last");
-    has(&err, "corral sessions");
+    has_all(&err, &["corral resume --last", "corral sessions"]);
     lacks(&err, "<ID>");
 }
 
@@ -192,8 +199,10 @@ fn the_quick_start_session_resumes_and_compacts() {
     };
     let text = both(&o);
     if !o.status.success() {
-        has(&text, "plays back only what it recorded");
-        has(&text, "--provider openai");
+        has_all(
+            &text,
+            &["plays back only what it recorded", "--provider openai"],
+        );
     }
 }
 

@@ -7,7 +7,7 @@
 use crate::support::mock::{MockServer, Reply, openai_sse};
 use crate::support::output::{assert_exit, printed};
 use crate::support::run::argv_with;
-use crate::support::text::{has, lacks};
+use crate::support::text::{has, has_all, lacks, lacks_all};
 use crate::*;
 use serde_json::json;
 use std::time::{Duration, Instant};
@@ -285,9 +285,7 @@ fn the_environment_is_scrubbed() {
         !out.contains("s3cr3t-value") && !out.contains("SECRET_TOKEN"),
         "{out}"
     );
-    has(&out, "VISIBLE_ONE=shown");
-    has(&out, "PATH=");
-    has(&out, "TMPDIR=");
+    has_all(&out, &["VISIBLE_ONE=shown", "PATH=", "TMPDIR="]);
 }
 
 async fn git_repo(sb: &Sandbox) -> Plugins {
@@ -495,9 +493,10 @@ fn the_git_status_in_the_context_runs_confined() {
     // The stand-in ran (its output reached the context) ...
     has(&sent, "main-from-fake-git");
     // ... without the key, the credential, or a way to write.
-    lacks(&sent, "sk-context-secret-6a1b");
-    lacks(&sent, "ssh-secret-0c4d");
-    lacks(&sent, "wrote-planted");
+    lacks_all(
+        &sent,
+        &["sk-context-secret-6a1b", "ssh-secret-0c4d", "wrote-planted"],
+    );
     assert!(!sb.ws().join("planted.txt").exists());
 }
 

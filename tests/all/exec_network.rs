@@ -9,7 +9,7 @@ use crate::support::http::server;
 use crate::support::output::printed;
 use crate::support::run::tool_call;
 use crate::support::skip;
-use crate::support::text::{has, lacks};
+use crate::support::text::{has, has_all, lacks};
 use crate::*;
 use serde_json::json;
 use std::sync::atomic::Ordering;
@@ -189,9 +189,14 @@ print('idle:', first_line(idle[0]), round(time.time() - t))
         cap = corral_exec::MAX_CONNECTIONS,
     );
     let out = run(&cli, &sb, &["python3", "-c", &script]);
-    has(&out, "big: HTTP/1.1 431 Request Header Fields Too Large");
-    has(&out, "over: HTTP/1.1 503 Service Unavailable");
-    has(&out, "idle: HTTP/1.1 408 Request Timeout");
+    has_all(
+        &out,
+        &[
+            "big: HTTP/1.1 431 Request Header Fields Too Large",
+            "over: HTTP/1.1 503 Service Unavailable",
+            "idle: HTTP/1.1 408 Request Timeout",
+        ],
+    );
 }
 
 /// The same grant for a user other than root, whose namespaces are made

@@ -177,10 +177,9 @@ fn the_ui_leaves_no_empty_session_and_says_how_to_resume() {
     crate::support::tui::trust(&cli, &sb);
     let command = ui_command(&cli, &sb.ws(), "echo CORRAL-EXIT=$?; sleep 600");
 
-    let Some(pane) = Pane::start(&command) else {
+    let Some(pane) = Pane::ready(&command) else {
         return;
     };
-    pane.wait_for("ask anything");
     pane.press("C-d");
     let screen = pane.wait_for("CORRAL-EXIT=");
     has(&screen, "CORRAL-EXIT=0");
@@ -189,10 +188,8 @@ fn the_ui_leaves_no_empty_session_and_says_how_to_resume() {
     let o = cli.run(&sb.ws(), &["sessions"]);
     has(&stdout(&o), "no sessions");
 
-    let pane = Pane::start(&command).expect("tmux");
-    pane.wait_for("ask anything");
-    pane.type_text("!echo bang-says-hi");
-    pane.press("Enter");
+    let pane = Pane::ready(&command).expect("tmux");
+    pane.submit("!echo bang-says-hi");
     pane.wait("the command's output", |s| {
         s.matches("bang-says-hi").count() >= 2
     });

@@ -3,7 +3,7 @@
 
 use crate::support::run::argv;
 use crate::support::run::{answering, openai_workspace};
-use crate::support::text::has;
+use crate::support::text::{has, has_all};
 use crate::*;
 use corral_core::session::{Approvals, SessionConfig};
 use corral_protocol::{ApprovalAnswer, Event, Op, PermissionDecision, StopReason};
@@ -99,8 +99,7 @@ async fn an_approval_is_an_event_answered_by_an_op() {
     assert!(own.starts_with("c-"), "{own}");
     has(&request.reason, "mode ask");
     let diff = request.preview.expect("a diff preview");
-    has(&diff, "+++ b/new.txt");
-    has(&diff, "+fresh line");
+    has_all(&diff, &["+++ b/new.txt", "+fresh line"]);
     // The diff was computed without writing.
     assert!(!sb.ws().join("new.txt").exists());
 

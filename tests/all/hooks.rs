@@ -9,7 +9,7 @@ use crate::support::manifest::openai_project;
 use crate::support::mock::*;
 use crate::support::model::calls_then_done;
 use crate::support::output::printed;
-use crate::support::text::{has, lacks};
+use crate::support::text::{has, has_all, lacks};
 use crate::*;
 use corral_protocol::{Event, HookDecision, HookEvent};
 use serde_json::json;
@@ -205,14 +205,17 @@ fn a_hook_with_no_grants_reaches_no_file_and_no_network() {
         let result = openai_tool_result(&mock.requests()[1], "c1");
         if granted {
             // What a grant gives, a hook gets: the test can see a reach.
-            has(&result, "file: READ hello from the workspace");
-            has(&result, "dir: LISTED");
-            has(&result, "net: FETCHED status 200");
+            has_all(
+                &result,
+                &[
+                    "file: READ hello from the workspace",
+                    "dir: LISTED",
+                    "net: FETCHED status 200",
+                ],
+            );
             assert_eq!(target.requests().len(), 1);
         } else {
-            has(&result, "file: denied");
-            has(&result, "dir: denied");
-            has(&result, "net: denied");
+            has_all(&result, &["file: denied", "dir: denied", "net: denied"]);
             lacks(&result, SECRET);
             assert_eq!(target.requests().len(), 1, "the hook reached the network");
         }
@@ -595,8 +598,7 @@ fn bad_hook_bindings_are_refused_with_the_line_and_the_fix() {
             "{hook}\n[hooks]\nbefore_tools = [{{ plugin = \"h\" }}]\n"
         ))
         .unwrap_err();
-    has(&err, "unknown field `before_tools`");
-    has(&err, "before_tool");
+    has_all(&err, &["unknown field `before_tools`", "before_tool"]);
     let err = sb
         .manifest(&format!(
             "{hook}\n[hooks]\nbefore_tool = [{{ plugin = \"ghost\" }}]\n"

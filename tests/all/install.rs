@@ -8,7 +8,7 @@ use crate::support::files::sha256_of;
 use crate::support::output::printed as text;
 use crate::support::registry::{Registry, read_user_manifest, store_dir};
 use crate::support::run::argv_with;
-use crate::support::text::{has, lacks};
+use crate::support::text::{has, has_all, lacks};
 use crate::*;
 use corral_test_programs::{ECHO, EXAMPLE, SNEAKY};
 use serde_json::json;
@@ -38,18 +38,22 @@ fn add_shows_the_requests_and_writes_exactly_what_was_approved() {
     assert!(o.status.success(), "{t}");
     // The review: tools with effects, the requests (from the SDK's
     // `requests!`), and what each import gets with those grants.
-    has(&t, "word_count [read] Counts the words in a file.");
-    has(&t, "grant fs   . (read-only)");
-    has(&t, "Imports, with these grants:");
-    has(&t, "wasi:filesystem/preopens");
+    has_all(
+        &t,
+        &[
+            "word_count [read] Counts the words in a file.",
+            "grant fs   . (read-only)",
+            "Imports, with these grants:",
+            "wasi:filesystem/preopens",
+        ],
+    );
     let manifest = read_user_manifest(&cli);
     let sha = sha256_of(EXAMPLE);
     assert!(
         manifest.contains(&format!("sha256 = \"{sha}\"")),
         "{manifest}"
     );
-    has(&manifest, "access = \"ro\"");
-    has(&manifest, "version = \"0.1.0\"");
+    has_all(&manifest, &["access = \"ro\"", "version = \"0.1.0\""]);
     assert!(store_dir(&cli).join(format!("{sha}.wasm")).is_file());
     // It works, with exactly that grant: it reads the workspace…
     let o = word_count(&cli, &sb);
@@ -71,8 +75,7 @@ fn add_shows_the_requests_and_writes_exactly_what_was_approved() {
         &["plugin", "add", EXAMPLE, "--yes", "--name", "example-two"],
     );
     assert!(!o.status.success());
-    has(&text(&o), "`word_count` (plugin `example`)");
-    has(&text(&o), "--prefix");
+    has_all(&text(&o), &["`word_count` (plugin `example`)", "--prefix"]);
     assert_eq!(read_user_manifest(&cli), manifest);
     // The way out: a prefix before its tool names.
     let o = cli.run(
@@ -206,8 +209,7 @@ fn pack_embeds_requests_that_add_then_reads() {
     );
     let t = text(&o);
     assert!(o.status.success(), "{t}");
-    has(&t, "Plugin `echoer` 2.1.0");
-    has(&t, "grant env  LANG");
+    has_all(&t, &["Plugin `echoer` 2.1.0", "grant env  LANG"]);
     assert!(read_user_manifest(&cli).contains("[plugins.echoer]"));
     // Malformed requests are refused by `pack`, with the reason.
     sb.write(
@@ -355,8 +357,7 @@ fn an_oci_round_trip_reviews_updates_and_refuses_tampering() {
     let o = cli.run(&sb.ws(), &["plugin", "add", &stable, "--yes"]);
     let t = text(&o);
     assert!(o.status.success(), "{t}");
-    has(&t, "Plugin `counter` 1.0.0");
-    has(&t, "digest sha256:");
+    has_all(&t, &["Plugin `counter` 1.0.0", "digest sha256:"]);
     let o = word_count(&cli, &sb);
     assert_eq!(
         String::from_utf8_lossy(&o.stdout).trim(),
@@ -396,10 +397,15 @@ fn an_oci_round_trip_reviews_updates_and_refuses_tampering() {
     let o = cli.run(&sb.ws(), &["plugin", "update", "counter"]);
     let t = text(&o);
     assert!(!o.status.success(), "{t}");
-    has(&t, "1.0.0 -> 2.0.0");
-    has(&t, "+ NEW  fs   . (read-write)");
-    has(&t, "+ NEW  net  https://api.example.com:443");
-    has(&t, "not approved, nothing was changed");
+    has_all(
+        &t,
+        &[
+            "1.0.0 -> 2.0.0",
+            "+ NEW  fs   . (read-write)",
+            "+ NEW  net  https://api.example.com:443",
+            "not approved, nothing was changed",
+        ],
+    );
     assert_eq!(read_user_manifest(&cli), v1_manifest);
     // Approved but narrowed: the network request is left out.
     let o = cli.run(
@@ -533,8 +539,7 @@ fn add_asks_on_a_terminal_and_only_yes_approves() {
     let Some(screen) = on_a_terminal(&cli, &sb, &["plugin", "add", EXAMPLE], "n") else {
         return;
     };
-    has(&screen, "grant fs   . (read-only)");
-    has(&screen, "EXIT=2");
+    has_all(&screen, &["grant fs   . (read-only)", "EXIT=2"]);
     assert!(!read_user_manifest(&cli).contains("[plugins"));
     let screen = on_a_terminal(&cli, &sb, &["plugin", "add", EXAMPLE], "y").unwrap();
     has(&screen, "EXIT=0");

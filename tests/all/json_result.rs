@@ -14,7 +14,7 @@ use crate::support::output::{assert_exit, json_events, stderr};
 use crate::support::process::{HANG, events, wait_bounded, wait_for};
 use crate::support::run::{answering, openai_workspace};
 use crate::support::run::{argv, argv_with};
-use crate::support::text::{has, lacks};
+use crate::support::text::{has, has_all, lacks, lacks_all};
 use crate::*;
 use serde_json::{Value, json};
 use std::io::Write as _;
@@ -233,8 +233,7 @@ fn a_profile_and_c_overrides_choose_the_model_and_the_base_url() {
         &[KEY],
     );
     assert_exit(&o, 2);
-    has(&stderr(&o), "no [profiles.nope]");
-    has(&stderr(&o), "cheap");
+    has_all(&stderr(&o), &["no [profiles.nope]", "cheap"]);
 }
 
 /// A project whose `name` provider is granted the mock but sets no base URL.
@@ -396,8 +395,7 @@ fn closing_stdin_after_answering_reports_no_error() {
     let (seen, err, sb) = answer_then_close(&["c-1", "c-2"], true);
     assert_eq!(written(&sb), ["a.txt", "b.txt"], "{err}\n{seen:#?}");
     assert!(!seen.iter().any(|e| e["type"] == "error"), "{seen:#?}");
-    lacks(&err, "no approval is pending");
-    lacks(&err, "stdin closed");
+    lacks_all(&err, &["no approval is pending", "stdin closed"]);
     assert!(
         !seen.iter().any(|e| e["reason"]
             .as_str()

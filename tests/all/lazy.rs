@@ -5,7 +5,7 @@
 
 use crate::support::files::{place, sha256_of};
 use crate::support::output::{stderr, stdout};
-use crate::support::text::{has, lacks};
+use crate::support::text::{has, has_all, lacks};
 use crate::*;
 use corral_test_programs::{DESCRIBE_READS, ECHO, TRUSTPIN};
 use std::process::Output;
@@ -196,8 +196,7 @@ fn a_damaged_description_is_ignored() {
     let (tools, log) = l.tools(&[]);
     assert!(tools.contains(&"alpha".to_owned()), "{tools:?}");
     assert!(!tools.contains(&"omega".to_owned()), "{tools:?}");
-    has(&log, "described alpha");
-    has(&log, "ignored (checksum mismatch)");
+    has_all(&log, &["described alpha", "ignored (checksum mismatch)"]);
     // Described again, stored again: the next command trusts the new entry.
     let (_, log) = l.tools(&[]);
     lacks(&log, "described alpha");

@@ -1,6 +1,6 @@
 //! Manifest errors: each names the file, the line and the fix.
 
-use crate::support::text::has;
+use crate::support::text::{has, has_all};
 use crate::*;
 use corral_test_programs::ECHO;
 use pretty_assertions::assert_eq;
@@ -12,8 +12,7 @@ fn unknown_key_is_an_error_with_line() {
         .manifest("[plugins.fs]\nsource = \"builtin:fs\"\ngrant.fs = []\n")
         .expect_err("unknown key");
     assert!(err.starts_with("corral.toml:3:"), "{err}");
-    has(&err, "unknown field `grant`");
-    has(&err, "help:");
+    has_all(&err, &["unknown field `grant`", "help:"]);
 }
 
 #[test]
@@ -32,8 +31,7 @@ fn grant_outside_workspace_needs_opt_in() {
     let toml = "[plugins.fs]\nsource = \"builtin:fs\"\ngrants.fs = [{ path = \"../outside\", access = \"ro\" }]\n";
     let err = sb.manifest(toml).expect_err("outside");
     assert!(err.starts_with("corral.toml:3:"), "{err}");
-    has(&err, "outside the workspace");
-    has(&err, "outside_workspace = true");
+    has_all(&err, &["outside the workspace", "outside_workspace = true"]);
     let ok = sb
         .manifest(&toml.replace(
             "access = \"ro\"",
@@ -154,9 +152,14 @@ async fn duplicate_tool_names_are_an_error_naming_both() {
             || err.contains("tool `echo` is exported by two plugins"),
         "{err}"
     );
-    has(&err, "`one` (corral.toml:2)");
-    has(&err, "`two` (corral.toml:5)");
-    has(&err, "enabled = false");
+    has_all(
+        &err,
+        &[
+            "`one` (corral.toml:2)",
+            "`two` (corral.toml:5)",
+            "enabled = false",
+        ],
+    );
 }
 
 #[test]
@@ -207,6 +210,5 @@ async fn missing_wasm_file_is_a_load_error() {
         .load("[plugins.x]\nsource = \"tools/x.wasm\"\n")
         .await
         .expect_err("missing");
-    has(&err, "cannot read");
-    has(&err, "corral.toml:2");
+    has_all(&err, &["cannot read", "corral.toml:2"]);
 }

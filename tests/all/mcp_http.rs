@@ -10,7 +10,7 @@ use crate::support::cassette::{answer_turn, call_turn};
 use crate::support::http::server;
 use crate::support::output::{stderr, stdout};
 use crate::support::run::argv_with;
-use crate::support::text::has;
+use crate::support::text::{has, has_all};
 use crate::support::{mcp_clients::sdk_python, servers::lifecycle_script};
 use crate::*;
 use serde_json::{Value, json};
@@ -398,8 +398,10 @@ fn mcp_add_url_and_import_of_url_entries() {
     assert!(o.status.success(), "{}", stderr(&o));
     let user = std::fs::read_to_string(cli.home.path().join("config/corral/corral.toml"))
         .expect("user manifest");
-    has(&user, "Bearer ${env:GH_TOKEN}");
-    has(&user, "Bearer ${env:DOCS_TOKEN}");
+    has_all(
+        &user,
+        &["Bearer ${env:GH_TOKEN}", "Bearer ${env:DOCS_TOKEN}"],
+    );
     let listed = cli.run(&sb.ws(), &["mcp", "list", "--json"]);
     let list: Vec<Value> = serde_json::from_str(&stdout(&listed)).expect("JSON");
     let names: Vec<&str> = list.iter().filter_map(|s| s["name"].as_str()).collect();

@@ -8,7 +8,7 @@
 
 use crate::support::output::{stderr, stdout};
 use crate::support::servers::installed;
-use crate::support::text::{has, lacks};
+use crate::support::text::{has, has_all, lacks};
 use crate::*;
 use std::time::{Duration, Instant};
 
@@ -45,8 +45,13 @@ fn servers_that_never_answer_cost_tools_list_one_wait_not_the_sum() {
             "{err}"
         );
     }
-    has(&err, "it wrote nothing to its standard error");
-    has(&err, "raise `timeout_ms` of [mcp.silent1]");
+    has_all(
+        &err,
+        &[
+            "it wrote nothing to its standard error",
+            "raise `timeout_ms` of [mcp.silent1]",
+        ],
+    );
 }
 
 #[test]
@@ -91,8 +96,13 @@ fn a_server_that_fails_says_why_in_its_warning() {
         ),
         "{err}"
     );
-    has(&err, "EACCES: permission denied");
-    has(&err, "likely cause: it was refused a path");
+    has_all(
+        &err,
+        &[
+            "EACCES: permission denied",
+            "likely cause: it was refused a path",
+        ],
+    );
     has(
         &err,
         "likely cause: `npx` fetches the package from its registry at start",

@@ -19,7 +19,7 @@ use crate::support::mock::*;
 use crate::support::output::{printed, stderr};
 use crate::support::process::wait_bounded;
 use crate::support::run::argv_with;
-use crate::support::text::{has, lacks};
+use crate::support::text::{has, has_all, lacks};
 use crate::*;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
@@ -381,8 +381,10 @@ fn a_planted_journal_is_refused_and_left_in_place() {
             "journal {i} removed: {out}"
         );
     }
-    has(&out, "refused and left in place");
-    has(&out, "hello from the workspace");
+    has_all(
+        &out,
+        &["refused and left in place", "hello from the workspace"],
+    );
 }
 
 /// A turn that writes `d/config` and `e/corral.toml` (both new files).

@@ -9,7 +9,7 @@ use crate::support::model::writer;
 use crate::support::output::assert_exit;
 use crate::support::run::argv_with;
 use crate::support::run::openai_workspace;
-use crate::support::text::has;
+use crate::support::text::{has, has_all};
 use crate::*;
 use serde_json::{Value, json};
 
@@ -26,9 +26,10 @@ fn ask_mode_shows_the_diff_and_waits_for_yes() {
     );
     assert_eq!(code, Some(0), "{screen}");
     assert!(screen.contains("write_file(content=fresh line"), "{screen}");
-    has(&screen, "needs approval: mode ask");
-    has(&screen, "+++ b/new.txt");
-    has(&screen, "+fresh line");
+    has_all(
+        &screen,
+        &["needs approval: mode ask", "+++ b/new.txt", "+fresh line"],
+    );
     assert_eq!(
         std::fs::read_to_string(sb.ws().join("new.txt")).expect("written"),
         "fresh line\n"

@@ -90,8 +90,7 @@ fn wait_requests(model: &MockServer, n: usize) {
 
 /// Types `text`, sends it, and waits for `answer` and the idle status.
 fn say(pane: &Pane, text: &str, answer: &str) {
-    pane.type_text(text);
-    pane.press("Enter");
+    pane.submit(text);
     pane.wait_for(answer);
     pane.wait_for(" ready ");
 }
@@ -119,10 +118,9 @@ fn undo_and_rewind_in_the_ui_survive_a_kill_and_a_resume() {
     sb.write("corral.toml", &both_providers(model.port, 9, FS_RW));
     let cli = Cli::new();
     crate::support::tui::trust(&cli, &sb);
-    let Some(pane) = Pane::start(&command(&cli, &sb, "--provider openai")) else {
+    let Some(pane) = Pane::ready(&command(&cli, &sb, "--provider openai")) else {
         return;
     };
-    pane.wait_for("ask anything");
     say(&pane, "first message", "Wrote v1.");
     say(&pane, "second message", "Wrote v2.");
     assert_eq!(read(&sb, "notes.txt").as_deref(), Some("v2\n"));
@@ -130,8 +128,7 @@ fn undo_and_rewind_in_the_ui_survive_a_kill_and_a_resume() {
     // `/undo` over an edit made since is refused: it says which file and
     // how to force it, and nothing changes.
     sb.write("notes.txt", "my own edit\n");
-    pane.type_text("/undo");
-    pane.press("Enter");
+    pane.submit("/undo");
     let screen = pane.wait_for("changed since the turn");
     has(&screen, "notes.txt");
     pane.wait_for("/undo --force");
@@ -139,8 +136,7 @@ fn undo_and_rewind_in_the_ui_survive_a_kill_and_a_resume() {
 
     // Without the edit, `/undo` shows the diff first; `y` restores.
     sb.write("notes.txt", "v2\n");
-    pane.type_text("/undo");
-    pane.press("Enter");
+    pane.submit("/undo");
     pane.wait_for("restore these files?");
     let screen = pane.wait_for("+v1");
     has(&screen, "-v2");
@@ -182,8 +178,7 @@ fn undo_and_rewind_in_the_ui_survive_a_kill_and_a_resume() {
         .find(|l| l.starts_with("› "))
         .unwrap_or_default();
     assert!(input.contains("first message"), "{screen}");
-    pane.type_text(" again");
-    pane.press("Enter");
+    pane.submit(" again");
     pane.wait_for("Fresh answer.");
     pane.wait_for(" ready ");
     let reqs = model.requests();

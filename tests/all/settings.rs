@@ -43,11 +43,9 @@ fn the_ui_takes_profile_and_overrides_and_keeps_them() {
         s.contains("replay/profiled-model") && s.contains("auto-edit")
     });
     lacks(&screen, "error");
-    pane.type_text("What is this project?");
-    pane.press("Enter");
+    pane.submit("What is this project?");
     pane.wait_for("This is corral");
-    pane.type_text("/new");
-    pane.press("Enter");
+    pane.submit("/new");
     pane.wait("a new session with the same settings", |s| {
         !s.contains("This is corral")
             && s.contains("replay/profiled-model")

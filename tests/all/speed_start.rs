@@ -7,7 +7,7 @@
 //! plugin on its first use says so on stderr.
 
 use crate::support::output::{stderr, stdout};
-use crate::support::text::{has, lacks};
+use crate::support::text::{has, has_all, lacks};
 use crate::*;
 use corral_test_programs::{ECHO, TRUSTPIN};
 use std::io::{BufRead as _, Write as _};
@@ -265,8 +265,7 @@ fn a_swapped_file_is_refused_even_with_its_size_and_mtime_kept() {
     let o = p.run(&call, &[]);
     assert!(!o.status.success(), "{}", stdout(&o));
     let err = stderr(&o);
-    has(&err, "but the manifest pins");
-    has(&err, "the file changed");
+    has_all(&err, &["but the manifest pins", "the file changed"]);
 }
 
 #[test]
@@ -313,8 +312,13 @@ fn compiling_a_plugin_on_its_first_use_says_so_on_stderr() {
     let o = p.run(&call, &slow);
     assert_eq!(stdout(&o), "hi\n", "{}", stderr(&o));
     let err = stderr(&o);
-    has(&err, "corral: compiling plugin `echo` for its first use");
-    has(&err, "corral: compiled plugin `echo` in ");
+    has_all(
+        &err,
+        &[
+            "corral: compiling plugin `echo` for its first use",
+            "corral: compiled plugin `echo` in ",
+        ],
+    );
     // From the compile cache: nothing to say.
     let o = p.run(&call, &slow);
     assert_eq!(stdout(&o), "hi\n", "{}", stderr(&o));

@@ -9,7 +9,7 @@
 
 use crate::support::output::{stderr, stdout};
 use crate::support::run::tool_call;
-use crate::support::text::{has, lacks};
+use crate::support::text::{has, has_all, lacks};
 use crate::*;
 use corral_test_programs::{ECHO, STUBS, STUBS_UNKNOWN};
 use serde_json::{Value, json};
@@ -209,8 +209,13 @@ fn plugins_list_shows_denied_imports_and_every_grant() {
         &stubs,
         "\n  denied   corral:plugin/process@0.1.0: process.run answers not-granted (no grants.exec)",
     );
-    has(&stubs, "\n  denied   wasi:http/outgoing-handler@0.2");
-    has(&stubs, "every request is HttpRequestDenied (no grants.net)");
+    has_all(
+        &stubs,
+        &[
+            "\n  denied   wasi:http/outgoing-handler@0.2",
+            "every request is HttpRequestDenied (no grants.net)",
+        ],
+    );
     let sockets = stubs
         .lines()
         .find(|l| l.starts_with("  denied   wasi:sockets/{"))
@@ -330,8 +335,7 @@ fn an_unknown_interface_is_refused_at_load_naming_it_and_its_cause() {
     let o = cli.run(&sb.ws(), &["tools", "list"]);
     assert!(!o.status.success(), "loaded: {}", stdout(&o));
     let err = stderr(&o);
-    has(&err, "plugin `odd`");
-    has(&err, "corral.toml:2");
+    has_all(&err, &["plugin `odd`", "corral.toml:2"]);
     assert!(
         err.contains(
             "jco:node/fs (built with Node.js shims; rebuild without --bundle/node imports)"

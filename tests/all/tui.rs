@@ -3,7 +3,7 @@
 //! playing a cassette, keys sent and the screen read back.
 
 use crate::support::cassette::{self, streamed_turn};
-use crate::support::text::{has, lacks};
+use crate::support::text::{has, has_all, lacks};
 use crate::support::tui::{Pane, SCREEN_TIMEOUT, assert_restored, quote};
 use crate::*;
 use serde_json::{Value, json};
@@ -44,18 +44,15 @@ fn a_session_in_the_terminal_ui() {
         &sb.ws(),
         "printf '\\nCORRAL-EXIT=%s\\n' $?; stty -a; sleep 600",
     );
-    let Some(pane) = Pane::start(&command) else {
+    let Some(pane) = Pane::ready(&command) else {
         return;
     };
-    pane.wait_for("ask anything");
 
-    pane.type_text("hello there");
-    pane.press("Enter");
+    pane.submit("hello there");
     pane.wait_for("I will write notes.txt");
     pane.wait_for("approve this call?");
     let modal = pane.wait_for("+new text");
-    has(&modal, "mode ask");
-    has(&modal, "every write_file call");
+    has_all(&modal, &["mode ask", "every write_file call"]);
     assert!(!sb.ws().join("notes.txt").exists());
     // Keys typed in the first moments of the modal are dropped on purpose;
     // answer until it takes.
@@ -73,13 +70,11 @@ fn a_session_in_the_terminal_ui() {
     );
     pane.wait_for("ready");
 
-    pane.type_text("second");
-    pane.press("Enter");
+    pane.submit("second");
     pane.wait_for("Second answer.");
     pane.wait_for("ready");
 
-    pane.type_text("slow one");
-    pane.press("Enter");
+    pane.submit("slow one");
     pane.wait_for("streams slowly");
     pane.press("Escape");
     let screen = pane.wait_for("stopped: interrupted");
@@ -217,10 +212,9 @@ fn sigterm_restores_the_terminal() {
         quote(Path::new(env!("CARGO_BIN_EXE_corral"))),
         quote(&sb.ws()),
     );
-    let Some(pane) = Pane::start(&command) else {
+    let Some(pane) = Pane::ready(&command) else {
         return;
     };
-    pane.wait_for("ask anything");
     let corral = &pane.corral_pid();
     let ok = Command::new("kill")
         .args(["-TERM", corral])

@@ -80,8 +80,7 @@ fn a_two_mib_streamed_answer_finishes_in_the_ui() {
     let Some((_sb, _cli, pane)) = ui_streaming(&text, 1024, 0) else {
         return;
     };
-    pane.type_text("go");
-    pane.press("Enter");
+    pane.submit("go");
     let started = Instant::now();
     let limit = Duration::from_secs(20);
     loop {
@@ -108,8 +107,7 @@ fn ctrl_c_interrupts_a_long_stream() {
     let Some((_sb, cli, pane)) = ui_streaming(&text, 4096, 10) else {
         return;
     };
-    pane.type_text("go");
-    pane.press("Enter");
+    pane.submit("go");
     pane.wait_for("of a long answer");
     std::thread::sleep(Duration::from_secs(3));
     let pressed = Instant::now();
@@ -136,8 +134,7 @@ fn closing_the_terminal_ends_corral_and_closes_the_session() {
     let Some((_sb, cli, pane)) = ui_streaming(&text, 4096, 10) else {
         return;
     };
-    pane.type_text("go");
-    pane.press("Enter");
+    pane.submit("go");
     pane.wait_for("of a long answer");
     std::thread::sleep(Duration::from_secs(2));
     let pid = pane.corral_pid();

@@ -122,13 +122,11 @@ fn the_status_line_shows_the_mode_and_follows_mode_changes() {
     );
     let cli = Cli::new();
     crate::support::tui::trust(&cli, &sb);
-    let Some(pane) = Pane::start(&ui_command(&cli, &sb.ws(), "sleep 600")) else {
+    let Some(pane) = Pane::ready(&ui_command(&cli, &sb.ws(), "sleep 600")) else {
         return;
     };
-    pane.wait_for("ask anything");
     pane.wait_for(" · read-only · ");
-    pane.type_text("/mode auto-edit");
-    pane.press("Enter");
+    pane.submit("/mode auto-edit");
     let screen = pane.wait_for(" · auto-edit · ");
     has(&screen, "mode: auto-edit");
     lacks(&screen, " · read-only · ");

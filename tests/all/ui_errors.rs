@@ -2,7 +2,7 @@
 //! warning raised while the UI is up is shown in it, and a provider without
 //! its key names the variable.
 
-use crate::support::text::{has, lacks};
+use crate::support::text::{has, lacks, lacks_all};
 use crate::support::tui::{Pane, ui_command};
 use crate::*;
 use corral_test_programs::LOOKALIKE;
@@ -25,8 +25,7 @@ fn provider_without_its_key_names_the_variable_in_the_ui() {
     let Some(pane) = start(&cli, &sb) else {
         return;
     };
-    pane.type_text("/provider openai");
-    pane.press("Enter");
+    pane.submit("/provider openai");
     let screen = pane.wait_for("OPENAI_API_KEY");
     has(&screen, "provider is unchanged");
     lacks(&screen, "grants.net");
@@ -45,6 +44,5 @@ fn a_warning_raised_while_the_ui_runs_is_shown_in_it() {
     };
     // The UI lists the tools once it is up; that load warns again.
     let screen = pane.wait_for("looks like tool");
-    lacks(&screen, "\\x1b[");
-    lacks(&screen, "\u{1b}[");
+    lacks_all(&screen, &["\\x1b[", "\u{1b}["]);
 }

@@ -34,10 +34,9 @@ fn popup_denied_card_diff_and_plugins() {
     );
     let cli = Cli::new();
     crate::support::tui::trust(&cli, &sb);
-    let Some(pane) = Pane::start(&ui_command(&cli, &sb.ws(), "sleep 600")) else {
+    let Some(pane) = Pane::ready(&ui_command(&cli, &sb.ws(), "sleep 600")) else {
         return;
     };
-    pane.wait_for("ask anything");
 
     // Every slash command fits in the popup, the last one too.
     pane.type_text("/");
@@ -47,8 +46,7 @@ fn popup_denied_card_diff_and_plugins() {
     pane.press("BSpace");
 
     // The policy denies the write in read-only mode: the card says so.
-    pane.type_text("write it");
-    pane.press("Enter");
+    pane.submit("write it");
     let screen = pane.wait_for("It was refused.");
     let card = screen
         .lines()
@@ -63,11 +61,9 @@ fn popup_denied_card_diff_and_plugins() {
     assert!(!sb.ws().join("notes.txt").exists());
 
     // An untracked file is in `/diff`.
-    pane.type_text("/diff");
-    pane.press("Enter");
+    pane.submit("/diff");
     pane.wait_for("+hello from the workspace");
 
-    pane.type_text("/plugins");
-    pane.press("Enter");
+    pane.submit("/plugins");
     pane.wait_for("grants: fs . (ro)");
 }

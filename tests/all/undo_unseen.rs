@@ -219,12 +219,10 @@ fn rewind_in_the_ui_restores_what_a_program_changed() {
         ),
         1,
     );
-    let Some(pane) = Pane::start(&command) else {
+    let Some(pane) = Pane::ready(&command) else {
         return;
     };
-    pane.wait_for("ask anything");
-    pane.type_text("edit a.txt");
-    pane.press("Enter");
+    pane.submit("edit a.txt");
     pane.wait_for("Edited it.");
     pane.wait_for(" ready ");
     assert_eq!(read(&sb, "a.txt"), "two\n", "sed ran");

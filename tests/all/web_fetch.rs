@@ -7,7 +7,7 @@ use crate::support::cassette::{answer_turn, call_turn};
 use crate::support::events::{events, find, label, labels};
 use crate::support::output::{assert_exit, printed, stderr, stdout};
 use crate::support::run::tool_call;
-use crate::support::text::{has, lacks};
+use crate::support::text::{has, has_all, lacks};
 use crate::{Cli, Sandbox};
 use serde_json::json;
 use std::io::{BufRead, BufReader, Write};
@@ -172,10 +172,15 @@ fn an_html_page_comes_back_as_markdown_without_scripts() {
     let o = tool_call(&cli, &sb, "web_fetch", json!({"url": site.url("/notes")}));
     assert_exit(&o, 0);
     let text = stdout(&o);
-    has(&text, "# Release notes");
-    has(&text, "## Changes");
-    has(&text, "[the docs](https://example.com/docs)");
-    has(&text, "faster");
+    has_all(
+        &text,
+        &[
+            "# Release notes",
+            "## Changes",
+            "[the docs](https://example.com/docs)",
+            "faster",
+        ],
+    );
     for noise in [
         "SCRIPT-TEXT",
         "STYLE-TEXT",
@@ -415,8 +420,7 @@ fn web_search_lists_results_and_only_the_server_sees_the_key() {
     );
     assert_exit(&out, 0);
     let text = stdout(&out);
-    has(&text, "1. The Rust book");
-    has(&text, "https://wasmtime.dev/");
+    has_all(&text, &["1. The Rust book", "https://wasmtime.dev/"]);
     lacks(&printed(&out), SEARCH_KEY);
 
     let seen = site.seen();

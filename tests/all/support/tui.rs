@@ -126,6 +126,20 @@ impl Pane {
         }
     }
 
+    /// Types `text` and presses Enter.
+    pub fn submit(&self, text: &str) {
+        self.type_text(text);
+        self.press("Enter");
+    }
+
+    /// Starts `command` as [`Pane::start`] does and waits for the UI's
+    /// empty prompt ("ask anything").
+    pub fn ready(command: &str) -> Option<Self> {
+        let pane = Self::start(command)?;
+        pane.wait_for("ask anything");
+        Some(pane)
+    }
+
     pub fn wait_for(&self, text: &str) -> String {
         self.wait(&format!("`{text}`"), |s| s.contains(text))
     }
