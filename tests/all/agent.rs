@@ -157,19 +157,15 @@ fn provider_chosen_by_manifest() {
 #[test]
 fn key_is_never_visible_to_the_provider_plugin() {
     let mock = MockServer::start(|_, _| Reply::Status(200, vec![], "{\"ok\":true}".into()));
-    let sb = Sandbox::new();
-    sb.write(
-        "corral.toml",
-        &format!(
-            "[plugins.leaky]\nsource = {:?}\ngrants.net = [\"http://127.0.0.1:{}\"]\n\
+    let sb = Sandbox::with_manifest(&format!(
+        "[plugins.leaky]\nsource = {:?}\ngrants.net = [\"http://127.0.0.1:{}\"]\n\
              grants.secrets = [{{ origin = \"http://127.0.0.1:{}\", header = \"authorization\", value = \"Bearer ${{env:TEST_OPENAI_KEY}}\" }}]\n\
              config = {{ url = \"http://127.0.0.1:{}/probe\" }}\n",
-            corral_test_programs::ENV_PROVIDER,
-            mock.port,
-            mock.port,
-            mock.port
-        ),
-    );
+        corral_test_programs::ENV_PROVIDER,
+        mock.port,
+        mock.port,
+        mock.port
+    ));
     let cli = Cli::new();
     let o = cli.run_env(
         &sb.ws(),
@@ -203,8 +199,7 @@ fn run_with_openai_reply(
     reply: impl Fn(usize) -> Reply + Send + Sync + 'static,
 ) -> (std::process::Output, MockServer) {
     let openai = MockServer::start(move |n, _| reply(n));
-    let sb = Sandbox::new();
-    sb.write("corral.toml", &both_providers(openai.port, 9, ""));
+    let sb = Sandbox::with_manifest(&both_providers(openai.port, 9, ""));
     let cli = Cli::new();
     let o = cli.run_env(&sb.ws(), &["run", "--provider", "openai", "hello"], &KEYS);
     (o, openai)
@@ -309,8 +304,7 @@ fn a_broken_streams_partial_answer_is_printed_before_its_error() {
         .rfind("data: ")
         .expect("its line");
     let openai = MockServer::start(move |_, _| Reply::SseCut(body.clone(), cut));
-    let sb = Sandbox::new();
-    sb.write("corral.toml", &both_providers(openai.port, 9, ""));
+    let sb = Sandbox::with_manifest(&both_providers(openai.port, 9, ""));
     let cli = Cli::new();
     let mut cmd = openai_run(&cli, &sb, "hello");
     let (mut reader, writer) = std::io::pipe().expect("pipe");
@@ -536,8 +530,7 @@ fn unknown_tools_and_bad_arguments_go_back_to_the_model() {
         )),
         _ => Reply::Sse(openai_sse("ok", &[])),
     });
-    let sb = Sandbox::new();
-    sb.write("corral.toml", &both_providers(openai.port, 9, ""));
+    let sb = Sandbox::with_manifest(&both_providers(openai.port, 9, ""));
     let cli = Cli::new();
     let o = cli.run_env(&sb.ws(), &["run", "--provider", "openai", "go"], &KEYS);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o).1);
@@ -557,8 +550,7 @@ fn max_iterations_is_an_explicit_stop() {
             &[(["a", "b", "c", "d"][n % 4], "list_files", json!({}))],
         ))
     });
-    let sb = Sandbox::new();
-    sb.write("corral.toml", &both_providers(openai.port, 9, ""));
+    let sb = Sandbox::with_manifest(&both_providers(openai.port, 9, ""));
     let cli = Cli::new();
     let o = cli.run_env(
         &sb.ws(),
@@ -580,8 +572,7 @@ fn ctrl_c_interrupts_and_leaves_the_log_consistent() {
         )),
         _ => Reply::Hang,
     });
-    let sb = Sandbox::new();
-    sb.write("corral.toml", &both_providers(openai.port, 9, ""));
+    let sb = Sandbox::with_manifest(&both_providers(openai.port, 9, ""));
     let cli = Cli::new();
     let mut cmd = openai_run(&cli, &sb, "read hello");
     let child = cmd

@@ -82,15 +82,11 @@ impl Wire {
             Wire::OpenAi => openai_plugin(port, r#"model = "mock""#, ""),
             Wire::Anthropic => anthropic_plugin(port, r#"model = "mock""#, ""),
         };
-        let sb = Sandbox::new();
-        sb.write(
-            "corral.toml",
-            &format!(
-                "[agent]\nprovider = \"{}\"\n\n[policy]\nmode = \"auto-edit\"\n\n{plugin}",
-                self.provider()
-            ),
-        );
-        sb
+
+        Sandbox::with_manifest(&format!(
+            "[agent]\nprovider = \"{}\"\n\n[policy]\nmode = \"auto-edit\"\n\n{plugin}",
+            self.provider()
+        ))
     }
 }
 

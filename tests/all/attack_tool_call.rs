@@ -32,11 +32,7 @@ fn answer(cli: &Cli, sb: &Sandbox, tool: &str, args: Value) -> (Option<i32>, Val
 
 #[test]
 fn a_deny_rule_holds_for_a_typed_call() {
-    let sb = Sandbox::new();
-    sb.write(
-        "corral.toml",
-        "[policy]\ndeny = [\"write_file(secret/**)\"]\n",
-    );
+    let sb = Sandbox::with_manifest("[policy]\ndeny = [\"write_file(secret/**)\"]\n");
     std::fs::create_dir(sb.ws().join("secret")).expect("secret/");
     let cli = Cli::new();
     let (code, v) = answer(&cli, &sb, "write_file", write("secret/planted.txt"));
@@ -62,9 +58,7 @@ fn a_deny_rule_holds_for_a_typed_call() {
 
 #[test]
 fn a_blocking_hook_holds_for_a_typed_call() {
-    let sb = Sandbox::new();
-    sb.write(
-        "corral.toml",
+    let sb = Sandbox::with_manifest(
         r#"
 [plugins.no-pwn]
 source = "builtin:hook-block"
@@ -85,8 +79,7 @@ before_tool = [{ plugin = "no-pwn", tools = ["write_file"] }]
 
 #[test]
 fn read_only_mode_holds_for_a_typed_call() {
-    let sb = Sandbox::new();
-    sb.write("corral.toml", "[policy]\nmode = \"read-only\"\n");
+    let sb = Sandbox::with_manifest("[policy]\nmode = \"read-only\"\n");
     sb.write("kept.txt", "kept\n");
     let cli = Cli::new();
     let (code, v) = answer(&cli, &sb, "write_file", write("kept.txt"));

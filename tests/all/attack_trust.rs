@@ -172,15 +172,11 @@ fn a_project_cannot_widen_a_users_plugin_or_bring_back_a_disabled_one() {
     };
     assert_eq!(plugin_of("run_command"), None, "{list}");
     // fs is the built-in one still: it cannot read outside the workspace.
-    let o = cli.run(
-        &sb.ws(),
-        &[
-            "tool",
-            "call",
-            "read_file",
-            "--args",
-            &json!({"path": "../outside/secret.txt"}).to_string(),
-        ],
+    let o = crate::support::run::tool_call(
+        &cli,
+        &sb,
+        "read_file",
+        json!({"path": "../outside/secret.txt"}),
     );
     lacks(&stdout(&o), SECRET);
 }

@@ -32,16 +32,11 @@ fn assert_inert(o: &Output, what: &str) {
 /// A workspace whose manifest adds the budgets guest in `mode`, with `rest`
 /// (limits, say) in its entry.
 fn workspace(mode: &str, rest: &str) -> Sandbox {
-    let sb = Sandbox::new();
-    sb.write(
-        "corral.toml",
-        &plugin_toml(
-            "budgets",
-            BUDGETS,
-            &format!("config = {{ mode = {mode:?} }}\n{rest}"),
-        ),
-    );
-    sb
+    Sandbox::with_manifest(&plugin_toml(
+        "budgets",
+        BUDGETS,
+        &format!("config = {{ mode = {mode:?} }}\n{rest}"),
+    ))
 }
 
 #[test]
@@ -317,9 +312,7 @@ fn run_and_show_print_model_and_tool_text_inert() {
 
 #[test]
 fn a_stream_event_over_the_output_limit_ends_the_provider_call() {
-    let sb = Sandbox::new();
-    sb.write(
-        "corral.toml",
+    let sb = Sandbox::with_manifest(
         "[plugins.replay]\nsource = \"builtin:replay\"\n\
          grants.fs = [{ path = \".\", access = \"ro\" }]\n\
          config = { cassette = \"big.cassette.json\" }\n\

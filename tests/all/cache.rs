@@ -236,8 +236,7 @@ fn plugins_is_an_alias_of_plugin() {
 
 #[test]
 fn a_panic_amid_other_stderr_is_shown_by_tool_call() {
-    let sb = Sandbox::new();
-    sb.write("corral.toml", &plugin_toml("crash", CRASH, ""));
+    let sb = Sandbox::with_manifest(&plugin_toml("crash", CRASH, ""));
     let cli = Cli::new();
     let args = serde_json::json!({
         "before": 30,

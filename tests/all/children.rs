@@ -102,8 +102,7 @@ fn refs(v: &[String]) -> Vec<&str> {
 
 #[test]
 fn a_process_that_leaves_the_group_dies_when_the_call_returns() {
-    let sb = Sandbox::new();
-    sb.write("corral.toml", &shell_manifest(60_000, 60_000));
+    let sb = Sandbox::with_manifest(&shell_manifest(60_000, 60_000));
     let cli = Cli::new();
     let o = without_cgroups(cli.command(
         &sb.ws(),
@@ -131,8 +130,7 @@ fn a_process_that_leaves_the_group_dies_when_the_call_times_out() {
         (1000, 60_000, "timed out"),
         (60_000, 1000, "timed out after 1000 ms"),
     ] {
-        let sb = Sandbox::new();
-        sb.write("corral.toml", &shell_manifest(exec_ms, call_ms));
+        let sb = Sandbox::with_manifest(&shell_manifest(exec_ms, call_ms));
         let cli = Cli::new();
         let started = Instant::now();
         let o = without_cgroups(cli.command(
@@ -184,8 +182,7 @@ fn interrupt_mid_call(mut cmd: Command, ws: &Path) -> Output {
 
 #[test]
 fn a_process_that_leaves_the_group_dies_when_corral_is_interrupted() {
-    let sb = Sandbox::new();
-    sb.write("corral.toml", &shell_manifest(60_000, 60_000));
+    let sb = Sandbox::with_manifest(&shell_manifest(60_000, 60_000));
     let cli = Cli::new();
     let args = run_command(&escaping("escaped", "touch started; sleep 30"));
     let o = interrupt_mid_call(
@@ -402,8 +399,7 @@ fn a_fork_bomb_as_root_without_a_cgroup_is_stopped() {
         );
         return;
     };
-    let sb = Sandbox::new();
-    sb.write("corral.toml", &shell_manifest(20_000, 60_000));
+    let sb = Sandbox::with_manifest(&shell_manifest(20_000, 60_000));
     let cli = Cli::new();
     // Trust the manifest first, outside the namespace.
     let _ = cli.run(&sb.ws(), &["tools", "list"]);
@@ -533,8 +529,7 @@ fn default_commands_ask_and_are_denied_in_read_only() {
         (&["--yes"][..], "exit code 0", true),
     ] {
         let mock = commander();
-        let sb = Sandbox::new();
-        sb.write("corral.toml", &provider_only(mock.port));
+        let sb = Sandbox::with_manifest(&provider_only(mock.port));
         let cli = Cli::new();
         let mut args = vec!["run", "--provider", "openai"];
         args.extend_from_slice(flags);

@@ -127,11 +127,7 @@ fn example_plugin_runs_from_a_project_manifest() {
 #[test]
 fn a_bad_project_manifest_is_reported_with_its_line() {
     let cli = Cli::untrusting();
-    let sb = Sandbox::new();
-    sb.write(
-        "corral.toml",
-        "[plugins.fs]\nsource = \"builtin:fs\"\nbogus = 1\n",
-    );
+    let sb = Sandbox::with_manifest("[plugins.fs]\nsource = \"builtin:fs\"\nbogus = 1\n");
     // Reviewing it for trust reports the mistake; it cannot be trusted as it is.
     let o = cli.run(&sb.ws(), &["trust", "--yes"]);
     assert_eq!(o.status.code(), Some(2));

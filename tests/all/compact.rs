@@ -519,11 +519,7 @@ fn a_context_length_error_compacts_once_and_retries() {
             _ => Reply::Sse(openai_sse("Done after compacting.", &[])),
         }
     });
-    let sb = Sandbox::new();
-    sb.write(
-        "corral.toml",
-        &mock_manifest(server.port, "model = \"gpt-4.1\"", "", ""),
-    );
+    let sb = Sandbox::with_manifest(&mock_manifest(server.port, "model = \"gpt-4.1\"", "", ""));
     let cli = Cli::new();
     let o = cli.run_env(
         &sb.ws(),

@@ -96,8 +96,7 @@ fn openai_refusal_is_shown_with_a_content_filter_finish() {
         body += "data: [DONE]\n\n";
         Reply::Sse(body.into_bytes())
     });
-    let sb = Sandbox::new();
-    sb.write("corral.toml", &manifest(openai.port, 9));
+    let sb = Sandbox::with_manifest(&manifest(openai.port, 9));
     let cli = Cli::new();
     let (o, events) = run_json(&sb, &cli, "openai", "do something bad");
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
@@ -144,8 +143,7 @@ fn anthropic_max_tokens_inside_a_tool_call_goes_back_to_the_model() {
         };
         Reply::Sse(body.into_bytes())
     });
-    let sb = Sandbox::new();
-    sb.write("corral.toml", &manifest(9, anthropic.port));
+    let sb = Sandbox::with_manifest(&manifest(9, anthropic.port));
     let cli = Cli::new();
     let (o, events) = run_json(&sb, &cli, "anthropic", "write big.txt");
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
@@ -214,8 +212,7 @@ fn anthropic_server_tool_blocks_are_ignored() {
             + &anthropic_end("end_turn");
         Reply::Sse(body.into_bytes())
     });
-    let sb = Sandbox::new();
-    sb.write("corral.toml", &manifest(9, anthropic.port));
+    let sb = Sandbox::with_manifest(&manifest(9, anthropic.port));
     let cli = Cli::new();
     let (o, events) = run_json(&sb, &cli, "anthropic", "what is new in wasmtime?");
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
@@ -253,8 +250,7 @@ fn malformed_tool_arguments_go_back_to_the_model() {
         };
         Reply::Sse(body.into_bytes())
     });
-    let sb = Sandbox::new();
-    sb.write("corral.toml", &manifest(openai.port, 9));
+    let sb = Sandbox::with_manifest(&manifest(openai.port, 9));
     let cli = Cli::new();
     let (o, events) = run_json(&sb, &cli, "openai", "read hello.txt");
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
@@ -355,9 +351,7 @@ fn a_failed_apply_patch_leaves_no_directories() {
 /// than the 30 s of a tool call, and so does any entry with that source.
 #[test]
 fn a_user_entry_for_a_builtin_provider_keeps_provider_limits() {
-    let sb = Sandbox::new();
-    sb.write(
-        "corral.toml",
+    let sb = Sandbox::with_manifest(
         r#"
 [agent]
 provider = "openai"
@@ -414,8 +408,7 @@ limits = { timeout_ms = 5000 }
 fn a_damaged_last_log_line_is_cut_before_resume_appends() {
     let openai =
         MockServer::start(|n, _| Reply::Sse(openai_sse(&format!("Answer number {}.", n + 1), &[])));
-    let sb = Sandbox::new();
-    sb.write("corral.toml", &manifest(openai.port, 9));
+    let sb = Sandbox::with_manifest(&manifest(openai.port, 9));
     let cli = Cli::new();
     let o = cli.run_env(&sb.ws(), &["run", "--provider", "openai", "first"], &KEYS);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));

@@ -110,8 +110,7 @@ fn sigkill_during_a_large_write_file_leaves_the_old_or_the_new_content() {
     let mut killed_mid = 0;
     let mut left_journal = 0;
     for delay in KILL_DELAYS_MS {
-        let sb = Sandbox::new();
-        sb.write("corral.toml", fs_limits());
+        let sb = Sandbox::with_manifest(fs_limits());
         sb.write("big.txt", &old);
         let target = sb.ws().join("big.txt");
         std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o750)).expect("chmod");

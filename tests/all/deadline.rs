@@ -71,8 +71,7 @@ fn interrupt(child: &Child) {
 
 #[test]
 fn tool_call_stops_a_busy_loop_at_its_deadline() {
-    let sb = Sandbox::new();
-    sb.write("corral.toml", &project(300));
+    let sb = Sandbox::with_manifest(&project(300));
     let cli = Cli::new();
     let mut child = cli
         .command(&sb.ws(), &["tool", "call", "spin", "--args", "{}"])
@@ -94,8 +93,7 @@ fn tool_call_stops_a_busy_loop_at_its_deadline() {
 
 #[test]
 fn run_stops_a_busy_loop_at_its_deadline_and_goes_on() {
-    let sb = Sandbox::new();
-    sb.write("corral.toml", &project(300));
+    let sb = Sandbox::with_manifest(&project(300));
     cassette(
         &sb,
         &[call_turn("c1", "spin", json!({})), answer_turn("Gave up.")],
@@ -129,8 +127,7 @@ fn run_stops_a_busy_loop_at_its_deadline_and_goes_on() {
 
 #[test]
 fn ctrl_c_stops_a_tool_call_at_once() {
-    let sb = Sandbox::new();
-    sb.write("corral.toml", &project(120_000));
+    let sb = Sandbox::with_manifest(&project(120_000));
     let cli = Cli::new();
     let mut child = cli
         .command(&sb.ws(), &["-vv", "tool", "call", "spin", "--args", "{}"])
@@ -218,8 +215,7 @@ fn assert_log_closed(cli: &Cli, ws: &Path) {
 
 #[test]
 fn ctrl_c_stops_a_running_tool_in_run() {
-    let sb = Sandbox::new();
-    sb.write("corral.toml", &project(120_000));
+    let sb = Sandbox::with_manifest(&project(120_000));
     cassette(
         &sb,
         &[call_turn("c1", "spin", json!({})), answer_turn("never")],
@@ -242,8 +238,7 @@ fn ctrl_c_stops_a_running_tool_in_run() {
 
 #[test]
 fn ctrl_c_stops_a_running_tool_in_resume() {
-    let sb = Sandbox::new();
-    sb.write("corral.toml", &project(120_000));
+    let sb = Sandbox::with_manifest(&project(120_000));
     cassette(
         &sb,
         &[
@@ -270,8 +265,7 @@ fn ctrl_c_stops_a_running_tool_in_resume() {
 
 #[test]
 fn ctrl_c_at_an_approval_prompt_exits_at_once() {
-    let sb = Sandbox::new();
-    sb.write("corral.toml", &project(30_000));
+    let sb = Sandbox::with_manifest(&project(30_000));
     cassette(
         &sb,
         &[

@@ -155,11 +155,7 @@ fn decisions(o: &Output) -> Vec<(String, String)> {
 
 #[test]
 fn a_read_tool_cannot_run_a_program_through_tool_call() {
-    let sb = Sandbox::new();
-    sb.write(
-        "corral.toml",
-        &sneaky(&["http://127.0.0.1:9".to_owned()], ""),
-    );
+    let sb = Sandbox::with_manifest(&sneaky(&["http://127.0.0.1:9".to_owned()], ""));
     let cli = Cli::new();
     let o = cli.run(
         &sb.ws(),
@@ -227,14 +223,10 @@ fn a_read_tool_cannot_reach_the_network_through_tool_call() {
 #[test]
 fn a_read_only_run_lets_a_read_tool_run_but_not_run_programs_or_reach_out() {
     let (port, seen) = server();
-    let sb = Sandbox::new();
-    sb.write(
-        "corral.toml",
-        &format!(
-            "{}\n{REPLAY}",
-            sneaky(&[format!("http://127.0.0.1:{port}")], "")
-        ),
-    );
+    let sb = Sandbox::with_manifest(&format!(
+        "{}\n{REPLAY}",
+        sneaky(&[format!("http://127.0.0.1:{port}")], "")
+    ));
     cassette(
         &sb,
         &[
@@ -301,14 +293,10 @@ fn run_on_pty(cli: &Cli, ws: &Path, args: &[&str], answer: &str) -> (Option<i32>
 #[test]
 fn a_preview_gets_no_program_no_network_and_no_writes() {
     let (port, seen) = server();
-    let sb = Sandbox::new();
-    sb.write(
-        "corral.toml",
-        &format!(
-            "{}\n{REPLAY}",
-            sneaky(&[format!("http://127.0.0.1:{port}")], "")
-        ),
-    );
+    let sb = Sandbox::with_manifest(&format!(
+        "{}\n{REPLAY}",
+        sneaky(&[format!("http://127.0.0.1:{port}")], "")
+    ));
     cassette(
         &sb,
         &[(
@@ -416,18 +404,14 @@ fn a_secret_for_https_is_not_sent_over_http_or_to_another_port() {
 fn a_host_only_secret_goes_to_https_on_443_and_nowhere_else() {
     let (a, seen_a) = server();
     let (b, seen_b) = server();
-    let sb = Sandbox::new();
-    sb.write(
-        "corral.toml",
-        &sneaky(
-            &[
-                "https://127.0.0.1:443".to_owned(),
-                format!("http://127.0.0.1:{a}"),
-                format!("http://127.0.0.1:{b}"),
-            ],
-            &format!("grants.secrets = [{{ host = \"127.0.0.1\", {KEY_SECRET} }}]"),
-        ),
-    );
+    let sb = Sandbox::with_manifest(&sneaky(
+        &[
+            "https://127.0.0.1:443".to_owned(),
+            format!("http://127.0.0.1:{a}"),
+            format!("http://127.0.0.1:{b}"),
+        ],
+        &format!("grants.secrets = [{{ host = \"127.0.0.1\", {KEY_SECRET} }}]"),
+    ));
     let cli = Cli::new();
     fetch_all(
         &cli,

@@ -83,14 +83,9 @@ fn loopback_name() -> Result<(String, IpAddr), String> {
 }
 
 fn granted(origin: &str) -> Sandbox {
-    let sb = Sandbox::new();
-    sb.write(
-        "corral.toml",
-        &format!(
-            "[plugins.web-fetch]\nsource = \"builtin:web-fetch\"\ngrants.net = [\"{origin}\"]\n"
-        ),
-    );
-    sb
+    Sandbox::with_manifest(&format!(
+        "[plugins.web-fetch]\nsource = \"builtin:web-fetch\"\ngrants.net = [\"{origin}\"]\n"
+    ))
 }
 
 #[test]

@@ -85,18 +85,14 @@ fn a_refused_connection_says_so_in_words() {
         .local_addr()
         .unwrap()
         .port();
-    let sb = Sandbox::new();
-    sb.write(
-        "corral.toml",
-        &format!(
-            "[agent]\nprovider = \"openai\"\n\n{}",
-            openai_plugin(
-                port,
-                "model = \"gpt-4.1\"",
-                "limits = { timeout_ms = 30000 }"
-            )
-        ),
-    );
+    let sb = Sandbox::with_manifest(&format!(
+        "[agent]\nprovider = \"openai\"\n\n{}",
+        openai_plugin(
+            port,
+            "model = \"gpt-4.1\"",
+            "limits = { timeout_ms = 30000 }"
+        )
+    ));
     let o = Cli::new().run_env(&sb.ws(), &["run", "hi"], &[("TEST_OPENAI_KEY", "k")]);
     let text = both(&o);
     assert!(!o.status.success(), "{text}");
@@ -106,14 +102,10 @@ fn a_refused_connection_says_so_in_words() {
 
 #[test]
 fn an_openai_entry_without_a_model_is_a_configuration_error() {
-    let sb = Sandbox::new();
-    sb.write(
-        "corral.toml",
-        &format!(
-            "[agent]\nprovider = \"openai\"\n\n{}",
-            openai_plugin(1, "", "")
-        ),
-    );
+    let sb = Sandbox::with_manifest(&format!(
+        "[agent]\nprovider = \"openai\"\n\n{}",
+        openai_plugin(1, "", "")
+    ));
     let o = Cli::new().run_env(&sb.ws(), &["run", "hi"], &[("TEST_OPENAI_KEY", "k")]);
     let text = both(&o);
     assert!(!o.status.success(), "{text}");

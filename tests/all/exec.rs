@@ -261,14 +261,10 @@ async fn a_fork_bomb_hits_the_process_budget() {
 
 #[test]
 fn the_environment_is_scrubbed() {
-    let sb = Sandbox::new();
-    sb.write(
-        "corral.toml",
-        &shell_toml(
-            r#"{ program = "env", args = [] }"#,
-            "grants.env = [\"VISIBLE_ONE\"]",
-        ),
-    );
+    let sb = Sandbox::with_manifest(&shell_toml(
+        r#"{ program = "env", args = [] }"#,
+        "grants.env = [\"VISIBLE_ONE\"]",
+    ));
     let cli = Cli::new();
     let o = cli.run_env(
         &sb.ws(),
@@ -380,9 +376,7 @@ async fn output_is_capped_with_a_notice() {
 fn a_granted_program_cannot_read_corrals_environment() {
     // A program granted to a plugin tries the side door: the environment
     // of its parent, corral, which holds the provider keys.
-    let sb = Sandbox::new();
-    sb.write(
-        "corral.toml",
+    let sb = Sandbox::with_manifest(
         "[plugins.shell]\nsource = \"builtin:shell\"\ngrants.exec = [{ program = \"sh\", args = [\"**\"] }]\n",
     );
     let cli = Cli::new();
@@ -402,9 +396,7 @@ fn a_granted_program_cannot_read_corrals_environment() {
 
 #[test]
 fn a_granted_program_cannot_read_the_users_credentials() {
-    let sb = Sandbox::new();
-    sb.write(
-        "corral.toml",
+    let sb = Sandbox::with_manifest(
         "[plugins.shell]\nsource = \"builtin:shell\"\ngrants.exec = [{ program = \"cat\", args = [\"**\"] }, { program = \"ls\", args = [\"**\"] }]\n",
     );
     let home = tempfile::tempdir().expect("home");
@@ -558,9 +550,7 @@ async fn a_granted_program_cannot_reach_unix_sockets_or_udp() {
 
 #[test]
 fn credentials_stay_closed_when_the_workspace_is_the_home() {
-    let sb = Sandbox::new();
-    sb.write(
-        "corral.toml",
+    let sb = Sandbox::with_manifest(
         "[plugins.shell]\nsource = \"builtin:shell\"\ngrants.exec = [{ program = \"sh\", args = [\"**\"] }]\n",
     );
     sb.write(".ssh/id_ed25519", "ssh-secret-40aa");

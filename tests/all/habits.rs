@@ -67,8 +67,7 @@ fn claude_md_is_read_where_there_is_no_agents_md() {
 // Before: `undo -y` and `trust -y` were usage errors (only `--yes`).
 #[test]
 fn yes_has_its_short_form_on_undo_and_trust() {
-    let sb = Sandbox::new();
-    sb.write("corral.toml", "[agent]\nmax_iterations = 3\n");
+    let sb = Sandbox::with_manifest("[agent]\nmax_iterations = 3\n");
     let cli = Cli::untrusting();
     let o = cli.run(&sb.ws(), &["trust", "-y"]);
     assert!(o.status.success(), "{}", stderr(&o));
@@ -168,9 +167,7 @@ fn the_help_says_mcp_also_manages_servers() {
 // nothing said how to resume.
 #[test]
 fn the_ui_leaves_no_empty_session_and_says_how_to_resume() {
-    let sb = Sandbox::new();
-    sb.write(
-        "corral.toml",
+    let sb = Sandbox::with_manifest(
         "[agent]\nprovider = \"replay\"\n\n[policy]\nmode = \"full-auto\"\n",
     );
     let cli = Cli::new();

@@ -628,11 +628,10 @@ fn bad_hook_bindings_are_refused_with_the_line_and_the_fix() {
 #[test]
 fn a_binding_to_a_plugin_that_is_not_a_hook_is_refused_when_the_session_opens() {
     let mock = calls_then_done(Vec::new());
-    let sb = Sandbox::new();
-    sb.write(
-        "corral.toml",
-        &openai_project(mock.port, "[hooks]\nbefore_tool = [{ plugin = \"fs\" }]\n"),
-    );
+    let sb = Sandbox::with_manifest(&openai_project(
+        mock.port,
+        "[hooks]\nbefore_tool = [{ plugin = \"fs\" }]\n",
+    ));
     let cli = Cli::new();
     let (code, err) = run(&cli, &sb, &[]);
     assert_ne!(code, Some(0), "{err}");

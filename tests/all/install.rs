@@ -17,16 +17,7 @@ use std::net::TcpListener;
 use std::process::Output;
 
 fn word_count(cli: &Cli, sb: &Sandbox) -> Output {
-    cli.run(
-        &sb.ws(),
-        &[
-            "tool",
-            "call",
-            "word_count",
-            "--args",
-            &json!({"path": "hello.txt"}).to_string(),
-        ],
-    )
+    crate::support::run::tool_call(cli, sb, "word_count", json!({"path": "hello.txt"}))
 }
 
 #[test]

@@ -139,6 +139,13 @@ impl Sandbox {
         Self { root }
     }
 
+    /// A new workspace whose project manifest (`corral.toml`) is `toml`.
+    pub fn with_manifest(toml: &str) -> Self {
+        let sb = Self::new();
+        sb.write("corral.toml", toml);
+        sb
+    }
+
     pub fn ws(&self) -> PathBuf {
         self.root.path().join("ws")
     }

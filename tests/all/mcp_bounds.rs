@@ -56,14 +56,10 @@ fn a_request_over_the_cap_gets_a_json_rpc_error_and_the_server_goes_on() {
 
 #[test]
 fn calls_beyond_the_instance_slots_wait_for_a_place() {
-    let sb = Sandbox::new();
-    sb.write(
-        "corral.toml",
-        &format!(
-            "[plugins.adversary]\nsource = {ADVERSARY:?}\n\
+    let sb = Sandbox::with_manifest(&format!(
+        "[plugins.adversary]\nsource = {ADVERSARY:?}\n\
              limits = {{ timeout_ms = 1000, memory_mb = 16 }}\n"
-        ),
-    );
+    ));
     let cli = Cli::new();
     let mut served = Served::start(&cli, &sb, &[]);
     // 80 calls at once, each holding its instance until its deadline: more

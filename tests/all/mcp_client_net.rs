@@ -77,15 +77,11 @@ fn a_server_without_net_reaches_nothing_and_a_bad_destination_is_an_error() {
     };
     sb.write("corral.toml", &toml(""));
     let cli = Cli::new();
-    let o = cli.run(
-        &sb.ws(),
-        &[
-            "tool",
-            "call",
-            "hostile__fetch",
-            "--args",
-            &json!({"url": format!("http://127.0.0.1:{a}/")}).to_string(),
-        ],
+    let o = crate::support::run::tool_call(
+        &cli,
+        &sb,
+        "hostile__fetch",
+        json!({"url": format!("http://127.0.0.1:{a}/")}),
     );
     let out = format!("{}{}", stdout(&o), stderr(&o));
     has(&out, "refused");

@@ -72,16 +72,12 @@ fn everything() -> Option<(u16, Child)> {
 /// A workspace whose `[mcp.NAME]` is `server` (its TOML lines), with the
 /// replay provider playing `turns`.
 fn replayed(server: &str, turns: &[Value]) -> Sandbox {
-    let sb = Sandbox::new();
-    sb.write(
-        "corral.toml",
-        &format!(
-            "{server}\n[plugins.replay]\nsource = \"builtin:replay\"\n\
+    let sb = Sandbox::with_manifest(&format!(
+        "{server}\n[plugins.replay]\nsource = \"builtin:replay\"\n\
              grants.fs = [{{ path = \".\", access = \"ro\" }}]\n\
              config = {{ cassette = \"http.cassette.json\" }}\n\n\
              [policy]\nmode = \"full-auto\"\n"
-        ),
-    );
+    ));
     crate::support::cassette::write(&sb, "http.cassette.json", turns);
     sb
 }
@@ -235,14 +231,10 @@ fn a_redirect_is_refused_and_its_target_never_reached() {
         ),
         0,
     );
-    let sb = Sandbox::new();
-    sb.write(
-        "corral.toml",
-        &format!(
-            "[mcp.moved]\nurl = \"http://127.0.0.1:{port}/mcp\"\ntimeout_ms = 5000\n\
+    let sb = Sandbox::with_manifest(&format!(
+        "[mcp.moved]\nurl = \"http://127.0.0.1:{port}/mcp\"\ntimeout_ms = 5000\n\
              grants.secrets = [{{ header = \"x-key\", value = \"k\" }}]\n"
-        ),
-    );
+    ));
     let cli = Cli::new();
     let o = cli.run(&sb.ws(), &["tools", "list"]);
     let err = stderr(&o);
@@ -263,13 +255,9 @@ fn an_oversized_answer_is_cut_off() {
         ),
         size,
     );
-    let sb = Sandbox::new();
-    sb.write(
-        "corral.toml",
-        &format!(
-            "[mcp.big]\nurl = \"http://127.0.0.1:{port}/mcp\"\ntimeout_ms = 10000\noutput_kb = 64\n"
-        ),
-    );
+    let sb = Sandbox::with_manifest(&format!(
+        "[mcp.big]\nurl = \"http://127.0.0.1:{port}/mcp\"\ntimeout_ms = 10000\noutput_kb = 64\n"
+    ));
     let cli = Cli::new();
     let start = Instant::now();
     let o = cli.run(&sb.ws(), &["tools", "list"]);

@@ -235,15 +235,11 @@ fn a_node_file_entry_runs_the_script_it_names() {
         ),
     );
     let cli = Cli::new();
-    let read = cli.run(
-        &sb.ws(),
-        &[
-            "tool",
-            "call",
-            "files__read_text_file",
-            "--args",
-            &json!({"path": ws.join("hello.txt")}).to_string(),
-        ],
+    let read = crate::support::run::tool_call(
+        &cli,
+        &sb,
+        "files__read_text_file",
+        json!({"path": ws.join("hello.txt")}),
     );
     assert!(
         stdout(&read).contains("hello from the workspace"),

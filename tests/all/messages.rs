@@ -92,9 +92,7 @@ fn a_toml_syntax_error_names_the_file_and_line() {
 
 #[test]
 fn a_denial_in_text_mode_is_shown_whole_with_its_fix() {
-    let sb = Sandbox::new();
-    sb.write(
-        "corral.toml",
+    let sb = Sandbox::with_manifest(
         "[agent]\nprovider = \"replay\"\n[plugins.replay]\nsource = \"builtin:replay\"\n\
          grants.fs = [{ path = \".\", access = \"ro\" }]\nconfig = { cassette = \"c.cassette.json\" }\n",
     );

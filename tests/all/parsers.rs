@@ -27,15 +27,10 @@ enum Read {
 /// A workspace whose `shell` plugin may run `printf` with any arguments,
 /// and nothing else (no `sh`).
 fn printf_workspace(extra: &str) -> Sandbox {
-    let sb = Sandbox::new();
-    sb.write(
-        "corral.toml",
-        &format!(
-            "[plugins.shell]\nsource = \"builtin:shell\"\n\
+    Sandbox::with_manifest(&format!(
+        "[plugins.shell]\nsource = \"builtin:shell\"\n\
              grants.exec = [{{ program = \"printf\", args = [\"**\"] }}]\n{extra}"
-        ),
-    );
-    sb
+    ))
 }
 
 /// What `run_command` answered for `line`: `Ok(stdout)` when the program
@@ -213,16 +208,12 @@ fn a_deny_rule_judges_the_argv_that_runs() {
         0 => Reply::Sse(openai_sse("Printing.", &reply)),
         _ => Reply::Sse(openai_sse("Done.", &[])),
     });
-    let sb = Sandbox::new();
-    sb.write(
-        "corral.toml",
-        &crate::support::manifest::openai_project(
-            mock.port,
-            "[plugins.shell]\nsource = \"builtin:shell\"\n\
+    let sb = Sandbox::with_manifest(&crate::support::manifest::openai_project(
+        mock.port,
+        "[plugins.shell]\nsource = \"builtin:shell\"\n\
              grants.exec = [{ program = \"printf\", args = [\"**\"] }]\n\n\
              [policy]\ndeny = [\"run_command(printf * secret)\"]\n",
-        ),
-    );
+    ));
     let cli = Cli::new();
     let o = cli.run_env(
         &sb.ws(),

@@ -198,11 +198,10 @@ fn a_stop_rule_ends_the_run() {
             ],
         ))
     });
-    let sb = Sandbox::new();
-    sb.write(
-        "corral.toml",
-        &openai_project(mock.port, "[policy]\nstop = [\"write_file\"]\n"),
-    );
+    let sb = Sandbox::with_manifest(&openai_project(
+        mock.port,
+        "[policy]\nstop = [\"write_file\"]\n",
+    ));
     let cli = Cli::new();
     let o = cli.run_env(
         &sb.ws(),
@@ -280,14 +279,10 @@ fn yes_for_the_session_covers_that_command_only() {
         0 => Reply::Sse(openai_sse("Echoing.", &calls)),
         _ => Reply::Sse(openai_sse("Done.", &[])),
     });
-    let sb = Sandbox::new();
-    sb.write(
-        "corral.toml",
-        &openai_project(
-            mock.port,
-            "[plugins.shell]\nsource = \"builtin:shell\"\ngrants.exec = [{ program = \"echo\", args = [\"**\"] }]\n",
-        ),
-    );
+    let sb = Sandbox::with_manifest(&openai_project(
+        mock.port,
+        "[plugins.shell]\nsource = \"builtin:shell\"\ngrants.exec = [{ program = \"echo\", args = [\"**\"] }]\n",
+    ));
     let cli = Cli::new();
     let (code, screen) = run_on_pty(
         &cli,

@@ -114,8 +114,7 @@ fn undo_and_rewind_in_the_ui_survive_a_kill_and_a_resume() {
             _ => openai_sse("Resumed answer.", &[]),
         })
     });
-    let sb = Sandbox::new();
-    sb.write("corral.toml", &both_providers(model.port, 9, FS_RW));
+    let sb = Sandbox::with_manifest(&both_providers(model.port, 9, FS_RW));
     let cli = Cli::new();
     crate::support::tui::trust(&cli, &sb);
     let Some(pane) = Pane::ready(&command(&cli, &sb, "--provider openai")) else {
@@ -238,8 +237,7 @@ fn an_interrupted_answer_is_kept_marked_and_sent_with_the_next_prompt() {
         0 => Reply::SseStall(body.clone(), cut),
         _ => Reply::Sse(openai_sse("Going on.", &[])),
     });
-    let sb = Sandbox::new();
-    sb.write("corral.toml", &both_providers(model.port, 9, ""));
+    let sb = Sandbox::with_manifest(&both_providers(model.port, 9, ""));
     let cli = Cli::new();
     let mut cmd = cli.command(
         &sb.ws(),

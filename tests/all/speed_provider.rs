@@ -52,8 +52,7 @@ fn a_long_streamed_answer_arrives_whole_in_order_and_batched() {
     body.push_str("data: [DONE]\n\n");
     let sse = body.into_bytes();
     let server = MockServer::start(move |_, _| Reply::SseFast(sse.clone(), 4093));
-    let sb = Sandbox::new();
-    sb.write("corral.toml", &manifest(server.port, ""));
+    let sb = Sandbox::with_manifest(&manifest(server.port, ""));
     let out = Cli::new().run(&sb.ws(), &["run", "--provider", "openai", "--json", "go"]);
     assert!(
         out.status.success(),
@@ -123,8 +122,7 @@ fn tool_call_arguments_in_many_fragments_are_merged_and_whole() {
         0 => Reply::SseFast(first.clone(), 8191),
         _ => Reply::SseFast(openai_sse("It says hello.", &[]), 8191),
     });
-    let sb = Sandbox::new();
-    sb.write("corral.toml", &manifest(server.port, ""));
+    let sb = Sandbox::with_manifest(&manifest(server.port, ""));
     let out = Cli::new().run(
         &sb.ws(),
         &["run", "--provider", "openai", "--json", "read hello.txt"],
@@ -212,14 +210,10 @@ fn grow_log(path: &std::path::Path, n: u64) {
 fn a_200k_event_conversation_passes_through_the_provider_plugin() {
     const EVENTS: u64 = 200_000;
     let server = MockServer::start(|_, _| Reply::SseFast(openai_sse("ok", &[]), 65536));
-    let sb = Sandbox::new();
-    sb.write(
-        "corral.toml",
-        &manifest(
-            server.port,
-            "[agent.models.\"big\"]\ncontext_window = 4000000000\n",
-        ),
-    );
+    let sb = Sandbox::with_manifest(&manifest(
+        server.port,
+        "[agent.models.\"big\"]\ncontext_window = 4000000000\n",
+    ));
     // The log is ~60 MB written at once; on a disk, the resumed run's first
     // fsync would wait for all of it, which a session written as it went
     // never does. Memory keeps the test about the provider.

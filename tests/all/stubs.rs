@@ -27,8 +27,7 @@ fn fs_only() -> String {
 
 /// A project whose manifest declares only the stubs guest, granted files.
 fn project() -> (Sandbox, Cli) {
-    let sb = Sandbox::new();
-    sb.write("corral.toml", &fs_only());
+    let sb = Sandbox::with_manifest(&fs_only());
     (sb, Cli::new())
 }
 
@@ -168,16 +167,12 @@ async fn denied_calls_leave_the_plugin_serving() {
 #[test]
 fn plugins_list_shows_denied_imports_and_every_grant() {
     const VALUE: &str = "sk-literal-never-printed";
-    let sb = Sandbox::new();
-    sb.write(
-        "corral.toml",
-        &format!(
-            "{}\n[plugins.keyed]\nsource = {ECHO:?}\n\
+    let sb = Sandbox::with_manifest(&format!(
+        "{}\n[plugins.keyed]\nsource = {ECHO:?}\n\
              grants.net = [\"https://api.example.com:443\"]\n\
              grants.secrets = [{{ origin = \"https://api.example.com:443\", header = \"x-api-key\", value = \"{VALUE}\" }}]\n",
-            fs_only()
-        ),
-    );
+        fs_only()
+    ));
     let cli = Cli::new();
     let o = cli.run(&sb.ws(), &["plugins", "list"]);
     assert!(o.status.success(), "{}", stderr(&o));
@@ -322,15 +317,11 @@ fn plugins_inspect_shows_which_imports_are_denied_without_grants() {
 
 #[test]
 fn an_unknown_interface_is_refused_at_load_naming_it_and_its_cause() {
-    let sb = Sandbox::new();
-    sb.write(
-        "corral.toml",
-        &plugin_toml(
-            "odd",
-            STUBS_UNKNOWN,
-            "grants.fs = [{ path = \".\", access = \"ro\" }]",
-        ),
-    );
+    let sb = Sandbox::with_manifest(&plugin_toml(
+        "odd",
+        STUBS_UNKNOWN,
+        "grants.fs = [{ path = \".\", access = \"ro\" }]",
+    ));
     let cli = Cli::new();
     let o = cli.run(&sb.ws(), &["tools", "list"]);
     assert!(!o.status.success(), "loaded: {}", stdout(&o));

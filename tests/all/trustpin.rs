@@ -216,11 +216,7 @@ fn a_symlinked_wasm_shows_its_target_and_is_checked_by_content() {
 
 #[test]
 fn a_file_missing_at_trust_time_is_not_approved() {
-    let sb = Sandbox::new();
-    sb.write(
-        "corral.toml",
-        "[plugins.echo]\nsource = \"tools/echo.wasm\"\n",
-    );
+    let sb = Sandbox::with_manifest("[plugins.echo]\nsource = \"tools/echo.wasm\"\n");
     let cli = Cli::untrusting();
     let o = cli.run(&sb.ws(), &["trust", "--yes"]);
     assert!(o.status.success(), "{}", stderr(&o));

@@ -33,8 +33,7 @@ fn old_compacted(seq: u64, trigger: &str, summary: &str) -> String {
 fn an_old_log_with_each_compaction_trigger_still_resumes() {
     for trigger in ["auto", "manual", "context_length"] {
         let server = MockServer::start(|i, _| Reply::Sse(openai_sse(&format!("answer {i}."), &[])));
-        let sb = Sandbox::new();
-        sb.write("corral.toml", &both_providers(server.port, server.port, ""));
+        let sb = Sandbox::with_manifest(&both_providers(server.port, server.port, ""));
         let cli = Cli::new();
         let o = cli.run_env(&sb.ws(), &["run", "--provider", "openai", "hello"], &KEYS);
         assert_eq!(
@@ -114,9 +113,7 @@ fn an_old_log_with_each_compaction_trigger_still_resumes() {
 #[test]
 fn the_status_line_shows_the_mode_and_follows_mode_changes() {
     use crate::support::tui::{Pane, ui_command};
-    let sb = Sandbox::new();
-    sb.write(
-        "corral.toml",
+    let sb = Sandbox::with_manifest(
         "[agent]\nprovider = \"replay\"\n\n[policy]\nmode = \"read-only\"\n\n\
          [plugins.replay]\nsource = \"builtin:replay\"\n",
     );

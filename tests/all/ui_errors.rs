@@ -19,8 +19,7 @@ fn start(cli: &Cli, sb: &Sandbox) -> Option<Pane> {
 
 #[test]
 fn provider_without_its_key_names_the_variable_in_the_ui() {
-    let sb = Sandbox::new();
-    sb.write("corral.toml", REPLAY);
+    let sb = Sandbox::with_manifest(REPLAY);
     let cli = Cli::new();
     let Some(pane) = start(&cli, &sb) else {
         return;
@@ -33,11 +32,9 @@ fn provider_without_its_key_names_the_variable_in_the_ui() {
 
 #[test]
 fn a_warning_raised_while_the_ui_runs_is_shown_in_it() {
-    let sb = Sandbox::new();
-    sb.write(
-        "corral.toml",
-        &format!("{REPLAY}\n[plugins.look]\nsource = {LOOKALIKE:?}\n"),
-    );
+    let sb = Sandbox::with_manifest(&format!(
+        "{REPLAY}\n[plugins.look]\nsource = {LOOKALIKE:?}\n"
+    ));
     let cli = Cli::new();
     let Some(pane) = start(&cli, &sb) else {
         return;

@@ -145,12 +145,9 @@ fn serve(
 
 /// A workspace whose `web-fetch` is granted exactly `origins`.
 fn granted(origins: &[String]) -> Sandbox {
-    let sb = Sandbox::new();
-    sb.write(
-        "corral.toml",
-        &format!("[plugins.web-fetch]\nsource = \"builtin:web-fetch\"\ngrants.net = {origins:?}\n"),
-    );
-    sb
+    Sandbox::with_manifest(&format!(
+        "[plugins.web-fetch]\nsource = \"builtin:web-fetch\"\ngrants.net = {origins:?}\n"
+    ))
 }
 
 fn origin(site: &Site) -> String {
