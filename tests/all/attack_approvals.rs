@@ -542,14 +542,7 @@ fn parallel_reads_sharing_an_id_keep_their_own_labels() {
 #[test]
 fn a_rejected_stdin_line_is_quoted_inert_and_cut() {
     let mock = MockServer::start(|n, _| match n {
-        0 => Reply::Sse(openai_sse(
-            "Writing. ",
-            &[(
-                "w1",
-                "write_file",
-                json!({"path": "a.txt", "content": "a\n"}),
-            )],
-        )),
+        0 => Reply::Sse(openai_sse("Writing. ", &[write_call("w1", "a.txt", "a\n")])),
         _ => Reply::Sse(openai_sse("Done.", &[])),
     });
     let sb = openai_workspace(mock.port, "");

@@ -54,16 +54,8 @@ fn a_formatter_hook_gets_file_names_never_options_and_cannot_write_git_config() 
     let before = git_config(&sb);
     let fmt = fake_formatter(&sb);
     let calls: Vec<Call> = vec![
-        (
-            "w1",
-            "write_file",
-            json!({"path": "--plugin=./evil.mjs", "content": "export default {}\n"}),
-        ),
-        (
-            "w2",
-            "write_file",
-            json!({"path": "ok.mjs", "content": "let a=1\n"}),
-        ),
+        write_call("w1", "--plugin=./evil.mjs", "export default {}\n"),
+        write_call("w2", "ok.mjs", "let a=1\n"),
     ];
     let mock = MockServer::start(move |n, _| match n {
         0 => Reply::Sse(openai_sse("", &calls)),

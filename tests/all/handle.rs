@@ -277,16 +277,8 @@ fn json_runs_answer_approvals_on_stdin() {
         0 => Reply::Sse(openai_sse(
             "Writing two files. ",
             &[
-                (
-                    "w1",
-                    "write_file",
-                    json!({"path": "a.txt", "content": "first\n"}),
-                ),
-                (
-                    "w2",
-                    "write_file",
-                    json!({"path": "b.txt", "content": "second\n"}),
-                ),
+                write_call("w1", "a.txt", "first\n"),
+                write_call("w2", "b.txt", "second\n"),
             ],
         )),
         _ => Reply::Sse(openai_sse("Done.", &[])),
@@ -363,18 +355,11 @@ fn json_runs_answer_approvals_on_stdin() {
 #[test]
 fn json_approvals_survive_bad_lines_and_a_closed_stdin() {
     use crate::support::mock::*;
-    use serde_json::{Value, json};
+    use serde_json::Value;
     use std::io::{BufRead as _, Write as _};
 
     let mock = MockServer::start(|n, _| match n {
-        0 => Reply::Sse(openai_sse(
-            "",
-            &[(
-                "w1",
-                "write_file",
-                json!({"path": "a.txt", "content": "x\n"}),
-            )],
-        )),
+        0 => Reply::Sse(openai_sse("", &[write_call("w1", "a.txt", "x\n")])),
         _ => Reply::Sse(openai_sse("Fine.", &[])),
     });
     let sb = openai_workspace(mock.port, "");

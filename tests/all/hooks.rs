@@ -102,11 +102,7 @@ fn a_rewrite_cannot_turn_a_denied_call_into_an_allowed_one() {
     let mock = calls_then_done(vec![
         run_command("c1", "touch denied"),
         run_command("c2", "touch ok"),
-        (
-            "c3",
-            "write_file",
-            json!({ "path": "w.txt", "content": "x" }),
-        ),
+        write_call("c3", "w.txt", "x"),
     ]);
     let sb = Sandbox::new();
     // The hook turns every call into `touch rewritten`: allowed by the
@@ -321,11 +317,7 @@ fn the_formatter_runs_after_an_edit_through_a_granted_program() {
     let rustfmt = String::from_utf8(rustfmt.stdout).expect("utf-8");
     let rustfmt = rustfmt.trim();
     assert!(!rustfmt.is_empty(), "rustfmt is needed for this test");
-    let mock = calls_then_done(vec![(
-        "w1",
-        "write_file",
-        json!({ "path": "src/lib.rs", "content": "pub fn  f( )->u8{1}" }),
-    )]);
+    let mock = calls_then_done(vec![write_call("w1", "src/lib.rs", "pub fn  f( )->u8{1}")]);
     let sb = Sandbox::new();
     let hooks = format!(
         r#"

@@ -8,6 +8,7 @@
 //! (`support::schema`).
 
 use crate::support::manifest::{anthropic_plugin, openai_plugin};
+use crate::support::mock::write_call;
 use crate::support::mock::{MockServer, Reply, anthropic_sse};
 use crate::support::model::{calls_then_done, writer};
 use crate::support::output::{assert_exit, json_events, stderr};
@@ -334,16 +335,8 @@ fn the_sdk_base_url_variables_are_honoured_within_the_grants() {
 /// approval is requested if `wait`, else at once), then closes stdin.
 fn answer_then_close(answers: &[&str], wait: bool) -> (Vec<Value>, String, Sandbox) {
     let server = calls_then_done(vec![
-        (
-            "w1",
-            "write_file",
-            json!({"path": "a.txt", "content": "a\n"}),
-        ),
-        (
-            "w2",
-            "write_file",
-            json!({"path": "b.txt", "content": "b\n"}),
-        ),
+        write_call("w1", "a.txt", "a\n"),
+        write_call("w2", "b.txt", "b\n"),
     ]);
     let sb = openai_workspace(server.port, "");
     let cli = Cli::new();

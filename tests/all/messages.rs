@@ -5,10 +5,10 @@
 //! printed one of those patterns on the build before this test.
 
 use crate::support::cassette::{answer_turn, calls_turn};
+use crate::support::mock::write_call;
 use crate::support::output::printed;
 use crate::support::text::has;
 use crate::*;
-use serde_json::json;
 
 /// What no user-facing message may carry.
 const RAW: &[&str] = &[
@@ -100,10 +100,10 @@ fn a_denial_in_text_mode_is_shown_whole_with_its_fix() {
         &sb,
         "c.cassette.json",
         &[
-            calls_turn(&[(
+            calls_turn(&[write_call(
                 "w1",
-                "write_file",
-                json!({"path": "a-file-with-a-rather-long-name-so-that-the-line-is-long.txt", "content": "x"}),
+                "a-file-with-a-rather-long-name-so-that-the-line-is-long.txt",
+                "x",
             )]),
             answer_turn("Done."),
         ],

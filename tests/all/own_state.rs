@@ -390,16 +390,8 @@ fn a_planted_journal_is_refused_and_left_in_place() {
 /// A turn that writes `d/config` and `e/corral.toml` (both new files).
 fn turn_into_links() -> (Sandbox, MockServer) {
     let calls: Vec<Call> = vec![
-        (
-            "w1",
-            "write_file",
-            json!({"path": "d/config", "content": "mine\n"}),
-        ),
-        (
-            "w2",
-            "write_file",
-            json!({"path": "e/corral.toml", "content": "mine\n"}),
-        ),
+        write_call("w1", "d/config", "mine\n"),
+        write_call("w2", "e/corral.toml", "mine\n"),
     ];
     let model = MockServer::start(move |i, _| match i {
         0 => Reply::Sse(openai_sse("Writing. ", &calls)),
@@ -577,11 +569,7 @@ fn a_formatter_hook_run_with_the_workspace_at_home_cannot_reach_corrals_state() 
     .expect("formatter");
     std::fs::set_permissions(&fmt, std::fs::Permissions::from_mode(0o755)).expect("chmod");
     std::fs::create_dir(ws.join("work")).expect("work");
-    let calls: Vec<Call> = vec![(
-        "w1",
-        "write_file",
-        json!({"path": "work/ok.mjs", "content": "let a=1\n"}),
-    )];
+    let calls: Vec<Call> = vec![write_call("w1", "work/ok.mjs", "let a=1\n")];
     let model = MockServer::start(move |n, _| match n {
         0 => Reply::Sse(openai_sse("", &calls)),
         _ => Reply::Sse(openai_sse("Done.", &[])),

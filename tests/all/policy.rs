@@ -226,17 +226,9 @@ fn writes_to_protected_paths_are_refused_even_in_full_auto() {
         0 => Reply::Sse(openai_sse(
             "",
             &[
-                (
-                    "p1",
-                    "write_file",
-                    json!({"path": ".git/config", "content": "[core]\n\thooksPath = evil\n"}),
-                ),
+                write_call("p1", ".git/config", "[core]\n\thooksPath = evil\n"),
                 ("p2", "apply_patch", json!({ "patch": patch })),
-                (
-                    "p3",
-                    "write_file",
-                    json!({"path": "src/../.git/HEAD", "content": "x"}),
-                ),
+                write_call("p3", "src/../.git/HEAD", "x"),
             ],
         )),
         _ => Reply::Sse(openai_sse("ok", &[])),

@@ -49,21 +49,9 @@ fn setup(turns: Vec<Vec<Call>>) -> (Sandbox, MockServer) {
 
 fn edits() -> Vec<Call> {
     vec![
-        (
-            "w1",
-            "write_file",
-            json!({"path": "a.txt", "content": "two\n"}),
-        ),
-        (
-            "w2",
-            "write_file",
-            json!({"path": "--flag", "content": "new\n"}),
-        ),
-        (
-            "w3",
-            "write_file",
-            json!({"path": "sub/x.txt", "content": "x2\n"}),
-        ),
+        write_call("w1", "a.txt", "two\n"),
+        write_call("w2", "--flag", "new\n"),
+        write_call("w3", "sub/x.txt", "x2\n"),
         (
             "e1",
             "edit_file",
@@ -198,11 +186,7 @@ fn undo_after_sigkill_mid_turn_then_resume() {
     let model = MockServer::start(move |i, _| match i {
         0 => Reply::Sse(openai_sse(
             "Writing. ",
-            &[(
-                "k1",
-                "write_file",
-                json!({"path": "a.txt", "content": "two\n"}),
-            )],
+            &[write_call("k1", "a.txt", "two\n")],
         )),
         // The turn never ends: the process is killed while it waits.
         1 => Reply::Hang,

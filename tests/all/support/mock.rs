@@ -417,3 +417,12 @@ pub fn check_anthropic_request(req: &Captured, key: &str) {
     }
     assert!(open.is_empty(), "calls without results: {open:?}");
 }
+
+/// A model's call `id` to `write_file` that writes `content` at `path`.
+pub fn write_call(id: &'static str, path: &str, content: &str) -> Call {
+    (
+        id,
+        "write_file",
+        serde_json::json!({"path": path, "content": content}),
+    )
+}
