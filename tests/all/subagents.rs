@@ -8,7 +8,7 @@ use crate::support::cassette::{answer_turn, calls_turn, slow_answer_turn};
 use crate::support::git::{git, repo};
 use crate::support::log::of_type;
 use crate::support::output::assert_exit;
-use crate::support::process::{HANG, events, wait_bounded, wait_for};
+use crate::support::process::{HANG, wait_bounded, wait_for};
 use crate::support::text::has;
 use crate::*;
 use serde_json::{Value, json};
@@ -289,13 +289,8 @@ fn ctrl_c_stops_the_parent_and_every_child() {
         ]),
     );
     let cli = Cli::new();
-    let mut child = cli
-        .command(&sb.ws(), &["run", "--json", "go"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn");
-    let rx = events(&mut child);
+    let (mut child, rx) =
+        crate::support::process::streaming(&mut cli.command(&sb.ws(), &["run", "--json", "go"]));
     // Both children are asking their model (in whichever order they started).
     let streaming = std::cell::RefCell::new(std::collections::BTreeSet::new());
     wait_for(&rx, HANG, "both children streaming", |e| {
@@ -357,17 +352,13 @@ fn a_worktree_subagent_changes_the_workspace_only_once_approved() {
     repo(&sb);
     fixer(&sb);
     let cli = Cli::new();
-    let mut child = cli
-        .command(
+    let (mut child, rx) = crate::support::process::streaming(
+        cli.command(
             &sb.ws(),
             &["run", "--json", "--approvals", "stdin", "fix it"],
         )
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn");
-    let rx = events(&mut child);
+        .stdin(Stdio::piped()),
+    );
     let asked = wait_for(&rx, HANG, "the diff's approval", |e| {
         e["type"] == "approval_requested"
     });
@@ -585,13 +576,9 @@ fn ctrl_c_in_a_worktree_subagent_keeps_its_diff_and_removes_the_worktree() {
         ]}]),
     );
     let cli = Cli::new();
-    let mut child = cli
-        .command(&sb.ws(), &["run", "--json", "fix it"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn");
-    let rx = events(&mut child);
+    let (mut child, rx) = crate::support::process::streaming(
+        &mut cli.command(&sb.ws(), &["run", "--json", "fix it"]),
+    );
     wait_for(&rx, HANG, "the child's second request", |e| {
         e["type"] == "subagent"
             && e["event"]["type"] == "request_begin"

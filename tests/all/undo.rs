@@ -13,7 +13,6 @@ use crate::support::text::has;
 use crate::*;
 use serde_json::json;
 use std::os::unix::fs::PermissionsExt as _;
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 fn fs_rw() -> &'static str {
@@ -200,11 +199,7 @@ fn undo_after_sigkill_mid_turn_then_resume() {
     for (k, v) in KEYS {
         cmd.env(k, v);
     }
-    let mut child = cmd
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn");
+    let mut child = crate::support::process::quiet(&mut cmd);
     let start = Instant::now();
     while model.requests().len() < 2 && start.elapsed() < Duration::from_secs(60) {
         std::thread::sleep(Duration::from_millis(20));
