@@ -437,19 +437,9 @@ fn sigkill_mid_turn_then_resume_loses_nothing() {
     sb.write("corral.toml", &both_providers(openai.port, 9, ""));
     let cli = Cli::new();
     let mut cmd = openai_run(&cli, &sb, "Read notes.txt");
-    let mut child = cmd
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("spawn");
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while openai.requests().len() < 2 {
-        assert!(
-            Instant::now() < deadline,
-            "corral never sent its second request"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let mut child = crate::support::process::quiet(&mut cmd);
+    // corral sent its second request.
+    openai.wait_requests(2, Duration::from_secs(60));
     child.kill().expect("SIGKILL");
     let _ = child.wait();
 
@@ -580,14 +570,8 @@ fn ctrl_c_interrupts_and_leaves_the_log_consistent() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .expect("spawn");
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while openai.requests().len() < 2 {
-        assert!(
-            Instant::now() < deadline,
-            "corral never sent its second request"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    // corral sent its second request.
+    openai.wait_requests(2, Duration::from_secs(60));
     let status = std::process::Command::new("kill")
         .args(["-INT", &child.id().to_string()])
         .status()

@@ -13,8 +13,9 @@ use crate::support::text::{has, has_all};
 use crate::*;
 use serde_json::{Value, json};
 
-#[test]
-fn ask_mode_shows_the_diff_and_waits_for_yes() {
+/// A model that writes `new.txt` asks on a pseudo-terminal, `answer` is
+/// typed, and the run must end well: the model, workspace, CLI and screen.
+fn asked_on_pty(answer: &str) -> (MockServer, Sandbox, Cli, String) {
     let mock = writer();
     let sb = openai_workspace(mock.port, "");
     let cli = Cli::new();
@@ -22,9 +23,26 @@ fn ask_mode_shows_the_diff_and_waits_for_yes() {
         &cli,
         &sb.ws(),
         &["run", "--provider", "openai", "write it"],
-        &["y\n"],
+        &[answer],
     );
     assert_eq!(code, Some(0), "{screen}");
+    (mock, sb, cli, screen)
+}
+
+/// A model that writes `new.txt` run by `corral ARGS` (no terminal): the
+/// run must end well without the file; what the model was told of `w1`.
+fn write_not_run(args: &[&str]) -> String {
+    let mock = writer();
+    let sb = openai_workspace(mock.port, "");
+    let o = Cli::new().run_env(&sb.ws(), args, &[KEY]);
+    assert_exit(&o, 0);
+    assert!(!sb.ws().join("new.txt").exists());
+    openai_tool_result(&mock.requests()[1], "w1")
+}
+
+#[test]
+fn ask_mode_shows_the_diff_and_waits_for_yes() {
+    let (_mock, sb, cli, screen) = asked_on_pty("y\n");
     assert!(screen.contains("write_file(content=fresh line"), "{screen}");
     has_all(
         &screen,
@@ -47,16 +65,7 @@ fn ask_mode_shows_the_diff_and_waits_for_yes() {
 
 #[test]
 fn saying_no_tells_the_model_why() {
-    let mock = writer();
-    let sb = openai_workspace(mock.port, "");
-    let cli = Cli::new();
-    let (code, screen) = run_on_pty(
-        &cli,
-        &sb.ws(),
-        &["run", "--provider", "openai", "write it"],
-        &["n not in this folder\n"],
-    );
-    assert_eq!(code, Some(0), "{screen}");
+    let (mock, sb, _cli, _screen) = asked_on_pty("n not in this folder\n");
     assert!(!sb.ws().join("new.txt").exists());
     let reqs = mock.requests();
     assert_eq!(
@@ -67,22 +76,14 @@ fn saying_no_tells_the_model_why() {
 
 #[test]
 fn non_interactive_ask_is_a_denial_the_model_sees() {
-    let mock = writer();
-    let sb = openai_workspace(mock.port, "");
-    let cli = Cli::new();
-    let o = cli.run_env(
-        &sb.ws(),
-        &["run", "--provider", "openai", "write it"],
-        &[KEY],
-    );
-    assert_exit(&o, 0);
-    assert!(!sb.ws().join("new.txt").exists());
-    let result = openai_tool_result(&mock.requests()[1], "w1");
-    has(
+    let result = write_not_run(&["run", "--provider", "openai", "write it"]);
+    has_all(
         &result,
-        "needs the user's approval and the run is not interactive",
+        &[
+            "needs the user's approval and the run is not interactive",
+            "--yes",
+        ],
     );
-    has(&result, "--yes");
 }
 
 #[test]
@@ -115,17 +116,10 @@ fn yes_and_full_auto_run_the_write() {
 
 #[test]
 fn read_only_refuses_writes_with_a_message_for_the_model() {
-    let mock = writer();
-    let sb = openai_workspace(mock.port, "");
-    let cli = Cli::new();
-    let o = cli.run_env(
-        &sb.ws(),
-        &argv_with("run --provider openai --mode read-only --yes", "write it"),
-        &[KEY],
-    );
-    assert_exit(&o, 0);
-    assert!(!sb.ws().join("new.txt").exists());
-    let result = openai_tool_result(&mock.requests()[1], "w1");
+    let result = write_not_run(&argv_with(
+        "run --provider openai --mode read-only --yes",
+        "write it",
+    ));
     assert!(
         result.starts_with("denied by the permission policy"),
         "{result}"

@@ -16,7 +16,7 @@ use crate::*;
 use serde_json::{Value, json};
 use std::io::{BufRead as _, BufReader};
 use std::process::Stdio;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 const FS_RW: &str =
     "[plugins.fs]\nsource = \"builtin:fs\"\ngrants.fs = [{ path = \".\", access = \"rw\" }]\n";
@@ -77,15 +77,7 @@ fn last_id(cli: &Cli) -> String {
 }
 
 fn wait_requests(model: &MockServer, n: usize) {
-    let start = Instant::now();
-    while model.requests().len() < n {
-        assert!(
-            start.elapsed() < crate::support::tui::SCREEN_TIMEOUT,
-            "the model got {} requests, not {n}",
-            model.requests().len()
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    model.wait_requests(n, crate::support::tui::SCREEN_TIMEOUT);
 }
 
 /// Types `text`, sends it, and waits for `answer` and the idle status.

@@ -75,6 +75,19 @@ impl MockServer {
     pub fn requests(&self) -> Vec<Captured> {
         self.requests.lock().expect("lock").clone()
     }
+
+    /// Waits until `n` requests came, failing the test after `limit`.
+    pub fn wait_requests(&self, n: usize, limit: std::time::Duration) {
+        let start = std::time::Instant::now();
+        while self.requests().len() < n {
+            assert!(
+                start.elapsed() < limit,
+                "the model got {} requests, not {n}",
+                self.requests().len()
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
 }
 
 fn serve(
