@@ -105,6 +105,17 @@ const REPLAY: &str = "[plugins.replay]\nsource = \"builtin:replay\"\n\
      grants.fs = [{ path = \".\", access = \"ro\" }]\n\
      config = { cassette = \"effects.cassette.json\" }\n";
 
+/// A server on loopback ([`server`]) and a project whose `sneaky` plugin
+/// may reach it, played by [`REPLAY`].
+fn replayed_project() -> (Sandbox, u16, Seen) {
+    let (port, seen) = server();
+    let sb = Sandbox::with_manifest(&format!(
+        "{}\n{REPLAY}",
+        sneaky(&[format!("http://127.0.0.1:{port}")], "")
+    ));
+    (sb, port, seen)
+}
+
 /// A cassette whose model makes `calls` in one turn, then answers.
 fn cassette(sb: &Sandbox, calls: &[(&str, &str, Value)]) {
     cassette::write(
@@ -114,43 +125,34 @@ fn cassette(sb: &Sandbox, calls: &[(&str, &str, Value)]) {
     );
 }
 
-/// The `tool_call_end` outcome of each call of a `--json` run, by call id.
-fn outcomes(o: &Output) -> Vec<(String, String, bool)> {
+/// The events of a `--json` run, with the model's call ids.
+fn run_events(o: &Output) -> Vec<Value> {
     with_model_ids(
         stdout(o)
             .lines()
             .filter_map(|l| serde_json::from_str::<Value>(l).ok())
             .collect(),
     )
-    .into_iter()
-    .filter(|e| e["type"] == "tool_call_end")
-    .map(|e| {
-        (
-            e["call_id"].as_str().unwrap_or("").to_owned(),
-            e["outcome"]["content"].as_str().unwrap_or("").to_owned(),
-            e["outcome"]["is_error"].as_bool().unwrap_or(false),
-        )
-    })
-    .collect()
+}
+
+/// The `tool_call_end` outcome of each call of a `--json` run, by call id.
+fn outcomes(o: &Output) -> Vec<(String, String, bool)> {
+    run_events(o)
+        .into_iter()
+        .filter(|e| e["type"] == "tool_call_end")
+        .map(|e| {
+            (
+                e["call_id"].as_str().unwrap_or("").to_owned(),
+                e["outcome"]["content"].as_str().unwrap_or("").to_owned(),
+                e["outcome"]["is_error"].as_bool().unwrap_or(false),
+            )
+        })
+        .collect()
 }
 
 /// The permission decision of each call of a `--json` run.
 fn decisions(o: &Output) -> Vec<(String, String)> {
-    with_model_ids(
-        stdout(o)
-            .lines()
-            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-            .collect(),
-    )
-    .into_iter()
-    .filter(|e| e["type"] == "permission")
-    .map(|e| {
-        (
-            e["call_id"].as_str().unwrap_or("").to_owned(),
-            e["decision"].as_str().unwrap_or("").to_owned(),
-        )
-    })
-    .collect()
+    crate::support::events::decisions(&run_events(o))
 }
 
 #[test]
@@ -222,11 +224,7 @@ fn a_read_tool_cannot_reach_the_network_through_tool_call() {
 
 #[test]
 fn a_read_only_run_lets_a_read_tool_run_but_not_run_programs_or_reach_out() {
-    let (port, seen) = server();
-    let sb = Sandbox::with_manifest(&format!(
-        "{}\n{REPLAY}",
-        sneaky(&[format!("http://127.0.0.1:{port}")], "")
-    ));
+    let (sb, port, seen) = replayed_project();
     cassette(
         &sb,
         &[
@@ -292,11 +290,7 @@ fn run_on_pty(cli: &Cli, ws: &Path, args: &[&str], answer: &str) -> (Option<i32>
 
 #[test]
 fn a_preview_gets_no_program_no_network_and_no_writes() {
-    let (port, seen) = server();
-    let sb = Sandbox::with_manifest(&format!(
-        "{}\n{REPLAY}",
-        sneaky(&[format!("http://127.0.0.1:{port}")], "")
-    ));
+    let (sb, port, seen) = replayed_project();
     cassette(
         &sb,
         &[(

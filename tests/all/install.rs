@@ -24,7 +24,7 @@ fn word_count(cli: &Cli, sb: &Sandbox) -> Output {
 fn add_shows_the_requests_and_writes_exactly_what_was_approved() {
     let sb = Sandbox::new();
     let cli = Cli::new();
-    let o = cli.run(&sb.ws(), &["plugin", "add", EXAMPLE, "--yes"]);
+    let o = add(&cli, &sb, EXAMPLE, "");
     let t = text(&o);
     assert!(o.status.success(), "{t}");
     // The review: tools with effects, the requests (from the SDK's
@@ -57,31 +57,16 @@ fn add_shows_the_requests_and_writes_exactly_what_was_approved() {
     has(&t, "version  0.1.0");
     has(&t, format!("fetched  {EXAMPLE}"));
     // A second add under the same name is refused, nothing changes.
-    let o = cli.run(&sb.ws(), &["plugin", "add", EXAMPLE, "--yes"]);
+    let o = add(&cli, &sb, EXAMPLE, "");
     assert!(!o.status.success());
     has(&text(&o), "already declared");
     // Under another name its tool would clash with the installed one.
-    let o = cli.run(
-        &sb.ws(),
-        &["plugin", "add", EXAMPLE, "--yes", "--name", "example-two"],
-    );
+    let o = add(&cli, &sb, EXAMPLE, "--name example-two");
     assert!(!o.status.success());
     has_all(&text(&o), &["`word_count` (plugin `example`)", "--prefix"]);
     assert_eq!(read_user_manifest(&cli), manifest);
     // The way out: a prefix before its tool names.
-    let o = cli.run(
-        &sb.ws(),
-        &[
-            "plugin",
-            "add",
-            EXAMPLE,
-            "--yes",
-            "--name",
-            "example-two",
-            "--prefix",
-            "two_",
-        ],
-    );
+    let o = add(&cli, &sb, EXAMPLE, "--name example-two --prefix two_");
     assert!(o.status.success(), "{}", text(&o));
     has(&text(&o), "two_word_count [read]");
     assert!(read_user_manifest(&cli).contains("tool_prefix = \"two_\""));
@@ -119,10 +104,7 @@ fn add_without_approval_writes_nothing() {
 fn a_denied_request_is_not_granted_and_the_plugin_gets_a_clean_error() {
     let sb = Sandbox::new();
     let cli = Cli::new();
-    let o = cli.run(
-        &sb.ws(),
-        &["plugin", "add", EXAMPLE, "--yes", "--deny", "fs"],
-    );
+    let o = add(&cli, &sb, EXAMPLE, "--deny fs");
     let t = text(&o);
     assert!(o.status.success(), "{t}");
     has(&t, "DENY  fs   . (read-only)");
@@ -131,19 +113,7 @@ fn a_denied_request_is_not_granted_and_the_plugin_gets_a_clean_error() {
     assert!(!o.status.success());
     assert!(!text(&o).contains("hello from the workspace"));
     // A filter that names nothing requested is a typo, not a silent no-op.
-    let o = cli.run(
-        &sb.ws(),
-        &[
-            "plugin",
-            "add",
-            EXAMPLE,
-            "--yes",
-            "--name",
-            "x",
-            "--deny",
-            "net:https://a:443",
-        ],
-    );
+    let o = add(&cli, &sb, EXAMPLE, "--name x --deny net:https://a:443");
     assert!(!o.status.success());
     has(&text(&o), "names nothing the plugin requests");
 }
@@ -154,17 +124,14 @@ fn hidden_characters_in_descriptions_are_flagged_and_a_bait_and_switch_is_refuse
     let cli = Cli::new();
     // Granted the workspace, its second tool describes itself differently
     // than it did for the review: refused, nothing written.
-    let o = cli.run(&sb.ws(), &["plugin", "add", SNEAKY, "--yes"]);
+    let o = add(&cli, &sb, SNEAKY, "");
     let t = text(&o);
     assert!(!o.status.success(), "{t}");
     has(&t, "describes different tools once granted");
     assert!(!read_user_manifest(&cli).contains("[plugins"));
     // Without the grant it describes the same tools; the hidden characters
     // are flagged and shown escaped, never raw.
-    let o = cli.run(
-        &sb.ws(),
-        &["plugin", "add", SNEAKY, "--yes", "--deny", "fs"],
-    );
+    let o = add(&cli, &sb, SNEAKY, "--deny fs");
     let t = text(&o);
     assert!(o.status.success(), "{t}");
     has(&t, "invisible Unicode");
@@ -181,23 +148,9 @@ fn pack_embeds_requests_that_add_then_reads() {
         "[plugin]\nname = \"echoer\"\nversion = \"2.1.0\"\n[requests]\nenv = [\"LANG\"]\n",
     );
     let packed = sb.root.path().join("echo-packed.wasm");
-    let o = cli.run(
-        &sb.ws(),
-        &[
-            "plugin",
-            "pack",
-            ECHO,
-            "--requests",
-            "corral-plugin.toml",
-            "-o",
-            packed.to_str().unwrap(),
-        ],
-    );
+    let o = pack_echo(&cli, &sb, "corral-plugin.toml", &packed);
     assert!(o.status.success(), "{}", text(&o));
-    let o = cli.run(
-        &sb.ws(),
-        &["plugin", "add", packed.to_str().unwrap(), "--yes"],
-    );
+    let o = add(&cli, &sb, packed.to_str().unwrap(), "");
     let t = text(&o);
     assert!(o.status.success(), "{t}");
     has_all(&t, &["Plugin `echoer` 2.1.0", "grant env  LANG"]);
@@ -207,18 +160,7 @@ fn pack_embeds_requests_that_add_then_reads() {
         "bad.toml",
         "[requests]\nfs = [{ path = \"/etc\", access = \"rw\" }]\n",
     );
-    let o = cli.run(
-        &sb.ws(),
-        &[
-            "plugin",
-            "pack",
-            ECHO,
-            "--requests",
-            "bad.toml",
-            "-o",
-            packed.to_str().unwrap(),
-        ],
-    );
+    let o = pack_echo(&cli, &sb, "bad.toml", &packed);
     assert!(!o.status.success());
     has(&text(&o), "inside the workspace");
 }
@@ -227,11 +169,7 @@ fn pack_embeds_requests_that_add_then_reads() {
 fn verify_finds_a_changed_file_and_remove_cleans_up() {
     let sb = Sandbox::new();
     let cli = Cli::new();
-    assert!(
-        cli.run(&sb.ws(), &["plugin", "add", EXAMPLE, "--yes"])
-            .status
-            .success()
-    );
+    assert!(add(&cli, &sb, EXAMPLE, "").status.success());
     let o = cli.run(&sb.ws(), &["plugin", "verify"]);
     assert!(o.status.success(), "{}", text(&o));
     has(&text(&o), "ok");
@@ -287,7 +225,7 @@ fn a_download_must_be_pinned_and_match_its_pin() {
     let cli = Cli::new();
     let port = serve(std::fs::read(EXAMPLE).unwrap());
     let url = format!("http://127.0.0.1:{port}/example.wasm");
-    let o = cli.run(&sb.ws(), &["plugin", "add", &url, "--yes"]);
+    let o = add(&cli, &sb, &url, "");
     assert!(!o.status.success());
     has(&text(&o), "pass --sha256");
     let wrong = "0".repeat(64);
@@ -312,10 +250,7 @@ fn a_download_must_be_pinned_and_match_its_pin() {
     assert!(o.status.success(), "{}", text(&o));
     assert!(read_user_manifest(&cli).contains(&format!("from = \"{url}\"")));
     // Plain http to anything but loopback is refused before connecting.
-    let o = cli.run(
-        &sb.ws(),
-        &["plugin", "add", "http://example.com/x.wasm", "--yes"],
-    );
+    let o = add(&cli, &sb, "http://example.com/x.wasm", "");
     assert!(!o.status.success());
     has(&text(&o), "only used for loopback");
 }
@@ -345,7 +280,7 @@ fn an_oci_round_trip_reviews_updates_and_refuses_tampering() {
         ],
     );
     assert!(o.status.success(), "{}", text(&o));
-    let o = cli.run(&sb.ws(), &["plugin", "add", &stable, "--yes"]);
+    let o = add(&cli, &sb, &stable, "");
     let t = text(&o);
     assert!(o.status.success(), "{t}");
     has_all(&t, &["Plugin `counter` 1.0.0", "digest sha256:"]);
@@ -440,7 +375,7 @@ fn an_oci_round_trip_reviews_updates_and_refuses_tampering() {
         }
     }
     assert!(tampered >= 2, "found {tampered} component blobs");
-    let o = cli.run(&sb.ws(), &["plugin", "add", &other, "--yes"]);
+    let o = add(&cli, &sb, &other, "");
     let t = text(&o);
     assert!(!o.status.success(), "{t}");
     assert!(t.to_lowercase().contains("digest"), "{t}");
@@ -535,4 +470,20 @@ fn add_asks_on_a_terminal_and_only_yes_approves() {
     let screen = on_a_terminal(&cli, &sb, &["plugin", "add", EXAMPLE], "y").unwrap();
     has(&screen, "EXIT=0");
     assert!(read_user_manifest(&cli).contains("[plugins.example]"));
+}
+
+/// `corral plugin add SOURCE --yes`, then the words of `more`.
+fn add(cli: &Cli, sb: &Sandbox, source: &str, more: &str) -> Output {
+    let mut args = vec!["plugin", "add", source, "--yes"];
+    args.extend(more.split_whitespace());
+    cli.run(&sb.ws(), &args)
+}
+
+/// `corral plugin pack ECHO --requests REQUESTS -o PACKED`.
+fn pack_echo(cli: &Cli, sb: &Sandbox, requests: &str, packed: &Path) -> Output {
+    let packed = packed.to_str().expect("utf-8 path");
+    cli.run(
+        &sb.ws(),
+        &["plugin", "pack", ECHO, "--requests", requests, "-o", packed],
+    )
 }

@@ -285,21 +285,12 @@ fn yes_for_the_session_covers_that_command_only() {
     // spelling ran without asking) and `echo two` (asked again, refused).
     assert_eq!(screen.matches(PROMPT).count(), 2, "{screen}");
     let records = corral_core::session::read(&crate::support::log::session_log(&cli)).expect("log");
-    let decisions: Vec<(String, String)> = with_model_ids(
+    let decisions = crate::support::events::decisions(&with_model_ids(
         records
             .iter()
             .map(|r| serde_json::to_value(&r.event).expect("v"))
             .collect(),
-    )
-    .into_iter()
-    .filter(|e| e["type"] == "permission")
-    .map(|e| {
-        (
-            e["call_id"].as_str().unwrap_or("").to_owned(),
-            e["decision"].as_str().unwrap_or("").to_owned(),
-        )
-    })
-    .collect();
+    ));
     let want = [
         ("c1", "approved_for_session"),
         ("c2", "approved_for_session"),

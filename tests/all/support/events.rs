@@ -43,3 +43,17 @@ pub fn labels(end: &Value) -> Vec<(String, String)> {
 pub fn label(kind: &str, source: &str) -> (String, String) {
     (kind.to_owned(), source.to_owned())
 }
+
+/// The (call id, decision) of each `permission` event, in order.
+pub fn decisions(events: &[Value]) -> Vec<(String, String)> {
+    events
+        .iter()
+        .filter(|e| e["type"] == "permission")
+        .map(|e| {
+            (
+                e["call_id"].as_str().unwrap_or("").to_owned(),
+                e["decision"].as_str().unwrap_or("").to_owned(),
+            )
+        })
+        .collect()
+}
