@@ -252,23 +252,37 @@ fn without_base_url(sb: &Sandbox, table: String) {
     );
 }
 
-#[test]
-fn the_sdk_base_url_variables_are_honoured_within_the_grants() {
-    let cli = Cli::new();
-    let server = writer();
+/// `corral run --provider PROVIDER --json PROMPT` with `env`, in a new
+/// workspace whose only plugin is `plugin` without its `base_url`; it must
+/// end well.
+fn run_without_base_url(
+    cli: &Cli,
+    plugin: String,
+    [provider, prompt]: [&str; 2],
+    env: &[(&str, &str)],
+) {
     let sb = Sandbox::new();
-    without_base_url(&sb, openai_plugin(server.port, "", ""));
-    let url = format!("http://127.0.0.1:{}/v1", server.port);
-    let o = cli.run_env(
-        &sb.ws(),
-        &["run", "--provider", "openai", "--json", "Write it"],
-        &[KEY, ("OPENAI_BASE_URL", &url)],
-    );
+    without_base_url(&sb, plugin);
+    let args = ["run", "--provider", provider, "--json", prompt];
+    let o = cli.run_env(&sb.ws(), &args, env);
     assert_eq!(
         o.status.code(),
         Some(0),
         "{}",
         crate::support::output::printed(&o)
+    );
+}
+
+#[test]
+fn the_sdk_base_url_variables_are_honoured_within_the_grants() {
+    let cli = Cli::new();
+    let server = writer();
+    let url = format!("http://127.0.0.1:{}/v1", server.port);
+    run_without_base_url(
+        &cli,
+        openai_plugin(server.port, "", ""),
+        ["openai", "Write it"],
+        &[KEY, ("OPENAI_BASE_URL", &url)],
     );
     assert!(
         server
@@ -279,22 +293,15 @@ fn the_sdk_base_url_variables_are_honoured_within_the_grants() {
     );
 
     let anthropic = MockServer::start(|_, _| Reply::Sse(anthropic_sse("Hello.", &[])));
-    let sb = Sandbox::new();
-    without_base_url(&sb, anthropic_plugin(anthropic.port, "", ""));
     let url = format!("http://127.0.0.1:{}", anthropic.port);
-    let o = cli.run_env(
-        &sb.ws(),
-        &["run", "--provider", "anthropic", "--json", "Say hello"],
+    run_without_base_url(
+        &cli,
+        anthropic_plugin(anthropic.port, "", ""),
+        ["anthropic", "Say hello"],
         &[
             ("TEST_ANTHROPIC_KEY", "sk-ant"),
             ("ANTHROPIC_BASE_URL", &url),
         ],
-    );
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}",
-        crate::support::output::printed(&o)
     );
     assert!(
         anthropic
