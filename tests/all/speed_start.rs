@@ -119,6 +119,22 @@ fn mcp_first_contact(
     (seen, std::fs::read_to_string(&log).expect("log"))
 }
 
+/// Fails the test unless the answer to `tools/list` (id 2) among
+/// `answers` lists the tool `name`.
+#[track_caller]
+fn assert_listed(answers: &[serde_json::Value], name: &str) {
+    let listed = answers
+        .iter()
+        .find(|m| m["id"] == 2)
+        .expect("tools/list answer");
+    assert!(
+        listed["result"]["tools"]
+            .as_array()
+            .is_some_and(|t| t.iter().any(|t| t["name"] == name)),
+        "{listed}"
+    );
+}
+
 #[test]
 fn a_first_mcp_initialize_on_an_empty_cache_compiles_no_builtin() {
     let cli = Cli::new();
@@ -129,16 +145,7 @@ fn a_first_mcp_initialize_on_an_empty_cache_compiles_no_builtin() {
         answers[0]["result"]["serverInfo"]["name"], "corral",
         "{answers:?}"
     );
-    let listed = answers
-        .iter()
-        .find(|m| m["id"] == 2)
-        .expect("tools/list answer");
-    assert!(
-        listed["result"]["tools"]
-            .as_array()
-            .is_some_and(|t| t.iter().any(|t| t["name"] == "grep")),
-        "{listed}"
-    );
+    assert_listed(&answers, "grep");
     assert!(!log.contains("compiled ("), "{log}");
     has(&log, "precompiled by the build");
     let compiled: Vec<String> = files_in(&cache.path().join("corral/components"))
@@ -157,16 +164,7 @@ fn mcp_serve_tells_the_client_when_it_compiles_a_plugin() {
         p.cache.path(),
         &[("CORRAL_PROGRESS_AFTER_MS", "0")],
     );
-    let listed = seen
-        .iter()
-        .find(|m| m["id"] == 2)
-        .expect("tools/list answer");
-    assert!(
-        listed["result"]["tools"]
-            .as_array()
-            .is_some_and(|t| t.iter().any(|t| t["name"] == "echo")),
-        "{listed}"
-    );
+    assert_listed(&seen, "echo");
     let notes: Vec<String> = seen
         .iter()
         .filter(|m| m["method"] == "notifications/message")

@@ -48,19 +48,28 @@ fn results(o: &std::process::Output) -> Vec<String> {
         .collect()
 }
 
+/// Writes the manifest: [`REPLAY`] and the shell plugin granted each of
+/// `programs` with any arguments.
+fn write_manifest(sb: &Sandbox, programs: &[&str]) {
+    let grants: Vec<String> = programs
+        .iter()
+        .map(|p| format!("{{ program = \"{p}\", args = [\"**\"] }}"))
+        .collect();
+    sb.write(
+        "corral.toml",
+        &format!(
+            "{REPLAY}\n[plugins.shell]\nsource = \"builtin:shell\"\ngrants.exec = [{}]\n",
+            grants.join(", ")
+        ),
+    );
+}
+
 #[test]
 fn undo_restores_what_programs_run_by_run_command_changed() {
     let sb = Sandbox::new();
     sb.write("a.txt", "one\nkeep\n");
     sb.write("sub/gone.txt", "removed by rm\n");
-    sb.write(
-        "corral.toml",
-        &format!(
-            "{REPLAY}\n[plugins.shell]\nsource = \"builtin:shell\"\n\
-             grants.exec = [{{ program = \"sed\", args = [\"**\"] }}, \
-             {{ program = \"touch\", args = [\"**\"] }}, {{ program = \"rm\", args = [\"**\"] }}]\n"
-        ),
-    );
+    write_manifest(&sb, &["sed", "touch", "rm"]);
     let cli = Cli::new();
     let o = run_turn(
         &cli,
@@ -107,13 +116,7 @@ fn undo_restores_what_programs_run_by_run_command_changed() {
 fn a_read_only_call_records_nothing_and_an_unchanged_workspace_has_nothing_to_undo() {
     let sb = Sandbox::new();
     sb.write("a.txt", "one\n");
-    sb.write(
-        "corral.toml",
-        &format!(
-            "{REPLAY}\n[plugins.shell]\nsource = \"builtin:shell\"\n\
-             grants.exec = [{{ program = \"cat\", args = [\"**\"] }}]\n"
-        ),
-    );
+    write_manifest(&sb, &["cat"]);
     let cli = Cli::new();
     run_turn(
         &cli,
@@ -190,13 +193,7 @@ fn rewind_in_the_ui_restores_what_a_program_changed() {
     use crate::support::tui::{Pane, quote, ui_command};
     let sb = Sandbox::new();
     sb.write("a.txt", "one\n");
-    sb.write(
-        "corral.toml",
-        &format!(
-            "{REPLAY}\n[plugins.shell]\nsource = \"builtin:shell\"\n\
-             grants.exec = [{{ program = \"sed\", args = [\"**\"] }}]\n"
-        ),
-    );
+    write_manifest(&sb, &["sed"]);
     cassette::write(
         &sb,
         "turn.cassette.json",
