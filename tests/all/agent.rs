@@ -358,8 +358,7 @@ fn provider_cannot_reach_an_unlisted_host() {
 
 #[test]
 fn no_provider_says_how_to_configure_one() {
-    let sb = Sandbox::new();
-    let cli = Cli::new();
+    let (sb, cli) = workspace_and_cli();
     let o = cli.run(&sb.ws(), &["run", "hello"]);
     let (_, err) = text(&o);
     assert_eq!(o.status.code(), Some(2));

@@ -126,8 +126,7 @@ fn json_approval_events_carry_the_whole_call_made_visible() {
 
 #[test]
 fn mcp_elicitations_show_the_whole_call_made_visible() {
-    let sb = Sandbox::new();
-    let cli = Cli::new();
+    let (sb, cli) = workspace_and_cli();
     // Past the 4 KiB the elicitation used to show, with a bidi override.
     let command = format!(
         "sh -c 'echo checking the build{}; touch PWNED' \u{202e}",

@@ -450,8 +450,7 @@ fn a_fork_bomb_as_root_without_a_cgroup_is_stopped() {
 
 #[test]
 fn shell_and_git_are_there_without_a_manifest() {
-    let sb = Sandbox::new();
-    let cli = Cli::new();
+    let (sb, cli) = workspace_and_cli();
     let o = cli.run(&sb.ws(), &["tools", "list"]);
     assert!(o.status.success(), "{}", text(&o));
     let list = String::from_utf8_lossy(&o.stdout);

@@ -38,8 +38,7 @@ fn grep_lists_file_and_line() {
 
 #[test]
 fn tool_errors_exit_non_zero_with_message() {
-    let sb = Sandbox::new();
-    let cli = Cli::new();
+    let (sb, cli) = workspace_and_cli();
     let o = cli.run(
         &sb.ws(),
         &argv_with("tool call read_file --args", r#"{"path":"/etc/passwd"}"#),
@@ -59,8 +58,7 @@ fn tool_errors_exit_non_zero_with_message() {
 
 #[test]
 fn json_output_of_a_call() {
-    let sb = Sandbox::new();
-    let cli = Cli::new();
+    let (sb, cli) = workspace_and_cli();
     let o = cli.run(
         &sb.ws(),
         &["tool", "call", "list_files", "--args", "{}", "--json"],
@@ -73,8 +71,7 @@ fn json_output_of_a_call() {
 
 #[test]
 fn inspect_lists_imports_and_tools_of_an_sdk_plugin() {
-    let cli = Cli::new();
-    let sb = Sandbox::new();
+    let (sb, cli) = workspace_and_cli();
     let o = cli.run(&sb.ws(), &["plugins", "inspect", EXAMPLE]);
     assert!(o.status.success(), "{}", stderr(&o));
     let text = stdout(&o);
@@ -101,8 +98,7 @@ fn inspect_lists_imports_and_tools_of_an_sdk_plugin() {
 
 #[test]
 fn example_plugin_runs_from_a_project_manifest() {
-    let cli = Cli::new();
-    let sb = Sandbox::new();
+    let (sb, cli) = workspace_and_cli();
     sb.write("corral.toml", &format!(
         "[plugins.example]\nsource = {EXAMPLE:?}\ngrants.fs = [{{ path = \".\", access = \"ro\" }}]\n"
     ));
@@ -142,8 +138,7 @@ fn a_bad_project_manifest_is_reported_with_its_line() {
 
 #[test]
 fn warm_tools_list_compiles_nothing() {
-    let cli = Cli::new();
-    let sb = Sandbox::new();
+    let (sb, cli) = workspace_and_cli();
     let own_cache = cli.home.path().join("cache");
     let own = own_cache.to_str().expect("utf-8 path");
     let run = |args: &[&str]| cli.run_env(&sb.ws(), args, &[("XDG_CACHE_HOME", own)]);
@@ -216,8 +211,7 @@ fn warm_tools_list_compiles_nothing() {
 
 #[test]
 fn tools_list_json_has_schemas() {
-    let cli = Cli::new();
-    let sb = Sandbox::new();
+    let (sb, cli) = workspace_and_cli();
     let o = cli.run(&sb.ws(), &["tools", "list", "--json"]);
     let v: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("json");
     let grep = v

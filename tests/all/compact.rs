@@ -250,8 +250,7 @@ fn the_window_comes_from_the_table_the_models_endpoint_or_the_manifest() {
             Reply::Sse(openai_sse("ok", &[]))
         }
     });
-    let sb = Sandbox::new();
-    let cli = Cli::new();
+    let (sb, cli) = workspace_and_cli();
     let run = |openai: &str, extra: &str| {
         sb.write(
             "corral.toml",

@@ -311,8 +311,7 @@ fn apply_patch_add_and_move_replace_existing_files() {
 /// same path a directory and a file is refused before it writes anything.
 #[test]
 fn a_failed_apply_patch_leaves_no_directories() {
-    let sb = Sandbox::new();
-    let cli = Cli::new();
+    let (sb, cli) = workspace_and_cli();
 
     // The filesystem refuses the name only once the directories exist.
     let long = "n".repeat(300);

@@ -421,8 +421,7 @@ fn a_host_only_secret_goes_to_https_on_443_and_nowhere_else() {
 
 #[test]
 fn a_host_only_secret_without_an_https_grant_is_refused_with_the_fix() {
-    let sb = Sandbox::new();
-    let cli = Cli::new();
+    let (sb, cli) = workspace_and_cli();
     // The user's own manifest, which needs no trust step before it counts.
     let user = cli.home.path().join("config/corral/corral.toml");
     std::fs::create_dir_all(user.parent().expect("dir")).expect("mkdir");

@@ -200,8 +200,7 @@ fn the_quick_start_session_resumes_and_compacts() {
 
 #[test]
 fn verbose_tools_list_logs_where_the_tools_came_from_on_a_warm_run() {
-    let sb = Sandbox::new();
-    let cli = Cli::new();
+    let (sb, cli) = workspace_and_cli();
     // The first run fills the caches; the second is the warm one.
     let _ = cli.run(&sb.ws(), &["tools", "list"]);
     let o = cli.run(&sb.ws(), &["-v", "tools", "list"]);

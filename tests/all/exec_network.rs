@@ -43,8 +43,7 @@ fn a_program_reaches_its_granted_port_and_no_other() {
     }
     let (a, hits_a) = server("server-a-answered");
     let (b, hits_b) = server("server-b-answered");
-    let sb = Sandbox::new();
-    let cli = Cli::new();
+    let (sb, cli) = workspace_and_cli();
     shell_with(
         &sb,
         &format!(
@@ -101,8 +100,7 @@ fn false_and_true_keep_their_meaning() {
         return;
     }
     let (a, hits_a) = server("server-a-answered");
-    let sb = Sandbox::new();
-    let cli = Cli::new();
+    let (sb, cli) = workspace_and_cli();
     let url = format!("http://127.0.0.1:{a}/");
     shell_with(
         &sb,
@@ -155,8 +153,7 @@ fn a_bad_destination_is_a_clear_error() {
 #[test]
 fn the_proxy_bounds_what_a_program_makes_it_hold() {
     let (a, _) = server("server-a-answered");
-    let sb = Sandbox::new();
-    let cli = Cli::new();
+    let (sb, cli) = workspace_and_cli();
     shell_with(
         &sb,
         &format!(

@@ -82,8 +82,7 @@ fn yes_has_its_short_form_on_undo_and_trust() {
 // Before: `show` and `compact` needed an id; `--last` was a usage error.
 #[test]
 fn show_and_compact_take_last() {
-    let sb = Sandbox::new();
-    let cli = Cli::new();
+    let (sb, cli) = workspace_and_cli();
     let o = cli.run(&sb.ws(), &["run", "--provider", "replay", "What is this?"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let o = cli.run(&sb.ws(), &["show", "--last"]);
@@ -103,8 +102,7 @@ fn show_and_compact_take_last() {
 // `corral show` ended each answered turn with `[final_answer]`.
 #[test]
 fn a_run_says_how_to_resume_and_the_demo_says_nothing_of_windows() {
-    let sb = Sandbox::new();
-    let cli = Cli::new();
+    let (sb, cli) = workspace_and_cli();
     let o = cli.run(&sb.ws(), &["run", "--provider", "replay", "What is this?"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let err = stderr(&o);
@@ -137,8 +135,7 @@ fn a_run_says_how_to_resume_and_the_demo_says_nothing_of_windows() {
 // Before: `corral run ""` opened a session and sent the empty prompt.
 #[test]
 fn an_empty_prompt_is_refused() {
-    let sb = Sandbox::new();
-    let cli = Cli::new();
+    let (sb, cli) = workspace_and_cli();
     for prompt in ["", "  \n\t"] {
         let o = cli.run(&sb.ws(), &["run", "--provider", "replay", prompt]);
         assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));

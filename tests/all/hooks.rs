@@ -446,8 +446,7 @@ fn a_python_hook_built_from_the_served_wit_blocks_a_call() {
         );
         return;
     };
-    let sb = Sandbox::new();
-    let cli = Cli::new();
+    let (sb, cli) = workspace_and_cli();
     let project = sb.root.path().join("pyhook");
     std::fs::create_dir(&project).expect("mkdir");
     std::fs::copy(

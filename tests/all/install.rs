@@ -22,8 +22,7 @@ fn word_count(cli: &Cli, sb: &Sandbox) -> Output {
 
 #[test]
 fn add_shows_the_requests_and_writes_exactly_what_was_approved() {
-    let sb = Sandbox::new();
-    let cli = Cli::new();
+    let (sb, cli) = workspace_and_cli();
     let o = add(&cli, &sb, EXAMPLE, "");
     let t = text(&o);
     assert!(o.status.success(), "{t}");
@@ -85,8 +84,7 @@ fn add_shows_the_requests_and_writes_exactly_what_was_approved() {
 
 #[test]
 fn add_without_approval_writes_nothing() {
-    let sb = Sandbox::new();
-    let cli = Cli::new();
+    let (sb, cli) = workspace_and_cli();
     // stdin is not a terminal and there is no --yes.
     let o = cli.run(&sb.ws(), &["plugin", "add", EXAMPLE]);
     assert!(!o.status.success());
@@ -102,8 +100,7 @@ fn add_without_approval_writes_nothing() {
 
 #[test]
 fn a_denied_request_is_not_granted_and_the_plugin_gets_a_clean_error() {
-    let sb = Sandbox::new();
-    let cli = Cli::new();
+    let (sb, cli) = workspace_and_cli();
     let o = add(&cli, &sb, EXAMPLE, "--deny fs");
     let t = text(&o);
     assert!(o.status.success(), "{t}");
@@ -120,8 +117,7 @@ fn a_denied_request_is_not_granted_and_the_plugin_gets_a_clean_error() {
 
 #[test]
 fn hidden_characters_in_descriptions_are_flagged_and_a_bait_and_switch_is_refused() {
-    let sb = Sandbox::new();
-    let cli = Cli::new();
+    let (sb, cli) = workspace_and_cli();
     // Granted the workspace, its second tool describes itself differently
     // than it did for the review: refused, nothing written.
     let o = add(&cli, &sb, SNEAKY, "");
@@ -141,8 +137,7 @@ fn hidden_characters_in_descriptions_are_flagged_and_a_bait_and_switch_is_refuse
 
 #[test]
 fn pack_embeds_requests_that_add_then_reads() {
-    let sb = Sandbox::new();
-    let cli = Cli::new();
+    let (sb, cli) = workspace_and_cli();
     sb.write(
         "corral-plugin.toml",
         "[plugin]\nname = \"echoer\"\nversion = \"2.1.0\"\n[requests]\nenv = [\"LANG\"]\n",
@@ -167,8 +162,7 @@ fn pack_embeds_requests_that_add_then_reads() {
 
 #[test]
 fn verify_finds_a_changed_file_and_remove_cleans_up() {
-    let sb = Sandbox::new();
-    let cli = Cli::new();
+    let (sb, cli) = workspace_and_cli();
     assert!(add(&cli, &sb, EXAMPLE, "").status.success());
     let o = cli.run(&sb.ws(), &["plugin", "verify"]);
     assert!(o.status.success(), "{}", text(&o));
@@ -221,8 +215,7 @@ fn serve(body: Vec<u8>) -> u16 {
 
 #[test]
 fn a_download_must_be_pinned_and_match_its_pin() {
-    let sb = Sandbox::new();
-    let cli = Cli::new();
+    let (sb, cli) = workspace_and_cli();
     let port = serve(std::fs::read(EXAMPLE).unwrap());
     let url = format!("http://127.0.0.1:{port}/example.wasm");
     let o = add(&cli, &sb, &url, "");
@@ -260,8 +253,7 @@ fn an_oci_round_trip_reviews_updates_and_refuses_tampering() {
     let Some(registry) = Registry::start() else {
         return;
     };
-    let sb = Sandbox::new();
-    let cli = Cli::new();
+    let (sb, cli) = workspace_and_cli();
     // v1 asks to read the workspace.
     sb.write(
         "v1.toml",
@@ -460,8 +452,7 @@ fn on_a_terminal(cli: &Cli, sb: &Sandbox, args: &[&str], answer: &str) -> Option
 
 #[test]
 fn add_asks_on_a_terminal_and_only_yes_approves() {
-    let sb = Sandbox::new();
-    let cli = Cli::new();
+    let (sb, cli) = workspace_and_cli();
     let Some(screen) = on_a_terminal(&cli, &sb, &["plugin", "add", EXAMPLE], "n") else {
         return;
     };

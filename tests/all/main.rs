@@ -183,6 +183,12 @@ impl Sandbox {
     }
 }
 
+/// A fresh workspace and a CLI of its own ([`Cli::new`]): where most tests
+/// start.
+pub fn workspace_and_cli() -> (Sandbox, Cli) {
+    (Sandbox::new(), Cli::new())
+}
+
 pub fn layer(ws: &Path, toml: &str) -> Layer {
     Layer {
         name: "corral.toml".into(),

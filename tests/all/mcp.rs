@@ -31,8 +31,7 @@ fn write_call(path: &str, content: &str) -> Value {
 
 #[test]
 fn tools_list_shows_every_tool_with_its_effects_as_hints() {
-    let sb = Sandbox::new();
-    let cli = Cli::new();
+    let (sb, cli) = workspace_and_cli();
     let Some(out) = client(&cli, &sb.ws(), &[], json!({ "list": true })) else {
         return;
     };
@@ -182,8 +181,7 @@ fn read_only_mode_refuses_writes_and_protected_paths_stay_protected() {
 
 #[test]
 fn ask_mode_puts_a_write_to_the_user_through_elicitation() {
-    let sb = Sandbox::new();
-    let cli = Cli::new();
+    let (sb, cli) = workspace_and_cli();
 
     let scenario =
         json!({ "elicitation": "accept", "calls": [write_call("new.txt", "fresh line\n")] });
@@ -228,8 +226,7 @@ fn ask_mode_puts_a_write_to_the_user_through_elicitation() {
 
 #[test]
 fn approval_for_the_session_covers_later_calls_of_that_tool() {
-    let sb = Sandbox::new();
-    let cli = Cli::new();
+    let (sb, cli) = workspace_and_cli();
     let scenario = json!({ "elicitation": "accept_for_session", "calls": [
         write_call("a.txt", "a\n"),
         write_call("b.txt", "b\n"),
@@ -246,8 +243,7 @@ fn approval_for_the_session_covers_later_calls_of_that_tool() {
 
 #[test]
 fn ask_mode_without_elicitation_refuses_and_says_how_to_allow() {
-    let sb = Sandbox::new();
-    let cli = Cli::new();
+    let (sb, cli) = workspace_and_cli();
     let scenario = json!({ "calls": [write_call("new.txt", "x\n")] });
     let Some(out) = client(&cli, &sb.ws(), &["--mode", "ask"], scenario.clone()) else {
         return;
@@ -276,8 +272,7 @@ fn ask_mode_without_elicitation_refuses_and_says_how_to_allow() {
 
 #[test]
 fn a_call_waiting_for_approval_holds_up_no_other_call() {
-    let sb = Sandbox::new();
-    let cli = Cli::new();
+    let (sb, cli) = workspace_and_cli();
     // The client answers the elicitation only after the reads came back: a
     // server that took calls one at a time would never answer them.
     let scenario = json!({ "elicitation": "accept", "concurrent": true, "calls": [
@@ -309,8 +304,7 @@ const HANDSHAKE: &str = concat!(
 
 #[test]
 fn stdout_carries_nothing_but_the_protocol() {
-    let sb = Sandbox::new();
-    let cli = Cli::new();
+    let (sb, cli) = workspace_and_cli();
     // The most verbose logging there is: all of it must go to stderr, here a
     // file (a pipe nobody reads would fill up and stall the server).
     let log = sb.root.path().join("stderr.log");
@@ -364,8 +358,7 @@ fn stdout_carries_nothing_but_the_protocol() {
 
 #[test]
 fn a_bad_manifest_is_a_clear_error_on_stderr_and_nothing_on_stdout() {
-    let sb = Sandbox::new();
-    let cli = Cli::new();
+    let (sb, cli) = workspace_and_cli();
     // The user's own manifest: it needs no trust, so it is read as it is.
     cli.write_user_manifest("[plugins.fs]\nsource = \"builtin:fs\"\ncolour = 1\n");
     let out = cli.run(&sb.ws(), &["mcp", "serve"]);

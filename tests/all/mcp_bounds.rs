@@ -87,8 +87,7 @@ fn calls_beyond_the_instance_slots_wait_for_a_place() {
 
 #[test]
 fn logged_paths_cannot_forge_log_lines() {
-    let sb = Sandbox::new();
-    let cli = Cli::new();
+    let (sb, cli) = workspace_and_cli();
     let mut served = Served::start(&cli, &sb, &[]);
     // A protected path (refused, and logged as a WARN) that carries a whole
     // second log line, a carriage return, a bidi override and a zero-width

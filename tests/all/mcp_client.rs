@@ -377,8 +377,7 @@ fn the_reference_servers_tools_are_listed_and_called_confined() {
 
 #[test]
 fn mcp_add_list_remove_and_import_edit_the_users_manifest() {
-    let sb = Sandbox::new();
-    let cli = Cli::new();
+    let (sb, cli) = workspace_and_cli();
     // `--workspace` before `--`: what follows is the server's command line.
     let o = std::process::Command::new(env!("CARGO_BIN_EXE_corral"))
         .args(["--workspace", &sb.ws().display().to_string()])

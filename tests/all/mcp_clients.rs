@@ -138,8 +138,7 @@ fn check(client: &str, out: &Value, sb: &Sandbox) {
 
 #[test]
 fn the_typescript_client_gets_the_payload_absolute_paths_and_git_hints() {
-    let sb = Sandbox::new();
-    let cli = Cli::new();
+    let (sb, cli) = workspace_and_cli();
     let scenario = scenario(&sb);
     let Some(out) = typescript_client(&cli, &sb.ws(), &scenario) else {
         return;
@@ -149,8 +148,7 @@ fn the_typescript_client_gets_the_payload_absolute_paths_and_git_hints() {
 
 #[test]
 fn the_python_client_gets_the_payload_absolute_paths_and_git_hints() {
-    let sb = Sandbox::new();
-    let cli = Cli::new();
+    let (sb, cli) = workspace_and_cli();
     let scenario = scenario(&sb);
     let Some(out) = crate::support::mcp_clients::client(&cli, &sb.ws(), &[], scenario) else {
         return;
@@ -160,8 +158,7 @@ fn the_python_client_gets_the_payload_absolute_paths_and_git_hints() {
 
 #[test]
 fn every_malformed_request_is_answered_with_its_id() {
-    let sb = Sandbox::new();
-    let cli = Cli::new();
+    let (sb, cli) = workspace_and_cli();
     let mut served = Served::start(&cli, &sb, &[]);
     let lines = [
         r#"{"jsonrpc":"2.0","id":11,"method":"tools/call","params":""}"#,
@@ -210,8 +207,7 @@ fn every_malformed_request_is_answered_with_its_id() {
 
 #[test]
 fn the_roots_a_client_offers_narrow_what_it_may_name() {
-    let sb = Sandbox::new();
-    let cli = Cli::new();
+    let (sb, cli) = workspace_and_cli();
     sb.write("sub/inside.txt", "inside the root\n");
     sb.write("notes.txt", NOTES);
     let root = sb.ws().join("sub");

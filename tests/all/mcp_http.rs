@@ -339,8 +339,7 @@ fn bad_url_entries_are_clear_errors() {
 
 #[test]
 fn mcp_add_url_and_import_of_url_entries() {
-    let sb = Sandbox::new();
-    let cli = Cli::new();
+    let (sb, cli) = workspace_and_cli();
     let o = cli.run(
         &sb.ws(),
         &argv_with(

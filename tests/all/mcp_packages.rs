@@ -251,8 +251,7 @@ fn a_node_file_entry_runs_the_script_it_names() {
 
 #[test]
 fn a_package_line_is_checked_like_the_rest_of_the_manifest() {
-    let sb = Sandbox::new();
-    let cli = Cli::new();
+    let (sb, cli) = workspace_and_cli();
     let entry =
         |package: &str| format!("[mcp.srv]\ncommand = \"/bin/true\"\npackage = {{ {package} }}\n");
     let sha = "0".repeat(64);

@@ -79,8 +79,7 @@ fn a_download_that_cannot_connect_says_why() {
 
 #[test]
 fn a_toml_syntax_error_names_the_file_and_line() {
-    let sb = Sandbox::new();
-    let cli = Cli::new();
+    let (sb, cli) = workspace_and_cli();
     let user = cli.home.path().join("config/corral/corral.toml");
     std::fs::write(&user, "[trust]\nproject_may_loosen = true\nmodel = \n").expect("toml");
     let o = cli.run(&sb.ws(), &["tools", "list"]);

@@ -457,8 +457,7 @@ fn undo_restores_nothing_through_a_symlinked_directory_into_git_or_onto_corral_t
 
 #[test]
 fn a_fifo_or_a_device_link_in_the_compile_cache_is_a_miss_not_a_hang() {
-    let sb = Sandbox::new();
-    let cli = Cli::new();
+    let (sb, cli) = workspace_and_cli();
     let cache = tempfile::tempdir().expect("cache");
     let call = |label: &str| {
         let mut child = cli
@@ -498,8 +497,7 @@ fn a_fifo_or_a_device_link_in_the_compile_cache_is_a_miss_not_a_hang() {
 
 #[test]
 fn a_program_run_as_root_reads_no_system_credentials() {
-    let sb = Sandbox::new();
-    let cli = Cli::new();
+    let (sb, cli) = workspace_and_cli();
     sb.write(
         "corral.toml",
         "[plugins.shell]\nsource = \"builtin:shell\"\n\
@@ -531,8 +529,7 @@ fn a_program_run_as_root_reads_no_system_credentials() {
 
 #[test]
 fn a_grant_inside_corrals_own_state_is_refused_at_load() {
-    let sb = Sandbox::new();
-    let cli = Cli::new();
+    let (sb, cli) = workspace_and_cli();
     let config = cli.home.path().join("config/corral");
     sb.write(
         "corral.toml",

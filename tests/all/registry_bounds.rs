@@ -99,8 +99,7 @@ fn an_oci_layer_over_the_limit_is_refused_and_leaves_no_file() {
     let Some(registry) = Registry::start() else {
         return;
     };
-    let sb = Sandbox::new();
-    let cli = Cli::new();
+    let (sb, cli) = workspace_and_cli();
     sb.write("r.toml", "[plugin]\nname = \"big\"\n[requests]\n");
     let reference = registry.reference("tools/big:1");
     let o = cli.run(

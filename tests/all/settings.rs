@@ -26,8 +26,7 @@ fn user_config(cli: &Cli, text: &str) -> PathBuf {
 // `/new` dropped them.
 #[test]
 fn the_ui_takes_profile_and_overrides_and_keeps_them() {
-    let sb = Sandbox::new();
-    let cli = Cli::new();
+    let (sb, cli) = workspace_and_cli();
     user_config(
         &cli,
         "[profiles.demo]\nprovider = \"replay\"\nmodel = \"profiled-model\"\n",
@@ -75,8 +74,7 @@ fn the_ui_takes_profile_and_overrides_and_keeps_them() {
 #[test]
 fn the_base_url_error_snippet_leads_to_a_working_setup() {
     let mock = MockServer::start(|_, _| Reply::Sse(openai_sse("From the local server.", &[])));
-    let sb = Sandbox::new();
-    let cli = Cli::new();
+    let (sb, cli) = workspace_and_cli();
     let url = format!("http://127.0.0.1:{}/v1", mock.port);
     let env = [
         ("OPENAI_BASE_URL", url.as_str()),
@@ -108,8 +106,7 @@ fn the_base_url_error_snippet_leads_to_a_working_setup() {
 // file is.
 #[test]
 fn config_errors_name_the_file_and_line() {
-    let sb = Sandbox::new();
-    let cli = Cli::new();
+    let (sb, cli) = workspace_and_cli();
     let file = user_config(&cli, "[profiles.x]\nmodel = = \"m\"\n");
     let o = cli.run(&sb.ws(), &["run", "--profile", "x", "hi"]);
     assert_eq!(o.status.code(), Some(2));

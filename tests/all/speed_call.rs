@@ -80,8 +80,7 @@ fn list_files_lists_a_directory_in_one_host_call_with_the_same_rules() {
 
 #[test]
 fn list_files_still_refuses_what_it_refused() {
-    let sb = Sandbox::new();
-    let cli = Cli::new();
+    let (sb, cli) = workspace_and_cli();
     for (args, why) in [
         (r#"{"path":"../outside"}"#, "leads out of the workspace"),
         (r#"{"path":"/etc"}"#, "absolute path"),

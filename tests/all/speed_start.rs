@@ -33,8 +33,7 @@ fn builtin_count() -> usize {
 
 #[test]
 fn a_first_tools_list_on_an_empty_cache_compiles_no_builtin() {
-    let cli = Cli::new();
-    let sb = Sandbox::new();
+    let (sb, cli) = workspace_and_cli();
     let cache = tempfile::tempdir().expect("cache home");
     let home = cache.path().to_str().expect("utf-8 path");
     let o = cli.run_env(
@@ -137,8 +136,7 @@ fn assert_listed(answers: &[serde_json::Value], name: &str) {
 
 #[test]
 fn a_first_mcp_initialize_on_an_empty_cache_compiles_no_builtin() {
-    let cli = Cli::new();
-    let sb = Sandbox::new();
+    let (sb, cli) = workspace_and_cli();
     let cache = tempfile::tempdir().expect("cache home");
     let (answers, log) = mcp_first_contact(&cli, &sb.ws(), cache.path(), &[]);
     assert_eq!(
@@ -329,8 +327,7 @@ fn compiling_a_plugin_on_its_first_use_says_so_on_stderr() {
 /// works, and the copy is written again.
 #[test]
 fn the_builds_code_is_mapped_from_its_checked_copy_in_the_cache() {
-    let cli = Cli::new();
-    let sb = Sandbox::new();
+    let (sb, cli) = workspace_and_cli();
     let cache = tempfile::tempdir().expect("cache home");
     let home = cache.path().to_str().expect("utf-8 path");
     // Without the description cache every built-in is loaded.

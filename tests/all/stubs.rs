@@ -275,8 +275,7 @@ fn plugins_list_shows_denied_imports_and_every_grant() {
 
 #[test]
 fn plugins_inspect_shows_which_imports_are_denied_without_grants() {
-    let sb = Sandbox::new();
-    let cli = Cli::new();
+    let (sb, cli) = workspace_and_cli();
     let o = cli.run(&sb.ws(), &["plugins", "inspect", STUBS]);
     assert!(o.status.success(), "{}", stderr(&o));
     let text = stdout(&o);

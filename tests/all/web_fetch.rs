@@ -8,7 +8,7 @@ use crate::support::events::{events, find, label, labels};
 use crate::support::output::{assert_exit, printed, stderr, stdout};
 use crate::support::run::tool_call;
 use crate::support::text::{has, has_all, lacks};
-use crate::{Cli, Sandbox};
+use crate::{Cli, Sandbox, workspace_and_cli};
 use serde_json::json;
 use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream};
@@ -273,8 +273,7 @@ fn a_redirect_is_followed_only_to_a_granted_origin() {
 #[test]
 fn no_origin_is_granted_by_default() {
     let site = Site::start(|_| page("text/plain", "hello"));
-    let sb = Sandbox::new();
-    let cli = Cli::new();
+    let (sb, cli) = workspace_and_cli();
     let o = tool_call(&cli, &sb, "web_fetch", json!({"url": site.url("/")}));
     assert_exit(&o, 1);
     let want = format!(
