@@ -7,6 +7,7 @@
 
 use crate::support::mock::*;
 use crate::support::model::writer;
+use crate::support::output::assert_exit;
 use crate::support::output::{stderr, stdout};
 use crate::support::run::argv_with;
 use crate::support::text::{has, has_all, lacks};
@@ -132,7 +133,7 @@ fn a_projects_full_auto_does_not_run_a_write_unasked() {
         &["run", "--provider", "openai", "write it"],
         &[KEY],
     );
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_exit(&o, 0);
     assert_eq!(
         std::fs::read_to_string(sb.ws().join("new.txt")).expect("written"),
         "fresh line\n"

@@ -3,6 +3,7 @@
 //! `corral` binary against the malicious `budgets` guest (no grants) or a
 //! replayed model.
 
+use crate::support::output::assert_exit;
 use crate::support::output::{stderr, stdout};
 use crate::support::run::argv_with;
 use crate::support::run::tool_call;
@@ -333,7 +334,7 @@ fn a_stream_event_over_the_output_limit_ends_the_provider_call() {
     sb.write("big.cassette.json", &cassette.to_string());
     let cli = Cli::new();
     let o = cli.run(&sb.ws(), &["run", "--provider", "replay", "go"]);
-    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    assert_exit(&o, 3);
     assert!(
         o.stdout.len() < 64 * 1024,
         "{} bytes printed",

@@ -7,6 +7,7 @@
 use crate::support::log::{of_type, session_log};
 use crate::support::manifest::Providers;
 use crate::support::mock::*;
+use crate::support::output::assert_exit;
 use crate::support::output::{stderr, stdout};
 use crate::support::text::has;
 use crate::*;
@@ -99,7 +100,7 @@ fn openai_refusal_is_shown_with_a_content_filter_finish() {
     let sb = Sandbox::with_manifest(&manifest(openai.port, 9));
     let cli = Cli::new();
     let (o, events) = run_json(&sb, &cli, "openai", "do something bad");
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_exit(&o, 0);
     let end = of_type(&events, "request_end");
     assert_eq!(end.len(), 1, "{events:?}");
     assert_eq!(end[0]["finish_reason"], "content_filter");
@@ -116,7 +117,7 @@ fn openai_refusal_is_shown_with_a_content_filter_finish() {
         &["run", "--provider", "openai", "do something bad"],
         &KEYS,
     );
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_exit(&o, 0);
     assert_eq!(stdout(&o).trim(), refusal);
     has(&stderr(&o), "refused");
 }
@@ -146,7 +147,7 @@ fn anthropic_max_tokens_inside_a_tool_call_goes_back_to_the_model() {
     let sb = Sandbox::with_manifest(&manifest(9, anthropic.port));
     let cli = Cli::new();
     let (o, events) = run_json(&sb, &cli, "anthropic", "write big.txt");
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_exit(&o, 0);
     assert!(of_type(&events, "provider_failed").is_empty(), "{events:?}");
     let ends = of_type(&events, "request_end");
     assert_eq!(ends[0]["finish_reason"], "length");
@@ -215,7 +216,7 @@ fn anthropic_server_tool_blocks_are_ignored() {
     let sb = Sandbox::with_manifest(&manifest(9, anthropic.port));
     let cli = Cli::new();
     let (o, events) = run_json(&sb, &cli, "anthropic", "what is new in wasmtime?");
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_exit(&o, 0);
     let end = of_type(&events, "request_end");
     assert_eq!(end[0]["message"]["text"], "Version 48 is out.");
     assert_eq!(end[0]["message"]["tool_calls"], json!([]));
@@ -253,7 +254,7 @@ fn malformed_tool_arguments_go_back_to_the_model() {
     let sb = Sandbox::with_manifest(&manifest(openai.port, 9));
     let cli = Cli::new();
     let (o, events) = run_json(&sb, &cli, "openai", "read hello.txt");
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_exit(&o, 0);
     assert!(of_type(&events, "provider_failed").is_empty(), "{events:?}");
     let reqs = openai.requests();
     assert_eq!(reqs.len(), 2);
@@ -295,7 +296,7 @@ fn apply_patch_add_and_move_replace_existing_files() {
          *** Update File: src/old.rs\n*** Move to: src/new.rs\n@@\n-fn f() {}\n+fn g() {}\n\
          *** End Patch",
     );
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_exit(&o, 0);
     assert_eq!(
         stdout(&o).trim(),
         "Success. Updated the following files:\nM notes.txt\nR src/old.rs -> src/new.rs"
@@ -374,7 +375,7 @@ limits = { timeout_ms = 5000 }
     );
     let cli = Cli::new();
     let o = cli.run(&sb.ws(), &["plugins", "list", "--json"]);
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_exit(&o, 0);
     let list: Vec<Value> = serde_json::from_str(&stdout(&o)).expect("JSON");
     let limits = |name: &str| {
         list.iter()
@@ -410,7 +411,7 @@ fn a_damaged_last_log_line_is_cut_before_resume_appends() {
     let sb = Sandbox::with_manifest(&manifest(openai.port, 9));
     let cli = Cli::new();
     let o = cli.run_env(&sb.ws(), &["run", "--provider", "openai", "first"], &KEYS);
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_exit(&o, 0);
     let log = session_log(&cli);
     let id = log
         .file_stem()
@@ -429,15 +430,15 @@ fn a_damaged_last_log_line_is_cut_before_resume_appends() {
             .expect("damage");
     }
     let o = cli.run(&sb.ws(), &["show", &id]);
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_exit(&o, 0);
     has(&stdout(&o), "Answer number 1.");
 
     let o = cli.run_env(&sb.ws(), &["resume", &id, "-p", "second"], &KEYS);
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_exit(&o, 0);
     has(&stdout(&o), "Answer number 2.");
 
     let o = cli.run(&sb.ws(), &["show", &id]);
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_exit(&o, 0);
     assert!(
         stdout(&o).contains("> second") && stdout(&o).contains("Answer number 2."),
         "{}",

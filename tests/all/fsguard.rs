@@ -3,6 +3,7 @@
 //! whatever tool, plugin or argument names them; nothing that could block
 //! (a FIFO, a device) is opened, by a plugin or by the host itself.
 
+use crate::support::output::assert_exit;
 use crate::support::output::{stderr, stdout};
 use crate::support::text::has;
 use crate::*;
@@ -475,7 +476,7 @@ fn a_source_that_is_not_a_regular_file_fails_fast() {
     let cli = Cli::new();
     sb.write("corral.toml", "[plugins.piped]\nsource = \"pipe.wasm\"\n");
     let o = run_guarded(cli.command(&sb.ws(), &["tools", "list"]), "FIFO source");
-    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert_exit(&o, 2);
     has(&stderr(&o), "it is a FIFO (named pipe), not a regular file");
     // Through the user's own configuration, which needs no trust.
     std::fs::remove_file(sb.ws().join("corral.toml")).expect("rm");
@@ -484,7 +485,7 @@ fn a_source_that_is_not_a_regular_file_fails_fast() {
         cli.command(&sb.ws(), &["tools", "list"]),
         "/dev/zero source",
     );
-    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert_exit(&o, 2);
     has(
         &stderr(&o),
         "/dev/zero: it is a character device, not a regular file",
@@ -494,7 +495,7 @@ fn a_source_that_is_not_a_regular_file_fails_fast() {
         cli.command(&sb.ws(), &["plugins", "inspect", "/dev/zero"]),
         "inspect /dev/zero",
     );
-    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert_exit(&o, 2);
     has(&stderr(&o), "it is a character device, not a regular file");
     let pipe = sb.ws().join("pipe.wasm");
     let o = run_guarded(
@@ -504,7 +505,7 @@ fn a_source_that_is_not_a_regular_file_fails_fast() {
         ),
         "inspect a FIFO",
     );
-    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert_exit(&o, 2);
     has(&stderr(&o), "FIFO");
 }
 
@@ -517,6 +518,6 @@ fn a_fifo_named_corral_toml_does_not_hang_a_command() {
         cli.command(&sb.ws(), &["tools", "list"]),
         "FIFO corral.toml",
     );
-    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert_exit(&o, 2);
     has(&stderr(&o), "it is a FIFO (named pipe), not a regular file");
 }

@@ -9,6 +9,7 @@
 
 use crate::support::log::session_log;
 use crate::support::mock::{MockServer, Reply, openai_sse};
+use crate::support::output::assert_exit;
 use crate::support::output::{stderr, stdout};
 use crate::support::run::openai_workspace;
 use crate::support::text::{has, lacks};
@@ -138,7 +139,7 @@ fn an_empty_prompt_is_refused() {
     let (sb, cli) = workspace_and_cli();
     for prompt in ["", "  \n\t"] {
         let o = cli.run(&sb.ws(), &["run", "--provider", "replay", prompt]);
-        assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+        assert_exit(&o, 2);
         has(&stderr(&o), "empty prompt");
     }
     assert!(crate::support::log::try_session_logs(&cli).is_empty());

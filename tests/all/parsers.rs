@@ -7,6 +7,7 @@
 //! Then `corral run` shows a deny rule holding on what actually runs.
 
 use crate::support::mock::{Call, MockServer, Reply, openai_sse, openai_tool_result};
+use crate::support::output::assert_exit;
 use crate::support::run::argv;
 use crate::*;
 use serde_json::{Value, json};
@@ -220,12 +221,7 @@ fn a_deny_rule_judges_the_argv_that_runs() {
         &argv("run --provider openai --mode full-auto print"),
         &[KEY],
     );
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    assert_exit(&o, 0);
     let req = &mock.requests()[1];
     let result = |id: &str| openai_tool_result(req, id);
     let denied = "denied by the permission policy: deny rule \"run_command(printf * secret)\"";

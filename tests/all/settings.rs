@@ -6,6 +6,7 @@
 //! Each test failed before its fix; the comment on each says how.
 
 use crate::support::mock::{MockServer, Reply, openai_sse};
+use crate::support::output::assert_exit;
 use crate::support::output::{stderr, stdout};
 use crate::support::text::{has, lacks};
 use crate::support::tui::{Pane, quote, ui_command};
@@ -81,7 +82,7 @@ fn the_base_url_error_snippet_leads_to_a_working_setup() {
         ("OPENAI_API_KEY", "k-local"),
     ];
     let o = cli.run_env(&sb.ws(), &["run", "--provider", "openai", "hi"], &env);
-    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert_exit(&o, 2);
     let err = stderr(&o);
     let file = cli.home.path().join("config/corral/corral.toml");
     has(&err, format!("add this to {}", file.display()));

@@ -7,6 +7,7 @@
 //! Interfaces corral does not know are still refused at load, with the
 //! likely cause.
 
+use crate::support::output::assert_exit;
 use crate::support::output::{stderr, stdout};
 use crate::support::run::tool_call;
 use crate::support::text::{has, has_all, lacks};
@@ -69,7 +70,7 @@ fn a_plugin_granted_only_files_loads_and_its_file_tool_works() {
 fn process_run_without_grants_exec_is_the_not_granted_error() {
     let (sb, cli) = project();
     let o = tool_call(&cli, &sb, "run_program", json!({"program": "touch"}));
-    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert_exit(&o, 1);
     let err = stderr(&o);
     // The guest got the process interface's own `not-granted` variant and
     // reported it; a trap would read "the plugin crashed".
@@ -94,7 +95,7 @@ fn raw_tcp_without_grants_net_is_access_denied_and_reaches_nobody() {
     let (sb, cli) = project();
     let (listener, port) = listener();
     let o = tool_call(&cli, &sb, "tcp_connect", json!({"port": port}));
-    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert_exit(&o, 1);
     let err = stderr(&o);
     has(
         &err,

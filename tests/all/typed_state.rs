@@ -6,6 +6,7 @@
 use crate::support::log::session_log;
 use crate::support::manifest::{KEYS, OPENAI_KEY, both_providers};
 use crate::support::mock::*;
+use crate::support::output::assert_exit;
 use crate::support::text::{has, lacks};
 use crate::*;
 use serde_json::{Value, json};
@@ -36,12 +37,7 @@ fn an_old_log_with_each_compaction_trigger_still_resumes() {
         let sb = Sandbox::with_manifest(&both_providers(server.port, server.port, ""));
         let cli = Cli::new();
         let o = cli.run_env(&sb.ws(), &["run", "--provider", "openai", "hello"], &KEYS);
-        assert_eq!(
-            o.status.code(),
-            Some(0),
-            "{}",
-            String::from_utf8_lossy(&o.stderr)
-        );
+        assert_exit(&o, 0);
 
         // The compaction an older corral logged after the first turn.
         let log = session_log(&cli);
