@@ -234,18 +234,7 @@ fn a_server_tool_runs_through_the_pipeline_and_is_logged_untrusted() {
     let sb = replayed(&turns, "[policy]\nmode = \"full-auto\"\n");
     let cli = Cli::new();
     let events = run_events(&cli, &sb);
-    let end = crate::support::events::find(&events, "tool_call_end", "c1");
-    assert!(
-        end["outcome"]["content"]
-            .as_str()
-            .unwrap_or_default()
-            .contains("hello from the workspace"),
-        "{end}"
-    );
-    assert_eq!(
-        crate::support::events::labels(end),
-        vec![crate::support::events::label("untrusted", "mcp:hostile")]
-    );
+    crate::support::events::untrusted_end(&events, "c1", "hello from the workspace", "mcp:hostile");
     // The session log has it too.
     let log = std::fs::read_to_string(crate::support::log::session_log(&cli)).expect("log");
     assert!(
@@ -494,18 +483,7 @@ fn the_reference_filesystem_server_runs_through_corral_run_and_a_deny_rule_holds
     );
     let cli = Cli::new();
     let events = run_events(&cli, &sb);
-    let read = crate::support::events::find(&events, "tool_call_end", "c1");
-    assert!(
-        read["outcome"]["content"]
-            .as_str()
-            .unwrap_or_default()
-            .contains("hello from the workspace"),
-        "{read}"
-    );
-    assert_eq!(
-        crate::support::events::labels(read),
-        vec![crate::support::events::label("untrusted", "mcp:files")]
-    );
+    crate::support::events::untrusted_end(&events, "c1", "hello from the workspace", "mcp:files");
     let permission = crate::support::events::find(&events, "permission", "c2");
     assert_eq!(permission["decision"], "deny", "{permission}");
     assert!(

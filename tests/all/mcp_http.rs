@@ -106,18 +106,7 @@ fn the_reference_server_over_http_is_listed_and_called_in_a_session() {
     let o = cli.run(&sb.ws(), &["run", "--provider", "replay", "--json", "go"]);
     assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
     let events = crate::support::events::events(&o);
-    let end = crate::support::events::find(&events, "tool_call_end", "c1");
-    assert!(
-        end["outcome"]["content"]
-            .as_str()
-            .unwrap_or_default()
-            .contains("hi over http"),
-        "{end}"
-    );
-    assert_eq!(
-        crate::support::events::labels(end),
-        vec![crate::support::events::label("untrusted", "mcp:every")]
-    );
+    crate::support::events::untrusted_end(&events, "c1", "hi over http", "mcp:every");
     let log = std::fs::read_to_string(crate::support::log::session_log(&cli)).expect("log");
     assert!(
         log.contains("every__echo") && log.contains("hi over http"),

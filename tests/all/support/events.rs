@@ -57,3 +57,19 @@ pub fn decisions(events: &[Value]) -> Vec<(String, String)> {
         })
         .collect()
 }
+
+/// The end of the call `id`: its content must hold `part` and its result be
+/// labelled `untrusted` by `source` alone.
+#[track_caller]
+pub fn untrusted_end<'a>(events: &'a [Value], id: &str, part: &str, source: &str) -> &'a Value {
+    let end = find(events, "tool_call_end", id);
+    assert!(
+        end["outcome"]["content"]
+            .as_str()
+            .unwrap_or_default()
+            .contains(part),
+        "{end}"
+    );
+    assert_eq!(labels(end), vec![label("untrusted", source)]);
+    end
+}
