@@ -6,6 +6,7 @@
 //! without a manifest, asking in `ask` mode and denied in `read-only`.
 
 use crate::support::mock::*;
+use crate::support::output::report as text;
 use crate::support::skip;
 use crate::support::text::has;
 use crate::*;
@@ -31,15 +32,6 @@ fn shell_manifest(exec_timeout_ms: u64, call_timeout_ms: u64) -> String {
         "[plugins.shell]\nsource = \"builtin:shell\"\n\
          grants.exec = [{{ program = \"sh\", args = [\"**\"], timeout_ms = {exec_timeout_ms} }}]\n\
          limits = {{ timeout_ms = {call_timeout_ms} }}\n"
-    )
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "exit {:?}\n--- stdout ---\n{}--- stderr ---\n{}",
-        o.status.code(),
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
     )
 }
 

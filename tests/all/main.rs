@@ -297,16 +297,22 @@ impl Cli {
         self.bare(workspace, args)
     }
 
+    /// Points `cmd` at this CLI's config and data directories and the
+    /// shared compile cache ([`cache_home`]), without `CORRAL_LOG`.
+    pub fn homes<'c>(&self, cmd: &'c mut std::process::Command) -> &'c mut std::process::Command {
+        cmd.env("XDG_CONFIG_HOME", self.home.path().join("config"))
+            .env("XDG_CACHE_HOME", cache_home())
+            .env("XDG_DATA_HOME", self.home.path().join("data"))
+            .env_remove("CORRAL_LOG")
+    }
+
     fn bare(&self, workspace: &Path, args: &[&str]) -> std::process::Command {
         let mut cmd = std::process::Command::new(corral_binary());
         cmd.args(args)
             .arg("--workspace")
             .arg(workspace)
-            .current_dir(workspace)
-            .env("XDG_CONFIG_HOME", self.home.path().join("config"))
-            .env("XDG_CACHE_HOME", cache_home())
-            .env("XDG_DATA_HOME", self.home.path().join("data"))
-            .env_remove("CORRAL_LOG")
+            .current_dir(workspace);
+        self.homes(&mut cmd)
             .env_remove("OPENAI_API_KEY")
             .env_remove("ANTHROPIC_API_KEY")
             .stdin(std::process::Stdio::null());

@@ -17,13 +17,9 @@ use serde_json::json;
 /// `--workspace` it puts last, which would end up among the arguments of
 /// `mcp add`'s command (the workspace is the current directory).
 fn run_last(cli: &Cli, workspace: &std::path::Path, args: &[&str]) -> std::process::Output {
-    std::process::Command::new(corral_binary())
-        .args(args)
-        .current_dir(workspace)
-        .env("XDG_CONFIG_HOME", cli.home.path().join("config"))
-        .env("XDG_CACHE_HOME", cache_home())
-        .env("XDG_DATA_HOME", cli.home.path().join("data"))
-        .env_remove("CORRAL_LOG")
+    let mut cmd = std::process::Command::new(corral_binary());
+    cmd.args(args).current_dir(workspace);
+    cli.homes(&mut cmd)
         .stdin(std::process::Stdio::null())
         .output()
         .expect("run corral")

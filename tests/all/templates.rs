@@ -9,20 +9,12 @@
 //! `CORRAL_JS_TOOLCHAIN`. Without them those tests are counted as skipped
 //! (and fail under CI, where `CORRAL_CI` is set).
 
+use crate::support::output::report as text;
 use crate::support::run::argv_with;
 use crate::support::text::{has, lacks};
 use crate::*;
 use std::path::Path;
 use std::process::{Command, Output};
-
-fn text(o: &Output) -> String {
-    format!(
-        "status {:?}\n--- stdout\n{}\n--- stderr\n{}",
-        o.status.code(),
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
 
 /// Runs `cmd`, failing the test with its output unless it succeeds.
 fn run_ok(cmd: &mut Command, what: &str) -> Output {
