@@ -69,24 +69,49 @@ fn interrupt(child: &Child) {
     assert_eq!(rc, 0, "kill");
 }
 
-#[test]
-fn tool_call_stops_a_busy_loop_at_its_deadline() {
-    let sb = Sandbox::with_manifest(&project(300));
-    let cli = Cli::new();
+/// Which output of a command a test reads.
+enum Stream {
+    Stdout,
+    Stderr,
+}
+
+/// `corral ARGS` run to its end (at most [`HANG`]): its exit code and the
+/// text of `stream`.
+fn bounded(cli: &Cli, sb: &Sandbox, args: &[&str], stream: Stream) -> (Option<i32>, String) {
     let mut child = cli
-        .command(&sb.ws(), &["tool", "call", "spin", "--args", "{}"])
+        .command(&sb.ws(), args)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .expect("spawn");
     let code = wait_bounded(&mut child, HANG);
-    let mut err = String::new();
-    child
-        .stderr
-        .take()
-        .expect("stderr")
-        .read_to_string(&mut err)
-        .expect("read");
+    let mut text = String::new();
+    let read = match stream {
+        Stream::Stdout => child
+            .stdout
+            .take()
+            .expect("stdout")
+            .read_to_string(&mut text),
+        Stream::Stderr => child
+            .stderr
+            .take()
+            .expect("stderr")
+            .read_to_string(&mut text),
+    };
+    read.expect("read");
+    (code, text)
+}
+
+#[test]
+fn tool_call_stops_a_busy_loop_at_its_deadline() {
+    let sb = Sandbox::with_manifest(&project(300));
+    let cli = Cli::new();
+    let (code, err) = bounded(
+        &cli,
+        &sb,
+        &["tool", "call", "spin", "--args", "{}"],
+        Stream::Stderr,
+    );
     assert_eq!(code, Some(1), "{err}");
     has(&err, "timed out after 300 ms (limits.timeout_ms)");
 }
@@ -99,20 +124,12 @@ fn run_stops_a_busy_loop_at_its_deadline_and_goes_on() {
         &[call_turn("c1", "spin", json!({})), answer_turn("Gave up.")],
     );
     let cli = Cli::new();
-    let mut child = cli
-        .command(&sb.ws(), &["run", "--provider", "replay", "--json", "spin"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn");
-    let code = wait_bounded(&mut child, HANG);
-    let mut out = String::new();
-    child
-        .stdout
-        .take()
-        .expect("stdout")
-        .read_to_string(&mut out)
-        .expect("read");
+    let (code, out) = bounded(
+        &cli,
+        &sb,
+        &["run", "--provider", "replay", "--json", "spin"],
+        Stream::Stdout,
+    );
     assert_eq!(code, Some(0), "{out}");
     let end = out
         .lines()
