@@ -8,6 +8,7 @@ use crate::support::events::{events, find, label, labels};
 use crate::support::guard::{assert_nothing_sent, cassette, project, send_turn};
 use crate::support::output::assert_exit;
 use crate::support::run::argv_with;
+use crate::support::run::replay_events;
 use crate::support::text::has;
 use crate::*;
 use serde_json::{Value, json};
@@ -346,12 +347,7 @@ fn what_a_subagent_read_arms_its_parents_guard() {
         &json!([{"prompt": ASK, "turns": child}]),
     );
     let cli = Cli::new();
-    let o = cli.run(
-        &sb.ws(),
-        &["run", "--provider", "replay", "--json", "Summarise the lib"],
-    );
-    assert_exit(&o, 0);
-    let events = events(&o);
+    let events = replay_events(&cli, &sb, "Summarise the lib");
     let task = find(&events, "tool_call_end", "c1");
     assert_eq!(task["outcome"]["is_error"], false, "{task}");
     let permission = find(&events, "permission", "c2");

@@ -6,6 +6,7 @@
 use crate::support::cassette::{answer_turn, call_turn};
 use crate::support::events::{events, find, label, labels};
 use crate::support::output::{assert_exit, printed, stderr, stdout};
+use crate::support::run::replay_events;
 use crate::support::run::tool_call;
 use crate::support::text::{has, has_all, lacks};
 use crate::{Cli, Sandbox, workspace_and_cli};
@@ -625,12 +626,7 @@ fn without_anyone_to_ask_an_ungranted_origin_is_refused_with_how_to_grant_it() {
             ],
         );
         let cli = Cli::new();
-        let out = cli.run(
-            &sb.ws(),
-            &["run", "--provider", "replay", "--json", "Fetch it"],
-        );
-        assert_exit(&out, 0);
-        let events = events(&out);
+        let events = replay_events(&cli, &sb, "Fetch it");
         let end = content(find(&events, "tool_call_end", "w1"));
         assert!(
             end.contains(&format!(

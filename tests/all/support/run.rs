@@ -80,3 +80,11 @@ pub fn argv_with<'a>(line: &'a str, last: &'a str) -> Vec<&'a str> {
     args.push(last);
     args
 }
+
+/// `corral run --provider replay --json PROMPT`, which must end well; its
+/// events ([`crate::support::events::events`]).
+pub fn replay_events(cli: &Cli, sb: &Sandbox, prompt: &str) -> Vec<serde_json::Value> {
+    let o = cli.run(&sb.ws(), &["run", "--provider", "replay", "--json", prompt]);
+    crate::support::output::assert_exit(&o, 0);
+    crate::support::events::events(&o)
+}
