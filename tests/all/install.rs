@@ -6,7 +6,7 @@
 
 use crate::support::files::sha256_of;
 use crate::support::output::printed as text;
-use crate::support::registry::{Registry, read_user_manifest, store_dir};
+use crate::support::registry::{Registry, publish, read_user_manifest, store_dir};
 use crate::support::run::argv_with;
 use crate::support::text::{has, has_all, lacks};
 use crate::*;
@@ -260,18 +260,7 @@ fn an_oci_round_trip_reviews_updates_and_refuses_tampering() {
         "[plugin]\nname = \"counter\"\nversion = \"1.0.0\"\n[requests]\nfs = [{ path = \".\", access = \"ro\" }]\n",
     );
     let stable = registry.reference("tools/counter:stable");
-    let o = cli.run(
-        &sb.ws(),
-        &[
-            "plugin",
-            "publish",
-            EXAMPLE,
-            &stable,
-            "--requests",
-            "v1.toml",
-        ],
-    );
-    assert!(o.status.success(), "{}", text(&o));
+    publish(&cli, &sb, EXAMPLE, &stable, "v1.toml");
     let o = add(&cli, &sb, &stable, "");
     let t = text(&o);
     assert!(o.status.success(), "{t}");
@@ -299,18 +288,7 @@ fn an_oci_round_trip_reviews_updates_and_refuses_tampering() {
         "v2.toml",
         "[plugin]\nname = \"counter\"\nversion = \"2.0.0\"\n[requests]\nfs = [{ path = \".\", access = \"rw\" }]\nnet = [\"https://api.example.com:443\"]\n",
     );
-    let o = cli.run(
-        &sb.ws(),
-        &[
-            "plugin",
-            "publish",
-            EXAMPLE,
-            &stable,
-            "--requests",
-            "v2.toml",
-        ],
-    );
-    assert!(o.status.success(), "{}", text(&o));
+    publish(&cli, &sb, EXAMPLE, &stable, "v2.toml");
     // Without approval the update shows the diff and changes nothing.
     let o = cli.run(&sb.ws(), &["plugin", "update", "counter"]);
     let t = text(&o);

@@ -4,7 +4,7 @@
 //! limit is refused while it streams, leaving no file behind.
 
 use crate::support::output::printed as text;
-use crate::support::registry::{Registry, read_user_manifest, store_dir};
+use crate::support::registry::{Registry, publish, read_user_manifest, store_dir};
 use crate::support::text::{has, lacks};
 use crate::*;
 use corral_test_programs::ECHO;
@@ -102,18 +102,7 @@ fn an_oci_layer_over_the_limit_is_refused_and_leaves_no_file() {
     let (sb, cli) = workspace_and_cli();
     sb.write("r.toml", "[plugin]\nname = \"big\"\n[requests]\n");
     let reference = registry.reference("tools/big:1");
-    let o = cli.run(
-        &sb.ws(),
-        &[
-            "plugin",
-            "publish",
-            ECHO,
-            &reference,
-            "--requests",
-            "r.toml",
-        ],
-    );
-    assert!(o.status.success(), "{}", text(&o));
+    publish(&cli, &sb, ECHO, &reference, "r.toml");
     let size = std::fs::metadata(ECHO).unwrap().len();
     let limit_kb = (size / 2 / 1024).max(1).to_string();
     let o = cli.run_env(
