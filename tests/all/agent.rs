@@ -5,6 +5,8 @@
 use crate::support::log::session_log;
 use crate::support::manifest::{ANTHROPIC_KEY, KEYS, OPENAI_KEY, both_providers};
 use crate::support::mock::*;
+use crate::support::run::{argv, argv_with};
+use crate::support::text::{has, has_all};
 use crate::*;
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
@@ -62,13 +64,9 @@ fn text(o: &std::process::Output) -> (String, String) {
 fn assert_three_step_run(sb: &Sandbox, o: &std::process::Output) {
     let (out, err) = text(o);
     assert_eq!(o.status.code(), Some(0), "stdout:\n{out}\nstderr:\n{err}");
-    assert!(out.contains("● list_files()"), "{out}");
-    assert!(out.contains("● read_file(path=notes.txt)"), "{out}");
+    has_all(&out, &["● list_files()", "● read_file(path=notes.txt)"]);
     assert!(out.contains("● edit_file("), "{out}");
-    assert!(
-        out.contains("Marked the task DONE in notes.txt — héllo wörld ✓"),
-        "{out}"
-    );
+    has(&out, "Marked the task DONE in notes.txt — héllo wörld ✓");
     assert_eq!(
         std::fs::read_to_string(sb.ws().join("notes.txt")).expect("notes"),
         "- DONE: ship it\n"
@@ -81,12 +79,7 @@ fn openai_three_step_task() {
     let cli = Cli::new();
     let o = cli.run_env(
         &sb.ws(),
-        &[
-            "run",
-            "--provider",
-            "openai",
-            "Mark the TODO in notes.txt done",
-        ],
+        &argv_with("run --provider openai", "Mark the TODO in notes.txt done"),
         &KEYS,
     );
     assert_three_step_run(&sb, &o);
@@ -111,12 +104,10 @@ fn anthropic_three_step_task_by_flag_only() {
     let cli = Cli::new();
     let o = cli.run_env(
         &sb.ws(),
-        &[
-            "run",
-            "--provider",
-            "anthropic",
+        &argv_with(
+            "run --provider anthropic",
             "Mark the TODO in notes.txt done",
-        ],
+        ),
         &KEYS,
     );
     assert_three_step_run(&sb, &o);
@@ -166,19 +157,15 @@ fn provider_chosen_by_manifest() {
 #[test]
 fn key_is_never_visible_to_the_provider_plugin() {
     let mock = MockServer::start(|_, _| Reply::Status(200, vec![], "{\"ok\":true}".into()));
-    let sb = Sandbox::new();
-    sb.write(
-        "corral.toml",
-        &format!(
-            "[plugins.leaky]\nsource = {:?}\ngrants.net = [\"http://127.0.0.1:{}\"]\n\
+    let sb = Sandbox::with_manifest(&format!(
+        "[plugins.leaky]\nsource = {:?}\ngrants.net = [\"http://127.0.0.1:{}\"]\n\
              grants.secrets = [{{ origin = \"http://127.0.0.1:{}\", header = \"authorization\", value = \"Bearer ${{env:TEST_OPENAI_KEY}}\" }}]\n\
              config = {{ url = \"http://127.0.0.1:{}/probe\" }}\n",
-            corral_test_programs::ENV_PROVIDER,
-            mock.port,
-            mock.port,
-            mock.port
-        ),
-    );
+        corral_test_programs::ENV_PROVIDER,
+        mock.port,
+        mock.port,
+        mock.port
+    ));
     let cli = Cli::new();
     let o = cli.run_env(
         &sb.ws(),
@@ -189,8 +176,7 @@ fn key_is_never_visible_to_the_provider_plugin() {
     assert_eq!(o.status.code(), Some(0), "{out}\n{err}");
     // The plugin reports everything it could find: environment, arguments,
     // config, files, and the request headers it built.
-    assert!(out.contains("env=[]"), "{out}");
-    assert!(out.contains("args=[]"), "{out}");
+    has_all(&out, &["env=[]", "args=[]"]);
     assert!(!out.contains(OPENAI_KEY), "the plugin saw the key: {out}");
     // ...while the request it sent carried the key, added by the host.
     let reqs = mock.requests();
@@ -213,8 +199,7 @@ fn run_with_openai_reply(
     reply: impl Fn(usize) -> Reply + Send + Sync + 'static,
 ) -> (std::process::Output, MockServer) {
     let openai = MockServer::start(move |n, _| reply(n));
-    let sb = Sandbox::new();
-    sb.write("corral.toml", &both_providers(openai.port, 9, ""));
+    let sb = Sandbox::with_manifest(&both_providers(openai.port, 9, ""));
     let cli = Cli::new();
     let o = cli.run_env(&sb.ws(), &["run", "--provider", "openai", "hello"], &KEYS);
     (o, openai)
@@ -232,9 +217,14 @@ fn provider_401_is_an_auth_error() {
     });
     let (_, err) = text(&o);
     assert_eq!(o.status.code(), Some(3), "{err}");
-    assert!(err.contains("authentication failed"), "{err}");
-    assert!(err.contains("Incorrect API key provided"), "{err}");
-    assert!(err.contains("[stopped: provider_error"), "{err}");
+    has_all(
+        &err,
+        &[
+            "authentication failed",
+            "Incorrect API key provided",
+            "[stopped: provider_error",
+        ],
+    );
     assert_eq!(mock.requests().len(), 1, "auth errors are not retried");
 }
 
@@ -251,7 +241,7 @@ fn provider_429_is_retried_after_the_wait_it_asks_for() {
     });
     let (out, err) = text(&o);
     assert_eq!(o.status.code(), Some(0), "{err}");
-    assert!(out.contains("Hello after waiting."), "{out}");
+    has(&out, "Hello after waiting.");
     assert_eq!(mock.requests().len(), 2);
     assert!(
         started.elapsed() >= Duration::from_secs(1),
@@ -270,7 +260,7 @@ fn provider_500_is_retried_then_reported() {
     });
     let (_, err) = text(&o);
     assert_eq!(o.status.code(), Some(3), "{err}");
-    assert!(err.contains("server error"), "{err}");
+    has(&err, "server error");
     assert_eq!(mock.requests().len(), 4, "one try and three retries");
 }
 
@@ -283,7 +273,7 @@ fn malformed_sse_is_a_protocol_error() {
     });
     let (_, err) = text(&o);
     assert_eq!(o.status.code(), Some(3), "{err}");
-    assert!(err.contains("protocol error"), "{err}");
+    has(&err, "protocol error");
 }
 
 #[test]
@@ -298,7 +288,7 @@ fn stream_cut_mid_message_is_a_network_error() {
     });
     let (out, err) = text(&o);
     assert_eq!(o.status.code(), Some(3), "{out}\n{err}");
-    assert!(err.contains("network error"), "{err}");
+    has(&err, "network error");
 }
 
 /// On a terminal stdout and stderr are one stream: a streamed answer that
@@ -314,8 +304,7 @@ fn a_broken_streams_partial_answer_is_printed_before_its_error() {
         .rfind("data: ")
         .expect("its line");
     let openai = MockServer::start(move |_, _| Reply::SseCut(body.clone(), cut));
-    let sb = Sandbox::new();
-    sb.write("corral.toml", &both_providers(openai.port, 9, ""));
+    let sb = Sandbox::with_manifest(&both_providers(openai.port, 9, ""));
     let cli = Cli::new();
     let mut cmd = openai_run(&cli, &sb, "hello");
     let (mut reader, writer) = std::io::pipe().expect("pipe");
@@ -362,20 +351,18 @@ fn provider_cannot_reach_an_unlisted_host() {
     let o = cli.run_env(&sb.ws(), &["run", "--provider", "openai", "hello"], &KEYS);
     let (_, err) = text(&o);
     assert_eq!(o.status.code(), Some(3), "{err}");
-    assert!(err.contains("grants.net"), "{err}");
+    has(&err, "grants.net");
     assert!(other.requests().is_empty(), "the unlisted host was reached");
     assert!(allowed.requests().is_empty());
 }
 
 #[test]
 fn no_provider_says_how_to_configure_one() {
-    let sb = Sandbox::new();
-    let cli = Cli::new();
+    let (sb, cli) = workspace_and_cli();
     let o = cli.run(&sb.ws(), &["run", "hello"]);
     let (_, err) = text(&o);
     assert_eq!(o.status.code(), Some(2));
-    assert!(err.contains("export OPENAI_API_KEY"), "{err}");
-    assert!(err.contains("--provider replay"), "{err}");
+    has_all(&err, &["export OPENAI_API_KEY", "--provider replay"]);
 }
 
 #[test]
@@ -389,12 +376,9 @@ fn offline_demo_runs_real_tools() {
     );
     let (out, err) = text(&o);
     assert_eq!(o.status.code(), Some(0), "{err}");
-    assert!(out.contains("● list_files(depth=1)"), "{out}");
+    has(&out, "● list_files(depth=1)");
     // The tool really ran in this workspace: two entries, README.md and hello.txt.
-    assert!(
-        out.contains("● read_file(limit=30, path=README.md)\n  ⎿ 3 lines"),
-        "{out}"
-    );
+    has(&out, "● read_file(limit=30, path=README.md)\n  ⎿ 3 lines");
 }
 
 #[test]
@@ -452,19 +436,9 @@ fn sigkill_mid_turn_then_resume_loses_nothing() {
     sb.write("corral.toml", &both_providers(openai.port, 9, ""));
     let cli = Cli::new();
     let mut cmd = openai_run(&cli, &sb, "Read notes.txt");
-    let mut child = cmd
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("spawn");
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while openai.requests().len() < 2 {
-        assert!(
-            Instant::now() < deadline,
-            "corral never sent its second request"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let mut child = crate::support::process::quiet(&mut cmd);
+    // corral sent its second request.
+    openai.wait_requests(2, Duration::from_secs(60));
     child.kill().expect("SIGKILL");
     let _ = child.wait();
 
@@ -495,7 +469,7 @@ fn sigkill_mid_turn_then_resume_loses_nothing() {
     let o = cli.run_env(&sb.ws(), &["resume", "--last"], &KEYS);
     let (out, err) = text(&o);
     assert_eq!(o.status.code(), Some(0), "{out}\n{err}");
-    assert!(out.contains("Resumed and done."), "{out}");
+    has(&out, "Resumed and done.");
 
     // The resumed request carried the whole logged conversation.
     let reqs = openai.requests();
@@ -517,7 +491,7 @@ fn sigkill_mid_turn_then_resume_loses_nothing() {
     let seqs: Vec<u64> = after.iter().map(|r| r.seq).collect();
     assert_eq!(seqs, (1..=after.len() as u64).collect::<Vec<_>>());
     let o = cli.run(&sb.ws(), &["sessions"]);
-    assert!(text(&o).0.contains("final_answer"), "{}", text(&o).0);
+    has(&text(&o).0, "final_answer");
     let o = cli.run(
         &sb.ws(),
         &[
@@ -525,7 +499,7 @@ fn sigkill_mid_turn_then_resume_loses_nothing() {
             log.file_stem().expect("id").to_str().expect("utf-8"),
         ],
     );
-    assert!(text(&o).0.contains("Resumed and done."), "{}", text(&o).0);
+    has(&text(&o).0, "Resumed and done.");
 }
 
 #[test]
@@ -545,29 +519,16 @@ fn unknown_tools_and_bad_arguments_go_back_to_the_model() {
         )),
         _ => Reply::Sse(openai_sse("ok", &[])),
     });
-    let sb = Sandbox::new();
-    sb.write("corral.toml", &both_providers(openai.port, 9, ""));
+    let sb = Sandbox::with_manifest(&both_providers(openai.port, 9, ""));
     let cli = Cli::new();
     let o = cli.run_env(&sb.ws(), &["run", "--provider", "openai", "go"], &KEYS);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o).1);
     let reqs = openai.requests();
     check_openai_request(&reqs[1], OPENAI_KEY);
     let result = |id: &str| openai_tool_result(&reqs[1], id);
-    assert!(
-        result("c1").contains("unknown tool `no_such_tool`"),
-        "{}",
-        result("c1")
-    );
-    assert!(
-        result("c2").contains("arguments.path must be string"),
-        "{}",
-        result("c2")
-    );
-    assert!(
-        result("c3").contains("unknown field `bogus`"),
-        "{}",
-        result("c3")
-    );
+    has(&result("c1"), "unknown tool `no_such_tool`");
+    has(&result("c2"), "arguments.path must be string");
+    has(&result("c3"), "unknown field `bogus`");
 }
 
 #[test]
@@ -578,24 +539,16 @@ fn max_iterations_is_an_explicit_stop() {
             &[(["a", "b", "c", "d"][n % 4], "list_files", json!({}))],
         ))
     });
-    let sb = Sandbox::new();
-    sb.write("corral.toml", &both_providers(openai.port, 9, ""));
+    let sb = Sandbox::with_manifest(&both_providers(openai.port, 9, ""));
     let cli = Cli::new();
     let o = cli.run_env(
         &sb.ws(),
-        &[
-            "run",
-            "--provider",
-            "openai",
-            "--max-iterations",
-            "2",
-            "loop",
-        ],
+        &argv("run --provider openai --max-iterations 2 loop"),
         &KEYS,
     );
     let (_, err) = text(&o);
     assert_eq!(o.status.code(), Some(4), "{err}");
-    assert!(err.contains("[stopped: max_iterations"), "{err}");
+    has(&err, "[stopped: max_iterations");
     assert_eq!(openai.requests().len(), 2);
 }
 
@@ -608,8 +561,7 @@ fn ctrl_c_interrupts_and_leaves_the_log_consistent() {
         )),
         _ => Reply::Hang,
     });
-    let sb = Sandbox::new();
-    sb.write("corral.toml", &both_providers(openai.port, 9, ""));
+    let sb = Sandbox::with_manifest(&both_providers(openai.port, 9, ""));
     let cli = Cli::new();
     let mut cmd = openai_run(&cli, &sb, "read hello");
     let child = cmd
@@ -617,14 +569,8 @@ fn ctrl_c_interrupts_and_leaves_the_log_consistent() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .expect("spawn");
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while openai.requests().len() < 2 {
-        assert!(
-            Instant::now() < deadline,
-            "corral never sent its second request"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    // corral sent its second request.
+    openai.wait_requests(2, Duration::from_secs(60));
     let status = std::process::Command::new("kill")
         .args(["-INT", &child.id().to_string()])
         .status()
@@ -633,7 +579,7 @@ fn ctrl_c_interrupts_and_leaves_the_log_consistent() {
     let o = child.wait_with_output().expect("wait");
     let (_, err) = text(&o);
     assert_eq!(o.status.code(), Some(130), "{err}");
-    assert!(err.contains("[stopped: interrupted"), "{err}");
+    has(&err, "[stopped: interrupted");
     let records = corral_core::session::read(&session_log(&cli)).expect("log");
     let last = serde_json::to_value(&records.last().expect("records").event).expect("v");
     assert_eq!(last["type"], "stop");

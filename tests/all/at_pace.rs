@@ -20,6 +20,7 @@ use crate::support::cassette;
 use crate::support::manifest::{anthropic_plugin, openai_plugin};
 use crate::support::mock::{Call, anthropic_sse, openai_sse};
 use crate::support::pty;
+use crate::support::text::has;
 use crate::support::tui::{Pane, ui_command};
 use crate::*;
 use serde_json::{Value, json};
@@ -81,15 +82,11 @@ impl Wire {
             Wire::OpenAi => openai_plugin(port, r#"model = "mock""#, ""),
             Wire::Anthropic => anthropic_plugin(port, r#"model = "mock""#, ""),
         };
-        let sb = Sandbox::new();
-        sb.write(
-            "corral.toml",
-            &format!(
-                "[agent]\nprovider = \"{}\"\n\n[policy]\nmode = \"auto-edit\"\n\n{plugin}",
-                self.provider()
-            ),
-        );
-        sb
+
+        Sandbox::with_manifest(&format!(
+            "[agent]\nprovider = \"{}\"\n\n[policy]\nmode = \"auto-edit\"\n\n{plugin}",
+            self.provider()
+        ))
     }
 }
 
@@ -247,11 +244,7 @@ fn resume_at_pace(wire: Wire) {
         wire,
         &["resume", "--last", "-p", "What is this project?"],
     );
-    assert!(
-        shown.screen.contains("resuming session"),
-        "{}",
-        shown.screen
-    );
+    has(&shown.screen, "resuming session");
     assert_terminal(&shown);
 }
 
@@ -334,10 +327,7 @@ fn run_shows_a_replayed_answer_whole() {
     cassette::write(&sb, "c.json", &turns);
     sb.write(
         "corral.toml",
-        "[agent]\nprovider = \"replay\"\n\n[policy]\nmode = \"auto-edit\"\n\n\
-         [plugins.replay]\nsource = \"builtin:replay\"\n\
-         grants.fs = [{ path = \".\", access = \"ro\" }]\n\
-         config = { cassette = \"c.json\", delay_ms = 150 }\n",
+        &crate::support::tui::replay_manifest(r#"mode = "auto-edit""#, ", delay_ms = 150"),
     );
     let cli = Cli::new();
     let shown = pty::run(cli.command(&sb.ws(), &["run", "What is this project?"]));
@@ -349,17 +339,13 @@ fn ui_at_pace(wire: Wire) {
     let port = paced(script(wire));
     let sb = wire.workspace(port);
     let cli = Cli::new();
-    // Trusts the manifest, as a user would before the first run.
-    let o = cli.run(&sb.ws(), &["sessions"]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    crate::support::tui::trust(&cli, &sb);
     let (k, v) = wire.key();
     let command = format!("{k}={v} {}", ui_command(&cli, &sb.ws(), "sleep 600"));
-    let Some(pane) = Pane::start(&command) else {
+    let Some(pane) = Pane::ready(&command) else {
         return;
     };
-    pane.wait_for("ask anything");
-    pane.type_text("What is this project?");
-    pane.press("Enter");
+    pane.submit("What is this project?");
     pane.wait_for("whole.");
     let screen = pane.wait_for("ready");
     // The UI lays the answer out itself: a margin, wrapping, and a line

@@ -6,7 +6,9 @@
 
 use crate::support::log::of_type;
 use crate::support::mock::*;
+use crate::support::run::argv_with;
 use crate::support::run::{answering, openai_workspace};
+use crate::support::text::{has, lacks};
 use crate::*;
 use corral_test_programs::HTTP_CLIENT;
 use serde_json::{Value, json};
@@ -124,8 +126,7 @@ fn json_approval_events_carry_the_whole_call_made_visible() {
 
 #[test]
 fn mcp_elicitations_show_the_whole_call_made_visible() {
-    let sb = Sandbox::new();
-    let cli = Cli::new();
+    let (sb, cli) = workspace_and_cli();
     // Past the 4 KiB the elicitation used to show, with a bidi override.
     let command = format!(
         "sh -c 'echo checking the build{}; touch PWNED' \u{202e}",
@@ -142,9 +143,9 @@ fn mcp_elicitations_show_the_whole_call_made_visible() {
     let asked = out["elicitations"].as_array().expect("elicitations");
     assert_eq!(asked.len(), 1, "{out}");
     let message = asked[0]["message"].as_str().expect("message");
-    assert!(
-        message.contains("command: sh -c 'echo checking the build␠×5000; touch PWNED' \\u{202e}"),
-        "{message}"
+    has(
+        message,
+        "command: sh -c 'echo checking the build␠×5000; touch PWNED' \\u{202e}",
     );
     assert!(!message.contains('\u{202e}'), "{message}");
     assert!(!sb.ws().join("PWNED").exists());
@@ -170,20 +171,15 @@ fn the_ui_modal_wraps_the_call_and_approves_only_once_all_of_it_was_shown() {
     crate::support::cassette::write(&sb, "c.json", &turns);
     sb.write(
         "corral.toml",
-        "[agent]\nprovider = \"replay\"\n\n[plugins.replay]\nsource = \"builtin:replay\"\n\
-         grants.fs = [{ path = \".\", access = \"ro\" }]\n\
-         config = { cassette = \"c.json\", delay_ms = 5 }\n",
+        &crate::support::tui::replay_manifest("", ", delay_ms = 5"),
     );
     let cli = Cli::new();
-    let o = cli.run(&sb.ws(), &["sessions"]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    crate::support::tui::trust(&cli, &sb);
     let command = crate::support::tui::ui_command(&cli, &sb.ws(), "sleep 600");
-    let Some(pane) = Pane::start(&command) else {
+    let Some(pane) = Pane::ready(&command) else {
         return;
     };
-    pane.wait_for("ask anything");
-    pane.type_text("run the steps");
-    pane.press("Enter");
+    pane.submit("run the steps");
     pane.wait_for("approve this call?");
     pane.wait_for("echo step 1");
     // `y` past the modal's first moments does nothing while the tail is
@@ -198,8 +194,8 @@ fn the_ui_modal_wraps_the_call_and_approves_only_once_all_of_it_was_shown() {
         screen.contains("approve this call?"),
         "`y` approved an unseen call:\n{screen}"
     );
-    assert!(!screen.contains("touch PWNED"), "{screen}");
-    assert!(screen.contains("scroll to the end of the call"), "{screen}");
+    lacks(&screen, "touch PWNED");
+    has(&screen, "scroll to the end of the call");
     assert!(!sb.ws().join("PWNED").exists());
     // Scrolled to the end, the tail is there, whitespace made visible.
     let start = Instant::now();
@@ -357,17 +353,10 @@ fn empty_model_ids_cannot_share_an_approval() {
     let child = cli
         .command(
             &sb.ws(),
-            &[
-                "run",
-                "--provider",
-                "replay",
-                "--json",
-                "--approvals",
-                "stdin",
-                "--max-iterations",
-                "1",
+            &argv_with(
+                "run --provider replay --json --approvals stdin --max-iterations 1",
                 "write them",
-            ],
+            ),
         )
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -552,14 +541,7 @@ fn parallel_reads_sharing_an_id_keep_their_own_labels() {
 #[test]
 fn a_rejected_stdin_line_is_quoted_inert_and_cut() {
     let mock = MockServer::start(|n, _| match n {
-        0 => Reply::Sse(openai_sse(
-            "Writing. ",
-            &[(
-                "w1",
-                "write_file",
-                json!({"path": "a.txt", "content": "a\n"}),
-            )],
-        )),
+        0 => Reply::Sse(openai_sse("Writing. ", &[write_call("w1", "a.txt", "a\n")])),
         _ => Reply::Sse(openai_sse("Done.", &[])),
     });
     let sb = openai_workspace(mock.port, "");
@@ -591,10 +573,7 @@ fn a_rejected_stdin_line_is_quoted_inert_and_cut() {
         !stderr.contains('\x1b') && !stderr.contains('\x07'),
         "raw escapes reached stderr"
     );
-    assert!(
-        complaint.contains("\\x1b]52;c;SGVsbG8=\\x07\\x1b[2J"),
-        "{complaint}"
-    );
+    has(complaint, "\\x1b]52;c;SGVsbG8=\\x07\\x1b[2J");
     assert!(complaint.contains("more characters)"), "{complaint}");
     assert!(stderr.len() < 4096, "{} bytes of stderr", stderr.len());
 }

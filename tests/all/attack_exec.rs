@@ -11,6 +11,7 @@ use crate::support::git::{git, repo};
 use crate::support::manifest::openai_project;
 use crate::support::mock::*;
 use crate::support::output::printed;
+use crate::support::text::{has, has_all, lacks};
 use crate::support::tui::Pane;
 use crate::*;
 use serde_json::{Value, json};
@@ -53,16 +54,8 @@ fn a_formatter_hook_gets_file_names_never_options_and_cannot_write_git_config() 
     let before = git_config(&sb);
     let fmt = fake_formatter(&sb);
     let calls: Vec<Call> = vec![
-        (
-            "w1",
-            "write_file",
-            json!({"path": "--plugin=./evil.mjs", "content": "export default {}\n"}),
-        ),
-        (
-            "w2",
-            "write_file",
-            json!({"path": "ok.mjs", "content": "let a=1\n"}),
-        ),
+        write_call("w1", "--plugin=./evil.mjs", "export default {}\n"),
+        write_call("w2", "ok.mjs", "let a=1\n"),
     ];
     let mock = MockServer::start(move |n, _| match n {
         0 => Reply::Sse(openai_sse("", &calls)),
@@ -95,7 +88,7 @@ after_tool = [{{ plugin = "format", tools = ["write_file"] }}]
         ["--write", "./--plugin=./evil.mjs", "--write", "ok.mjs"],
         "{log}\n{told}"
     );
-    assert!(!log.contains("wrote-git-config"), "{log}");
+    lacks(&log, "wrote-git-config");
     assert_eq!(log.matches("git-config-refused").count(), 2, "{log}");
     assert_eq!(git_config(&sb), before, ".git/config was changed");
 }
@@ -133,11 +126,11 @@ fn a_granted_program_gets_no_option_through_a_star_and_cannot_write_protected_fi
         &sb,
         json!({"argv": [fmt, "--write", "--plugin=./evil.mjs"]}),
     );
-    assert!(
-        out.contains("`--plugin=./evil.mjs` fills a `*` of the grant but starts with `-`"),
-        "{out}"
+    has(
+        &out,
+        "`--plugin=./evil.mjs` fills a `*` of the grant but starts with `-`",
     );
-    assert!(out.contains("./--plugin=./evil.mjs"), "{out}");
+    has(&out, "./--plugin=./evil.mjs");
     assert!(!sb.ws().join("fmt.log").exists(), "the program ran");
 
     let out = tool_call(
@@ -146,8 +139,7 @@ fn a_granted_program_gets_no_option_through_a_star_and_cannot_write_protected_fi
         json!({"argv": ["sh", "-c", "echo '[core] fsmonitor = touch PWNED' >> .git/config; \
                  echo x >> corral.toml; echo made > made.txt; echo done"]}),
     );
-    assert!(out.contains("done"), "{out}");
-    assert!(out.contains("Read-only file system"), "{out}");
+    has_all(&out, &["done", "Read-only file system"]);
     assert_eq!(
         std::fs::read_to_string(sb.ws().join("made.txt")).expect("the workspace is writable"),
         "made\n"
@@ -157,7 +149,7 @@ fn a_granted_program_gets_no_option_through_a_star_and_cannot_write_protected_fi
         &sb,
         json!({"argv": ["sh", "-c", "echo '[core] fsmonitor = touch PWNED' >> config"], "cwd": ".git"}),
     );
-    assert!(out.contains("Read-only file system"), "{out}");
+    has(&out, "Read-only file system");
     assert_eq!(git_config(&sb), before, ".git/config was changed");
     assert_eq!(
         std::fs::read_to_string(sb.ws().join("corral.toml")).expect("toml"),
@@ -266,9 +258,9 @@ fn an_approved_worktree_diff_with_a_symlink_leading_out_is_refused() {
     );
     let cli = Cli::new();
     let printed = run_approving(&cli, &sb);
-    assert!(
-        printed.contains("a symlink to `/etc/passwd`, which is outside the workspace"),
-        "{printed}"
+    has(
+        &printed,
+        "a symlink to `/etc/passwd`, which is outside the workspace",
     );
     for name in ["leak", "up"] {
         assert!(
@@ -316,23 +308,16 @@ fn diff_in_the_ui_runs_nothing_the_repository_names() {
     );
     sb.write("notes.txt", "- TODO: ship it\n- a changed line\n");
     crate::support::cassette::write(&sb, "c.json", &[] as &[Value]);
-    sb.write(
-        "corral.toml",
-        "[agent]\nprovider = \"replay\"\n\n[plugins.replay]\nsource = \"builtin:replay\"\n\
-         grants.fs = [{ path = \".\", access = \"ro\" }]\nconfig = { cassette = \"c.json\" }\n",
-    );
+    sb.write("corral.toml", &crate::support::tui::replay_manifest("", ""));
     let cli = Cli::new();
-    let o = cli.run(&sb.ws(), &["sessions"]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    crate::support::tui::trust(&cli, &sb);
     let command = crate::support::tui::ui_command(&cli, &sb.ws(), "sleep 600");
-    let Some(pane) = Pane::start(&command) else {
+    let Some(pane) = Pane::ready(&command) else {
         return;
     };
-    pane.wait_for("ask anything");
-    pane.type_text("/diff");
-    pane.press("Enter");
+    pane.submit("/diff");
     let screen = pane.wait_for("+- a changed line");
-    assert!(screen.contains("notes.txt"), "{screen}");
+    has(&screen, "notes.txt");
     pane.press("Escape");
     pane.press("C-c");
     pane.press("C-c");
@@ -468,8 +453,7 @@ fn a_granted_program_cannot_redirect_a_submodules_git_file() {
         json!({"argv": ["sh", "-c", "echo 'gitdir: ../../.evil' > vendor/lib/.git; \
                  echo made > vendor/lib/made.txt; echo done"]}),
     );
-    assert!(out.contains("done"), "{out}");
-    assert!(out.contains("Read-only file system"), "{out}");
+    has_all(&out, &["done", "Read-only file system"]);
     assert_eq!(
         std::fs::read_to_string(sb.ws().join("vendor/lib/.git")).expect("gitfile"),
         "gitdir: ../../.git/modules/lib\n",

@@ -5,8 +5,10 @@
 
 use crate::support::cassette::{answer_turn, call_turn};
 use crate::support::output::{stderr, stdout};
+use crate::support::run::argv;
 use crate::support::servers::installed;
 use crate::support::servers::{SYSTEM_PYTHON, hostile_runnable};
+use crate::support::text::{has, lacks};
 use crate::*;
 use serde_json::{Value, json};
 use std::os::unix::fs::PermissionsExt as _;
@@ -39,7 +41,7 @@ fn refused(cli: &Cli, sb: &Sandbox, path: &Path) {
     let (ok, all) = call(cli, sb, "srv__read", json!({ "path": path }));
     assert!(!ok, "{path:?} was read: {all}");
     assert!(all.contains("Permission denied"), "{path:?}: {all}");
-    assert!(!all.contains(SECRET), "{all}");
+    lacks(&all, SECRET);
 }
 
 // Failed before the fix: the install of `WORKSPACE/srv.py` was its path's
@@ -159,7 +161,7 @@ fn a_trusted_servers_script_that_changes_needs_trust_again() {
         stdout(&o)
     );
     let listed = cli.run(&sb.ws(), &["tools", "list"]);
-    assert!(stdout(&listed).contains("srv__read"), "{}", stdout(&listed));
+    has(&stdout(&listed), "srv__read");
 
     // The pull: the script now leaves a mark when it starts.
     let marker = sb.ws().join("ran.txt");
@@ -172,7 +174,7 @@ fn a_trusted_servers_script_that_changes_needs_trust_again() {
     );
     let o = cli.run(&sb.ws(), &["tools", "list"]);
     let all = format!("{}{}", stdout(&o), stderr(&o));
-    assert!(!all.contains("srv__read"), "{all}");
+    lacks(&all, "srv__read");
     assert!(!marker.exists(), "the changed script ran: {all}");
     assert!(
         all.contains("srv/server.py") && all.contains("corral trust"),
@@ -182,13 +184,9 @@ fn a_trusted_servers_script_that_changes_needs_trust_again() {
     // `corral trust` shows the change without running it, then approves it.
     let o = cli.run(&sb.ws(), &["trust", "--yes"]);
     assert!(o.status.success(), "{}", stderr(&o));
-    assert!(
-        stdout(&o).contains("the code its MCP servers run"),
-        "{}",
-        stdout(&o)
-    );
+    has(&stdout(&o), "the code its MCP servers run");
     let listed = cli.run(&sb.ws(), &["tools", "list"]);
-    assert!(stdout(&listed).contains("srv__read"), "{}", stdout(&listed));
+    has(&stdout(&listed), "srv__read");
     assert!(marker.exists(), "the approved script did not run");
 }
 
@@ -238,15 +236,7 @@ fn a_tool_of_a_server_that_may_write_asks_first_whatever_it_claims() {
         assert_eq!(effects(&cli, &sb, "srv__read"), json!(["write"]), "{grant}");
         let o = cli.run(
             &sb.ws(),
-            &[
-                "run",
-                "--provider",
-                "replay",
-                "--mode",
-                "ask",
-                "--json",
-                "go",
-            ],
+            &argv("run --provider replay --mode ask --json go"),
         );
         let events = crate::support::events::events(&o);
         let permission = crate::support::events::find(&events, "permission", "c1");
@@ -296,15 +286,7 @@ fn the_reference_filesystem_servers_write_file_asks_in_ask_mode() {
     let cli = Cli::new();
     let o = cli.run(
         &sb.ws(),
-        &[
-            "run",
-            "--provider",
-            "replay",
-            "--mode",
-            "ask",
-            "--json",
-            "go",
-        ],
+        &argv("run --provider replay --mode ask --json go"),
     );
     let events = crate::support::events::events(&o);
     let permission = crate::support::events::find(&events, "permission", "c1");

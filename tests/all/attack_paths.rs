@@ -8,6 +8,7 @@ use crate::support::manifest::openai_project;
 use crate::support::mock::*;
 use crate::support::model::calls_then_done;
 use crate::support::output::assert_exit;
+use crate::support::run::argv;
 use crate::*;
 use serde_json::{Value, json};
 
@@ -51,15 +52,7 @@ fn read(sb: &Sandbox, rel: &str) -> String {
 fn run(sb: &Sandbox) -> Vec<Value> {
     let o = Cli::new().run_env(
         &sb.ws(),
-        &[
-            "run",
-            "--provider",
-            "openai",
-            "--mode",
-            "full-auto",
-            "--json",
-            "go",
-        ],
+        &argv("run --provider openai --mode full-auto --json go"),
         &[KEY],
     );
     assert_exit(&o, 0);
@@ -149,17 +142,9 @@ fn a_deny_rule_holds_for_every_path_through_a_symlink() {
 #[test]
 fn a_write_through_a_symlink_to_git_is_refused_before_it_runs() {
     let mock = calls_then_done(vec![
-        (
-            "w1",
-            "write_file",
-            json!({ "path": "g/config", "content": "[core]\n\tfsmonitor = touch PWNED\n" }),
-        ),
+        write_call("w1", "g/config", "[core]\n\tfsmonitor = touch PWNED\n"),
         patch("p1", "*** Add File: g/hooks/pre-commit\n+touch PWNED"),
-        (
-            "w2",
-            "write_file",
-            json!({ "path": "fine.txt", "content": "fine\n" }),
-        ),
+        write_call("w2", "fine.txt", "fine\n"),
     ]);
     let sb = project(mock.port);
     let before = read(&sb, ".git/config");

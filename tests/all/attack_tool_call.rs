@@ -6,6 +6,7 @@
 //! manifest lets through.
 
 use crate::support::run::tool_call;
+use crate::support::text::has;
 use crate::*;
 use serde_json::{Value, json};
 
@@ -31,18 +32,14 @@ fn answer(cli: &Cli, sb: &Sandbox, tool: &str, args: Value) -> (Option<i32>, Val
 
 #[test]
 fn a_deny_rule_holds_for_a_typed_call() {
-    let sb = Sandbox::new();
-    sb.write(
-        "corral.toml",
-        "[policy]\ndeny = [\"write_file(secret/**)\"]\n",
-    );
+    let sb = Sandbox::with_manifest("[policy]\ndeny = [\"write_file(secret/**)\"]\n");
     std::fs::create_dir(sb.ws().join("secret")).expect("secret/");
     let cli = Cli::new();
     let (code, v) = answer(&cli, &sb, "write_file", write("secret/planted.txt"));
     assert_ne!(code, Some(0), "{v}");
     assert_eq!(v["error"]["kind"], "refused", "{v}");
     let message = v["error"]["message"].as_str().expect("message");
-    assert!(message.contains("write_file(secret/**)"), "{message}");
+    has(message, "write_file(secret/**)");
     assert!(!sb.ws().join("secret/planted.txt").exists());
     // Spelled another way, the path is the same path.
     let (code, v) = answer(
@@ -61,9 +58,7 @@ fn a_deny_rule_holds_for_a_typed_call() {
 
 #[test]
 fn a_blocking_hook_holds_for_a_typed_call() {
-    let sb = Sandbox::new();
-    sb.write(
-        "corral.toml",
+    let sb = Sandbox::with_manifest(
         r#"
 [plugins.no-pwn]
 source = "builtin:hook-block"
@@ -84,8 +79,7 @@ before_tool = [{ plugin = "no-pwn", tools = ["write_file"] }]
 
 #[test]
 fn read_only_mode_holds_for_a_typed_call() {
-    let sb = Sandbox::new();
-    sb.write("corral.toml", "[policy]\nmode = \"read-only\"\n");
+    let sb = Sandbox::with_manifest("[policy]\nmode = \"read-only\"\n");
     sb.write("kept.txt", "kept\n");
     let cli = Cli::new();
     let (code, v) = answer(&cli, &sb, "write_file", write("kept.txt"));

@@ -21,15 +21,11 @@ fn status_kb(pid: u32, field: &str) -> u64 {
 #[test]
 fn a_flooding_provider_waits_for_the_terminal_instead_of_filling_memory() {
     const MIB: u64 = 256;
-    let sb = Sandbox::new();
-    sb.write(
-        "corral.toml",
-        &format!(
-            "[plugins.flood]\nsource = {ENV_PROVIDER:?}\n\
+    let sb = Sandbox::with_manifest(&format!(
+        "[plugins.flood]\nsource = {ENV_PROVIDER:?}\n\
              limits = {{ memory_mb = 64, output_kb = 2048, timeout_ms = 600000 }}\n\
              config = {{ flood_mib = \"{MIB}\" }}\n"
-        ),
-    );
+    ));
     let cli = Cli::new();
     let mut child = cli
         .command(&sb.ws(), &["run", "--provider", "flood", "go"])

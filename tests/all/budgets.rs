@@ -3,8 +3,11 @@
 //! `corral` binary against the malicious `budgets` guest (no grants) or a
 //! replayed model.
 
+use crate::support::output::assert_exit;
 use crate::support::output::{stderr, stdout};
+use crate::support::run::argv_with;
 use crate::support::run::tool_call;
+use crate::support::text::{has, lacks};
 use crate::*;
 use corral_test_programs::BUDGETS;
 use std::process::Output;
@@ -30,16 +33,11 @@ fn assert_inert(o: &Output, what: &str) {
 /// A workspace whose manifest adds the budgets guest in `mode`, with `rest`
 /// (limits, say) in its entry.
 fn workspace(mode: &str, rest: &str) -> Sandbox {
-    let sb = Sandbox::new();
-    sb.write(
-        "corral.toml",
-        &plugin_toml(
-            "budgets",
-            BUDGETS,
-            &format!("config = {{ mode = {mode:?} }}\n{rest}"),
-        ),
-    );
-    sb
+    Sandbox::with_manifest(&plugin_toml(
+        "budgets",
+        BUDGETS,
+        &format!("config = {{ mode = {mode:?} }}\n{rest}"),
+    ))
 }
 
 #[test]
@@ -49,7 +47,7 @@ fn header_maps_without_any_grant_are_stopped_by_the_call_budget() {
     let o = tool_call(&cli, &sb, "fields_flood", "{}");
     let err = stderr(&o);
     assert_eq!(o.status.code(), Some(1), "{err}{}", stdout(&o));
-    assert!(!stdout(&o).contains("holding"), "{}", stdout(&o));
+    lacks(&stdout(&o), "holding");
     assert!(
         err.contains("more than 1024 host objects") && err.contains("HTTP header maps"),
         "{err}"
@@ -66,14 +64,7 @@ fn log_lines_are_capped_per_call_not_only_per_line() {
     // 20 000 lines of 1000 bytes, each well under the per-line cap.
     let o = cli.run(
         &sb.ws(),
-        &[
-            "-v",
-            "tool",
-            "call",
-            "log_flood",
-            "--args",
-            r#"{"n":20000}"#,
-        ],
+        &argv_with("-v tool call log_flood --args", r#"{"n":20000}"#),
     );
     let err = stderr(&o);
     assert!(
@@ -168,11 +159,7 @@ fn tool_output_and_errors_are_printed_inert() {
     let o = tool_call(&cli, &sb, "escapes_error", "{}");
     assert_eq!(o.status.code(), Some(1));
     assert_inert(&o, "tool call escapes_error");
-    assert!(
-        stderr(&o).contains("failed: clip\\x1b]52;c;"),
-        "{}",
-        stderr(&o)
-    );
+    has(&stderr(&o), "failed: clip\\x1b]52;c;");
 
     // JSON keeps the exact text, escaped the JSON way.
     let o = cli.run(
@@ -218,14 +205,11 @@ fn suspicious_descriptions_are_flagged_escaped_and_capped() {
     assert!(o.status.success(), "{}", stderr(&o));
     assert_inert(&o, "plugins list");
     let out = stdout(&o);
-    assert!(
-        out.contains("warning  `hidden_desc`: description holds 7 invisible Unicode characters"),
-        "{out}"
+    has(
+        &out,
+        "warning  `hidden_desc`: description holds 7 invisible Unicode characters",
     );
-    assert!(
-        out.contains("warning  `long_desc`: description is"),
-        "{out}"
-    );
+    has(&out, "warning  `long_desc`: description is");
 
     // What the model would read is escaped and capped.
     let o = cli.run(&sb.ws(), &["tools", "list", "--json"]);
@@ -302,9 +286,9 @@ fn run_and_show_print_model_and_tool_text_inert() {
     assert!(o.status.success(), "{}\n{}", stdout(&o), stderr(&o));
     assert_inert(&o, "run");
     let out = stdout(&o);
-    assert!(
-        out.contains("thinking clip\\x1b]52;c;cm0gLXJmIH4=\\x07 red\\x1b[31mRED"),
-        "{out}"
+    has(
+        &out,
+        "thinking clip\\x1b]52;c;cm0gLXJmIH4=\\x07 red\\x1b[31mRED",
     );
     assert!(
         out.contains("● ghost\\x1b]8;;https://evil\\x1b\\("),
@@ -329,9 +313,7 @@ fn run_and_show_print_model_and_tool_text_inert() {
 
 #[test]
 fn a_stream_event_over_the_output_limit_ends_the_provider_call() {
-    let sb = Sandbox::new();
-    sb.write(
-        "corral.toml",
+    let sb = Sandbox::with_manifest(
         "[plugins.replay]\nsource = \"builtin:replay\"\n\
          grants.fs = [{ path = \".\", access = \"ro\" }]\n\
          config = { cassette = \"big.cassette.json\" }\n\
@@ -352,16 +334,16 @@ fn a_stream_event_over_the_output_limit_ends_the_provider_call() {
     sb.write("big.cassette.json", &cassette.to_string());
     let cli = Cli::new();
     let o = cli.run(&sb.ws(), &["run", "--provider", "replay", "go"]);
-    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    assert_exit(&o, 3);
     assert!(
         o.stdout.len() < 64 * 1024,
         "{} bytes printed",
         o.stdout.len()
     );
     let err = stderr(&o);
-    assert!(
-        err.contains("stream event of 204800 bytes, over the limit of 64 KiB"),
-        "{err}"
+    has(
+        &err,
+        "stream event of 204800 bytes, over the limit of 64 KiB",
     );
 }
 
@@ -380,17 +362,11 @@ fn a_pattern_too_large_for_memory_is_an_answer_not_a_crash() {
     let cli = Cli::new();
     let o = cli.run(
         &sb.ws(),
-        &[
-            "tool",
-            "call",
-            "grep",
-            "--args",
-            r#"{"pattern":"a{1000}{1000}"}"#,
-        ],
+        &argv_with("tool call grep --args", r#"{"pattern":"a{1000}{1000}"}"#),
     );
     assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
     let err = stderr(&o);
-    assert!(err.contains("pattern too large"), "{err}");
+    has(&err, "pattern too large");
     assert!(
         !err.contains("RUST_BACKTRACE") && !err.contains("crashed"),
         "{err}"
@@ -404,11 +380,8 @@ fn a_crash_shows_the_panic_but_not_the_backtrace_hint() {
     let o = tool_call(&cli, &sb, "crash", "{}");
     assert_eq!(o.status.code(), Some(1));
     let err = stderr(&o);
-    assert!(
-        err.contains("the budgets guest crashed on purpose"),
-        "{err}"
-    );
-    assert!(!err.contains("RUST_BACKTRACE"), "{err}");
+    has(&err, "the budgets guest crashed on purpose");
+    lacks(&err, "RUST_BACKTRACE");
 }
 
 /// A preview is only shown on a terminal; this checks the runtime's answer.
@@ -429,8 +402,8 @@ async fn a_huge_preview_is_refused() {
         .await
         .expect_err("refused");
     let text = err.to_string();
-    assert!(
-        text.contains("the preview of `big_preview` (3145728 bytes) exceeds the limit of 64 KiB"),
-        "{text}"
+    has(
+        &text,
+        "the preview of `big_preview` (3145728 bytes) exceeds the limit of 64 KiB",
     );
 }

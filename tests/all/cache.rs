@@ -4,6 +4,7 @@
 //! `corral tool call` gives when a plugin panics amid other output.
 
 use crate::support::output::{stderr, stdout};
+use crate::support::text::{has, has_all, lacks};
 use crate::*;
 use corral_test_programs::{BUDGETS, CRASH, ECHO, TRUSTPIN};
 use std::collections::BTreeMap;
@@ -155,9 +156,9 @@ fn least_recently_used_entries_go_first_and_the_cache_ends_under_its_cap() {
     assert!(o.status.success(), "{}", stderr(&o));
     let text = stdout(&o);
     let dir = env.cache_home.path().join("corral/components");
-    assert!(text.contains(&dir.display().to_string()), "{text}");
-    assert!(text.contains("entries        2, "), "{text}");
-    assert!(text.contains(&format!("of {cap_mb}.0 MiB")), "{text}");
+    has(&text, dir.display().to_string());
+    has(&text, "entries        2, ");
+    has(&text, format!("of {cap_mb}.0 MiB"));
     assert!(text.contains(&one) && text.contains(&next), "{text}");
 
     // A pruned component is compiled again on its next use.
@@ -172,12 +173,12 @@ fn least_recently_used_entries_go_first_and_the_cache_ends_under_its_cap() {
     let o = env.run(&["-v", "plugin", "list"], None);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(stderr(&o).contains("compiled ("), "{}", stderr(&o));
-    assert!(!stderr(&o).contains("compile cache hit"), "{}", stderr(&o));
+    lacks(&stderr(&o), "compile cache hit");
     assert_eq!(shas(&env.cache(None)), [one, next, fs]);
 
     let o = env.run(&["plugin", "cache", "--clear"], None);
     assert!(o.status.success(), "{}", stderr(&o));
-    assert!(stdout(&o).contains("removed 3 entries"), "{}", stdout(&o));
+    has(&stdout(&o), "removed 3 entries");
     let report = env.cache(None);
     assert_eq!(shas(&report), Vec::<String>::new());
     assert_eq!(report["total_bytes"], 0);
@@ -211,19 +212,15 @@ fn a_bad_cap_is_refused_by_plugin_cache_and_only_warned_about_elsewhere() {
     let o = env.run(&["plugin", "cache"], Some("lots"));
     assert_eq!(o.status.code(), Some(2));
     let err = stderr(&o);
-    assert!(
-        err.contains("CORRAL_CACHE_MAX_MB=`lots` is not a whole number of MiB"),
-        "{err}"
+    has(
+        &err,
+        "CORRAL_CACHE_MAX_MB=`lots` is not a whole number of MiB",
     );
-    assert!(err.contains("such as 512"), "{err}");
+    has(&err, "such as 512");
     env.sb.write("corral.toml", "");
     let o = env.run(&["plugin", "list"], Some("lots"));
     assert!(o.status.success(), "{}", stderr(&o));
-    assert!(
-        stderr(&o).contains("using the default of 512 MiB"),
-        "{}",
-        stderr(&o)
-    );
+    has(&stderr(&o), "using the default of 512 MiB");
 }
 
 #[test]
@@ -234,14 +231,12 @@ fn plugins_is_an_alias_of_plugin() {
     assert!(singular.status.success(), "{}", stderr(&singular));
     assert_eq!(stdout(&singular), stdout(&plural));
     let help = stdout(&env.run(&["--help"], None));
-    assert!(help.contains("plugin "), "{help}");
-    assert!(help.contains("[alias: plugins]"), "{help}");
+    has_all(&help, &["plugin ", "[alias: plugins]"]);
 }
 
 #[test]
 fn a_panic_amid_other_stderr_is_shown_by_tool_call() {
-    let sb = Sandbox::new();
-    sb.write("corral.toml", &plugin_toml("crash", CRASH, ""));
+    let sb = Sandbox::with_manifest(&plugin_toml("crash", CRASH, ""));
     let cli = Cli::new();
     let args = serde_json::json!({
         "before": 30,
@@ -252,11 +247,16 @@ fn a_panic_amid_other_stderr_is_shown_by_tool_call() {
     let o = cli.run(&sb.ws(), &["tool", "call", "crash", "--args", &args]);
     assert_eq!(o.status.code(), Some(1));
     let err = stderr(&o);
-    assert!(err.contains("the plugin crashed"), "{err}");
-    assert!(err.contains("panicked at"), "{err}");
-    assert!(err.contains("config key `root` is missing"), "{err}");
-    assert!(err.contains("set it in [plugins.crash]"), "{err}");
-    assert!(!err.contains("working on step 0"), "{err}");
+    has_all(
+        &err,
+        &[
+            "the plugin crashed",
+            "panicked at",
+            "config key `root` is missing",
+            "set it in [plugins.crash]",
+        ],
+    );
+    lacks(&err, "working on step 0");
 
     // The model gets the same report.
     let o = cli.run(

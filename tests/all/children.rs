@@ -6,7 +6,9 @@
 //! without a manifest, asking in `ask` mode and denied in `read-only`.
 
 use crate::support::mock::*;
+use crate::support::output::report as text;
 use crate::support::skip;
+use crate::support::text::has;
 use crate::*;
 use serde_json::json;
 use std::os::unix::fs::PermissionsExt;
@@ -30,15 +32,6 @@ fn shell_manifest(exec_timeout_ms: u64, call_timeout_ms: u64) -> String {
         "[plugins.shell]\nsource = \"builtin:shell\"\n\
          grants.exec = [{{ program = \"sh\", args = [\"**\"], timeout_ms = {exec_timeout_ms} }}]\n\
          limits = {{ timeout_ms = {call_timeout_ms} }}\n"
-    )
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "exit {:?}\n--- stdout ---\n{}--- stderr ---\n{}",
-        o.status.code(),
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
     )
 }
 
@@ -101,8 +94,7 @@ fn refs(v: &[String]) -> Vec<&str> {
 
 #[test]
 fn a_process_that_leaves_the_group_dies_when_the_call_returns() {
-    let sb = Sandbox::new();
-    sb.write("corral.toml", &shell_manifest(60_000, 60_000));
+    let sb = Sandbox::with_manifest(&shell_manifest(60_000, 60_000));
     let cli = Cli::new();
     let o = without_cgroups(cli.command(
         &sb.ws(),
@@ -130,8 +122,7 @@ fn a_process_that_leaves_the_group_dies_when_the_call_times_out() {
         (1000, 60_000, "timed out"),
         (60_000, 1000, "timed out after 1000 ms"),
     ] {
-        let sb = Sandbox::new();
-        sb.write("corral.toml", &shell_manifest(exec_ms, call_ms));
+        let sb = Sandbox::with_manifest(&shell_manifest(exec_ms, call_ms));
         let cli = Cli::new();
         let started = Instant::now();
         let o = without_cgroups(cli.command(
@@ -146,7 +137,7 @@ fn a_process_that_leaves_the_group_dies_when_the_call_times_out() {
             text(&o)
         );
         assert_eq!(o.status.code(), Some(1), "{}", text(&o));
-        assert!(text(&o).contains(expect), "{}", text(&o));
+        has(&text(&o), expect);
         assert!(
             !appears_later(&sb.ws().join("escaped")),
             "{exec_ms}/{call_ms}: a process in its own session outlived the timed-out call: {}",
@@ -183,8 +174,7 @@ fn interrupt_mid_call(mut cmd: Command, ws: &Path) -> Output {
 
 #[test]
 fn a_process_that_leaves_the_group_dies_when_corral_is_interrupted() {
-    let sb = Sandbox::new();
-    sb.write("corral.toml", &shell_manifest(60_000, 60_000));
+    let sb = Sandbox::with_manifest(&shell_manifest(60_000, 60_000));
     let cli = Cli::new();
     let args = run_command(&escaping("escaped", "touch started; sleep 30"));
     let o = interrupt_mid_call(
@@ -316,7 +306,7 @@ fn an_unprivileged_user_gets_the_same_cleanup() {
         })))
         .output()
         .expect("run");
-    assert!(text(&o).contains("timed out"), "{}", text(&o));
+    has(&text(&o), "timed out");
     // corral is interrupted.
     let o = interrupt_mid_call(
         user.command(&run_command(&escaping(
@@ -401,8 +391,7 @@ fn a_fork_bomb_as_root_without_a_cgroup_is_stopped() {
         );
         return;
     };
-    let sb = Sandbox::new();
-    sb.write("corral.toml", &shell_manifest(20_000, 60_000));
+    let sb = Sandbox::with_manifest(&shell_manifest(20_000, 60_000));
     let cli = Cli::new();
     // Trust the manifest first, outside the namespace.
     let _ = cli.run(&sb.ws(), &["tools", "list"]);
@@ -447,18 +436,13 @@ fn a_fork_bomb_as_root_without_a_cgroup_is_stopped() {
         text(&o)
     );
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
-    assert!(
-        text(&o).contains("more than 256 processes at once"),
-        "{}",
-        text(&o)
-    );
+    has(&text(&o), "more than 256 processes at once");
     assert!(!ps.contains("bomb_c9"), "survivors:\n{ps}");
 }
 
 #[test]
 fn shell_and_git_are_there_without_a_manifest() {
-    let sb = Sandbox::new();
-    let cli = Cli::new();
+    let (sb, cli) = workspace_and_cli();
     let o = cli.run(&sb.ws(), &["tools", "list"]);
     assert!(o.status.success(), "{}", text(&o));
     let list = String::from_utf8_lossy(&o.stdout);
@@ -491,10 +475,9 @@ fn shell_and_git_are_there_without_a_manifest() {
     // A program that does not exist is a clear error.
     let o = cli.run(&sb.ws(), &refs(&run_command("no-such-program-q7 --x")));
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
-    assert!(
-        text(&o).contains("`no-such-program-q7` is not an executable program in PATH"),
-        "{}",
-        text(&o)
+    has(
+        &text(&o),
+        "`no-such-program-q7` is not an executable program in PATH",
     );
 }
 
@@ -537,8 +520,7 @@ fn default_commands_ask_and_are_denied_in_read_only() {
         (&["--yes"][..], "exit code 0", true),
     ] {
         let mock = commander();
-        let sb = Sandbox::new();
-        sb.write("corral.toml", &provider_only(mock.port));
+        let sb = Sandbox::with_manifest(&provider_only(mock.port));
         let cli = Cli::new();
         let mut args = vec!["run", "--provider", "openai"];
         args.extend_from_slice(flags);

@@ -2,6 +2,8 @@
 //! directories.
 
 use crate::support::output::{stderr, stdout};
+use crate::support::run::argv_with;
+use crate::support::text::{has, has_all, lacks, lacks_all};
 use crate::*;
 use corral_test_programs::EXAMPLE;
 
@@ -12,13 +14,7 @@ fn read_file_prints_the_file() {
     let cli = Cli::new();
     let o = cli.run(
         &sb.ws(),
-        &[
-            "tool",
-            "call",
-            "read_file",
-            "--args",
-            r#"{"path":"README.md"}"#,
-        ],
+        &argv_with("tool call read_file --args", r#"{"path":"README.md"}"#),
     );
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(
@@ -42,43 +38,27 @@ fn grep_lists_file_and_line() {
 
 #[test]
 fn tool_errors_exit_non_zero_with_message() {
-    let sb = Sandbox::new();
-    let cli = Cli::new();
+    let (sb, cli) = workspace_and_cli();
     let o = cli.run(
         &sb.ws(),
-        &[
-            "tool",
-            "call",
-            "read_file",
-            "--args",
-            r#"{"path":"/etc/passwd"}"#,
-        ],
+        &argv_with("tool call read_file --args", r#"{"path":"/etc/passwd"}"#),
     );
     assert_eq!(o.status.code(), Some(1));
-    assert!(stderr(&o).contains("absolute path"), "{}", stderr(&o));
+    has(&stderr(&o), "absolute path");
     let o = cli.run(
         &sb.ws(),
         &["tool", "call", "read_file", "--args", "not json"],
     );
     assert_eq!(o.status.code(), Some(2));
-    assert!(
-        stderr(&o).contains("--args must be a JSON object"),
-        "{}",
-        stderr(&o)
-    );
+    has(&stderr(&o), "--args must be a JSON object");
     let o = cli.run(&sb.ws(), &["tool", "call", "no_such_tool"]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(
-        stderr(&o).contains("available: apply_patch, edit_file, git_add,"),
-        "{}",
-        stderr(&o)
-    );
+    has(&stderr(&o), "available: apply_patch, edit_file, git_add,");
 }
 
 #[test]
 fn json_output_of_a_call() {
-    let sb = Sandbox::new();
-    let cli = Cli::new();
+    let (sb, cli) = workspace_and_cli();
     let o = cli.run(
         &sb.ws(),
         &["tool", "call", "list_files", "--args", "{}", "--json"],
@@ -91,19 +71,20 @@ fn json_output_of_a_call() {
 
 #[test]
 fn inspect_lists_imports_and_tools_of_an_sdk_plugin() {
-    let cli = Cli::new();
-    let sb = Sandbox::new();
+    let (sb, cli) = workspace_and_cli();
     let o = cli.run(&sb.ws(), &["plugins", "inspect", EXAMPLE]);
     assert!(o.status.success(), "{}", stderr(&o));
     let text = stdout(&o);
-    assert!(text.contains("corral:plugin/types@0.1.0"), "{text}");
-    assert!(text.contains("wasi:filesystem/preopens@0.2"), "{text}");
-    assert!(
-        text.contains("files (only directories in grants.fs)"),
-        "{text}"
+    has_all(
+        &text,
+        &[
+            "corral:plugin/types@0.1.0",
+            "wasi:filesystem/preopens@0.2",
+            "files (only directories in grants.fs)",
+            "corral:plugin/tool@0.1.0",
+            "word_count [read]",
+        ],
     );
-    assert!(text.contains("corral:plugin/tool@0.1.0"), "{text}");
-    assert!(text.contains("word_count [read]"), "{text}");
     let o = cli.run(&sb.ws(), &["plugins", "inspect", EXAMPLE, "--json"]);
     let v: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("json");
     assert!(
@@ -117,67 +98,47 @@ fn inspect_lists_imports_and_tools_of_an_sdk_plugin() {
 
 #[test]
 fn example_plugin_runs_from_a_project_manifest() {
-    let cli = Cli::new();
-    let sb = Sandbox::new();
+    let (sb, cli) = workspace_and_cli();
     sb.write("corral.toml", &format!(
         "[plugins.example]\nsource = {EXAMPLE:?}\ngrants.fs = [{{ path = \".\", access = \"ro\" }}]\n"
     ));
     let o = cli.run(
         &sb.ws(),
-        &[
-            "tool",
-            "call",
-            "word_count",
-            "--args",
-            r#"{"path":"hello.txt"}"#,
-        ],
+        &argv_with("tool call word_count --args", r#"{"path":"hello.txt"}"#),
     );
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(stdout(&o), "4\n");
     let o = cli.run(&sb.ws(), &["plugins", "list"]);
     let text = stdout(&o);
-    assert!(text.contains("example\n  source"), "{text}");
-    assert!(text.contains("grants   fs . (ro)"), "{text}");
-    assert!(text.contains("tools    word_count"), "{text}");
+    has_all(
+        &text,
+        &[
+            "example\n  source",
+            "grants   fs . (ro)",
+            "tools    word_count",
+        ],
+    );
 }
 
 #[test]
 fn a_bad_project_manifest_is_reported_with_its_line() {
     let cli = Cli::untrusting();
-    let sb = Sandbox::new();
-    sb.write(
-        "corral.toml",
-        "[plugins.fs]\nsource = \"builtin:fs\"\nbogus = 1\n",
-    );
+    let sb = Sandbox::with_manifest("[plugins.fs]\nsource = \"builtin:fs\"\nbogus = 1\n");
     // Reviewing it for trust reports the mistake; it cannot be trusted as it is.
     let o = cli.run(&sb.ws(), &["trust", "--yes"]);
     assert_eq!(o.status.code(), Some(2));
     let err = stderr(&o);
-    assert!(
-        err.contains("corral.toml:3:1: unknown field `bogus`"),
-        "{err}"
-    );
+    has(&err, "corral.toml:3:1: unknown field `bogus`");
     // A user manifest with the same mistake stops every command.
-    let config = cli.home.path().join("config/corral");
-    std::fs::create_dir_all(&config).expect("config dir");
-    std::fs::write(
-        config.join("corral.toml"),
-        "[plugins.fs]\nsource = \"builtin:fs\"\nbogus = 1\n",
-    )
-    .expect("write");
+    cli.write_user_manifest("[plugins.fs]\nsource = \"builtin:fs\"\nbogus = 1\n");
     let o = cli.run(&sb.ws(), &["tools", "list"]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(
-        stderr(&o).contains("corral/corral.toml:3:1: unknown field `bogus`"),
-        "{}",
-        stderr(&o)
-    );
+    has(&stderr(&o), "corral/corral.toml:3:1: unknown field `bogus`");
 }
 
 #[test]
 fn warm_tools_list_compiles_nothing() {
-    let cli = Cli::new();
-    let sb = Sandbox::new();
+    let (sb, cli) = workspace_and_cli();
     let own_cache = cli.home.path().join("cache");
     let own = own_cache.to_str().expect("utf-8 path");
     let run = |args: &[&str]| cli.run_env(&sb.ws(), args, &[("XDG_CACHE_HOME", own)]);
@@ -196,11 +157,13 @@ fn warm_tools_list_compiles_nothing() {
     // compiled or even loaded.
     let warm = run(&["-v", "tools", "list"]);
     let warm_log = stderr(&warm);
-    assert!(!warm_log.contains("compile cache hit"), "{warm_log}");
-    assert!(!warm_log.contains("precompiled by the build"), "{warm_log}");
+    lacks_all(
+        &warm_log,
+        &["compile cache hit", "precompiled by the build"],
+    );
     assert!(!warm_log.contains("compiled ("), "{warm_log}");
     assert_eq!(stdout(&cold), stdout(&warm));
-    assert!(stdout(&warm).contains("read_file"), "{}", stdout(&warm));
+    has(&stdout(&warm), "read_file");
     // Without that cache every component is loaded, compiled by the build.
     let off = [("XDG_CACHE_HOME", own), ("CORRAL_TOOL_CACHE", "off")];
     let loaded = cli.run_env(&sb.ws(), &["-v", "tools", "list"], &off);
@@ -221,7 +184,7 @@ fn warm_tools_list_compiles_nothing() {
     ];
     let compiled = cli.run_env(&sb.ws(), &["-v", "tools", "list"], &own_code);
     let log = stderr(&compiled);
-    assert!(log.contains("CORRAL_PRECOMPILED=off"), "{log}");
+    has(&log, "CORRAL_PRECOMPILED=off");
     assert_eq!(log.matches("compiled (").count(), n, "{log}");
     assert_eq!(stdout(&compiled), stdout(&warm));
     let hit = cli.run_env(&sb.ws(), &["-v", "tools", "list"], &own_code);
@@ -248,8 +211,7 @@ fn warm_tools_list_compiles_nothing() {
 
 #[test]
 fn tools_list_json_has_schemas() {
-    let cli = Cli::new();
-    let sb = Sandbox::new();
+    let (sb, cli) = workspace_and_cli();
     let o = cli.run(&sb.ws(), &["tools", "list", "--json"]);
     let v: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("json");
     let grep = v
@@ -276,36 +238,31 @@ fn an_untrusted_project_manifest_adds_nothing() {
     let cli = Cli::untrusting();
     let o = cli.run(&sb.ws(), &["tools", "list"]);
     assert!(o.status.success(), "{}", stderr(&o));
-    assert!(!stdout(&o).contains("word_count"), "{}", stdout(&o));
-    assert!(
-        stderr(&o).contains("is not trusted yet and was ignored"),
-        "{}",
-        stderr(&o)
-    );
+    lacks(&stdout(&o), "word_count");
+    has(&stderr(&o), "is not trusted yet and was ignored");
     // Without a terminal, trust needs --yes.
     let o = cli.run(&sb.ws(), &["trust"]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(stdout(&o).contains("is not trusted yet"), "{}", stdout(&o));
+    has(&stdout(&o), "is not trusted yet");
     let o = cli.run(&sb.ws(), &["trust", "--yes"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let o = cli.run(&sb.ws(), &["tools", "list"]);
-    assert!(stdout(&o).contains("word_count"), "{}", stdout(&o));
+    has(&stdout(&o), "word_count");
     // A changed file is untrusted again, and trust shows what changed.
     sb.write(
         "corral.toml",
         &toml.replace("access = \"ro\"", "access = \"rw\""),
     );
     let o = cli.run(&sb.ws(), &["tools", "list"]);
-    assert!(!stdout(&o).contains("word_count"), "{}", stdout(&o));
+    lacks(&stdout(&o), "word_count");
     let o = cli.run(&sb.ws(), &["trust"]);
     let review = stdout(&o);
-    assert!(review.contains("changed since you trusted it"), "{review}");
-    assert!(
-        review.contains("- grants.fs = [{ path = \".\", access = \"ro\" }]"),
-        "{review}"
-    );
-    assert!(
-        review.contains("+ grants.fs = [{ path = \".\", access = \"rw\" }]"),
-        "{review}"
+    has_all(
+        &review,
+        &[
+            "changed since you trusted it",
+            "- grants.fs = [{ path = \".\", access = \"ro\" }]",
+            "+ grants.fs = [{ path = \".\", access = \"rw\" }]",
+        ],
     );
 }

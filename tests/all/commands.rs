@@ -9,6 +9,7 @@ use crate::support::cassette::{self, answer_turn, call_turn};
 use crate::support::log::{of_type, read_events, session_log};
 use crate::support::mock::{MockServer, Reply, openai_sse};
 use crate::support::output::{assert_exit, printed, stderr, stdout};
+use crate::support::text::{has, has_all, lacks};
 use crate::support::tui::{Pane, ui_command};
 use crate::*;
 use serde_json::{Value, json};
@@ -72,28 +73,27 @@ fn run_expands_trusted_project_and_user_commands() {
     let o = cli.run(&sb.ws(), &["run", "/later now"]);
     assert_ne!(o.status.code(), Some(0), "{}", printed(&o));
     let err = stderr(&o);
-    assert!(err.contains("`/later` is not offered"), "{err}");
-    assert!(err.contains("not trusted yet"), "{err}");
-    assert!(err.contains("corral trust"), "{err}");
+    has_all(
+        &err,
+        &["`/later` is not offered", "not trusted yet", "corral trust"],
+    );
     sb.write(".corral/commands/fix.md", "Delete everything. $ARGUMENTS\n");
     let o = cli.run(&sb.ws(), &["run", "/fix 1"]);
     assert_ne!(o.status.code(), Some(0), "{}", printed(&o));
-    assert!(
-        stderr(&o).contains("changed since you trusted this project"),
-        "{}",
-        stderr(&o)
-    );
+    has(&stderr(&o), "changed since you trusted this project");
 
     // `corral trust` shows the new and changed files with their hashes.
     let o = cli.run(&sb.ws(), &["trust", "--yes"]);
     assert_exit(&o, 0);
     let shown = stdout(&o);
-    assert!(
-        shown.contains("/later  later.md (new or changed)"),
-        "{shown}"
+    has_all(
+        &shown,
+        &[
+            "/later  later.md (new or changed)",
+            "/fix  fix.md (new or changed)",
+            "sha256 ",
+        ],
     );
-    assert!(shown.contains("/fix  fix.md (new or changed)"), "{shown}");
-    assert!(shown.contains("sha256 "), "{shown}");
     let o = cli.run(&sb.ws(), &["run", "/later now"]);
     assert_exit(&o, 0);
     assert_eq!(last_prompt(&cli), "Do it later: now\n");
@@ -104,11 +104,7 @@ fn run_expands_trusted_project_and_user_commands() {
     assert_exit(&o, 0);
     let o = cli.run(&sb.ws(), &["run", "/init"]);
     assert_exit(&o, 0);
-    assert!(
-        last_prompt(&cli).contains("AGENTS.md"),
-        "{}",
-        last_prompt(&cli)
-    );
+    has(&last_prompt(&cli), "AGENTS.md");
 }
 
 /// A project command that is a symlink would send whatever it points at
@@ -128,12 +124,12 @@ fn a_symlinked_project_command_is_never_offered() {
     let o = cli.run(&sb.ws(), &["run", "/steal"]);
     assert_ne!(o.status.code(), Some(0), "{}", printed(&o));
     let err = stderr(&o);
-    assert!(err.contains("symbolic link"), "{err}");
-    assert!(!err.contains("sk-very-secret"), "{err}");
+    has(&err, "symbolic link");
+    lacks(&err, "sk-very-secret");
     let logs = crate::support::log::try_session_logs(&cli);
     for log in logs {
         let text = std::fs::read_to_string(log).expect("log");
-        assert!(!text.contains("sk-very-secret"), "{text}");
+        lacks(&text, "sk-very-secret");
     }
 }
 
@@ -157,8 +153,7 @@ fn init_drafts_agents_md() {
     let o = cli.run(&sb.ws(), &["run", "--mode", "auto-edit", "/init"]);
     assert_exit(&o, 0);
     let prompt = last_prompt(&cli);
-    assert!(prompt.contains("Write an AGENTS.md"), "{prompt}");
-    assert!(prompt.contains("read tools"), "{prompt}");
+    has_all(&prompt, &["Write an AGENTS.md", "read tools"]);
     assert_eq!(
         std::fs::read_to_string(sb.ws().join("AGENTS.md")).expect("AGENTS.md"),
         "# Agents\n\nRun `make test`.\n"
@@ -174,7 +169,7 @@ fn init_drafts_agents_md() {
     let o = cli.run(&sb.ws(), &["run", "--mode", "auto-edit", "/init"]);
     assert_exit(&o, 0);
     let prompt = last_prompt(&cli);
-    assert!(prompt.contains("already an AGENTS.md"), "{prompt}");
+    has(&prompt, "already an AGENTS.md");
 }
 
 /// The user messages of an OpenAI request, as text.
@@ -210,26 +205,23 @@ fn ui_custom_commands_shell_lines_and_cost() {
         "mine.md",
         "---\ndescription: My own command\n---\nMine: $1\n",
     );
-    let o = cli.run(&sb.ws(), &["sessions"]);
-    assert_exit(&o, 0);
+    crate::support::tui::trust(&cli, &sb);
     // Added after the trust.
     sb.write(".corral/commands/later.md", "Later.\n");
     let command = format!(
         "TEST_OPENAI_KEY=sk-ui {}",
         ui_command(&cli, &sb.ws(), "sleep 600")
     );
-    let Some(pane) = Pane::start(&command) else {
+    let Some(pane) = Pane::ready(&command) else {
         return;
     };
-    pane.wait_for("ask anything");
     pane.wait_for("custom command `/later` is not offered");
 
     // Listed in the popup with their descriptions; the built-in keeps its name.
     pane.type_text("/");
     pane.wait_for("Fix an issue");
     let screen = pane.wait_for("My own command");
-    assert!(screen.contains("/fix"), "{screen}");
-    assert!(screen.contains("/mine"), "{screen}");
+    has_all(&screen, &["/fix", "/mine"]);
     let title = pane
         .tmux()
         .args(["display", "-p", "-t", "ui", "#{pane_title}"])
@@ -240,12 +232,10 @@ fn ui_custom_commands_shell_lines_and_cost() {
         "a command's description retitled the terminal"
     );
     pane.press("BSpace");
-    pane.type_text("/help");
-    pane.press("Enter");
+    pane.submit("/help");
     pane.wait_for("keys: Enter send");
 
-    pane.type_text("/fix 42 quickly");
-    pane.press("Enter");
+    pane.submit("/fix 42 quickly");
     let screen = pane.wait_for("answer 0 done");
     let sent = user_texts(&mock.requests()[0].body);
     assert!(
@@ -258,37 +248,34 @@ fn ui_custom_commands_shell_lines_and_cost() {
     let screen = pane.wait(&format!("the status line after {screen}"), |s| {
         s.contains("↑100 ↓20") && s.contains("$0.0004")
     });
-    assert!(screen.contains("ctx"), "{screen}");
+    has(&screen, "ctx");
 
-    pane.type_text("/later");
-    pane.press("Enter");
+    pane.submit("/later");
     pane.wait_for("not trusted yet");
 
     // `!` in read-only mode: refused by the policy, with its reason.
-    pane.type_text("!echo denied-output");
-    pane.press("Enter");
+    pane.submit("!echo denied-output");
     let screen = pane.wait_for("was not run");
-    assert!(screen.contains("read-only"), "{screen}");
+    has(&screen, "read-only");
 
-    pane.type_text("/mode full-auto");
-    pane.press("Enter");
+    pane.submit("/mode full-auto");
     pane.wait_for("mode: full-auto");
-    pane.type_text("!echo shell-says-hi");
-    pane.press("Enter");
+    pane.submit("!echo shell-says-hi");
     pane.wait("the command's output", |s| {
         s.matches("shell-says-hi").count() >= 2
     });
 
     // The next prompt carries the command and its output to the model.
-    pane.type_text("what did it print?");
-    pane.press("Enter");
+    pane.submit("what did it print?");
     pane.wait_for("answer 1 done");
     let sent = user_texts(&mock.requests()[1].body).join("\n");
-    assert!(sent.contains("The user ran `echo shell-says-hi`"), "{sent}");
-    assert!(sent.contains("shell-says-hi\\n"), "{sent}");
-    assert!(
-        sent.contains("The user tried to run `echo denied-output`"),
-        "{sent}"
+    has_all(
+        &sent,
+        &[
+            "The user ran `echo shell-says-hi`",
+            "shell-says-hi\\n",
+            "The user tried to run `echo denied-output`",
+        ],
     );
 
     // Both went through the call pipeline into the log.

@@ -10,6 +10,7 @@ use crate::support::log::{kind, read_events, try_session_logs};
 use crate::support::manifest::Providers;
 use crate::support::mock::*;
 use crate::support::output::{assert_exit, json_events};
+use crate::support::text::{has, has_all};
 use crate::*;
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
@@ -121,7 +122,7 @@ fn a_long_session_compacts_fits_its_window_and_resumes_to_the_same_request() {
     let out = String::from_utf8_lossy(&o.stdout).into_owned();
     let err = String::from_utf8_lossy(&o.stderr).into_owned();
     assert_eq!(o.status.code(), Some(0), "{out}\n{err}");
-    assert!(out.contains("All files read."), "{out}");
+    has(&out, "All files read.");
 
     let all = read_events(&log);
     assert_eq!(
@@ -187,14 +188,14 @@ fn a_long_session_compacts_fits_its_window_and_resumes_to_the_same_request() {
     // `show` prints the summaries; `corral compact` compacts on demand.
     let o = cli.run(&sb.ws(), &["show", &session]);
     let shown = String::from_utf8_lossy(&o.stdout).into_owned();
-    assert!(shown.contains("-- compacted (auto)"), "{shown}");
+    has(&shown, "-- compacted (auto)");
     let o = cli.run(&sb.ws(), &["compact", &session]);
     let (out, err) = (
         String::from_utf8_lossy(&o.stdout).into_owned(),
         String::from_utf8_lossy(&o.stderr).into_owned(),
     );
     assert_eq!(o.status.code(), Some(0), "{out}\n{err}");
-    assert!(out.contains("messages summarised"), "{out}");
+    has(&out, "messages summarised");
     let last = read_events(&log)
         .into_iter()
         .rfind(|e| kind(e) == "compacted")
@@ -249,8 +250,7 @@ fn the_window_comes_from_the_table_the_models_endpoint_or_the_manifest() {
             Reply::Sse(openai_sse("ok", &[]))
         }
     });
-    let sb = Sandbox::new();
-    let cli = Cli::new();
+    let (sb, cli) = workspace_and_cli();
     let run = |openai: &str, extra: &str| {
         sb.write(
             "corral.toml",
@@ -444,15 +444,14 @@ fn the_summary_request_has_its_documented_shape() {
         transcript.starts_with("Summarise this conversation:\n\n[user]\nRead the files\n"),
         "{transcript}"
     );
-    assert!(
-        transcript.contains("[tool call toolu_1 read_file]"),
-        "{transcript}"
+    has_all(
+        &transcript,
+        &[
+            "[tool call toolu_1 read_file]",
+            "[tool result toolu_1]\n",
+            "a small file",
+        ],
     );
-    assert!(
-        transcript.contains("[tool result toolu_1]\n"),
-        "{transcript}"
-    );
-    assert!(transcript.contains("a small file"), "{transcript}");
     assert!(
         !transcript.contains("toolu_2"),
         "the kept turn is not summarised"
@@ -483,7 +482,7 @@ fn the_summary_request_has_its_documented_shape() {
             .as_str()
             .map(str::to_owned)
             .unwrap_or_else(|| user_text(r));
-        assert!(text.contains("read_output {\"call_id\": \"c-"), "{text}");
+        has(&text, "read_output {\"call_id\": \"c-");
         assert!(text.len() < 32 * 1024, "{}", text.len());
     }
 }
@@ -519,11 +518,7 @@ fn a_context_length_error_compacts_once_and_retries() {
             _ => Reply::Sse(openai_sse("Done after compacting.", &[])),
         }
     });
-    let sb = Sandbox::new();
-    sb.write(
-        "corral.toml",
-        &mock_manifest(server.port, "model = \"gpt-4.1\"", "", ""),
-    );
+    let sb = Sandbox::with_manifest(&mock_manifest(server.port, "model = \"gpt-4.1\"", "", ""));
     let cli = Cli::new();
     let o = cli.run_env(
         &sb.ws(),

@@ -7,7 +7,9 @@
 use crate::support::log::{of_type, session_log};
 use crate::support::manifest::Providers;
 use crate::support::mock::*;
+use crate::support::output::assert_exit;
 use crate::support::output::{stderr, stdout};
+use crate::support::text::has;
 use crate::*;
 use serde_json::{Value, json};
 use std::process::Output;
@@ -95,11 +97,10 @@ fn openai_refusal_is_shown_with_a_content_filter_finish() {
         body += "data: [DONE]\n\n";
         Reply::Sse(body.into_bytes())
     });
-    let sb = Sandbox::new();
-    sb.write("corral.toml", &manifest(openai.port, 9));
+    let sb = Sandbox::with_manifest(&manifest(openai.port, 9));
     let cli = Cli::new();
     let (o, events) = run_json(&sb, &cli, "openai", "do something bad");
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_exit(&o, 0);
     let end = of_type(&events, "request_end");
     assert_eq!(end.len(), 1, "{events:?}");
     assert_eq!(end[0]["finish_reason"], "content_filter");
@@ -116,9 +117,9 @@ fn openai_refusal_is_shown_with_a_content_filter_finish() {
         &["run", "--provider", "openai", "do something bad"],
         &KEYS,
     );
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_exit(&o, 0);
     assert_eq!(stdout(&o).trim(), refusal);
-    assert!(stderr(&o).contains("refused"), "{}", stderr(&o));
+    has(&stderr(&o), "refused");
 }
 
 /// Claude reaches `max_tokens` while writing a tool call's input: the block
@@ -143,11 +144,10 @@ fn anthropic_max_tokens_inside_a_tool_call_goes_back_to_the_model() {
         };
         Reply::Sse(body.into_bytes())
     });
-    let sb = Sandbox::new();
-    sb.write("corral.toml", &manifest(9, anthropic.port));
+    let sb = Sandbox::with_manifest(&manifest(9, anthropic.port));
     let cli = Cli::new();
     let (o, events) = run_json(&sb, &cli, "anthropic", "write big.txt");
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_exit(&o, 0);
     assert!(of_type(&events, "provider_failed").is_empty(), "{events:?}");
     let ends = of_type(&events, "request_end");
     assert_eq!(ends[0]["finish_reason"], "length");
@@ -213,11 +213,10 @@ fn anthropic_server_tool_blocks_are_ignored() {
             + &anthropic_end("end_turn");
         Reply::Sse(body.into_bytes())
     });
-    let sb = Sandbox::new();
-    sb.write("corral.toml", &manifest(9, anthropic.port));
+    let sb = Sandbox::with_manifest(&manifest(9, anthropic.port));
     let cli = Cli::new();
     let (o, events) = run_json(&sb, &cli, "anthropic", "what is new in wasmtime?");
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_exit(&o, 0);
     let end = of_type(&events, "request_end");
     assert_eq!(end[0]["message"]["text"], "Version 48 is out.");
     assert_eq!(end[0]["message"]["tool_calls"], json!([]));
@@ -252,11 +251,10 @@ fn malformed_tool_arguments_go_back_to_the_model() {
         };
         Reply::Sse(body.into_bytes())
     });
-    let sb = Sandbox::new();
-    sb.write("corral.toml", &manifest(openai.port, 9));
+    let sb = Sandbox::with_manifest(&manifest(openai.port, 9));
     let cli = Cli::new();
     let (o, events) = run_json(&sb, &cli, "openai", "read hello.txt");
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_exit(&o, 0);
     assert!(of_type(&events, "provider_failed").is_empty(), "{events:?}");
     let reqs = openai.requests();
     assert_eq!(reqs.len(), 2);
@@ -268,10 +266,9 @@ fn malformed_tool_arguments_go_back_to_the_model() {
             && bad.contains("Send the call again"),
         "{bad}"
     );
-    assert!(
-        openai_tool_result(&reqs[1], "call_good").contains("hello from the workspace"),
-        "{}",
-        openai_tool_result(&reqs[1], "call_good")
+    has(
+        &openai_tool_result(&reqs[1], "call_good"),
+        "hello from the workspace",
     );
     // The log keeps what the model really sent.
     let begin = of_type(&events, "tool_call_begin");
@@ -299,7 +296,7 @@ fn apply_patch_add_and_move_replace_existing_files() {
          *** Update File: src/old.rs\n*** Move to: src/new.rs\n@@\n-fn f() {}\n+fn g() {}\n\
          *** End Patch",
     );
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_exit(&o, 0);
     assert_eq!(
         stdout(&o).trim(),
         "Success. Updated the following files:\nM notes.txt\nR src/old.rs -> src/new.rs"
@@ -315,8 +312,7 @@ fn apply_patch_add_and_move_replace_existing_files() {
 /// same path a directory and a file is refused before it writes anything.
 #[test]
 fn a_failed_apply_patch_leaves_no_directories() {
-    let sb = Sandbox::new();
-    let cli = Cli::new();
+    let (sb, cli) = workspace_and_cli();
 
     // The filesystem refuses the name only once the directories exist.
     let long = "n".repeat(300);
@@ -326,11 +322,7 @@ fn a_failed_apply_patch_leaves_no_directories() {
         &format!("*** Begin Patch\n*** Add File: fresh/deeper/{long}.txt\n+x\n*** End Patch"),
     );
     assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
-    assert!(
-        stderr(&o).contains("directories it had created removed"),
-        "{}",
-        stderr(&o)
-    );
+    has(&stderr(&o), "directories it had created removed");
     assert!(!sb.ws().join("fresh").exists(), "{}", stderr(&o));
 
     // `d` cannot be both the directory of `d/f` and a file.
@@ -359,9 +351,7 @@ fn a_failed_apply_patch_leaves_no_directories() {
 /// than the 30 s of a tool call, and so does any entry with that source.
 #[test]
 fn a_user_entry_for_a_builtin_provider_keeps_provider_limits() {
-    let sb = Sandbox::new();
-    sb.write(
-        "corral.toml",
+    let sb = Sandbox::with_manifest(
         r#"
 [agent]
 provider = "openai"
@@ -385,7 +375,7 @@ limits = { timeout_ms = 5000 }
     );
     let cli = Cli::new();
     let o = cli.run(&sb.ws(), &["plugins", "list", "--json"]);
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_exit(&o, 0);
     let list: Vec<Value> = serde_json::from_str(&stdout(&o)).expect("JSON");
     let limits = |name: &str| {
         list.iter()
@@ -418,11 +408,10 @@ limits = { timeout_ms = 5000 }
 fn a_damaged_last_log_line_is_cut_before_resume_appends() {
     let openai =
         MockServer::start(|n, _| Reply::Sse(openai_sse(&format!("Answer number {}.", n + 1), &[])));
-    let sb = Sandbox::new();
-    sb.write("corral.toml", &manifest(openai.port, 9));
+    let sb = Sandbox::with_manifest(&manifest(openai.port, 9));
     let cli = Cli::new();
     let o = cli.run_env(&sb.ws(), &["run", "--provider", "openai", "first"], &KEYS);
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_exit(&o, 0);
     let log = session_log(&cli);
     let id = log
         .file_stem()
@@ -441,15 +430,15 @@ fn a_damaged_last_log_line_is_cut_before_resume_appends() {
             .expect("damage");
     }
     let o = cli.run(&sb.ws(), &["show", &id]);
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    assert!(stdout(&o).contains("Answer number 1."), "{}", stdout(&o));
+    assert_exit(&o, 0);
+    has(&stdout(&o), "Answer number 1.");
 
     let o = cli.run_env(&sb.ws(), &["resume", &id, "-p", "second"], &KEYS);
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    assert!(stdout(&o).contains("Answer number 2."), "{}", stdout(&o));
+    assert_exit(&o, 0);
+    has(&stdout(&o), "Answer number 2.");
 
     let o = cli.run(&sb.ws(), &["show", &id]);
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_exit(&o, 0);
     assert!(
         stdout(&o).contains("> second") && stdout(&o).contains("Answer number 2."),
         "{}",

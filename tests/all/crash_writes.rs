@@ -13,12 +13,12 @@ use crate::support::log::of_type;
 use crate::support::manifest::{KEYS, both_providers};
 use crate::support::mock::*;
 use crate::support::output::assert_exit;
-use crate::support::process::{self, events, wait_bounded, wait_for};
+use crate::support::process::{self, wait_bounded, wait_for};
 use crate::*;
 use serde_json::{Value, json};
 use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
 use std::path::Path;
-use std::process::{Child, Stdio};
+use std::process::Child;
 use std::time::{Duration, Instant};
 
 /// Longest one command may take before the test gives up on it.
@@ -110,8 +110,7 @@ fn sigkill_during_a_large_write_file_leaves_the_old_or_the_new_content() {
     let mut killed_mid = 0;
     let mut left_journal = 0;
     for delay in KILL_DELAYS_MS {
-        let sb = Sandbox::new();
-        sb.write("corral.toml", fs_limits());
+        let sb = Sandbox::with_manifest(fs_limits());
         sb.write("big.txt", &old);
         let target = sb.ws().join("big.txt");
         std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o750)).expect("chmod");
@@ -122,21 +121,16 @@ fn sigkill_during_a_large_write_file_leaves_the_old_or_the_new_content() {
         )
         .expect("args");
         let cli = Cli::new();
-        let mut child = cli
-            .command(
-                &sb.ws(),
-                &[
-                    "tool",
-                    "call",
-                    "write_file",
-                    "--args",
-                    &format!("@{}", args.display()),
-                ],
-            )
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn");
+        let mut child = process::quiet(&mut cli.command(
+            &sb.ws(),
+            &[
+                "tool",
+                "call",
+                "write_file",
+                "--args",
+                &format!("@{}", args.display()),
+            ],
+        ));
         if kill_while_writing(
             &mut child,
             &sb.ws(),
@@ -274,11 +268,7 @@ fn sigkill_during_a_multi_file_apply_patch_then_resume_leaves_all_or_none() {
         for (k, v) in KEYS {
             cmd.env(k, v);
         }
-        let mut child = cmd
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn");
+        let mut child = process::quiet(&mut cmd);
         let paths: Vec<_> = FILES.iter().map(|f| sb.ws().join(f)).collect();
         let refs: Vec<&Path> = paths.iter().map(|p| p.as_path()).collect();
         if kill_while_writing(&mut child, &sb.ws(), &refs, Duration::from_millis(delay)) {
@@ -338,13 +328,7 @@ fn a_subagent_log_left_open_by_sigkill_is_closed_when_its_parent_resumes() {
         ]),
     );
     let cli = Cli::new();
-    let mut child = cli
-        .command(&sb.ws(), &["run", "--json", "go"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn");
-    let rx = events(&mut child);
+    let (mut child, rx) = process::streaming(&mut cli.command(&sb.ws(), &["run", "--json", "go"]));
     wait_for(&rx, process::HANG, "the child streaming", |e| {
         e["type"] == "subagent" && e["event"]["type"] == "request_begin"
     });
@@ -358,12 +342,7 @@ fn a_subagent_log_left_open_by_sigkill_is_closed_when_its_parent_resumes() {
     );
     let parent_id = parent[0]["session_id"].as_str().expect("id").to_owned();
 
-    let mut resumed = cli
-        .command(&sb.ws(), &["resume", &parent_id])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn");
+    let mut resumed = process::quiet(&mut cli.command(&sb.ws(), &["resume", &parent_id]));
     wait_bounded(&mut resumed, process::HANG);
     let (_, children) = family(&cli);
     let log = &children[0].1;
@@ -424,12 +403,8 @@ fn a_killed_plugin_add_leaves_no_temporary_file_after_the_next_install() {
     };
     let mut left = false;
     for attempt in 0..6 {
-        let mut child = cli
-            .command(&sb.ws(), &["plugin", "add", &wasm, "--yes"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn");
+        let mut child =
+            process::quiet(&mut cli.command(&sb.ws(), &["plugin", "add", &wasm, "--yes"]));
         let deadline = Instant::now() + HANG;
         loop {
             if child.try_wait().expect("wait").is_some() {
@@ -514,13 +489,7 @@ fn call_ids_stay_unique_across_a_session_and_its_subagents_after_a_kill() {
         ]),
     );
     let cli = Cli::new();
-    let mut child = cli
-        .command(&sb.ws(), &["run", "--json", "go"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn");
-    let rx = events(&mut child);
+    let (mut child, rx) = process::streaming(&mut cli.command(&sb.ws(), &["run", "--json", "go"]));
     let requests = std::cell::Cell::new(0);
     wait_for(&rx, process::HANG, "the subagent's second request", |e| {
         if e["type"] == "subagent" && e["event"]["type"] == "request_begin" {

@@ -5,6 +5,7 @@
 
 use crate::support::cassette::{answer_turn, call_turn};
 use crate::support::process::wait_bounded;
+use crate::support::text::has;
 use crate::*;
 use corral_test_programs::ADVERSARY;
 use serde_json::{Value, json};
@@ -68,55 +69,67 @@ fn interrupt(child: &Child) {
     assert_eq!(rc, 0, "kill");
 }
 
-#[test]
-fn tool_call_stops_a_busy_loop_at_its_deadline() {
-    let sb = Sandbox::new();
-    sb.write("corral.toml", &project(300));
-    let cli = Cli::new();
+/// Which output of a command a test reads.
+enum Stream {
+    Stdout,
+    Stderr,
+}
+
+/// `corral ARGS` run to its end (at most [`HANG`]): its exit code and the
+/// text of `stream`.
+fn bounded(cli: &Cli, sb: &Sandbox, args: &[&str], stream: Stream) -> (Option<i32>, String) {
     let mut child = cli
-        .command(&sb.ws(), &["tool", "call", "spin", "--args", "{}"])
+        .command(&sb.ws(), args)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .expect("spawn");
     let code = wait_bounded(&mut child, HANG);
-    let mut err = String::new();
-    child
-        .stderr
-        .take()
-        .expect("stderr")
-        .read_to_string(&mut err)
-        .expect("read");
-    assert_eq!(code, Some(1), "{err}");
-    assert!(
-        err.contains("timed out after 300 ms (limits.timeout_ms)"),
-        "{err}"
+    let mut text = String::new();
+    let read = match stream {
+        Stream::Stdout => child
+            .stdout
+            .take()
+            .expect("stdout")
+            .read_to_string(&mut text),
+        Stream::Stderr => child
+            .stderr
+            .take()
+            .expect("stderr")
+            .read_to_string(&mut text),
+    };
+    read.expect("read");
+    (code, text)
+}
+
+#[test]
+fn tool_call_stops_a_busy_loop_at_its_deadline() {
+    let sb = Sandbox::with_manifest(&project(300));
+    let cli = Cli::new();
+    let (code, err) = bounded(
+        &cli,
+        &sb,
+        &["tool", "call", "spin", "--args", "{}"],
+        Stream::Stderr,
     );
+    assert_eq!(code, Some(1), "{err}");
+    has(&err, "timed out after 300 ms (limits.timeout_ms)");
 }
 
 #[test]
 fn run_stops_a_busy_loop_at_its_deadline_and_goes_on() {
-    let sb = Sandbox::new();
-    sb.write("corral.toml", &project(300));
+    let sb = Sandbox::with_manifest(&project(300));
     cassette(
         &sb,
         &[call_turn("c1", "spin", json!({})), answer_turn("Gave up.")],
     );
     let cli = Cli::new();
-    let mut child = cli
-        .command(&sb.ws(), &["run", "--provider", "replay", "--json", "spin"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn");
-    let code = wait_bounded(&mut child, HANG);
-    let mut out = String::new();
-    child
-        .stdout
-        .take()
-        .expect("stdout")
-        .read_to_string(&mut out)
-        .expect("read");
+    let (code, out) = bounded(
+        &cli,
+        &sb,
+        &["run", "--provider", "replay", "--json", "spin"],
+        Stream::Stdout,
+    );
     assert_eq!(code, Some(0), "{out}");
     let end = out
         .lines()
@@ -125,14 +138,13 @@ fn run_stops_a_busy_loop_at_its_deadline_and_goes_on() {
         .expect("a tool_call_end");
     assert_eq!(end["outcome"]["is_error"], true, "{end}");
     let content = end["outcome"]["content"].as_str().expect("content");
-    assert!(content.contains("timed out after 300 ms"), "{content}");
-    assert!(out.contains("Gave up."), "{out}");
+    has(content, "timed out after 300 ms");
+    has(&out, "Gave up.");
 }
 
 #[test]
 fn ctrl_c_stops_a_tool_call_at_once() {
-    let sb = Sandbox::new();
-    sb.write("corral.toml", &project(120_000));
+    let sb = Sandbox::with_manifest(&project(120_000));
     let cli = Cli::new();
     let mut child = cli
         .command(&sb.ws(), &["-vv", "tool", "call", "spin", "--args", "{}"])
@@ -220,8 +232,7 @@ fn assert_log_closed(cli: &Cli, ws: &Path) {
 
 #[test]
 fn ctrl_c_stops_a_running_tool_in_run() {
-    let sb = Sandbox::new();
-    sb.write("corral.toml", &project(120_000));
+    let sb = Sandbox::with_manifest(&project(120_000));
     cassette(
         &sb,
         &[call_turn("c1", "spin", json!({})), answer_turn("never")],
@@ -244,8 +255,7 @@ fn ctrl_c_stops_a_running_tool_in_run() {
 
 #[test]
 fn ctrl_c_stops_a_running_tool_in_resume() {
-    let sb = Sandbox::new();
-    sb.write("corral.toml", &project(120_000));
+    let sb = Sandbox::with_manifest(&project(120_000));
     cassette(
         &sb,
         &[
@@ -272,8 +282,7 @@ fn ctrl_c_stops_a_running_tool_in_resume() {
 
 #[test]
 fn ctrl_c_at_an_approval_prompt_exits_at_once() {
-    let sb = Sandbox::new();
-    sb.write("corral.toml", &project(30_000));
+    let sb = Sandbox::with_manifest(&project(30_000));
     cassette(
         &sb,
         &[

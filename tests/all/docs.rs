@@ -5,6 +5,7 @@
 //! leads somewhere that exists, and the top-level README stays short enough
 //! to read.
 
+use crate::support::text::has;
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -334,7 +335,7 @@ fn the_profile_example_runs_as_written() {
         .expect("the README runs the profile");
     let mock = MockServer::start(|_, _| Reply::Sse(openai_sse("Summarised.", &[])));
     // The example's local server is the mock, on the port it got.
-    assert!(profile.contains("127.0.0.1:11434"), "{profile}");
+    has(&profile, "127.0.0.1:11434");
     let profile = profile.replace("127.0.0.1:11434", &format!("127.0.0.1:{}", mock.port));
     let home = tempfile::tempdir().expect("home");
     std::fs::create_dir_all(home.path().join("config/corral")).expect("config");
@@ -349,8 +350,5 @@ fn the_profile_example_runs_as_written() {
     // The built-in key for api.openai.com is not sent to the local server,
     // and a note says so.
     assert_eq!(requests[0].header("authorization"), None);
-    assert!(
-        err.contains("built-in `authorization` header is not sent"),
-        "{err}"
-    );
+    has(&err, "built-in `authorization` header is not sent");
 }

@@ -4,7 +4,10 @@
 //! writes, and a secret goes only to the scheme, host and port it is bound to.
 
 use crate::support::cassette::{self, answer_turn, calls_turn};
+use crate::support::output::assert_exit;
 use crate::support::output::{stderr, stdout};
+use crate::support::run::argv_with;
+use crate::support::text::{has, has_all};
 use crate::*;
 use corral_test_programs::EFFECTS_GUEST;
 use serde_json::{Value, json};
@@ -103,6 +106,17 @@ const REPLAY: &str = "[plugins.replay]\nsource = \"builtin:replay\"\n\
      grants.fs = [{ path = \".\", access = \"ro\" }]\n\
      config = { cassette = \"effects.cassette.json\" }\n";
 
+/// A server on loopback ([`server`]) and a project whose `sneaky` plugin
+/// may reach it, played by [`REPLAY`].
+fn replayed_project() -> (Sandbox, u16, Seen) {
+    let (port, seen) = server();
+    let sb = Sandbox::with_manifest(&format!(
+        "{}\n{REPLAY}",
+        sneaky(&[format!("http://127.0.0.1:{port}")], "")
+    ));
+    (sb, port, seen)
+}
+
 /// A cassette whose model makes `calls` in one turn, then answers.
 fn cassette(sb: &Sandbox, calls: &[(&str, &str, Value)]) {
     cassette::write(
@@ -112,86 +126,66 @@ fn cassette(sb: &Sandbox, calls: &[(&str, &str, Value)]) {
     );
 }
 
-/// The `tool_call_end` outcome of each call of a `--json` run, by call id.
-fn outcomes(o: &Output) -> Vec<(String, String, bool)> {
+/// The events of a `--json` run, with the model's call ids.
+fn run_events(o: &Output) -> Vec<Value> {
     with_model_ids(
         stdout(o)
             .lines()
             .filter_map(|l| serde_json::from_str::<Value>(l).ok())
             .collect(),
     )
-    .into_iter()
-    .filter(|e| e["type"] == "tool_call_end")
-    .map(|e| {
-        (
-            e["call_id"].as_str().unwrap_or("").to_owned(),
-            e["outcome"]["content"].as_str().unwrap_or("").to_owned(),
-            e["outcome"]["is_error"].as_bool().unwrap_or(false),
-        )
-    })
-    .collect()
+}
+
+/// The `tool_call_end` outcome of each call of a `--json` run, by call id.
+fn outcomes(o: &Output) -> Vec<(String, String, bool)> {
+    run_events(o)
+        .into_iter()
+        .filter(|e| e["type"] == "tool_call_end")
+        .map(|e| {
+            (
+                e["call_id"].as_str().unwrap_or("").to_owned(),
+                e["outcome"]["content"].as_str().unwrap_or("").to_owned(),
+                e["outcome"]["is_error"].as_bool().unwrap_or(false),
+            )
+        })
+        .collect()
 }
 
 /// The permission decision of each call of a `--json` run.
 fn decisions(o: &Output) -> Vec<(String, String)> {
-    with_model_ids(
-        stdout(o)
-            .lines()
-            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-            .collect(),
-    )
-    .into_iter()
-    .filter(|e| e["type"] == "permission")
-    .map(|e| {
-        (
-            e["call_id"].as_str().unwrap_or("").to_owned(),
-            e["decision"].as_str().unwrap_or("").to_owned(),
-        )
-    })
-    .collect()
+    crate::support::events::decisions(&run_events(o))
 }
 
 #[test]
 fn a_read_tool_cannot_run_a_program_through_tool_call() {
-    let sb = Sandbox::new();
-    sb.write(
-        "corral.toml",
-        &sneaky(&["http://127.0.0.1:9".to_owned()], ""),
-    );
+    let sb = Sandbox::with_manifest(&sneaky(&["http://127.0.0.1:9".to_owned()], ""));
     let cli = Cli::new();
     let o = cli.run(
         &sb.ws(),
-        &[
-            "tool",
-            "call",
-            "touch_reader",
-            "--args",
+        &argv_with(
+            "tool call touch_reader --args",
             r#"{"path":"made-by-reader"}"#,
-        ],
+        ),
     );
     let err = stderr(&o);
     assert_eq!(o.status.code(), Some(1), "{err}");
-    assert!(err.contains("process.run refused: NotGranted"), "{err}");
-    assert!(
-        err.contains("tool `touch_reader` (plugin `sneaky`) may not run programs"),
-        "{err}"
+    has(&err, "process.run refused: NotGranted");
+    has(
+        &err,
+        "tool `touch_reader` (plugin `sneaky`) may not run programs",
     );
-    assert!(err.contains("it declares only read"), "{err}");
-    assert!(err.contains("declare `execute`"), "{err}");
+    has_all(&err, &["it declares only read", "declare `execute`"]);
     assert!(!sb.ws().join("made-by-reader").exists());
 
     // The same code in a tool that declares `execute` runs, under the same grant.
     let o = cli.run(
         &sb.ws(),
-        &[
-            "tool",
-            "call",
-            "touch_runner",
-            "--args",
+        &argv_with(
+            "tool call touch_runner --args",
             r#"{"path":"made-by-runner"}"#,
-        ],
+        ),
     );
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_exit(&o, 0);
     assert_eq!(stdout(&o), "touch ran: exit Some(0)\n");
     assert!(sb.ws().join("made-by-runner").exists());
 }
@@ -210,13 +204,13 @@ fn a_read_tool_cannot_reach_the_network_through_tool_call() {
     let o = cli.run(&sb.ws(), &["tool", "call", "fetch_reader", "--args", &args]);
     let err = stderr(&o);
     assert_eq!(o.status.code(), Some(1), "{err}");
-    assert!(err.contains("request failed: Denied"), "{err}");
+    has(&err, "request failed: Denied");
     // The host says why, on its log (stderr by default).
-    assert!(
-        err.contains("tool `fetch_reader` (plugin `sneaky`) may not reach the network"),
-        "{err}"
+    has(
+        &err,
+        "tool `fetch_reader` (plugin `sneaky`) may not reach the network",
     );
-    assert!(err.contains("declare `network`"), "{err}");
+    has(&err, "declare `network`");
     assert_eq!(seen.connections(), 0, "the server was reached");
 
     // The grant itself allows it: a tool that declares `network` gets through.
@@ -224,22 +218,14 @@ fn a_read_tool_cannot_reach_the_network_through_tool_call() {
         &sb.ws(),
         &["tool", "call", "fetch_networker", "--args", &args],
     );
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_exit(&o, 0);
     assert_eq!(stdout(&o), "200 ok\n");
     assert_eq!(seen.requests().len(), 1);
 }
 
 #[test]
 fn a_read_only_run_lets_a_read_tool_run_but_not_run_programs_or_reach_out() {
-    let (port, seen) = server();
-    let sb = Sandbox::new();
-    sb.write(
-        "corral.toml",
-        &format!(
-            "{}\n{REPLAY}",
-            sneaky(&[format!("http://127.0.0.1:{port}")], "")
-        ),
-    );
+    let (sb, port, seen) = replayed_project();
     cassette(
         &sb,
         &[
@@ -255,17 +241,12 @@ fn a_read_only_run_lets_a_read_tool_run_but_not_run_programs_or_reach_out() {
     let cli = Cli::new();
     let o = cli.run(
         &sb.ws(),
-        &[
-            "run",
-            "--provider",
-            "replay",
-            "--mode",
-            "read-only",
-            "--json",
+        &argv_with(
+            "run --provider replay --mode read-only --json",
             "look around",
-        ],
+        ),
     );
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_exit(&o, 0);
     // The policy judged each call by its declared effects: the two that
     // declare only `read` run, the one that declares `execute` does not...
     assert_eq!(
@@ -279,15 +260,15 @@ fn a_read_only_run_lets_a_read_tool_run_but_not_run_programs_or_reach_out() {
     let (id, content, is_error) = &out[0];
     assert_eq!(id, "t1");
     assert!(*is_error);
-    assert!(content.contains("process.run refused"), "{content}");
-    assert!(content.contains("may not run programs"), "{content}");
+    has(content, "process.run refused");
+    has(content, "may not run programs");
     let (id, content, _) = &out[1];
     assert_eq!(id, "t2");
-    assert!(content.contains("read-only"), "{content}");
+    has(content, "read-only");
     let (id, content, is_error) = &out[2];
     assert_eq!(id, "t3");
     assert!(*is_error);
-    assert!(content.contains("request failed: Denied"), "{content}");
+    has(content, "request failed: Denied");
     assert!(!sb.ws().join("made-by-reader").exists());
     assert!(!sb.ws().join("made-by-runner").exists());
     assert_eq!(seen.connections(), 0, "the server was reached");
@@ -310,15 +291,7 @@ fn run_on_pty(cli: &Cli, ws: &Path, args: &[&str], answer: &str) -> (Option<i32>
 
 #[test]
 fn a_preview_gets_no_program_no_network_and_no_writes() {
-    let (port, seen) = server();
-    let sb = Sandbox::new();
-    sb.write(
-        "corral.toml",
-        &format!(
-            "{}\n{REPLAY}",
-            sneaky(&[format!("http://127.0.0.1:{port}")], "")
-        ),
-    );
+    let (sb, port, seen) = replayed_project();
     cassette(
         &sb,
         &[(
@@ -340,17 +313,15 @@ fn a_preview_gets_no_program_no_network_and_no_writes() {
     );
     assert_eq!(code, Some(0), "{screen}");
     // The preview ran (its diff is on the screen) and was refused all three.
-    assert!(screen.contains("+preview says:"), "{screen}");
-    assert!(
-        screen.contains("process.run refused: NotGranted"),
-        "{screen}"
+    has_all(
+        &screen,
+        &["+preview says:", "process.run refused: NotGranted"],
     );
-    assert!(
-        screen.contains("the preview of `sneaky_writer` (plugin `sneaky`) may not run programs"),
-        "{screen}"
+    has(
+        &screen,
+        "the preview of `sneaky_writer` (plugin `sneaky`) may not run programs",
     );
-    assert!(screen.contains("request failed: Denied"), "{screen}");
-    assert!(screen.contains("write refused"), "{screen}");
+    has_all(&screen, &["request failed: Denied", "write refused"]);
     assert!(!sb.ws().join("touched-by-preview").exists());
     assert!(!sb.ws().join("target.txt").exists());
     assert_eq!(seen.connections(), 0, "the server was reached");
@@ -428,18 +399,14 @@ fn a_secret_for_https_is_not_sent_over_http_or_to_another_port() {
 fn a_host_only_secret_goes_to_https_on_443_and_nowhere_else() {
     let (a, seen_a) = server();
     let (b, seen_b) = server();
-    let sb = Sandbox::new();
-    sb.write(
-        "corral.toml",
-        &sneaky(
-            &[
-                "https://127.0.0.1:443".to_owned(),
-                format!("http://127.0.0.1:{a}"),
-                format!("http://127.0.0.1:{b}"),
-            ],
-            &format!("grants.secrets = [{{ host = \"127.0.0.1\", {KEY_SECRET} }}]"),
-        ),
-    );
+    let sb = Sandbox::with_manifest(&sneaky(
+        &[
+            "https://127.0.0.1:443".to_owned(),
+            format!("http://127.0.0.1:{a}"),
+            format!("http://127.0.0.1:{b}"),
+        ],
+        &format!("grants.secrets = [{{ host = \"127.0.0.1\", {KEY_SECRET} }}]"),
+    ));
     let cli = Cli::new();
     fetch_all(
         &cli,
@@ -455,8 +422,7 @@ fn a_host_only_secret_goes_to_https_on_443_and_nowhere_else() {
 
 #[test]
 fn a_host_only_secret_without_an_https_grant_is_refused_with_the_fix() {
-    let sb = Sandbox::new();
-    let cli = Cli::new();
+    let (sb, cli) = workspace_and_cli();
     // The user's own manifest, which needs no trust step before it counts.
     let user = cli.home.path().join("config/corral/corral.toml");
     std::fs::create_dir_all(user.parent().expect("dir")).expect("mkdir");
@@ -471,16 +437,16 @@ fn a_host_only_secret_without_an_https_grant_is_refused_with_the_fix() {
     let o = cli.run(&sb.ws(), &["tools", "list"]);
     let err = stderr(&o);
     assert_eq!(o.status.code(), Some(2), "{err}");
-    assert!(err.contains("config/corral/corral.toml:6:"), "{err}");
+    has(&err, "config/corral/corral.toml:6:");
     assert!(
         err.contains(
             "plugin `sneaky`: secret for https://127.0.0.1:443, which grants.net does not allow"
         ),
         "{err}"
     );
-    assert!(
-        err.contains("write `origin = \"http://127.0.0.1:11434\"` instead of `host`"),
-        "{err}"
+    has(
+        &err,
+        "write `origin = \"http://127.0.0.1:11434\"` instead of `host`",
     );
 }
 

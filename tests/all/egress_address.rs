@@ -17,6 +17,7 @@
 
 use crate::support::output::{assert_exit, stderr, stdout};
 use crate::support::run::tool_call;
+use crate::support::text::has;
 use crate::{Cli, Sandbox};
 use serde_json::json;
 use std::io::{Read as _, Write as _};
@@ -82,14 +83,9 @@ fn loopback_name() -> Result<(String, IpAddr), String> {
 }
 
 fn granted(origin: &str) -> Sandbox {
-    let sb = Sandbox::new();
-    sb.write(
-        "corral.toml",
-        &format!(
-            "[plugins.web-fetch]\nsource = \"builtin:web-fetch\"\ngrants.net = [\"{origin}\"]\n"
-        ),
-    );
-    sb
+    Sandbox::with_manifest(&format!(
+        "[plugins.web-fetch]\nsource = \"builtin:web-fetch\"\ngrants.net = [\"{origin}\"]\n"
+    ))
 }
 
 #[test]
@@ -124,7 +120,7 @@ fn a_name_that_resolves_to_loopback_does_not_reach_it() {
     let sb = granted(&at);
     let o = tool_call(&cli, &sb, "web_fetch", json!({"url": format!("{at}/")}));
     assert_exit(&o, 0);
-    assert!(stdout(&o).contains("LOOPBACK-PAGE"), "{}", stdout(&o));
+    has(&stdout(&o), "LOOPBACK-PAGE");
     assert_eq!(server.accepted.load(Ordering::SeqCst), 1);
 }
 
@@ -140,5 +136,5 @@ fn localhost_granted_by_name_reaches_loopback() {
         json!({"url": format!("{origin}/")}),
     );
     assert_exit(&o, 0);
-    assert!(stdout(&o).contains("LOOPBACK-PAGE"), "{}", stdout(&o));
+    has(&stdout(&o), "LOOPBACK-PAGE");
 }

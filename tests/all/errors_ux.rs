@@ -3,6 +3,7 @@
 
 use crate::support::manifest::openai_plugin;
 use crate::support::output::{stderr, stdout};
+use crate::support::text::{has, has_all, lacks};
 use crate::*;
 use corral_test_programs::ECHO;
 
@@ -33,7 +34,7 @@ fn tools_list_keeps_the_description_past_e_g() {
         .lines()
         .find(|l| l.starts_with("run_command "))
         .unwrap_or_else(|| panic!("no run_command line:\n{out}"));
-    assert!(line.contains("e.g. `cargo test`"), "{line}");
+    has(line, "e.g. `cargo test`");
 }
 
 #[test]
@@ -44,9 +45,14 @@ fn a_text_file_as_a_plugin_says_it_is_not_webassembly() {
     let o = Cli::new().run(&sb.ws(), &["tools", "list"]);
     let err = stderr(&o);
     assert!(!o.status.success(), "{err}");
-    assert!(err.contains("plugin `tool`"), "{err}");
-    assert!(err.contains("the file is text, not WebAssembly"), "{err}");
-    assert!(err.contains("wasm32-wasip2"), "{err}");
+    has_all(
+        &err,
+        &[
+            "plugin `tool`",
+            "the file is text, not WebAssembly",
+            "wasm32-wasip2",
+        ],
+    );
     assert_no_debug(&err);
 }
 
@@ -59,10 +65,15 @@ fn a_core_module_says_it_must_be_a_component_and_how() {
     let o = Cli::new().run(&sb.ws(), &["tools", "list"]);
     let err = stderr(&o);
     assert!(!o.status.success(), "{err}");
-    assert!(err.contains("is a core WebAssembly module"), "{err}");
-    assert!(err.contains("only components"), "{err}");
-    assert!(err.contains("wasm-tools component new"), "{err}");
-    assert!(!err.contains("component parser"), "{err}");
+    has_all(
+        &err,
+        &[
+            "is a core WebAssembly module",
+            "only components",
+            "wasm-tools component new",
+        ],
+    );
+    lacks(&err, "component parser");
     assert_no_debug(&err);
 }
 
@@ -74,45 +85,36 @@ fn a_refused_connection_says_so_in_words() {
         .local_addr()
         .unwrap()
         .port();
-    let sb = Sandbox::new();
-    sb.write(
-        "corral.toml",
-        &format!(
-            "[agent]\nprovider = \"openai\"\n\n{}",
-            openai_plugin(
-                port,
-                "model = \"gpt-4.1\"",
-                "limits = { timeout_ms = 30000 }"
-            )
-        ),
-    );
+    let sb = Sandbox::with_manifest(&format!(
+        "[agent]\nprovider = \"openai\"\n\n{}",
+        openai_plugin(
+            port,
+            "model = \"gpt-4.1\"",
+            "limits = { timeout_ms = 30000 }"
+        )
+    ));
     let o = Cli::new().run_env(&sb.ws(), &["run", "hi"], &[("TEST_OPENAI_KEY", "k")]);
     let text = both(&o);
     assert!(!o.status.success(), "{text}");
-    assert!(text.contains("connection was refused"), "{text}");
-    assert!(text.contains("base_url"), "{text}");
+    has_all(&text, &["connection was refused", "base_url"]);
     assert_no_debug(&text);
 }
 
 #[test]
 fn an_openai_entry_without_a_model_is_a_configuration_error() {
-    let sb = Sandbox::new();
-    sb.write(
-        "corral.toml",
-        &format!(
-            "[agent]\nprovider = \"openai\"\n\n{}",
-            openai_plugin(1, "", "")
-        ),
-    );
+    let sb = Sandbox::with_manifest(&format!(
+        "[agent]\nprovider = \"openai\"\n\n{}",
+        openai_plugin(1, "", "")
+    ));
     let o = Cli::new().run_env(&sb.ws(), &["run", "hi"], &[("TEST_OPENAI_KEY", "k")]);
     let text = both(&o);
     assert!(!o.status.success(), "{text}");
-    assert!(text.contains("configuration error"), "{text}");
+    has(&text, "configuration error");
     assert!(
         text.contains("model = \\\"gpt-4.1\\\"") || text.contains("model = \"gpt-4.1\""),
         "{text}"
     );
-    assert!(!text.contains("protocol"), "{text}");
+    lacks(&text, "protocol");
 }
 
 #[test]
@@ -130,8 +132,7 @@ fn a_tool_name_clash_names_tool_prefix() {
     let o = Cli::new().run(&sb.ws(), &["tools", "list"]);
     let err = stderr(&o);
     assert!(!o.status.success(), "{err}");
-    assert!(err.contains("exported by two plugins"), "{err}");
-    assert!(err.contains("tool_prefix = \"two_\""), "{err}");
+    has_all(&err, &["exported by two plugins", "tool_prefix = \"two_\""]);
 
     // The same component with the same settings: the other message.
     sb.write(
@@ -143,7 +144,7 @@ fn a_tool_name_clash_names_tool_prefix() {
         ),
     );
     let err = stderr(&Cli::new().run(&sb.ws(), &["tools", "list"]));
-    assert!(err.contains("tool_prefix = \"two_\""), "{err}");
+    has(&err, "tool_prefix = \"two_\"");
 }
 
 #[test]
@@ -152,9 +153,8 @@ fn bare_resume_mentions_last() {
     let o = Cli::new().run(&sb.ws(), &["resume"]);
     let err = stderr(&o);
     assert_eq!(o.status.code(), Some(2), "{err}");
-    assert!(err.contains("corral resume --last"), "{err}");
-    assert!(err.contains("corral sessions"), "{err}");
-    assert!(!err.contains("<ID>"), "{err}");
+    has_all(&err, &["corral resume --last", "corral sessions"]);
+    lacks(&err, "<ID>");
 }
 
 /// The README's quick start, then `resume --last -p` and `compact` on the
@@ -173,18 +173,15 @@ fn the_quick_start_session_resumes_and_compacts() {
     let o = cli.run(&ws, &["resume", "--last", "-p", "And the tests?"]);
     let text = both(&o);
     assert_eq!(o.status.code(), Some(0), "{text}");
-    assert!(
-        text.contains("last one the demo cassette recorded"),
-        "{text}"
-    );
-    assert!(!text.contains("[agent.models.\"\"]"), "{text}");
+    has(&text, "last one the demo cassette recorded");
+    lacks(&text, "[agent.models.\"\"]");
     let o = cli.run(&ws, &["sessions", "--json"]);
     let sessions: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     let id = sessions[0]["id"].as_str().unwrap().to_owned();
     let o = cli.run(&ws, &["compact", &id]);
     let text = both(&o);
     assert_eq!(o.status.code(), Some(0), "{text}");
-    assert!(text.contains(&format!("compacted {id}")), "{text}");
+    has(&text, format!("compacted {id}"));
     // Past the recorded turns, the cassette says what to do.
     let o = cli.run(&ws, &["resume", "--last", "-p", "one more"]);
     let o = if o.status.success() {
@@ -194,15 +191,16 @@ fn the_quick_start_session_resumes_and_compacts() {
     };
     let text = both(&o);
     if !o.status.success() {
-        assert!(text.contains("plays back only what it recorded"), "{text}");
-        assert!(text.contains("--provider openai"), "{text}");
+        has_all(
+            &text,
+            &["plays back only what it recorded", "--provider openai"],
+        );
     }
 }
 
 #[test]
 fn verbose_tools_list_logs_where_the_tools_came_from_on_a_warm_run() {
-    let sb = Sandbox::new();
-    let cli = Cli::new();
+    let (sb, cli) = workspace_and_cli();
     // The first run fills the caches; the second is the warm one.
     let _ = cli.run(&sb.ws(), &["tools", "list"]);
     let o = cli.run(&sb.ws(), &["-v", "tools", "list"]);
@@ -212,5 +210,5 @@ fn verbose_tools_list_logs_where_the_tools_came_from_on_a_warm_run() {
         err.contains("tools from the description cache") || err.contains("compile cache hit"),
         "{err}"
     );
-    assert!(err.contains("plugin=fs"), "{err}");
+    has(&err, "plugin=fs");
 }

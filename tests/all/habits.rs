@@ -9,8 +9,10 @@
 
 use crate::support::log::session_log;
 use crate::support::mock::{MockServer, Reply, openai_sse};
+use crate::support::output::assert_exit;
 use crate::support::output::{stderr, stdout};
 use crate::support::run::openai_workspace;
+use crate::support::text::{has, lacks};
 use crate::support::tui::{Pane, ui_command};
 use crate::*;
 
@@ -45,9 +47,9 @@ fn claude_md_is_read_where_there_is_no_agents_md() {
     let o = run_openai(&cli, &sb);
     assert!(o.status.success(), "{}", stderr(&o));
     let system = system_prompt(&mock);
-    assert!(
-        system.contains("# Instructions from CLAUDE.md\nAlways answer in haiku"),
-        "{system}"
+    has(
+        &system,
+        "# Instructions from CLAUDE.md\nAlways answer in haiku",
     );
 
     // Where both are, AGENTS.md is the one read: the project is not told
@@ -59,15 +61,14 @@ fn claude_md_is_read_where_there_is_no_agents_md() {
     let o = run_openai(&cli, &sb);
     assert!(o.status.success(), "{}", stderr(&o));
     let system = system_prompt(&mock);
-    assert!(system.contains("from AGENTS.md"), "{system}");
-    assert!(!system.contains("from CLAUDE.md"), "{system}");
+    has(&system, "from AGENTS.md");
+    lacks(&system, "from CLAUDE.md");
 }
 
 // Before: `undo -y` and `trust -y` were usage errors (only `--yes`).
 #[test]
 fn yes_has_its_short_form_on_undo_and_trust() {
-    let sb = Sandbox::new();
-    sb.write("corral.toml", "[agent]\nmax_iterations = 3\n");
+    let sb = Sandbox::with_manifest("[agent]\nmax_iterations = 3\n");
     let cli = Cli::untrusting();
     let o = cli.run(&sb.ws(), &["trust", "-y"]);
     assert!(o.status.success(), "{}", stderr(&o));
@@ -76,26 +77,25 @@ fn yes_has_its_short_form_on_undo_and_trust() {
     // The demo only reads files: nothing to undo, said as such, not as a
     // usage error.
     let o = cli.run(&sb.ws(), &["undo", "-y"]);
-    assert!(stderr(&o).contains("nothing to undo"), "{}", stderr(&o));
+    has(&stderr(&o), "nothing to undo");
 }
 
 // Before: `show` and `compact` needed an id; `--last` was a usage error.
 #[test]
 fn show_and_compact_take_last() {
-    let sb = Sandbox::new();
-    let cli = Cli::new();
+    let (sb, cli) = workspace_and_cli();
     let o = cli.run(&sb.ws(), &["run", "--provider", "replay", "What is this?"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let o = cli.run(&sb.ws(), &["show", "--last"]);
     assert!(o.status.success(), "{}", stderr(&o));
-    assert!(stdout(&o).contains("> What is this?"), "{}", stdout(&o));
+    has(&stdout(&o), "> What is this?");
     let o = cli.run(&sb.ws(), &["compact", "--last"]);
     assert!(o.status.success(), "{}", stderr(&o));
-    assert!(stdout(&o).contains("compacted"), "{}", stdout(&o));
+    has(&stdout(&o), "compacted");
     // Neither an id nor --last: clap says which is missing.
     let o = cli.run(&sb.ws(), &["show"]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("<ID|--last>"), "{}", stderr(&o));
+    has(&stderr(&o), "<ID|--last>");
 }
 
 // Before: a run ended without a word on how to go on; the replay demo ended
@@ -103,8 +103,7 @@ fn show_and_compact_take_last() {
 // `corral show` ended each answered turn with `[final_answer]`.
 #[test]
 fn a_run_says_how_to_resume_and_the_demo_says_nothing_of_windows() {
-    let sb = Sandbox::new();
-    let cli = Cli::new();
+    let (sb, cli) = workspace_and_cli();
     let o = cli.run(&sb.ws(), &["run", "--provider", "replay", "What is this?"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let err = stderr(&o);
@@ -113,14 +112,11 @@ fn a_run_says_how_to_resume_and_the_demo_says_nothing_of_windows() {
         .expect("stem")
         .to_string_lossy()
         .into_owned();
-    assert!(
-        err.contains(&format!("resume with: corral resume {id}")),
-        "{err}"
-    );
-    assert!(!stdout(&o).contains("resume with"), "{}", stdout(&o));
-    assert!(!err.contains("context window"), "{err}");
+    has(&err, format!("resume with: corral resume {id}"));
+    lacks(&stdout(&o), "resume with");
+    lacks(&err, "context window");
     let o = cli.run(&sb.ws(), &["show", &id]);
-    assert!(!stdout(&o).contains("[final_answer]"), "{}", stdout(&o));
+    lacks(&stdout(&o), "[final_answer]");
 
     // With --json, stdout is JSON lines only and stderr stays quiet about it.
     let o = cli.run(
@@ -128,7 +124,7 @@ fn a_run_says_how_to_resume_and_the_demo_says_nothing_of_windows() {
         &["run", "--provider", "replay", "--json", "What is this?"],
     );
     assert!(o.status.success(), "{}", stderr(&o));
-    assert!(!stderr(&o).contains("resume with"), "{}", stderr(&o));
+    lacks(&stderr(&o), "resume with");
     for line in stdout(&o).lines() {
         assert!(
             serde_json::from_str::<serde_json::Value>(line).is_ok(),
@@ -140,12 +136,11 @@ fn a_run_says_how_to_resume_and_the_demo_says_nothing_of_windows() {
 // Before: `corral run ""` opened a session and sent the empty prompt.
 #[test]
 fn an_empty_prompt_is_refused() {
-    let sb = Sandbox::new();
-    let cli = Cli::new();
+    let (sb, cli) = workspace_and_cli();
     for prompt in ["", "  \n\t"] {
         let o = cli.run(&sb.ws(), &["run", "--provider", "replay", prompt]);
-        assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-        assert!(stderr(&o).contains("empty prompt"), "{}", stderr(&o));
+        assert_exit(&o, 2);
+        has(&stderr(&o), "empty prompt");
     }
     assert!(crate::support::log::try_session_logs(&cli).is_empty());
 }
@@ -161,7 +156,7 @@ fn the_help_says_mcp_also_manages_servers() {
         .find(|l| l.trim_start().starts_with("mcp "))
         .expect("an mcp line");
     for word in ["serve", "add", "import", "list"] {
-        assert!(line.contains(word), "{line}");
+        has(line, word);
     }
 }
 
@@ -170,32 +165,26 @@ fn the_help_says_mcp_also_manages_servers() {
 // nothing said how to resume.
 #[test]
 fn the_ui_leaves_no_empty_session_and_says_how_to_resume() {
-    let sb = Sandbox::new();
-    sb.write(
-        "corral.toml",
+    let sb = Sandbox::with_manifest(
         "[agent]\nprovider = \"replay\"\n\n[policy]\nmode = \"full-auto\"\n",
     );
     let cli = Cli::new();
-    let o = cli.run(&sb.ws(), &["sessions"]);
-    assert!(o.status.success(), "{}", stderr(&o));
+    crate::support::tui::trust(&cli, &sb);
     let command = ui_command(&cli, &sb.ws(), "echo CORRAL-EXIT=$?; sleep 600");
 
-    let Some(pane) = Pane::start(&command) else {
+    let Some(pane) = Pane::ready(&command) else {
         return;
     };
-    pane.wait_for("ask anything");
     pane.press("C-d");
     let screen = pane.wait_for("CORRAL-EXIT=");
-    assert!(screen.contains("CORRAL-EXIT=0"), "{screen}");
-    assert!(!screen.contains("resume with"), "{screen}");
+    has(&screen, "CORRAL-EXIT=0");
+    lacks(&screen, "resume with");
     drop(pane);
     let o = cli.run(&sb.ws(), &["sessions"]);
-    assert!(stdout(&o).contains("no sessions"), "{}", stdout(&o));
+    has(&stdout(&o), "no sessions");
 
-    let pane = Pane::start(&command).expect("tmux");
-    pane.wait_for("ask anything");
-    pane.type_text("!echo bang-says-hi");
-    pane.press("Enter");
+    let pane = Pane::ready(&command).expect("tmux");
+    pane.submit("!echo bang-says-hi");
     pane.wait("the command's output", |s| {
         s.matches("bang-says-hi").count() >= 2
     });
@@ -207,7 +196,7 @@ fn the_ui_leaves_no_empty_session_and_says_how_to_resume() {
         .to_string_lossy()
         .into_owned();
     let all = pane.scrollback();
-    assert!(!all.contains("[final_answer]"), "{all}");
+    lacks(&all, "[final_answer]");
     assert!(
         all.contains(&format!("resume with: corral resume {id}")),
         "{screen}"

@@ -1,7 +1,9 @@
 //! A session driven through the library's handle alone — no CLI: ops in,
 //! events out, approvals answered with an op, an interrupt mid-stream.
 
+use crate::support::run::argv;
 use crate::support::run::{answering, openai_workspace};
+use crate::support::text::{has, has_all};
 use crate::*;
 use corral_core::session::{Approvals, SessionConfig};
 use corral_protocol::{ApprovalAnswer, Event, Op, PermissionDecision, StopReason};
@@ -95,10 +97,9 @@ async fn an_approval_is_an_event_answered_by_an_op() {
     assert_eq!(request.call.model_id.as_deref(), Some("w1"));
     let own = request.call.id.clone();
     assert!(own.starts_with("c-"), "{own}");
-    assert!(request.reason.contains("mode ask"), "{}", request.reason);
+    has(&request.reason, "mode ask");
     let diff = request.preview.expect("a diff preview");
-    assert!(diff.contains("+++ b/new.txt"), "{diff}");
-    assert!(diff.contains("+fresh line"), "{diff}");
+    has_all(&diff, &["+++ b/new.txt", "+fresh line"]);
     // The diff was computed without writing.
     assert!(!sb.ws().join("new.txt").exists());
 
@@ -276,16 +277,8 @@ fn json_runs_answer_approvals_on_stdin() {
         0 => Reply::Sse(openai_sse(
             "Writing two files. ",
             &[
-                (
-                    "w1",
-                    "write_file",
-                    json!({"path": "a.txt", "content": "first\n"}),
-                ),
-                (
-                    "w2",
-                    "write_file",
-                    json!({"path": "b.txt", "content": "second\n"}),
-                ),
+                write_call("w1", "a.txt", "first\n"),
+                write_call("w2", "b.txt", "second\n"),
             ],
         )),
         _ => Reply::Sse(openai_sse("Done.", &[])),
@@ -362,18 +355,11 @@ fn json_runs_answer_approvals_on_stdin() {
 #[test]
 fn json_approvals_survive_bad_lines_and_a_closed_stdin() {
     use crate::support::mock::*;
-    use serde_json::{Value, json};
+    use serde_json::Value;
     use std::io::{BufRead as _, Write as _};
 
     let mock = MockServer::start(|n, _| match n {
-        0 => Reply::Sse(openai_sse(
-            "",
-            &[(
-                "w1",
-                "write_file",
-                json!({"path": "a.txt", "content": "x\n"}),
-            )],
-        )),
+        0 => Reply::Sse(openai_sse("", &[write_call("w1", "a.txt", "x\n")])),
         _ => Reply::Sse(openai_sse("Fine.", &[])),
     });
     let sb = openai_workspace(mock.port, "");
@@ -393,7 +379,7 @@ fn json_approvals_survive_bad_lines_and_a_closed_stdin() {
     let out = child.wait_with_output().expect("wait");
     assert_eq!(out.status.code(), Some(0));
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("stdin line 1 is not an op"), "{stderr}");
+    has(&stderr, "stdin line 1 is not an op");
     assert!(!sb.ws().join("a.txt").exists());
     assert_eq!(
         openai_tool_result(&mock.requests()[1], "w1"),
@@ -426,15 +412,7 @@ fn every_begin_has_exactly_one_end() {
     let cli = Cli::new();
     let o = cli.run_env(
         &sb.ws(),
-        &[
-            "run",
-            "--provider",
-            "openai",
-            "--json",
-            "--mode",
-            "full-auto",
-            "go",
-        ],
+        &argv("run --provider openai --json --mode full-auto go"),
         &[("TEST_OPENAI_KEY", "sk-test")],
     );
     assert_eq!(o.status.code(), Some(5));

@@ -9,6 +9,7 @@ use crate::support::manifest::openai_project;
 use crate::support::mock::*;
 use crate::support::model::calls_then_done;
 use crate::support::output::printed;
+use crate::support::text::{has, has_all, lacks};
 use crate::*;
 use corral_protocol::{Event, HookDecision, HookEvent};
 use serde_json::json;
@@ -84,7 +85,7 @@ before_tool = [{ plugin = "no-push", tools = ["run_*"] }]
         "{result}"
     );
     let result = openai_tool_result(&requests[1], "c2");
-    assert!(result.contains("matches `git push --force`"), "{result}");
+    has(&result, "matches `git push --force`");
     let decisions: Vec<HookDecision> = hook_events(&cli).into_iter().map(|e| e.2).collect();
     assert_eq!(
         decisions,
@@ -101,11 +102,7 @@ fn a_rewrite_cannot_turn_a_denied_call_into_an_allowed_one() {
     let mock = calls_then_done(vec![
         run_command("c1", "touch denied"),
         run_command("c2", "touch ok"),
-        (
-            "c3",
-            "write_file",
-            json!({ "path": "w.txt", "content": "x" }),
-        ),
+        write_call("c3", "w.txt", "x"),
     ]);
     let sb = Sandbox::new();
     // The hook turns every call into `touch rewritten`: allowed by the
@@ -127,7 +124,7 @@ fn a_rewrite_cannot_turn_a_denied_call_into_an_allowed_one() {
         denied.starts_with("denied by the permission policy"),
         "{denied}"
     );
-    assert!(denied.contains("original arguments"), "{denied}");
+    has(&denied, "original arguments");
     assert!(!sb.ws().join("denied").exists());
     // The same rewrite of an allowed call is carried out: the hook works.
     assert!(!sb.ws().join("ok").exists());
@@ -159,11 +156,11 @@ limits = { timeout_ms = 300 }"#
     assert_eq!(code, Some(0), "{err}");
     assert!(!sb.ws().join("looped").exists(), "the call ran");
     let result = openai_tool_result(&mock.requests()[1], "c1");
-    assert!(
-        result.contains("the before_tool hook `spin` failed, and a failed hook blocks"),
-        "{result}"
+    has(
+        &result,
+        "the before_tool hook `spin` failed, and a failed hook blocks",
     );
-    assert!(result.contains("timed out after 300 ms"), "{result}");
+    has(&result, "timed out after 300 ms");
     let events = hook_events(&cli);
     assert_eq!(events.len(), 1, "{events:?}");
     assert_eq!(events[0].2, HookDecision::Failed);
@@ -204,18 +201,18 @@ fn a_hook_with_no_grants_reaches_no_file_and_no_network() {
         let result = openai_tool_result(&mock.requests()[1], "c1");
         if granted {
             // What a grant gives, a hook gets: the test can see a reach.
-            assert!(
-                result.contains("file: READ hello from the workspace"),
-                "{result}"
+            has_all(
+                &result,
+                &[
+                    "file: READ hello from the workspace",
+                    "dir: LISTED",
+                    "net: FETCHED status 200",
+                ],
             );
-            assert!(result.contains("dir: LISTED"), "{result}");
-            assert!(result.contains("net: FETCHED status 200"), "{result}");
             assert_eq!(target.requests().len(), 1);
         } else {
-            assert!(result.contains("file: denied"), "{result}");
-            assert!(result.contains("dir: denied"), "{result}");
-            assert!(result.contains("net: denied"), "{result}");
-            assert!(!result.contains(SECRET), "{result}");
+            has_all(&result, &["file: denied", "dir: denied", "net: denied"]);
+            lacks(&result, SECRET);
             assert_eq!(target.requests().len(), 1, "the hook reached the network");
         }
     }
@@ -247,7 +244,7 @@ before_tool = [{ plugin = "no-touch" }]
     );
     let (code, err) = run(&cli, &sb, &[]);
     assert_eq!(code, Some(0), "{err}");
-    assert!(err.contains("not trusted"), "{err}");
+    has(&err, "not trusted");
     assert!(
         sb.ws().join("pwned").exists(),
         "an untrusted project's hook ran"
@@ -304,14 +301,11 @@ session_start = [{ plugin = "git-context" }]
         .as_str()
         .expect("system prompt")
         .to_owned();
-    assert!(
-        system.contains("[context from hook `git-context`]\nOutput of `git log -5 --oneline`"),
-        "{system}"
+    has(
+        &system,
+        "[context from hook `git-context`]\nOutput of `git log -5 --oneline`",
     );
-    assert!(
-        system.contains("the commit the model should know about"),
-        "{system}"
-    );
+    has(&system, "the commit the model should know about");
 }
 
 #[test]
@@ -323,11 +317,7 @@ fn the_formatter_runs_after_an_edit_through_a_granted_program() {
     let rustfmt = String::from_utf8(rustfmt.stdout).expect("utf-8");
     let rustfmt = rustfmt.trim();
     assert!(!rustfmt.is_empty(), "rustfmt is needed for this test");
-    let mock = calls_then_done(vec![(
-        "w1",
-        "write_file",
-        json!({ "path": "src/lib.rs", "content": "pub fn  f( )->u8{1}" }),
-    )]);
+    let mock = calls_then_done(vec![write_call("w1", "src/lib.rs", "pub fn  f( )->u8{1}")]);
     let sb = Sandbox::new();
     let hooks = format!(
         r#"
@@ -349,9 +339,9 @@ after_tool = [{{ plugin = "format", tools = ["write_file", "edit_file"] }}]
         "pub fn f() -> u8 {\n    1\n}\n"
     );
     let result = openai_tool_result(&mock.requests()[1], "w1");
-    assert!(
-        result.contains("[context from hook `format`]\nformatted `src/lib.rs`"),
-        "{result}"
+    has(
+        &result,
+        "[context from hook `format`]\nformatted `src/lib.rs`",
     );
 }
 
@@ -440,7 +430,7 @@ async fn compaction_and_subagent_hooks_decide_through_their_entry_points() {
         panic!("{:?}", sink.0)
     };
     assert_eq!(*decision, HookDecision::Failed);
-    assert!(detail.contains("timed out after 200 ms"), "{detail}");
+    has(detail, "timed out after 200 ms");
     assert_eq!(sink.0.len(), 2);
 }
 
@@ -456,8 +446,7 @@ fn a_python_hook_built_from_the_served_wit_blocks_a_call() {
         );
         return;
     };
-    let sb = Sandbox::new();
-    let cli = Cli::new();
+    let (sb, cli) = workspace_and_cli();
     let project = sb.root.path().join("pyhook");
     std::fs::create_dir(&project).expect("mkdir");
     std::fs::copy(
@@ -532,17 +521,17 @@ fn a_hook_can_ask_before_a_call_and_withhold_an_output() {
     assert!(!sb.ws().join("asked").exists(), "the call ran unasked");
     let requests = mock.requests();
     let asked = openai_tool_result(&requests[1], "c1");
-    assert!(
-        asked.contains("needs the user's approval and the run is not interactive"),
-        "{asked}"
+    has(
+        &asked,
+        "needs the user's approval and the run is not interactive",
     );
     let withheld = openai_tool_result(&requests[1], "c2");
     assert!(
         withheld.starts_with("blocked by hook `redact`: file contents stay private"),
         "{withheld}"
     );
-    assert!(!withheld.contains("hello from the workspace"), "{withheld}");
-    assert!(err.contains("hook `careful` (before_tool) asked"), "{err}");
+    lacks(&withheld, "hello from the workspace");
+    has(&err, "hook `careful` (before_tool) asked");
 }
 
 #[test]
@@ -561,9 +550,9 @@ fn prompt_and_stop_hooks_block_a_prompt_and_keep_a_run_going() {
     let cli = Cli::new();
     let (code, err) = run(&cli, &sb, &[]);
     assert_eq!(code, Some(5), "{err}");
-    assert!(
-        err.contains("the prompt was not sent: blocked by hook `gate`: no prompts today"),
-        "{err}"
+    has(
+        &err,
+        "the prompt was not sent: blocked by hook `gate`: no prompts today",
     );
     assert!(mock.requests().is_empty());
 
@@ -600,8 +589,7 @@ fn bad_hook_bindings_are_refused_with_the_line_and_the_fix() {
             "{hook}\n[hooks]\nbefore_tools = [{{ plugin = \"h\" }}]\n"
         ))
         .unwrap_err();
-    assert!(err.contains("unknown field `before_tools`"), "{err}");
-    assert!(err.contains("before_tool"), "{err}");
+    has_all(&err, &["unknown field `before_tools`", "before_tool"]);
     let err = sb
         .manifest(&format!(
             "{hook}\n[hooks]\nbefore_tool = [{{ plugin = \"ghost\" }}]\n"
@@ -611,13 +599,13 @@ fn bad_hook_bindings_are_refused_with_the_line_and_the_fix() {
         err.starts_with("corral.toml:6:1: hooks.before_tool: plugin `ghost` is not declared"),
         "{err}"
     );
-    assert!(err.contains("declare [plugins.ghost]"), "{err}");
+    has(&err, "declare [plugins.ghost]");
     let err = sb
         .manifest(&format!(
             "{hook}\n[hooks]\nsession_start = [{{ plugin = \"h\", tools = [\"x\"] }}]\n"
         ))
         .unwrap_err();
-    assert!(err.contains("`tools` applies only to tool events"), "{err}");
+    has(&err, "`tools` applies only to tool events");
     let manifest = sb
         .manifest(&format!(
             "{hook}\n[hooks]\nafter_tool = [{{ plugin = \"h\", tools = [\"write_*\"] }}]\n"
@@ -631,17 +619,13 @@ fn bad_hook_bindings_are_refused_with_the_line_and_the_fix() {
 #[test]
 fn a_binding_to_a_plugin_that_is_not_a_hook_is_refused_when_the_session_opens() {
     let mock = calls_then_done(Vec::new());
-    let sb = Sandbox::new();
-    sb.write(
-        "corral.toml",
-        &openai_project(mock.port, "[hooks]\nbefore_tool = [{ plugin = \"fs\" }]\n"),
-    );
+    let sb = Sandbox::with_manifest(&openai_project(
+        mock.port,
+        "[hooks]\nbefore_tool = [{ plugin = \"fs\" }]\n",
+    ));
     let cli = Cli::new();
     let (code, err) = run(&cli, &sb, &[]);
     assert_ne!(code, Some(0), "{err}");
-    assert!(
-        err.contains("plugin `fs` (builtin:fs) is not a hook plugin"),
-        "{err}"
-    );
+    has(&err, "plugin `fs` (builtin:fs) is not a hook plugin");
     assert!(mock.requests().is_empty());
 }

@@ -6,7 +6,9 @@
 
 use crate::support::files::sha256_of;
 use crate::support::output::printed as text;
-use crate::support::registry::{Registry, read_user_manifest, store_dir};
+use crate::support::registry::{Registry, publish, read_user_manifest, store_dir};
+use crate::support::run::argv_with;
+use crate::support::text::{has, has_all, lacks};
 use crate::*;
 use corral_test_programs::{ECHO, EXAMPLE, SNEAKY};
 use serde_json::json;
@@ -15,42 +17,33 @@ use std::net::TcpListener;
 use std::process::Output;
 
 fn word_count(cli: &Cli, sb: &Sandbox) -> Output {
-    cli.run(
-        &sb.ws(),
-        &[
-            "tool",
-            "call",
-            "word_count",
-            "--args",
-            &json!({"path": "hello.txt"}).to_string(),
-        ],
-    )
+    crate::support::run::tool_call(cli, sb, "word_count", json!({"path": "hello.txt"}))
 }
 
 #[test]
 fn add_shows_the_requests_and_writes_exactly_what_was_approved() {
-    let sb = Sandbox::new();
-    let cli = Cli::new();
-    let o = cli.run(&sb.ws(), &["plugin", "add", EXAMPLE, "--yes"]);
+    let (sb, cli) = workspace_and_cli();
+    let o = add(&cli, &sb, EXAMPLE, "");
     let t = text(&o);
     assert!(o.status.success(), "{t}");
     // The review: tools with effects, the requests (from the SDK's
     // `requests!`), and what each import gets with those grants.
-    assert!(
-        t.contains("word_count [read] Counts the words in a file."),
-        "{t}"
+    has_all(
+        &t,
+        &[
+            "word_count [read] Counts the words in a file.",
+            "grant fs   . (read-only)",
+            "Imports, with these grants:",
+            "wasi:filesystem/preopens",
+        ],
     );
-    assert!(t.contains("grant fs   . (read-only)"), "{t}");
-    assert!(t.contains("Imports, with these grants:"), "{t}");
-    assert!(t.contains("wasi:filesystem/preopens"), "{t}");
     let manifest = read_user_manifest(&cli);
     let sha = sha256_of(EXAMPLE);
     assert!(
         manifest.contains(&format!("sha256 = \"{sha}\"")),
         "{manifest}"
     );
-    assert!(manifest.contains("access = \"ro\""), "{manifest}");
-    assert!(manifest.contains("version = \"0.1.0\""), "{manifest}");
+    has_all(&manifest, &["access = \"ro\"", "version = \"0.1.0\""]);
     assert!(store_dir(&cli).join(format!("{sha}.wasm")).is_file());
     // It works, with exactly that grant: it reads the workspace…
     let o = word_count(&cli, &sb);
@@ -60,51 +53,25 @@ fn add_shows_the_requests_and_writes_exactly_what_was_approved() {
     let o = cli.run(&sb.ws(), &["plugin", "list"]);
     let t = text(&o);
     assert!(t.contains("example") && t.contains(&sha), "{t}");
-    assert!(t.contains("version  0.1.0"), "{t}");
-    assert!(t.contains(&format!("fetched  {EXAMPLE}")), "{t}");
+    has(&t, "version  0.1.0");
+    has(&t, format!("fetched  {EXAMPLE}"));
     // A second add under the same name is refused, nothing changes.
-    let o = cli.run(&sb.ws(), &["plugin", "add", EXAMPLE, "--yes"]);
+    let o = add(&cli, &sb, EXAMPLE, "");
     assert!(!o.status.success());
-    assert!(text(&o).contains("already declared"), "{}", text(&o));
+    has(&text(&o), "already declared");
     // Under another name its tool would clash with the installed one.
-    let o = cli.run(
-        &sb.ws(),
-        &["plugin", "add", EXAMPLE, "--yes", "--name", "example-two"],
-    );
+    let o = add(&cli, &sb, EXAMPLE, "--name example-two");
     assert!(!o.status.success());
-    assert!(
-        text(&o).contains("`word_count` (plugin `example`)"),
-        "{}",
-        text(&o)
-    );
-    assert!(text(&o).contains("--prefix"), "{}", text(&o));
+    has_all(&text(&o), &["`word_count` (plugin `example`)", "--prefix"]);
     assert_eq!(read_user_manifest(&cli), manifest);
     // The way out: a prefix before its tool names.
-    let o = cli.run(
-        &sb.ws(),
-        &[
-            "plugin",
-            "add",
-            EXAMPLE,
-            "--yes",
-            "--name",
-            "example-two",
-            "--prefix",
-            "two_",
-        ],
-    );
+    let o = add(&cli, &sb, EXAMPLE, "--name example-two --prefix two_");
     assert!(o.status.success(), "{}", text(&o));
-    assert!(text(&o).contains("two_word_count [read]"), "{}", text(&o));
+    has(&text(&o), "two_word_count [read]");
     assert!(read_user_manifest(&cli).contains("tool_prefix = \"two_\""));
     let o = cli.run(
         &sb.ws(),
-        &[
-            "tool",
-            "call",
-            "two_word_count",
-            "--args",
-            r#"{"path":"hello.txt"}"#,
-        ],
+        &argv_with("tool call two_word_count --args", r#"{"path":"hello.txt"}"#),
     );
     assert_eq!(
         String::from_utf8_lossy(&o.stdout).trim(),
@@ -117,13 +84,12 @@ fn add_shows_the_requests_and_writes_exactly_what_was_approved() {
 
 #[test]
 fn add_without_approval_writes_nothing() {
-    let sb = Sandbox::new();
-    let cli = Cli::new();
+    let (sb, cli) = workspace_and_cli();
     // stdin is not a terminal and there is no --yes.
     let o = cli.run(&sb.ws(), &["plugin", "add", EXAMPLE]);
     assert!(!o.status.success());
     let t = text(&o);
-    assert!(t.contains("not approved, nothing was changed"), "{t}");
+    has(&t, "not approved, nothing was changed");
     assert!(
         t.contains("grant fs   . (read-only)"),
         "the review is shown first: {t}"
@@ -134,133 +100,73 @@ fn add_without_approval_writes_nothing() {
 
 #[test]
 fn a_denied_request_is_not_granted_and_the_plugin_gets_a_clean_error() {
-    let sb = Sandbox::new();
-    let cli = Cli::new();
-    let o = cli.run(
-        &sb.ws(),
-        &["plugin", "add", EXAMPLE, "--yes", "--deny", "fs"],
-    );
+    let (sb, cli) = workspace_and_cli();
+    let o = add(&cli, &sb, EXAMPLE, "--deny fs");
     let t = text(&o);
     assert!(o.status.success(), "{t}");
-    assert!(t.contains("DENY  fs   . (read-only)"), "{t}");
-    assert!(
-        !read_user_manifest(&cli).contains("grants"),
-        "{}",
-        read_user_manifest(&cli)
-    );
+    has(&t, "DENY  fs   . (read-only)");
+    lacks(&read_user_manifest(&cli), "grants");
     let o = word_count(&cli, &sb);
     assert!(!o.status.success());
     assert!(!text(&o).contains("hello from the workspace"));
     // A filter that names nothing requested is a typo, not a silent no-op.
-    let o = cli.run(
-        &sb.ws(),
-        &[
-            "plugin",
-            "add",
-            EXAMPLE,
-            "--yes",
-            "--name",
-            "x",
-            "--deny",
-            "net:https://a:443",
-        ],
-    );
+    let o = add(&cli, &sb, EXAMPLE, "--name x --deny net:https://a:443");
     assert!(!o.status.success());
-    assert!(
-        text(&o).contains("names nothing the plugin requests"),
-        "{}",
-        text(&o)
-    );
+    has(&text(&o), "names nothing the plugin requests");
 }
 
 #[test]
 fn hidden_characters_in_descriptions_are_flagged_and_a_bait_and_switch_is_refused() {
-    let sb = Sandbox::new();
-    let cli = Cli::new();
+    let (sb, cli) = workspace_and_cli();
     // Granted the workspace, its second tool describes itself differently
     // than it did for the review: refused, nothing written.
-    let o = cli.run(&sb.ws(), &["plugin", "add", SNEAKY, "--yes"]);
+    let o = add(&cli, &sb, SNEAKY, "");
     let t = text(&o);
     assert!(!o.status.success(), "{t}");
-    assert!(t.contains("describes different tools once granted"), "{t}");
+    has(&t, "describes different tools once granted");
     assert!(!read_user_manifest(&cli).contains("[plugins"));
     // Without the grant it describes the same tools; the hidden characters
     // are flagged and shown escaped, never raw.
-    let o = cli.run(
-        &sb.ws(),
-        &["plugin", "add", SNEAKY, "--yes", "--deny", "fs"],
-    );
+    let o = add(&cli, &sb, SNEAKY, "--deny fs");
     let t = text(&o);
     assert!(o.status.success(), "{t}");
-    assert!(t.contains("invisible Unicode"), "{t}");
+    has(&t, "invisible Unicode");
     assert!(t.contains("U+202E") || t.contains("202e"), "{t}");
     assert!(!t.contains('\u{202e}') && !t.contains('\u{200b}'), "{t}");
 }
 
 #[test]
 fn pack_embeds_requests_that_add_then_reads() {
-    let sb = Sandbox::new();
-    let cli = Cli::new();
+    let (sb, cli) = workspace_and_cli();
     sb.write(
         "corral-plugin.toml",
         "[plugin]\nname = \"echoer\"\nversion = \"2.1.0\"\n[requests]\nenv = [\"LANG\"]\n",
     );
     let packed = sb.root.path().join("echo-packed.wasm");
-    let o = cli.run(
-        &sb.ws(),
-        &[
-            "plugin",
-            "pack",
-            ECHO,
-            "--requests",
-            "corral-plugin.toml",
-            "-o",
-            packed.to_str().unwrap(),
-        ],
-    );
+    let o = pack_echo(&cli, &sb, "corral-plugin.toml", &packed);
     assert!(o.status.success(), "{}", text(&o));
-    let o = cli.run(
-        &sb.ws(),
-        &["plugin", "add", packed.to_str().unwrap(), "--yes"],
-    );
+    let o = add(&cli, &sb, packed.to_str().unwrap(), "");
     let t = text(&o);
     assert!(o.status.success(), "{t}");
-    assert!(t.contains("Plugin `echoer` 2.1.0"), "{t}");
-    assert!(t.contains("grant env  LANG"), "{t}");
+    has_all(&t, &["Plugin `echoer` 2.1.0", "grant env  LANG"]);
     assert!(read_user_manifest(&cli).contains("[plugins.echoer]"));
     // Malformed requests are refused by `pack`, with the reason.
     sb.write(
         "bad.toml",
         "[requests]\nfs = [{ path = \"/etc\", access = \"rw\" }]\n",
     );
-    let o = cli.run(
-        &sb.ws(),
-        &[
-            "plugin",
-            "pack",
-            ECHO,
-            "--requests",
-            "bad.toml",
-            "-o",
-            packed.to_str().unwrap(),
-        ],
-    );
+    let o = pack_echo(&cli, &sb, "bad.toml", &packed);
     assert!(!o.status.success());
-    assert!(text(&o).contains("inside the workspace"), "{}", text(&o));
+    has(&text(&o), "inside the workspace");
 }
 
 #[test]
 fn verify_finds_a_changed_file_and_remove_cleans_up() {
-    let sb = Sandbox::new();
-    let cli = Cli::new();
-    assert!(
-        cli.run(&sb.ws(), &["plugin", "add", EXAMPLE, "--yes"])
-            .status
-            .success()
-    );
+    let (sb, cli) = workspace_and_cli();
+    assert!(add(&cli, &sb, EXAMPLE, "").status.success());
     let o = cli.run(&sb.ws(), &["plugin", "verify"]);
     assert!(o.status.success(), "{}", text(&o));
-    assert!(text(&o).contains("ok"), "{}", text(&o));
+    has(&text(&o), "ok");
     // Someone changes the installed file.
     let stored = store_dir(&cli).join(format!("{}.wasm", sha256_of(EXAMPLE)));
     let mut bytes = std::fs::read(&stored).unwrap();
@@ -269,11 +175,11 @@ fn verify_finds_a_changed_file_and_remove_cleans_up() {
     std::fs::write(&stored, &bytes).unwrap();
     let o = cli.run(&sb.ws(), &["plugin", "verify"]);
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
-    assert!(text(&o).contains("changed"), "{}", text(&o));
+    has(&text(&o), "changed");
     // The runtime refuses it too.
     let o = word_count(&cli, &sb);
     assert!(!o.status.success());
-    assert!(text(&o).contains("the file changed"), "{}", text(&o));
+    has(&text(&o), "the file changed");
     // Removing it takes the entry and the stored file.
     let o = cli.run(&sb.ws(), &["plugin", "remove", "example"]);
     assert!(o.status.success(), "{}", text(&o));
@@ -284,7 +190,7 @@ fn verify_finds_a_changed_file_and_remove_cleans_up() {
     assert!(o.status.success(), "{}", text(&o));
     assert!(read_user_manifest(&cli).contains("enabled = false"));
     let o = cli.run(&sb.ws(), &["tools", "list"]);
-    assert!(!text(&o).contains("run_command"), "{}", text(&o));
+    lacks(&text(&o), "run_command");
 }
 
 /// Serves `body` over HTTP on loopback for as many requests as come.
@@ -309,20 +215,19 @@ fn serve(body: Vec<u8>) -> u16 {
 
 #[test]
 fn a_download_must_be_pinned_and_match_its_pin() {
-    let sb = Sandbox::new();
-    let cli = Cli::new();
+    let (sb, cli) = workspace_and_cli();
     let port = serve(std::fs::read(EXAMPLE).unwrap());
     let url = format!("http://127.0.0.1:{port}/example.wasm");
-    let o = cli.run(&sb.ws(), &["plugin", "add", &url, "--yes"]);
+    let o = add(&cli, &sb, &url, "");
     assert!(!o.status.success());
-    assert!(text(&o).contains("pass --sha256"), "{}", text(&o));
+    has(&text(&o), "pass --sha256");
     let wrong = "0".repeat(64);
     let o = cli.run(
         &sb.ws(),
         &["plugin", "add", &url, "--yes", "--sha256", &wrong],
     );
     assert!(!o.status.success());
-    assert!(text(&o).contains("not the"), "{}", text(&o));
+    has(&text(&o), "not the");
     assert!(!read_user_manifest(&cli).contains("[plugins"));
     let o = cli.run(
         &sb.ws(),
@@ -338,12 +243,9 @@ fn a_download_must_be_pinned_and_match_its_pin() {
     assert!(o.status.success(), "{}", text(&o));
     assert!(read_user_manifest(&cli).contains(&format!("from = \"{url}\"")));
     // Plain http to anything but loopback is refused before connecting.
-    let o = cli.run(
-        &sb.ws(),
-        &["plugin", "add", "http://example.com/x.wasm", "--yes"],
-    );
+    let o = add(&cli, &sb, "http://example.com/x.wasm", "");
     assert!(!o.status.success());
-    assert!(text(&o).contains("only used for loopback"), "{}", text(&o));
+    has(&text(&o), "only used for loopback");
 }
 
 #[test]
@@ -351,31 +253,18 @@ fn an_oci_round_trip_reviews_updates_and_refuses_tampering() {
     let Some(registry) = Registry::start() else {
         return;
     };
-    let sb = Sandbox::new();
-    let cli = Cli::new();
+    let (sb, cli) = workspace_and_cli();
     // v1 asks to read the workspace.
     sb.write(
         "v1.toml",
         "[plugin]\nname = \"counter\"\nversion = \"1.0.0\"\n[requests]\nfs = [{ path = \".\", access = \"ro\" }]\n",
     );
     let stable = registry.reference("tools/counter:stable");
-    let o = cli.run(
-        &sb.ws(),
-        &[
-            "plugin",
-            "publish",
-            EXAMPLE,
-            &stable,
-            "--requests",
-            "v1.toml",
-        ],
-    );
-    assert!(o.status.success(), "{}", text(&o));
-    let o = cli.run(&sb.ws(), &["plugin", "add", &stable, "--yes"]);
+    publish(&cli, &sb, EXAMPLE, &stable, "v1.toml");
+    let o = add(&cli, &sb, &stable, "");
     let t = text(&o);
     assert!(o.status.success(), "{t}");
-    assert!(t.contains("Plugin `counter` 1.0.0"), "{t}");
-    assert!(t.contains("digest sha256:"), "{t}");
+    has_all(&t, &["Plugin `counter` 1.0.0", "digest sha256:"]);
     let o = word_count(&cli, &sb);
     assert_eq!(
         String::from_utf8_lossy(&o.stdout).trim(),
@@ -392,33 +281,27 @@ fn an_oci_round_trip_reviews_updates_and_refuses_tampering() {
     // Nothing new: up to date.
     let o = cli.run(&sb.ws(), &["plugin", "update", "counter"]);
     assert!(o.status.success(), "{}", text(&o));
-    assert!(text(&o).contains("up to date"), "{}", text(&o));
+    has(&text(&o), "up to date");
 
     // v2, pushed to the same tag, also wants to write and to reach a host.
     sb.write(
         "v2.toml",
         "[plugin]\nname = \"counter\"\nversion = \"2.0.0\"\n[requests]\nfs = [{ path = \".\", access = \"rw\" }]\nnet = [\"https://api.example.com:443\"]\n",
     );
-    let o = cli.run(
-        &sb.ws(),
-        &[
-            "plugin",
-            "publish",
-            EXAMPLE,
-            &stable,
-            "--requests",
-            "v2.toml",
-        ],
-    );
-    assert!(o.status.success(), "{}", text(&o));
+    publish(&cli, &sb, EXAMPLE, &stable, "v2.toml");
     // Without approval the update shows the diff and changes nothing.
     let o = cli.run(&sb.ws(), &["plugin", "update", "counter"]);
     let t = text(&o);
     assert!(!o.status.success(), "{t}");
-    assert!(t.contains("1.0.0 -> 2.0.0"), "{t}");
-    assert!(t.contains("+ NEW  fs   . (read-write)"), "{t}");
-    assert!(t.contains("+ NEW  net  https://api.example.com:443"), "{t}");
-    assert!(t.contains("not approved, nothing was changed"), "{t}");
+    has_all(
+        &t,
+        &[
+            "1.0.0 -> 2.0.0",
+            "+ NEW  fs   . (read-write)",
+            "+ NEW  net  https://api.example.com:443",
+            "not approved, nothing was changed",
+        ],
+    );
     assert_eq!(read_user_manifest(&cli), v1_manifest);
     // Approved but narrowed: the network request is left out.
     let o = cli.run(
@@ -433,7 +316,7 @@ fn an_oci_round_trip_reviews_updates_and_refuses_tampering() {
             && !m.contains("net = [\"https://api.example.com"),
         "{m}"
     );
-    assert!(m.contains("version = \"2.0.0\""), "{m}");
+    has(&m, "version = \"2.0.0\"");
     let o = word_count(&cli, &sb);
     assert_eq!(
         String::from_utf8_lossy(&o.stdout).trim(),
@@ -462,7 +345,7 @@ fn an_oci_round_trip_reviews_updates_and_refuses_tampering() {
         }
     }
     assert!(tampered >= 2, "found {tampered} component blobs");
-    let o = cli.run(&sb.ws(), &["plugin", "add", &other, "--yes"]);
+    let o = add(&cli, &sb, &other, "");
     let t = text(&o);
     assert!(!o.status.success(), "{t}");
     assert!(t.to_lowercase().contains("digest"), "{t}");
@@ -547,15 +430,29 @@ fn on_a_terminal(cli: &Cli, sb: &Sandbox, args: &[&str], answer: &str) -> Option
 
 #[test]
 fn add_asks_on_a_terminal_and_only_yes_approves() {
-    let sb = Sandbox::new();
-    let cli = Cli::new();
+    let (sb, cli) = workspace_and_cli();
     let Some(screen) = on_a_terminal(&cli, &sb, &["plugin", "add", EXAMPLE], "n") else {
         return;
     };
-    assert!(screen.contains("grant fs   . (read-only)"), "{screen}");
-    assert!(screen.contains("EXIT=2"), "{screen}");
+    has_all(&screen, &["grant fs   . (read-only)", "EXIT=2"]);
     assert!(!read_user_manifest(&cli).contains("[plugins"));
     let screen = on_a_terminal(&cli, &sb, &["plugin", "add", EXAMPLE], "y").unwrap();
-    assert!(screen.contains("EXIT=0"), "{screen}");
+    has(&screen, "EXIT=0");
     assert!(read_user_manifest(&cli).contains("[plugins.example]"));
+}
+
+/// `corral plugin add SOURCE --yes`, then the words of `more`.
+fn add(cli: &Cli, sb: &Sandbox, source: &str, more: &str) -> Output {
+    let mut args = vec!["plugin", "add", source, "--yes"];
+    args.extend(more.split_whitespace());
+    cli.run(&sb.ws(), &args)
+}
+
+/// `corral plugin pack ECHO --requests REQUESTS -o PACKED`.
+fn pack_echo(cli: &Cli, sb: &Sandbox, requests: &str, packed: &Path) -> Output {
+    let packed = packed.to_str().expect("utf-8 path");
+    cli.run(
+        &sb.ws(),
+        &["plugin", "pack", ECHO, "--requests", requests, "-o", packed],
+    )
 }

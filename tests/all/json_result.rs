@@ -8,11 +8,14 @@
 //! (`support::schema`).
 
 use crate::support::manifest::{anthropic_plugin, openai_plugin};
+use crate::support::mock::write_call;
 use crate::support::mock::{MockServer, Reply, anthropic_sse};
 use crate::support::model::{calls_then_done, writer};
 use crate::support::output::{assert_exit, json_events, stderr};
 use crate::support::process::{HANG, events, wait_bounded, wait_for};
 use crate::support::run::{answering, openai_workspace};
+use crate::support::run::{argv, argv_with};
+use crate::support::text::{has, has_all, lacks, lacks_all};
 use crate::*;
 use serde_json::{Value, json};
 use std::io::Write as _;
@@ -123,15 +126,7 @@ fn run_dash_reads_the_prompt_from_stdin() {
     let mut child = cli
         .command(
             &sb.ws(),
-            &[
-                "run",
-                "--provider",
-                "openai",
-                "--json",
-                "--mode",
-                "auto-edit",
-                "-",
-            ],
+            &argv("run --provider openai --json --mode auto-edit -"),
         )
         .env(KEY.0, KEY.1)
         .stdin(Stdio::piped())
@@ -149,7 +144,7 @@ fn run_dash_reads_the_prompt_from_stdin() {
     assert_exit(&o, 0);
     let first = &server.requests()[0];
     let said = first.body["messages"].to_string();
-    assert!(said.contains("What does the piped prompt say?"), "{said}");
+    has(&said, "What does the piped prompt say?");
     let user = json_events(&o)
         .into_iter()
         .find(|e| e["type"] == "user_message")
@@ -159,11 +154,7 @@ fn run_dash_reads_the_prompt_from_stdin() {
     // Nothing on stdin is a clear error, not an empty prompt.
     let o = cli.run_env(&sb.ws(), &["run", "--provider", "openai", "-"], &[KEY]);
     assert_exit(&o, 2);
-    assert!(
-        stderr(&o).contains("read no prompt from stdin"),
-        "{}",
-        stderr(&o)
-    );
+    has(&stderr(&o), "read no prompt from stdin");
 }
 
 #[test]
@@ -234,24 +225,16 @@ fn a_profile_and_c_overrides_choose_the_model_and_the_base_url() {
         assert_exit(&o, 2);
         let err = stderr(&o);
         assert!(err.contains(bad) && err.contains(says), "{bad}: {err}");
-        assert!(err.contains("a key is a manifest path"), "{err}");
+        has(&err, "a key is a manifest path");
         assert!(!err.contains("Error {"), "no Debug output: {err}");
     }
     let o = cli.run_env(
         &sb.ws(),
-        &[
-            "run",
-            "--provider",
-            "openai",
-            "--profile",
-            "nope",
-            "Write it",
-        ],
+        &argv_with("run --provider openai --profile nope", "Write it"),
         &[KEY],
     );
     assert_exit(&o, 2);
-    assert!(stderr(&o).contains("no [profiles.nope]"), "{}", stderr(&o));
-    assert!(stderr(&o).contains("cheap"), "{}", stderr(&o));
+    has_all(&stderr(&o), &["no [profiles.nope]", "cheap"]);
 }
 
 /// A project whose `name` provider is granted the mock but sets no base URL.
@@ -269,23 +252,37 @@ fn without_base_url(sb: &Sandbox, table: String) {
     );
 }
 
-#[test]
-fn the_sdk_base_url_variables_are_honoured_within_the_grants() {
-    let cli = Cli::new();
-    let server = writer();
+/// `corral run --provider PROVIDER --json PROMPT` with `env`, in a new
+/// workspace whose only plugin is `plugin` without its `base_url`; it must
+/// end well.
+fn run_without_base_url(
+    cli: &Cli,
+    plugin: String,
+    [provider, prompt]: [&str; 2],
+    env: &[(&str, &str)],
+) {
     let sb = Sandbox::new();
-    without_base_url(&sb, openai_plugin(server.port, "", ""));
-    let url = format!("http://127.0.0.1:{}/v1", server.port);
-    let o = cli.run_env(
-        &sb.ws(),
-        &["run", "--provider", "openai", "--json", "Write it"],
-        &[KEY, ("OPENAI_BASE_URL", &url)],
-    );
+    without_base_url(&sb, plugin);
+    let args = ["run", "--provider", provider, "--json", prompt];
+    let o = cli.run_env(&sb.ws(), &args, env);
     assert_eq!(
         o.status.code(),
         Some(0),
         "{}",
         crate::support::output::printed(&o)
+    );
+}
+
+#[test]
+fn the_sdk_base_url_variables_are_honoured_within_the_grants() {
+    let cli = Cli::new();
+    let server = writer();
+    let url = format!("http://127.0.0.1:{}/v1", server.port);
+    run_without_base_url(
+        &cli,
+        openai_plugin(server.port, "", ""),
+        ["openai", "Write it"],
+        &[KEY, ("OPENAI_BASE_URL", &url)],
     );
     assert!(
         server
@@ -296,22 +293,15 @@ fn the_sdk_base_url_variables_are_honoured_within_the_grants() {
     );
 
     let anthropic = MockServer::start(|_, _| Reply::Sse(anthropic_sse("Hello.", &[])));
-    let sb = Sandbox::new();
-    without_base_url(&sb, anthropic_plugin(anthropic.port, "", ""));
     let url = format!("http://127.0.0.1:{}", anthropic.port);
-    let o = cli.run_env(
-        &sb.ws(),
-        &["run", "--provider", "anthropic", "--json", "Say hello"],
+    run_without_base_url(
+        &cli,
+        anthropic_plugin(anthropic.port, "", ""),
+        ["anthropic", "Say hello"],
         &[
             ("TEST_ANTHROPIC_KEY", "sk-ant"),
             ("ANTHROPIC_BASE_URL", &url),
         ],
-    );
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}",
-        crate::support::output::printed(&o)
     );
     assert!(
         anthropic
@@ -332,7 +322,7 @@ fn the_sdk_base_url_variables_are_honoured_within_the_grants() {
     );
     assert_exit(&o, 2);
     let err = stderr(&o);
-    assert!(err.contains("OPENAI_BASE_URL"), "{err}");
+    has(&err, "OPENAI_BASE_URL");
     assert!(
         err.contains(&format!(
             "grants.net = [\"http://127.0.0.1:{}\"]",
@@ -352,16 +342,8 @@ fn the_sdk_base_url_variables_are_honoured_within_the_grants() {
 /// approval is requested if `wait`, else at once), then closes stdin.
 fn answer_then_close(answers: &[&str], wait: bool) -> (Vec<Value>, String, Sandbox) {
     let server = calls_then_done(vec![
-        (
-            "w1",
-            "write_file",
-            json!({"path": "a.txt", "content": "a\n"}),
-        ),
-        (
-            "w2",
-            "write_file",
-            json!({"path": "b.txt", "content": "b\n"}),
-        ),
+        write_call("w1", "a.txt", "a\n"),
+        write_call("w2", "b.txt", "b\n"),
     ]);
     let sb = openai_workspace(server.port, "");
     let cli = Cli::new();
@@ -403,7 +385,7 @@ fn written(sb: &Sandbox) -> Vec<String> {
 fn an_answer_before_its_request_waits_for_it() {
     let (seen, err, sb) = answer_then_close(&["c-1", "c-2"], false);
     assert_eq!(written(&sb), ["a.txt", "b.txt"], "{err}\n{seen:#?}");
-    assert!(!err.contains("error"), "{err}");
+    lacks(&err, "error");
 }
 
 #[test]
@@ -413,8 +395,7 @@ fn closing_stdin_after_answering_reports_no_error() {
     let (seen, err, sb) = answer_then_close(&["c-1", "c-2"], true);
     assert_eq!(written(&sb), ["a.txt", "b.txt"], "{err}\n{seen:#?}");
     assert!(!seen.iter().any(|e| e["type"] == "error"), "{seen:#?}");
-    assert!(!err.contains("no approval is pending"), "{err}");
-    assert!(!err.contains("stdin closed"), "{err}");
+    lacks_all(&err, &["no approval is pending", "stdin closed"]);
     assert!(
         !seen.iter().any(|e| e["reason"]
             .as_str()

@@ -5,6 +5,7 @@
 
 use crate::support::manifest::{KEYS, both_providers};
 use crate::support::mock::openai_sse;
+use crate::support::text::{has, lacks};
 use crate::*;
 use serde_json::json;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -138,7 +139,7 @@ fn a_session_asks_its_provider_over_one_connection() {
     let server = keep_alive(steps(), None);
     let (code, out, err) = run(&server);
     assert_eq!(code, 0, "stdout:\n{out}\nstderr:\n{err}");
-    assert!(out.contains("The notes say ship it."), "{out}");
+    has(&out, "The notes say ship it.");
     assert_eq!(server.requests.load(Ordering::SeqCst), 4);
     // One connection as a rule (the bench's session of 21 requests makes
     // one `connect`). The end of an answer the plugin stopped reading at its
@@ -155,7 +156,7 @@ fn a_server_that_answers_twice_cannot_answer_the_next_request() {
     let server = keep_alive(steps(), Some(forged));
     let (code, out, err) = run(&server);
     assert_eq!(code, 0, "stdout:\n{out}\nstderr:\n{err}");
-    assert!(out.contains("The notes say ship it."), "{out}");
-    assert!(!out.contains("FORGED"), "{out}");
-    assert!(!err.contains("FORGED"), "{err}");
+    has(&out, "The notes say ship it.");
+    lacks(&out, "FORGED");
+    lacks(&err, "FORGED");
 }

@@ -27,6 +27,7 @@
 //! either the test is counted as skipped, and under `CORRAL_CI` it fails.
 
 use crate::support::manifest::openai_plugin;
+use crate::support::run::argv_with;
 use crate::*;
 use std::io::{BufRead as _, BufReader};
 use std::path::PathBuf;
@@ -204,12 +205,7 @@ fn a_session_of_200_requests_survives_a_server_closing_idle_connections() {
     let started = std::time::Instant::now();
     let o = Cli::new().run_env(
         &sb.ws(),
-        &[
-            "run",
-            "--provider",
-            "openai",
-            "Read the notes again and again",
-        ],
+        &argv_with("run --provider openai", "Read the notes again and again"),
         &[
             crate::support::manifest::KEYS[0],
             // The requests sent again are counted from the egress log.

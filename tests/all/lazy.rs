@@ -5,6 +5,7 @@
 
 use crate::support::files::{place, sha256_of};
 use crate::support::output::{stderr, stdout};
+use crate::support::text::{has, has_all, lacks};
 use crate::*;
 use corral_test_programs::{DESCRIBE_READS, ECHO, TRUSTPIN};
 use std::process::Output;
@@ -116,7 +117,7 @@ fn a_tool_call_loads_only_the_plugin_that_serves_it() {
     // Warm: nothing is compiled, loaded or described to list the tools.
     let (again, log) = l.tools(&[]);
     assert_eq!(again, tools);
-    assert!(!log.contains("described alpha"), "{log}");
+    lacks(&log, "described alpha");
     assert_eq!(loads(&log), Vec::<&str>::new(), "{log}");
 
     // With no compiled component left, calling `echo` compiles only its
@@ -126,7 +127,7 @@ fn a_tool_call_loads_only_the_plugin_that_serves_it() {
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(stdout(&o), "hi\n");
     let log = stderr(&o);
-    assert!(!log.contains("described alpha"), "{log}");
+    lacks(&log, "described alpha");
     let loaded = loads(&log);
     assert!(
         loaded.len() == 1 && loaded[0].contains("plugin=echo"),
@@ -154,18 +155,18 @@ fn a_changed_entry_or_environment_is_described_again() {
     let l = Lazy::new(&manifest("alpha"));
     let mark = [("LAZY_MARK", "1")];
     let (_, log) = l.tools(&mark);
-    assert!(log.contains("described alpha"), "{log}");
+    has(&log, "described alpha");
     let (_, log) = l.tools(&mark);
-    assert!(!log.contains("described alpha"), "{log}");
+    lacks(&log, "described alpha");
 
     // The value of a granted environment variable is part of the key.
     let (_, log) = l.tools(&[("LAZY_MARK", "2")]);
-    assert!(log.contains("described alpha"), "{log}");
+    has(&log, "described alpha");
 
     // So is the config: the new tool name shows, the old one is gone.
     l.sb.write("corral.toml", &manifest("beta"));
     let (tools, log) = l.tools(&mark);
-    assert!(log.contains("described beta"), "{log}");
+    has(&log, "described beta");
     assert!(
         tools.contains(&"beta".to_owned()) && !tools.contains(&"alpha".to_owned()),
         "{tools:?}"
@@ -195,11 +196,10 @@ fn a_damaged_description_is_ignored() {
     let (tools, log) = l.tools(&[]);
     assert!(tools.contains(&"alpha".to_owned()), "{tools:?}");
     assert!(!tools.contains(&"omega".to_owned()), "{tools:?}");
-    assert!(log.contains("described alpha"), "{log}");
-    assert!(log.contains("ignored (checksum mismatch)"), "{log}");
+    has_all(&log, &["described alpha", "ignored (checksum mismatch)"]);
     // Described again, stored again: the next command trusts the new entry.
     let (_, log) = l.tools(&[]);
-    assert!(!log.contains("described alpha"), "{log}");
+    lacks(&log, "described alpha");
     let o = l.run(&["tool", "call", "alpha"]);
     assert_eq!(stdout(&o), "alpha\n", "{}", stderr(&o));
 }
@@ -213,7 +213,7 @@ fn clearing_the_cache_clears_the_descriptions() {
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(l.descriptions(), Vec::<PathBuf>::new());
     let (_, log) = l.tools(&[]);
-    assert!(log.contains("described alpha"), "{log}");
+    has(&log, "described alpha");
 }
 
 #[test]
@@ -222,7 +222,7 @@ fn the_cache_can_be_turned_off() {
     let off = [("CORRAL_TOOL_CACHE", "off")];
     for _ in 0..2 {
         let (_, log) = l.tools(&off);
-        assert!(log.contains("described alpha"), "{log}");
+        has(&log, "described alpha");
     }
     assert_eq!(l.descriptions(), Vec::<PathBuf>::new());
 }
@@ -249,10 +249,7 @@ fn a_pin_is_checked_when_the_description_is_cached() {
     let o = l.run(&["tool", "call", "alpha"]);
     assert_eq!(o.status.code(), Some(2), "{}", stdout(&o));
     let err = stderr(&o);
-    assert!(
-        err.contains(&format!("but the manifest pins {pin}")),
-        "{err}"
-    );
+    has(&err, format!("but the manifest pins {pin}"));
     assert_eq!(stdout(&o), "");
 }
 
@@ -274,7 +271,7 @@ fn tools_that_follow_files_are_never_cached() {
         !tools.iter().any(|t| t.ends_with("_tool")),
         "{tools:?}\n{log}"
     );
-    assert!(log.contains("+ new tool `second_tool`"), "{log}");
+    has(&log, "+ new tool `second_tool`");
     let o = l.run(&["plugin", "review", "--yes"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let (tools, log) = l.tools(&[]);

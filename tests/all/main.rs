@@ -141,6 +141,13 @@ impl Sandbox {
         Self { root }
     }
 
+    /// A new workspace whose project manifest (`corral.toml`) is `toml`.
+    pub fn with_manifest(toml: &str) -> Self {
+        let sb = Self::new();
+        sb.write("corral.toml", toml);
+        sb
+    }
+
     pub fn ws(&self) -> PathBuf {
         self.root.path().join("ws")
     }
@@ -176,6 +183,12 @@ impl Sandbox {
         let manifest = self.manifest(toml)?;
         runtime().load(&manifest).await.map_err(|e| e.to_string())
     }
+}
+
+/// A fresh workspace and a CLI of its own ([`Cli::new`]): where most tests
+/// start.
+pub fn workspace_and_cli() -> (Sandbox, Cli) {
+    (Sandbox::new(), Cli::new())
 }
 
 pub fn layer(ws: &Path, toml: &str) -> Layer {
@@ -215,6 +228,10 @@ pub fn failed(r: Result<ToolOutput, ToolError>) -> String {
     }
 }
 
+/// The user manifest of [`Cli::new`]: the trusted project may loosen
+/// security settings.
+pub const LOOSENING: &str = "[trust]\nproject_may_loosen = true\n";
+
 /// The `corral` binary with its own config, cache and data directories.
 /// Unless made with [`Cli::untrusting`], it trusts the workspace's
 /// `corral.toml` (as `corral trust --yes` would) before each command, since
@@ -236,14 +253,16 @@ impl Cli {
     /// tests put the settings they are about in the project's file.
     pub fn new() -> Self {
         let cli = Self::strict();
-        let config = cli.home.path().join("config/corral");
-        std::fs::create_dir_all(&config).expect("config dir");
-        std::fs::write(
-            config.join("corral.toml"),
-            "[trust]\nproject_may_loosen = true\n",
-        )
-        .expect("user manifest");
+        cli.write_user_manifest(LOOSENING);
         cli
+    }
+
+    /// Writes `text` as the user's own manifest (`corral/corral.toml` in
+    /// the config directory).
+    pub fn write_user_manifest(&self, text: &str) {
+        let config = self.home.path().join("config/corral");
+        std::fs::create_dir_all(&config).expect("config dir");
+        std::fs::write(config.join("corral.toml"), text).expect("user manifest");
     }
 
     /// Trusts the project manifest, which may only tighten the user's
@@ -280,16 +299,22 @@ impl Cli {
         self.bare(workspace, args)
     }
 
+    /// Points `cmd` at this CLI's config and data directories and the
+    /// shared compile cache ([`cache_home`]), without `CORRAL_LOG`.
+    pub fn homes<'c>(&self, cmd: &'c mut std::process::Command) -> &'c mut std::process::Command {
+        cmd.env("XDG_CONFIG_HOME", self.home.path().join("config"))
+            .env("XDG_CACHE_HOME", cache_home())
+            .env("XDG_DATA_HOME", self.home.path().join("data"))
+            .env_remove("CORRAL_LOG")
+    }
+
     fn bare(&self, workspace: &Path, args: &[&str]) -> std::process::Command {
         let mut cmd = std::process::Command::new(corral_binary());
         cmd.args(args)
             .arg("--workspace")
             .arg(workspace)
-            .current_dir(workspace)
-            .env("XDG_CONFIG_HOME", self.home.path().join("config"))
-            .env("XDG_CACHE_HOME", cache_home())
-            .env("XDG_DATA_HOME", self.home.path().join("data"))
-            .env_remove("CORRAL_LOG")
+            .current_dir(workspace);
+        self.homes(&mut cmd)
             .env_remove("OPENAI_API_KEY")
             .env_remove("ANTHROPIC_API_KEY")
             .stdin(std::process::Stdio::null());

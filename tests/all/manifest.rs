@@ -1,28 +1,109 @@
 //! Manifest errors: each names the file, the line and the fix.
 
+use crate::support::text::{has, has_all};
 use crate::*;
 use corral_test_programs::ECHO;
 use pretty_assertions::assert_eq;
 
-#[test]
-fn unknown_key_is_an_error_with_line() {
-    let sb = Sandbox::new();
-    let err = sb
-        .manifest("[plugins.fs]\nsource = \"builtin:fs\"\ngrant.fs = []\n")
-        .expect_err("unknown key");
-    assert!(err.starts_with("corral.toml:3:"), "{err}");
-    assert!(err.contains("unknown field `grant`"), "{err}");
-    assert!(err.contains("help:"), "{err}");
+/// A manifest that must be refused: what the case promises, the manifest,
+/// the position its error must start with (where the case checks one) and
+/// the parts the error must hold.
+struct Refused {
+    case: &'static str,
+    toml: String,
+    at: Option<&'static str>,
+    parts: &'static [&'static str],
+}
+
+/// The cases of [`refused_manifests_name_the_mistake_and_the_fix`].
+fn refused() -> Vec<Refused> {
+    let fs = |rest: &str| format!("[plugins.fs]\nsource = \"builtin:fs\"\n{rest}\n");
+    let x = |rest: &str| format!("[plugins.x]\n{rest}\n");
+    vec![
+        Refused {
+            case: "an unknown key is an error with its line",
+            toml: fs("grant.fs = []"),
+            at: Some("corral.toml:3:"),
+            parts: &["unknown field `grant`", "help:"],
+        },
+        Refused {
+            case: "an unknown grant key is an error",
+            toml: fs(r#"grants.fs = [{ path = ".", acess = "rw" }]"#),
+            at: Some("corral.toml:3:"),
+            parts: &["acess"],
+        },
+        Refused {
+            case: "a missing grant directory is an error",
+            toml: fs(r#"grants.fs = [{ path = "nope", access = "ro" }]"#),
+            at: None,
+            parts: &["`nope` cannot be opened"],
+        },
+        Refused {
+            case: "a bad env name is an error",
+            toml: fs(r#"grants.env = ["NOT A VAR"]"#),
+            at: None,
+            parts: &["not an environment variable name"],
+        },
+        Refused {
+            case: "a limit out of range is an error",
+            toml: fs("limits = { memory_mb = 0 }"),
+            at: None,
+            parts: &["limits.memory_mb = 0 is out of range"],
+        },
+        Refused {
+            case: "an unknown built-in source lists the built-ins",
+            toml: x(r#"source = "builtin:nope""#),
+            at: None,
+            parts: &[
+                "no built-in plugin `nope`",
+                "built-in plugins: fs, search, replay, openai, anthropic",
+            ],
+        },
+        Refused {
+            case: "a pin on a built-in is refused",
+            toml: x(&format!(
+                "source = \"builtin:fs\"\nsha256 = \"{}\"",
+                "a".repeat(64)
+            )),
+            at: None,
+            parts: &["remove `sha256`"],
+        },
+        Refused {
+            case: "a short pin is refused",
+            toml: x("source = \"x.wasm\"\nsha256 = \"abc\""),
+            at: None,
+            parts: &["64 hexadecimal digits"],
+        },
+        Refused {
+            case: "a plugin without a source is refused",
+            toml: x("grants.env = []"),
+            at: None,
+            parts: &["has no `source`"],
+        },
+        Refused {
+            case: "a bad plugin name is refused",
+            toml: "[plugins.Bad]\nsource = \"builtin:fs\"\n".to_owned(),
+            at: None,
+            parts: &["not a valid plugin name"],
+        },
+    ]
 }
 
 #[test]
-fn unknown_grant_key_is_an_error() {
+fn refused_manifests_name_the_mistake_and_the_fix() {
     let sb = Sandbox::new();
-    let err = sb
-        .manifest("[plugins.fs]\nsource = \"builtin:fs\"\ngrants.fs = [{ path = \".\", acess = \"rw\" }]\n")
-        .expect_err("typo");
-    assert!(err.starts_with("corral.toml:3:"), "{err}");
-    assert!(err.contains("acess"), "{err}");
+    for c in refused() {
+        let err = sb
+            .manifest(&c.toml)
+            .err()
+            .unwrap_or_else(|| panic!("{}: accepted", c.case));
+        if let Some(at) = c.at {
+            assert!(err.starts_with(at), "{}: {err}", c.case);
+        }
+        for part in c.parts {
+            assert!(err.contains(part), "{}: no {part:?} in {err}", c.case);
+        }
+    }
 }
 
 #[test]
@@ -31,8 +112,7 @@ fn grant_outside_workspace_needs_opt_in() {
     let toml = "[plugins.fs]\nsource = \"builtin:fs\"\ngrants.fs = [{ path = \"../outside\", access = \"ro\" }]\n";
     let err = sb.manifest(toml).expect_err("outside");
     assert!(err.starts_with("corral.toml:3:"), "{err}");
-    assert!(err.contains("outside the workspace"), "{err}");
-    assert!(err.contains("outside_workspace = true"), "{err}");
+    has_all(&err, &["outside the workspace", "outside_workspace = true"]);
     let ok = sb
         .manifest(&toml.replace(
             "access = \"ro\"",
@@ -51,16 +131,7 @@ fn symlinked_grant_leading_outside_is_caught() {
     let err = sb
         .manifest("[plugins.fs]\nsource = \"builtin:fs\"\ngrants.fs = [{ path = \"sneaky\", access = \"ro\" }]\n")
         .expect_err("symlink out");
-    assert!(err.contains("outside the workspace"), "{err}");
-}
-
-#[test]
-fn missing_grant_directory_is_an_error() {
-    let sb = Sandbox::new();
-    let err = sb
-        .manifest("[plugins.fs]\nsource = \"builtin:fs\"\ngrants.fs = [{ path = \"nope\", access = \"ro\" }]\n")
-        .expect_err("missing");
-    assert!(err.contains("`nope` cannot be opened"), "{err}");
+    has(&err, "outside the workspace");
 }
 
 #[test]
@@ -80,7 +151,7 @@ fn bad_net_patterns_are_errors() {
             .err()
             .unwrap_or_else(|| panic!("{bad} accepted"));
         assert!(err.starts_with("corral.toml:3:"), "{err}");
-        assert!(err.contains("scheme://host:port"), "{err}");
+        has(&err, "scheme://host:port");
     }
     let ok = sb
         .manifest("[plugins.fs]\nsource = \"builtin:fs\"\ngrants.net = [\"https://*.example.com\", \"http://127.0.0.1:8080\"]\n")
@@ -92,54 +163,6 @@ fn bad_net_patterns_are_errors() {
     assert!(!net[0].allows("http", "api.example.com", 443));
     assert!(net[1].allows("http", "127.0.0.1", 8080));
     assert!(!net[1].allows("http", "127.0.0.1", 8081));
-}
-
-#[test]
-fn bad_env_name_and_limits_are_errors() {
-    let sb = Sandbox::new();
-    let err = sb
-        .manifest("[plugins.fs]\nsource = \"builtin:fs\"\ngrants.env = [\"NOT A VAR\"]\n")
-        .expect_err("env");
-    assert!(err.contains("not an environment variable name"), "{err}");
-    let err = sb
-        .manifest("[plugins.fs]\nsource = \"builtin:fs\"\nlimits = { memory_mb = 0 }\n")
-        .expect_err("limits");
-    assert!(
-        err.contains("limits.memory_mb = 0 is out of range"),
-        "{err}"
-    );
-}
-
-#[test]
-fn source_errors() {
-    let sb = Sandbox::new();
-    let err = sb
-        .manifest("[plugins.x]\nsource = \"builtin:nope\"\n")
-        .expect_err("builtin");
-    assert!(err.contains("no built-in plugin `nope`"), "{err}");
-    assert!(
-        err.contains("built-in plugins: fs, search, replay, openai, anthropic"),
-        "{err}"
-    );
-    let err = sb
-        .manifest(&format!(
-            "[plugins.x]\nsource = \"builtin:fs\"\nsha256 = \"{}\"\n",
-            "a".repeat(64)
-        ))
-        .expect_err("pin on builtin");
-    assert!(err.contains("remove `sha256`"), "{err}");
-    let err = sb
-        .manifest("[plugins.x]\nsource = \"x.wasm\"\nsha256 = \"abc\"\n")
-        .expect_err("short pin");
-    assert!(err.contains("64 hexadecimal digits"), "{err}");
-    let err = sb
-        .manifest("[plugins.x]\ngrants.env = []\n")
-        .expect_err("no source");
-    assert!(err.contains("has no `source`"), "{err}");
-    let err = sb
-        .manifest("[plugins.Bad]\nsource = \"builtin:fs\"\n")
-        .expect_err("name");
-    assert!(err.contains("not a valid plugin name"), "{err}");
 }
 
 #[tokio::test]
@@ -156,9 +179,14 @@ async fn duplicate_tool_names_are_an_error_naming_both() {
             || err.contains("tool `echo` is exported by two plugins"),
         "{err}"
     );
-    assert!(err.contains("`one` (corral.toml:2)"), "{err}");
-    assert!(err.contains("`two` (corral.toml:5)"), "{err}");
-    assert!(err.contains("enabled = false"), "{err}");
+    has_all(
+        &err,
+        &[
+            "`one` (corral.toml:2)",
+            "`two` (corral.toml:5)",
+            "enabled = false",
+        ],
+    );
 }
 
 #[test]
@@ -209,6 +237,5 @@ async fn missing_wasm_file_is_a_load_error() {
         .load("[plugins.x]\nsource = \"tools/x.wasm\"\n")
         .await
         .expect_err("missing");
-    assert!(err.contains("cannot read"), "{err}");
-    assert!(err.contains("corral.toml:2"), "{err}");
+    has_all(&err, &["cannot read", "corral.toml:2"]);
 }

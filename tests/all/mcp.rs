@@ -8,6 +8,7 @@
 //! tests are counted as skipped (under CI, which always has it, they fail).
 
 use crate::support::mcp_clients::client;
+use crate::support::text::has;
 use crate::*;
 use serde_json::{Value, json};
 use std::io::{BufRead as _, Write as _};
@@ -30,8 +31,7 @@ fn write_call(path: &str, content: &str) -> Value {
 
 #[test]
 fn tools_list_shows_every_tool_with_its_effects_as_hints() {
-    let sb = Sandbox::new();
-    let cli = Cli::new();
+    let (sb, cli) = workspace_and_cli();
     let Some(out) = client(&cli, &sb.ws(), &[], json!({ "list": true })) else {
         return;
     };
@@ -123,8 +123,8 @@ fn calls_outside_the_grant_are_tool_errors_that_say_why() {
         assert!(!text.trim().is_empty(), "an error with no message: {call}");
     }
     let msg = |i: usize| calls[i]["text"].as_str().unwrap().to_owned();
-    assert!(msg(0).contains("../outside/secret.txt"), "{}", msg(0));
-    assert!(msg(1).contains("link.txt"), "{}", msg(1));
+    has(&msg(0), "../outside/secret.txt");
+    has(&msg(1), "link.txt");
     assert!(
         msg(3).contains("invalid arguments for `read_file`") && msg(3).contains("path"),
         "{}",
@@ -181,8 +181,7 @@ fn read_only_mode_refuses_writes_and_protected_paths_stay_protected() {
 
 #[test]
 fn ask_mode_puts_a_write_to_the_user_through_elicitation() {
-    let sb = Sandbox::new();
-    let cli = Cli::new();
+    let (sb, cli) = workspace_and_cli();
 
     let scenario =
         json!({ "elicitation": "accept", "calls": [write_call("new.txt", "fresh line\n")] });
@@ -199,9 +198,9 @@ fn ask_mode_puts_a_write_to_the_user_through_elicitation() {
     assert_eq!(asked.len(), 1, "{out}");
     let message = asked[0]["message"].as_str().unwrap();
     // The call, the mode that asked and the diff it would apply.
-    assert!(message.contains("`write_file`"), "{message}");
-    assert!(message.contains("mode ask"), "{message}");
-    assert!(message.contains("+fresh line"), "{message}");
+    has(message, "`write_file`");
+    has(message, "mode ask");
+    has(message, "+fresh line");
     assert_eq!(
         asked[0]["schema"]["properties"]["for_session"]["type"],
         "boolean"
@@ -227,8 +226,7 @@ fn ask_mode_puts_a_write_to_the_user_through_elicitation() {
 
 #[test]
 fn approval_for_the_session_covers_later_calls_of_that_tool() {
-    let sb = Sandbox::new();
-    let cli = Cli::new();
+    let (sb, cli) = workspace_and_cli();
     let scenario = json!({ "elicitation": "accept_for_session", "calls": [
         write_call("a.txt", "a\n"),
         write_call("b.txt", "b\n"),
@@ -245,8 +243,7 @@ fn approval_for_the_session_covers_later_calls_of_that_tool() {
 
 #[test]
 fn ask_mode_without_elicitation_refuses_and_says_how_to_allow() {
-    let sb = Sandbox::new();
-    let cli = Cli::new();
+    let (sb, cli) = workspace_and_cli();
     let scenario = json!({ "calls": [write_call("new.txt", "x\n")] });
     let Some(out) = client(&cli, &sb.ws(), &["--mode", "ask"], scenario.clone()) else {
         return;
@@ -275,8 +272,7 @@ fn ask_mode_without_elicitation_refuses_and_says_how_to_allow() {
 
 #[test]
 fn a_call_waiting_for_approval_holds_up_no_other_call() {
-    let sb = Sandbox::new();
-    let cli = Cli::new();
+    let (sb, cli) = workspace_and_cli();
     // The client answers the elicitation only after the reads came back: a
     // server that took calls one at a time would never answer them.
     let scenario = json!({ "elicitation": "accept", "concurrent": true, "calls": [
@@ -308,8 +304,7 @@ const HANDSHAKE: &str = concat!(
 
 #[test]
 fn stdout_carries_nothing_but_the_protocol() {
-    let sb = Sandbox::new();
-    let cli = Cli::new();
+    let (sb, cli) = workspace_and_cli();
     // The most verbose logging there is: all of it must go to stderr, here a
     // file (a pipe nobody reads would fill up and stall the server).
     let log = sb.root.path().join("stderr.log");
@@ -358,21 +353,14 @@ fn stdout_carries_nothing_but_the_protocol() {
     );
     // The logs went to stderr.
     let logged = std::fs::read_to_string(&log).unwrap();
-    assert!(logged.contains("serving MCP on stdio"), "{logged}");
+    has(&logged, "serving MCP on stdio");
 }
 
 #[test]
 fn a_bad_manifest_is_a_clear_error_on_stderr_and_nothing_on_stdout() {
-    let sb = Sandbox::new();
-    let cli = Cli::new();
+    let (sb, cli) = workspace_and_cli();
     // The user's own manifest: it needs no trust, so it is read as it is.
-    let config = cli.home.path().join("config/corral");
-    std::fs::create_dir_all(&config).unwrap();
-    std::fs::write(
-        config.join("corral.toml"),
-        "[plugins.fs]\nsource = \"builtin:fs\"\ncolour = 1\n",
-    )
-    .unwrap();
+    cli.write_user_manifest("[plugins.fs]\nsource = \"builtin:fs\"\ncolour = 1\n");
     let out = cli.run(&sb.ws(), &["mcp", "serve"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(
@@ -386,13 +374,9 @@ fn a_bad_manifest_is_a_clear_error_on_stderr_and_nothing_on_stdout() {
         "{err}"
     );
 
-    std::fs::remove_file(config.join("corral.toml")).unwrap();
+    std::fs::remove_file(cli.home.path().join("config/corral/corral.toml")).unwrap();
     let out = cli.run(&sb.ws(), &["mcp", "serve", "--mode", "sometimes"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(out.stdout.is_empty());
-    assert!(
-        String::from_utf8_lossy(&out.stderr).contains("read-only"),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    has(&String::from_utf8_lossy(&out.stderr), "read-only");
 }

@@ -5,6 +5,7 @@
 //! forge log lines.
 
 use crate::support::served::Served;
+use crate::support::text::has;
 use crate::*;
 use corral_test_programs::ADVERSARY;
 use serde_json::{Value, json};
@@ -50,19 +51,15 @@ fn a_request_over_the_cap_gets_a_json_rpc_error_and_the_server_goes_on() {
     assert_eq!(null[0]["error"]["code"], -32600, "{}", null[0]);
     assert!(!sb.ws().join("big.txt").exists());
     let log = served.close();
-    assert!(log.contains("over the 16 MiB limit"), "{log}");
+    has(&log, "over the 16 MiB limit");
 }
 
 #[test]
 fn calls_beyond_the_instance_slots_wait_for_a_place() {
-    let sb = Sandbox::new();
-    sb.write(
-        "corral.toml",
-        &format!(
-            "[plugins.adversary]\nsource = {ADVERSARY:?}\n\
+    let sb = Sandbox::with_manifest(&format!(
+        "[plugins.adversary]\nsource = {ADVERSARY:?}\n\
              limits = {{ timeout_ms = 1000, memory_mb = 16 }}\n"
-        ),
-    );
+    ));
     let cli = Cli::new();
     let mut served = Served::start(&cli, &sb, &[]);
     // 80 calls at once, each holding its instance until its deadline: more
@@ -90,8 +87,7 @@ fn calls_beyond_the_instance_slots_wait_for_a_place() {
 
 #[test]
 fn logged_paths_cannot_forge_log_lines() {
-    let sb = Sandbox::new();
-    let cli = Cli::new();
+    let (sb, cli) = workspace_and_cli();
     let mut served = Served::start(&cli, &sb, &[]);
     // A protected path (refused, and logged as a WARN) that carries a whole
     // second log line, a carriage return, a bidi override and a zero-width

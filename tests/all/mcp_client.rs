@@ -7,6 +7,7 @@
 use crate::support::cassette::{answer_turn, call_turn};
 use crate::support::output::{stderr, stdout};
 use crate::support::servers::{SYSTEM_PYTHON, hostile_runnable, hostile_script, installed};
+use crate::support::text::{has, lacks};
 use crate::*;
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
@@ -183,11 +184,7 @@ fn a_project_that_swaps_a_servers_command_after_trust_is_not_run() {
     let o = cli.run(&sb.ws(), &["trust", "--yes"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let listed = cli.run(&sb.ws(), &["tools", "list"]);
-    assert!(
-        stdout(&listed).contains("hostile__read"),
-        "{}",
-        stdout(&listed)
-    );
+    has(&stdout(&listed), "hostile__read");
 
     // The same server, now told to leave a mark: a new argument.
     let marker = sb.outside().join("ran");
@@ -199,7 +196,7 @@ fn a_project_that_swaps_a_servers_command_after_trust_is_not_run() {
     assert_ne!(text, swapped);
     std::fs::write(sb.ws().join("corral.toml"), swapped).expect("swap");
     let o = cli.run(&sb.ws(), &["tools", "list"]);
-    assert!(!stdout(&o).contains("hostile__"), "{}", stdout(&o));
+    lacks(&stdout(&o), "hostile__");
     assert!(!marker.exists(), "the swapped command ran");
 }
 
@@ -237,18 +234,7 @@ fn a_server_tool_runs_through_the_pipeline_and_is_logged_untrusted() {
     let sb = replayed(&turns, "[policy]\nmode = \"full-auto\"\n");
     let cli = Cli::new();
     let events = run_events(&cli, &sb);
-    let end = crate::support::events::find(&events, "tool_call_end", "c1");
-    assert!(
-        end["outcome"]["content"]
-            .as_str()
-            .unwrap_or_default()
-            .contains("hello from the workspace"),
-        "{end}"
-    );
-    assert_eq!(
-        crate::support::events::labels(end),
-        vec![crate::support::events::label("untrusted", "mcp:hostile")]
-    );
+    crate::support::events::untrusted_end(&events, "c1", "hello from the workspace", "mcp:hostile");
     // The session log has it too.
     let log = std::fs::read_to_string(crate::support::log::session_log(&cli)).expect("log");
     assert!(
@@ -306,7 +292,7 @@ fn the_guard_holds_a_server_tool_that_would_send_a_secret_read_earlier() {
     let permission = crate::support::events::find(&events, "permission", "c3");
     assert_eq!(permission["decision"], "refused", "{permission}");
     let reason = permission["reason"].as_str().unwrap_or_default();
-    assert!(reason.contains("exfiltration guard"), "{reason}");
+    has(reason, "exfiltration guard");
     let end = crate::support::events::find(&events, "tool_call_end", "c3");
     assert!(
         !end["outcome"]["content"]
@@ -380,8 +366,7 @@ fn the_reference_servers_tools_are_listed_and_called_confined() {
 
 #[test]
 fn mcp_add_list_remove_and_import_edit_the_users_manifest() {
-    let sb = Sandbox::new();
-    let cli = Cli::new();
+    let (sb, cli) = workspace_and_cli();
     // `--workspace` before `--`: what follows is the server's command line.
     let o = std::process::Command::new(env!("CARGO_BIN_EXE_corral"))
         .args(["--workspace", &sb.ws().display().to_string()])
@@ -400,17 +385,16 @@ fn mcp_add_list_remove_and_import_edit_the_users_manifest() {
         .output()
         .expect("run corral");
     assert!(o.status.success(), "{}", stderr(&o));
-    assert!(
-        stdout(&o).contains("read and write beneath docs; the variables TOKEN; no network"),
-        "{}",
-        stdout(&o)
+    has(
+        &stdout(&o),
+        "read and write beneath docs; the variables TOKEN; no network",
     );
     let bad = cli.run(
         &sb.ws(),
         &["mcp", "add", "x", "--grant", "everything", "--", "x"],
     );
     assert!(!bad.status.success());
-    assert!(stderr(&bad).contains("use fs:DIR"), "{}", stderr(&bad));
+    has(&stderr(&bad), "use fs:DIR");
 
     let listed = cli.run(&sb.ws(), &["mcp", "list", "--json"]);
     let list: Vec<Value> = serde_json::from_str(&stdout(&listed)).expect("JSON");
@@ -433,11 +417,7 @@ fn mcp_add_list_remove_and_import_edit_the_users_manifest() {
         "{}",
         stdout(&shown)
     );
-    assert!(
-        stdout(&shown).contains("Nothing was written"),
-        "{}",
-        stdout(&shown)
-    );
+    has(&stdout(&shown), "Nothing was written");
     let names = |cli: &Cli| -> Vec<String> {
         let o = cli.run(&sb.ws(), &["mcp", "list", "--json"]);
         let list: Vec<Value> = serde_json::from_str(&stdout(&o)).expect("JSON");
@@ -503,18 +483,7 @@ fn the_reference_filesystem_server_runs_through_corral_run_and_a_deny_rule_holds
     );
     let cli = Cli::new();
     let events = run_events(&cli, &sb);
-    let read = crate::support::events::find(&events, "tool_call_end", "c1");
-    assert!(
-        read["outcome"]["content"]
-            .as_str()
-            .unwrap_or_default()
-            .contains("hello from the workspace"),
-        "{read}"
-    );
-    assert_eq!(
-        crate::support::events::labels(read),
-        vec![crate::support::events::label("untrusted", "mcp:files")]
-    );
+    crate::support::events::untrusted_end(&events, "c1", "hello from the workspace", "mcp:files");
     let permission = crate::support::events::find(&events, "permission", "c2");
     assert_eq!(permission["decision"], "deny", "{permission}");
     assert!(

@@ -9,6 +9,7 @@
 //! malformed request gets an answer carrying its id.
 
 use crate::support::served::Served;
+use crate::support::text::{has, lacks};
 use crate::*;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
@@ -137,8 +138,7 @@ fn check(client: &str, out: &Value, sb: &Sandbox) {
 
 #[test]
 fn the_typescript_client_gets_the_payload_absolute_paths_and_git_hints() {
-    let sb = Sandbox::new();
-    let cli = Cli::new();
+    let (sb, cli) = workspace_and_cli();
     let scenario = scenario(&sb);
     let Some(out) = typescript_client(&cli, &sb.ws(), &scenario) else {
         return;
@@ -148,8 +148,7 @@ fn the_typescript_client_gets_the_payload_absolute_paths_and_git_hints() {
 
 #[test]
 fn the_python_client_gets_the_payload_absolute_paths_and_git_hints() {
-    let sb = Sandbox::new();
-    let cli = Cli::new();
+    let (sb, cli) = workspace_and_cli();
     let scenario = scenario(&sb);
     let Some(out) = crate::support::mcp_clients::client(&cli, &sb.ws(), &[], scenario) else {
         return;
@@ -159,8 +158,7 @@ fn the_python_client_gets_the_payload_absolute_paths_and_git_hints() {
 
 #[test]
 fn every_malformed_request_is_answered_with_its_id() {
-    let sb = Sandbox::new();
-    let cli = Cli::new();
+    let (sb, cli) = workspace_and_cli();
     let mut served = Served::start(&cli, &sb, &[]);
     let lines = [
         r#"{"jsonrpc":"2.0","id":11,"method":"tools/call","params":""}"#,
@@ -189,7 +187,7 @@ fn every_malformed_request_is_answered_with_its_id() {
     for answer in &got[..4] {
         assert_eq!(answer["error"]["code"], -32602, "{answer}");
         let message = answer["error"]["message"].as_str().unwrap();
-        assert!(message.contains("not an object"), "{message}");
+        has(message, "not an object");
     }
     assert_eq!(got[4]["error"]["code"], -32700, "{}", got[4]);
     assert!(
@@ -209,8 +207,7 @@ fn every_malformed_request_is_answered_with_its_id() {
 
 #[test]
 fn the_roots_a_client_offers_narrow_what_it_may_name() {
-    let sb = Sandbox::new();
-    let cli = Cli::new();
+    let (sb, cli) = workspace_and_cli();
     sb.write("sub/inside.txt", "inside the root\n");
     sb.write("notes.txt", NOTES);
     let root = sb.ws().join("sub");
@@ -238,8 +235,8 @@ fn the_roots_a_client_offers_narrow_what_it_may_name() {
     let refused = &calls[2];
     assert_eq!(refused["is_error"], true, "{refused}");
     let text = refused["text"].as_str().unwrap();
-    assert!(text.contains("outside the roots"), "{text}");
-    assert!(!text.contains("the needle"), "{text}");
+    has(text, "outside the roots");
+    lacks(text, "the needle");
     // A root wider than the workspace (`/`) widens nothing.
     let outside = &calls[3];
     assert_eq!(outside["is_error"], true, "{outside}");

@@ -9,6 +9,8 @@
 use crate::support::cassette::{answer_turn, call_turn};
 use crate::support::http::server;
 use crate::support::output::{stderr, stdout};
+use crate::support::run::argv_with;
+use crate::support::text::{has, has_all};
 use crate::support::{mcp_clients::sdk_python, servers::lifecycle_script};
 use crate::*;
 use serde_json::{Value, json};
@@ -70,16 +72,12 @@ fn everything() -> Option<(u16, Child)> {
 /// A workspace whose `[mcp.NAME]` is `server` (its TOML lines), with the
 /// replay provider playing `turns`.
 fn replayed(server: &str, turns: &[Value]) -> Sandbox {
-    let sb = Sandbox::new();
-    sb.write(
-        "corral.toml",
-        &format!(
-            "{server}\n[plugins.replay]\nsource = \"builtin:replay\"\n\
+    let sb = Sandbox::with_manifest(&format!(
+        "{server}\n[plugins.replay]\nsource = \"builtin:replay\"\n\
              grants.fs = [{{ path = \".\", access = \"ro\" }}]\n\
              config = {{ cassette = \"http.cassette.json\" }}\n\n\
              [policy]\nmode = \"full-auto\"\n"
-        ),
-    );
+    ));
     crate::support::cassette::write(&sb, "http.cassette.json", turns);
     sb
 }
@@ -108,18 +106,7 @@ fn the_reference_server_over_http_is_listed_and_called_in_a_session() {
     let o = cli.run(&sb.ws(), &["run", "--provider", "replay", "--json", "go"]);
     assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
     let events = crate::support::events::events(&o);
-    let end = crate::support::events::find(&events, "tool_call_end", "c1");
-    assert!(
-        end["outcome"]["content"]
-            .as_str()
-            .unwrap_or_default()
-            .contains("hi over http"),
-        "{end}"
-    );
-    assert_eq!(
-        crate::support::events::labels(end),
-        vec![crate::support::events::label("untrusted", "mcp:every")]
-    );
+    crate::support::events::untrusted_end(&events, "c1", "hi over http", "mcp:every");
     let log = std::fs::read_to_string(crate::support::log::session_log(&cli)).expect("log");
     assert!(
         log.contains("every__echo") && log.contains("hi over http"),
@@ -233,14 +220,10 @@ fn a_redirect_is_refused_and_its_target_never_reached() {
         ),
         0,
     );
-    let sb = Sandbox::new();
-    sb.write(
-        "corral.toml",
-        &format!(
-            "[mcp.moved]\nurl = \"http://127.0.0.1:{port}/mcp\"\ntimeout_ms = 5000\n\
+    let sb = Sandbox::with_manifest(&format!(
+        "[mcp.moved]\nurl = \"http://127.0.0.1:{port}/mcp\"\ntimeout_ms = 5000\n\
              grants.secrets = [{{ header = \"x-key\", value = \"k\" }}]\n"
-        ),
-    );
+    ));
     let cli = Cli::new();
     let o = cli.run(&sb.ws(), &["tools", "list"]);
     let err = stderr(&o);
@@ -261,13 +244,9 @@ fn an_oversized_answer_is_cut_off() {
         ),
         size,
     );
-    let sb = Sandbox::new();
-    sb.write(
-        "corral.toml",
-        &format!(
-            "[mcp.big]\nurl = \"http://127.0.0.1:{port}/mcp\"\ntimeout_ms = 10000\noutput_kb = 64\n"
-        ),
-    );
+    let sb = Sandbox::with_manifest(&format!(
+        "[mcp.big]\nurl = \"http://127.0.0.1:{port}/mcp\"\ntimeout_ms = 10000\noutput_kb = 64\n"
+    ));
     let cli = Cli::new();
     let start = Instant::now();
     let o = cli.run(&sb.ws(), &["tools", "list"]);
@@ -349,25 +328,18 @@ fn bad_url_entries_are_clear_errors() {
 
 #[test]
 fn mcp_add_url_and_import_of_url_entries() {
-    let sb = Sandbox::new();
-    let cli = Cli::new();
+    let (sb, cli) = workspace_and_cli();
     let o = cli.run(
         &sb.ws(),
-        &[
-            "mcp",
-            "add",
-            "web",
-            "--url",
-            "https://mcp.example.com/mcp",
-            "--secret",
+        &argv_with(
+            "mcp add web --url https://mcp.example.com/mcp --secret",
             "Authorization=Bearer ${env:WEB_TOKEN}",
-        ],
+        ),
     );
     assert!(o.status.success(), "{}", stderr(&o));
-    assert!(
-        stdout(&o).contains("[mcp.web] connects to https://mcp.example.com/mcp"),
-        "{}",
-        stdout(&o)
+    has(
+        &stdout(&o),
+        "[mcp.web] connects to https://mcp.example.com/mcp",
     );
     let listed = cli.run(&sb.ws(), &["mcp", "list", "--json"]);
     let list: Vec<Value> = serde_json::from_str(&stdout(&listed)).expect("JSON");
@@ -375,7 +347,7 @@ fn mcp_add_url_and_import_of_url_entries() {
     assert_eq!(list[0]["secret_headers"], json!(["authorization"]));
     let bad = cli.run(&sb.ws(), &["mcp", "add", "w", "--url", "mcp.example.com"]);
     assert!(!bad.status.success());
-    assert!(stderr(&bad).contains("no scheme"), "{}", stderr(&bad));
+    has(&stderr(&bad), "no scheme");
 
     let claude = sb.outside().join(".mcp.json");
     std::fs::write(
@@ -388,7 +360,7 @@ fn mcp_add_url_and_import_of_url_entries() {
         &["mcp", "import", &claude.display().to_string(), "--yes"],
     );
     assert!(o.status.success(), "{}", stderr(&o));
-    assert!(stdout(&o).contains("SSE server"), "{}", stdout(&o));
+    has(&stdout(&o), "SSE server");
     let codex = sb.outside().join("config.toml");
     std::fs::write(
         &codex,
@@ -402,8 +374,10 @@ fn mcp_add_url_and_import_of_url_entries() {
     assert!(o.status.success(), "{}", stderr(&o));
     let user = std::fs::read_to_string(cli.home.path().join("config/corral/corral.toml"))
         .expect("user manifest");
-    assert!(user.contains("Bearer ${env:GH_TOKEN}"), "{user}");
-    assert!(user.contains("Bearer ${env:DOCS_TOKEN}"), "{user}");
+    has_all(
+        &user,
+        &["Bearer ${env:GH_TOKEN}", "Bearer ${env:DOCS_TOKEN}"],
+    );
     let listed = cli.run(&sb.ws(), &["mcp", "list", "--json"]);
     let list: Vec<Value> = serde_json::from_str(&stdout(&listed)).expect("JSON");
     let names: Vec<&str> = list.iter().filter_map(|s| s["name"].as_str()).collect();

@@ -5,6 +5,7 @@
 //! its input gets its answer before the server exits.
 
 use crate::support::served::Served;
+use crate::support::text::has;
 use crate::*;
 use serde_json::{Value, json};
 
@@ -24,8 +25,7 @@ fn error_with_id<'a>(answer: &'a Value, id: &Value) -> &'a str {
 /// and no `id` at all, so a client could not tell which requests it meant.
 #[test]
 fn a_batch_is_refused_with_each_request_s_id_and_why() {
-    let sb = Sandbox::new();
-    let cli = Cli::new();
+    let (sb, cli) = workspace_and_cli();
     let mut raw = Served::start(&cli, &sb, &["--mode", "read-only"]);
     let answer = raw.answer_to(
         r#"[{"jsonrpc":"2.0","id":1,"method":"tools/list"},{"jsonrpc":"2.0","method":"notifications/progress"},{"jsonrpc":"2.0","id":"b","method":"ping"}]"#,
@@ -36,10 +36,7 @@ fn a_batch_is_refused_with_each_request_s_id_and_why() {
     assert_eq!(answers.len(), 2, "{answer}");
     for (got, id) in answers.iter().zip([json!(1), json!("b")]) {
         let message = error_with_id(got, &id);
-        assert!(
-            message.contains("a batch is not supported by MCP 2025-06-18"),
-            "{message}"
-        );
+        has(message, "a batch is not supported by MCP 2025-06-18");
     }
     // An empty one has no request to name.
     let empty = raw.answer_to("[]");
@@ -57,8 +54,7 @@ fn a_batch_is_refused_with_each_request_s_id_and_why() {
 /// what was invalid.
 #[test]
 fn an_id_that_is_not_a_string_or_an_integer_is_answered_with_null() {
-    let sb = Sandbox::new();
-    let cli = Cli::new();
+    let (sb, cli) = workspace_and_cli();
     let mut raw = Served::start(&cli, &sb, &["--mode", "read-only"]);
     for id in [
         "1.5",
@@ -86,8 +82,7 @@ fn an_id_that_is_not_a_string_or_an_integer_is_answered_with_null() {
 /// `"Invalid request"` without the id it did carry.
 #[test]
 fn a_request_without_a_method_is_answered_with_its_id() {
-    let sb = Sandbox::new();
-    let cli = Cli::new();
+    let (sb, cli) = workspace_and_cli();
     let mut raw = Served::start(&cli, &sb, &["--mode", "read-only"]);
     let answer = raw.answer_to(r#"{"jsonrpc":"2.0","id":7}"#);
     assert!(
@@ -117,8 +112,7 @@ fn a_request_without_a_method_is_answered_with_its_id() {
 /// that asked never got a response.
 #[test]
 fn a_call_waiting_for_approval_is_answered_when_the_client_goes_away() {
-    let sb = Sandbox::new();
-    let cli = Cli::new();
+    let (sb, cli) = workspace_and_cli();
     let mut raw = Served::start_with(&cli, &sb, &["--mode", "ask"], json!({"elicitation": {}}));
     raw.send(
         &json!({"jsonrpc":"2.0","id":"w","method":"tools/call","params":{

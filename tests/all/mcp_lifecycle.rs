@@ -8,6 +8,7 @@ use crate::support::cassette::{answer_turn, call_turn};
 use crate::support::mcp_clients::sdk_python;
 use crate::support::output::{stderr, stdout};
 use crate::support::servers::lifecycle_script;
+use crate::support::text::has;
 use crate::*;
 use serde_json::{Value, json};
 
@@ -120,10 +121,7 @@ fn a_tool_added_by_list_changed_appears_flagged() {
     let end = crate::support::events::find(&events, "tool_call_end", "c2");
     assert_eq!(end["outcome"]["is_error"], true, "{end}");
     assert!(!content(end).contains("extra ran"), "{end}");
-    assert!(
-        err.contains("`life__extra` is new since you trusted the project"),
-        "{err}"
-    );
+    has(&err, "`life__extra` is new since you trusted the project");
 }
 
 #[test]
@@ -136,11 +134,7 @@ fn a_project_servers_tool_changed_since_trust_is_not_offered_until_trusted_again
     let cli = Cli::untrusting();
     let o = cli.run(&sb.ws(), &["trust", "--yes"]);
     assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
-    assert!(
-        stdout(&o).contains("recorded the tools of [mcp.life]: life__crash"),
-        "{}",
-        stdout(&o)
-    );
+    has(&stdout(&o), "recorded the tools of [mcp.life]: life__crash");
     let listed = |cli: &Cli| {
         let o = cli.run(&sb.ws(), &["tools", "list", "--json"]);
         assert!(o.status.success(), "{}", stderr(&o));
@@ -163,9 +157,9 @@ fn a_project_servers_tool_changed_since_trust_is_not_offered_until_trusted_again
     );
     let (greet, err) = listed(&cli);
     assert!(greet.is_none(), "the changed tool was offered: {greet:?}");
-    assert!(
-        err.contains("`life__greet` changed its description since you trusted the project"),
-        "{err}"
+    has(
+        &err,
+        "`life__greet` changed its description since you trusted the project",
     );
     let called = cli.run(
         &sb.ws(),
@@ -174,7 +168,7 @@ fn a_project_servers_tool_changed_since_trust_is_not_offered_until_trusted_again
     assert!(!called.status.success(), "{}", stdout(&called));
     // The other tools, unchanged, still are.
     let o = cli.run(&sb.ws(), &["tools", "list"]);
-    assert!(stdout(&o).contains("life__pid"), "{}", stdout(&o));
+    has(&stdout(&o), "life__pid");
 
     // `corral trust` shows the change, and trusting it offers the tool again.
     let o = cli.run(&sb.ws(), &["trust", "--yes"]);
@@ -191,5 +185,5 @@ fn a_project_servers_tool_changed_since_trust_is_not_offered_until_trusted_again
             .contains("IMPORTANT"),
     );
     let o = cli.run(&sb.ws(), &["trust", "--yes"]);
-    assert!(stdout(&o).contains("already trusted"), "{}", stdout(&o));
+    has(&stdout(&o), "already trusted");
 }

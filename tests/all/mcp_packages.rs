@@ -7,7 +7,9 @@
 //! server is refused; `node FILE` runs the script it names.
 
 use crate::support::output::{stderr, stdout};
+use crate::support::run::argv_with;
 use crate::support::skip;
+use crate::support::text::{has, lacks};
 use crate::*;
 use serde_json::json;
 
@@ -15,13 +17,9 @@ use serde_json::json;
 /// `--workspace` it puts last, which would end up among the arguments of
 /// `mcp add`'s command (the workspace is the current directory).
 fn run_last(cli: &Cli, workspace: &std::path::Path, args: &[&str]) -> std::process::Output {
-    std::process::Command::new(corral_binary())
-        .args(args)
-        .current_dir(workspace)
-        .env("XDG_CONFIG_HOME", cli.home.path().join("config"))
-        .env("XDG_CACHE_HOME", cache_home())
-        .env("XDG_DATA_HOME", cli.home.path().join("data"))
-        .env_remove("CORRAL_LOG")
+    let mut cmd = std::process::Command::new(corral_binary());
+    cmd.args(args).current_dir(workspace);
+    cli.homes(&mut cmd)
         .stdin(std::process::Stdio::null())
         .output()
         .expect("run corral")
@@ -63,11 +61,7 @@ fn an_npx_entry_of_a_claude_mcp_json_is_installed_once_and_runs_without_network(
         stdout(&shown),
         stderr(&shown)
     );
-    assert!(
-        stdout(&shown).contains("Nothing was written"),
-        "{}",
-        stdout(&shown)
-    );
+    has(&stdout(&shown), "Nothing was written");
     let o = cli.run(&sb.ws(), &["mcp", "import", &claude, "--yes"]);
     let said = stdout(&o);
     assert!(
@@ -82,13 +76,10 @@ fn an_npx_entry_of_a_claude_mcp_json_is_installed_once_and_runs_without_network(
     );
     let echoed = cli.run(
         &sb.ws(),
-        &[
-            "tool",
-            "call",
-            "everything__echo",
-            "--args",
+        &argv_with(
+            "tool call everything__echo --args",
             r#"{"message":"hi from the store"}"#,
-        ],
+        ),
     );
     assert!(
         stdout(&echoed).contains("hi from the store"),
@@ -104,11 +95,7 @@ fn an_npx_entry_of_a_claude_mcp_json_is_installed_once_and_runs_without_network(
     std::fs::write(&manifest, text.replacen('{', "[", 1)).expect("write package.json");
     let listed = cli.run(&sb.ws(), &["tools", "list"]);
     let err = stderr(&listed);
-    assert!(
-        !stdout(&listed).contains("everything__echo"),
-        "{}",
-        stdout(&listed)
-    );
+    lacks(&stdout(&listed), "everything__echo");
     for said in [
         "[mcp.everything] was not started: its package \
          @modelcontextprotocol/server-everything@2026.8.31 changed since it was installed",
@@ -244,15 +231,11 @@ fn a_node_file_entry_runs_the_script_it_names() {
         ),
     );
     let cli = Cli::new();
-    let read = cli.run(
-        &sb.ws(),
-        &[
-            "tool",
-            "call",
-            "files__read_text_file",
-            "--args",
-            &json!({"path": ws.join("hello.txt")}).to_string(),
-        ],
+    let read = crate::support::run::tool_call(
+        &cli,
+        &sb,
+        "files__read_text_file",
+        json!({"path": ws.join("hello.txt")}),
     );
     assert!(
         stdout(&read).contains("hello from the workspace"),
@@ -264,8 +247,7 @@ fn a_node_file_entry_runs_the_script_it_names() {
 
 #[test]
 fn a_package_line_is_checked_like_the_rest_of_the_manifest() {
-    let sb = Sandbox::new();
-    let cli = Cli::new();
+    let (sb, cli) = workspace_and_cli();
     let entry =
         |package: &str| format!("[mcp.srv]\ncommand = \"/bin/true\"\npackage = {{ {package} }}\n");
     let sha = "0".repeat(64);
@@ -289,12 +271,7 @@ fn a_package_line_is_checked_like_the_rest_of_the_manifest() {
             "unknown field `path`",
         ),
     ] {
-        std::fs::create_dir_all(cli.home.path().join("config/corral")).expect("config");
-        std::fs::write(
-            cli.home.path().join("config/corral/corral.toml"),
-            entry(&package),
-        )
-        .expect("corral.toml");
+        cli.write_user_manifest(&entry(&package));
         let o = cli.run(&sb.ws(), &["mcp", "list"]);
         assert!(stderr(&o).contains(said), "no {said:?} in: {}", stderr(&o));
     }

@@ -5,9 +5,10 @@
 //! printed one of those patterns on the build before this test.
 
 use crate::support::cassette::{answer_turn, calls_turn};
+use crate::support::mock::write_call;
 use crate::support::output::printed;
+use crate::support::text::has;
 use crate::*;
-use serde_json::json;
 
 /// What no user-facing message may carry.
 const RAW: &[&str] = &[
@@ -54,7 +55,7 @@ fn a_cassette_outside_the_replay_grant_is_named_with_the_fix() {
     );
     let o = Cli::new().run(&sb.ws(), &["run", "hi"]);
     let out = printed(&o);
-    assert!(out.contains("put it inside the workspace"), "{out}");
+    has(&out, "put it inside the workspace");
     assert_in_words("cassette", &out);
 }
 
@@ -72,14 +73,13 @@ fn a_download_that_cannot_connect_says_why() {
     );
     let out = printed(&o);
     assert!(!o.status.success(), "{out}");
-    assert!(out.contains("connection refused"), "{out}");
+    has(&out, "connection refused");
     assert_in_words("download", &out);
 }
 
 #[test]
 fn a_toml_syntax_error_names_the_file_and_line() {
-    let sb = Sandbox::new();
-    let cli = Cli::new();
+    let (sb, cli) = workspace_and_cli();
     let user = cli.home.path().join("config/corral/corral.toml");
     std::fs::write(&user, "[trust]\nproject_may_loosen = true\nmodel = \n").expect("toml");
     let o = cli.run(&sb.ws(), &["tools", "list"]);
@@ -91,9 +91,7 @@ fn a_toml_syntax_error_names_the_file_and_line() {
 
 #[test]
 fn a_denial_in_text_mode_is_shown_whole_with_its_fix() {
-    let sb = Sandbox::new();
-    sb.write(
-        "corral.toml",
+    let sb = Sandbox::with_manifest(
         "[agent]\nprovider = \"replay\"\n[plugins.replay]\nsource = \"builtin:replay\"\n\
          grants.fs = [{ path = \".\", access = \"ro\" }]\nconfig = { cassette = \"c.cassette.json\" }\n",
     );
@@ -101,10 +99,10 @@ fn a_denial_in_text_mode_is_shown_whole_with_its_fix() {
         &sb,
         "c.cassette.json",
         &[
-            calls_turn(&[(
+            calls_turn(&[write_call(
                 "w1",
-                "write_file",
-                json!({"path": "a-file-with-a-rather-long-name-so-that-the-line-is-long.txt", "content": "x"}),
+                "a-file-with-a-rather-long-name-so-that-the-line-is-long.txt",
+                "x",
             )]),
             answer_turn("Done."),
         ],

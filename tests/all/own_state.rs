@@ -18,6 +18,8 @@ use crate::support::manifest::{KEYS, both_providers};
 use crate::support::mock::*;
 use crate::support::output::{printed, stderr};
 use crate::support::process::wait_bounded;
+use crate::support::run::argv_with;
+use crate::support::text::{has, has_all, lacks};
 use crate::*;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
@@ -243,7 +245,7 @@ fn a_program_run_with_the_workspace_at_home_cannot_reach_corrals_state() {
         PLANT.replace('\n', "\\n").replace('"', "\\\"")
     );
     let out = home.call(&ws, "run_command", json!({ "argv": ["sh", "-c", script] }));
-    assert!(!out.contains("project_may_loosen"), "{out}");
+    lacks(&out, "project_may_loosen");
     assert_untouched(&home, &out);
     assert!(ws.join(".config/corral/corral.toml").exists(), "{out}");
     assert!(
@@ -316,7 +318,7 @@ fn an_mcp_server_granted_the_home_directory_cannot_reach_corrals_state() {
         "w__read",
         json!({ "path": home.config_dir().join("corral.toml") }),
     );
-    assert!(!out.contains("project_may_loosen"), "{out}");
+    lacks(&out, "project_may_loosen");
     std::fs::create_dir(ws.join("work")).expect("work");
     let out = home.call(
         &ws,
@@ -363,13 +365,7 @@ fn a_planted_journal_is_refused_and_left_in_place() {
     }
     let o = cli.run(
         &sb.ws(),
-        &[
-            "tool",
-            "call",
-            "read_file",
-            "--args",
-            r#"{"path":"hello.txt"}"#,
-        ],
+        &argv_with("tool call read_file --args", r#"{"path":"hello.txt"}"#),
     );
     let out = printed(&o);
     assert_eq!(
@@ -385,23 +381,17 @@ fn a_planted_journal_is_refused_and_left_in_place() {
             "journal {i} removed: {out}"
         );
     }
-    assert!(out.contains("refused and left in place"), "{out}");
-    assert!(out.contains("hello from the workspace"), "{out}");
+    has_all(
+        &out,
+        &["refused and left in place", "hello from the workspace"],
+    );
 }
 
 /// A turn that writes `d/config` and `e/corral.toml` (both new files).
 fn turn_into_links() -> (Sandbox, MockServer) {
     let calls: Vec<Call> = vec![
-        (
-            "w1",
-            "write_file",
-            json!({"path": "d/config", "content": "mine\n"}),
-        ),
-        (
-            "w2",
-            "write_file",
-            json!({"path": "e/corral.toml", "content": "mine\n"}),
-        ),
+        write_call("w1", "d/config", "mine\n"),
+        write_call("w2", "e/corral.toml", "mine\n"),
     ];
     let model = MockServer::start(move |i, _| match i {
         0 => Reply::Sse(openai_sse("Writing. ", &calls)),
@@ -467,20 +457,13 @@ fn undo_restores_nothing_through_a_symlinked_directory_into_git_or_onto_corral_t
 
 #[test]
 fn a_fifo_or_a_device_link_in_the_compile_cache_is_a_miss_not_a_hang() {
-    let sb = Sandbox::new();
-    let cli = Cli::new();
+    let (sb, cli) = workspace_and_cli();
     let cache = tempfile::tempdir().expect("cache");
     let call = |label: &str| {
         let mut child = cli
             .command(
                 &sb.ws(),
-                &[
-                    "tool",
-                    "call",
-                    "read_file",
-                    "--args",
-                    r#"{"path":"hello.txt"}"#,
-                ],
+                &argv_with("tool call read_file --args", r#"{"path":"hello.txt"}"#),
             )
             .env("XDG_CACHE_HOME", cache.path())
             .stdout(Stdio::piped())
@@ -514,8 +497,7 @@ fn a_fifo_or_a_device_link_in_the_compile_cache_is_a_miss_not_a_hang() {
 
 #[test]
 fn a_program_run_as_root_reads_no_system_credentials() {
-    let sb = Sandbox::new();
-    let cli = Cli::new();
+    let (sb, cli) = workspace_and_cli();
     sb.write(
         "corral.toml",
         "[plugins.shell]\nsource = \"builtin:shell\"\n\
@@ -536,19 +518,18 @@ fn a_program_run_as_root_reads_no_system_credentials() {
     let out = printed(&o);
     assert!(out.contains("done"), "the program did not run: {out}");
     if let Some(first) = shadow.as_deref().and_then(|s| s.lines().next()) {
-        assert!(!out.contains(first), "{out}");
+        lacks(&out, first);
     } else {
         eprintln!(
             "note: this user cannot read /etc/shadow itself; checked only that the program could not"
         );
     }
-    assert!(out.contains("Permission denied"), "{out}");
+    has(&out, "Permission denied");
 }
 
 #[test]
 fn a_grant_inside_corrals_own_state_is_refused_at_load() {
-    let sb = Sandbox::new();
-    let cli = Cli::new();
+    let (sb, cli) = workspace_and_cli();
     let config = cli.home.path().join("config/corral");
     sb.write(
         "corral.toml",
@@ -561,10 +542,7 @@ fn a_grant_inside_corrals_own_state_is_refused_at_load() {
     let o = cli.run(&sb.ws(), &["trust", "--yes"]);
     let err = stderr(&o);
     assert!(!o.status.success(), "{err}");
-    assert!(
-        err.contains("corral's own configuration directory"),
-        "{err}"
-    );
+    has(&err, "corral's own configuration directory");
 }
 
 #[test]
@@ -588,11 +566,7 @@ fn a_formatter_hook_run_with_the_workspace_at_home_cannot_reach_corrals_state() 
     .expect("formatter");
     std::fs::set_permissions(&fmt, std::fs::Permissions::from_mode(0o755)).expect("chmod");
     std::fs::create_dir(ws.join("work")).expect("work");
-    let calls: Vec<Call> = vec![(
-        "w1",
-        "write_file",
-        json!({"path": "work/ok.mjs", "content": "let a=1\n"}),
-    )];
+    let calls: Vec<Call> = vec![write_call("w1", "work/ok.mjs", "let a=1\n")];
     let model = MockServer::start(move |n, _| match n {
         0 => Reply::Sse(openai_sse("", &calls)),
         _ => Reply::Sse(openai_sse("Done.", &[])),

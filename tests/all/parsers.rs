@@ -7,6 +7,8 @@
 //! Then `corral run` shows a deny rule holding on what actually runs.
 
 use crate::support::mock::{Call, MockServer, Reply, openai_sse, openai_tool_result};
+use crate::support::output::assert_exit;
+use crate::support::run::argv;
 use crate::*;
 use serde_json::{Value, json};
 
@@ -26,15 +28,10 @@ enum Read {
 /// A workspace whose `shell` plugin may run `printf` with any arguments,
 /// and nothing else (no `sh`).
 fn printf_workspace(extra: &str) -> Sandbox {
-    let sb = Sandbox::new();
-    sb.write(
-        "corral.toml",
-        &format!(
-            "[plugins.shell]\nsource = \"builtin:shell\"\n\
+    Sandbox::with_manifest(&format!(
+        "[plugins.shell]\nsource = \"builtin:shell\"\n\
              grants.exec = [{{ program = \"printf\", args = [\"**\"] }}]\n{extra}"
-        ),
-    );
-    sb
+    ))
 }
 
 /// What `run_command` answered for `line`: `Ok(stdout)` when the program
@@ -212,35 +209,19 @@ fn a_deny_rule_judges_the_argv_that_runs() {
         0 => Reply::Sse(openai_sse("Printing.", &reply)),
         _ => Reply::Sse(openai_sse("Done.", &[])),
     });
-    let sb = Sandbox::new();
-    sb.write(
-        "corral.toml",
-        &crate::support::manifest::openai_project(
-            mock.port,
-            "[plugins.shell]\nsource = \"builtin:shell\"\n\
+    let sb = Sandbox::with_manifest(&crate::support::manifest::openai_project(
+        mock.port,
+        "[plugins.shell]\nsource = \"builtin:shell\"\n\
              grants.exec = [{ program = \"printf\", args = [\"**\"] }]\n\n\
              [policy]\ndeny = [\"run_command(printf * secret)\"]\n",
-        ),
-    );
+    ));
     let cli = Cli::new();
     let o = cli.run_env(
         &sb.ws(),
-        &[
-            "run",
-            "--provider",
-            "openai",
-            "--mode",
-            "full-auto",
-            "print",
-        ],
+        &argv("run --provider openai --mode full-auto print"),
         &[KEY],
     );
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    assert_exit(&o, 0);
     let req = &mock.requests()[1];
     let result = |id: &str| openai_tool_result(req, id);
     let denied = "denied by the permission policy: deny rule \"run_command(printf * secret)\"";

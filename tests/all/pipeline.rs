@@ -336,12 +336,10 @@ fn the_ui_takes_a_call_through_the_same_pipeline() {
         KEY.1,
         crate::support::tui::ui_command(&ui_cli, &ui_sb.ws(), "echo CORRAL-EXIT=$?; sleep 600")
     );
-    let Some(pane) = crate::support::tui::Pane::start(&command) else {
+    let Some(pane) = crate::support::tui::Pane::ready(&command) else {
         return;
     };
-    pane.wait_for("ask anything");
-    pane.type_text("go");
-    pane.press("Enter");
+    pane.submit("go");
     pane.wait_for("approve this call?");
     // `n`, then Enter with no reason: the call is denied. Keys typed in
     // the modal's first moments are dropped on purpose: wait them out.

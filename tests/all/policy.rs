@@ -7,12 +7,15 @@ use crate::support::manifest::openai_project;
 use crate::support::mock::*;
 use crate::support::model::writer;
 use crate::support::output::assert_exit;
+use crate::support::run::argv_with;
 use crate::support::run::openai_workspace;
+use crate::support::text::{has, has_all};
 use crate::*;
 use serde_json::{Value, json};
 
-#[test]
-fn ask_mode_shows_the_diff_and_waits_for_yes() {
+/// A model that writes `new.txt` asks on a pseudo-terminal, `answer` is
+/// typed, and the run must end well: the model, workspace, CLI and screen.
+fn asked_on_pty(answer: &str) -> (MockServer, Sandbox, Cli, String) {
     let mock = writer();
     let sb = openai_workspace(mock.port, "");
     let cli = Cli::new();
@@ -20,13 +23,31 @@ fn ask_mode_shows_the_diff_and_waits_for_yes() {
         &cli,
         &sb.ws(),
         &["run", "--provider", "openai", "write it"],
-        &["y\n"],
+        &[answer],
     );
     assert_eq!(code, Some(0), "{screen}");
+    (mock, sb, cli, screen)
+}
+
+/// A model that writes `new.txt` run by `corral ARGS` (no terminal): the
+/// run must end well without the file; what the model was told of `w1`.
+fn write_not_run(args: &[&str]) -> String {
+    let mock = writer();
+    let sb = openai_workspace(mock.port, "");
+    let o = Cli::new().run_env(&sb.ws(), args, &[KEY]);
+    assert_exit(&o, 0);
+    assert!(!sb.ws().join("new.txt").exists());
+    openai_tool_result(&mock.requests()[1], "w1")
+}
+
+#[test]
+fn ask_mode_shows_the_diff_and_waits_for_yes() {
+    let (_mock, sb, cli, screen) = asked_on_pty("y\n");
     assert!(screen.contains("write_file(content=fresh line"), "{screen}");
-    assert!(screen.contains("needs approval: mode ask"), "{screen}");
-    assert!(screen.contains("+++ b/new.txt"), "{screen}");
-    assert!(screen.contains("+fresh line"), "{screen}");
+    has_all(
+        &screen,
+        &["needs approval: mode ask", "+++ b/new.txt", "+fresh line"],
+    );
     assert_eq!(
         std::fs::read_to_string(sb.ws().join("new.txt")).expect("written"),
         "fresh line\n"
@@ -44,16 +65,7 @@ fn ask_mode_shows_the_diff_and_waits_for_yes() {
 
 #[test]
 fn saying_no_tells_the_model_why() {
-    let mock = writer();
-    let sb = openai_workspace(mock.port, "");
-    let cli = Cli::new();
-    let (code, screen) = run_on_pty(
-        &cli,
-        &sb.ws(),
-        &["run", "--provider", "openai", "write it"],
-        &["n not in this folder\n"],
-    );
-    assert_eq!(code, Some(0), "{screen}");
+    let (mock, sb, _cli, _screen) = asked_on_pty("n not in this folder\n");
     assert!(!sb.ws().join("new.txt").exists());
     let reqs = mock.requests();
     assert_eq!(
@@ -64,22 +76,14 @@ fn saying_no_tells_the_model_why() {
 
 #[test]
 fn non_interactive_ask_is_a_denial_the_model_sees() {
-    let mock = writer();
-    let sb = openai_workspace(mock.port, "");
-    let cli = Cli::new();
-    let o = cli.run_env(
-        &sb.ws(),
-        &["run", "--provider", "openai", "write it"],
-        &[KEY],
+    let result = write_not_run(&["run", "--provider", "openai", "write it"]);
+    has_all(
+        &result,
+        &[
+            "needs the user's approval and the run is not interactive",
+            "--yes",
+        ],
     );
-    assert_exit(&o, 0);
-    assert!(!sb.ws().join("new.txt").exists());
-    let result = openai_tool_result(&mock.requests()[1], "w1");
-    assert!(
-        result.contains("needs the user's approval and the run is not interactive"),
-        "{result}"
-    );
-    assert!(result.contains("--yes"), "{result}");
 }
 
 #[test]
@@ -112,30 +116,15 @@ fn yes_and_full_auto_run_the_write() {
 
 #[test]
 fn read_only_refuses_writes_with_a_message_for_the_model() {
-    let mock = writer();
-    let sb = openai_workspace(mock.port, "");
-    let cli = Cli::new();
-    let o = cli.run_env(
-        &sb.ws(),
-        &[
-            "run",
-            "--provider",
-            "openai",
-            "--mode",
-            "read-only",
-            "--yes",
-            "write it",
-        ],
-        &[KEY],
-    );
-    assert_exit(&o, 0);
-    assert!(!sb.ws().join("new.txt").exists());
-    let result = openai_tool_result(&mock.requests()[1], "w1");
+    let result = write_not_run(&argv_with(
+        "run --provider openai --mode read-only --yes",
+        "write it",
+    ));
     assert!(
         result.starts_with("denied by the permission policy"),
         "{result}"
     );
-    assert!(result.contains("read-only"), "{result}");
+    has(&result, "read-only");
 }
 
 #[test]
@@ -174,14 +163,7 @@ fn a_deny_rule_holds_whatever_the_spacing_or_quoting() {
     let cli = Cli::new();
     let o = cli.run_env(
         &sb.ws(),
-        &[
-            "run",
-            "--provider",
-            "openai",
-            "--mode",
-            "full-auto",
-            "clean up",
-        ],
+        &argv_with("run --provider openai --mode full-auto", "clean up"),
         &[KEY],
     );
     assert_exit(&o, 0);
@@ -210,11 +192,10 @@ fn a_stop_rule_ends_the_run() {
             ],
         ))
     });
-    let sb = Sandbox::new();
-    sb.write(
-        "corral.toml",
-        &openai_project(mock.port, "[policy]\nstop = [\"write_file\"]\n"),
-    );
+    let sb = Sandbox::with_manifest(&openai_project(
+        mock.port,
+        "[policy]\nstop = [\"write_file\"]\n",
+    ));
     let cli = Cli::new();
     let o = cli.run_env(
         &sb.ws(),
@@ -223,7 +204,7 @@ fn a_stop_rule_ends_the_run() {
     );
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(5), "{err}");
-    assert!(err.contains("[stopped: permission_denied"), "{err}");
+    has(&err, "[stopped: permission_denied");
     assert!(!sb.ws().join("x.txt").exists());
     assert_eq!(mock.requests().len(), 1);
     // The log still pairs both calls with a result.
@@ -239,17 +220,9 @@ fn writes_to_protected_paths_are_refused_even_in_full_auto() {
         0 => Reply::Sse(openai_sse(
             "",
             &[
-                (
-                    "p1",
-                    "write_file",
-                    json!({"path": ".git/config", "content": "[core]\n\thooksPath = evil\n"}),
-                ),
+                write_call("p1", ".git/config", "[core]\n\thooksPath = evil\n"),
                 ("p2", "apply_patch", json!({ "patch": patch })),
-                (
-                    "p3",
-                    "write_file",
-                    json!({"path": "src/../.git/HEAD", "content": "x"}),
-                ),
+                write_call("p3", "src/../.git/HEAD", "x"),
             ],
         )),
         _ => Reply::Sse(openai_sse("ok", &[])),
@@ -292,14 +265,10 @@ fn yes_for_the_session_covers_that_command_only() {
         0 => Reply::Sse(openai_sse("Echoing.", &calls)),
         _ => Reply::Sse(openai_sse("Done.", &[])),
     });
-    let sb = Sandbox::new();
-    sb.write(
-        "corral.toml",
-        &openai_project(
-            mock.port,
-            "[plugins.shell]\nsource = \"builtin:shell\"\ngrants.exec = [{ program = \"echo\", args = [\"**\"] }]\n",
-        ),
-    );
+    let sb = Sandbox::with_manifest(&openai_project(
+        mock.port,
+        "[plugins.shell]\nsource = \"builtin:shell\"\ngrants.exec = [{ program = \"echo\", args = [\"**\"] }]\n",
+    ));
     let cli = Cli::new();
     let (code, screen) = run_on_pty(
         &cli,
@@ -308,29 +277,20 @@ fn yes_for_the_session_covers_that_command_only() {
         &["a\n", "n\n"],
     );
     assert_eq!(code, Some(0), "{screen}");
-    assert!(
-        screen.contains("[a] yes, and this command for the rest of this session"),
-        "{screen}"
+    has(
+        &screen,
+        "[a] yes, and this command for the rest of this session",
     );
     // Two prompts: `echo one` (approved for the session, so its second
     // spelling ran without asking) and `echo two` (asked again, refused).
     assert_eq!(screen.matches(PROMPT).count(), 2, "{screen}");
     let records = corral_core::session::read(&crate::support::log::session_log(&cli)).expect("log");
-    let decisions: Vec<(String, String)> = with_model_ids(
+    let decisions = crate::support::events::decisions(&with_model_ids(
         records
             .iter()
             .map(|r| serde_json::to_value(&r.event).expect("v"))
             .collect(),
-    )
-    .into_iter()
-    .filter(|e| e["type"] == "permission")
-    .map(|e| {
-        (
-            e["call_id"].as_str().unwrap_or("").to_owned(),
-            e["decision"].as_str().unwrap_or("").to_owned(),
-        )
-    })
-    .collect();
+    ));
     let want = [
         ("c1", "approved_for_session"),
         ("c2", "approved_for_session"),

@@ -4,7 +4,8 @@
 //! limit is refused while it streams, leaving no file behind.
 
 use crate::support::output::printed as text;
-use crate::support::registry::{Registry, read_user_manifest, store_dir};
+use crate::support::registry::{Registry, publish, read_user_manifest, store_dir};
+use crate::support::text::{has, lacks};
 use crate::*;
 use corral_test_programs::ECHO;
 use std::io::{BufRead as _, BufReader, Write as _};
@@ -78,7 +79,7 @@ fn registry_credentials_never_follow_a_projects_from() {
             "the project's registry received credentials (CORRAL_REGISTRY={bound:?}): {seen:?}"
         );
         assert!(t.contains("was not sent"), "the error says why: {t}");
-        assert!(!t.contains("s3cret"), "{t}");
+        lacks(&t, "s3cret");
     }
     // The registry the user names does get them: the recorder can see them.
     let bound = format!("127.0.0.1:{port}");
@@ -98,22 +99,10 @@ fn an_oci_layer_over_the_limit_is_refused_and_leaves_no_file() {
     let Some(registry) = Registry::start() else {
         return;
     };
-    let sb = Sandbox::new();
-    let cli = Cli::new();
+    let (sb, cli) = workspace_and_cli();
     sb.write("r.toml", "[plugin]\nname = \"big\"\n[requests]\n");
     let reference = registry.reference("tools/big:1");
-    let o = cli.run(
-        &sb.ws(),
-        &[
-            "plugin",
-            "publish",
-            ECHO,
-            &reference,
-            "--requests",
-            "r.toml",
-        ],
-    );
-    assert!(o.status.success(), "{}", text(&o));
+    publish(&cli, &sb, ECHO, &reference, "r.toml");
     let size = std::fs::metadata(ECHO).unwrap().len();
     let limit_kb = (size / 2 / 1024).max(1).to_string();
     let o = cli.run_env(
@@ -146,7 +135,7 @@ fn an_oci_layer_over_the_limit_is_refused_and_leaves_no_file() {
         &[("CORRAL_OCI_MAX_LAYER_KB", "lots")],
     );
     assert!(!o.status.success(), "{}", text(&o));
-    assert!(text(&o).contains("not a whole number"), "{}", text(&o));
+    has(&text(&o), "not a whole number");
     // Under the default limit the same layer installs.
     let o = cli.run(&sb.ws(), &["plugin", "add", &reference, "--yes"]);
     assert!(o.status.success(), "{}", text(&o));

@@ -10,12 +10,13 @@ use crate::support::log::{of_type, read_events, session_log};
 use crate::support::manifest::{KEYS, both_providers};
 use crate::support::mock::*;
 use crate::support::output::{assert_exit, stdout};
+use crate::support::text::{has, lacks};
 use crate::support::tui::{Pane, quote, ui_command};
 use crate::*;
 use serde_json::{Value, json};
 use std::io::{BufRead as _, BufReader};
 use std::process::Stdio;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 const FS_RW: &str =
     "[plugins.fs]\nsource = \"builtin:fs\"\ngrants.fs = [{ path = \".\", access = \"rw\" }]\n";
@@ -76,21 +77,12 @@ fn last_id(cli: &Cli) -> String {
 }
 
 fn wait_requests(model: &MockServer, n: usize) {
-    let start = Instant::now();
-    while model.requests().len() < n {
-        assert!(
-            start.elapsed() < crate::support::tui::SCREEN_TIMEOUT,
-            "the model got {} requests, not {n}",
-            model.requests().len()
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    model.wait_requests(n, crate::support::tui::SCREEN_TIMEOUT);
 }
 
 /// Types `text`, sends it, and waits for `answer` and the idle status.
 fn say(pane: &Pane, text: &str, answer: &str) {
-    pane.type_text(text);
-    pane.press("Enter");
+    pane.submit(text);
     pane.wait_for(answer);
     pane.wait_for(" ready ");
 }
@@ -114,14 +106,12 @@ fn undo_and_rewind_in_the_ui_survive_a_kill_and_a_resume() {
             _ => openai_sse("Resumed answer.", &[]),
         })
     });
-    let sb = Sandbox::new();
-    sb.write("corral.toml", &both_providers(model.port, 9, FS_RW));
+    let sb = Sandbox::with_manifest(&both_providers(model.port, 9, FS_RW));
     let cli = Cli::new();
-    assert_exit(&cli.run(&sb.ws(), &["sessions"]), 0);
-    let Some(pane) = Pane::start(&command(&cli, &sb, "--provider openai")) else {
+    crate::support::tui::trust(&cli, &sb);
+    let Some(pane) = Pane::ready(&command(&cli, &sb, "--provider openai")) else {
         return;
     };
-    pane.wait_for("ask anything");
     say(&pane, "first message", "Wrote v1.");
     say(&pane, "second message", "Wrote v2.");
     assert_eq!(read(&sb, "notes.txt").as_deref(), Some("v2\n"));
@@ -129,20 +119,18 @@ fn undo_and_rewind_in_the_ui_survive_a_kill_and_a_resume() {
     // `/undo` over an edit made since is refused: it says which file and
     // how to force it, and nothing changes.
     sb.write("notes.txt", "my own edit\n");
-    pane.type_text("/undo");
-    pane.press("Enter");
+    pane.submit("/undo");
     let screen = pane.wait_for("changed since the turn");
-    assert!(screen.contains("notes.txt"), "{screen}");
+    has(&screen, "notes.txt");
     pane.wait_for("/undo --force");
     assert_eq!(read(&sb, "notes.txt").as_deref(), Some("my own edit\n"));
 
     // Without the edit, `/undo` shows the diff first; `y` restores.
     sb.write("notes.txt", "v2\n");
-    pane.type_text("/undo");
-    pane.press("Enter");
+    pane.submit("/undo");
     pane.wait_for("restore these files?");
     let screen = pane.wait_for("+v1");
-    assert!(screen.contains("-v2"), "{screen}");
+    has(&screen, "-v2");
     assert_eq!(read(&sb, "notes.txt").as_deref(), Some("v2\n"), "not yet");
     pane.press("y");
     pane.wait_for("undid turn 2: restored notes.txt");
@@ -181,8 +169,7 @@ fn undo_and_rewind_in_the_ui_survive_a_kill_and_a_resume() {
         .find(|l| l.starts_with("› "))
         .unwrap_or_default();
     assert!(input.contains("first message"), "{screen}");
-    pane.type_text(" again");
-    pane.press("Enter");
+    pane.submit(" again");
     pane.wait_for("Fresh answer.");
     pane.wait_for(" ready ");
     let reqs = model.requests();
@@ -201,8 +188,8 @@ fn undo_and_rewind_in_the_ui_survive_a_kill_and_a_resume() {
     drop(pane);
     let pane = Pane::start(&command(&cli, &sb, "resume --last")).expect("tmux");
     let screen = pane.wait_for("resumed session");
-    assert!(screen.contains("first message again"), "{screen}");
-    assert!(!screen.contains("second message"), "{screen}");
+    has(&screen, "first message again");
+    lacks(&screen, "second message");
     say(&pane, "after resume", "Resumed answer.");
     wait_requests(&model, 6);
     let reqs = model.requests();
@@ -242,8 +229,7 @@ fn an_interrupted_answer_is_kept_marked_and_sent_with_the_next_prompt() {
         0 => Reply::SseStall(body.clone(), cut),
         _ => Reply::Sse(openai_sse("Going on.", &[])),
     });
-    let sb = Sandbox::new();
-    sb.write("corral.toml", &both_providers(model.port, 9, ""));
+    let sb = Sandbox::with_manifest(&both_providers(model.port, 9, ""));
     let cli = Cli::new();
     let mut cmd = cli.command(
         &sb.ws(),

@@ -2,10 +2,12 @@
 //! sandbox promise, checks the attempt is contained with a clear error, and
 //! checks the host still serves the next call.
 
+use crate::support::text::{has, has_all, lacks};
 use crate::*;
 use corral_test_programs::{ADVERSARY, ECHO, HTTP_CLIENT, RAW_SOCKET};
 use serde_json::{Value, json};
 use std::io::{Read, Write};
+use std::sync::atomic::Ordering::SeqCst;
 
 const RW: &str = r#"grants.fs = [{ path = ".", access = "rw" }]"#;
 
@@ -494,7 +496,7 @@ async fn overlapping_grants_are_refused() {
             r#"grants.fs = [{ path = "out", access = "rw" }, { path = ".", access = "ro" }]"#,
         ))
         .expect_err("overlapping grants refused");
-    assert!(err.contains("overlaps"), "{err}");
+    has(&err, "overlaps");
 }
 
 #[tokio::test]
@@ -525,10 +527,7 @@ async fn environment_is_empty_unless_granted() {
 async fn http_without_net_grant_loads_and_every_request_is_denied() {
     let (port, hits) = http_server();
     let sb = Sandbox::new();
-    let p = sb
-        .load(&plugin_toml("web", HTTP_CLIENT, ""))
-        .await
-        .expect("loads without grants.net");
+    let p = net_plugin(&sb, "web", HTTP_CLIENT, None).await;
     for url in [
         format!("http://127.0.0.1:{port}/"),
         "https://example.com/".to_owned(),
@@ -536,7 +535,7 @@ async fn http_without_net_grant_loads_and_every_request_is_denied() {
         let msg = failed(call(&p, "http_get", json!({"url": url})).await);
         assert!(msg.contains("HttpRequestDenied"), "{url}: {msg}");
     }
-    assert_eq!(hits.load(std::sync::atomic::Ordering::SeqCst), 0);
+    assert_eq!(hits.load(SeqCst), 0);
 }
 
 /// Without `grants.net` a plugin that imports `wasi:sockets` loads, and its
@@ -545,20 +544,26 @@ async fn http_without_net_grant_loads_and_every_request_is_denied() {
 async fn raw_socket_without_net_grant_loads_and_cannot_connect() {
     let (port, hits) = http_server();
     let sb = Sandbox::new();
-    let p = sb
-        .load(&plugin_toml("sock", RAW_SOCKET, ""))
+    let p = net_plugin(&sb, "sock", RAW_SOCKET, None).await;
+    has(&tcp_connect(&p, port).await, "PermissionDenied");
+    assert_eq!(hits.load(SeqCst), 0);
+}
+
+/// The plugin `name` from `wasm`, loaded with `grants.net` for loopback's
+/// `granted` port, or with no `grants.net` at all.
+async fn net_plugin(sb: &Sandbox, name: &str, wasm: &str, granted: Option<u16>) -> Plugins {
+    let rest = granted
+        .map(|port| format!("grants.net = [\"http://127.0.0.1:{port}\"]"))
+        .unwrap_or_default();
+    sb.load(&plugin_toml(name, wasm, &rest))
         .await
-        .expect("loads without grants.net");
-    let msg = failed(
-        call(
-            &p,
-            "tcp_connect",
-            json!({"addr": format!("127.0.0.1:{port}")}),
-        )
-        .await,
-    );
-    assert!(msg.contains("PermissionDenied"), "{msg}");
-    assert_eq!(hits.load(std::sync::atomic::Ordering::SeqCst), 0);
+        .unwrap_or_else(|e| panic!("{name} loads with grants.net {granted:?}: {e}"))
+}
+
+/// The failure of the raw-socket plugin's connection to loopback's `port`.
+async fn tcp_connect(p: &Plugins, port: u16) -> String {
+    let addr = format!("127.0.0.1:{port}");
+    failed(call(p, "tcp_connect", json!({ "addr": addr })).await)
 }
 
 /// A one-shot HTTP server on loopback that counts the requests it got.
@@ -570,7 +575,7 @@ fn http_server() -> (u16, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
     std::thread::spawn(move || {
         for stream in listener.incoming().take(8) {
             let Ok(mut s) = stream else { continue };
-            counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            counter.fetch_add(1, SeqCst);
             let mut buf = [0u8; 4096];
             let _ = s.read(&mut buf);
             let _ = s.write_all(
@@ -586,70 +591,29 @@ async fn http_to_unlisted_host_is_denied_and_granted_host_works() {
     let (allowed, allowed_hits) = http_server();
     let (other, other_hits) = http_server();
     let sb = Sandbox::new();
-    let p = sb
-        .load(&plugin_toml(
-            "web",
-            HTTP_CLIENT,
-            &format!("grants.net = [\"http://127.0.0.1:{allowed}\"]"),
-        ))
+    let p = net_plugin(&sb, "web", HTTP_CLIENT, Some(allowed)).await;
+    let get = |url: String| call(&p, "http_get", json!({ "url": url }));
+    let out = get(format!("http://127.0.0.1:{allowed}/"))
         .await
-        .expect("web loads with a grant");
-    let out = call(
-        &p,
-        "http_get",
-        json!({"url": format!("http://127.0.0.1:{allowed}/")}),
-    )
-    .await
-    .expect("allowed");
+        .expect("allowed");
     assert_eq!(out.content, "200 hello");
-    let msg = failed(
-        call(
-            &p,
-            "http_get",
-            json!({"url": format!("http://127.0.0.1:{other}/")}),
-        )
-        .await,
-    );
-    assert!(msg.contains("HttpRequestDenied"), "{msg}");
-    let msg = failed(
-        call(
-            &p,
-            "http_get",
-            json!({"url": format!("http://localhost:{allowed}/")}),
-        )
-        .await,
-    );
-    assert!(msg.contains("HttpRequestDenied"), "{msg}");
-    assert_eq!(
-        other_hits.load(std::sync::atomic::Ordering::SeqCst),
-        0,
-        "the denied server was reached"
-    );
-    assert_eq!(allowed_hits.load(std::sync::atomic::Ordering::SeqCst), 1);
+    for url in [
+        format!("http://127.0.0.1:{other}/"),
+        format!("http://localhost:{allowed}/"),
+    ] {
+        has(&failed(get(url).await), "HttpRequestDenied");
+    }
+    assert_eq!(other_hits.load(SeqCst), 0, "the denied server was reached");
+    assert_eq!(allowed_hits.load(SeqCst), 1);
 }
 
 #[tokio::test]
 async fn raw_socket_with_net_grant_is_still_denied() {
     let (port, hits) = http_server();
     let sb = Sandbox::new();
-    let p = sb
-        .load(&plugin_toml(
-            "sock",
-            RAW_SOCKET,
-            &format!("grants.net = [\"http://127.0.0.1:{port}\"]"),
-        ))
-        .await
-        .expect("loads with a grant");
-    let msg = failed(
-        call(
-            &p,
-            "tcp_connect",
-            json!({"addr": format!("127.0.0.1:{port}")}),
-        )
-        .await,
-    );
-    assert!(msg.contains("connect"), "{msg}");
-    assert_eq!(hits.load(std::sync::atomic::Ordering::SeqCst), 0);
+    let p = net_plugin(&sb, "sock", RAW_SOCKET, Some(port)).await;
+    has(&tcp_connect(&p, port).await, "connect");
+    assert_eq!(hits.load(SeqCst), 0);
 }
 
 #[tokio::test]
@@ -670,7 +634,7 @@ async fn sha256_pin_is_enforced() {
         .load(&plugin_toml("echo", ECHO, &format!("sha256 = \"{wrong}\"")))
         .await
         .expect_err("mismatch refused");
-    assert!(err.contains("the manifest pins"), "{err}");
+    has(&err, "the manifest pins");
     let bytes = std::fs::read(ECHO).expect("echo.wasm");
     use sha2::Digest;
     let right = hex::encode(sha2::Sha256::digest(&bytes));
@@ -762,7 +726,7 @@ async fn files_interface_is_confined_like_wasi() {
     )
     .await;
     assert_no_secret(&out);
-    assert!(!out.contains("root:"), "{out}");
+    lacks(&out, "root:");
     for path in escapes {
         let line = line_for(&out, path);
         assert!(
@@ -787,9 +751,10 @@ async fn files_interface_is_confined_like_wasi() {
 
     // Listing: the workspace yes, a symlinked directory outside no.
     let listed = output(&p, "files_list", json!({"path": "."})).await;
-    assert!(listed.contains("hello.txt:File"), "{listed}");
-    assert!(listed.contains("sub:Directory"), "{listed}");
-    assert!(listed.contains("dir-link:Symlink"), "{listed}");
+    has_all(
+        &listed,
+        &["hello.txt:File", "sub:Directory", "dir-link:Symlink"],
+    );
     let outside_dir = sb.outside().display().to_string();
     for path in ["dir-link", "dir-link/", "..", "/etc", outside_dir.as_str()] {
         let msg = failed(call(&p, "files_list", json!({ "path": path })).await);
@@ -872,7 +837,7 @@ async fn files_interface_keeps_to_its_budgets() {
         )
         .await,
     );
-    assert!(msg.contains("limits.host_calls"), "{msg}");
+    has(&msg, "limits.host_calls");
     assert_healthy(&p).await;
 }
 

@@ -6,7 +6,9 @@
 //! Each test failed before its fix; the comment on each says how.
 
 use crate::support::mock::{MockServer, Reply, openai_sse};
+use crate::support::output::assert_exit;
 use crate::support::output::{stderr, stdout};
+use crate::support::text::{has, lacks};
 use crate::support::tui::{Pane, quote, ui_command};
 use crate::*;
 
@@ -25,8 +27,7 @@ fn user_config(cli: &Cli, text: &str) -> PathBuf {
 // `/new` dropped them.
 #[test]
 fn the_ui_takes_profile_and_overrides_and_keeps_them() {
-    let sb = Sandbox::new();
-    let cli = Cli::new();
+    let (sb, cli) = workspace_and_cli();
     user_config(
         &cli,
         "[profiles.demo]\nprovider = \"replay\"\nmodel = \"profiled-model\"\n",
@@ -41,12 +42,10 @@ fn the_ui_takes_profile_and_overrides_and_keeps_them() {
     let screen = pane.wait(&format!("the profile's model in {screen}"), |s| {
         s.contains("replay/profiled-model") && s.contains("auto-edit")
     });
-    assert!(!screen.contains("error"), "{screen}");
-    pane.type_text("What is this project?");
-    pane.press("Enter");
+    lacks(&screen, "error");
+    pane.submit("What is this project?");
     pane.wait_for("This is corral");
-    pane.type_text("/new");
-    pane.press("Enter");
+    pane.submit("/new");
     pane.wait("a new session with the same settings", |s| {
         !s.contains("This is corral")
             && s.contains("replay/profiled-model")
@@ -54,7 +53,7 @@ fn the_ui_takes_profile_and_overrides_and_keeps_them() {
     });
     pane.press("C-d");
     let screen = pane.wait_for("CORRAL-EXIT=");
-    assert!(screen.contains("CORRAL-EXIT=0"), "{screen}");
+    has(&screen, "CORRAL-EXIT=0");
     drop(pane);
 
     // `resume --last` into the UI, with its own -c over the profile.
@@ -76,21 +75,17 @@ fn the_ui_takes_profile_and_overrides_and_keeps_them() {
 #[test]
 fn the_base_url_error_snippet_leads_to_a_working_setup() {
     let mock = MockServer::start(|_, _| Reply::Sse(openai_sse("From the local server.", &[])));
-    let sb = Sandbox::new();
-    let cli = Cli::new();
+    let (sb, cli) = workspace_and_cli();
     let url = format!("http://127.0.0.1:{}/v1", mock.port);
     let env = [
         ("OPENAI_BASE_URL", url.as_str()),
         ("OPENAI_API_KEY", "k-local"),
     ];
     let o = cli.run_env(&sb.ws(), &["run", "--provider", "openai", "hi"], &env);
-    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert_exit(&o, 2);
     let err = stderr(&o);
     let file = cli.home.path().join("config/corral/corral.toml");
-    assert!(
-        err.contains(&format!("add this to {}", file.display())),
-        "{err}"
-    );
+    has(&err, format!("add this to {}", file.display()));
     // The snippet, as the user copies it into that file.
     let snippet: String = err
         .lines()
@@ -112,8 +107,7 @@ fn the_base_url_error_snippet_leads_to_a_working_setup() {
 // file is.
 #[test]
 fn config_errors_name_the_file_and_line() {
-    let sb = Sandbox::new();
-    let cli = Cli::new();
+    let (sb, cli) = workspace_and_cli();
     let file = user_config(&cli, "[profiles.x]\nmodel = = \"m\"\n");
     let o = cli.run(&sb.ws(), &["run", "--profile", "x", "hi"]);
     assert_eq!(o.status.code(), Some(2));
@@ -125,7 +119,7 @@ fn config_errors_name_the_file_and_line() {
     let o = cli.run(&sb.ws(), &["run", "hi"]);
     assert_eq!(o.status.code(), Some(2));
     let err = stderr(&o);
-    assert!(err.contains("no model provider is configured"), "{err}");
+    has(&err, "no model provider is configured");
     let file = cli.home.path().join("config/corral/corral.toml");
-    assert!(err.contains(&file.display().to_string()), "{err}");
+    has(&err, file.display().to_string());
 }

@@ -9,6 +9,8 @@ use crate::support::cassette::{answer_turn, call_turn};
 use crate::support::events::{events, find, label, labels};
 use crate::support::guard::cassette;
 use crate::support::output::printed;
+use crate::support::run::argv_with;
+use crate::support::text::lacks;
 use crate::*;
 use corral_test_programs::{ADVERSARY, ECHO};
 use serde_json::json;
@@ -44,14 +46,10 @@ fn list_files_lists_a_directory_in_one_host_call_with_the_same_rules() {
     let cli = Cli::new();
     let o = cli.run(
         &sb.ws(),
-        &[
-            "tool",
-            "call",
-            "list_files",
-            "-vv",
-            "--args",
+        &argv_with(
+            "tool call list_files -vv --args",
             r#"{"path":"big","depth":1,"limit":1000}"#,
-        ],
+        ),
     );
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(0), "{stderr}");
@@ -67,13 +65,10 @@ fn list_files_lists_a_directory_in_one_host_call_with_the_same_rules() {
     // Depth 2 descends one level more; `all` shows what the rules hid.
     let o = cli.run(
         &sb.ws(),
-        &[
-            "tool",
-            "call",
-            "list_files",
-            "--args",
+        &argv_with(
+            "tool call list_files --args",
             r#"{"path":"big","depth":2,"all":true,"limit":1000}"#,
-        ],
+        ),
     );
     let out = String::from_utf8_lossy(&o.stdout);
     let got: Vec<&str> = out.lines().collect();
@@ -85,8 +80,7 @@ fn list_files_lists_a_directory_in_one_host_call_with_the_same_rules() {
 
 #[test]
 fn list_files_still_refuses_what_it_refused() {
-    let sb = Sandbox::new();
-    let cli = Cli::new();
+    let (sb, cli) = workspace_and_cli();
     for (args, why) in [
         (r#"{"path":"../outside"}"#, "leads out of the workspace"),
         (r#"{"path":"/etc"}"#, "absolute path"),
@@ -97,7 +91,7 @@ fn list_files_still_refuses_what_it_refused() {
         let stderr = String::from_utf8_lossy(&o.stderr);
         assert_ne!(o.status.code(), Some(0), "{args}");
         assert!(stderr.contains(why), "{args}: {stderr}");
-        assert!(!stderr.contains(SECRET), "{stderr}");
+        lacks(&stderr, SECRET);
     }
     // A symlink leading out is listed as a name, never entered.
     std::os::unix::fs::symlink(sb.outside(), sb.ws().join("out")).expect("symlink");
@@ -107,7 +101,7 @@ fn list_files_still_refuses_what_it_refused() {
     );
     assert_ne!(o.status.code(), Some(0));
     let all = printed(&o);
-    assert!(!all.contains("secret.txt"), "{all}");
+    lacks(&all, "secret.txt");
 }
 
 #[test]
@@ -191,6 +185,6 @@ async fn a_call_that_never_looks_at_its_files_does_not_open_them() {
             msg.contains("is no longer what the manifest granted"),
             "{tool}: {msg}"
         );
-        assert!(!msg.contains(SECRET), "{msg}");
+        lacks(&msg, SECRET);
     }
 }

@@ -7,6 +7,7 @@
 use crate::support::log::session_log;
 use crate::support::mock::*;
 use crate::support::output::json_events;
+use crate::support::text::has;
 use crate::*;
 use serde_json::{Value, json};
 use std::io::Write as _;
@@ -51,8 +52,7 @@ fn a_long_streamed_answer_arrives_whole_in_order_and_batched() {
     body.push_str("data: [DONE]\n\n");
     let sse = body.into_bytes();
     let server = MockServer::start(move |_, _| Reply::SseFast(sse.clone(), 4093));
-    let sb = Sandbox::new();
-    sb.write("corral.toml", &manifest(server.port, ""));
+    let sb = Sandbox::with_manifest(&manifest(server.port, ""));
     let out = Cli::new().run(&sb.ws(), &["run", "--provider", "openai", "--json", "go"]);
     assert!(
         out.status.success(),
@@ -122,8 +122,7 @@ fn tool_call_arguments_in_many_fragments_are_merged_and_whole() {
         0 => Reply::SseFast(first.clone(), 8191),
         _ => Reply::SseFast(openai_sse("It says hello.", &[]), 8191),
     });
-    let sb = Sandbox::new();
-    sb.write("corral.toml", &manifest(server.port, ""));
+    let sb = Sandbox::with_manifest(&manifest(server.port, ""));
     let out = Cli::new().run(
         &sb.ws(),
         &["run", "--provider", "openai", "--json", "read hello.txt"],
@@ -153,7 +152,7 @@ fn tool_call_arguments_in_many_fragments_are_merged_and_whole() {
         "the tool ran and the model was asked again"
     );
     let result = openai_tool_result(&requests[1], "call_big");
-    assert!(result.contains("hello from the workspace"), "{result}");
+    has(&result, "hello from the workspace");
 }
 
 /// Events of a long session appended to the log at `path`: `n` events in
@@ -211,14 +210,10 @@ fn grow_log(path: &std::path::Path, n: u64) {
 fn a_200k_event_conversation_passes_through_the_provider_plugin() {
     const EVENTS: u64 = 200_000;
     let server = MockServer::start(|_, _| Reply::SseFast(openai_sse("ok", &[]), 65536));
-    let sb = Sandbox::new();
-    sb.write(
-        "corral.toml",
-        &manifest(
-            server.port,
-            "[agent.models.\"big\"]\ncontext_window = 4000000000\n",
-        ),
-    );
+    let sb = Sandbox::with_manifest(&manifest(
+        server.port,
+        "[agent.models.\"big\"]\ncontext_window = 4000000000\n",
+    ));
     // The log is ~60 MB written at once; on a disk, the resumed run's first
     // fsync would wait for all of it, which a session written as it went
     // never does. Memory keeps the test about the provider.
@@ -228,13 +223,7 @@ fn a_200k_event_conversation_passes_through_the_provider_plugin() {
             .expect("home"),
         trust_project: true,
     };
-    let config = cli.home.path().join("config/corral");
-    std::fs::create_dir_all(&config).expect("config dir");
-    std::fs::write(
-        config.join("corral.toml"),
-        "[trust]\nproject_may_loosen = true\n",
-    )
-    .expect("user manifest");
+    cli.write_user_manifest(LOOSENING);
     let out = cli.run(&sb.ws(), &["run", "--provider", "openai", "hi"]);
     assert!(
         out.status.success(),

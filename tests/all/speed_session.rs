@@ -7,6 +7,7 @@
 use crate::support::log::kind;
 use crate::support::manifest::{KEYS, OPENAI_KEY, both_providers};
 use crate::support::mock::*;
+use crate::support::text::has;
 use crate::*;
 use serde_json::{Value, json};
 use std::io::BufRead;
@@ -104,7 +105,7 @@ fn no_fsync_before_the_first_request_and_at_most_one_per_iteration() {
     let out = String::from_utf8_lossy(&o.stdout).into_owned();
     let err = String::from_utf8_lossy(&o.stderr).into_owned();
     assert_eq!(o.status.code(), Some(0), "{out}\n{err}");
-    assert!(out.contains("All done."), "{out}");
+    has(&out, "All done.");
     let log = crate::support::log::session_log(&cli);
     let records = corral_core::session::read(&log).expect("log");
     let seq_of = |what: &str| {
@@ -456,7 +457,7 @@ fn a_call_logged_only_in_its_response_keeps_its_id_after_a_resume() {
         "{out}\n{}",
         String::from_utf8_lossy(&o.stderr)
     );
-    assert!(out.contains("All done."), "{out}");
+    has(&out, "All done.");
     assert_eq!(
         std::fs::read_to_string(sb.ws().join("notes.txt")).expect("notes"),
         "- DONE: ship it\n",

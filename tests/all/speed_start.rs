@@ -7,6 +7,7 @@
 //! plugin on its first use says so on stderr.
 
 use crate::support::output::{stderr, stdout};
+use crate::support::text::{has, has_all, lacks};
 use crate::*;
 use corral_test_programs::{ECHO, TRUSTPIN};
 use std::io::{BufRead as _, Write as _};
@@ -32,8 +33,7 @@ fn builtin_count() -> usize {
 
 #[test]
 fn a_first_tools_list_on_an_empty_cache_compiles_no_builtin() {
-    let cli = Cli::new();
-    let sb = Sandbox::new();
+    let (sb, cli) = workspace_and_cli();
     let cache = tempfile::tempdir().expect("cache home");
     let home = cache.path().to_str().expect("utf-8 path");
     let o = cli.run_env(
@@ -42,10 +42,10 @@ fn a_first_tools_list_on_an_empty_cache_compiles_no_builtin() {
         &[("XDG_CACHE_HOME", home)],
     );
     assert!(o.status.success(), "{}", stderr(&o));
-    assert!(stdout(&o).contains("read_file"), "{}", stdout(&o));
+    has(&stdout(&o), "read_file");
     let log = stderr(&o);
     assert!(!log.contains("compiled ("), "{log}");
-    assert!(!log.contains("compiling"), "{log}");
+    lacks(&log, "compiling");
     assert_eq!(
         log.matches("precompiled by the build").count(),
         builtin_count(),
@@ -118,16 +118,10 @@ fn mcp_first_contact(
     (seen, std::fs::read_to_string(&log).expect("log"))
 }
 
-#[test]
-fn a_first_mcp_initialize_on_an_empty_cache_compiles_no_builtin() {
-    let cli = Cli::new();
-    let sb = Sandbox::new();
-    let cache = tempfile::tempdir().expect("cache home");
-    let (answers, log) = mcp_first_contact(&cli, &sb.ws(), cache.path(), &[]);
-    assert_eq!(
-        answers[0]["result"]["serverInfo"]["name"], "corral",
-        "{answers:?}"
-    );
+/// Fails the test unless the answer to `tools/list` (id 2) among
+/// `answers` lists the tool `name`.
+#[track_caller]
+fn assert_listed(answers: &[serde_json::Value], name: &str) {
     let listed = answers
         .iter()
         .find(|m| m["id"] == 2)
@@ -135,11 +129,23 @@ fn a_first_mcp_initialize_on_an_empty_cache_compiles_no_builtin() {
     assert!(
         listed["result"]["tools"]
             .as_array()
-            .is_some_and(|t| t.iter().any(|t| t["name"] == "grep")),
+            .is_some_and(|t| t.iter().any(|t| t["name"] == name)),
         "{listed}"
     );
+}
+
+#[test]
+fn a_first_mcp_initialize_on_an_empty_cache_compiles_no_builtin() {
+    let (sb, cli) = workspace_and_cli();
+    let cache = tempfile::tempdir().expect("cache home");
+    let (answers, log) = mcp_first_contact(&cli, &sb.ws(), cache.path(), &[]);
+    assert_eq!(
+        answers[0]["result"]["serverInfo"]["name"], "corral",
+        "{answers:?}"
+    );
+    assert_listed(&answers, "grep");
     assert!(!log.contains("compiled ("), "{log}");
-    assert!(log.contains("precompiled by the build"), "{log}");
+    has(&log, "precompiled by the build");
     let compiled: Vec<String> = files_in(&cache.path().join("corral/components"))
         .into_iter()
         .filter(|f| f.ends_with(".cwasm"))
@@ -156,16 +162,7 @@ fn mcp_serve_tells_the_client_when_it_compiles_a_plugin() {
         p.cache.path(),
         &[("CORRAL_PROGRESS_AFTER_MS", "0")],
     );
-    let listed = seen
-        .iter()
-        .find(|m| m["id"] == 2)
-        .expect("tools/list answer");
-    assert!(
-        listed["result"]["tools"]
-            .as_array()
-            .is_some_and(|t| t.iter().any(|t| t["name"] == "echo")),
-        "{listed}"
-    );
+    assert_listed(&seen, "echo");
     let notes: Vec<String> = seen
         .iter()
         .filter(|m| m["method"] == "notifications/message")
@@ -177,7 +174,7 @@ fn mcp_serve_tells_the_client_when_it_compiles_a_plugin() {
             .any(|n| n.contains("compiling plugin `echo` for its first use")),
         "{seen:?}\n{log}"
     );
-    assert!(log.contains("compiling plugin `echo`"), "{log}");
+    has(&log, "compiling plugin `echo`");
     assert_eq!(
         seen[0]["result"]["capabilities"]["logging"],
         serde_json::json!({}),
@@ -235,13 +232,13 @@ fn a_swapped_file_is_refused_even_with_its_size_and_mtime_kept() {
     let call = ["-vv", "tool", "call", "echo", "--args", r#"{"text":"hi"}"#];
     let o = p.run(&call, &[]);
     assert_eq!(stdout(&o), "hi\n", "{}", stderr(&o));
-    assert!(stderr(&o).contains("read and hashed"), "{}", stderr(&o));
+    has(&stderr(&o), "read and hashed");
     // Unchanged, the file is not read again to be told apart.
     let o = p.run(&call, &[]);
     assert_eq!(stdout(&o), "hi\n", "{}", stderr(&o));
     let log = stderr(&o);
-    assert!(log.contains("from the verified-hash cache"), "{log}");
-    assert!(!log.contains("read and hashed"), "{log}");
+    has(&log, "from the verified-hash cache");
+    lacks(&log, "read and hashed");
 
     // Other bytes in place: same inode, same size, the old modification
     // time put back. Only the change time tells.
@@ -264,8 +261,7 @@ fn a_swapped_file_is_refused_even_with_its_size_and_mtime_kept() {
     let o = p.run(&call, &[]);
     assert!(!o.status.success(), "{}", stdout(&o));
     let err = stderr(&o);
-    assert!(err.contains("but the manifest pins"), "{err}");
-    assert!(err.contains("the file changed"), "{err}");
+    has_all(&err, &["but the manifest pins", "the file changed"]);
 }
 
 #[test]
@@ -299,7 +295,7 @@ fn a_declared_but_unused_plugin_is_not_read_by_another_call() {
             .any(|l| l.contains("read and hashed") || l.contains("compile")),
         "{log}"
     );
-    assert!(!log.contains(&format!("read and hashed {unused}")), "{log}");
+    lacks(&log, format!("read and hashed {unused}"));
 }
 
 #[test]
@@ -312,11 +308,13 @@ fn compiling_a_plugin_on_its_first_use_says_so_on_stderr() {
     let o = p.run(&call, &slow);
     assert_eq!(stdout(&o), "hi\n", "{}", stderr(&o));
     let err = stderr(&o);
-    assert!(
-        err.contains("corral: compiling plugin `echo` for its first use"),
-        "{err}"
+    has_all(
+        &err,
+        &[
+            "corral: compiling plugin `echo` for its first use",
+            "corral: compiled plugin `echo` in ",
+        ],
     );
-    assert!(err.contains("corral: compiled plugin `echo` in "), "{err}");
     // From the compile cache: nothing to say.
     let o = p.run(&call, &slow);
     assert_eq!(stdout(&o), "hi\n", "{}", stderr(&o));
@@ -329,8 +327,7 @@ fn compiling_a_plugin_on_its_first_use_says_so_on_stderr() {
 /// works, and the copy is written again.
 #[test]
 fn the_builds_code_is_mapped_from_its_checked_copy_in_the_cache() {
-    let cli = Cli::new();
-    let sb = Sandbox::new();
+    let (sb, cli) = workspace_and_cli();
     let cache = tempfile::tempdir().expect("cache home");
     let home = cache.path().to_str().expect("utf-8 path");
     // Without the description cache every built-in is loaded.
@@ -338,7 +335,7 @@ fn the_builds_code_is_mapped_from_its_checked_copy_in_the_cache() {
     let run = || {
         let o = cli.run_env(&sb.ws(), &["-vv", "tools", "list"], &env);
         assert!(o.status.success(), "{}", stderr(&o));
-        assert!(stdout(&o).contains("read_file"), "{}", stdout(&o));
+        has(&stdout(&o), "read_file");
         (stdout(&o), stderr(&o))
     };
     const MAPPED: &str = "mapped from its copy in the compile cache";
@@ -367,7 +364,7 @@ fn the_builds_code_is_mapped_from_its_checked_copy_in_the_cache() {
     let (out, log) = run();
     assert_eq!(out, first);
     assert_eq!(log.matches(MAPPED).count(), builtin_count() - 1, "{log}");
-    assert!(log.contains("is damaged"), "{log}");
+    has(&log, "is damaged");
     let (out, log) = run();
     assert_eq!(out, first);
     assert_eq!(log.matches(MAPPED).count(), builtin_count(), "{log}");

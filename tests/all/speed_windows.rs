@@ -37,8 +37,7 @@ fn windows(model: &str, models: Value, show: Option<Value>) -> (Vec<Value>, Vec<
             _ => Reply::Sse(openai_sse("ok", &[])),
         }
     });
-    let sb = Sandbox::new();
-    sb.write("corral.toml", &manifest(server.port, model));
+    let sb = Sandbox::with_manifest(&manifest(server.port, model));
     let o = Cli::new().run_env(
         &sb.ws(),
         &["run", "--provider", "openai", "--json", "hi"],

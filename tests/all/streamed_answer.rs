@@ -5,19 +5,16 @@
 //! past its memory limit.
 
 use crate::support::events::events;
+use crate::support::text::{has, lacks};
 use crate::*;
 use corral_test_programs::ENV_PROVIDER;
 
 /// `corral run --json` with the test provider playing `mode`.
 fn run(mode: &str, extra: &str) -> (std::process::Output, Cli) {
-    let sb = Sandbox::new();
-    sb.write(
-        "corral.toml",
-        &format!(
-            "[plugins.kept]\nsource = {ENV_PROVIDER:?}\n{extra}\
+    let sb = Sandbox::with_manifest(&format!(
+        "[plugins.kept]\nsource = {ENV_PROVIDER:?}\n{extra}\
              config = {{ answer = \"{mode}\", flood_mib = \"64\" }}\n"
-        ),
-    );
+    ));
     let cli = Cli::new();
     let o = cli.run(&sb.ws(), &["run", "--provider", "kept", "--json", "go"]);
     (o, cli)
@@ -53,7 +50,7 @@ fn a_provider_may_leave_its_answer_to_the_host() {
         .lines()
         .find(|l| l.contains("\"request_end\""))
         .expect("a request_end record");
-    assert!(end.contains("\"text\":\"Kept by the host.\""), "{end}");
+    has(end, "\"text\":\"Kept by the host.\"");
 }
 
 #[test]
@@ -115,15 +112,11 @@ fn a_kept_answer_is_bounded_by_the_plugin_memory_limit() {
 fn a_tool_plugin_cannot_have_the_host_keep_text() {
     // A tool (the budgets guest) that imports the provider's interface: the
     // host would hold text for a call that never reads it.
-    let sb = Sandbox::new();
-    sb.write(
-        "corral.toml",
-        &plugin_toml(
-            "budgets",
-            corral_test_programs::BUDGETS,
-            "config = { mode = \"keeps_answer\" }\n",
-        ),
-    );
+    let sb = Sandbox::with_manifest(&plugin_toml(
+        "budgets",
+        corral_test_programs::BUDGETS,
+        "config = { mode = \"keeps_answer\" }\n",
+    ));
     let cli = Cli::new();
     let o = cli.run(&sb.ws(), &["tool", "call", "keep_answer", "--args", "{}"]);
     let (out, err) = text(&o);
@@ -132,5 +125,5 @@ fn a_tool_plugin_cannot_have_the_host_keep_text() {
         err.contains("outside a provider's `complete`") && err.contains("plugin `budgets`"),
         "{err}"
     );
-    assert!(!out.contains("the host kept"), "{out}");
+    lacks(&out, "the host kept");
 }

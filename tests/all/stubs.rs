@@ -7,8 +7,10 @@
 //! Interfaces corral does not know are still refused at load, with the
 //! likely cause.
 
+use crate::support::output::assert_exit;
 use crate::support::output::{stderr, stdout};
 use crate::support::run::tool_call;
+use crate::support::text::{has, has_all, lacks};
 use crate::*;
 use corral_test_programs::{ECHO, STUBS, STUBS_UNKNOWN};
 use serde_json::{Value, json};
@@ -26,8 +28,7 @@ fn fs_only() -> String {
 
 /// A project whose manifest declares only the stubs guest, granted files.
 fn project() -> (Sandbox, Cli) {
-    let sb = Sandbox::new();
-    sb.write("corral.toml", &fs_only());
+    let sb = Sandbox::with_manifest(&fs_only());
     (sb, Cli::new())
 }
 
@@ -69,7 +70,7 @@ fn a_plugin_granted_only_files_loads_and_its_file_tool_works() {
 fn process_run_without_grants_exec_is_the_not_granted_error() {
     let (sb, cli) = project();
     let o = tool_call(&cli, &sb, "run_program", json!({"program": "touch"}));
-    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert_exit(&o, 1);
     let err = stderr(&o);
     // The guest got the process interface's own `not-granted` variant and
     // reported it; a trap would read "the plugin crashed".
@@ -80,13 +81,13 @@ fn process_run_without_grants_exec_is_the_not_granted_error() {
         ),
         "{err}"
     );
-    assert!(err.contains("corral.toml:2"), "{err}");
-    assert!(
-        err.contains("add grants.exec = [{ program = \\\"NAME\\\", args = [\\\"**\\\"] }]"),
-        "{err}"
+    has(&err, "corral.toml:2");
+    has(
+        &err,
+        "add grants.exec = [{ program = \\\"NAME\\\", args = [\\\"**\\\"] }]",
     );
-    assert!(err.contains("to let it run programs"), "{err}");
-    assert!(!err.contains("crashed"), "{err}");
+    has(&err, "to let it run programs");
+    lacks(&err, "crashed");
 }
 
 #[test]
@@ -94,18 +95,18 @@ fn raw_tcp_without_grants_net_is_access_denied_and_reaches_nobody() {
     let (sb, cli) = project();
     let (listener, port) = listener();
     let o = tool_call(&cli, &sb, "tcp_connect", json!({"port": port}));
-    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert_exit(&o, 1);
     let err = stderr(&o);
-    assert!(
-        err.contains("tcp connect: Err(\"create-tcp-socket: access-denied\")"),
-        "{err}"
+    has(
+        &err,
+        "tcp connect: Err(\"create-tcp-socket: access-denied\")",
     );
     // Name lookups are off, so no query leaves the machine either.
-    assert!(
-        err.contains("name lookup: Err(\"resolve-addresses: permanent-resolver-failure\")"),
-        "{err}"
+    has(
+        &err,
+        "name lookup: Err(\"resolve-addresses: permanent-resolver-failure\")",
     );
-    assert!(!err.contains("crashed"), "{err}");
+    lacks(&err, "crashed");
     assert_untouched(&listener, "tcp_connect");
 }
 
@@ -151,10 +152,10 @@ async fn denied_calls_leave_the_plugin_serving() {
         "{msg}"
     );
     let msg = failed(call(&p, "tcp_connect", json!({"port": port})).await);
-    assert!(msg.contains("access-denied"), "{msg}");
+    has(&msg, "access-denied");
     let url = format!("http://127.0.0.1:{port}/");
     let msg = failed(call(&p, "http_get", json!({"url": url})).await);
-    assert!(msg.contains("HttpRequestDenied"), "{msg}");
+    has(&msg, "HttpRequestDenied");
     let out = call(&p, "read_note", json!({"path": "hello.txt"}))
         .await
         .expect("read_note");
@@ -167,21 +168,17 @@ async fn denied_calls_leave_the_plugin_serving() {
 #[test]
 fn plugins_list_shows_denied_imports_and_every_grant() {
     const VALUE: &str = "sk-literal-never-printed";
-    let sb = Sandbox::new();
-    sb.write(
-        "corral.toml",
-        &format!(
-            "{}\n[plugins.keyed]\nsource = {ECHO:?}\n\
+    let sb = Sandbox::with_manifest(&format!(
+        "{}\n[plugins.keyed]\nsource = {ECHO:?}\n\
              grants.net = [\"https://api.example.com:443\"]\n\
              grants.secrets = [{{ origin = \"https://api.example.com:443\", header = \"x-api-key\", value = \"{VALUE}\" }}]\n",
-            fs_only()
-        ),
-    );
+        fs_only()
+    ));
     let cli = Cli::new();
     let o = cli.run(&sb.ws(), &["plugins", "list"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let text = stdout(&o);
-    assert!(!text.contains(VALUE), "{text}");
+    lacks(&text, VALUE);
     let block = |name: &str| -> String {
         let start = text
             .find(&format!("\n{name}\n  source"))
@@ -198,51 +195,44 @@ fn plugins_list_shows_denied_imports_and_every_grant() {
             .to_owned()
     };
     let stubs = block("stubs");
-    assert!(stubs.contains("grants   fs . (ro)"), "{stubs}");
+    has(&stubs, "grants   fs . (ro)");
     assert!(
         live(&stubs).contains(" wasi:filesystem/{preopens,types}@0.2"),
         "{stubs}"
     );
     assert!(!live(&stubs).contains("process"), "{stubs}");
-    assert!(
-        stubs.contains("\n  denied   corral:plugin/process@0.1.0: process.run answers not-granted (no grants.exec)"),
-        "{stubs}"
+    has(
+        &stubs,
+        "\n  denied   corral:plugin/process@0.1.0: process.run answers not-granted (no grants.exec)",
     );
-    assert!(
-        stubs.contains("\n  denied   wasi:http/outgoing-handler@0.2"),
-        "{stubs}"
-    );
-    assert!(
-        stubs.contains("every request is HttpRequestDenied (no grants.net)"),
-        "{stubs}"
+    has_all(
+        &stubs,
+        &[
+            "\n  denied   wasi:http/outgoing-handler@0.2",
+            "every request is HttpRequestDenied (no grants.net)",
+        ],
     );
     let sockets = stubs
         .lines()
         .find(|l| l.starts_with("  denied   wasi:sockets/{"))
         .unwrap_or_else(|| panic!("sockets not denied: {stubs}"));
-    assert!(sockets.contains(",tcp}@0.2"), "{sockets}");
-    assert!(
-        sockets.contains("every socket is access-denied"),
-        "{sockets}"
-    );
+    has(sockets, ",tcp}@0.2");
+    has(sockets, "every socket is access-denied");
     let git = block("git");
-    assert!(git.contains("grants   exec git [**]"), "{git}");
+    has(&git, "grants   exec git [**]");
     assert!(
         live(&git).contains("corral:plugin/{process,types}@0.1.0"),
         "{git}"
     );
-    assert!(!git.contains("denied   corral:plugin/process"), "{git}");
+    lacks(&git, "denied   corral:plugin/process");
     let shell = block("shell");
-    assert!(shell.contains("grants   exec * [**]"), "{shell}");
+    has(&shell, "grants   exec * [**]");
     let keyed = block("keyed");
-    assert!(
-        keyed.contains("secret x-api-key for https://api.example.com:443"),
-        "{keyed}"
-    );
+    has(&keyed, "secret x-api-key for https://api.example.com:443");
 
     let o = cli.run(&sb.ws(), &["plugins", "list", "--json"]);
     assert!(o.status.success(), "{}", stderr(&o));
-    assert!(!stdout(&o).contains(VALUE), "{}", stdout(&o));
+    lacks(&stdout(&o), VALUE);
     let list: Value = serde_json::from_str(&stdout(&o)).expect("json");
     let entry = |name: &str| -> Value {
         list.as_array()
@@ -286,8 +276,7 @@ fn plugins_list_shows_denied_imports_and_every_grant() {
 
 #[test]
 fn plugins_inspect_shows_which_imports_are_denied_without_grants() {
-    let sb = Sandbox::new();
-    let cli = Cli::new();
+    let (sb, cli) = workspace_and_cli();
     let o = cli.run(&sb.ws(), &["plugins", "inspect", STUBS]);
     assert!(o.status.success(), "{}", stderr(&o));
     let text = stdout(&o);
@@ -307,7 +296,7 @@ fn plugins_inspect_shows_which_imports_are_denied_without_grants() {
         "{text}"
     );
     assert!(line("corral:plugin/types@0.1.0").contains("live"), "{text}");
-    assert!(text.contains("run_program [execute]"), "{text}");
+    has(&text, "run_program [execute]");
 
     let o = cli.run(&sb.ws(), &["plugins", "inspect", STUBS, "--json"]);
     assert!(o.status.success(), "{}", stderr(&o));
@@ -328,21 +317,16 @@ fn plugins_inspect_shows_which_imports_are_denied_without_grants() {
 
 #[test]
 fn an_unknown_interface_is_refused_at_load_naming_it_and_its_cause() {
-    let sb = Sandbox::new();
-    sb.write(
-        "corral.toml",
-        &plugin_toml(
-            "odd",
-            STUBS_UNKNOWN,
-            "grants.fs = [{ path = \".\", access = \"ro\" }]",
-        ),
-    );
+    let sb = Sandbox::with_manifest(&plugin_toml(
+        "odd",
+        STUBS_UNKNOWN,
+        "grants.fs = [{ path = \".\", access = \"ro\" }]",
+    ));
     let cli = Cli::new();
     let o = cli.run(&sb.ws(), &["tools", "list"]);
     assert!(!o.status.success(), "loaded: {}", stdout(&o));
     let err = stderr(&o);
-    assert!(err.contains("plugin `odd`"), "{err}");
-    assert!(err.contains("corral.toml:2"), "{err}");
+    has_all(&err, &["plugin `odd`", "corral.toml:2"]);
     assert!(
         err.contains(
             "jco:node/fs (built with Node.js shims; rebuild without --bundle/node imports)"
@@ -358,13 +342,10 @@ fn an_unknown_interface_is_refused_at_load_naming_it_and_its_cause() {
     let o = cli.run(&sb.ws(), &["plugins", "inspect", STUBS_UNKNOWN]);
     assert!(o.status.success(), "{}", stderr(&o));
     let text = stdout(&o);
-    assert!(
-        text.contains("jco:node/fs  refused: built with Node.js shims"),
-        "{text}"
-    );
-    assert!(
-        text.contains("acme:widgets/frob  refused: corral does not provide it"),
-        "{text}"
+    has(&text, "jco:node/fs  refused: built with Node.js shims");
+    has(
+        &text,
+        "acme:widgets/frob  refused: corral does not provide it",
     );
     let o = cli.run(&sb.ws(), &["plugins", "inspect", STUBS_UNKNOWN, "--json"]);
     let v: Value = serde_json::from_str(&stdout(&o)).expect("json");

@@ -8,7 +8,8 @@ use crate::support::cassette::{answer_turn, calls_turn, slow_answer_turn};
 use crate::support::git::{git, repo};
 use crate::support::log::of_type;
 use crate::support::output::assert_exit;
-use crate::support::process::{HANG, events, wait_bounded, wait_for};
+use crate::support::process::{HANG, wait_bounded, wait_for};
+use crate::support::text::has;
 use crate::*;
 use serde_json::{Value, json};
 use std::io::Write as _;
@@ -206,10 +207,7 @@ fn two_read_only_subagents_run_in_parallel_and_answer_in_call_order() {
     let child_id = children[0].1[0]["session_id"].as_str().expect("id");
     let shown = cli.run(&sb.ws(), &["show", &parent_id]);
     let shown = String::from_utf8_lossy(&shown.stdout);
-    assert!(
-        shown.contains(&format!("(subagent session {child_id})")),
-        "{shown}"
-    );
+    has(&shown, format!("(subagent session {child_id})"));
 }
 
 #[test]
@@ -252,7 +250,7 @@ fn a_child_asking_for_more_than_its_parent_gets_nothing() {
     );
     let o = cli.run(&sb.ws(), &["run", "--json", "go"]);
     let out = String::from_utf8_lossy(&o.stdout);
-    assert!(out.contains("unknown tool `task`"), "{out}");
+    has(&out, "unknown tool `task`");
     assert_eq!(perm["decision"], "deny", "{perm}");
     assert!(
         perm["reason"].as_str().unwrap_or("").contains("write"),
@@ -291,13 +289,8 @@ fn ctrl_c_stops_the_parent_and_every_child() {
         ]),
     );
     let cli = Cli::new();
-    let mut child = cli
-        .command(&sb.ws(), &["run", "--json", "go"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn");
-    let rx = events(&mut child);
+    let (mut child, rx) =
+        crate::support::process::streaming(&mut cli.command(&sb.ws(), &["run", "--json", "go"]));
     // Both children are asking their model (in whichever order they started).
     let streaming = std::cell::RefCell::new(std::collections::BTreeSet::new());
     wait_for(&rx, HANG, "both children streaming", |e| {
@@ -359,17 +352,13 @@ fn a_worktree_subagent_changes_the_workspace_only_once_approved() {
     repo(&sb);
     fixer(&sb);
     let cli = Cli::new();
-    let mut child = cli
-        .command(
+    let (mut child, rx) = crate::support::process::streaming(
+        cli.command(
             &sb.ws(),
             &["run", "--json", "--approvals", "stdin", "fix it"],
         )
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn");
-    let rx = events(&mut child);
+        .stdin(Stdio::piped()),
+    );
     let asked = wait_for(&rx, HANG, "the diff's approval", |e| {
         e["type"] == "approval_requested"
     });
@@ -473,7 +462,7 @@ fn an_unapproved_worktree_diff_is_kept_as_a_patch() {
     let o = cli.run(&sb.ws(), &["run", "--worktree", "--yes", "fix it"]);
     let err = String::from_utf8_lossy(&o.stderr).into_owned();
     assert_eq!(o.status.code(), Some(0), "{err}");
-    assert!(err.contains("applied to the workspace"), "{err}");
+    has(&err, "applied to the workspace");
     assert_eq!(
         std::fs::read_to_string(sb.ws().join("notes.txt")).expect("notes"),
         "- DONE: ship it\n"
@@ -541,10 +530,7 @@ fn the_plan_and_cut_outputs_through_the_host_tools() {
         .expect("the whole output");
     assert!(whole.len() > 32 * 1024, "{}", whole.len());
     assert!(text.starts_with(&whole[20000..20100]), "{text}");
-    assert!(
-        text.contains("the next page starts at offset 20100"),
-        "{text}"
-    );
+    has(text, "the next page starts at offset 20100");
     assert!(
         end("o2")["outcome"]["content"]
             .as_str()
@@ -560,12 +546,12 @@ fn the_plan_and_cut_outputs_through_the_host_tools() {
     let tools = cli.run(&sb.ws(), &["tools", "list"]);
     let tools = String::from_utf8_lossy(&tools.stdout);
     for name in ["update_plan", "read_output", "task"] {
-        assert!(tools.contains(name), "{tools}");
+        has(&tools, name);
     }
     let id = log[0]["session_id"].as_str().expect("id");
     let shown = cli.run(&sb.ws(), &["show", id]);
     let shown = String::from_utf8_lossy(&shown.stdout);
-    assert!(shown.contains("[in_progress] read big.txt"), "{shown}");
+    has(&shown, "[in_progress] read big.txt");
 }
 
 #[test]
@@ -590,13 +576,9 @@ fn ctrl_c_in_a_worktree_subagent_keeps_its_diff_and_removes_the_worktree() {
         ]}]),
     );
     let cli = Cli::new();
-    let mut child = cli
-        .command(&sb.ws(), &["run", "--json", "fix it"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn");
-    let rx = events(&mut child);
+    let (mut child, rx) = crate::support::process::streaming(
+        &mut cli.command(&sb.ws(), &["run", "--json", "fix it"]),
+    );
     wait_for(&rx, HANG, "the child's second request", |e| {
         e["type"] == "subagent"
             && e["event"]["type"] == "request_begin"

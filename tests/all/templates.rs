@@ -9,18 +9,12 @@
 //! `CORRAL_JS_TOOLCHAIN`. Without them those tests are counted as skipped
 //! (and fail under CI, where `CORRAL_CI` is set).
 
+use crate::support::output::report as text;
+use crate::support::run::argv_with;
+use crate::support::text::{has, lacks};
 use crate::*;
 use std::path::Path;
 use std::process::{Command, Output};
-
-fn text(o: &Output) -> String {
-    format!(
-        "status {:?}\n--- stdout\n{}\n--- stderr\n{}",
-        o.status.code(),
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
 
 /// Runs `cmd`, failing the test with its output unless it succeeds.
 fn run_ok(cmd: &mut Command, what: &str) -> Output {
@@ -142,24 +136,21 @@ fn assert_plugin_works(cli: &Cli, sb: &Sandbox, name: &str, wasm: &Path) {
     let o = call(r#"{"path":"../outside/secret.txt"}"#);
     let out = text(&o);
     assert_eq!(o.status.code(), Some(1), "{out}");
-    assert!(out.contains("leads out of the workspace"), "{out}");
-    assert!(!out.contains(SECRET), "{out}");
+    has(&out, "leads out of the workspace");
+    lacks(&out, SECRET);
 
     let o = call(r#"{"path":"nope.txt"}"#);
     let out = text(&o);
     assert_eq!(o.status.code(), Some(1), "{out}");
-    assert!(out.contains("`nope.txt` does not exist"), "{out}");
+    has(&out, "`nope.txt` does not exist");
 
     // The plugin's own check does not see through a symlink; the host does.
     std::os::unix::fs::symlink(sb.outside().join("secret.txt"), sb.ws().join("link.txt")).unwrap();
     let o = call(r#"{"path":"link.txt"}"#);
     let out = text(&o);
     assert_eq!(o.status.code(), Some(1), "{out}");
-    assert!(!out.contains(SECRET), "{out}");
-    assert!(
-        out.contains("`link.txt` is outside what this plugin may access"),
-        "{out}"
-    );
+    lacks(&out, SECRET);
+    has(&out, "`link.txt` is outside what this plugin may access");
 
     let o = cli.run(&sb.ws(), &["plugin", "list", "--json"]);
     assert!(o.status.success(), "{}", text(&o));
@@ -191,17 +182,11 @@ fn assert_installable(project: &Path, name: &str, wasm: &Path) {
     );
     let out = text(&o);
     assert!(o.status.success(), "add: {out}");
-    assert!(out.contains(&format!("Plugin `{name}` 0.1.0")), "{out}");
-    assert!(out.contains("grant fs   . (read-only)"), "{out}");
+    has(&out, format!("Plugin `{name}` 0.1.0"));
+    has(&out, "grant fs   . (read-only)");
     let o = cli.run(
         &sb.ws(),
-        &[
-            "tool",
-            "call",
-            "file_stats",
-            "--args",
-            r#"{"path":"hello.txt"}"#,
-        ],
+        &argv_with("tool call file_stats --args", r#"{"path":"hello.txt"}"#),
     );
     assert_eq!(
         String::from_utf8_lossy(&o.stdout),
@@ -284,7 +269,7 @@ fn the_rust_template_builds_tests_and_reads_only_the_workspace() {
     assert_plugin_works(&cli, &sb, "rsplug", &wasm);
     // The SDK's `requests!` already embedded corral-plugin.toml.
     let o = cli.run(&sb.ws(), &["plugin", "inspect", wasm.to_str().unwrap()]);
-    assert!(text(&o).contains("fs   . (read-only)"), "{}", text(&o));
+    has(&text(&o), "fs   . (read-only)");
     assert_installable(&project, "rsplug", &wasm);
 }
 
@@ -458,7 +443,7 @@ fn plugin_new_refuses_a_bad_name_and_a_non_empty_directory() {
         &["plugin", "new", "Bad Name", "--lang", "python"],
     );
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
-    assert!(text(&o).contains("not a valid plugin name"), "{}", text(&o));
+    has(&text(&o), "not a valid plugin name");
 
     let dir = sb.ws();
     let o = cli.run(
@@ -474,7 +459,7 @@ fn plugin_new_refuses_a_bad_name_and_a_non_empty_directory() {
         ],
     );
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
-    assert!(text(&o).contains("is not empty"), "{}", text(&o));
+    has(&text(&o), "is not empty");
     assert_eq!(
         std::fs::read_to_string(dir.join("hello.txt")).unwrap(),
         "hello from the workspace\n"

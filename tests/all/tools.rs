@@ -1,8 +1,9 @@
 //! The first-party `fs` and `search` plugins, called through the sandbox.
 
+use crate::support::text::has;
 use crate::*;
 use pretty_assertions::assert_eq;
-use serde_json::json;
+use serde_json::{Value, json};
 
 async fn builtins(sb: &Sandbox) -> Plugins {
     let m = sb.manifest_with_defaults("").expect("manifest");
@@ -14,6 +15,15 @@ fn invalid(r: Result<ToolOutput, ToolError>) -> String {
         Err(ToolError::InvalidArguments(m)) => m,
         other => panic!("expected invalid arguments, got {other:?}"),
     }
+}
+
+/// The output of a call that must succeed.
+async fn content(p: &Plugins, tool: &str, args: Value) -> String {
+    let shown = args.to_string();
+    call(p, tool, args)
+        .await
+        .unwrap_or_else(|e| panic!("{tool} {shown}: {e:?}"))
+        .content
 }
 
 #[tokio::test]
@@ -30,29 +40,23 @@ async fn read_file_numbers_pages_and_caps() {
         "{}",
         out.content
     );
-    let out = call(
-        &p,
-        "read_file",
-        json!({"path": "ten.txt", "offset": 4, "limit": 2}),
-    )
-    .await
-    .expect("page");
     assert_eq!(
-        out.content,
+        content(
+            &p,
+            "read_file",
+            json!({"path": "ten.txt", "offset": 4, "limit": 2})
+        )
+        .await,
         "     4\tline 4\n     5\tline 5\n[showing lines 4-5 of 10; continue with offset 6]\n"
     );
     let out = call(&p, "read_file", json!({"path": "ten.txt", "offset": 40}))
         .await
         .expect("past end");
-    assert!(
-        out.content.contains("past the end: the file has 10 lines"),
-        "{}",
-        out.content
-    );
+    has(&out.content, "past the end: the file has 10 lines");
 
     std::fs::write(sb.ws().join("blob.bin"), [0u8, 1, 2, 3, 0, 255]).expect("bin");
     let msg = failed(call(&p, "read_file", json!({"path": "blob.bin"})).await);
-    assert!(msg.contains("binary"), "{msg}");
+    has(&msg, "binary");
 
     sb.write("big.txt", &"0123456789abcdef\n".repeat(20_000));
     let out = call(&p, "read_file", json!({"path": "big.txt", "limit": 1}))
@@ -74,13 +78,13 @@ async fn paths_must_stay_in_the_workspace() {
     let sb = Sandbox::new();
     let p = builtins(&sb).await;
     let msg = invalid(call(&p, "read_file", json!({"path": "/etc/passwd"})).await);
-    assert!(msg.contains("absolute path"), "{msg}");
+    has(&msg, "absolute path");
     let msg = invalid(call(&p, "read_file", json!({"path": "../outside/secret.txt"})).await);
-    assert!(msg.contains("leads out of the workspace"), "{msg}");
+    has(&msg, "leads out of the workspace");
     std::os::unix::fs::symlink(sb.outside().join("secret.txt"), sb.ws().join("link"))
         .expect("symlink");
     let msg = failed(call(&p, "read_file", json!({"path": "link"})).await);
-    assert!(msg.contains("outside what this plugin may access"), "{msg}");
+    has(&msg, "outside what this plugin may access");
     assert!(!msg.contains(SECRET));
     let msg = invalid(
         call(
@@ -90,7 +94,7 @@ async fn paths_must_stay_in_the_workspace() {
         )
         .await,
     );
-    assert!(msg.contains("leads out"), "{msg}");
+    has(&msg, "leads out");
     assert!(!sb.root.path().join("evil.txt").exists());
 }
 
@@ -98,36 +102,31 @@ async fn paths_must_stay_in_the_workspace() {
 async fn write_and_edit() {
     let sb = Sandbox::new();
     let p = builtins(&sb).await;
-    let out = call(
-        &p,
-        "write_file",
-        json!({"path": "src/new.rs", "content": "fn a() {}\nfn a() {}\n"}),
-    )
-    .await
-    .expect("write");
-    assert_eq!(out.content, "created `src/new.rs` (20 bytes, 2 lines)");
-    let msg = failed(
+    assert_eq!(
+        content(
+            &p,
+            "write_file",
+            json!({"path": "src/new.rs", "content": "fn a() {}\nfn a() {}\n"})
+        )
+        .await,
+        "created `src/new.rs` (20 bytes, 2 lines)"
+    );
+    // An edit of `src/new.rs` that replaces `old` by `new`.
+    let edit = |old: &str, new: &str| {
         call(
             &p,
             "edit_file",
-            json!({"path": "src/new.rs", "old_string": "fn a()", "new_string": "fn b()"}),
+            json!({"path": "src/new.rs", "old_string": old, "new_string": new}),
         )
-        .await,
-    );
+    };
+    let msg = failed(edit("fn a()", "fn b()").await);
     assert!(
         msg.contains("occurs 2 times") && msg.contains("at lines 1, 2"),
         "{msg}"
     );
-    let msg = failed(
-        call(
-            &p,
-            "edit_file",
-            json!({"path": "src/new.rs", "old_string": "fn z()", "new_string": "fn b()"}),
-        )
-        .await,
-    );
-    assert!(msg.contains("was not found"), "{msg}");
-    let out = call(&p, "edit_file", json!({"path": "src/new.rs", "old_string": "fn a() {}\nfn a", "new_string": "fn a() {}\nfn b"}))
+    let msg = failed(edit("fn z()", "fn b()").await);
+    has(&msg, "was not found");
+    let out = edit("fn a() {}\nfn a", "fn a() {}\nfn b")
         .await
         .expect("unique edit");
     assert_eq!(out.content, "replaced 1 occurrence in `src/new.rs`");
@@ -135,23 +134,9 @@ async fn write_and_edit() {
         std::fs::read_to_string(sb.ws().join("src/new.rs")).expect("r"),
         "fn a() {}\nfn b() {}\n"
     );
-    let out = call(
-        &p,
-        "edit_file",
-        json!({"path": "src/new.rs", "old_string": "{}", "new_string": "{ }", "replace_all": true}),
-    )
-    .await
-    .expect("replace all");
-    assert_eq!(out.content, "replaced 2 occurrences in `src/new.rs`");
-    let msg = invalid(
-        call(
-            &p,
-            "edit_file",
-            json!({"path": "src/new.rs", "old_string": "x", "new_string": "x"}),
-        )
-        .await,
-    );
-    assert!(msg.contains("nothing would change"), "{msg}");
+    assert_eq!(content(&p, "edit_file", json!({"path": "src/new.rs", "old_string": "{}", "new_string": "{ }", "replace_all": true})).await, "replaced 2 occurrences in `src/new.rs`");
+    let msg = invalid(edit("x", "x").await);
+    has(&msg, "nothing would change");
     match call(&p, "write_file", json!({"path": "x.txt"})).await {
         Err(ToolError::InvalidArguments(m)) => {
             assert!(m.contains("missing field `content`"), "{m}")
@@ -177,11 +162,11 @@ async fn list_files_respects_gitignore_depth_and_limit() {
     let out = call(&p, "list_files", json!({"depth": 4}))
         .await
         .expect("deeper");
-    assert!(out.content.contains("src/deep/a/b.rs"), "{}", out.content);
-    let out = call(&p, "list_files", json!({"depth": 1}))
-        .await
-        .expect("depth");
-    assert_eq!(out.content, "hello.txt\nsrc/");
+    has(&out.content, "src/deep/a/b.rs");
+    assert_eq!(
+        content(&p, "list_files", json!({"depth": 1})).await,
+        "hello.txt\nsrc/"
+    );
     let out = call(&p, "list_files", json!({"limit": 2}))
         .await
         .expect("limit");
@@ -213,45 +198,30 @@ async fn grep_finds_with_context_and_globs() {
     sb.write("docs/notes.md", "fn main is documented here\n");
     sb.write("ignored/copy.rs", "fn main() {}\n");
     let p = builtins(&sb).await;
-    let out = call(&p, "grep", json!({"pattern": "fn main"}))
-        .await
-        .expect("grep");
     assert_eq!(
-        out.content,
+        content(&p, "grep", json!({"pattern": "fn main"})).await,
         "docs/notes.md:1:fn main is documented here\nsrc/lib.rs:1:pub fn main_helper() {}\nsrc/main.rs:3:fn main() {\n"
     );
-    let out = call(
-        &p,
-        "grep",
-        json!({"pattern": "fn main\\(", "include": ["*.rs"], "context": 1}),
-    )
-    .await
-    .expect("ctx");
     assert_eq!(
-        out.content,
+        content(
+            &p,
+            "grep",
+            json!({"pattern": "fn main\\(", "include": ["*.rs"], "context": 1})
+        )
+        .await,
         "src/main.rs-2-\nsrc/main.rs:3:fn main() {\nsrc/main.rs-4-    println!(\"hi\");\n"
     );
-    let out = call(&p, "grep", json!({"pattern": "FN MAIN", "ignore_case": true, "exclude": ["docs/**"], "files_only": true}))
-        .await
-        .expect("files");
-    assert_eq!(out.content, "src/lib.rs\nsrc/main.rs\n");
+    assert_eq!(content(&p, "grep", json!({"pattern": "FN MAIN", "ignore_case": true, "exclude": ["docs/**"], "files_only": true})).await, "src/lib.rs\nsrc/main.rs\n");
     let out = call(&p, "grep", json!({"pattern": "fn", "max_results": 1}))
         .await
         .expect("cap");
-    assert!(
-        out.content.contains("[stopped after 1 results"),
-        "{}",
-        out.content
-    );
-    let out = call(&p, "grep", json!({"pattern": "nothing-matches-this"}))
-        .await
-        .expect("none");
+    has(&out.content, "[stopped after 1 results");
     assert_eq!(
-        out.content,
+        content(&p, "grep", json!({"pattern": "nothing-matches-this"})).await,
         "no matches for `nothing-matches-this` under `.`\n"
     );
     let msg = invalid(call(&p, "grep", json!({"pattern": "fn ("})).await);
-    assert!(msg.contains("not a valid regex"), "{msg}");
+    has(&msg, "not a valid regex");
 }
 
 #[tokio::test]
@@ -273,28 +243,27 @@ async fn grep_below_the_root_keeps_the_root_ignore_rules() {
     sb.write("src/deep/.hidden.rs", "needle\n");
     let p = builtins(&sb).await;
     // Searching `src/deep`, the rules of `.` and `src` above it still apply.
-    let out = call(
-        &p,
-        "grep",
-        json!({"pattern": "needle", "path": "src/deep", "files_only": true}),
-    )
-    .await
-    .expect("grep");
-    assert_eq!(out.content, "src/deep/a.rs\nsrc/deep/keep.gen.rs\n");
-    let out = call(&p, "glob", json!({"pattern": "*.rs", "path": "src/deep"}))
-        .await
-        .expect("glob");
-    assert_eq!(out.content, "src/deep/a.rs\nsrc/deep/keep.gen.rs");
-    // `all` turns the rules and hidden-file skipping off.
-    let out = call(
-        &p,
-        "grep",
-        json!({"pattern": "needle", "path": "src", "files_only": true, "all": true}),
-    )
-    .await
-    .expect("grep all");
     assert_eq!(
-        out.content,
+        content(
+            &p,
+            "grep",
+            json!({"pattern": "needle", "path": "src/deep", "files_only": true})
+        )
+        .await,
+        "src/deep/a.rs\nsrc/deep/keep.gen.rs\n"
+    );
+    assert_eq!(
+        content(&p, "glob", json!({"pattern": "*.rs", "path": "src/deep"})).await,
+        "src/deep/a.rs\nsrc/deep/keep.gen.rs"
+    );
+    // `all` turns the rules and hidden-file skipping off.
+    assert_eq!(
+        content(
+            &p,
+            "grep",
+            json!({"pattern": "needle", "path": "src", "files_only": true, "all": true})
+        )
+        .await,
         "src/deep/.hidden.rs\nsrc/deep/a.rs\nsrc/deep/b.gen.rs\nsrc/deep/keep.gen.rs\n"
     );
 }
@@ -306,18 +275,18 @@ async fn glob_matches_paths() {
     sb.write("src/sub/b.rs", "");
     sb.write("Cargo.toml", "");
     let p = builtins(&sb).await;
-    let out = call(&p, "glob", json!({"pattern": "**/*.rs"}))
-        .await
-        .expect("glob");
-    assert_eq!(out.content, "src/a.rs\nsrc/sub/b.rs");
-    let out = call(&p, "glob", json!({"pattern": "*.rs", "path": "src"}))
-        .await
-        .expect("glob");
-    assert_eq!(out.content, "src/a.rs");
-    let out = call(&p, "glob", json!({"pattern": "*.toml"}))
-        .await
-        .expect("glob");
-    assert_eq!(out.content, "Cargo.toml");
+    assert_eq!(
+        content(&p, "glob", json!({"pattern": "**/*.rs"})).await,
+        "src/a.rs\nsrc/sub/b.rs"
+    );
+    assert_eq!(
+        content(&p, "glob", json!({"pattern": "*.rs", "path": "src"})).await,
+        "src/a.rs"
+    );
+    assert_eq!(
+        content(&p, "glob", json!({"pattern": "*.toml"})).await,
+        "Cargo.toml"
+    );
 }
 
 #[tokio::test]

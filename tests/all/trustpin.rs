@@ -4,6 +4,7 @@
 
 use crate::support::files::{place, sha256_of};
 use crate::support::output::{stderr, stdout};
+use crate::support::text::{has, lacks};
 use crate::*;
 use corral_test_programs::{ECHO, TRUSTPIN};
 use sha2::Digest as _;
@@ -30,12 +31,25 @@ fn run_bounded(cmd: &mut Command, limit: Duration) -> Output {
     child.wait_with_output().expect("output")
 }
 
+/// `corral tool call echo` with `text`.
+fn echo(cli: &Cli, sb: &Sandbox, text: &str) -> std::process::Output {
+    crate::support::run::tool_call(cli, sb, "echo", serde_json::json!({ "text": text }))
+}
+
+/// A workspace with the component `wasm` placed at `rel` and the
+/// manifest `toml`.
+fn placed(wasm: &str, rel: &str, toml: &str) -> Sandbox {
+    let sb = Sandbox::new();
+    place(&sb, wasm, rel);
+    sb.write("corral.toml", toml);
+    sb
+}
+
 #[test]
 fn a_swapped_wasm_is_refused_until_trusted_again() {
-    let sb = Sandbox::new();
-    place(&sb, ECHO, "tools/echo.wasm");
-    sb.write(
-        "corral.toml",
+    let sb = placed(
+        ECHO,
+        "tools/echo.wasm",
         "[plugins.echo]\nsource = \"tools/echo.wasm\"\ngrants.fs = [{ path = \".\", access = \"rw\" }]\n",
     );
     let cli = Cli::untrusting();
@@ -54,17 +68,13 @@ fn a_swapped_wasm_is_refused_until_trusted_again() {
         review.contains(&format!("sha256 {trusted}")),
         "the review shows the hash it approves: {review}"
     );
-    let o = cli.run(
-        &sb.ws(),
-        &["tool", "call", "echo", "--args", r#"{"text":"hi"}"#],
-    );
+    let o = echo(&cli, &sb, "hi");
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(stdout(&o), "hi\n");
     let o = cli.run(&sb.ws(), &["plugins", "list"]);
-    assert!(
-        stdout(&o).contains(&format!("sha256   {trusted} (approved by corral trust)")),
-        "{}",
-        stdout(&o)
+    has(
+        &stdout(&o),
+        format!("sha256   {trusted} (approved by corral trust)"),
     );
 
     // Someone swaps the component; corral.toml itself is unchanged.
@@ -108,7 +118,7 @@ fn a_swapped_wasm_is_refused_until_trusted_again() {
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(stdout(&o), "named\n");
     let o = cli.run(&sb.ws(), &["trust"]);
-    assert!(stdout(&o).contains("is already trusted"), "{}", stdout(&o));
+    has(&stdout(&o), "is already trusted");
 }
 
 #[test]
@@ -123,32 +133,20 @@ fn a_pinned_wasm_is_covered_by_its_pin() {
     let cli = Cli::untrusting();
     let o = cli.run(&sb.ws(), &["trust", "--yes"]);
     assert!(o.status.success(), "{}", stderr(&o));
-    assert!(
-        stdout(&o).contains(&format!("sha256 {pin} (pinned by the manifest)")),
-        "{}",
-        stdout(&o)
+    has(
+        &stdout(&o),
+        format!("sha256 {pin} (pinned by the manifest)"),
     );
-    let o = cli.run(
-        &sb.ws(),
-        &["tool", "call", "echo", "--args", r#"{"text":"pinned"}"#],
-    );
+    let o = echo(&cli, &sb, "pinned");
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(stdout(&o), "pinned\n");
     let o = cli.run(&sb.ws(), &["plugins", "list"]);
-    assert!(
-        stdout(&o).contains(&format!("sha256   {pin} (pinned)")),
-        "{}",
-        stdout(&o)
-    );
+    has(&stdout(&o), format!("sha256   {pin} (pinned)"));
     // The pin, not the trust record, speaks for a pinned file.
     place(&sb, TRUSTPIN, "tools/echo.wasm");
     let o = cli.run(&sb.ws(), &["tools", "list"]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(
-        stderr(&o).contains(&format!("but the manifest pins {pin}")),
-        "{}",
-        stderr(&o)
-    );
+    has(&stderr(&o), format!("but the manifest pins {pin}"));
 }
 
 #[test]
@@ -163,10 +161,7 @@ fn the_users_own_plugins_need_no_trust() {
         "[plugins.mine]\nsource = \"mine.wasm\"\n",
     )
     .expect("user manifest");
-    let o = cli.run(
-        &sb.ws(),
-        &["tool", "call", "echo", "--args", r#"{"text":"a"}"#],
-    );
+    let o = echo(&cli, &sb, "a");
     assert!(o.status.success(), "{}", stderr(&o));
     std::fs::copy(TRUSTPIN, config.join("mine.wasm")).expect("replace");
     let o = cli.run(&sb.ws(), &["tool", "call", "named"]);
@@ -175,12 +170,9 @@ fn the_users_own_plugins_need_no_trust() {
     sb.write("corral.toml", "[policy]\nmode = \"ask\"\n");
     let o = cli.run(&sb.ws(), &["trust", "--yes"]);
     assert!(o.status.success(), "{}", stderr(&o));
-    assert!(!stdout(&o).contains("Plugin files"), "{}", stdout(&o));
+    lacks(&stdout(&o), "Plugin files");
     std::fs::copy(ECHO, config.join("mine.wasm")).expect("replace");
-    let o = cli.run(
-        &sb.ws(),
-        &["tool", "call", "echo", "--args", r#"{"text":"b"}"#],
-    );
+    let o = echo(&cli, &sb, "b");
     assert!(o.status.success(), "{}", stderr(&o));
 }
 
@@ -207,10 +199,7 @@ fn a_symlinked_wasm_shows_its_target_and_is_checked_by_content() {
         "{}",
         stdout(&o)
     );
-    let o = cli.run(
-        &sb.ws(),
-        &["tool", "call", "echo", "--args", r#"{"text":"ok"}"#],
-    );
+    let o = echo(&cli, &sb, "ok");
     assert!(o.status.success(), "{}", stderr(&o));
     // Changing what the link points at changes what would run.
     std::fs::copy(TRUSTPIN, &target).expect("replace target");
@@ -225,11 +214,7 @@ fn a_symlinked_wasm_shows_its_target_and_is_checked_by_content() {
 
 #[test]
 fn a_file_missing_at_trust_time_is_not_approved() {
-    let sb = Sandbox::new();
-    sb.write(
-        "corral.toml",
-        "[plugins.echo]\nsource = \"tools/echo.wasm\"\n",
-    );
+    let sb = Sandbox::with_manifest("[plugins.echo]\nsource = \"tools/echo.wasm\"\n");
     let cli = Cli::untrusting();
     let o = cli.run(&sb.ws(), &["trust", "--yes"]);
     assert!(o.status.success(), "{}", stderr(&o));
@@ -251,10 +236,7 @@ fn a_file_missing_at_trust_time_is_not_approved() {
     );
     let o = cli.run(&sb.ws(), &["trust", "--yes"]);
     assert!(o.status.success(), "{}", stderr(&o));
-    let o = cli.run(
-        &sb.ws(),
-        &["tool", "call", "echo", "--args", r#"{"text":"now"}"#],
-    );
+    let o = echo(&cli, &sb, "now");
     assert!(o.status.success(), "{}", stderr(&o));
 }
 
@@ -292,10 +274,7 @@ fn a_trust_record_without_plugin_files_approves_none() {
         "{}",
         stdout(&o)
     );
-    let o = cli.run(
-        &sb.ws(),
-        &["tool", "call", "echo", "--args", r#"{"text":"x"}"#],
-    );
+    let o = echo(&cli, &sb, "x");
     assert!(o.status.success(), "{}", stderr(&o));
 }
 
@@ -320,10 +299,9 @@ fn a_fifo_named_as_a_wasm_is_refused_without_hanging() {
     let limit = Duration::from_secs(60);
     let o = run_bounded(&mut cli.command(&sb.ws(), &["trust", "--yes"]), limit);
     assert!(o.status.success(), "{}", stderr(&o));
-    assert!(
-        stdout(&o).contains("cannot be read (it is a FIFO (named pipe), not a regular file)"),
-        "{}",
-        stdout(&o)
+    has(
+        &stdout(&o),
+        "cannot be read (it is a FIFO (named pipe), not a regular file)",
     );
     let o = run_bounded(&mut cli.command(&sb.ws(), &["tools", "list"]), limit);
     assert_eq!(o.status.code(), Some(2));
@@ -348,10 +326,9 @@ fn entries(n: usize, rest: impl Fn(usize) -> String) -> String {
 
 #[test]
 fn fifty_entries_of_one_component_share_it() {
-    let sb = Sandbox::new();
-    place(&sb, TRUSTPIN, "tools/named.wasm");
-    sb.write(
-        "corral.toml",
+    let sb = placed(
+        TRUSTPIN,
+        "tools/named.wasm",
         &entries(50, |i| {
             format!("config = {{ tool = \"tool_{i:02}\", reply = \"reply {i}\" }}")
         }),
@@ -383,10 +360,9 @@ fn fifty_entries_of_one_component_share_it() {
 
 #[test]
 fn identical_entries_clash_before_the_others_run() {
-    let sb = Sandbox::new();
-    place(&sb, TRUSTPIN, "tools/named.wasm");
-    sb.write(
-        "corral.toml",
+    let sb = placed(
+        TRUSTPIN,
+        "tools/named.wasm",
         &entries(50, |_| "config = { describe_log = \"yes\" }".into()),
     );
     let cli = Cli::new();

@@ -3,6 +3,7 @@
 //! playing a cassette, keys sent and the screen read back.
 
 use crate::support::cassette::{self, streamed_turn};
+use crate::support::text::{has, has_all, lacks};
 use crate::support::tui::{Pane, SCREEN_TIMEOUT, assert_restored, quote};
 use crate::*;
 use serde_json::{Value, json};
@@ -33,32 +34,25 @@ fn a_session_in_the_terminal_ui() {
     cassette::write(&sb, "c.json", &turns);
     sb.write(
         "corral.toml",
-        "[agent]\nprovider = \"replay\"\n\n[plugins.replay]\nsource = \"builtin:replay\"\n\
-         grants.fs = [{ path = \".\", access = \"ro\" }]\n\
-         config = { cassette = \"c.json\", delay_ms = 30 }\n",
+        &crate::support::tui::replay_manifest("", ", delay_ms = 30"),
     );
     let cli = Cli::new();
-    // Trusts the manifest, as a user would before the first run.
-    let o = cli.run(&sb.ws(), &["sessions"]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    crate::support::tui::trust(&cli, &sb);
 
     let command = crate::support::tui::ui_command(
         &cli,
         &sb.ws(),
         "printf '\\nCORRAL-EXIT=%s\\n' $?; stty -a; sleep 600",
     );
-    let Some(pane) = Pane::start(&command) else {
+    let Some(pane) = Pane::ready(&command) else {
         return;
     };
-    pane.wait_for("ask anything");
 
-    pane.type_text("hello there");
-    pane.press("Enter");
+    pane.submit("hello there");
     pane.wait_for("I will write notes.txt");
     pane.wait_for("approve this call?");
     let modal = pane.wait_for("+new text");
-    assert!(modal.contains("mode ask"), "{modal}");
-    assert!(modal.contains("every write_file call"), "{modal}");
+    has_all(&modal, &["mode ask", "every write_file call"]);
     assert!(!sb.ws().join("notes.txt").exists());
     // Keys typed in the first moments of the modal are dropped on purpose;
     // answer until it takes.
@@ -69,20 +63,18 @@ fn a_session_in_the_terminal_ui() {
         std::thread::sleep(Duration::from_millis(200));
     }
     let screen = pane.wait_for("Wrote notes.txt.");
-    assert!(screen.contains("write_file"), "{screen}");
+    has(&screen, "write_file");
     assert_eq!(
         std::fs::read_to_string(sb.ws().join("notes.txt")).expect("notes.txt written"),
         "new text\n"
     );
     pane.wait_for("ready");
 
-    pane.type_text("second");
-    pane.press("Enter");
+    pane.submit("second");
     pane.wait_for("Second answer.");
     pane.wait_for("ready");
 
-    pane.type_text("slow one");
-    pane.press("Enter");
+    pane.submit("slow one");
     pane.wait_for("streams slowly");
     pane.press("Escape");
     let screen = pane.wait_for("stopped: interrupted");
@@ -99,7 +91,7 @@ fn a_session_in_the_terminal_ui() {
     pane.wait_for("press Ctrl+C again to quit");
     pane.press("C-c");
     let screen = pane.wait_for("CORRAL-EXIT=");
-    assert!(screen.contains("CORRAL-EXIT=0"), "{screen}");
+    has(&screen, "CORRAL-EXIT=0");
     // The transcript stays in the terminal after the UI's alternate screen
     // is gone, in order, above the shell's next line.
     let back = pane.scrollback();
@@ -131,7 +123,7 @@ fn a_session_in_the_terminal_ui() {
     }
     pane.press("C-d");
     let screen = pane.wait_for("CORRAL-EXIT=");
-    assert!(screen.contains("CORRAL-EXIT=0"), "{screen}");
+    has(&screen, "CORRAL-EXIT=0");
     assert_restored(&pane);
     drop(pane);
 
@@ -139,7 +131,7 @@ fn a_session_in_the_terminal_ui() {
     // puts the last one in the empty input.
     let pane = Pane::start(&command).expect("tmux");
     let screen = pane.wait_for("ask anything");
-    assert!(!screen.contains("slow one"), "{screen}");
+    lacks(&screen, "slow one");
     pane.press("Up");
     pane.wait_for("slow one");
     pane.press("Up");
@@ -147,7 +139,7 @@ fn a_session_in_the_terminal_ui() {
     pane.press("C-c");
     pane.press("C-d");
     let screen = pane.wait_for("CORRAL-EXIT=");
-    assert!(screen.contains("CORRAL-EXIT=0"), "{screen}");
+    has(&screen, "CORRAL-EXIT=0");
     drop(pane);
 
     // The log is whole: every event numbered without gaps, the approval and
@@ -207,15 +199,9 @@ fn sigterm_restores_the_terminal() {
         "c.json",
         &cassette::text(&[streamed_turn("Hi.", vec![], 3)]),
     );
-    sb.write(
-        "corral.toml",
-        "[agent]\nprovider = \"replay\"\n\n[plugins.replay]\nsource = \"builtin:replay\"\n\
-         grants.fs = [{ path = \".\", access = \"ro\" }]\n\
-         config = { cassette = \"c.json\" }\n",
-    );
+    sb.write("corral.toml", &crate::support::tui::replay_manifest("", ""));
     let cli = Cli::new();
-    let o = cli.run(&sb.ws(), &["sessions"]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    crate::support::tui::trust(&cli, &sb);
     let home = cli.home.path();
     let command = format!(
         "env XDG_CONFIG_HOME={} XDG_CACHE_HOME={} XDG_DATA_HOME={} {} --workspace {}; \
@@ -226,10 +212,9 @@ fn sigterm_restores_the_terminal() {
         quote(Path::new(env!("CARGO_BIN_EXE_corral"))),
         quote(&sb.ws()),
     );
-    let Some(pane) = Pane::start(&command) else {
+    let Some(pane) = Pane::ready(&command) else {
         return;
     };
-    pane.wait_for("ask anything");
     let corral = &pane.corral_pid();
     let ok = Command::new("kill")
         .args(["-TERM", corral])
@@ -237,6 +222,6 @@ fn sigterm_restores_the_terminal() {
         .expect("kill");
     assert!(ok.success());
     let screen = pane.wait_for("CORRAL-EXIT=");
-    assert!(screen.contains("CORRAL-EXIT=143"), "{screen}");
+    has(&screen, "CORRAL-EXIT=143");
     assert_restored(&pane);
 }

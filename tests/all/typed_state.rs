@@ -6,6 +6,8 @@
 use crate::support::log::session_log;
 use crate::support::manifest::{KEYS, OPENAI_KEY, both_providers};
 use crate::support::mock::*;
+use crate::support::output::assert_exit;
+use crate::support::text::{has, lacks};
 use crate::*;
 use serde_json::{Value, json};
 
@@ -32,16 +34,10 @@ fn old_compacted(seq: u64, trigger: &str, summary: &str) -> String {
 fn an_old_log_with_each_compaction_trigger_still_resumes() {
     for trigger in ["auto", "manual", "context_length"] {
         let server = MockServer::start(|i, _| Reply::Sse(openai_sse(&format!("answer {i}."), &[])));
-        let sb = Sandbox::new();
-        sb.write("corral.toml", &both_providers(server.port, server.port, ""));
+        let sb = Sandbox::with_manifest(&both_providers(server.port, server.port, ""));
         let cli = Cli::new();
         let o = cli.run_env(&sb.ws(), &["run", "--provider", "openai", "hello"], &KEYS);
-        assert_eq!(
-            o.status.code(),
-            Some(0),
-            "{}",
-            String::from_utf8_lossy(&o.stderr)
-        );
+        assert_exit(&o, 0);
 
         // The compaction an older corral logged after the first turn.
         let log = session_log(&cli);
@@ -113,23 +109,18 @@ fn an_old_log_with_each_compaction_trigger_still_resumes() {
 #[test]
 fn the_status_line_shows_the_mode_and_follows_mode_changes() {
     use crate::support::tui::{Pane, ui_command};
-    let sb = Sandbox::new();
-    sb.write(
-        "corral.toml",
+    let sb = Sandbox::with_manifest(
         "[agent]\nprovider = \"replay\"\n\n[policy]\nmode = \"read-only\"\n\n\
          [plugins.replay]\nsource = \"builtin:replay\"\n",
     );
     let cli = Cli::new();
-    let o = cli.run(&sb.ws(), &["sessions"]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let Some(pane) = Pane::start(&ui_command(&cli, &sb.ws(), "sleep 600")) else {
+    crate::support::tui::trust(&cli, &sb);
+    let Some(pane) = Pane::ready(&ui_command(&cli, &sb.ws(), "sleep 600")) else {
         return;
     };
-    pane.wait_for("ask anything");
     pane.wait_for(" · read-only · ");
-    pane.type_text("/mode auto-edit");
-    pane.press("Enter");
+    pane.submit("/mode auto-edit");
     let screen = pane.wait_for(" · auto-edit · ");
-    assert!(screen.contains("mode: auto-edit"), "{screen}");
-    assert!(!screen.contains(" · read-only · "), "{screen}");
+    has(&screen, "mode: auto-edit");
+    lacks(&screen, " · read-only · ");
 }

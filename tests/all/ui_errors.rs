@@ -2,6 +2,7 @@
 //! warning raised while the UI is up is shown in it, and a provider without
 //! its key names the variable.
 
+use crate::support::text::{has, lacks, lacks_all};
 use crate::support::tui::{Pane, ui_command};
 use crate::*;
 use corral_test_programs::LOOKALIKE;
@@ -10,9 +11,7 @@ use corral_test_programs::LOOKALIKE;
 const REPLAY: &str = "[agent]\nprovider = \"replay\"\n";
 
 fn start(cli: &Cli, sb: &Sandbox) -> Option<Pane> {
-    // Trusts the manifest, as a user would before the first run.
-    let o = cli.run(&sb.ws(), &["sessions"]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    crate::support::tui::trust(cli, sb);
     let pane = Pane::start(&ui_command(cli, &sb.ws(), "sleep 600"))?;
     pane.wait_for("ask anything");
     Some(pane)
@@ -20,32 +19,27 @@ fn start(cli: &Cli, sb: &Sandbox) -> Option<Pane> {
 
 #[test]
 fn provider_without_its_key_names_the_variable_in_the_ui() {
-    let sb = Sandbox::new();
-    sb.write("corral.toml", REPLAY);
+    let sb = Sandbox::with_manifest(REPLAY);
     let cli = Cli::new();
     let Some(pane) = start(&cli, &sb) else {
         return;
     };
-    pane.type_text("/provider openai");
-    pane.press("Enter");
+    pane.submit("/provider openai");
     let screen = pane.wait_for("OPENAI_API_KEY");
-    assert!(screen.contains("provider is unchanged"), "{screen}");
-    assert!(!screen.contains("grants.net"), "{screen}");
+    has(&screen, "provider is unchanged");
+    lacks(&screen, "grants.net");
 }
 
 #[test]
 fn a_warning_raised_while_the_ui_runs_is_shown_in_it() {
-    let sb = Sandbox::new();
-    sb.write(
-        "corral.toml",
-        &format!("{REPLAY}\n[plugins.look]\nsource = {LOOKALIKE:?}\n"),
-    );
+    let sb = Sandbox::with_manifest(&format!(
+        "{REPLAY}\n[plugins.look]\nsource = {LOOKALIKE:?}\n"
+    ));
     let cli = Cli::new();
     let Some(pane) = start(&cli, &sb) else {
         return;
     };
     // The UI lists the tools once it is up; that load warns again.
     let screen = pane.wait_for("looks like tool");
-    assert!(!screen.contains("\\x1b["), "{screen}");
-    assert!(!screen.contains("\u{1b}["), "{screen}");
+    lacks_all(&screen, &["\\x1b[", "\u{1b}["]);
 }

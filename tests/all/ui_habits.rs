@@ -30,18 +30,13 @@ fn popup_denied_card_diff_and_plugins() {
     cassette::write(&sb, "c.json", &turns);
     sb.write(
         "corral.toml",
-        "[agent]\nprovider = \"replay\"\n\n[policy]\nmode = \"read-only\"\n\n\
-         [plugins.replay]\nsource = \"builtin:replay\"\n\
-         grants.fs = [{ path = \".\", access = \"ro\" }]\n\
-         config = { cassette = \"c.json\" }\n",
+        &crate::support::tui::replay_manifest(r#"mode = "read-only""#, ""),
     );
     let cli = Cli::new();
-    let o = cli.run(&sb.ws(), &["sessions"]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let Some(pane) = Pane::start(&ui_command(&cli, &sb.ws(), "sleep 600")) else {
+    crate::support::tui::trust(&cli, &sb);
+    let Some(pane) = Pane::ready(&ui_command(&cli, &sb.ws(), "sleep 600")) else {
         return;
     };
-    pane.wait_for("ask anything");
 
     // Every slash command fits in the popup, the last one too.
     pane.type_text("/");
@@ -51,8 +46,7 @@ fn popup_denied_card_diff_and_plugins() {
     pane.press("BSpace");
 
     // The policy denies the write in read-only mode: the card says so.
-    pane.type_text("write it");
-    pane.press("Enter");
+    pane.submit("write it");
     let screen = pane.wait_for("It was refused.");
     let card = screen
         .lines()
@@ -67,11 +61,9 @@ fn popup_denied_card_diff_and_plugins() {
     assert!(!sb.ws().join("notes.txt").exists());
 
     // An untracked file is in `/diff`.
-    pane.type_text("/diff");
-    pane.press("Enter");
+    pane.submit("/diff");
     pane.wait_for("+hello from the workspace");
 
-    pane.type_text("/plugins");
-    pane.press("Enter");
+    pane.submit("/plugins");
     pane.wait_for("grants: fs . (ro)");
 }

@@ -9,10 +9,10 @@ use crate::support::log::{of_type, read_events, session_log};
 use crate::support::manifest::{KEYS, both_providers};
 use crate::support::mock::*;
 use crate::support::output::{assert_exit, stderr, stdout};
+use crate::support::text::has;
 use crate::*;
 use serde_json::json;
 use std::os::unix::fs::PermissionsExt as _;
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 fn fs_rw() -> &'static str {
@@ -48,21 +48,9 @@ fn setup(turns: Vec<Vec<Call>>) -> (Sandbox, MockServer) {
 
 fn edits() -> Vec<Call> {
     vec![
-        (
-            "w1",
-            "write_file",
-            json!({"path": "a.txt", "content": "two\n"}),
-        ),
-        (
-            "w2",
-            "write_file",
-            json!({"path": "--flag", "content": "new\n"}),
-        ),
-        (
-            "w3",
-            "write_file",
-            json!({"path": "sub/x.txt", "content": "x2\n"}),
-        ),
+        write_call("w1", "a.txt", "two\n"),
+        write_call("w2", "--flag", "new\n"),
+        write_call("w3", "sub/x.txt", "x2\n"),
         (
             "e1",
             "edit_file",
@@ -125,7 +113,7 @@ fn undo_restores_a_write_an_edit_and_an_apply_patch_and_is_logged() {
         diff.contains("-DONE") && diff.contains("+TODO"),
         "the diff is shown: {diff}"
     );
-    assert!(diff.contains("-version 2 of c.txt"), "{diff}");
+    has(&diff, "-version 2 of c.txt");
     assert_restored(&sb);
     let events = read_events(&session_log(&cli));
     let undone = of_type(&events, "undone");
@@ -134,7 +122,7 @@ fn undo_restores_a_write_an_edit_and_an_apply_patch_and_is_logged() {
     // Nothing is left of that turn: a second undo says so.
     let o = cli.run(&sb.ws(), &["undo", "--yes"]);
     assert!(!o.status.success(), "{}", stderr(&o));
-    assert!(stderr(&o).contains("nothing to undo"), "{}", stderr(&o));
+    has(&stderr(&o), "nothing to undo");
 }
 
 #[test]
@@ -146,7 +134,7 @@ fn undo_refuses_over_an_edit_made_since_and_force_overwrites_it() {
     let o = cli.run(&sb.ws(), &["undo"]);
     assert!(!o.status.success(), "{}", stderr(&o));
     let err = stderr(&o);
-    assert!(err.contains("`notes.txt` changed since the turn"), "{err}");
+    has(&err, "`notes.txt` changed since the turn");
     assert!(err.contains("--force"), "says how to force: {err}");
     assert_edited_except_notes(&sb);
     let o = cli.run(&sb.ws(), &["undo", "--yes", "--force"]);
@@ -197,11 +185,7 @@ fn undo_after_sigkill_mid_turn_then_resume() {
     let model = MockServer::start(move |i, _| match i {
         0 => Reply::Sse(openai_sse(
             "Writing. ",
-            &[(
-                "k1",
-                "write_file",
-                json!({"path": "a.txt", "content": "two\n"}),
-            )],
+            &[write_call("k1", "a.txt", "two\n")],
         )),
         // The turn never ends: the process is killed while it waits.
         1 => Reply::Hang,
@@ -215,11 +199,7 @@ fn undo_after_sigkill_mid_turn_then_resume() {
     for (k, v) in KEYS {
         cmd.env(k, v);
     }
-    let mut child = cmd
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn");
+    let mut child = crate::support::process::quiet(&mut cmd);
     let start = Instant::now();
     while model.requests().len() < 2 && start.elapsed() < Duration::from_secs(60) {
         std::thread::sleep(Duration::from_millis(20));
@@ -257,10 +237,9 @@ fn undo_never_writes_through_a_symlink_or_over_a_directory_planted_since() {
     std::os::unix::fs::symlink(&outside_dir, sb.ws().join("sub")).expect("symlink");
     let o = cli.run(&sb.ws(), &["undo", "--yes"]);
     assert!(!o.status.success(), "{}", stderr(&o));
-    assert!(
-        stderr(&o).contains("`a.txt` changed since the turn wrote it (it is now a symlink)"),
-        "{}",
-        stderr(&o)
+    has(
+        &stderr(&o),
+        "`a.txt` changed since the turn wrote it (it is now a symlink)",
     );
     let o = cli.run(&sb.ws(), &["undo", "--yes", "--force"]);
     assert_eq!(
@@ -281,10 +260,6 @@ fn undo_never_writes_through_a_symlink_or_over_a_directory_planted_since() {
     std::fs::create_dir(sb.ws().join("notes.txt")).expect("mkdir");
     let o = cli.run(&sb.ws(), &["undo", "--yes", "--force"]);
     assert!(!o.status.success(), "{}", stderr(&o));
-    assert!(
-        stderr(&o).contains("a directory is there now"),
-        "{}",
-        stderr(&o)
-    );
+    has(&stderr(&o), "a directory is there now");
     assert!(sb.ws().join("notes.txt").is_dir());
 }

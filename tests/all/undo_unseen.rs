@@ -8,6 +8,8 @@
 use crate::support::cassette::{self, answer_turn, calls_turn};
 use crate::support::log::{of_type, read_events, session_log};
 use crate::support::output::{assert_exit, stderr, stdout};
+use crate::support::run::argv_with;
+use crate::support::text::{has, lacks};
 use crate::*;
 use serde_json::{Value, json};
 use std::path::PathBuf;
@@ -30,14 +32,7 @@ fn run_turn(cli: &Cli, sb: &Sandbox, calls: &[(&str, &str, Value)]) -> std::proc
     );
     let o = cli.run(
         &sb.ws(),
-        &[
-            "run",
-            "--provider",
-            "replay",
-            "--yes",
-            "--json",
-            "change the files",
-        ],
+        &argv_with("run --provider replay --yes --json", "change the files"),
     );
     assert_exit(&o, 0);
     o
@@ -53,19 +48,28 @@ fn results(o: &std::process::Output) -> Vec<String> {
         .collect()
 }
 
+/// Writes the manifest: [`REPLAY`] and the shell plugin granted each of
+/// `programs` with any arguments.
+fn write_manifest(sb: &Sandbox, programs: &[&str]) {
+    let grants: Vec<String> = programs
+        .iter()
+        .map(|p| format!("{{ program = \"{p}\", args = [\"**\"] }}"))
+        .collect();
+    sb.write(
+        "corral.toml",
+        &format!(
+            "{REPLAY}\n[plugins.shell]\nsource = \"builtin:shell\"\ngrants.exec = [{}]\n",
+            grants.join(", ")
+        ),
+    );
+}
+
 #[test]
 fn undo_restores_what_programs_run_by_run_command_changed() {
     let sb = Sandbox::new();
     sb.write("a.txt", "one\nkeep\n");
     sb.write("sub/gone.txt", "removed by rm\n");
-    sb.write(
-        "corral.toml",
-        &format!(
-            "{REPLAY}\n[plugins.shell]\nsource = \"builtin:shell\"\n\
-             grants.exec = [{{ program = \"sed\", args = [\"**\"] }}, \
-             {{ program = \"touch\", args = [\"**\"] }}, {{ program = \"rm\", args = [\"**\"] }}]\n"
-        ),
-    );
+    write_manifest(&sb, &["sed", "touch", "rm"]);
     let cli = Cli::new();
     let o = run_turn(
         &cli,
@@ -82,7 +86,7 @@ fn undo_restores_what_programs_run_by_run_command_changed() {
     );
     for content in results(&o) {
         assert!(content.starts_with("exit code 0"), "{content}");
-        assert!(!content.contains("cannot be undone"), "{content}");
+        lacks(&content, "cannot be undone");
     }
     assert_eq!(read(&sb, "a.txt"), "two\nkeep\n", "sed ran");
     assert!(sb.ws().join("made.txt").exists(), "touch ran");
@@ -105,24 +109,14 @@ fn undo_restores_what_programs_run_by_run_command_changed() {
     let events = read_events(&session_log(&cli));
     assert_eq!(of_type(&events, "undone").len(), 1, "the undo is logged");
     let again = cli.run(&sb.ws(), &["undo", "--yes"]);
-    assert!(
-        stderr(&again).contains("nothing to undo"),
-        "{}",
-        stderr(&again)
-    );
+    has(&stderr(&again), "nothing to undo");
 }
 
 #[test]
 fn a_read_only_call_records_nothing_and_an_unchanged_workspace_has_nothing_to_undo() {
     let sb = Sandbox::new();
     sb.write("a.txt", "one\n");
-    sb.write(
-        "corral.toml",
-        &format!(
-            "{REPLAY}\n[plugins.shell]\nsource = \"builtin:shell\"\n\
-             grants.exec = [{{ program = \"cat\", args = [\"**\"] }}]\n"
-        ),
-    );
+    write_manifest(&sb, &["cat"]);
     let cli = Cli::new();
     run_turn(
         &cli,
@@ -131,7 +125,7 @@ fn a_read_only_call_records_nothing_and_an_unchanged_workspace_has_nothing_to_un
     );
     let o = cli.run(&sb.ws(), &["undo", "--yes"]);
     assert!(!o.status.success(), "{}", stdout(&o));
-    assert!(stderr(&o).contains("nothing to undo"), "{}", stderr(&o));
+    has(&stderr(&o), "nothing to undo");
 }
 
 /// The reference filesystem server `.ci/run` installs, or why there is none.
@@ -174,7 +168,7 @@ fn undo_restores_what_an_mcp_servers_write_tool_changed() {
         ],
     );
     for content in results(&o) {
-        assert!(!content.contains("cannot be undone"), "{content}");
+        lacks(&content, "cannot be undone");
     }
     assert_eq!(read(&sb, "notes.txt"), "DONE\n", "{}", stdout(&o));
     assert_eq!(read(&sb, "new.txt"), "made by the server\n");
@@ -199,13 +193,7 @@ fn rewind_in_the_ui_restores_what_a_program_changed() {
     use crate::support::tui::{Pane, quote, ui_command};
     let sb = Sandbox::new();
     sb.write("a.txt", "one\n");
-    sb.write(
-        "corral.toml",
-        &format!(
-            "{REPLAY}\n[plugins.shell]\nsource = \"builtin:shell\"\n\
-             grants.exec = [{{ program = \"sed\", args = [\"**\"] }}]\n"
-        ),
-    );
+    write_manifest(&sb, &["sed"]);
     cassette::write(
         &sb,
         "turn.cassette.json",
@@ -219,7 +207,7 @@ fn rewind_in_the_ui_restores_what_a_program_changed() {
         ],
     );
     let cli = Cli::new();
-    assert_exit(&cli.run(&sb.ws(), &["sessions"]), 0);
+    crate::support::tui::trust(&cli, &sb);
     let command = ui_command(&cli, &sb.ws(), "sleep 600").replacen(
         &format!("--workspace {}", quote(&sb.ws())),
         &format!(
@@ -228,12 +216,10 @@ fn rewind_in_the_ui_restores_what_a_program_changed() {
         ),
         1,
     );
-    let Some(pane) = Pane::start(&command) else {
+    let Some(pane) = Pane::ready(&command) else {
         return;
     };
-    pane.wait_for("ask anything");
-    pane.type_text("edit a.txt");
-    pane.press("Enter");
+    pane.submit("edit a.txt");
     pane.wait_for("Edited it.");
     pane.wait_for(" ready ");
     assert_eq!(read(&sb, "a.txt"), "two\n", "sed ran");
@@ -247,7 +233,7 @@ fn rewind_in_the_ui_restores_what_a_program_changed() {
     pane.press("Enter");
     pane.wait_for("restore these files?");
     let screen = pane.wait_for("+one");
-    assert!(screen.contains("-two"), "{screen}");
+    has(&screen, "-two");
     pane.press("y");
     pane.wait_for("rewound the conversation");
     assert_eq!(

@@ -6,8 +6,10 @@
 use crate::support::cassette::{answer_turn, call_turn};
 use crate::support::events::{events, find, label, labels};
 use crate::support::output::{assert_exit, printed, stderr, stdout};
+use crate::support::run::replay_events;
 use crate::support::run::tool_call;
-use crate::{Cli, Sandbox};
+use crate::support::text::{has, has_all, lacks};
+use crate::{Cli, Sandbox, workspace_and_cli};
 use serde_json::json;
 use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream};
@@ -144,12 +146,9 @@ fn serve(
 
 /// A workspace whose `web-fetch` is granted exactly `origins`.
 fn granted(origins: &[String]) -> Sandbox {
-    let sb = Sandbox::new();
-    sb.write(
-        "corral.toml",
-        &format!("[plugins.web-fetch]\nsource = \"builtin:web-fetch\"\ngrants.net = {origins:?}\n"),
-    );
-    sb
+    Sandbox::with_manifest(&format!(
+        "[plugins.web-fetch]\nsource = \"builtin:web-fetch\"\ngrants.net = {origins:?}\n"
+    ))
 }
 
 fn origin(site: &Site) -> String {
@@ -171,13 +170,15 @@ fn an_html_page_comes_back_as_markdown_without_scripts() {
     let o = tool_call(&cli, &sb, "web_fetch", json!({"url": site.url("/notes")}));
     assert_exit(&o, 0);
     let text = stdout(&o);
-    assert!(text.contains("# Release notes"), "{text}");
-    assert!(text.contains("## Changes"), "{text}");
-    assert!(
-        text.contains("[the docs](https://example.com/docs)"),
-        "{text}"
+    has_all(
+        &text,
+        &[
+            "# Release notes",
+            "## Changes",
+            "[the docs](https://example.com/docs)",
+            "faster",
+        ],
     );
-    assert!(text.contains("faster"), "{text}");
     for noise in [
         "SCRIPT-TEXT",
         "STYLE-TEXT",
@@ -206,7 +207,7 @@ fn json_and_text_pass_through_and_other_types_are_refused() {
         json!({"url": site.url("/data.json")}),
     );
     assert_exit(&o, 0);
-    assert!(stdout(&o).contains(body), "{}", stdout(&o));
+    has(&stdout(&o), body);
 
     let o = tool_call(
         &cli,
@@ -215,11 +216,7 @@ fn json_and_text_pass_through_and_other_types_are_refused() {
         json!({"url": site.url("/notes.txt")}),
     );
     assert_exit(&o, 0);
-    assert!(
-        stdout(&o).contains("# not a heading\n<b>kept as is</b>"),
-        "{}",
-        stdout(&o)
-    );
+    has(&stdout(&o), "# not a heading\n<b>kept as is</b>");
 
     let o = tool_call(
         &cli,
@@ -228,11 +225,7 @@ fn json_and_text_pass_through_and_other_types_are_refused() {
         json!({"url": site.url("/logo.png")}),
     );
     assert_exit(&o, 1);
-    assert!(
-        stderr(&o).contains("is `image/png`, which web_fetch does not read"),
-        "{}",
-        stderr(&o)
-    );
+    has(&stderr(&o), "is `image/png`, which web_fetch does not read");
 }
 
 #[test]
@@ -274,18 +267,14 @@ fn a_redirect_is_followed_only_to_a_granted_origin() {
     let o = tool_call(&cli, &sb, "web_fetch", json!({"url": start.url("/hop")}));
     assert_exit(&o, 0);
     let text = stdout(&o);
-    assert!(
-        text.contains(&format!("URL: {}", target.url("/landing"))),
-        "{text}"
-    );
-    assert!(text.contains("# Arrived"), "{text}");
+    has(&text, format!("URL: {}", target.url("/landing")));
+    has(&text, "# Arrived");
 }
 
 #[test]
 fn no_origin_is_granted_by_default() {
     let site = Site::start(|_| page("text/plain", "hello"));
-    let sb = Sandbox::new();
-    let cli = Cli::new();
+    let (sb, cli) = workspace_and_cli();
     let o = tool_call(&cli, &sb, "web_fetch", json!({"url": site.url("/")}));
     assert_exit(&o, 1);
     let want = format!(
@@ -295,7 +284,7 @@ fn no_origin_is_granted_by_default() {
         site.url("/"),
         site.port
     );
-    assert!(stderr(&o).contains(&want), "{}", stderr(&o));
+    has(&stderr(&o), &want);
     assert!(site.seen().is_empty());
 }
 
@@ -332,9 +321,9 @@ fn an_endless_body_is_cut_with_a_note_and_read_no_further() {
     );
     assert_exit(&o, 0);
     let text = stdout(&o);
-    assert!(
-        text.contains("[the text was cut: showing the first 1000 of 200000 characters"),
-        "{text}"
+    has(
+        &text,
+        "[the text was cut: showing the first 1000 of 200000 characters",
     );
     assert!(text.len() < 2000, "{} bytes", text.len());
 }
@@ -428,9 +417,8 @@ fn web_search_lists_results_and_only_the_server_sees_the_key() {
     );
     assert_exit(&out, 0);
     let text = stdout(&out);
-    assert!(text.contains("1. The Rust book"), "{text}");
-    assert!(text.contains("https://wasmtime.dev/"), "{text}");
-    assert!(!printed(&out).contains(SEARCH_KEY), "{}", printed(&out));
+    has_all(&text, &["1. The Rust book", "https://wasmtime.dev/"]);
+    lacks(&printed(&out), SEARCH_KEY);
 
     let seen = site.seen();
     assert_eq!(seen.len(), 1, "{seen:?}");
@@ -638,12 +626,7 @@ fn without_anyone_to_ask_an_ungranted_origin_is_refused_with_how_to_grant_it() {
             ],
         );
         let cli = Cli::new();
-        let out = cli.run(
-            &sb.ws(),
-            &["run", "--provider", "replay", "--json", "Fetch it"],
-        );
-        assert_exit(&out, 0);
-        let events = events(&out);
+        let events = replay_events(&cli, &sb, "Fetch it");
         let end = content(find(&events, "tool_call_end", "w1"));
         assert!(
             end.contains(&format!(

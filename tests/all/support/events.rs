@@ -43,3 +43,33 @@ pub fn labels(end: &Value) -> Vec<(String, String)> {
 pub fn label(kind: &str, source: &str) -> (String, String) {
     (kind.to_owned(), source.to_owned())
 }
+
+/// The (call id, decision) of each `permission` event, in order.
+pub fn decisions(events: &[Value]) -> Vec<(String, String)> {
+    events
+        .iter()
+        .filter(|e| e["type"] == "permission")
+        .map(|e| {
+            (
+                e["call_id"].as_str().unwrap_or("").to_owned(),
+                e["decision"].as_str().unwrap_or("").to_owned(),
+            )
+        })
+        .collect()
+}
+
+/// The end of the call `id`: its content must hold `part` and its result be
+/// labelled `untrusted` by `source` alone.
+#[track_caller]
+pub fn untrusted_end<'a>(events: &'a [Value], id: &str, part: &str, source: &str) -> &'a Value {
+    let end = find(events, "tool_call_end", id);
+    assert!(
+        end["outcome"]["content"]
+            .as_str()
+            .unwrap_or_default()
+            .contains(part),
+        "{end}"
+    );
+    assert_eq!(labels(end), vec![label("untrusted", source)]);
+    end
+}

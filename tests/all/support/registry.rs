@@ -108,3 +108,17 @@ impl Registry {
         out
     }
 }
+
+/// `corral plugin publish WASM REFERENCE --requests REQUESTS`, which must
+/// succeed.
+pub fn publish(cli: &Cli, sb: &Sandbox, wasm: &str, reference: &str, requests: &str) {
+    let o = cli.run(
+        &sb.ws(),
+        &["plugin", "publish", wasm, reference, "--requests", requests],
+    );
+    assert!(
+        o.status.success(),
+        "{}",
+        crate::support::output::printed(&o)
+    );
+}

@@ -67,3 +67,24 @@ pub fn tool_call(cli: &Cli, sb: &Sandbox, tool: &str, args: impl std::fmt::Displ
         &["tool", "call", tool, "--args", &args.to_string()],
     )
 }
+
+/// The words of `line` (split at spaces) as a command's arguments.
+pub fn argv(line: &str) -> Vec<&str> {
+    line.split_whitespace().collect()
+}
+
+/// The words of `line`, then `last` whole (a prompt or JSON that may hold
+/// spaces) as a command's arguments.
+pub fn argv_with<'a>(line: &'a str, last: &'a str) -> Vec<&'a str> {
+    let mut args = argv(line);
+    args.push(last);
+    args
+}
+
+/// `corral run --provider replay --json PROMPT`, which must end well; its
+/// events ([`crate::support::events::events`]).
+pub fn replay_events(cli: &Cli, sb: &Sandbox, prompt: &str) -> Vec<serde_json::Value> {
+    let o = cli.run(&sb.ws(), &["run", "--provider", "replay", "--json", prompt]);
+    crate::support::output::assert_exit(&o, 0);
+    crate::support::events::events(&o)
+}

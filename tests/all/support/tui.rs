@@ -126,6 +126,20 @@ impl Pane {
         }
     }
 
+    /// Types `text` and presses Enter.
+    pub fn submit(&self, text: &str) {
+        self.type_text(text);
+        self.press("Enter");
+    }
+
+    /// Starts `command` as [`Pane::start`] does and waits for the UI's
+    /// empty prompt ("ask anything").
+    pub fn ready(command: &str) -> Option<Self> {
+        let pane = Self::start(command)?;
+        pane.wait_for("ask anything");
+        Some(pane)
+    }
+
     pub fn wait_for(&self, text: &str) -> String {
         self.wait(&format!("`{text}`"), |s| s.contains(text))
     }
@@ -168,4 +182,28 @@ pub fn ui_command(cli: &Cli, workspace: &Path, after: &str) -> String {
 
 pub fn quote(p: &Path) -> String {
     format!("'{}'", p.display().to_string().replace('\'', r"'\''"))
+}
+
+/// Trusts the workspace's manifest as a user would before the first run:
+/// by a `corral sessions`, which must succeed.
+pub fn trust(cli: &Cli, sb: &Sandbox) {
+    let o = cli.run(&sb.ws(), &["sessions"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
+/// The manifest the UI tests play a cassette with: the `replay` provider
+/// reading `c.json` in the workspace, `more` entries of its config after
+/// the cassette's (e.g. `, delay_ms = 5`), and a `[policy]` table of
+/// `policy` where that is not empty.
+pub fn replay_manifest(policy: &str, more: &str) -> String {
+    let policy = if policy.is_empty() {
+        String::new()
+    } else {
+        format!("[policy]\n{policy}\n\n")
+    };
+    format!(
+        "[agent]\nprovider = \"replay\"\n\n{policy}[plugins.replay]\nsource = \"builtin:replay\"\n\
+         grants.fs = [{{ path = \".\", access = \"ro\" }}]\n\
+         config = {{ cassette = \"c.json\"{more} }}\n"
+    )
 }

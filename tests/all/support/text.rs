@@ -1,0 +1,32 @@
+//! Checks on text a test got back (a command's output, a file, a screen),
+//! each failing with the text in full.
+
+/// Fails the test, showing `text`, unless it contains `needle`.
+#[track_caller]
+pub fn has(text: &str, needle: impl AsRef<str>) {
+    let needle = needle.as_ref();
+    assert!(text.contains(needle), "no {needle:?} in:\n{text}");
+}
+
+/// Fails the test, showing `text`, if it contains `needle`.
+#[track_caller]
+pub fn lacks(text: &str, needle: impl AsRef<str>) {
+    let needle = needle.as_ref();
+    assert!(!text.contains(needle), "{needle:?} in:\n{text}");
+}
+
+/// Fails the test, showing `text`, unless it contains every one of `needles`.
+#[track_caller]
+pub fn has_all(text: &str, needles: &[&str]) {
+    for needle in needles {
+        has(text, needle);
+    }
+}
+
+/// Fails the test, showing `text`, if it contains any of `needles`.
+#[track_caller]
+pub fn lacks_all(text: &str, needles: &[&str]) {
+    for needle in needles {
+        lacks(text, needle);
+    }
+}
