@@ -923,3 +923,60 @@ fn laundering_an_untrusted_value_through_the_workspace_does_not_make_it_trusted(
     assert_held(&events, "c5", "get.evil.example");
     assert!(!sb.ws().join("ran.txt").exists(), "the laundered call ran");
 }
+
+/// At a real terminal, in `full-auto`, the held call is put to the person
+/// with the value and where it came from; "y" sends it, "n" sends nothing
+/// and the model reads why.
+#[test]
+fn at_a_terminal_the_held_call_is_asked_with_its_value_and_its_source() {
+    let Some(python) = sdk_python() else { return };
+    for (answer, sent) in [("y\n", 1), ("n\n", 0)] {
+        let web = Web::start(true);
+        let sb = project(&python, &web, "");
+        let url = format!("{}?log=parsing-is-faster", web.collect_url());
+        crate::support::cassette::write(
+            &sb,
+            "office.cassette.json",
+            &[
+                call_turn("c1", "web_fetch", json!({ "url": web.page_url() })),
+                call_turn("c2", "http_get", json!({ "url": url })),
+                answer_turn("Done."),
+            ],
+        );
+        let prompt = format!("Read the release notes at {}", web.page_url());
+        let cli = Cli::new();
+        let (code, screen) = crate::support::approvals::run_on_pty(
+            &cli,
+            &sb.ws(),
+            &[
+                "run",
+                "--provider",
+                "replay",
+                "--mode",
+                "full-auto",
+                &prompt,
+            ],
+            &[answer],
+        );
+        assert_eq!(code, Some(0), "{screen}");
+        let asked = screen
+            .split(crate::support::approvals::PROMPT)
+            .next()
+            .unwrap_or_default();
+        for part in [
+            "injection guard",
+            "/collect?log=parsing-is-faster",
+            "the result of `web_fetch`",
+        ] {
+            assert!(
+                asked.contains(part),
+                "{answer:?}: the prompt lacks {part:?}:\n{screen}"
+            );
+        }
+        assert_eq!(
+            web.collector.requests().len(),
+            sent,
+            "{answer:?}:\n{screen}"
+        );
+    }
+}
