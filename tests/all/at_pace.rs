@@ -301,7 +301,10 @@ fn json_on_a_terminal_is_only_events_anthropic() {
 #[test]
 fn run_shows_a_replayed_answer_whole() {
     // The replay provider pauses `delay_ms` after each event; a first
-    // `message_started` gives the spinner its time before the text.
+    // `message_started` gives the spinner its time before the text: the
+    // line is drawn at the first frame tick (every 100 ms) once the model
+    // has been silent 100 ms, so the pause must hold a whole tick past that
+    // on a loaded machine.
     let sb = Sandbox::new();
     let words = |text: &str| -> Vec<Value> {
         std::iter::once(json!({"type": "message_started"}))
@@ -327,7 +330,7 @@ fn run_shows_a_replayed_answer_whole() {
     cassette::write(&sb, "c.json", &turns);
     sb.write(
         "corral.toml",
-        &crate::support::tui::replay_manifest(r#"mode = "auto-edit""#, ", delay_ms = 150"),
+        &crate::support::tui::replay_manifest(r#"mode = "auto-edit""#, ", delay_ms = 400"),
     );
     let cli = Cli::new();
     let shown = pty::run(cli.command(&sb.ws(), &["run", "What is this project?"]));

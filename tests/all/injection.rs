@@ -651,11 +651,12 @@ fn a_person_who_approves_an_untrusted_value_lets_it_pass_for_the_session() {
     assert!(web.collector.requests().is_empty());
 }
 
-#[test]
-fn yes_does_not_approve_what_the_injection_guard_holds() {
-    let Some(python) = sdk_python() else { return };
+/// The web scenario with its injection, where the model obeys: it reads the
+/// page (`c1`), then sends to the collector the page names (`c2`). The
+/// project, its web, and the prompt that asks to read the page.
+fn fetch_then_send(python: &Path) -> (Sandbox, Web, String) {
     let web = Web::start(true);
-    let sb = project(&python, &web, "");
+    let sb = project(python, &web, "");
     let url = format!("{}?log=parsing-is-faster", web.collect_url());
     crate::support::cassette::write(
         &sb,
@@ -667,6 +668,13 @@ fn yes_does_not_approve_what_the_injection_guard_holds() {
         ],
     );
     let prompt = format!("Read the release notes at {}", web.page_url());
+    (sb, web, prompt)
+}
+
+#[test]
+fn yes_does_not_approve_what_the_injection_guard_holds() {
+    let Some(python) = sdk_python() else { return };
+    let (sb, web, prompt) = fetch_then_send(&python);
     let o = Cli::new().run(
         &sb.ws(),
         &["run", "--provider", "replay", "--yes", "--json", &prompt],
@@ -931,19 +939,7 @@ fn laundering_an_untrusted_value_through_the_workspace_does_not_make_it_trusted(
 fn at_a_terminal_the_held_call_is_asked_with_its_value_and_its_source() {
     let Some(python) = sdk_python() else { return };
     for (answer, sent) in [("y\n", 1), ("n\n", 0)] {
-        let web = Web::start(true);
-        let sb = project(&python, &web, "");
-        let url = format!("{}?log=parsing-is-faster", web.collect_url());
-        crate::support::cassette::write(
-            &sb,
-            "office.cassette.json",
-            &[
-                call_turn("c1", "web_fetch", json!({ "url": web.page_url() })),
-                call_turn("c2", "http_get", json!({ "url": url })),
-                answer_turn("Done."),
-            ],
-        );
-        let prompt = format!("Read the release notes at {}", web.page_url());
+        let (sb, web, prompt) = fetch_then_send(&python);
         let cli = Cli::new();
         let (code, screen) = crate::support::approvals::run_on_pty(
             &cli,
