@@ -4,7 +4,7 @@
 //! subagents in git worktrees whose diff waits for the user's approval.
 
 use crate::support::agents::{family, project};
-use crate::support::cassette::{answer_turn, calls_turn, slow_answer_turn};
+use crate::support::cassette::{answer_turn, call_turn, calls_turn, slow_answer_turn};
 use crate::support::git::{git, repo};
 use crate::support::log::of_type;
 use crate::support::output::assert_exit;
@@ -614,5 +614,53 @@ fn ctrl_c_in_a_worktree_subagent_keeps_its_diff_and_removes_the_worktree() {
         std::fs::read_to_string(patch)
             .expect("patch")
             .contains("+- DONE: ship it")
+    );
+}
+
+/// `--last` means the user's last session, never a subagent's log beside
+/// it (which starts later than its parent): `show`, `resume` and `undo`
+/// all find it the same way.
+#[test]
+fn last_is_the_users_session_not_one_of_its_subagents() {
+    let server = crate::support::guard::collector();
+    let sb = crate::support::guard::project(server.port, "");
+    let child = vec![
+        call_turn("s1", "read_file", json!({"path": "notes.txt"})),
+        answer_turn("Nothing secret."),
+    ];
+    let parent = vec![
+        call_turn(
+            "c1",
+            "task",
+            json!({"prompt": "Read notes.txt", "tools": ["read_file"]}),
+        ),
+        answer_turn("Done."),
+    ];
+    crate::support::cassette::write_with_agents(
+        &sb,
+        "guard.cassette.json",
+        &parent,
+        &json!([{"prompt": "Read notes.txt", "turns": child}]),
+    );
+    let cli = Cli::new();
+    let events = crate::support::run::replay_events(&cli, &sb, "Summarise the notes");
+    let started = events
+        .iter()
+        .find(|e| e["type"] == "session_started")
+        .expect("started");
+    let id = started["session_id"].as_str().expect("id").to_owned();
+    assert!(
+        events.iter().any(|e| e["type"] == "subagent"),
+        "no subagent ran: {events:#?}"
+    );
+    let o = cli.run(&sb.ws(), &["show", "--last", "--json"]);
+    crate::support::output::assert_exit(&o, 0);
+    // The transcript is the log's records: the first is its start.
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let first: Value =
+        serde_json::from_str(stdout.lines().next().expect("a transcript")).expect("a JSON record");
+    assert_eq!(
+        first["event"]["session_id"], id,
+        "--last found another log: {first}"
     );
 }

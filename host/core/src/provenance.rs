@@ -328,6 +328,10 @@ impl Labels {
 /// so it inherits their labels.
 pub fn held_from(records: &[Record]) -> Held {
     let mut held = Held::default();
+    // A subagent's prompt was written by the model, not by the user.
+    let child = records
+        .iter()
+        .any(|r| matches!(r.event, Event::SubagentStarted { .. }));
     let mut args: std::collections::HashMap<&str, &str> = std::collections::HashMap::new();
     for record in records {
         match &record.event {
@@ -344,7 +348,7 @@ pub fn held_from(records: &[Record]) -> Held {
                 let asked = args.get(call_id.as_str()).copied().unwrap_or_default();
                 Taught::of(&outcome.labels, name, &outcome.content, asked, false).into(&mut held);
             }
-            Event::UserMessage { text } => held.values.add_trusted(significant(text)),
+            Event::UserMessage { text } if !child => held.values.add_trusted(significant(text)),
             _ => {}
         }
     }

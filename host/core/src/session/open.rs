@@ -62,9 +62,13 @@ pub fn sessions_dir(workspace: &Path) -> Result<PathBuf, FindError> {
 pub fn find_session(dir: &Path, id: Option<&str>) -> Result<PathBuf, FindError> {
     // Only ids and start times are needed: no log's tail is read.
     let all = list_heads(dir).map_err(|e| FindError::Unlisted(crate::words::io(&e)))?;
+    // `--last` is the user's last session: a subagent's log, which starts
+    // after its parent's, is reached by its id only.
     let Some(id) = id else {
         return all
-            .last()
+            .iter()
+            .rev()
+            .find(|s| s.parent.is_none())
             .map(|s| s.path.clone())
             .ok_or(FindError::NoSessions);
     };
