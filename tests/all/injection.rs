@@ -113,20 +113,7 @@ fn project(python: &Path, web: &Web, guard: &str) -> Sandbox {
 /// `corral run --mode full-auto --json PROMPT` with nobody to answer; its
 /// events.
 fn run_unattended(sb: &Sandbox, prompt: &str) -> Vec<Value> {
-    let o = Cli::new().run(
-        &sb.ws(),
-        &[
-            "run",
-            "--provider",
-            "replay",
-            "--mode",
-            "full-auto",
-            "--json",
-            prompt,
-        ],
-    );
-    assert_exit(&o, 0);
-    events(&o)
+    crate::support::guard::run_full_auto_asking(&Cli::new(), sb, prompt)
 }
 
 /// The permission events that the injection guard decided.

@@ -232,17 +232,8 @@ impl Values {
 /// Whether the absolute `path` is `workspace` or beneath it, read
 /// lexically (`..` climbs out, `//` and `.` count for nothing).
 fn within(path: &str, workspace: &str) -> bool {
-    let mut parts: Vec<&str> = Vec::new();
-    for part in path.split('/') {
-        match part {
-            "" | "." => {}
-            ".." => {
-                parts.pop();
-            }
-            p => parts.push(p),
-        }
-    }
-    let root: Vec<&str> = workspace.split('/').filter(|p| !p.is_empty()).collect();
+    let parts = corral_syntax::path::lexical(path).parts;
+    let root = corral_syntax::path::lexical(workspace).parts;
     !root.is_empty() && parts.starts_with(&root)
 }
 

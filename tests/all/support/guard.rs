@@ -47,6 +47,11 @@ pub fn collector() -> MockServer {
 
 /// `corral run` with the replay provider in full-auto mode; its events.
 pub fn run_full_auto(cli: &Cli, sb: &Sandbox) -> Vec<Value> {
+    run_full_auto_asking(cli, sb, "Summarise the project")
+}
+
+/// [`run_full_auto`] with `prompt`, nobody to answer an approval.
+pub fn run_full_auto_asking(cli: &Cli, sb: &Sandbox, prompt: &str) -> Vec<Value> {
     let o = cli.run(
         &sb.ws(),
         &[
@@ -56,7 +61,7 @@ pub fn run_full_auto(cli: &Cli, sb: &Sandbox) -> Vec<Value> {
             "--mode",
             "full-auto",
             "--json",
-            "Summarise the project",
+            prompt,
         ],
     );
     assert_exit(&o, 0);
