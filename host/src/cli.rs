@@ -175,6 +175,15 @@ enum Command {
     /// `list`, `remove`).
     #[command(subcommand)]
     Mcp(mcp::McpCmd),
+    /// Serve an editor over the Agent Client Protocol on stdin/stdout (Zed,
+    /// JetBrains IDEs, Neovim, Emacs): each session is a corral session of
+    /// the editor's project, under its manifest, policy and log.
+    Acp {
+        /// The permission mode sessions start in (default: the manifest's);
+        /// the editor can switch it.
+        #[arg(long)]
+        mode: Option<corral_protocol::Mode>,
+    },
 }
 
 #[derive(Subcommand)]
@@ -584,6 +593,12 @@ async fn run(cli: Cli) -> ExitCode {
             tool_call(&workspace, &name, &args, json.json).await
         }
         Command::Mcp(cmd) => mcp::mcp(&workspace, cmd).await,
+        Command::Acp { mode } => {
+            match corral_acp::serve_stdio(corral_acp::AcpOptions { mode }).await {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => fail(&e.to_string()),
+            }
+        }
     }
 }
 

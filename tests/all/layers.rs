@@ -18,6 +18,7 @@ const LAYERS: &[&str] = &[
     "corral-core",
     "corral-tui",
     "corral-mcp",
+    "corral-acp",
     "corral",
 ];
 
@@ -25,9 +26,16 @@ const LAYERS: &[&str] = &[
 const FRONT_ENDS: &[(&str, &[&str])] = &[
     ("corral-tui", &["corral-core", "corral-protocol"]),
     ("corral-mcp", &["corral-core", "corral-protocol"]),
+    ("corral-acp", &["corral-core", "corral-protocol"]),
     (
         "corral",
-        &["corral-core", "corral-protocol", "corral-tui", "corral-mcp"],
+        &[
+            "corral-core",
+            "corral-protocol",
+            "corral-tui",
+            "corral-mcp",
+            "corral-acp",
+        ],
     ),
 ];
 

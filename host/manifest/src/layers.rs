@@ -95,6 +95,18 @@ pub fn load_with(
     workspace: &Path,
     overrides: &super::Overrides,
 ) -> Result<Manifest, ManifestError> {
+    load_adding(workspace, overrides, Vec::new())
+}
+
+/// [`load_with`], with `extra` layers after the files and before the
+/// overrides: settings a front-end was given for one session (an editor's
+/// MCP servers). They weigh as the user's file does, never as the
+/// project's: nothing in them needs trust or loosens a grant of their own.
+pub fn load_adding(
+    workspace: &Path,
+    overrides: &super::Overrides,
+    extra: Vec<Layer>,
+) -> Result<Manifest, ManifestError> {
     let (mut layers, untrusted) = layers(workspace).map_err(|e| ManifestError {
         file: workspace.display().to_string(),
         line: 0,
@@ -108,6 +120,7 @@ pub fn load_with(
             file.display()
         );
     }
+    layers.extend(extra);
     let project = workspace.join("corral.toml");
     let project_name = project.display().to_string();
     // Trust is bound to the project's file as written, not as overridden.

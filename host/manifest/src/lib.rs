@@ -43,7 +43,7 @@ pub mod trust;
 
 pub use error::{ManifestError, Origin, SecretError};
 pub use hook::HookBinding;
-pub use layers::{from_layers, layers, load, load_with, read_manifest, user_file};
+pub use layers::{from_layers, layers, load, load_adding, load_with, read_manifest, user_file};
 pub use loosen::{Loosening, MAY_LOOSEN_KEY, wide_grants};
 pub use mcp::{
     DEFAULT_MCP_OUTPUT_KB, DEFAULT_MCP_TIMEOUT_MS, McpPackage, McpServerDecl, PackageStore,
