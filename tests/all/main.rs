@@ -8,6 +8,7 @@
     reason = "a test fails loudly at the first surprise"
 )]
 
+mod acp;
 mod agent;
 mod at_pace;
 mod attack_approvals;
