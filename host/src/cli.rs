@@ -3,6 +3,7 @@
 
 mod commands;
 mod history;
+mod hooks;
 mod install;
 mod logsink;
 mod mcp;
@@ -175,6 +176,10 @@ enum Command {
     /// `list`, `remove`).
     #[command(subcommand)]
     Mcp(mcp::McpCmd),
+    /// Command hooks: import the hooks of a Claude Code settings.json
+    /// (`import`), to run confined.
+    #[command(subcommand)]
+    Hooks(hooks::HooksCmd),
 }
 
 #[derive(Subcommand)]
@@ -584,6 +589,7 @@ async fn run(cli: Cli) -> ExitCode {
             tool_call(&workspace, &name, &args, json.json).await
         }
         Command::Mcp(cmd) => mcp::mcp(&workspace, cmd).await,
+        Command::Hooks(cmd) => hooks::hooks(&workspace, cmd),
     }
 }
 
