@@ -138,7 +138,10 @@ fn a_claude_code_hook_blocks_rm_rf_unchanged_and_allows_the_rest() {
     let (code, err) = run(&cli, &sb, &[], &[]);
     assert_eq!(code, Some(0), "{err}");
     assert!(sb.ws().join("victim/keep.txt").exists(), "rm -rf ran");
-    assert!(sb.ws().join("fine").exists(), "the allowed command did not run");
+    assert!(
+        sb.ws().join("fine").exists(),
+        "the allowed command did not run"
+    );
     let result = openai_tool_result(&mock.requests()[1], "c1");
     assert!(result.starts_with("blocked by hook `$ "), "{result}");
     has(
@@ -264,7 +267,11 @@ deny = ["run_command(touch denied)", "run_command(touch gated)"]
     let requests = mock.requests();
     let result = |id| openai_tool_result(&requests[1], id);
     has(&result("c1"), "not this one");
-    assert!(result("c1").starts_with("blocked by hook"), "{}", result("c1"));
+    assert!(
+        result("c1").starts_with("blocked by hook"),
+        "{}",
+        result("c1")
+    );
     assert!(!sb.ws().join("deny-me").exists());
     // updatedInput is carried out.
     assert!(!sb.ws().join("a").exists());
@@ -448,25 +455,40 @@ fn a_project_command_hook_runs_only_as_trusted() {
     );
     let (code, err) = run(&cli, &sb, &[], &[]);
     assert_eq!(code, Some(0), "{err}");
-    assert!(!sb.ws().join("made").exists(), "the trusted hook did not block");
-    has(&openai_tool_result(&mock.requests()[3], "c1"), "nothing runs here");
+    assert!(
+        !sb.ws().join("made").exists(),
+        "the trusted hook did not block"
+    );
+    has(
+        &openai_tool_result(&mock.requests()[3], "c1"),
+        "nothing runs here",
+    );
 
     // Its script changed after trust: it does not run, and the call it
     // would judge is blocked.
     script(&sb, ".claude/hooks/no.sh", "#!/bin/bash\nexit 0\n");
     let (code, err) = run(&cli, &sb, &[], &[]);
     assert_eq!(code, Some(0), "{err}");
-    assert!(!sb.ws().join("made").exists(), "a changed hook let the call through");
+    assert!(
+        !sb.ws().join("made").exists(),
+        "a changed hook let the call through"
+    );
     let result = openai_tool_result(&mock.requests()[5], "c1");
     has_all(
         &result,
         &["did not run", "changed since you trusted", "corral trust"],
     );
     let o = cli.run(&sb.ws(), &["trust", "--yes"]);
-    has(&String::from_utf8_lossy(&o.stdout), "changed since you trusted it");
+    has(
+        &String::from_utf8_lossy(&o.stdout),
+        "changed since you trusted it",
+    );
     let (code, err) = run(&cli, &sb, &[], &[]);
     assert_eq!(code, Some(0), "{err}");
-    assert!(sb.ws().join("made").exists(), "the approved script did not run");
+    assert!(
+        sb.ws().join("made").exists(),
+        "the approved script did not run"
+    );
 }
 
 #[test]

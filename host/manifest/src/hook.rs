@@ -54,11 +54,11 @@ pub struct CommandHook {
     pub net: Network,
     /// The workspace: its working directory, which it may read.
     pub workspace: PathBuf,
-    /// For a hook of the project's manifest: the files of its code as
-    /// trusting the manifest approved them (see
-    /// [`crate::trust::hook_code`]); a hook whose files differ does not
-    /// run. `None` for the user's own hooks.
-    pub trusted_code: Option<crate::trust::ServerCode>,
+    /// For a hook of the project's manifest: each file of its code (by
+    /// path) and its SHA-256 as trusting the manifest approved them (see
+    /// `trust::hook_code`); a hook whose files differ does not run. `None`
+    /// for the user's own hooks.
+    pub trusted_code: Option<std::collections::BTreeMap<String, Option<String>>>,
 }
 
 impl CommandHook {

@@ -424,7 +424,10 @@ pub fn hook_code(hook: &CommandHook) -> Vec<CodeFile> {
         let Ok(words) = corral_syntax::shell::words(segment) else {
             continue;
         };
-        for word in words.iter().filter(|w| !w.is_empty() && !w.starts_with('-')) {
+        for word in words
+            .iter()
+            .filter(|w| !w.is_empty() && !w.starts_with('-'))
+        {
             let path = hook.workspace.join(word);
             let beneath = path
                 .canonicalize()

@@ -82,10 +82,9 @@ fn tool_pattern(alt: &str) -> Result<String, String> {
     }
     if let Some(rest) = alt.strip_prefix("mcp__") {
         // corral offers MCP server S's tool T as `S__T`.
-        let rest = rest.strip_suffix(".*").map_or_else(
-            || rest.to_owned(),
-            |server| format!("{server}*"),
-        );
+        let rest = rest
+            .strip_suffix(".*")
+            .map_or_else(|| rest.to_owned(), |server| format!("{server}*"));
         if rest
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '*'))
@@ -93,10 +92,12 @@ fn tool_pattern(alt: &str) -> Result<String, String> {
             return Ok(rest);
         }
     }
-    if alt
-        .chars()
-        .any(|c| matches!(c, '.' | '*' | '+' | '?' | '[' | ']' | '(' | ')' | '^' | '$' | '\\'))
-    {
+    if alt.chars().any(|c| {
+        matches!(
+            c,
+            '.' | '*' | '+' | '?' | '[' | ']' | '(' | ')' | '^' | '$' | '\\'
+        )
+    }) {
         return Err(format!(
             "`{alt}` is a regular expression corral's matcher cannot translate (it matches tool \
              names with `*` only); write `tools` by hand"
@@ -176,8 +177,16 @@ fn plan(settings: &Value) -> Plan {
                 ));
                 continue;
             }
-            for hook in group.get("hooks").and_then(Value::as_array).into_iter().flatten() {
-                let kind = hook.get("type").and_then(Value::as_str).unwrap_or("command");
+            for hook in group
+                .get("hooks")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
+                let kind = hook
+                    .get("type")
+                    .and_then(Value::as_str)
+                    .unwrap_or("command");
                 let command = hook.get("command").and_then(Value::as_str);
                 let (Some(command), "command") = (command, kind) else {
                     plan.skipped.push(format!(
@@ -219,7 +228,8 @@ impl Imported {
             "runs `/bin/sh -c` on it confined, for at most {} s: reads the system's directories \
              and the workspace only, writes nothing but a private temporary directory, no \
              network, environment PATH, HOME, LANG and CLAUDE_PROJECT_DIR",
-            self.timeout.unwrap_or(manifest::DEFAULT_COMMAND_TIMEOUT_SECS)
+            self.timeout
+                .unwrap_or(manifest::DEFAULT_COMMAND_TIMEOUT_SECS)
         );
         if self.command.contains("~/") || self.command.contains("$HOME") {
             text.push_str(
@@ -339,14 +349,13 @@ fn write_entries(workspace: &Path, from: &Path, entries: &[Imported]) -> Result<
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
         Err(e) => return Err(format!("cannot read {}: {e}", target.display())),
     };
-    let mut doc: DocumentMut = text
-        .parse()
-        .map_err(|e: toml_edit::TomlError| {
-            format!("{} is not valid TOML: {}", target.display(), e.message())
-        })?;
+    let mut doc: DocumentMut = text.parse().map_err(|e: toml_edit::TomlError| {
+        format!("{} is not valid TOML: {}", target.display(), e.message())
+    })?;
     append(&mut doc, entries);
     if let Some(dir) = target.parent() {
-        std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        std::fs::create_dir_all(dir)
+            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     }
     std::fs::write(&target, doc.to_string())
         .map_err(|e| format!("cannot write {}: {e}", target.display()))?;

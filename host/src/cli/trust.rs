@@ -54,10 +54,10 @@ pub(super) async fn trust(workspace: &std::path::Path, yes: bool) -> ExitCode {
             let recorded = trust::recorded_files(&store, &canonical, &text).unwrap_or_default();
             let changed = files_changed(&files, &recorded);
             let approved = trust::recorded_servers(&store, &canonical, &text).unwrap_or_default();
-            let mut code_changed = code_changed(&code, &approved);
+            let code_changed = code_changed(&code, &approved);
             let approved_hooks =
                 trust::recorded_hooks(&store, &canonical, &text).unwrap_or_default();
-            code_changed.push_str(&super::hooks::code_changed(&hook_code, &approved_hooks));
+            let hooks_changed = super::hooks::code_changed(&hook_code, &approved_hooks);
             // A server whose code changed runs only once the change is
             // approved (below), not to list its tools for this review.
             let tools_changed = if code_changed.is_empty() {
@@ -70,6 +70,7 @@ pub(super) async fn trust(workspace: &std::path::Path, yes: bool) -> ExitCode {
             };
             if changed.is_empty()
                 && code_changed.is_empty()
+                && hooks_changed.is_empty()
                 && tools_changed.is_empty()
                 && !commands_changed
             {
@@ -81,7 +82,10 @@ pub(super) async fn trust(workspace: &std::path::Path, yes: bool) -> ExitCode {
                 what.push("plugin files it names");
             }
             if !code_changed.is_empty() {
-                what.push("the code its MCP servers or command hooks run");
+                what.push("the code its MCP servers run");
+            }
+            if !hooks_changed.is_empty() {
+                what.push("the files its command hooks run");
             }
             if !tools_changed.is_empty() {
                 what.push("the tools its MCP servers list");
@@ -90,7 +94,7 @@ pub(super) async fn trust(workspace: &std::path::Path, yes: bool) -> ExitCode {
                 what.push("its custom commands");
             }
             format!(
-                "{} is unchanged, but {} changed since you trusted it:\n{changed}{code_changed}{tools_changed}",
+                "{} is unchanged, but {} changed since you trusted it:\n{changed}{code_changed}{hooks_changed}{tools_changed}",
                 file.display(),
                 what.join(" and ")
             )

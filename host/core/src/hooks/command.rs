@@ -473,6 +473,9 @@ mod tests {
             serde_json::from_str::<Value>(&back).expect("json"),
             json!({"path":"b.rs","content":"x"})
         );
-        assert_eq!(tool_input("run_command", r#"{"command":"ls"}"#)["command"], "ls");
+        assert_eq!(
+            tool_input("run_command", r#"{"command":"ls"}"#)["command"],
+            "ls"
+        );
     }
 }
