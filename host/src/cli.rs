@@ -3,6 +3,7 @@
 
 mod commands;
 mod history;
+mod hooks;
 mod install;
 mod logsink;
 mod mcp;
@@ -184,6 +185,10 @@ enum Command {
         #[arg(long)]
         mode: Option<corral_protocol::Mode>,
     },
+    /// Command hooks: import the hooks of a Claude Code settings.json
+    /// (`import`), to run confined.
+    #[command(subcommand)]
+    Hooks(hooks::HooksCmd),
 }
 
 #[derive(Subcommand)]
@@ -599,6 +604,7 @@ async fn run(cli: Cli) -> ExitCode {
                 Err(e) => fail(&e.to_string()),
             }
         }
+        Command::Hooks(cmd) => hooks::hooks(&workspace, cmd),
     }
 }
 

@@ -24,6 +24,7 @@ mod budgets;
 mod cache;
 mod children;
 mod cli;
+mod command_hooks;
 mod commands;
 mod compact;
 mod conformance;

@@ -19,16 +19,23 @@
 //!   blocks, so a broken hook never lets through what it was meant to
 //!   judge. For the other events it is ignored.
 //!
+//! A binding may also run a command ([`command`]): a hook written for
+//! Claude Code, run unchanged through `/bin/sh -c` inside the confinement
+//! of every native program, answering by exit code and JSON; its answer
+//! folds into the same [`Outcome`].
+//!
 //! A rewrite never widens what the permission policy allows: the dispatcher
 //! validates the new arguments against the tool's schema and judges the
 //! call by the stricter of the verdicts on the original and the rewritten
 //! arguments ([`stricter`]).
 
-use crate::manifest::HookBinding;
+use crate::manifest::{CommandHook, HookBinding, HookTarget};
 use crate::policy::{Decision, Verdict as PolicyVerdict};
 use crate::protocol::{Event, HookDecision, HookEvent, HookInput, Verdict};
 use crate::runtime::{Plugin, Plugins};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+
+pub mod command;
 
 /// Where the hooks' decisions are recorded, an [`Event::Hook`] each: the
 /// session log and the front-end, or the MCP server's host log. A call's
@@ -79,25 +86,82 @@ pub fn go_on(plugin: &str, reason: &str) -> String {
     format!("[hook `{plugin}` did not let the run stop]\n{reason}")
 }
 
-/// A binding with its loaded plugin.
+/// A binding with what it runs.
 struct Bound {
     binding: HookBinding,
-    plugin: Arc<Plugin>,
+    runs: Runs,
+}
+
+/// What a bound hook runs.
+enum Runs {
+    /// A loaded hook plugin.
+    Plugin(Arc<Plugin>),
+    /// A command line, run confined.
+    Command(Box<CommandHook>),
 }
 
 impl Bound {
     /// Whether the hook could carry data off the machine: it is granted
     /// the network, or a program that has it.
     fn networked(&self) -> bool {
-        let decl = self.plugin.decl();
-        !decl.net.is_empty() || decl.exec.iter().any(|g| g.network.reaches())
+        match &self.runs {
+            Runs::Plugin(plugin) => {
+                let decl = plugin.decl();
+                !decl.net.is_empty() || decl.exec.iter().any(|g| g.network.reaches())
+            }
+            Runs::Command(c) => c.net.reaches(),
+        }
+    }
+
+    /// Its name in messages and the log, safe for a terminal.
+    fn name(&self) -> String {
+        match &self.runs {
+            Runs::Plugin(plugin) => plugin.decl().name.clone(),
+            Runs::Command(_) => crate::terminal::inert(&self.binding.name()).into_owned(),
+        }
+    }
+
+    /// Runs the hook on `input`: its verdict and a note for the log, or
+    /// why it failed.
+    async fn answer(
+        &self,
+        input: &HookInput,
+        session: &command::Session,
+    ) -> Result<command::Answer, String> {
+        let event = input.event();
+        match &self.runs {
+            Runs::Plugin(plugin) => match plugin.handle_hook(input).await {
+                Err(e) => Err(e.to_string()),
+                Ok(v) if !v.fits(event) => Err(format!(
+                    "hook `{}` answered `{}`, which {} hooks cannot do",
+                    plugin.decl().name,
+                    v.name(),
+                    event.as_str()
+                )),
+                Ok(verdict) => Ok(command::Answer {
+                    verdict,
+                    note: String::new(),
+                }),
+            },
+            Runs::Command(hook) => {
+                let mut answer = command::run(hook, input, session).await?;
+                if let (Verdict::Rewrite(updated), Some(call)) = (&answer.verdict, input.call()) {
+                    answer.verdict =
+                        Verdict::Rewrite(command::rewritten(&call.name, &call.arguments, updated));
+                }
+                Ok(answer)
+            }
+        }
     }
 }
 
-/// The hooks of a session: every `[hooks]` binding with its plugin.
+/// The hooks of a session: every `[hooks]` binding with its plugin or
+/// command.
 #[derive(Default)]
 pub struct Hooks {
     bound: Vec<Bound>,
+    /// What command hooks are told of the session.
+    session: Mutex<command::Session>,
 }
 
 impl std::fmt::Debug for Hooks {
@@ -106,7 +170,7 @@ impl std::fmt::Debug for Hooks {
             .entries(
                 self.bound
                     .iter()
-                    .map(|b| (b.binding.event.as_str(), &b.binding.plugin)),
+                    .map(|b| (b.binding.event.as_str(), b.binding.name())),
             )
             .finish()
     }
@@ -121,7 +185,7 @@ pub enum BindError {
         "hooks.{} ({}): plugin `{}` is not loaded",
         .0.event.as_str(),
         .0.origin,
-        .0.plugin
+        .0.name()
     )]
     NotLoaded(HookBinding),
     /// The binding names a plugin that is not a hook component.
@@ -130,7 +194,7 @@ pub enum BindError {
          corral:plugin/hook@0.1.0; bind a hook component, or remove the binding",
         binding.event.as_str(),
         binding.origin,
-        binding.plugin,
+        binding.name(),
         component
     )]
     NotAHook {
@@ -155,14 +219,24 @@ impl Hooks {
 
     /// The hooks of `bindings`, each with its plugin from `plugins`, which
     /// must export `corral:plugin/hook` (a plugin whose tools came from the
-    /// description cache is compiled now to tell).
+    /// description cache is compiled now to tell), or its command.
     pub async fn new(bindings: &[HookBinding], plugins: &Plugins) -> Result<Self, BindError> {
         let mut bound = Vec::with_capacity(bindings.len());
         for binding in bindings {
+            let name = match &binding.target {
+                HookTarget::Command(hook) => {
+                    bound.push(Bound {
+                        binding: binding.clone(),
+                        runs: Runs::Command(hook.clone()),
+                    });
+                    continue;
+                }
+                HookTarget::Plugin(name) => name,
+            };
             let plugin = plugins
                 .plugins()
                 .iter()
-                .find(|p| p.decl().name == binding.plugin)
+                .find(|p| p.decl().name == *name)
                 .cloned()
                 .ok_or_else(|| BindError::NotLoaded(binding.clone()))?;
             if !plugin.is_hook().await {
@@ -173,10 +247,36 @@ impl Hooks {
             }
             bound.push(Bound {
                 binding: binding.clone(),
-                plugin,
+                runs: Runs::Plugin(plugin),
             });
         }
-        Ok(Self { bound })
+        Ok(Self {
+            bound,
+            session: Mutex::default(),
+        })
+    }
+
+    /// Tells command hooks the session's id (Claude Code's `session_id`).
+    pub fn set_session(&self, id: &str) {
+        if let Ok(mut s) = self.session.lock() {
+            s.id = id.to_owned();
+        }
+    }
+
+    /// What command hooks are told of the session now.
+    fn session(&self) -> command::Session {
+        self.session.lock().map(|s| s.clone()).unwrap_or_default()
+    }
+
+    /// Notes whether the `stop` hooks kept the run going (`stop_hook_active`
+    /// for the next stop); a new prompt starts afresh.
+    fn note_stop(&self, event: HookEvent, blocked: bool) {
+        if !matches!(event, HookEvent::Stop | HookEvent::UserPrompt) {
+            return;
+        }
+        if let Ok(mut s) = self.session.lock() {
+            s.stop_active = event == HookEvent::Stop && blocked;
+        }
     }
 
     /// Whether any hook is bound to `event`.
@@ -210,11 +310,12 @@ impl Hooks {
         let mut outcome = Outcome::default();
         let tool = input.call().map(|c| c.name.clone());
         let call_id = input.call().map(|c| c.id.clone());
+        let session = self.session();
         for bound in &self.bound {
             if bound.binding.event != event || !bound.binding.matches(tool.as_deref()) {
                 continue;
             }
-            let name = &bound.plugin.decl().name;
+            let name = bound.name();
             let given = match &withheld {
                 Some(withheld) if bound.networked() => {
                     tracing::info!(hook = %name, "sensitive content withheld from a hook with the network");
@@ -222,16 +323,7 @@ impl Hooks {
                 }
                 _ => &input,
             };
-            let answer = match bound.plugin.handle_hook(given).await {
-                Err(e) => Err(e.to_string()),
-                Ok(v) if !v.fits(event) => Err(format!(
-                    "hook `{name}` answered `{}`, which {} hooks cannot do",
-                    v.name(),
-                    event.as_str()
-                )),
-                Ok(v) => Ok(v),
-            };
-            let verdict = match answer {
+            let answer = match bound.answer(given, &session).await {
                 Err(why) => {
                     let shown = crate::terminal::inert(&why);
                     tracing::warn!(hook = %name, event = event.as_str(), "{shown}");
@@ -252,28 +344,34 @@ impl Hooks {
                     }
                     continue;
                 }
-                Ok(v) => v,
+                Ok(answer) => answer,
             };
+            let verdict = answer.verdict;
             let (decision, detail) = verdict.logged();
+            let detail = match (detail.is_empty(), answer.note.is_empty()) {
+                (_, true) => detail.to_owned(),
+                (true, false) => answer.note,
+                (false, false) => format!("{detail}\n({})", answer.note),
+            };
             sink.emit(Event::Hook {
                 event,
                 plugin: name.clone(),
                 call_id: call_id.clone(),
                 decision,
-                detail: detail.to_owned(),
+                detail,
             })?;
             match verdict {
                 Verdict::Continue => {}
                 Verdict::Block(reason) => {
                     outcome.blocked = Some(if event == HookEvent::Stop {
-                        go_on(name, &reason)
+                        go_on(&name, &reason)
                     } else {
                         format!("blocked by hook `{name}`: {reason}")
                     });
                     break;
                 }
                 Verdict::Ask(reason) => outcome.ask.push(format!("hook `{name}`: {reason}")),
-                Verdict::AddContext(text) => outcome.context.push(context_entry(name, &text)),
+                Verdict::AddContext(text) => outcome.context.push(context_entry(&name, &text)),
                 Verdict::Rewrite(arguments) => {
                     if let HookInput::BeforeTool { call, .. } = &mut input {
                         call.arguments = arguments.clone();
@@ -282,6 +380,7 @@ impl Hooks {
                 }
             }
         }
+        self.note_stop(event, outcome.blocked.is_some());
         Ok(outcome)
     }
 
@@ -341,6 +440,7 @@ impl SessionHooks {
         let Some(resumed) = self.pending_start.take() else {
             return Ok(());
         };
+        self.hooks.set_session(session_id);
         if !self.hooks.has(HookEvent::SessionStart) {
             return Ok(());
         }
@@ -367,6 +467,7 @@ impl SessionHooks {
         prompt: &str,
         sink: &mut dyn Emit,
     ) -> anyhow::Result<Result<String, String>> {
+        self.hooks.note_stop(HookEvent::UserPrompt, false);
         if !self.hooks.has(HookEvent::UserPrompt) {
             return Ok(Ok(prompt.to_owned()));
         }

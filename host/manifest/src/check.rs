@@ -685,16 +685,7 @@ impl Checker<'_> {
             for hook in list {
                 let span = hook.span();
                 let key = event.as_str();
-                if !valid_name(&hook.get_ref().plugin) {
-                    return Err(self.err(
-                        span,
-                        format!(
-                            "hooks.{key}: `{}` is not a plugin name",
-                            hook.get_ref().plugin
-                        ),
-                        Some("name a [plugins.NAME] entry that exports corral:plugin/hook".into()),
-                    ));
-                }
+                let target = self.hook_target(key, hook)?;
                 let tools = &hook.get_ref().tools;
                 if !tools.is_empty() && !event.is_tool_event() {
                     return Err(self.err(
@@ -715,7 +706,7 @@ impl Checker<'_> {
                 }
                 out.push(super::HookBinding {
                     event,
-                    plugin: hook.get_ref().plugin.clone(),
+                    target,
                     tools: tools.clone(),
                     origin: Origin {
                         file: self.layer.name.clone(),
@@ -728,12 +719,99 @@ impl Checker<'_> {
     }
 }
 
+impl Checker<'_> {
+    /// What one `[hooks]` entry runs: a plugin or a command, exactly one,
+    /// with the command's timeout and grants checked.
+    fn hook_target(
+        &self,
+        key: &str,
+        hook: &Spanned<super::raw::RawHook>,
+    ) -> Result<super::HookTarget, ManifestError> {
+        let span = hook.span();
+        let raw = hook.get_ref();
+        let grants = &raw.grants;
+        let granted = !grants.read.is_empty()
+            || !grants.write.is_empty()
+            || !grants.env.is_empty()
+            || grants.net.is_some();
+        let command = match (&raw.plugin, &raw.command) {
+            (Some(plugin), None) => {
+                if !valid_name(plugin) {
+                    return Err(self.err(
+                        span,
+                        format!("hooks.{key}: `{plugin}` is not a plugin name"),
+                        Some("name a [plugins.NAME] entry that exports corral:plugin/hook".into()),
+                    ));
+                }
+                if granted || raw.timeout.is_some() {
+                    return Err(self.err(
+                        span,
+                        format!("hooks.{key}: `grants` and `timeout` are for a command hook"),
+                        Some(format!(
+                            "give the plugin its grants and limits in [plugins.{plugin}]"
+                        )),
+                    ));
+                }
+                return Ok(super::HookTarget::Plugin(plugin.clone()));
+            }
+            (None, Some(command)) if !command.trim().is_empty() => command,
+            (None, Some(_)) => {
+                return Err(self.err(
+                    span,
+                    format!("hooks.{key}: the command is empty"),
+                    Some("write the command line the hook runs".into()),
+                ));
+            }
+            _ => {
+                return Err(self.err(
+                    span,
+                    format!("hooks.{key}: a hook runs either `plugin` or `command`"),
+                    Some(
+                        "write `plugin = \"NAME\"` for a hook plugin, or `command = \"…\"` for a \
+                         command run through /bin/sh -c"
+                            .into(),
+                    ),
+                ));
+            }
+        };
+        let timeout_secs = match &raw.timeout {
+            Some(t) if *t.get_ref() == 0 || *t.get_ref() > 3600 => {
+                return Err(self.err(
+                    t.span(),
+                    format!("hooks.{key}: timeout = {} is out of range", t.get_ref()),
+                    Some("write the seconds the command may run, 1 to 3600".into()),
+                ));
+            }
+            Some(t) => *t.get_ref(),
+            None => super::DEFAULT_COMMAND_TIMEOUT_SECS,
+        };
+        let net = match &grants.net {
+            None => crate::exec::Network::Off,
+            Some(value) => self.network(value, &format!("hooks.{key} grants.net"))?,
+        };
+        let dir = |d: &String| self.workspace.join(d);
+        Ok(super::HookTarget::Command(Box::new(super::CommandHook {
+            command: command.clone(),
+            timeout_secs,
+            read: grants.read.iter().map(dir).collect(),
+            write: grants.write.iter().map(dir).collect(),
+            env: grants.env.clone(),
+            net,
+            workspace: self.workspace.to_path_buf(),
+            trusted_code: None,
+        })))
+    }
+}
+
 /// Refuses a `[hooks]` binding that names no plugin of the merged manifest.
 pub(super) fn hook_plugin_exists(
     binding: &super::HookBinding,
     plugins: &std::collections::BTreeMap<String, super::PluginDecl>,
 ) -> Result<(), ManifestError> {
-    if plugins.contains_key(&binding.plugin) {
+    let super::HookTarget::Plugin(plugin) = &binding.target else {
+        return Ok(());
+    };
+    if plugins.contains_key(plugin) {
         return Ok(());
     }
     Err(ManifestError {
@@ -743,11 +821,10 @@ pub(super) fn hook_plugin_exists(
         message: format!(
             "hooks.{}: plugin `{}` is not declared (or is disabled)",
             binding.event.as_str(),
-            binding.plugin
+            plugin
         ),
         help: Some(format!(
-            "declare [plugins.{}] with the hook's component and the grants it needs",
-            binding.plugin
+            "declare [plugins.{plugin}] with the hook's component and the grants it needs"
         )),
     })
 }

@@ -42,7 +42,7 @@ mod secret;
 pub mod trust;
 
 pub use error::{ManifestError, Origin, SecretError};
-pub use hook::HookBinding;
+pub use hook::{CommandHook, DEFAULT_COMMAND_TIMEOUT_SECS, HookBinding, HookTarget, command_name};
 pub use layers::{from_layers, layers, load, load_adding, load_with, read_manifest, user_file};
 pub use loosen::{Loosening, MAY_LOOSEN_KEY, wide_grants};
 pub use mcp::{

@@ -136,17 +136,46 @@ pub(super) struct RawHooks {
     pub(super) subagent_stop: Vec<Spanned<RawHook>>,
 }
 
-/// One binding of `[hooks]`.
+/// One binding of `[hooks]`: a hook plugin, or a command line run
+/// confined through `/bin/sh -c` (a Claude Code hook, unchanged).
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawHook {
     /// `plugin = "block-commands"`: a `[plugins.NAME]` entry exporting
     /// `corral:plugin/hook`.
-    pub(super) plugin: String,
+    pub(super) plugin: Option<String>,
+    /// `command = "\"$CLAUDE_PROJECT_DIR\"/.claude/hooks/check.sh"`: run by
+    /// `/bin/sh -c` inside the confinement, the event's JSON on its input.
+    pub(super) command: Option<String>,
     /// `tools = ["run_command", "git_*"]`: tool events only; `*` matches any
     /// run of characters. Empty or absent: every tool.
     #[serde(default)]
     pub(super) tools: Vec<String>,
+    /// `timeout = 30`: seconds a command hook may run (default 60).
+    pub(super) timeout: Option<Spanned<u64>>,
+    /// `grants = { read = ["docs"], write = [".cache"], env = ["GIT_DIR"], net = ["https://api.example.com:443"] }`:
+    /// what a command hook gets beyond reading the workspace.
+    #[serde(default)]
+    pub(super) grants: RawHookGrants,
+}
+
+/// `grants` of a command hook: nothing unless written.
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawHookGrants {
+    /// `read = ["docs", "/opt/tools"]`: directories it may read besides the
+    /// workspace and the system's (relative to the workspace).
+    #[serde(default)]
+    pub(super) read: Vec<String>,
+    /// `write = [".cache/hooks"]`: directories it may read and write.
+    #[serde(default)]
+    pub(super) write: Vec<String>,
+    /// `env = ["GIT_AUTHOR_NAME"]`: variables passed from corral's environment.
+    #[serde(default)]
+    pub(super) env: Vec<String>,
+    /// `net = true` (any destination), or only some through corral's proxy:
+    /// `net = ["https://api.example.com:443"]`.
+    pub(super) net: Option<Spanned<toml::Value>>,
 }
 
 /// `[policy]`: the permission mode and rules. Rules of every layer apply;

@@ -18,8 +18,18 @@
 //! ([`check_server_code`]) until `corral trust` approves them: a pull that
 //! changes a trusted server's script is reviewed before it runs. Programs
 //! outside the workspace (`python3`, `npx`) are the user's own install.
+//!
+//! And for the project's command hooks (`[hooks] … command = "…"`): every
+//! file beneath the workspace that the command line names (a script such as
+//! `"$CLAUDE_PROJECT_DIR"/.claude/hooks/check.sh` or `python3
+//! hooks/lint.py`) is hashed at trust ([`hook_code`]), and a hook whose
+//! files differ does not run ([`check_hook_code`]) until `corral trust`
+//! approves them. Files those scripts read or source in turn are not
+//! covered; they run inside the hook's confinement.
 
-use crate::{Manifest, McpServerDecl, Origin, PluginDecl, Source};
+use crate::{
+    CommandHook, HookBinding, HookTarget, Manifest, McpServerDecl, Origin, PluginDecl, Source,
+};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
@@ -50,6 +60,9 @@ enum Record {
         /// MCP server name → the files of its code as approved.
         #[serde(default)]
         servers: BTreeMap<String, ServerCode>,
+        /// Command hook ([`hook_key`]) → the files of its code as approved.
+        #[serde(default)]
+        hooks: BTreeMap<String, ServerCode>,
     },
     /// Written before plugin files were recorded: it approves no file, so a
     /// manifest that names unpinned files must be trusted again.
@@ -164,6 +177,38 @@ pub fn recorded_servers(
     })
 }
 
+/// The code of the command hooks approved with `text` of `manifest`, by
+/// [`hook_key`], or `None` when that text is not trusted.
+pub fn recorded_hooks(
+    dir: &Path,
+    manifest: &Path,
+    text: &str,
+) -> Option<BTreeMap<String, ServerCode>> {
+    let key = manifest.display().to_string();
+    let index = read_index(dir);
+    let record = index.trusted.get(&key)?;
+    if record.manifest_hash() != hash(text) {
+        return None;
+    }
+    Some(match record {
+        Record::Full { hooks, .. } => hooks.clone(),
+        Record::ManifestOnly(_) => BTreeMap::new(),
+    })
+}
+
+/// What one trust decision approves besides the manifest's text: the
+/// plugin files it names, the code of its MCP servers and of its command
+/// hooks, as they were reviewed.
+#[derive(Debug, Clone, Default)]
+pub struct Approved {
+    /// Plugin name → its file.
+    pub plugins: BTreeMap<String, PluginFile>,
+    /// MCP server name → its code ([`record_servers`]).
+    pub servers: BTreeMap<String, ServerCode>,
+    /// Command hook ([`hook_key`]) → its code ([`record_servers`]).
+    pub hooks: BTreeMap<String, ServerCode>,
+}
+
 /// Records `text` of `manifest` as trusted, with the plugin files it names
 /// and the code of its MCP servers as they were reviewed.
 pub fn trust(
@@ -172,6 +217,21 @@ pub fn trust(
     text: &str,
     plugins: &BTreeMap<String, PluginFile>,
     servers: &BTreeMap<String, ServerCode>,
+) -> std::io::Result<()> {
+    let approved = Approved {
+        plugins: plugins.clone(),
+        servers: servers.clone(),
+        hooks: BTreeMap::new(),
+    };
+    trust_all(dir, manifest, text, &approved)
+}
+
+/// Records `text` of `manifest` as trusted with everything `approved`.
+pub fn trust_all(
+    dir: &Path,
+    manifest: &Path,
+    text: &str,
+    approved: &Approved,
 ) -> std::io::Result<()> {
     use std::os::unix::fs::DirBuilderExt;
     std::fs::DirBuilder::new()
@@ -185,8 +245,9 @@ pub fn trust(
         manifest.display().to_string(),
         Record::Full {
             manifest: h,
-            plugins: plugins.clone(),
-            servers: servers.clone(),
+            plugins: approved.plugins.clone(),
+            servers: approved.servers.clone(),
+            hooks: approved.hooks.clone(),
         },
     );
     let tmp = index_path(dir).with_extension("tmp");
@@ -329,6 +390,91 @@ pub fn bind(manifest: &mut Manifest, project: &Path, text: &str) {
     for decl in manifest.mcp.iter_mut().filter(|d| d.file == name) {
         decl.trusted_code = Some(approved.get(&decl.name).cloned().unwrap_or_default());
     }
+    let hooks = store_dir()
+        .and_then(|dir| recorded_hooks(&dir, &canonical, text))
+        .unwrap_or_default();
+    for binding in manifest.hooks.iter_mut().filter(|b| b.origin.file == name) {
+        let key = hook_key(binding);
+        if let HookTarget::Command(c) = &mut binding.target {
+            c.trusted_code = Some(hooks.get(&key).cloned().unwrap_or_default());
+        }
+    }
+}
+
+/// The key of a command hook in a trust record: its event and command line.
+pub fn hook_key(binding: &HookBinding) -> String {
+    match &binding.target {
+        HookTarget::Command(c) => format!("{} {}", binding.event.as_str(), c.command),
+        HookTarget::Plugin(p) => format!("{} plugin {p}", binding.event.as_str()),
+    }
+}
+
+/// The code of a command hook that trust covers: each file beneath its
+/// workspace that a word of its command line names (after the project
+/// directory variables are replaced by the workspace; a link is followed),
+/// each read and hashed now.
+pub fn hook_code(hook: &CommandHook) -> Vec<CodeFile> {
+    let workspace = hook
+        .workspace
+        .canonicalize()
+        .unwrap_or_else(|_| hook.workspace.clone());
+    let line = hook.expanded(&hook.workspace);
+    let mut out: Vec<CodeFile> = Vec::new();
+    for segment in corral_syntax::shell::segments(&line) {
+        let Ok(words) = corral_syntax::shell::words(segment) else {
+            continue;
+        };
+        for word in words
+            .iter()
+            .filter(|w| !w.is_empty() && !w.starts_with('-'))
+        {
+            let path = hook.workspace.join(word);
+            let beneath = path
+                .canonicalize()
+                .is_ok_and(|c| c.starts_with(&workspace) && c.is_file());
+            if !beneath || out.iter().any(|f| f.path == path) {
+                continue;
+            }
+            let state = match read_plugin_file(&path) {
+                Ok(bytes) => FileState::Hashed(sha256_hex(&bytes)),
+                Err(e) => FileState::Unreadable(e.to_string()),
+            };
+            out.push(CodeFile { path, state });
+        }
+    }
+    out
+}
+
+/// The code of each command hook the project manifest named `project`
+/// brings into `manifest`, by [`hook_key`], each file read and hashed now,
+/// for review.
+pub fn review_hooks(manifest: &Manifest, project: &str) -> Vec<(String, Vec<CodeFile>)> {
+    manifest
+        .hooks
+        .iter()
+        .filter(|b| b.origin.file == project)
+        .filter_map(|b| match &b.target {
+            HookTarget::Command(c) => Some((hook_key(b), hook_code(c))),
+            HookTarget::Plugin(_) => None,
+        })
+        .collect()
+}
+
+/// Checks the code of a project's command hook against what trusting its
+/// manifest approved, just before it runs; the error names each changed
+/// file and the fix. A hook of the user's own file is not checked.
+pub fn check_hook_code(hook: &CommandHook) -> Result<(), TrustError> {
+    let Some(approved) = &hook.trusted_code else {
+        return Ok(());
+    };
+    let changes = code_changes(&hook_code(hook), approved);
+    if changes.is_empty() {
+        return Ok(());
+    }
+    Err(TrustError::HookCodeChanged {
+        hook: crate::hook::command_name(&hook.command),
+        changes,
+    })
 }
 
 /// One file of an MCP server's code, as `corral trust` shows it.
@@ -446,6 +592,19 @@ pub enum TrustError {
         server: String,
         /// The manifest that declared it.
         file: String,
+        /// Each changed file, as [`code_changes`] says it.
+        changes: Vec<String>,
+    },
+    /// Files a project's command hook runs changed since trust.
+    #[error(
+        "the command hook `{hook}` did not run: the files it runs changed since you trusted the \
+         project's corral.toml ({}). Check the change (a pull or a checkout brings new code), \
+         then run `corral trust` to review and approve it",
+        .changes.join("; ")
+    )]
+    HookCodeChanged {
+        /// The hook, as [`crate::command_name`] names it.
+        hook: String,
         /// Each changed file, as [`code_changes`] says it.
         changes: Vec<String>,
     },

@@ -533,7 +533,7 @@ pub enum Event {
     Hook {
         /// The point of the session it ran at.
         event: HookEvent,
-        /// The hook plugin.
+        /// The hook plugin, or `$ COMMAND` for a command hook.
         plugin: String,
         /// The tool call it judged, for tool events.
         #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -44,6 +44,7 @@ pub(super) async fn trust(workspace: &std::path::Path, yes: bool) -> ExitCode {
     };
     let files = trust::review_files(&checked, &name);
     let code = trust::review_servers(&checked, &name);
+    let hook_code = trust::review_hooks(&checked, &name);
     let reviews = manifest::reviewed::ToolReviews::for_workspace(&checked.workspace);
     // The servers of a trusted file may run now; those of any other file
     // only once it is trusted, below.
@@ -54,6 +55,9 @@ pub(super) async fn trust(workspace: &std::path::Path, yes: bool) -> ExitCode {
             let changed = files_changed(&files, &recorded);
             let approved = trust::recorded_servers(&store, &canonical, &text).unwrap_or_default();
             let code_changed = code_changed(&code, &approved);
+            let approved_hooks =
+                trust::recorded_hooks(&store, &canonical, &text).unwrap_or_default();
+            let hooks_changed = super::hooks::code_changed(&hook_code, &approved_hooks);
             // A server whose code changed runs only once the change is
             // approved (below), not to list its tools for this review.
             let tools_changed = if code_changed.is_empty() {
@@ -66,6 +70,7 @@ pub(super) async fn trust(workspace: &std::path::Path, yes: bool) -> ExitCode {
             };
             if changed.is_empty()
                 && code_changed.is_empty()
+                && hooks_changed.is_empty()
                 && tools_changed.is_empty()
                 && !commands_changed
             {
@@ -79,6 +84,9 @@ pub(super) async fn trust(workspace: &std::path::Path, yes: bool) -> ExitCode {
             if !code_changed.is_empty() {
                 what.push("the code its MCP servers run");
             }
+            if !hooks_changed.is_empty() {
+                what.push("the files its command hooks run");
+            }
             if !tools_changed.is_empty() {
                 what.push("the tools its MCP servers list");
             }
@@ -86,7 +94,7 @@ pub(super) async fn trust(workspace: &std::path::Path, yes: bool) -> ExitCode {
                 what.push("its custom commands");
             }
             format!(
-                "{} is unchanged, but {} changed since you trusted it:\n{changed}{code_changed}{tools_changed}",
+                "{} is unchanged, but {} changed since you trusted it:\n{changed}{code_changed}{hooks_changed}{tools_changed}",
                 file.display(),
                 what.join(" and ")
             )
@@ -117,6 +125,7 @@ pub(super) async fn trust(workspace: &std::path::Path, yes: bool) -> ExitCode {
     review.push_str(&super::trust_mcp::describe(&checked));
     review.push_str(&files_text(&files));
     review.push_str(&code_text(&code));
+    review.push_str(&super::hooks::review_text(&checked, &name, &hook_code));
     review.push_str(&super::trust_commands::text(&commands, &command_problems));
     let described = project_tools(&checked, &name).await;
     for (plugin, tools) in &described {
@@ -165,13 +174,12 @@ pub(super) async fn trust(workspace: &std::path::Path, yes: bool) -> ExitCode {
     if let Err(e) = super::trust_commands::record(workspace, &commands) {
         return fail(&e);
     }
-    match trust::trust(
-        &store,
-        &canonical,
-        &text,
-        &record,
-        &trust::record_servers(&code),
-    ) {
+    let approved = trust::Approved {
+        plugins: record,
+        servers: trust::record_servers(&code),
+        hooks: trust::record_servers(&hook_code),
+    };
+    match trust::trust_all(&store, &canonical, &text, &approved) {
         Ok(()) => {
             out(&format!("trusted {}", file.display()));
             ExitCode::SUCCESS
