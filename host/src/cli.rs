@@ -12,6 +12,7 @@ mod plugins;
 mod render;
 mod run;
 mod sessions;
+mod skills;
 mod tally;
 mod tool_call;
 mod toolview;
@@ -171,6 +172,9 @@ enum Command {
     /// Run one tool.
     #[command(subcommand)]
     Tool(ToolCmd),
+    /// Agent Skills (folders with a SKILL.md) the model is offered.
+    #[command(subcommand)]
+    Skills(SkillsCmd),
     /// MCP both ways: serve corral's tools to MCP clients (`serve`), and
     /// manage the MCP servers corral uses as a client (`add`, `import`,
     /// `list`, `remove`).
@@ -295,6 +299,14 @@ enum ToolsCmd {
         #[command(flatten)]
         json: JsonFlag,
     },
+}
+
+#[derive(Subcommand)]
+enum SkillsCmd {
+    /// List every skill found: name, scope (user, project, or the
+    /// `.claude/skills`/`.agents/skills` directory), status (offered, needs
+    /// trust, shadowed, invalid) with the reason, description and path.
+    List(JsonFlag),
 }
 
 #[derive(Subcommand)]
@@ -605,6 +617,7 @@ async fn run(cli: Cli) -> ExitCode {
             }
         }
         Command::Hooks(cmd) => hooks::hooks(&workspace, cmd),
+        Command::Skills(SkillsCmd::List(json)) => skills::list(&workspace, json.json),
     }
 }
 

@@ -72,6 +72,7 @@ mod rewind;
 mod sandbox;
 mod scripts;
 mod settings;
+mod skills;
 mod speed_call;
 mod speed_grep;
 mod speed_provider;

@@ -98,6 +98,10 @@ pub struct AgentOptions {
     pub git_status: Option<crate::context::GitStatus>,
     /// The `[mcp.NAME]` servers, started, whose tools the session offers.
     pub mcp: Arc<crate::mcp_client::McpTools>,
+    /// The skills found when the session opened ([`crate::skills`]): the
+    /// offered ones are listed in the system prompt and read with the
+    /// `skill` tool.
+    pub skills: Arc<crate::skills::Skills>,
 }
 
 /// corral's ids for the model's tool calls, `c-1`, `c-2`, …: the model's
@@ -253,6 +257,7 @@ impl Default for AgentOptions {
             backlog: None,
             git_status: None,
             mcp: Arc::default(),
+            skills: Arc::default(),
             output_schema: None,
             spend_limit: None,
         }
@@ -825,6 +830,7 @@ impl Agent {
             git_status.get().await,
         ));
         system.push_str(&crate::context::host_tools_section(&host));
+        system.push_str(&crate::skills::prompt_section(&self.options.skills));
         if let Some(section) = self.answer_section() {
             system.push_str(&section);
         }
@@ -1063,6 +1069,7 @@ impl Agent {
             cancel: cancel.clone(),
             spawner: spawner.map(|s| s as Arc<dyn host_tools::Tasks>),
             model_ids: self.model_ids(),
+            skills: self.options.skills.clone(),
         }
     }
 }

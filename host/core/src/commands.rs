@@ -456,11 +456,18 @@ pub fn review_changes(workspace: &Path, reviewed: &[Reviewed]) -> bool {
             .any(|rel| !reviewed.iter().any(|r| &r.rel == rel))
 }
 
+/// What `corral trust` recorded for one workspace: its command files and
+/// its skills' files, each by its SHA-256 when trusted.
 #[derive(Default, serde::Serialize, serde::Deserialize)]
 struct Record {
     workspace: String,
     /// `frontend/test.md` → its SHA-256 when trusted.
     files: BTreeMap<String, String>,
+    /// Every file of the project's skills, by its path in the workspace
+    /// (`.corral/skills/pdf/SKILL.md`) → its SHA-256 when trusted
+    /// ([`crate::skills`]).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    skills: BTreeMap<String, String>,
 }
 
 fn record_path(workspace: &Path) -> Option<PathBuf> {
@@ -471,20 +478,30 @@ fn record_path(workspace: &Path) -> Option<PathBuf> {
     crate::trust::store_dir().map(|d| d.join("commands").join(format!("{key}.json")))
 }
 
-/// The project command files `corral trust` recorded for `workspace`.
-fn trusted_files(workspace: &Path) -> BTreeMap<String, String> {
+/// What `corral trust` recorded for `workspace`; empty when nothing was.
+fn read_record(workspace: &Path) -> Record {
     let Some(path) = record_path(workspace) else {
-        return BTreeMap::new();
+        return Record::default();
     };
-    std::fs::read(path)
+    crate::fsread::read_state(&path, 16 << 20)
         .ok()
         .and_then(|b| serde_json::from_slice::<Record>(&b).ok())
-        .map(|r| r.files)
         .unwrap_or_default()
 }
 
-/// Records the readable files of `reviewed` as what the user trusted.
-pub fn record_trust(workspace: &Path, reviewed: &[Reviewed]) -> std::io::Result<()> {
+/// The project command files `corral trust` recorded for `workspace`.
+fn trusted_files(workspace: &Path) -> BTreeMap<String, String> {
+    read_record(workspace).files
+}
+
+/// The project skill files `corral trust` recorded for `workspace`, by
+/// their paths in it.
+pub(crate) fn trusted_skill_files(workspace: &Path) -> BTreeMap<String, String> {
+    read_record(workspace).skills
+}
+
+/// Writes what the user trusted of `workspace`, changed by `change`.
+fn update_record(workspace: &Path, change: impl FnOnce(&mut Record)) -> std::io::Result<()> {
     use std::os::unix::fs::DirBuilderExt;
     let Some(path) = record_path(workspace) else {
         return Err(std::io::Error::other(
@@ -497,19 +514,34 @@ pub fn record_trust(workspace: &Path, reviewed: &[Reviewed]) -> std::io::Result<
             .mode(0o700)
             .create(dir)?;
     }
-    let record = Record {
-        workspace: workspace.display().to_string(),
-        files: reviewed
-            .iter()
-            .filter_map(|r| Some((r.rel.clone(), r.sha256.clone().ok()?)))
-            .collect(),
-    };
+    let mut record = read_record(workspace);
+    record.workspace = workspace.display().to_string();
+    change(&mut record);
     let tmp = path.with_extension("tmp");
     std::fs::write(
         &tmp,
         serde_json::to_vec_pretty(&record).map_err(std::io::Error::other)?,
     )?;
     std::fs::rename(tmp, path)
+}
+
+/// Records the readable files of `reviewed` as what the user trusted.
+pub fn record_trust(workspace: &Path, reviewed: &[Reviewed]) -> std::io::Result<()> {
+    update_record(workspace, |record| {
+        record.files = reviewed
+            .iter()
+            .filter_map(|r| Some((r.rel.clone(), r.sha256.clone().ok()?)))
+            .collect();
+    })
+}
+
+/// Records `files` (path in the workspace → SHA-256) as the project skill
+/// files the user trusted, in the same record as the commands.
+pub(crate) fn record_skill_trust(
+    workspace: &Path,
+    files: BTreeMap<String, String>,
+) -> std::io::Result<()> {
+    update_record(workspace, |record| record.skills = files)
 }
 
 /// `body` with `$ARGUMENTS` replaced by `args` and `$1` … `$9` by its

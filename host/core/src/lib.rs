@@ -55,6 +55,7 @@ pub mod plugins;
 pub mod provenance;
 mod schema;
 pub mod session;
+pub mod skills;
 
 pub use schema::{AnswerMismatch, AnswerSchema, BadSchema};
 pub mod words;

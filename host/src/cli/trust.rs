@@ -13,7 +13,11 @@ pub(super) async fn trust(workspace: &std::path::Path, yes: bool) -> ExitCode {
     let file = workspace.join("corral.toml");
     let (commands, command_problems) = corral_core::commands::review(workspace);
     let commands_changed = corral_core::commands::review_changes(workspace, &commands);
-    if !file.exists() && (commands_changed || !commands.is_empty()) {
+    let (skills, skill_problems) = corral_core::skills::review(workspace);
+    let skills_changed = corral_core::skills::review_changes(workspace, &skills);
+    if !file.exists()
+        && (commands_changed || !commands.is_empty() || skills_changed || !skills.is_empty())
+    {
         return super::trust_commands::commands_only(workspace, yes);
     }
     let text = match manifest::read_manifest(&file) {
@@ -73,6 +77,7 @@ pub(super) async fn trust(workspace: &std::path::Path, yes: bool) -> ExitCode {
                 && hooks_changed.is_empty()
                 && tools_changed.is_empty()
                 && !commands_changed
+                && !skills_changed
             {
                 out(&format!("{} is already trusted", file.display()));
                 return ExitCode::SUCCESS;
@@ -92,6 +97,9 @@ pub(super) async fn trust(workspace: &std::path::Path, yes: bool) -> ExitCode {
             }
             if commands_changed {
                 what.push("its custom commands");
+            }
+            if skills_changed {
+                what.push("its skills");
             }
             format!(
                 "{} is unchanged, but {} changed since you trusted it:\n{changed}{code_changed}{hooks_changed}{tools_changed}",
@@ -127,6 +135,10 @@ pub(super) async fn trust(workspace: &std::path::Path, yes: bool) -> ExitCode {
     review.push_str(&code_text(&code));
     review.push_str(&super::hooks::review_text(&checked, &name, &hook_code));
     review.push_str(&super::trust_commands::text(&commands, &command_problems));
+    review.push_str(&super::trust_commands::skills_text(
+        &skills,
+        &skill_problems,
+    ));
     let described = project_tools(&checked, &name).await;
     for (plugin, tools) in &described {
         match tools {
@@ -171,7 +183,7 @@ pub(super) async fn trust(workspace: &std::path::Path, yes: bool) -> ExitCode {
             }
         }
     }
-    if let Err(e) = super::trust_commands::record(workspace, &commands) {
+    if let Err(e) = super::trust_commands::record(workspace, &commands, &skills) {
         return fail(&e);
     }
     let approved = trust::Approved {

@@ -10,8 +10,9 @@
 //! host's own. The MCP server does not serve them: they need a session.
 
 use crate::call::{CallOutcome, Checked, HostSpec, Runner};
-use crate::protocol::{Effect, Event, PlanStatus, PlanStep, ToolCall, ToolSpec};
+use crate::protocol::{Effect, Event, Label, LabelKind, PlanStatus, PlanStep, ToolCall, ToolSpec};
 use crate::runtime::Plugins;
+use crate::runtime::Touched;
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
 use std::path::PathBuf;
@@ -40,11 +41,18 @@ pub enum HostTool {
     ReadOutput,
     /// `task`.
     Task,
+    /// `skill`.
+    Skill,
 }
 
 impl HostTool {
     /// Every host tool.
-    pub const ALL: [HostTool; 3] = [HostTool::UpdatePlan, HostTool::ReadOutput, HostTool::Task];
+    pub const ALL: [HostTool; 4] = [
+        HostTool::UpdatePlan,
+        HostTool::ReadOutput,
+        HostTool::Task,
+        HostTool::Skill,
+    ];
 
     /// Its name.
     pub fn name(self) -> &'static str {
@@ -52,6 +60,7 @@ impl HostTool {
             HostTool::UpdatePlan => "update_plan",
             HostTool::ReadOutput => "read_output",
             HostTool::Task => "task",
+            HostTool::Skill => "skill",
         }
     }
 
@@ -120,6 +129,19 @@ impl HostTool {
                         "max_iterations": {"type": "integer", "minimum": 1}
                     },
                     "required": ["prompt"],
+                    "additionalProperties": false
+                }),
+                vec![Effect::Read],
+            ),
+            HostTool::Skill => (
+                "Read a skill listed under Skills in the system prompt before you use it: with                  `name` alone, its instructions and the list of its files; with `file` too (a                  path relative to the skill's folder, as listed), that file's text. Run a                  skill's scripts with run_command.",
+                json!({
+                    "type": "object",
+                    "properties": {
+                        "name": {"type": "string"},
+                        "file": {"type": "string"}
+                    },
+                    "required": ["name"],
                     "additionalProperties": false
                 }),
                 vec![Effect::Read],
@@ -202,6 +224,8 @@ pub(crate) struct HostCall {
     /// corral's call ids by the model's own, for the model ids that name
     /// one call only in the session, so `read_output` takes either.
     pub model_ids: std::collections::HashMap<String, String>,
+    /// The session's skills, which `skill` reads.
+    pub skills: Arc<crate::skills::Skills>,
 }
 
 /// The loop's host tools, and the subagents `task` started awaited before
@@ -226,6 +250,45 @@ impl Runner for HostCall {
     fn note(&self, call: &ToolCall, outcome: &CallOutcome) -> Option<Event> {
         plan_event(&call.id, outcome)
     }
+
+    fn provenance(&self, checked: &Checked, outcome: &CallOutcome) -> (Touched, Vec<Label>) {
+        if checked.call.name != HostTool::Skill.name() {
+            return (Touched::default(), Vec::new());
+        }
+        skill_provenance(outcome)
+    }
+}
+
+/// Where what a `skill` call read came from: a project's skill is a file of
+/// the workspace, labelled as any read of it is; the user's skill is the
+/// user's own.
+fn skill_provenance(outcome: &CallOutcome) -> (Touched, Vec<Label>) {
+    let CallOutcome::Output {
+        data: Some(data), ..
+    } = outcome
+    else {
+        return (Touched::default(), Vec::new());
+    };
+    let path = data.get("path").and_then(Value::as_str).unwrap_or_default();
+    let name = data
+        .get("skill")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    if data.get("scope").and_then(Value::as_str) == Some(crate::skills::Scope::User.as_str()) {
+        let label = Label {
+            kind: LabelKind::Workspace,
+            source: format!(
+                "the user's skill `{name}` ({})",
+                crate::terminal::inert_line(path)
+            ),
+        };
+        return (Touched::default(), vec![label]);
+    }
+    let touched = Touched {
+        reads: vec![PathBuf::from(path)],
+        ..Touched::default()
+    };
+    (touched, Vec::new())
 }
 
 /// Runs one admitted call of a host tool.
@@ -258,6 +321,26 @@ pub(crate) async fn call(checked: &Checked, host: &HostCall) -> CallOutcome {
                     .into(),
             ),
         },
+        HostTool::Skill => skill(args, &host.skills),
+    }
+}
+
+/// Reads a skill, or one of its files, for the model.
+fn skill(args: &Value, skills: &crate::skills::Skills) -> CallOutcome {
+    let name = args.get("name").and_then(Value::as_str).unwrap_or("");
+    let file = args.get("file").and_then(Value::as_str);
+    match crate::skills::read(skills, name, file) {
+        Ok(used) => CallOutcome::Output {
+            content: used.content,
+            is_error: false,
+            data: Some(json!({
+                "skill": used.name,
+                "scope": used.scope.as_str(),
+                "path": used.path.display().to_string(),
+            })),
+        },
+        Err(crate::skills::ReadError::Invalid(why)) => CallOutcome::Invalid(why),
+        Err(crate::skills::ReadError::Refused(why)) => CallOutcome::Failed(why),
     }
 }
 

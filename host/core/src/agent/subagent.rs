@@ -100,6 +100,9 @@ pub(crate) fn host_tools(options: &AgentOptions) -> Vec<HostTool> {
     if options.subagents.depth < options.subagents.max_depth {
         tools.push(HostTool::Task);
     }
+    if options.skills.any_offered() {
+        tools.push(HostTool::Skill);
+    }
     tools
 }
 

@@ -94,6 +94,7 @@ impl Dispatcher {
                 let done = Done {
                     outcome,
                     touched: Touched::default(),
+                    labels: Vec::new(),
                 };
                 ended.push(Ended::of(&done.outcome));
                 outcomes.push(
@@ -268,6 +269,7 @@ impl Dispatcher {
                             .interrupted(&checked.call.id)
                             .unwrap_or(CallOutcome::Interrupted),
                         touched: Touched::default(),
+                        labels: Vec::new(),
                     };
                     let end = Ended::of(&done.outcome);
                     let outcome = self

@@ -16,8 +16,12 @@ impl Dispatcher {
         duration_ms: u64,
         sink: &mut dyn Sink,
     ) -> anyhow::Result<ToolOutcome> {
-        let Done { outcome, touched } = done;
-        let labels = self.labels(call, &outcome, &touched);
+        let Done {
+            outcome,
+            touched,
+            labels: own,
+        } = done;
+        let labels = self.labels(call, &outcome, &touched, own);
         let outcome = self.after_tool_hooks(call, outcome, &labels, sink).await?;
         let (content, is_error, data) = outcome.into_parts();
         let mut outcome = ToolOutcome {
@@ -43,7 +47,13 @@ impl Dispatcher {
     /// outcome: an error text can carry what it read as well as an output
     /// can. They are known before the hooks run, which see sensitive
     /// content only through the guard.
-    fn labels(&self, call: &ToolCall, outcome: &CallOutcome, touched: &Touched) -> Vec<Label> {
+    fn labels(
+        &self,
+        call: &ToolCall,
+        outcome: &CallOutcome,
+        touched: &Touched,
+        own: Vec<Label>,
+    ) -> Vec<Label> {
         let Some(tracker) = &self.tracker else {
             return Vec::new();
         };
@@ -59,6 +69,7 @@ impl Dispatcher {
                 }
             }
         };
+        add(own, &mut labels);
         // Whatever an MCP server answers is its own content: untrusted;
         // private data too where its entry says so.
         if plugin.is_none()

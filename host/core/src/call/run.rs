@@ -5,7 +5,7 @@
 
 use super::{CallOutcome, Checked, Dispatcher, Target};
 use crate::checkpoint::{Before, Watch};
-use crate::protocol::{Event, ToolCall};
+use crate::protocol::{Event, Label, ToolCall};
 use crate::runtime::{ToolError, Touched};
 use futures::future::BoxFuture;
 use std::sync::Arc;
@@ -16,19 +16,30 @@ pub(super) struct Done {
     pub outcome: CallOutcome,
     /// The files and hosts it touched, for its labels.
     pub touched: Touched,
+    /// Labels its runner gives besides (a host tool's own content).
+    pub labels: Vec<Label>,
 }
 
 impl Dispatcher {
     /// Runs one admitted call where its target runs it.
     pub(super) async fn run(&self, checked: &Checked, runner: &dyn Runner) -> Done {
         match checked.target {
-            Target::Host => Done {
-                outcome: runner.run(checked).await,
-                touched: Touched::default(),
-            },
+            Target::Host => {
+                let outcome = runner.run(checked).await;
+                let (touched, labels) = runner.provenance(checked, &outcome);
+                Done {
+                    outcome,
+                    touched,
+                    labels,
+                }
+            }
             Target::Plugin(_) | Target::Mcp(_) => {
                 let (outcome, touched) = sandbox(checked).await;
-                Done { outcome, touched }
+                Done {
+                    outcome,
+                    touched,
+                    labels: Vec::new(),
+                }
             }
         }
     }
@@ -52,6 +63,13 @@ pub trait Runner: Sync {
     /// than "interrupted" (a subagent may say where its changes went).
     fn interrupted(&self, _call_id: &str) -> Option<CallOutcome> {
         None
+    }
+
+    /// Where the content of a host tool's `outcome` came from: the files it
+    /// read, labelled as any tool's reads are, and labels of its own (the
+    /// `skill` tool reads the user's own skills). Nothing by default.
+    fn provenance(&self, _checked: &Checked, _outcome: &CallOutcome) -> (Touched, Vec<Label>) {
+        (Touched::default(), Vec::new())
     }
 
     /// An event to log after the call's end, from the outcome the tool

@@ -255,6 +255,10 @@ pub async fn open(config: SessionConfig) -> Result<Session, SessionError> {
         spend_limit: spend_limit(&config, &manifest),
         backlog: Some(backlog.clone()),
         git_status: Some(git_status),
+        skills: Arc::new(crate::skills::discover(
+            &manifest.workspace,
+            crate::skills::user_dir().as_deref(),
+        )),
         ..AgentOptions::default()
     };
 
