@@ -352,3 +352,71 @@ fn the_profile_example_runs_as_written() {
     assert_eq!(requests[0].header("authorization"), None);
     has(&err, "built-in `authorization` header is not sent");
 }
+
+/// Each front-end has its section in the top-level README naming the
+/// command that starts it, and the editors' settings are JSON whose
+/// command, run as written, answers an ACP `initialize`.
+#[test]
+fn the_readme_has_a_section_per_front_end() {
+    let readme = read("README.md");
+    for (heading, command) in [
+        ("## The terminal UI", "`corral`"),
+        ("## Scripts: `run` and `--json`", "corral run"),
+        ("## MCP", "corral mcp serve"),
+        ("## Editors (ACP)", "corral acp"),
+    ] {
+        let at = readme
+            .find(&format!("\n{heading}\n"))
+            .unwrap_or_else(|| panic!("README.md has no `{heading}` section"));
+        let body = &readme[at + heading.len() + 2..];
+        let body = &body[..body.find("\n## ").unwrap_or(body.len())];
+        assert!(
+            body.contains(command),
+            "README.md's `{heading}` does not name `{command}`"
+        );
+    }
+    let (_, settings, line) = blocks(&readme)
+        .into_iter()
+        .find(|(info, body, _)| info == "json" && body.contains("agent_servers"))
+        .expect("README.md shows an editor's agent_servers settings");
+    let settings: serde_json::Value = serde_json::from_str(&settings)
+        .unwrap_or_else(|e| panic!("README.md:{line}: the editors' settings are not JSON: {e}"));
+    let server = &settings["agent_servers"]["corral"];
+    assert_eq!(server["command"], "corral", "README.md:{line}");
+    let args: Vec<&str> = server["args"]
+        .as_array()
+        .expect("args")
+        .iter()
+        .filter_map(|a| a.as_str())
+        .collect();
+    let ws = scratch();
+    let home = tempfile::tempdir().expect("home");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_corral"))
+        .args(&args)
+        .current_dir(ws.path())
+        .env("XDG_CONFIG_HOME", home.path().join("config"))
+        .env("XDG_DATA_HOME", home.path().join("data"))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start corral acp");
+    {
+        use std::io::Write as _;
+        let mut stdin = child.stdin.take().expect("stdin");
+        writeln!(
+            stdin,
+            r#"{{"jsonrpc":"2.0","id":1,"method":"initialize","params":{{"protocolVersion":1}}}}"#
+        )
+        .expect("write");
+    }
+    let out = child.wait_with_output().expect("corral acp");
+    let answer: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "README.md:{line}: `corral {}` did not answer initialize ({e}): {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    assert_eq!(answer["result"]["protocolVersion"], 1, "{answer}");
+}

@@ -300,7 +300,10 @@ fn a_skills_script_runs_only_through_run_command_and_confined() {
     let used = openai_tool_result(&requests[1], "s1");
     has_all(&used, &["scripts/run.sh", "run_command"]);
     let ran = openai_tool_result(&requests[2], "r1");
-    has_all(&ran, &["work: data-ok", "secret: denied", "Permission denied"]);
+    has_all(
+        &ran,
+        &["work: data-ok", "secret: denied", "Permission denied"],
+    );
     lacks(&ran, "FAKE-PRIVATE-KEY");
     lacks(&ran, "LEAKED");
 }

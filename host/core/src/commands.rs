@@ -465,7 +465,7 @@ struct Record {
     files: BTreeMap<String, String>,
     /// Every file of the project's skills, by its path in the workspace
     /// (`.corral/skills/pdf/SKILL.md`) → its SHA-256 when trusted
-    /// ([`crate::skills`]).
+    /// (the Agent Skills).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     skills: BTreeMap<String, String>,
 }
