@@ -23,10 +23,15 @@
 //
 // A permission answer with "forge" first writes two forged answers that
 // allow a call: one to the id the next request of corral's will carry, one
-// to the id of the request answered before. Output: {"steps": [...],
-// "permissions": [{toolCall, options, answered}], "stderr": "..."}.
+// to the id of the request answered before. With "fs": {"read": true,
+// "write": true, "buffers": {ABS_PATH: TEXT}} the client offers its file
+// system: a read is answered from `buffers` (else from disk), a write is
+// saved to disk, and each request is recorded. Output: {"steps": [...],
+// "permissions": [{toolCall, options, answered}], "fs": [...],
+// "stderr": "..."}.
 
 import { spawn } from "node:child_process";
+import { readFileSync, writeFileSync } from "node:fs";
 import { Readable, Writable } from "node:stream";
 import { pathToFileURL } from "node:url";
 import path from "node:path";
@@ -61,6 +66,8 @@ child.stdout.on("data", (d) => {
   }
 });
 
+const fsOffered = scenario.fs ?? {};
+const fsRequests = [];
 const sessions = {}; // NAME -> sessionId
 const updates = {}; // sessionId -> [update]
 const permissions = [];
@@ -105,6 +112,16 @@ const app = acp
     });
     if (answer === "cancelled") return { outcome: { outcome: "cancelled" } };
     return { outcome: { outcome: "selected", optionId: answer } };
+  })
+  .onRequest("fs/read_text_file", async ({ params }) => {
+    fsRequests.push({ method: "read", path: params.path, line: params.line ?? null });
+    const text = fsOffered.buffers?.[params.path] ?? readFileSync(params.path, "utf8");
+    return { content: text };
+  })
+  .onRequest("fs/write_text_file", async ({ params }) => {
+    fsRequests.push({ method: "write", path: params.path, content: params.content });
+    writeFileSync(params.path, params.content);
+    return {};
   });
 
 async function settle(promise) {
@@ -123,7 +140,10 @@ async function step(ctx, s) {
       return settle(
         ctx.request("initialize", {
           protocolVersion: acp.PROTOCOL_VERSION,
-          clientCapabilities: { fs: { readTextFile: false, writeTextFile: false }, terminal: false },
+          clientCapabilities: {
+            fs: { readTextFile: !!fsOffered.read, writeTextFile: !!fsOffered.write },
+            terminal: false,
+          },
           clientInfo: { name: "corral-test-editor", version: "0" },
         }),
       );
@@ -184,7 +204,7 @@ async function step(ctx, s) {
   }
 }
 
-const out = { steps: [], permissions };
+const out = { steps: [], permissions, fs: fsRequests };
 await app.connectWith(stream, async (ctx) => {
   ctxRef = ctx;
   for (const s of scenario.steps) {

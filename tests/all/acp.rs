@@ -42,12 +42,18 @@ fn sdk() -> Option<PathBuf> {
 /// Runs tests/acp/client.mjs with `steps` against `corral acp ARGS` (the
 /// test's homes); what the client printed.
 fn editor(cli: &Cli, ws: &Path, args: &[&str], steps: Value) -> Option<Value> {
+    editor_with(cli, ws, args, json!({ "steps": steps }))
+}
+
+/// [`editor`] with a whole scenario (its steps, and what the client
+/// offers).
+fn editor_with(cli: &Cli, ws: &Path, args: &[&str], scenario: Value) -> Option<Value> {
     let sdk = sdk()?;
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/acp/client.mjs");
     let mut cmd = std::process::Command::new("node");
     cmd.arg(script)
         .arg(sdk)
-        .arg(json!({ "steps": steps }).to_string())
+        .arg(scenario.to_string())
         .arg("--")
         .arg(env!("CARGO_BIN_EXE_corral"))
         .arg("acp")
@@ -479,4 +485,97 @@ fn a_flood_of_messages_is_answered_and_the_session_still_works() {
     let prompt = &out["steps"][4];
     assert_eq!(prompt["ok"]["stopReason"], "end_turn", "{prompt}");
     assert_eq!(out["exitCode"], 0, "{}", out["stderr"]);
+}
+
+#[test]
+fn an_editor_that_offers_its_files_is_read_and_written_through_them() {
+    let cli = Cli::new();
+    let sb = project(&cli, &[], 0);
+    let ws = ws_of(&sb);
+    let key = sb.outside().join("secret.txt");
+    crate::support::cassette::write(
+        &sb,
+        "acp.cassette.json",
+        &[
+            call_turn("r1", "editor_read", json!({"path": "notes.txt"})),
+            call_turn(
+                "w1",
+                "editor_write",
+                json!({"path": "a.txt", "content": "A\n"}),
+            ),
+            call_turn("r2", "editor_read", json!({"path": key})),
+            call_turn(
+                "r3",
+                "editor_read",
+                json!({"path": "../outside/secret.txt"}),
+            ),
+            call_turn(
+                "w2",
+                "editor_write",
+                json!({"path": "corral.toml", "content": "x"}),
+            ),
+            answer_turn("Done."),
+        ],
+    );
+    let notes = format!("{ws}/notes.txt");
+    let scenario = json!({
+        "fs": {"read": true, "write": true, "buffers": {&notes: "the notes, edited but not saved\n"}},
+        "steps": [
+            {"op": "initialize"},
+            {"op": "new", "cwd": ws, "as": "s"},
+            {"op": "prompt", "session": "s", "prompt": "Use my open files", "permissions": ["allow_once"]},
+        ],
+    });
+    let Some(out) = editor_with(&cli, &sb.ws(), &["--mode", "ask"], scenario) else {
+        return;
+    };
+    let prompt = &out["steps"][2];
+    assert_eq!(prompt["ok"]["stopReason"], "end_turn", "{out}");
+    // The editor was asked exactly for the workspace's two files.
+    let asked: Vec<(String, String)> = out["fs"]
+        .as_array()
+        .expect("fs")
+        .iter()
+        .map(|r| {
+            (
+                r["method"].as_str().unwrap().to_owned(),
+                r["path"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        asked,
+        [
+            ("read".to_owned(), notes.clone()),
+            ("write".to_owned(), format!("{ws}/a.txt"))
+        ],
+        "{out}"
+    );
+    let ends: Vec<&Value> = updates(prompt, "tool_call_update")
+        .into_iter()
+        .filter(|u| u["status"] == "completed" || u["status"] == "failed")
+        .collect();
+    let text = |i: usize| {
+        ends[i]["content"][0]["content"]["text"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned()
+    };
+    assert!(text(0).contains("edited but not saved"), "{out}");
+    assert_eq!(
+        std::fs::read_to_string(sb.ws().join("a.txt")).unwrap(),
+        "A\n"
+    );
+    assert!(text(2).contains("outside the workspace"), "{}", text(2));
+    assert!(text(3).contains(".."), "{}", text(3));
+    assert!(text(4).contains("protected"), "{}", text(4));
+    // The write asked, as a write does, and showed its diff.
+    let asked = out["permissions"].as_array().expect("permissions");
+    assert_eq!(asked.len(), 1, "{out}");
+    assert_eq!(asked[0]["toolCall"]["rawInput"]["path"], "a.txt");
+    assert!(!out.to_string().contains(SECRET));
+    // The write through the editor was checkpointed: undo takes it back.
+    let o = cli.run(&sb.ws(), &["undo", "--yes"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(!sb.ws().join("a.txt").exists(), "undo left a.txt");
 }

@@ -20,10 +20,13 @@
 //! | `session/cancel` | interrupts the turn and refuses what waits for approval |
 //! | `session/set_mode` | corral's permission modes: read-only, ask, auto-edit, full-auto |
 //!
-//! corral reads and writes files through its own confined tools; it does
-//! not use the editor's `fs/*` methods, so an editor's unsaved buffers are
-//! not what the model reads.
+//! When the editor offers its file system (`fs.readTextFile`,
+//! `fs.writeTextFile`), the model is also offered `editor_read` and
+//! `editor_write` ([`corral_core::editor`]): the editor's text of a file,
+//! unsaved changes included, and writes its open buffers show — each call
+//! through the same pipeline, inside the workspace only.
 
+mod buffers;
 mod live;
 mod rpc;
 mod servers;
@@ -80,6 +83,7 @@ where
         peer: peer.clone(),
         sessions: Mutex::new(HashMap::new()),
         in_flight: Arc::new(tokio::sync::Semaphore::new(MAX_IN_FLIGHT)),
+        fs: Mutex::new(buffers::Offered::default()),
     });
     let mut lines = Lines::new(input);
     loop {
@@ -112,6 +116,8 @@ struct Agent {
     peer: Peer,
     sessions: Mutex<HashMap<String, Arc<Live>>>,
     in_flight: Arc<tokio::sync::Semaphore>,
+    /// The editor's file system as its `initialize` offered it.
+    fs: Mutex<buffers::Offered>,
 }
 
 impl Agent {
@@ -159,7 +165,14 @@ impl Agent {
         params: Value,
     ) -> Option<Result<Value, RpcError>> {
         Some(match method {
-            "initialize" => Ok(initialize()),
+            "initialize" => {
+                *self
+                    .fs
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner) =
+                    buffers::Offered::of(&params["clientCapabilities"]);
+                Ok(initialize())
+            }
             "authenticate" => Ok(json!({})),
             "session/new" => self.open(&params, None).await,
             "session/load" => match params["sessionId"].as_str().filter(|s| valid_id(s)) {
@@ -236,6 +249,12 @@ impl Agent {
         )
         .map_err(|e| RpcError::new(code::INTERNAL, e.to_string()))?;
         let mode = self.options.mode.unwrap_or(manifest.policy.mode);
+        let offered = *self
+            .fs
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let editor = (offered.read || offered.write)
+            .then(|| Arc::new(buffers::Buffers::new(self.peer.clone(), offered)));
         let config = SessionConfig {
             workspace: workspace.clone(),
             cwd: Some(workspace.clone()),
@@ -243,6 +262,9 @@ impl Agent {
             mode: Some(mode),
             approvals: Approvals::FrontEnd,
             manifest: Some(manifest),
+            editor: editor
+                .clone()
+                .map(|e| e as Arc<dyn corral_core::editor::EditorFiles>),
             ..SessionConfig::default()
         };
         let session = corral_core::session::open(config).await.map_err(|e| {
@@ -252,6 +274,9 @@ impl Agent {
             };
             RpcError::new(code, e.to_string())
         })?;
+        if let Some(editor) = &editor {
+            editor.opened(session.id());
+        }
         if let Some(wanted) = &resume {
             if session.id() != wanted {
                 return Err(RpcError::new(

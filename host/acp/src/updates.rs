@@ -137,7 +137,7 @@ impl Updates {
     fn diff(&self, tool: &str, path: &str, input: &Value) -> Option<Value> {
         let path = self.absolute(path);
         match tool {
-            "write_file" => Some(json!({
+            "write_file" | "editor_write" => Some(json!({
                 "type": "diff",
                 "path": path,
                 "oldText": null,

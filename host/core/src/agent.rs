@@ -102,6 +102,9 @@ pub struct AgentOptions {
     /// offered ones are listed in the system prompt and read with the
     /// `skill` tool.
     pub skills: Arc<crate::skills::Skills>,
+    /// The editor hosting the session (`corral acp`), whose files
+    /// `editor_read` and `editor_write` reach; never a subagent's.
+    pub editor: Option<Arc<dyn crate::editor::EditorFiles>>,
 }
 
 /// corral's ids for the model's tool calls, `c-1`, `c-2`, …: the model's
@@ -258,6 +261,7 @@ impl Default for AgentOptions {
             git_status: None,
             mcp: Arc::default(),
             skills: Arc::default(),
+            editor: None,
             output_schema: None,
             spend_limit: None,
         }
@@ -1070,6 +1074,8 @@ impl Agent {
             spawner: spawner.map(|s| s as Arc<dyn host_tools::Tasks>),
             model_ids: self.model_ids(),
             skills: self.options.skills.clone(),
+            editor: self.options.editor.clone(),
+            workspace: self.workspace.clone(),
         }
     }
 }

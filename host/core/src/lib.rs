@@ -46,6 +46,7 @@ pub mod call;
 pub mod checkpoint;
 pub mod commands;
 pub mod context;
+pub mod editor;
 pub mod hooks;
 pub mod install;
 pub mod load;

@@ -43,15 +43,21 @@ pub enum HostTool {
     Task,
     /// `skill`.
     Skill,
+    /// `editor_read`: a file as the editor hosting corral has it.
+    EditorRead,
+    /// `editor_write`: a file written through that editor.
+    EditorWrite,
 }
 
 impl HostTool {
     /// Every host tool.
-    pub const ALL: [HostTool; 4] = [
+    pub const ALL: [HostTool; 6] = [
         HostTool::UpdatePlan,
         HostTool::ReadOutput,
         HostTool::Task,
         HostTool::Skill,
+        HostTool::EditorRead,
+        HostTool::EditorWrite,
     ];
 
     /// Its name.
@@ -61,6 +67,8 @@ impl HostTool {
             HostTool::ReadOutput => "read_output",
             HostTool::Task => "task",
             HostTool::Skill => "skill",
+            HostTool::EditorRead => "editor_read",
+            HostTool::EditorWrite => "editor_write",
         }
     }
 
@@ -134,7 +142,10 @@ impl HostTool {
                 vec![Effect::Read],
             ),
             HostTool::Skill => (
-                "Read a skill listed under Skills in the system prompt before you use it: with                  `name` alone, its instructions and the list of its files; with `file` too (a                  path relative to the skill's folder, as listed), that file's text. Run a                  skill's scripts with run_command.",
+                "Read a skill listed under Skills in the system prompt before you use it: with \
+                 `name` alone, its instructions and the list of its files; with `file` too (a \
+                 path relative to the skill's folder, as listed), that file's text. Run a \
+                 skill's scripts with run_command.",
                 json!({
                     "type": "object",
                     "properties": {
@@ -145,6 +156,37 @@ impl HostTool {
                     "additionalProperties": false
                 }),
                 vec![Effect::Read],
+            ),
+            HostTool::EditorRead => (
+                "Read a file as the user's editor has it, unsaved changes included: prefer it to \
+                 read_file for files the user is editing. `path` is relative to the workspace; \
+                 `line` (from 1) and `limit` pick lines.",
+                json!({
+                    "type": "object",
+                    "properties": {
+                        "path": {"type": "string"},
+                        "line": {"type": "integer", "minimum": 1},
+                        "limit": {"type": "integer", "minimum": 1}
+                    },
+                    "required": ["path"],
+                    "additionalProperties": false
+                }),
+                vec![Effect::Read],
+            ),
+            HostTool::EditorWrite => (
+                "Write a whole file through the user's editor, so that its open buffer shows the \
+                 change (the editor saves it). `path` is relative to the workspace; `content` is \
+                 the file's new text.",
+                json!({
+                    "type": "object",
+                    "properties": {
+                        "path": {"type": "string"},
+                        "content": {"type": "string"}
+                    },
+                    "required": ["path", "content"],
+                    "additionalProperties": false
+                }),
+                vec![Effect::Write],
             ),
         };
         ToolSpec {
@@ -226,6 +268,11 @@ pub(crate) struct HostCall {
     pub model_ids: std::collections::HashMap<String, String>,
     /// The session's skills, which `skill` reads.
     pub skills: Arc<crate::skills::Skills>,
+    /// The editor hosting the session, which `editor_read` and
+    /// `editor_write` reach; `None` elsewhere.
+    pub editor: Option<Arc<dyn crate::editor::EditorFiles>>,
+    /// The workspace, which the editor's paths stay inside.
+    pub workspace: PathBuf,
 }
 
 /// The loop's host tools, and the subagents `task` started awaited before
@@ -252,6 +299,24 @@ impl Runner for HostCall {
     }
 
     fn provenance(&self, checked: &Checked, outcome: &CallOutcome) -> (Touched, Vec<Label>) {
+        if checked.call.name == HostTool::EditorRead.name() {
+            // The editor's text of a workspace file is labelled as a read of it.
+            return match outcome {
+                CallOutcome::Output {
+                    data: Some(data),
+                    is_error: false,
+                    ..
+                } => {
+                    let path = data.get("path").and_then(Value::as_str).unwrap_or_default();
+                    let touched = Touched {
+                        reads: vec![PathBuf::from(path)],
+                        ..Touched::default()
+                    };
+                    (touched, Vec::new())
+                }
+                _ => (Touched::default(), Vec::new()),
+            };
+        }
         if checked.call.name != HostTool::Skill.name() {
             return (Touched::default(), Vec::new());
         }
@@ -322,6 +387,13 @@ pub(crate) async fn call(checked: &Checked, host: &HostCall) -> CallOutcome {
             ),
         },
         HostTool::Skill => skill(args, &host.skills),
+        HostTool::EditorRead | HostTool::EditorWrite => match &host.editor {
+            Some(editor) => crate::editor::call(tool == HostTool::EditorWrite, checked, editor.as_ref(), &host.workspace).await,
+            None => CallOutcome::Failed(format!(
+                "`{}` is offered only in a session an editor hosts (`corral acp`)",
+                tool.name()
+            )),
+        },
     }
 }
 

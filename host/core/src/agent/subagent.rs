@@ -103,6 +103,14 @@ pub(crate) fn host_tools(options: &AgentOptions) -> Vec<HostTool> {
     if options.skills.any_offered() {
         tools.push(HostTool::Skill);
     }
+    if let Some(editor) = &options.editor {
+        if editor.can_read() {
+            tools.push(HostTool::EditorRead);
+        }
+        if editor.can_write() {
+            tools.push(HostTool::EditorWrite);
+        }
+    }
     tools
 }
 
@@ -352,6 +360,7 @@ impl Spawner {
             record: false,
             tools: Some(task.tools.clone()),
             subagents,
+            editor: None,
             ..parent.clone()
         };
         let agent = Agent::new(plugins, self.provider.clone(), options, workspace, log)

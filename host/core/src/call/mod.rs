@@ -188,6 +188,12 @@ impl Checked {
         &self.args
     }
 
+    /// The session's checkpoints, where a host tool that writes keeps the
+    /// before-images of its files; `None` where none are kept.
+    pub(crate) fn checkpoint(&self) -> Option<&Arc<dyn crate::runtime::Checkpoint>> {
+        self.checkpoint.as_ref()
+    }
+
     /// The plugin that runs it, when a plugin does.
     fn plugin(&self) -> Option<&Arc<Plugin>> {
         match &self.target {

@@ -107,6 +107,9 @@ pub struct SessionConfig {
     pub approvals: Approvals,
     /// Keep the provider's answers for a cassette ([`Finished::recorded`]).
     pub record: bool,
+    /// The editor hosting the session (`corral acp`), when it reads or
+    /// writes files for the agent.
+    pub editor: Option<Arc<dyn crate::editor::EditorFiles>>,
     /// Settings of the runtime; default [`RuntimeOptions::user`].
     pub runtime: Option<RuntimeOptions>,
     /// A manifest already loaded; default: [`crate::manifest::load`] of the
@@ -252,6 +255,7 @@ pub async fn open(config: SessionConfig) -> Result<Session, SessionError> {
             .unwrap_or(crate::agent::DEFAULT_COMPACT_AT),
         models: manifest.agent.models.clone(),
         output_schema: config.output_schema.clone(),
+        editor: config.editor.clone(),
         spend_limit: spend_limit(&config, &manifest),
         backlog: Some(backlog.clone()),
         git_status: Some(git_status),
