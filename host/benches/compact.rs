@@ -1,5 +1,5 @@
 //! Building a request for a long session, with and without compaction
-//! state, printed as figures and a ratio from one run.
+//! state, measured with divan.
 //!
 //! `cargo bench -p corral --bench compact`
 //!
@@ -8,87 +8,56 @@
 //! the request is built from it: the messages and tool schemas, their size
 //! for the budget estimate, and the prompt hash. Once without compaction
 //! (the whole history goes out) and once with a compaction every 100 turns
-//! (a summary and the last ten turns go out): the host's work per request,
-//! what `resume` does before its first request.
+//! (a summary and the last ten turns go out): `replay_and_request` is what
+//! `resume` does before its first request, `request` what each iteration of
+//! a live session does from the projection in memory. The goal: the
+//! compacted rows well under the whole ones.
 
 use corral_core::agent::{replay_history, request_bytes};
 use corral_core::log::Record;
 use corral_protocol::{
     AssistantMessage, ChatRequest, Event, FinishReason, Message, ToolCall, ToolOutcome, ToolSpec,
 };
+use divan::Bencher;
 use sha2::{Digest, Sha256};
-use std::time::{Duration, Instant};
 
 const EVENTS: usize = 10_000;
 /// Turns between compactions, and turns a compaction keeps.
 const EVERY: usize = 100;
 const KEEP: usize = 10;
 
+/// The two logs: the whole history, and one compacted every [`EVERY`] turns.
+const LOGS: [&str; 2] = ["whole", "compacted"];
+
 fn main() {
-    let plain = session(false);
-    let compacted = session(true);
-    assert_eq!(plain.len(), EVENTS);
+    divan::main();
+}
+
+/// The log `which` names, checked.
+fn log(which: &str) -> Vec<Record> {
+    let records = session(which == "compacted");
+    assert!(records.len() >= EVENTS);
+    records
+}
+
+/// Replays the log into the projection and builds the request from it.
+#[divan::bench(args = LOGS, sample_count = 30)]
+fn replay_and_request(bencher: Bencher, which: &str) {
+    let records = log(which);
     let tools = tools();
-    println!(
-        "build a request for a {EVENTS}-event session (replay the log, messages + tools, size, hash):"
-    );
-    let (t_plain, n_plain, b_plain) = build(&plain, &tools);
-    let (t_comp, n_comp, b_comp) = build(&compacted, &tools);
-    println!(
-        "  without compaction  {:>8.2} ms  {n_plain:>5} messages  {:>6.1} KiB",
-        ms(t_plain),
-        b_plain as f64 / 1024.0
-    );
-    println!(
-        "  with compaction     {:>8.2} ms  {n_comp:>5} messages  {:>6.1} KiB  ({} compactions in the log)",
-        ms(t_comp),
-        b_comp as f64 / 1024.0,
-        compacted.len() - EVENTS
-    );
-    println!(
-        "  with / without = {:.3}",
-        t_comp.as_secs_f64() / t_plain.as_secs_f64()
-    );
-    // The request alone, from a projection already replayed (each
-    // iteration of a live session).
-    let (h_plain, _, _) = replay_history(&plain);
-    let (h_comp, _, _) = replay_history(&compacted);
-    let r_plain = measure(20, || request(&h_plain, &tools));
-    let r_comp = measure(20, || request(&h_comp, &tools));
-    println!("  per iteration, from the projection in memory:");
-    println!("    without compaction  {:>8.3} ms", ms(r_plain));
-    println!("    with compaction     {:>8.3} ms", ms(r_comp));
-    println!(
-        "    with / without = {:.3}",
-        r_comp.as_secs_f64() / r_plain.as_secs_f64()
-    );
-}
-
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1000.0
-}
-
-fn measure(iters: u32, mut f: impl FnMut() -> usize) -> Duration {
-    std::hint::black_box(f());
-    let t = Instant::now();
-    for _ in 0..iters {
-        std::hint::black_box(f());
-    }
-    t.elapsed() / iters
-}
-
-/// Replays `records` and builds the request; the time per run, the
-/// messages and the bytes.
-fn build(records: &[Record], tools: &[ToolSpec]) -> (Duration, usize, usize) {
-    let mut out = (0, 0);
-    let took = measure(10, || {
-        let (history, _, open) = replay_history(records);
+    bencher.bench_local(|| {
+        let (history, _, open) = replay_history(&records);
         assert!(open.is_empty());
-        let bytes = request(&history, tools);
-        out = (history.len() + 1, bytes);
-        bytes
+        request(&history, &tools)
     });
-    (took, out.0, out.1)
+}
+
+/// Builds the request from the projection already in memory.
+#[divan::bench(args = LOGS, sample_count = 30)]
+fn request_from_projection(bencher: Bencher, which: &str) {
+    let (history, _, _) = replay_history(&log(which));
+    let tools = tools();
+    bencher.bench_local(|| request(&history, &tools));
 }
 
 /// The request for `history`: built, sized and hashed as the loop does.

@@ -1,20 +1,26 @@
-//! Interactive UI rendering cost, printed as figures and a ratio from one run.
+//! Interactive UI rendering cost, measured with divan.
 //!
 //! `cargo bench -p corral --bench tui`
 //!
-//! Draws one 120×40 frame of a transcript of 10,000 messages and of one of
-//! 100 messages (user prompts, Markdown answers with code, tool cards), both
-//! steady (lines cached) and while the last answer streams (one text delta
-//! per frame). A frame must cost about the same however long the session
-//! is: the target is a ratio under 2 and a frame under 16 ms.
+//! Draws one 120×40 frame of a transcript of 100 messages and of one of
+//! 10,000 (user prompts, Markdown answers with code, tool cards): the first
+//! frame (nothing cached), a steady frame (lines cached) and a frame while
+//! the last answer streams (one text delta per frame). A frame must cost
+//! about the same however long the session is: the goal is the 10,000-row
+//! under twice the 100-row, and every frame under 16 ms.
 
 use corral_protocol::{AssistantMessage, Event, FinishReason, ToolCall, ToolOutcome, Usage};
 use corral_tui::{App, render};
+use divan::Bencher;
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
-use std::time::{Duration, Instant};
 
-const FRAMES: u32 = 200;
+/// The transcripts' sizes, in messages.
+const SIZES: [usize; 2] = [100, 10_000];
+
+fn main() {
+    divan::main();
+}
 
 fn transcript(messages: usize) -> App {
     let mut app = App::new("replay", corral_protocol::Mode::Ask);
@@ -77,60 +83,50 @@ fn transcript(messages: usize) -> App {
     app
 }
 
-/// Mean time of one frame: steady, and with one text delta before each.
-fn measure(app: &mut App) -> (Duration, Duration, Duration) {
+/// A 120×40 terminal that has drawn `app` once.
+fn drawn(app: &mut App) -> Terminal<TestBackend> {
     let mut term = Terminal::new(TestBackend::new(120, 40)).unwrap_or_else(|e| panic!("{e}"));
-    let cold = Instant::now();
+    draw(&mut term, app);
+    term
+}
+
+fn draw(term: &mut Terminal<TestBackend>, app: &mut App) {
     term.draw(|f| render(f, app))
         .unwrap_or_else(|e| panic!("{e}"));
-    let cold = cold.elapsed();
-    let start = Instant::now();
-    for _ in 0..FRAMES {
-        term.draw(|f| render(f, app))
-            .unwrap_or_else(|e| panic!("{e}"));
-    }
-    let steady = start.elapsed() / FRAMES;
-    let start = Instant::now();
-    for _ in 0..FRAMES {
+}
+
+/// The first frame of a transcript just loaded (a resumed session).
+#[divan::bench(args = SIZES, sample_count = 20, sample_size = 1)]
+fn first_frame(bencher: Bencher, messages: usize) {
+    bencher
+        .with_inputs(|| {
+            let term =
+                Terminal::new(TestBackend::new(120, 40)).unwrap_or_else(|e| panic!("{e}"));
+            (transcript(messages), term)
+        })
+        .bench_local_values(|(mut app, mut term)| {
+            draw(&mut term, &mut app);
+            (app, term)
+        });
+}
+
+/// A frame with nothing new.
+#[divan::bench(args = SIZES)]
+fn steady_frame(bencher: Bencher, messages: usize) {
+    let mut app = transcript(messages);
+    let mut term = drawn(&mut app);
+    bencher.bench_local(|| draw(&mut term, &mut app));
+}
+
+/// A frame after one streamed text delta of the last answer.
+#[divan::bench(args = SIZES)]
+fn streaming_frame(bencher: Bencher, messages: usize) {
+    let mut app = transcript(messages);
+    let mut term = drawn(&mut app);
+    bencher.bench_local(|| {
         app.apply(&Event::TextDelta {
             text: "more words ".into(),
         });
-        term.draw(|f| render(f, app))
-            .unwrap_or_else(|e| panic!("{e}"));
-    }
-    let streaming = start.elapsed() / FRAMES;
-    (cold, steady, streaming)
-}
-
-fn ms(d: Duration) -> String {
-    format!("{:.3} ms", d.as_secs_f64() * 1000.0)
-}
-
-fn main() {
-    // A first pass warms caches and the allocator, so neither size pays it.
-    let _ = measure(&mut transcript(100));
-    let mut big = transcript(10_000);
-    let mut small = transcript(100);
-    let (small_cold, small_steady, small_stream) = measure(&mut small);
-    let (big_cold, big_steady, big_stream) = measure(&mut big);
-    println!("tui frame, 120x40, mean of {FRAMES} frames");
-    println!(
-        "  100 messages:    first {}  steady {}  streaming {}",
-        ms(small_cold),
-        ms(small_steady),
-        ms(small_stream)
-    );
-    println!(
-        "  10,000 messages: first {}  steady {}  streaming {}",
-        ms(big_cold),
-        ms(big_steady),
-        ms(big_stream)
-    );
-    let ratio = |a: Duration, b: Duration| a.as_secs_f64() / b.as_secs_f64();
-    println!(
-        "  ratio 10,000/100: first {:.2}  steady {:.2}  streaming {:.2}",
-        ratio(big_cold, small_cold),
-        ratio(big_steady, small_steady),
-        ratio(big_stream, small_stream)
-    );
+        draw(&mut term, &mut app);
+    });
 }
