@@ -16,10 +16,8 @@
 mod common;
 
 use common::{load, report};
-use corral_core::call::{Dispatcher, Sink};
+use corral_core::call::Dispatcher;
 use corral_core::hooks::Hooks;
-use corral_protocol::Event;
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
@@ -38,21 +36,6 @@ fn round(iters: usize, mut f: impl FnMut()) -> Duration {
 fn median(mut v: Vec<Duration>) -> Duration {
     v.sort();
     v[v.len() / 2]
-}
-
-/// Events of a dispatched call, dropped.
-struct Discard;
-
-impl corral_core::hooks::Emit for Discard {
-    fn emit(&mut self, _: Event) -> anyhow::Result<()> {
-        Ok(())
-    }
-}
-
-impl Sink for Discard {
-    fn save_artifact(&self, _: &str, _: &str) -> Option<std::io::Result<PathBuf>> {
-        None
-    }
 }
 
 fn main() {
@@ -117,7 +100,7 @@ fn main() {
     let read = common::read_small();
     let cancel = CancellationToken::new();
     let dispatch = |d: &Dispatcher| {
-        let outcome = or_die(rt.block_on(d.run_one(&read, &mut Discard, &cancel)));
+        let outcome = or_die(rt.block_on(d.run_one(&read, &mut common::Discard, &cancel)));
         assert!(!outcome.is_error, "{}", outcome.content);
     };
     round(50, || dispatch(&plain));

@@ -159,13 +159,5 @@ fn session(compact: bool) -> Vec<Record> {
     while events.len() < EVENTS + usize::from(compact) * (turn / EVERY) {
         events.push(Event::TurnBegin { turn: 1 });
     }
-    events
-        .into_iter()
-        .enumerate()
-        .map(|(i, event)| Record {
-            seq: i as u64 + 1,
-            ts_ms: 0,
-            event,
-        })
-        .collect()
+    corral_core::log::numbered(events)
 }

@@ -11,7 +11,10 @@
 //! testing::assert_split_invariant(TRANSCRIPT, Stream::new);
 //! ```
 
-use crate::provider::{ChatResponse, Event, ProviderError, TurnStream, replay_turn};
+use crate::provider::{
+    AssistantMessage, ChatResponse, Event, FinishReason, ProviderError, ToolCall, ToolCallDelta,
+    TurnStream, Usage, replay_turn,
+};
 
 /// What a replayed turn gave: the response (or why there was none) and the
 /// streaming events sent on the way.
@@ -39,4 +42,57 @@ pub fn assert_split_invariant<S: TurnStream>(transcript: &str, new: impl Fn() ->
     }
     let singles: Vec<&[u8]> = bytes.chunks(1).collect();
     assert_eq!(run(&singles, &new), whole, "one byte at a time");
+}
+
+/// A tool call, as a test expects one.
+pub fn tool_call(id: &str, name: &str, arguments: &str) -> ToolCall {
+    ToolCall {
+        id: id.into(),
+        name: name.into(),
+        arguments: arguments.into(),
+    }
+}
+
+/// The streaming event for a fragment of the tool call at `index`.
+pub fn call_delta(index: u32, id: Option<&str>, name: Option<&str>, arguments: &str) -> Event {
+    Event::ToolCallDelta(ToolCallDelta {
+        index,
+        id: id.map(Into::into),
+        name: name.map(Into::into),
+        arguments_delta: arguments.into(),
+    })
+}
+
+/// A turn's response, as a test expects one.
+pub fn response(
+    text: &str,
+    tool_calls: Vec<ToolCall>,
+    finish_reason: FinishReason,
+    usage: Option<Usage>,
+) -> ChatResponse {
+    ChatResponse {
+        message: AssistantMessage {
+            text: text.into(),
+            tool_calls,
+        },
+        finish_reason,
+        usage,
+    }
+}
+
+/// A plugin's settings lookup answering from `pairs`, as `corral_sdk::config`
+/// answers from the manifest entry's `config` table.
+pub fn config<'a>(pairs: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<String> + 'a {
+    move |key| {
+        pairs
+            .iter()
+            .find(|(k, _)| *k == key)
+            .map(|(_, v)| (*v).to_owned())
+    }
+}
+
+/// The JSON of a request body a plugin built; panics when there is none.
+pub fn json_body(body: Result<Vec<u8>, ProviderError>) -> serde_json::Value {
+    let body = body.unwrap_or_else(|e| panic!("no request body: {e:?}"));
+    serde_json::from_slice(&body).unwrap_or_else(|e| panic!("the body is not JSON: {e}"))
 }

@@ -65,13 +65,19 @@ impl Live {
             *running = Some(id);
         }
         if self.ops.send(Op::UserTurn { text }).is_err() {
-            self.prompt
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .take();
+            self.take_prompt();
             return Err(RpcError::new(code::INTERNAL, "the session has ended"));
         }
         Ok(())
+    }
+
+    /// The JSON-RPC id of the running turn's `session/prompt`, which is
+    /// answered now: no turn runs any more.
+    fn take_prompt(&self) -> Option<Value> {
+        self.prompt
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take()
     }
 
     /// Changes the permission mode from the next call on.
@@ -145,12 +151,7 @@ async fn pump(mut session: Session, live: Arc<Live>, peer: Peer) {
             Event::ProviderFailed { error } => failure = Some(error.to_string()),
             Event::Error { message } => failure = Some(message),
             Event::Stop { reason, message } => {
-                let running = live
-                    .prompt
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner)
-                    .take();
-                if let Some(id) = running {
+                if let Some(id) = live.take_prompt() {
                     let said = message.or(failure.take());
                     peer.answer(id, stop(reason, said)).await;
                 }
@@ -159,12 +160,7 @@ async fn pump(mut session: Session, live: Arc<Live>, peer: Peer) {
             _ => {}
         }
     }
-    let running = live
-        .prompt
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .take();
-    if let Some(id) = running {
+    if let Some(id) = live.take_prompt() {
         peer.answer(
             id,
             Err(RpcError::new(

@@ -12,6 +12,21 @@ use corral_runtime::{Plugins, Runtime, RuntimeOptions};
 use std::path::Path;
 use std::sync::Arc;
 
+/// The events of a dispatched call, dropped.
+pub struct Discard;
+
+impl corral_core::hooks::Emit for Discard {
+    fn emit(&mut self, _: corral_protocol::Event) -> anyhow::Result<()> {
+        Ok(())
+    }
+}
+
+impl corral_core::call::Sink for Discard {
+    fn save_artifact(&self, _: &str, _: &str) -> Option<std::io::Result<std::path::PathBuf>> {
+        None
+    }
+}
+
 /// The value, or the benchmark stops with the error.
 pub fn or_die<T, E: std::fmt::Display>(r: Result<T, E>) -> T {
     r.unwrap_or_else(|e| panic!("{e}"))

@@ -35,9 +35,8 @@ mod proc;
 mod tree;
 
 use common::{load, report};
-use corral_core::call::{Dispatcher, Sink};
+use corral_core::call::Dispatcher;
 use corral_core::hooks::Hooks;
-use corral_protocol::Event;
 use corral_runtime::Runtime;
 use corral_sdk::Tool as _;
 use mock::{Mock, Reply};
@@ -1355,21 +1354,6 @@ fn list_files(cfg: &Cfg, bins: &[Bin], tree: &Result<tree::Tree, String>) -> Row
     }
 }
 
-/// Events of a measured dispatch, dropped.
-struct Discard;
-
-impl corral_core::hooks::Emit for Discard {
-    fn emit(&mut self, _: Event) -> anyhow::Result<()> {
-        Ok(())
-    }
-}
-
-impl Sink for Discard {
-    fn save_artifact(&self, _: &str, _: &str) -> Option<std::io::Result<PathBuf>> {
-        None
-    }
-}
-
 /// A trivial `before_tool` hook's cost per call against the cheapest call it
 /// guards (`read_file` of a 24-byte file), through the dispatcher's whole
 /// path, in interleaved rounds.
@@ -1392,7 +1376,7 @@ fn hook(cfg: &Cfg, rt: &tokio::runtime::Runtime, runtime: &Runtime) -> Row {
     let per = |d: &Dispatcher, iters: u32| {
         let t = Instant::now();
         for _ in 0..iters {
-            let outcome = ok(rt.block_on(d.run_one(&call, &mut Discard, &cancel)));
+            let outcome = ok(rt.block_on(d.run_one(&call, &mut common::Discard, &cancel)));
             assert!(!outcome.is_error, "{}", outcome.content);
         }
         t.elapsed() / iters

@@ -40,7 +40,7 @@ use crate::provenance::Tracker;
 use crate::runtime::{Plugin, Plugins};
 use anyhow::Context as _;
 use sha2::{Digest, Sha256};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
@@ -388,12 +388,7 @@ impl Agent {
             None => Tracker::new(&workspace, options.guard.clone(), Default::default()),
         }?;
         let mut dispatcher = dispatcher(plugins, &mut options, tracker);
-        let checkpoints = Arc::new(crate::checkpoint::Checkpoints::for_log(log.path()));
-        dispatcher.set_checkpoint(checkpoints.clone());
-        dispatcher.set_watch(Arc::new(crate::checkpoint::Watch::new(
-            checkpoints.clone(),
-            workspace.clone(),
-        )));
+        let checkpoints = checkpoints(&mut dispatcher, log.path(), &workspace, 0);
         let git_status = git_status_for(&options, &workspace);
         Ok(Self {
             checkpoints,
@@ -444,13 +439,7 @@ impl Agent {
         let held = crate::provenance::held_from(records);
         let tracker = Tracker::new(&workspace, options.guard.clone(), held)?;
         let mut dispatcher = dispatcher(plugins, &mut options, tracker);
-        let checkpoints = Arc::new(crate::checkpoint::Checkpoints::for_log(log.path()));
-        checkpoints.set_turn(turn);
-        dispatcher.set_checkpoint(checkpoints.clone());
-        dispatcher.set_watch(Arc::new(crate::checkpoint::Watch::new(
-            checkpoints.clone(),
-            workspace.clone(),
-        )));
+        let checkpoints = checkpoints(&mut dispatcher, log.path(), &workspace, turn);
         let hooks = crate::hooks::SessionHooks::new(options.hooks.clone(), true);
         let git_status = git_status_for(&options, &workspace);
         let mut agent = Self {
@@ -938,17 +927,21 @@ impl Agent {
         let mut events = Vec::new();
         // The text streamed so far: kept when the user interrupts it.
         self.partial.clear();
+        let partial = &mut self.partial;
+        let mut note = |ev: &StreamEvent| {
+            if let StreamEvent::TextDelta { text } = ev {
+                rewind::keep_partial(partial, text);
+            }
+            if record {
+                events.push(ev.clone());
+            }
+        };
         let result = loop {
             tokio::select! {
                 biased;
                 () = cancel.cancelled() => return Ok(Err(None)),
                 Some(ev) = rx.recv() => {
-                    if let StreamEvent::TextDelta { text } = &ev {
-                        rewind::keep_partial(&mut self.partial, text);
-                    }
-                    if record {
-                        events.push(ev.clone());
-                    }
+                    note(&ev);
                     if !forward(ui, ev, backlog.as_ref(), cancel).await {
                         return Ok(Err(None));
                     }
@@ -957,12 +950,7 @@ impl Agent {
             }
         };
         while let Ok(ev) = rx.try_recv() {
-            if let StreamEvent::TextDelta { text } = &ev {
-                rewind::keep_partial(&mut self.partial, text);
-            }
-            if record {
-                events.push(ev.clone());
-            }
+            note(&ev);
             if !forward(ui, ev, backlog.as_ref(), cancel).await {
                 return Ok(Err(None));
             }
@@ -1098,6 +1086,24 @@ fn dispatcher(plugins: Arc<Plugins>, options: &mut AgentOptions, tracker: Tracke
             .map(|t| Arc::new(t) as Arc<dyn crate::call::HostSpec>)
             .collect(),
     })
+}
+
+/// The checkpoints of the session whose log is `log`, from `turn` on,
+/// given to `dispatcher`, which also watches `workspace` for them.
+fn checkpoints(
+    dispatcher: &mut Dispatcher,
+    log: &Path,
+    workspace: &Path,
+    turn: u32,
+) -> Arc<crate::checkpoint::Checkpoints> {
+    let checkpoints = Arc::new(crate::checkpoint::Checkpoints::for_log(log));
+    checkpoints.set_turn(turn);
+    dispatcher.set_checkpoint(checkpoints.clone());
+    dispatcher.set_watch(Arc::new(crate::checkpoint::Watch::new(
+        checkpoints.clone(),
+        workspace.to_path_buf(),
+    )));
+    checkpoints
 }
 
 /// Puts the session log on disk, off the async runtime's threads.

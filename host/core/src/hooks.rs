@@ -594,7 +594,6 @@ mod tests {
     /// blocking `stop` hook sent the model on with.
     #[test]
     fn a_resumed_history_keeps_what_hooks_added() {
-        use crate::log::Record;
         use crate::protocol::Message;
         let hook = |event, decision, detail: &str| Event::Hook {
             event,
@@ -618,15 +617,7 @@ mod tests {
             },
             hook(HookEvent::Stop, HookDecision::Block, "run the tests"),
         ];
-        let records: Vec<Record> = events
-            .into_iter()
-            .enumerate()
-            .map(|(i, event)| Record {
-                seq: i as u64 + 1,
-                ts_ms: 0,
-                event,
-            })
-            .collect();
+        let records = crate::log::numbered(events);
         let (history, turn, open) = crate::agent::replay_history(&records);
         assert_eq!(turn, 2);
         assert!(open.is_empty());

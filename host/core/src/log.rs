@@ -35,6 +35,19 @@ pub struct Record {
     pub event: Event,
 }
 
+/// `events` as a log holds them, numbered from 1 and with no time: a
+/// history to replay that was never written (tests, benchmarks).
+pub fn numbered(events: impl IntoIterator<Item = Event>) -> Vec<Record> {
+    (1..)
+        .zip(events)
+        .map(|(seq, event)| Record {
+            seq,
+            ts_ms: 0,
+            event,
+        })
+        .collect()
+}
+
 /// A [`Record`] as it is written, borrowing its event.
 #[derive(Serialize)]
 struct RecordRef<'a> {

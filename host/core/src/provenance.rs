@@ -83,23 +83,19 @@ pub struct Classifier {
     stores: Vec<PathBuf>,
 }
 
+/// The `defaults` and then the user's `more` patterns of one file class.
+fn with<'a>(defaults: &'a [&'a str], more: &'a [String]) -> impl Iterator<Item = &'a str> {
+    defaults
+        .iter()
+        .copied()
+        .chain(more.iter().map(String::as_str))
+}
+
 impl Classifier {
     /// The classifier of `workspace` (canonical) under `settings`.
     pub fn new(workspace: &Path, settings: &GuardSettings) -> Result<Self, GlobsError> {
-        let secrets = globs(
-            "secrets",
-            DEFAULT_SECRETS
-                .iter()
-                .copied()
-                .chain(settings.secrets.iter().map(String::as_str)),
-        )?;
-        let untrusted = globs(
-            "untrusted",
-            DEFAULT_UNTRUSTED
-                .iter()
-                .copied()
-                .chain(settings.untrusted.iter().map(String::as_str)),
-        )?;
+        let secrets = globs("secrets", with(DEFAULT_SECRETS, &settings.secrets))?;
+        let untrusted = globs("untrusted", with(DEFAULT_UNTRUSTED, &settings.untrusted))?;
         let trusted = globs("trusted", settings.trusted.iter().map(String::as_str))?;
         Ok(Self {
             workspace: workspace.to_path_buf(),
@@ -509,13 +505,6 @@ mod tests {
     use crate::runtime::ProgramRun;
     use pretty_assertions::assert_eq;
 
-    fn label(kind: LabelKind, source: &str) -> Label {
-        Label {
-            kind,
-            source: source.into(),
-        }
-    }
-
     fn classifier(settings: &GuardSettings) -> Classifier {
         Classifier::new(Path::new("/w"), settings).unwrap()
     }
@@ -523,7 +512,7 @@ mod tests {
     #[test]
     fn diff_headers_naming_a_secret_label_the_output() {
         let c = classifier(&GuardSettings::default());
-        let shown = vec![label(
+        let shown = vec![Label::new(
             LabelKind::Sensitive,
             "`git_show` output shows a diff of `.env`",
         )];
@@ -639,13 +628,13 @@ mod tests {
         assert_eq!(
             c.labels("t", &touched, false),
             vec![
-                label(LabelKind::Workspace, "src/a.rs"),
-                label(LabelKind::Sensitive, ".env"),
-                label(LabelKind::Untrusted, "vendor/x/README.md"),
-                label(LabelKind::Untrusted, "https://api.example.com:443"),
-                label(LabelKind::Sensitive, "`cat` run on `./.env`"),
-                label(LabelKind::Sensitive, "`sh` run on `cat 'app/.env' | wc`"),
-                label(
+                Label::new(LabelKind::Workspace, "src/a.rs"),
+                Label::new(LabelKind::Sensitive, ".env"),
+                Label::new(LabelKind::Untrusted, "vendor/x/README.md"),
+                Label::new(LabelKind::Untrusted, "https://api.example.com:443"),
+                Label::new(LabelKind::Sensitive, "`cat` run on `./.env`"),
+                Label::new(LabelKind::Sensitive, "`sh` run on `cat 'app/.env' | wc`"),
+                Label::new(
                     LabelKind::Untrusted,
                     "output of `curl` (granted the network)"
                 ),
@@ -653,7 +642,7 @@ mod tests {
         );
         assert_eq!(
             c.labels("vault_get", &Touched::default(), true),
-            vec![label(
+            vec![Label::new(
                 LabelKind::Sensitive,
                 "output of `vault_get` (declared reads_secrets)"
             )]
@@ -680,7 +669,7 @@ mod tests {
         );
         assert_eq!(
             c.argument_labels("git_show", &serde_json::json!({"rev": "HEAD:.env"}), true),
-            vec![label(
+            vec![Label::new(
                 LabelKind::Sensitive,
                 "`git_show` argument `HEAD:.env`"
             )]
@@ -709,7 +698,10 @@ mod tests {
         };
         let labels = c.labels("grep", &touched, false);
         assert_eq!(labels.len(), MAX_LABELS + 1);
-        assert_eq!(labels.last(), Some(&label(LabelKind::Workspace, "24 more")));
+        assert_eq!(
+            labels.last(),
+            Some(&Label::new(LabelKind::Workspace, "24 more"))
+        );
     }
 
     #[test]
@@ -733,9 +725,9 @@ mod tests {
             },
         };
         let records = [
-            end(vec![label(LabelKind::Untrusted, "vendor/x/README.md")]),
+            end(vec![Label::new(LabelKind::Untrusted, "vendor/x/README.md")]),
             end(vec![]),
-            end(vec![label(LabelKind::Sensitive, ".env")]),
+            end(vec![Label::new(LabelKind::Sensitive, ".env")]),
         ];
         let held = held_from(&records);
         assert!(held.is_risky());

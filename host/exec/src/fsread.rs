@@ -97,17 +97,37 @@ pub fn kind(ft: &std::fs::FileType) -> Option<&'static str> {
         return None;
     } else if ft.is_dir() {
         "a directory"
-    } else if ft.is_fifo() {
+    } else {
+        special_kind(
+            ft.is_fifo(),
+            ft.is_socket(),
+            ft.is_char_device(),
+            ft.is_block_device(),
+        )
+    })
+}
+
+/// What a file that is neither regular nor a directory is, for messages,
+/// from what its type answers: a FIFO, a socket, a character device, a
+/// block device. Any file type can say it this way (cap-std's has no
+/// conversion to std's).
+pub fn special_kind(
+    fifo: bool,
+    socket: bool,
+    char_device: bool,
+    block_device: bool,
+) -> &'static str {
+    if fifo {
         "a FIFO (named pipe)"
-    } else if ft.is_socket() {
+    } else if socket {
         "a socket"
-    } else if ft.is_char_device() {
+    } else if char_device {
         "a character device"
-    } else if ft.is_block_device() {
+    } else if block_device {
         "a block device"
     } else {
         "not a regular file"
-    })
+    }
 }
 
 #[cfg(test)]

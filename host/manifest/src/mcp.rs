@@ -199,7 +199,7 @@ impl Checker<'_> {
         // A server that can change files or send data is not a reader
         // because it says so, nor by default: its tools ask like a write.
         let writes = !raw.grants.fs.is_empty() || net.reaches();
-        let (prefix, default_effects, effects) = self.mcp_common(&here, name, &raw, writes)?;
+        let common = self.mcp_common(&here, name, &raw, writes)?;
         let package = match &raw.package {
             Some(p) => Some(self.mcp_package(&here, p)?),
             None => None,
@@ -209,34 +209,18 @@ impl Checker<'_> {
             path.canonicalize().unwrap_or(path)
         };
         Ok(McpServerDecl {
-            name: name.to_owned(),
             command: command.into_inner(),
-            url: None,
-            secrets: Vec::new(),
             args: raw.args,
             env: raw.env,
             cwd: raw
                 .cwd
                 .as_deref()
                 .map_or_else(|| self.workspace.to_path_buf(), within),
-            workspace: self.workspace.to_path_buf(),
             fs: raw.grants.fs.iter().map(|p| within(p)).collect(),
             env_grants: raw.grants.env,
             net,
-            default_effects,
-            effects,
-            sensitive: raw.sensitive.clone(),
-            sinks: raw.sinks.clone(),
-            tool_prefix: prefix,
-            timeout_ms: raw.timeout_ms.unwrap_or(DEFAULT_MCP_TIMEOUT_MS),
-            output_cap: raw
-                .output_kb
-                .unwrap_or(DEFAULT_MCP_OUTPUT_KB)
-                .saturating_mul(1024),
-            file: self.layer.name.clone(),
-            project: false,
-            trusted_code: None,
             package,
+            ..common
         })
     }
 
@@ -295,16 +279,17 @@ impl Checker<'_> {
         })
     }
 
-    /// The tool prefix and effects of `[mcp.NAME]`, whatever its
-    /// transport; `writes` when its grants let it write, which makes its
-    /// tools `write` unless the entry says otherwise.
+    /// `[mcp.NAME]` as far as it is the same whatever its transport: its
+    /// tool prefix, effects and limits, with no program, url or grant yet
+    /// (it runs in the workspace); `writes` when its grants let it write,
+    /// which makes its tools `write` unless the entry says otherwise.
     fn mcp_common(
         &self,
         here: &str,
         name: &str,
         raw: &RawMcp,
         writes: bool,
-    ) -> Result<(String, Vec<Effect>, ToolEffects), ManifestError> {
+    ) -> Result<McpServerDecl, ManifestError> {
         let default = if writes {
             vec![Effect::Write]
         } else {
@@ -334,7 +319,33 @@ impl Checker<'_> {
             }
             None => format!("{name}__"),
         };
-        Ok((prefix, default_effects, effects))
+        Ok(McpServerDecl {
+            name: name.to_owned(),
+            command: String::new(),
+            url: None,
+            secrets: Vec::new(),
+            args: Vec::new(),
+            env: BTreeMap::new(),
+            cwd: self.workspace.to_path_buf(),
+            workspace: self.workspace.to_path_buf(),
+            fs: Vec::new(),
+            env_grants: Vec::new(),
+            net: crate::exec::Network::Off,
+            default_effects,
+            effects,
+            sensitive: raw.sensitive.clone(),
+            sinks: raw.sinks.clone(),
+            tool_prefix: prefix,
+            timeout_ms: raw.timeout_ms.unwrap_or(DEFAULT_MCP_TIMEOUT_MS),
+            output_cap: raw
+                .output_kb
+                .unwrap_or(DEFAULT_MCP_OUTPUT_KB)
+                .saturating_mul(1024),
+            file: self.layer.name.clone(),
+            project: false,
+            trusted_code: None,
+            package: None,
+        })
     }
 
     /// `[mcp.NAME] url = "…"`: a streamable HTTP server. corral makes the
@@ -408,33 +419,11 @@ impl Checker<'_> {
         let secrets =
             self.secret_grants(&here, &raw.grants.secrets, std::slice::from_ref(&grant))?;
         // Reached over the network, it changes nothing on this machine.
-        let (prefix, default_effects, effects) = self.mcp_common(&here, name, &raw, false)?;
+        let common = self.mcp_common(&here, name, &raw, false)?;
         Ok(McpServerDecl {
-            name: name.to_owned(),
-            command: String::new(),
             url: Some(text.clone()),
             secrets,
-            args: Vec::new(),
-            env: BTreeMap::new(),
-            cwd: self.workspace.to_path_buf(),
-            workspace: self.workspace.to_path_buf(),
-            fs: Vec::new(),
-            env_grants: Vec::new(),
-            net: crate::exec::Network::Off,
-            default_effects,
-            effects,
-            sensitive: raw.sensitive.clone(),
-            sinks: raw.sinks.clone(),
-            tool_prefix: prefix,
-            timeout_ms: raw.timeout_ms.unwrap_or(DEFAULT_MCP_TIMEOUT_MS),
-            output_cap: raw
-                .output_kb
-                .unwrap_or(DEFAULT_MCP_OUTPUT_KB)
-                .saturating_mul(1024),
-            file: self.layer.name.clone(),
-            project: false,
-            trusted_code: None,
-            package: None,
+            ..common
         })
     }
 

@@ -139,13 +139,10 @@ pub fn status(dir: &Path, manifest: &Path, text: &str) -> Status {
     }
 }
 
-/// The plugin files approved with `text` of `manifest`, by plugin name, or
-/// `None` when that text is not trusted.
-pub fn recorded_files(
-    dir: &Path,
-    manifest: &Path,
-    text: &str,
-) -> Option<BTreeMap<String, PluginFile>> {
+/// Everything approved with `text` of `manifest` (the plugin files by
+/// plugin name, the MCP servers' code by server name, the command hooks'
+/// code by [`hook_key`]), or `None` when that text is not trusted.
+pub fn recorded(dir: &Path, manifest: &Path, text: &str) -> Option<Approved> {
     let key = manifest.display().to_string();
     let index = read_index(dir);
     let record = index.trusted.get(&key)?;
@@ -153,46 +150,17 @@ pub fn recorded_files(
         return None;
     }
     Some(match record {
-        Record::Full { plugins, .. } => plugins.clone(),
-        Record::ManifestOnly(_) => BTreeMap::new(),
-    })
-}
-
-/// The code of the MCP servers approved with `text` of `manifest`, by
-/// server name, or `None` when that text is not trusted.
-pub fn recorded_servers(
-    dir: &Path,
-    manifest: &Path,
-    text: &str,
-) -> Option<BTreeMap<String, ServerCode>> {
-    let key = manifest.display().to_string();
-    let index = read_index(dir);
-    let record = index.trusted.get(&key)?;
-    if record.manifest_hash() != hash(text) {
-        return None;
-    }
-    Some(match record {
-        Record::Full { servers, .. } => servers.clone(),
-        Record::ManifestOnly(_) => BTreeMap::new(),
-    })
-}
-
-/// The code of the command hooks approved with `text` of `manifest`, by
-/// [`hook_key`], or `None` when that text is not trusted.
-pub fn recorded_hooks(
-    dir: &Path,
-    manifest: &Path,
-    text: &str,
-) -> Option<BTreeMap<String, ServerCode>> {
-    let key = manifest.display().to_string();
-    let index = read_index(dir);
-    let record = index.trusted.get(&key)?;
-    if record.manifest_hash() != hash(text) {
-        return None;
-    }
-    Some(match record {
-        Record::Full { hooks, .. } => hooks.clone(),
-        Record::ManifestOnly(_) => BTreeMap::new(),
+        Record::Full {
+            plugins,
+            servers,
+            hooks,
+            ..
+        } => Approved {
+            plugins: plugins.clone(),
+            servers: servers.clone(),
+            hooks: hooks.clone(),
+        },
+        Record::ManifestOnly(_) => Approved::default(),
     })
 }
 
@@ -370,33 +338,37 @@ pub fn bind(manifest: &mut Manifest, project: &Path, text: &str) {
         .canonicalize()
         .unwrap_or_else(|_| project.to_path_buf());
     let recorded = store_dir()
-        .and_then(|dir| recorded_files(&dir, &canonical, text))
+        .and_then(|dir| recorded(&dir, &canonical, text))
         .unwrap_or_default();
     let mut bound = BTreeMap::new();
     for decl in &manifest.plugins {
         let Some((path, None)) = from_project(decl, &name) else {
             continue;
         };
-        let file = recorded.get(&decl.name).cloned().unwrap_or(PluginFile {
-            path: path.display().to_string(),
-            sha256: None,
-        });
+        let file = recorded
+            .plugins
+            .get(&decl.name)
+            .cloned()
+            .unwrap_or(PluginFile {
+                path: path.display().to_string(),
+                sha256: None,
+            });
         bound.insert(decl.name.clone(), file);
     }
     manifest.trusted_files = bound;
-    let approved = store_dir()
-        .and_then(|dir| recorded_servers(&dir, &canonical, text))
-        .unwrap_or_default();
     for decl in manifest.mcp.iter_mut().filter(|d| d.file == name) {
-        decl.trusted_code = Some(approved.get(&decl.name).cloned().unwrap_or_default());
+        decl.trusted_code = Some(
+            recorded
+                .servers
+                .get(&decl.name)
+                .cloned()
+                .unwrap_or_default(),
+        );
     }
-    let hooks = store_dir()
-        .and_then(|dir| recorded_hooks(&dir, &canonical, text))
-        .unwrap_or_default();
     for binding in manifest.hooks.iter_mut().filter(|b| b.origin.file == name) {
         let key = hook_key(binding);
         if let HookTarget::Command(c) = &mut binding.target {
-            c.trusted_code = Some(hooks.get(&key).cloned().unwrap_or_default());
+            c.trusted_code = Some(recorded.hooks.get(&key).cloned().unwrap_or_default());
         }
     }
 }
@@ -432,14 +404,9 @@ pub fn hook_code(hook: &CommandHook) -> Vec<CodeFile> {
             let beneath = path
                 .canonicalize()
                 .is_ok_and(|c| c.starts_with(&workspace) && c.is_file());
-            if !beneath || out.iter().any(|f| f.path == path) {
-                continue;
+            if beneath {
+                add_code_file(&mut out, path);
             }
-            let state = match read_plugin_file(&path) {
-                Ok(bytes) => FileState::Hashed(sha256_hex(&bytes)),
-                Err(e) => FileState::Unreadable(e.to_string()),
-            };
-            out.push(CodeFile { path, state });
         }
     }
     out
@@ -464,17 +431,29 @@ pub fn review_hooks(manifest: &Manifest, project: &str) -> Vec<(String, Vec<Code
 /// manifest approved, just before it runs; the error names each changed
 /// file and the fix. A hook of the user's own file is not checked.
 pub fn check_hook_code(hook: &CommandHook) -> Result<(), TrustError> {
-    let Some(approved) = &hook.trusted_code else {
+    unchanged(hook.trusted_code.as_ref(), || hook_code(hook)).map_err(|changes| {
+        TrustError::HookCodeChanged {
+            hook: crate::hook::command_name(&hook.command),
+            changes,
+        }
+    })
+}
+
+/// `Err` with the changes ([`code_changes`]) when the code `now` reads
+/// differs from what was `approved`; a hook or server whose file was not
+/// trusted, with nothing approved, is not checked.
+fn unchanged(
+    approved: Option<&ServerCode>,
+    now: impl FnOnce() -> Vec<CodeFile>,
+) -> Result<(), Vec<String>> {
+    let Some(approved) = approved else {
         return Ok(());
     };
-    let changes = code_changes(&hook_code(hook), approved);
+    let changes = code_changes(&now(), approved);
     if changes.is_empty() {
         return Ok(());
     }
-    Err(TrustError::HookCodeChanged {
-        hook: crate::hook::command_name(&hook.command),
-        changes,
-    })
+    Err(changes)
 }
 
 /// One file of an MCP server's code, as `corral trust` shows it.
@@ -520,16 +499,23 @@ pub fn server_code(decl: &McpServerDecl) -> Vec<CodeFile> {
     let mut out: Vec<CodeFile> = Vec::new();
     for path in program.into_iter().chain(decl.named_files()) {
         let beneath = path.canonicalize().is_ok_and(|c| c.starts_with(&workspace));
-        if !beneath || out.iter().any(|f| f.path == path) {
-            continue;
+        if beneath {
+            add_code_file(&mut out, path);
         }
-        let state = match read_plugin_file(&path) {
-            Ok(bytes) => FileState::Hashed(sha256_hex(&bytes)),
-            Err(e) => FileState::Unreadable(e.to_string()),
-        };
-        out.push(CodeFile { path, state });
     }
     out
+}
+
+/// Reads and hashes the code file `path` into `out`, unless it is there.
+fn add_code_file(out: &mut Vec<CodeFile>, path: PathBuf) {
+    if out.iter().any(|f| f.path == path) {
+        return;
+    }
+    let state = match read_plugin_file(&path) {
+        Ok(bytes) => FileState::Hashed(sha256_hex(&bytes)),
+        Err(e) => FileState::Unreadable(e.to_string()),
+    };
+    out.push(CodeFile { path, state });
 }
 
 /// The code of each MCP server the project manifest named `project` brings
@@ -655,17 +641,12 @@ impl From<TrustError> for String {
 /// manifest approved, just before it starts; the error names each changed
 /// file and the fix. A server of the user's own file is not checked.
 pub fn check_server_code(decl: &McpServerDecl) -> Result<(), TrustError> {
-    let Some(approved) = &decl.trusted_code else {
-        return Ok(());
-    };
-    let changes = code_changes(&server_code(decl), approved);
-    if changes.is_empty() {
-        return Ok(());
-    }
-    Err(TrustError::ServerCodeChanged {
-        server: decl.name.clone(),
-        file: decl.file.clone(),
-        changes,
+    unchanged(decl.trusted_code.as_ref(), || server_code(decl)).map_err(|changes| {
+        TrustError::ServerCodeChanged {
+            server: decl.name.clone(),
+            file: decl.file.clone(),
+            changes,
+        }
     })
 }
 
@@ -729,10 +710,10 @@ mod tests {
             }
         );
         assert_eq!(
-            recorded_files(dir.path(), m, "a = 1\n"),
+            recorded(dir.path(), m, "a = 1\n").map(|r| r.plugins),
             Some(BTreeMap::new())
         );
-        assert_eq!(recorded_files(dir.path(), m, "a = 2\n"), None);
+        assert!(recorded(dir.path(), m, "a = 2\n").is_none());
         assert_eq!(
             diff("a = 1\nb = 2\n", "a = 1\nb = 3\nc = 4\n"),
             "  a = 1\n- b = 2\n+ b = 3\n+ c = 4\n"
@@ -751,7 +732,10 @@ mod tests {
             },
         )]);
         trust(dir.path(), m, "x = 1\n", &files, &BTreeMap::new()).unwrap();
-        assert_eq!(recorded_files(dir.path(), m, "x = 1\n"), Some(files));
+        assert_eq!(
+            recorded(dir.path(), m, "x = 1\n").map(|r| r.plugins),
+            Some(files)
+        );
         // An index written before plugin files were recorded still reads.
         std::fs::write(
             dir.path().join("index.json"),
@@ -763,7 +747,7 @@ mod tests {
         .unwrap();
         assert_eq!(status(dir.path(), m, "x = 1\n"), Status::Trusted);
         assert_eq!(
-            recorded_files(dir.path(), m, "x = 1\n"),
+            recorded(dir.path(), m, "x = 1\n").map(|r| r.plugins),
             Some(BTreeMap::new())
         );
     }

@@ -385,22 +385,31 @@ fn server_info() -> ServerConfig {
     info
 }
 
-impl ServerHandler for Server {
-    fn get_info(&self) -> ServerConfig {
-        server_info()
-    }
+/// The handler methods the server answers alike whether its plugins have
+/// loaded or not: its description, and `logging/setLevel`, which changes
+/// nothing (log notifications are `info`).
+macro_rules! answered_alike {
+    () => {
+        fn get_info(&self) -> ServerConfig {
+            server_info()
+        }
 
-    #[allow(
-        deprecated,
-        reason = "MCP 2025-11-25 has logging (SEP-2577 deprecates it later)"
-    )]
-    async fn set_level(
-        &self,
-        _request: SetLevelRequestParams,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<(), ErrorData> {
-        Ok(())
-    }
+        #[allow(
+            deprecated,
+            reason = "MCP 2025-11-25 has logging (SEP-2577 deprecates it later)"
+        )]
+        async fn set_level(
+            &self,
+            _request: SetLevelRequestParams,
+            _context: RequestContext<RoleServer>,
+        ) -> Result<(), ErrorData> {
+            Ok(())
+        }
+    };
+}
+
+impl ServerHandler for Server {
+    answered_alike!();
 
     fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
         Cow::Borrowed(ProtocolVersion::known_up_to(&ProtocolVersion::V_2025_11_25))
@@ -487,21 +496,7 @@ impl Loading {
 }
 
 impl ServerHandler for Loading {
-    fn get_info(&self) -> ServerConfig {
-        server_info()
-    }
-
-    #[allow(
-        deprecated,
-        reason = "MCP 2025-11-25 has logging (SEP-2577 deprecates it later)"
-    )]
-    async fn set_level(
-        &self,
-        _request: SetLevelRequestParams,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<(), ErrorData> {
-        Ok(())
-    }
+    answered_alike!();
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
         if let Ok(mut client) = self.client.lock() {

@@ -296,20 +296,13 @@ mod tests {
     use super::*;
     use pretty_assertions::assert_eq;
 
-    fn label(kind: LabelKind, source: &str) -> Label {
-        Label {
-            kind,
-            source: source.into(),
-        }
-    }
-
     fn risky() -> Held {
         let mut held = Held::default();
         held.add(&[
-            label(LabelKind::Workspace, "src/main.rs"),
-            label(LabelKind::Untrusted, "vendor/lib/README.md"),
+            Label::new(LabelKind::Workspace, "src/main.rs"),
+            Label::new(LabelKind::Untrusted, "vendor/lib/README.md"),
         ]);
-        held.add(&[label(LabelKind::Sensitive, ".env")]);
+        held.add(&[Label::new(LabelKind::Sensitive, ".env")]);
         held
     }
 
@@ -324,11 +317,11 @@ mod tests {
         let settings = GuardSettings::default();
         let mut held = Held::default();
         assert_eq!(hold(&settings, &held, "fetch", &net), None);
-        held.add(&[label(LabelKind::Untrusted, "https://web:443")]);
+        held.add(&[Label::new(LabelKind::Untrusted, "https://web:443")]);
         assert_eq!(hold(&settings, &held, "fetch", &net), None);
         // A secret alone is enough: the instruction may hide in any file.
         let mut secret_only = Held::default();
-        secret_only.add(&[label(LabelKind::Sensitive, ".env")]);
+        secret_only.add(&[Label::new(LabelKind::Sensitive, ".env")]);
         assert_eq!(
             hold(&settings, &secret_only, "fetch", &net).as_deref(),
             Some(
@@ -336,7 +329,7 @@ mod tests {
                  `fetch` could send data to `api.example.com:443`"
             )
         );
-        held.add(&[label(LabelKind::Sensitive, ".env")]);
+        held.add(&[Label::new(LabelKind::Sensitive, ".env")]);
         assert_eq!(
             hold(&settings, &held, "fetch", &net).as_deref(),
             Some(

@@ -368,36 +368,21 @@ mod tests {
     #[test]
     fn session_approval_covers_one_command_or_one_tool() {
         let scope = |tool, args: serde_json::Value| session_scope(tool, &args);
-        // The same command, however it is quoted or spaced, is one scope.
-        assert_eq!(
-            scope("run_command", serde_json::json!({"command": "cargo test"})),
-            scope(
-                "run_command",
-                serde_json::json!({"command": "'cargo'  test"})
-            )
-        );
-        assert_eq!(
-            scope("run_command", serde_json::json!({"command": "cargo test"})),
-            scope(
-                "run_command",
-                serde_json::json!({"argv": ["cargo", "test"]})
-            )
-        );
-        // Another command, even with the same program, is not.
-        assert_ne!(
-            scope("run_command", serde_json::json!({"command": "cargo test"})),
-            scope(
-                "run_command",
-                serde_json::json!({"command": "cargo test; rm -rf ~"})
-            )
-        );
-        assert_ne!(
-            scope("run_command", serde_json::json!({"command": "cargo test"})),
-            scope(
-                "run_command",
-                serde_json::json!({"command": "cargo publish"})
-            )
-        );
+        let cargo_test = scope("run_command", json!({"command": "cargo test"}));
+        for (args, same) in [
+            // The same command, however it is quoted or spaced, is one scope.
+            (json!({"command": "'cargo'  test"}), true),
+            (json!({"argv": ["cargo", "test"]}), true),
+            // Another command, even with the same program, is not.
+            (json!({"command": "cargo test; rm -rf ~"}), false),
+            (json!({"command": "cargo publish"}), false),
+        ] {
+            assert_eq!(
+                scope("run_command", args.clone()) == cargo_test,
+                same,
+                "{args}"
+            );
+        }
         // Edits: the tool, whatever the path.
         assert_eq!(
             scope(

@@ -210,6 +210,16 @@ pub struct Label {
     pub source: String,
 }
 
+impl Label {
+    /// A label of `kind` for content from `source`.
+    pub fn new(kind: LabelKind, source: impl Into<String>) -> Self {
+        Self {
+            kind,
+            source: source.into(),
+        }
+    }
+}
+
 /// The provenance of content a tool result carries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -676,28 +686,20 @@ impl Event {
     /// syncs by group commit (the session log); kept for callers that
     /// write logs themselves and sync at these.
     pub fn is_durable(&self) -> bool {
-        matches!(
-            self,
-            Event::ToolCallEnd { .. }
-                | Event::Permission { .. }
-                | Event::RequestEnd { .. }
-                | Event::UserMessage { .. }
-                | Event::AnswerRejected { .. }
-                | Event::Stop { .. }
-                | Event::SessionStarted { .. }
-                | Event::SessionResumed { .. }
-                | Event::ApprovalRequested(_)
-                | Event::ModeChanged { .. }
-                | Event::ModelChanged { .. }
-                | Event::ProviderChanged { .. }
-                | Event::PlanUpdated { .. }
-                | Event::Undone { .. }
-                | Event::Rewound { .. }
-                | Event::AnswerInterrupted { .. }
-                | Event::SubagentStarted { .. }
-                | Event::Compacted { .. }
-                | Event::CompactionFailed { .. }
-        )
+        // Everything that acknowledges is durable, and these besides.
+        self.acknowledges()
+            || matches!(
+                self,
+                Event::Permission { .. }
+                    | Event::RequestEnd { .. }
+                    | Event::UserMessage { .. }
+                    | Event::AnswerRejected { .. }
+                    | Event::SessionStarted { .. }
+                    | Event::SessionResumed { .. }
+                    | Event::ApprovalRequested(_)
+                    | Event::AnswerInterrupted { .. }
+                    | Event::SubagentStarted { .. }
+            )
     }
 
     /// Whether showing this event tells the user something is done — a

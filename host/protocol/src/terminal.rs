@@ -280,17 +280,21 @@ mod tests {
 
     #[test]
     fn escape_sequences_become_visible_text() {
-        assert_eq!(inert("plain\ttext\n"), "plain\ttext\n");
-        assert_eq!(inert("\x1b]52;c;SGVsbG8=\x07"), "\\x1b]52;c;SGVsbG8=\\x07");
-        assert_eq!(
-            inert("\x1b]8;;http://evil\x1b\\click\x1b]8;;\x1b\\"),
-            "\\x1b]8;;http://evil\\x1b\\click\\x1b]8;;\\x1b\\"
-        );
-        assert_eq!(inert("over\rwrite\x7f"), "over\\rwrite\\x7f");
-        assert_eq!(inert("c1\u{9b}31m"), "c1\\u{9b}31m");
-        assert_eq!(inert("rtl\u{202e}txt"), "rtl\\u{202e}txt");
-        assert_eq!(inert("tag\u{e0041}"), "tag\\u{e0041}");
-        assert_eq!(inert("héllo wörld ✓"), "héllo wörld ✓");
+        for (text, shown) in [
+            ("plain\ttext\n", "plain\ttext\n"),
+            ("\x1b]52;c;SGVsbG8=\x07", "\\x1b]52;c;SGVsbG8=\\x07"),
+            (
+                "\x1b]8;;http://evil\x1b\\click\x1b]8;;\x1b\\",
+                "\\x1b]8;;http://evil\\x1b\\click\\x1b]8;;\\x1b\\",
+            ),
+            ("over\rwrite\x7f", "over\\rwrite\\x7f"),
+            ("c1\u{9b}31m", "c1\\u{9b}31m"),
+            ("rtl\u{202e}txt", "rtl\\u{202e}txt"),
+            ("tag\u{e0041}", "tag\\u{e0041}"),
+            ("héllo wörld ✓", "héllo wörld ✓"),
+        ] {
+            assert_eq!(inert(text), shown, "{text:?}");
+        }
     }
 
     #[test]

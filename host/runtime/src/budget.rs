@@ -126,6 +126,19 @@ pub(crate) fn cap_text(mut text: String, cap: u64, what: &str) -> String {
     text
 }
 
+/// Cuts `text` to at most `max` bytes (on a character boundary) and marks
+/// the cut with ` […]`; a shorter text is left as it is.
+pub(crate) fn cut_marked(text: &mut String, max: usize) {
+    if text.len() > max {
+        let mut cut = max;
+        while !text.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        text.truncate(cut);
+        text.push_str(" […]");
+    }
+}
+
 /// Whether `name` is a tool name every model API accepts:
 /// `^[a-zA-Z0-9_-]{1,64}$`.
 pub(crate) fn valid_tool_name(name: &str) -> bool {
@@ -210,13 +223,8 @@ fn vet_description(original: &str) -> (String, Vec<String>) {
             "description is {} bytes long; the model sees its first {MAX_DESCRIPTION}",
             original.len()
         ));
-        let mut cut = MAX_DESCRIPTION;
-        while !description.is_char_boundary(cut) {
-            cut -= 1;
-        }
-        description.truncate(cut);
-        description.push_str(" […]");
     }
+    cut_marked(&mut description, MAX_DESCRIPTION);
     (description, warnings)
 }
 

@@ -401,19 +401,12 @@ fn check_kind(start: &File, path: &str, follow: bool) -> Result<(), Refusal> {
         return Ok(());
     }
     use cap_primitives::fs::FileTypeExt as _;
-    // The words of `fsread::kind`, over cap-std's `FileType`, which has no
-    // conversion to std's.
-    let kind = if ft.is_fifo() {
-        "a FIFO (named pipe)"
-    } else if ft.is_socket() {
-        "a socket"
-    } else if ft.is_char_device() {
-        "a character device"
-    } else if ft.is_block_device() {
-        "a block device"
-    } else {
-        "not a regular file"
-    };
+    let kind = corral_exec::fsread::special_kind(
+        ft.is_fifo(),
+        ft.is_socket(),
+        ft.is_char_device(),
+        ft.is_block_device(),
+    );
     Err(Refusal {
         code: ErrorCode::Unsupported,
         why: format!("it is {kind}; only regular files and directories can be opened"),

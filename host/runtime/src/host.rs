@@ -42,14 +42,7 @@ impl Host for HostView<'_> {
             return;
         }
         let mut message = crate::terminal::inert(&message).into_owned();
-        if message.len() > MAX_LINE {
-            let mut cut = MAX_LINE;
-            while !message.is_char_boundary(cut) {
-                cut -= 1;
-            }
-            message.truncate(cut);
-            message.push_str(" […]");
-        }
+        crate::budget::cut_marked(&mut message, MAX_LINE);
         match level {
             LogLevel::Trace => tracing::trace!(target: "corral::plugin", plugin, "{message}"),
             LogLevel::Debug => tracing::debug!(target: "corral::plugin", plugin, "{message}"),

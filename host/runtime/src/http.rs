@@ -211,21 +211,18 @@ mod tests {
     #[test]
     fn destinations_are_normalised_like_grants() {
         let d = |u: &str| destination(&u.parse().unwrap());
-        assert_eq!(
-            d("https://API.Example.com./v1"),
-            ("https".into(), "api.example.com".into(), 443)
-        );
-        assert_eq!(
-            d("http://127.0.0.1/x"),
-            ("http".into(), "127.0.0.1".into(), 80)
-        );
-        assert_eq!(
-            d("http://127.0.0.1:8443/"),
-            ("http".into(), "127.0.0.1".into(), 8443)
-        );
-        assert_eq!(
-            d("https://[::1]:9000/"),
-            ("https".into(), "::1".into(), 9000)
-        );
+        for (url, scheme, host, port) in [
+            (
+                "https://API.Example.com./v1",
+                "https",
+                "api.example.com",
+                443,
+            ),
+            ("http://127.0.0.1/x", "http", "127.0.0.1", 80),
+            ("http://127.0.0.1:8443/", "http", "127.0.0.1", 8443),
+            ("https://[::1]:9000/", "https", "::1", 9000),
+        ] {
+            assert_eq!(d(url), (scheme.into(), host.into(), port), "{url}");
+        }
     }
 }

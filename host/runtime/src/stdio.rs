@@ -125,14 +125,7 @@ fn js_error(lines: &[&str]) -> Option<String> {
 }
 
 fn bounded(mut text: String) -> String {
-    if text.len() > EXCEPTION_CAP {
-        let mut cut = EXCEPTION_CAP;
-        while !text.is_char_boundary(cut) {
-            cut -= 1;
-        }
-        text.truncate(cut);
-        text.push_str(" […]");
-    }
+    crate::budget::cut_marked(&mut text, EXCEPTION_CAP);
     text
 }
 

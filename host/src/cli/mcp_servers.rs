@@ -220,6 +220,25 @@ fn insert(doc: &mut DocumentMut, entry: &Entry) {
     }
 }
 
+/// Writes `entry` into `doc`, the manifest `file`; says so, with `said`
+/// and what trusting the file takes.
+fn add_entry(
+    workspace: &Path,
+    file: &Path,
+    mut doc: DocumentMut,
+    entry: &Entry,
+    said: &str,
+) -> Result<String, String> {
+    insert(&mut doc, entry);
+    write(file, &doc)?;
+    Ok(format!(
+        "Added to {}: {}.{said}{}",
+        file.display(),
+        entry.shown(),
+        trust_note(workspace, file)
+    ))
+}
+
 fn trust_note(workspace: &Path, file: &Path) -> &'static str {
     if file == workspace.join("corral.toml") {
         " The project's corral.toml changed: run `corral trust` to use it."
@@ -276,7 +295,7 @@ pub(super) fn add(
         package: None,
     };
     let file = crate::cli::install::target_file(workspace, project)?;
-    let mut doc = read(&file)?;
+    let doc = read(&file)?;
     let mut said = String::new();
     let fetched = install::fetched(command).filter(|f| !own_module(workspace, f));
     if let Some(fetched) = fetched {
@@ -298,15 +317,8 @@ pub(super) fn add(
             );
         }
     }
-    insert(&mut doc, &entry);
-    write(&file, &doc)?;
-    Ok(format!(
-        "Added to {}: {}.{said}{}{}",
-        file.display(),
-        entry.shown(),
-        trust_note(workspace, &file),
-        state_note(workspace, name)
-    ))
+    let added = add_entry(workspace, &file, doc, &entry, &said)?;
+    Ok(format!("{added}{}", state_note(workspace, name)))
 }
 
 /// What the server `name`'s grants leave out of its reach of corral's own
@@ -365,15 +377,8 @@ pub(super) fn add_url(
         package: None,
     };
     let file = crate::cli::install::target_file(workspace, project)?;
-    let mut doc = read(&file)?;
-    insert(&mut doc, &entry);
-    write(&file, &doc)?;
-    Ok(format!(
-        "Added to {}: {}.{}",
-        file.display(),
-        entry.shown(),
-        trust_note(workspace, &file)
-    ))
+    let doc = read(&file)?;
+    add_entry(workspace, &file, doc, &entry, "")
 }
 
 /// `corral mcp remove`.

@@ -55,13 +55,10 @@ pub(super) async fn trust(workspace: &std::path::Path, yes: bool) -> ExitCode {
     let mut servers = None;
     let mut review = match trust::status(&store, &canonical, &text) {
         trust::Status::Trusted => {
-            let recorded = trust::recorded_files(&store, &canonical, &text).unwrap_or_default();
-            let changed = files_changed(&files, &recorded);
-            let approved = trust::recorded_servers(&store, &canonical, &text).unwrap_or_default();
-            let code_changed = code_changed(&code, &approved);
-            let approved_hooks =
-                trust::recorded_hooks(&store, &canonical, &text).unwrap_or_default();
-            let hooks_changed = super::hooks::code_changed(&hook_code, &approved_hooks);
+            let recorded = trust::recorded(&store, &canonical, &text).unwrap_or_default();
+            let changed = files_changed(&files, &recorded.plugins);
+            let code_changed = code_changed(&code, &recorded.servers);
+            let hooks_changed = super::hooks::code_changed(&hook_code, &recorded.hooks);
             // A server whose code changed runs only once the change is
             // approved (below), not to list its tools for this review.
             let tools_changed = if code_changed.is_empty() {

@@ -55,11 +55,7 @@ pub(super) fn changes(reviews: Option<&ToolReviews>, listed: &Listed) -> String 
         let Some(old) = reviews.get(&name, REVIEW_KEY) else {
             text.push_str(&format!(
                 "  [mcp.{server}] lists tools that were never recorded: {}\n",
-                tools
-                    .iter()
-                    .map(|t| t.name.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
+                names(tools)
             ));
             continue;
         };
@@ -91,6 +87,15 @@ pub(super) fn changes(reviews: Option<&ToolReviews>, listed: &Listed) -> String 
     text
 }
 
+/// The names of `tools`, for a message.
+fn names(tools: &[ToolSpec]) -> String {
+    tools
+        .iter()
+        .map(|t| t.name.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// Records the tools of `listed` as trusted; says what it recorded.
 pub(super) fn record(reviews: Option<&ToolReviews>, listed: &Listed) -> Result<String, String> {
     let mut text = String::new();
@@ -102,11 +107,7 @@ pub(super) fn record(reviews: Option<&ToolReviews>, listed: &Listed) -> Result<S
                     .map_err(|e| format!("cannot record the tools of [mcp.{server}]: {e}"))?;
                 text.push_str(&format!(
                     "recorded the tools of [mcp.{server}]: {}\n",
-                    tools
-                        .iter()
-                        .map(|t| t.name.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", ")
+                    names(tools)
                 ));
             }
             (Ok(_), None) => {}

@@ -223,28 +223,12 @@ impl<'a> Turns<'a> {
 mod tests {
     use super::*;
     use corral_sdk::provider::{AssistantMessage, Effect, ToolSpec};
+    use corral_sdk::testing::{self, tool_call as call};
     use pretty_assertions::assert_eq;
-    use serde_json::{Value, json};
+    use serde_json::json;
 
     fn settings(pairs: &[(&str, &str)]) -> Settings {
-        Settings::from_lookup(|key| {
-            pairs
-                .iter()
-                .find(|(k, _)| *k == key)
-                .map(|(_, v)| (*v).to_owned())
-        })
-    }
-
-    fn parsed(body: Result<Vec<u8>, ProviderError>) -> Value {
-        serde_json::from_slice(&body.unwrap()).unwrap()
-    }
-
-    fn call(id: &str, name: &str, arguments: &str) -> ToolCall {
-        ToolCall {
-            id: id.into(),
-            name: name.into(),
-            arguments: arguments.into(),
-        }
+        Settings::from_lookup(testing::config(pairs))
     }
 
     fn result(id: &str, content: &str, is_error: bool) -> Message {
@@ -309,7 +293,7 @@ mod tests {
             temperature: Some(0.2),
         };
         assert_eq!(
-            parsed(request_body(&request, &settings(&[]))),
+            testing::json_body(request_body(&request, &settings(&[]))),
             json!({
                 "model": "claude-sonnet-4-5",
                 "max_tokens": 4096,
@@ -353,7 +337,7 @@ mod tests {
             max_tokens: Some(100),
             temperature: None,
         };
-        let body = parsed(request_body(
+        let body = testing::json_body(request_body(
             &request,
             &settings(&[("model", "claude-haiku-4-5")]),
         ));

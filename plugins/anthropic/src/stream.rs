@@ -441,39 +441,26 @@ mod tests {
 
     #[test]
     fn text_and_tool_calls() {
-        let read = ToolCall {
-            id: "toolu_01T1x1fJ34qAmk2tNTrN7Up6".into(),
-            name: "read_file".into(),
-            arguments: r#"{"path": "src/main.rs"}"#.into(),
-        };
-        let list = ToolCall {
-            id: "toolu_02".into(),
-            name: "list_files".into(),
-            arguments: "{}".into(),
-        };
+        let read = testing::tool_call(
+            "toolu_01T1x1fJ34qAmk2tNTrN7Up6",
+            "read_file",
+            r#"{"path": "src/main.rs"}"#,
+        );
+        let list = testing::tool_call("toolu_02", "list_files", "{}");
         let usage = Usage {
             input_tokens: 572,
             output_tokens: 89,
         };
-        let delta = |index, id: Option<&str>, name: Option<&str>, args: &str| {
-            Event::ToolCallDelta(ToolCallDelta {
-                index,
-                id: id.map(Into::into),
-                name: name.map(Into::into),
-                arguments_delta: args.into(),
-            })
-        };
+        let delta = testing::call_delta;
         assert_eq!(
             run_whole(TRANSCRIPT),
             (
-                Ok(ChatResponse {
-                    message: AssistantMessage {
-                        text: "Okay, lét me look 🔍".into(),
-                        tool_calls: vec![read.clone(), list.clone()],
-                    },
-                    finish_reason: FinishReason::ToolCalls,
-                    usage: Some(usage),
-                }),
+                Ok(testing::response(
+                    "Okay, lét me look 🔍",
+                    vec![read.clone(), list.clone()],
+                    FinishReason::ToolCalls,
+                    Some(usage),
+                )),
                 vec![
                     Event::MessageStarted,
                     Event::TextDelta("Okay, lé".into()),

@@ -79,6 +79,17 @@ fn git(args: Vec<String>) -> Result<Output> {
     Ok(Output::text(text))
 }
 
+/// Runs git with `args`, then the revision `rev` if any, then `--` and the
+/// workspace paths `list`: each checked first.
+fn git_at(mut args: Vec<String>, rev: Option<&str>, list: &[String]) -> Result<Output> {
+    if let Some(rev) = rev {
+        args.push(value("rev", rev)?);
+    }
+    args.push("--".into());
+    args.extend(paths(list)?);
+    git(args)
+}
+
 /// Arguments of `git_status`.
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -129,12 +140,7 @@ impl Tool for Diff {
         if a.staged {
             args.push("--cached".into());
         }
-        if let Some(rev) = &a.rev {
-            args.push(value("rev", rev)?);
-        }
-        args.push("--".into());
-        args.extend(paths(&a.paths)?);
-        git(args)
+        git_at(args, a.rev.as_deref(), &a.paths)
     }
 }
 
@@ -161,19 +167,14 @@ impl Tool for Log {
     const DESCRIPTION: &'static str = "List commits (hash, author, date, subject), newest first.";
     const EFFECTS: &'static [Effect] = &[Effect::Read, Effect::Execute];
     fn run(a: LogArgs) -> Result<Output> {
-        let mut args = vec![
+        let args = vec![
             "log".to_owned(),
             "--no-color".into(),
             format!("--max-count={}", a.limit.unwrap_or(20).min(500)),
             "--format=%h %an %ad %s".into(),
             "--date=short".into(),
         ];
-        if let Some(rev) = &a.rev {
-            args.push(value("rev", rev)?);
-        }
-        args.push("--".into());
-        args.extend(paths(&a.paths)?);
-        git(args)
+        git_at(args, a.rev.as_deref(), &a.paths)
     }
 }
 

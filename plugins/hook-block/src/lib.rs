@@ -122,33 +122,37 @@ mod tests {
 
     #[test]
     fn patterns_match_words_in_order() {
-        assert_eq!(
-            blocked(json!({"command": "git push --force"})),
-            Some("git push --force")
-        );
-        assert_eq!(
-            blocked(json!({"command": "git  push origin main --force"})),
-            Some("git push --force")
-        );
-        assert_eq!(
-            blocked(json!({"argv": ["git", "push", "-f", "origin"]})),
-            Some("git push -f")
-        );
-        assert_eq!(blocked(json!({"command": "rm -rf /"})), Some("rm -rf /"));
-        assert_eq!(
-            blocked(json!({"nested": {"cmd": ["rm", "-rf", "~"]}})),
-            Some("rm -rf ~")
-        );
-        assert_eq!(
-            blocked(json!({"command": "\"git\" push '--force'"})),
-            Some("git push --force")
-        );
-        assert_eq!(
-            blocked(json!({"command": "true;git push \\\n -f"})),
-            Some("git push -f")
-        );
-        assert_eq!(blocked(json!({"command": "git push origin main"})), None);
-        assert_eq!(blocked(json!({"command": "rm -rf /tmp/build"})), None);
-        assert_eq!(blocked(json!({"command": "git --force push"})), None);
+        for (args, pattern) in [
+            (
+                json!({"command": "git push --force"}),
+                Some("git push --force"),
+            ),
+            (
+                json!({"command": "git  push origin main --force"}),
+                Some("git push --force"),
+            ),
+            (
+                json!({"argv": ["git", "push", "-f", "origin"]}),
+                Some("git push -f"),
+            ),
+            (json!({"command": "rm -rf /"}), Some("rm -rf /")),
+            (
+                json!({"nested": {"cmd": ["rm", "-rf", "~"]}}),
+                Some("rm -rf ~"),
+            ),
+            (
+                json!({"command": "\"git\" push '--force'"}),
+                Some("git push --force"),
+            ),
+            (
+                json!({"command": "true;git push \\\n -f"}),
+                Some("git push -f"),
+            ),
+            (json!({"command": "git push origin main"}), None),
+            (json!({"command": "rm -rf /tmp/build"}), None),
+            (json!({"command": "git --force push"}), None),
+        ] {
+            assert_eq!(blocked(args.clone()), pattern, "{args}");
+        }
     }
 }

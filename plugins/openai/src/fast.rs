@@ -51,14 +51,8 @@ pub(crate) fn parse(data: &str) -> Option<Simple<'_>> {
                 }
             }
             // Usage and errors are rare: serde reads them.
-            b"usage" => {
-                once(&mut usage)?;
-                r.null().then_some(())?;
-            }
-            b"error" => {
-                once(&mut error)?;
-                r.null().then_some(())?;
-            }
+            b"usage" => r.null_once(&mut usage)?,
+            b"error" => r.null_once(&mut error)?,
             _ => r.skip()?,
         }
         Some(())
@@ -121,55 +115,56 @@ impl<'a> Reader<'a> {
     /// An object, calling `field` with each key (raw; a key with an escape
     /// declines) positioned at its value.
     fn object(&mut self, mut field: impl FnMut(&mut Self, &'a [u8]) -> Option<()>) -> Option<()> {
-        self.eat(b'{')?;
-        self.deeper()?;
-        self.ws();
-        if self.peek() == Some(b'}') {
-            self.at += 1;
-            self.depth -= 1;
-            return Some(());
-        }
-        loop {
-            self.eat(b'"')?;
-            let start = self.at;
-            let end = start + special(&self.bytes[start..])?;
-            if self.bytes[end] != b'"' {
+        self.container(b'{', b'}', |r| {
+            r.eat(b'"')?;
+            let start = r.at;
+            let end = start + special(&r.bytes[start..])?;
+            if r.bytes[end] != b'"' {
                 return None;
             }
-            self.at = end + 1;
-            self.eat(b':')?;
-            self.ws();
-            let bytes = self.bytes;
-            field(self, &bytes[start..end])?;
-            self.ws();
-            match self.peek()? {
-                b',' => self.at += 1,
-                b'}' => {
-                    self.at += 1;
-                    self.depth -= 1;
-                    return Some(());
-                }
-                _ => return None,
-            }
-        }
+            r.at = end + 1;
+            r.eat(b':')?;
+            r.ws();
+            let bytes = r.bytes;
+            field(r, &bytes[start..end])
+        })
+    }
+
+    /// A field this reader takes only when it is `null`, and only once.
+    fn null_once(&mut self, seen: &mut bool) -> Option<()> {
+        once(seen)?;
+        self.null().then_some(())
     }
 
     fn array(&mut self, mut item: impl FnMut(&mut Self) -> Option<()>) -> Option<()> {
-        self.eat(b'[')?;
+        self.container(b'[', b']', |r| {
+            r.ws();
+            item(r)
+        })
+    }
+
+    /// An object or an array, from `open` to `close`: `element` reads each
+    /// of its comma-separated elements.
+    fn container(
+        &mut self,
+        open: u8,
+        close: u8,
+        mut element: impl FnMut(&mut Self) -> Option<()>,
+    ) -> Option<()> {
+        self.eat(open)?;
         self.deeper()?;
         self.ws();
-        if self.peek() == Some(b']') {
+        if self.peek() == Some(close) {
             self.at += 1;
             self.depth -= 1;
             return Some(());
         }
         loop {
-            self.ws();
-            item(self)?;
+            element(self)?;
             self.ws();
             match self.peek()? {
                 b',' => self.at += 1,
-                b']' => {
+                c if c == close => {
                     self.at += 1;
                     self.depth -= 1;
                     return Some(());
@@ -226,14 +221,8 @@ impl<'a> Reader<'a> {
                     once(&mut seen_content)?;
                     content = r.string_or_null()?;
                 }
-                b"refusal" => {
-                    once(&mut seen_refusal)?;
-                    r.null().then_some(())?;
-                }
-                b"tool_calls" => {
-                    once(&mut seen_calls)?;
-                    r.null().then_some(())?;
-                }
+                b"refusal" => r.null_once(&mut seen_refusal)?,
+                b"tool_calls" => r.null_once(&mut seen_calls)?,
                 _ => r.skip()?,
             }
             Some(())

@@ -237,20 +237,12 @@ impl Serialize for ResultText<'_> {
 mod tests {
     use super::*;
     use corral_sdk::provider::{AssistantMessage, Effect, ToolCall, ToolResult, ToolSpec};
+    use corral_sdk::testing;
     use pretty_assertions::assert_eq;
-    use serde_json::{Value, json};
+    use serde_json::json;
 
     fn settings(pairs: &[(&str, &str)]) -> Settings {
-        Settings::from_lookup(|key| {
-            pairs
-                .iter()
-                .find(|(k, _)| *k == key)
-                .map(|(_, v)| (*v).to_owned())
-        })
-    }
-
-    fn parsed(body: Result<Vec<u8>, ProviderError>) -> Value {
-        serde_json::from_slice(&body.unwrap()).unwrap()
+        Settings::from_lookup(testing::config(pairs))
     }
 
     fn conversation() -> ChatRequest {
@@ -313,7 +305,7 @@ mod tests {
 
     #[test]
     fn full_conversation_maps_to_chat_completions() {
-        let body = parsed(request_body(
+        let body = testing::json_body(request_body(
             &conversation(),
             &settings(&[("model", "gpt-4.1")]),
         ));
@@ -353,7 +345,7 @@ mod tests {
         request.tools.clear();
         request.max_tokens = None;
         request.temperature = None;
-        let body = parsed(request_body(&request, &settings(&[("model", "gpt-4.1")])));
+        let body = testing::json_body(request_body(&request, &settings(&[("model", "gpt-4.1")])));
         assert_eq!(body["model"], "llama3.2");
         for absent in [
             "tools",

@@ -272,18 +272,6 @@ mod tests {
     use super::*;
     use crate::protocol::{AssistantMessage, FinishReason};
 
-    fn log(events: Vec<Event>) -> Vec<Record> {
-        events
-            .into_iter()
-            .enumerate()
-            .map(|(i, event)| Record {
-                seq: i as u64 + 1,
-                ts_ms: 0,
-                event,
-            })
-            .collect()
-    }
-
     fn turn(n: u32, prompt: &str, answer: &str) -> Vec<Event> {
         vec![
             Event::TurnBegin { turn: n },
@@ -328,7 +316,7 @@ mod tests {
             files: Vec::new(),
         });
         events.extend(turn(4, "b again", "B2"));
-        let records = log(events);
+        let records = crate::log::numbered(events);
         let (history, last, open) = replay_history(&records);
         let shown = texts(&history);
         assert_eq!(shown.len(), 4, "{shown:?}");
@@ -362,7 +350,7 @@ mod tests {
             conversation: false,
             files: vec!["notes.txt".into()],
         });
-        let records = log(events);
+        let records = crate::log::numbered(events);
         let (history, _, _) = replay_history(&records);
         let shown = texts(&history);
         assert_eq!(shown.len(), 4, "{shown:?}");

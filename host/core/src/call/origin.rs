@@ -54,23 +54,15 @@ mod tests {
     #[test]
     fn an_origin_is_read_as_the_egress_check_reads_a_request() {
         let o = |u: &str| origin_of(u);
-        assert_eq!(
-            o("https://Docs.RS./x?y"),
-            Some(("https".into(), "docs.rs".into(), 443))
-        );
-        assert_eq!(
-            o("http://127.0.0.1:8080/"),
-            Some(("http".into(), "127.0.0.1".into(), 8080))
-        );
-        // The plugin's URL parser reads these the same way.
-        assert_eq!(
-            o("http://0x7f.1/"),
-            Some(("http".into(), "127.0.0.1".into(), 80))
-        );
-        assert_eq!(
-            o("http://u:p@[::1]:9/"),
-            Some(("http".into(), "::1".into(), 9))
-        );
+        for (url, scheme, host, port) in [
+            ("https://Docs.RS./x?y", "https", "docs.rs", 443),
+            ("http://127.0.0.1:8080/", "http", "127.0.0.1", 8080),
+            // The plugin's URL parser reads these the same way.
+            ("http://0x7f.1/", "http", "127.0.0.1", 80),
+            ("http://u:p@[::1]:9/", "http", "::1", 9),
+        ] {
+            assert_eq!(o(url), Some((scheme.into(), host.into(), port)), "{url}");
+        }
         for bad in ["ftp://x/", "not a url", "file:///etc/passwd", "data:,x"] {
             assert_eq!(o(bad), None, "{bad}");
         }

@@ -211,6 +211,11 @@ pub fn disable_entry(text: &str, file: &Path, name: &str) -> Result<String, Edit
     Ok(doc.to_string())
 }
 
+/// A TOML array of `list`.
+fn strings(list: &[String]) -> Value {
+    Value::Array(list.iter().map(String::as_str).collect())
+}
+
 fn grants_table(g: &Requested) -> InlineTable {
     let mut t = InlineTable::new();
     if !g.fs.is_empty() {
@@ -231,26 +236,17 @@ fn grants_table(g: &Requested) -> InlineTable {
         t.insert("fs", Value::Array(a));
     }
     if !g.net.is_empty() {
-        t.insert(
-            "net",
-            Value::Array(g.net.iter().map(String::as_str).collect()),
-        );
+        t.insert("net", strings(&g.net));
     }
     if !g.env.is_empty() {
-        t.insert(
-            "env",
-            Value::Array(g.env.iter().map(String::as_str).collect()),
-        );
+        t.insert("env", strings(&g.env));
     }
     if !g.exec.is_empty() {
         let mut a = Array::new();
         for x in &g.exec {
             let mut e = InlineTable::new();
             e.insert("program", x.program.as_str().into());
-            e.insert(
-                "args",
-                Value::Array(x.args.iter().map(String::as_str).collect()),
-            );
+            e.insert("args", strings(&x.args));
             if x.network {
                 e.insert("network", true.into());
             }

@@ -323,15 +323,10 @@ pub async fn pull(r: &OciRef) -> Result<Pulled, OciError> {
     let max = layer_limit()?;
     let client = client(r);
     let auth = auth(r);
-    let hint = || withheld(r.registry()).unwrap_or_default();
     let (manifest, digest) = client
         .pull_image_manifest(&r.reference, &auth)
         .await
-        .map_err(|e| OciError::Pull {
-            reference: r.to_string(),
-            why: format!("{e:#}"),
-            hint: hint(),
-        })?;
+        .map_err(|e| pull_failed(r, &e))?;
     let [layer] = manifest.layers.as_slice() else {
         return Err(OciError::Layers {
             reference: r.to_string(),
@@ -363,11 +358,7 @@ pub async fn pull(r: &OciRef) -> Result<Pulled, OciError> {
     let stream = client
         .pull_blob_stream(&r.reference, layer)
         .await
-        .map_err(|e| OciError::Pull {
-            reference: r.to_string(),
-            why: format!("{e:#}"),
-            hint: hint(),
-        })?;
+        .map_err(|e| pull_failed(r, &e))?;
     if stream.content_length.is_some_and(|n| n > max) {
         return Err(over_limit(r, &format!("{} bytes", layer.size), max));
     }
@@ -390,6 +381,16 @@ pub async fn pull(r: &OciRef) -> Result<Pulled, OciError> {
         digest,
         annotations: manifest.annotations.unwrap_or_default(),
     })
+}
+
+/// The registry of `r` refused or failed a pull: `e`, and the hint of a
+/// withheld credential.
+fn pull_failed(r: &OciRef, e: &dyn std::fmt::Display) -> OciError {
+    OciError::Pull {
+        reference: r.to_string(),
+        why: format!("{e:#}"),
+        hint: withheld(r.registry()).unwrap_or_default(),
+    }
 }
 
 fn over_limit(r: &OciRef, size: &str, max: u64) -> OciError {

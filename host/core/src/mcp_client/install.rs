@@ -491,6 +491,31 @@ impl Drop for Staging {
     }
 }
 
+/// The installer `program`, found where the system keeps programs, or why
+/// installing `spec` cannot start, with `hint` to get it.
+fn installer(
+    spec: &str,
+    program: &'static str,
+    hint: &'static str,
+) -> Result<PathBuf, McpInstallError> {
+    crate::exec::resolve(program).ok_or_else(|| McpInstallError::NoInstaller {
+        spec: spec.to_owned(),
+        program,
+        hint,
+    })
+}
+
+/// Runs the installer `launch` for `spec`, within [`INSTALL_TIMEOUT`].
+fn run_installer(launch: Launch, spec: &str) -> Result<crate::exec::ExecOutput, McpInstallError> {
+    launch
+        .timeout(INSTALL_TIMEOUT)
+        .run_blocking()
+        .map_err(|e| McpInstallError::Launch {
+            spec: spec.to_owned(),
+            why: e.to_string(),
+        })
+}
+
 /// Why an install's program failed.
 fn failed(tool: &'static str, spec: &str, out: &crate::exec::ExecOutput) -> McpInstallError {
     McpInstallError::Failed {
@@ -506,17 +531,13 @@ fn failed(tool: &'static str, spec: &str, out: &crate::exec::ExecOutput) -> McpI
 /// Installs `package` from npm's registry, install scripts not run.
 fn install_npm(package: &Fetched) -> Result<Installed, McpInstallError> {
     let spec = &package.spec;
-    let npm = crate::exec::resolve("npm").ok_or_else(|| McpInstallError::NoInstaller {
-        spec: spec.clone(),
-        program: "npm",
-        hint: "install Node.js, which brings npm",
-    })?;
+    let npm = installer(spec, "npm", "install Node.js, which brings npm")?;
     let stage = Staging::new()?;
     let (staging, home) = (stage.dir.clone(), stage.home.clone());
     std::fs::write(staging.join("package.json"), "{\"private\":true}\n")
         .map_err(|e| McpInstallError::io("write in", &staging, &e))?;
     let registry = Destination::parse(NPM_REGISTRY)?;
-    let out = Launch::new(&npm, &staging)
+    let launch = Launch::new(&npm, &staging)
         .named("npm install")
         .args([
             "install",
@@ -530,13 +551,8 @@ fn install_npm(package: &Fetched) -> Result<Installed, McpInstallError> {
         .env("npm_config_cache", home.join("cache"))
         .env("PATH", SYSTEM_PATH)
         .network(Network::Only(vec![registry]))
-        .writable(&staging)
-        .timeout(INSTALL_TIMEOUT)
-        .run_blocking()
-        .map_err(|e| McpInstallError::Launch {
-            spec: spec.clone(),
-            why: e.to_string(),
-        })?;
+        .writable(&staging);
+    let out = run_installer(launch, spec)?;
     if out.exit_code != Some(0) {
         return Err(failed("npm", spec, &out));
     }

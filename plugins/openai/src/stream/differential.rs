@@ -368,7 +368,7 @@ enum Field {
 
 /// Checks the reader against serde on one document; returns whether the
 /// reader took it.
-fn agree(data: &str) -> bool {
+pub(super) fn agree(data: &str) -> bool {
     let serde: Result<Chunk<'_>, _> = serde_json::from_str(data);
     let Some(fast) = fast::parse(data) else {
         return false;

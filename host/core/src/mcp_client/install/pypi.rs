@@ -5,7 +5,9 @@
 //! interpreter with the installed directory on `PYTHONPATH`, the program
 //! the launcher would have run found from the package's `console_scripts`.
 
-use super::{Fetched, INSTALL_TIMEOUT, Installed, McpInstallError, SYSTEM_PATH, Staging, failed};
+use super::{
+    Fetched, Installed, McpInstallError, SYSTEM_PATH, Staging, failed, installer, run_installer,
+};
 use crate::exec::{Destination, Launch, Network};
 use crate::manifest::PackageStore;
 use std::path::{Path, PathBuf};
@@ -90,18 +92,14 @@ fn normalized(name: &str) -> String {
 /// Installs `package` from PyPI into the store (see the module docs).
 pub(super) fn install(package: &Fetched) -> Result<Installed, McpInstallError> {
     let spec = &package.spec;
-    let python = crate::exec::resolve("python3").ok_or_else(|| McpInstallError::NoInstaller {
-        spec: spec.clone(),
-        program: "python3",
-        hint: "install Python 3 with pip",
-    })?;
+    let python = installer(spec, "python3", "install Python 3 with pip")?;
     let stage = Staging::new()?;
     let interpreter = interpreter(&python, &stage)?;
     let destinations = ORIGINS
         .iter()
         .map(|o| Destination::parse(o))
         .collect::<Result<Vec<_>, _>>()?;
-    let out = Launch::new(&interpreter, &stage.dir)
+    let launch = Launch::new(&interpreter, &stage.dir)
         .named("pip install")
         .args(["-m", "pip", "install", "--target"])
         .arg(&stage.dir)
@@ -124,13 +122,8 @@ pub(super) fn install(package: &Fetched) -> Result<Installed, McpInstallError> {
             None,
             &stage.dir,
         )
-        .writable(&stage.dir)
-        .timeout(INSTALL_TIMEOUT)
-        .run_blocking()
-        .map_err(|e| McpInstallError::Launch {
-            spec: spec.clone(),
-            why: e.to_string(),
-        })?;
+        .writable(&stage.dir);
+    let out = run_installer(launch, spec)?;
     if out.exit_code != Some(0) {
         let mut why = failed("pip", spec, &out);
         if let McpInstallError::Failed { source_only, .. } = &mut why {
