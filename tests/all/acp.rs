@@ -14,6 +14,7 @@
 //!   read a path outside the workspace, or drown it in messages.
 
 use crate::support::cassette::{answer_turn, call_turn, slow_answer_turn};
+use crate::support::files::assert_absent;
 use crate::*;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
@@ -22,21 +23,11 @@ use std::process::Stdio;
 /// The directory holding the ACP SDK in its `node_modules`, or `None`, the
 /// test counted as skipped (a failure under CI, which installs it).
 fn sdk() -> Option<PathBuf> {
-    let why = match std::env::var_os("CORRAL_TEST_ACP_JS").map(PathBuf::from) {
-        Some(dir) if dir.join("node_modules/@agentclientprotocol/sdk").is_dir() => {
-            return Some(dir);
-        }
-        Some(dir) => format!(
-            "CORRAL_TEST_ACP_JS is {} but it holds no node_modules/@agentclientprotocol/sdk",
-            dir.display()
-        ),
-        None => "CORRAL_TEST_ACP_JS is unset".to_owned(),
-    };
-    crate::support::skip::missing(
-        format!("no ACP client: {why}"),
-        crate::support::skip::CI_RUN,
-    );
-    None
+    crate::support::skip::node_package(
+        "CORRAL_TEST_ACP_JS",
+        "@agentclientprotocol/sdk",
+        "no ACP client",
+    )
 }
 
 /// Runs tests/acp/client.mjs with `steps` against `corral acp ARGS` (the
@@ -229,13 +220,15 @@ fn an_editor_edits_through_corral_asks_per_write_and_logs_as_run_does() {
         std::fs::read_to_string(sb.ws().join("a.txt")).unwrap(),
         "A\n"
     );
-    assert!(
-        !sb.ws().join("b.txt").exists(),
-        "a forged answer to another request let b.txt through"
+    assert_absent(
+        &sb,
+        "b.txt",
+        "a forged answer to another request let b.txt through",
     );
-    assert!(
-        !sb.ws().join("c.txt").exists(),
-        "an answer forged ahead for the next request's id let c.txt through"
+    assert_absent(
+        &sb,
+        "c.txt",
+        "an answer forged ahead for the next request's id let c.txt through",
     );
 
     // `corral run` with the same model, answering the same way, logs the
@@ -283,9 +276,8 @@ fn an_editor_edits_through_corral_asks_per_write_and_logs_as_run_does() {
 /// `corral run --json --approvals stdin` in `sb`, answering the approval
 /// requests with `answers` in order.
 fn run_answering(cli: &Cli, sb: &Sandbox, answers: &[&str]) {
-    use std::io::{BufRead as _, Write as _};
-    let mut child = cli
-        .command(
+    let child = crate::support::run::piped(
+        &mut cli.command(
             &sb.ws(),
             &[
                 "run",
@@ -296,28 +288,13 @@ fn run_answering(cli: &Cli, sb: &Sandbox, answers: &[&str]) {
                 "stdin",
                 "Update the notes",
             ],
-        )
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn");
-    let mut stdin = child.stdin.take().expect("stdin");
-    let out = child.stdout.take().expect("stdout");
+        ),
+        Stdio::null(),
+    );
     let mut answers = answers.iter();
-    for line in std::io::BufReader::new(out).lines() {
-        let Ok(line) = line else { break };
-        if let Ok(v) = serde_json::from_str::<Value>(&line)
-            && v["type"] == "approval_requested"
-        {
-            let decision = answers.next().expect("an answer left");
-            let answer =
-                json!({"op": "approval", "call_id": v["call"]["id"], "decision": decision});
-            let _ = writeln!(stdin, "{answer}");
-        }
-    }
-    drop(stdin);
-    assert!(child.wait().expect("wait").success());
+    crate::support::run::answer_approvals(child, |_| {
+        json!(answers.next().expect("an answer left"))
+    });
 }
 
 #[test]
@@ -357,6 +334,18 @@ fn a_cancel_stops_a_streaming_answer_and_the_session_goes_on() {
     assert_eq!(answer, "Still here.");
 }
 
+/// A project whose model reads the `secret.txt` outside the workspace with
+/// `tool` (call `r1`), makes the calls of `more`, then answers.
+fn reading_the_key(cli: &Cli, tool: &str, more: &[Value]) -> Sandbox {
+    let sb = project(cli, &[], 0);
+    let key = sb.outside().join("secret.txt");
+    let mut turns = vec![call_turn("r1", tool, json!({"path": key}))];
+    turns.extend_from_slice(more);
+    turns.push(answer_turn("Done."));
+    crate::support::cassette::write(&sb, "acp.cassette.json", &turns);
+    sb
+}
+
 #[test]
 fn an_editors_mcp_server_that_asks_for_the_root_gets_no_grant() {
     let Some(fs) =
@@ -365,16 +354,14 @@ fn an_editors_mcp_server_that_asks_for_the_root_gets_no_grant() {
         return;
     };
     let cli = Cli::new();
-    let sb = project(&cli, &[], 0);
-    let key = sb.outside().join("secret.txt");
-    crate::support::cassette::write(
-        &sb,
-        "acp.cassette.json",
-        &[
-            call_turn("r1", "files__read_text_file", json!({"path": key})),
-            call_turn("r2", "files__list_directory", json!({"path": "/"})),
-            answer_turn("Done."),
-        ],
+    let sb = reading_the_key(
+        &cli,
+        "files__read_text_file",
+        &[call_turn(
+            "r2",
+            "files__list_directory",
+            json!({"path": "/"}),
+        )],
     );
     let ws = ws_of(&sb);
     let steps = json!([
@@ -411,16 +398,8 @@ fn an_editors_mcp_server_that_asks_for_the_root_gets_no_grant() {
 #[test]
 fn an_editor_cannot_point_corral_outside_the_workspace() {
     let cli = Cli::new();
-    let sb = project(&cli, &[], 0);
+    let sb = reading_the_key(&cli, "read_file", &[]);
     let key = sb.outside().join("secret.txt");
-    crate::support::cassette::write(
-        &sb,
-        "acp.cassette.json",
-        &[
-            call_turn("r1", "read_file", json!({"path": key})),
-            answer_turn("Done."),
-        ],
-    );
     let ws = ws_of(&sb);
     let outside = sb.outside().display().to_string();
     let steps = json!([

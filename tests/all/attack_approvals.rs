@@ -7,12 +7,11 @@
 use crate::support::log::of_type;
 use crate::support::mock::*;
 use crate::support::run::argv_with;
-use crate::support::run::{answering, openai_workspace};
+use crate::support::run::{Driven, answering, approve, deny, drive, openai_workspace, piped};
 use crate::support::text::{has, lacks};
 use crate::*;
 use corral_test_programs::HTTP_CLIENT;
 use serde_json::{Value, json};
-use std::io::{BufRead as _, Write as _};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
@@ -39,40 +38,26 @@ fn hiding_model() -> MockServer {
     })
 }
 
-/// Drives `child`: every event line is kept; `answer` is asked for the op
-/// lines to send after each one.
-fn drive(
-    mut child: std::process::Child,
-    mut answer: impl FnMut(&Value) -> Vec<String>,
-) -> (Vec<Value>, String) {
-    let mut stdin = child.stdin.take().expect("stdin");
-    let stdout = std::io::BufReader::new(child.stdout.take().expect("stdout"));
-    let mut stderr = child.stderr.take().expect("stderr");
-    let err = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = std::io::Read::read_to_string(&mut stderr, &mut s);
-        s
-    });
-    let mut events = Vec::new();
-    for line in stdout.lines() {
-        let event: Value = serde_json::from_str(&line.expect("line")).expect("a JSON event");
-        for op in answer(&event) {
-            writeln!(stdin, "{op}").expect("answer");
-            stdin.flush().expect("flush");
-        }
-        events.push(event);
+/// Fails the test unless the calls decided were `ids[0]`, approved, then
+/// `ids[1]`, refused.
+#[track_caller]
+fn approved_then_refused(events: &[Value], ids: &[&str]) {
+    assert_eq!(
+        crate::support::events::decisions(events),
+        [
+            (ids[0].to_owned(), "approved".to_owned()),
+            (ids[1].to_owned(), "refused".to_owned())
+        ]
+    );
+}
+
+/// Denies each approval request.
+fn deny_every_approval(e: &Value) -> Vec<String> {
+    if e["type"] == "approval_requested" {
+        vec![deny(e["call"]["id"].as_str().expect("id"))]
+    } else {
+        vec![]
     }
-    drop(stdin);
-    child.wait().expect("wait");
-    (events, err.join().expect("stderr"))
-}
-
-fn approve(id: &str) -> String {
-    json!({"op": "approval", "call_id": id, "decision": "approve"}).to_string()
-}
-
-fn deny(id: &str) -> String {
-    json!({"op": "approval", "call_id": id, "decision": "deny", "reason": "no"}).to_string()
 }
 
 // ---- approvals show everything that will run ----
@@ -99,15 +84,9 @@ fn json_approval_events_carry_the_whole_call_made_visible() {
     let mock = hiding_model();
     let sb = openai_workspace(mock.port, "");
     let cli = Cli::new();
-    let (events, stderr) = drive(
+    let Driven { events, stderr, .. } = drive(
         answering(&cli, &sb, "check the build", "sk-policy-test"),
-        |e| {
-            if e["type"] == "approval_requested" {
-                vec![deny(e["call"]["id"].as_str().expect("id"))]
-            } else {
-                vec![]
-            }
-        },
+        deny_every_approval,
     );
     let asked = of_type(&events, "approval_requested");
     assert_eq!(asked.len(), 1, "{stderr}\n{events:#?}");
@@ -239,19 +218,20 @@ fn two_writes_sharing(id: &'static str) {
     let sb = openai_workspace(mock.port, "");
     let cli = Cli::new();
     let mut asked = 0;
-    let (events, stderr) = drive(answering(&cli, &sb, "write them", "sk-policy-test"), |e| {
-        if e["type"] != "approval_requested" {
-            return vec![];
-        }
-        asked += 1;
-        let own = e["call"]["id"].as_str().expect("id");
-        if asked == 1 {
-            // The model's id approves nothing.
-            vec![approve(id), approve(id), approve(own)]
-        } else {
-            vec![deny(own)]
-        }
-    });
+    let Driven { events, stderr, .. } =
+        drive(answering(&cli, &sb, "write them", "sk-policy-test"), |e| {
+            if e["type"] != "approval_requested" {
+                return vec![];
+            }
+            asked += 1;
+            let own = e["call"]["id"].as_str().expect("id");
+            if asked == 1 {
+                // The model's id approves nothing.
+                vec![approve(id), approve(id), approve(own)]
+            } else {
+                vec![deny(own)]
+            }
+        });
     let requests = of_type(&events, "approval_requested");
     assert_eq!(requests.len(), 2, "{stderr}\n{events:#?}");
     let ids: Vec<&str> = requests
@@ -288,16 +268,7 @@ fn two_writes_sharing(id: &'static str) {
         )),
         "{stderr}"
     );
-    let decisions: Vec<(&str, &str)> = of_type(&events, "permission")
-        .iter()
-        .map(|p| {
-            (
-                p["call_id"].as_str().expect("id"),
-                p["decision"].as_str().expect("decision"),
-            )
-        })
-        .collect();
-    assert_eq!(decisions, [(ids[0], "approved"), (ids[1], "refused")]);
+    approved_then_refused(&events, &ids);
     assert_eq!(
         std::fs::read_to_string(sb.ws().join("a.txt")).expect("a.txt"),
         "a\n"
@@ -350,21 +321,18 @@ fn empty_model_ids_cannot_share_an_approval() {
          grants.fs = [{ path = \".\", access = \"ro\" }]\nconfig = { cassette = \"c.json\" }\n",
     );
     let cli = Cli::new();
-    let child = cli
-        .command(
+    let child = piped(
+        &mut cli.command(
             &sb.ws(),
             &argv_with(
                 "run --provider replay --json --approvals stdin --max-iterations 1",
                 "write them",
             ),
-        )
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn");
+        ),
+        Stdio::piped(),
+    );
     let mut asked = 0;
-    let (events, stderr) = drive(child, |e| {
+    let Driven { events, stderr, .. } = drive(child, |e| {
         if e["type"] != "approval_requested" {
             return vec![];
         }
@@ -383,16 +351,7 @@ fn empty_model_ids_cannot_share_an_approval() {
     assert_eq!(ids.len(), 2, "{stderr}\n{events:#?}");
     assert_ne!(ids[0], ids[1], "two calls shared one approval id");
     assert!(ids.iter().all(|id| id.starts_with("c-")), "{ids:?}");
-    let decisions: Vec<(&str, &str)> = of_type(&events, "permission")
-        .iter()
-        .map(|p| {
-            (
-                p["call_id"].as_str().unwrap_or(""),
-                p["decision"].as_str().unwrap_or(""),
-            )
-        })
-        .collect();
-    assert_eq!(decisions, [(ids[0], "approved"), (ids[1], "refused")]);
+    approved_then_refused(&events, &ids);
     assert!(sb.ws().join("a.txt").exists());
     assert!(!sb.ws().join("b.txt").exists(), "the refused write ran");
     let ends: Vec<&str> = of_type(&events, "tool_call_end")
@@ -415,7 +374,7 @@ fn the_provider_gets_back_the_models_own_unique_ids() {
     });
     let sb = openai_workspace(mock.port, "");
     let cli = Cli::new();
-    let (events, stderr) = drive(
+    let Driven { events, stderr, .. } = drive(
         answering(&cli, &sb, "read it", "sk-policy-test"),
         |_| vec![],
     );
@@ -473,15 +432,9 @@ fn parallel_reads_sharing_an_id_keep_their_own_labels() {
     sb.write(".env", &format!("API_KEY={KEY}\n"));
     sb.write("big.txt", &"nothing secret here\n".repeat(200_000));
     let cli = Cli::new();
-    let (events, stderr) = drive(
+    let Driven { events, stderr, .. } = drive(
         answering(&cli, &sb, "summarise the lib", "sk-policy-test"),
-        |e| {
-            if e["type"] == "approval_requested" {
-                vec![deny(e["call"]["id"].as_str().expect("id"))]
-            } else {
-                vec![]
-            }
-        },
+        deny_every_approval,
     );
     let begins = of_type(&events, "tool_call_begin");
     let own = |path: &str| {
@@ -552,13 +505,14 @@ fn a_rejected_stdin_line_is_quoted_inert_and_cut() {
         "{{\"op\":\"\\u001b]52;c;SGVsbG8=\\u0007\\u001b[2J{}\"}}",
         "A".repeat(1 << 20)
     );
-    let (events, stderr) = drive(answering(&cli, &sb, "write it", "sk-policy-test"), |e| {
-        if e["type"] == "approval_requested" {
-            vec![junk.clone(), approve(e["call"]["id"].as_str().expect("id"))]
-        } else {
-            vec![]
-        }
-    });
+    let Driven { events, stderr, .. } =
+        drive(answering(&cli, &sb, "write it", "sk-policy-test"), |e| {
+            if e["type"] == "approval_requested" {
+                vec![junk.clone(), approve(e["call"]["id"].as_str().expect("id"))]
+            } else {
+                vec![]
+            }
+        });
     assert_eq!(of_type(&events, "permission")[0]["decision"], "approved");
     let complaint = stderr
         .lines()

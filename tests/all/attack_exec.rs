@@ -15,10 +15,8 @@ use crate::support::text::{has, has_all, lacks};
 use crate::support::tui::Pane;
 use crate::*;
 use serde_json::{Value, json};
-use std::io::{BufRead as _, Write as _};
 use std::path::Path;
 use std::process::Stdio;
-use std::time::{Duration, Instant};
 
 const KEY: (&str, &str) = ("TEST_OPENAI_KEY", "sk-attack-exec");
 
@@ -160,35 +158,20 @@ fn a_granted_program_gets_no_option_through_a_star_and_cannot_write_protected_fi
 /// Runs `corral run --json --approvals stdin` and approves every request;
 /// returns what it printed once it ends.
 fn run_approving(cli: &Cli, sb: &Sandbox) -> String {
-    let mut child = cli
-        .command(&sb.ws(), &["run", "--json", "--approvals", "stdin", "go"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn");
-    let mut stdin = child.stdin.take().expect("stdin");
-    let out = child.stdout.take().expect("stdout");
-    let mut printed = String::new();
-    for line in std::io::BufReader::new(out).lines() {
-        let Ok(line) = line else { break };
-        if let Ok(v) = serde_json::from_str::<Value>(&line)
-            && v["type"] == "approval_requested"
-        {
-            let answer =
-                json!({"op": "approval", "call_id": v["call"]["id"], "decision": "approve"});
-            let _ = writeln!(stdin, "{answer}");
+    let child = crate::support::run::piped(
+        &mut cli.command(&sb.ws(), &["run", "--json", "--approvals", "stdin", "go"]),
+        Stdio::piped(),
+    );
+    let driven = crate::support::run::drive(child, |v| {
+        if v["type"] == "approval_requested" {
+            vec![crate::support::run::approve(
+                v["call"]["id"].as_str().expect("id"),
+            )]
+        } else {
+            vec![]
         }
-        printed.push_str(&line);
-        printed.push('\n');
-    }
-    drop(stdin);
-    let deadline = Instant::now() + Duration::from_secs(90);
-    while child.try_wait().expect("wait").is_none() {
-        assert!(Instant::now() < deadline, "corral run did not end");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    printed
+    });
+    driven.events.iter().map(|e| format!("{e}\n")).collect()
 }
 
 /// A project whose subagent (in a worktree, allowed `run_command`) runs

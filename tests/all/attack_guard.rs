@@ -5,9 +5,11 @@
 //! judge the path a call touches once symlinks are resolved.
 
 use crate::support::cassette::{answer_turn, call_turn};
+use crate::support::events::assert_decided;
 use crate::support::events::{find, label, labels};
+use crate::support::files::assert_absent;
 use crate::support::guard::{
-    SECRET, assert_nothing_sent, cassette, collector, git_project, project, refused_reason,
+    SECRET, assert_nothing_sent, cassette, collector, git_then_send, project, refused_reason,
     run_full_auto, send_turn, shown_secret,
 };
 use crate::support::text::has_all;
@@ -32,19 +34,10 @@ fn leaked(server: &crate::support::mock::MockServer, secret: &str) -> Vec<String
 /// the network call after it is held.
 #[test]
 fn a_committed_env_shown_by_git_is_sensitive() {
-    let server = collector();
-    let sb = git_project(server.port, "");
-    // Not in the working tree: only git's object holds it now.
-    std::fs::remove_file(sb.ws().join(".env")).expect("rm .env");
-    cassette(
-        &sb,
-        &[
-            call_turn("c1", "git_show", json!({"rev": "HEAD:.env"})),
-            send_turn("c2", server.port),
-            answer_turn("Done."),
-        ],
-    );
-    let events = run_full_auto(&Cli::new(), &sb);
+    let (server, events) = git_then_send("git_show", json!({"rev": "HEAD:.env"}), |sb| {
+        // Not in the working tree: only git's object holds it now.
+        std::fs::remove_file(sb.ws().join(".env")).expect("rm .env");
+    });
     let shown = shown_secret(&events, "c1");
     // git runs as a program of the plugin: labelled by the object it names.
     assert_eq!(
@@ -238,22 +231,10 @@ fn a_deny_rule_holds_through_a_symlink() {
     let events = run_full_auto(&Cli::new(), &sb);
     for id in ["c1", "c2"] {
         let permission = find(&events, "permission", id);
-        assert_eq!(permission["decision"], "deny", "{permission}");
-        assert!(
-            permission["reason"]
-                .as_str()
-                .is_some_and(|r| r.contains("write_file(protected/**)")),
-            "{permission}"
-        );
+        assert_decided(permission, "deny", "write_file(protected/**)");
     }
-    assert!(
-        !sb.ws().join("protected/keep.txt").exists(),
-        "written through the symlink"
-    );
-    assert!(
-        !sb.ws().join("protected/deep").exists(),
-        "written through the symlink"
-    );
+    assert_absent(&sb, "protected/keep.txt", "written through the symlink");
+    assert_absent(&sb, "protected/deep", "written through the symlink");
     // The same tool elsewhere writes: the rule, not a broken tool, refused.
     assert_eq!(find(&events, "permission", "c3")["decision"], "allow");
     assert!(sb.ws().join("fine.txt").exists());
@@ -284,9 +265,10 @@ fn a_hook_rewrite_through_a_symlink_is_denied() {
     let events = run_full_auto(&Cli::new(), &sb);
     let permission = find(&events, "permission", "h1");
     assert_eq!(permission["decision"], "deny", "{permission}");
-    assert!(
-        !sb.ws().join("protected/hooked.txt").exists(),
-        "the rewrite wrote through the symlink"
+    assert_absent(
+        &sb,
+        "protected/hooked.txt",
+        "the rewrite wrote through the symlink",
     );
     assert!(!sb.ws().join("innocent.txt").exists());
 }

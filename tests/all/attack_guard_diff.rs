@@ -3,12 +3,8 @@
 //! tracked `.env` is modified). The result is labelled by the diff headers
 //! it carries, so the network call after it is held.
 
-use crate::support::cassette::{answer_turn, call_turn};
 use crate::support::events::{label, labels};
-use crate::support::guard::{
-    assert_nothing_sent, cassette, collector, git_project, refused_reason, run_full_auto,
-    send_turn, shown_secret,
-};
+use crate::support::guard::{assert_nothing_sent, git_then_send, refused_reason, shown_secret};
 use crate::*;
 use serde_json::json;
 
@@ -16,18 +12,7 @@ use serde_json::json;
 /// (after `prepare`), then `http_get` carrying the secret: the result must
 /// show the secret, be labelled sensitive by its diff, and the send held.
 fn diff_then_send(tool: &str, args: serde_json::Value, prepare: impl FnOnce(&Sandbox)) {
-    let server = collector();
-    let sb = git_project(server.port, "");
-    prepare(&sb);
-    cassette(
-        &sb,
-        &[
-            call_turn("c1", tool, args),
-            send_turn("c2", server.port),
-            answer_turn("Done."),
-        ],
-    );
-    let events = run_full_auto(&Cli::new(), &sb);
+    let (server, events) = git_then_send(tool, args, prepare);
     let shown = shown_secret(&events, "c1");
     assert_eq!(
         labels(shown),

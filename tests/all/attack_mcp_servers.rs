@@ -6,7 +6,6 @@
 use crate::support::cassette::{answer_turn, call_turn};
 use crate::support::output::{stderr, stdout};
 use crate::support::run::argv;
-use crate::support::servers::installed;
 use crate::support::servers::{SYSTEM_PYTHON, hostile_runnable};
 use crate::support::text::{has, lacks};
 use crate::*;
@@ -256,11 +255,9 @@ fn a_tool_of_a_server_that_may_write_asks_first_whatever_it_claims() {
 // asking.
 #[test]
 fn the_reference_filesystem_servers_write_file_asks_in_ask_mode() {
-    let Some(fs) = installed("npm/node_modules/.bin/mcp-server-filesystem") else {
+    let Some((fs, sb, ws)) = crate::support::servers::filesystem_in_sandbox() else {
         return;
     };
-    let sb = Sandbox::new();
-    let ws = sb.ws().canonicalize().expect("ws");
     let target = ws.join("written.txt");
     let turns = [
         call_turn(

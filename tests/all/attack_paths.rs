@@ -4,6 +4,7 @@
 //! a workspace symlink, through `corral run` against the mock model.
 
 use crate::support::events::{events, find};
+use crate::support::files::assert_absent;
 use crate::support::manifest::openai_project;
 use crate::support::mock::*;
 use crate::support::model::calls_then_done;
@@ -108,18 +109,9 @@ fn a_deny_rule_holds_for_every_path_through_a_symlink() {
         .map(|(id, (decision, reason))| format!("{id}: {decision}: {reason}"))
         .collect();
     assert_eq!(through, Vec::<String>::new());
-    assert!(
-        !sb.ws().join("protected/x.txt").exists(),
-        "added through the alias"
-    );
-    assert!(
-        !sb.ws().join("ok.txt").exists(),
-        "half of a denied patch applied"
-    );
-    assert!(
-        !sb.ws().join("protected/y.txt").exists(),
-        "moved through the alias"
-    );
+    assert_absent(&sb, "protected/x.txt", "added through the alias");
+    assert_absent(&sb, "ok.txt", "half of a denied patch applied");
+    assert_absent(&sb, "protected/y.txt", "moved through the alias");
     assert_eq!(read(&sb, "a.txt"), "a\n");
     // The rule, not a broken tool, refused: the same tools elsewhere run.
     assert_eq!(decision(&events, "p3").0, "allow");

@@ -5,6 +5,7 @@
 //! descriptions, `--deny` survives an update, and look-alike tool names are
 //! flagged. Driven through the `corral` binary.
 
+use crate::support::files::assert_absent;
 use crate::support::mock::*;
 use crate::support::model::writer;
 use crate::support::output::assert_exit;
@@ -97,9 +98,10 @@ fn a_projects_full_auto_does_not_run_a_write_unasked() {
     );
     let err = stderr(&o);
     assert_eq!(o.status.code(), Some(0), "{err}");
-    assert!(
-        !sb.ws().join("new.txt").exists(),
-        "the project's full-auto ran a write unasked: {err}"
+    assert_absent(
+        &sb,
+        "new.txt",
+        "the project's full-auto ran a write unasked: {err}",
     );
     let project = sb.ws().join("corral.toml");
     assert!(

@@ -5,6 +5,7 @@
 //! refused by the kernel, one that spins, floods or prints escapes is
 //! stopped or made inert, and a project's script runs only as trusted.
 
+use crate::support::files::assert_absent;
 use crate::support::manifest::openai_project;
 use crate::support::mock::*;
 use crate::support::model::calls_then_done;
@@ -455,10 +456,7 @@ fn a_project_command_hook_runs_only_as_trusted() {
     );
     let (code, err) = run(&cli, &sb, &[], &[]);
     assert_eq!(code, Some(0), "{err}");
-    assert!(
-        !sb.ws().join("made").exists(),
-        "the trusted hook did not block"
-    );
+    assert_absent(&sb, "made", "the trusted hook did not block");
     has(
         &openai_tool_result(&mock.requests()[3], "c1"),
         "nothing runs here",
@@ -469,10 +467,7 @@ fn a_project_command_hook_runs_only_as_trusted() {
     script(&sb, ".claude/hooks/no.sh", "#!/bin/bash\nexit 0\n");
     let (code, err) = run(&cli, &sb, &[], &[]);
     assert_eq!(code, Some(0), "{err}");
-    assert!(
-        !sb.ws().join("made").exists(),
-        "a changed hook let the call through"
-    );
+    assert_absent(&sb, "made", "a changed hook let the call through");
     let result = openai_tool_result(&mock.requests()[5], "c1");
     has_all(
         &result,

@@ -119,9 +119,7 @@ fn a_long_session_compacts_fits_its_window_and_resumes_to_the_same_request() {
         .expect("utf-8")
         .to_owned();
     let o = cli.run(&sb.ws(), &["resume", &session]);
-    let out = String::from_utf8_lossy(&o.stdout).into_owned();
-    let err = String::from_utf8_lossy(&o.stderr).into_owned();
-    assert_eq!(o.status.code(), Some(0), "{out}\n{err}");
+    let out = crate::support::output::ok_stdout(&o, "the resumed run");
     has(&out, "All files read.");
 
     let all = read_events(&log);

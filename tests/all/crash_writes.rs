@@ -43,11 +43,16 @@ fn big(ch: char, mib: usize, first: &str) -> String {
 
 /// Names in `dir` that are write temporaries (the host's or the base's).
 fn temps(dir: &Path) -> Vec<String> {
+    names_in(dir, |n| n.contains(".corral-tmp-"))
+}
+
+/// The names in `dir` that `keep` accepts (none if it cannot be read).
+fn names_in(dir: &Path, keep: impl Fn(&str) -> bool) -> Vec<String> {
     std::fs::read_dir(dir)
         .map(|r| {
             r.filter_map(|e| e.ok())
                 .map(|e| e.file_name().to_string_lossy().into_owned())
-                .filter(|n| n.contains(".corral-tmp-"))
+                .filter(|n| keep(n))
                 .collect()
         })
         .unwrap_or_default()
@@ -391,16 +396,7 @@ fn a_killed_plugin_add_leaves_no_temporary_file_after_the_next_install() {
     let wasm = wasm.to_str().expect("utf-8").to_owned();
     let cli = Cli::new();
     let store = cli.home.path().join("data/corral/plugins");
-    let hidden = |dir: &Path| -> Vec<String> {
-        std::fs::read_dir(dir)
-            .map(|r| {
-                r.filter_map(|e| e.ok())
-                    .map(|e| e.file_name().to_string_lossy().into_owned())
-                    .filter(|n| n.starts_with('.'))
-                    .collect()
-            })
-            .unwrap_or_default()
-    };
+    let hidden = |dir: &Path| names_in(dir, |n| n.starts_with('.'));
     let mut left = false;
     for attempt in 0..6 {
         let mut child =

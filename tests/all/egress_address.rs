@@ -20,7 +20,7 @@ use crate::support::run::tool_call;
 use crate::support::text::has;
 use crate::{Cli, Sandbox};
 use serde_json::json;
-use std::io::{Read as _, Write as _};
+use std::io::Write as _;
 use std::net::{IpAddr, TcpListener, ToSocketAddrs as _};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -37,24 +37,16 @@ fn loopback(ip: IpAddr) -> Loopback {
     let port = listener.local_addr().expect("addr").port();
     let accepted = Arc::new(AtomicUsize::new(0));
     let a = accepted.clone();
-    std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(mut stream) = stream else { continue };
-            a.fetch_add(1, Ordering::SeqCst);
-            let mut head = Vec::new();
-            let mut byte = [0u8; 1];
-            while !head.ends_with(b"\r\n\r\n") && stream.read(&mut byte).unwrap_or(0) == 1 {
-                head.push(byte[0]);
-            }
-            let body = "LOOPBACK-PAGE";
-            let _ = stream.write_all(
-                format!(
-                    "HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
-                    body.len()
-                )
-                .as_bytes(),
-            );
-        }
+    crate::support::http::serve(listener, move |_, stream| {
+        a.fetch_add(1, Ordering::SeqCst);
+        let body = "LOOPBACK-PAGE";
+        let _ = stream.write_all(
+            format!(
+                "HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                body.len()
+            )
+            .as_bytes(),
+        );
     });
     Loopback { port, accepted }
 }

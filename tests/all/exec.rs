@@ -25,6 +25,25 @@ async fn run_command(p: &Plugins, args: serde_json::Value) -> (String, bool) {
     content(call(p, "run_command", args).await)
 }
 
+/// `sh -c` granted with `timeout_ms` of `ms`, running `command`: the
+/// plugins, when the call started, and its (content, is_error).
+async fn sh_timed(sb: &Sandbox, ms: u32, command: &str) -> (Plugins, Instant, (String, bool)) {
+    let grant = format!(r#"{{ program = "sh", args = ["-c", "*"], timeout_ms = {ms} }}"#);
+    let p = shell(sb, &grant).await;
+    let started = Instant::now();
+    let result = run_command(&p, json!({ "command": command })).await;
+    (p, started, result)
+}
+
+/// The command lines of every process on the machine (`ps -eo args`).
+fn processes() -> String {
+    let ps = std::process::Command::new("ps")
+        .args(["-eo", "args"])
+        .output()
+        .expect("ps");
+    String::from_utf8_lossy(&ps.stdout).into_owned()
+}
+
 fn content(r: Result<ToolOutput, ToolError>) -> (String, bool) {
     match r {
         Ok(o) => (o.content, o.is_error),
@@ -192,25 +211,11 @@ async fn tcp_is_closed_unless_granted() {
 #[tokio::test]
 async fn children_that_outlive_the_timeout_are_killed() {
     let sb = Sandbox::new();
-    let p = shell(
-        &sb,
-        r#"{ program = "sh", args = ["-c", "*"], timeout_ms = 500 }"#,
-    )
-    .await;
-    let started = Instant::now();
-    let (out, err) = run_command(
-        &p,
-        json!({"command": "sleep 1007 & sleep 1008; echo never"}),
-    )
-    .await;
+    let (p, started, (out, err)) = sh_timed(&sb, 500, "sleep 1007 & sleep 1008; echo never").await;
     assert!(err && out.starts_with("timed out"), "{out}");
     assert!(started.elapsed() < Duration::from_secs(10));
     std::thread::sleep(Duration::from_millis(200));
-    let ps = std::process::Command::new("ps")
-        .args(["-eo", "args"])
-        .output()
-        .expect("ps");
-    let ps = String::from_utf8_lossy(&ps.stdout);
+    let ps = processes();
     assert!(
         !ps.contains("sleep 1007") && !ps.contains("sleep 1008"),
         "survivors:\n{ps}"
@@ -219,27 +224,14 @@ async fn children_that_outlive_the_timeout_are_killed() {
     let (out, _) = run_command(&p, json!({"command": "sleep 1009 & echo started"})).await;
     has(&out, "started");
     std::thread::sleep(Duration::from_millis(200));
-    let ps = std::process::Command::new("ps")
-        .args(["-eo", "args"])
-        .output()
-        .expect("ps");
-    assert!(!String::from_utf8_lossy(&ps.stdout).contains("sleep 1009"));
+    assert!(!processes().contains("sleep 1009"));
 }
 
 #[tokio::test]
 async fn a_fork_bomb_hits_the_process_budget() {
     let sb = Sandbox::new();
-    let p = shell(
-        &sb,
-        r#"{ program = "sh", args = ["-c", "*"], timeout_ms = 3000 }"#,
-    )
-    .await;
-    let started = Instant::now();
-    let (out, err) = run_command(
-        &p,
-        json!({"command": "bomb_7f() { bomb_7f | bomb_7f; }; bomb_7f"}),
-    )
-    .await;
+    let (_, started, (out, err)) =
+        sh_timed(&sb, 3000, "bomb_7f() { bomb_7f | bomb_7f; }; bomb_7f").await;
     assert!(err, "{out}");
     assert!(
         out.starts_with("timed out") || out.contains("fork") || out.contains("Resource"),
@@ -247,11 +239,7 @@ async fn a_fork_bomb_hits_the_process_budget() {
     );
     assert!(started.elapsed() < Duration::from_secs(30));
     std::thread::sleep(Duration::from_millis(500));
-    let ps = std::process::Command::new("ps")
-        .args(["-eo", "args"])
-        .output()
-        .expect("ps");
-    let ps = String::from_utf8_lossy(&ps.stdout);
+    let ps = processes();
     assert!(!ps.contains("bomb_7f"), "survivors:\n{ps}");
     // The host is fine and the next call works.
     let p2 = shell(&sb, r#"{ program = "ls", args = ["**"] }"#).await;

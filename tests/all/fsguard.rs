@@ -3,6 +3,7 @@
 //! whatever tool, plugin or argument names them; nothing that could block
 //! (a FIFO, a device) is opened, by a plugin or by the host itself.
 
+use crate::support::files::assert_absent;
 use crate::support::output::assert_exit;
 use crate::support::output::{stderr, stdout};
 use crate::support::text::has;
@@ -391,10 +392,7 @@ fn the_git_tools_do_not_run_a_planted_fsmonitor() {
     let cli = Cli::new();
     let o = call_ok(&cli, &sb, "git_status", json!({}));
     has(&stdout(&o), "?? hello.txt");
-    assert!(
-        !sb.ws().join("fsmonitor-ran").exists(),
-        "git_status ran the fsmonitor hook"
-    );
+    assert_absent(&sb, "fsmonitor-ran", "git_status ran the fsmonitor hook");
 }
 
 #[test]

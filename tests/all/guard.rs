@@ -6,6 +6,7 @@
 use crate::support::cassette::{answer_turn, call_turn};
 use crate::support::events::{events, find, label, labels};
 use crate::support::guard::{assert_nothing_sent, cassette, project, send_turn};
+use crate::support::mock::MockServer;
 use crate::support::output::assert_exit;
 use crate::support::run::argv_with;
 use crate::support::run::replay_events;
@@ -43,13 +44,21 @@ fn summarised(cli: &Cli, sb: &Sandbox) -> Vec<Value> {
     events(&o)
 }
 
-#[test]
-fn a_session_holding_secrets_and_injected_text_cannot_send_unasked() {
+/// The collector, and the [`summarised`] run of a [`project`] (with
+/// `extra`) whose model plays [`injected_run`] (reading `.env` if
+/// `sensitive`): the home it ran with and its events.
+fn injected_summary(extra: &str, sensitive: bool) -> (MockServer, Cli, Vec<Value>) {
     let server = collector();
-    let sb = project(server.port, "");
-    cassette(&sb, &injected_run(server.port, true));
+    let sb = project(server.port, extra);
+    cassette(&sb, &injected_run(server.port, sensitive));
     let cli = Cli::new();
     let events = summarised(&cli, &sb);
+    (server, cli, events)
+}
+
+#[test]
+fn a_session_holding_secrets_and_injected_text_cannot_send_unasked() {
+    let (server, cli, events) = injected_summary("", true);
 
     // Each result is labelled by what the call opened.
     assert_eq!(
@@ -96,11 +105,7 @@ fn a_session_holding_secrets_and_injected_text_cannot_send_unasked() {
 
 #[test]
 fn without_the_sensitive_read_the_call_runs_unasked() {
-    let server = collector();
-    let sb = project(server.port, "");
-    cassette(&sb, &injected_run(server.port, false));
-    let cli = Cli::new();
-    let events = summarised(&cli, &sb);
+    let (server, _cli, events) = injected_summary("", false);
     assert_eq!(
         labels(find(&events, "tool_call_end", "c2")),
         vec![label("workspace", "notes.txt")]
@@ -129,10 +134,7 @@ fn allowed_hosts_and_a_disabled_guard_let_the_call_through() {
         "\n[guard]\nallow_hosts = [\"127.0.0.1\"]\n".to_owned(),
         "\n[guard]\nenabled = false\n".to_owned(),
     ] {
-        let server = collector();
-        let sb = project(server.port, &extra);
-        cassette(&sb, &injected_run(server.port, true));
-        let events = summarised(&Cli::new(), &sb);
+        let (server, _cli, events) = injected_summary(&extra, true);
         assert_eq!(
             find(&events, "permission", "c3")["decision"],
             "allow",
@@ -254,30 +256,17 @@ fn programs_with_the_network_and_writes_outside_are_held_too() {
 /// with the guard's reason, and runs only once they approve it.
 #[test]
 fn the_user_sees_why_and_decides() {
-    use std::io::{BufRead as _, Write as _};
     let server = collector();
     let sb = project(server.port, "");
     cassette(&sb, &injected_run(server.port, true));
     let cli = Cli::new();
-    let mut child = crate::support::run::replaying(&cli, &sb, "Summarise the vendored lib");
-    let mut stdin = child.stdin.take().expect("stdin");
-    let stdout = std::io::BufReader::new(child.stdout.take().expect("stdout"));
-    let mut events: Vec<Value> = Vec::new();
-    for line in stdout.lines() {
-        let event: Value = serde_json::from_str(&line.expect("line")).expect("a JSON event");
-        if event["type"] == "approval_requested" {
-            assert_eq!(event["call"]["model_id"], "c3", "{event}");
-            // Nothing went out while the call waited.
-            assert_eq!(server.requests().len(), 0);
-            let answer =
-                json!({"op": "approval", "call_id": event["call"]["id"], "decision": "approve"});
-            writeln!(stdin, "{answer}").expect("answer");
-            stdin.flush().expect("flush");
-        }
-        events.push(event);
-    }
-    assert!(child.wait().expect("wait").success());
-    let events = with_model_ids(events);
+    let child = crate::support::run::replaying(&cli, &sb, "Summarise the vendored lib");
+    let events = crate::support::run::answer_approvals(child, |event| {
+        assert_eq!(event["call"]["model_id"], "c3", "{event}");
+        // Nothing went out while the call waited.
+        assert_eq!(server.requests().len(), 0);
+        json!("approve")
+    });
     let asked = find(&events, "approval_requested", "c3");
     let guard = asked["guard"].as_str().expect("the guard's reason");
     assert_eq!(

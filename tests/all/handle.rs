@@ -271,7 +271,6 @@ async fn ops_that_cannot_be_done_are_errors_and_the_session_goes_on() {
 fn json_runs_answer_approvals_on_stdin() {
     use crate::support::mock::*;
     use serde_json::{Value, json};
-    use std::io::{BufRead as _, Write as _};
 
     let mock = MockServer::start(|n, _| match n {
         0 => Reply::Sse(openai_sse(
@@ -285,29 +284,14 @@ fn json_runs_answer_approvals_on_stdin() {
     });
     let sb = openai_workspace(mock.port, "");
     let cli = Cli::new();
-    let mut child = answering(&cli, &sb, "write them", "sk-test");
-    let mut stdin = child.stdin.take().expect("stdin");
-    let stdout = std::io::BufReader::new(child.stdout.take().expect("stdout"));
-    let mut events: Vec<Value> = Vec::new();
-    for line in stdout.lines() {
-        let event: Value = serde_json::from_str(&line.expect("line")).expect("a JSON event");
-        if event["type"] == "approval_requested" {
-            let own = &event["call"]["id"];
-            let answer = match event["call"]["model_id"].as_str() {
-                Some("w1") => json!({"op": "approval", "call_id": own, "decision": "approve"}),
-                Some("w2") => {
-                    json!({"op": "approval", "call_id": own, "decision": "deny", "reason": "b.txt is not yours to write"})
-                }
-                other => panic!("unexpected approval for {other:?}"),
-            };
-            writeln!(stdin, "{answer}").expect("answer");
-            stdin.flush().expect("flush");
+    let child = answering(&cli, &sb, "write them", "sk-test");
+    let events = crate::support::run::answer_approvals(child, |event| {
+        match event["call"]["model_id"].as_str() {
+            Some("w1") => json!("approve"),
+            Some("w2") => json!({"decision": "deny", "reason": "b.txt is not yours to write"}),
+            other => panic!("unexpected approval for {other:?}"),
         }
-        events.push(event);
-    }
-    let status = child.wait().expect("wait");
-    assert_eq!(status.code(), Some(0), "{events:#?}");
-    let events = with_model_ids(events);
+    });
 
     let asked: Vec<&Value> = events
         .iter()

@@ -5,6 +5,7 @@
 //! no grants reaches nothing, and a project's hooks do nothing until the
 //! project is trusted.
 
+use crate::support::files::assert_absent;
 use crate::support::manifest::openai_project;
 use crate::support::mock::*;
 use crate::support::model::calls_then_done;
@@ -256,10 +257,7 @@ before_tool = [{ plugin = "no-touch" }]
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let (code, err) = run(&cli, &sb, &[]);
     assert_eq!(code, Some(0), "{err}");
-    assert!(
-        !sb.ws().join("pwned").exists(),
-        "the trusted hook did not block"
-    );
+    assert_absent(&sb, "pwned", "the trusted hook did not block");
     let result = openai_tool_result(&mock.requests()[3], "c1");
     assert!(result.starts_with("blocked by hook `no-touch`"), "{result}");
 }
@@ -534,19 +532,26 @@ fn a_hook_can_ask_before_a_call_and_withhold_an_output() {
     has(&err, "hook `careful` (before_tool) asked");
 }
 
-#[test]
-fn prompt_and_stop_hooks_block_a_prompt_and_keep_a_run_going() {
-    // A blocked prompt never reaches the model.
+/// A model that answers at once, and a project whose test hook `name`,
+/// run at `event`, blocks with `reason`.
+fn blocking(event: &str, name: &str, reason: &str) -> (MockServer, Sandbox) {
     let mock = calls_then_done(Vec::new());
     let sb = Sandbox::new();
     let hooks = format!(
-        "{}\n[hooks]\nuser_prompt = [{{ plugin = \"gate\" }}]\n",
+        "{}\n[hooks]\n{event} = [{{ plugin = \"{name}\" }}]\n",
         test_hook(
-            "gate",
-            r#"config = { mode = "block", reason = "no prompts today" }"#
+            name,
+            &format!(r#"config = {{ mode = "block", reason = "{reason}" }}"#)
         )
     );
     sb.write("corral.toml", &openai_project(mock.port, &hooks));
+    (mock, sb)
+}
+
+#[test]
+fn prompt_and_stop_hooks_block_a_prompt_and_keep_a_run_going() {
+    // A blocked prompt never reaches the model.
+    let (mock, sb) = blocking("user_prompt", "gate", "no prompts today");
     let cli = Cli::new();
     let (code, err) = run(&cli, &sb, &[]);
     assert_eq!(code, Some(5), "{err}");
@@ -557,16 +562,7 @@ fn prompt_and_stop_hooks_block_a_prompt_and_keep_a_run_going() {
     assert!(mock.requests().is_empty());
 
     // A stop hook that blocks sends the model on with its reason.
-    let mock = calls_then_done(Vec::new());
-    let sb = Sandbox::new();
-    let hooks = format!(
-        "{}\n[hooks]\nstop = [{{ plugin = \"more\" }}]\n",
-        test_hook(
-            "more",
-            r#"config = { mode = "block", reason = "run the tests first" }"#
-        )
-    );
-    sb.write("corral.toml", &openai_project(mock.port, &hooks));
+    let (mock, sb) = blocking("stop", "more", "run the tests first");
     let (code, err) = run(&cli, &sb, &["--max-iterations", "2"]);
     assert_eq!(code, Some(4), "{err}");
     let requests = mock.requests();

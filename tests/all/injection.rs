@@ -13,7 +13,9 @@
 //! for a server with no network.
 
 use crate::support::cassette::{answer_turn, call_turn};
+use crate::support::events::assert_decided;
 use crate::support::events::{events, find};
+use crate::support::files::assert_absent;
 use crate::support::mcp_clients::sdk_python;
 use crate::support::mock::{MockServer, Reply};
 use crate::support::output::assert_exit;
@@ -476,10 +478,7 @@ fn private_data_from_a_tool_marked_sensitive_is_held_from_a_sink() {
                 .contains("send data out through `office__send_email` (a sink in [mcp.office])"),
         "{reason}"
     );
-    assert!(
-        !sb.ws().join("box/outbox.jsonl").exists(),
-        "the mail was sent"
-    );
+    assert_absent(&sb, "box/outbox.jsonl", "the mail was sent");
     // Control: without the private read, the same mail goes.
     let (sb, events) = play_turns(
         &python,
@@ -546,7 +545,6 @@ fn answered(
     decision: &str,
     turns: impl Fn(&Web) -> Vec<Value>,
 ) -> (Web, Vec<Value>) {
-    use std::io::{BufRead as _, Write as _};
     let web = Web::start(true);
     let sb = project(python, &web, "");
     crate::support::cassette::write(&sb, "office.cassette.json", &turns(&web));
@@ -556,43 +554,22 @@ fn answered(
     );
     // The home directory lives as long as the run.
     let cli = Cli::new();
-    let mut child = cli
-        .command(
+    let child = crate::support::run::piped(
+        &mut cli.command(
             &sb.ws(),
-            &[
-                "run",
-                "--provider",
-                "replay",
-                "--mode",
-                "full-auto",
-                "--json",
-                "--approvals",
-                "stdin",
+            &crate::support::run::argv_with(
+                "run --provider replay --mode full-auto --json --approvals stdin",
                 &prompt,
-            ],
-        )
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("spawn");
-    let mut stdin = child.stdin.take().expect("stdin");
-    let stdout = std::io::BufReader::new(child.stdout.take().expect("stdout"));
-    let mut events = Vec::new();
-    for line in stdout.lines() {
-        let event: Value = serde_json::from_str(&line.expect("line")).expect("a JSON event");
-        if event["type"] == "approval_requested" {
-            // Nothing went out while the call waited.
-            assert!(web.collector.requests().is_empty());
-            let answer =
-                json!({"op": "approval", "call_id": event["call"]["id"], "decision": decision});
-            writeln!(stdin, "{answer}").expect("answer");
-            stdin.flush().expect("flush");
-        }
-        events.push(event);
-    }
-    assert!(child.wait().expect("wait").success());
-    (web, crate::with_model_ids(events))
+            ),
+        ),
+        std::process::Stdio::null(),
+    );
+    let events = crate::support::run::answer_approvals(child, |_| {
+        // Nothing went out while the call waited.
+        assert!(web.collector.requests().is_empty());
+        json!(decision)
+    });
+    (web, events)
 }
 
 #[test]
@@ -846,13 +823,7 @@ fn an_injected_mode_change_is_not_written() {
     );
     let events = run_unattended(&sb, "Read vendor/tool/README.md");
     let p = find(&events, "permission", "c2");
-    assert_eq!(p["decision"], "deny", "{p}");
-    assert!(
-        p["reason"]
-            .as_str()
-            .is_some_and(|r| r.contains("is protected")),
-        "{p}"
-    );
+    assert_decided(p, "deny", "is protected");
     let after = std::fs::read_to_string(sb.ws().join("corral.toml")).expect("manifest");
     assert_eq!(after, before, "the manifest was changed");
 }

@@ -20,12 +20,22 @@ fn word_count(cli: &Cli, sb: &Sandbox) -> Output {
     crate::support::run::tool_call(cli, sb, "word_count", json!({"path": "hello.txt"}))
 }
 
+/// Fails the test unless [`word_count`] counts the 4 words of `hello.txt`.
+#[track_caller]
+fn counts_four_words(cli: &Cli, sb: &Sandbox) {
+    let o = word_count(cli, sb);
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout).trim(),
+        "4",
+        "{}",
+        text(&o)
+    );
+}
+
 #[test]
 fn add_shows_the_requests_and_writes_exactly_what_was_approved() {
     let (sb, cli) = workspace_and_cli();
-    let o = add(&cli, &sb, EXAMPLE, "");
-    let t = text(&o);
-    assert!(o.status.success(), "{t}");
+    let t = added(&cli, &sb, EXAMPLE, "");
     // The review: tools with effects, the requests (from the SDK's
     // `requests!`), and what each import gets with those grants.
     has_all(
@@ -65,9 +75,8 @@ fn add_shows_the_requests_and_writes_exactly_what_was_approved() {
     has_all(&text(&o), &["`word_count` (plugin `example`)", "--prefix"]);
     assert_eq!(read_user_manifest(&cli), manifest);
     // The way out: a prefix before its tool names.
-    let o = add(&cli, &sb, EXAMPLE, "--name example-two --prefix two_");
-    assert!(o.status.success(), "{}", text(&o));
-    has(&text(&o), "two_word_count [read]");
+    let t = added(&cli, &sb, EXAMPLE, "--name example-two --prefix two_");
+    has(&t, "two_word_count [read]");
     assert!(read_user_manifest(&cli).contains("tool_prefix = \"two_\""));
     let o = cli.run(
         &sb.ws(),
@@ -101,9 +110,7 @@ fn add_without_approval_writes_nothing() {
 #[test]
 fn a_denied_request_is_not_granted_and_the_plugin_gets_a_clean_error() {
     let (sb, cli) = workspace_and_cli();
-    let o = add(&cli, &sb, EXAMPLE, "--deny fs");
-    let t = text(&o);
-    assert!(o.status.success(), "{t}");
+    let t = added(&cli, &sb, EXAMPLE, "--deny fs");
     has(&t, "DENY  fs   . (read-only)");
     lacks(&read_user_manifest(&cli), "grants");
     let o = word_count(&cli, &sb);
@@ -127,9 +134,7 @@ fn hidden_characters_in_descriptions_are_flagged_and_a_bait_and_switch_is_refuse
     assert!(!read_user_manifest(&cli).contains("[plugins"));
     // Without the grant it describes the same tools; the hidden characters
     // are flagged and shown escaped, never raw.
-    let o = add(&cli, &sb, SNEAKY, "--deny fs");
-    let t = text(&o);
-    assert!(o.status.success(), "{t}");
+    let t = added(&cli, &sb, SNEAKY, "--deny fs");
     has(&t, "invisible Unicode");
     assert!(t.contains("U+202E") || t.contains("202e"), "{t}");
     assert!(!t.contains('\u{202e}') && !t.contains('\u{200b}'), "{t}");
@@ -145,9 +150,7 @@ fn pack_embeds_requests_that_add_then_reads() {
     let packed = sb.root.path().join("echo-packed.wasm");
     let o = pack_echo(&cli, &sb, "corral-plugin.toml", &packed);
     assert!(o.status.success(), "{}", text(&o));
-    let o = add(&cli, &sb, packed.to_str().unwrap(), "");
-    let t = text(&o);
-    assert!(o.status.success(), "{t}");
+    let t = added(&cli, &sb, packed.to_str().unwrap(), "");
     has_all(&t, &["Plugin `echoer` 2.1.0", "grant env  LANG"]);
     assert!(read_user_manifest(&cli).contains("[plugins.echoer]"));
     // Malformed requests are refused by `pack`, with the reason.
@@ -261,17 +264,9 @@ fn an_oci_round_trip_reviews_updates_and_refuses_tampering() {
     );
     let stable = registry.reference("tools/counter:stable");
     publish(&cli, &sb, EXAMPLE, &stable, "v1.toml");
-    let o = add(&cli, &sb, &stable, "");
-    let t = text(&o);
-    assert!(o.status.success(), "{t}");
+    let t = added(&cli, &sb, &stable, "");
     has_all(&t, &["Plugin `counter` 1.0.0", "digest sha256:"]);
-    let o = word_count(&cli, &sb);
-    assert_eq!(
-        String::from_utf8_lossy(&o.stdout).trim(),
-        "4",
-        "{}",
-        text(&o)
-    );
+    counts_four_words(&cli, &sb);
     let v1_manifest = read_user_manifest(&cli);
     assert!(
         v1_manifest.contains(&format!("from = \"{stable}\"")),
@@ -317,13 +312,7 @@ fn an_oci_round_trip_reviews_updates_and_refuses_tampering() {
         "{m}"
     );
     has(&m, "version = \"2.0.0\"");
-    let o = word_count(&cli, &sb);
-    assert_eq!(
-        String::from_utf8_lossy(&o.stdout).trim(),
-        "4",
-        "{}",
-        text(&o)
-    );
+    counts_four_words(&cli, &sb);
 
     // A registry that serves altered bytes is refused by digest.
     sb.write("v3.toml", "[plugin]\nname = \"other\"\n[requests]\n");
@@ -446,6 +435,15 @@ fn add(cli: &Cli, sb: &Sandbox, source: &str, more: &str) -> Output {
     let mut args = vec!["plugin", "add", source, "--yes"];
     args.extend(more.split_whitespace());
     cli.run(&sb.ws(), &args)
+}
+
+/// [`add`], which must succeed; all it printed.
+#[track_caller]
+fn added(cli: &Cli, sb: &Sandbox, source: &str, more: &str) -> String {
+    let o = add(cli, sb, source, more);
+    let t = text(&o);
+    assert!(o.status.success(), "{t}");
+    t
 }
 
 /// `corral plugin pack ECHO --requests REQUESTS -o PACKED`.

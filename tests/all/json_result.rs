@@ -64,6 +64,15 @@ fn models(server: &MockServer) -> Vec<String> {
         .collect()
 }
 
+/// Fails the test unless `server` got a request for `path`: the request
+/// went to `variable`.
+#[track_caller]
+fn assert_reached(server: &MockServer, path: &str, variable: &str) {
+    assert!(
+        server.requests().iter().any(|r| r.path == path),
+        "the request did not go to {variable}"
+    );
+}
 #[test]
 fn the_result_event_sums_the_usage_and_prices_it() {
     let server = writer();
@@ -284,13 +293,7 @@ fn the_sdk_base_url_variables_are_honoured_within_the_grants() {
         ["openai", "Write it"],
         &[KEY, ("OPENAI_BASE_URL", &url)],
     );
-    assert!(
-        server
-            .requests()
-            .iter()
-            .any(|r| r.path == "/v1/chat/completions"),
-        "the request went to OPENAI_BASE_URL"
-    );
+    assert_reached(&server, "/v1/chat/completions", "OPENAI_BASE_URL");
 
     let anthropic = MockServer::start(|_, _| Reply::Sse(anthropic_sse("Hello.", &[])));
     let url = format!("http://127.0.0.1:{}", anthropic.port);
@@ -303,13 +306,7 @@ fn the_sdk_base_url_variables_are_honoured_within_the_grants() {
             ("ANTHROPIC_BASE_URL", &url),
         ],
     );
-    assert!(
-        anthropic
-            .requests()
-            .iter()
-            .any(|r| r.path == "/v1/messages"),
-        "the request went to ANTHROPIC_BASE_URL + /v1"
-    );
+    assert_reached(&anthropic, "/v1/messages", "ANTHROPIC_BASE_URL + /v1");
     let reached = anthropic.requests().len();
 
     // The built-in provider is granted api.openai.com only: the variable

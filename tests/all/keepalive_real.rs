@@ -127,22 +127,7 @@ uvicorn.Server(config).run(sockets=[sock])
 
 /// The Python that has uvicorn, or why there is none.
 fn python() -> Result<PathBuf, String> {
-    if let Some(p) = std::env::var_os("CORRAL_TEST_UVICORN_PYTHON") {
-        return Ok(PathBuf::from(p));
-    }
-    let cache = std::env::var_os("CORRAL_CI_CACHE")
-        .map(PathBuf::from)
-        .or_else(|| dirs::home_dir().map(|h| h.join(".cache/corral-ci")));
-    match cache.map(|c| c.join("uvicorn-venv/bin/python")) {
-        Some(p) if p.exists() => Ok(p),
-        Some(p) => Err(format!(
-            "no uvicorn: CORRAL_TEST_UVICORN_PYTHON is unset and {} does not exist",
-            p.display()
-        )),
-        None => Err(
-            "no uvicorn: CORRAL_TEST_UVICORN_PYTHON is unset and there is no home directory".into(),
-        ),
-    }
+    crate::support::skip::ci_python("CORRAL_TEST_UVICORN_PYTHON", "uvicorn-venv", "no uvicorn")
 }
 
 /// The server process, killed with the test.

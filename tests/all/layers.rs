@@ -203,21 +203,17 @@ fn no_crate_has_an_import_cycle_between_its_top_level_modules() {
 #[test]
 fn crates_depend_only_downwards_and_front_ends_not_on_the_runtime() {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let out = std::process::Command::new(cargo)
-        .args([
-            "metadata",
-            "--format-version",
-            "1",
-            "--offline",
-            "--no-deps",
-        ])
-        .current_dir(host_dir())
-        .output()
-        .expect("cargo metadata");
-    assert!(
-        out.status.success(),
-        "cargo metadata: {}",
-        String::from_utf8_lossy(&out.stderr)
+    let out = crate::support::process::run_ok(
+        std::process::Command::new(cargo)
+            .args([
+                "metadata",
+                "--format-version",
+                "1",
+                "--offline",
+                "--no-deps",
+            ])
+            .current_dir(host_dir()),
+        "cargo metadata",
     );
     let meta: serde_json::Value = serde_json::from_slice(&out.stdout).expect("metadata json");
     // Normal and build dependencies on other corral crates; dev-dependencies

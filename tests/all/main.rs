@@ -289,15 +289,7 @@ impl Cli {
             && args.first() != Some(&"trust")
             && workspace.join("corral.toml").exists()
         {
-            let o = self
-                .bare(workspace, &["trust", "--yes"])
-                .output()
-                .expect("trust");
-            assert!(
-                o.status.success(),
-                "trust: {}",
-                String::from_utf8_lossy(&o.stderr)
-            );
+            support::process::run_ok(&mut self.bare(workspace, &["trust", "--yes"]), "trust");
         }
         self.bare(workspace, args)
     }

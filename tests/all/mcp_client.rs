@@ -236,11 +236,7 @@ fn a_server_tool_runs_through_the_pipeline_and_is_logged_untrusted() {
     let events = run_events(&cli, &sb);
     crate::support::events::untrusted_end(&events, "c1", "hello from the workspace", "mcp:hostile");
     // The session log has it too.
-    let log = std::fs::read_to_string(crate::support::log::session_log(&cli)).expect("log");
-    assert!(
-        log.contains("hostile__read") && log.contains("mcp:hostile"),
-        "{log}"
-    );
+    crate::support::log::assert_logged(&cli, &["hostile__read", "mcp:hostile"]);
 }
 
 #[test]
@@ -449,11 +445,9 @@ fn mcp_add_list_remove_and_import_edit_the_users_manifest() {
 
 #[test]
 fn the_reference_filesystem_server_runs_through_corral_run_and_a_deny_rule_holds() {
-    let Some(fs) = installed("npm/node_modules/.bin/mcp-server-filesystem") else {
+    let Some((fs, sb, ws)) = crate::support::servers::filesystem_in_sandbox() else {
         return;
     };
-    let sb = Sandbox::new();
-    let ws = sb.ws().canonicalize().expect("ws");
     let turns = [
         call_turn(
             "c1",

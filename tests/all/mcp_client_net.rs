@@ -101,43 +101,32 @@ fn a_server_without_net_reaches_nothing_and_a_bad_destination_is_an_error() {
 /// headed `marker` but `/robots.txt`, which is 404; the targets it was
 /// asked for.
 fn plain_site(marker: &'static str) -> (u16, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
-    use std::io::{Read as _, Write as _};
+    use std::io::Write as _;
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
     let port = listener.local_addr().expect("addr").port();
     let seen: std::sync::Arc<std::sync::Mutex<Vec<String>>> = Default::default();
     let log = seen.clone();
-    std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(mut s) = stream else { continue };
-            let mut head = Vec::new();
-            let mut buf = [0u8; 1024];
-            while !head.windows(4).any(|w| w == b"\r\n\r\n") {
-                match s.read(&mut buf) {
-                    Ok(0) | Err(_) => break,
-                    Ok(n) => head.extend_from_slice(&buf[..n]),
-                }
-            }
-            let text = String::from_utf8_lossy(&head).into_owned();
-            let target = text.split_whitespace().nth(1).unwrap_or("").to_owned();
-            log.lock().expect("lock").push(target.clone());
-            let (status, body) = if target == "/robots.txt" {
-                ("404 Not Found", "no robots here".to_owned())
-            } else {
-                (
-                    "200 OK",
-                    format!(
-                        "<html><head><title>t</title><script>var x = 'SCRIPT-TEXT';</script></head>\
-                         <body><main><h1>{marker}</h1><p>The article text of this page, long \
-                         enough to be kept by the extractor as its content.</p></main></body></html>"
-                    ),
-                )
-            };
-            let _ = write!(
-                s,
-                "HTTP/1.1 {status}\r\nContent-Type: text/html\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                body.len()
-            );
-        }
+    crate::support::http::serve(listener, move |head, s| {
+        let text = String::from_utf8_lossy(head).into_owned();
+        let target = text.split_whitespace().nth(1).unwrap_or("").to_owned();
+        log.lock().expect("lock").push(target.clone());
+        let (status, body) = if target == "/robots.txt" {
+            ("404 Not Found", "no robots here".to_owned())
+        } else {
+            (
+                "200 OK",
+                format!(
+                    "<html><head><title>t</title><script>var x = 'SCRIPT-TEXT';</script></head>\
+                     <body><main><h1>{marker}</h1><p>The article text of this page, long \
+                     enough to be kept by the extractor as its content.</p></main></body></html>"
+                ),
+            )
+        };
+        let _ = write!(
+            s,
+            "HTTP/1.1 {status}\r\nContent-Type: text/html\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        );
     });
     (port, seen)
 }

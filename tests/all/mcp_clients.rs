@@ -21,21 +21,11 @@ const NOTES: &str = "first line\nthe needle is on line two\nthird line\n";
 /// `None`, the test counted as skipped (a failure under CI, which always
 /// installs it).
 fn typescript_sdk() -> Option<PathBuf> {
-    let why = match std::env::var_os("CORRAL_TEST_MCP_JS").map(PathBuf::from) {
-        Some(dir) if dir.join("node_modules/@modelcontextprotocol/sdk").is_dir() => {
-            return Some(dir);
-        }
-        Some(dir) => format!(
-            "CORRAL_TEST_MCP_JS is {} but it holds no node_modules/@modelcontextprotocol/sdk",
-            dir.display()
-        ),
-        None => "CORRAL_TEST_MCP_JS is unset".to_owned(),
-    };
-    crate::support::skip::missing(
-        format!("no TypeScript MCP client: {why}"),
-        crate::support::skip::CI_RUN,
-    );
-    None
+    crate::support::skip::node_package(
+        "CORRAL_TEST_MCP_JS",
+        "@modelcontextprotocol/sdk",
+        "no TypeScript MCP client",
+    )
 }
 
 /// Runs tests/mcp/client.mjs with `scenario` against `corral mcp serve` in

@@ -14,7 +14,7 @@ use crate::support::text::{has, has_all};
 use crate::support::{mcp_clients::sdk_python, servers::lifecycle_script};
 use crate::*;
 use serde_json::{Value, json};
-use std::io::{Read as _, Write as _};
+use std::io::Write as _;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
@@ -107,11 +107,7 @@ fn the_reference_server_over_http_is_listed_and_called_in_a_session() {
     assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
     let events = crate::support::events::events(&o);
     crate::support::events::untrusted_end(&events, "c1", "hi over http", "mcp:every");
-    let log = std::fs::read_to_string(crate::support::log::session_log(&cli)).expect("log");
-    assert!(
-        log.contains("every__echo") && log.contains("hi over http"),
-        "{log}"
-    );
+    crate::support::log::assert_logged(&cli, &["every__echo", "hi over http"]);
 }
 
 #[test]
@@ -184,27 +180,16 @@ fn the_secret_header_reaches_the_servers_origin_and_never_the_log() {
 fn answering(head: String, body_len: usize) -> u16 {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
     let port = listener.local_addr().expect("addr").port();
-    std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(mut s) = stream else { continue };
-            let mut got = Vec::new();
-            let mut buf = [0u8; 4096];
-            while !got.windows(4).any(|w| w == b"\r\n\r\n") {
-                match s.read(&mut buf) {
-                    Ok(0) | Err(_) => break,
-                    Ok(n) => got.extend_from_slice(&buf[..n]),
-                }
+    crate::support::http::serve(listener, move |_, s| {
+        let _ = s.write_all(head.as_bytes());
+        let chunk = vec![b'['; 64 << 10];
+        let mut left = body_len;
+        while left > 0 {
+            let n = left.min(chunk.len());
+            if s.write_all(&chunk[..n]).is_err() {
+                break;
             }
-            let _ = s.write_all(head.as_bytes());
-            let chunk = vec![b'['; 64 << 10];
-            let mut left = body_len;
-            while left > 0 {
-                let n = left.min(chunk.len());
-                if s.write_all(&chunk[..n]).is_err() {
-                    break;
-                }
-                left -= n;
-            }
+            left -= n;
         }
     });
     port

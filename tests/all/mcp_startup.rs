@@ -6,6 +6,7 @@
 //! likely cause), and the reference filesystem server starts every time,
 //! beside servers that die while it starts.
 
+use crate::support::files::assert_absent;
 use crate::support::output::{stderr, stdout};
 use crate::support::servers::installed;
 use crate::support::text::{has, has_all, lacks};
@@ -204,8 +205,5 @@ fn a_server_that_never_answers_does_not_hold_up_the_listing_or_a_plugin_call() {
     assert!(o.status.success(), "{}", stderr(&o));
     has(&stdout(&o), "hello");
     assert!(took < Duration::from_secs(30), "tool call took {took:?}");
-    assert!(
-        !sb.ws().join("started.txt").exists(),
-        "a plugin's call started an MCP server"
-    );
+    assert_absent(&sb, "started.txt", "a plugin's call started an MCP server");
 }

@@ -8,6 +8,7 @@
 //! entries, and every front-end reaches the one orchestrator (its trace
 //! line, `corral::call`).
 
+use crate::support::events::assert_decided;
 use crate::support::guard::{SECRET, collector};
 use crate::support::mock::*;
 use crate::*;
@@ -269,13 +270,7 @@ fn the_loop_and_the_mcp_server_take_a_call_through_one_pipeline() {
         .iter()
         .find(|e| e["type"] == "permission")
         .expect("the permission");
-    assert_eq!(permission["decision"], "allow", "{permission}");
-    assert!(
-        permission["reason"]
-            .as_str()
-            .is_some_and(|r| r.contains("allow rule \"http_get\"")),
-        "{permission}"
-    );
+    assert_decided(permission, "allow", "allow rule \"http_get\"");
     let sent = sink.requests();
     assert_eq!(sent.len(), 1, "the collector received: {sent:?}");
     assert!(

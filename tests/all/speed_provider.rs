@@ -21,6 +21,28 @@ fn manifest(port: u16, extra: &str) -> String {
     )
 }
 
+/// `corral run --provider openai --json PROMPT` against the mock on
+/// `port`, which must succeed; its events.
+fn openai_run(port: u16, prompt: &str) -> Vec<Value> {
+    let sb = Sandbox::with_manifest(&manifest(port, ""));
+    let out = Cli::new().run(&sb.ws(), &["run", "--provider", "openai", "--json", prompt]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    json_events(&out)
+}
+
+/// The text in `field` of each event of type `ty`, in order.
+fn strings<'a>(events: &'a [Value], ty: &str, field: &str) -> Vec<&'a str> {
+    events
+        .iter()
+        .filter(|e| e["type"] == ty)
+        .filter_map(|e| e[field].as_str())
+        .collect()
+}
+
 fn chunk(delta: &Value, finish: &Value) -> String {
     let c = json!({"id": "chatcmpl-big", "object": "chat.completion.chunk", "created": 1,
         "model": "big", "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]});
@@ -52,19 +74,8 @@ fn a_long_streamed_answer_arrives_whole_in_order_and_batched() {
     body.push_str("data: [DONE]\n\n");
     let sse = body.into_bytes();
     let server = MockServer::start(move |_, _| Reply::SseFast(sse.clone(), 4093));
-    let sb = Sandbox::with_manifest(&manifest(server.port, ""));
-    let out = Cli::new().run(&sb.ws(), &["run", "--provider", "openai", "--json", "go"]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let events = json_events(&out);
-    let deltas: Vec<&str> = events
-        .iter()
-        .filter(|e| e["type"] == "text_delta")
-        .filter_map(|e| e["text"].as_str())
-        .collect();
+    let events = openai_run(server.port, "go");
+    let deltas = strings(&events, "text_delta", "text");
     let streamed: String = deltas.concat();
     assert!(
         streamed == text,
@@ -122,22 +133,8 @@ fn tool_call_arguments_in_many_fragments_are_merged_and_whole() {
         0 => Reply::SseFast(first.clone(), 8191),
         _ => Reply::SseFast(openai_sse("It says hello.", &[]), 8191),
     });
-    let sb = Sandbox::with_manifest(&manifest(server.port, ""));
-    let out = Cli::new().run(
-        &sb.ws(),
-        &["run", "--provider", "openai", "--json", "read hello.txt"],
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let events = json_events(&out);
-    let fragments: Vec<&str> = events
-        .iter()
-        .filter(|e| e["type"] == "tool_call_delta")
-        .filter_map(|e| e["arguments_delta"].as_str())
-        .collect();
+    let events = openai_run(server.port, "read hello.txt");
+    let fragments = strings(&events, "tool_call_delta", "arguments_delta");
     assert_eq!(fragments.concat(), args);
     assert!(
         fragments.len() * 8 <= pieces.len(),

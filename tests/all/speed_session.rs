@@ -102,9 +102,8 @@ fn no_fsync_before_the_first_request_and_at_most_one_per_iteration() {
             ("CORRAL_LOG", "warn,corral_core::log=debug"),
         ],
     );
-    let out = String::from_utf8_lossy(&o.stdout).into_owned();
-    let err = String::from_utf8_lossy(&o.stderr).into_owned();
-    assert_eq!(o.status.code(), Some(0), "{out}\n{err}");
+    let out = crate::support::output::ok_stdout(&o, "the run");
+    let err = crate::support::output::stderr(&o);
     has(&out, "All done.");
     let log = crate::support::log::session_log(&cli);
     let records = corral_core::session::read(&log).expect("log");
@@ -230,13 +229,8 @@ fn sigkill_at_every_event_boundary_loses_nothing_shown_and_resumes() {
 
         // Resuming goes on from the log to the answer.
         let o = cli.run_env(&sb.ws(), &["resume", "--last", "--json"], &KEYS);
-        let out = String::from_utf8_lossy(&o.stdout).into_owned();
-        assert_eq!(
-            o.status.code(),
-            Some(0),
-            "kill at event {at}: resume failed:\n{out}\n{}",
-            String::from_utf8_lossy(&o.stderr)
-        );
+        let out =
+            crate::support::output::ok_stdout(&o, &format!("kill at event {at}: resume failed"));
         assert!(out.contains("All done."), "kill at event {at}:\n{out}");
         let after = log_events(&log);
         assert_eq!(&after[..before.len()], &before[..], "kill at event {at}");
@@ -450,13 +444,7 @@ fn a_call_logged_only_in_its_response_keeps_its_id_after_a_resume() {
     std::fs::write(&path, log).expect("log");
 
     let o = cli.run_env(&sb.ws(), &["resume", "--last", "--json"], &KEYS);
-    let out = String::from_utf8_lossy(&o.stdout).into_owned();
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{out}\n{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    let out = crate::support::output::ok_stdout(&o, "resume --last");
     has(&out, "All done.");
     assert_eq!(
         std::fs::read_to_string(sb.ws().join("notes.txt")).expect("notes"),

@@ -5,6 +5,7 @@
 
 use crate::support::agents::{family, project};
 use crate::support::cassette::{answer_turn, call_turn, calls_turn, slow_answer_turn};
+use crate::support::events::assert_decided;
 use crate::support::git::{git, repo};
 use crate::support::log::of_type;
 use crate::support::output::assert_exit;
@@ -68,13 +69,7 @@ fn two_read_only_subagents_run_in_parallel_and_answer_in_call_order() {
     );
     let cli = Cli::new();
     let o = cli.run(&sb.ws(), &["run", "--json", "read both"]);
-    let out = String::from_utf8_lossy(&o.stdout).into_owned();
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{out}\n{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    let out = crate::support::output::ok_stdout(&o, "the run");
     assert!(!sb.ws().join("x.txt").exists(), "the child wrote");
 
     let (parent, children) = family(&cli);
@@ -113,14 +108,7 @@ fn two_read_only_subagents_run_in_parallel_and_answer_in_call_order() {
         .into_iter()
         .find(|p| p["call_id"] == "call_w")
         .expect("the parent's write");
-    assert_eq!(parent_write["decision"], "refused", "{parent_write}");
-    assert!(
-        parent_write["reason"]
-            .as_str()
-            .unwrap_or("")
-            .contains("mode ask"),
-        "{parent_write}"
-    );
+    assert_decided(parent_write, "refused", "mode ask");
 
     // Logs are linked both ways.
     assert_eq!(children.len(), 2);
@@ -174,14 +162,7 @@ fn two_read_only_subagents_run_in_parallel_and_answer_in_call_order() {
         .into_iter()
         .find(|p| p["tool"] == "list_files")
         .expect("the child's listing");
-    assert_eq!(listed["decision"], "deny", "{listed}");
-    assert!(
-        listed["reason"]
-            .as_str()
-            .unwrap_or("")
-            .contains("corral.toml"),
-        "{listed}"
-    );
+    assert_decided(listed, "deny", "corral.toml");
     // The children's events reached the front-end tagged with their call.
     let tagged: Vec<Value> = with_model_ids(
         out.lines()

@@ -10,20 +10,13 @@
 //! (and fail under CI, where `CORRAL_CI` is set).
 
 use crate::support::output::report as text;
+use crate::support::output::{stderr, stdout};
+use crate::support::process::run_ok;
 use crate::support::run::argv_with;
 use crate::support::text::{has, lacks};
 use crate::*;
 use std::path::Path;
 use std::process::{Command, Output};
-
-/// Runs `cmd`, failing the test with its output unless it succeeds.
-fn run_ok(cmd: &mut Command, what: &str) -> Output {
-    let o = cmd
-        .output()
-        .unwrap_or_else(|e| panic!("{what}: cannot run: {e}"));
-    assert!(o.status.success(), "{what} failed:\n{}", text(&o));
-    o
-}
 
 /// The toolchain path in `var`, or `None`, the test counted as skipped.
 fn toolchain(var: &str) -> Option<PathBuf> {
@@ -72,6 +65,18 @@ fn assert_documented(project: &Path, command: &str) {
 
 /// The manifest entry of the template's `corral-plugin.toml` asks for a
 /// read-only workspace and nothing else.
+/// The toolchain in `var` ([`toolchain`]), then a new `lang` plugin
+/// `name` made by `corral plugin new` ([`new_project`]) whose requests are
+/// checked ([`assert_requests`]): the toolchain, the sandbox, the home and
+/// the project's directory.
+fn template(var: &str, name: &str, lang: &str) -> Option<(PathBuf, Sandbox, Cli, PathBuf)> {
+    let toolchain = toolchain(var)?;
+    let (sb, cli) = (Sandbox::new(), Cli::new());
+    let project = new_project(&cli, &sb, name, lang);
+    assert_requests(&project, name);
+    Some((toolchain, sb, cli, project))
+}
+
 fn assert_requests(project: &Path, name: &str) {
     let toml: toml::Table = std::fs::read_to_string(project.join("corral-plugin.toml"))
         .unwrap()
@@ -154,6 +159,21 @@ fn assert_plugin_works(cli: &Cli, sb: &Sandbox, name: &str, wasm: &Path) {
 
     let o = cli.run(&sb.ws(), &["plugin", "list", "--json"]);
     assert!(o.status.success(), "{}", text(&o));
+}
+
+/// Runs the template's own tests with `cmd` (`what`), which must succeed
+/// and print `passed` on the `stream` its runner reports on.
+fn own_tests_pass(cmd: &mut Command, what: &str, stream: fn(&Output) -> String, passed: &str) {
+    let o = run_ok(cmd, what);
+    assert!(stream(&o).contains(passed), "{}", text(&o));
+}
+
+/// [`assert_plugin_works`] and [`assert_installable`] for the component
+/// `NAME.wasm` the template built in `project`.
+fn assert_built_plugin(cli: &Cli, sb: &Sandbox, project: &Path, name: &str) {
+    let wasm = project.join(format!("{name}.wasm"));
+    assert_plugin_works(cli, sb, name, &wasm);
+    assert_installable(project, name, &wasm);
 }
 
 /// The project's README way to share it: `plugin pack` embeds its
@@ -258,12 +278,7 @@ fn the_rust_template_builds_tests_and_reads_only_the_workspace() {
     cmd.arg("test")
         .env("CARGO_TARGET_DIR", &target)
         .env("CARGO_NET_OFFLINE", "true");
-    let o = run_ok(&mut cmd, "cargo test");
-    assert!(
-        String::from_utf8_lossy(&o.stdout).contains("test result: ok. 3 passed"),
-        "{}",
-        text(&o)
-    );
+    own_tests_pass(&mut cmd, "cargo test", stdout, "test result: ok. 3 passed");
 
     let wasm = target.join("wasm32-wasip2/release/rsplug.wasm");
     assert_plugin_works(&cli, &sb, "rsplug", &wasm);
@@ -275,12 +290,11 @@ fn the_rust_template_builds_tests_and_reads_only_the_workspace() {
 
 #[test]
 fn the_python_template_builds_tests_and_reads_only_the_workspace() {
-    let Some(componentize_py) = toolchain("CORRAL_COMPONENTIZE_PY") else {
+    let Some((componentize_py, sb, cli, project)) =
+        template("CORRAL_COMPONENTIZE_PY", "pyplug", "python")
+    else {
         return;
     };
-    let (sb, cli) = (Sandbox::new(), Cli::new());
-    let project = new_project(&cli, &sb, "pyplug", "python");
-    assert_requests(&project, "pyplug");
     let args = "-d wit -w tool-plugin componentize app -o pyplug.wasm";
     assert_documented(&project, &format!("componentize-py {args}"));
 
@@ -301,28 +315,22 @@ fn the_python_template_builds_tests_and_reads_only_the_workspace() {
         clean_command(&componentize_py, &project).args(args.split(' ')),
         "componentize-py",
     );
-    let o = run_ok(
+    own_tests_pass(
         clean_command("python3", &project).args(["-m", "unittest"]),
         "python3 -m unittest",
-    );
-    assert!(
-        String::from_utf8_lossy(&o.stderr).contains("Ran 6 tests"),
-        "{}",
-        text(&o)
+        stderr,
+        "Ran 6 tests",
     );
 
-    assert_plugin_works(&cli, &sb, "pyplug", &project.join("pyplug.wasm"));
-    assert_installable(&project, "pyplug", &project.join("pyplug.wasm"));
+    assert_built_plugin(&cli, &sb, &project, "pyplug");
 }
 
 #[test]
 fn the_javascript_template_builds_tests_and_reads_only_the_workspace() {
-    let Some(toolchain) = toolchain("CORRAL_JS_TOOLCHAIN") else {
+    let Some((toolchain, sb, cli, project)) = template("CORRAL_JS_TOOLCHAIN", "jsplug", "js")
+    else {
         return;
     };
-    let (sb, cli) = (Sandbox::new(), Cli::new());
-    let project = new_project(&cli, &sb, "jsplug", "js");
-    assert_requests(&project, "jsplug");
     assert_documented(&project, "npm run build");
 
     // The installed toolchain is the one the template pins: same
@@ -352,15 +360,14 @@ fn the_javascript_template_builds_tests_and_reads_only_the_workspace() {
             .is_file(),
         "the build wrote no TypeScript types"
     );
-    let o = run_ok(clean_command("npm", &project).arg("test"), "npm test");
-    assert!(
-        String::from_utf8_lossy(&o.stdout).contains("# pass 6"),
-        "{}",
-        text(&o)
+    own_tests_pass(
+        clean_command("npm", &project).arg("test"),
+        "npm test",
+        stdout,
+        "# pass 6",
     );
 
-    assert_plugin_works(&cli, &sb, "jsplug", &project.join("jsplug.wasm"));
-    assert_installable(&project, "jsplug", &project.join("jsplug.wasm"));
+    assert_built_plugin(&cli, &sb, &project, "jsplug");
 }
 
 #[test]

@@ -5,6 +5,7 @@
 //! works after SIGKILL mid-turn, never writes through a symlink planted
 //! since, and the resumed conversation is told of the undo.
 
+use crate::support::files::assert_absent;
 use crate::support::log::{of_type, read_events, session_log};
 use crate::support::manifest::{KEYS, both_providers};
 use crate::support::mock::*;
@@ -91,10 +92,7 @@ fn assert_restored(sb: &Sandbox) {
         .permissions()
         .mode();
     assert_eq!(mode & 0o7777, 0o750, "the mode is restored");
-    assert!(
-        !sb.ws().join("--flag").exists(),
-        "a file the turn created is removed"
-    );
+    assert_absent(sb, "--flag", "a file the turn created is removed");
     assert_eq!(read(sb, "notes.txt"), "TODO\n");
     assert_eq!(read(sb, "c.txt"), "version 1 of c.txt\n");
     assert_eq!(read(sb, "sub/x.txt"), "x1\n");

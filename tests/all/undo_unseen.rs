@@ -6,13 +6,13 @@
 //! `/rewind` in the terminal UI.
 
 use crate::support::cassette::{self, answer_turn, calls_turn};
+use crate::support::files::assert_absent;
 use crate::support::log::{of_type, read_events, session_log};
 use crate::support::output::{assert_exit, stderr, stdout};
 use crate::support::run::argv_with;
 use crate::support::text::{has, lacks};
 use crate::*;
 use serde_json::{Value, json};
-use std::path::PathBuf;
 
 /// `[plugins.replay]` playing `turn.cassette.json`.
 const REPLAY: &str = "[plugins.replay]\nsource = \"builtin:replay\"\n\
@@ -97,10 +97,7 @@ fn undo_restores_what_programs_run_by_run_command_changed() {
     let diff = stdout(&o);
     assert!(diff.contains("-two") && diff.contains("+one"), "{diff}");
     assert_eq!(read(&sb, "a.txt"), "one\nkeep\n", "the edit is undone");
-    assert!(
-        !sb.ws().join("made.txt").exists(),
-        "the file the program made is removed"
-    );
+    assert_absent(&sb, "made.txt", "the file the program made is removed");
     assert_eq!(
         read(&sb, "sub/gone.txt"),
         "removed by rm\n",
@@ -128,18 +125,11 @@ fn a_read_only_call_records_nothing_and_an_unchanged_workspace_has_nothing_to_un
     has(&stderr(&o), "nothing to undo");
 }
 
-/// The reference filesystem server `.ci/run` installs, or why there is none.
-fn filesystem_server() -> Option<PathBuf> {
-    crate::support::servers::installed("npm/node_modules/.bin/mcp-server-filesystem")
-}
-
 #[test]
 fn undo_restores_what_an_mcp_servers_write_tool_changed() {
-    let Some(server) = filesystem_server() else {
+    let Some((server, sb, ws)) = crate::support::servers::filesystem_in_sandbox() else {
         return;
     };
-    let sb = Sandbox::new();
-    let ws = sb.ws().canonicalize().expect("ws");
     sb.write("notes.txt", "TODO\n");
     sb.write(
         "corral.toml",
@@ -180,10 +170,7 @@ fn undo_restores_what_an_mcp_servers_write_tool_changed() {
         "TODO\n",
         "the server's write is undone"
     );
-    assert!(
-        !sb.ws().join("new.txt").exists(),
-        "the file the server made is removed"
-    );
+    assert_absent(&sb, "new.txt", "the file the server made is removed");
 }
 
 /// `/rewind` in the terminal UI (tmux) takes back what a program changed:

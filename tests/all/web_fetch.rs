@@ -465,26 +465,11 @@ fn run_answering(
     answer: impl Fn(&serde_json::Value) -> serde_json::Value,
     check: impl Fn(&str),
 ) -> Vec<serde_json::Value> {
-    let mut child = crate::support::run::replaying(cli, sb, "Fetch the pages");
-    let mut stdin = child.stdin.take().expect("stdin");
-    let out = BufReader::new(child.stdout.take().expect("stdout"));
-    let mut events = Vec::new();
-    for line in out.lines() {
-        let event: serde_json::Value =
-            serde_json::from_str(&line.expect("line")).expect("a JSON event");
-        if event["type"] == "approval_requested" {
-            let model_id = event["call"]["model_id"].as_str().unwrap_or_default();
-            check(model_id);
-            let mut reply = answer(&event);
-            reply["op"] = json!("approval");
-            reply["call_id"] = event["call"]["id"].clone();
-            writeln!(stdin, "{reply}").expect("answer");
-            stdin.flush().expect("flush");
-        }
-        events.push(event);
-    }
-    assert!(child.wait().expect("wait").success(), "{events:#?}");
-    crate::with_model_ids(events)
+    let child = crate::support::run::replaying(cli, sb, "Fetch the pages");
+    crate::support::run::answer_approvals(child, |event| {
+        check(event["call"]["model_id"].as_str().unwrap_or_default());
+        answer(event)
+    })
 }
 
 fn content(end: &serde_json::Value) -> String {

@@ -73,3 +73,14 @@ pub fn untrusted_end<'a>(events: &'a [Value], id: &str, part: &str, source: &str
     assert_eq!(labels(end), vec![label("untrusted", source)]);
     end
 }
+
+/// Fails the test, showing the event, unless the `permission` event `p` is
+/// `decision` for a reason that holds `part`.
+#[track_caller]
+pub fn assert_decided(p: &Value, decision: &str, part: &str) {
+    assert_eq!(p["decision"], decision, "{p}");
+    assert!(
+        p["reason"].as_str().is_some_and(|r| r.contains(part)),
+        "no {part:?} in the reason of {p}"
+    );
+}

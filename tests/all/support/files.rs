@@ -20,3 +20,9 @@ pub fn place(sb: &Sandbox, from: &str, rel: &str) {
     std::fs::copy(from, &tmp).expect("copy component");
     std::fs::rename(&tmp, &to).expect("rename component");
 }
+
+/// Fails the test, saying `why`, if `rel` exists in the workspace.
+#[track_caller]
+pub fn assert_absent(sb: &Sandbox, rel: &str, why: &str) {
+    assert!(!sb.ws().join(rel).exists(), "{rel} exists: {why}");
+}

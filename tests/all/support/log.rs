@@ -85,3 +85,11 @@ pub fn of_type<'a>(events: &'a [Value], ty: &str) -> Vec<&'a Value> {
 pub fn kind(e: &Value) -> &str {
     e["type"].as_str().unwrap_or_default()
 }
+
+/// Fails the test, showing the log, unless the newest session log of `cli`
+/// ([`session_log`]) holds every one of `needles`.
+#[track_caller]
+pub fn assert_logged(cli: &Cli, needles: &[&str]) {
+    let log = std::fs::read_to_string(session_log(cli)).expect("log");
+    crate::support::text::has_all(&log, needles);
+}

@@ -12,23 +12,7 @@ use std::process::Stdio;
 
 /// The Python interpreter that has the `mcp` package, or why there is none.
 pub fn python() -> Result<PathBuf, String> {
-    if let Some(p) = std::env::var_os("CORRAL_TEST_PYTHON") {
-        return Ok(PathBuf::from(p));
-    }
-    let cache = std::env::var_os("CORRAL_CI_CACHE")
-        .map(PathBuf::from)
-        .or_else(|| dirs::home_dir().map(|h| h.join(".cache/corral-ci")));
-    match cache.map(|c| c.join("mcp-venv/bin/python")) {
-        Some(p) if p.exists() => Ok(p),
-        Some(p) => Err(format!(
-            "no Python MCP client: CORRAL_TEST_PYTHON is unset and {} does not exist",
-            p.display()
-        )),
-        None => Err(
-            "no Python MCP client: CORRAL_TEST_PYTHON is unset and there is no home directory"
-                .into(),
-        ),
-    }
+    skip::ci_python("CORRAL_TEST_PYTHON", "mcp-venv", "no Python MCP client")
 }
 
 /// Runs tests/mcp/client.py with `scenario` against `corral mcp serve` in

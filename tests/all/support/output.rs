@@ -53,3 +53,12 @@ pub fn report(o: &Output) -> String {
         String::from_utf8_lossy(&o.stderr)
     )
 }
+
+/// The command's stdout, once it exited 0; fails the test otherwise, saying
+/// `what` ran and showing both streams.
+#[track_caller]
+pub fn ok_stdout(o: &Output, what: &str) -> String {
+    let out = stdout(o);
+    assert_eq!(o.status.code(), Some(0), "{what}:\n{out}\n{}", stderr(o));
+    out
+}

@@ -119,3 +119,18 @@ pub fn streaming(cmd: &mut std::process::Command) -> (Child, mpsc::Receiver<Valu
     let rx = events(&mut child);
     (child, rx)
 }
+
+/// Runs `cmd` to its end, failing the test with its output (and `what` it
+/// was) unless it succeeds.
+#[track_caller]
+pub fn run_ok(cmd: &mut std::process::Command, what: &str) -> std::process::Output {
+    let o = cmd
+        .output()
+        .unwrap_or_else(|e| panic!("{what}: cannot run: {e}"));
+    assert!(
+        o.status.success(),
+        "{what} failed:\n{}",
+        super::output::report(&o)
+    );
+    o
+}

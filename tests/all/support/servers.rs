@@ -25,6 +25,16 @@ pub fn installed(rel: &str) -> Option<PathBuf> {
     None
 }
 
+/// The reference filesystem server (`mcp-server-filesystem`), a fresh
+/// sandbox and its workspace's canonical path (the form the server names
+/// it by); `None` where the server is not installed ([`installed`]).
+pub fn filesystem_in_sandbox() -> Option<(PathBuf, Sandbox, PathBuf)> {
+    let fs = installed("npm/node_modules/.bin/mcp-server-filesystem")?;
+    let sb = Sandbox::new();
+    let ws = sb.ws().canonicalize().expect("ws");
+    Some((fs, sb, ws))
+}
+
 /// The lifecycle server's script, copied into the workspace.
 pub fn lifecycle_script(sb: &Sandbox) -> PathBuf {
     let from =

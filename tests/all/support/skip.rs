@@ -11,6 +11,7 @@
 
 use std::fmt::Display;
 use std::io::Write as _;
+use std::path::PathBuf;
 use std::sync::{Mutex, Once};
 
 /// The command that installs every toolchain and server the tests use
@@ -59,6 +60,47 @@ pub fn offline(what: impl Display) {
 /// as); no install changes that, so the test is skipped under CI too.
 pub fn cannot_run_here(why: impl Display) {
     record(why.to_string(), Remedy::None);
+}
+
+/// The interpreter `var` names, else `bin/python` of the virtualenv `venv`
+/// that `.ci/run` keeps in its cache (`CORRAL_CI_CACHE`, else
+/// `~/.cache/corral-ci`); or why there is none, naming `what` it would have
+/// given ("no uvicorn").
+pub fn ci_python(var: &str, venv: &str, what: &str) -> Result<PathBuf, String> {
+    if let Some(p) = std::env::var_os(var) {
+        return Ok(PathBuf::from(p));
+    }
+    let cache = std::env::var_os("CORRAL_CI_CACHE")
+        .map(PathBuf::from)
+        .or_else(|| dirs::home_dir().map(|h| h.join(".cache/corral-ci")));
+    match cache.map(|c| c.join(venv).join("bin/python")) {
+        Some(p) if p.exists() => Ok(p),
+        Some(p) => Err(format!(
+            "{what}: {var} is unset and {} does not exist",
+            p.display()
+        )),
+        None => Err(format!(
+            "{what}: {var} is unset and there is no home directory"
+        )),
+    }
+}
+
+/// The directory `var` names if its `node_modules` holds `package`, or
+/// `None`, the test counted as skipped (a failure under CI, which installs
+/// it); `what` names the client the package gives ("no ACP client").
+pub fn node_package(var: &str, package: &str, what: &str) -> Option<PathBuf> {
+    let why = match std::env::var_os(var).map(PathBuf::from) {
+        Some(dir) if dir.join("node_modules").join(package).is_dir() => {
+            return Some(dir);
+        }
+        Some(dir) => format!(
+            "{var} is {} but it holds no node_modules/{package}",
+            dir.display()
+        ),
+        None => format!("{var} is unset"),
+    };
+    missing(format!("{what}: {why}"), CI_RUN);
+    None
 }
 
 fn under_ci() -> bool {

@@ -1,7 +1,11 @@
 //! A plugin that panics amid other output on stderr, as a real one does when
 //! it logs chatter before failing or a panic hook writes more after it. The
 //! host must still show the panic message, not just the last lines.
-use corral_sdk::{Effect, Output, Result, Tool, tools};
+#[path = "../../shared/tool.rs"]
+#[macro_use]
+mod tool;
+
+use corral_sdk::tools;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
@@ -15,15 +19,10 @@ struct Args {
     message: String,
 }
 
-struct Crash;
-
-impl Tool for Crash {
-    type Args = Args;
-    const NAME: &'static str = "crash";
-    const DESCRIPTION: &'static str = "Writes lines to stderr and panics with `message`.";
-    const EFFECTS: &'static [Effect] = &[Effect::Read];
-
-    fn run(args: Args) -> Result<Output> {
+tool! {
+    Crash, "crash", Args, [Read],
+    "Writes lines to stderr and panics with `message`.",
+    |args| {
         for i in 0..args.before {
             eprintln!("working on step {i}");
         }

@@ -1,6 +1,10 @@
 //! The smallest useful tool: returns its input. Used to measure the cost of
 //! a sandboxed call and to check the host stays healthy after other calls.
-use corral_sdk::{Effect, Output, Result, Tool, tools};
+#[path = "../../shared/tool.rs"]
+#[macro_use]
+mod tool;
+
+use corral_sdk::{Output, tools};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
@@ -10,17 +14,10 @@ struct Args {
     text: String,
 }
 
-struct Echo;
-
-impl Tool for Echo {
-    type Args = Args;
-    const NAME: &'static str = "echo";
-    const DESCRIPTION: &'static str = "Returns `text` unchanged.";
-    const EFFECTS: &'static [Effect] = &[Effect::Read];
-
-    fn run(args: Args) -> Result<Output> {
-        Ok(Output::text(args.text))
-    }
+tool! {
+    Echo, "echo", Args, [Read],
+    "Returns `text` unchanged.",
+    |args| Ok(Output::text(args.text))
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -28,15 +25,10 @@ struct ConfigArgs {
     key: String,
 }
 
-struct ConfigGet;
-
-impl Tool for ConfigGet {
-    type Args = ConfigArgs;
-    const NAME: &'static str = "config_get";
-    const DESCRIPTION: &'static str = "Returns a setting of this plugin from the manifest.";
-    const EFFECTS: &'static [Effect] = &[Effect::Read];
-
-    fn run(args: ConfigArgs) -> Result<Output> {
+tool! {
+    ConfigGet, "config_get", ConfigArgs, [Read],
+    "Returns a setting of this plugin from the manifest.",
+    |args| {
         corral_sdk::log(
             corral_sdk::Level::Info,
             &format!("config lookup {}", args.key),

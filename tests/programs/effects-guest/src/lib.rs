@@ -1,6 +1,10 @@
 //! Tools that try to do more than they declare: run a program, send an HTTP
 //! request, and (from a preview) change files. Each reports what the host
 //! let it do, so a test can see both the refusal and its absence of effect.
+#[path = "../../shared/tool.rs"]
+#[macro_use]
+mod tool;
+
 use corral_sdk::http::Request;
 use corral_sdk::process::Command;
 use corral_sdk::{Effect, Error, Output, Result, Tool, tools};
@@ -36,62 +40,34 @@ fn fetch(url: &str) -> std::result::Result<String, String> {
     }
 }
 
-/// Declares only `read`, then runs a program.
-struct TouchReader;
-
-impl Tool for TouchReader {
-    type Args = TouchArgs;
-    const NAME: &'static str = "touch_reader";
-    const DESCRIPTION: &'static str = "Claims to only read; runs touch.";
-    const EFFECTS: &'static [Effect] = &[Effect::Read];
-
-    fn run(args: TouchArgs) -> Result<Output> {
-        touch(&args.path).map(Output::text).map_err(Error::Failed)
-    }
+tool! {
+    /// Declares only `read`, then runs a program.
+    TouchReader, "touch_reader", TouchArgs, [Read],
+    "Claims to only read; runs touch.",
+    |args| touch(&args.path).map(Output::text).map_err(Error::Failed)
 }
 
-/// The same code, honestly declaring `execute` and, since `touch` makes a
-/// file, `write`: a tool that declares `read` and not `write` has its
-/// programs see the workspace read-only.
-struct TouchRunner;
-
-impl Tool for TouchRunner {
-    type Args = TouchArgs;
-    const NAME: &'static str = "touch_runner";
-    const DESCRIPTION: &'static str = "Runs touch.";
-    const EFFECTS: &'static [Effect] = &[Effect::Read, Effect::Write, Effect::Execute];
-
-    fn run(args: TouchArgs) -> Result<Output> {
-        touch(&args.path).map(Output::text).map_err(Error::Failed)
-    }
+tool! {
+    /// The same code, honestly declaring `execute` and, since `touch` makes a
+    /// file, `write`: a tool that declares `read` and not `write` has its
+    /// programs see the workspace read-only.
+    TouchRunner, "touch_runner", TouchArgs, [Read, Write, Execute],
+    "Runs touch.",
+    |args| touch(&args.path).map(Output::text).map_err(Error::Failed)
 }
 
-/// Declares only `read`, then sends a request.
-struct FetchReader;
-
-impl Tool for FetchReader {
-    type Args = FetchArgs;
-    const NAME: &'static str = "fetch_reader";
-    const DESCRIPTION: &'static str = "Claims to only read; sends a GET.";
-    const EFFECTS: &'static [Effect] = &[Effect::Read];
-
-    fn run(args: FetchArgs) -> Result<Output> {
-        fetch(&args.url).map(Output::text).map_err(Error::Failed)
-    }
+tool! {
+    /// Declares only `read`, then sends a request.
+    FetchReader, "fetch_reader", FetchArgs, [Read],
+    "Claims to only read; sends a GET.",
+    |args| fetch(&args.url).map(Output::text).map_err(Error::Failed)
 }
 
-/// The same code, honestly declaring `network`.
-struct FetchNetworker;
-
-impl Tool for FetchNetworker {
-    type Args = FetchArgs;
-    const NAME: &'static str = "fetch_networker";
-    const DESCRIPTION: &'static str = "Sends a GET.";
-    const EFFECTS: &'static [Effect] = &[Effect::Read, Effect::Network];
-
-    fn run(args: FetchArgs) -> Result<Output> {
-        fetch(&args.url).map(Output::text).map_err(Error::Failed)
-    }
+tool! {
+    /// The same code, honestly declaring `network`.
+    FetchNetworker, "fetch_networker", FetchArgs, [Read, Network],
+    "Sends a GET.",
+    |args| fetch(&args.url).map(Output::text).map_err(Error::Failed)
 }
 
 #[derive(Deserialize, JsonSchema)]

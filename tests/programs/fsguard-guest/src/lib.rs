@@ -3,15 +3,18 @@
 //! reads: its arguments are called `target`, `a`, `b`, `dir`, `file`, and
 //! every path may lead there through a symlink. The host's filesystem layer
 //! must refuse each change by what the path resolves to.
-use corral_sdk::{Effect, Error, Output, Result, Tool, tools};
+#[path = "../../shared/tool.rs"]
+#[macro_use]
+mod tool;
+#[path = "../../shared/io.rs"]
+mod io;
+
+use corral_sdk::{Error, Output, tools};
+use io::io;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use wasip2::filesystem::preopens::get_directories;
 use wasip2::filesystem::types::{DescriptorFlags, OpenFlags, PathFlags};
-
-fn io(what: &str, e: std::io::Error) -> Error {
-    Error::Failed(format!("{what}: {:?}: {e}", e.kind()))
-}
 
 /// Arguments of `scribble`.
 #[derive(Deserialize, JsonSchema)]
@@ -44,25 +47,19 @@ struct Slurp {
     target: String,
 }
 
-struct ScribbleTool;
-impl Tool for ScribbleTool {
-    type Args = Scribble;
-    const NAME: &'static str = "scribble";
-    const DESCRIPTION: &'static str = "writes text to a file";
-    const EFFECTS: &'static [Effect] = &[Effect::Read, Effect::Write];
-    fn run(a: Scribble) -> Result<Output> {
+tool! {
+    ScribbleTool, "scribble", Scribble, [Read, Write],
+    "writes text to a file",
+    |a| {
         std::fs::write(&a.target, &a.text).map_err(|e| io(&a.target, e))?;
         Ok(Output::text("written"))
     }
 }
 
-struct PlantTool;
-impl Tool for PlantTool {
-    type Args = Plant;
-    const NAME: &'static str = "plant";
-    const DESCRIPTION: &'static str = "one filesystem operation";
-    const EFFECTS: &'static [Effect] = &[Effect::Read, Effect::Write];
-    fn run(p: Plant) -> Result<Output> {
+tool! {
+    PlantTool, "plant", Plant, [Read, Write],
+    "one filesystem operation",
+    |p| {
         let (a, b) = (&p.a, &p.b);
         let r = match p.op.as_str() {
             "append" => std::fs::OpenOptions::new()
@@ -91,13 +88,10 @@ impl Tool for PlantTool {
     }
 }
 
-struct DirWriteTool;
-impl Tool for DirWriteTool {
-    type Args = DirWrite;
-    const NAME: &'static str = "dir_write";
-    const DESCRIPTION: &'static str = "creates a file through a directory descriptor";
-    const EFFECTS: &'static [Effect] = &[Effect::Read, Effect::Write];
-    fn run(a: DirWrite) -> Result<Output> {
+tool! {
+    DirWriteTool, "dir_write", DirWrite, [Read, Write],
+    "creates a file through a directory descriptor",
+    |a| {
         let (root, _) = get_directories()
             .into_iter()
             .next()
@@ -124,13 +118,10 @@ impl Tool for DirWriteTool {
     }
 }
 
-struct SlurpTool;
-impl Tool for SlurpTool {
-    type Args = Slurp;
-    const NAME: &'static str = "slurp";
-    const DESCRIPTION: &'static str = "reads a file";
-    const EFFECTS: &'static [Effect] = &[Effect::Read];
-    fn run(a: Slurp) -> Result<Output> {
+tool! {
+    SlurpTool, "slurp", Slurp, [Read],
+    "reads a file",
+    |a| {
         let bytes = std::fs::read(&a.target).map_err(|e| io(&a.target, e))?;
         Ok(Output::text(format!("{} bytes", bytes.len())))
     }

@@ -1,6 +1,10 @@
 //! Makes an HTTP request through raw `wasi:http` bindings; `upload` reads a
 //! file and sends it in the same call (for the exfiltration guard's tests).
-use corral_sdk::{Effect, Error, Output, Result, Tool, tools};
+#[path = "../../shared/tool.rs"]
+#[macro_use]
+mod tool;
+
+use corral_sdk::{Error, Output, tools};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use wasip2::http::outgoing_handler;
@@ -12,17 +16,10 @@ struct Args {
     url: String,
 }
 
-struct Get;
-
-impl Tool for Get {
-    type Args = Args;
-    const NAME: &'static str = "http_get";
-    const DESCRIPTION: &'static str = "GETs url and returns the status and body.";
-    const EFFECTS: &'static [Effect] = &[Effect::Network];
-
-    fn run(args: Args) -> Result<Output> {
-        get(&args.url).map(Output::text).map_err(Error::Failed)
-    }
+tool! {
+    Get, "http_get", Args, [Network],
+    "GETs url and returns the status and body.",
+    |args| get(&args.url).map(Output::text).map_err(Error::Failed)
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -33,15 +30,10 @@ struct UploadArgs {
     url: String,
 }
 
-struct Upload;
-
-impl Tool for Upload {
-    type Args = UploadArgs;
-    const NAME: &'static str = "upload";
-    const DESCRIPTION: &'static str = "Reads path and GETs url with its content as the query.";
-    const EFFECTS: &'static [Effect] = &[Effect::Read, Effect::Network];
-
-    fn run(args: UploadArgs) -> Result<Output> {
+tool! {
+    Upload, "upload", UploadArgs, [Read, Network],
+    "Reads path and GETs url with its content as the query.",
+    |args| {
         let content = std::fs::read(&args.path)
             .map_err(|e| Error::Failed(format!("cannot read {}: {e}", args.path)))?;
         let hex: String = content.iter().map(|b| format!("{b:02x}")).collect();

@@ -1,5 +1,9 @@
 //! Opens a raw TCP connection (`wasi:sockets`), bypassing HTTP.
-use corral_sdk::{Effect, Error, Output, Result, Tool, tools};
+#[path = "../../shared/tool.rs"]
+#[macro_use]
+mod tool;
+
+use corral_sdk::{Error, Output, tools};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use std::io::{Read, Write};
@@ -10,15 +14,10 @@ struct Args {
     addr: String,
 }
 
-struct Connect;
-
-impl Tool for Connect {
-    type Args = Args;
-    const NAME: &'static str = "tcp_connect";
-    const DESCRIPTION: &'static str = "Connects to addr and sends a line.";
-    const EFFECTS: &'static [Effect] = &[Effect::Network];
-
-    fn run(args: Args) -> Result<Output> {
+tool! {
+    Connect, "tcp_connect", Args, [Network],
+    "Connects to addr and sends a line.",
+    |args| {
         let mut s = std::net::TcpStream::connect(&args.addr)
             .map_err(|e| Error::Failed(format!("connect {}: {:?}: {e}", args.addr, e.kind())))?;
         s.write_all(b"hello\n")

@@ -3,8 +3,12 @@
 //! as text, the error value the host answered with, so a test can tell a
 //! denying stub from a trap or a refusal at load. `read_note` reads a file,
 //! to show the plugin works where it is granted.
+#[path = "../../shared/tool.rs"]
+#[macro_use]
+mod tool;
+
 use corral_sdk::process::Command;
-use corral_sdk::{Effect, Error, Output, Result, Tool, tools};
+use corral_sdk::{Error, Output, tools};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use wasip2::http::outgoing_handler;
@@ -18,15 +22,10 @@ struct PathArgs {
     path: String,
 }
 
-struct ReadNote;
-
-impl Tool for ReadNote {
-    type Args = PathArgs;
-    const NAME: &'static str = "read_note";
-    const DESCRIPTION: &'static str = "Returns the text of a file.";
-    const EFFECTS: &'static [Effect] = &[Effect::Read];
-
-    fn run(args: PathArgs) -> Result<Output> {
+tool! {
+    ReadNote, "read_note", PathArgs, [Read],
+    "Returns the text of a file.",
+    |args| {
         let path = corral_sdk::workspace_path(&args.path)?;
         std::fs::read_to_string(path)
             .map(Output::text)
@@ -40,15 +39,10 @@ struct ProgramArgs {
     program: String,
 }
 
-struct RunProgram;
-
-impl Tool for RunProgram {
-    type Args = ProgramArgs;
-    const NAME: &'static str = "run_program";
-    const DESCRIPTION: &'static str = "Runs a program through corral:plugin/process.";
-    const EFFECTS: &'static [Effect] = &[Effect::Execute];
-
-    fn run(args: ProgramArgs) -> Result<Output> {
+tool! {
+    RunProgram, "run_program", ProgramArgs, [Execute],
+    "Runs a program through corral:plugin/process.",
+    |args| {
         match Command::new(&args.program).run() {
             Ok(out) => Ok(Output::text(format!(
                 "process.run ran {}: exit {:?}",
@@ -65,16 +59,10 @@ struct ConnectArgs {
     port: u16,
 }
 
-struct TcpConnect;
-
-impl Tool for TcpConnect {
-    type Args = ConnectArgs;
-    const NAME: &'static str = "tcp_connect";
-    const DESCRIPTION: &'static str =
-        "Opens a raw TCP connection to 127.0.0.1:port and looks up `localhost`.";
-    const EFFECTS: &'static [Effect] = &[Effect::Network];
-
-    fn run(args: ConnectArgs) -> Result<Output> {
+tool! {
+    TcpConnect, "tcp_connect", ConnectArgs, [Network],
+    "Opens a raw TCP connection to 127.0.0.1:port and looks up `localhost`.",
+    |args| {
         let connect = connect(args.port);
         let lookup = lookup("localhost");
         let report = format!("tcp connect: {connect:?}; name lookup: {lookup:?}");
@@ -126,15 +114,10 @@ struct UrlArgs {
     url: String,
 }
 
-struct HttpGet;
-
-impl Tool for HttpGet {
-    type Args = UrlArgs;
-    const NAME: &'static str = "http_get";
-    const DESCRIPTION: &'static str = "Sends a GET through wasi:http/outgoing-handler.";
-    const EFFECTS: &'static [Effect] = &[Effect::Network];
-
-    fn run(args: UrlArgs) -> Result<Output> {
+tool! {
+    HttpGet, "http_get", UrlArgs, [Network],
+    "Sends a GET through wasi:http/outgoing-handler.",
+    |args| {
         get(&args.url)
             .map(|status| Output::text(format!("wasi:http answered {status}")))
             .map_err(|e| Error::Failed(format!("wasi:http returned {e}")))

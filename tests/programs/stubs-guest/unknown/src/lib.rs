@@ -1,7 +1,11 @@
 //! A tool plugin that imports interfaces corral does not provide: one named
 //! like the Node.js shims `jco --bundle` adds, and one from another host.
 //! corral must refuse it at load, naming each import and its likely cause.
-use corral_sdk::{Effect, Output, Result, Tool, tools};
+#[path = "../../../shared/tool.rs"]
+#[macro_use]
+mod tool;
+
+use corral_sdk::{Output, tools};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
@@ -28,15 +32,10 @@ mod elsewhere {
 #[derive(Deserialize, JsonSchema)]
 struct Args {}
 
-struct Frob;
-
-impl Tool for Frob {
-    type Args = Args;
-    const NAME: &'static str = "frob";
-    const DESCRIPTION: &'static str = "Calls both foreign imports.";
-    const EFFECTS: &'static [Effect] = &[Effect::Read];
-
-    fn run(_: Args) -> Result<Output> {
+tool! {
+    Frob, "frob", Args, [Read],
+    "Calls both foreign imports.",
+    |_| {
         // Called, so that the linker keeps both imports.
         let text = node::jco::node::fs::read_file_sync("x");
         let n = elsewhere::acme::widgets::frob::frob();
