@@ -1,5 +1,5 @@
 //! What users run, measured the way they run it, beside what they would use
-//! instead: one command prints every row of the speed table (issue 20) with
+//! instead: one command prints every row of the speed table with
 //! its goal.
 //!
 //! `cargo bench -p corral --bench user`
