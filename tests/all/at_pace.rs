@@ -212,30 +212,41 @@ fn on_pty(cli: &Cli, sb: &Sandbox, wire: Wire, args: &[&str]) -> pty::Shown {
     shown
 }
 
-fn run_at_pace(wire: Wire) {
+/// One test per wire, named `$openai` and `$anthropic`, each running
+/// `$scenario` over its wire.
+macro_rules! on_both_wires {
+    ($scenario:ident: $openai:ident, $anthropic:ident) => {
+        #[test]
+        fn $openai() {
+            $scenario(Wire::OpenAi);
+        }
+
+        #[test]
+        fn $anthropic() {
+            $scenario(Wire::Anthropic);
+        }
+    };
+}
+
+/// A workspace whose provider is a model on `wire` that replies at pace
+/// ([`paced`]) with the script's replies, and a fresh home to run it from.
+fn paced_workspace(wire: Wire) -> (Sandbox, Cli) {
     let port = paced(script(wire));
-    let sb = wire.workspace(port);
-    let cli = Cli::new();
+    (wire.workspace(port), Cli::new())
+}
+
+fn run_at_pace(wire: Wire) {
+    let (sb, cli) = paced_workspace(wire);
     let shown = on_pty(&cli, &sb, wire, &["run", "What is this project?"]);
     assert_terminal(&shown);
 }
 
-#[test]
-fn run_shows_an_openai_answer_whole() {
-    run_at_pace(Wire::OpenAi);
-}
-
-#[test]
-fn run_shows_an_anthropic_answer_whole() {
-    run_at_pace(Wire::Anthropic);
-}
+on_both_wires!(run_at_pace: run_shows_an_openai_answer_whole, run_shows_an_anthropic_answer_whole);
 
 fn resume_at_pace(wire: Wire) {
     // The first run (off the terminal) takes the script's two replies; the
     // resumed turn gets them again.
-    let port = paced(script(wire));
-    let sb = wire.workspace(port);
-    let cli = Cli::new();
+    let (sb, cli) = paced_workspace(wire);
     let o = cli.run_env(&sb.ws(), &["run", "--json", "hello"], &[wire.key()]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let shown = on_pty(
@@ -248,20 +259,10 @@ fn resume_at_pace(wire: Wire) {
     assert_terminal(&shown);
 }
 
-#[test]
-fn resume_shows_an_openai_answer_whole() {
-    resume_at_pace(Wire::OpenAi);
-}
-
-#[test]
-fn resume_shows_an_anthropic_answer_whole() {
-    resume_at_pace(Wire::Anthropic);
-}
+on_both_wires!(resume_at_pace: resume_shows_an_openai_answer_whole, resume_shows_an_anthropic_answer_whole);
 
 fn json_at_pace(wire: Wire) {
-    let port = paced(script(wire));
-    let sb = wire.workspace(port);
-    let cli = Cli::new();
+    let (sb, cli) = paced_workspace(wire);
     let shown = on_pty(&cli, &sb, wire, &["run", "--json", "What is this project?"]);
     // No progress line and no escape at all: every line on the terminal is
     // one JSON event, and the deltas put together are the answer.
@@ -288,15 +289,7 @@ fn json_at_pace(wire: Wire) {
     );
 }
 
-#[test]
-fn json_on_a_terminal_is_only_events_openai() {
-    json_at_pace(Wire::OpenAi);
-}
-
-#[test]
-fn json_on_a_terminal_is_only_events_anthropic() {
-    json_at_pace(Wire::Anthropic);
-}
+on_both_wires!(json_at_pace: json_on_a_terminal_is_only_events_openai, json_on_a_terminal_is_only_events_anthropic);
 
 #[test]
 fn run_shows_a_replayed_answer_whole() {
@@ -339,9 +332,7 @@ fn run_shows_a_replayed_answer_whole() {
 }
 
 fn ui_at_pace(wire: Wire) {
-    let port = paced(script(wire));
-    let sb = wire.workspace(port);
-    let cli = Cli::new();
+    let (sb, cli) = paced_workspace(wire);
     crate::support::tui::trust(&cli, &sb);
     let (k, v) = wire.key();
     let command = format!("{k}={v} {}", ui_command(&cli, &sb.ws(), "sleep 600"));
@@ -366,12 +357,4 @@ fn ui_at_pace(wire: Wire) {
     }
 }
 
-#[test]
-fn the_ui_shows_an_openai_answer_whole() {
-    ui_at_pace(Wire::OpenAi);
-}
-
-#[test]
-fn the_ui_shows_an_anthropic_answer_whole() {
-    ui_at_pace(Wire::Anthropic);
-}
+on_both_wires!(ui_at_pace: the_ui_shows_an_openai_answer_whole, the_ui_shows_an_anthropic_answer_whole);

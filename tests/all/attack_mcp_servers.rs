@@ -267,19 +267,7 @@ fn the_reference_filesystem_servers_write_file_asks_in_ask_mode() {
         ),
         answer_turn("Done."),
     ];
-    crate::support::cassette::write(&sb, "mcp.cassette.json", &turns);
-    sb.write(
-        "corral.toml",
-        &format!(
-            "[mcp.files]\ncommand = {:?}\nargs = [{:?}]\ngrants = {{ fs = [\".\"] }}\n\
-             timeout_ms = 20000\n\n\
-             [plugins.replay]\nsource = \"builtin:replay\"\n\
-             grants.fs = [{{ path = \".\", access = \"ro\" }}]\n\
-             config = {{ cassette = \"mcp.cassette.json\" }}\n",
-            fs.display().to_string(),
-            ws.display().to_string(),
-        ),
-    );
+    crate::support::servers::filesystem_replay(&sb, &fs, &ws, &turns, "", "");
     let cli = Cli::new();
     let o = cli.run(
         &sb.ws(),

@@ -7,33 +7,35 @@ use crate::support::text::{has, has_all, lacks, lacks_all};
 use crate::*;
 use corral_test_programs::EXAMPLE;
 
+/// `corral tool call TOOL --args ARGS` in a fresh workspace holding only
+/// `file` (its path and text); fails the test unless it succeeds, and
+/// returns what it printed.
+fn call_over(file: (&str, &str), tool: &str, args: &str) -> String {
+    let sb = Sandbox::new();
+    sb.write(file.0, file.1);
+    let o = Cli::new().run(&sb.ws(), &["tool", "call", tool, "--args", args]);
+    assert!(o.status.success(), "{tool}: {}", stderr(&o));
+    stdout(&o)
+}
+
 #[test]
 fn read_file_prints_the_file() {
-    let sb = Sandbox::new();
-    sb.write("README.md", "# Title\n\nBody text.\n");
-    let cli = Cli::new();
-    let o = cli.run(
-        &sb.ws(),
-        &argv_with("tool call read_file --args", r#"{"path":"README.md"}"#),
+    let shown = call_over(
+        ("README.md", "# Title\n\nBody text.\n"),
+        "read_file",
+        r#"{"path":"README.md"}"#,
     );
-    assert!(o.status.success(), "{}", stderr(&o));
-    assert_eq!(
-        stdout(&o),
-        "     1\t# Title\n     2\t\n     3\tBody text.\n"
-    );
+    assert_eq!(shown, "     1\t# Title\n     2\t\n     3\tBody text.\n");
 }
 
 #[test]
 fn grep_lists_file_and_line() {
-    let sb = Sandbox::new();
-    sb.write("src/main.rs", "// x\nfn main() {}\n");
-    let cli = Cli::new();
-    let o = cli.run(
-        &sb.ws(),
-        &["tool", "call", "grep", "--args", r#"{"pattern":"fn main"}"#],
+    let shown = call_over(
+        ("src/main.rs", "// x\nfn main() {}\n"),
+        "grep",
+        r#"{"pattern":"fn main"}"#,
     );
-    assert!(o.status.success(), "{}", stderr(&o));
-    assert_eq!(stdout(&o), "src/main.rs:2:fn main() {}\n");
+    assert_eq!(shown, "src/main.rs:2:fn main() {}\n");
 }
 
 #[test]

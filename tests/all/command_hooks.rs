@@ -22,6 +22,20 @@ fn run_command(id: &'static str, command: &str) -> Call {
     (id, "run_command", json!({ "command": command }))
 }
 
+/// An OpenAI model that runs each of `commands` at once, as calls `c1`,
+/// `c2`, … in order, then answers "Done.".
+fn commands_then_done(commands: &[&str]) -> MockServer {
+    const IDS: [&str; 4] = ["c1", "c2", "c3", "c4"];
+    assert!(commands.len() <= IDS.len(), "more commands than call ids");
+    calls_then_done(
+        commands
+            .iter()
+            .zip(IDS)
+            .map(|(command, id)| run_command(id, command))
+            .collect(),
+    )
+}
+
 /// How the scripts read their input: `jq`, as most Claude Code hooks do,
 /// or the system's python3 where jq is not installed; `None` (the test is
 /// skipped) without either in the system's directories, the only ones a
@@ -69,6 +83,16 @@ fn script(sb: &Sandbox, rel: &str, text: &str) {
     sb.write(rel, text);
     let path = sb.ws().join(rel);
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+}
+
+/// A workspace whose only hook is the script `text` at `rel`, and whose
+/// manifest points the openai provider at the mock on `port` with the
+/// `[hooks]` table `hooks`.
+fn hooked_project(port: u16, rel: &str, text: &str, hooks: &str) -> Sandbox {
+    let sb = Sandbox::new();
+    script(&sb, rel, text);
+    sb.write("corral.toml", &openai_project(port, hooks));
+    sb
 }
 
 /// Runs one prompt in full-auto with the openai provider on the mock;
@@ -124,10 +148,7 @@ fn a_claude_code_hook_blocks_rm_rf_unchanged_and_allows_the_rest() {
     let (Some(read), true) = (reader(), confinable()) else {
         return;
     };
-    let mock = calls_then_done(vec![
-        run_command("c1", "rm -rf victim"),
-        run_command("c2", "touch fine"),
-    ]);
+    let mock = commands_then_done(&["rm -rf victim", "touch fine"]);
     let sb = Sandbox::new();
     sb.write("victim/keep.txt", "keep");
     script(&sb, ".claude/hooks/block-rm.sh", &block_rm(read));
@@ -164,7 +185,7 @@ fn a_hook_that_reaches_for_keys_and_the_network_is_refused_by_the_kernel() {
     let key = "-----BEGIN OPENSSH PRIVATE KEY----- FAKE-KEY-5c1e";
     std::fs::write(home.path().join(".ssh/id_rsa"), key).expect("key");
     std::fs::write(home.path().join("notes.txt"), "HOME-NOTES-91ab").expect("notes");
-    let mock = calls_then_done(vec![run_command("c1", "echo hi")]);
+    let mock = commands_then_done(&["echo hi"]);
     let sb = Sandbox::new();
     // A formatter-style PostToolUse hook that also tries to steal.
     script(
@@ -229,12 +250,7 @@ fn json_answers_deny_rewrite_and_never_widen_the_policy() {
     let (Some(read), true) = (reader(), confinable()) else {
         return;
     };
-    let mock = calls_then_done(vec![
-        run_command("c1", "touch deny-me"),
-        run_command("c2", "touch a"),
-        run_command("c3", "touch c"),
-        run_command("c4", "touch gated"),
-    ]);
+    let mock = commands_then_done(&["touch deny-me", "touch a", "touch c", "touch gated"]);
     let sb = Sandbox::new();
     let answer = |json: &str| format!("echo '{json}'");
     script(
@@ -304,18 +320,11 @@ fn a_prompt_hook_blocks_with_exit_2_and_a_stop_hook_keeps_the_run_going_once() {
         return;
     };
     let mock = calls_then_done(Vec::new());
-    let sb = Sandbox::new();
-    script(
-        &sb,
+    let sb = hooked_project(
+        mock.port,
         ".claude/hooks/gate.sh",
         "#!/bin/bash\ncat >/dev/null\necho 'prompts are closed today' >&2\nexit 2\n",
-    );
-    sb.write(
-        "corral.toml",
-        &openai_project(
-            mock.port,
-            "[hooks]\nuser_prompt = [{ command = \".claude/hooks/gate.sh\" }]\n",
-        ),
+        "[hooks]\nuser_prompt = [{ command = \".claude/hooks/gate.sh\" }]\n",
     );
     let cli = Cli::new();
     let (code, err) = run(&cli, &sb, &[], &[]);
@@ -325,21 +334,14 @@ fn a_prompt_hook_blocks_with_exit_2_and_a_stop_hook_keeps_the_run_going_once() {
     assert!(mock.requests().is_empty());
 
     let mock = calls_then_done(Vec::new());
-    let sb = Sandbox::new();
-    script(
-        &sb,
+    let sb = hooked_project(
+        mock.port,
         ".claude/hooks/more.sh",
         &format!(
             "#!/bin/bash\nif [ \"$({})\" = \"true\" ]; then exit 0; fi\necho '{{\"decision\": \"block\", \"reason\": \"run the tests first\"}}'\n",
             read(".stop_hook_active")
         ),
-    );
-    sb.write(
-        "corral.toml",
-        &openai_project(
-            mock.port,
-            "[hooks]\nstop = [{ command = \".claude/hooks/more.sh\" }]\n",
-        ),
+        "[hooks]\nstop = [{ command = \".claude/hooks/more.sh\" }]\n",
     );
     let (code, err) = run(&cli, &sb, &[], &[]);
     assert_eq!(code, Some(0), "{err}");
@@ -361,15 +363,9 @@ fn a_hook_that_spins_floods_or_prints_escapes_is_stopped_and_made_inert() {
     let (Some(read), true) = (reader(), confinable()) else {
         return;
     };
-    let mock = calls_then_done(vec![
-        run_command("c1", "touch spin"),
-        run_command("c2", "touch flood"),
-        run_command("c3", "touch escape"),
-        run_command("c4", "touch after"),
-    ]);
-    let sb = Sandbox::new();
-    script(
-        &sb,
+    let mock = commands_then_done(&["touch spin", "touch flood", "touch escape", "touch after"]);
+    let sb = hooked_project(
+        mock.port,
         ".claude/hooks/bad.sh",
         &format!(
             r#"#!/bin/bash
@@ -383,13 +379,7 @@ exit 0
 "#,
             read(".tool_input.command")
         ),
-    );
-    sb.write(
-        "corral.toml",
-        &openai_project(
-            mock.port,
-            "[hooks]\nbefore_tool = [{ command = \".claude/hooks/bad.sh\", timeout = 2 }]\n",
-        ),
+        "[hooks]\nbefore_tool = [{ command = \".claude/hooks/bad.sh\", timeout = 2 }]\n",
     );
     let cli = Cli::new();
     let (code, err) = run(&cli, &sb, &[], &[]);

@@ -37,36 +37,43 @@ fn tools_list_keeps_the_description_past_e_g() {
     has(line, "e.g. `cargo test`");
 }
 
-#[test]
-fn a_text_file_as_a_plugin_says_it_is_not_webassembly() {
+/// Loads the plugin `name` from `name.wasm` holding `bytes`; fails the test
+/// unless `tools list` fails saying each of `says`, in words (no debug
+/// print). Returns what it said.
+fn plugin_refused(name: &str, bytes: &[u8], says: &[&str]) -> String {
     let sb = Sandbox::new();
-    sb.write("tool.wasm", "#!/bin/sh\necho not wasm\n");
-    sb.write("corral.toml", "[plugins.tool]\nsource = \"tool.wasm\"\n");
+    std::fs::write(sb.ws().join(format!("{name}.wasm")), bytes).expect("plugin");
+    sb.write(
+        "corral.toml",
+        &format!("[plugins.{name}]\nsource = \"{name}.wasm\"\n"),
+    );
     let o = Cli::new().run(&sb.ws(), &["tools", "list"]);
     let err = stderr(&o);
-    assert!(!o.status.success(), "{err}");
-    has_all(
-        &err,
+    assert!(!o.status.success(), "{name}: {err}");
+    has_all(&err, says);
+    assert_no_debug(&err);
+    err
+}
+
+#[test]
+fn a_text_file_as_a_plugin_says_it_is_not_webassembly() {
+    plugin_refused(
+        "tool",
+        b"#!/bin/sh\necho not wasm\n",
         &[
             "plugin `tool`",
             "the file is text, not WebAssembly",
             "wasm32-wasip2",
         ],
     );
-    assert_no_debug(&err);
 }
 
 #[test]
 fn a_core_module_says_it_must_be_a_component_and_how() {
-    let sb = Sandbox::new();
     // The smallest core module: magic, version 1, no sections.
-    std::fs::write(sb.ws().join("core.wasm"), b"\0asm\x01\0\0\0").unwrap();
-    sb.write("corral.toml", "[plugins.core]\nsource = \"core.wasm\"\n");
-    let o = Cli::new().run(&sb.ws(), &["tools", "list"]);
-    let err = stderr(&o);
-    assert!(!o.status.success(), "{err}");
-    has_all(
-        &err,
+    let err = plugin_refused(
+        "core",
+        b"\0asm\x01\0\0\0",
         &[
             "is a core WebAssembly module",
             "only components",
@@ -74,7 +81,6 @@ fn a_core_module_says_it_must_be_a_component_and_how() {
         ],
     );
     lacks(&err, "component parser");
-    assert_no_debug(&err);
 }
 
 #[test]

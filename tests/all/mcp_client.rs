@@ -461,19 +461,13 @@ fn the_reference_filesystem_server_runs_through_corral_run_and_a_deny_rule_holds
         ),
         answer_turn("Done."),
     ];
-    crate::support::cassette::write(&sb, "mcp.cassette.json", &turns);
-    sb.write(
-        "corral.toml",
-        &format!(
-            "[mcp.files]\ncommand = {:?}\nargs = [{:?}]\ngrants = {{ fs = [\".\"] }}\n\
-             timeout_ms = 20000\neffects = {{ default = [\"read\"], write_file = [\"write\"] }}\n\n\
-             [plugins.replay]\nsource = \"builtin:replay\"\n\
-             grants.fs = [{{ path = \".\", access = \"ro\" }}]\n\
-             config = {{ cassette = \"mcp.cassette.json\" }}\n\n\
-             [policy]\nmode = \"full-auto\"\ndeny = [\"files__write_file\"]\n",
-            fs.display().to_string(),
-            ws.display().to_string(),
-        ),
+    crate::support::servers::filesystem_replay(
+        &sb,
+        &fs,
+        &ws,
+        &turns,
+        "effects = { default = [\"read\"], write_file = [\"write\"] }\n",
+        "\n[policy]\nmode = \"full-auto\"\ndeny = [\"files__write_file\"]\n",
     );
     let cli = Cli::new();
     let events = run_events(&cli, &sb);

@@ -21,6 +21,19 @@ fn entry(python: &std::path::Path, script: &std::path::Path) -> String {
     )
 }
 
+/// The replay turns that call each of the lifecycle server's `tools` with
+/// no arguments, one a turn, as calls `c1`, `c2`, … in order, then answer
+/// "Done.".
+fn turns_calling(tools: &[&str]) -> Vec<Value> {
+    let mut turns: Vec<Value> = tools
+        .iter()
+        .enumerate()
+        .map(|(i, tool)| call_turn(&format!("c{}", i + 1), &format!("life__{tool}"), json!({})))
+        .collect();
+    turns.push(answer_turn("Done."));
+    turns
+}
+
 /// A workspace with the lifecycle server and the replay provider playing `turns`.
 fn replayed(python: &std::path::Path, turns: &[Value]) -> Sandbox {
     let sb = Sandbox::new();
@@ -55,14 +68,7 @@ fn content(end: &Value) -> String {
 #[test]
 fn a_server_that_crashes_is_restarted_once_and_a_second_crash_is_reported() {
     let Some(python) = sdk_python() else { return };
-    let turns = [
-        call_turn("c1", "life__pid", json!({})),
-        call_turn("c2", "life__crash", json!({})),
-        call_turn("c3", "life__pid", json!({})),
-        call_turn("c4", "life__crash", json!({})),
-        call_turn("c5", "life__pid", json!({})),
-        answer_turn("Done."),
-    ];
+    let turns = turns_calling(&["pid", "crash", "pid", "crash", "pid"]);
     let sb = replayed(&python, &turns);
     let cli = Cli::new();
     let (events, _) = run(&cli, &sb);
@@ -92,11 +98,7 @@ fn a_server_that_crashes_is_restarted_once_and_a_second_crash_is_reported() {
 #[test]
 fn a_tool_added_by_list_changed_appears_flagged() {
     let Some(python) = sdk_python() else { return };
-    let turns = [
-        call_turn("c1", "life__grow", json!({})),
-        call_turn("c2", "life__extra", json!({})),
-        answer_turn("Done."),
-    ];
+    let turns = turns_calling(&["grow", "extra"]);
     // In the user's own file: the tool is offered, with a warning.
     let sb = replayed(&python, &turns);
     let text = std::fs::read_to_string(sb.ws().join("corral.toml")).expect("manifest");

@@ -35,6 +35,33 @@ pub fn filesystem_in_sandbox() -> Option<(PathBuf, Sandbox, PathBuf)> {
     Some((fs, sb, ws))
 }
 
+/// Writes `turns` as the replay provider's cassette and a manifest that
+/// runs the reference filesystem server `fs` over `ws` as `files` (the
+/// workspace granted, `mcp` appended to its table), the replay provider
+/// reading the cassette, and `rest` last.
+pub fn filesystem_replay(
+    sb: &Sandbox,
+    fs: &Path,
+    ws: &Path,
+    turns: &[serde_json::Value],
+    mcp: &str,
+    rest: &str,
+) {
+    super::cassette::write(sb, "mcp.cassette.json", turns);
+    sb.write(
+        "corral.toml",
+        &format!(
+            "[mcp.files]\ncommand = {:?}\nargs = [{:?}]\ngrants = {{ fs = [\".\"] }}\n\
+             timeout_ms = 20000\n{mcp}\n\
+             [plugins.replay]\nsource = \"builtin:replay\"\n\
+             grants.fs = [{{ path = \".\", access = \"ro\" }}]\n\
+             config = {{ cassette = \"mcp.cassette.json\" }}\n{rest}",
+            fs.display().to_string(),
+            ws.display().to_string(),
+        ),
+    );
+}
+
 /// The lifecycle server's script, copied into the workspace.
 pub fn lifecycle_script(sb: &Sandbox) -> PathBuf {
     let from =
