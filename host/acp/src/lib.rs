@@ -84,6 +84,7 @@ where
         sessions: Mutex::new(HashMap::new()),
         in_flight: Arc::new(tokio::sync::Semaphore::new(MAX_IN_FLIGHT)),
         fs: Mutex::new(buffers::Offered::default()),
+        opening: std::sync::atomic::AtomicUsize::new(0),
     });
     let mut lines = Lines::new(input);
     loop {
@@ -118,6 +119,33 @@ struct Agent {
     in_flight: Arc<tokio::sync::Semaphore>,
     /// The editor's file system as its `initialize` offered it.
     fs: Mutex<buffers::Offered>,
+    /// Sessions being opened, which count against the cap.
+    opening: std::sync::atomic::AtomicUsize,
+}
+
+/// A session being opened, counted until it is open or has failed.
+struct Slot<'a>(&'a std::sync::atomic::AtomicUsize);
+
+impl Drop for Slot<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+/// Checks that `id` names a session of `workspace` exactly (not a prefix),
+/// before anything of it is started.
+fn exact_session(workspace: &std::path::Path, id: &str) -> Result<(), RpcError> {
+    let dir = corral_core::session::sessions_dir(workspace)
+        .map_err(|e| RpcError::new(code::NOT_FOUND, e.to_string()))?;
+    let found = corral_core::session::find_session(&dir, Some(id))
+        .map_err(|e| RpcError::new(code::NOT_FOUND, e.to_string()))?;
+    if found.file_stem().and_then(|s| s.to_str()) != Some(id) {
+        return Err(RpcError::new(
+            code::NOT_FOUND,
+            format!("no session `{id}` in this workspace (give its whole id)"),
+        ));
+    }
+    Ok(())
 }
 
 impl Agent {
@@ -223,19 +251,13 @@ impl Agent {
 
     /// `session/new`, or `session/load` of `resume`.
     async fn open(&self, params: &Value, resume: Option<String>) -> Result<Value, RpcError> {
-        if self
-            .sessions
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .len()
-            >= MAX_SESSIONS
-        {
-            return Err(RpcError::new(
-                code::INTERNAL,
-                format!("{MAX_SESSIONS} sessions are open on this connection; close some"),
-            ));
-        }
+        // A slot is taken before anything is awaited, so that requests in
+        // flight together cannot pass the cap.
+        let _slot = self.reserve(resume.as_deref())?;
         let workspace = workspace(&params["cwd"])?;
+        if let Some(id) = &resume {
+            exact_session(&workspace, id)?;
+        }
         let base = corral_core::manifest::load(&workspace)
             .map_err(|e| RpcError::new(code::INTERNAL, e.to_string()))?;
         let added = servers::layer(&workspace, &base, &params["mcpServers"])?;
@@ -297,6 +319,36 @@ impl Agent {
             Some(_) => json!({"modes": modes}),
             None => json!({"sessionId": id, "modes": modes}),
         })
+    }
+
+    /// Takes a slot for a session being opened (`resume`: the id it
+    /// reopens), or says why not: the cap is reached, or that session is
+    /// open on this connection already.
+    fn reserve(&self, resume: Option<&str>) -> Result<Slot<'_>, RpcError> {
+        let sessions = self
+            .sessions
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(id) = resume
+            && sessions.contains_key(id)
+        {
+            return Err(RpcError::new(
+                code::INVALID_REQUEST,
+                format!("session `{id}` is open on this connection already; prompt it"),
+            ));
+        }
+        let opening = self
+            .opening
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        if sessions.len() + opening >= MAX_SESSIONS {
+            self.opening
+                .fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+            return Err(RpcError::new(
+                code::INTERNAL,
+                format!("{MAX_SESSIONS} sessions are open on this connection; close some"),
+            ));
+        }
+        Ok(Slot(&self.opening))
     }
 
     /// Sends a reopened session's history as updates, before the answer
@@ -405,7 +457,7 @@ fn no_session(params: &Value) -> RpcError {
 /// A prompt's content blocks as the text the model reads. Text is taken
 /// as written; a link to a resource is named, never read by corral (the
 /// model reads files through its tools, under the policy); an embedded
-/// resource's text is included under its URI.
+/// resource is refused, as `initialize` says.
 fn prompt_text(blocks: &Value) -> Result<String, RpcError> {
     let Some(blocks) = blocks.as_array() else {
         return Err(RpcError::params(
@@ -420,13 +472,13 @@ fn prompt_text(blocks: &Value) -> Result<String, RpcError> {
                 let uri = block["uri"].as_str().unwrap_or_default();
                 parts.push(format!("@{}", uri.strip_prefix("file://").unwrap_or(uri)));
             }
+            // Not offered (`embeddedContext` is false): a file's text pasted
+            // into the prompt would count as the user's own words.
             Some("resource") => {
-                let resource = &block["resource"];
-                let uri = resource["uri"].as_str().unwrap_or_default();
-                match resource["text"].as_str() {
-                    Some(text) => parts.push(format!("[{uri}]\n{text}")),
-                    None => parts.push(format!("@{uri}")),
-                }
+                return Err(RpcError::params(
+                    "corral does not take embedded resources; link the file (`resource_link`) \
+                     and the model reads it through its tools",
+                ));
             }
             Some(other) => {
                 return Err(RpcError::params(format!(

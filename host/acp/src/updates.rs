@@ -239,9 +239,12 @@ fn title(tool: &str, input: &Value) -> String {
         Some(what) => format!("{tool} {}", what.replace(['\n', '\r'], " ")),
         None => tool.to_owned(),
     };
-    let mut shown: String = inert(&text).chars().take(TITLE_CHARS).collect();
-    if inert(&text).chars().count() > TITLE_CHARS {
-        shown.push('…');
+    let inert = inert(&text);
+    let total = inert.chars().count();
+    let mut shown: String = inert.chars().take(TITLE_CHARS).collect();
+    if total > TITLE_CHARS {
+        // Said, not hidden: the whole call is in the request's content.
+        shown.push_str(&format!("… (+{} characters)", total - TITLE_CHARS));
     }
     shown
 }
@@ -303,6 +306,6 @@ mod tests {
         assert_eq!(kind("web_fetch"), "fetch");
         assert_eq!(kind("tracker__create_issue"), "other");
         let long = title("grep", &json!({"pattern": "x".repeat(500)}));
-        assert!(long.chars().count() <= TITLE_CHARS + 1);
+        assert!(long.ends_with("… (+385 characters)"), "{long}");
     }
 }

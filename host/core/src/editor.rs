@@ -64,18 +64,24 @@ pub fn inside(workspace: &Path, path: &str) -> Result<PathBuf, String> {
             "`{shown}` goes up with `..`; give a path inside the workspace"
         ));
     }
+    // The longest part that is there, a link counting as there even when
+    // its target is not: a dangling link is refused below, never climbed
+    // over (the editor would follow it out of the workspace).
     let mut existing = joined.as_path();
     let mut rest = Vec::new();
-    while !existing.exists() {
+    while existing.symlink_metadata().is_err() {
         let Some(name) = existing.file_name() else {
             break;
         };
         rest.push(name.to_owned());
         existing = existing.parent().unwrap_or(Path::new("/"));
     }
-    let mut resolved = existing
-        .canonicalize()
-        .map_err(|e| format!("`{shown}` cannot be resolved: {e}"))?;
+    let mut resolved = existing.canonicalize().map_err(|e| {
+        format!(
+            "`{shown}` cannot be resolved ({e}); a symlink whose target is missing is not \
+             followed"
+        )
+    })?;
     for name in rest.iter().rev() {
         resolved.push(name);
     }
@@ -250,6 +256,10 @@ mod tests {
         assert!(inside(&ws, "../out/x").unwrap_err().contains(".."));
         assert!(inside(&ws, "/etc/passwd").unwrap_err().contains("outside"));
         assert!(inside(&ws, "").is_err());
+        // A dangling link to a file outside is not written through.
+        std::os::unix::fs::symlink(dir.path().join("out/pwned"), ws.join("innocent.md")).unwrap();
+        assert!(inside(&ws, "innocent.md").unwrap_err().contains("missing"));
+        assert!(inside(&ws, "innocent.md/x").is_err());
         let abs = root.join("src/a.rs").display().to_string();
         assert_eq!(inside(&ws, &abs).unwrap(), root.join("src/a.rs"));
     }

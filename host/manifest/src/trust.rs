@@ -381,9 +381,14 @@ pub fn hook_key(binding: &HookBinding) -> String {
     }
 }
 
+/// Most files beside a hook's script that trust covers with it.
+const HOOK_SIBLINGS: usize = 64;
+
 /// The code of a command hook that trust covers: each file beneath its
 /// workspace that a word of its command line names (after the project
-/// directory variables are replaced by the workspace; a link is followed),
+/// directory variables are replaced by the workspace; a link is followed)
+/// and the regular files beside it in its directory (what a script sources
+/// or imports usually sits there; not for a file at the workspace's root),
 /// each read and hashed now.
 pub fn hook_code(hook: &CommandHook) -> Vec<CodeFile> {
     let workspace = hook
@@ -405,11 +410,39 @@ pub fn hook_code(hook: &CommandHook) -> Vec<CodeFile> {
                 .canonicalize()
                 .is_ok_and(|c| c.starts_with(&workspace) && c.is_file());
             if beneath {
+                add_siblings(&mut out, &path, &workspace);
                 add_code_file(&mut out, path);
             }
         }
     }
     out
+}
+
+/// The regular files beside `script` (not its own), when its directory is
+/// beneath `workspace` and not the workspace itself.
+fn add_siblings(out: &mut Vec<CodeFile>, script: &Path, workspace: &Path) {
+    let Ok(own) = script.canonicalize() else {
+        return;
+    };
+    let Some(dir) = own.parent().map(Path::to_path_buf) else {
+        return;
+    };
+    if dir == workspace || !dir.starts_with(workspace) {
+        return;
+    }
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        return;
+    };
+    let mut files: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
+        .map(|e| e.path())
+        .filter(|p| *p != own)
+        .collect();
+    files.sort();
+    for file in files.into_iter().take(HOOK_SIBLINGS) {
+        add_code_file(out, file);
+    }
 }
 
 /// The code of each command hook the project manifest named `project`

@@ -425,8 +425,9 @@ pub(super) fn review_text(
     }
     format!(
         "\nCommand hooks it runs (through /bin/sh -c, confined); trusting approves the files \
-         they run as they are now, and a hook whose files change does not run until you trust \
-         again:\n{text}"
+         their command lines name and the files beside those, as they are now, and a hook whose \
+         files change does not run until you trust again (a file a script reads from elsewhere \
+         is not covered):\n{text}"
     )
 }
 

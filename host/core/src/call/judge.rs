@@ -145,7 +145,10 @@ impl Dispatcher {
                     .unwrap_or_default();
                 tool.is_sink() || !tool.reach(&workspace).is_empty()
             }
-            Target::Host => return false,
+            // `task`'s subagent's calls are judged by its own dispatcher;
+            // a host tool that acts itself (`editor_write`) is judged here.
+            Target::Host if checked.call.name == "task" => return false,
+            Target::Host => false,
         };
         sink || checked
             .spec
