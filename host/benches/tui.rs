@@ -100,8 +100,7 @@ fn draw(term: &mut Terminal<TestBackend>, app: &mut App) {
 fn first_frame(bencher: Bencher, messages: usize) {
     bencher
         .with_inputs(|| {
-            let term =
-                Terminal::new(TestBackend::new(120, 40)).unwrap_or_else(|e| panic!("{e}"));
+            let term = Terminal::new(TestBackend::new(120, 40)).unwrap_or_else(|e| panic!("{e}"));
             (transcript(messages), term)
         })
         .bench_local_values(|(mut app, mut term)| {
