@@ -12,9 +12,10 @@
 //! ```
 
 use crate::provider::{
-    AssistantMessage, ChatResponse, Event, FinishReason, ProviderError, ToolCall, ToolCallDelta,
-    TurnStream, Usage, replay_turn,
+    AssistantMessage, ChatResponse, Event, FinishReason, ModelInfo, ProviderError, ToolCall,
+    ToolCallDelta, TurnStream, Usage, replay_sse, replay_turn,
 };
+use crate::sse;
 
 /// What a replayed turn gave: the response (or why there was none) and the
 /// streaming events sent on the way.
@@ -42,6 +43,67 @@ pub fn assert_split_invariant<S: TurnStream>(transcript: &str, new: impl Fn() ->
     }
     let singles: Vec<&[u8]> = bytes.chunks(1).collect();
     assert_eq!(run(&singles, &new), whole, "one byte at a time");
+}
+
+/// The same transcript with `\r\n` line endings must give exactly the same
+/// run.
+pub fn assert_crlf_invariant<S: TurnStream>(transcript: &str, new: impl Fn() -> S) {
+    assert_eq!(
+        run_whole(&transcript.replace('\n', "\r\n"), &new),
+        run_whole(transcript, &new)
+    );
+}
+
+/// The names of the tool calls `events` reported complete, in order.
+pub fn completed_calls(events: &[Event]) -> Vec<&str> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            Event::ToolCallCompleted(call) => Some(call.name.as_str()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The first event of `transcript` after which the fresh stream `new` makes
+/// says it is complete; panics when it never does.
+pub fn first_complete<S: TurnStream>(transcript: &str, new: impl FnOnce() -> S) -> sse::Event {
+    let mut stream = new();
+    let mut sink = |_| {};
+    let mut first = None;
+    replay_sse([transcript.as_bytes()], |event| {
+        let flow = stream.on_event(&event.as_ref(), &mut sink);
+        if first.is_none() && stream.is_complete() {
+            first = Some(event);
+        }
+        flow
+    })
+    .unwrap_or_else(|e| panic!("the transcript did not replay: {e:?}"));
+    first.unwrap_or_else(|| panic!("the stream never said it was complete"))
+}
+
+/// The kind of error a run ended in, as a short name (`auth`, `rate-limit`,
+/// `context-length`, `server`, `network`, `protocol`); panics on a
+/// response.
+pub fn error_kind(result: &Result<ChatResponse, ProviderError>) -> &'static str {
+    match result {
+        Err(ProviderError::Auth(_)) => "auth",
+        Err(ProviderError::RateLimit(_)) => "rate-limit",
+        Err(ProviderError::ContextLength(_)) => "context-length",
+        Err(ProviderError::Server(_)) => "server",
+        Err(ProviderError::Network(_)) => "network",
+        Err(ProviderError::Protocol(_)) => "protocol",
+        Ok(response) => panic!("a response, not an error: {response:?}"),
+    }
+}
+
+/// The ids of the models a model list gave; panics on an error.
+pub fn model_ids(models: Result<Vec<ModelInfo>, ProviderError>) -> Vec<String> {
+    models
+        .unwrap_or_else(|e| panic!("no model list: {e:?}"))
+        .into_iter()
+        .map(|m| m.id)
+        .collect()
 }
 
 /// A tool call, as a test expects one.

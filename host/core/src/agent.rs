@@ -360,11 +360,10 @@ impl Agent {
     pub fn new(
         plugins: Arc<Plugins>,
         provider: Arc<Plugin>,
-        mut options: AgentOptions,
+        options: AgentOptions,
         workspace: PathBuf,
         mut log: SessionLog,
     ) -> anyhow::Result<Self> {
-        let options_hooks = options.hooks.clone();
         let started = Event::SessionStarted {
             session_id: log.id().to_owned(),
             workspace: workspace.display().to_string(),
@@ -387,10 +386,27 @@ impl Agent {
             Some(held) => Tracker::sharing(&workspace, options.guard.clone(), held),
             None => Tracker::new(&workspace, options.guard.clone(), Default::default()),
         }?;
+        let mut agent = Self::assemble(plugins, provider, options, workspace, log, tracker, 0);
+        agent.announce = Some(started);
+        Ok(agent)
+    }
+
+    /// The agent at `turn` of its session, with an empty history and the
+    /// hooks of a new session: what a new and a resumed session start from.
+    fn assemble(
+        plugins: Arc<Plugins>,
+        provider: Arc<Plugin>,
+        mut options: AgentOptions,
+        workspace: PathBuf,
+        log: SessionLog,
+        tracker: Tracker,
+        turn: u32,
+    ) -> Self {
+        let hooks = crate::hooks::SessionHooks::new(options.hooks.clone(), false);
         let mut dispatcher = dispatcher(plugins, &mut options, tracker);
-        let checkpoints = checkpoints(&mut dispatcher, log.path(), &workspace, 0);
+        let checkpoints = checkpoints(&mut dispatcher, log.path(), &workspace, turn);
         let git_status = git_status_for(&options, &workspace);
-        Ok(Self {
+        Self {
             checkpoints,
             git_status,
             dispatcher,
@@ -402,10 +418,10 @@ impl Agent {
             sizes: Vec::new(),
             frame: None,
             tools_digest: None,
-            turn: 0,
+            turn,
             recorded: Vec::new(),
-            announce: Some(started),
-            hooks: crate::hooks::SessionHooks::new(options_hooks, false),
+            announce: None,
+            hooks,
             budget: None,
             calibration: None,
             plan: Vec::new(),
@@ -413,7 +429,7 @@ impl Agent {
             partial: String::new(),
             spent: limits::Spent::default(),
             rejected: 0,
-        })
+        }
     }
 
     /// Reopens a session from its log. Tool calls that were logged without a
@@ -422,7 +438,7 @@ impl Agent {
     pub fn resume(
         plugins: Arc<Plugins>,
         provider: Arc<Plugin>,
-        mut options: AgentOptions,
+        options: AgentOptions,
         workspace: PathBuf,
         log: SessionLog,
         records: &[Record],
@@ -438,41 +454,19 @@ impl Agent {
         // from the history the model will read (which compaction shortens).
         let held = crate::provenance::held_from(records);
         let tracker = Tracker::new(&workspace, options.guard.clone(), held)?;
-        let mut dispatcher = dispatcher(plugins, &mut options, tracker);
-        let checkpoints = checkpoints(&mut dispatcher, log.path(), &workspace, turn);
-        let hooks = crate::hooks::SessionHooks::new(options.hooks.clone(), true);
-        let git_status = git_status_for(&options, &workspace);
-        let mut agent = Self {
-            checkpoints,
-            git_status,
-            dispatcher,
-            provider,
-            options,
-            workspace,
-            log,
-            history,
-            sizes: Vec::new(),
-            frame: None,
-            tools_digest: None,
-            turn,
-            recorded: Vec::new(),
-            announce: None,
-            hooks,
-            budget: None,
-            calibration: compact::last_calibration(records),
-            plan: records
-                .iter()
-                .rev()
-                .find_map(|r| match &r.event {
-                    Event::PlanUpdated { steps, .. } => Some(steps.clone()),
-                    _ => None,
-                })
-                .unwrap_or_default(),
-            undone,
-            partial: String::new(),
-            spent: limits::Spent::default(),
-            rejected: 0,
-        };
+        let mut agent = Self::assemble(plugins, provider, options, workspace, log, tracker, turn);
+        agent.hooks = crate::hooks::SessionHooks::new(agent.options.hooks.clone(), true);
+        agent.history = history;
+        agent.calibration = compact::last_calibration(records);
+        agent.plan = records
+            .iter()
+            .rev()
+            .find_map(|r| match &r.event {
+                Event::PlanUpdated { steps, .. } => Some(steps.clone()),
+                _ => None,
+            })
+            .unwrap_or_default();
+        agent.undone = undone;
         let mut closed = Vec::new();
         for call in open {
             let mut content =

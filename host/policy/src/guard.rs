@@ -296,6 +296,21 @@ mod tests {
     use super::*;
     use pretty_assertions::assert_eq;
 
+    /// [`Reach::of`] from borrowed names.
+    fn reach(
+        effects: &[Effect],
+        net: &[&str],
+        programs: &[(&str, bool)],
+        outside: &[&str],
+    ) -> Reach {
+        let owned = |names: &[&str]| names.iter().map(|n| (*n).to_owned()).collect();
+        let programs = programs
+            .iter()
+            .map(|(p, n)| ((*p).to_owned(), *n))
+            .collect();
+        Reach::of(effects, owned(net), programs, owned(outside))
+    }
+
     fn risky() -> Held {
         let mut held = Held::default();
         held.add(&[
@@ -308,12 +323,7 @@ mod tests {
 
     #[test]
     fn a_sensitive_read_arms_the_guard() {
-        let net = Reach::of(
-            &[Effect::Network],
-            vec!["api.example.com:443".into()],
-            vec![],
-            vec![],
-        );
+        let net = reach(&[Effect::Network], &["api.example.com:443"], &[], &[]);
         let settings = GuardSettings::default();
         let mut held = Held::default();
         assert_eq!(hold(&settings, &held, "fetch", &net), None);
@@ -344,38 +354,23 @@ mod tests {
         let held = risky();
         let settings = GuardSettings::default();
         // Reads, and writes inside the workspace, are not held.
-        let read = Reach::of(
-            &[Effect::Read],
-            vec!["a:443".into()],
-            vec![],
-            vec!["/tmp".into()],
-        );
+        let read = reach(&[Effect::Read], &["a:443"], &[], &["/tmp"]);
         assert_eq!(hold(&settings, &held, "read_file", &read), None);
-        let write = Reach::of(&[Effect::Write], vec![], vec![], vec![]);
+        let write = reach(&[Effect::Write], &[], &[], &[]);
         assert_eq!(hold(&settings, &held, "write_file", &write), None);
         // A plugin without grants.net cannot send anything.
-        let nowhere = Reach::of(&[Effect::Network], vec![], vec![], vec![]);
+        let nowhere = reach(&[Effect::Network], &[], &[], &[]);
         assert_eq!(hold(&settings, &held, "fetch", &nowhere), None);
         // Programs without the network are not held.
-        let offline = Reach::of(
-            &[Effect::Execute],
-            vec![],
-            vec![("cargo".into(), false)],
-            vec![],
-        );
+        let offline = reach(&[Effect::Execute], &[], &[("cargo", false)], &[]);
         assert_eq!(hold(&settings, &held, "shell", &offline), None);
-        let online = Reach::of(
-            &[Effect::Execute],
-            vec![],
-            vec![("curl".into(), true)],
-            vec![],
-        );
+        let online = reach(&[Effect::Execute], &[], &[("curl", true)], &[]);
         assert!(
             hold(&settings, &held, "shell", &online)
                 .unwrap()
                 .ends_with("`shell` could run `curl` with the network")
         );
-        let outside = Reach::of(&[Effect::Write], vec![], vec![], vec!["/tmp/out".into()]);
+        let outside = reach(&[Effect::Write], &[], &[], &["/tmp/out"]);
         assert!(
             hold(&settings, &held, "write_file", &outside)
                 .unwrap()
@@ -387,11 +382,11 @@ mod tests {
     fn one_call_that_names_a_secret_and_can_send_it_is_held() {
         let settings = GuardSettings::default();
         let named = vec![".env".to_owned()];
-        let net = Reach::of(
+        let net = reach(
             &[Effect::Read, Effect::Network],
-            vec!["127.0.0.1:9".into()],
-            vec![],
-            vec!["/tmp/out".into()],
+            &["127.0.0.1:9"],
+            &[],
+            &["/tmp/out"],
         );
         assert_eq!(
             hold_named(&settings, &named, "upload", &net).as_deref(),
@@ -402,12 +397,7 @@ mod tests {
         );
         assert_eq!(hold_named(&settings, &[], "upload", &net), None);
         // A copy out of the workspace carries the secret as surely as a send.
-        let write = Reach::of(
-            &[Effect::Read, Effect::Write],
-            vec![],
-            vec![],
-            vec!["/elsewhere".into()],
-        );
+        let write = reach(&[Effect::Read, Effect::Write], &[], &[], &["/elsewhere"]);
         assert_eq!(
             hold_named(&settings, &named, "copy", &write).as_deref(),
             Some(
@@ -415,7 +405,7 @@ mod tests {
                  `copy` could write outside the workspace (`/elsewhere`)"
             )
         );
-        let inside = Reach::of(&[Effect::Read, Effect::Write], vec![], vec![], vec![]);
+        let inside = reach(&[Effect::Read, Effect::Write], &[], &[], &[]);
         assert_eq!(hold_named(&settings, &named, "copy", &inside), None);
         let allowed = GuardSettings {
             allow_hosts: vec!["127.0.0.1".into()],
@@ -427,11 +417,11 @@ mod tests {
     #[test]
     fn allowed_hosts_and_the_switch() {
         let held = risky();
-        let net = Reach::of(
+        let net = reach(
             &[Effect::Network],
-            vec!["api.example.com:443".into(), "127.0.0.1:8080".into()],
-            vec![],
-            vec![],
+            &["api.example.com:443", "127.0.0.1:8080"],
+            &[],
+            &[],
         );
         let mut settings = GuardSettings {
             allow_hosts: vec!["API.example.com".into()],
@@ -445,12 +435,7 @@ mod tests {
         settings.allow_hosts.push("127.0.0.1:8080".into());
         assert_eq!(hold(&settings, &held, "fetch", &net), None);
         // Another port of an allowed host:port is not allowed.
-        let other = Reach::of(
-            &[Effect::Network],
-            vec!["127.0.0.1:9090".into()],
-            vec![],
-            vec![],
-        );
+        let other = reach(&[Effect::Network], &["127.0.0.1:9090"], &[], &[]);
         assert!(hold(&settings, &held, "fetch", &other).is_some());
         let off = GuardSettings {
             enabled: false,

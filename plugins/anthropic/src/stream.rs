@@ -3,7 +3,7 @@
 
 use corral_sdk::provider::{
     self, AssistantMessage, ChatResponse, Event, FinishReason, ModelInfo, ProviderError,
-    RateLimited, ToolCall, ToolCallDelta, Usage,
+    RateLimited, ToolCall, ToolCallDelta, TurnStream, Usage,
 };
 use corral_sdk::sse;
 use serde_json::Value;
@@ -23,7 +23,7 @@ struct ToolBlock {
 }
 
 /// The state of one streamed message. Feed it every SSE event with
-/// [`on_event`](Stream::on_event), then call [`finish`](Stream::finish).
+/// [`on_event`](TurnStream::on_event), then call [`finish`](TurnStream::finish).
 /// The answer's text is not kept here: it is the text deltas, which the
 /// host puts together (`TEXT_IS_STREAMED`).
 #[derive(Debug, Default)]
@@ -45,9 +45,153 @@ impl Stream {
         Self::default()
     }
 
+    fn push_text(&mut self, text: &str, sink: &mut dyn FnMut(Event)) {
+        if !text.is_empty() {
+            sink(Event::TextDelta(text.to_owned()));
+        }
+    }
+
+    /// `message_start` and `message_delta` both carry usage; the counts are
+    /// running totals, so the latest wins. Cached prompt tokens are counted
+    /// apart from `input_tokens` by the API but fill the context all the same.
+    fn read_usage(&mut self, usage: &Value) {
+        let count = |key: &str| {
+            usage
+                .get(key)
+                .and_then(Value::as_u64)
+                .map(|n| u32::try_from(n).unwrap_or(u32::MAX))
+        };
+        if let Some(input) = count("input_tokens") {
+            self.saw_usage = true;
+            self.input_tokens = input
+                .saturating_add(count("cache_creation_input_tokens").unwrap_or(0))
+                .saturating_add(count("cache_read_input_tokens").unwrap_or(0));
+        }
+        if let Some(output) = count("output_tokens") {
+            self.saw_usage = true;
+            self.output_tokens = output;
+        }
+    }
+
+    fn usage(&self) -> Usage {
+        Usage {
+            input_tokens: self.input_tokens,
+            output_tokens: self.output_tokens,
+        }
+    }
+}
+
+fn block_index(data: &Value) -> Result<u64, ProviderError> {
+    data.get("index").and_then(Value::as_u64).ok_or_else(|| {
+        ProviderError::Protocol(format!("a content block event without an index: {data}"))
+    })
+}
+
+/// Closes a `tool_use` block. Arguments that are not a JSON object (a call
+/// cut by `max_tokens`) stay as the model sent them, and the call is not
+/// reported complete: the host answers it with a tool error the model can
+/// act on, instead of the whole run failing.
+fn complete(tool: &mut ToolBlock, sink: &mut dyn FnMut(Event)) -> Result<(), ProviderError> {
+    if tool.completed {
+        return Ok(());
+    }
+    if tool.id.is_empty() || tool.name.is_empty() {
+        return Err(ProviderError::Protocol(format!(
+            "tool_use block #{} has no id or name",
+            tool.ordinal
+        )));
+    }
+    tool.completed = true;
+    if let Ok(arguments) = provider::tool_arguments(&tool.partial_json) {
+        tool.partial_json = arguments;
+        sink(Event::ToolCallCompleted(ToolCall {
+            id: tool.id.clone(),
+            name: tool.name.clone(),
+            arguments: tool.partial_json.clone(),
+        }));
+    }
+    Ok(())
+}
+
+fn stop_reason(reason: &str) -> FinishReason {
+    match reason {
+        "end_turn" | "stop_sequence" => FinishReason::Stop,
+        "tool_use" => FinishReason::ToolCalls,
+        "max_tokens" | "model_context_window_exceeded" => FinishReason::Length,
+        "refusal" => FinishReason::ContentFilter,
+        _ => FinishReason::Other,
+    }
+}
+
+/// Types an `error` event (`{"type": "overloaded_error", "message": …}`).
+fn stream_error(error: &Value) -> ProviderError {
+    let kind = error.get("type").and_then(Value::as_str).unwrap_or("");
+    let message = error
+        .get("message")
+        .and_then(Value::as_str)
+        .map_or_else(|| error.to_string(), str::to_owned);
+    let message = format!("the provider reported `{kind}` mid-stream: {message}");
+    match kind {
+        "rate_limit_error" => ProviderError::RateLimit(RateLimited {
+            message,
+            retry_after_ms: None,
+        }),
+        "authentication_error" | "permission_error" => ProviderError::Auth(message),
+        "invalid_request_error" | "request_too_large"
+            if provider::mentions_context_length(&message) =>
+        {
+            ProviderError::ContextLength(message)
+        }
+        "invalid_request_error" | "request_too_large" | "not_found_error" => {
+            ProviderError::Protocol(message)
+        }
+        // overloaded_error, api_error, timeout_error and anything new.
+        _ => ProviderError::Server(message),
+    }
+}
+
+/// The models of a `GET /models` answer, with the limits the API reports:
+/// `max_input_tokens` (the context window), `max_tokens` (the output limit)
+/// and `capabilities.image_input.supported`. A server that leaves them out
+/// (older API versions, compatible servers) gives ids only.
+pub fn parse_models(body: &[u8]) -> Result<Vec<ModelInfo>, ProviderError> {
+    let json: Value = serde_json::from_slice(body)
+        .map_err(|e| ProviderError::Protocol(format!("the model list is not JSON ({e})")))?;
+    let data = json.get("data").and_then(Value::as_array).ok_or_else(|| {
+        ProviderError::Protocol(format!(
+            "the model list has no `data` array: {}",
+            provider::error_message(&String::from_utf8_lossy(body))
+        ))
+    })?;
+    let number = |m: &Value, key: &str| {
+        m.get(key)
+            .and_then(Value::as_u64)
+            .filter(|n| *n > 0)
+            .map(|n| u32::try_from(n).unwrap_or(u32::MAX))
+    };
+    Ok(data
+        .iter()
+        .filter_map(|m| {
+            let id = m.get("id").and_then(Value::as_str)?;
+            Some(ModelInfo {
+                id: id.to_owned(),
+                context_window: number(m, "max_input_tokens"),
+                max_output_tokens: number(m, "max_tokens"),
+                accepts_images: m
+                    .pointer("/capabilities/image_input/supported")
+                    .and_then(Value::as_bool)
+                    .unwrap_or(false),
+            })
+        })
+        .collect())
+}
+
+impl TurnStream for Stream {
+    const TEXT_IS_STREAMED: bool = true;
+
     /// Folds in one SSE event, sending streaming events to `sink`. Returns
     /// `Break` at `message_stop`.
-    pub fn on_event(
+    fn on_event(
         &mut self,
         event: &sse::EventRef<'_>,
         sink: &mut dyn FnMut(Event),
@@ -171,53 +315,18 @@ impl Stream {
         Ok(ControlFlow::Continue(()))
     }
 
-    fn push_text(&mut self, text: &str, sink: &mut dyn FnMut(Event)) {
-        if !text.is_empty() {
-            sink(Event::TextDelta(text.to_owned()));
-        }
-    }
-
-    /// `message_start` and `message_delta` both carry usage; the counts are
-    /// running totals, so the latest wins. Cached prompt tokens are counted
-    /// apart from `input_tokens` by the API but fill the context all the same.
-    fn read_usage(&mut self, usage: &Value) {
-        let count = |key: &str| {
-            usage
-                .get(key)
-                .and_then(Value::as_u64)
-                .map(|n| u32::try_from(n).unwrap_or(u32::MAX))
-        };
-        if let Some(input) = count("input_tokens") {
-            self.saw_usage = true;
-            self.input_tokens = input
-                .saturating_add(count("cache_creation_input_tokens").unwrap_or(0))
-                .saturating_add(count("cache_read_input_tokens").unwrap_or(0));
-        }
-        if let Some(output) = count("output_tokens") {
-            self.saw_usage = true;
-            self.output_tokens = output;
-        }
-    }
-
-    fn usage(&self) -> Usage {
-        Usage {
-            input_tokens: self.input_tokens,
-            output_tokens: self.output_tokens,
-        }
-    }
-
     /// Whether the message is complete: `message_stop` or the stop reason
     /// seen. `message_delta` comes after every content block, so a block
     /// still open then (a call cut by `max_tokens`) will get no more input.
     /// A connection lost after this point lost nothing.
-    pub fn is_complete(&self) -> bool {
+    fn is_complete(&self) -> bool {
         self.done || self.stop_reason.is_some()
     }
 
     /// Ends the stream and returns the turn. A stream that ended before
     /// `message_stop` is complete only if `message_delta` gave the stop
     /// reason; otherwise it was cut off, a [`ProviderError::Network`].
-    pub fn finish(self, sink: &mut dyn FnMut(Event)) -> Result<ChatResponse, ProviderError> {
+    fn finish(self, sink: &mut dyn FnMut(Event)) -> Result<ChatResponse, ProviderError> {
         if !self.is_complete() {
             return Err(ProviderError::Network(if self.started {
                 "stream ended mid-message: the connection closed before `message_stop`".to_owned()
@@ -251,131 +360,6 @@ impl Stream {
             finish_reason,
             usage,
         })
-    }
-}
-
-fn block_index(data: &Value) -> Result<u64, ProviderError> {
-    data.get("index").and_then(Value::as_u64).ok_or_else(|| {
-        ProviderError::Protocol(format!("a content block event without an index: {data}"))
-    })
-}
-
-/// Closes a `tool_use` block. Arguments that are not a JSON object (a call
-/// cut by `max_tokens`) stay as the model sent them, and the call is not
-/// reported complete: the host answers it with a tool error the model can
-/// act on, instead of the whole run failing.
-fn complete(tool: &mut ToolBlock, sink: &mut dyn FnMut(Event)) -> Result<(), ProviderError> {
-    if tool.completed {
-        return Ok(());
-    }
-    if tool.id.is_empty() || tool.name.is_empty() {
-        return Err(ProviderError::Protocol(format!(
-            "tool_use block #{} has no id or name",
-            tool.ordinal
-        )));
-    }
-    tool.completed = true;
-    if let Ok(arguments) = provider::tool_arguments(&tool.partial_json) {
-        tool.partial_json = arguments;
-        sink(Event::ToolCallCompleted(ToolCall {
-            id: tool.id.clone(),
-            name: tool.name.clone(),
-            arguments: tool.partial_json.clone(),
-        }));
-    }
-    Ok(())
-}
-
-fn stop_reason(reason: &str) -> FinishReason {
-    match reason {
-        "end_turn" | "stop_sequence" => FinishReason::Stop,
-        "tool_use" => FinishReason::ToolCalls,
-        "max_tokens" | "model_context_window_exceeded" => FinishReason::Length,
-        "refusal" => FinishReason::ContentFilter,
-        _ => FinishReason::Other,
-    }
-}
-
-/// Types an `error` event (`{"type": "overloaded_error", "message": …}`).
-fn stream_error(error: &Value) -> ProviderError {
-    let kind = error.get("type").and_then(Value::as_str).unwrap_or("");
-    let message = error
-        .get("message")
-        .and_then(Value::as_str)
-        .map_or_else(|| error.to_string(), str::to_owned);
-    let message = format!("the provider reported `{kind}` mid-stream: {message}");
-    match kind {
-        "rate_limit_error" => ProviderError::RateLimit(RateLimited {
-            message,
-            retry_after_ms: None,
-        }),
-        "authentication_error" | "permission_error" => ProviderError::Auth(message),
-        "invalid_request_error" | "request_too_large"
-            if provider::mentions_context_length(&message) =>
-        {
-            ProviderError::ContextLength(message)
-        }
-        "invalid_request_error" | "request_too_large" | "not_found_error" => {
-            ProviderError::Protocol(message)
-        }
-        // overloaded_error, api_error, timeout_error and anything new.
-        _ => ProviderError::Server(message),
-    }
-}
-
-/// The models of a `GET /models` answer, with the limits the API reports:
-/// `max_input_tokens` (the context window), `max_tokens` (the output limit)
-/// and `capabilities.image_input.supported`. A server that leaves them out
-/// (older API versions, compatible servers) gives ids only.
-pub fn parse_models(body: &[u8]) -> Result<Vec<ModelInfo>, ProviderError> {
-    let json: Value = serde_json::from_slice(body)
-        .map_err(|e| ProviderError::Protocol(format!("the model list is not JSON ({e})")))?;
-    let data = json.get("data").and_then(Value::as_array).ok_or_else(|| {
-        ProviderError::Protocol(format!(
-            "the model list has no `data` array: {}",
-            provider::error_message(&String::from_utf8_lossy(body))
-        ))
-    })?;
-    let number = |m: &Value, key: &str| {
-        m.get(key)
-            .and_then(Value::as_u64)
-            .filter(|n| *n > 0)
-            .map(|n| u32::try_from(n).unwrap_or(u32::MAX))
-    };
-    Ok(data
-        .iter()
-        .filter_map(|m| {
-            let id = m.get("id").and_then(Value::as_str)?;
-            Some(ModelInfo {
-                id: id.to_owned(),
-                context_window: number(m, "max_input_tokens"),
-                max_output_tokens: number(m, "max_tokens"),
-                accepts_images: m
-                    .pointer("/capabilities/image_input/supported")
-                    .and_then(Value::as_bool)
-                    .unwrap_or(false),
-            })
-        })
-        .collect())
-}
-
-impl provider::TurnStream for Stream {
-    const TEXT_IS_STREAMED: bool = true;
-
-    fn on_event(
-        &mut self,
-        event: &sse::EventRef<'_>,
-        sink: &mut dyn FnMut(Event),
-    ) -> Result<ControlFlow<()>, ProviderError> {
-        Stream::on_event(self, event, sink)
-    }
-
-    fn is_complete(&self) -> bool {
-        Stream::is_complete(self)
-    }
-
-    fn finish(self, sink: &mut dyn FnMut(Event)) -> Result<ChatResponse, ProviderError> {
-        Stream::finish(self, sink)
     }
 }
 
@@ -485,10 +469,7 @@ mod tests {
 
     #[test]
     fn crlf_line_endings() {
-        assert_eq!(
-            run_whole(&TRANSCRIPT.replace('\n', "\r\n")),
-            run_whole(TRANSCRIPT)
-        );
+        testing::assert_crlf_invariant(TRANSCRIPT, Stream::new);
     }
 
     #[test]
@@ -531,12 +512,7 @@ mod tests {
                 "stream ended mid-message: the connection closed before `message_stop`".into()
             ))
         );
-        assert!(
-            !events
-                .iter()
-                .any(|e| matches!(e, Event::ToolCallCompleted(_))),
-            "{events:?}"
-        );
+        assert!(testing::completed_calls(&events).is_empty(), "{events:?}");
         assert!(matches!(run_whole(""), (Err(ProviderError::Network(_)), _)));
     }
 
@@ -548,17 +524,8 @@ mod tests {
 
     #[test]
     fn complete_once_the_stop_reason_arrives() {
-        let mut stream = Stream::new();
-        let mut sink = |_| {};
-        let mut seen = Vec::new();
-        provider::replay_sse([TRANSCRIPT.as_bytes()], |event| {
-            let flow = stream.on_event(&event.as_ref(), &mut sink);
-            seen.push((event.event.clone(), stream.is_complete()));
-            flow
-        })
-        .unwrap();
-        let first_complete = seen.iter().position(|(_, complete)| *complete).unwrap();
-        assert_eq!(seen[first_complete].0, "message_delta", "{seen:?}");
+        let first = testing::first_complete(TRANSCRIPT, Stream::new);
+        assert_eq!(first.event, "message_delta", "{first:?}");
     }
 
     #[test]
@@ -568,14 +535,7 @@ mod tests {
         let calls = result.unwrap().message.tool_calls;
         assert_eq!(calls[0].arguments, r#"{"path": "src/main.rs""#);
         assert_eq!(calls[1].arguments, "{}");
-        let completed: Vec<_> = events
-            .iter()
-            .filter_map(|e| match e {
-                Event::ToolCallCompleted(call) => Some(call.name.as_str()),
-                _ => None,
-            })
-            .collect();
-        assert_eq!(completed, ["list_files"]);
+        assert_eq!(testing::completed_calls(&events), ["list_files"]);
     }
 
     /// `max_tokens` reached inside a tool call's input: the API ends the
@@ -677,31 +637,20 @@ mod tests {
                 "{}event: error\ndata: {{\"type\": \"error\", \"error\": {{\"type\": \"{kind}\", \"message\": \"Overloaded\"}}}}\n\n",
                 &TRANSCRIPT[..TRANSCRIPT.find("event: content_block_stop").unwrap()]
             );
-            let got = match run_whole(&transcript).0 {
-                Err(ProviderError::Server(_)) => "server",
-                Err(ProviderError::RateLimit(_)) => "rate-limit",
-                Err(ProviderError::Auth(_)) => "auth",
-                Err(ProviderError::Protocol(_)) => "protocol",
-                other => panic!("{kind}: unexpected {other:?}"),
-            };
+            let got = testing::error_kind(&run_whole(&transcript).0);
             assert_eq!(got, expected, "{kind}");
         }
         let context = "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"invalid_request_error\",\"message\":\"prompt is too long: 210000 tokens > 200000 maximum\"}}\n\n";
-        assert!(matches!(
-            run_whole(context).0,
-            Err(ProviderError::ContextLength(_))
-        ));
+        assert_eq!(testing::error_kind(&run_whole(context).0), "context-length");
     }
 
     #[test]
     fn model_list() {
         let body = br#"{"data":[{"type":"model","id":"claude-sonnet-4-5-20250929","display_name":"Claude Sonnet 4.5","created_at":"2025-09-29T00:00:00Z"},{"type":"model","id":"claude-haiku-4-5"}],"has_more":false,"first_id":"claude-sonnet-4-5-20250929","last_id":"claude-haiku-4-5"}"#;
-        let ids: Vec<String> = parse_models(body)
-            .unwrap()
-            .into_iter()
-            .map(|m| m.id)
-            .collect();
-        assert_eq!(ids, vec!["claude-sonnet-4-5-20250929", "claude-haiku-4-5"]);
+        assert_eq!(
+            testing::model_ids(parse_models(body)),
+            ["claude-sonnet-4-5-20250929", "claude-haiku-4-5"]
+        );
         let limits = br#"{"data":[{"type":"model","id":"claude-x","max_input_tokens":200000,"max_tokens":64000,"capabilities":{"image_input":{"supported":true}}}]}"#;
         let got = &parse_models(limits).unwrap()[0];
         assert_eq!(

@@ -10,6 +10,7 @@
 //! scalar code (serde_json has no SIMD path), so the ratio carries over.
 
 use corral_plugin_openai::{Stream, bench};
+use corral_sdk::provider::TurnStream;
 use corral_sdk::sse;
 use std::hint::black_box;
 use std::time::{Duration, Instant};

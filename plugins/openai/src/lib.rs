@@ -37,7 +37,7 @@ pub mod bench {
     use corral_sdk::sse;
     use std::ops::ControlFlow;
 
-    /// [`Stream::on_event`](crate::Stream::on_event) with serde reading
+    /// [`TurnStream::on_event`](corral_sdk::provider::TurnStream::on_event) with serde reading
     /// every chunk.
     pub fn on_event_serde_only(
         stream: &mut crate::Stream,

@@ -4,7 +4,7 @@
 use crate::fast;
 use corral_sdk::provider::{
     self, AssistantMessage, ChatResponse, Event, FinishReason, ModelInfo, ProviderError,
-    RateLimited, ToolCall, ToolCallDelta, Usage,
+    RateLimited, ToolCall, ToolCallDelta, TurnStream, Usage,
 };
 use corral_sdk::sse;
 use serde_json::Value;
@@ -21,7 +21,7 @@ struct PartialCall {
 }
 
 /// The state of one streamed completion. Feed it every SSE event with
-/// [`on_event`](Stream::on_event), then call [`finish`](Stream::finish).
+/// [`on_event`](TurnStream::on_event), then call [`finish`](TurnStream::finish).
 /// The answer's text is not kept here: it is the text deltas, which the
 /// host puts together (`TEXT_IS_STREAMED`).
 #[derive(Debug, Default)]
@@ -46,17 +46,7 @@ impl Stream {
         Self::default()
     }
 
-    /// Folds in one SSE event, sending streaming events to `sink`. Returns
-    /// `Break` at `[DONE]`.
-    pub fn on_event(
-        &mut self,
-        event: &sse::EventRef<'_>,
-        sink: &mut dyn FnMut(Event),
-    ) -> Result<ControlFlow<()>, ProviderError> {
-        self.read_event(event, true, sink)
-    }
-
-    /// [`on_event`](Stream::on_event), with or without the one-pass reader
+    /// [`on_event`](TurnStream::on_event), with or without the one-pass reader
     /// ([`crate::bench`] compares the two).
     pub(crate) fn read_event(
         &mut self,
@@ -149,7 +139,7 @@ impl Stream {
         Ok(ControlFlow::Continue(()))
     }
 
-    /// [`on_event`](Stream::on_event) for a chunk [`fast::parse`] read: the
+    /// [`on_event`](TurnStream::on_event) for a chunk [`fast::parse`] read: the
     /// same steps, for a chunk without tool calls, refusal, usage or error.
     fn on_simple(
         &mut self,
@@ -253,52 +243,6 @@ impl Stream {
             complete(index, call, &self.completion_id, true, sink)?;
         }
         Ok(())
-    }
-
-    /// Whether the model has finished its turn (`finish_reason` or
-    /// `[DONE]` seen): a connection lost after this point lost nothing.
-    pub fn is_complete(&self) -> bool {
-        self.done || self.finish.is_some()
-    }
-
-    /// Ends the stream: completes the remaining tool calls and returns the
-    /// turn. A stream that ended before `[DONE]` and before any
-    /// `finish_reason` was cut off: that is a [`ProviderError::Network`].
-    pub fn finish(mut self, sink: &mut dyn FnMut(Event)) -> Result<ChatResponse, ProviderError> {
-        if !self.done && self.finish.is_none() {
-            return Err(ProviderError::Network(if self.started {
-                "stream ended mid-message: the connection closed before `finish_reason` or `[DONE]`"
-                    .to_owned()
-            } else {
-                "stream ended mid-message: the connection closed before any chunk".to_owned()
-            }));
-        }
-        self.complete_all(sink)?;
-        let tool_calls: Vec<ToolCall> = self
-            .calls
-            .into_values()
-            .map(|call| ToolCall {
-                id: call.id,
-                name: call.name,
-                arguments: call.arguments,
-            })
-            .collect();
-        // Ollama and llama.cpp say `stop` even when the turn calls tools;
-        // what matters to the agent is that it must answer them.
-        let finish_reason = match self.finish {
-            _ if self.refused => FinishReason::ContentFilter,
-            Some(FinishReason::Stop) | None if !tool_calls.is_empty() => FinishReason::ToolCalls,
-            Some(reason) => reason,
-            None => FinishReason::Stop,
-        };
-        Ok(ChatResponse {
-            message: AssistantMessage {
-                text: String::new(),
-                tool_calls,
-            },
-            finish_reason,
-            usage: self.usage,
-        })
     }
 }
 
@@ -531,23 +475,63 @@ struct Delta<'a> {
     tool_calls: Option<Vec<Value>>,
 }
 
-impl provider::TurnStream for Stream {
+impl TurnStream for Stream {
     const TEXT_IS_STREAMED: bool = true;
 
+    /// Folds in one SSE event, sending streaming events to `sink`. Returns
+    /// `Break` at `[DONE]`.
     fn on_event(
         &mut self,
         event: &sse::EventRef<'_>,
         sink: &mut dyn FnMut(Event),
     ) -> Result<ControlFlow<()>, ProviderError> {
-        Stream::on_event(self, event, sink)
+        self.read_event(event, true, sink)
     }
 
+    /// Whether the model has finished its turn (`finish_reason` or
+    /// `[DONE]` seen): a connection lost after this point lost nothing.
     fn is_complete(&self) -> bool {
-        Stream::is_complete(self)
+        self.done || self.finish.is_some()
     }
 
-    fn finish(self, sink: &mut dyn FnMut(Event)) -> Result<ChatResponse, ProviderError> {
-        Stream::finish(self, sink)
+    /// Ends the stream: completes the remaining tool calls and returns the
+    /// turn. A stream that ended before `[DONE]` and before any
+    /// `finish_reason` was cut off: that is a [`ProviderError::Network`].
+    fn finish(mut self, sink: &mut dyn FnMut(Event)) -> Result<ChatResponse, ProviderError> {
+        if !self.done && self.finish.is_none() {
+            return Err(ProviderError::Network(if self.started {
+                "stream ended mid-message: the connection closed before `finish_reason` or `[DONE]`"
+                    .to_owned()
+            } else {
+                "stream ended mid-message: the connection closed before any chunk".to_owned()
+            }));
+        }
+        self.complete_all(sink)?;
+        let tool_calls: Vec<ToolCall> = self
+            .calls
+            .into_values()
+            .map(|call| ToolCall {
+                id: call.id,
+                name: call.name,
+                arguments: call.arguments,
+            })
+            .collect();
+        // Ollama and llama.cpp say `stop` even when the turn calls tools;
+        // what matters to the agent is that it must answer them.
+        let finish_reason = match self.finish {
+            _ if self.refused => FinishReason::ContentFilter,
+            Some(FinishReason::Stop) | None if !tool_calls.is_empty() => FinishReason::ToolCalls,
+            Some(reason) => reason,
+            None => FinishReason::Stop,
+        };
+        Ok(ChatResponse {
+            message: AssistantMessage {
+                text: String::new(),
+                tool_calls,
+            },
+            finish_reason,
+            usage: self.usage,
+        })
     }
 }
 
@@ -608,7 +592,7 @@ mod tests {
 
     #[test]
     fn crlf_line_endings() {
-        assert_eq!(run_whole(&TEXT.replace('\n', "\r\n")), run_whole(TEXT));
+        testing::assert_crlf_invariant(TEXT, Stream::new);
     }
 
     /// Two parallel calls: ids and names in the first fragment of each,
@@ -687,9 +671,7 @@ mod tests {
             }]
         );
         assert!(
-            !events
-                .iter()
-                .any(|e| matches!(e, Event::ToolCallCompleted(_))),
+            testing::completed_calls(&events).is_empty(),
             "an invalid call must not be reported complete: {events:?}"
         );
         testing::assert_split_invariant(transcript, Stream::new);
@@ -771,22 +753,10 @@ mod tests {
 
     #[test]
     fn complete_once_finish_reason_arrives() {
-        let mut stream = Stream::new();
-        let mut sink = |_| {};
-        let mut seen = Vec::new();
-        provider::replay_sse([TEXT.as_bytes()], |event| {
-            let flow = stream.on_event(&event.as_ref(), &mut sink);
-            seen.push((
-                event.data.contains("finish_reason\":\"stop"),
-                stream.is_complete(),
-            ));
-            flow
-        })
-        .unwrap();
-        let first_complete = seen.iter().position(|(_, complete)| *complete).unwrap();
+        let first = testing::first_complete(TEXT, Stream::new);
         assert!(
-            seen[first_complete].0,
-            "complete exactly at the finish_reason chunk: {seen:?}"
+            first.data.contains("finish_reason\":\"stop"),
+            "complete exactly at the finish_reason chunk: {first:?}"
         );
     }
 
@@ -892,13 +862,7 @@ mod tests {
         ];
         for (transcript, kind) in cases {
             let transcript = format!("{transcript}\n\n");
-            let got = match run_whole(&transcript).0 {
-                Err(ProviderError::RateLimit(_)) => "rate-limit",
-                Err(ProviderError::ContextLength(_)) => "context-length",
-                Err(ProviderError::Server(_)) => "server",
-                Err(ProviderError::Protocol(_)) => "protocol",
-                other => panic!("{transcript}: unexpected {other:?}"),
-            };
+            let got = testing::error_kind(&run_whole(&transcript).0);
             assert_eq!(got, kind, "{transcript}");
         }
     }
@@ -906,12 +870,7 @@ mod tests {
     #[test]
     fn model_list() {
         let body = br#"{"object":"list","data":[{"id":"gpt-4.1","object":"model","created":1,"owned_by":"system"},{"id":"o3","object":"model"}]}"#;
-        let ids: Vec<String> = parse_models(body)
-            .unwrap()
-            .into_iter()
-            .map(|m| m.id)
-            .collect();
-        assert_eq!(ids, vec!["gpt-4.1", "o3"]);
+        assert_eq!(testing::model_ids(parse_models(body)), ["gpt-4.1", "o3"]);
         let vllm = br#"{"data":[{"id":"qwen","max_model_len":32768},{"id":"or","context_length":8000,"top_provider":{"max_completion_tokens":1000},"architecture":{"input_modalities":["text","image"]}}]}"#;
         let got = parse_models(vllm).unwrap();
         assert_eq!(got[0].context_window, Some(32768));

@@ -4,6 +4,9 @@ use std::collections::BTreeMap;
 
 type Files = BTreeMap<String, String>;
 
+/// Paths and texts, as [`files`] takes them.
+type Entries<'a> = &'a [(&'a str, &'a str)];
+
 fn files(entries: &[(&str, &str)]) -> Files {
     entries
         .iter()
@@ -46,6 +49,26 @@ fn failure(patch: &str, before: &Files) -> String {
     }
 }
 
+/// The patch fails with a message starting `start`.
+fn assert_fails(patch: &str, before: &Files, start: &str) {
+    let message = failure(patch, before);
+    assert!(message.starts_with(start), "{message}");
+}
+
+/// The patch fails with a message that says `part`.
+fn assert_fails_with(patch: &str, before: &Files, part: &str) {
+    let message = failure(patch, before);
+    assert!(message.contains(part), "{message}");
+}
+
+/// The patch applies: the files after it, its summary and its preview.
+fn assert_applies(patch: &str, before: &Files, after: &Files, summary_: &str, preview: &str) {
+    assert_eq!(&apply(patch, before), after);
+    let changes = plan_on(patch, before).unwrap();
+    assert_eq!(summary(&changes), summary_);
+    assert_eq!(preview_of(&changes), preview);
+}
+
 fn invalid_patch(patch: &str) -> String {
     match error(patch, &Files::new()) {
         Error::InvalidArguments(m) => m,
@@ -59,20 +82,13 @@ const NUMBERS: &str = "one\ntwo\nthree\nfour\nfive\nsix\nseven\neight\nnine\nten
 fn add_file() {
     let patch =
         "*** Begin Patch\n*** Add File: path/new.txt\n+line one\n+\n+line two\n*** End Patch";
-    let after = apply(patch, &Files::new());
-    assert_eq!(after, files(&[("path/new.txt", "line one\n\nline two\n")]));
-    let changes = plan_on(patch, &Files::new()).unwrap();
-    assert_eq!(summary(&changes), "A path/new.txt");
-    assert_eq!(
-        preview_of(&changes),
-        "--- /dev/null\n+++ b/path/new.txt\n@@ -0,0 +1,3 @@\n+line one\n+\n+line two\n"
+    assert_applies(
+        patch,
+        &Files::new(),
+        &files(&[("path/new.txt", "line one\n\nline two\n")]),
+        "A path/new.txt",
+        "--- /dev/null\n+++ b/path/new.txt\n@@ -0,0 +1,3 @@\n+line one\n+\n+line two\n",
     );
-}
-
-#[test]
-fn add_empty_file_and_normalised_path() {
-    let patch = "*** Begin Patch\n*** Add File: ./a/../empty.txt\n*** End Patch";
-    assert_eq!(apply(patch, &Files::new()), files(&[("empty.txt", "")]));
 }
 
 #[test]
@@ -124,45 +140,82 @@ fn update_with_several_hunks() {
     );
 }
 
-#[test]
-fn first_hunk_may_omit_its_at_at_line() {
-    let before = files(&[("f", "a\nb\nc\n")]);
-    let patch = "*** Begin Patch\n*** Update File: f\n a\n-b\n+B\n*** End Patch";
-    assert_eq!(apply(patch, &before)["f"], "a\nB\nc\n");
+/// `f`, holding `before`, after the update hunks `hunks`.
+fn update_f(before: &str, hunks: &str) -> String {
+    let patch = format!("*** Begin Patch\n*** Update File: f\n{hunks}\n*** End Patch");
+    apply(&patch, &files(&[("f", before)])).remove("f").unwrap()
 }
 
-#[test]
-fn at_at_line_picks_the_occurrence() {
-    let before = files(&[("f.rs", "fn a() {\n    x();\n}\nfn b() {\n    x();\n}\n")]);
-    let patch =
-        "*** Begin Patch\n*** Update File: f.rs\n@@ fn b() {\n-    x();\n+    y();\n*** End Patch";
-    assert_eq!(
-        apply(patch, &before)["f.rs"],
-        "fn a() {\n    x();\n}\nfn b() {\n    y();\n}\n"
-    );
-}
+const TWO_FNS: &str = "fn a() {\n    x();\n}\nfn b() {\n    x();\n}\n";
 
+/// How one file's text reads after an update: `before`, the hunks, `after`.
 #[test]
-fn at_at_line_repeated_as_first_context_line() {
-    let before = files(&[("f.rs", "fn a() {\n    x();\n}\n")]);
-    let patch = "*** Begin Patch\n*** Update File: f.rs\n@@ fn a() {\n fn a() {\n-    x();\n+    y();\n*** End Patch";
-    assert_eq!(apply(patch, &before)["f.rs"], "fn a() {\n    y();\n}\n");
-}
-
-#[test]
-fn unified_range_after_at_at_is_ignored() {
-    let before = files(&[("f", "a\nb\nc\n")]);
-    let patch = "*** Begin Patch\n*** Update File: f\n@@ -1,3 +1,3 @@\n a\n-b\n+B\n*** End Patch";
-    assert_eq!(apply(patch, &before)["f"], "a\nB\nc\n");
-}
-
-#[test]
-fn pure_addition_goes_after_the_at_at_line_or_at_the_end() {
-    let before = files(&[("f", "a\nb\nc\n")]);
-    let after_header = "*** Begin Patch\n*** Update File: f\n@@ a\n+inserted\n*** End Patch";
-    assert_eq!(apply(after_header, &before)["f"], "a\ninserted\nb\nc\n");
-    let appended = "*** Begin Patch\n*** Update File: f\n@@\n+appended\n*** End Patch";
-    assert_eq!(apply(appended, &before)["f"], "a\nb\nc\nappended\n");
+fn updates_of_one_file() {
+    let cases = [
+        // The first hunk may omit its `@@` line.
+        ("a\nb\nc\n", " a\n-b\n+B", "a\nB\nc\n"),
+        // The `@@` line picks the occurrence.
+        (
+            TWO_FNS,
+            "@@ fn b() {\n-    x();\n+    y();",
+            "fn a() {\n    x();\n}\nfn b() {\n    y();\n}\n",
+        ),
+        // The `@@` line repeated as the first context line.
+        (
+            "fn a() {\n    x();\n}\n",
+            "@@ fn a() {\n fn a() {\n-    x();\n+    y();",
+            "fn a() {\n    y();\n}\n",
+        ),
+        // A unified range after `@@` is ignored.
+        ("a\nb\nc\n", "@@ -1,3 +1,3 @@\n a\n-b\n+B", "a\nB\nc\n"),
+        // A pure addition goes after the `@@` line, or at the end.
+        ("a\nb\nc\n", "@@ a\n+inserted", "a\ninserted\nb\nc\n"),
+        ("a\nb\nc\n", "@@\n+appended", "a\nb\nc\nappended\n"),
+        // A missing final newline is kept unless the last line changes.
+        ("a\nb\nc", "-a\n+A\n b\n c", "A\nb\nc"),
+        ("a\nb\nc", " b\n-c\n+C", "a\nb\nC\n"),
+        ("a\nb\nc", " c\n+d\n*** End of File", "a\nb\nc\nd\n"),
+        // The end-of-file marker anchors the hunk at the end.
+        (
+            "x\nend\nx\nend\n",
+            " x\n-end\n+END\n*** End of File",
+            "x\nend\nx\nEND\n",
+        ),
+        // CRLF files stay CRLF.
+        (
+            "one\r\ntwo\r\nthree\r\n",
+            " one\n-two\n+2\n+2.5\n three",
+            "one\r\n2\r\n2.5\r\nthree\r\n",
+        ),
+        // Unicode content.
+        (
+            "héllo wörld\n日本語\n🦀 crab\nend\n",
+            " héllo wörld\n-日本語\n+中文 — ok\n 🦀 crab",
+            "héllo wörld\n中文 — ok\n🦀 crab\nend\n",
+        ),
+        // Whitespace differences match (trailing spaces dropped, a tab
+        // written as spaces) and the file's own text is kept.
+        (
+            "def f():\n    x = 1   \n\treturn x\n",
+            " def f():\n-    x = 1\n+    x = 2\n    return x",
+            "def f():\n    x = 2\n\treturn x\n",
+        ),
+        // An exact match wins over an earlier loose one.
+        ("  a\nb\na\nb\n", " a\n-b\n+B", "  a\nb\na\nB\n"),
+        // Typographic punctuation matches ASCII.
+        (
+            "say “hi” – it’s fine\nnext\n",
+            " say \"hi\" - it's fine\n-next\n+then",
+            "say “hi” – it’s fine\nthen\n",
+        ),
+    ];
+    for (before, hunks, after) in cases {
+        assert_eq!(
+            update_f(before, hunks),
+            after,
+            "before {before:?}, hunks {hunks:?}"
+        );
+    }
 }
 
 #[test]
@@ -176,23 +229,13 @@ fn move_with_changes() {
 -pub fn f() {}
 +pub fn g() {}
 *** End Patch";
-    assert_eq!(
-        apply(patch, &before),
-        files(&[("other.rs", "x\n"), ("src/renamed.rs", "pub fn g() {}\n")])
+    assert_applies(
+        patch,
+        &before,
+        &files(&[("other.rs", "x\n"), ("src/renamed.rs", "pub fn g() {}\n")]),
+        "R src/lib.rs -> src/renamed.rs",
+        "--- a/src/lib.rs\n+++ b/src/renamed.rs\n@@ -1 +1 @@\n-pub fn f() {}\n+pub fn g() {}\n",
     );
-    let changes = plan_on(patch, &before).unwrap();
-    assert_eq!(summary(&changes), "R src/lib.rs -> src/renamed.rs");
-    assert_eq!(
-        preview_of(&changes),
-        "--- a/src/lib.rs\n+++ b/src/renamed.rs\n@@ -1 +1 @@\n-pub fn f() {}\n+pub fn g() {}\n"
-    );
-}
-
-#[test]
-fn move_without_hunks() {
-    let before = files(&[("a.txt", "same\n")]);
-    let patch = "*** Begin Patch\n*** Update File: a.txt\n*** Move to: b/a.txt\n*** End Patch";
-    assert_eq!(apply(patch, &before), files(&[("b/a.txt", "same\n")]));
 }
 
 /// Codex replaces the destination of a move; the preview shows what goes.
@@ -200,14 +243,15 @@ fn move_without_hunks() {
 fn move_onto_an_existing_file_replaces_it() {
     let before = files(&[("a", "1\n"), ("b", "2\n")]);
     let patch = "*** Begin Patch\n*** Update File: a\n*** Move to: b\n@@\n-1\n+one\n*** End Patch";
-    assert_eq!(apply(patch, &before), files(&[("b", "one\n")]));
+    assert_applies(
+        patch,
+        &before,
+        &files(&[("b", "one\n")]),
+        "R a -> b",
+        "--- a/b\n+++ /dev/null\n@@ -1 +0,0 @@\n-2\n--- a/a\n+++ b/b\n@@ -1 +1 @@\n-1\n+one\n",
+    );
     let changes = plan_on(patch, &before).unwrap();
     assert_eq!(changes[0].replaced.as_deref(), Some("2\n"));
-    assert_eq!(summary(&changes), "R a -> b");
-    assert_eq!(
-        preview_of(&changes),
-        "--- a/b\n+++ /dev/null\n@@ -1 +0,0 @@\n-2\n--- a/a\n+++ b/b\n@@ -1 +1 @@\n-1\n+one\n"
-    );
 }
 
 /// Codex writes an added file whether or not it exists.
@@ -225,39 +269,28 @@ fn add_over_an_existing_file_replaces_it() {
 /// of the same name in one patch cannot both be written.
 #[test]
 fn files_and_directories_of_one_name_are_refused() {
-    let message = failure(
+    assert_fails(
         "*** Begin Patch\n*** Add File: d/f\n+x\n*** Add File: d\n+y\n*** End Patch",
         &Files::new(),
+        "cannot write `d`: it is a directory, which this patch needs for `d/f`",
     );
-    assert!(
-        message
-            .starts_with("cannot write `d`: it is a directory, which this patch needs for `d/f`"),
-        "{message}"
-    );
-    let message = failure(
+    assert_fails(
         "*** Begin Patch\n*** Add File: d\n+y\n*** Add File: d/e/f\n+x\n*** End Patch",
         &Files::new(),
+        "cannot write `d/e/f`: `d` is a file in this patch, not a directory",
     );
-    assert!(
-        message.starts_with("cannot write `d/e/f`: `d` is a file in this patch, not a directory"),
-        "{message}"
-    );
-    // A file deleted first may become a directory.
-    let before = files(&[("d", "old\n")]);
-    let patch = "*** Begin Patch\n*** Delete File: d\n*** Add File: d/f\n+x\n*** End Patch";
-    assert_eq!(apply(patch, &before), files(&[("d/f", "x\n")]));
 }
 
 #[test]
 fn delete_file() {
     let before = files(&[("old.txt", "bye\n"), ("keep.txt", "hi\n")]);
     let patch = "*** Begin Patch\n*** Delete File: old.txt\n*** End Patch";
-    assert_eq!(apply(patch, &before), files(&[("keep.txt", "hi\n")]));
-    let changes = plan_on(patch, &before).unwrap();
-    assert_eq!(summary(&changes), "D old.txt");
-    assert_eq!(
-        preview_of(&changes),
-        "--- a/old.txt\n+++ /dev/null\n@@ -1 +0,0 @@\n-bye\n"
+    assert_applies(
+        patch,
+        &before,
+        &files(&[("keep.txt", "hi\n")]),
+        "D old.txt",
+        "--- a/old.txt\n+++ /dev/null\n@@ -1 +0,0 @@\n-bye\n",
     );
 }
 
@@ -304,10 +337,10 @@ fn later_operations_see_earlier_ones() {
 *** End Patch";
     assert_eq!(apply(patch, &Files::new()), files(&[("f", "two\n")]));
     let delete_twice = "*** Begin Patch\n*** Delete File: f\n*** Delete File: f\n*** End Patch";
-    let message = failure(delete_twice, &files(&[("f", "x\n")]));
-    assert!(
-        message.starts_with("cannot delete `f`: it does not exist"),
-        "{message}"
+    assert_fails(
+        delete_twice,
+        &files(&[("f", "x\n")]),
+        "cannot delete `f`: it does not exist",
     );
 }
 
@@ -347,13 +380,11 @@ fn missing_context_names_file_hunk_and_lines_and_applies_nothing() {
 fn missing_at_at_line_is_reported() {
     let before = files(&[("f", "a\nb\n")]);
     let patch = "*** Begin Patch\n*** Update File: f\n@@ fn nowhere()\n-a\n+A\n*** End Patch";
-    let message = failure(patch, &before);
-    assert!(
-        message.starts_with(
-            "`f`, hunk 1 of 1: no line `fn nowhere()` (from `@@ fn nowhere()`) was found; \
-             the text after `@@` must equal a whole line of the file"
-        ),
-        "{message}"
+    assert_fails(
+        patch,
+        &before,
+        "`f`, hunk 1 of 1: no line `fn nowhere()` (from `@@ fn nowhere()`) was found; \
+             the text after `@@` must equal a whole line of the file",
     );
 }
 
@@ -361,54 +392,21 @@ fn missing_at_at_line_is_reported() {
 fn hunks_out_of_order_are_explained() {
     let before = files(&[("f", NUMBERS)]);
     let patch = "*** Begin Patch\n*** Update File: f\n@@\n-five\n+5\n@@\n-two\n+2\n*** End Patch";
-    let message = failure(patch, &before);
-    assert!(
-        message.contains(
-            "They occur at line 2, before the previous hunk; hunks must be in file order."
-        ),
-        "{message}"
+    assert_fails_with(
+        patch,
+        &before,
+        "They occur at line 2, before the previous hunk; hunks must be in file order.",
     );
 }
 
 #[test]
-fn unicode_content() {
-    let before = files(&[("i18n.txt", "héllo wörld\n日本語\n🦀 crab\nend\n")]);
-    let patch = "\
-*** Begin Patch
-*** Update File: i18n.txt
- héllo wörld
--日本語
-+中文 — ok
- 🦀 crab
-*** End Patch";
-    assert_eq!(
-        apply(patch, &before)["i18n.txt"],
-        "héllo wörld\n中文 — ok\n🦀 crab\nend\n"
-    );
-}
-
-#[test]
-fn missing_final_newline_is_kept_unless_the_last_line_changes() {
-    let before = files(&[("f", "a\nb\nc")]);
-    let elsewhere = "*** Begin Patch\n*** Update File: f\n-a\n+A\n b\n c\n*** End Patch";
-    assert_eq!(apply(elsewhere, &before)["f"], "A\nb\nc");
-    let last = "*** Begin Patch\n*** Update File: f\n b\n-c\n+C\n*** End Patch";
-    assert_eq!(apply(last, &before)["f"], "a\nb\nC\n");
-    let appended = "*** Begin Patch\n*** Update File: f\n c\n+d\n*** End of File\n*** End Patch";
-    assert_eq!(apply(appended, &before)["f"], "a\nb\nc\nd\n");
-}
-
-#[test]
-fn end_of_file_marker_anchors_the_hunk_at_the_end() {
-    let before = files(&[("f", "x\nend\nx\nend\n")]);
+fn end_of_file_marker_not_at_the_end_is_not_found() {
     let patch =
         "*** Begin Patch\n*** Update File: f\n x\n-end\n+END\n*** End of File\n*** End Patch";
-    assert_eq!(apply(patch, &before)["f"], "x\nend\nx\nEND\n");
-    let not_at_end = files(&[("f", "x\nend\ny\n")]);
-    let message = failure(patch, &not_at_end);
-    assert!(
-        message.contains("were not found at the end of the file:\n  |x\n  |end"),
-        "{message}"
+    assert_fails_with(
+        patch,
+        &files(&[("f", "x\nend\ny\n")]),
+        "were not found at the end of the file:\n  |x\n  |end",
     );
 }
 
@@ -422,89 +420,69 @@ fn end_of_file_marker_then_another_hunk_is_refused() {
     );
 }
 
+/// A patch sent with CRLF line endings reads the same.
 #[test]
-fn crlf_files_stay_crlf() {
-    let before = files(&[("win.txt", "one\r\ntwo\r\nthree\r\n")]);
-    let patch =
-        "*** Begin Patch\n*** Update File: win.txt\n one\n-two\n+2\n+2.5\n three\n*** End Patch";
+fn crlf_patches_read_the_same() {
+    let patch = "*** Begin Patch\n*** Update File: f\n one\n-two\n+2\n three\n*** End Patch";
+    let before = files(&[("f", "one\r\ntwo\r\nthree\r\n")]);
     assert_eq!(
-        apply(patch, &before)["win.txt"],
-        "one\r\n2\r\n2.5\r\nthree\r\n"
-    );
-    // A patch sent with CRLF line endings reads the same.
-    let crlf_patch = patch.replace('\n', "\r\n");
-    assert_eq!(
-        apply(&crlf_patch, &before)["win.txt"],
-        "one\r\n2\r\n2.5\r\nthree\r\n"
+        apply(&patch.replace('\n', "\r\n"), &before)["f"],
+        "one\r\n2\r\nthree\r\n"
     );
 }
 
+/// The files before, the patch, the files after.
 #[test]
-fn whitespace_differences_match_and_keep_the_files_text() {
-    let before = files(&[("f.py", "def f():\n    x = 1   \n\treturn x\n")]);
-    // Trailing spaces dropped, tab written as spaces.
-    let patch = "\
-*** Begin Patch
-*** Update File: f.py
- def f():
--    x = 1
-+    x = 2
-    return x
-*** End Patch";
-    assert_eq!(
-        apply(patch, &before)["f.py"],
-        "def f():\n    x = 2\n\treturn x\n"
-    );
-}
-
-#[test]
-fn exact_match_wins_over_an_earlier_loose_one() {
-    let before = files(&[("f", "  a\nb\na\nb\n")]);
-    let patch = "*** Begin Patch\n*** Update File: f\n a\n-b\n+B\n*** End Patch";
-    assert_eq!(apply(patch, &before)["f"], "  a\nb\na\nB\n");
-}
-
-#[test]
-fn typographic_punctuation_matches_ascii() {
-    let before = files(&[("f", "say “hi” – it’s fine\nnext\n")]);
-    let patch =
-        "*** Begin Patch\n*** Update File: f\n say \"hi\" - it's fine\n-next\n+then\n*** End Patch";
-    assert_eq!(apply(patch, &before)["f"], "say “hi” – it’s fine\nthen\n");
-}
-
-#[test]
-fn blank_lines_between_sections_are_not_context() {
-    let before = files(&[("f", "a\nb\n")]);
-    let patch = "*** Begin Patch\n\n*** Update File: f\n a\n-b\n+c\n\n\n*** End Patch\n\n";
-    assert_eq!(apply(patch, &before)["f"], "a\nc\n");
-}
-
-#[test]
-fn heredoc_wrapper_is_accepted() {
-    let patch = "<<'EOF'\n*** Begin Patch\n*** Add File: f\n+x\n*** End Patch\nEOF\n";
-    assert_eq!(apply(patch, &Files::new()), files(&[("f", "x\n")]));
+fn patches_leave_these_files() {
+    let cases: [(Entries, &str, Entries); 5] = [
+        // An empty added file, its path normalised.
+        (
+            &[],
+            "*** Begin Patch\n*** Add File: ./a/../empty.txt\n*** End Patch",
+            &[("empty.txt", "")],
+        ),
+        // A move without hunks.
+        (
+            &[("a.txt", "same\n")],
+            "*** Begin Patch\n*** Update File: a.txt\n*** Move to: b/a.txt\n*** End Patch",
+            &[("b/a.txt", "same\n")],
+        ),
+        // A file deleted first may become a directory.
+        (
+            &[("d", "old\n")],
+            "*** Begin Patch\n*** Delete File: d\n*** Add File: d/f\n+x\n*** End Patch",
+            &[("d/f", "x\n")],
+        ),
+        // Blank lines between sections are not context.
+        (
+            &[("f", "a\nb\n")],
+            "*** Begin Patch\n\n*** Update File: f\n a\n-b\n+c\n\n\n*** End Patch\n\n",
+            &[("f", "a\nc\n")],
+        ),
+        // A heredoc wrapper is accepted.
+        (
+            &[],
+            "<<'EOF'\n*** Begin Patch\n*** Add File: f\n+x\n*** End Patch\nEOF\n",
+            &[("f", "x\n")],
+        ),
+    ];
+    for (before, patch, after) in cases {
+        assert_eq!(apply(patch, &files(before)), files(after), "{patch:?}");
+    }
 }
 
 #[test]
 fn existence_errors() {
     let before = files(&[("here.txt", "x\n")]);
-    let update = failure(
+    assert_fails(
         "*** Begin Patch\n*** Update File: gone.txt\n-x\n+y\n*** End Patch",
         &before,
+        "cannot update `gone.txt`: it does not exist; use `*** Add File: gone.txt`",
     );
-    assert!(
-        update.starts_with(
-            "cannot update `gone.txt`: it does not exist; use `*** Add File: gone.txt`"
-        ),
-        "{update}"
-    );
-    let delete = failure(
+    assert_fails(
         "*** Begin Patch\n*** Delete File: gone.txt\n*** End Patch",
         &before,
-    );
-    assert!(
-        delete.starts_with("cannot delete `gone.txt`: it does not exist"),
-        "{delete}"
+        "cannot delete `gone.txt`: it does not exist",
     );
 }
 
