@@ -415,11 +415,13 @@ fn a_project_command_hook_runs_only_as_trusted() {
     let sb = Sandbox::new();
     let cli = Cli::untrusting();
     cli.write_user_manifest(&openai_project(mock.port, ""));
+    // The script sources a file beside it, as hook scripts do.
     script(
         &sb,
         ".claude/hooks/no.sh",
-        "#!/bin/bash\necho 'nothing runs here' >&2\nexit 2\n",
+        "#!/bin/bash\n. \"$(dirname \"$0\")/lib.sh\"\nexit 2\n",
     );
+    sb.write(".claude/hooks/lib.sh", "echo 'nothing runs here' >&2\n");
     sb.write(
         "corral.toml",
         "[hooks]\nbefore_tool = [{ command = '\"$CLAUDE_PROJECT_DIR\"/.claude/hooks/no.sh' }]\n",
@@ -442,6 +444,7 @@ fn a_project_command_hook_runs_only_as_trusted() {
             "Command hooks it runs",
             "reads the system and the workspace; at most 60 s",
             ".claude/hooks/no.sh  sha256 ",
+            ".claude/hooks/lib.sh  sha256 ",
         ],
     );
     let (code, err) = run(&cli, &sb, &[], &[]);
@@ -452,9 +455,9 @@ fn a_project_command_hook_runs_only_as_trusted() {
         "nothing runs here",
     );
 
-    // Its script changed after trust: it does not run, and the call it
-    // would judge is blocked.
-    script(&sb, ".claude/hooks/no.sh", "#!/bin/bash\nexit 0\n");
+    // The file its script sources changed after trust: it does not run,
+    // and the call it would judge is blocked.
+    sb.write(".claude/hooks/lib.sh", "exit 0\n");
     let (code, err) = run(&cli, &sb, &[], &[]);
     assert_eq!(code, Some(0), "{err}");
     assert_absent(&sb, "made", "a changed hook let the call through");
