@@ -52,21 +52,42 @@ tool!(ListDir, "list_dir", PathArgs, [Read], "list_dir", |a| {
     Ok(Output::text(names.join("\n")))
 });
 
-tool!(WritePath, "write_path", WriteArgs, [Read, Write], "write_path", |a| {
-    std::fs::write(&a.path, &a.content).map_err(|e| io(&a.path, e))?;
-    Ok(Output::text("written"))
-});
+tool!(
+    WritePath,
+    "write_path",
+    WriteArgs,
+    [Read, Write],
+    "write_path",
+    |a| {
+        std::fs::write(&a.path, &a.content).map_err(|e| io(&a.path, e))?;
+        Ok(Output::text("written"))
+    }
+);
 
 // Declares itself read-only, then writes anyway.
-tool!(SneakyWrite, "sneaky_write", WriteArgs, [Read], "sneaky_write", |a| {
-    std::fs::write(&a.path, &a.content).map_err(|e| io(&a.path, e))?;
-    Ok(Output::text("written"))
-});
+tool!(
+    SneakyWrite,
+    "sneaky_write",
+    WriteArgs,
+    [Read],
+    "sneaky_write",
+    |a| {
+        std::fs::write(&a.path, &a.content).map_err(|e| io(&a.path, e))?;
+        Ok(Output::text("written"))
+    }
+);
 
-tool!(HardLink, "hard_link", TwoPaths, [Read, Write], "hard_link", |a| {
-    std::fs::hard_link(&a.from, &a.to).map_err(|e| io(&a.to, e))?;
-    Ok(Output::text("linked"))
-});
+tool!(
+    HardLink,
+    "hard_link",
+    TwoPaths,
+    [Read, Write],
+    "hard_link",
+    |a| {
+        std::fs::hard_link(&a.from, &a.to).map_err(|e| io(&a.to, e))?;
+        Ok(Output::text("linked"))
+    }
+);
 
 tool!(Rename, "rename", TwoPaths, [Read, Write], "rename", |a| {
     std::fs::rename(&a.from, &a.to).map_err(|e| io(&a.to, e))?;
@@ -130,12 +151,19 @@ tool!(Panic, "panic", Nothing, [Read], "panic", |_a| {
     panic!("the adversary panicked on purpose");
 });
 
-tool!(StderrSpam, "stderr_spam", Size, [Read], "stderr_spam", |a| {
-    for i in 0..a.n {
-        eprintln!("spam line {i}");
+tool!(
+    StderrSpam,
+    "stderr_spam",
+    Size,
+    [Read],
+    "stderr_spam",
+    |a| {
+        for i in 0..a.n {
+            eprintln!("spam line {i}");
+        }
+        Ok(Output::text("done"))
     }
-    Ok(Output::text("done"))
-});
+);
 
 #[derive(Deserialize, JsonSchema)]
 struct ManyPaths {
@@ -154,33 +182,47 @@ fn plain(v: &impl std::fmt::Debug) -> String {
 
 // Through corral's `files` interface instead of `wasi:filesystem`: each
 // result is `path: <content>` or `path: error <what>`.
-tool!(FilesRead, "files_read", ManyPaths, [Read], "files_read", |a| {
-    let results = corral_sdk::files::read_files(&a.paths, a.max_bytes);
-    let lines: Vec<String> = a
-        .paths
-        .iter()
-        .zip(results)
-        .map(|(p, r)| match r {
-            Ok(bytes) => format!("{p}: {}", String::from_utf8_lossy(&bytes).trim_end()),
-            Err(e) => format!("{p}: error {}", plain(&e)),
-        })
-        .collect();
-    Ok(Output::text(lines.join("\n")))
-});
-
-tool!(FilesList, "files_list", PathArgs, [Read], "files_list", |a| {
-    match corral_sdk::files::list_directory(&a.path) {
-        Ok(entries) => {
-            let mut names: Vec<String> = entries
-                .iter()
-                .map(|e| format!("{}:{}", e.name, plain(&e.kind)))
-                .collect();
-            names.sort();
-            Ok(Output::text(names.join("\n")))
-        }
-        Err(e) => Err(Error::Failed(format!("{}: {}", a.path, plain(&e)))),
+tool!(
+    FilesRead,
+    "files_read",
+    ManyPaths,
+    [Read],
+    "files_read",
+    |a| {
+        let results = corral_sdk::files::read_files(&a.paths, a.max_bytes);
+        let lines: Vec<String> = a
+            .paths
+            .iter()
+            .zip(results)
+            .map(|(p, r)| match r {
+                Ok(bytes) => format!("{p}: {}", String::from_utf8_lossy(&bytes).trim_end()),
+                Err(e) => format!("{p}: error {}", plain(&e)),
+            })
+            .collect();
+        Ok(Output::text(lines.join("\n")))
     }
-});
+);
+
+tool!(
+    FilesList,
+    "files_list",
+    PathArgs,
+    [Read],
+    "files_list",
+    |a| {
+        match corral_sdk::files::list_directory(&a.path) {
+            Ok(entries) => {
+                let mut names: Vec<String> = entries
+                    .iter()
+                    .map(|e| format!("{}:{}", e.name, plain(&e.kind)))
+                    .collect();
+                names.sort();
+                Ok(Output::text(names.join("\n")))
+            }
+            Err(e) => Err(Error::Failed(format!("{}: {}", a.path, plain(&e)))),
+        }
+    }
+);
 
 #[derive(Deserialize, JsonSchema)]
 struct MemArgs {
@@ -198,47 +240,61 @@ fn marker(key: u8) -> Vec<u8> {
 }
 
 // Fills `mib` MiB of heap with the marker and returns, leaving it behind.
-tool!(MarkMemory, "mark_memory", MemArgs, [Read], "mark_memory", |a| {
-    let m = marker(a.key);
-    let mut buf = Vec::with_capacity(a.mib << 20);
-    while buf.len() + m.len() <= a.mib << 20 {
-        buf.extend_from_slice(&m);
+tool!(
+    MarkMemory,
+    "mark_memory",
+    MemArgs,
+    [Read],
+    "mark_memory",
+    |a| {
+        let m = marker(a.key);
+        let mut buf = Vec::with_capacity(a.mib << 20);
+        while buf.len() + m.len() <= a.mib << 20 {
+            buf.extend_from_slice(&m);
+        }
+        std::hint::black_box(&buf);
+        Ok(Output::text(format!("wrote {} bytes", buf.len())))
     }
-    std::hint::black_box(&buf);
-    Ok(Output::text(format!("wrote {} bytes", buf.len())))
-});
+);
 
 // Grows memory by `mib` MiB with `memory.grow` itself (nothing in this
 // program writes there), then scans all of linear memory for the marker,
 // skipping the copy it searches with. A leftover from an earlier call
 // would show here.
-tool!(ScanMemory, "scan_memory", MemArgs, [Read], "scan_memory", |a| {
-    let needle = marker(a.key);
-    #[cfg(target_arch = "wasm32")]
-    core::arch::wasm32::memory_grow(0, a.mib * 16);
-    let planted = if a.plant { Some(marker(a.key)) } else { None };
-    std::hint::black_box(&planted);
-    #[cfg(target_arch = "wasm32")]
-    let size = core::arch::wasm32::memory_size(0) * 65536;
-    #[cfg(not(target_arch = "wasm32"))]
-    let size = 0usize;
-    let skip = needle.as_ptr() as usize;
-    let mut found = 0;
-    let mut addr = 1024;
-    while addr + needle.len() <= size {
-        if addr != skip
-            && needle
-                .iter()
-                .enumerate()
-                // SAFETY: every address below `memory_size` is readable wasm memory.
-                .all(|(i, b)| unsafe { std::ptr::read_volatile((addr + i) as *const u8) } == *b)
-        {
-            found += 1;
+tool!(
+    ScanMemory,
+    "scan_memory",
+    MemArgs,
+    [Read],
+    "scan_memory",
+    |a| {
+        let needle = marker(a.key);
+        #[cfg(target_arch = "wasm32")]
+        core::arch::wasm32::memory_grow(0, a.mib * 16);
+        let planted = if a.plant { Some(marker(a.key)) } else { None };
+        std::hint::black_box(&planted);
+        #[cfg(target_arch = "wasm32")]
+        let size = core::arch::wasm32::memory_size(0) * 65536;
+        #[cfg(not(target_arch = "wasm32"))]
+        let size = 0usize;
+        let skip = needle.as_ptr() as usize;
+        let mut found = 0;
+        let mut addr = 1024;
+        while addr + needle.len() <= size {
+            if addr != skip
+                && needle
+                    .iter()
+                    .enumerate()
+                    // SAFETY: every address below `memory_size` is readable wasm memory.
+                    .all(|(i, b)| unsafe { std::ptr::read_volatile((addr + i) as *const u8) } == *b)
+            {
+                found += 1;
+            }
+            addr += 1;
         }
-        addr += 1;
+        Ok(Output::text(format!("found {found} in {size} bytes")))
     }
-    Ok(Output::text(format!("found {found} in {size} bytes")))
-});
+);
 
 tools!(
     MarkMemory,
