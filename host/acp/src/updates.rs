@@ -130,7 +130,8 @@ impl Updates {
                 out["content"] = json!([diff]);
             }
         }
-        out
+        // The raw input, the paths and the diff are the model's text too.
+        inert_value(out)
     }
 
     /// The edit `tool` makes of `path`, as an ACP diff.
@@ -164,6 +165,21 @@ impl Updates {
     }
 }
 
+/// `value` with every string in it (keys too) made inert: an editor shows
+/// a call's raw input and output, and decodes `\u001b` back to an escape.
+fn inert_value(value: Value) -> Value {
+    match value {
+        Value::String(s) => Value::String(inert(&s).into_owned()),
+        Value::Array(items) => Value::Array(items.into_iter().map(inert_value).collect()),
+        Value::Object(map) => Value::Object(
+            map.into_iter()
+                .map(|(k, v)| (inert(&k).into_owned(), inert_value(v)))
+                .collect(),
+        ),
+        other => other,
+    }
+}
+
 /// A chunk of text of `kind` (`agent_message_chunk`, `user_message_chunk`).
 fn chunk(kind: &str, text: &str) -> Value {
     json!({"sessionUpdate": kind, "content": {"type": "text", "text": inert(text)}})
@@ -178,7 +194,7 @@ fn ended(id: &str, outcome: &ToolOutcome) -> Value {
         "content": [{"type": "content", "content": {"type": "text", "text": inert(&outcome.content)}}],
     });
     if let Some(data) = &outcome.data {
-        update["rawOutput"] = data.clone();
+        update["rawOutput"] = inert_value(data.clone());
     }
     update
 }
@@ -276,6 +292,16 @@ mod tests {
         assert_eq!(first[0]["locations"][0]["path"], "/ws/a.txt");
         assert_eq!(first[0]["content"][0]["newText"], "new\n");
         assert_eq!(first[1]["status"], "in_progress");
+        let hidden = call(
+            "c-2",
+            "write_file",
+            json!({"path": "a\u{1b}[8m.txt", "content": "x\u{1b}]52;c;eA==\u{7}", "k\u{1b}": 1}),
+        );
+        let shown = updates.tool_call(&hidden).to_string();
+        assert!(
+            !shown.contains("\\u001b") && !shown.contains('\u{1b}'),
+            "{shown}"
+        );
         let again = updates.of(&Event::ToolCallBegin { call: c });
         assert_eq!(again.len(), 1, "{again:?}");
         let end = updates.of(&Event::ToolCallEnd {
