@@ -76,13 +76,13 @@ fn check(client: &str, out: &Value, sb: &Sandbox) {
             text.contains("the needle is on line two"),
             "{client}, read {i}: {call}"
         );
-        let structured = call["structured"]["text"].as_str().unwrap_or_default();
-        assert!(
-            structured.contains("the needle is on line two"),
-            "{client}: read {i}'s structuredContent lacks the file's text: {call}"
+        assert_eq!(
+            text.matches("the needle is on line two").count(),
+            1,
+            "{client}, read {i}: {call}"
         );
-        // The data stays beside the payload.
-        assert_eq!(call["structured"]["lines_shown"], 3, "{client}: {call}");
+        // The text is sent once: no structuredContent repeats it.
+        assert_eq!(call["structured"], Value::Null, "{client}, read {i}: {call}");
     }
     let refused = &calls[2];
     assert_eq!(refused["is_error"], true, "{client}: {refused}");
@@ -94,11 +94,12 @@ fn check(client: &str, out: &Value, sb: &Sandbox) {
     );
     let grep = &calls[3];
     assert_eq!(grep["is_error"], false, "{client}: {grep}");
-    let lines = grep["structured"]["text"].as_str().unwrap_or_default();
+    let lines = grep["text"].as_str().unwrap_or_default();
     assert!(
         lines.contains("notes.txt") && lines.contains("the needle is on line two"),
-        "{client}: grep's structuredContent lacks its lines: {grep}"
+        "{client}: grep's content lacks its lines: {grep}"
     );
+    assert_eq!(grep["structured"], Value::Null, "{client}: {grep}");
     let annotations = |name: &str| {
         out["tools"]
             .as_array()

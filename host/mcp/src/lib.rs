@@ -557,43 +557,20 @@ pub fn mcp_tool(spec: &ToolSpec) -> Tool {
     Tool::new(spec.name.clone(), spec.description.clone(), schema).with_annotations(annotations)
 }
 
-/// The key of `structuredContent` that carries the tool's text.
-pub const STRUCTURED_TEXT: &str = "text";
-
-/// A dispatched call's outcome as a `tools/call` result: the text whole in
-/// `content`, `isError` for a refusal, invalid arguments or a failure, and
-/// the tool's structured data as `structuredContent` with the text under
-/// [`STRUCTURED_TEXT`] beside it. Some clients (Codex) hand the model
-/// `structuredContent` instead of `content`, and a tool's data alone is
-/// only about its text (`read_file`'s byte count, not the file), so the
-/// text goes in too; MCP wants an object, so any other value is wrapped as
-/// `{"value": …}`. Data that already holds another [`STRUCTURED_TEXT`] is
-/// left out rather than sent without the payload.
+/// A dispatched call's outcome as a `tools/call` result: the text once, in
+/// `content`, and `isError` for a refusal, invalid arguments or a failure.
+/// No tool corral serves declares an `outputSchema`, so no
+/// `structuredContent` is sent: a client that prefers it to `content`
+/// (Codex) reads `content` when it is absent, and sending the text in both
+/// doubled every read on the wire. A tool's data (`read_file`'s line count)
+/// is about its text, which says the same in words.
 pub fn call_result(outcome: ToolOutcome) -> CallToolResult {
-    let structured = outcome.data.and_then(|data| {
-        let mut object = match data {
-            serde_json::Value::Object(o) => o,
-            other => serde_json::Map::from_iter([("value".to_owned(), other)]),
-        };
-        match object.get(STRUCTURED_TEXT) {
-            None => {
-                object.insert(STRUCTURED_TEXT.to_owned(), outcome.content.clone().into());
-                Some(serde_json::Value::Object(object))
-            }
-            Some(text) if text.as_str() == Some(outcome.content.as_str()) => {
-                Some(serde_json::Value::Object(object))
-            }
-            Some(_) => None,
-        }
-    });
     let content = vec![ContentBlock::text(outcome.content)];
-    let mut result = if outcome.is_error {
+    if outcome.is_error {
         CallToolResult::error(content)
     } else {
         CallToolResult::success(content)
-    };
-    result.structured_content = structured;
-    result
+    }
 }
 
 /// The property of the approval form that widens an approval to the rest of
