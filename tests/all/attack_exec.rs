@@ -10,6 +10,7 @@ use crate::support::cassette::{answer_turn, calls_turn};
 use crate::support::git::{git, repo};
 use crate::support::manifest::openai_project;
 use crate::support::mock::*;
+use crate::support::model::calls_then;
 use crate::support::output::printed;
 use crate::support::text::{has, has_all, lacks};
 use crate::support::tui::Pane;
@@ -55,10 +56,7 @@ fn a_formatter_hook_gets_file_names_never_options_and_cannot_write_git_config() 
         write_call("w1", "--plugin=./evil.mjs", "export default {}\n"),
         write_call("w2", "ok.mjs", "let a=1\n"),
     ];
-    let mock = MockServer::start(move |n, _| match n {
-        0 => Reply::Sse(openai_sse("", &calls)),
-        _ => Reply::Sse(openai_sse("Done.", &[])),
-    });
+    let mock = calls_then("", calls, "Done.");
     let hooks = format!(
         r#"
 [plugins.format]

@@ -12,6 +12,7 @@ use crate::support::cassette::{answer_turn, calls_turn, slow_answer_turn};
 use crate::support::log::of_type;
 use crate::support::manifest::{KEYS, both_providers};
 use crate::support::mock::*;
+use crate::support::model::calls_then;
 use crate::support::output::assert_exit;
 use crate::support::process::{self, wait_bounded, wait_for};
 use crate::*;
@@ -244,13 +245,11 @@ fn sigkill_during_a_multi_file_apply_patch_then_resume_leaves_all_or_none() {
     let mut recovered = 0;
     for delay in KILL_DELAYS_MS {
         let patch = patch_of(&FILES);
-        let openai = MockServer::start(move |n, _| match n {
-            0 => Reply::Sse(openai_sse(
-                "Patching. ",
-                &[("patch_1", "apply_patch", json!({ "patch": patch }))],
-            )),
-            _ => Reply::Sse(openai_sse("Resumed.", &[])),
-        });
+        let openai = calls_then(
+            "Patching. ",
+            vec![("patch_1", "apply_patch", json!({ "patch": patch }))],
+            "Resumed.",
+        );
         let sb = Sandbox::new();
         let olds: Vec<String> = FILES
             .iter()

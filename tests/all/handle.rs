@@ -1,6 +1,7 @@
 //! A session driven through the library's handle alone — no CLI: ops in,
 //! events out, approvals answered with an op, an interrupt mid-stream.
 
+use crate::support::model::calls_then;
 use crate::support::run::argv;
 use crate::support::run::{answering, openai_workspace};
 use crate::support::text::{has, has_all};
@@ -272,16 +273,14 @@ fn json_runs_answer_approvals_on_stdin() {
     use crate::support::mock::*;
     use serde_json::{Value, json};
 
-    let mock = MockServer::start(|n, _| match n {
-        0 => Reply::Sse(openai_sse(
-            "Writing two files. ",
-            &[
-                write_call("w1", "a.txt", "first\n"),
-                write_call("w2", "b.txt", "second\n"),
-            ],
-        )),
-        _ => Reply::Sse(openai_sse("Done.", &[])),
-    });
+    let mock = calls_then(
+        "Writing two files. ",
+        vec![
+            write_call("w1", "a.txt", "first\n"),
+            write_call("w2", "b.txt", "second\n"),
+        ],
+        "Done.",
+    );
     let sb = openai_workspace(mock.port, "");
     let cli = Cli::new();
     let child = answering(&cli, &sb, "write them", "sk-test");
@@ -342,10 +341,7 @@ fn json_approvals_survive_bad_lines_and_a_closed_stdin() {
     use serde_json::Value;
     use std::io::{BufRead as _, Write as _};
 
-    let mock = MockServer::start(|n, _| match n {
-        0 => Reply::Sse(openai_sse("", &[write_call("w1", "a.txt", "x\n")])),
-        _ => Reply::Sse(openai_sse("Fine.", &[])),
-    });
+    let mock = calls_then("", vec![write_call("w1", "a.txt", "x\n")], "Fine.");
     let sb = openai_workspace(mock.port, "");
     let cli = Cli::new();
     let mut child = answering(&cli, &sb, "write it", "sk-test");

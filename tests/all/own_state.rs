@@ -16,6 +16,7 @@
 
 use crate::support::manifest::{KEYS, both_providers};
 use crate::support::mock::*;
+use crate::support::model::calls_then;
 use crate::support::output::{printed, stderr};
 use crate::support::process::wait_bounded;
 use crate::support::run::argv_with;
@@ -393,10 +394,7 @@ fn turn_into_links() -> (Sandbox, MockServer) {
         write_call("w1", "d/config", "mine\n"),
         write_call("w2", "e/corral.toml", "mine\n"),
     ];
-    let model = MockServer::start(move |i, _| match i {
-        0 => Reply::Sse(openai_sse("Writing. ", &calls)),
-        _ => Reply::Sse(openai_sse("Done.", &[])),
-    });
+    let model = calls_then("Writing. ", calls, "Done.");
     let sb = Sandbox::new();
     sb.write(".git/config", "[core]\n\tbare = false\n");
     sb.write("d/keep", "");
@@ -567,10 +565,7 @@ fn a_formatter_hook_run_with_the_workspace_at_home_cannot_reach_corrals_state() 
     std::fs::set_permissions(&fmt, std::fs::Permissions::from_mode(0o755)).expect("chmod");
     std::fs::create_dir(ws.join("work")).expect("work");
     let calls: Vec<Call> = vec![write_call("w1", "work/ok.mjs", "let a=1\n")];
-    let model = MockServer::start(move |n, _| match n {
-        0 => Reply::Sse(openai_sse("", &calls)),
-        _ => Reply::Sse(openai_sse("Done.", &[])),
-    });
+    let model = calls_then("", calls, "Done.");
     let fmt = fmt.display().to_string();
     home.project(
         &ws,
