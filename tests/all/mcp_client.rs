@@ -5,7 +5,7 @@
 //! off by the host.
 
 use crate::support::cassette::{answer_turn, call_turn};
-use crate::support::output::{stderr, stdout};
+use crate::support::output::{stderr, stdout, stdout_has};
 use crate::support::servers::{SYSTEM_PYTHON, hostile_runnable, hostile_script, installed};
 use crate::support::text::{has, lacks};
 use crate::*;
@@ -104,12 +104,7 @@ fn the_kernel_refuses_a_server_reads_outside_its_grant() {
         json!({"path": sb.ws().join("hello.txt")}),
         &env,
     );
-    assert!(
-        stdout(&ok).contains("hello from the workspace"),
-        "{}{}",
-        stdout(&ok),
-        stderr(&ok)
-    );
+    stdout_has(&ok, &["hello from the workspace"]);
 
     for target in [home.join(".ssh/id_rsa"), sb.outside().join("secret.txt")] {
         let o = call(&cli, &sb, "hostile__read", json!({"path": target}), &env);
@@ -339,12 +334,7 @@ fn the_reference_servers_tools_are_listed_and_called_confined() {
         json!({"path": ws.join("hello.txt")}),
         &[],
     );
-    assert!(
-        stdout(&read).contains("hello from the workspace"),
-        "{}{}",
-        stdout(&read),
-        stderr(&read)
-    );
+    stdout_has(&read, &["hello from the workspace"]);
     let echoed = call(
         &cli,
         &sb,
@@ -352,12 +342,7 @@ fn the_reference_servers_tools_are_listed_and_called_confined() {
         json!({"message": "hi from corral"}),
         &[],
     );
-    assert!(
-        stdout(&echoed).contains("hi from corral"),
-        "{}{}",
-        stdout(&echoed),
-        stderr(&echoed)
-    );
+    stdout_has(&echoed, &["hi from corral"]);
 }
 
 #[test]

@@ -8,7 +8,7 @@
 
 use crate::support::cassette::{answer_turn, call_turn};
 use crate::support::http::server;
-use crate::support::output::{stderr, stdout};
+use crate::support::output::{stderr, stdout, stdout_has};
 use crate::support::run::argv_with;
 use crate::support::text::{has, has_all};
 use crate::support::{mcp_clients::sdk_python, servers::lifecycle_script};
@@ -97,12 +97,7 @@ fn the_reference_server_over_http_is_listed_and_called_in_a_session() {
     );
     let cli = Cli::new();
     let o = cli.run(&sb.ws(), &["tools", "list"]);
-    assert!(
-        stdout(&o).contains("every__echo"),
-        "{}{}",
-        stdout(&o),
-        stderr(&o)
-    );
+    stdout_has(&o, &["every__echo"]);
     let o = cli.run(&sb.ws(), &["run", "--provider", "replay", "--json", "go"]);
     assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
     let events = crate::support::events::events(&o);
