@@ -439,3 +439,18 @@ pub fn write_call(id: &'static str, path: &str, content: &str) -> Call {
         serde_json::json!({"path": path, "content": content}),
     )
 }
+
+/// A model's call `id` to `read_file` of `path`.
+pub fn read_call(id: &'static str, path: &str) -> Call {
+    (id, "read_file", serde_json::json!({"path": path}))
+}
+
+/// A model's call `id` to `run_command` with the shell line `command`.
+pub fn command_call(id: &'static str, command: &str) -> Call {
+    (id, "run_command", serde_json::json!({"command": command}))
+}
+
+/// A model's call `id` to `run_command` with the words `argv`, no shell.
+pub fn argv_call(id: &'static str, argv: &[&str]) -> Call {
+    (id, "run_command", serde_json::json!({"argv": argv}))
+}
