@@ -132,7 +132,7 @@ fn mcp_elicitations_show_the_whole_call_made_visible() {
 #[test]
 fn the_ui_modal_wraps_the_call_and_approves_only_once_all_of_it_was_shown() {
     use crate::support::cassette::streamed_turn;
-    use crate::support::tui::{Pane, SCREEN_TIMEOUT};
+    use crate::support::tui::SCREEN_TIMEOUT;
     let sb = Sandbox::new();
     // Longer than the modal: the tail is below its last row.
     let mut script: Vec<String> = (1..=40).map(|i| format!("echo step {i}")).collect();
@@ -152,9 +152,7 @@ fn the_ui_modal_wraps_the_call_and_approves_only_once_all_of_it_was_shown() {
         &crate::support::tui::replay_manifest("", ", delay_ms = 5"),
     );
     let cli = Cli::new();
-    crate::support::tui::trust(&cli, &sb);
-    let command = crate::support::tui::ui_command(&cli, &sb.ws(), "sleep 600");
-    let Some(pane) = Pane::ready(&command) else {
+    let Some(pane) = crate::support::tui::trusted_pane(&cli, &sb) else {
         return;
     };
     pane.submit("run the steps");

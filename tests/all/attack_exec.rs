@@ -13,7 +13,6 @@ use crate::support::mock::*;
 use crate::support::model::calls_then;
 use crate::support::output::printed;
 use crate::support::text::{has, has_all, lacks};
-use crate::support::tui::Pane;
 use crate::*;
 use serde_json::{Value, json};
 use std::path::Path;
@@ -291,9 +290,7 @@ fn diff_in_the_ui_runs_nothing_the_repository_names() {
     crate::support::cassette::write(&sb, "c.json", &[] as &[Value]);
     sb.write("corral.toml", &crate::support::tui::replay_manifest("", ""));
     let cli = Cli::new();
-    crate::support::tui::trust(&cli, &sb);
-    let command = crate::support::tui::ui_command(&cli, &sb.ws(), "sleep 600");
-    let Some(pane) = Pane::ready(&command) else {
+    let Some(pane) = crate::support::tui::trusted_pane(&cli, &sb) else {
         return;
     };
     pane.submit("/diff");

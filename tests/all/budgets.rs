@@ -7,7 +7,7 @@ use crate::support::output::assert_exit;
 use crate::support::output::{stderr, stdout};
 use crate::support::run::argv_with;
 use crate::support::run::tool_call;
-use crate::support::text::{has, lacks};
+use crate::support::text::{has, lacks, tail};
 use crate::*;
 use corral_test_programs::BUDGETS;
 use std::process::Output;
@@ -67,11 +67,7 @@ fn log_lines_are_capped_per_call_not_only_per_line() {
         &argv_with("-v tool call log_flood --args", r#"{"n":20000}"#),
     );
     let err = stderr(&o);
-    assert!(
-        o.status.success(),
-        "{}",
-        &err[err.len().saturating_sub(2000)..]
-    );
+    assert!(o.status.success(), "{}", tail(&err, 2000));
     assert!(
         o.stderr.len() < 1 << 20,
         "{} bytes of log reached stderr",
@@ -80,7 +76,7 @@ fn log_lines_are_capped_per_call_not_only_per_line() {
     assert!(
         err.contains("dropped") && err.contains("256 KiB per call"),
         "{}",
-        &err[err.len().saturating_sub(2000)..]
+        tail(&err, 2000)
     );
 }
 
@@ -99,7 +95,7 @@ fn huge_error_text_is_cut_to_the_output_limit() {
     assert!(
         err.contains("error text cut at 65536 of 8388608 bytes (limits.output_kb)"),
         "{}",
-        &err[err.len().saturating_sub(300)..]
+        tail(&err, 300)
     );
 }
 

@@ -207,6 +207,14 @@ pub fn plugin_toml(name: &str, wasm: &str, rest: &str) -> String {
     format!("[plugins.{name}]\nsource = {wasm:?}\n{rest}\n")
 }
 
+/// [`plugin_toml`] of each of `plugins` (name, wasm, rest), in order.
+pub fn plugins_toml(plugins: &[(&str, &str, &str)]) -> String {
+    plugins
+        .iter()
+        .map(|(name, wasm, rest)| plugin_toml(name, wasm, rest))
+        .collect()
+}
+
 pub async fn call(
     plugins: &Plugins,
     tool: &str,

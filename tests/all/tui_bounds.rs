@@ -4,7 +4,7 @@
 //! interrupted.
 
 use crate::support::cassette::{self, streamed_turn};
-use crate::support::text::lacks;
+use crate::support::text::{lacks, tail};
 use crate::support::tui::Pane;
 use crate::*;
 use std::path::Path;
@@ -160,6 +160,6 @@ fn closing_the_terminal_ends_corral_and_closes_the_session() {
     assert!(
         log.contains("\"interrupted\""),
         "the session was not closed as interrupted: {}",
-        &log[log.len().saturating_sub(2000)..]
+        tail(&log, 2000)
     );
 }

@@ -8,7 +8,7 @@ use crate::support::events::{events, find, label, labels};
 use crate::support::output::{assert_exit, printed, stderr, stdout};
 use crate::support::run::replay_events;
 use crate::support::run::tool_call;
-use crate::support::text::{has, has_all, lacks};
+use crate::support::text::{has, has_all, lacks, tail};
 use crate::{Cli, Sandbox, workspace_and_cli};
 use serde_json::json;
 use std::io::{BufRead, BufReader, Write};
@@ -306,7 +306,7 @@ fn an_endless_body_is_cut_with_a_note_and_read_no_further() {
     assert!(
         text.contains("[the body was cut: only its first 2097152 bytes were read"),
         "{}",
-        &text[text.len().saturating_sub(600)..]
+        tail(&text, 600)
     );
     // The plugin stopped reading at its cap: the server could push only
     // what the cap and the socket buffers hold, not the 256 MiB it offered.

@@ -1,5 +1,6 @@
 //! Checks on text a test got back (a command's output, a file, a screen),
-//! each failing with the text in full.
+//! each failing with the text in full; and the tail of a text too long to
+//! show whole.
 
 /// Fails the test, showing `text`, unless it contains `needle`.
 #[track_caller]
@@ -29,4 +30,14 @@ pub fn lacks_all(text: &str, needles: &[&str]) {
     for needle in needles {
         lacks(text, needle);
     }
+}
+
+/// About the last `n` bytes of `text` (from a character's start), to show
+/// in a failure message when the whole would be too long.
+pub fn tail(text: &str, n: usize) -> &str {
+    let mut at = text.len().saturating_sub(n);
+    while !text.is_char_boundary(at) {
+        at -= 1;
+    }
+    &text[at..]
 }
