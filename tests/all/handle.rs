@@ -326,11 +326,7 @@ fn json_runs_answer_approvals_on_stdin() {
         "first\n"
     );
     assert!(!sb.ws().join("b.txt").exists());
-    let reqs = mock.requests();
-    assert_eq!(
-        openai_tool_result(&reqs[1], "w2"),
-        "not run: b.txt is not yours to write"
-    );
+    assert_sent(&mock, 1, "w2", "not run: b.txt is not yours to write");
 }
 
 /// A bad line on stdin is reported and skipped; closing stdin refuses what
@@ -361,9 +357,11 @@ fn json_approvals_survive_bad_lines_and_a_closed_stdin() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     has(&stderr, "stdin line 1 is not an op");
     assert!(!sb.ws().join("a.txt").exists());
-    assert_eq!(
-        openai_tool_result(&mock.requests()[1], "w1"),
-        "not run: stdin closed before the approval was answered"
+    assert_sent(
+        &mock,
+        1,
+        "w1",
+        "not run: stdin closed before the approval was answered",
     );
 }
 

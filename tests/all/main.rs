@@ -186,6 +186,11 @@ impl Sandbox {
         let manifest = self.manifest(toml)?;
         runtime().load(&manifest).await.map_err(|e| e.to_string())
     }
+
+    /// [`Sandbox::load`] of one plugin's table ([`plugin_toml`]).
+    pub async fn load_plugin(&self, name: &str, wasm: &str, rest: &str) -> Result<Plugins, String> {
+        self.load(&plugin_toml(name, wasm, rest)).await
+    }
 }
 
 /// A fresh workspace and a CLI of its own ([`Cli::new`]): where most tests

@@ -67,10 +67,11 @@ fn ask_mode_shows_the_diff_and_waits_for_yes() {
 fn saying_no_tells_the_model_why() {
     let (mock, sb, _cli, _screen) = asked_on_pty("n not in this folder\n");
     assert!(!sb.ws().join("new.txt").exists());
-    let reqs = mock.requests();
-    assert_eq!(
-        openai_tool_result(&reqs[1], "w1"),
-        "not run: the user declined: not in this folder"
+    assert_sent(
+        &mock,
+        1,
+        "w1",
+        "not run: the user declined: not in this folder",
     );
 }
 

@@ -21,7 +21,7 @@ async fn docs_read_only() -> (Sandbox, Plugins) {
 }
 
 async fn adversary(sb: &Sandbox, rest: &str) -> Plugins {
-    sb.load(&plugin_toml("adversary", ADVERSARY, rest))
+    sb.load_plugin("adversary", ADVERSARY, rest)
         .await
         .expect("load adversary")
 }
@@ -531,7 +531,7 @@ async fn net_plugin(sb: &Sandbox, name: &str, wasm: &str, granted: Option<u16>) 
     let rest = granted
         .map(|port| format!("grants.net = [\"http://127.0.0.1:{port}\"]"))
         .unwrap_or_default();
-    sb.load(&plugin_toml(name, wasm, &rest))
+    sb.load_plugin(name, wasm, &rest)
         .await
         .unwrap_or_else(|e| panic!("{name} loads with grants.net {granted:?}: {e}"))
 }
@@ -607,7 +607,7 @@ async fn sha256_pin_is_enforced() {
     let sb = Sandbox::new();
     let wrong = "0".repeat(64);
     let err = sb
-        .load(&plugin_toml("echo", ECHO, &format!("sha256 = \"{wrong}\"")))
+        .load_plugin("echo", ECHO, &format!("sha256 = \"{wrong}\""))
         .await
         .expect_err("mismatch refused");
     has(&err, "the manifest pins");
@@ -615,7 +615,7 @@ async fn sha256_pin_is_enforced() {
     use sha2::Digest;
     let right = hex::encode(sha2::Sha256::digest(&bytes));
     let p = sb
-        .load(&plugin_toml("echo", ECHO, &format!("sha256 = \"{right}\"")))
+        .load_plugin("echo", ECHO, &format!("sha256 = \"{right}\""))
         .await
         .expect("matching pin loads");
     assert_eq!(
@@ -628,11 +628,7 @@ async fn sha256_pin_is_enforced() {
 async fn plugin_config_is_readable_and_private() {
     let sb = Sandbox::new();
     let p = sb
-        .load(&plugin_toml(
-            "echo",
-            ECHO,
-            "config = { model = \"m1\", depth = 3 }",
-        ))
+        .load_plugin("echo", ECHO, "config = { model = \"m1\", depth = 3 }")
         .await
         .expect("load");
     for (key, value) in [("model", "m1"), ("depth", "3"), ("other", "<unset>")] {
@@ -644,7 +640,7 @@ async fn plugin_config_is_readable_and_private() {
 #[tokio::test]
 async fn bad_arguments_are_a_clear_tool_error() {
     let sb = Sandbox::new();
-    let p = sb.load(&plugin_toml("echo", ECHO, "")).await.expect("load");
+    let p = sb.load_plugin("echo", ECHO, "").await.expect("load");
     match call(&p, "echo", json!({"txt": 1})).await {
         Err(ToolError::InvalidArguments(m)) => assert!(m.contains("missing field `text`"), "{m}"),
         other => panic!("{other:?}"),

@@ -245,6 +245,13 @@ pub fn openai_tool_result(req: &Captured, id: &str) -> String {
         .to_owned()
 }
 
+/// Fails the test unless the `n`th request (from 0) that `mock` served
+/// told the model `want` as the result of call `id` ([`openai_tool_result`]).
+#[track_caller]
+pub fn assert_sent(mock: &MockServer, n: usize, id: &str, want: &str) {
+    assert_eq!(openai_tool_result(&mock.requests()[n], id), want);
+}
+
 /// Checks an OpenAI request: tools declared, and every assistant tool call
 /// answered by exactly one `tool` message before the next turn.
 pub fn check_openai_request(req: &Captured, key: &str) {

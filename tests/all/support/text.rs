@@ -41,3 +41,16 @@ pub fn tail(text: &str, n: usize) -> &str {
     }
     &text[at..]
 }
+
+/// Fails the test, showing `text`, unless it contains each of `needles`
+/// after the one before.
+#[track_caller]
+pub fn has_in_order(text: &str, needles: &[&str]) {
+    let mut rest = text;
+    for needle in needles {
+        let at = rest
+            .find(needle)
+            .unwrap_or_else(|| panic!("`{needle}` missing or out of order in:\n{text}"));
+        rest = &rest[at + needle.len()..];
+    }
+}
