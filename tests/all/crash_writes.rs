@@ -13,7 +13,7 @@ use crate::support::log::of_type;
 use crate::support::manifest::{KEYS, both_providers};
 use crate::support::mock::*;
 use crate::support::model::calls_then;
-use crate::support::output::assert_exit;
+use crate::support::output::{assert_exit, stdout};
 use crate::support::process::{self, wait_bounded, wait_for};
 use crate::*;
 use serde_json::{Value, json};
@@ -212,12 +212,7 @@ fn write_file_through_a_symlink_replaces_its_target_and_keeps_the_link() {
     );
     // A link that leads out of the workspace is refused, nothing written.
     let o = call(json!({"path": "out.txt", "content": "pwned"}));
-    assert_eq!(
-        o.status.code(),
-        Some(1),
-        "{}",
-        String::from_utf8_lossy(&o.stdout)
-    );
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
     assert_eq!(
         std::fs::read_to_string(sb.outside().join("secret.txt")).expect("secret"),
         SECRET

@@ -5,6 +5,7 @@
 //! off by the host.
 
 use crate::support::cassette::{answer_turn, call_turn};
+use crate::support::imports::import_config;
 use crate::support::output::{stderr, stdout, stdout_has};
 use crate::support::servers::{SYSTEM_PYTHON, hostile_runnable, hostile_script, installed};
 use crate::support::text::{has, lacks};
@@ -408,17 +409,12 @@ fn mcp_add_list_remove_and_import_edit_the_users_manifest() {
     };
     assert_eq!(names(&cli), vec!["files"]);
     // Codex's table.
-    let codex = sb.outside().join("config.toml");
-    std::fs::write(
-        &codex,
+    import_config(
+        &cli,
+        &sb,
+        "config.toml",
         "[mcp_servers.docs]\ncommand = \"docs-mcp\"\nargs = [\"-q\"]\n",
-    )
-    .expect("write");
-    let o = cli.run(
-        &sb.ws(),
-        &["mcp", "import", &codex.display().to_string(), "--yes"],
     );
-    assert!(o.status.success(), "{}", stderr(&o));
     let o = cli.run(&sb.ws(), &["mcp", "import", &claude_s, "--yes"]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(names(&cli), vec!["docs", "files", "github", "web"]);

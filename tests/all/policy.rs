@@ -6,7 +6,7 @@ use crate::support::approvals::{KEY, PROMPT, run_on_pty};
 use crate::support::manifest::openai_project;
 use crate::support::mock::*;
 use crate::support::model::{calls_then, writer};
-use crate::support::output::assert_exit;
+use crate::support::output::{assert_exit, stderr};
 use crate::support::run::argv_with;
 use crate::support::run::openai_workspace;
 use crate::support::text::{has, has_all};
@@ -101,12 +101,7 @@ fn yes_and_full_auto_run_the_write() {
         args.extend_from_slice(flags);
         args.push("write it");
         let o = cli.run_env(&sb.ws(), &args, &[KEY]);
-        assert_eq!(
-            o.status.code(),
-            Some(0),
-            "{flags:?}: {}",
-            String::from_utf8_lossy(&o.stderr)
-        );
+        assert_eq!(o.status.code(), Some(0), "{flags:?}: {}", stderr(&o));
         assert_eq!(
             std::fs::read_to_string(sb.ws().join("new.txt")).expect("written"),
             "fresh line\n",

@@ -37,11 +37,9 @@ fn a_session_in_the_terminal_ui() {
         &crate::support::tui::replay_manifest("", ", delay_ms = 30"),
     );
     let cli = Cli::new();
-    crate::support::tui::trust(&cli, &sb);
-
-    let command = crate::support::tui::ui_command(
+    let command = crate::support::tui::trusted_command(
         &cli,
-        &sb.ws(),
+        &sb,
         "printf '\\nCORRAL-EXIT=%s\\n' $?; stty -a; sleep 600",
     );
     let Some(pane) = Pane::ready(&command) else {

@@ -195,8 +195,14 @@ pub fn trust(cli: &Cli, sb: &Sandbox) {
 /// exit) once its project is trusted ([`trust`]), at its empty prompt;
 /// `None` where tmux is missing, as [`Pane::ready`].
 pub fn trusted_pane(cli: &Cli, sb: &Sandbox) -> Option<Pane> {
+    Pane::ready(&trusted_command(cli, sb, "sleep 600"))
+}
+
+/// [`ui_command`] in `sb`'s workspace, then `after`, once its project is
+/// trusted ([`trust`]).
+pub fn trusted_command(cli: &Cli, sb: &Sandbox, after: &str) -> String {
     trust(cli, sb);
-    Pane::ready(&ui_command(cli, &sb.ws(), "sleep 600"))
+    ui_command(cli, &sb.ws(), after)
 }
 
 /// The manifest the UI tests play a cassette with: the `replay` provider
