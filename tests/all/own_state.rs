@@ -137,6 +137,14 @@ fn guest_toml(grant: &str, outside: bool) -> String {
     )
 }
 
+/// A home that is also the workspace, its project `toml` trusted.
+fn at_home(toml: &str) -> (Home, PathBuf) {
+    let home = Home::new();
+    let ws = home.path();
+    home.project(&ws, toml);
+    (home, ws)
+}
+
 #[test]
 fn a_plugin_granted_the_home_directory_reads_and_writes_none_of_corrals_state() {
     let home = Home::new();
@@ -187,10 +195,7 @@ fn a_plugin_granted_the_home_directory_reads_and_writes_none_of_corrals_state() 
 
 #[test]
 fn with_the_workspace_at_home_no_path_or_symlink_of_a_plugin_reaches_corrals_state() {
-    let home = Home::new();
-    let ws = home.path();
-    home.project(
-        &ws,
+    let (home, ws) = at_home(
         "[plugins.fs]\nsource = \"builtin:fs\"\ngrants.fs = [{ path = \".\", access = \"rw\" }]\n",
     );
     std::os::unix::fs::symlink(".local/share/corral", ws.join("st")).expect("symlink");
@@ -224,10 +229,7 @@ fn with_the_workspace_at_home_no_path_or_symlink_of_a_plugin_reaches_corrals_sta
 
 #[test]
 fn a_program_run_with_the_workspace_at_home_cannot_reach_corrals_state() {
-    let home = Home::new();
-    let ws = home.path();
-    home.project(
-        &ws,
+    let (home, ws) = at_home(
         "[plugins.shell]\nsource = \"builtin:shell\"\n\
          grants.exec = [{ program = \"sh\", args = [\"-c\", \"*\"] }]\n",
     );

@@ -10,7 +10,7 @@
 
 use crate::support::manifest::openai_project;
 use crate::support::mock::{Call, Captured, MockServer, Reply, openai_sse, openai_tool_result};
-use crate::support::output::{assert_exit, stdout};
+use crate::support::output::{assert_exit, ok_stdout, stdout};
 use crate::support::text::{has, has_all, lacks};
 use crate::*;
 use serde_json::{Value, json};
@@ -387,8 +387,7 @@ fn skill_folders_and_calls_that_escape_are_refused() {
     lacks(&requests[1].body.to_string(), "OUTSIDE-SECRET-42");
 
     let o = cli.run(&sb.ws(), &["skills", "list"]);
-    assert_exit(&o, 0);
-    let text = stdout(&o);
+    let text = ok_stdout(&o, "corral skills list");
     has_all(
         &text,
         &[

@@ -5,7 +5,7 @@
 
 use crate::support::cassette::{answer_turn, call_turn};
 use crate::support::events::{events, find, label, labels};
-use crate::support::output::{assert_exit, printed, stderr, stdout};
+use crate::support::output::{assert_exit, ok_stdout, printed, stderr, stdout};
 use crate::support::run::replay_events;
 use crate::support::run::tool_call;
 use crate::support::text::{has, has_all, lacks, tail};
@@ -168,8 +168,7 @@ fn an_html_page_comes_back_as_markdown_without_scripts() {
     let sb = granted(&[origin(&site)]);
     let cli = Cli::new();
     let o = tool_call(&cli, &sb, "web_fetch", json!({"url": site.url("/notes")}));
-    assert_exit(&o, 0);
-    let text = stdout(&o);
+    let text = ok_stdout(&o, "web_fetch /notes");
     has_all(
         &text,
         &[
