@@ -11,7 +11,7 @@ use crate::support::run::argv_with;
 use crate::support::skip;
 use crate::support::text::{has, lacks};
 use crate::*;
-use serde_json::json;
+use serde_json::{Value, json};
 
 /// `corral ARGS` in `workspace` as [`Cli::run`] runs it, but without the
 /// `--workspace` it puts last, which would end up among the arguments of
@@ -36,23 +36,25 @@ fn npm() -> bool {
     false
 }
 
+/// A sandbox with Claude Code's `.mcp.json` of `servers` (its
+/// `mcpServers`) outside the workspace; the file's path.
+fn claude_config(servers: Value) -> (Sandbox, String) {
+    let sb = Sandbox::new();
+    let claude = sb.outside().join("claude-mcp.json");
+    std::fs::write(&claude, json!({ "mcpServers": servers }).to_string()).expect("claude-mcp.json");
+    let claude = claude.display().to_string();
+    (sb, claude)
+}
+
 #[test]
 fn an_npx_entry_of_a_claude_mcp_json_is_installed_once_and_runs_without_network() {
     if !npm() {
         return;
     }
-    let sb = Sandbox::new();
-    let claude = sb.outside().join("claude-mcp.json");
-    std::fs::write(
-        &claude,
-        json!({"mcpServers": {"everything": {
-            "command": "npx",
-            "args": ["-y", "@modelcontextprotocol/server-everything@2026.8.31"]
-        }}})
-        .to_string(),
-    )
-    .expect("claude-mcp.json");
-    let claude = claude.display().to_string();
+    let (sb, claude) = claude_config(json!({"everything": {
+        "command": "npx",
+        "args": ["-y", "@modelcontextprotocol/server-everything@2026.8.31"]
+    }}));
     let cli = Cli::new();
     let shown = cli.run(&sb.ws(), &["mcp", "import", &claude]);
     stdout_has(
@@ -162,15 +164,9 @@ fn a_uvx_entry_of_a_claude_mcp_json_is_installed_from_pypi_and_lists_its_tool() 
     if !pip_and_pypi() {
         return;
     }
-    let sb = Sandbox::new();
-    let claude = sb.outside().join("claude-mcp.json");
-    std::fs::write(
-        &claude,
-        json!({"mcpServers": {"fetch": {"command": "uvx", "args": ["mcp-server-fetch@2026.10.24"]}}})
-            .to_string(),
-    )
-    .expect("claude-mcp.json");
-    let claude = claude.display().to_string();
+    let (sb, claude) = claude_config(
+        json!({"fetch": {"command": "uvx", "args": ["mcp-server-fetch@2026.10.24"]}}),
+    );
     let cli = Cli::new();
     let o = cli.run(&sb.ws(), &["mcp", "import", &claude, "--yes"]);
     let said = stdout(&o);
