@@ -5,6 +5,7 @@
 use crate::support::log::session_log;
 use crate::support::manifest::{ANTHROPIC_KEY, KEYS, OPENAI_KEY, both_providers};
 use crate::support::mock::*;
+use crate::support::model::calls_then;
 use crate::support::run::{argv, argv_with};
 use crate::support::text::{has, has_all};
 use crate::*;
@@ -504,21 +505,19 @@ fn sigkill_mid_turn_then_resume_loses_nothing() {
 
 #[test]
 fn unknown_tools_and_bad_arguments_go_back_to_the_model() {
-    let openai = MockServer::start(|n, _| match n {
-        0 => Reply::Sse(openai_sse(
-            "",
-            &[
-                ("c1", "no_such_tool", json!({})),
-                ("c2", "read_file", json!({"path": 5})),
-                (
-                    "c3",
-                    "read_file",
-                    json!({"path": "hello.txt", "bogus": true}),
-                ),
-            ],
-        )),
-        _ => Reply::Sse(openai_sse("ok", &[])),
-    });
+    let openai = calls_then(
+        "",
+        vec![
+            ("c1", "no_such_tool", json!({})),
+            ("c2", "read_file", json!({"path": 5})),
+            (
+                "c3",
+                "read_file",
+                json!({"path": "hello.txt", "bogus": true}),
+            ),
+        ],
+        "ok",
+    );
     let sb = Sandbox::with_manifest(&both_providers(openai.port, 9, ""));
     let cli = Cli::new();
     let o = cli.run_env(&sb.ws(), &["run", "--provider", "openai", "go"], &KEYS);
@@ -591,13 +590,11 @@ fn ctrl_c_interrupts_and_leaves_the_log_consistent() {
 
 #[test]
 fn long_tool_output_is_cut_for_the_model_and_saved_whole() {
-    let openai = MockServer::start(|n, _| match n {
-        0 => Reply::Sse(openai_sse(
-            "",
-            &[("call_big", "read_file", json!({"path": "big.txt"}))],
-        )),
-        _ => Reply::Sse(openai_sse("seen", &[])),
-    });
+    let openai = calls_then(
+        "",
+        vec![("call_big", "read_file", json!({"path": "big.txt"}))],
+        "seen",
+    );
     let sb = Sandbox::new();
     let big: String = (0..4000)
         .map(|i| format!("line number {i} of the big file\n"))

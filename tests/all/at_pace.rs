@@ -21,7 +21,7 @@ use crate::support::manifest::{anthropic_plugin, openai_plugin};
 use crate::support::mock::{Call, anthropic_sse, openai_sse};
 use crate::support::pty;
 use crate::support::text::has;
-use crate::support::tui::{Pane, ui_command};
+use crate::support::tui::{Pane, trusted_command};
 use crate::*;
 use serde_json::{Value, json};
 use std::io::{BufRead as _, BufReader, Read as _, Write as _};
@@ -333,9 +333,8 @@ fn run_shows_a_replayed_answer_whole() {
 
 fn ui_at_pace(wire: Wire) {
     let (sb, cli) = paced_workspace(wire);
-    crate::support::tui::trust(&cli, &sb);
     let (k, v) = wire.key();
-    let command = format!("{k}={v} {}", ui_command(&cli, &sb.ws(), "sleep 600"));
+    let command = format!("{k}={v} {}", trusted_command(&cli, &sb, "sleep 600"));
     let Some(pane) = Pane::ready(&command) else {
         return;
     };

@@ -6,6 +6,7 @@
 
 use crate::support::log::of_type;
 use crate::support::mock::*;
+use crate::support::model::calls_then;
 use crate::support::run::argv_with;
 use crate::support::run::{Driven, answering, approve, deny, drive, openai_workspace, piped};
 use crate::support::text::{has, lacks};
@@ -29,13 +30,11 @@ const SHOWN: &str = "sh -c 'echo checking the build␠×300; touch PWNED'";
 
 /// The model runs [`hidden`], then answers.
 fn hiding_model() -> MockServer {
-    MockServer::start(|n, _| match n {
-        0 => Reply::Sse(openai_sse(
-            "Checking the build. ",
-            &[("s1", "run_command", json!({ "command": hidden() }))],
-        )),
-        _ => Reply::Sse(openai_sse("Done.", &[])),
-    })
+    calls_then(
+        "Checking the build. ",
+        vec![("s1", "run_command", json!({ "command": hidden() }))],
+        "Done.",
+    )
 }
 
 /// Fails the test unless the calls decided were `ids[0]`, approved, then
@@ -133,7 +132,7 @@ fn mcp_elicitations_show_the_whole_call_made_visible() {
 #[test]
 fn the_ui_modal_wraps_the_call_and_approves_only_once_all_of_it_was_shown() {
     use crate::support::cassette::streamed_turn;
-    use crate::support::tui::{Pane, SCREEN_TIMEOUT};
+    use crate::support::tui::SCREEN_TIMEOUT;
     let sb = Sandbox::new();
     // Longer than the modal: the tail is below its last row.
     let mut script: Vec<String> = (1..=40).map(|i| format!("echo step {i}")).collect();
@@ -153,9 +152,7 @@ fn the_ui_modal_wraps_the_call_and_approves_only_once_all_of_it_was_shown() {
         &crate::support::tui::replay_manifest("", ", delay_ms = 5"),
     );
     let cli = Cli::new();
-    crate::support::tui::trust(&cli, &sb);
-    let command = crate::support::tui::ui_command(&cli, &sb.ws(), "sleep 600");
-    let Some(pane) = Pane::ready(&command) else {
+    let Some(pane) = crate::support::tui::trusted_pane(&cli, &sb) else {
         return;
     };
     pane.submit("run the steps");
@@ -205,16 +202,14 @@ fn the_ui_modal_wraps_the_call_and_approves_only_once_all_of_it_was_shown() {
 /// the model's id, then each request by the id it carries: approving the
 /// first and refusing the second.
 fn two_writes_sharing(id: &'static str) {
-    let mock = MockServer::start(move |n, _| match n {
-        0 => Reply::Sse(openai_sse(
-            "Writing. ",
-            &[
-                (id, "write_file", json!({"path": "a.txt", "content": "a\n"})),
-                (id, "write_file", json!({"path": "b.txt", "content": "b\n"})),
-            ],
-        )),
-        _ => Reply::Sse(openai_sse("Done.", &[])),
-    });
+    let mock = calls_then(
+        "Writing. ",
+        vec![
+            (id, "write_file", json!({"path": "a.txt", "content": "a\n"})),
+            (id, "write_file", json!({"path": "b.txt", "content": "b\n"})),
+        ],
+        "Done.",
+    );
     let sb = openai_workspace(mock.port, "");
     let cli = Cli::new();
     let mut asked = 0;
@@ -365,13 +360,11 @@ fn empty_model_ids_cannot_share_an_approval() {
 /// corral's.
 #[test]
 fn the_provider_gets_back_the_models_own_unique_ids() {
-    let mock = MockServer::start(|n, _| match n {
-        0 => Reply::Sse(openai_sse(
-            "Reading. ",
-            &[("call_r", "read_file", json!({"path": "hello.txt"}))],
-        )),
-        _ => Reply::Sse(openai_sse("Done.", &[])),
-    });
+    let mock = calls_then(
+        "Reading. ",
+        vec![("call_r", "read_file", json!({"path": "hello.txt"}))],
+        "Done.",
+    );
     let sb = openai_workspace(mock.port, "");
     let cli = Cli::new();
     let Driven { events, stderr, .. } = drive(
@@ -493,10 +486,7 @@ fn parallel_reads_sharing_an_id_keep_their_own_labels() {
 
 #[test]
 fn a_rejected_stdin_line_is_quoted_inert_and_cut() {
-    let mock = MockServer::start(|n, _| match n {
-        0 => Reply::Sse(openai_sse("Writing. ", &[write_call("w1", "a.txt", "a\n")])),
-        _ => Reply::Sse(openai_sse("Done.", &[])),
-    });
+    let mock = calls_then("Writing. ", vec![write_call("w1", "a.txt", "a\n")], "Done.");
     let sb = openai_workspace(mock.port, "");
     let cli = Cli::new();
     // A variant name is echoed by the JSON error: escape sequences and a

@@ -10,9 +10,9 @@ use crate::support::cassette::{answer_turn, calls_turn};
 use crate::support::git::{git, repo};
 use crate::support::manifest::openai_project;
 use crate::support::mock::*;
+use crate::support::model::calls_then;
 use crate::support::output::printed;
 use crate::support::text::{has, has_all, lacks};
-use crate::support::tui::Pane;
 use crate::*;
 use serde_json::{Value, json};
 use std::path::Path;
@@ -55,10 +55,7 @@ fn a_formatter_hook_gets_file_names_never_options_and_cannot_write_git_config() 
         write_call("w1", "--plugin=./evil.mjs", "export default {}\n"),
         write_call("w2", "ok.mjs", "let a=1\n"),
     ];
-    let mock = MockServer::start(move |n, _| match n {
-        0 => Reply::Sse(openai_sse("", &calls)),
-        _ => Reply::Sse(openai_sse("Done.", &[])),
-    });
+    let mock = calls_then("", calls, "Done.");
     let hooks = format!(
         r#"
 [plugins.format]
@@ -293,9 +290,7 @@ fn diff_in_the_ui_runs_nothing_the_repository_names() {
     crate::support::cassette::write(&sb, "c.json", &[] as &[Value]);
     sb.write("corral.toml", &crate::support::tui::replay_manifest("", ""));
     let cli = Cli::new();
-    crate::support::tui::trust(&cli, &sb);
-    let command = crate::support::tui::ui_command(&cli, &sb.ws(), "sleep 600");
-    let Some(pane) = Pane::ready(&command) else {
+    let Some(pane) = crate::support::tui::trusted_pane(&cli, &sb) else {
         return;
     };
     pane.submit("/diff");

@@ -7,7 +7,7 @@ use crate::support::output::assert_exit;
 use crate::support::output::{stderr, stdout};
 use crate::support::run::argv_with;
 use crate::support::run::tool_call;
-use crate::support::text::{has, lacks};
+use crate::support::text::{has, lacks, tail};
 use crate::*;
 use corral_test_programs::BUDGETS;
 use std::process::Output;
@@ -57,6 +57,21 @@ fn header_maps_without_any_grant_are_stopped_by_the_call_budget() {
     assert!(o.status.success(), "{}", stderr(&o));
 }
 
+/// Fails the test, showing the last `shown` bytes of `text`, unless it
+/// contains every one of `needles`.
+#[track_caller]
+fn has_near_end(text: &str, needles: &[&str], shown: usize) {
+    for needle in needles {
+        assert!(text.contains(needle), "{}", tail(text, shown));
+    }
+}
+
+/// Fails the test unless the command printed less than `limit` bytes to
+/// stderr, saying how many bytes of `what`.
+fn assert_stderr_under(o: &std::process::Output, limit: usize, what: &str) {
+    assert!(o.stderr.len() < limit, "{} bytes of {what}", o.stderr.len());
+}
+
 #[test]
 fn log_lines_are_capped_per_call_not_only_per_line() {
     let sb = workspace("", "");
@@ -67,21 +82,9 @@ fn log_lines_are_capped_per_call_not_only_per_line() {
         &argv_with("-v tool call log_flood --args", r#"{"n":20000}"#),
     );
     let err = stderr(&o);
-    assert!(
-        o.status.success(),
-        "{}",
-        &err[err.len().saturating_sub(2000)..]
-    );
-    assert!(
-        o.stderr.len() < 1 << 20,
-        "{} bytes of log reached stderr",
-        o.stderr.len()
-    );
-    assert!(
-        err.contains("dropped") && err.contains("256 KiB per call"),
-        "{}",
-        &err[err.len().saturating_sub(2000)..]
-    );
+    assert!(o.status.success(), "{}", tail(&err, 2000));
+    assert_stderr_under(&o, 1 << 20, "log reached stderr");
+    has_near_end(&err, &["dropped", "256 KiB per call"], 2000);
 }
 
 #[test]
@@ -90,16 +93,12 @@ fn huge_error_text_is_cut_to_the_output_limit() {
     let cli = Cli::new();
     let o = tool_call(&cli, &sb, "big_error", r#"{"n":8}"#);
     assert_eq!(o.status.code(), Some(1));
-    assert!(
-        o.stderr.len() < 80 * 1024,
-        "{} bytes of error text printed",
-        o.stderr.len()
-    );
+    assert_stderr_under(&o, 80 * 1024, "error text printed");
     let err = stderr(&o);
-    assert!(
-        err.contains("error text cut at 65536 of 8388608 bytes (limits.output_kb)"),
-        "{}",
-        &err[err.len().saturating_sub(300)..]
+    has_near_end(
+        &err,
+        &["error text cut at 65536 of 8388608 bytes (limits.output_kb)"],
+        300,
     );
 }
 
@@ -389,11 +388,7 @@ fn a_crash_shows_the_panic_but_not_the_backtrace_hint() {
 async fn a_huge_preview_is_refused() {
     let sb = Sandbox::new();
     let plugins = sb
-        .load(&plugin_toml(
-            "budgets",
-            BUDGETS,
-            "limits = { output_kb = 64 }",
-        ))
+        .load_plugin("budgets", BUDGETS, "limits = { output_kb = 64 }")
         .await
         .expect("load");
     let plugin = plugins.plugin_for("big_preview").expect("plugin");

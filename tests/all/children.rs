@@ -6,6 +6,7 @@
 //! without a manifest, asking in `ask` mode and denied in `read-only`.
 
 use crate::support::mock::*;
+use crate::support::model::calls_then;
 use crate::support::output::report as text;
 use crate::support::skip;
 use crate::support::text::has;
@@ -483,13 +484,11 @@ fn shell_and_git_are_there_without_a_manifest() {
 
 /// The model runs `touch by-model`, then answers.
 fn commander() -> MockServer {
-    MockServer::start(|n, _| match n {
-        0 => Reply::Sse(openai_sse(
-            "Running. ",
-            &[("c1", "run_command", json!({"command": "touch by-model"}))],
-        )),
-        _ => Reply::Sse(openai_sse("Done.", &[])),
-    })
+    calls_then(
+        "Running. ",
+        vec![("c1", "run_command", json!({"command": "touch by-model"}))],
+        "Done.",
+    )
 }
 
 /// Only the provider is configured; `shell` comes from the defaults.

@@ -8,7 +8,7 @@
 use crate::support::cassette::{self, answer_turn, call_turn};
 use crate::support::log::{of_type, read_events, session_log};
 use crate::support::mock::{MockServer, Reply, openai_sse};
-use crate::support::output::{assert_exit, printed, stderr, stdout};
+use crate::support::output::{assert_exit, ok_stdout, printed, stderr};
 use crate::support::text::{has, has_all, lacks};
 use crate::support::tui::{Pane, ui_command};
 use crate::*;
@@ -84,8 +84,7 @@ fn run_expands_trusted_project_and_user_commands() {
 
     // `corral trust` shows the new and changed files with their hashes.
     let o = cli.run(&sb.ws(), &["trust", "--yes"]);
-    assert_exit(&o, 0);
-    let shown = stdout(&o);
+    let shown = ok_stdout(&o, "corral trust --yes");
     has_all(
         &shown,
         &[

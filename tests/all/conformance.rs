@@ -24,13 +24,11 @@ const KEYS: [(&str, &str); 2] = [
 /// A project manifest with both providers pointed at loopback mocks.
 fn manifest(openai_port: u16, anthropic_port: u16) -> String {
     Providers {
-        openai_port,
-        anthropic_port,
         max_iterations: 6,
         openai: r#"model = "mock-gpt", stall_timeout_ms = 5000"#,
         anthropic: r#"model = "mock-claude", stall_timeout_ms = 5000"#,
         rest: "",
-        extra: "",
+        ..Providers::mocks(openai_port, anthropic_port)
     }
     .toml()
 }

@@ -12,7 +12,8 @@ use crate::support::cassette::{answer_turn, calls_turn, slow_answer_turn};
 use crate::support::log::of_type;
 use crate::support::manifest::{KEYS, both_providers};
 use crate::support::mock::*;
-use crate::support::output::assert_exit;
+use crate::support::model::calls_then;
+use crate::support::output::{assert_exit, stdout};
 use crate::support::process::{self, wait_bounded, wait_for};
 use crate::*;
 use serde_json::{Value, json};
@@ -211,12 +212,7 @@ fn write_file_through_a_symlink_replaces_its_target_and_keeps_the_link() {
     );
     // A link that leads out of the workspace is refused, nothing written.
     let o = call(json!({"path": "out.txt", "content": "pwned"}));
-    assert_eq!(
-        o.status.code(),
-        Some(1),
-        "{}",
-        String::from_utf8_lossy(&o.stdout)
-    );
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
     assert_eq!(
         std::fs::read_to_string(sb.outside().join("secret.txt")).expect("secret"),
         SECRET
@@ -244,13 +240,11 @@ fn sigkill_during_a_multi_file_apply_patch_then_resume_leaves_all_or_none() {
     let mut recovered = 0;
     for delay in KILL_DELAYS_MS {
         let patch = patch_of(&FILES);
-        let openai = MockServer::start(move |n, _| match n {
-            0 => Reply::Sse(openai_sse(
-                "Patching. ",
-                &[("patch_1", "apply_patch", json!({ "patch": patch }))],
-            )),
-            _ => Reply::Sse(openai_sse("Resumed.", &[])),
-        });
+        let openai = calls_then(
+            "Patching. ",
+            vec![("patch_1", "apply_patch", json!({ "patch": patch }))],
+            "Resumed.",
+        );
         let sb = Sandbox::new();
         let olds: Vec<String> = FILES
             .iter()

@@ -129,11 +129,10 @@ fn a_tool_name_clash_names_tool_prefix() {
     // Different settings, so both are described and both export `echo`.
     sb.write(
         "corral.toml",
-        &format!(
-            "{}{}",
-            plugin_toml("one", ECHO, "config = { n = \"1\" }"),
-            plugin_toml("two", ECHO, "config = { n = \"2\" }")
-        ),
+        &plugins_toml(&[
+            ("one", ECHO, "config = { n = \"1\" }"),
+            ("two", ECHO, "config = { n = \"2\" }"),
+        ]),
     );
     let o = Cli::new().run(&sb.ws(), &["tools", "list"]);
     let err = stderr(&o);
@@ -143,11 +142,7 @@ fn a_tool_name_clash_names_tool_prefix() {
     // The same component with the same settings: the other message.
     sb.write(
         "corral.toml",
-        &format!(
-            "{}{}",
-            plugin_toml("one", ECHO, ""),
-            plugin_toml("two", ECHO, "")
-        ),
+        &plugins_toml(&[("one", ECHO, ""), ("two", ECHO, "")]),
     );
     let err = stderr(&Cli::new().run(&sb.ws(), &["tools", "list"]));
     has(&err, "tool_prefix = \"two_\"");

@@ -7,7 +7,7 @@
 use crate::support::mock::{MockServer, Reply, openai_sse};
 use crate::support::output::{assert_exit, printed};
 use crate::support::run::argv_with;
-use crate::support::text::{has, has_all, lacks, lacks_all};
+use crate::support::text::{has, has_all, lacks, lacks_all, tail};
 use crate::*;
 use serde_json::json;
 use std::time::{Duration, Instant};
@@ -355,7 +355,7 @@ async fn output_is_capped_with_a_notice() {
     assert!(
         out.contains("[output cut at 16384 bytes]"),
         "{}",
-        &out[out.len().saturating_sub(200)..]
+        tail(&out, 200)
     );
     assert!(out.len() < 20_000, "{}", out.len());
 }

@@ -206,6 +206,27 @@ fn fs_tools_cannot_write_git_through_a_symlink() {
     );
 }
 
+/// A call to the fsguard plugin's `scribble`, writing `text` at `target`.
+fn scribble(target: &str, text: &str) -> (&'static str, serde_json::Value) {
+    ("scribble", json!({"target": target, "text": text}))
+}
+
+/// A call to the fsguard plugin's `plant`: the file operation `op` on `a`.
+fn plant(op: &str, a: &str) -> (&'static str, serde_json::Value) {
+    ("plant", json!({"op": op, "a": a}))
+}
+
+/// A call to the fsguard plugin's `plant`: the file operation `op` from `a`
+/// to `b`.
+fn plant_to(op: &str, a: &str, b: &str) -> (&'static str, serde_json::Value) {
+    ("plant", json!({"op": op, "a": a, "b": b}))
+}
+
+/// A call to the fsguard plugin's `dir_write`: `text` into `file` of `dir`.
+fn dir_write(dir: &str, file: &str, text: &str) -> (&'static str, serde_json::Value) {
+    ("dir_write", json!({"dir": dir, "file": file, "text": text}))
+}
+
 fn fsguard_toml(name: &str) -> String {
     plugin_toml(
         name,
@@ -229,65 +250,26 @@ fn a_plugin_with_a_rw_grant_cannot_reach_git_under_any_argument_name() {
     let manifest = std::fs::read_to_string(sb.ws().join("corral.toml")).expect("toml");
     let cli = Cli::new();
     let cases = [
-        ("scribble", json!({"target": "meta/config", "text": "x"})),
-        (
-            "scribble",
-            json!({"target": "innocent.sh", "text": "#!/bin/sh\n"}),
-        ),
-        (
-            "scribble",
-            json!({"target": "docs/hooks/pre-commit", "text": "x"}),
-        ),
-        (
-            "scribble",
-            json!({"target": "docs/hooks/../config", "text": "x"}),
-        ),
-        ("scribble", json!({"target": "corral.toml", "text": "x"})),
-        (
-            "plant",
-            json!({"op": "append", "a": "meta/config", "b": "x"}),
-        ),
-        ("plant", json!({"op": "mkdir", "a": "meta/hooks/x"})),
-        ("plant", json!({"op": "rmdir", "a": "meta/hooks"})),
-        ("plant", json!({"op": "remove", "a": "meta/HEAD"})),
-        (
-            "plant",
-            json!({"op": "rename", "a": "notes.txt", "b": "meta/hooks/pre-commit"}),
-        ),
-        (
-            "plant",
-            json!({"op": "rename", "a": "meta/config", "b": "stolen"}),
-        ),
-        (
-            "plant",
-            json!({"op": "rename", "a": ".git", "b": "old-git"}),
-        ),
-        (
-            "plant",
-            json!({"op": "link", "a": "meta/config", "b": "config-link"}),
-        ),
-        (
-            "plant",
-            json!({"op": "link", "a": "notes.txt", "b": "meta/hooks/pre-commit"}),
-        ),
-        (
-            "plant",
-            json!({"op": "symlink", "a": "../../notes.txt", "b": "meta/hooks/pre-commit"}),
-        ),
-        ("plant", json!({"op": "mkdir", "a": "sub/.git"})),
-        ("plant", json!({"op": "mkdir", "a": ".Git"})),
-        (
-            "dir_write",
-            json!({"dir": "meta", "file": "config", "text": "x"}),
-        ),
-        (
-            "dir_write",
-            json!({"dir": "meta/hooks", "file": "pre-commit", "text": "x"}),
-        ),
-        (
-            "dir_write",
-            json!({"dir": ".", "file": "corral.toml", "text": "x"}),
-        ),
+        scribble("meta/config", "x"),
+        scribble("innocent.sh", "#!/bin/sh\n"),
+        scribble("docs/hooks/pre-commit", "x"),
+        scribble("docs/hooks/../config", "x"),
+        scribble("corral.toml", "x"),
+        plant_to("append", "meta/config", "x"),
+        plant("mkdir", "meta/hooks/x"),
+        plant("rmdir", "meta/hooks"),
+        plant("remove", "meta/HEAD"),
+        plant_to("rename", "notes.txt", "meta/hooks/pre-commit"),
+        plant_to("rename", "meta/config", "stolen"),
+        plant_to("rename", ".git", "old-git"),
+        plant_to("link", "meta/config", "config-link"),
+        plant_to("link", "notes.txt", "meta/hooks/pre-commit"),
+        plant_to("symlink", "../../notes.txt", "meta/hooks/pre-commit"),
+        plant("mkdir", "sub/.git"),
+        plant("mkdir", ".Git"),
+        dir_write("meta", "config", "x"),
+        dir_write("meta/hooks", "pre-commit", "x"),
+        dir_write(".", "corral.toml", "x"),
     ];
     // The fixture's subdirectory for the last `mkdir`.
     std::fs::create_dir(sb.ws().join("sub")).expect("sub");

@@ -13,7 +13,7 @@ use crate::support::output::assert_exit;
 use crate::support::output::{stderr, stdout};
 use crate::support::run::openai_workspace;
 use crate::support::text::{has, lacks};
-use crate::support::tui::{Pane, ui_command};
+use crate::support::tui::{Pane, trusted_command};
 use crate::*;
 
 /// The system prompt of the first request a run sent.
@@ -169,8 +169,7 @@ fn the_ui_leaves_no_empty_session_and_says_how_to_resume() {
         "[agent]\nprovider = \"replay\"\n\n[policy]\nmode = \"full-auto\"\n",
     );
     let cli = Cli::new();
-    crate::support::tui::trust(&cli, &sb);
-    let command = ui_command(&cli, &sb.ws(), "echo CORRAL-EXIT=$?; sleep 600");
+    let command = trusted_command(&cli, &sb, "echo CORRAL-EXIT=$?; sleep 600");
 
     let Some(pane) = Pane::ready(&command) else {
         return;

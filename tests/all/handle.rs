@@ -1,6 +1,7 @@
 //! A session driven through the library's handle alone — no CLI: ops in,
 //! events out, approvals answered with an op, an interrupt mid-stream.
 
+use crate::support::model::calls_then;
 use crate::support::run::argv;
 use crate::support::run::{answering, openai_workspace};
 use crate::support::text::{has, has_all};
@@ -272,16 +273,14 @@ fn json_runs_answer_approvals_on_stdin() {
     use crate::support::mock::*;
     use serde_json::{Value, json};
 
-    let mock = MockServer::start(|n, _| match n {
-        0 => Reply::Sse(openai_sse(
-            "Writing two files. ",
-            &[
-                write_call("w1", "a.txt", "first\n"),
-                write_call("w2", "b.txt", "second\n"),
-            ],
-        )),
-        _ => Reply::Sse(openai_sse("Done.", &[])),
-    });
+    let mock = calls_then(
+        "Writing two files. ",
+        vec![
+            write_call("w1", "a.txt", "first\n"),
+            write_call("w2", "b.txt", "second\n"),
+        ],
+        "Done.",
+    );
     let sb = openai_workspace(mock.port, "");
     let cli = Cli::new();
     let child = answering(&cli, &sb, "write them", "sk-test");
@@ -327,11 +326,7 @@ fn json_runs_answer_approvals_on_stdin() {
         "first\n"
     );
     assert!(!sb.ws().join("b.txt").exists());
-    let reqs = mock.requests();
-    assert_eq!(
-        openai_tool_result(&reqs[1], "w2"),
-        "not run: b.txt is not yours to write"
-    );
+    assert_sent(&mock, 1, "w2", "not run: b.txt is not yours to write");
 }
 
 /// A bad line on stdin is reported and skipped; closing stdin refuses what
@@ -342,10 +337,7 @@ fn json_approvals_survive_bad_lines_and_a_closed_stdin() {
     use serde_json::Value;
     use std::io::{BufRead as _, Write as _};
 
-    let mock = MockServer::start(|n, _| match n {
-        0 => Reply::Sse(openai_sse("", &[write_call("w1", "a.txt", "x\n")])),
-        _ => Reply::Sse(openai_sse("Fine.", &[])),
-    });
+    let mock = calls_then("", vec![write_call("w1", "a.txt", "x\n")], "Fine.");
     let sb = openai_workspace(mock.port, "");
     let cli = Cli::new();
     let mut child = answering(&cli, &sb, "write it", "sk-test");
@@ -365,9 +357,11 @@ fn json_approvals_survive_bad_lines_and_a_closed_stdin() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     has(&stderr, "stdin line 1 is not an op");
     assert!(!sb.ws().join("a.txt").exists());
-    assert_eq!(
-        openai_tool_result(&mock.requests()[1], "w1"),
-        "not run: stdin closed before the approval was answered"
+    assert_sent(
+        &mock,
+        1,
+        "w1",
+        "not run: stdin closed before the approval was answered",
     );
 }
 

@@ -289,11 +289,10 @@ fn tools_that_follow_files_are_never_cached() {
 async fn a_plugin_is_compiled_at_its_first_call() {
     use corral_runtime::CacheOutcome;
     let sb = Sandbox::new();
-    let toml = format!(
-        "{}{}",
-        plugin_toml("named", TRUSTPIN, "config = { tool = \"alpha\" }"),
-        plugin_toml("echo", ECHO, "")
-    );
+    let toml = plugins_toml(&[
+        ("named", TRUSTPIN, "config = { tool = \"alpha\" }"),
+        ("echo", ECHO, ""),
+    ]);
     // Cold: every plugin is compiled (or loaded) to be described.
     let cold = sb.load(&toml).await.expect("load");
     assert!(

@@ -186,6 +186,11 @@ impl Sandbox {
         let manifest = self.manifest(toml)?;
         runtime().load(&manifest).await.map_err(|e| e.to_string())
     }
+
+    /// [`Sandbox::load`] of one plugin's table ([`plugin_toml`]).
+    pub async fn load_plugin(&self, name: &str, wasm: &str, rest: &str) -> Result<Plugins, String> {
+        self.load(&plugin_toml(name, wasm, rest)).await
+    }
 }
 
 /// A fresh workspace and a CLI of its own ([`Cli::new`]): where most tests
@@ -205,6 +210,14 @@ pub fn layer(ws: &Path, toml: &str) -> Layer {
 /// TOML for one plugin from a component path.
 pub fn plugin_toml(name: &str, wasm: &str, rest: &str) -> String {
     format!("[plugins.{name}]\nsource = {wasm:?}\n{rest}\n")
+}
+
+/// [`plugin_toml`] of each of `plugins` (name, wasm, rest), in order.
+pub fn plugins_toml(plugins: &[(&str, &str, &str)]) -> String {
+    plugins
+        .iter()
+        .map(|(name, wasm, rest)| plugin_toml(name, wasm, rest))
+        .collect()
 }
 
 pub async fn call(

@@ -168,11 +168,7 @@ fn bad_net_patterns_are_errors() {
 #[tokio::test]
 async fn duplicate_tool_names_are_an_error_naming_both() {
     let sb = Sandbox::new();
-    let toml = format!(
-        "{}{}",
-        plugin_toml("one", ECHO, ""),
-        plugin_toml("two", ECHO, "")
-    );
+    let toml = plugins_toml(&[("one", ECHO, ""), ("two", ECHO, "")]);
     let err = sb.load(&toml).await.expect_err("duplicate");
     assert!(
         err.contains("tool `config_get` is exported by two plugins")

@@ -64,6 +64,14 @@ fn tools_list_shows_every_tool_with_its_effects_as_hints() {
     }
 }
 
+/// The text of a client's call result, once `is_error` is as expected
+/// (failing with `what` and the result otherwise).
+#[track_caller]
+fn result_text<'a>(call: &'a Value, is_error: bool, what: &str) -> &'a str {
+    assert_eq!(call["is_error"], is_error, "{what}: {call}");
+    call["text"].as_str().unwrap()
+}
+
 #[test]
 fn read_file_and_grep_return_the_workspace_content() {
     let sb = Sandbox::new();
@@ -77,18 +85,11 @@ fn read_file_and_grep_return_the_workspace_content() {
         return;
     };
     let read = &out["calls"][0];
-    assert_eq!(read["is_error"], false, "{read}");
-    assert!(
-        read["text"]
-            .as_str()
-            .unwrap()
-            .contains("hello from the workspace"),
-        "{read}"
-    );
+    let text = result_text(read, false, "read_file");
+    assert!(text.contains("hello from the workspace"), "{read}");
     assert_eq!(read["structured"], Value::Null, "the text is sent once: {read}");
     let grep = &out["calls"][1];
-    assert_eq!(grep["is_error"], false, "{grep}");
-    let text = grep["text"].as_str().unwrap();
+    let text = result_text(grep, false, "grep");
     assert!(
         text.contains("src/lib.rs") && text.contains("fn needle() {}"),
         "{grep}"
@@ -211,14 +212,8 @@ fn ask_mode_puts_a_write_to_the_user_through_elicitation() {
             json!({ "elicitation": answer, "calls": [write_call("refused.txt", "no\n")] });
         let out = client(&cli, &sb.ws(), &["--mode", "ask"], scenario).unwrap();
         let call = &out["calls"][0];
-        assert_eq!(call["is_error"], true, "{answer}: {call}");
-        assert!(
-            call["text"]
-                .as_str()
-                .unwrap()
-                .starts_with("not run: the user"),
-            "{answer}: {call}"
-        );
+        let text = result_text(call, true, answer);
+        assert!(text.starts_with("not run: the user"), "{answer}: {call}");
         assert_eq!(out["elicitations"].as_array().unwrap().len(), 1);
         assert!(!sb.ws().join("refused.txt").exists(), "{answer}");
     }

@@ -5,7 +5,8 @@
 //! off by the host.
 
 use crate::support::cassette::{answer_turn, call_turn};
-use crate::support::output::{stderr, stdout};
+use crate::support::imports::import_config;
+use crate::support::output::{stderr, stdout, stdout_has};
 use crate::support::servers::{SYSTEM_PYTHON, hostile_runnable, hostile_script, installed};
 use crate::support::text::{has, lacks};
 use crate::*;
@@ -104,12 +105,7 @@ fn the_kernel_refuses_a_server_reads_outside_its_grant() {
         json!({"path": sb.ws().join("hello.txt")}),
         &env,
     );
-    assert!(
-        stdout(&ok).contains("hello from the workspace"),
-        "{}{}",
-        stdout(&ok),
-        stderr(&ok)
-    );
+    stdout_has(&ok, &["hello from the workspace"]);
 
     for target in [home.join(".ssh/id_rsa"), sb.outside().join("secret.txt")] {
         let o = call(&cli, &sb, "hostile__read", json!({"path": target}), &env);
@@ -339,12 +335,7 @@ fn the_reference_servers_tools_are_listed_and_called_confined() {
         json!({"path": ws.join("hello.txt")}),
         &[],
     );
-    assert!(
-        stdout(&read).contains("hello from the workspace"),
-        "{}{}",
-        stdout(&read),
-        stderr(&read)
-    );
+    stdout_has(&read, &["hello from the workspace"]);
     let echoed = call(
         &cli,
         &sb,
@@ -352,12 +343,7 @@ fn the_reference_servers_tools_are_listed_and_called_confined() {
         json!({"message": "hi from corral"}),
         &[],
     );
-    assert!(
-        stdout(&echoed).contains("hi from corral"),
-        "{}{}",
-        stdout(&echoed),
-        stderr(&echoed)
-    );
+    stdout_has(&echoed, &["hi from corral"]);
 }
 
 #[test]
@@ -423,17 +409,12 @@ fn mcp_add_list_remove_and_import_edit_the_users_manifest() {
     };
     assert_eq!(names(&cli), vec!["files"]);
     // Codex's table.
-    let codex = sb.outside().join("config.toml");
-    std::fs::write(
-        &codex,
+    import_config(
+        &cli,
+        &sb,
+        "config.toml",
         "[mcp_servers.docs]\ncommand = \"docs-mcp\"\nargs = [\"-q\"]\n",
-    )
-    .expect("write");
-    let o = cli.run(
-        &sb.ws(),
-        &["mcp", "import", &codex.display().to_string(), "--yes"],
     );
-    assert!(o.status.success(), "{}", stderr(&o));
     let o = cli.run(&sb.ws(), &["mcp", "import", &claude_s, "--yes"]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(names(&cli), vec!["docs", "files", "github", "web"]);

@@ -8,7 +8,8 @@
 
 use crate::support::cassette::{answer_turn, call_turn};
 use crate::support::http::server;
-use crate::support::output::{stderr, stdout};
+use crate::support::imports::import_config;
+use crate::support::output::{stderr, stdout, stdout_has};
 use crate::support::run::argv_with;
 use crate::support::text::{has, has_all};
 use crate::support::{mcp_clients::sdk_python, servers::lifecycle_script};
@@ -97,12 +98,7 @@ fn the_reference_server_over_http_is_listed_and_called_in_a_session() {
     );
     let cli = Cli::new();
     let o = cli.run(&sb.ws(), &["tools", "list"]);
-    assert!(
-        stdout(&o).contains("every__echo"),
-        "{}{}",
-        stdout(&o),
-        stderr(&o)
-    );
+    stdout_has(&o, &["every__echo"]);
     let o = cli.run(&sb.ws(), &["run", "--provider", "replay", "--json", "go"]);
     assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
     let events = crate::support::events::events(&o);
@@ -334,29 +330,19 @@ fn mcp_add_url_and_import_of_url_entries() {
     assert!(!bad.status.success());
     has(&stderr(&bad), "no scheme");
 
-    let claude = sb.outside().join(".mcp.json");
-    std::fs::write(
-        &claude,
+    let o = import_config(
+        &cli,
+        &sb,
+        ".mcp.json",
         r#"{"mcpServers": {"gh": {"type": "http", "url": "https://api.example.com/mcp", "headers": {"Authorization": "Bearer ${GH_TOKEN}"}}, "old": {"type": "sse", "url": "https://x.example/sse"}}}"#,
-    )
-    .expect("write");
-    let o = cli.run(
-        &sb.ws(),
-        &["mcp", "import", &claude.display().to_string(), "--yes"],
     );
-    assert!(o.status.success(), "{}", stderr(&o));
     has(&stdout(&o), "SSE server");
-    let codex = sb.outside().join("config.toml");
-    std::fs::write(
-        &codex,
+    import_config(
+        &cli,
+        &sb,
+        "config.toml",
         "[mcp_servers.docs]\nurl = \"http://127.0.0.1:9/mcp\"\nbearer_token_env_var = \"DOCS_TOKEN\"\n",
-    )
-    .expect("write");
-    let o = cli.run(
-        &sb.ws(),
-        &["mcp", "import", &codex.display().to_string(), "--yes"],
     );
-    assert!(o.status.success(), "{}", stderr(&o));
     let user = std::fs::read_to_string(cli.home.path().join("config/corral/corral.toml"))
         .expect("user manifest");
     has_all(

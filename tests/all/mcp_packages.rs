@@ -6,12 +6,12 @@
 //! installed files checked before each start: one changed file and the
 //! server is refused; `node FILE` runs the script it names.
 
-use crate::support::output::{stderr, stdout};
+use crate::support::output::{stderr, stdout, stdout_has};
 use crate::support::run::argv_with;
 use crate::support::skip;
 use crate::support::text::{has, lacks};
 use crate::*;
-use serde_json::json;
+use serde_json::{Value, json};
 
 /// `corral ARGS` in `workspace` as [`Cli::run`] runs it, but without the
 /// `--workspace` it puts last, which would end up among the arguments of
@@ -36,30 +36,30 @@ fn npm() -> bool {
     false
 }
 
+/// A sandbox with Claude Code's `.mcp.json` of `servers` (its
+/// `mcpServers`) outside the workspace; the file's path.
+fn claude_config(servers: Value) -> (Sandbox, String) {
+    let sb = Sandbox::new();
+    let claude = sb.outside().join("claude-mcp.json");
+    std::fs::write(&claude, json!({ "mcpServers": servers }).to_string()).expect("claude-mcp.json");
+    let claude = claude.display().to_string();
+    (sb, claude)
+}
+
 #[test]
 fn an_npx_entry_of_a_claude_mcp_json_is_installed_once_and_runs_without_network() {
     if !npm() {
         return;
     }
-    let sb = Sandbox::new();
-    let claude = sb.outside().join("claude-mcp.json");
-    std::fs::write(
-        &claude,
-        json!({"mcpServers": {"everything": {
-            "command": "npx",
-            "args": ["-y", "@modelcontextprotocol/server-everything@2026.8.31"]
-        }}})
-        .to_string(),
-    )
-    .expect("claude-mcp.json");
-    let claude = claude.display().to_string();
+    let (sb, claude) = claude_config(json!({"everything": {
+        "command": "npx",
+        "args": ["-y", "@modelcontextprotocol/server-everything@2026.8.31"]
+    }}));
     let cli = Cli::new();
     let shown = cli.run(&sb.ws(), &["mcp", "import", &claude]);
-    assert!(
-        stdout(&shown).contains("corral installs it once from https://registry.npmjs.org"),
-        "{}{}",
-        stdout(&shown),
-        stderr(&shown)
+    stdout_has(
+        &shown,
+        &["corral installs it once from https://registry.npmjs.org"],
     );
     has(&stdout(&shown), "Nothing was written");
     let o = cli.run(&sb.ws(), &["mcp", "import", &claude, "--yes"]);
@@ -81,12 +81,7 @@ fn an_npx_entry_of_a_claude_mcp_json_is_installed_once_and_runs_without_network(
             r#"{"message":"hi from the store"}"#,
         ),
     );
-    assert!(
-        stdout(&echoed).contains("hi from the store"),
-        "{}{}",
-        stdout(&echoed),
-        stderr(&echoed)
-    );
+    stdout_has(&echoed, &["hi from the store"]);
 
     // One file of the install changed, its size kept: refused, and said.
     let dir = store.join("@modelcontextprotocol+server-everything@2026.8.31");
@@ -116,31 +111,24 @@ fn an_npx_entry_of_a_claude_mcp_json_is_installed_once_and_runs_without_network(
         &sb.ws(),
         &["mcp", "add", "everything", "--", "npx", "-y", spec],
     );
-    assert!(
-        stdout(&unasked).contains("note: added as written, not installed")
-            && stdout(&unasked).contains("run this again with -y"),
-        "{}{}",
-        stdout(&unasked),
-        stderr(&unasked)
+    stdout_has(
+        &unasked,
+        &[
+            "note: added as written, not installed",
+            "run this again with -y",
+        ],
     );
     let added = run_last(
         &cli,
         &sb.ws(),
         &["mcp", "add", "everything", "-y", "--", "npx", "-y", spec],
     );
-    assert!(
-        stdout(&added).contains("installed @modelcontextprotocol/server-everything@2026.8.31"),
-        "{}{}",
-        stdout(&added),
-        stderr(&added)
+    stdout_has(
+        &added,
+        &["installed @modelcontextprotocol/server-everything@2026.8.31"],
     );
     let listed = cli.run(&sb.ws(), &["tools", "list"]);
-    assert!(
-        stdout(&listed).contains("everything__echo"),
-        "{}{}",
-        stdout(&listed),
-        stderr(&listed)
-    );
+    stdout_has(&listed, &["everything__echo"]);
 }
 
 /// Whether pip and PyPI are here to install with; the test is counted as
@@ -176,15 +164,9 @@ fn a_uvx_entry_of_a_claude_mcp_json_is_installed_from_pypi_and_lists_its_tool() 
     if !pip_and_pypi() {
         return;
     }
-    let sb = Sandbox::new();
-    let claude = sb.outside().join("claude-mcp.json");
-    std::fs::write(
-        &claude,
-        json!({"mcpServers": {"fetch": {"command": "uvx", "args": ["mcp-server-fetch@2026.10.24"]}}})
-            .to_string(),
-    )
-    .expect("claude-mcp.json");
-    let claude = claude.display().to_string();
+    let (sb, claude) = claude_config(
+        json!({"fetch": {"command": "uvx", "args": ["mcp-server-fetch@2026.10.24"]}}),
+    );
     let cli = Cli::new();
     let o = cli.run(&sb.ws(), &["mcp", "import", &claude, "--yes"]);
     let said = stdout(&o);
@@ -205,12 +187,7 @@ fn a_uvx_entry_of_a_claude_mcp_json_is_installed_from_pypi_and_lists_its_tool() 
         "not run from the store: {said}"
     );
     let listed = cli.run(&sb.ws(), &["tools", "list"]);
-    assert!(
-        stdout(&listed).contains("fetch__fetch"),
-        "{}{}",
-        stdout(&listed),
-        stderr(&listed)
-    );
+    stdout_has(&listed, &["fetch__fetch"]);
 }
 
 #[test]
@@ -237,12 +214,7 @@ fn a_node_file_entry_runs_the_script_it_names() {
         "files__read_text_file",
         json!({"path": ws.join("hello.txt")}),
     );
-    assert!(
-        stdout(&read).contains("hello from the workspace"),
-        "{}{}",
-        stdout(&read),
-        stderr(&read)
-    );
+    stdout_has(&read, &["hello from the workspace"]);
 }
 
 #[test]

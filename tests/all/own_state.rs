@@ -16,6 +16,7 @@
 
 use crate::support::manifest::{KEYS, both_providers};
 use crate::support::mock::*;
+use crate::support::model::calls_then;
 use crate::support::output::{printed, stderr};
 use crate::support::process::wait_bounded;
 use crate::support::run::argv_with;
@@ -136,6 +137,14 @@ fn guest_toml(grant: &str, outside: bool) -> String {
     )
 }
 
+/// A home that is also the workspace, its project `toml` trusted.
+fn at_home(toml: &str) -> (Home, PathBuf) {
+    let home = Home::new();
+    let ws = home.path();
+    home.project(&ws, toml);
+    (home, ws)
+}
+
 #[test]
 fn a_plugin_granted_the_home_directory_reads_and_writes_none_of_corrals_state() {
     let home = Home::new();
@@ -186,10 +195,7 @@ fn a_plugin_granted_the_home_directory_reads_and_writes_none_of_corrals_state() 
 
 #[test]
 fn with_the_workspace_at_home_no_path_or_symlink_of_a_plugin_reaches_corrals_state() {
-    let home = Home::new();
-    let ws = home.path();
-    home.project(
-        &ws,
+    let (home, ws) = at_home(
         "[plugins.fs]\nsource = \"builtin:fs\"\ngrants.fs = [{ path = \".\", access = \"rw\" }]\n",
     );
     std::os::unix::fs::symlink(".local/share/corral", ws.join("st")).expect("symlink");
@@ -223,10 +229,7 @@ fn with_the_workspace_at_home_no_path_or_symlink_of_a_plugin_reaches_corrals_sta
 
 #[test]
 fn a_program_run_with_the_workspace_at_home_cannot_reach_corrals_state() {
-    let home = Home::new();
-    let ws = home.path();
-    home.project(
-        &ws,
+    let (home, ws) = at_home(
         "[plugins.shell]\nsource = \"builtin:shell\"\n\
          grants.exec = [{ program = \"sh\", args = [\"-c\", \"*\"] }]\n",
     );
@@ -393,10 +396,7 @@ fn turn_into_links() -> (Sandbox, MockServer) {
         write_call("w1", "d/config", "mine\n"),
         write_call("w2", "e/corral.toml", "mine\n"),
     ];
-    let model = MockServer::start(move |i, _| match i {
-        0 => Reply::Sse(openai_sse("Writing. ", &calls)),
-        _ => Reply::Sse(openai_sse("Done.", &[])),
-    });
+    let model = calls_then("Writing. ", calls, "Done.");
     let sb = Sandbox::new();
     sb.write(".git/config", "[core]\n\tbare = false\n");
     sb.write("d/keep", "");
@@ -567,10 +567,7 @@ fn a_formatter_hook_run_with_the_workspace_at_home_cannot_reach_corrals_state() 
     std::fs::set_permissions(&fmt, std::fs::Permissions::from_mode(0o755)).expect("chmod");
     std::fs::create_dir(ws.join("work")).expect("work");
     let calls: Vec<Call> = vec![write_call("w1", "work/ok.mjs", "let a=1\n")];
-    let model = MockServer::start(move |n, _| match n {
-        0 => Reply::Sse(openai_sse("", &calls)),
-        _ => Reply::Sse(openai_sse("Done.", &[])),
-    });
+    let model = calls_then("", calls, "Done.");
     let fmt = fmt.display().to_string();
     home.project(
         &ws,

@@ -6,7 +6,8 @@
 //! bracketed; the two must agree word for word, and refuse the same lines.
 //! Then `corral run` shows a deny rule holding on what actually runs.
 
-use crate::support::mock::{Call, MockServer, Reply, openai_sse, openai_tool_result};
+use crate::support::mock::{Call, argv_call, command_call, openai_tool_result};
+use crate::support::model::calls_then;
 use crate::support::output::assert_exit;
 use crate::support::run::argv;
 use crate::*;
@@ -173,42 +174,15 @@ fn the_policy_and_the_shell_plugin_read_every_command_line_alike() {
 fn a_deny_rule_judges_the_argv_that_runs() {
     const KEY: (&str, &str) = ("TEST_OPENAI_KEY", "sk-parsers-test");
     let calls: Vec<Call> = vec![
-        (
-            "c1",
-            "run_command",
-            json!({"command": "printf '[%s]\\n' secret"}),
-        ),
-        (
-            "c2",
-            "run_command",
-            json!({"command": "printf '[%s]\\n' secret\\"}),
-        ),
-        (
-            "c3",
-            "run_command",
-            json!({"command": "printf '[%s]\\n' sec\\\nret"}),
-        ),
-        (
-            "c4",
-            "run_command",
-            json!({"command": "printf '[%s]\\n' \"sec\\\nret\""}),
-        ),
-        (
-            "c5",
-            "run_command",
-            json!({"command": "printf '[%s]\\n' pub\\\nlic"}),
-        ),
-        (
-            "c6",
-            "run_command",
-            json!({"argv": ["printf", "[%s]\n", "secret"]}),
-        ),
+        command_call("c1", "printf '[%s]\\n' secret"),
+        command_call("c2", "printf '[%s]\\n' secret\\"),
+        command_call("c3", "printf '[%s]\\n' sec\\\nret"),
+        command_call("c4", "printf '[%s]\\n' \"sec\\\nret\""),
+        command_call("c5", "printf '[%s]\\n' pub\\\nlic"),
+        argv_call("c6", &["printf", "[%s]\n", "secret"]),
     ];
     let reply = calls.clone();
-    let mock = MockServer::start(move |n, _| match n {
-        0 => Reply::Sse(openai_sse("Printing.", &reply)),
-        _ => Reply::Sse(openai_sse("Done.", &[])),
-    });
+    let mock = calls_then("Printing.", reply, "Done.");
     let sb = Sandbox::with_manifest(&crate::support::manifest::openai_project(
         mock.port,
         "[plugins.shell]\nsource = \"builtin:shell\"\n\

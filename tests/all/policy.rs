@@ -5,8 +5,8 @@
 use crate::support::approvals::{KEY, PROMPT, run_on_pty};
 use crate::support::manifest::openai_project;
 use crate::support::mock::*;
-use crate::support::model::writer;
-use crate::support::output::assert_exit;
+use crate::support::model::{calls_then, writer};
+use crate::support::output::{assert_exit, stderr};
 use crate::support::run::argv_with;
 use crate::support::run::openai_workspace;
 use crate::support::text::{has, has_all};
@@ -67,10 +67,11 @@ fn ask_mode_shows_the_diff_and_waits_for_yes() {
 fn saying_no_tells_the_model_why() {
     let (mock, sb, _cli, _screen) = asked_on_pty("n not in this folder\n");
     assert!(!sb.ws().join("new.txt").exists());
-    let reqs = mock.requests();
-    assert_eq!(
-        openai_tool_result(&reqs[1], "w1"),
-        "not run: the user declined: not in this folder"
+    assert_sent(
+        &mock,
+        1,
+        "w1",
+        "not run: the user declined: not in this folder",
     );
 }
 
@@ -100,12 +101,7 @@ fn yes_and_full_auto_run_the_write() {
         args.extend_from_slice(flags);
         args.push("write it");
         let o = cli.run_env(&sb.ws(), &args, &[KEY]);
-        assert_eq!(
-            o.status.code(),
-            Some(0),
-            "{flags:?}: {}",
-            String::from_utf8_lossy(&o.stderr)
-        );
+        assert_eq!(o.status.code(), Some(0), "{flags:?}: {}", stderr(&o));
         assert_eq!(
             std::fs::read_to_string(sb.ws().join("new.txt")).expect("written"),
             "fresh line\n",
@@ -143,10 +139,7 @@ fn a_deny_rule_holds_whatever_the_spacing_or_quoting() {
         .iter()
         .map(|(id, a)| (*id, "run_command", a.clone()))
         .collect();
-    let mock = MockServer::start(move |n, _| match n {
-        0 => Reply::Sse(openai_sse("Cleaning up.", &calls)),
-        _ => Reply::Sse(openai_sse("Could not.", &[])),
-    });
+    let mock = calls_then("Cleaning up.", calls, "Could not.");
     let sb = Sandbox::new();
     sb.write("victim/keep.txt", "precious\n");
     let rm = corral_exec::resolve("rm").expect("rm");
@@ -216,17 +209,15 @@ fn a_stop_rule_ends_the_run() {
 #[test]
 fn writes_to_protected_paths_are_refused_even_in_full_auto() {
     let patch = "*** Begin Patch\n*** Update File: corral.toml\n@@\n-[plugins.openai]\n+[plugins.pwned]\n*** End Patch";
-    let mock = MockServer::start(move |n, _| match n {
-        0 => Reply::Sse(openai_sse(
-            "",
-            &[
-                write_call("p1", ".git/config", "[core]\n\thooksPath = evil\n"),
-                ("p2", "apply_patch", json!({ "patch": patch })),
-                write_call("p3", "src/../.git/HEAD", "x"),
-            ],
-        )),
-        _ => Reply::Sse(openai_sse("ok", &[])),
-    });
+    let mock = calls_then(
+        "",
+        vec![
+            write_call("p1", ".git/config", "[core]\n\thooksPath = evil\n"),
+            ("p2", "apply_patch", json!({ "patch": patch })),
+            write_call("p3", "src/../.git/HEAD", "x"),
+        ],
+        "ok",
+    );
     let sb = Sandbox::new();
     sb.write(".git/config", "[core]\n");
     let toml = openai_project(mock.port, "");
@@ -261,10 +252,7 @@ fn yes_for_the_session_covers_that_command_only() {
         ("c2", "run_command", json!({"argv": ["echo", "one"]})),
         ("c3", "run_command", json!({"command": "echo two"})),
     ];
-    let mock = MockServer::start(move |n, _| match n {
-        0 => Reply::Sse(openai_sse("Echoing.", &calls)),
-        _ => Reply::Sse(openai_sse("Done.", &[])),
-    });
+    let mock = calls_then("Echoing.", calls, "Done.");
     let sb = Sandbox::with_manifest(&openai_project(
         mock.port,
         "[plugins.shell]\nsource = \"builtin:shell\"\ngrants.exec = [{ program = \"echo\", args = [\"**\"] }]\n",

@@ -11,8 +11,17 @@ use std::sync::atomic::Ordering::SeqCst;
 
 const RW: &str = r#"grants.fs = [{ path = ".", access = "rw" }]"#;
 
+/// A workspace holding `docs/guide.md`, and the adversary granted `docs`
+/// read-only.
+async fn docs_read_only() -> (Sandbox, Plugins) {
+    let sb = Sandbox::new();
+    sb.write("docs/guide.md", "the guide\n");
+    let p = adversary(&sb, r#"grants.fs = [{ path = "docs", access = "ro" }]"#).await;
+    (sb, p)
+}
+
 async fn adversary(sb: &Sandbox, rest: &str) -> Plugins {
-    sb.load(&plugin_toml("adversary", ADVERSARY, rest))
+    sb.load_plugin("adversary", ADVERSARY, rest)
         .await
         .expect("load adversary")
 }
@@ -56,7 +65,7 @@ struct Attack {
     /// Prepares the workspace before the plugin loads.
     setup: fn(&Sandbox),
     tool: &'static str,
-    args: fn(&Sandbox) -> Value,
+    args: Box<dyn Fn(&Sandbox) -> Value>,
     ends: Ends,
     /// The message holds every one of these ...
     holds: &'static [&'static str],
@@ -76,7 +85,7 @@ fn attack(
     name: &'static str,
     grant: &str,
     tool: &'static str,
-    args: fn(&Sandbox) -> Value,
+    args: impl Fn(&Sandbox) -> Value + 'static,
     ends: Ends,
 ) -> Attack {
     Attack {
@@ -84,7 +93,7 @@ fn attack(
         grant: grant.to_owned(),
         setup: |_| {},
         tool,
-        args,
+        args: Box::new(args),
         ends,
         holds: &[],
         holds_one_of: &[],
@@ -182,6 +191,11 @@ const RO: &str = r#"grants.fs = [{ path = ".", access = "ro" }]"#;
 const DENIED: &[&str] = &["PermissionDenied", "NotFound"];
 const READ_ONLY: &[&str] = &["PermissionDenied", "ReadOnly"];
 
+/// Arguments naming `path`, the same whatever the workspace.
+fn at(path: &'static str) -> impl Fn(&Sandbox) -> Value {
+    move |_| json!({ "path": path })
+}
+
 /// The attacks of one call each, every one with a fresh workspace and plugin.
 fn attacks() -> Vec<Attack> {
     use Ends::{Failed, Stopped};
@@ -191,28 +205,22 @@ fn attacks() -> Vec<Attack> {
             "read /etc/passwd",
             RW,
             "read_path",
-            |_| json!({"path": "/etc/passwd"}),
+            at("/etc/passwd"),
             Failed,
         )
         .holds(&["NotFound"])
         .lacks(&["root:"]),
     ];
-    for (name, args) in [
-        (
-            "dotdot escape",
-            (|_| json!({"path": "../outside/secret.txt"})) as fn(&Sandbox) -> Value,
-        ),
+    for (name, path) in [
+        ("dotdot escape", "../outside/secret.txt"),
         (
             "dotdot escape from a subdirectory",
-            |_| json!({"path": "sub/../../outside/secret.txt"}),
+            "sub/../../outside/secret.txt",
         ),
-        (
-            "dotdot escape after ./",
-            |_| json!({"path": "./../outside/secret.txt"}),
-        ),
+        ("dotdot escape after ./", "./../outside/secret.txt"),
     ] {
         all.push(
-            attack(name, RW, "read_path", args, Failed)
+            attack(name, RW, "read_path", at(path), Failed)
                 .lacks(&[SECRET])
                 .holds_one_of(DENIED),
         );
@@ -235,39 +243,27 @@ fn attacks() -> Vec<Attack> {
         |sb| json!({"path": sb.ws().join("hello.txt").to_string_lossy()}),
         Failed,
     ));
-    for (name, args) in [
-        (
-            "read a file link",
-            (|_| json!({"path": "file-link"})) as fn(&Sandbox) -> Value,
-        ),
-        ("read a file link/", |_| json!({"path": "file-link/"})),
-        ("read a relative link", |_| json!({"path": "rel-link"})),
-        ("read a relative link/", |_| json!({"path": "rel-link/"})),
-        (
-            "read through a directory link",
-            |_| json!({"path": "dir-link/secret.txt"}),
-        ),
-        (
-            "read through a directory link/.",
-            |_| json!({"path": "dir-link/./secret.txt"}),
-        ),
+    for (name, path) in [
+        ("read a file link", "file-link"),
+        ("read a file link/", "file-link/"),
+        ("read a relative link", "rel-link"),
+        ("read a relative link/", "rel-link/"),
+        ("read through a directory link", "dir-link/secret.txt"),
+        ("read through a directory link/.", "dir-link/./secret.txt"),
     ] {
         all.push(
-            attack(name, RW, "read_path", args, Failed)
+            attack(name, RW, "read_path", at(path), Failed)
                 .setup(links_outside)
                 .lacks(&[SECRET]),
         );
     }
-    for (name, args) in [
-        (
-            "list a directory link",
-            (|_| json!({"path": "dir-link"})) as fn(&Sandbox) -> Value,
-        ),
-        ("list a directory link/", |_| json!({"path": "dir-link/"})),
-        ("list a directory link/.", |_| json!({"path": "dir-link/."})),
+    for (name, path) in [
+        ("list a directory link", "dir-link"),
+        ("list a directory link/", "dir-link/"),
+        ("list a directory link/.", "dir-link/."),
     ] {
         all.push(
-            attack(name, RW, "list_dir", args, Failed)
+            attack(name, RW, "list_dir", at(path), Failed)
                 .setup(links_outside)
                 .lacks(&["secret.txt"]),
         );
@@ -378,31 +374,11 @@ fn attacks() -> Vec<Attack> {
                 "{name}"
             );
         }),
-        attack(
-            "no grant: read",
-            "",
-            "read_path",
-            |_| json!({"path": "hello.txt"}),
-            Failed,
-        )
-        .holds(&["NotFound"])
-        .unhealthy(),
-        attack(
-            "no grant: list .",
-            "",
-            "list_dir",
-            |_| json!({"path": "."}),
-            Failed,
-        )
-        .unhealthy(),
-        attack(
-            "no grant: list /",
-            "",
-            "list_dir",
-            |_| json!({"path": "/"}),
-            Failed,
-        )
-        .unhealthy(),
+        attack("no grant: read", "", "read_path", at("hello.txt"), Failed)
+            .holds(&["NotFound"])
+            .unhealthy(),
+        attack("no grant: list .", "", "list_dir", at("."), Failed).unhealthy(),
+        attack("no grant: list /", "", "list_dir", at("/"), Failed).unhealthy(),
     ]);
     for (name, tool, args) in [
         // rw -> ro
@@ -555,7 +531,7 @@ async fn net_plugin(sb: &Sandbox, name: &str, wasm: &str, granted: Option<u16>) 
     let rest = granted
         .map(|port| format!("grants.net = [\"http://127.0.0.1:{port}\"]"))
         .unwrap_or_default();
-    sb.load(&plugin_toml(name, wasm, &rest))
+    sb.load_plugin(name, wasm, &rest)
         .await
         .unwrap_or_else(|e| panic!("{name} loads with grants.net {granted:?}: {e}"))
 }
@@ -631,7 +607,7 @@ async fn sha256_pin_is_enforced() {
     let sb = Sandbox::new();
     let wrong = "0".repeat(64);
     let err = sb
-        .load(&plugin_toml("echo", ECHO, &format!("sha256 = \"{wrong}\"")))
+        .load_plugin("echo", ECHO, &format!("sha256 = \"{wrong}\""))
         .await
         .expect_err("mismatch refused");
     has(&err, "the manifest pins");
@@ -639,7 +615,7 @@ async fn sha256_pin_is_enforced() {
     use sha2::Digest;
     let right = hex::encode(sha2::Sha256::digest(&bytes));
     let p = sb
-        .load(&plugin_toml("echo", ECHO, &format!("sha256 = \"{right}\"")))
+        .load_plugin("echo", ECHO, &format!("sha256 = \"{right}\""))
         .await
         .expect("matching pin loads");
     assert_eq!(
@@ -652,11 +628,7 @@ async fn sha256_pin_is_enforced() {
 async fn plugin_config_is_readable_and_private() {
     let sb = Sandbox::new();
     let p = sb
-        .load(&plugin_toml(
-            "echo",
-            ECHO,
-            "config = { model = \"m1\", depth = 3 }",
-        ))
+        .load_plugin("echo", ECHO, "config = { model = \"m1\", depth = 3 }")
         .await
         .expect("load");
     for (key, value) in [("model", "m1"), ("depth", "3"), ("other", "<unset>")] {
@@ -668,7 +640,7 @@ async fn plugin_config_is_readable_and_private() {
 #[tokio::test]
 async fn bad_arguments_are_a_clear_tool_error() {
     let sb = Sandbox::new();
-    let p = sb.load(&plugin_toml("echo", ECHO, "")).await.expect("load");
+    let p = sb.load_plugin("echo", ECHO, "").await.expect("load");
     match call(&p, "echo", json!({"txt": 1})).await {
         Err(ToolError::InvalidArguments(m)) => assert!(m.contains("missing field `text`"), "{m}"),
         other => panic!("{other:?}"),
@@ -766,9 +738,7 @@ async fn files_interface_is_confined_like_wasi() {
 
 #[tokio::test]
 async fn files_interface_serves_only_the_granted_directory() {
-    let sb = Sandbox::new();
-    sb.write("docs/guide.md", "the guide\n");
-    let p = adversary(&sb, r#"grants.fs = [{ path = "docs", access = "ro" }]"#).await;
+    let (sb, p) = docs_read_only().await;
     let out = output(&p, "files_read", json!({"paths": ["docs/guide.md", "hello.txt", "docs/../hello.txt", "docs2/x"], "max_bytes": 1 << 20})).await;
     assert_eq!(line_for(&out, "docs/guide.md"), "docs/guide.md: the guide");
     assert_eq!(line_for(&out, "hello.txt"), "hello.txt: error Denied");
@@ -884,9 +854,7 @@ async fn memory_is_wiped_between_calls() {
 
 #[tokio::test]
 async fn a_granted_directory_swapped_for_a_symlink_is_refused() {
-    let sb = Sandbox::new();
-    sb.write("docs/guide.md", "the guide\n");
-    let p = adversary(&sb, r#"grants.fs = [{ path = "docs", access = "ro" }]"#).await;
+    let (sb, p) = docs_read_only().await;
     let out = call(&p, "read_path", json!({"path": "docs/guide.md"}))
         .await
         .expect("read");

@@ -10,7 +10,7 @@
 
 use crate::support::manifest::openai_project;
 use crate::support::mock::{Call, Captured, MockServer, Reply, openai_sse, openai_tool_result};
-use crate::support::output::{assert_exit, stdout};
+use crate::support::output::{assert_exit, ok_stdout, stdout};
 use crate::support::text::{has, has_all, lacks};
 use crate::*;
 use serde_json::{Value, json};
@@ -308,30 +308,23 @@ fn a_skills_script_runs_only_through_run_command_and_confined() {
     lacks(&ran, "LEAKED");
 }
 
+/// The model's call `id` to `skill` for the file `file` of the skill `kit`.
+fn kit_file(id: &'static str, file: &str) -> Call {
+    (id, "skill", json!({"name": "kit", "file": file}))
+}
+
 /// Folders and calls that try to escape: each refused, with its reason,
 /// and nothing of what they point at reaches the model.
 #[test]
 fn skill_folders_and_calls_that_escape_are_refused() {
     let calls: Vec<Call> = vec![
-        (
-            "a1",
-            "skill",
-            json!({"name": "kit", "file": "../other/SKILL.md"}),
-        ),
-        (
-            "a2",
-            "skill",
-            json!({"name": "kit", "file": "/etc/hostname"}),
-        ),
-        ("a3", "skill", json!({"name": "kit", "file": "link.md"})),
-        (
-            "a4",
-            "skill",
-            json!({"name": "kit", "file": "out/secret.txt"}),
-        ),
+        kit_file("a1", "../other/SKILL.md"),
+        kit_file("a2", "/etc/hostname"),
+        kit_file("a3", "link.md"),
+        kit_file("a4", "out/secret.txt"),
         ("a5", "skill", json!({"name": "kit\n\u{1b}[2J"})),
         ("a6", "skill", json!({"name": "fifo"})),
-        ("a7", "skill", json!({"name": "kit", "file": "notes.md"})),
+        kit_file("a7", "notes.md"),
     ];
     let server = model(calls);
     let (sb, cli) = setup(&server, "");
@@ -394,8 +387,7 @@ fn skill_folders_and_calls_that_escape_are_refused() {
     lacks(&requests[1].body.to_string(), "OUTSIDE-SECRET-42");
 
     let o = cli.run(&sb.ws(), &["skills", "list"]);
-    assert_exit(&o, 0);
-    let text = stdout(&o);
+    let text = ok_stdout(&o, "corral skills list");
     has_all(
         &text,
         &[

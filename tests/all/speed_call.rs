@@ -162,11 +162,7 @@ async fn a_call_that_never_looks_at_its_files_does_not_open_them() {
     let sb = Sandbox::new();
     sb.write("docs/guide.md", "the guide\n");
     let grant = r#"grants.fs = [{ path = "docs", access = "ro" }]"#;
-    let toml = format!(
-        "{}{}",
-        plugin_toml("echo", ECHO, grant),
-        plugin_toml("adversary", ADVERSARY, grant)
-    );
+    let toml = plugins_toml(&[("echo", ECHO, grant), ("adversary", ADVERSARY, grant)]);
     let p = sb.load(&toml).await.expect("load");
     // A grant swapped for a symlink after loading (a program a plugin runs
     // could do it).

@@ -3,7 +3,7 @@
 //! playing a cassette, keys sent and the screen read back.
 
 use crate::support::cassette::{self, streamed_turn};
-use crate::support::text::{has, has_all, lacks};
+use crate::support::text::{has, has_all, has_in_order, lacks};
 use crate::support::tui::{Pane, SCREEN_TIMEOUT, assert_restored, quote};
 use crate::*;
 use serde_json::{Value, json};
@@ -37,11 +37,9 @@ fn a_session_in_the_terminal_ui() {
         &crate::support::tui::replay_manifest("", ", delay_ms = 30"),
     );
     let cli = Cli::new();
-    crate::support::tui::trust(&cli, &sb);
-
-    let command = crate::support::tui::ui_command(
+    let command = crate::support::tui::trusted_command(
         &cli,
-        &sb.ws(),
+        &sb,
         "printf '\\nCORRAL-EXIT=%s\\n' $?; stty -a; sleep 600",
     );
     let Some(pane) = Pane::ready(&command) else {
@@ -95,18 +93,15 @@ fn a_session_in_the_terminal_ui() {
     // The transcript stays in the terminal after the UI's alternate screen
     // is gone, in order, above the shell's next line.
     let back = pane.scrollback();
-    let mut rest: &str = &back;
-    for expected in [
-        "> hello there",
-        "Second answer.",
-        "> slow one",
-        "CORRAL-EXIT=0",
-    ] {
-        let at = rest
-            .find(expected)
-            .unwrap_or_else(|| panic!("`{expected}` missing or out of order after exit:\n{back}"));
-        rest = &rest[at + expected.len()..];
-    }
+    has_in_order(
+        &back,
+        &[
+            "> hello there",
+            "Second answer.",
+            "> slow one",
+            "CORRAL-EXIT=0",
+        ],
+    );
     drop(pane);
 
     // `resume --last` on a terminal opens the UI on the session, its
@@ -174,21 +169,18 @@ fn a_session_in_the_terminal_ui() {
     // `corral show` prints the same conversation.
     let o = cli.run(&sb.ws(), &["show", &id]);
     let shown = String::from_utf8_lossy(&o.stdout);
-    let mut rest: &str = &shown;
-    for expected in [
-        "> hello there",
-        "I will **write** `notes.txt`",
-        "write_file",
-        "Wrote notes.txt.",
-        "> second",
-        "Second answer.",
-        "> slow one",
-    ] {
-        let at = rest
-            .find(expected)
-            .unwrap_or_else(|| panic!("`{expected}` missing or out of order in:\n{shown}"));
-        rest = &rest[at + expected.len()..];
-    }
+    has_in_order(
+        &shown,
+        &[
+            "> hello there",
+            "I will **write** `notes.txt`",
+            "write_file",
+            "Wrote notes.txt.",
+            "> second",
+            "Second answer.",
+            "> slow one",
+        ],
+    );
 }
 
 /// SIGTERM ends the UI with the terminal restored and the session closed.

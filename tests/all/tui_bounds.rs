@@ -4,8 +4,8 @@
 //! interrupted.
 
 use crate::support::cassette::{self, streamed_turn};
-use crate::support::text::lacks;
-use crate::support::tui::Pane;
+use crate::support::text::{lacks, tail};
+use crate::support::tui::{Pane, trusted_command};
 use crate::*;
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -28,14 +28,8 @@ fn ui_streaming(text: &str, chunk: usize, delay_ms: u64) -> Option<(Sandbox, Cli
         ),
     );
     let cli = Cli::new();
-    crate::support::tui::trust(&cli, &sb);
-    let command = crate::support::tui::ui_command(
-        &cli,
-        &sb.ws(),
-        "printf '\\nCORRAL-EXIT=%s\\n' $?; sleep 600",
-    );
-    let pane = Pane::start(&command)?;
-    pane.wait_for("ask anything");
+    let command = trusted_command(&cli, &sb, "printf '\\nCORRAL-EXIT=%s\\n' $?; sleep 600");
+    let pane = Pane::ready(&command)?;
     Some((sb, cli, pane))
 }
 
@@ -160,6 +154,6 @@ fn closing_the_terminal_ends_corral_and_closes_the_session() {
     assert!(
         log.contains("\"interrupted\""),
         "the session was not closed as interrupted: {}",
-        &log[log.len().saturating_sub(2000)..]
+        tail(&log, 2000)
     );
 }

@@ -108,14 +108,12 @@ fn an_old_log_with_each_compaction_trigger_still_resumes() {
 /// `/mode` chose, in the status line.
 #[test]
 fn the_status_line_shows_the_mode_and_follows_mode_changes() {
-    use crate::support::tui::{Pane, ui_command};
     let sb = Sandbox::with_manifest(
         "[agent]\nprovider = \"replay\"\n\n[policy]\nmode = \"read-only\"\n\n\
          [plugins.replay]\nsource = \"builtin:replay\"\n",
     );
     let cli = Cli::new();
-    crate::support::tui::trust(&cli, &sb);
-    let Some(pane) = Pane::ready(&ui_command(&cli, &sb.ws(), "sleep 600")) else {
+    let Some(pane) = crate::support::tui::trusted_pane(&cli, &sb) else {
         return;
     };
     pane.wait_for(" · read-only · ");

@@ -3,7 +3,7 @@
 //! with untracked files, `/plugins` with grants.
 
 use crate::support::cassette::{self, streamed_turn};
-use crate::support::tui::{Pane, ui_command};
+use crate::support::tui::trusted_pane;
 use crate::*;
 use serde_json::json;
 
@@ -33,8 +33,7 @@ fn popup_denied_card_diff_and_plugins() {
         &crate::support::tui::replay_manifest(r#"mode = "read-only""#, ""),
     );
     let cli = Cli::new();
-    crate::support::tui::trust(&cli, &sb);
-    let Some(pane) = Pane::ready(&ui_command(&cli, &sb.ws(), "sleep 600")) else {
+    let Some(pane) = trusted_pane(&cli, &sb) else {
         return;
     };
 

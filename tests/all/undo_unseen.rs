@@ -8,6 +8,7 @@
 use crate::support::cassette::{self, answer_turn, calls_turn};
 use crate::support::files::assert_absent;
 use crate::support::log::{of_type, read_events, session_log};
+use crate::support::mock::argv_call;
 use crate::support::output::{assert_exit, stderr, stdout};
 use crate::support::run::argv_with;
 use crate::support::text::{has, lacks};
@@ -75,11 +76,7 @@ fn undo_restores_what_programs_run_by_run_command_changed() {
         &cli,
         &sb,
         &[
-            (
-                "c1",
-                "run_command",
-                json!({"argv": ["sed", "-i", "s/one/two/", "a.txt"]}),
-            ),
+            argv_call("c1", &["sed", "-i", "s/one/two/", "a.txt"]),
             ("c2", "run_command", json!({"argv": ["touch", "made.txt"]})),
             ("c3", "run_command", json!({"argv": ["rm", "sub/gone.txt"]})),
         ],
@@ -185,11 +182,7 @@ fn rewind_in_the_ui_restores_what_a_program_changed() {
         &sb,
         "turn.cassette.json",
         &[
-            calls_turn(&[(
-                "c1",
-                "run_command",
-                json!({"argv": ["sed", "-i", "s/one/two/", "a.txt"]}),
-            )]),
+            calls_turn(&[argv_call("c1", &["sed", "-i", "s/one/two/", "a.txt"])]),
             answer_turn("Edited it."),
         ],
     );

@@ -5,10 +5,10 @@
 
 use crate::support::cassette::{answer_turn, call_turn};
 use crate::support::events::{events, find, label, labels};
-use crate::support::output::{assert_exit, printed, stderr, stdout};
+use crate::support::output::{assert_exit, ok_stdout, printed, stderr, stdout};
 use crate::support::run::replay_events;
 use crate::support::run::tool_call;
-use crate::support::text::{has, has_all, lacks};
+use crate::support::text::{has, has_all, lacks, tail};
 use crate::{Cli, Sandbox, workspace_and_cli};
 use serde_json::json;
 use std::io::{BufRead, BufReader, Write};
@@ -168,8 +168,7 @@ fn an_html_page_comes_back_as_markdown_without_scripts() {
     let sb = granted(&[origin(&site)]);
     let cli = Cli::new();
     let o = tool_call(&cli, &sb, "web_fetch", json!({"url": site.url("/notes")}));
-    assert_exit(&o, 0);
-    let text = stdout(&o);
+    let text = ok_stdout(&o, "web_fetch /notes");
     has_all(
         &text,
         &[
@@ -306,7 +305,7 @@ fn an_endless_body_is_cut_with_a_note_and_read_no_further() {
     assert!(
         text.contains("[the body was cut: only its first 2097152 bytes were read"),
         "{}",
-        &text[text.len().saturating_sub(600)..]
+        tail(&text, 600)
     );
     // The plugin stopped reading at its cap: the server could push only
     // what the cap and the socket buffers hold, not the 256 MiB it offered.

@@ -54,15 +54,7 @@ pub fn run_full_auto(cli: &Cli, sb: &Sandbox) -> Vec<Value> {
 pub fn run_full_auto_asking(cli: &Cli, sb: &Sandbox, prompt: &str) -> Vec<Value> {
     let o = cli.run(
         &sb.ws(),
-        &[
-            "run",
-            "--provider",
-            "replay",
-            "--mode",
-            "full-auto",
-            "--json",
-            prompt,
-        ],
+        &crate::support::run::argv_with("run --provider replay --mode full-auto --json", prompt),
     );
     assert_exit(&o, 0);
     events(&o)

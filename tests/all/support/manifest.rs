@@ -73,6 +73,20 @@ pub struct Providers<'a> {
 }
 
 impl Providers<'_> {
+    /// What [`both_providers`] declares: the models `mock-gpt` and
+    /// `mock-claude` stalling after 2 s, calls of at most 60 s, 8 turns.
+    pub fn mocks(openai_port: u16, anthropic_port: u16) -> Self {
+        Providers {
+            openai_port,
+            anthropic_port,
+            max_iterations: 8,
+            openai: r#"model = "mock-gpt", stall_timeout_ms = 2000"#,
+            anthropic: r#"model = "mock-claude", stall_timeout_ms = 2000"#,
+            rest: "limits = { timeout_ms = 60000 }",
+            extra: "",
+        }
+    }
+
     /// The manifest's text.
     pub fn toml(&self) -> String {
         format!(
@@ -103,13 +117,8 @@ pub const ANTHROPIC_KEY: &str = "sk-ant-test-9876543210";
 /// A project manifest declaring both providers against the given mocks.
 pub fn both_providers(openai_port: u16, anthropic_port: u16, extra: &str) -> String {
     Providers {
-        openai_port,
-        anthropic_port,
-        max_iterations: 8,
-        openai: r#"model = "mock-gpt", stall_timeout_ms = 2000"#,
-        anthropic: r#"model = "mock-claude", stall_timeout_ms = 2000"#,
-        rest: "limits = { timeout_ms = 60000 }",
         extra,
+        ..Providers::mocks(openai_port, anthropic_port)
     }
     .toml()
 }

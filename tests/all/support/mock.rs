@@ -245,6 +245,13 @@ pub fn openai_tool_result(req: &Captured, id: &str) -> String {
         .to_owned()
 }
 
+/// Fails the test unless the `n`th request (from 0) that `mock` served
+/// told the model `want` as the result of call `id` ([`openai_tool_result`]).
+#[track_caller]
+pub fn assert_sent(mock: &MockServer, n: usize, id: &str, want: &str) {
+    assert_eq!(openai_tool_result(&mock.requests()[n], id), want);
+}
+
 /// Checks an OpenAI request: tools declared, and every assistant tool call
 /// answered by exactly one `tool` message before the next turn.
 pub fn check_openai_request(req: &Captured, key: &str) {
@@ -438,4 +445,19 @@ pub fn write_call(id: &'static str, path: &str, content: &str) -> Call {
         "write_file",
         serde_json::json!({"path": path, "content": content}),
     )
+}
+
+/// A model's call `id` to `read_file` of `path`.
+pub fn read_call(id: &'static str, path: &str) -> Call {
+    (id, "read_file", serde_json::json!({"path": path}))
+}
+
+/// A model's call `id` to `run_command` with the shell line `command`.
+pub fn command_call(id: &'static str, command: &str) -> Call {
+    (id, "run_command", serde_json::json!({"command": command}))
+}
+
+/// A model's call `id` to `run_command` with the words `argv`, no shell.
+pub fn argv_call(id: &'static str, argv: &[&str]) -> Call {
+    (id, "run_command", serde_json::json!({"argv": argv}))
 }

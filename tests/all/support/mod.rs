@@ -10,6 +10,7 @@ pub mod files;
 pub mod git;
 pub mod guard;
 pub mod http;
+pub mod imports;
 pub mod log;
 pub mod manifest;
 pub mod mcp_clients;

@@ -1,28 +1,28 @@
 //! Scripted models: mock servers (see [`crate::support::mock`]) that answer a run's
 //! requests in a fixed order.
 
-use crate::support::mock::{MockServer, Reply, openai_sse};
-use serde_json::json;
+use crate::support::mock::{Call, MockServer, Reply, openai_sse, write_call};
 
 /// An OpenAI model that writes `new.txt` (call `w1`), then answers "Done.".
 pub fn writer() -> MockServer {
-    MockServer::start(|n, _| match n {
-        0 => Reply::Sse(openai_sse(
-            "Writing. ",
-            &[(
-                "w1",
-                "write_file",
-                json!({"path": "new.txt", "content": "fresh line\n"}),
-            )],
-        )),
-        _ => Reply::Sse(openai_sse("Done.", &[])),
-    })
+    calls_then(
+        "Writing. ",
+        vec![write_call("w1", "new.txt", "fresh line\n")],
+        "Done.",
+    )
 }
 
 /// An OpenAI model that makes `calls` at once, then answers "Done.".
-pub fn calls_then_done(calls: Vec<crate::support::mock::Call>) -> MockServer {
+pub fn calls_then_done(calls: Vec<Call>) -> MockServer {
+    calls_then("", calls, "Done.")
+}
+
+/// An OpenAI model that says `text` and makes `calls` at once, then answers
+/// `answer` (with no call) to every later request.
+pub fn calls_then(text: &str, calls: Vec<Call>, answer: &str) -> MockServer {
+    let (text, answer) = (text.to_owned(), answer.to_owned());
     MockServer::start(move |n, _| match n {
-        0 => Reply::Sse(openai_sse("", &calls)),
-        _ => Reply::Sse(openai_sse("Done.", &[])),
+        0 => Reply::Sse(openai_sse(&text, &calls)),
+        _ => Reply::Sse(openai_sse(&answer, &[])),
     })
 }

@@ -62,3 +62,13 @@ pub fn ok_stdout(o: &Output, what: &str) -> String {
     assert_eq!(o.status.code(), Some(0), "{what}:\n{out}\n{}", stderr(o));
     out
 }
+
+/// Fails the test, showing stdout then stderr, unless stdout holds every
+/// one of `needles`.
+#[track_caller]
+pub fn stdout_has(o: &Output, needles: &[&str]) {
+    let out = stdout(o);
+    for needle in needles {
+        assert!(out.contains(needle), "{out}{}", stderr(o));
+    }
+}

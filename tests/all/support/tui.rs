@@ -191,6 +191,20 @@ pub fn trust(cli: &Cli, sb: &Sandbox) {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
 }
 
+/// The UI in `sb`'s workspace (see [`ui_command`], the pane kept open after
+/// exit) once its project is trusted ([`trust`]), at its empty prompt;
+/// `None` where tmux is missing, as [`Pane::ready`].
+pub fn trusted_pane(cli: &Cli, sb: &Sandbox) -> Option<Pane> {
+    Pane::ready(&trusted_command(cli, sb, "sleep 600"))
+}
+
+/// [`ui_command`] in `sb`'s workspace, then `after`, once its project is
+/// trusted ([`trust`]).
+pub fn trusted_command(cli: &Cli, sb: &Sandbox, after: &str) -> String {
+    trust(cli, sb);
+    ui_command(cli, &sb.ws(), after)
+}
+
 /// The manifest the UI tests play a cassette with: the `replay` provider
 /// reading `c.json` in the workspace, `more` entries of its config after
 /// the cassette's (e.g. `, delay_ms = 5`), and a `[policy]` table of
