@@ -87,14 +87,22 @@ fn read_file_and_grep_return_the_workspace_content() {
     let read = &out["calls"][0];
     let text = result_text(read, false, "read_file");
     assert!(text.contains("hello from the workspace"), "{read}");
-    assert_eq!(read["structured"], Value::Null, "the text is sent once: {read}");
+    assert_eq!(
+        read["structured"],
+        Value::Null,
+        "the text is sent once: {read}"
+    );
     let grep = &out["calls"][1];
     let text = result_text(grep, false, "grep");
     assert!(
         text.contains("src/lib.rs") && text.contains("fn needle() {}"),
         "{grep}"
     );
-    assert_eq!(grep["structured"], Value::Null, "the text is sent once: {grep}");
+    assert_eq!(
+        grep["structured"],
+        Value::Null,
+        "the text is sent once: {grep}"
+    );
 }
 
 #[test]

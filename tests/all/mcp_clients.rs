@@ -82,7 +82,11 @@ fn check(client: &str, out: &Value, sb: &Sandbox) {
             "{client}, read {i}: {call}"
         );
         // The text is sent once: no structuredContent repeats it.
-        assert_eq!(call["structured"], Value::Null, "{client}, read {i}: {call}");
+        assert_eq!(
+            call["structured"],
+            Value::Null,
+            "{client}, read {i}: {call}"
+        );
     }
     let refused = &calls[2];
     assert_eq!(refused["is_error"], true, "{client}: {refused}");

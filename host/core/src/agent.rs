@@ -441,24 +441,17 @@ impl Agent {
         options: AgentOptions,
         workspace: PathBuf,
         log: SessionLog,
-        records: &[Record],
+        records: Vec<Record>,
     ) -> anyhow::Result<Self> {
-        let ((history, turn, open), undone) = history::replay_with_notes(records);
-        options.call_ids.continue_after(records);
+        let ((history, turn, open), undone) = history::replay_with_notes(&records);
+        options.call_ids.continue_after(&records);
         options.call_ids.continue_after_subagents(&log);
         // File changes a crash cut short were finished or taken back when
         // the plugins loaded; the model must know which, not only that its
         // call was interrupted.
         let recovered = plugins.recovered().join("\n");
-        // What the session holds comes from every result in its log, not
-        // from the history the model will read (which compaction shortens).
-        let held = crate::provenance::held_from(records);
-        let tracker = Tracker::new(&workspace, options.guard.clone(), held)?;
-        let mut agent = Self::assemble(plugins, provider, options, workspace, log, tracker, turn);
-        agent.hooks = crate::hooks::SessionHooks::new(agent.options.hooks.clone(), true);
-        agent.history = history;
-        agent.calibration = compact::last_calibration(records);
-        agent.plan = records
+        let calibration = compact::last_calibration(&records);
+        let plan = records
             .iter()
             .rev()
             .find_map(|r| match &r.event {
@@ -466,6 +459,17 @@ impl Agent {
                 _ => None,
             })
             .unwrap_or_default();
+        // What the session holds comes from every result in its log, not
+        // from the history the model will read (which compaction shortens):
+        // learnt while the first request goes out, waited for by the first
+        // call the guard judges.
+        let held = Arc::new(crate::provenance::SharedHeld::learning(records));
+        let tracker = Tracker::sharing(&workspace, options.guard.clone(), held)?;
+        let mut agent = Self::assemble(plugins, provider, options, workspace, log, tracker, turn);
+        agent.hooks = crate::hooks::SessionHooks::new(agent.options.hooks.clone(), true);
+        agent.history = history;
+        agent.calibration = calibration;
+        agent.plan = plan;
         agent.undone = undone;
         let mut closed = Vec::new();
         for call in open {

@@ -43,7 +43,7 @@ pub trait EditorFiles: Send + Sync + std::fmt::Debug {
 
 /// `path` (relative to `workspace`, or absolute) as an absolute path inside
 /// the workspace, symlinks of its existing part followed; else why not.
-pub fn inside(workspace: &Path, path: &str) -> Result<PathBuf, String> {
+pub(crate) fn inside(workspace: &Path, path: &str) -> Result<PathBuf, String> {
     let shown = crate::terminal::inert_line(path);
     if path.is_empty() {
         return Err("`path` is empty".into());

@@ -462,7 +462,7 @@ impl SessionHooks {
 
     /// Runs the `user_prompt` hooks: the prompt the model reads (with their
     /// context), or `Err` with why it was blocked.
-    pub async fn prompt(
+    pub(crate) async fn prompt(
         &self,
         prompt: &str,
         sink: &mut dyn Emit,

@@ -31,11 +31,35 @@ pub(super) fn canonical_json(value: &serde_json::Value) -> serde_json::Value {
     }
 }
 
+/// `pattern` as a path glob (`*` within a segment, `**` across them),
+/// compiled once per process: a rule is judged against every call, and
+/// compiling a glob (a regular expression underneath) costs far more than
+/// matching it.
 pub(super) fn glob(pattern: &str) -> Result<globset::GlobMatcher, globset::Error> {
-    Ok(GlobBuilder::new(pattern)
+    use std::collections::HashMap;
+    use std::sync::{LazyLock, Mutex, PoisonError};
+    type Compiled = Result<globset::GlobMatcher, globset::Error>;
+    /// Patterns kept at most; rules are few, but approvals for the session
+    /// add some as it goes.
+    const KEPT: usize = 1024;
+    static COMPILED: LazyLock<Mutex<HashMap<String, Compiled>>> = LazyLock::new(Default::default);
+    if let Some(known) = COMPILED
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .get(pattern)
+    {
+        return known.clone();
+    }
+    let compiled = GlobBuilder::new(pattern)
         .literal_separator(true)
-        .build()?
-        .compile_matcher())
+        .build()
+        .map(|g| g.compile_matcher());
+    let mut kept = COMPILED.lock().unwrap_or_else(PoisonError::into_inner);
+    if kept.len() >= KEPT {
+        kept.clear();
+    }
+    kept.insert(pattern.to_owned(), compiled.clone());
+    compiled
 }
 
 /// `*` matches any run of characters (including none); everything else is

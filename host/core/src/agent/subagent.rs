@@ -65,7 +65,7 @@ pub struct SubagentOptions {
     pub env: Option<SubagentEnv>,
     /// What the whole tree of agents holds (provenance), shared so that a
     /// child's reads arm its parent's guard and the parent's arm the child's.
-    pub held: Option<Arc<std::sync::Mutex<crate::policy::Held>>>,
+    pub held: Option<Arc<crate::provenance::SharedHeld>>,
     pub(crate) slots: Arc<Semaphore>,
 }
 

@@ -210,10 +210,12 @@ impl Dispatcher {
             Target::Host => return None,
         };
         let tool = &checked.call.name;
-        crate::policy::hold(&tracker.settings, &tracker.held(), tool, &reach).or_else(|| {
-            let named = tracker.classifier.secret_args(&checked.args);
-            crate::policy::hold_named(&tracker.settings, &named, tool, &reach)
-        })
+        tracker
+            .with_held(|held| crate::policy::hold(&tracker.settings, held, tool, &reach))
+            .or_else(|| {
+                let named = tracker.classifier.secret_args(&checked.args);
+                crate::policy::hold_named(&tracker.settings, &named, tool, &reach)
+            })
     }
 }
 

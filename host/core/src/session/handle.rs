@@ -352,7 +352,7 @@ fn start_agent(
                 options,
                 manifest.workspace.clone(),
                 log,
-                &records,
+                records,
             )
             .map_err(|e| SessionError::Agent(format!("{e:#}")))?;
             let n = agent.history().len();
