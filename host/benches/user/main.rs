@@ -25,11 +25,17 @@
 //! - `CORRAL_COMPONENTIZE_PY`: componentize-py for the Python plugin rows
 //!   (else `${CORRAL_CI_CACHE:-~/.cache/corral-ci}/plugin-py/bin/componentize-py`).
 //!
+//! - `CORRAL_BENCH_MCP_REFERENCE`, `CORRAL_BENCH_MCP_RUST`: the MCP peers
+//!   (the reference filesystem server's `dist/index.js`, rust-mcp-filesystem's
+//!   binary); else `.ci/run`'s copy of the first, and the bench installs
+//!   what is missing into `~/.cache/corral-bench` (npm, `cargo install`).
+//!
 //! A row whose peer or tool is missing prints why and how to get it.
 
 #[path = "../common/mod.rs"]
 mod common;
 mod floor;
+mod mcp;
 mod mock;
 mod proc;
 mod tree;
@@ -395,6 +401,9 @@ fn main() {
     }
     if want("hook") {
         rows.push(hook(&cfg, &rt, &runtime));
+    }
+    if want("mcp") {
+        rows.extend(mcp::rows(&cfg, &bins));
     }
 
     let (y, mo, d, h, mi, _) = corral_core::log::civil(
