@@ -291,19 +291,28 @@ pub fn significant(text: &str) -> Vec<String> {
     while !text.is_char_boundary(cut) {
         cut -= 1;
     }
-    let visible: String = text[..cut]
-        .chars()
-        .filter(|c| {
-            !matches!(
-                c,
-                '\u{200b}'..='\u{200f}' | '\u{2060}' | '\u{feff}' | '\u{ad}'
-            )
-        })
-        .collect();
+    let invisible = |c: char| {
+        matches!(
+            c,
+            '\u{200b}'..='\u{200f}' | '\u{2060}' | '\u{feff}' | '\u{ad}'
+        )
+    };
+    let text = &text[..cut];
+    // Most text has no invisible character: it is read in place.
+    let visible: std::borrow::Cow<'_, str> = if text.contains(invisible) {
+        text.chars()
+            .filter(|c| !invisible(*c))
+            .collect::<String>()
+            .into()
+    } else {
+        text.into()
+    };
     let mut found = Found::default();
     let mut group = String::new();
     for word in visible.split(|c: char| !is_word_char(c)) {
-        let word = word.trim_matches(|c: char| ".:!?*=&#%,".contains(c));
+        let word = word.trim_matches(|c: char| {
+            matches!(c, '.' | ':' | '!' | '?' | '*' | '=' | '&' | '#' | '%' | ',')
+        });
         if word.is_empty() {
             continue;
         }
@@ -321,7 +330,27 @@ pub fn significant(text: &str) -> Vec<String> {
 
 /// A character that can be part of a significant value.
 fn is_word_char(c: char) -> bool {
-    c.is_alphanumeric() || "._-+@:/~%?#&=[]!$*".contains(c)
+    c.is_alphanumeric()
+        || matches!(
+            c,
+            '.' | '_'
+                | '-'
+                | '+'
+                | '@'
+                | ':'
+                | '/'
+                | '~'
+                | '%'
+                | '?'
+                | '#'
+                | '&'
+                | '='
+                | '['
+                | ']'
+                | '!'
+                | '$'
+                | '*'
+        )
 }
 
 /// A group of a spaced number or account: digits (an IBAN's country part
@@ -354,6 +383,9 @@ impl Found {
 
     /// A run of groups ended: the groups as one number when long enough.
     fn group(&mut self, group: &mut String) {
+        if group.is_empty() {
+            return;
+        }
         let joined: String = group
             .chars()
             .filter(char::is_ascii_alphanumeric)
@@ -469,6 +501,9 @@ fn site_key(host: &str, path: &str) -> String {
 /// `xn--` label), or an IPv4 address.
 fn is_host(s: &str) -> bool {
     let s = s.trim_end_matches('.');
+    if !s.contains('.') {
+        return false;
+    }
     let labels: Vec<&str> = s.split('.').collect();
     if labels.len() < 2 || s.chars().count() < 4 {
         return false;
