@@ -459,6 +459,12 @@ pub struct Tracker {
     /// count for its parent and the other way round); locked only to read or
     /// add, never across an await.
     held: Arc<SharedHeld>,
+    /// Hashes of the workspace results already taught (labels, tool, text,
+    /// arguments): reading the same file again teaches nothing new, and
+    /// finding its values is most of a read's cost to the guard.
+    taught: Mutex<std::collections::HashSet<u64>>,
+    /// The key of those hashes, this process's own.
+    hasher: std::hash::RandomState,
 }
 
 /// What a session holds, shared by its trackers. What a resumed log
@@ -608,12 +614,50 @@ impl Tracker {
             classifier: Classifier::new(workspace, &settings)?,
             settings,
             held,
+            taught: Mutex::default(),
+            hasher: std::hash::RandomState::new(),
         })
     }
 
     /// What this tracker holds, for a subagent's tracker to share.
     pub fn shared(&self) -> Arc<SharedHeld> {
         self.held.clone()
+    }
+
+    /// What a result with `labels` of `tool` called with `args` teaches
+    /// the injection guard ([`Taught::of`]); nothing when the same result
+    /// of the workspace's own files was taught before (adding the same
+    /// values again changes nothing: what is held only grows). A result
+    /// from an untrusted source is read every time.
+    pub fn teach(
+        &self,
+        labels: &[Label],
+        tool: &str,
+        text: &str,
+        args: &str,
+        changed: bool,
+    ) -> Taught {
+        /// Results remembered at most; past it the memory starts again.
+        const KEPT: usize = 4096;
+        let untrusted = labels.iter().any(|l| l.kind == LabelKind::Untrusted);
+        if !untrusted && !changed {
+            use std::hash::BuildHasher as _;
+            let marks: Vec<(LabelKind, &str)> =
+                labels.iter().map(|l| (l.kind, l.source.as_str())).collect();
+            let key = self.hasher.hash_one((marks, tool, text, args));
+            let mut taught = self
+                .taught
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            if taught.contains(&key) {
+                return Taught::Nothing;
+            }
+            if taught.len() >= KEPT {
+                taught.clear();
+            }
+            taught.insert(key);
+        }
+        Taught::of(labels, tool, text, args, changed)
     }
 
     /// Adds one result's labels, and what it `taught` the injection
@@ -992,5 +1036,27 @@ mod tests {
                 .is_empty()
         );
         assert!(tracker.with_held(|h| !h.untrusted.is_empty()));
+    }
+
+    #[test]
+    fn the_same_workspace_result_is_taught_once_and_untrusted_ones_every_time() {
+        let tracker =
+            Tracker::new(Path::new("/w"), GuardSettings::default(), Held::default()).unwrap();
+        let own = [Label::new(LabelKind::Workspace, "src/lib.rs")];
+        let text = "see https://docs.example/guide and 12345678";
+        let first = tracker.teach(&own, "read_file", text, "{}", false);
+        assert!(matches!(first, Taught::Trusted(ref v) if !v.is_empty()));
+        assert!(matches!(
+            tracker.teach(&own, "read_file", text, "{}", false),
+            Taught::Nothing
+        ));
+        // Another text, tool or argument is another result.
+        let other = tracker.teach(&own, "read_file", "and https://other.example/", "{}", false);
+        assert!(matches!(other, Taught::Trusted(_)));
+        let web = [Label::new(LabelKind::Untrusted, "https://page.example/")];
+        for _ in 0..2 {
+            let taught = tracker.teach(&web, "web_fetch", text, "{}", false);
+            assert!(matches!(taught, Taught::Untrusted(ref v, _) if !v.is_empty()));
+        }
     }
 }

@@ -126,9 +126,7 @@ impl Dispatcher {
             .as_ref()
             .is_some_and(|c| touched.reads.iter().any(|p| c.changed(p)));
         let taught = match outcome.text() {
-            Some(text) => {
-                crate::provenance::Taught::of(&labels, &call.name, text, &call.arguments, changed)
-            }
+            Some(text) => tracker.teach(&labels, &call.name, text, &call.arguments, changed),
             None => crate::provenance::Taught::Nothing,
         };
         tracker.absorb(&labels, taught);
