@@ -114,29 +114,35 @@ impl Classifier {
     /// The kind of content in the file at `path` (as the kernel resolved
     /// it), and how to name it.
     pub fn file(&self, path: &Path) -> (LabelKind, String) {
+        let kind = self.kind(path);
+        let name = match path.strip_prefix(&self.workspace) {
+            Ok(rel) if rel.as_os_str().is_empty() => ".".to_owned(),
+            Ok(rel) => rel.display().to_string(),
+            Err(_) => path.display().to_string(),
+        };
+        (kind, name)
+    }
+
+    /// The kind of content in the file at `path`, as [`Classifier::file`]
+    /// says it; the path is made a glob candidate once for every set.
+    fn kind(&self, path: &Path) -> LabelKind {
         if let Ok(rel) = path.strip_prefix(&self.workspace) {
-            let name = if rel.as_os_str().is_empty() {
-                ".".to_owned()
-            } else {
-                rel.display().to_string()
-            };
-            let kind = if self.secrets.is_match(rel) {
+            let rel = globset::Candidate::new(rel);
+            return if self.secrets.is_match_candidate(&rel) {
                 LabelKind::Sensitive
-            } else if self.trusted.is_match(rel) {
+            } else if self.trusted.is_match_candidate(&rel) {
                 LabelKind::Workspace
-            } else if self.untrusted.is_match(rel) {
+            } else if self.untrusted.is_match_candidate(&rel) {
                 LabelKind::Untrusted
             } else {
                 LabelKind::Workspace
             };
-            return (kind, name);
         }
-        let name = path.display().to_string();
         let relative = path.strip_prefix("/").unwrap_or(path);
         if self.stores.iter().any(|s| path.starts_with(s)) || self.secrets.is_match(relative) {
-            (LabelKind::Sensitive, name)
+            LabelKind::Sensitive
         } else {
-            (LabelKind::Untrusted, name)
+            LabelKind::Untrusted
         }
     }
 
@@ -247,8 +253,13 @@ impl Classifier {
             );
         }
         for path in &touched.reads {
-            let (kind, name) = self.file(path);
-            labels.push(kind, name);
+            // A kind already full is only counted: its name is not needed.
+            let kind = self.kind(path);
+            if labels.full(kind) {
+                labels.over[kind as usize] += 1;
+            } else {
+                labels.push(kind, self.file(path).1);
+            }
         }
         if touched.reads_dropped > 0 {
             labels.push(
@@ -286,6 +297,11 @@ struct Labels {
 }
 
 impl Labels {
+    /// Whether [`MAX_LABELS`] of `kind` are listed already.
+    fn full(&self, kind: LabelKind) -> bool {
+        self.over[kind as usize] > 0
+    }
+
     fn push(&mut self, kind: LabelKind, source: String) {
         if self
             .list

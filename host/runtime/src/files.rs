@@ -157,6 +157,15 @@ impl Dirs {
         }
     }
 
+    /// The host path of the granted directory that holds `path`, which
+    /// everything opened for it lies beneath (the kernel resolves the
+    /// rest beneath that directory, links included).
+    fn holder_path(&mut self, path: &str) -> Option<&std::path::Path> {
+        self.holder(path)
+            .ok()
+            .map(|(dir, _)| dir.host_path.as_path())
+    }
+
     /// Opens `path` for reading beneath the granted directory that holds
     /// it when it is a regular file reached without a symlink, with its
     /// exact host path and its size; `None` for the rest, which
@@ -320,8 +329,18 @@ impl Host for FilesView<'_> {
 impl FilesView<'_> {
     /// Refuses a descriptor opened for the plugin that lies in corral's own
     /// state, wherever the path and its links led.
-    fn refuse_kept(&self, fd: &OwnedFd, path: &str) -> Result<(), FileError> {
+    ///
+    /// What was opened lies beneath the granted directory that holds
+    /// `path`; when none of corral's state lies beneath that directory
+    /// (the usual workspace), nothing opened there can be in it and the
+    /// kernel is not asked where each descriptor is.
+    fn refuse_kept(&mut self, fd: &OwnedFd, path: &str) -> Result<(), FileError> {
         use std::os::fd::AsFd as _;
+        if let Some(grant) = self.dirs.holder_path(path)
+            && !self.guard.may_hold_kept(grant)
+        {
+            return Ok(());
+        }
         match self.guard.refuse_kept_fd(fd.as_fd()) {
             Ok(()) => Ok(()),
             Err(why) => {

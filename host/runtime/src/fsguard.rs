@@ -172,6 +172,15 @@ impl Guard {
         self.kept.iter().any(|(k, _)| host.starts_with(k))
     }
 
+    /// Whether corral's state could be reached beneath `dir` (a granted
+    /// directory's canonical host path): some of it lies beneath `dir`, or
+    /// `dir` lies in it.
+    pub(crate) fn may_hold_kept(&self, dir: &Path) -> bool {
+        self.kept
+            .iter()
+            .any(|(k, _)| k.starts_with(dir) || dir.starts_with(k))
+    }
+
     /// Refuses a descriptor a plugin just opened when it lies in corral's
     /// own state: judged by where the kernel says it is
     /// (`/proc/self/fd`), whatever path and links led there.
