@@ -228,6 +228,46 @@ fn with_the_workspace_at_home_no_path_or_symlink_of_a_plugin_reaches_corrals_sta
 }
 
 #[test]
+fn links_out_of_a_workspace_beside_corrals_state_reach_none_of_it() {
+    // The workspace holds none of corral's state, so what a plugin opens
+    // beneath it is not looked up again: links out must fail on their own.
+    let home = Home::new();
+    let ws = home.path().join("proj");
+    std::fs::create_dir(&ws).expect("ws");
+    home.project(
+        &ws,
+        "[plugins.fs]\nsource = \"builtin:fs\"\ngrants.fs = [{ path = \".\", access = \"rw\" }]\n\
+         [plugins.search]\nsource = \"builtin:search\"\ngrants.fs = [{ path = \".\", access = \"ro\" }]\n",
+    );
+    std::os::unix::fs::symlink(home.data_dir(), ws.join("st")).expect("symlink");
+    std::os::unix::fs::symlink(home.config_dir(), ws.join("cfg")).expect("symlink");
+    for dir in [home.data_dir(), home.config_dir()] {
+        std::fs::write(dir.join("marker-7731.txt"), "MARKER-7731\n").expect("marker");
+    }
+    for path in [
+        "cfg/marker-7731.txt",
+        "st/../../.config/corral/marker-7731.txt",
+    ] {
+        let out = home.call(&ws, "read_file", json!({ "path": path }));
+        assert!(!out.contains("MARKER-7731"), "{path}: {out}");
+    }
+    for (tool, args) in [
+        ("list_files", json!({ "path": "st" })),
+        ("list_files", json!({ "path": "cfg" })),
+        ("glob", json!({ "pattern": "**/*", "path": "cfg" })),
+        ("grep", json!({ "pattern": "MARKER", "path": "st" })),
+        ("grep", json!({ "pattern": "MARKER" })),
+    ] {
+        let out = home.call(&ws, tool, args.clone());
+        assert!(
+            !out.contains("marker-7731") && !out.contains("MARKER-7731"),
+            "{tool} {args}: {out}"
+        );
+    }
+    assert_untouched(&home, "");
+}
+
+#[test]
 fn a_program_run_with_the_workspace_at_home_cannot_reach_corrals_state() {
     let (home, ws) = at_home(
         "[plugins.shell]\nsource = \"builtin:shell\"\n\
