@@ -338,15 +338,21 @@ async fn drive(
     {
         eprintln!("resuming session {} ({n} messages)", session.id());
     }
-    session.submit(first);
+    // SIGINT is listened for before the first op is submitted, so an
+    // interrupt is never left to the default action (see `interrupts`).
+    let mut interrupt = match super::tool_call::interrupts() {
+        Ok(s) => s,
+        Err(e) => return fail(&format!("cannot listen for Ctrl-C: {e}")),
+    };
     let ops = session.sender();
     tokio::spawn(async move {
-        while tokio::signal::ctrl_c().await.is_ok() {
+        while interrupt.recv().await.is_some() {
             if ops.send(Op::Interrupt).is_err() {
                 break;
             }
         }
     });
+    session.submit(first);
     let (stdin_tx, mut stdin_rx) = tokio::sync::mpsc::unbounded_channel::<Option<Op>>();
     if answering == Answering::Stdin {
         read_ops(stdin_tx);

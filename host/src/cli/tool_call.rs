@@ -52,9 +52,17 @@ pub(super) async fn tool_call(
     };
     let cancel = tokio_util::sync::CancellationToken::new();
     let mut sink = LogSink;
+    // Registered before the call starts: `ctrl_c()` would register on its
+    // first poll, and a call whose first poll already started a program
+    // would leave a SIGINT in that window to the default action (corral
+    // killed, its children left to the kernel).
+    let mut interrupt = match interrupts() {
+        Ok(s) => s,
+        Err(e) => return fail(&format!("cannot listen for Ctrl-C: {e}")),
+    };
     let ran = tokio::select! {
         r = dispatcher.run_alone(&call, &mut sink, &cancel) => r,
-        _ = tokio::signal::ctrl_c() => {
+        _ = interrupt.recv() => {
             cancel.cancel();
             eprintln!("interrupted: `{name}` was stopped");
             return ExitCode::from(super::run::EXIT_INTERRUPTED);
@@ -88,6 +96,11 @@ pub(super) async fn tool_call(
         Ended::Interrupted => ExitCode::from(super::run::EXIT_INTERRUPTED),
         _ => ExitCode::from(EXIT_TOOL_ERROR),
     }
+}
+
+/// SIGINT as a stream, listening from the moment it returns.
+pub(super) fn interrupts() -> std::io::Result<tokio::signal::unix::Signal> {
+    tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
 }
 
 /// The arguments: a JSON object given inline or read from `@FILE` (one
