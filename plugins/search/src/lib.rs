@@ -322,7 +322,7 @@ impl Tool for Glob {
         let mut found = Vec::new();
         let mut truncated = false;
         for path in walk(&root, root_is_dir, &[], &[], args.all)? {
-            let rel = path.strip_prefix(&root).unwrap_or(&path);
+            let rel = corral_walk::below(&path, &root);
             if glob.is_match(rel) {
                 if found.len() >= limit {
                     truncated = true;
