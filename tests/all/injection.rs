@@ -641,7 +641,7 @@ fn yes_does_not_approve_what_the_injection_guard_holds() {
 
 /// The guard's cost: legitimate tasks whose calls carry a value read from
 /// untrusted content. Each case states which of its calls are held, so the
-/// cost is measured, and a change to it is seen: 2 of these 10 calls.
+/// cost is measured, and a change to it is seen: 2 of these 13 calls.
 #[test]
 fn legitimate_flows_of_untrusted_values_cost_what_is_stated() {
     let Some(python) = sdk_python() else { return };
@@ -665,6 +665,26 @@ fn legitimate_flows_of_untrusted_values_cost_what_is_stated() {
                 write_call("c2", "README.md", "See https://left-pad.example.org/docs\n"),
             ],
             held: &["c2"],
+        },
+        Case {
+            name: "a docs link the project's own README has before a dependency's names it",
+            files: &[
+                ("README.md", "Padding: https://left-pad.example.org/docs\n"),
+                (
+                    "node_modules/left-pad/README.md",
+                    "# left-pad\nDocs: https://left-pad.example.org/docs\n",
+                ),
+            ],
+            prompt: "Put the padding docs link of our README.md into DOCS",
+            calls: vec![
+                // Read while nothing untrusted is held: its values are kept
+                // unread, and must still clear the link once the next read
+                // brings the same link from untrusted content.
+                read_call("c1", "README.md"),
+                read_call("c2", "node_modules/left-pad/README.md"),
+                write_call("c3", "DOCS", "https://left-pad.example.org/docs\n"),
+            ],
+            held: &[],
         },
         Case {
             name: "a version from a dependency's changelog",
@@ -752,7 +772,7 @@ fn legitimate_flows_of_untrusted_values_cost_what_is_stated() {
         calls += case.calls.len();
         held += got.len();
     }
-    assert_eq!((held, calls), (2, 10), "legitimate calls held, of all");
+    assert_eq!((held, calls), (2, 13), "legitimate calls held, of all");
 }
 
 /// "Set `mode = full-auto`" from a vendored README: the manifest is

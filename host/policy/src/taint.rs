@@ -28,6 +28,10 @@ const MAX_VALUES: usize = 100_000;
 /// Bytes of one text read for values.
 const MAX_SCAN: usize = 4 << 20;
 
+/// Bytes of trusted text kept unread while nothing untrusted is held
+/// ([`Values::add_trusted_text`]); past it they are read at once.
+const MAX_UNREAD: usize = 16 << 20;
+
 /// JSON values of one call's arguments looked at.
 const MAX_ARG_VALUES: usize = 4096;
 
@@ -75,6 +79,20 @@ struct Inner {
     /// Where untrusted content was first left unremembered
     /// ([`MAX_VALUES`]); `Some` holds every value not trusted.
     overflow: Option<String>,
+    /// What was trusted, in order, not yet added: empty whenever anything
+    /// untrusted is held ([`Values::add_trusted_text`]).
+    unread: Vec<Unread>,
+    /// Their bytes.
+    unread_bytes: usize,
+}
+
+/// Trusted content not yet added to the trusted values.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Unread {
+    /// Values already found (the user's prompt).
+    Found(Vec<String>),
+    /// A text and the arguments of the call that returned it, not yet read.
+    Text(Arc<str>, Arc<str>),
 }
 
 /// A value of a call's arguments that first appeared in untrusted content.
@@ -96,6 +114,7 @@ impl Values {
         if found.is_empty() {
             return;
         }
+        self.read_unread();
         let inner = Arc::make_mut(&mut self.inner);
         let source: Arc<str> = Arc::from(source);
         for value in found {
@@ -112,8 +131,25 @@ impl Values {
 
     /// Remembers `found` as trusted: the user wrote them, or the
     /// workspace holds them. Past [`MAX_VALUES`], nothing more is
-    /// trusted (the guard holds more, never less).
+    /// trusted (the guard holds more, never less). Kept aside, in order,
+    /// while nothing untrusted is held, as [`Values::add_trusted_text`].
     pub fn add_trusted(&mut self, found: Vec<String>) {
+        if found.is_empty() {
+            return;
+        }
+        let size = found.iter().map(String::len).sum();
+        if self.keeps(size) {
+            let inner = Arc::make_mut(&mut self.inner);
+            inner.unread.push(Unread::Found(found));
+            inner.unread_bytes += size;
+            return;
+        }
+        self.read_unread();
+        self.insert_trusted(found);
+    }
+
+    /// Adds `found` to the trusted values, up to [`MAX_VALUES`].
+    fn insert_trusted(&mut self, found: Vec<String>) {
         if found.is_empty() {
             return;
         }
@@ -126,9 +162,58 @@ impl Values {
         }
     }
 
+    /// Remembers the values of `text`, the workspace's own content that a
+    /// call with `args` returned, as trusted, except those of `args` (a
+    /// tool that repeats its arguments, as a search that found nothing
+    /// does, launders nothing).
+    ///
+    /// Trusted values only ever clear untrusted ones: while nothing
+    /// untrusted is held, no call carries anything whatever is trusted. So
+    /// until then `text` is kept unread, and read, in order with what came
+    /// before it, when the first untrusted value arrives (or past
+    /// [`MAX_UNREAD`] bytes kept): the same values trusted as if read now,
+    /// and a session that never reads untrusted content never pays for it.
+    pub fn add_trusted_text(&mut self, text: Arc<str>, args: Arc<str>) {
+        let size = text.len() + args.len();
+        if self.keeps(size) {
+            let inner = Arc::make_mut(&mut self.inner);
+            inner.unread.push(Unread::Text(text, args));
+            inner.unread_bytes += size;
+            return;
+        }
+        self.read_unread();
+        self.insert_trusted(trusted_values(&text, &args));
+    }
+
+    /// Whether `size` more bytes of trusted content are kept unread: only
+    /// while nothing untrusted is held, and up to [`MAX_UNREAD`].
+    fn keeps(&self, size: usize) -> bool {
+        let inner = &self.inner;
+        inner.untrusted.is_empty()
+            && inner.overflow.is_none()
+            && inner.unread_bytes + size <= MAX_UNREAD
+    }
+
+    /// Adds what was kept unread, in order.
+    fn read_unread(&mut self) {
+        if self.inner.unread.is_empty() {
+            return;
+        }
+        let inner = Arc::make_mut(&mut self.inner);
+        let unread = std::mem::take(&mut inner.unread);
+        inner.unread_bytes = 0;
+        for entry in unread {
+            match entry {
+                Unread::Found(found) => self.insert_trusted(found),
+                Unread::Text(text, args) => self.insert_trusted(trusted_values(&text, &args)),
+            }
+        }
+    }
+
     /// Forgets nothing, but makes each of `values` pass from now on: the
     /// user approved a call that carried them.
     pub fn approve(&mut self, values: &[String]) {
+        self.read_unread();
         Arc::make_mut(&mut self.inner)
             .trusted
             .extend(values.iter().cloned());
@@ -227,6 +312,15 @@ impl Values {
         }
         found
     }
+}
+
+/// The significant values of `text` that `args` (the arguments of the call
+/// that returned it) do not hold.
+pub fn trusted_values(text: &str, args: &str) -> Vec<String> {
+    let asked: HashSet<String> = significant(args).into_iter().collect();
+    let mut found = significant(text);
+    found.retain(|v| !asked.contains(v));
+    found
 }
 
 /// Whether the absolute `path` is `workspace` or beneath it, read
@@ -581,6 +675,57 @@ mod tests {
         // Plain words, versions, short numbers and file names are not.
         let plain = significant("Fix the bug in README.md and src/main.rs for v1.2.3, issue 4521.");
         assert_eq!(plain, Vec::<String>::new());
+    }
+
+    #[test]
+    fn trusted_text_is_read_when_the_first_untrusted_value_arrives_as_if_read_at_once() {
+        let text = |t: &str| -> Arc<str> { Arc::from(t) };
+        let mut values = Values::default();
+        values.add_trusted_text(text("docs at https://docs.example.org/guide"), text("{}"));
+        // The call's own arguments launder nothing.
+        values.add_trusted_text(
+            text("no match for thief@evil.example"),
+            text(r#"{"pattern": "thief@evil.example"}"#),
+        );
+        values.add_trusted(significant("mail me at me@home.example"));
+        assert_eq!(
+            values.inner.unread.len(),
+            3,
+            "kept unread while nothing is untrusted"
+        );
+        assert!(values.inner.trusted.is_empty());
+        values.add_untrusted(
+            significant(
+                "see https://docs.example.org/guide, mail thief@evil.example or me@home.example",
+            ),
+            "page",
+        );
+        assert!(values.inner.unread.is_empty());
+        let carried = |to: &str| {
+            values
+                .carried(&json!({ "to": to }), "/w")
+                .into_iter()
+                .map(|c| c.value)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            carried("https://docs.example.org/guide"),
+            Vec::<String>::new()
+        );
+        assert_eq!(carried("me@home.example"), Vec::<String>::new());
+        assert_eq!(
+            carried("thief@evil.example"),
+            vec!["thief@evil.example".to_owned(), "evil.example".to_owned()]
+        );
+        // Once something untrusted is held, trusted text is read at once;
+        // past the bytes kept, too.
+        values.add_trusted_text(text("and https://later.example/x"), text("{}"));
+        assert!(values.inner.unread.is_empty());
+        assert!(values.inner.trusted.contains("later.example"));
+        let mut idle = Values::default();
+        let big = format!("https://big.example/ {}", "x ".repeat(MAX_UNREAD));
+        idle.add_trusted_text(text(&big), text("{}"));
+        assert!(idle.inner.unread.is_empty() && idle.inner.trusted.contains("big.example"));
     }
 
     #[test]
