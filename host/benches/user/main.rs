@@ -6,8 +6,8 @@
 //!
 //! Whole-process rows start the real `corral` binary (each binary with its
 //! own config, cache and data directories, warmed first unless the row is
-//! about an empty cache) and its peer (`rg -j1`, `find`, curl against the
-//! same mock), in interleaved rounds (A, B, peer, then rotated), and report
+//! about an empty cache) and its peer (`rg -j1`, `fd -j1`, `find`, curl
+//! against the same mock), in interleaved rounds (A, B, peer, then rotated), and report
 //! medians: CPU is user + system time of the child as `wait4` returns it,
 //! wall time is from the spawn. The model is a mock OpenAI server on
 //! 127.0.0.1 in this process, speaking the exact Chat Completions SSE
@@ -29,6 +29,14 @@
 //!   (the reference filesystem server's `dist/index.js`, rust-mcp-filesystem's
 //!   binary); else `.ci/run`'s copy of the first, and the bench installs
 //!   what is missing into `~/.cache/corral-bench` (npm, `cargo install`).
+//!
+//! - `CORRAL_BENCH_FD`: fd for the glob rows; else `fd` in `PATH`, else the
+//!   bench builds it with `cargo install` into `~/.cache/corral-bench`.
+//!
+//! grep and glob run on three trees of over 20,000 files (see `tree.rs`):
+//! the unpacked crates, a `node_modules` npm installs into the bench's cache
+//! and part of the Linux kernel's sources `apt-get download` fetches into
+//! it, both once.
 //!
 //! A row whose peer or tool is missing prints why and how to get it.
 
@@ -64,8 +72,11 @@ use common::or_die as ok;
 struct Cfg {
     /// Cheap whole-process rows (tens of ms a run).
     rounds: usize,
-    /// Rows whose runs take seconds on the base commit (grep, resume).
+    /// Rows whose runs take seconds on the base commit (resume).
     heavy: usize,
+    /// grep and glob on each tree (a third of a second a run; the medians
+    /// of three moved by a tenth between runs).
+    search: usize,
     /// Runs on an empty compile cache (each compiles every plugin on the base).
     first: usize,
     /// In-process rounds.
@@ -301,6 +312,7 @@ fn main() {
         Cfg {
             rounds: 3,
             heavy: 1,
+            search: 3,
             first: 1,
             inproc: 5,
         }
@@ -308,6 +320,7 @@ fn main() {
         Cfg {
             rounds: 7,
             heavy: 3,
+            search: 7,
             first: 2,
             inproc: 15,
         }
@@ -357,25 +370,12 @@ fn main() {
     if want("first") {
         rows.extend(first_run(&cfg, &bins, root.path()));
     }
-    let tree = if want("grep") || want("list") {
-        note("unpacking the search tree…");
-        let tree = tree::crates(files).map_err(|e| e.to_string());
-        match &tree {
-            Ok(t) => note(&format!(
-                "  {} files, {:.0} MB, from {} crate archives, in {}",
-                t.files,
-                t.bytes as f64 / 1e6,
-                t.crates,
-                t.dir.path().display()
-            )),
-            Err(e) => note(&format!("  no tree: {e}")),
-        }
-        tree
-    } else {
-        Err("not asked for".into())
-    };
+    let trees = search_trees(want("grep") || want("glob"), want("list"), files);
     if want("grep") {
-        rows.push(grep(&cfg, &bins, &tree));
+        rows.extend(trees.iter().map(|(name, t)| grep(&cfg, &bins, name, t)));
+    }
+    if want("glob") {
+        rows.extend(trees.iter().map(|(name, t)| glob(&cfg, &bins, name, t)));
     }
     let (rt, _cache, runtime) = common::engine();
     if want("call") {
@@ -397,7 +397,12 @@ fn main() {
         rows.extend(python(&cfg, &bins, root.path()));
     }
     if want("list") {
-        rows.push(list_files(&cfg, &bins, &tree));
+        let crates = trees.first().map(|(_, t)| t);
+        rows.push(list_files(
+            &cfg,
+            &bins,
+            crates.unwrap_or(&Err("no tree".into())),
+        ));
     }
     if want("hook") {
         rows.push(hook(&cfg, &rt, &runtime));
@@ -535,18 +540,77 @@ fn first_run(cfg: &Cfg, bins: &[Bin], root: &Path) -> Vec<Row> {
     rows
 }
 
-/// `corral tool call grep` against `rg -j1 -n` on the unpacked crates.
-fn grep(cfg: &Cfg, bins: &[Bin], tree: &Result<tree::Tree, String>) -> Row {
-    const WHAT: &str = "`corral tool call grep` vs `rg -j1 -n`, same matches (CPU)";
-    const GOAL: &str = "≤ 1.5× CPU";
-    note(WHAT);
+/// The trees the search rows run on, each with its name: the unpacked
+/// crates (also for `list_files`), and for grep and glob a `node_modules`
+/// and the kernel's sources as well.
+fn search_trees(search: bool, list: bool, files: usize) -> Vec<(&'static str, TreeResult)> {
+    if !search && !list {
+        return Vec::new();
+    }
+    note("the search trees…");
+    let mut made = vec![("crates", tree::crates(files))];
+    if search {
+        made.push(("node_modules", tree::node_modules()));
+        made.push(("linux", tree::linux()));
+    }
+    made.into_iter()
+        .map(|(name, made)| {
+            let t = made.map_err(|e| e.to_string());
+            match &t {
+                Ok(t) => note(&format!(
+                    "  {name}: {} files, {:.0} MB, from {}, in {}",
+                    t.files,
+                    t.bytes as f64 / 1e6,
+                    t.source,
+                    t.path().display()
+                )),
+                Err(e) => note(&format!("  {name}: no tree: {e}")),
+            }
+            (name, t)
+        })
+        .collect()
+}
+
+/// The tree of the row `what` when there is one and `rg` runs; else the row
+/// skipped, saying why.
+fn searchable<'t>(
+    what: &str,
+    goal: &str,
+    tree: &'t TreeResult,
+) -> Result<&'t tree::Tree, Box<Row>> {
+    note(what);
     let t = match tree {
         Ok(t) => t,
-        Err(e) => return Row::skipped(WHAT, GOAL, format!("no search tree: {e}")),
+        Err(e) => {
+            return Err(Box::new(Row::skipped(
+                what,
+                goal,
+                format!("no search tree: {e}"),
+            )));
+        }
+    };
+    if Command::new("rg").arg("--version").output().is_err() {
+        let why = "no `rg` in PATH: apt-get install -y ripgrep";
+        return Err(Box::new(Row::skipped(what, goal, why.into())));
+    }
+    Ok(t)
+}
+
+/// A search tree, or why there is none.
+type TreeResult = Result<tree::Tree, String>;
+
+/// `corral tool call grep` against `rg -j1 -n` on one tree.
+fn grep(cfg: &Cfg, bins: &[Bin], name: &str, tree: &TreeResult) -> Row {
+    const WHAT: &str = "`corral tool call grep` vs `rg -j1 -n`, same matches (CPU)";
+    const GOAL: &str = "≤ 1.3× CPU";
+    let what = format!("{WHAT}, {name}");
+    let t = match searchable(&what, GOAL, tree) {
+        Ok(t) => t,
+        Err(row) => return *row,
     };
     if t.files < 20_000 {
         return Row::skipped(
-            WHAT,
+            &what,
             GOAL,
             format!(
                 "the tree has {} files; set CORRAL_BENCH_TREE_FILES to 20000 or more",
@@ -554,7 +618,7 @@ fn grep(cfg: &Cfg, bins: &[Bin], tree: &Result<tree::Tree, String>) -> Row {
             ),
         );
     }
-    let ws = t.dir.path();
+    let ws = t.path();
     let pattern = "TODO|FIXME";
     let rg = || {
         let mut c = Command::new("rg");
@@ -563,7 +627,7 @@ fn grep(cfg: &Cfg, bins: &[Bin], tree: &Result<tree::Tree, String>) -> Row {
     };
     let Ok(rg_out) = Command::new("rg").arg("--version").output() else {
         return Row::skipped(
-            WHAT,
+            &what,
             GOAL,
             "no `rg` in PATH: apt-get install -y ripgrep".into(),
         );
@@ -574,7 +638,21 @@ fn grep(cfg: &Cfg, bins: &[Bin], tree: &Result<tree::Tree, String>) -> Row {
         .unwrap_or("")
         .to_owned();
     let args = json!({"pattern": pattern, "max_results": 1_000_000}).to_string();
-    let peer_matches = proc::run(&mut rg()).out().lines().count();
+    // Counted by rg itself (`-c`, lines per file): the lines it prints can
+    // be longer than the bench keeps of an output (minified JavaScript).
+    let counted = proc::run(
+        Command::new("rg")
+            .args(["-j1", "-c", "--", pattern])
+            .current_dir(ws),
+    )
+    .out();
+    let peer_matches: usize = counted
+        .lines()
+        .filter_map(|l| {
+            l.rsplit_once(':')
+                .and_then(|(_, n)| n.parse::<usize>().ok())
+        })
+        .sum();
     for b in bins {
         let f = proc::run(&mut b.cmd(ws, &["tool", "call", "grep", "--args", &args, "--json"]))
             .ok("grep");
@@ -591,7 +669,7 @@ fn grep(cfg: &Cfg, bins: &[Bin], tree: &Result<tree::Tree, String>) -> Row {
         t.files
     ));
     let k = bins.len() + 1;
-    let runs = interleave(cfg.heavy, k, |i| {
+    let runs = interleave(cfg.search, k, |i| {
         if i == bins.len() {
             proc::run(&mut rg())
         } else {
@@ -609,20 +687,132 @@ fn grep(cfg: &Cfg, bins: &[Bin], tree: &Result<tree::Tree, String>) -> Row {
     };
     let peer = cpu(bins.len());
     Row {
-        what: format!("{WHAT}, {} files, {} matches", t.files, peer_matches),
+        what: format!("{what}, {} files, {} matches", t.files, peer_matches),
         bins: (0..bins.len()).map(cell).collect(),
         peer: format!("rg {}", cell(bins.len())),
-        figures: (0..bins.len())
-            .map(|i| {
-                let r = cpu(i).as_secs_f64() / peer.as_secs_f64();
-                (format!("{r:.2}×"), r)
-            })
-            .collect(),
+        figures: ratios(bins.len(), cpu, peer),
         goal_text: GOAL.into(),
-        goal: Goal::AtMost(1.5),
+        goal: Goal::AtMost(1.3),
         skipped: None,
     }
 }
+
+/// Each binary's CPU over the peer's, as the figure of a row.
+fn ratios(bins: usize, cpu: impl Fn(usize) -> Duration, peer: Duration) -> Vec<(String, f64)> {
+    (0..bins)
+        .map(|i| {
+            let r = cpu(i).as_secs_f64() / peer.as_secs_f64();
+            (format!("{r:.2}×"), r)
+        })
+        .collect()
+}
+
+/// The glob each tree is searched with: a name found all over it, a few
+/// hundred to a few thousand paths.
+fn tree_glob(name: &str) -> &'static str {
+    match name {
+        "crates" => "lib.rs",
+        "node_modules" => "package.json",
+        _ => "*.h",
+    }
+}
+
+/// `corral tool call glob` against `rg -j1 --files -g` and `fd -j1 -g` on
+/// one tree; the figure is against the faster of the two.
+fn glob(cfg: &Cfg, bins: &[Bin], name: &str, tree: &TreeResult) -> Row {
+    const WHAT: &str =
+        "`corral tool call glob` vs `rg -j1 --files -g` and `fd -j1 -t f -g`, same paths (CPU)";
+    const GOAL: &str = "≤ 1.3× CPU of the faster";
+    let what = format!("{WHAT}, {name}");
+    let t = match searchable(&what, GOAL, tree) {
+        Ok(t) => t,
+        Err(row) => return *row,
+    };
+    let ws = t.path();
+    let name_glob = tree_glob(name);
+    let rg = || {
+        let mut c = Command::new("rg");
+        c.args(["-j1", "--files", "-g", name_glob]).current_dir(ws);
+        c
+    };
+    let fd = match fd() {
+        Ok(fd) => Some(fd),
+        Err(e) => {
+            note(&format!("  no fd: {e}"));
+            None
+        }
+    };
+    let fd_cmd = |fd: &Path| {
+        let mut c = Command::new(fd);
+        c.args(["-j1", "-t", "f", "-g", name_glob]).current_dir(ws);
+        c
+    };
+    let args = json!({"pattern": format!("**/{name_glob}"), "limit": 10_000_000}).to_string();
+    let want = proc::run(&mut rg()).ok("rg").out().lines().count();
+    if let Some(fd) = &fd {
+        let n = proc::run(&mut fd_cmd(fd)).ok("fd").out().lines().count();
+        assert_eq!(n, want, "fd found {n} paths, rg {want}");
+    }
+    for b in bins {
+        let f = proc::run(&mut b.cmd(ws, &["tool", "call", "glob", "--args", &args, "--json"]))
+            .ok("glob");
+        let v: Value = ok(serde_json::from_slice(&f.stdout));
+        let n = v["ok"]["data"]["paths"].as_array().map_or(0, Vec::len);
+        assert_eq!(n, want, "{}: glob found {n} paths, rg {want}", b.label);
+    }
+    note(&format!(
+        "  `**/{name_glob}`: {want} paths in {} files, all agree",
+        t.files
+    ));
+    let peers = 1 + usize::from(fd.is_some());
+    let runs = interleave(cfg.search, bins.len() + peers, |i| {
+        let r = match i.checked_sub(bins.len()) {
+            None => proc::run(&mut bins[i].cmd(ws, &["tool", "call", "glob", "--args", &args]))
+                .ok("glob"),
+            Some(0) => proc::run(&mut rg()),
+            Some(_) => proc::run(&mut fd_cmd(fd.as_deref().unwrap_or(Path::new("fd")))),
+        };
+        (r.cpu, r.wall())
+    });
+    let cpu = |i: usize| median_d(&runs[i].iter().map(|r| r.0).collect::<Vec<_>>());
+    let peer = (bins.len()..bins.len() + peers)
+        .map(cpu)
+        .min()
+        .unwrap_or_default();
+    let mut peer_cells = vec![format!("rg {}", cpu_wall(&runs[bins.len()]))];
+    peer_cells.push(match &fd {
+        Some(_) => format!("fd {}", cpu_wall(&runs[bins.len() + 1])),
+        None => "fd not installed".into(),
+    });
+    Row {
+        what: format!("{what}, `**/{name_glob}`, {} files, {want} paths", t.files),
+        bins: (0..bins.len()).map(|i| cpu_wall(&runs[i])).collect(),
+        peer: peer_cells.join("; "),
+        figures: ratios(bins.len(), cpu, peer),
+        goal_text: GOAL.into(),
+        goal: Goal::AtMost(1.3),
+        skipped: None,
+    }
+}
+
+/// fd's binary: `CORRAL_BENCH_FD`, else `fd` in `PATH`, else built by
+/// `cargo install` into the bench's cache (once, a minute or two).
+fn fd() -> Result<PathBuf, String> {
+    if let Some(p) = std::env::var_os("CORRAL_BENCH_FD") {
+        return Ok(PathBuf::from(p));
+    }
+    if Command::new("fd")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+    {
+        return Ok(PathBuf::from("fd"));
+    }
+    mcp::cargo_install("fd-find", FD_VERSION, "fd")
+}
+
+/// The fd the bench builds when none is installed.
+const FD_VERSION: &str = "10.2.0";
 
 /// The trivial sandboxed call in process, and spawning a process per call
 /// against it, interleaved.
@@ -1305,7 +1495,7 @@ fn python(cfg: &Cfg, bins: &[Bin], root: &Path) -> Vec<Row> {
 
 /// `corral tool call list_files` at depth 3 against `find -maxdepth 3`,
 /// hidden and ignored entries included on both sides.
-fn list_files(cfg: &Cfg, bins: &[Bin], tree: &Result<tree::Tree, String>) -> Row {
+fn list_files(cfg: &Cfg, bins: &[Bin], tree: &TreeResult) -> Row {
     const WHAT: &str = "`list_files` depth 3 vs `find -maxdepth 3`, same entries (CPU)";
     const GOAL: &str = "≤ 2× CPU";
     note(WHAT);
@@ -1313,7 +1503,7 @@ fn list_files(cfg: &Cfg, bins: &[Bin], tree: &Result<tree::Tree, String>) -> Row
         Ok(t) => t,
         Err(e) => return Row::skipped(WHAT, GOAL, format!("no tree: {e}")),
     };
-    let ws = t.dir.path();
+    let ws = t.path();
     let find = || {
         let mut c = Command::new("find");
         c.args([".", "-mindepth", "1", "-maxdepth", "3"])

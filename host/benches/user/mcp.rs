@@ -154,7 +154,7 @@ impl Drop for Server {
 }
 
 /// The bench's own cache of peers.
-fn cache() -> PathBuf {
+pub fn cache() -> PathBuf {
     std::env::var_os("HOME")
         .map_or_else(std::env::temp_dir, PathBuf::from)
         .join(".cache/corral-bench")
@@ -186,23 +186,10 @@ pub fn reference() -> Result<PathBuf, String> {
             "  installing @modelcontextprotocol/server-filesystem@{REFERENCE_VERSION} into {} (once)",
             dir.display()
         ));
-        std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
-        let status = Command::new("npm")
-            .args([
-                "install",
-                "--no-audit",
-                "--no-fund",
-                "--loglevel=error",
-                "--prefix",
-            ])
-            .arg(&dir)
-            .arg(format!(
-                "@modelcontextprotocol/server-filesystem@{REFERENCE_VERSION}"
-            ))
-            .status()
-            .map_err(|e| format!("no npm ({e}): apt-get install -y npm"))?;
-        if !status.success() || !script.is_file() {
-            return Err(format!("npm install failed ({status})"));
+        let pkg = format!("@modelcontextprotocol/server-filesystem@{REFERENCE_VERSION}");
+        npm_install(&dir, &[], &[pkg.as_str()])?;
+        if !script.is_file() {
+            return Err(format!("npm install left no {}", script.display()));
         }
     }
     Ok(script)
@@ -214,11 +201,35 @@ pub fn rust() -> Result<PathBuf, String> {
     if let Some(p) = std::env::var_os("CORRAL_BENCH_MCP_RUST") {
         return Ok(PathBuf::from(p));
     }
-    let root = cache().join("rust-mcp-filesystem");
-    let bin = root.join("bin/rust-mcp-filesystem");
-    if !bin.is_file() {
+    cargo_install("rust-mcp-filesystem", RUST_VERSION, "rust-mcp-filesystem")
+}
+
+/// `npm install` of `packages` into `dir` (with `extra` flags), quietly.
+pub fn npm_install(dir: &Path, extra: &[&str], packages: &[&str]) -> Result<(), String> {
+    std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
+    let status = Command::new("npm")
+        .args(["install", "--no-audit", "--no-fund", "--loglevel=error"])
+        .args(extra)
+        .arg("--prefix")
+        .arg(dir)
+        .args(packages)
+        .status()
+        .map_err(|e| format!("no npm ({e}): apt-get install -y npm"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("npm install failed ({status})"))
+    }
+}
+
+/// The binary `bin` of crate `krate` at `version`, built by `cargo install`
+/// into the bench's cache the first time (minutes, once).
+pub fn cargo_install(krate: &str, version: &str, bin: &str) -> Result<PathBuf, String> {
+    let root = cache().join(krate);
+    let exe = root.join("bin").join(bin);
+    if !exe.is_file() {
         super::note(&format!(
-            "  building rust-mcp-filesystem {RUST_VERSION} into {} (once, minutes)",
+            "  building {krate} {version} into {} (once, minutes)",
             root.display()
         ));
         let status = Command::new("cargo")
@@ -226,24 +237,22 @@ pub fn rust() -> Result<PathBuf, String> {
                 "install",
                 "--locked",
                 "--quiet",
-                "rust-mcp-filesystem",
+                krate,
                 "--version",
-                RUST_VERSION,
-                "--root",
+                version,
             ])
+            .arg("--root")
             .arg(&root)
             .env("CARGO_TARGET_DIR", root.join("target"))
             .env_remove("RUSTC_WORKSPACE_WRAPPER")
             .status()
             .map_err(|e| format!("no cargo ({e})"))?;
         let _ = std::fs::remove_dir_all(root.join("target"));
-        if !status.success() || !bin.is_file() {
-            return Err(format!(
-                "cargo install rust-mcp-filesystem failed ({status})"
-            ));
+        if !status.success() || !exe.is_file() {
+            return Err(format!("cargo install {krate} failed ({status})"));
         }
     }
-    Ok(bin)
+    Ok(exe)
 }
 
 /// The command of the reference server over `root`.
