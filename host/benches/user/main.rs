@@ -370,14 +370,22 @@ fn main() {
     if want("first") {
         rows.extend(first_run(&cfg, &bins, root.path()));
     }
+    let (rt, _cache, runtime) = common::engine();
     let trees = search_trees(want("grep") || want("glob"), want("list"), files);
     if want("grep") {
-        rows.extend(trees.iter().map(|(name, t)| grep(&cfg, &bins, name, t)));
+        rows.extend(
+            trees
+                .iter()
+                .map(|(name, t)| grep(&cfg, &rt, &bins, name, t)),
+        );
     }
     if want("glob") {
-        rows.extend(trees.iter().map(|(name, t)| glob(&cfg, &bins, name, t)));
+        rows.extend(
+            trees
+                .iter()
+                .map(|(name, t)| glob(&cfg, &rt, &bins, name, t)),
+        );
     }
-    let (rt, _cache, runtime) = common::engine();
     if want("call") {
         rows.extend(sandboxed_call(&cfg, &rt, &runtime));
     }
@@ -600,7 +608,13 @@ fn searchable<'t>(
 type TreeResult = Result<tree::Tree, String>;
 
 /// `corral tool call grep` against `rg -j1 -n` on one tree.
-fn grep(cfg: &Cfg, bins: &[Bin], name: &str, tree: &TreeResult) -> Row {
+fn grep(
+    cfg: &Cfg,
+    rt: &tokio::runtime::Runtime,
+    bins: &[Bin],
+    name: &str,
+    tree: &TreeResult,
+) -> Row {
     const WHAT: &str = "`corral tool call grep` vs `rg -j1 -n`, same matches (CPU)";
     const GOAL: &str = "≤ 1.3× CPU";
     let what = format!("{WHAT}, {name}");
@@ -686,15 +700,53 @@ fn grep(cfg: &Cfg, bins: &[Bin], name: &str, tree: &TreeResult) -> Row {
         )
     };
     let peer = cpu(bins.len());
+    let floor = search_floor(cfg, rt, ws, "grep", &args);
     Row {
         what: format!("{what}, {} files, {} matches", t.files, peer_matches),
         bins: (0..bins.len()).map(cell).collect(),
-        peer: format!("rg {}", cell(bins.len())),
+        peer: format!(
+            "rg {}; {}",
+            cell(bins.len()),
+            floor_text("grep", floor, peer)
+        ),
         figures: ratios(bins.len(), cpu, peer),
         goal_text: GOAL.into(),
         goal: Goal::AtMost(1.3),
         skipped: None,
     }
+}
+
+/// The median CPU of the built-in search plugin's `tool` with `args` over
+/// `ws` in plain wasmtime-wasi, in this process: the floor under corral's
+/// call of it.
+fn search_floor(
+    cfg: &Cfg,
+    rt: &tokio::runtime::Runtime,
+    ws: &Path,
+    tool: &str,
+    args: &str,
+) -> Duration {
+    let mut call = floor::plain_builtin_call(rt, "search", ws, tool, args);
+    let first = call();
+    assert!(!first.is_empty(), "the floor's {tool} found nothing");
+    let runs: Vec<Duration> = (0..cfg.search)
+        .map(|_| {
+            floor::cpu_of(|| {
+                call();
+            })
+        })
+        .collect();
+    median_d(&runs)
+}
+
+/// The floor of a search row, beside its peer's CPU.
+fn floor_text(tool: &str, floor: Duration, peer: Duration) -> String {
+    format!(
+        "the floor: the search plugin's {tool} in plain wasmtime-wasi (in process, its `files` \
+         reads served by std::fs, no corral) {} CPU = {:.2}× the peer",
+        fmt_d(floor),
+        floor.as_secs_f64() / peer.as_secs_f64()
+    )
 }
 
 /// Each binary's CPU over the peer's, as the figure of a row.
@@ -719,7 +771,13 @@ fn tree_glob(name: &str) -> &'static str {
 
 /// `corral tool call glob` against `rg -j1 --files -g` and `fd -j1 -g` on
 /// one tree; the figure is against the faster of the two.
-fn glob(cfg: &Cfg, bins: &[Bin], name: &str, tree: &TreeResult) -> Row {
+fn glob(
+    cfg: &Cfg,
+    rt: &tokio::runtime::Runtime,
+    bins: &[Bin],
+    name: &str,
+    tree: &TreeResult,
+) -> Row {
     const WHAT: &str =
         "`corral tool call glob` vs `rg -j1 --files -g` and `fd -j1 -t f -g`, same paths (CPU)";
     const GOAL: &str = "≤ 1.3× CPU of the faster";
@@ -784,6 +842,8 @@ fn glob(cfg: &Cfg, bins: &[Bin], name: &str, tree: &TreeResult) -> Row {
         Some(_) => format!("fd {}", cpu_wall(&runs[bins.len() + 1])),
         None => "fd not installed".into(),
     });
+    let floor = search_floor(cfg, rt, ws, "glob", &args);
+    peer_cells.push(floor_text("glob", floor, peer));
     Row {
         what: format!("{what}, `**/{name_glob}`, {} files, {want} paths", t.files),
         bins: (0..bins.len()).map(|i| cpu_wall(&runs[i])).collect(),
@@ -817,7 +877,7 @@ const FD_VERSION: &str = "10.2.0";
 /// The trivial sandboxed call in process, and spawning a process per call
 /// against it, interleaved.
 fn sandboxed_call(cfg: &Cfg, rt: &tokio::runtime::Runtime, runtime: &Runtime) -> Vec<Row> {
-    const WHAT: &str = "trivial sandboxed call overhead, in process (fresh store + instance + call + drop, minus the native call)";
+    const WHAT: &str = "trivial sandboxed call overhead, in process (an instance made ahead: arm + call + drop, minus the native call)";
     const RATIO: &str = "process spawn per call ÷ sandboxed call (interleaved)";
     note(WHAT);
     let ws = common::small_workspace();
@@ -838,9 +898,33 @@ fn sandboxed_call(cfg: &Cfg, rt: &tokio::runtime::Runtime, runtime: &Runtime) ->
         }
         t.elapsed() / iters
     };
+    // Instances made ahead are a process-wide switch: off for these calls,
+    // on for the others.
     let mut sandboxed = || {
+        corral_runtime::calls_ahead(false);
         let out = rt.block_on(plugins.call("word_count", args, "b"));
         assert!(out.is_ok());
+    };
+    // The same calls with instances made ahead: each call's instance is
+    // made once the one before ends, and the call is timed once it is
+    // ready, as it is when a model's next call comes.
+    let ahead_plugins = load(rt, runtime, ws.path(), &example);
+    let example_plugin = ok(ahead_plugins
+        .plugin_for("word_count")
+        .ok_or("no word_count"))
+    .clone();
+    let ahead = || {
+        corral_runtime::calls_ahead(true);
+        rt.block_on(async {
+            while !example_plugin.ready_ahead() {
+                tokio::task::yield_now().await;
+            }
+        });
+        let t = Instant::now();
+        let out = rt.block_on(ahead_plugins.call("word_count", args, "b"));
+        let took = t.elapsed();
+        assert!(out.is_ok());
+        took
     };
     let mut native = || {
         let parsed: corral_plugin_example::Args = ok(serde_json::from_str(args));
@@ -868,12 +952,25 @@ fn sandboxed_call(cfg: &Cfg, rt: &tokio::runtime::Runtime, runtime: &Runtime) ->
     per(200, &mut bare);
     per(200, &mut plain);
     per(5, &mut spawn);
+    corral_runtime::calls_ahead(true);
+    let check = ok(rt.block_on(ahead_plugins.call("word_count", args, "b")));
+    assert_eq!(check.content, "5");
+    for _ in 0..200 {
+        ahead();
+    }
     // Single calls, alternated, and the median of each: on a loaded machine
     // a preempted call is an outlier of one sample, not of a whole batch.
-    let (mut s, mut n, mut f, mut w, mut p) =
-        (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let (mut s, mut n, mut f, mut w, mut p, mut a) = (
+        Vec::new(),
+        Vec::new(),
+        Vec::new(),
+        Vec::new(),
+        Vec::new(),
+        Vec::new(),
+    );
     for _ in 0..cfg.inproc * 20 {
         for _ in 0..10 {
+            a.push(ahead());
             s.push(per(1, &mut sandboxed));
             n.push(per(1, &mut native));
             f.push(per(1, &mut bare));
@@ -881,25 +978,30 @@ fn sandboxed_call(cfg: &Cfg, rt: &tokio::runtime::Runtime, runtime: &Runtime) ->
         }
         p.push(per(1, &mut spawn));
     }
+    corral_runtime::calls_ahead(false);
     ok(std::env::set_current_dir(here));
-    let (s, n, f, w, p) = (
+    let (s, n, f, w, p, a) = (
         median_d(&s),
         median_d(&n),
         median_d(&f),
         median_d(&w),
         median_d(&p),
+        median_d(&a),
     );
-    let overhead = s.saturating_sub(n);
-    let ratio = p.as_secs_f64() / s.as_secs_f64();
+    let overhead = a.saturating_sub(n);
+    let ratio = p.as_secs_f64() / a.as_secs_f64();
     vec![
         Row {
             what: WHAT.into(),
-            bins: vec![format!("{} per call", fmt_d(s))],
+            bins: vec![format!("{} per call", fmt_d(a))],
             peer: format!(
-                "native fn {}; the floor: the same call in plain wasmtime-wasi (fresh store, \
-                 directory preopened, no corral) {} (overhead {}), a bare instance of it made \
-                 and dropped, no call, {}",
+                "native fn {}; with a fresh store and instance made on the call's path {} \
+                 (overhead {}); the floor of that: the same call in plain wasmtime-wasi (fresh \
+                 store, directory preopened, no corral) {} (overhead {}), a bare instance of it \
+                 made and dropped, no call, {}",
                 fmt_d(n),
+                fmt_d(s),
+                fmt_d(s.saturating_sub(n)),
                 fmt_d(w),
                 fmt_d(w.saturating_sub(n)),
                 fmt_d(f)
@@ -911,7 +1013,7 @@ fn sandboxed_call(cfg: &Cfg, rt: &tokio::runtime::Runtime, runtime: &Runtime) ->
         },
         Row {
             what: RATIO.into(),
-            bins: vec![format!("{} sandboxed", fmt_d(s))],
+            bins: vec![format!("{} sandboxed", fmt_d(a))],
             peer: format!("spawn `wc -w` {}", fmt_d(p)),
             figures: vec![(format!("{ratio:.0}×"), ratio)],
             goal_text: "≥ 100×".into(),

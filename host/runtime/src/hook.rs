@@ -92,14 +92,21 @@ impl Plugin {
         let event = to_wit(input);
         let decision = self
             .sandbox()
-            .call(pre, CallCaps::Hook, None, None, move |instance, store| {
-                Box::pin(async move {
-                    instance
-                        .corral_plugin_hook()
-                        .call_handle(store, &event)
-                        .await
-                })
-            })
+            .call(
+                pre,
+                None,
+                CallCaps::Hook,
+                None,
+                None,
+                move |instance, store| {
+                    Box::pin(async move {
+                        instance
+                            .corral_plugin_hook()
+                            .call_handle(store, &event)
+                            .await
+                    })
+                },
+            )
             .await?;
         let cap = self.decl.limits.output_kb.saturating_mul(1024);
         let cut = |m: String| budget::cap_text(m, cap, "hook text");

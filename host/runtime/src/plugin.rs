@@ -6,7 +6,7 @@ use super::bindings::{tool as wit, types};
 use super::cache::CacheOutcome;
 use super::compiler::{Code, Compiler};
 use super::error::{LoadError, ToolError};
-use super::sandbox::{PluginKind, Sandbox};
+use super::sandbox::{PluginKind, Ready, Sandbox};
 use super::store::PluginShared;
 use super::{budget, effects};
 use crate::manifest::PluginDecl;
@@ -69,6 +69,8 @@ pub struct Plugin {
     /// A provider's last tool list, with what it became in the plugin's
     /// types ([`Plugin::complete`]).
     pub(super) offered: std::sync::Mutex<Option<Offered>>,
+    /// The instance kept for its next tool call (see `sandbox::calls_ahead`).
+    pub(super) ready: Arc<Ready<super::bindings::ToolPlugin>>,
 }
 
 impl Plugin {
@@ -113,6 +115,12 @@ impl Plugin {
             })
             .await?;
         Ok(&code.kind)
+    }
+
+    /// Whether an instance made ahead waits for its next tool call (see
+    /// [`crate::calls_ahead`]).
+    pub fn ready_ahead(&self) -> bool {
+        self.ready.is_ready()
     }
 
     /// Its manifest entry.
@@ -171,6 +179,7 @@ impl Plugin {
             .sandbox()
             .call(
                 pre,
+                None,
                 effects::CallCaps::Describe,
                 None,
                 None,
@@ -293,14 +302,21 @@ impl Plugin {
         };
         let result = self
             .sandbox()
-            .call(pre, caps, None, Some(touched), move |instance, store| {
-                Box::pin(async move {
-                    instance
-                        .corral_plugin_tool()
-                        .call_invoke(store, &call)
-                        .await
-                })
-            })
+            .call(
+                pre,
+                Some(&self.ready),
+                caps,
+                None,
+                Some(touched),
+                move |instance, store| {
+                    Box::pin(async move {
+                        instance
+                            .corral_plugin_tool()
+                            .call_invoke(store, &call)
+                            .await
+                    })
+                },
+            )
             .await?;
         match result {
             Ok(out) => {
@@ -352,7 +368,7 @@ impl Plugin {
         };
         let result = self
             .sandbox()
-            .call(pre, caps, None, None, move |instance, store| {
+            .call(pre, None, caps, None, None, move |instance, store| {
                 Box::pin(async move {
                     instance
                         .corral_plugin_tool()

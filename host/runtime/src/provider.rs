@@ -190,6 +190,7 @@ impl Plugin {
             .sandbox()
             .call(
                 pre,
+                None,
                 super::effects::CallCaps::Provider,
                 Some(events),
                 None,
@@ -290,6 +291,7 @@ impl Plugin {
             .sandbox()
             .call(
                 pre,
+                None,
                 super::effects::CallCaps::Provider,
                 None,
                 None,

@@ -320,6 +320,11 @@ pub async fn resume(
     drive(config, first, None, flags.json, answering).await
 }
 
+/// SIGINT as a stream, listening from the moment it returns.
+pub(super) fn interrupts() -> std::io::Result<tokio::signal::unix::Signal> {
+    tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
+}
+
 async fn drive(
     config: SessionConfig,
     first: Op,
@@ -340,7 +345,7 @@ async fn drive(
     }
     // SIGINT is listened for before the first op is submitted, so an
     // interrupt is never left to the default action (see `interrupts`).
-    let mut interrupt = match super::tool_call::interrupts() {
+    let mut interrupt = match interrupts() {
         Ok(s) => s,
         Err(e) => return fail(&format!("cannot listen for Ctrl-C: {e}")),
     };

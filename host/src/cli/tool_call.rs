@@ -56,7 +56,7 @@ pub(super) async fn tool_call(
     // first poll, and a call whose first poll already started a program
     // would leave a SIGINT in that window to the default action (corral
     // killed, its children left to the kernel).
-    let mut interrupt = match interrupts() {
+    let mut interrupt = match super::run::interrupts() {
         Ok(s) => s,
         Err(e) => return fail(&format!("cannot listen for Ctrl-C: {e}")),
     };
@@ -96,11 +96,6 @@ pub(super) async fn tool_call(
         Ended::Interrupted => ExitCode::from(super::run::EXIT_INTERRUPTED),
         _ => ExitCode::from(EXIT_TOOL_ERROR),
     }
-}
-
-/// SIGINT as a stream, listening from the moment it returns.
-pub(super) fn interrupts() -> std::io::Result<tokio::signal::unix::Signal> {
-    tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
 }
 
 /// The arguments: a JSON object given inline or read from `@FILE` (one
