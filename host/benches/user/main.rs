@@ -372,19 +372,16 @@ fn main() {
     }
     let (rt, _cache, runtime) = common::engine();
     let trees = search_trees(want("grep") || want("glob"), want("list"), files);
+    let on = On {
+        cfg: &cfg,
+        rt: &rt,
+        bins: &bins,
+    };
     if want("grep") {
-        rows.extend(
-            trees
-                .iter()
-                .map(|(name, t)| grep(&cfg, &rt, &bins, name, t)),
-        );
+        rows.extend(trees.iter().map(|(name, t)| grep(&on, name, t)));
     }
     if want("glob") {
-        rows.extend(
-            trees
-                .iter()
-                .map(|(name, t)| glob(&cfg, &rt, &bins, name, t)),
-        );
+        rows.extend(trees.iter().map(|(name, t)| glob(&on, name, t)));
     }
     if want("call") {
         rows.extend(sandboxed_call(&cfg, &rt, &runtime));
@@ -607,14 +604,18 @@ fn searchable<'t>(
 /// A search tree, or why there is none.
 type TreeResult = Result<tree::Tree, String>;
 
+/// What a search row runs on: the bench's settings, the runtime of its
+/// floor, the binaries.
+#[derive(Clone, Copy)]
+struct On<'a> {
+    cfg: &'a Cfg,
+    rt: &'a tokio::runtime::Runtime,
+    bins: &'a [Bin],
+}
+
 /// `corral tool call grep` against `rg -j1 -n` on one tree.
-fn grep(
-    cfg: &Cfg,
-    rt: &tokio::runtime::Runtime,
-    bins: &[Bin],
-    name: &str,
-    tree: &TreeResult,
-) -> Row {
+fn grep(on: &On<'_>, name: &str, tree: &TreeResult) -> Row {
+    let On { cfg, rt, bins } = *on;
     const WHAT: &str = "`corral tool call grep` vs `rg -j1 -n`, same matches (CPU)";
     const GOAL: &str = "≤ 1.3× CPU";
     let what = format!("{WHAT}, {name}");
@@ -771,13 +772,8 @@ fn tree_glob(name: &str) -> &'static str {
 
 /// `corral tool call glob` against `rg -j1 --files -g` and `fd -j1 -g` on
 /// one tree; the figure is against the faster of the two.
-fn glob(
-    cfg: &Cfg,
-    rt: &tokio::runtime::Runtime,
-    bins: &[Bin],
-    name: &str,
-    tree: &TreeResult,
-) -> Row {
+fn glob(on: &On<'_>, name: &str, tree: &TreeResult) -> Row {
+    let On { cfg, rt, bins } = *on;
     const WHAT: &str =
         "`corral tool call glob` vs `rg -j1 --files -g` and `fd -j1 -t f -g`, same paths (CPU)";
     const GOAL: &str = "≤ 1.3× CPU of the faster";

@@ -7,7 +7,7 @@ use super::budget;
 use super::effects::CallCaps;
 use super::error::ToolError;
 use super::plugin::Plugin;
-use super::sandbox::PluginKind;
+use super::sandbox::{Extras, PluginKind};
 use crate::protocol::Effect;
 use crate::protocol::{HookInput, Verdict};
 
@@ -92,21 +92,14 @@ impl Plugin {
         let event = to_wit(input);
         let decision = self
             .sandbox()
-            .call(
-                pre,
-                None,
-                CallCaps::Hook,
-                None,
-                None,
-                move |instance, store| {
-                    Box::pin(async move {
-                        instance
-                            .corral_plugin_hook()
-                            .call_handle(store, &event)
-                            .await
-                    })
-                },
-            )
+            .call(pre, CallCaps::Hook, Extras::default(), |instance, store| {
+                Box::pin(async move {
+                    instance
+                        .corral_plugin_hook()
+                        .call_handle(store, &event)
+                        .await
+                })
+            })
             .await?;
         let cap = self.decl.limits.output_kb.saturating_mul(1024);
         let cut = |m: String| budget::cap_text(m, cap, "hook text");

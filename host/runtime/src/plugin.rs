@@ -6,7 +6,7 @@ use super::bindings::{tool as wit, types};
 use super::cache::CacheOutcome;
 use super::compiler::{Code, Compiler};
 use super::error::{LoadError, ToolError};
-use super::sandbox::{PluginKind, Ready, Sandbox};
+use super::sandbox::{Extras, PluginKind, Ready, Sandbox};
 use super::store::PluginShared;
 use super::{budget, effects};
 use crate::manifest::PluginDecl;
@@ -179,10 +179,8 @@ impl Plugin {
             .sandbox()
             .call(
                 pre,
-                None,
                 effects::CallCaps::Describe,
-                None,
-                None,
+                Extras::default(),
                 move |instance, store| {
                     Box::pin(async move {
                         let specs = instance
@@ -304,10 +302,12 @@ impl Plugin {
             .sandbox()
             .call(
                 pre,
-                Some(&self.ready),
                 caps,
-                None,
-                Some(touched),
+                Extras {
+                    ahead: Some(&self.ready),
+                    touched: Some(touched),
+                    ..Extras::default()
+                },
                 move |instance, store| {
                     Box::pin(async move {
                         instance
@@ -368,7 +368,7 @@ impl Plugin {
         };
         let result = self
             .sandbox()
-            .call(pre, None, caps, None, None, move |instance, store| {
+            .call(pre, caps, Extras::default(), move |instance, store| {
                 Box::pin(async move {
                     instance
                         .corral_plugin_tool()

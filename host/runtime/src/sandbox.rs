@@ -149,6 +149,28 @@ pub fn calls_ahead(on: bool) {
     AHEAD.store(on, Ordering::Relaxed);
 }
 
+/// What a call has beyond its capabilities; none by default.
+pub(crate) struct Extras<'c, I> {
+    /// Where an instance made ahead is taken from when one is ready, and,
+    /// with [`calls_ahead`] on, where the next is made once the call ends.
+    pub(crate) ahead: Option<&'c Arc<Ready<I>>>,
+    /// Where a provider's stream events go.
+    pub(crate) events: Option<tokio::sync::mpsc::Sender<StreamEvent>>,
+    /// Filled with what the call touched (files read, hosts reached,
+    /// programs run), whether it succeeded or not.
+    pub(crate) touched: Option<&'c mut super::touched::Touched>,
+}
+
+impl<I> Default for Extras<'_, I> {
+    fn default() -> Self {
+        Self {
+            ahead: None,
+            events: None,
+            touched: None,
+        }
+    }
+}
+
 /// An instance made ahead of its call, in a store of its own under the
 /// plugin's grants and limits: armed with the call's own capabilities,
 /// events and deadline when the call takes it ([`CallState::arm`]).
@@ -192,18 +214,13 @@ impl Sandbox<'_> {
     /// Builds a fresh sandboxed store, instantiates `pre` in it, calls one
     /// of its exports with `export` and turns traps and limits into
     /// [`ToolError::Sandbox`]. `caps` narrows the plugin's grants to what
-    /// this kind of call may use; `touched`, when given, is filled with
-    /// what the call touched (files read, hosts reached, programs run),
-    /// whether it succeeded or not. With `ahead`, the store and instance
-    /// kept there are taken when one is ready, and with [`calls_ahead`] on
-    /// the next is made there once the call ends.
+    /// this kind of call may use; `extras` says what else it has (see
+    /// [`Extras`]).
     pub(crate) async fn call<P, R, F>(
         &self,
         pre: &P,
-        ahead: Option<&Arc<Ready<P::Instance>>>,
         caps: effects::CallCaps,
-        events: Option<tokio::sync::mpsc::Sender<StreamEvent>>,
-        touched: Option<&mut super::touched::Touched>,
+        extras: Extras<'_, P::Instance>,
         export: F,
     ) -> Result<R, ToolError>
     where
@@ -212,6 +229,11 @@ impl Sandbox<'_> {
         R: Send + 'static,
         F: for<'a> FnOnce(&'a P::Instance, &'a mut Store<CallState>) -> ExportCall<'a, R> + Send,
     {
+        let Extras {
+            ahead,
+            events,
+            touched,
+        } = extras;
         let name = &self.decl.name;
         let limits = self.decl.limits;
         let shutting = || {
