@@ -503,16 +503,6 @@ pub(crate) fn fail(message: &str) -> ExitCode {
     ExitCode::from(EXIT_USAGE)
 }
 
-/// Whether `command` makes call after call (a session, a server): then
-/// each tool's next instance is made as soon as one of its calls ends, off
-/// the next call's path.
-fn makes_many_calls(command: &Command) -> bool {
-    matches!(
-        command,
-        Command::Run(_) | Command::Resume { .. } | Command::Mcp(_) | Command::Acp { .. }
-    )
-}
-
 async fn run(cli: Cli) -> ExitCode {
     let workspace = cli.workspace.clone().unwrap_or_else(|| PathBuf::from("."));
     let Some(command) = cli.command else {
@@ -523,7 +513,6 @@ async fn run(cli: Cli) -> ExitCode {
             );
             return ExitCode::from(EXIT_USAGE);
         }
-        corral_core::plugins::calls_ahead(true);
         return ui::ui(&workspace, None, cli.ui.into()).await;
     };
     if cli.ui.any() {
@@ -533,7 +522,6 @@ async fn run(cli: Cli) -> ExitCode {
              --mode auto-edit ...`)",
         );
     }
-    corral_core::plugins::calls_ahead(makes_many_calls(&command));
     match command {
         Command::Run(mut args) => {
             if args.prompt == "-" {

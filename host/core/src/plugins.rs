@@ -5,8 +5,8 @@
 
 pub use crate::runtime::{
     CACHE_MAX_MB_VAR, Capability, ImportReview, ImportStatus, Inspection, Plugin, Plugins, Runtime,
-    RuntimeOptions, ToolError, ToolOutput, cache_max_bytes, cache_report, calls_ahead, clear_cache,
-    prune_cache, review,
+    RuntimeOptions, ToolError, ToolOutput, cache_max_bytes, cache_report, clear_cache, prune_cache,
+    review,
 };
 
 /// Where the runtime reports slow steps (a plugin being compiled) while a

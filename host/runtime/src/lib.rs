@@ -102,7 +102,6 @@ pub use loader::{Inspection, ToolsError};
 pub use plugin::{Plugin, ToolOutput};
 pub use precompiled::PRECOMPILED_VAR;
 pub use registry::Plugins;
-pub use sandbox::calls_ahead;
 pub use touched::{ProgramRun, Touched};
 pub use vetting::Withheld;
 pub use writes::{Restore, RestoreError, restore_files};

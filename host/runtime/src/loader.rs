@@ -357,7 +357,6 @@ fn entry(
         code: tokio::sync::OnceCell::new_with(code),
         compiler: Some(compiler.clone()),
         offered: std::sync::Mutex::default(),
-        ready: std::sync::Arc::default(),
     })
 }
 
@@ -471,7 +470,6 @@ pub(super) async fn inspect(rt: &Runtime, bytes: &[u8]) -> Result<Inspection, Lo
                 })),
                 compiler: None,
                 offered: std::sync::Mutex::default(),
-                ready: std::sync::Arc::default(),
             };
             plugin
                 .describe()

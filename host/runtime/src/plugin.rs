@@ -6,7 +6,7 @@ use super::bindings::{tool as wit, types};
 use super::cache::CacheOutcome;
 use super::compiler::{Code, Compiler};
 use super::error::{LoadError, ToolError};
-use super::sandbox::{Extras, PluginKind, Ready, Sandbox};
+use super::sandbox::{PluginKind, Sandbox};
 use super::store::PluginShared;
 use super::{budget, effects};
 use crate::manifest::PluginDecl;
@@ -69,8 +69,6 @@ pub struct Plugin {
     /// A provider's last tool list, with what it became in the plugin's
     /// types ([`Plugin::complete`]).
     pub(super) offered: std::sync::Mutex<Option<Offered>>,
-    /// The instance kept for its next tool call (see `sandbox::calls_ahead`).
-    pub(super) ready: Arc<Ready<super::bindings::ToolPlugin>>,
 }
 
 impl Plugin {
@@ -115,12 +113,6 @@ impl Plugin {
             })
             .await?;
         Ok(&code.kind)
-    }
-
-    /// Whether an instance made ahead waits for its next tool call (see
-    /// [`crate::calls_ahead`]).
-    pub fn ready_ahead(&self) -> bool {
-        self.ready.is_ready()
     }
 
     /// Its manifest entry.
@@ -180,7 +172,8 @@ impl Plugin {
             .call(
                 pre,
                 effects::CallCaps::Describe,
-                Extras::default(),
+                None,
+                None,
                 move |instance, store| {
                     Box::pin(async move {
                         let specs = instance
@@ -300,23 +293,14 @@ impl Plugin {
         };
         let result = self
             .sandbox()
-            .call(
-                pre,
-                caps,
-                Extras {
-                    ahead: Some(&self.ready),
-                    touched: Some(touched),
-                    ..Extras::default()
-                },
-                move |instance, store| {
-                    Box::pin(async move {
-                        instance
-                            .corral_plugin_tool()
-                            .call_invoke(store, &call)
-                            .await
-                    })
-                },
-            )
+            .call(pre, caps, None, Some(touched), move |instance, store| {
+                Box::pin(async move {
+                    instance
+                        .corral_plugin_tool()
+                        .call_invoke(store, &call)
+                        .await
+                })
+            })
             .await?;
         match result {
             Ok(out) => {
@@ -368,7 +352,7 @@ impl Plugin {
         };
         let result = self
             .sandbox()
-            .call(pre, caps, Extras::default(), move |instance, store| {
+            .call(pre, caps, None, None, move |instance, store| {
                 Box::pin(async move {
                     instance
                         .corral_plugin_tool()

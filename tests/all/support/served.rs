@@ -30,28 +30,11 @@ impl Served {
     /// `corral mcp serve ARGS`, initialized by a client that offers
     /// `capabilities` (e.g. `{"elicitation": {}}`).
     pub fn start_with(cli: &Cli, sb: &Sandbox, args: &[&str], capabilities: Value) -> Self {
-        Self::spawn(cli, sb, args, capabilities, &[])
-    }
-
-    /// `corral mcp serve ARGS` with `env` added to its environment (say
-    /// `CORRAL_LOG`), initialized by a client that offers no capabilities.
-    pub fn start_env(cli: &Cli, sb: &Sandbox, args: &[&str], env: &[(&str, &str)]) -> Self {
-        Self::spawn(cli, sb, args, json!({}), env)
-    }
-
-    fn spawn(
-        cli: &Cli,
-        sb: &Sandbox,
-        args: &[&str],
-        capabilities: Value,
-        env: &[(&str, &str)],
-    ) -> Self {
         let log = sb.root.path().join("mcp-stderr.log");
         let mut all = vec!["mcp", "serve"];
         all.extend_from_slice(args);
         let mut child = cli
             .command(&sb.ws(), &all)
-            .envs(env.iter().copied())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(std::fs::File::create(&log).unwrap())
