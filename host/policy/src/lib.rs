@@ -63,7 +63,7 @@ pub use protected::{path_arguments, protected_target, protected_target_at};
 pub use rules::{
     Action, Rule, RuleError, RuleProblem, Subject, parse_rule, session_scope, subject,
 };
-pub use taint::{Carried, Values, hold_untrusted, significant, trusted_values};
+pub use taint::{Carried, Values, hold_untrusted, significant};
 
 use command::{command_match, line_forms, loose_forms, split_or_whitespace};
 use patterns::{canonical_json, glob, normalize_path, wildcard};

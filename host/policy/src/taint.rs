@@ -316,7 +316,7 @@ impl Values {
 
 /// The significant values of `text` that `args` (the arguments of the call
 /// that returned it) do not hold.
-pub fn trusted_values(text: &str, args: &str) -> Vec<String> {
+fn trusted_values(text: &str, args: &str) -> Vec<String> {
     let asked: HashSet<String> = significant(args).into_iter().collect();
     let mut found = significant(text);
     found.retain(|v| !asked.contains(v));
