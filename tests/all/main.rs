@@ -22,6 +22,7 @@ mod attack_trust;
 mod bounded_stream;
 mod budgets;
 mod cache;
+mod calls_ahead;
 mod children;
 mod cli;
 mod command_hooks;

@@ -922,6 +922,10 @@ impl Agent {
         tokio::pin!(call);
         let record = self.options.record;
         let backlog = self.options.backlog.clone();
+        // Once the model has started answering, the host mostly waits: the
+        // tools' next instances are made then, off the calls' path, and not
+        // while the request is still being sent.
+        let mut ahead = Some(self.plugins().clone());
         let mut events = Vec::new();
         // The text streamed so far: kept when the user interrupts it.
         self.partial.clear();
@@ -939,6 +943,9 @@ impl Agent {
                 biased;
                 () = cancel.cancelled() => return Ok(Err(None)),
                 Some(ev) = rx.recv() => {
+                    if let Some(plugins) = ahead.take() {
+                        plugins.make_ahead();
+                    }
                     note(&ev);
                     if !forward(ui, ev, backlog.as_ref(), cancel).await {
                         return Ok(Err(None));

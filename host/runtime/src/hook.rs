@@ -7,7 +7,7 @@ use super::budget;
 use super::effects::CallCaps;
 use super::error::ToolError;
 use super::plugin::Plugin;
-use super::sandbox::PluginKind;
+use super::sandbox::{Extras, PluginKind};
 use crate::protocol::Effect;
 use crate::protocol::{HookInput, Verdict};
 
@@ -92,7 +92,7 @@ impl Plugin {
         let event = to_wit(input);
         let decision = self
             .sandbox()
-            .call(pre, CallCaps::Hook, None, None, move |instance, store| {
+            .call(pre, CallCaps::Hook, Extras::default(), |instance, store| {
                 Box::pin(async move {
                     instance
                         .corral_plugin_hook()

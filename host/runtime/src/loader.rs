@@ -357,6 +357,7 @@ fn entry(
         code: tokio::sync::OnceCell::new_with(code),
         compiler: Some(compiler.clone()),
         offered: std::sync::Mutex::default(),
+        ready: std::sync::Arc::default(),
     })
 }
 
@@ -470,6 +471,7 @@ pub(super) async fn inspect(rt: &Runtime, bytes: &[u8]) -> Result<Inspection, Lo
                 })),
                 compiler: None,
                 offered: std::sync::Mutex::default(),
+                ready: std::sync::Arc::default(),
             };
             plugin
                 .describe()

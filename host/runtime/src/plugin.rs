@@ -6,7 +6,7 @@ use super::bindings::{tool as wit, types};
 use super::cache::CacheOutcome;
 use super::compiler::{Code, Compiler};
 use super::error::{LoadError, ToolError};
-use super::sandbox::{PluginKind, Sandbox};
+use super::sandbox::{Extras, PluginKind, Ready, Sandbox};
 use super::store::PluginShared;
 use super::{budget, effects};
 use crate::manifest::PluginDecl;
@@ -69,6 +69,8 @@ pub struct Plugin {
     /// A provider's last tool list, with what it became in the plugin's
     /// types ([`Plugin::complete`]).
     pub(super) offered: std::sync::Mutex<Option<Offered>>,
+    /// The instance made for its next tool call ([`Plugin::make_ahead`]).
+    pub(super) ready: Arc<Ready<super::bindings::ToolPlugin>>,
 }
 
 impl Plugin {
@@ -113,6 +115,29 @@ impl Plugin {
             })
             .await?;
         Ok(&code.kind)
+    }
+
+    /// Whether an instance made ahead waits for its next tool call (see
+    /// [`Plugin::make_ahead`]).
+    pub fn ready_ahead(&self) -> bool {
+        self.ready.is_ready()
+    }
+
+    /// Makes the instance its next tool call will run in, on a task of its
+    /// own, if its code is loaded (it was called before in this process),
+    /// none is ready or being made, and a slot of the pool is free for it.
+    /// For the moments the host is idle (a session waiting for the model):
+    /// the call that comes next starts running the plugin's code at once.
+    /// Each instance still serves one call; one whose making called the
+    /// host is not kept. Must be called within a tokio runtime.
+    pub fn make_ahead(&self) {
+        if let Some(Code {
+            kind: PluginKind::Tool(pre),
+            ..
+        }) = self.code.get()
+        {
+            self.sandbox().make_ahead(pre, &self.ready);
+        }
     }
 
     /// Its manifest entry.
@@ -172,8 +197,7 @@ impl Plugin {
             .call(
                 pre,
                 effects::CallCaps::Describe,
-                None,
-                None,
+                Extras::default(),
                 move |instance, store| {
                     Box::pin(async move {
                         let specs = instance
@@ -293,14 +317,23 @@ impl Plugin {
         };
         let result = self
             .sandbox()
-            .call(pre, caps, None, Some(touched), move |instance, store| {
-                Box::pin(async move {
-                    instance
-                        .corral_plugin_tool()
-                        .call_invoke(store, &call)
-                        .await
-                })
-            })
+            .call(
+                pre,
+                caps,
+                Extras {
+                    ahead: Some(&self.ready),
+                    touched: Some(touched),
+                    ..Extras::default()
+                },
+                move |instance, store| {
+                    Box::pin(async move {
+                        instance
+                            .corral_plugin_tool()
+                            .call_invoke(store, &call)
+                            .await
+                    })
+                },
+            )
             .await?;
         match result {
             Ok(out) => {
@@ -352,7 +385,7 @@ impl Plugin {
         };
         let result = self
             .sandbox()
-            .call(pre, caps, None, None, move |instance, store| {
+            .call(pre, caps, Extras::default(), move |instance, store| {
                 Box::pin(async move {
                     instance
                         .corral_plugin_tool()

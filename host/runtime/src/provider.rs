@@ -5,7 +5,7 @@
 
 use super::bindings::{chat as wit, stream, types as wit_types};
 use super::plugin::{Offered, Plugin};
-use super::sandbox::{PluginKind, ProviderPre};
+use super::sandbox::{Extras, PluginKind, ProviderPre};
 use crate::protocol::{
     AssistantMessage, ChatRequest, ChatResponse, Effect, FinishReason, Message, ModelInfo,
     ProviderError, StreamEvent, ToolCall, ToolSpec, Usage,
@@ -191,8 +191,10 @@ impl Plugin {
             .call(
                 pre,
                 super::effects::CallCaps::Provider,
-                Some(events),
-                None,
+                Extras {
+                    events: Some(events),
+                    ..Extras::default()
+                },
                 move |instance, store| {
                     Box::pin(async move {
                         let result = instance
@@ -291,8 +293,7 @@ impl Plugin {
             .call(
                 pre,
                 super::effects::CallCaps::Provider,
-                None,
-                None,
+                Extras::default(),
                 move |instance, store| {
                     Box::pin(
                         async move { instance.corral_plugin_provider().call_models(store).await },

@@ -75,6 +75,15 @@ impl Plugins {
         all
     }
 
+    /// Has every tool plugin called before make the instance of its next
+    /// call ([`Plugin::make_ahead`]): a session asks while it waits for the
+    /// model.
+    pub fn make_ahead(&self) {
+        for plugin in &self.plugins {
+            plugin.make_ahead();
+        }
+    }
+
     /// The plugin serving `tool`.
     pub fn plugin_for(&self, tool: &str) -> Option<&Arc<Plugin>> {
         self.by_tool.get(tool).map(|&i| &self.plugins[i])

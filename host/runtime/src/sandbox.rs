@@ -10,11 +10,12 @@ use super::bindings::{
 use super::engine::TICK;
 use super::error::ToolError;
 use super::store::{CallState, PluginShared};
-use super::{budget, effects, http, stdio};
+use super::{admission, budget, effects, http, stdio};
 use crate::manifest::PluginDecl;
 use crate::protocol::StreamEvent;
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 use wasmtime::component::{Component, InstancePre, Linker};
 use wasmtime::{CallHook, Engine, Store, Trap};
@@ -134,43 +135,129 @@ pub(crate) struct Sandbox<'a> {
     pub(crate) decl: &'a PluginDecl,
 }
 
+/// What a call has beyond its capabilities; none by default.
+pub(crate) struct Extras<'c, I> {
+    /// Where an instance made ahead ([`Sandbox::make_ahead`]) is taken
+    /// from when one is ready.
+    pub(crate) ahead: Option<&'c Arc<Ready<I>>>,
+    /// Where a provider's stream events go.
+    pub(crate) events: Option<tokio::sync::mpsc::Sender<StreamEvent>>,
+    /// Filled with what the call touched (files read, hosts reached,
+    /// programs run), whether it succeeded or not.
+    pub(crate) touched: Option<&'c mut super::touched::Touched>,
+}
+
+impl<I> Default for Extras<'_, I> {
+    fn default() -> Self {
+        Self {
+            ahead: None,
+            events: None,
+            touched: None,
+        }
+    }
+}
+
+/// An instance made ahead of its call, in a store of its own under the
+/// plugin's grants and limits: armed with the call's own capabilities,
+/// events and deadline when the call takes it ([`CallState::arm`]).
+pub(crate) struct Prepared<I> {
+    store: Store<CallState>,
+    instance: I,
+    stdout: stdio::LogPipe,
+    stderr: stdio::LogPipe,
+    /// Its place in the pool, held from the moment it was made.
+    reserved: admission::Reserved,
+}
+
+/// The instance one plugin keeps ready for its next call, if any.
+pub(crate) struct Ready<I> {
+    slot: Mutex<Option<Prepared<I>>>,
+    /// An instance is being made: calls ending meanwhile make none.
+    making: AtomicBool,
+}
+
+impl<I> Default for Ready<I> {
+    fn default() -> Self {
+        Self {
+            slot: Mutex::new(None),
+            making: AtomicBool::new(false),
+        }
+    }
+}
+
+impl<I> Ready<I> {
+    fn slot(&self) -> std::sync::MutexGuard<'_, Option<Prepared<I>>> {
+        self.slot.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Whether an instance is ready now.
+    pub(crate) fn is_ready(&self) -> bool {
+        self.slot().is_some()
+    }
+}
+
 impl Sandbox<'_> {
     /// Builds a fresh sandboxed store, instantiates `pre` in it, calls one
     /// of its exports with `export` and turns traps and limits into
     /// [`ToolError::Sandbox`]. `caps` narrows the plugin's grants to what
-    /// this kind of call may use; `touched`, when given, is filled with
-    /// what the call touched (files read, hosts reached, programs run),
-    /// whether it succeeded or not.
+    /// this kind of call may use; `extras` says what else it has (see
+    /// [`Extras`]).
     pub(crate) async fn call<P, R, F>(
         &self,
         pre: &P,
         caps: effects::CallCaps,
-        events: Option<tokio::sync::mpsc::Sender<StreamEvent>>,
-        touched: Option<&mut super::touched::Touched>,
+        extras: Extras<'_, P::Instance>,
         export: F,
     ) -> Result<R, ToolError>
     where
-        P: Instantiate,
+        P: Instantiate + Clone + Send + 'static,
+        P::Instance: 'static,
         R: Send + 'static,
         F: for<'a> FnOnce(&'a P::Instance, &'a mut Store<CallState>) -> ExportCall<'a, R> + Send,
     {
+        let Extras {
+            ahead,
+            events,
+            touched,
+        } = extras;
         let name = &self.decl.name;
         let limits = self.decl.limits;
+        let shutting = || {
+            ToolError::Sandbox(format!(
+                "plugin `{name}`: the runtime is shutting down and takes no new calls"
+            ))
+        };
+        let prepared = ahead.and_then(|ready| ready.slot().take());
         // Waiting for a place comes before the deadline starts.
-        let _admitted = super::admission::admit(limits.memory_mb)
-            .await
-            .ok_or_else(|| {
-                ToolError::Sandbox(format!(
-                    "plugin `{name}`: the runtime is shutting down and takes no new calls"
-                ))
-            })?;
-        let stdout = stdio::LogPipe::default();
-        let stderr = stdio::LogPipe::default();
-        let mut store = self.call_store(caps, events, &stdout, &stderr);
+        let (_admitted, mut store, made, stdout, stderr) = match prepared {
+            Some(p) => {
+                let admitted = admission::admit_reserved(limits.memory_mb, p.reserved)
+                    .await
+                    .ok_or_else(shutting)?;
+                tracing::debug!(plugin = %name, "the call takes an instance made ahead");
+                let mut store = p.store;
+                let http = self.http(&caps);
+                store.data_mut().arm(caps, http, events, limits.timeout_ms);
+                store.set_epoch_deadline(1);
+                (admitted, store, Some(p.instance), p.stdout, p.stderr)
+            }
+            None => {
+                let admitted = admission::admit(limits.memory_mb)
+                    .await
+                    .ok_or_else(shutting)?;
+                let stdout = stdio::LogPipe::default();
+                let stderr = stdio::LogPipe::default();
+                let store = self.call_store(caps, events, &stdout, &stderr);
+                (admitted, store, None, stdout, stderr)
+            }
+        };
 
         let deadline = Duration::from_millis(limits.timeout_ms);
         let call = async {
-            let instance = pre.instantiate(&mut store).await?;
+            let instance = match made {
+                Some(instance) => instance,
+                None => pre.instantiate(&mut store).await?,
+            };
             export(&instance, &mut store).await
         };
         let outcome = tokio::time::timeout(deadline + TICK * 5, call).await;
@@ -202,18 +289,41 @@ impl Sandbox<'_> {
         )))
     }
 
-    /// A fresh store for one call: the plugin's grants narrowed to `caps`,
-    /// its output into `stdout` and `stderr`, and its limits armed.
-    fn call_store(
-        &self,
-        caps: effects::CallCaps,
-        events: Option<tokio::sync::mpsc::Sender<StreamEvent>>,
-        stdout: &stdio::LogPipe,
-        stderr: &stdio::LogPipe,
-    ) -> Store<CallState> {
+    /// Makes the plugin's next instance on a task of its own, unless one
+    /// is ready or being made, or no slot is free for it now. A session
+    /// asks for it while it waits for the model, so the instance is made
+    /// while the machine is idle, never on a call's path; the next call
+    /// takes it and runs the plugin's code at once.
+    pub(crate) fn make_ahead<P>(&self, pre: &P, ready: &Arc<Ready<P::Instance>>)
+    where
+        P: Instantiate + Clone + Send + 'static,
+        P::Instance: 'static,
+    {
+        if ready.is_ready() || ready.making.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let Some(reserved) = admission::reserve() else {
+            ready.making.store(false, Ordering::Release);
+            return;
+        };
+        let (engine, plugin, decl) = (self.engine.clone(), self.plugin.clone(), self.decl.clone());
+        let (pre, ready) = (pre.clone(), ready.clone());
+        tokio::spawn(async move {
+            let made = make(&engine, &plugin, &decl, &pre, reserved).await;
+            if let Some(made) = made {
+                let mut slot = ready.slot();
+                if slot.is_none() {
+                    *slot = Some(made);
+                }
+            }
+            ready.making.store(false, Ordering::Release);
+        });
+    }
+
+    /// The HTTP side of a call allowed `caps`: the plugin's `grants.net`
+    /// and what the user approved for this one call.
+    fn http(&self, caps: &effects::CallCaps) -> http::Http {
         let name = &self.decl.name;
-        let limits = self.decl.limits;
-        // The grant, and what the user approved for this one call.
         let allow: Arc<[crate::manifest::NetGrant]> = self
             .decl
             .net
@@ -229,7 +339,7 @@ impl Sandbox<'_> {
         } else {
             caps.network(name).err().map(|e| e.to_string())
         };
-        let egress = http::Egress {
+        http::Http::new(http::Egress {
             plugin: self.plugin.name.clone(),
             origin: self.plugin.origin.clone(),
             allow,
@@ -237,24 +347,36 @@ impl Sandbox<'_> {
             refused,
             contacted: Vec::new(),
             connections: self.plugin.connections.clone(),
-        };
+        })
+    }
+
+    /// A fresh store for one call: the plugin's grants narrowed to `caps`,
+    /// its output into `stdout` and `stderr`, and its limits armed.
+    fn call_store(
+        &self,
+        caps: effects::CallCaps,
+        events: Option<tokio::sync::mpsc::Sender<StreamEvent>>,
+        stdout: &stdio::LogPipe,
+        stderr: &stdio::LogPipe,
+    ) -> Store<CallState> {
+        let limits = self.decl.limits;
+        let http = self.http(&caps);
         let state = CallState::new(
             self.plugin.clone(),
             limits,
             caps,
             self.wasi_ctx(stdout, stderr),
-            http::Http::new(egress),
+            http,
             events,
         );
         let mut store = Store::new(self.engine, state);
         store.limiter(|s| &mut s.limiter);
         // Every tick yields to the executor, so a call in a busy loop can
         // still be cancelled (Ctrl-C drops its future) between ticks; the
-        // wall-clock deadline traps.
-        let deadline = Instant::now() + Duration::from_millis(limits.timeout_ms);
+        // wall-clock deadline (the call's own, see `CallState::arm`) traps.
         store.set_epoch_deadline(1);
         store.epoch_deadline_callback(move |mut ctx| {
-            if Instant::now() >= deadline {
+            if Instant::now() >= ctx.data().deadline {
                 ctx.data_mut().timed_out = true;
                 return Err(wasmtime::format_err!("deadline reached"));
             }
@@ -327,6 +449,41 @@ impl Sandbox<'_> {
             "call finished"
         );
     }
+}
+
+/// A store and instance of `pre` for a call to come, under the narrowest
+/// capabilities until the call arms it, or `None` when instantiating fails
+/// or calls the host.
+async fn make<P: Instantiate>(
+    engine: &Engine,
+    plugin: &Arc<PluginShared>,
+    decl: &PluginDecl,
+    pre: &P,
+    reserved: admission::Reserved,
+) -> Option<Prepared<P::Instance>> {
+    let sandbox = Sandbox {
+        engine,
+        plugin,
+        decl,
+    };
+    let stdout = stdio::LogPipe::default();
+    let stderr = stdio::LogPipe::default();
+    let mut store = sandbox.call_store(effects::CallCaps::Describe, None, &stdout, &stderr);
+    let instance = pre.instantiate(&mut store).await.ok()?;
+    // An instance whose making called the host (a start function that
+    // looked at its directories) has state of its own: it is not kept, and
+    // the next call makes its instance as before.
+    let state = store.data();
+    if state.host_calls.left != decl.limits.host_calls || state.touched_files() {
+        return None;
+    }
+    Some(Prepared {
+        store,
+        instance,
+        stdout,
+        stderr,
+        reserved,
+    })
 }
 
 /// Which limit or fault ended a call that failed with `err`.

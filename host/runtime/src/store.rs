@@ -20,6 +20,7 @@ use crate::manifest::Limits;
 use crate::protocol::StreamEvent;
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 use tokio::sync::mpsc::Sender;
 use wasmtime::Engine;
 use wasmtime::component::{Linker, ResourceTable};
@@ -67,6 +68,8 @@ pub(crate) struct CallState {
     pub(super) host_calls: HostCalls,
     /// The wall-clock deadline ended the call.
     pub(super) timed_out: bool,
+    /// When the call's wall-clock deadline passes.
+    pub(super) deadline: Instant,
 }
 
 impl CallState {
@@ -97,10 +100,29 @@ impl CallState {
             limiter: CallLimiter::new(memory_bytes),
             host_calls: HostCalls::new(limits.host_calls),
             timed_out: false,
+            deadline: Instant::now() + Duration::from_millis(limits.timeout_ms),
             caps,
             touched: Recording::default(),
             plugin,
         }
+    }
+
+    /// Gives a store made ahead of its call ([`super::sandbox::Ready`]) the
+    /// call's own `caps`, `http` and `events`, and starts its deadline of
+    /// `timeout_ms` now. Only a store whose instantiation called none of
+    /// the host's imports is armed, so nothing else in it has moved.
+    pub(super) fn arm(
+        &mut self,
+        caps: CallCaps,
+        http: Http,
+        events: Option<Sender<StreamEvent>>,
+        timeout_ms: u64,
+    ) {
+        self.preopens = Preopens::new(self.plugin.fs.clone(), caps.writes());
+        self.caps = caps;
+        self.http = http;
+        self.events = events;
+        self.deadline = Instant::now() + Duration::from_millis(timeout_ms);
     }
 
     /// Whether the plugin reached for its granted directories in this call,

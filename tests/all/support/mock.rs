@@ -43,6 +43,10 @@ pub enum Reply {
     /// 200 with an SSE body of which this many bytes are written, then
     /// the connection held open without a word more: a model mid-answer.
     SseStall(Vec<u8>, usize),
+    /// 200 with an SSE body of which this many bytes are written, then,
+    /// after this pause, the rest: a model that starts answering and
+    /// thinks before it names a call.
+    SsePaused(Vec<u8>, usize, Duration),
 }
 
 pub struct MockServer {
@@ -164,6 +168,12 @@ fn serve(
             write_sse(&mut out, &bytes, at);
             std::thread::sleep(Duration::from_secs(600));
         }
+        Reply::SsePaused(bytes, at, pause) => {
+            let at = at.min(bytes.len());
+            write_sse(&mut out, &bytes, at);
+            std::thread::sleep(pause);
+            write_pieces(&mut out, &bytes[at..]);
+        }
     }
 }
 
@@ -173,7 +183,12 @@ fn write_sse(out: &mut TcpStream, bytes: &[u8], upto: usize) {
     if out.write_all(head.as_bytes()).is_err() {
         return;
     }
-    for piece in bytes[..upto.min(bytes.len())].chunks(PIECE) {
+    write_pieces(out, &bytes[..upto.min(bytes.len())]);
+}
+
+/// `bytes` in small pieces, each flushed, with a short pause after each.
+fn write_pieces(out: &mut TcpStream, bytes: &[u8]) {
+    for piece in bytes.chunks(PIECE) {
         if out.write_all(piece).is_err() {
             return;
         }
