@@ -80,7 +80,9 @@ pub struct Classifier {
     secrets: GlobSet,
     untrusted: GlobSet,
     trusted: GlobSet,
-    stores: Vec<PathBuf>,
+    /// The credential stores, found on first need: only a path outside
+    /// the workspace, or an absolute one in an argument, can be in one.
+    stores: std::sync::OnceLock<Vec<PathBuf>>,
 }
 
 /// The `defaults` and then the user's `more` patterns of one file class.
@@ -102,7 +104,7 @@ impl Classifier {
             secrets,
             untrusted,
             trusted,
-            stores: crate::exec::credential_stores(),
+            stores: std::sync::OnceLock::new(),
         })
     }
 
@@ -139,11 +141,22 @@ impl Classifier {
             };
         }
         let relative = path.strip_prefix("/").unwrap_or(path);
-        if self.stores.iter().any(|s| path.starts_with(s)) || self.secrets.is_match(relative) {
+        if self.in_store(path) || self.secrets.is_match(relative) {
             LabelKind::Sensitive
         } else {
             LabelKind::Untrusted
         }
+    }
+
+    /// Whether `path` is in one of the credential stores. A relative path
+    /// is in none: they are all absolute.
+    fn in_store(&self, path: &Path) -> bool {
+        path.is_absolute()
+            && self
+                .stores
+                .get_or_init(crate::exec::credential_stores)
+                .iter()
+                .any(|s| path.starts_with(s))
     }
 
     /// Whether a program argument names a secret file (`.env`, a key),
@@ -156,8 +169,7 @@ impl Classifier {
                 let relative = word.strip_prefix('/').unwrap_or(&word);
                 !relative.is_empty()
                     && relative != "."
-                    && (self.secrets.is_match(relative)
-                        || self.stores.iter().any(|s| Path::new(&word).starts_with(s)))
+                    && (self.secrets.is_match(relative) || self.in_store(Path::new(&word)))
             })
     }
 
