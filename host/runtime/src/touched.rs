@@ -4,9 +4,11 @@
 //! and whether they had the network. Provenance labels are derived from
 //! this record, never from what a tool says about itself.
 
+use foldhash::fast::RandomState;
 use std::collections::HashSet;
-use std::hash::{BuildHasher, RandomState};
+use std::hash::BuildHasher;
 use std::os::fd::AsRawFd;
+use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 
 /// Entries of each kind kept per call; a call that reads more files than
@@ -43,12 +45,15 @@ pub struct ProgramRun {
 #[derive(Debug, Default)]
 pub(crate) struct Recording {
     touched: Touched,
-    /// The listed reads, to know a file already recorded without a scan.
-    listed: HashSet<PathBuf>,
+    /// The listed reads, to know a file already recorded without a scan
+    /// (foldhash under a random per-process seed: a grep records tens of
+    /// thousands of paths, and SipHash over each was a visible share of
+    /// the host's time).
+    listed: HashSet<PathBuf, RandomState>,
     /// Keyed hashes of the paths counted in `reads_dropped`: only a count
     /// depends on them, so a tree of a million files does not keep a
     /// million paths (a collision under a random key only undercounts).
-    dropped: HashSet<u64>,
+    dropped: HashSet<u64, RandomState>,
     hasher: RandomState,
 }
 
@@ -76,7 +81,10 @@ impl Recording {
         if self.touched.reads.len() < MAX_ENTRIES {
             self.listed.insert(path.clone());
             self.touched.reads.push(path);
-        } else if self.dropped.insert(self.hasher.hash_one(&path)) {
+        } else if self
+            .dropped
+            .insert(self.hasher.hash_one(path.as_os_str().as_bytes()))
+        {
             self.touched.reads_dropped += 1;
         }
     }
