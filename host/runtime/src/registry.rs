@@ -75,9 +75,9 @@ impl Plugins {
         all
     }
 
-    /// Has every tool plugin called before make the instance of its next
-    /// call ([`Plugin::make_ahead`]): a session asks while it waits for the
-    /// model.
+    /// Has every tool plugin whose code is loaded make the instance of its
+    /// next call ([`Plugin::make_ahead`]): a session asks while it waits
+    /// for the model.
     pub fn make_ahead(&self) {
         for plugin in &self.plugins {
             plugin.make_ahead();
