@@ -29,11 +29,10 @@
 
 use crate::log::Record;
 use crate::policy::{
-    DEFAULT_SECRETS, DEFAULT_UNTRUSTED, GlobsError, GuardSettings, Held, globs, significant,
+    DEFAULT_SECRETS, DEFAULT_UNTRUSTED, GlobsError, GuardSettings, Held, PathSet, significant,
 };
 use crate::protocol::{Event, Label, LabelKind};
 use crate::runtime::Touched;
-use globset::GlobSet;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -77,9 +76,9 @@ fn normalize(word: &str) -> String {
 #[derive(Debug)]
 pub struct Classifier {
     workspace: PathBuf,
-    secrets: GlobSet,
-    untrusted: GlobSet,
-    trusted: GlobSet,
+    secrets: PathSet,
+    untrusted: PathSet,
+    trusted: PathSet,
     /// The credential stores, found on first need: only a path outside
     /// the workspace, or an absolute one in an argument, can be in one.
     stores: std::sync::OnceLock<Vec<PathBuf>>,
@@ -96,9 +95,9 @@ fn with<'a>(defaults: &'a [&'a str], more: &'a [String]) -> impl Iterator<Item =
 impl Classifier {
     /// The classifier of `workspace` (canonical) under `settings`.
     pub fn new(workspace: &Path, settings: &GuardSettings) -> Result<Self, GlobsError> {
-        let secrets = globs("secrets", with(DEFAULT_SECRETS, &settings.secrets))?;
-        let untrusted = globs("untrusted", with(DEFAULT_UNTRUSTED, &settings.untrusted))?;
-        let trusted = globs("trusted", settings.trusted.iter().map(String::as_str))?;
+        let secrets = PathSet::new("secrets", with(DEFAULT_SECRETS, &settings.secrets))?;
+        let untrusted = PathSet::new("untrusted", with(DEFAULT_UNTRUSTED, &settings.untrusted))?;
+        let trusted = PathSet::new("trusted", settings.trusted.iter().map(String::as_str))?;
         Ok(Self {
             workspace: workspace.to_path_buf(),
             secrets,
@@ -126,15 +125,14 @@ impl Classifier {
     }
 
     /// The kind of content in the file at `path`, as [`Classifier::file`]
-    /// says it; the path is made a glob candidate once for every set.
+    /// says it.
     fn kind(&self, path: &Path) -> LabelKind {
         if let Ok(rel) = path.strip_prefix(&self.workspace) {
-            let rel = globset::Candidate::new(rel);
-            return if self.secrets.is_match_candidate(&rel) {
+            return if self.secrets.is_match(rel) {
                 LabelKind::Sensitive
-            } else if self.trusted.is_match_candidate(&rel) {
+            } else if self.trusted.is_match(rel) {
                 LabelKind::Workspace
-            } else if self.untrusted.is_match_candidate(&rel) {
+            } else if self.untrusted.is_match(rel) {
                 LabelKind::Untrusted
             } else {
                 LabelKind::Workspace

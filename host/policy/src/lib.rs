@@ -51,6 +51,7 @@ use serde::Serialize;
 mod command;
 mod guard;
 mod mode;
+mod pathset;
 mod patterns;
 mod protected;
 mod rules;
@@ -58,6 +59,7 @@ mod taint;
 
 pub use command::shell_split;
 pub use guard::{DEFAULT_SECRETS, DEFAULT_UNTRUSTED, GuardSettings, Held, Reach, hold, hold_named};
+pub use pathset::PathSet;
 pub use patterns::{GlobsError, globs};
 pub use protected::{path_arguments, protected_target, protected_target_at};
 pub use rules::{
