@@ -385,6 +385,7 @@ fn main() {
     }
     if want("call") {
         rows.extend(sandboxed_call(&cfg, &rt, &runtime));
+        rows.push(first_instruction(&cfg, &rt, &runtime));
     }
     if want("ttft") {
         rows.push(first_token(&cfg, &bins, root.path()));
@@ -462,6 +463,8 @@ fn first_run(cfg: &Cfg, bins: &[Bin], root: &Path) -> Vec<Row> {
             "clientInfo": {"name": "corral-bench", "version": "0"}}})
     );
     let mut rows = Vec::new();
+    // Per binary, each first `tools list`'s peak and the next (warm) one's.
+    let mut peaks: Vec<Vec<(u64, u64)>> = vec![Vec::new(); bins.len()];
     for (what, kind) in [
         ("first run, empty cache: `corral tools list`", 0),
         (
@@ -489,6 +492,12 @@ fn first_run(cfg: &Cfg, bins: &[Bin], root: &Path) -> Vec<Row> {
             let (wall, f) = match kind {
                 0 => {
                     let f = proc::run(&mut cmd).ok(what);
+                    // The same command again, the cache now filled: a
+                    // warm run's peak beside the first run's.
+                    let mut again = b.cmd(&ws, &["tools", "list"]);
+                    again.env("XDG_CACHE_HOME", cache.path());
+                    let warm = proc::run(&mut again).ok(what);
+                    peaks[i].push((f.peak_kib, warm.peak_kib));
                     (f.wall(), f)
                 }
                 1 => {
@@ -541,8 +550,45 @@ fn first_run(cfg: &Cfg, bins: &[Bin], root: &Path) -> Vec<Row> {
             goal: Goal::AtMost(1.0),
             skipped: None,
         });
+        if kind == 0 {
+            rows.push(first_peak(&peaks));
+        }
     }
     rows
+}
+
+/// The first run's peak memory against a warm run's, from each binary's
+/// pairs of `tools list` peaks (KiB).
+fn first_peak(peaks: &[Vec<(u64, u64)>]) -> Row {
+    let medians: Vec<(f64, f64)> = peaks
+        .iter()
+        .map(|p| {
+            let mib =
+                |v: Vec<u64>| median_f(&v.iter().map(|k| *k as f64 / 1024.0).collect::<Vec<_>>());
+            (
+                mib(p.iter().map(|x| x.0).collect()),
+                mib(p.iter().map(|x| x.1).collect()),
+            )
+        })
+        .collect();
+    Row {
+        what: "first run's peak memory ÷ a warm run's (`corral tools list`, the cache empty, then filled by it)".into(),
+        bins: medians
+            .iter()
+            .map(|(first, warm)| format!("first {first:.1} MiB, warm {warm:.1} MiB"))
+            .collect(),
+        peer: "—".into(),
+        figures: medians
+            .iter()
+            .map(|(first, warm)| {
+                let ratio = first / warm.max(f64::MIN_POSITIVE);
+                (format!("{ratio:.2}×"), ratio)
+            })
+            .collect(),
+        goal_text: "≤ 1.5×".into(),
+        goal: Goal::AtMost(1.5),
+        skipped: None,
+    }
 }
 
 /// The trees the search rows run on, each with its name: the unpacked
@@ -869,6 +915,64 @@ fn fd() -> Result<PathBuf, String> {
 
 /// The fd the bench builds when none is installed.
 const FD_VERSION: &str = "10.2.0";
+
+/// The time from a call's start (`Plugins::call`) to the plugin's first
+/// instruction: the test tool `clock` reads the wall clock as its body's
+/// first act and returns it, so the figure also holds the SDK's dispatch
+/// and the parsing of `{}` (an upper bound). On an instance made ahead, as
+/// a session makes them while the model answers, and on a fresh one.
+fn first_instruction(cfg: &Cfg, rt: &tokio::runtime::Runtime, runtime: &Runtime) -> Row {
+    const WHAT: &str = "time from a call's start to the plugin's first instruction, in process (`Plugins::call` to the tool's body reading the wall clock: an upper bound), an instance made ahead";
+    note(WHAT);
+    let ws = common::small_workspace();
+    let echo = format!(
+        "[plugins.echo]\nsource = {:?}\n",
+        corral_test_programs::ECHO
+    );
+    let plugins = load(rt, runtime, ws.path(), &echo);
+    let plugin = ok(plugins.plugin_for("clock").ok_or("no clock tool")).clone();
+    let since_epoch = || {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos())
+    };
+    let reach = |ahead: bool| {
+        if ahead {
+            rt.block_on(async {
+                plugins.make_ahead();
+                while !plugin.ready_ahead() {
+                    tokio::task::yield_now().await;
+                }
+            });
+        }
+        let start = since_epoch();
+        let out = ok(rt.block_on(plugins.call("clock", "{}", "c")));
+        let at: u128 = ok(out.content.parse::<u128>());
+        Duration::from_nanos(u64::try_from(at.saturating_sub(start)).unwrap_or(u64::MAX))
+    };
+    for _ in 0..200 {
+        reach(true);
+        reach(false);
+    }
+    let (mut ahead, mut fresh) = (Vec::new(), Vec::new());
+    for _ in 0..cfg.inproc * 200 {
+        ahead.push(reach(true));
+        fresh.push(reach(false));
+    }
+    let (ahead, fresh) = (median_d(&ahead), median_d(&fresh));
+    Row {
+        what: WHAT.into(),
+        bins: vec![fmt_d(ahead)],
+        peer: format!(
+            "a fresh store and instance made on the call's path {}",
+            fmt_d(fresh)
+        ),
+        figures: vec![(fmt_d(ahead), ahead.as_secs_f64() * 1e6)],
+        goal_text: "≤ 10 µs".into(),
+        goal: Goal::AtMost(10.0),
+        skipped: None,
+    }
+}
 
 /// The trivial sandboxed call in process, and spawning a process per call
 /// against it, interleaved.

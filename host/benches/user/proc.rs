@@ -22,6 +22,9 @@ pub struct Finished {
     pub exited: Instant,
     /// User + system CPU of the process and of its reaped descendants.
     pub cpu: Duration,
+    /// The largest resident set of the process or of one of its reaped
+    /// descendants, in KiB (the kernel's `ru_maxrss`).
+    pub peak_kib: u64,
     /// Exit code; `None` when a signal ended it.
     pub code: Option<i32>,
     /// The first [`KEEP`] bytes of stdout.
@@ -251,6 +254,7 @@ impl Running {
             started: self.started,
             exited,
             cpu,
+            peak_kib: u64::try_from(usage.ru_maxrss).unwrap_or(0),
             code,
             stdout,
             stdout_len,

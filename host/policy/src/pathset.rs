@@ -70,7 +70,9 @@ impl Form {
                         && (at == 0 || path[at - 1] == b'/')
                 })
             }
-            Self::DirAtTop(d) => path.len() > d.len() && path.starts_with(d) && path[d.len()] == b'/',
+            Self::DirAtTop(d) => {
+                path.len() > d.len() && path.starts_with(d) && path[d.len()] == b'/'
+            }
         }
     }
 }
@@ -204,7 +206,14 @@ mod tests {
 
     #[test]
     fn other_patterns_go_to_globset_and_errors_name_them() {
-        for pattern in ["src/*.rs", "**/a?c", "a/**/b", "**/*.{pem,key}", "x", "**/[ab]"] {
+        for pattern in [
+            "src/*.rs",
+            "**/a?c",
+            "a/**/b",
+            "**/*.{pem,key}",
+            "x",
+            "**/[ab]",
+        ] {
             let ours = PathSet::new("t", [pattern]).unwrap();
             assert!(ours.forms.is_empty(), "`{pattern}` has no form");
             let theirs = globs("t", [pattern]).unwrap();
@@ -214,7 +223,10 @@ mod tests {
             }
         }
         let err = PathSet::new("secrets", ["**/.env", "a/[b"]).unwrap_err();
-        assert!(err.to_string().starts_with("guard.secrets: `a/[b` is not a valid glob"));
+        assert!(
+            err.to_string()
+                .starts_with("guard.secrets: `a/[b` is not a valid glob")
+        );
     }
 
     #[test]

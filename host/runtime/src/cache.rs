@@ -331,15 +331,18 @@ impl Cache {
     /// its copy in the cache instead of copied into fresh memory: the copy
     /// of a 6 MiB component was a quarter of a whole `corral tool call`.
     ///
-    /// `None` when there is no usable copy yet (one is stored for the next
-    /// process) or caching is off: the caller deserializes `code` itself.
-    /// The copy is checked like a compiled entry (its checksum once per
-    /// file identity); only the current build's copies are kept.
+    /// When there is no copy yet, one is stored and mapped: a first run
+    /// holds no more of the code in memory than a later one. `None` when
+    /// it cannot be stored or caching is off: the caller deserializes
+    /// `code` itself. The copy is checked like a compiled entry (its
+    /// checksum once per file identity; a copy stored now is recorded as
+    /// checked, its sum taken from the embedded bytes); only the current
+    /// build's copies are kept.
     pub(crate) fn load_built(
         &self,
         engine: &Engine,
         sha256: &str,
-        code: &[u8],
+        code: &'static [u8],
         current: &[&str],
     ) -> Option<Component> {
         let dir = self.dir.as_ref()?.join(BUILT_DIR);
@@ -352,16 +355,33 @@ impl Cache {
         let stored = prepare_dir(&dir).and_then(|()| {
             let sum = super::checksum::xxh64(code)?;
             super::atomic::write(&artifact, code)?;
-            super::atomic::write(&check, format!("{SUM_PREFIX}{sum:016x}").as_bytes())
+            // The file just written holds `code`, whose sum was taken from
+            // the bytes themselves: it is recorded as checked for the
+            // file's identity (a later write or replacement changes it).
+            let identity = Identity::of(&std::fs::symlink_metadata(&artifact)?);
+            let record = format!(
+                "{SUM_PREFIX}{sum:016x}\n{VERIFIED_PREFIX}{}\n",
+                identity.stamp()
+            );
+            super::atomic::write(&check, record.as_bytes())
         });
+        // Reading the embedded code made its pages part of this process's
+        // memory; handed back, they cost nothing more (the copy on disk is
+        // what is mapped).
+        release_pages(code);
         match stored {
             Ok(()) => remove_other_builds(&dir, &self.engine_key, current),
-            Err(e) => tracing::debug!(
-                "cannot keep a copy of the built-in code in {}: {e}",
-                dir.display()
-            ),
+            Err(e) => {
+                tracing::debug!(
+                    "cannot keep a copy of the built-in code in {}: {e}",
+                    dir.display()
+                );
+                return None;
+            }
         }
-        None
+        // Mapped from the copy, as later processes map it: a first run
+        // holds in memory only the pages of it that run, as they do.
+        self.try_read(engine, &artifact, &check, EMBEDDED)
     }
 
     fn mark_in_use(&self, stem: &str) {
@@ -500,6 +520,29 @@ impl Cache {
             ),
         }
         Some(component)
+    }
+}
+
+/// Hands the whole pages of `bytes`, a part of this executable's read-only
+/// data, back to the kernel: they leave the process's resident memory,
+/// and a later read maps them again from the executable, unchanged.
+fn release_pages(bytes: &'static [u8]) {
+    // SAFETY: sysconf has no preconditions.
+    let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096);
+    let start = bytes.as_ptr() as usize;
+    let first = start.next_multiple_of(page);
+    let end = (start + bytes.len()) / page * page;
+    if end <= first {
+        return;
+    }
+    // SAFETY: the range is whole pages inside `bytes`, which lives in a
+    // private read-only mapping of the executable (static data, never
+    // written): MADV_DONTNEED drops the pages from this process and the
+    // next access faults them in again from the file, whose contents a
+    // running executable cannot have changed (the kernel refuses writes to
+    // it). No Rust reference sees different bytes before and after.
+    unsafe {
+        libc::madvise(first as *mut libc::c_void, end - first, libc::MADV_DONTNEED);
     }
 }
 

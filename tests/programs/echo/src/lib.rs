@@ -39,4 +39,18 @@ tool! {
     }
 }
 
-tools!(Echo, ConfigGet);
+#[derive(Deserialize, JsonSchema)]
+struct NoArgs {}
+
+tool! {
+    Clock, "clock", NoArgs, [Read],
+    "Returns the wall clock, in nanoseconds since the Unix epoch, read as the tool's first act (the bench's probe of when a call reaches the plugin).",
+    |_args| {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        Ok(Output::text(now.to_string()))
+    }
+}
+
+tools!(Echo, ConfigGet, Clock);
