@@ -51,7 +51,7 @@ mod tree;
 use common::{load, report};
 use corral_core::call::Dispatcher;
 use corral_core::hooks::Hooks;
-use corral_runtime::Runtime;
+use corral_runtime::{Plugins, Runtime};
 use corral_sdk::Tool as _;
 use mock::{Mock, Reply};
 use serde_json::{Value, json};
@@ -916,6 +916,26 @@ fn fd() -> Result<PathBuf, String> {
 /// The fd the bench builds when none is installed.
 const FD_VERSION: &str = "10.2.0";
 
+/// The manifest of the one plugin `name`, from `source`, reading the
+/// workspace.
+fn manifest_of(name: &str, source: &str) -> String {
+    format!(
+        "[plugins.{name}]\nsource = {source:?}\ngrants.fs = [{{ path = \".\", access = \"ro\" }}]\n"
+    )
+}
+
+/// A small workspace and the plugin `name` from `source` loaded in it.
+fn in_small_workspace(
+    rt: &tokio::runtime::Runtime,
+    runtime: &Runtime,
+    name: &str,
+    source: &str,
+) -> (tempfile::TempDir, Plugins) {
+    let ws = common::small_workspace();
+    let plugins = load(rt, runtime, ws.path(), &manifest_of(name, source));
+    (ws, plugins)
+}
+
 /// The time from a call's start (`Plugins::call`) to the plugin's first
 /// instruction: the test tool `clock` reads the wall clock as its body's
 /// first act and returns it, so the figure also holds the SDK's dispatch
@@ -924,12 +944,7 @@ const FD_VERSION: &str = "10.2.0";
 fn first_instruction(cfg: &Cfg, rt: &tokio::runtime::Runtime, runtime: &Runtime) -> Row {
     const WHAT: &str = "time from a call's start to the plugin's first instruction, in process (`Plugins::call` to the tool's body reading the wall clock: an upper bound), an instance made ahead";
     note(WHAT);
-    let ws = common::small_workspace();
-    let echo = format!(
-        "[plugins.echo]\nsource = {:?}\n",
-        corral_test_programs::ECHO
-    );
-    let plugins = load(rt, runtime, ws.path(), &echo);
+    let (_ws, plugins) = in_small_workspace(rt, runtime, "echo", corral_test_programs::ECHO);
     let plugin = ok(plugins.plugin_for("clock").ok_or("no clock tool")).clone();
     let since_epoch = || {
         std::time::SystemTime::now()
@@ -980,12 +995,8 @@ fn sandboxed_call(cfg: &Cfg, rt: &tokio::runtime::Runtime, runtime: &Runtime) ->
     const WHAT: &str = "trivial sandboxed call overhead, in process (an instance made ahead: arm + call + drop, minus the native call)";
     const RATIO: &str = "process spawn per call ÷ sandboxed call (interleaved)";
     note(WHAT);
-    let ws = common::small_workspace();
-    let example = format!(
-        "[plugins.example]\nsource = {:?}\ngrants.fs = [{{ path = \".\", access = \"ro\" }}]\n",
-        corral_test_programs::EXAMPLE
-    );
-    let plugins = load(rt, runtime, ws.path(), &example);
+    let (ws, plugins) = in_small_workspace(rt, runtime, "example", corral_test_programs::EXAMPLE);
+    let example = manifest_of("example", corral_test_programs::EXAMPLE);
     let args = r#"{"path":"small.txt"}"#;
     let check = ok(rt.block_on(plugins.call("word_count", args, "b")));
     assert_eq!(check.content, "5");
