@@ -954,8 +954,10 @@ fn first_instruction(cfg: &Cfg, rt: &tokio::runtime::Runtime, runtime: &Runtime)
     let reach = |ahead: bool| {
         if ahead {
             rt.block_on(async {
-                plugins.make_ahead();
+                // Asked again while none is ready: a make refused for a
+                // moment (no slot free) is not waited for forever.
                 while !plugin.ready_ahead() {
+                    plugins.make_ahead();
                     tokio::task::yield_now().await;
                 }
             });
@@ -1023,8 +1025,10 @@ fn sandboxed_call(cfg: &Cfg, rt: &tokio::runtime::Runtime, runtime: &Runtime) ->
     .clone();
     let ahead = || {
         rt.block_on(async {
-            ahead_plugins.make_ahead();
+            // Asked again while none is ready: a make refused for a moment
+            // (no slot free) is not waited for forever.
             while !example_plugin.ready_ahead() {
+                ahead_plugins.make_ahead();
                 tokio::task::yield_now().await;
             }
         });

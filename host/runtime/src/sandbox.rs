@@ -310,12 +310,13 @@ impl Sandbox<'_> {
         let (pre, ready) = (pre.clone(), ready.clone());
         tokio::spawn(async move {
             let made = make(&engine, &plugin, &decl, &pre, reserved).await;
-            if let Some(made) = made {
-                let mut slot = ready.slot();
-                if slot.is_none() {
-                    *slot = Some(made);
-                }
+            let mut slot = ready.slot();
+            if slot.is_none() {
+                *slot = made;
             }
+            // Cleared under the lock that publishes the instance: whoever
+            // sees it ready (and takes it) then sees that none is being
+            // made, so the next `make_ahead` is not skipped.
             ready.making.store(false, Ordering::Release);
         });
     }
