@@ -338,7 +338,15 @@ impl Cache {
     /// checksum once per file identity; a copy stored now is recorded as
     /// checked, its sum taken from the embedded bytes); only the current
     /// build's copies are kept.
-    pub(crate) fn load_built(
+    ///
+    /// # Safety
+    ///
+    /// `code` must lie in a read-only private mapping of a file that does
+    /// not change while the process runs (the executable's static data, as
+    /// `corral_builtin` embeds it): its pages are handed back to the kernel
+    /// after the copy is stored ([`release_pages`]), which on any other
+    /// memory would lose its contents.
+    pub(crate) unsafe fn load_built(
         &self,
         engine: &Engine,
         sha256: &str,
@@ -368,7 +376,9 @@ impl Cache {
         // Reading the embedded code made its pages part of this process's
         // memory; handed back, they cost nothing more (the copy on disk is
         // what is mapped).
-        release_pages(code);
+        // SAFETY: `code` is in the executable's static data (this
+        // function's contract).
+        unsafe { release_pages(code) };
         match stored {
             Ok(()) => remove_other_builds(&dir, &self.engine_key, current),
             Err(e) => {
@@ -523,10 +533,17 @@ impl Cache {
     }
 }
 
-/// Hands the whole pages of `bytes`, a part of this executable's read-only
-/// data, back to the kernel: they leave the process's resident memory,
-/// and a later read maps them again from the executable, unchanged.
-fn release_pages(bytes: &'static [u8]) {
+/// Hands the whole pages of `bytes` back to the kernel: they leave the
+/// process's resident memory, and a later read maps them again from the
+/// file, unchanged.
+///
+/// # Safety
+///
+/// `bytes` must lie in a read-only private mapping of a file that does not
+/// change while the process runs (the executable's static data). On
+/// anonymous or written memory, `MADV_DONTNEED` would replace the contents
+/// with zeros or the file's.
+unsafe fn release_pages(bytes: &'static [u8]) {
     // SAFETY: sysconf has no preconditions.
     let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096);
     let start = bytes.as_ptr() as usize;
@@ -535,12 +552,12 @@ fn release_pages(bytes: &'static [u8]) {
     if end <= first {
         return;
     }
-    // SAFETY: the range is whole pages inside `bytes`, which lives in a
-    // private read-only mapping of the executable (static data, never
-    // written): MADV_DONTNEED drops the pages from this process and the
-    // next access faults them in again from the file, whose contents a
-    // running executable cannot have changed (the kernel refuses writes to
-    // it). No Rust reference sees different bytes before and after.
+    // SAFETY: the range is whole pages inside `bytes`, which by this
+    // function's contract lives in a private read-only mapping of an
+    // unchanging file (for the executable, the kernel refuses writes to
+    // it while it runs): MADV_DONTNEED drops the pages from this process
+    // and the next access faults them in again from the file. No Rust
+    // reference sees different bytes before and after.
     unsafe {
         libc::madvise(first as *mut libc::c_void, end - first, libc::MADV_DONTNEED);
     }

@@ -60,7 +60,10 @@ pub(super) fn load(
         .iter()
         .map(|(_, sha256, _)| *sha256)
         .collect();
-    if let Some(component) = cache.load_built(engine, sha256, code, &current) {
+    // SAFETY: `code` is `corral_builtin`'s embedded data (`include_bytes!`
+    // of the build's output): static, read-only, in the executable's own
+    // file mapping.
+    if let Some(component) = unsafe { cache.load_built(engine, sha256, code, &current) } {
         tracing::debug!(
             plugin = name,
             "the build's code, mapped from its copy in the compile cache"
