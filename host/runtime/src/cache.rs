@@ -366,6 +366,11 @@ impl Cache {
             // The file just written holds `code`, whose sum was taken from
             // the bytes themselves: it is recorded as checked for the
             // file's identity (a later write or replacement changes it).
+            // Whoever could swap the file between the rename and this look
+            // could as well write its sum file: the sum guards against
+            // damage, and the directory against writers (the current
+            // user's alone, and out of reach of every plugin and program
+            // corral runs).
             let identity = Identity::of(&std::fs::symlink_metadata(&artifact)?);
             let record = format!(
                 "{SUM_PREFIX}{sum:016x}\n{VERIFIED_PREFIX}{}\n",
