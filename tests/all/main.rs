@@ -63,6 +63,7 @@ mod mcp_lifecycle;
 mod mcp_packages;
 mod mcp_read_only;
 mod mcp_startup;
+mod mcp_stdio;
 mod messages;
 mod own_state;
 mod parsers;

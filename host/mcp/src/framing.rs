@@ -25,7 +25,10 @@
 //! the end, so that the call waiting on it ends and its answer is written
 //! before the server exits.
 
-use rmcp::model::{ClientJsonRpcMessage, JsonRpcError, JsonRpcMessage, RequestId};
+use futures::{SinkExt as _, StreamExt as _};
+use rmcp::model::{
+    ClientJsonRpcMessage, JsonRpcError, JsonRpcMessage, RequestId, ServerJsonRpcMessage,
+};
 use serde_json::Value;
 use std::collections::HashSet;
 use tokio::io::{AsyncBufReadExt as _, AsyncRead, AsyncWrite, AsyncWriteExt as _, BufReader};
@@ -37,16 +40,19 @@ pub const MAX_REQUEST_BYTES: usize = 16 << 20;
 /// How much of an oversized line is kept to find its id in.
 const HEAD_KEPT: usize = 64 << 10;
 
-/// Runs the framing: reads requests from `input`, hands the lines within
-/// the cap to the service through `to_service`, and writes the service's
-/// answers (`from_service`) and the errors for oversized lines to `output`.
-/// Returns when the service's output ends.
-pub async fn guard<I, O, S, T>(input: I, output: O, to_service: S, from_service: T)
+/// What the framing hands the service: each request, read once.
+pub type ToService = futures::channel::mpsc::Sender<ClientJsonRpcMessage>;
+/// What the service hands the framing to write: each answer, whole.
+pub type FromService = futures::channel::mpsc::Receiver<ServerJsonRpcMessage>;
+
+/// Runs the framing: reads requests from `input`, hands the messages of
+/// the lines within the cap to the service through `to_service`, and writes
+/// the service's answers (`from_service`) and the errors for oversized or
+/// unreadable lines to `output`. Returns when the service's output ends.
+pub async fn guard<I, O>(input: I, output: O, to_service: ToService, from_service: FromService)
 where
     I: AsyncRead + Unpin + Send + 'static,
     O: AsyncWrite + Unpin + Send + 'static,
-    S: AsyncWrite + Unpin + Send + 'static,
-    T: AsyncRead + Unpin + Send + 'static,
 {
     let (errors_tx, errors_rx) = mpsc::unbounded_channel();
     let (asked_tx, asked_rx) = mpsc::unbounded_channel();
@@ -111,14 +117,13 @@ async fn read_line<R: AsyncRead + Unpin>(input: &mut BufReader<R>, max: usize) -
     }
 }
 
-async fn read_requests<I, S>(
+async fn read_requests<I>(
     input: I,
-    mut to_service: S,
+    mut to_service: ToService,
     errors: mpsc::UnboundedSender<String>,
     mut asked: mpsc::UnboundedReceiver<RequestId>,
 ) where
     I: AsyncRead + Unpin,
-    S: AsyncWrite + Unpin,
 {
     let mut input = BufReader::with_capacity(64 << 10, input);
     // The server's requests to the client not answered yet: when the client
@@ -128,13 +133,14 @@ async fn read_requests<I, S>(
         match read_line(&mut input, MAX_REQUEST_BYTES).await {
             Line::End => break,
             Line::Whole(bytes) => {
-                match read(&bytes) {
-                    Read::Pass => {}
-                    Read::Answer(id) => {
+                let message = match read(&bytes) {
+                    Read::Pass(message) => message,
+                    Read::Answer(id, message) => {
                         while let Ok(id) = asked.try_recv() {
                             waiting.insert(id);
                         }
                         waiting.remove(&id);
+                        message
                     }
                     Read::Refuse(error) => {
                         if errors.send(error).is_err() {
@@ -143,9 +149,8 @@ async fn read_requests<I, S>(
                         continue;
                     }
                     Read::Drop => continue,
-                }
-                if to_service.write_all(&bytes).await.is_err() || to_service.flush().await.is_err()
-                {
+                };
+                if to_service.send(*message).await.is_err() {
                     break;
                 }
             }
@@ -171,12 +176,13 @@ async fn read_requests<I, S>(
         waiting.insert(id);
     }
     for id in waiting {
-        let line = format!("{}\n", client_gone(id));
-        if to_service.write_all(line.as_bytes()).await.is_err() {
+        let Ok(gone) = serde_json::from_value(client_gone(id)) else {
+            continue;
+        };
+        if to_service.send(gone).await.is_err() {
             break;
         }
     }
-    let _ = to_service.flush().await;
     // Dropping `to_service` tells the service the client is gone.
 }
 
@@ -198,11 +204,11 @@ fn client_gone(id: RequestId) -> Value {
 
 /// What becomes of one line from the client.
 enum Read {
-    /// The service takes it as it is.
-    Pass,
+    /// The service takes it.
+    Pass(Box<ClientJsonRpcMessage>),
     /// The client's answer to the server's request of this id; it goes on
     /// to the service.
-    Answer(RequestId),
+    Answer(RequestId, Box<ClientJsonRpcMessage>),
     /// Answered here with this error (a line, or a batch of them); the
     /// service never sees it.
     Refuse(String),
@@ -219,12 +225,20 @@ fn read(line: &[u8]) -> Read {
     let text = line.trim_ascii();
     let text = text.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(text);
     if text.is_empty() {
-        return Read::Pass;
+        return Read::Drop;
     }
     let why = match serde_json::from_slice::<ClientJsonRpcMessage>(text) {
-        Ok(JsonRpcMessage::Response(answer)) => return Read::Answer(answer.id),
-        Ok(JsonRpcMessage::Error(JsonRpcError { id: Some(id), .. })) => return Read::Answer(id),
-        Ok(_) => return Read::Pass,
+        Ok(message) => {
+            let answered = match &message {
+                JsonRpcMessage::Response(answer) => Some(answer.id.clone()),
+                JsonRpcMessage::Error(JsonRpcError { id: Some(id), .. }) => Some(id.clone()),
+                _ => None,
+            };
+            return match answered {
+                Some(id) => Read::Answer(id, Box::new(message)),
+                None => Read::Pass(Box::new(message)),
+            };
+        }
         Err(e) => e,
     };
     let message: Value = match serde_json::from_slice(text) {
@@ -482,61 +496,52 @@ fn oversize_error(id: Value, len: usize) -> String {
     .to_string()
 }
 
-async fn write_answers<O, T>(
+async fn write_answers<O>(
     mut output: O,
-    from_service: T,
+    mut from_service: FromService,
     mut errors: mpsc::UnboundedReceiver<String>,
     asked: mpsc::UnboundedSender<RequestId>,
 ) where
     O: AsyncWrite + Unpin,
-    T: AsyncRead + Unpin,
 {
-    let mut answers = BufReader::new(from_service);
-    let mut line = Vec::new();
     let mut errors_open = true;
     loop {
-        tokio::select! {
-            read = answers.read_until(b'\n', &mut line) => {
-                // The service's own output: whole lines of its own making.
-                if !matches!(read, Ok(n) if n > 0) {
-                    break;
-                }
+        let line = tokio::select! {
+            message = from_service.next() => {
+                // The service's own output, one message a line.
+                let Some(message) = message else { break };
                 // Told before the client can see it, so that a client
                 // which goes once it has seen a request finds it known.
-                if let Some(id) = server_request(&line) {
-                    let _ = asked.send(id);
+                if let JsonRpcMessage::Request(request) = &message {
+                    let _ = asked.send(request.id.clone());
                 }
-                if output.write_all(&line).await.is_err() || output.flush().await.is_err() {
-                    break;
-                }
-                line.clear();
-            }
-            error = errors.recv(), if errors_open => match error {
-                Some(mut error) => {
-                    error.push('\n');
-                    if output.write_all(error.as_bytes()).await.is_err()
-                        || output.flush().await.is_err()
-                    {
-                        break;
+                match serde_json::to_vec(&message) {
+                    Ok(mut line) => {
+                        line.push(b'\n');
+                        line
+                    }
+                    Err(e) => {
+                        tracing::error!("an answer could not be written as JSON: {e}");
+                        continue;
                     }
                 }
-                None => errors_open = false,
+            }
+            error = errors.recv(), if errors_open => match error {
+                Some(error) => {
+                    let mut line = error.into_bytes();
+                    line.push(b'\n');
+                    line
+                }
+                None => {
+                    errors_open = false;
+                    continue;
+                }
             },
+        };
+        if output.write_all(&line).await.is_err() || output.flush().await.is_err() {
+            break;
         }
     }
-}
-
-/// The id of `line` when it is a request from the server to the client.
-fn server_request(line: &[u8]) -> Option<RequestId> {
-    /// The two fields that tell a request; the rest (a tool's whole
-    /// output, in an answer) is skipped unread.
-    #[derive(serde::Deserialize)]
-    struct Head {
-        id: Option<RequestId>,
-        method: Option<serde::de::IgnoredAny>,
-    }
-    let head: Head = serde_json::from_slice(line).ok()?;
-    head.method.and(head.id)
 }
 
 /// The top-level `"id"` of a JSON object whose first bytes are `head`, if

@@ -50,6 +50,7 @@ use corral_protocol::terminal;
 
 mod framing;
 mod paths;
+mod stdio;
 
 pub use framing::MAX_REQUEST_BYTES;
 
@@ -77,9 +78,6 @@ use std::io::Write as _;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-
-/// Buffer of each in-memory pipe between the framing and the service.
-const PIPE_BYTES: usize = 1 << 20;
 
 /// What the server is started with. Unset fields come from the manifest.
 #[derive(Debug, Clone, Default)]
@@ -240,20 +238,21 @@ impl From<ServeError> for String {
 /// connection.
 async fn serve_stdio<H: ServerHandler>(handler: H) -> Result<(), ServeError> {
     {
-        // The service speaks through two in-memory pipes; [`framing::guard`]
-        // sits between them and the real stdin and stdout, so that an
-        // oversized request gets an answer.
-        let (to_service, service_in) = tokio::io::duplex(PIPE_BYTES);
-        let (service_out, from_service) = tokio::io::duplex(PIPE_BYTES);
-        let framing = tokio::spawn(framing::guard(
-            tokio::io::stdin(),
-            tokio::io::stdout(),
-            to_service,
-            from_service,
-        ));
+        // The service takes and gives whole messages; [`framing::guard`]
+        // reads and writes them on the real stdin and stdout, so that an
+        // oversized or unreadable request gets an answer. Each request is
+        // read there once, and handed on when the service is ready for it.
+        let (to_service, service_in) = futures::channel::mpsc::channel(0);
+        let (service_out, from_service) = futures::channel::mpsc::channel(0);
+        let stdio::Stdio {
+            input,
+            output,
+            modes,
+        } = stdio::open();
+        let framing = tokio::spawn(framing::guard(input, output, to_service, from_service));
         let served = async {
             let running = handler
-                .serve((service_in, service_out))
+                .serve((service_out, service_in))
                 .await
                 .map_err(|e| ServeError::Handshake(e.to_string()))?;
             running
@@ -263,9 +262,10 @@ async fn serve_stdio<H: ServerHandler>(handler: H) -> Result<(), ServeError> {
             Ok(())
         }
         .await;
-        // The service's end of the answer pipe is gone: what it wrote is
-        // flushed to stdout before the server exits.
+        // The service's end of the answers is gone: what it gave is
+        // written to stdout before the server exits.
         let _ = framing.await;
+        drop(modes);
         served
     }
 }

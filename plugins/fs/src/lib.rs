@@ -150,7 +150,11 @@ impl Tool for ReadFile {
                 args.path
             )));
         }
-        let mut bytes = Vec::new();
+        // Room for the whole file up front: `take` hides the size from
+        // `read_to_end`, which would otherwise start at 32 bytes and double,
+        // each read a host call.
+        let room = usize::try_from(size.min(MAX_READ_BYTES)).unwrap_or(0);
+        let mut bytes = Vec::with_capacity(room.saturating_add(1));
         file.take(MAX_READ_BYTES)
             .read_to_end(&mut bytes)
             .map_err(|e| io_error(&args.path, &e))?;
