@@ -305,6 +305,12 @@ impl Server {
             .run_one(&call, &mut sink, &context.ct)
             .await
             .map_err(|e| ErrorData::internal_error(format!("{e:#}"), None))?;
+        // The tool's next call starts in an instance made while this answer
+        // is written and the client reads it (each instance still serves
+        // one call).
+        if let Some(plugin) = self.dispatcher.plugins().plugin_for(&call.name) {
+            plugin.make_ahead();
+        }
         Ok(call_result(outcome))
     }
 }
