@@ -45,8 +45,11 @@ impl std::io::Write for Record {
             let mut err = std::io::stderr().lock();
             // Not after a progress frame, on its line.
             super::render::erase_progress(&mut err);
-            err.write_all(line.as_bytes())?;
-            err.write_all(b"\n")?;
+            // The record and its newline in one write: another writer of
+            // the same pipe (stdout, under `2>&1`) cannot land between them.
+            let mut whole = line;
+            whole.push('\n');
+            err.write_all(whole.as_bytes())?;
         }
         Ok(buf.len())
     }
