@@ -224,6 +224,14 @@ impl Classifier {
     /// output, since any tool can run git or relay a patch.
     pub fn diff_labels(&self, tool: &str, text: &str) -> Vec<Label> {
         let mut labels = Labels::default();
+        // Most results hold no diff: three searches of the whole text skip
+        // a walk of every line (a listing has thousands).
+        if !["diff --git ", "--- ", "+++ "]
+            .iter()
+            .any(|marker| text.contains(marker))
+        {
+            return labels.finish();
+        }
         for line in text.lines() {
             let paths = if let Some(rest) = line.strip_prefix("diff --git ") {
                 rest

@@ -69,6 +69,9 @@ pub(crate) struct GrantDir {
     host_path: std::path::PathBuf,
     /// Granted `rw`.
     writable: bool,
+    /// Whether corral's own state may lie beneath it, asked once a call
+    /// ([`Guard::may_hold_kept`]).
+    may_hold_kept: std::cell::OnceCell<bool>,
 }
 
 /// The granted directories of one call, opened lazily.
@@ -109,6 +112,7 @@ impl Dirs {
                             dir: Arc::new(std::fs::File::from(fd)),
                             host_path: g.host_path.clone(),
                             writable: g.access == Access::Rw,
+                            may_hold_kept: std::cell::OnceCell::new(),
                         })
                         .map_err(|e| {
                             if g.path == "." {
@@ -155,15 +159,6 @@ impl Dirs {
             Err(FileError::Other(e)) => Err(e),
             Err(_) => Err("it cannot be opened".into()),
         }
-    }
-
-    /// The host path of the granted directory that holds `path`, which
-    /// everything opened for it lies beneath (the kernel resolves the
-    /// rest beneath that directory, links included).
-    fn holder_path(&mut self, path: &str) -> Option<&std::path::Path> {
-        self.holder(path)
-            .ok()
-            .map(|(dir, _)| dir.host_path.as_path())
     }
 
     /// Opens `path` for reading beneath the granted directory that holds
@@ -336,9 +331,7 @@ impl FilesView<'_> {
     /// kernel is not asked where each descriptor is.
     fn refuse_kept(&mut self, fd: &OwnedFd, path: &str) -> Result<(), FileError> {
         use std::os::fd::AsFd as _;
-        if let Some(grant) = self.dirs.holder_path(path)
-            && !self.guard.may_hold_kept(grant)
-        {
+        if !self.may_hold_kept(path) {
             return Ok(());
         }
         match self.guard.refuse_kept_fd(fd.as_fd()) {
@@ -354,6 +347,19 @@ impl FilesView<'_> {
         }
     }
 
+    /// Whether corral's state may lie beneath the granted directory that
+    /// holds `path` (known once a call for each): when not, nothing opened
+    /// for `path` can be in it, links or not.
+    fn may_hold_kept(&mut self, path: &str) -> bool {
+        let guard = self.guard;
+        match self.dirs.holder(path) {
+            Ok((grant, _)) => *grant
+                .may_hold_kept
+                .get_or_init(|| guard.may_hold_kept(&grant.host_path)),
+            Err(_) => true,
+        }
+    }
+
     fn read_one(&mut self, path: &str, left: &mut u64) -> Result<Vec<u8>, FileError> {
         if *left == 0 {
             return Err(FileError::OverBudget);
@@ -362,7 +368,7 @@ impl FilesView<'_> {
         // open; only the rest needs another one.
         let (fd, size) = match self.dirs.open_plain(path) {
             Some((fd, read, size)) => {
-                if self.guard.is_kept(&read) {
+                if self.may_hold_kept(path) && self.guard.is_kept(&read) {
                     tracing::warn!(
                         plugin = %self.plugin,
                         "refused to read `{}`: it is in corral's own state",
