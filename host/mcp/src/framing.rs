@@ -4,7 +4,8 @@
 //! rmcp's own stdio transport drops a line over its cap without a word, so
 //! a client that sent one waits for an answer forever. Here stdin is read
 //! first by [`guard`], which never holds more than the cap of one line:
-//! lines within it go on to the service unchanged, and a line over it is
+//! each line within it is parsed there, once, and goes on to the service as
+//! a message (or is answered here, below), and a line over it is
 //! answered at once with a JSON-RPC `Invalid Request` error, carrying the
 //! request's id when its first bytes name one (`null` otherwise), and the
 //! server goes on. The service's answers and these errors share stdout

@@ -121,35 +121,32 @@ fn put_back(fd: BorrowedFd<'_>, flags: OFlags) {
     let _ = rustix::fs::fcntl_setfl(fd, flags);
 }
 
+/// A duplicate of `fd`, for the runtime to own.
+fn dup(fd: BorrowedFd<'_>) -> Option<OwnedFd> {
+    fd.try_clone_to_owned().ok()
+}
+
 /// A duplicate of the socket `fd` in non-blocking mode, for the runtime.
 fn socket(fd: BorrowedFd<'_>) -> Option<tokio::net::UnixStream> {
-    let socket = std::os::unix::net::UnixStream::from(fd.try_clone_to_owned().ok()?);
+    let socket = std::os::unix::net::UnixStream::from(dup(fd)?);
     socket.set_nonblocking(true).ok()?;
     tokio::net::UnixStream::from_std(socket).ok()
 }
 
 /// The pipe or socket `fd` read without blocking, through a duplicate.
 fn reader(fd: BorrowedFd<'_>, kind: Option<(FileType, (u64, u64))>) -> Option<Input> {
-    match kind?.0 {
-        FileType::Fifo => {
-            let dup: OwnedFd = fd.try_clone_to_owned().ok()?;
-            let pipe = tokio::net::unix::pipe::Receiver::from_owned_fd(dup).ok()?;
-            Some(Box::new(pipe))
-        }
-        FileType::Socket => Some(Box::new(socket(fd)?)),
-        _ => None,
-    }
+    Some(match kind?.0 {
+        FileType::Fifo => Box::new(tokio::net::unix::pipe::Receiver::from_owned_fd(dup(fd)?).ok()?),
+        FileType::Socket => Box::new(socket(fd)?),
+        _ => return None,
+    })
 }
 
 /// The pipe or socket `fd` written without blocking, through a duplicate.
 fn writer(fd: BorrowedFd<'_>, kind: Option<(FileType, (u64, u64))>) -> Option<Output> {
-    match kind?.0 {
-        FileType::Fifo => {
-            let dup: OwnedFd = fd.try_clone_to_owned().ok()?;
-            let pipe = tokio::net::unix::pipe::Sender::from_owned_fd(dup).ok()?;
-            Some(Box::new(pipe))
-        }
-        FileType::Socket => Some(Box::new(socket(fd)?)),
-        _ => None,
-    }
+    Some(match kind?.0 {
+        FileType::Fifo => Box::new(tokio::net::unix::pipe::Sender::from_owned_fd(dup(fd)?).ok()?),
+        FileType::Socket => Box::new(socket(fd)?),
+        _ => return None,
+    })
 }
