@@ -21,20 +21,20 @@ const REFERENCE_VERSION: &str = "2026.8.31";
 const RUST_VERSION: &str = "0.4.5";
 
 /// One MCP server on stdio.
-pub struct Server {
+pub(crate) struct Server {
     /// Who it is, for the table.
-    pub label: String,
+    pub(crate) label: String,
     child: Child,
     stdin: ChildStdin,
     out: BufReader<ChildStdout>,
     next: u64,
     /// The name of its tool that reads a text file.
-    pub read_tool: String,
+    pub(crate) read_tool: String,
 }
 
 impl Server {
     /// Starts `cmd` and initializes it; `read_tool` is its read tool.
-    pub fn start(label: &str, mut cmd: Command, read_tool: &str) -> Result<Self, String> {
+    pub(crate) fn start(label: &str, mut cmd: Command, read_tool: &str) -> Result<Self, String> {
         let mut child = cmd
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -71,7 +71,7 @@ impl Server {
 
     /// Writes requests for each of `params`, then reads every answer: the
     /// answers (by request order) and the bytes they took on the wire.
-    pub fn pipelined(
+    pub(crate) fn pipelined(
         &mut self,
         method: &str,
         params: &[Value],
@@ -115,14 +115,18 @@ impl Server {
     }
 
     /// One request: its answer and its bytes on the wire.
-    pub fn request(&mut self, method: &str, params: Value) -> Result<(Value, usize), String> {
+    pub(crate) fn request(
+        &mut self,
+        method: &str,
+        params: Value,
+    ) -> Result<(Value, usize), String> {
         let (mut answers, bytes) = self.pipelined(method, &[params])?;
         Ok((answers.remove(0), bytes))
     }
 
     /// Calls `tool` with `args` `n` times at once, timed until the last
     /// answer; the bytes of one answer.
-    pub fn calls(
+    pub(crate) fn calls(
         &mut self,
         tool: &str,
         args: &Value,
@@ -135,7 +139,7 @@ impl Server {
     }
 
     /// The text of a `tools/call` answer's content.
-    pub fn text(answer: &Value) -> String {
+    pub(crate) fn text(answer: &Value) -> String {
         answer["result"]["content"]
             .as_array()
             .into_iter()
@@ -154,7 +158,7 @@ impl Drop for Server {
 }
 
 /// The bench's own cache of peers.
-pub fn cache() -> PathBuf {
+pub(crate) fn cache() -> PathBuf {
     std::env::var_os("HOME")
         .map_or_else(std::env::temp_dir, PathBuf::from)
         .join(".cache/corral-bench")
@@ -163,7 +167,7 @@ pub fn cache() -> PathBuf {
 /// The reference filesystem server's `dist/index.js`, installed from npm
 /// into the bench's cache when neither the variable nor `.ci/run`'s copy
 /// has it.
-pub fn reference() -> Result<PathBuf, String> {
+pub(crate) fn reference() -> Result<PathBuf, String> {
     if let Some(p) = std::env::var_os("CORRAL_BENCH_MCP_REFERENCE") {
         return Ok(PathBuf::from(p));
     }
@@ -197,7 +201,7 @@ pub fn reference() -> Result<PathBuf, String> {
 
 /// rust-mcp-filesystem's binary, built by `cargo install` into the bench's
 /// cache when the variable does not name one.
-pub fn rust() -> Result<PathBuf, String> {
+pub(crate) fn rust() -> Result<PathBuf, String> {
     if let Some(p) = std::env::var_os("CORRAL_BENCH_MCP_RUST") {
         return Ok(PathBuf::from(p));
     }
@@ -205,7 +209,7 @@ pub fn rust() -> Result<PathBuf, String> {
 }
 
 /// `npm install` of `packages` into `dir` (with `extra` flags), quietly.
-pub fn npm_install(dir: &Path, extra: &[&str], packages: &[&str]) -> Result<(), String> {
+pub(crate) fn npm_install(dir: &Path, extra: &[&str], packages: &[&str]) -> Result<(), String> {
     std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
     let status = Command::new("npm")
         .args(["install", "--no-audit", "--no-fund", "--loglevel=error"])
@@ -224,7 +228,7 @@ pub fn npm_install(dir: &Path, extra: &[&str], packages: &[&str]) -> Result<(), 
 
 /// The binary `bin` of crate `krate` at `version`, built by `cargo install`
 /// into the bench's cache the first time (minutes, once).
-pub fn cargo_install(krate: &str, version: &str, bin: &str) -> Result<PathBuf, String> {
+pub(crate) fn cargo_install(krate: &str, version: &str, bin: &str) -> Result<PathBuf, String> {
     let root = cache().join(krate);
     let exe = root.join("bin").join(bin);
     if !exe.is_file() {
@@ -256,14 +260,14 @@ pub fn cargo_install(krate: &str, version: &str, bin: &str) -> Result<PathBuf, S
 }
 
 /// The command of the reference server over `root`.
-pub fn reference_cmd(script: &Path, root: &Path) -> Command {
+pub(crate) fn reference_cmd(script: &Path, root: &Path) -> Command {
     let mut c = Command::new("node");
     c.arg(script).arg(root).current_dir(root);
     c
 }
 
 /// The command of rust-mcp-filesystem over `root`.
-pub fn rust_cmd(bin: &Path, root: &Path) -> Command {
+pub(crate) fn rust_cmd(bin: &Path, root: &Path) -> Command {
     let mut c = Command::new(bin);
     c.arg(root).current_dir(root);
     c
@@ -413,7 +417,7 @@ fn row(
 }
 
 /// The MCP rows: a small read one at a time, 20 reads at once, a glob.
-pub fn rows(cfg: &super::Cfg, bins: &[super::Bin]) -> Vec<super::Row> {
+pub(crate) fn rows(cfg: &super::Cfg, bins: &[super::Bin]) -> Vec<super::Row> {
     const READ: &str = "MCP: read a 1,957-byte file, one request at a time (median per request, client wall; bytes of the answer)";
     const MANY: &str = "MCP: 20 reads of it sent at once (median until the last answer)";
     const GLOB: &str = "MCP: glob `**/*.rs` over the project's sources (median per request)";
