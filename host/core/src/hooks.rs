@@ -43,6 +43,15 @@ pub mod command;
 pub trait Emit: Send {
     /// Records one event.
     fn emit(&mut self, event: Event) -> anyhow::Result<()>;
+
+    /// Records one event the caller goes on using (a call's end, whose
+    /// outcome is the call's answer). The default records a copy; a sink
+    /// that keeps nothing of the event (the host log of a front-end without
+    /// a session) reads it in place, so a large output is not copied only
+    /// to be dropped.
+    fn emit_ref(&mut self, event: &Event) -> anyhow::Result<()> {
+        self.emit(event.clone())
+    }
 }
 
 /// What the hooks of one event decided together.

@@ -33,12 +33,18 @@ impl Dispatcher {
             labels,
         };
         outcome.content = self.cut(call, content, &mut outcome, sink)?;
-        sink.emit(Event::ToolCallEnd {
+        // Emitted in place and taken back: a sink that keeps nothing of it
+        // does not have the whole output (and its data) copied.
+        let end = Event::ToolCallEnd {
             call_id: call.id.clone(),
             name: call.name.clone(),
-            outcome: outcome.clone(),
+            outcome,
             duration_ms,
-        })?;
+        };
+        sink.emit_ref(&end)?;
+        let Event::ToolCallEnd { outcome, .. } = end else {
+            unreachable!("`end` is a call's end, built just above")
+        };
         Ok(outcome)
     }
 

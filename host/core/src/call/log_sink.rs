@@ -13,41 +13,52 @@ pub struct LogSink;
 
 impl crate::hooks::Emit for LogSink {
     fn emit(&mut self, event: Event) -> anyhow::Result<()> {
-        // What a session would log, whole, for whoever debugs a client's
-        // calls (`CORRAL_LOG=corral::event=debug`).
-        if event.is_logged() && tracing::enabled!(target: "corral::event", tracing::Level::DEBUG) {
-            let json = serde_json::to_string(&event).unwrap_or_default();
-            tracing::debug!(target: "corral::event", "event {json}");
-        }
-        match event {
-            Event::Permission {
-                call_id,
-                tool,
-                decision,
-                reason,
-            } => match decision {
-                PermissionDecision::Allow
-                | PermissionDecision::Approved
-                | PermissionDecision::ApprovedForSession => {
-                    tracing::info!(call = %call_id, %tool, ?decision, "{reason}")
-                }
-                _ => tracing::warn!(call = %call_id, %tool, ?decision, "{reason}"),
-            },
-            Event::ToolCallEnd {
-                call_id,
-                name,
-                outcome,
-                duration_ms,
-            } => tracing::debug!(
-                call = %call_id,
-                tool = %name,
-                is_error = outcome.is_error,
-                duration_ms,
-                "tool call ended"
-            ),
-            _ => {}
-        }
+        log(&event);
         Ok(())
+    }
+
+    fn emit_ref(&mut self, event: &Event) -> anyhow::Result<()> {
+        log(event);
+        Ok(())
+    }
+}
+
+/// Writes `event` to the host log: each decision and each call's end, and
+/// with `CORRAL_LOG=corral::event=debug` the whole event.
+fn log(event: &Event) {
+    // What a session would log, whole, for whoever debugs a client's
+    // calls (`CORRAL_LOG=corral::event=debug`).
+    if event.is_logged() && tracing::enabled!(target: "corral::event", tracing::Level::DEBUG) {
+        let json = serde_json::to_string(event).unwrap_or_default();
+        tracing::debug!(target: "corral::event", "event {json}");
+    }
+    match event {
+        Event::Permission {
+            call_id,
+            tool,
+            decision,
+            reason,
+        } => match decision {
+            PermissionDecision::Allow
+            | PermissionDecision::Approved
+            | PermissionDecision::ApprovedForSession => {
+                tracing::info!(call = %call_id, %tool, ?decision, "{reason}")
+            }
+            _ => tracing::warn!(call = %call_id, %tool, ?decision, "{reason}"),
+        },
+        Event::ToolCallEnd {
+            call_id,
+            name,
+            outcome,
+            duration_ms,
+        } => tracing::debug!(
+            call = %call_id,
+            tool = %name,
+            is_error = outcome.is_error,
+            duration_ms,
+            "tool call ended"
+        ),
+        _ => {}
     }
 }
 
