@@ -49,16 +49,22 @@ pub type FromService = futures::channel::mpsc::Receiver<ServerJsonRpcMessage>;
 /// Runs the framing: reads requests from `input`, hands the messages of
 /// the lines within the cap to the service through `to_service`, and writes
 /// the service's answers (`from_service`) and the errors for oversized or
-/// unreadable lines to `output`. Returns when the service's output ends.
-pub async fn guard<I, O>(input: I, output: O, to_service: ToService, from_service: FromService)
-where
+/// unreadable lines to `output`, calling `after_answer` once each of the
+/// service's messages is written. Returns when the service's output ends.
+pub async fn guard<I, O>(
+    input: I,
+    output: O,
+    to_service: ToService,
+    from_service: FromService,
+    after_answer: impl FnMut() + Send,
+) where
     I: AsyncRead + Unpin + Send + 'static,
     O: AsyncWrite + Unpin + Send + 'static,
 {
     let (errors_tx, errors_rx) = mpsc::unbounded_channel();
     let (asked_tx, asked_rx) = mpsc::unbounded_channel();
     let reader = tokio::spawn(read_requests(input, to_service, errors_tx, asked_rx));
-    write_answers(output, from_service, errors_rx, asked_tx).await;
+    write_answers(output, from_service, errors_rx, asked_tx, after_answer).await;
     reader.abort();
 }
 
@@ -502,12 +508,13 @@ async fn write_answers<O>(
     mut from_service: FromService,
     mut errors: mpsc::UnboundedReceiver<String>,
     asked: mpsc::UnboundedSender<RequestId>,
+    mut after_answer: impl FnMut(),
 ) where
     O: AsyncWrite + Unpin,
 {
     let mut errors_open = true;
     loop {
-        let line = tokio::select! {
+        let (line, answer) = tokio::select! {
             message = from_service.next() => {
                 // The service's own output, one message a line.
                 let Some(message) = message else { break };
@@ -519,7 +526,7 @@ async fn write_answers<O>(
                 match serde_json::to_vec(&message) {
                     Ok(mut line) => {
                         line.push(b'\n');
-                        line
+                        (line, true)
                     }
                     Err(e) => {
                         tracing::error!("an answer could not be written as JSON: {e}");
@@ -531,7 +538,7 @@ async fn write_answers<O>(
                 Some(error) => {
                     let mut line = error.into_bytes();
                     line.push(b'\n');
-                    line
+                    (line, false)
                 }
                 None => {
                     errors_open = false;
@@ -541,6 +548,9 @@ async fn write_answers<O>(
         };
         if output.write_all(&line).await.is_err() || output.flush().await.is_err() {
             break;
+        }
+        if answer {
+            after_answer();
         }
     }
 }

@@ -104,6 +104,38 @@ pub struct Server {
     /// The client's roots, once asked (`None` until then, and again after
     /// the client says they changed).
     client_roots: Arc<tokio::sync::Mutex<Option<Arc<Vec<PathBuf>>>>>,
+    /// The plugins whose next instance is made once the answer is out.
+    after_answer: AfterAnswer,
+}
+
+/// Plugins that served a call, whose next instance is made once the
+/// call's answer is written: made while the client reads it, on the
+/// thread that wrote it. Made when the call returned, it would wait in
+/// the runtime's queue while the answer went out, and wake another worker
+/// thread to take it (a thread hop per request).
+#[derive(Clone, Default)]
+struct AfterAnswer(Arc<Mutex<Vec<Arc<corral_core::plugins::Plugin>>>>);
+
+impl AfterAnswer {
+    /// `plugin` makes its next instance after the next answer.
+    fn push(&self, plugin: &Arc<corral_core::plugins::Plugin>) {
+        if let Ok(mut pending) = self.0.lock()
+            && !pending.iter().any(|p| Arc::ptr_eq(p, plugin))
+        {
+            pending.push(plugin.clone());
+        }
+    }
+
+    /// An answer is out: each pending plugin makes its next instance.
+    fn run(&self) {
+        let pending = match self.0.lock() {
+            Ok(mut pending) => std::mem::take(&mut *pending),
+            Err(_) => return,
+        };
+        for plugin in pending {
+            plugin.make_ahead();
+        }
+    }
 }
 
 /// How long a client that offers roots has to answer `roots/list`.
@@ -121,6 +153,15 @@ impl Server {
     /// Loads the manifest and the plugins as a session does. The error is a
     /// message for the user: what failed and what to do.
     pub async fn load(options: ServeOptions) -> Result<Self, corral_core::load::LoadError> {
+        Self::load_with(options, AfterAnswer::default()).await
+    }
+
+    /// [`Server::load`], its instances made ahead after the answers of
+    /// `after_answer`'s framing.
+    async fn load_with(
+        options: ServeOptions,
+        after_answer: AfterAnswer,
+    ) -> Result<Self, corral_core::load::LoadError> {
         let loaded =
             corral_core::load::load(&options.workspace, options.manifest, options.runtime).await?;
         let approver = Arc::new(ElicitApprover::default());
@@ -162,6 +203,7 @@ impl Server {
             next_id: Arc::new(AtomicU64::new(1)),
             roots,
             client_roots: Arc::default(),
+            after_answer,
         })
     }
 
@@ -173,7 +215,8 @@ impl Server {
     /// Serves MCP on stdin and stdout until the client closes the
     /// connection.
     pub async fn serve_stdio(self) -> Result<(), ServeError> {
-        serve_stdio(self).await
+        let after_answer = self.after_answer.clone();
+        serve_stdio(self, after_answer).await
     }
 
     /// Serves MCP on stdin and stdout at once while the plugins of
@@ -198,7 +241,10 @@ impl Server {
                 client.log(text);
             }
         }));
-        let load = tokio::spawn(async move { Server::load(options).await.map(Arc::new) });
+        let after_answer = AfterAnswer::default();
+        let after = after_answer.clone();
+        let load =
+            tokio::spawn(async move { Server::load_with(options, after).await.map(Arc::new) });
         let loaded = futures::FutureExt::shared(futures::FutureExt::boxed(async move {
             match load.await {
                 Ok(Ok(server)) => {
@@ -212,7 +258,7 @@ impl Server {
                 Err(e) => Err(format!("loading the plugins failed: {e}")),
             }
         }));
-        serve_stdio(Loading { loaded, client }).await
+        serve_stdio(Loading { loaded, client }, after_answer).await
     }
 }
 
@@ -236,7 +282,10 @@ impl From<ServeError> for String {
 
 /// Serves `handler` on stdin and stdout until the client closes the
 /// connection.
-async fn serve_stdio<H: ServerHandler>(handler: H) -> Result<(), ServeError> {
+async fn serve_stdio<H: ServerHandler>(
+    handler: H,
+    after_answer: AfterAnswer,
+) -> Result<(), ServeError> {
     {
         // The service takes and gives whole messages; [`framing::guard`]
         // reads and writes them on the real stdin and stdout, so that an
@@ -249,7 +298,13 @@ async fn serve_stdio<H: ServerHandler>(handler: H) -> Result<(), ServeError> {
             output,
             modes,
         } = stdio::open();
-        let framing = tokio::spawn(framing::guard(input, output, to_service, from_service));
+        let framing = tokio::spawn(framing::guard(
+            input,
+            output,
+            to_service,
+            from_service,
+            move || after_answer.run(),
+        ));
         let served = async {
             let running = handler
                 .serve((service_out, service_in))
@@ -305,11 +360,11 @@ impl Server {
             .run_one(&call, &mut sink, &context.ct)
             .await
             .map_err(|e| ErrorData::internal_error(format!("{e:#}"), None))?;
-        // The tool's next call starts in an instance made while this answer
-        // is written and the client reads it (each instance still serves
-        // one call).
+        // The tool's next call starts in an instance made once this answer
+        // is written, while the client reads it (each instance still
+        // serves one call).
         if let Some(plugin) = self.dispatcher.plugins().plugin_for(&call.name) {
-            plugin.make_ahead();
+            self.after_answer.push(plugin);
         }
         Ok(call_result(outcome))
     }
