@@ -7,6 +7,7 @@
 use crate::support::manifest::{KEYS, both_providers};
 use crate::support::mock::{Call, MockServer, Reply, openai_sse, openai_tool_result};
 use crate::support::output::{json_events, stderr};
+use crate::support::served::Served;
 use crate::support::text::has;
 use crate::*;
 use corral_test_programs::ADVERSARY;
@@ -110,4 +111,47 @@ fn an_instance_made_while_the_model_answers_serves_one_call_with_its_own_deadlin
     // the model answered (to list its tools, with no description cached).
     let taken = err.matches("the call takes an instance made ahead").count();
     assert!(taken >= script.len() - 1, "{taken} calls took one:\n{err}");
+}
+
+#[test]
+fn mcp_serve_makes_the_next_instance_after_each_answer_and_each_serves_one_call() {
+    let sb = Sandbox::with_manifest(&format!("[plugins.adversary]\nsource = {ADVERSARY:?}\n"));
+    let cli = Cli::new();
+    let mut served = Served::start_env(
+        &cli,
+        &sb,
+        &[],
+        json!({}),
+        &[("CORRAL_LOG", "warn,corral_runtime::sandbox=debug")],
+    );
+    let mut text = |id: u64, name: &str, mib: u64, plant: bool| {
+        let result = served.request(
+            id,
+            "tools/call",
+            json!({"name": name, "arguments": {"key": 9, "mib": mib, "plant": plant}}),
+        );
+        result["content"][0]["text"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned()
+    };
+    // A mark fills its instance's memory with markers; the scan after it
+    // runs on the instance made once the mark's answer was written, while
+    // the mark's memory was fresh in the process, and finds none of them.
+    for round in 0..3 {
+        let id = 10 * (round + 1);
+        let marked = text(id, "mark_memory", 8, false);
+        assert!(marked.starts_with("wrote"), "{marked}");
+        let scanned = text(id + 1, "scan_memory", 16, false);
+        assert!(scanned.starts_with("found 0 in"), "{scanned}");
+    }
+    // The scan does find a marker its own instance holds.
+    let control = text(99, "scan_memory", 1, true);
+    assert!(control.starts_with("found 1 in"), "{control}");
+    let log = served.close();
+    // Calls took instances made after an answer. Not every one need: a
+    // request that arrives while its instance is still being made gets a
+    // fresh one on its path, and the one being made waits for the next.
+    let taken = log.matches("the call takes an instance made ahead").count();
+    assert!(taken >= 1, "no call took an instance made ahead:\n{log}");
 }

@@ -30,11 +30,24 @@ impl Served {
     /// `corral mcp serve ARGS`, initialized by a client that offers
     /// `capabilities` (e.g. `{"elicitation": {}}`).
     pub fn start_with(cli: &Cli, sb: &Sandbox, args: &[&str], capabilities: Value) -> Self {
+        Self::start_env(cli, sb, args, capabilities, &[])
+    }
+
+    /// [`Served::start_with`], the server's environment given `env` (e.g.
+    /// a `CORRAL_LOG` filter, its log then read with [`Served::stderr`]).
+    pub fn start_env(
+        cli: &Cli,
+        sb: &Sandbox,
+        args: &[&str],
+        capabilities: Value,
+        env: &[(&str, &str)],
+    ) -> Self {
         let log = sb.root.path().join("mcp-stderr.log");
         let mut all = vec!["mcp", "serve"];
         all.extend_from_slice(args);
         let mut child = cli
             .command(&sb.ws(), &all)
+            .envs(env.iter().copied())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(std::fs::File::create(&log).unwrap())
