@@ -4,7 +4,8 @@
 //! server before it answers `initialize`), a plugin file is hashed when its
 //! identity changed (and a swapped file is still refused), a declared but
 //! unused plugin is not read by a call of another one, and compiling a
-//! plugin on its first use says so on stderr.
+//! plugin on its first use says so on stderr. The binary's relocations are
+//! packed for a cheaper start, and it stays position-independent.
 
 use crate::support::output::{stderr, stdout};
 use crate::support::text::{has, has_all, lacks};
@@ -378,4 +379,23 @@ fn the_builds_code_is_mapped_from_its_checked_copy_in_the_cache() {
     assert_eq!(out, first);
     assert_eq!(log.matches(MAPPED).count(), builtin_count(), "{log}");
     lacks(&log, "is damaged");
+}
+
+/// Packing the binary's relocations (`host/build.rs`) must not cost its
+/// address randomisation: the executable is still position-independent
+/// (`ET_DYN`), whatever the toolchain did with the flag.
+#[cfg(all(target_os = "linux", target_endian = "little"))]
+#[test]
+fn the_binary_stays_position_independent() {
+    use std::io::Read as _;
+    let mut header = [0u8; 18];
+    std::fs::File::open(corral_binary())
+        .and_then(|mut f| f.read_exact(&mut header))
+        .expect("read the binary's ELF header");
+    assert_eq!(&header[..4], b"\x7fELF", "not an ELF file");
+    let e_type = u16::from_le_bytes([header[16], header[17]]);
+    assert_eq!(
+        e_type, 3,
+        "e_type {e_type}: not a position-independent executable"
+    );
 }
