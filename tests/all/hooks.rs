@@ -625,3 +625,52 @@ fn a_binding_to_a_plugin_that_is_not_a_hook_is_refused_when_the_session_opens() 
     has(&err, "plugin `fs` (builtin:fs) is not a hook plugin");
     assert!(mock.requests().is_empty());
 }
+
+/// A hook plugin makes the instance of its next event while the host is
+/// idle, as tool plugins do, and each instance still handles one event:
+/// nothing an earlier event left in its memory is there.
+#[tokio::test]
+async fn a_hook_instance_made_ahead_handles_exactly_one_event() {
+    let sb = Sandbox::new();
+    let toml = format!(
+        "{}\n[hooks]\nbefore_compact = [{{ plugin = \"count\" }}]\n",
+        test_hook("count", r#"config = { mode = "count" }"#),
+    );
+    let manifest = sb.manifest(&toml).expect("manifest");
+    let plugins = runtime().load(&manifest).await.expect("load");
+    let hooks = corral_core::hooks::Hooks::new(&manifest.hooks, &plugins)
+        .await
+        .expect("hooks");
+    let hook = plugins
+        .plugins()
+        .iter()
+        .find(|p| p.decl().name == "count")
+        .expect("the hook plugin is loaded")
+        .clone();
+    let mut sink = Kept::default();
+    // The first event loads the plugin's code and makes its instance on
+    // the event's path; each later one finds an instance made ahead.
+    for event in 0..4 {
+        if event > 0 {
+            let waited = std::time::Instant::now();
+            while !hook.ready_ahead() {
+                assert!(
+                    waited.elapsed() < std::time::Duration::from_secs(20),
+                    "no instance was made ahead"
+                );
+                plugins.make_ahead();
+                tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+            }
+        }
+        let out = hooks.pre_compact(false, 40, &mut sink).await.expect("run");
+        assert_eq!(
+            out.context,
+            ["[context from hook `count`]\nhandled 1"],
+            "event {event}"
+        );
+        assert!(
+            !hook.ready_ahead(),
+            "event {event} did not take the instance made ahead"
+        );
+    }
+}

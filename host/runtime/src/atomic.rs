@@ -13,6 +13,24 @@ pub(crate) fn write(path: &Path, data: &[u8]) -> std::io::Result<()> {
     std::fs::rename(&tmp, path)
 }
 
+/// Writes `path` through a temporary file renamed over it, as [`write`]
+/// does, with what `fill` writes into the temporary file; returns what
+/// `fill` returns.
+pub(crate) fn write_with<T>(
+    path: &Path,
+    fill: impl FnOnce(&mut std::fs::File) -> std::io::Result<T>,
+) -> std::io::Result<T> {
+    let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+    let made = std::fs::File::create(&tmp).and_then(|mut file| fill(&mut file));
+    match made {
+        Ok(value) => std::fs::rename(&tmp, path).map(|()| value),
+        Err(e) => {
+            let _ = std::fs::remove_file(&tmp);
+            Err(e)
+        }
+    }
+}
+
 /// Removes half-written files left by a corral that died while storing an
 /// entry; a write in progress is far younger than an hour.
 pub(crate) fn remove_stale_temporaries(dir: &Path) {

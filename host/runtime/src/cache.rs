@@ -361,8 +361,15 @@ impl Cache {
             return Some(component);
         }
         let stored = prepare_dir(&dir).and_then(|()| {
-            let sum = super::checksum::xxh64(code)?;
-            super::atomic::write(&artifact, code)?;
+            // One pass: each piece is summed, written and handed back, so
+            // the copy never holds more than a piece of the code in memory.
+            let sum = super::atomic::write_with(&artifact, |file| {
+                super::checksum::xxh64(Releasing {
+                    code,
+                    at: 0,
+                    to: file,
+                })
+            })?;
             // The file just written holds `code`, whose sum was taken from
             // the bytes themselves: it is recorded as checked for the
             // file's identity (a later write or replacement changes it).
@@ -380,7 +387,9 @@ impl Cache {
         });
         // Reading the embedded code made its pages part of this process's
         // memory; handed back, they cost nothing more (the copy on disk is
-        // what is mapped).
+        // what is mapped). The pieces gave back their whole pages; this
+        // gives back the pages across their edges, and all of them when
+        // the copy stopped midway.
         // SAFETY: `code` is in the executable's static data (this
         // function's contract).
         unsafe { release_pages(code) };
@@ -535,6 +544,29 @@ impl Cache {
             ),
         }
         Some(component)
+    }
+}
+
+/// A reader of embedded code (`code`, as [`release_pages`] requires it)
+/// that writes what it reads to `to` and hands each piece back to the
+/// kernel once read.
+struct Releasing<'f> {
+    code: &'static [u8],
+    at: usize,
+    to: &'f mut std::fs::File,
+}
+
+impl std::io::Read for Releasing<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let piece = &self.code[self.at..];
+        let piece = &piece[..piece.len().min(buf.len())];
+        buf[..piece.len()].copy_from_slice(piece);
+        std::io::Write::write_all(self.to, piece)?;
+        // SAFETY: `piece` is part of `code`, which lies where
+        // `release_pages` requires (the contract of `load_built`).
+        unsafe { release_pages(piece) };
+        self.at += piece.len();
+        Ok(piece.len())
     }
 }
 

@@ -113,6 +113,16 @@ impl Compiler {
         })
     }
 
+    /// Lets go of the component with the SHA-256 `sha256` and its link: an
+    /// entry or call that needs it later loads it again. Entries holding it
+    /// keep their own copy.
+    pub(super) fn forget(&self, sha256: &str) {
+        if let Ok(mut c) = self.components.lock() {
+            c.compiled.remove(sha256);
+            c.linked.remove(sha256);
+        }
+    }
+
     /// `decl`'s component, not yet loaded by this load: a built-in from the
     /// code the build compiled, else from the compile cache or compiled now
     /// (with a progress line when that takes a while).

@@ -79,7 +79,8 @@ impl Plugin {
     }
 
     /// Runs this hook plugin's `handle` for one event in a fresh sandbox
-    /// with its own grants and limits. A trap, a timeout or a limit is a
+    /// with its own grants and limits (an instance made ahead when one is
+    /// ready, see [`Plugin::make_ahead`]). A trap, a timeout or a limit is a
     /// [`ToolError::Sandbox`]; the decision's text is cut to the plugin's
     /// output limit.
     pub async fn handle_hook(&self, input: &HookInput) -> Result<Verdict, ToolError> {
@@ -92,14 +93,22 @@ impl Plugin {
         let event = to_wit(input);
         let decision = self
             .sandbox()
-            .call(pre, CallCaps::Hook, Extras::default(), |instance, store| {
-                Box::pin(async move {
-                    instance
-                        .corral_plugin_hook()
-                        .call_handle(store, &event)
-                        .await
-                })
-            })
+            .call(
+                pre,
+                CallCaps::Hook,
+                Extras {
+                    ahead: Some(&self.ready_hook),
+                    ..Extras::default()
+                },
+                |instance, store| {
+                    Box::pin(async move {
+                        instance
+                            .corral_plugin_hook()
+                            .call_handle(store, &event)
+                            .await
+                    })
+                },
+            )
             .await?;
         let cap = self.decl.limits.output_kb.saturating_mul(1024);
         let cut = |m: String| budget::cap_text(m, cap, "hook text");

@@ -152,10 +152,23 @@ pub(super) async fn load(rt: &Runtime, manifest: &Manifest) -> Result<Plugins, L
     // made, and a tool must not read or write over it.
     let recovered = super::writes::recover(&manifest.workspace);
     let compiler = compiler(rt);
-    let mut plugins = Vec::with_capacity(manifest.plugins.len());
+    let mut plugins: Vec<Plugin> = Vec::with_capacity(manifest.plugins.len());
     let mut keys = Vec::with_capacity(manifest.plugins.len());
-    // Whether each plugin's tools are known (from the description cache).
+    // Whether each plugin's tools are known, and whether they may be cached
+    // (every cached answer may).
     let mut described = Vec::with_capacity(manifest.plugins.len());
+    let mut cacheable = Vec::with_capacity(manifest.plugins.len());
+    let remember = |plugin: &Plugin, key: &str| {
+        rt.descriptions.put(
+            key,
+            &Described {
+                sha256: plugin.sha256.clone(),
+                provider: plugin.provider,
+                imports: plugin.imports.clone(),
+                tools: plugin.tools.clone(),
+            },
+        );
+    };
     for decl in &manifest.plugins {
         let (sha256, bytes) = identify(rt, decl, manifest)?;
         let key = Descriptions::key(decl, manifest, &sha256);
@@ -178,33 +191,31 @@ pub(super) async fn load(rt: &Runtime, manifest: &Manifest) -> Result<Plugins, L
                 )?;
                 plugin.tools = cached.tools;
                 described.push(true);
+                cacheable.push(true);
                 plugin
             }
             None => {
-                described.push(false);
-                compiled_entry(&compiler, decl, manifest, sha256, bytes.as_deref())?
+                let mut plugin =
+                    compiled_entry(&compiler, decl, manifest, sha256, bytes.as_deref())?;
+                // A twin of an earlier plugin is not described (see below).
+                if plugins.iter().any(|p| twins(p, &plugin)) {
+                    described.push(false);
+                    cacheable.push(false);
+                } else {
+                    let may_cache = describe_now(&mut plugin, |p| remember(p, &key)).await?;
+                    described.push(true);
+                    cacheable.push(may_cache);
+                }
+                plugin
             }
         };
         keys.push(key);
         plugins.push(plugin);
     }
 
-    let remember = |plugin: &Plugin, key: &str| {
-        rt.descriptions.put(
-            key,
-            &Described {
-                sha256: plugin.sha256.clone(),
-                provider: plugin.provider,
-                imports: plugin.imports.clone(),
-                tools: plugin.tools.clone(),
-            },
-        );
-    };
     let twin_of: Vec<Option<usize>> = (0..plugins.len())
         .map(|i| (0..i).find(|&j| twins(&plugins[j], &plugins[i])))
         .collect();
-    // Whether each answer may be cached (every cached one may).
-    let mut cacheable = described.clone();
     for (i, twin) in twin_of.iter().enumerate() {
         let Some(j) = *twin else { continue };
         if !described[j] {
@@ -264,6 +275,29 @@ pub(super) async fn load(rt: &Runtime, manifest: &Manifest) -> Result<Plugins, L
     let mut plugins = Plugins::new(plugins.into_iter().map(Arc::new).collect(), withheld)?;
     plugins.recovered = recovered;
     Ok(plugins)
+}
+
+/// Describes a plugin whose code was just loaded, before the next one is
+/// loaded. When its answer may be cached it is (`remember`), and the code
+/// is let go: the plugin is then what a later run makes of the description
+/// cache, its code loaded again only when a call needs it. A first run
+/// thus holds one plugin's code at a time, not the code of every plugin it
+/// described (the scattered pages `describe` runs of each, and the code's
+/// tables). Returns whether the answer may be cached.
+async fn describe_now(
+    plugin: &mut Plugin,
+    remember: impl FnOnce(&Plugin),
+) -> Result<bool, LoadError> {
+    let (tools, may_cache) = plugin.describe().await?;
+    plugin.tools = tools;
+    if may_cache {
+        remember(plugin);
+        plugin.code = tokio::sync::OnceCell::new();
+        if let Some(compiler) = &plugin.compiler {
+            compiler.forget(&plugin.sha256);
+        }
+    }
+    Ok(may_cache)
 }
 
 /// Loads one plugin without the description cache: compiled, linked and
@@ -358,6 +392,7 @@ fn entry(
         compiler: Some(compiler.clone()),
         offered: std::sync::Mutex::default(),
         ready: std::sync::Arc::default(),
+        ready_hook: std::sync::Arc::default(),
     })
 }
 
@@ -472,6 +507,7 @@ pub(super) async fn inspect(rt: &Runtime, bytes: &[u8]) -> Result<Inspection, Lo
                 compiler: None,
                 offered: std::sync::Mutex::default(),
                 ready: std::sync::Arc::default(),
+                ready_hook: std::sync::Arc::default(),
             };
             plugin
                 .describe()
@@ -519,3 +555,4 @@ pub enum ToolsError {
     #[error("{0}")]
     Describe(String),
 }
+

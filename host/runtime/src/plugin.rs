@@ -71,6 +71,8 @@ pub struct Plugin {
     pub(super) offered: std::sync::Mutex<Option<Offered>>,
     /// The instance made for its next tool call ([`Plugin::make_ahead`]).
     pub(super) ready: Arc<Ready<super::bindings::ToolPlugin>>,
+    /// A hook plugin's instance made for the next event it handles.
+    pub(super) ready_hook: Arc<Ready<super::bindings::HookPlugin>>,
 }
 
 impl Plugin {
@@ -117,27 +119,27 @@ impl Plugin {
         Ok(&code.kind)
     }
 
-    /// Whether an instance made ahead waits for its next tool call (see
+    /// Whether an instance made ahead waits for its next tool call, or a
+    /// hook plugin's for the next event it handles (see
     /// [`Plugin::make_ahead`]).
     pub fn ready_ahead(&self) -> bool {
-        self.ready.is_ready()
+        self.ready.is_ready() || self.ready_hook.is_ready()
     }
 
-    /// Makes the instance its next tool call will run in, on a task of its
-    /// own, if its code is loaded (it was called in this process, or loaded
-    /// to list its tools when no description was cached),
+    /// Makes the instance its next tool call will run in (a hook plugin:
+    /// the next event it handles), on a task of its own, if its code is
+    /// loaded (it was called in this process, or loaded to list its tools
+    /// when no description was cached),
     /// none is ready or being made, and a slot of the pool is free for it.
     /// For the moments the host is idle (a session waiting for the model):
     /// the call that comes next starts running the plugin's code at once.
     /// Each instance still serves one call; one whose making called the
     /// host is not kept. Must be called within a tokio runtime.
     pub fn make_ahead(&self) {
-        if let Some(Code {
-            kind: PluginKind::Tool(pre),
-            ..
-        }) = self.code.get()
-        {
-            self.sandbox().make_ahead(pre, &self.ready);
+        match self.code.get().map(|c| &c.kind) {
+            Some(PluginKind::Tool(pre)) => self.sandbox().make_ahead(pre, &self.ready),
+            Some(PluginKind::Hook(pre)) => self.sandbox().make_ahead(pre, &self.ready_hook),
+            Some(PluginKind::Provider(_)) | None => {}
         }
     }
 

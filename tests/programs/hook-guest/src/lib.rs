@@ -9,9 +9,15 @@
 //!   the call with what it got, so a test can see what a hook with no
 //!   grants can reach;
 //! - `audit`: after a tool call, posts the call and the output it was
-//!   handed to `url` (an audit webhook), then continues.
+//!   handed to `url` (an audit webhook), then continues;
+//! - `count`: adds as context how many events this instance has handled,
+//!   this one included (an instance serves one event: always 1).
 
 use corral_sdk::hook::{Decision, Event, Hook};
+use std::sync::atomic::{AtomicU32, Ordering};
+
+/// Events this instance has handled.
+static HANDLED: AtomicU32 = AtomicU32::new(0);
 
 fn setting(key: &str) -> String {
     corral_sdk::config(key).unwrap_or_default()
@@ -42,6 +48,7 @@ pub struct TestHook;
 impl Hook for TestHook {
     fn handle(event: Event) -> Decision {
         let before_tool = matches!(event, Event::BeforeTool(_));
+        let handled = HANDLED.fetch_add(1, Ordering::Relaxed) + 1;
         match setting("mode").as_str() {
             "block" => Decision::Block(setting("reason")),
             "loop" => {
@@ -68,6 +75,7 @@ impl Hook for TestHook {
                 }
                 Decision::Continue
             }
+            "count" => Decision::AddContext(format!("handled {handled}")),
             _ => Decision::Continue,
         }
     }
