@@ -390,6 +390,7 @@ fn row(
     f: &Field,
     cell: impl Fn(usize) -> String,
     figure: impl Fn(usize) -> f64,
+    floor: Option<String>,
 ) -> super::Row {
     let peers: Vec<usize> = (f.corral..f.servers.len()).collect();
     let fastest = peers
@@ -402,6 +403,7 @@ fn row(
         peer: peers
             .iter()
             .map(|&i| format!("{} {}", f.servers[i].label, cell(i)))
+            .chain(floor)
             .collect::<Vec<_>>()
             .join("; "),
         figures: (0..f.corral)
@@ -417,7 +419,12 @@ fn row(
 }
 
 /// The MCP rows: a small read one at a time, 20 reads at once, a glob.
-pub(crate) fn rows(cfg: &super::Cfg, bins: &[super::Bin]) -> Vec<super::Row> {
+pub(crate) fn rows(
+    cfg: &super::Cfg,
+    bins: &[super::Bin],
+    rt: &tokio::runtime::Runtime,
+    runtime: &corral_runtime::Runtime,
+) -> Vec<super::Row> {
     const READ: &str = "MCP: read a 1,957-byte file, one request at a time (median per request, client wall; bytes of the answer)";
     const MANY: &str = "MCP: 20 reads of it sent at once (median until the last answer)";
     const GLOB: &str = "MCP: glob `**/*.rs` over the project's sources (median per request)";
@@ -484,6 +491,7 @@ pub(crate) fn rows(cfg: &super::Cfg, bins: &[super::Bin]) -> Vec<super::Row> {
             glob[i].push(super::ok(s.calls(tool, &args, 1)).0);
         }
     }
+    let (alone, at_once) = in_process(cfg, rt, runtime, &root);
     let med = |v: &[Duration]| super::median_d(v).as_secs_f64();
     vec![
         row(
@@ -492,6 +500,11 @@ pub(crate) fn rows(cfg: &super::Cfg, bins: &[super::Bin]) -> Vec<super::Row> {
             &f,
             |i| format!("{}, {} B", super::fmt_d(super::median_d(&one[i])), bytes[i]),
             |i| med(&one[i]),
+            Some(format!(
+                "the floor: the same `read_file` call in corral's process, no MCP (an instance \
+                 made ahead, as `mcp serve` makes them) {}",
+                super::fmt_d(alone)
+            )),
         ),
         row(
             MANY,
@@ -499,6 +512,10 @@ pub(crate) fn rows(cfg: &super::Cfg, bins: &[super::Bin]) -> Vec<super::Row> {
             &f,
             |i| super::fmt_d(super::median_d(&many[i])),
             |i| med(&many[i]),
+            Some(format!(
+                "the floor: 20 of those calls at once in corral's process, no MCP {}",
+                super::fmt_d(at_once)
+            )),
         ),
         row(
             GLOB,
@@ -512,6 +529,61 @@ pub(crate) fn rows(cfg: &super::Cfg, bins: &[super::Bin]) -> Vec<super::Row> {
                 )
             },
             |i| med(&glob[i]),
+            None,
         ),
     ]
+}
+
+/// corral's own part of the MCP reads, without MCP: the median of the same
+/// `read_file` call in this process, on an instance made ahead (as `mcp
+/// serve` makes one after each answer), and of 20 such calls at once until
+/// the last ends.
+fn in_process(
+    cfg: &super::Cfg,
+    rt: &tokio::runtime::Runtime,
+    runtime: &corral_runtime::Runtime,
+    root: &Path,
+) -> (Duration, Duration) {
+    let plugins = std::sync::Arc::new(super::load(rt, runtime, root, ""));
+    let fs = super::ok(plugins.plugin_for("read_file").ok_or("no read_file")).clone();
+    let args = json!({"path": "notes.txt"}).to_string();
+    let read = |ahead: bool| {
+        rt.block_on(async {
+            while ahead && !fs.ready_ahead() {
+                plugins.make_ahead();
+                tokio::task::yield_now().await;
+            }
+            let started = Instant::now();
+            let out = super::ok(plugins.call("read_file", &args, "r").await);
+            assert!(out.content.contains("small source file"), "{}", out.content);
+            started.elapsed()
+        })
+    };
+    let many = || {
+        rt.block_on(async {
+            let started = Instant::now();
+            let mut set = tokio::task::JoinSet::new();
+            for _ in 0..20 {
+                let (plugins, args) = (plugins.clone(), args.clone());
+                set.spawn(async move { plugins.call("read_file", &args, "r").await });
+            }
+            while let Some(done) = set.join_next().await {
+                assert!(
+                    super::ok(super::ok(done))
+                        .content
+                        .contains("small source file")
+                );
+            }
+            started.elapsed()
+        })
+    };
+    read(false);
+    let (mut one, mut twenty) = (Vec::new(), Vec::new());
+    for _ in 0..cfg.rounds * 3 {
+        for _ in 0..20 {
+            one.push(read(true));
+        }
+        twenty.push(many());
+    }
+    (super::median_d(&one), super::median_d(&twenty))
 }

@@ -555,4 +555,3 @@ pub enum ToolsError {
     #[error("{0}")]
     Describe(String),
 }
-
