@@ -151,24 +151,97 @@ pub(super) async fn load(rt: &Runtime, manifest: &Manifest) -> Result<Plugins, L
     // Before any plugin runs: a crash may have left a file change half
     // made, and a tool must not read or write over it.
     let recovered = super::writes::recover(&manifest.workspace);
+    let Entries {
+        mut plugins,
+        keys,
+        mut described,
+        mut cacheable,
+    } = entries(rt, manifest).await?;
+    let twin_of: Vec<Option<usize>> = (0..plugins.len())
+        .map(|i| (0..i).find(|&j| twins(&plugins[j], &plugins[i])))
+        .collect();
+    for (i, twin) in twin_of.iter().enumerate() {
+        let Some(j) = *twin else { continue };
+        if !described[j] {
+            let (tools, may_cache) = plugins[j].describe().await?;
+            plugins[j].tools = tools;
+            described[j] = true;
+            cacheable[j] = may_cache;
+            if may_cache {
+                remember(rt, &plugins[j], &keys[j]);
+            }
+        }
+        if let Some(tool) = plugins[j].tools.first() {
+            let (first, second) = (&plugins[j], &plugins[i]);
+            return Err(LoadError(format!(
+                "tool `{}` is exported by two plugins: `{}` ({}) and `{}` ({}), which run the same \
+                 component (sha256 {}) with the same settings, so they export the same tools; \
+                 give one of them a `tool_prefix` (e.g. `tool_prefix = \"{}_\"` in \
+                 [plugins.{}], which renames its tools), or remove one or set `enabled = false` \
+                 on it",
+                tool.name,
+                first.decl.name,
+                first.decl.origin,
+                second.decl.name,
+                second.decl.origin,
+                first.sha256,
+                suggested_prefix(&second.decl.name),
+                second.decl.name,
+            )));
+        }
+        // It would answer as its twin did: no tools.
+        if !described[i] && cacheable[j] {
+            remember(rt, &plugins[i], &keys[i]);
+        }
+    }
+
+    let mut owner: HashMap<String, usize> = HashMap::new();
+    for i in 0..plugins.len() {
+        // A twin of a plugin with no tools has none either.
+        if twin_of[i].is_some() {
+            continue;
+        }
+        if !described[i] {
+            let (tools, cacheable) = plugins[i].describe().await?;
+            plugins[i].tools = tools;
+            if cacheable {
+                remember(rt, &plugins[i], &keys[i]);
+            }
+        }
+        for tool in &plugins[i].tools {
+            if let Some(&j) = owner.get(&tool.name) {
+                return Err(clash(&tool.name, &plugins[j], &plugins[i]));
+            }
+            owner.insert(tool.name.clone(), i);
+        }
+    }
+    let withheld = super::vetting::vet(manifest, &mut plugins);
+    let mut plugins = Plugins::new(plugins.into_iter().map(Arc::new).collect(), withheld)?;
+    plugins.recovered = recovered;
+    Ok(plugins)
+}
+
+/// What the first pass of a load makes of each plugin of the manifest, in
+/// its order: the plugin, its key in the description cache, whether its
+/// tools are known, and whether they may be cached (every cached answer
+/// may).
+struct Entries {
+    plugins: Vec<Plugin>,
+    keys: Vec<String>,
+    described: Vec<bool>,
+    cacheable: Vec<bool>,
+}
+
+/// The first pass of [`load`]: each plugin's tools from the description
+/// cache, or its code loaded and, unless an earlier plugin is its twin,
+/// described at once (see [`describe_now`]).
+async fn entries(rt: &Runtime, manifest: &Manifest) -> Result<Entries, LoadError> {
     let compiler = compiler(rt);
-    let mut plugins: Vec<Plugin> = Vec::with_capacity(manifest.plugins.len());
-    let mut keys = Vec::with_capacity(manifest.plugins.len());
-    // Whether each plugin's tools are known, and whether they may be cached
-    // (every cached answer may).
-    let mut described = Vec::with_capacity(manifest.plugins.len());
-    let mut cacheable = Vec::with_capacity(manifest.plugins.len());
-    let remember = |plugin: &Plugin, key: &str| {
-        rt.descriptions.put(
-            key,
-            &Described {
-                sha256: plugin.sha256.clone(),
-                provider: plugin.provider,
-                imports: plugin.imports.clone(),
-                tools: plugin.tools.clone(),
-            },
-        );
-    };
+    let n = manifest.plugins.len();
+    let mut plugins: Vec<Plugin> = Vec::with_capacity(n);
+    let mut keys = Vec::with_capacity(n);
+    let mut described = Vec::with_capacity(n);
+    let mut cacheable = Vec::with_capacity(n);
     for decl in &manifest.plugins {
         let (sha256, bytes) = identify(rt, decl, manifest)?;
         let key = Descriptions::key(decl, manifest, &sha256);
@@ -202,7 +275,7 @@ pub(super) async fn load(rt: &Runtime, manifest: &Manifest) -> Result<Plugins, L
                     described.push(false);
                     cacheable.push(false);
                 } else {
-                    let may_cache = describe_now(&mut plugin, |p| remember(p, &key)).await?;
+                    let may_cache = describe_now(&mut plugin, |p| remember(rt, p, &key)).await?;
                     described.push(true);
                     cacheable.push(may_cache);
                 }
@@ -213,68 +286,25 @@ pub(super) async fn load(rt: &Runtime, manifest: &Manifest) -> Result<Plugins, L
         plugins.push(plugin);
     }
 
-    let twin_of: Vec<Option<usize>> = (0..plugins.len())
-        .map(|i| (0..i).find(|&j| twins(&plugins[j], &plugins[i])))
-        .collect();
-    for (i, twin) in twin_of.iter().enumerate() {
-        let Some(j) = *twin else { continue };
-        if !described[j] {
-            let (tools, may_cache) = plugins[j].describe().await?;
-            plugins[j].tools = tools;
-            described[j] = true;
-            cacheable[j] = may_cache;
-            if may_cache {
-                remember(&plugins[j], &keys[j]);
-            }
-        }
-        if let Some(tool) = plugins[j].tools.first() {
-            let (first, second) = (&plugins[j], &plugins[i]);
-            return Err(LoadError(format!(
-                "tool `{}` is exported by two plugins: `{}` ({}) and `{}` ({}), which run the same \
-                 component (sha256 {}) with the same settings, so they export the same tools; \
-                 give one of them a `tool_prefix` (e.g. `tool_prefix = \"{}_\"` in \
-                 [plugins.{}], which renames its tools), or remove one or set `enabled = false` \
-                 on it",
-                tool.name,
-                first.decl.name,
-                first.decl.origin,
-                second.decl.name,
-                second.decl.origin,
-                first.sha256,
-                suggested_prefix(&second.decl.name),
-                second.decl.name,
-            )));
-        }
-        // It would answer as its twin did: no tools.
-        if !described[i] && cacheable[j] {
-            remember(&plugins[i], &keys[i]);
-        }
-    }
+    Ok(Entries {
+        plugins,
+        keys,
+        described,
+        cacheable,
+    })
+}
 
-    let mut owner: HashMap<String, usize> = HashMap::new();
-    for i in 0..plugins.len() {
-        // A twin of a plugin with no tools has none either.
-        if twin_of[i].is_some() {
-            continue;
-        }
-        if !described[i] {
-            let (tools, cacheable) = plugins[i].describe().await?;
-            plugins[i].tools = tools;
-            if cacheable {
-                remember(&plugins[i], &keys[i]);
-            }
-        }
-        for tool in &plugins[i].tools {
-            if let Some(&j) = owner.get(&tool.name) {
-                return Err(clash(&tool.name, &plugins[j], &plugins[i]));
-            }
-            owner.insert(tool.name.clone(), i);
-        }
-    }
-    let withheld = super::vetting::vet(manifest, &mut plugins);
-    let mut plugins = Plugins::new(plugins.into_iter().map(Arc::new).collect(), withheld)?;
-    plugins.recovered = recovered;
-    Ok(plugins)
+/// Stores `plugin`'s tools in the description cache under `key`.
+fn remember(rt: &Runtime, plugin: &Plugin, key: &str) {
+    rt.descriptions.put(
+        key,
+        &Described {
+            sha256: plugin.sha256.clone(),
+            provider: plugin.provider,
+            imports: plugin.imports.clone(),
+            tools: plugin.tools.clone(),
+        },
+    );
 }
 
 /// Describes a plugin whose code was just loaded, before the next one is
