@@ -242,9 +242,14 @@ async fn entries(rt: &Runtime, manifest: &Manifest) -> Result<Entries, LoadError
     let mut keys = Vec::with_capacity(n);
     let mut described = Vec::with_capacity(n);
     let mut cacheable = Vec::with_capacity(n);
-    for decl in &manifest.plugins {
+    for (k, decl) in manifest.plugins.iter().enumerate() {
         let (sha256, bytes) = identify(rt, decl, manifest)?;
         let key = Descriptions::key(decl, manifest, &sha256);
+        // Entries of one source share one loaded component: it is kept
+        // until the last of them is described.
+        let shared_later = manifest.plugins[k + 1..]
+            .iter()
+            .any(|d| d.source == decl.source);
         let plugin = match rt.descriptions.get(&key, &sha256) {
             Some(cached) => {
                 super::imports::check(decl, &cached.imports)?;
@@ -275,7 +280,8 @@ async fn entries(rt: &Runtime, manifest: &Manifest) -> Result<Entries, LoadError
                     described.push(false);
                     cacheable.push(false);
                 } else {
-                    let may_cache = describe_now(&mut plugin, |p| remember(rt, p, &key)).await?;
+                    let may_cache =
+                        describe_now(&mut plugin, !shared_later, |p| remember(rt, p, &key)).await?;
                     described.push(true);
                     cacheable.push(may_cache);
                 }
@@ -313,9 +319,12 @@ fn remember(rt: &Runtime, plugin: &Plugin, key: &str) {
 /// cache, its code loaded again only when a call needs it. A first run
 /// thus holds one plugin's code at a time, not the code of every plugin it
 /// described (the scattered pages `describe` runs of each, and the code's
-/// tables). Returns whether the answer may be cached.
+/// tables). The load's compiler forgets the component too when `last`
+/// (no later entry of the manifest shares it). Returns whether the answer
+/// may be cached.
 async fn describe_now(
     plugin: &mut Plugin,
+    last: bool,
     remember: impl FnOnce(&Plugin),
 ) -> Result<bool, LoadError> {
     let (tools, may_cache) = plugin.describe().await?;
@@ -323,7 +332,7 @@ async fn describe_now(
     if may_cache {
         remember(plugin);
         plugin.code = tokio::sync::OnceCell::new();
-        if let Some(compiler) = &plugin.compiler {
+        if let (true, Some(compiler)) = (last, &plugin.compiler) {
             compiler.forget(&plugin.sha256);
         }
     }
