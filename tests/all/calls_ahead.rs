@@ -107,8 +107,8 @@ fn an_instance_made_while_the_model_answers_serves_one_call_with_its_own_deadlin
     // The session goes on, on the instance made after the timed-out call.
     assert!(result(5).starts_with("found 1 in"), "{}", result(5));
     // Every call after the first took an instance made while the model
-    // answered; the first did too when the plugin's code was loaded before
-    // the model answered (to list its tools, with no description cached).
+    // answered (the first loads the plugin's code: a load that described
+    // it lets the code go once its tools are cached).
     let taken = err.matches("the call takes an instance made ahead").count();
     assert!(taken >= script.len() - 1, "{taken} calls took one:\n{err}");
 }
@@ -154,4 +154,60 @@ fn mcp_serve_makes_the_next_instance_after_each_answer_and_each_serves_one_call(
     // fresh one on its path, and the one being made waits for the next.
     let taken = log.matches("the call takes an instance made ahead").count();
     assert!(taken >= 1, "no call took an instance made ahead:\n{log}");
+}
+
+/// A hook plugin's instances are made while the model answers too, through
+/// the binary: each `after_tool` event after the first runs on one, and
+/// each instance handles one event (the hook counts the events its
+/// instance handled and adds the count to the call's result).
+#[test]
+fn a_session_makes_hook_instances_ahead_and_each_handles_one_event() {
+    let script: Vec<Call> = (0..3)
+        .map(|i| {
+            (
+                ["r0", "r1", "r2"][i],
+                "read_file",
+                json!({"path": "notes.txt"}),
+            )
+        })
+        .collect();
+    let turns = script.clone();
+    let openai = MockServer::start(move |n, _| match turns.get(n) {
+        Some(call) if n == 0 => Reply::Sse(openai_sse("", std::slice::from_ref(call))),
+        Some(call) => thinking_then(call.clone()),
+        None => Reply::Sse(openai_sse("Done.", &[])),
+    });
+    let hook = format!(
+        "[plugins.count]\nsource = {:?}\nconfig = {{ mode = \"count\" }}\n\n\
+         [hooks]\nafter_tool = [{{ plugin = \"count\" }}]\n",
+        corral_test_programs::HOOK
+    );
+    let sb = Sandbox::with_manifest(&both_providers(openai.port, 9, &hook));
+    sb.write("notes.txt", "some notes\n");
+    let mut env = KEYS.to_vec();
+    env.push(("CORRAL_LOG", "warn,corral_runtime::sandbox=debug"));
+    let o = Cli::new().run_env(
+        &sb.ws(),
+        &["run", "--provider", "openai", "--mode", "full-auto", "go"],
+        &env,
+    );
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    let reqs = openai.requests();
+    assert_eq!(reqs.len(), script.len() + 1, "{err}");
+    for (i, call) in script.iter().enumerate() {
+        let result = openai_tool_result(&reqs[i + 1], call.0);
+        has(&result, "some notes");
+        has(&result, "[context from hook `count`]\nhandled 1");
+    }
+    let taken = err
+        .lines()
+        .filter(|l| {
+            l.contains("the call takes an instance made ahead") && l.contains("plugin=count")
+        })
+        .count();
+    assert!(
+        taken >= script.len() - 1,
+        "{taken} hook events took an instance made ahead:\n{err}"
+    );
 }

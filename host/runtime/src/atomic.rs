@@ -8,14 +8,12 @@ use std::time::{Duration, SystemTime};
 /// Writes `data` to `path` through a temporary file renamed over it, so a
 /// reader sees the old file or the new one, never part of one.
 pub(crate) fn write(path: &Path, data: &[u8]) -> std::io::Result<()> {
-    let tmp = path.with_extension(format!("tmp{}", std::process::id()));
-    std::fs::write(&tmp, data)?;
-    std::fs::rename(&tmp, path)
+    write_with(path, |file| std::io::Write::write_all(file, data))
 }
 
-/// Writes `path` through a temporary file renamed over it, as [`write`]
-/// does, with what `fill` writes into the temporary file; returns what
-/// `fill` returns.
+/// Writes `path` through a temporary file renamed over it, with what
+/// `fill` writes into the temporary file (removed again when that fails);
+/// returns what `fill` returns.
 pub(crate) fn write_with<T>(
     path: &Path,
     fill: impl FnOnce(&mut std::fs::File) -> std::io::Result<T>,

@@ -128,8 +128,8 @@ impl Plugin {
 
     /// Makes the instance its next tool call will run in (a hook plugin:
     /// the next event it handles), on a task of its own, if its code is
-    /// loaded (it was called in this process, or loaded to list its tools
-    /// when no description was cached),
+    /// loaded (it was called in this process, or it was loaded to list its
+    /// tools and their description could not be cached),
     /// none is ready or being made, and a slot of the pool is free for it.
     /// For the moments the host is idle (a session waiting for the model):
     /// the call that comes next starts running the plugin's code at once.
